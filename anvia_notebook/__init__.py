@@ -1,0 +1,125 @@
+"""anvia_notebook: build and debug LLM agents with a human in the loop, inside a notebook.
+
+The runtime (tools, hooks, approvals, questions, the run loop, models) never imports Jupyter;
+the notebook layer (``anvia_notebook.notebook``) is imported only when a run is shown in a
+kernel. Real providers (``OpenAIModel``, ``AnthropicModel``) are imported only when used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ._version import __version__
+from .agent import Agent, AgentBuilder
+from .approvals import (
+    ApprovalContext,
+    ApprovalDecision,
+    RunInfo,
+    ToolApproval,
+    ToolApprovalRequest,
+)
+from .errors import (
+    AnviaError,
+    MaxTurnsError,
+    PromptCancelledError,
+    RequestAlreadyUsedError,
+    ToolApprovalRequiredError,
+)
+from .events import ApprovalRecord, QuestionRecord, RunEvent
+from .hooks import Hook, RunControl, ToolCallControl, create_hook
+from .human import (
+    CallbackHumanInput,
+    ConsoleHumanInput,
+    HumanInput,
+    HumanInputTimeout,
+    HumanInputUnavailable,
+)
+from .messages import Message, MessageToolCall, ToolResultPart, Usage
+from .question_types import Answer, Choice, Question
+from .questions import QuestionRequest, ask_question, create_question_tool
+from .request import PromptRequest
+from .run import AgentRun
+from .run_state import PromptResponse, RunState
+from .tools import Tool, ToolContext, create_tool, tool
+
+if TYPE_CHECKING:
+    from .models.anthropic import AnthropicModel
+    from .models.openai import OpenAIModel
+    from .notebook.handle import RunHandle
+    from .notebook.studio import Studio
+
+__all__ = [
+    "__version__",
+    # agents and runs
+    "Agent",
+    "AgentBuilder",
+    "AgentRun",
+    "PromptRequest",
+    "PromptResponse",
+    "RunState",
+    "RunInfo",
+    # messages
+    "Message",
+    "MessageToolCall",
+    "ToolResultPart",
+    "Usage",
+    # tools
+    "Tool",
+    "ToolContext",
+    "create_tool",
+    "tool",
+    # approvals
+    "ToolApproval",
+    "ApprovalContext",
+    "ApprovalDecision",
+    "ToolApprovalRequest",
+    "ApprovalRecord",
+    # hooks
+    "Hook",
+    "RunControl",
+    "ToolCallControl",
+    "create_hook",
+    # questions
+    "ask_question",
+    "create_question_tool",
+    "Question",
+    "Choice",
+    "Answer",
+    "QuestionRequest",
+    "QuestionRecord",
+    # human input
+    "HumanInput",
+    "CallbackHumanInput",
+    "ConsoleHumanInput",
+    "HumanInputTimeout",
+    "HumanInputUnavailable",
+    # events
+    "RunEvent",
+    # errors
+    "AnviaError",
+    "MaxTurnsError",
+    "PromptCancelledError",
+    "RequestAlreadyUsedError",
+    "ToolApprovalRequiredError",
+    # lazily imported
+    "OpenAIModel",
+    "AnthropicModel",
+    "RunHandle",
+    "Studio",
+]
+
+_LAZY = {
+    "OpenAIModel": ("models.openai", "OpenAIModel"),
+    "AnthropicModel": ("models.anthropic", "AnthropicModel"),
+    "RunHandle": ("notebook.handle", "RunHandle"),
+    "Studio": ("notebook.studio", "Studio"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

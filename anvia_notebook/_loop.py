@@ -1,0 +1,240 @@
+"""The run loop: call the model, run the tools it asked for, repeat until it answers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ._tool_exec import ToolExecutor
+from ._util import maybe_await
+from .approvals import RunInfo
+from .errors import MaxTurnsError, PromptCancelledError
+from .events import (
+    CancelledEvent,
+    ErrorEvent,
+    FinalEvent,
+    GenerationStartEvent,
+    ReasoningDeltaEvent,
+    TextDeltaEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from .hooks import (
+    RUN_CONTROL,
+    CompletionCallEvent,
+    CompletionErrorEvent,
+    CompletionResponseEvent,
+    HookAction,
+    RunEndEvent,
+    RunErrorEvent,
+    RunStartEvent,
+    TurnEndHookEvent,
+    TurnStartHookEvent,
+)
+from .messages import Message, ToolResultPart
+from .models.base import CompletionAccumulator, CompletionRequest, CompletionResponse
+from .retry import RetryContext
+from .run import DEFAULT_CANCEL_REASON
+from .run_state import PromptResponse
+
+if TYPE_CHECKING:
+    from .run import AgentRun
+
+__all__ = ["run_loop"]
+
+logger = logging.getLogger("anvia_notebook")
+
+
+async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
+    """Call one lifecycle callback on every hook, in order; ``run.cancel(...)`` ends the run."""
+    for hook in run.request.active_hooks:
+        action = await maybe_await(getattr(hook, name)(event))
+        if isinstance(action, HookAction) and action.type == "cancel":
+            raise PromptCancelledError(action.reason)
+
+
+async def run_loop(run: AgentRun) -> PromptResponse:
+    request = run.request
+    agent = request.agent
+    state = run.state
+    state.status = "running"
+    prompt, history = request.prompt_message, request.history
+    state.messages = [*history, prompt]
+    run_info = RunInfo(
+        agent_id=agent.id, run_id=state.run_id, session_id=state.session_id, metadata=request.meta
+    )
+    executor = ToolExecutor(
+        agent=agent,
+        state=state,
+        run_info=run_info,
+        hooks=request.active_hooks,
+        approval_handler=request.active_approval_handler,
+        human_input=request.active_human_input,
+        concurrency=request.tool_concurrency,
+        emit=run.emit,
+        cancel_reason=lambda: state.cancel_reason or DEFAULT_CANCEL_REASON,
+    )
+    tools = [tool.definition() for tool in agent.tools.values()]
+    model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
+    max_turns = request.max_turn_count
+    try:
+        await _lifecycle(
+            run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
+        )
+        turn = 0
+        while True:
+            turn += 1
+            state.turn = turn
+            run.emit(TurnStartEvent(turn=turn))
+            await _lifecycle(
+                run,
+                "on_turn_start",
+                TurnStartHookEvent(turn, prompt, list(state.messages[:-1]), RUN_CONTROL),
+            )
+            completion_request = CompletionRequest(
+                instructions=agent.instructions,
+                messages=list(state.messages),
+                tools=tools,
+                temperature=agent.temperature,
+                max_tokens=agent.max_tokens,
+                tool_choice=agent.tool_choice,
+            )
+            await _lifecycle(
+                run,
+                "on_completion_call",
+                CompletionCallEvent(prompt, list(history), completion_request, RUN_CONTROL),
+            )
+            run.emit(GenerationStartEvent(turn=turn, model=model_name))
+            response = await _complete(run, completion_request, turn, prompt)
+            await _lifecycle(
+                run, "on_completion_response", CompletionResponseEvent(prompt, response, RUN_CONTROL)
+            )
+            state.usage = state.usage + response.usage
+            state.messages.append(response.to_message())
+            run.emit(TurnEndEvent(turn=turn, usage=response.usage))
+            await _lifecycle(run, "on_turn_end", TurnEndHookEvent(turn, response, RUN_CONTROL))
+
+            if not response.tool_calls:
+                state.output = response.text
+                await _lifecycle(
+                    run,
+                    "on_run_end",
+                    RunEndEvent(response.text, state.usage, list(state.messages), RUN_CONTROL),
+                )
+                state.status = "success"
+                run.emit(
+                    FinalEvent(
+                        run_id=state.run_id,
+                        output=response.text,
+                        usage=state.usage,
+                        messages=list(state.messages),
+                    )
+                )
+                return PromptResponse(
+                    output=response.text,
+                    usage=state.usage,
+                    messages=list(state.messages),
+                    run_id=state.run_id,
+                )
+            if turn > max_turns:
+                raise MaxTurnsError(max_turns, list(state.messages))
+            for call in response.tool_calls:
+                if not call.name:
+                    raise ValueError(
+                        f"The model returned tool call {call.id!r} with an empty name; this "
+                        "indicates invalid provider output."
+                    )
+
+            def keep_partial(results: list[ToolResultPart]) -> None:
+                state.messages.append(Message.tool(results))
+
+            results = await executor.run_calls(response.tool_calls, turn, keep_partial)
+            state.messages.append(Message.tool(results))
+    except (asyncio.CancelledError, PromptCancelledError) as error:
+        reason = (
+            error.reason
+            if isinstance(error, PromptCancelledError)
+            else state.cancel_reason or DEFAULT_CANCEL_REASON
+        )
+        state.cancel_reason = reason
+        cancelled = PromptCancelledError(reason, list(state.messages))
+        await _run_error_hooks(run, cancelled)
+        state.status = "cancelled"
+        run.emit(CancelledEvent(run_id=state.run_id, reason=reason))
+        raise cancelled from None
+    except Exception as error:
+        await _run_error_hooks(run, error)
+        state.status = "error"
+        state.error = str(error) or type(error).__name__
+        run.emit(
+            ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(error).__name__)
+        )
+        raise
+
+
+async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:
+    event = RunErrorEvent(error, run.state.usage, list(run.state.messages), RUN_CONTROL)
+    for hook in run.request.active_hooks:
+        try:
+            await maybe_await(hook.on_run_error(event))
+        except Exception:  # a failing error hook must not mask the run's own error
+            logger.exception("on_run_error hook failed")
+
+
+async def _complete(
+    run: AgentRun, request: CompletionRequest, turn: int, prompt: Message
+) -> CompletionResponse:
+    """Stream one completion, emitting deltas; retry transient failures before the first event."""
+    retries = run.request.retries
+    attempt = 0
+    while True:
+        attempt += 1
+        accumulator = CompletionAccumulator()
+        emitted = False
+        announced: set[str] = set()
+        try:
+            async for event in run.request.agent.model.stream(request):
+                accumulator.add(event)
+                mapped = _map_event(turn, event)
+                if mapped is not None:
+                    emitted = True
+                    run.emit(mapped)
+                    if event.type == "tool_call":
+                        announced.add(event.id)
+            response = accumulator.response()
+            for call in response.tool_calls:  # calls streamed only as deltas
+                if call.id not in announced:
+                    run.emit(ToolCallEvent(turn=turn, tool_call=call))
+            return response
+        except asyncio.CancelledError:
+            partial = accumulator.response()
+            if partial.text or partial.reasoning:
+                run.state.messages.append(Message.assistant(partial.text, reasoning=partial.reasoning or None))
+            raise
+        except Exception as error:
+            context = RetryContext(error, attempt, retries.max_attempts, turn)
+            if not emitted and retries.allows(context):
+                await asyncio.sleep(retries.delay(attempt))
+                continue
+            await _lifecycle(
+                run, "on_completion_error", CompletionErrorEvent(prompt, error, RUN_CONTROL)
+            )
+            raise
+
+
+def _map_event(turn: int, event: Any) -> Any:
+    kind = event.type
+    if kind == "text_delta":
+        return TextDeltaEvent(turn=turn, delta=event.delta)
+    if kind == "reasoning_delta":
+        return ReasoningDeltaEvent(turn=turn, delta=event.delta)
+    if kind == "tool_call_delta":
+        return ToolCallDeltaEvent(
+            turn=turn, id=event.id, name=event.name, arguments_delta=event.arguments_delta
+        )
+    if kind == "tool_call":
+        return ToolCallEvent(turn=turn, tool_call=event)
+    return None

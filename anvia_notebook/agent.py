@@ -1,0 +1,173 @@
+"""Agents: a model, instructions, tools and hooks, assembled by :class:`AgentBuilder`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .approvals import ApprovalHandler
+from .hooks import Hook
+from .messages import Message
+from .models.base import Model
+from .tools import Tool
+
+if TYPE_CHECKING:
+    from .human import HumanInput
+    from .request import PromptRequest
+
+__all__ = ["Agent", "AgentBuilder", "DEFAULT_MAX_TURNS"]
+
+DEFAULT_MAX_TURNS = 20
+
+
+@dataclass(frozen=True)
+class ContextDocument:
+    text: str
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A configured agent. Start a run with :meth:`prompt`."""
+
+    id: str
+    model: Model
+    name: str | None = None
+    description: str | None = None
+    instruction_blocks: tuple[str, ...] = ()
+    context_documents: tuple[ContextDocument, ...] = ()
+    tools: dict[str, Tool] = field(default_factory=dict)
+    hooks: tuple[Hook, ...] = ()
+    approval_handler: ApprovalHandler | None = None
+    human_input: HumanInput | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tool_choice: Any = None
+    default_max_turns: int = DEFAULT_MAX_TURNS
+
+    @property
+    def display_name(self) -> str:
+        return self.name or self.id
+
+    @property
+    def instructions(self) -> str | None:
+        """The instruction blocks joined by a blank line, then the context documents."""
+        blocks = list(self.instruction_blocks)
+        for document in self.context_documents:
+            label = f'<context id="{document.id}">' if document.id else "<context>"
+            blocks.append(f"{label}\n{document.text}\n</context>")
+        return "\n\n".join(blocks) if blocks else None
+
+    def get_tool(self, name: str) -> Tool | None:
+        return self.tools.get(name)
+
+    def prompt(self, prompt: str | Message | Sequence[Message]) -> PromptRequest:
+        """A request for one run. With a list, the last message is the prompt, the rest history."""
+        from .request import PromptRequest
+
+        return PromptRequest(self, prompt)
+
+
+class AgentBuilder:
+    """Chainable configuration of an :class:`Agent`."""
+
+    def __init__(self, agent_id: str, model: Model) -> None:
+        if not isinstance(agent_id, str) or not agent_id.strip():
+            raise ValueError("An agent id must be a non-empty string.")
+        if not hasattr(model, "stream"):
+            raise TypeError("`model` must have an async `stream(request)` method.")
+        self._id = agent_id
+        self._model = model
+        self._name: str | None = None
+        self._description: str | None = None
+        self._instructions: list[str] = []
+        self._context: list[ContextDocument] = []
+        self._tools: dict[str, Tool] = {}
+        self._hooks: list[Hook] = []
+        self._approvals: ApprovalHandler | None = None
+        self._human_input: HumanInput | None = None
+        self._temperature: float | None = None
+        self._max_tokens: int | None = None
+        self._tool_choice: Any = None
+        self._max_turns = DEFAULT_MAX_TURNS
+
+    def name(self, name: str) -> AgentBuilder:
+        self._name = name
+        return self
+
+    def description(self, description: str) -> AgentBuilder:
+        self._description = description
+        return self
+
+    def instructions(self, instructions: str | Sequence[str]) -> AgentBuilder:
+        """Append instruction blocks (joined by a blank line)."""
+        blocks = [instructions] if isinstance(instructions, str) else list(instructions)
+        self._instructions.extend(block for block in blocks if block.strip())
+        return self
+
+    def context(self, text: str, id: str | None = None) -> AgentBuilder:
+        self._context.append(ContextDocument(text, id))
+        return self
+
+    def tool(self, tool: Tool) -> AgentBuilder:
+        if not isinstance(tool, Tool):
+            raise TypeError(f"Expected a Tool (from create_tool or @tool), got {type(tool).__name__}.")
+        if tool.name in self._tools and self._tools[tool.name] is not tool:
+            raise ValueError(f"Two different tools are named {tool.name!r}.")
+        self._tools[tool.name] = tool
+        return self
+
+    def tools(self, tools: Sequence[Tool]) -> AgentBuilder:
+        for item in tools:
+            self.tool(item)
+        return self
+
+    def hook(self, hook: Hook) -> AgentBuilder:
+        """Add a hook; hooks run in the order added."""
+        self._hooks.append(hook)
+        return self
+
+    def approvals(self, handler: ApprovalHandler) -> AgentBuilder:
+        self._approvals = handler
+        return self
+
+    def human_input(self, human_input: HumanInput) -> AgentBuilder:
+        self._human_input = human_input
+        return self
+
+    def temperature(self, value: float) -> AgentBuilder:
+        self._temperature = value
+        return self
+
+    def max_tokens(self, value: int) -> AgentBuilder:
+        self._max_tokens = value
+        return self
+
+    def tool_choice(self, value: Any) -> AgentBuilder:
+        self._tool_choice = value
+        return self
+
+    def default_max_turns(self, value: int) -> AgentBuilder:
+        if value < 0:
+            raise ValueError("max turns must be zero or more")
+        self._max_turns = value
+        return self
+
+    def build(self) -> Agent:
+        return Agent(
+            id=self._id,
+            model=self._model,
+            name=self._name,
+            description=self._description,
+            instruction_blocks=tuple(self._instructions),
+            context_documents=tuple(self._context),
+            tools=dict(self._tools),
+            hooks=tuple(self._hooks),
+            approval_handler=self._approvals,
+            human_input=self._human_input,
+            temperature=self._temperature,
+            max_tokens=self._max_tokens,
+            tool_choice=self._tool_choice,
+            default_max_turns=self._max_turns,
+        )

@@ -1,0 +1,131 @@
+"""Approval policies, requests and decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, Union
+
+from pydantic import BaseModel, ConfigDict
+
+from ._util import maybe_await
+
+__all__ = [
+    "ApprovalContext",
+    "ApprovalDecision",
+    "ApprovalHandler",
+    "RunInfo",
+    "ToolApproval",
+    "ToolApprovalRequest",
+    "DEFAULT_REJECT_MESSAGE",
+]
+
+DEFAULT_REJECT_MESSAGE = "Tool approval was rejected."
+
+ArgsT = TypeVar("ArgsT")
+
+
+class RunInfo(BaseModel):
+    """Which run a tool call belongs to."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_id: str
+    run_id: str
+    session_id: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass
+class ApprovalContext(Generic[ArgsT]):
+    """What an approval policy sees: the call, its validated ``args`` and its raw JSON."""
+
+    tool_name: str
+    args: ArgsT
+    raw_args: str
+    tool_call_id: str | None
+    internal_call_id: str
+    run: RunInfo
+
+
+@dataclass
+class ToolApprovalRequest(ApprovalContext[Any]):
+    """An approval to decide: the context plus the reason and the reject message.
+
+    ``approval_id`` is the id of the :class:`~anvia_notebook.events.ApprovalRecord` that the
+    ``tool_approval_request`` event carried, so a UI can match its answer to it.
+    """
+
+    reason: str | None = None
+    reject_message: str | None = None
+    approval_id: str = ""
+    #: The tool's input model (when known), so edited arguments can be validated.
+    input_model: type[BaseModel] | None = field(default=None, repr=False)
+
+
+class ApprovalDecision(BaseModel):
+    """A decision on one approval. ``args`` (with an approval) replaces the call's arguments."""
+
+    approved: bool
+    reason: str | None = None
+    reject_message: str | None = None
+    args: dict[str, Any] | None = None
+
+
+ApprovalHandler = Callable[
+    [ToolApprovalRequest],
+    Union[bool, ApprovalDecision, Awaitable[Union[bool, ApprovalDecision]]],
+]
+
+TextOrFn = Union[str, Callable[[ApprovalContext[Any]], Union[str, Awaitable[str]]], None]
+WhenFn = Union[bool, Callable[[ApprovalContext[Any]], Union[bool, Awaitable[bool]]]]
+
+
+@dataclass(frozen=True)
+class ToolApproval:
+    """A tool's approval policy.
+
+    ``when`` is a bool or a (sync or async) predicate of the :class:`ApprovalContext`;
+    ``reason`` and ``reject_message`` are a string or a (sync or async) function of it.
+    """
+
+    when: WhenFn = True
+    reason: TextOrFn = None
+    reject_message: TextOrFn = None
+
+    async def required(self, ctx: ApprovalContext[Any]) -> bool:
+        if isinstance(self.when, bool):
+            return self.when
+        return bool(await maybe_await(self.when(ctx)))
+
+    async def texts(self, ctx: ApprovalContext[Any]) -> tuple[str | None, str | None]:
+        return await _text(self.reason, ctx), await _text(self.reject_message, ctx)
+
+
+async def _text(value: TextOrFn, ctx: ApprovalContext[Any]) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return str(await maybe_await(value(ctx)))
+
+
+def normalize_decision(value: Any) -> ApprovalDecision:
+    """Accept ``bool`` or :class:`ApprovalDecision` (or its dict form) from a handler."""
+    if isinstance(value, ApprovalDecision):
+        return value
+    if isinstance(value, bool):
+        return ApprovalDecision(approved=value)
+    if isinstance(value, dict):
+        return ApprovalDecision.model_validate(value)
+    raise TypeError(
+        f"An approval handler must return a bool or an ApprovalDecision, not {type(value).__name__}"
+    )
+
+
+def rejection_text(decision: ApprovalDecision, request: ToolApprovalRequest) -> str:
+    """What the model sees for a rejected call: the first present of the documented texts."""
+    return (
+        decision.reject_message
+        or decision.reason
+        or request.reject_message
+        or DEFAULT_REJECT_MESSAGE
+    )

@@ -1,0 +1,56 @@
+"""Exceptions a run raises.
+
+    AnviaError
+    ├── MaxTurnsError              the model kept calling tools past the turn limit
+    ├── PromptCancelledError       a hook, Stop, ``cancel()`` or an interrupt ended the run
+    ├── ToolApprovalRequiredError  approval was needed but nothing can decide it
+    └── RequestAlreadyUsedError    a PromptRequest runs once
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .approvals import ToolApprovalRequest
+    from .messages import Message
+
+__all__ = [
+    "AnviaError",
+    "MaxTurnsError",
+    "PromptCancelledError",
+    "RequestAlreadyUsedError",
+    "ToolApprovalRequiredError",
+]
+
+
+class AnviaError(Exception):
+    """Base class of the errors this package raises for a run."""
+
+
+class MaxTurnsError(AnviaError):
+    def __init__(self, max_turns: int, messages: list[Message]) -> None:
+        super().__init__(f"Reached max turn limit: {max_turns}")
+        self.max_turns = max_turns
+        self.messages = messages
+
+
+class PromptCancelledError(AnviaError):
+    def __init__(self, reason: str, messages: list[Message] | None = None) -> None:
+        super().__init__(f"Prompt cancelled: {reason}")
+        self.reason = reason
+        self.messages = messages or []
+
+
+class ToolApprovalRequiredError(AnviaError):
+    def __init__(self, request: ToolApprovalRequest) -> None:
+        super().__init__(
+            f"Tool approval required for {request.tool_name}, but no approval handler or "
+            "human input is configured."
+        )
+        self.request = request
+
+
+class RequestAlreadyUsedError(AnviaError, RuntimeError):
+    def __init__(self, *_: Any) -> None:
+        super().__init__("This PromptRequest has already run; call agent.prompt(...) again.")

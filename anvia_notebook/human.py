@@ -1,0 +1,151 @@
+"""Human input: who decides approvals and answers questions when a run needs a person.
+
+The notebook widget is one implementation; :class:`ConsoleHumanInput` and
+:class:`CallbackHumanInput` are the others shipped here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TextIO, runtime_checkable
+
+from ._util import maybe_await
+from .approvals import ApprovalDecision, ToolApprovalRequest, normalize_decision
+from .question_types import Answer
+from .questions import QuestionRequest
+
+__all__ = [
+    "CallbackHumanInput",
+    "ConsoleHumanInput",
+    "HumanInput",
+    "HumanInputTimeout",
+    "HumanInputUnavailable",
+]
+
+
+class HumanInputTimeout(TimeoutError):
+    """Nobody answered in time; the runtime records ``timed_out`` and rejects the call."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"No answer from the operator within {timeout:g} s.")
+        self.timeout = timeout
+
+
+class HumanInputUnavailable(NotImplementedError):
+    """This human input cannot handle that kind of request (approval or question)."""
+
+
+@runtime_checkable
+class HumanInput(Protocol):
+    """Decides approvals and answers questions on behalf of a person."""
+
+    async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision: ...
+
+    async def ask(self, request: QuestionRequest) -> list[Answer]: ...
+
+
+async def with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any:
+    """Await with an optional timeout that raises :class:`HumanInputTimeout`."""
+    if timeout is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, timeout)
+    except asyncio.TimeoutError:
+        raise HumanInputTimeout(timeout) from None
+
+
+class CallbackHumanInput:
+    """Delegates to your own (sync or async) functions.
+
+    ``approve(request)`` returns a bool or an :class:`ApprovalDecision`; ``ask(request)`` returns
+    a list of :class:`Answer` (or dicts with ``questionId``/``answer``). Leaving one out means this
+    input cannot decide that kind of request. ``timeout`` (seconds) applies to both.
+    """
+
+    def __init__(
+        self,
+        approve: Callable[[ToolApprovalRequest], Any] | None = None,
+        ask: Callable[[QuestionRequest], Any] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self._approve = approve
+        self._ask = ask
+        self.timeout = timeout
+
+    async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        if self._approve is None:
+            raise HumanInputUnavailable("CallbackHumanInput was given no approve function")
+        return normalize_decision(await with_timeout(maybe_await(self._approve(request)), self.timeout))
+
+    async def ask(self, request: QuestionRequest) -> list[Answer]:
+        if self._ask is None:
+            raise HumanInputUnavailable("CallbackHumanInput was given no ask function")
+        answers = await with_timeout(maybe_await(self._ask(request)), self.timeout)
+        return [a if isinstance(a, Answer) else Answer.model_validate(a) for a in answers]
+
+
+class ConsoleHumanInput:
+    """Asks on a terminal: approvals as y/n (with an optional reason), questions by number.
+
+    ``input_fn`` and ``output`` default to :func:`input` and ``sys.stdout``; prompts run on a
+    worker thread so the event loop keeps going.
+    """
+
+    def __init__(
+        self,
+        input_fn: Callable[[str], str] = input,
+        output: TextIO | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self._input = input_fn
+        self._output = output
+        self.timeout = timeout
+
+    def _print(self, text: str) -> None:
+        print(text, file=self._output or sys.stdout, flush=True)
+
+    async def _read(self, prompt: str) -> str:
+        return str(await with_timeout(asyncio.to_thread(self._input, prompt), self.timeout)).strip()
+
+    async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        self._print(f"\nApproval required for {request.tool_name}")
+        self._print(f"  arguments: {request.raw_args}")
+        if request.reason:
+            self._print(f"  reason: {request.reason}")
+        while True:
+            answer = (await self._read("Approve? [y/n] ")).lower()
+            if answer in ("y", "yes"):
+                return ApprovalDecision(approved=True)
+            if answer in ("n", "no"):
+                why = await self._read("Reason (optional): ")
+                return ApprovalDecision(approved=False, reason=why or None)
+            self._print("Please answer y or n.")
+
+    async def ask(self, request: QuestionRequest) -> list[Answer]:
+        answers: list[Answer] = []
+        for index, question in enumerate(request.questions, start=1):
+            self._print(f"\nQuestion {index} of {len(request.questions)}: {question.question}")
+            for number, choice in enumerate(question.choices, start=1):
+                self._print(f"  {number}. {choice.label}")
+            while True:
+                raw = await self._read("Choice number or a custom answer: ")
+                if raw.isdigit() and 1 <= int(raw) <= len(question.choices):
+                    choice = question.choices[int(raw) - 1]
+                    answers.append(
+                        Answer(question_id=question.id, answer=choice.value, choice=choice.value)
+                    )
+                    break
+                if raw:
+                    answers.append(Answer(question_id=question.id, answer=raw, custom=True))
+                    break
+                self._print("Please pick a choice or type an answer.")
+        return answers
+
+
+def describe_answers(answers: list[Answer]) -> str:
+    return json.dumps({"answers": [a.to_wire() for a in answers]})

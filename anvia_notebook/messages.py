@@ -1,0 +1,86 @@
+"""Conversation messages and token usage: plain pydantic data, safe to persist and replay."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Message", "MessageToolCall", "ToolResultPart", "Usage"]
+
+
+class Usage(BaseModel):
+    """Token counts of one completion or of a whole run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )
+
+
+class MessageToolCall(BaseModel):
+    """A tool call the assistant made; ``arguments`` is the raw JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> Any:
+        """The arguments decoded from JSON (raises ``ValueError`` when they are not JSON)."""
+        if self.arguments.strip() == "":
+            return {}
+        return json.loads(self.arguments)
+
+
+class ToolResultPart(BaseModel):
+    """The result of one tool call, as the model sees it on the next turn."""
+
+    tool_call_id: str
+    tool_name: str
+    content: str
+    is_error: bool = False
+
+
+class Message(BaseModel):
+    """One message of a conversation.
+
+    ``role`` is ``"user"``, ``"assistant"`` or ``"tool"``. An assistant message may carry
+    ``tool_calls`` and ``reasoning``; a tool message carries the ``tool_results`` of one turn,
+    in call order.
+    """
+
+    role: Literal["user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[MessageToolCall] = Field(default_factory=list)
+    tool_results: list[ToolResultPart] = Field(default_factory=list)
+    reasoning: str | None = None
+
+    @classmethod
+    def user(cls, content: str) -> Message:
+        return cls(role="user", content=content)
+
+    @classmethod
+    def assistant(
+        cls,
+        content: str = "",
+        tool_calls: list[MessageToolCall] | None = None,
+        reasoning: str | None = None,
+    ) -> Message:
+        return cls(
+            role="assistant", content=content, tool_calls=tool_calls or [], reasoning=reasoning
+        )
+
+    @classmethod
+    def tool(cls, results: list[ToolResultPart]) -> Message:
+        return cls(role="tool", tool_results=results)

@@ -1,0 +1,273 @@
+"""Anthropic's Messages API, streamed.
+
+The ``anthropic`` SDK is imported when a model is built, never when this module is imported;
+install it with ``pip install "anvia_notebook[anthropic]"``.
+
+Stop reasons are reported in the vocabulary the OpenAI model uses too: ``end_turn`` and
+``stop_sequence`` are ``"stop"``, ``max_tokens`` is ``"length"``, ``tool_use`` is
+``"tool_calls"``, ``refusal`` is ``"content_filter"``; any other reason passes through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..messages import Message, Usage
+from ._errors import api_error, connection_error, missing_sdk, transport_error_types
+from .base import (
+    CompletionEvent,
+    CompletionModel,
+    CompletionRequest,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolDefinition,
+    UsageUpdate,
+)
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+    from anthropic.types import (
+        ContentBlockParam,
+        MessageParam,
+        RawMessageStreamEvent,
+        ToolParam,
+    )
+
+__all__ = ["AnthropicModel"]
+
+#: The default cap on a completion's length (the Messages API requires one).
+DEFAULT_MAX_TOKENS = 4096
+#: Arguments of ``messages.create`` this model sets itself.
+RESERVED_OPTIONS = frozenset({"model", "messages", "stream", "max_tokens"})
+#: Anthropic stop reasons, in the vocabulary the other models use.
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "content_filter",
+}
+#: The usage fields that add up to the input tokens of a request.
+INPUT_TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+
+
+class AnthropicModel(CompletionModel):
+    """A Claude model served through Anthropic's Messages API, streamed.
+
+    ``model`` is the model id (also the :attr:`name`). The key comes from ``api_key`` or the
+    ``ANTHROPIC_API_KEY`` environment variable. ``client`` replaces the ``AsyncAnthropic`` client
+    this model would build (its options, such as ``max_retries``, are then left as they are).
+    ``max_tokens`` caps each completion unless the request sets its own cap. Other keyword
+    arguments are sent with every request (``thinking={"type": "enabled", "budget_tokens": 2048}``,
+    ``top_k=40``, ...); the request's own ``temperature`` and ``tool_choice`` win over them.
+
+    The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
+    :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
+
+    Reasoning streams as ``ReasoningDelta`` but is not sent back on later turns (a message keeps
+    no thinking signature), so extended thinking with tool use needs the thinking of each turn to
+    be optional, as it is with ``thinking`` of type ``"enabled"`` on current models.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        client: AsyncAnthropic | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        **request_options: Any,
+    ) -> None:
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise missing_sdk("anthropic") from exc
+        reserved = RESERVED_OPTIONS.intersection(request_options)
+        if reserved:
+            raise TypeError(f"AnthropicModel sets {', '.join(sorted(reserved))} itself")
+        self.name = model
+        self.model = model
+        self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
+        self.max_tokens = max_tokens
+        self.request_options = request_options
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.model!r})"
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent]:
+        import anthropic
+
+        messages = to_anthropic_messages(request.messages)
+        options = self._options(request)
+        max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
+        assembler = _EventAssembler()
+        try:
+            stream = await self.client.messages.create(
+                model=self.model, max_tokens=max_tokens, messages=messages, stream=True, **options
+            )
+            async with stream:
+                async for event in stream:
+                    for completion_event in assembler.feed(event):
+                        yield completion_event
+        except anthropic.APIConnectionError as exc:
+            raise connection_error("Anthropic", exc) from exc
+        except anthropic.APIError as exc:
+            raise api_error("Anthropic", exc) from exc
+        except transport_error_types() as exc:
+            raise connection_error("Anthropic", exc) from exc
+        yield assembler.finish()
+
+    def _options(self, request: CompletionRequest) -> dict[str, Any]:
+        options = dict(self.request_options)
+        if request.instructions:
+            options["system"] = request.instructions
+        if request.tools:
+            options["tools"] = [to_anthropic_tool(tool) for tool in request.tools]
+            if request.tool_choice is not None:
+                options["tool_choice"] = to_anthropic_tool_choice(request.tool_choice)
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        return options
+
+
+def to_anthropic_messages(messages: list[Message]) -> list[MessageParam]:
+    """The conversation as Messages API messages.
+
+    Tool results go back as a user message of ``tool_result`` blocks; consecutive messages of one
+    role are merged (so a user message after tool results joins them, after the results); blank
+    text is left out, as the API refuses it. Reasoning is never sent back.
+    """
+    turns: list[tuple[Literal["user", "assistant"], list[ContentBlockParam]]] = []
+    for message in messages:
+        role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
+        blocks: list[ContentBlockParam] = []
+        if message.content.strip():
+            blocks.append({"type": "text", "text": message.content})
+        blocks.extend(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
+            for call in message.tool_calls
+        )
+        for part in message.tool_results:
+            result: ContentBlockParam = {
+                "type": "tool_result",
+                "tool_use_id": part.tool_call_id,
+                "is_error": part.is_error,
+            }
+            if part.content:
+                result["content"] = part.content
+            blocks.append(result)
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, blocks))
+    return [{"role": role, "content": blocks} for role, blocks in turns]
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    """A call's arguments as the object ``tool_use`` wants (``{}`` when they were not one)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def to_anthropic_tool(tool: ToolDefinition) -> ToolParam:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def to_anthropic_tool_choice(choice: Any) -> Any:
+    """``"auto"``, ``"none"``, ``"required"`` (or ``"any"``), a tool name, or an OpenAI-style
+    ``{"type": "function", ...}`` choice, as Anthropic's ``tool_choice``; other dicts pass."""
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice in ("required", "any"):
+        return {"type": "any"}
+    if isinstance(choice, str):
+        return {"type": "tool", "name": choice}
+    if isinstance(choice, dict) and choice.get("type") == "function":
+        return {"type": "tool", "name": choice["function"]["name"]}
+    return choice
+
+
+@dataclass
+class _PendingCall:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class _EventAssembler:
+    """Turns the raw Messages API stream events into completion events.
+
+    Usage arrives as running totals (``message_start``, then ``message_delta``); the usage
+    updates carry what each one adds, so that summing them gives the totals.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int, _PendingCall] = {}
+        self._token_counts: dict[str, int] = {}
+        self._reported = Usage()
+        self._stop_reason: str | None = None
+
+    def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent]:
+        if event.type == "message_start":
+            yield from self._usage(event.message.usage)
+        elif event.type == "content_block_start":
+            block = event.content_block
+            if block.type == "tool_use":
+                call = self._calls[event.index] = _PendingCall(id=block.id, name=block.name)
+                yield ToolCallDelta(id=call.id, name=call.name)
+            elif block.type == "text" and block.text:
+                yield TextDelta(delta=block.text)
+            elif block.type == "thinking" and block.thinking:
+                yield ReasoningDelta(delta=block.thinking)
+        elif event.type == "content_block_delta":
+            delta = event.delta
+            if delta.type == "text_delta" and delta.text:
+                yield TextDelta(delta=delta.text)
+            elif delta.type == "thinking_delta" and delta.thinking:
+                yield ReasoningDelta(delta=delta.thinking)
+            elif delta.type == "input_json_delta" and delta.partial_json:
+                pending = self._calls.get(event.index)
+                if pending is not None:
+                    pending.arguments.append(delta.partial_json)
+                    yield ToolCallDelta(id=pending.id, arguments_delta=delta.partial_json)
+        elif event.type == "content_block_stop":
+            done = self._calls.pop(event.index, None)
+            if done is not None:
+                yield ToolCall(id=done.id, name=done.name, arguments="".join(done.arguments) or "{}")
+        elif event.type == "message_delta":
+            if event.delta.stop_reason:
+                self._stop_reason = event.delta.stop_reason
+            yield from self._usage(event.usage)
+
+    def _usage(self, usage: Any) -> Iterator[UsageUpdate]:
+        """Report what a running usage total adds to the totals reported so far."""
+        for name in (*INPUT_TOKEN_FIELDS, "output_tokens"):
+            value = getattr(usage, name, None)
+            if isinstance(value, int):
+                self._token_counts[name] = value
+        totals = Usage(
+            input_tokens=sum(self._token_counts.get(name, 0) for name in INPUT_TOKEN_FIELDS),
+            output_tokens=self._token_counts.get("output_tokens", 0),
+        )
+        added = Usage(
+            input_tokens=totals.input_tokens - self._reported.input_tokens,
+            output_tokens=totals.output_tokens - self._reported.output_tokens,
+        )
+        self._reported = totals
+        if added.input_tokens or added.output_tokens:
+            yield UsageUpdate(usage=added)
+
+    def finish(self) -> Finish:
+        reason = self._stop_reason or "end_turn"
+        return Finish(reason=STOP_REASONS.get(reason, reason))

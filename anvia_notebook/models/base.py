@@ -1,0 +1,236 @@
+"""The model contract: a completion request in, a stream of completion events out.
+
+A model is any object with ``async def stream(request) -> AsyncIterator[CompletionEvent]``.
+Providers and offline models subclass :class:`CompletionModel`, which derives ``complete``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message, MessageToolCall, Usage
+
+__all__ = [
+    "CompletionAccumulator",
+    "CompletionEvent",
+    "CompletionModel",
+    "CompletionRequest",
+    "CompletionResponse",
+    "Finish",
+    "Model",
+    "ModelError",
+    "ReasoningDelta",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolDefinition",
+    "UsageUpdate",
+    "collect_completion",
+    "is_retryable_status",
+]
+
+
+class ToolDefinition(BaseModel):
+    """What the model is told about a tool: its name, description and JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class CompletionRequest(BaseModel):
+    """Everything a model needs for one turn."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    instructions: str | None = None
+    messages: list[Message]
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tool_choice: Any = None
+
+
+class TextDelta(BaseModel):
+    """A piece of assistant text."""
+
+    type: Literal["text_delta"] = "text_delta"
+    delta: str
+
+
+class ReasoningDelta(BaseModel):
+    """A piece of the model's reasoning (shown collapsed, never sent back as text)."""
+
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+    delta: str
+
+
+class ToolCallDelta(BaseModel):
+    """A fragment of a tool call being streamed; ``id`` ties the fragments together."""
+
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+    id: str
+    name: str | None = None
+    arguments_delta: str = ""
+
+
+class ToolCall(BaseModel):
+    """A complete tool call. ``arguments`` may be a dict or the raw JSON text."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+    def arguments_json(self) -> str:
+        """The arguments as JSON text (a string is passed through untouched, even if invalid)."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments)
+
+    def to_message_call(self) -> MessageToolCall:
+        return MessageToolCall(id=self.id, name=self.name, arguments=self.arguments_json())
+
+
+class UsageUpdate(BaseModel):
+    """Token usage reported by the provider (added up over a turn)."""
+
+    type: Literal["usage"] = "usage"
+    usage: Usage
+
+
+class Finish(BaseModel):
+    """The provider's reason for ending the completion."""
+
+    type: Literal["finish"] = "finish"
+    reason: str = "stop"
+
+
+CompletionEvent = Annotated[
+    TextDelta | ReasoningDelta | ToolCallDelta | ToolCall | UsageUpdate | Finish,
+    Field(discriminator="type"),
+]
+
+
+class CompletionResponse(BaseModel):
+    """One turn's answer, assembled from its events."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+
+    def to_message(self) -> Message:
+        return Message.assistant(
+            self.text,
+            [call.to_message_call() for call in self.tool_calls],
+            self.reasoning or None,
+        )
+
+
+class ModelError(Exception):
+    """A provider failed. ``status_code`` (when known) lets the retry policy classify it.
+
+    ``retryable`` says whether trying the same request again may succeed. By default it follows
+    the status: 408, 409, 425, 429 and any 5xx are retryable, anything else (and no status) is
+    not. Providers pass ``retryable=True`` for connection errors and timeouts, which have no status.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retryable: bool | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = is_retryable_status(status_code) if retryable is None else retryable
+
+
+def is_retryable_status(status_code: int | None) -> bool:
+    """Whether an HTTP status means "try again": 408, 409, 425, 429 and any 5xx."""
+    if status_code is None:
+        return False
+    return status_code in (408, 409, 425, 429) or status_code >= 500
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that streams completion events for a request."""
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[Any]: ...
+
+
+class CompletionAccumulator:
+    """Folds completion events, one at a time, into a :class:`CompletionResponse`.
+
+    Tool calls streamed only as deltas are assembled from their fragments; a complete
+    :class:`ToolCall` with the same id replaces them.
+    """
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[str, ToolCall | None] = {}
+        self._partial: dict[str, tuple[list[str], list[str]]] = {}
+        self._usage = Usage()
+        self._finish: str | None = None
+
+    def add(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        if kind == "text_delta":
+            self._text.append(event.delta)
+        elif kind == "reasoning_delta":
+            self._reasoning.append(event.delta)
+        elif kind == "tool_call_delta":
+            self._calls.setdefault(event.id, None)
+            names, args = self._partial.setdefault(event.id, ([], []))
+            if event.name:
+                names.append(event.name)
+            args.append(event.arguments_delta)
+        elif kind == "tool_call":
+            self._calls[event.id] = event
+        elif kind == "usage":
+            self._usage = self._usage + event.usage
+        elif kind == "finish":
+            self._finish = event.reason
+        else:
+            raise ModelError(f"The model produced an unknown completion event: {event!r}")
+
+    def response(self) -> CompletionResponse:
+        calls: list[ToolCall] = []
+        for call_id, call in self._calls.items():
+            if call is None:
+                names, args = self._partial[call_id]
+                call = ToolCall(id=call_id, name=names[-1] if names else "", arguments="".join(args))
+            calls.append(call)
+        return CompletionResponse(
+            text="".join(self._text),
+            reasoning="".join(self._reasoning),
+            tool_calls=calls,
+            usage=self._usage,
+            finish_reason=self._finish,
+        )
+
+
+async def collect_completion(events: AsyncIterator[Any]) -> CompletionResponse:
+    """Fold a whole stream of completion events into a :class:`CompletionResponse`."""
+    accumulator = CompletionAccumulator()
+    async for event in events:
+        accumulator.add(event)
+    return accumulator.response()
+
+
+class CompletionModel:
+    """Base class for models: subclasses implement :meth:`stream`; :meth:`complete` is derived."""
+
+    #: A short name shown in ``generation_start`` events and the transcript.
+    name: str = "model"
+
+    def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+    async def complete(self, request: CompletionRequest) -> CompletionResponse:
+        return await collect_completion(self.stream(request))

@@ -1,0 +1,115 @@
+"""The scripted demo model: lets every tutorial notebook run offline, without a key."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ..messages import Message, ToolResultPart
+from .base import CompletionModel, CompletionRequest
+from .testing import ModelResponse
+
+__all__ = ["DemoContext", "DemoModel", "Script", "auto_model"]
+
+Step = Union[ModelResponse, str, Callable[["DemoContext"], Union[ModelResponse, str]]]
+
+
+@dataclass
+class DemoContext:
+    """What a scripted step can look at: the request, the user's text, this exchange's results."""
+
+    request: CompletionRequest
+    user_text: str
+    tool_results: list[ToolResultPart]
+
+    def result(self, tool_name: str) -> Any:
+        """The latest result of ``tool_name`` in this exchange, decoded from JSON when it is JSON."""
+        for part in reversed(self.tool_results):
+            if part.tool_name == tool_name:
+                try:
+                    return json.loads(part.content)
+                except json.JSONDecodeError:
+                    return part.content
+        return None
+
+
+@dataclass
+class Script:
+    """Steps played when the user's message matches ``match`` (a regex, case-insensitive)."""
+
+    match: str
+    steps: Sequence[Step]
+    _pattern: re.Pattern[str] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._pattern = re.compile(self.match, re.IGNORECASE)
+
+    def matches(self, text: str) -> bool:
+        return bool(self._pattern.search(text))
+
+
+FALLBACK = (
+    "I'm the offline demo model, so I only know the scripted conversations of this notebook. "
+    "Set `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` to talk to a real model."
+)
+
+
+class DemoModel(CompletionModel):
+    """Plays scripted exchanges: the first script whose pattern matches the latest user message.
+
+    Step *n* of a script answers the *n*-th model call since that message, so a script can call
+    a tool, then use its result (``ctx.result("tool")``) in the next step. Text streams word by
+    word with ``delay`` seconds between words, so the demo looks live.
+    """
+
+    name = "demo-model"
+
+    def __init__(self, scripts: Sequence[Script] = (), *, delay: float = 0.015) -> None:
+        self.scripts = list(scripts)
+        self.delay = delay
+        self.requests: list[CompletionRequest] = []
+
+    def respond(self, request: CompletionRequest) -> ModelResponse:
+        user_index = max(
+            (i for i, m in enumerate(request.messages) if m.role == "user"), default=-1
+        )
+        user_text = request.messages[user_index].content if user_index >= 0 else ""
+        since: list[Message] = request.messages[user_index + 1 :]
+        step_index = sum(1 for m in since if m.role == "assistant")
+        results = [part for m in since if m.role == "tool" for part in m.tool_results]
+        context = DemoContext(request, user_text, results)
+        for script in self.scripts:
+            if script.matches(user_text):
+                if step_index < len(script.steps):
+                    step = script.steps[step_index]
+                    value = step(context) if callable(step) else step
+                    return ModelResponse(text=value) if isinstance(value, str) else value
+                break
+        return ModelResponse(text=FALLBACK)
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        async for event in self.respond(request).events(self.delay):
+            yield event
+
+
+def auto_model(demo: CompletionModel | None = None) -> Any:
+    """A real model when a provider key is set, else ``demo`` (or a bare :class:`DemoModel`).
+
+    ``OPENAI_API_KEY`` selects ``OpenAIModel`` (``ANVIA_OPENAI_MODEL``, default ``gpt-4o-mini``);
+    ``ANTHROPIC_API_KEY`` selects ``AnthropicModel`` (``ANVIA_ANTHROPIC_MODEL``, default
+    ``claude-3-5-haiku-latest``).
+    """
+    if os.environ.get("OPENAI_API_KEY"):
+        from .openai import OpenAIModel
+
+        return OpenAIModel(os.environ.get("ANVIA_OPENAI_MODEL", "gpt-4o-mini"))
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        from .anthropic import AnthropicModel
+
+        return AnthropicModel(os.environ.get("ANVIA_ANTHROPIC_MODEL", "claude-3-5-haiku-latest"))
+    return demo if demo is not None else DemoModel()

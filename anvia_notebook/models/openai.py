@@ -1,0 +1,272 @@
+"""OpenAI Chat Completions, and any OpenAI-compatible server (Ollama, vLLM, LM Studio, ...).
+
+The ``openai`` SDK is imported when a model is built, never when this module is imported; install
+it with ``pip install "anvia_notebook[openai]"``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..messages import Message, Usage
+from ._errors import api_error, connection_error, missing_sdk, transport_error_types
+from .base import (
+    CompletionEvent,
+    CompletionModel,
+    CompletionRequest,
+    Finish,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolDefinition,
+    UsageUpdate,
+)
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+    from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
+        ChatCompletionChunk,
+        ChatCompletionMessageParam,
+        ChatCompletionToolParam,
+    )
+
+__all__ = ["OpenAIModel"]
+
+#: The API key sent to OpenAI-compatible servers that need none (they still want the header).
+NO_API_KEY = "not-needed"
+#: The host of OpenAI's own API, which wants ``max_completion_tokens`` instead of ``max_tokens``.
+OPENAI_API_HOST = "api.openai.com"
+#: Delta fields OpenAI-compatible servers stream reasoning in (DeepSeek and vLLM use the first,
+#: Ollama, OpenRouter and newer vLLM the second).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+#: Arguments of ``chat.completions.create`` this model sets itself.
+RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
+
+
+class OpenAIModel(CompletionModel):
+    """A chat model served through the OpenAI Chat Completions API, streamed.
+
+    ``model`` is the model id (also the :attr:`name`). The key comes from ``api_key`` or the
+    ``OPENAI_API_KEY`` environment variable; ``base_url`` points at any OpenAI-compatible server
+    (``http://localhost:11434/v1`` for Ollama), and a server that needs no key gets a placeholder
+    one. ``client`` replaces the ``AsyncOpenAI`` client this model would build (its options, such as
+    ``max_retries``, are then left as they are). Other keyword arguments are sent with every request
+    (``top_p=0.9``, ``reasoning_effort="low"``, ``extra_body={...}``); the request's own
+    ``temperature``, ``max_tokens`` and ``tool_choice`` win over them.
+
+    The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
+    :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: AsyncOpenAI | None = None,
+        **request_options: Any,
+    ) -> None:
+        try:
+            import openai
+        except ImportError as exc:
+            raise missing_sdk("openai") from exc
+        reserved = RESERVED_OPTIONS.intersection(request_options)
+        if reserved:
+            raise TypeError(f"OpenAIModel sets {', '.join(sorted(reserved))} itself")
+        if client is None:
+            if base_url is not None and api_key is None and not os.environ.get("OPENAI_API_KEY"):
+                api_key = NO_API_KEY
+            client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        self.name = model
+        self.model = model
+        self.client = client
+        self.request_options = request_options
+        # OpenAI's reasoning models refuse the older `max_tokens`; compatible servers know it best.
+        is_openai = client.base_url.host == OPENAI_API_HOST
+        self.max_tokens_field = "max_completion_tokens" if is_openai else "max_tokens"
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.model!r}, base_url={str(self.client.base_url)!r})"
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent]:
+        import openai
+
+        messages = to_openai_messages(request.instructions, request.messages)
+        options = self._options(request)
+        assembler = _ChunkAssembler()
+        try:
+            stream = await self.client.chat.completions.create(
+                model=self.model, messages=messages, stream=True, **options
+            )
+            async with stream:
+                async for chunk in stream:
+                    for event in assembler.feed(chunk):
+                        yield event
+        except openai.APIConnectionError as exc:
+            raise connection_error("OpenAI", exc) from exc
+        except openai.APIError as exc:
+            raise api_error("OpenAI", exc) from exc
+        except transport_error_types() as exc:
+            raise connection_error("OpenAI", exc) from exc
+        for event in assembler.finish():
+            yield event
+
+    def _options(self, request: CompletionRequest) -> dict[str, Any]:
+        options = dict(self.request_options)
+        options["stream_options"] = {**(options.get("stream_options") or {}), "include_usage": True}
+        if request.tools:
+            options["tools"] = [to_openai_tool(tool) for tool in request.tools]
+            if request.tool_choice is not None:
+                options["tool_choice"] = to_openai_tool_choice(request.tool_choice)
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            options.pop("max_tokens", None)
+            options.pop("max_completion_tokens", None)
+            options[self.max_tokens_field] = request.max_tokens
+        return options
+
+
+def to_openai_messages(
+    instructions: str | None, messages: list[Message]
+) -> list[ChatCompletionMessageParam]:
+    """The conversation as Chat Completions messages: the instructions first, as a system message,
+    and one ``tool`` message per tool result. Reasoning is never sent back."""
+    result: list[ChatCompletionMessageParam] = []
+    if instructions:
+        result.append({"role": "system", "content": instructions})
+    for message in messages:
+        if message.role == "user":
+            result.append({"role": "user", "content": message.content})
+        elif message.role == "assistant":
+            assistant: ChatCompletionAssistantMessageParam = {
+                "role": "assistant",
+                "content": message.content or (None if message.tool_calls else ""),
+            }
+            if message.tool_calls:
+                assistant["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments},
+                    }
+                    for call in message.tool_calls
+                ]
+            result.append(assistant)
+        else:
+            result.extend(
+                {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.content}
+                for part in message.tool_results
+            )
+    return result
+
+
+def to_openai_tool(tool: ToolDefinition) -> ChatCompletionToolParam:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def to_openai_tool_choice(choice: Any) -> Any:
+    """``"auto"``, ``"none"``, ``"required"`` and dicts pass through; ``"any"`` is ``"required"``
+    and any other string names the one tool to call."""
+    if choice == "any":
+        return "required"
+    if isinstance(choice, str) and choice not in ("auto", "none", "required"):
+        return {"type": "function", "function": {"name": choice}}
+    return choice
+
+
+@dataclass
+class _PendingCall:
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+
+class _ChunkAssembler:
+    """Turns streamed ``chat.completion.chunk`` objects into completion events.
+
+    Tool-call fragments are tied together by their ``index`` (the first id seen for an index is
+    the call's id); the complete calls, the usage and the finish reason come when the stream ends.
+    """
+
+    def __init__(self) -> None:
+        self._calls: dict[int | str, _PendingCall] = {}
+        self._usage: Usage | None = None
+        self._finish_reason: str | None = None
+
+    def feed(self, chunk: ChatCompletionChunk) -> Iterator[CompletionEvent]:
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            # The last usage seen wins: some servers repeat a running total in every chunk.
+            self._usage = Usage(
+                input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0
+            )
+        for choice in getattr(chunk, "choices", None) or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            reasoning = _reasoning_text(delta)
+            if reasoning:
+                yield ReasoningDelta(delta=reasoning)
+            if delta.content:
+                yield TextDelta(delta=delta.content)
+            if getattr(delta, "refusal", None):
+                yield TextDelta(delta=delta.refusal)
+            for position, fragment in enumerate(delta.tool_calls or ()):
+                event = self._tool_fragment(position, fragment)
+                if event is not None:
+                    yield event
+            if choice.finish_reason:
+                self._finish_reason = choice.finish_reason
+
+    def _tool_fragment(self, position: int, fragment: Any) -> ToolCallDelta | None:
+        index = getattr(fragment, "index", None)
+        call_id = getattr(fragment, "id", None)
+        # Servers that leave out the index send each call whole, with its own id.
+        key: int | str = index if isinstance(index, int) else (call_id or position)
+        function = getattr(fragment, "function", None)
+        name: str | None = getattr(function, "name", None) or None
+        arguments: str = getattr(function, "arguments", None) or ""
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = _PendingCall(
+                id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name or ""
+            )
+        elif name and not call.name:
+            call.name = name
+        elif arguments:
+            name = None  # the name is told once
+        else:
+            return None
+        if arguments:
+            call.arguments.append(arguments)
+        return ToolCallDelta(id=call.id, name=name, arguments_delta=arguments)
+
+    def finish(self) -> Iterator[CompletionEvent]:
+        for call in self._calls.values():
+            yield ToolCall(id=call.id, name=call.name, arguments="".join(call.arguments) or "{}")
+        if self._usage is not None:
+            yield UsageUpdate(usage=self._usage)
+        default = "tool_calls" if self._calls else "stop"
+        yield Finish(reason=self._finish_reason or default)
+
+
+def _reasoning_text(delta: Any) -> str | None:
+    for name in REASONING_FIELDS:
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -1,0 +1,137 @@
+"""Offline models for tests, tutorials and demos: no network, no key."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from ..messages import Usage
+from .base import (
+    CompletionModel,
+    CompletionRequest,
+    Finish,
+    ModelError,
+    TextDelta,
+    ToolCall,
+    UsageUpdate,
+)
+
+__all__ = ["FunctionModel", "ModelResponse", "QueueModel", "StreamingQueueModel", "split_text"]
+
+_CHUNK = re.compile(r"\S+\s*|\s+")
+
+
+def split_text(text: str) -> list[str]:
+    """Split text into word-sized deltas, the way a provider streams it."""
+    return _CHUNK.findall(text)
+
+
+class ModelResponse(BaseModel):
+    """One model turn: text and/or tool calls, and optionally the usage to report."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage | None = None
+
+    async def events(self, delay: float = 0.0) -> AsyncIterator[Any]:
+        """This response as completion events (text streamed word by word)."""
+        for piece in split_text(self.text):
+            if delay:
+                await asyncio.sleep(delay)
+            yield TextDelta(delta=piece)
+        for call in self.tool_calls:
+            yield call
+        if self.usage is not None:
+            yield UsageUpdate(usage=self.usage)
+        yield Finish(reason="tool_calls" if self.tool_calls else "stop")
+
+
+class QueueModel(CompletionModel):
+    """Answers each request with the next queued response and records the requests it got."""
+
+    name = "queue-model"
+
+    def __init__(self, responses: Sequence[ModelResponse | str], *, delay: float = 0.0) -> None:
+        self._responses = [ModelResponse(text=r) if isinstance(r, str) else r for r in responses]
+        self._given = 0
+        self.delay = delay
+        self.requests: list[CompletionRequest] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self._responses) - self._given
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        if self._given >= len(self._responses):
+            raise ModelError(
+                f"QueueModel ran out of responses: it was given {len(self._responses)} and was "
+                f"asked for response {self._given + 1}."
+            )
+        response = self._responses[self._given]
+        self._given += 1
+        async for event in response.events(self.delay):
+            yield event
+
+
+class StreamingQueueModel(CompletionModel):
+    """Replays exact completion-event lists, one list per request."""
+
+    name = "streaming-queue-model"
+
+    def __init__(self, turns: Sequence[Sequence[Any]]) -> None:
+        self._turns = [list(turn) for turn in turns]
+        self._given = 0
+        self.requests: list[CompletionRequest] = []
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        if self._given >= len(self._turns):
+            raise ModelError(
+                f"StreamingQueueModel ran out of turns: it was given {len(self._turns)}."
+            )
+        events = self._turns[self._given]
+        self._given += 1
+        for event in events:
+            if isinstance(event, BaseException):
+                raise event
+            yield event
+
+
+class FunctionModel(CompletionModel):
+    """A model backed by your function.
+
+    ``fn(request)`` returns a :class:`ModelResponse` (or a ``str``), sync or async; or ``fn`` is
+    an async generator yielding completion events (``TextDelta``, ``ToolCall``, ...).
+    """
+
+    name = "function-model"
+
+    def __init__(self, fn: Callable[[CompletionRequest], Any], *, name: str | None = None) -> None:
+        self.fn = fn
+        if name:
+            self.name = name
+        self.requests: list[CompletionRequest] = []
+
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
+        self.requests.append(request)
+        if inspect.isasyncgenfunction(self.fn):
+            async for event in self.fn(request):
+                yield event
+            return
+        value = self.fn(request)
+        if inspect.isawaitable(value):
+            value = await value
+        if isinstance(value, str):
+            value = ModelResponse(text=value)
+        if not isinstance(value, ModelResponse):
+            raise ModelError(
+                f"FunctionModel's function must return a ModelResponse or str, not {type(value).__name__}"
+            )
+        async for event in value.events():
+            yield event

@@ -1,0 +1,113 @@
+"""The ``ask_question`` wire contract: questions in, answers out (keys exactly as Anvia's)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+__all__ = ["Answer", "Choice", "Question", "QuestionInput", "QuestionOutput", "validate_questions"]
+
+
+def _strip_non_empty(value: str, what: str) -> str:
+    text = value.strip()
+    if not text:
+        raise ValueError(f"{what} must be a non-empty string")
+    return text
+
+
+class Choice(BaseModel):
+    """One predefined answer: ``label`` is shown, ``value`` is what the model gets back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str
+    value: str
+
+    @field_validator("label", "value")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        return _strip_non_empty(value, "choice label and value")
+
+
+class Question(BaseModel):
+    """One question put to the operator."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    question: str
+    choices: list[Choice] = Field(min_length=1)
+
+    @field_validator("id")
+    @classmethod
+    def _id_non_empty(cls, value: str) -> str:
+        return _strip_non_empty(value, "question id")
+
+    @field_validator("question")
+    @classmethod
+    def _text_non_empty(cls, value: str) -> str:
+        return _strip_non_empty(value, "question text")
+
+
+class QuestionInput(BaseModel):
+    """The arguments of an ``ask_question`` call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    questions: list[Question] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> QuestionInput:
+        seen: set[str] = set()
+        for question in self.questions:
+            if question.id in seen:
+                raise ValueError(f"question ids must be unique; {question.id!r} is repeated")
+            seen.add(question.id)
+        return self
+
+
+class Answer(BaseModel):
+    """The operator's answer to one question; serialised with the key ``questionId``."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    question_id: str = Field(alias="questionId")
+    answer: str
+    choice: str | None = None
+    custom: bool | None = None
+
+    @field_validator("question_id", "answer")
+    @classmethod
+    def _non_empty(cls, value: str) -> str:
+        return _strip_non_empty(value, "questionId and answer")
+
+    def to_wire(self) -> dict[str, Any]:
+        """The Anvia wire shape: ``{"questionId", "answer", "choice"?, "custom"?}``."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class QuestionOutput(BaseModel):
+    """The result of an ``ask_question`` call."""
+
+    answers: list[Answer]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"answers": [answer.to_wire() for answer in self.answers]}
+
+
+def validate_questions(raw: Any) -> QuestionInput:
+    """Validate raw ``ask_question`` arguments; raises ``ValueError`` with a readable reason."""
+    try:
+        return QuestionInput.model_validate(raw)
+    except ValidationError as error:
+        raise ValueError(describe_validation_error(error)) from None
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """A compact, model-readable summary of a pydantic validation error."""
+    parts = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"]) or "arguments"
+        parts.append(f"{location}: {item['msg']}")
+    return "; ".join(parts)

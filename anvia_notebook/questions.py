@@ -1,0 +1,63 @@
+"""The ``ask_question`` tool: ask the operator structured questions in the middle of a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .approvals import RunInfo
+from .question_types import Answer, Question, QuestionInput, QuestionOutput
+from .tools import Tool, ToolContext
+
+__all__ = [
+    "NO_HUMAN_ANSWER",
+    "QuestionRequest",
+    "QuestionTool",
+    "ask_question",
+    "create_question_tool",
+]
+
+NO_HUMAN_ANSWER = "No human answer was provided by this runtime."
+
+_DEFAULT_DESCRIPTION = (
+    "Ask the human operator one or more questions and wait for the answers. Give each question "
+    "a stable id, the question text and at least one choice ({label, value}); the operator may "
+    "pick a choice or type a custom answer. Ask all missing questions in one call."
+)
+
+
+@dataclass
+class QuestionRequest:
+    """Questions to put to a person; ``question_id`` matches the ``QuestionRecord`` id."""
+
+    question_id: str
+    tool_name: str
+    tool_call_id: str | None
+    internal_call_id: str
+    questions: list[Question]
+    run: RunInfo
+
+
+class QuestionTool(Tool):
+    """A tool whose calls a human input intercepts; its own ``execute`` is the fallback."""
+
+
+def _fallback(args: QuestionInput, ctx: ToolContext) -> QuestionOutput:
+    return QuestionOutput(
+        answers=[Answer(question_id=q.id, answer=NO_HUMAN_ANSWER) for q in args.questions]
+    )
+
+
+def create_question_tool(
+    name: str = "ask_question", description: str = _DEFAULT_DESCRIPTION
+) -> QuestionTool:
+    """Make an ``ask_question``-style tool under another name."""
+
+    def execute(args: QuestionInput, ctx: ToolContext) -> str:
+        import json
+
+        return json.dumps(_fallback(args, ctx).to_wire())
+
+    return QuestionTool(name=name, description=description, input=QuestionInput, execute=execute)
+
+
+ask_question = create_question_tool()

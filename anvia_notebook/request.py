@@ -1,0 +1,187 @@
+"""``PromptRequest``: the options of one run, and the ways to run it."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ._util import new_id
+from .approvals import ApprovalHandler
+from .errors import RequestAlreadyUsedError
+from .events import RunEvent
+from .hooks import Hook
+from .messages import Message
+from .retry import CompletionRetries, RetryContext
+from .run import AgentRun
+from .run_state import PromptResponse, RunState
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .agent import Agent
+    from .human import HumanInput
+
+__all__ = ["PromptRequest"]
+
+
+class PromptRequest:
+    """One run of an agent, configured by chainable options and run exactly once."""
+
+    def __init__(self, agent: Agent, prompt: str | Message | Sequence[Message]) -> None:
+        self.agent = agent
+        if isinstance(prompt, str):
+            self.prompt_message, self.history = Message.user(prompt), []
+        elif isinstance(prompt, Message):
+            self.prompt_message, self.history = prompt, []
+        else:
+            messages = list(prompt)
+            if not messages:
+                raise ValueError("agent.prompt() needs a prompt; got an empty list of messages.")
+            if not all(isinstance(m, Message) for m in messages):
+                raise TypeError("agent.prompt() takes a str, a Message or a list of Messages.")
+            self.prompt_message, self.history = messages[-1], messages[:-1]
+        self.max_turn_count = agent.default_max_turns
+        self._hooks: tuple[Hook, ...] | None = None
+        self._approvals: ApprovalHandler | None = None
+        self._human_input: HumanInput | None = None
+        self.tool_concurrency = 1
+        self.retries = CompletionRetries()
+        self.session_id: str | None = None
+        self.meta: dict[str, Any] | None = None
+        self._run: AgentRun | None = None
+
+    # -- options -------------------------------------------------------------------------------
+
+    def max_turns(self, value: int) -> PromptRequest:
+        if value < 0:
+            raise ValueError("max turns must be zero or more")
+        self.max_turn_count = value
+        return self
+
+    def with_hook(self, hook: Hook) -> PromptRequest:
+        """Use ``hook`` instead of the agent's hooks for this run (call again to add more)."""
+        self._hooks = (*(self._hooks or ()), hook)
+        return self
+
+    def approvals(self, handler: ApprovalHandler) -> PromptRequest:
+        self._approvals = handler
+        return self
+
+    def human_input(self, human_input: HumanInput) -> PromptRequest:
+        self._human_input = human_input
+        return self
+
+    def with_tool_concurrency(self, value: int) -> PromptRequest:
+        if not isinstance(value, int) or value < 1:
+            raise ValueError("tool concurrency must be a positive integer")
+        self.tool_concurrency = value
+        return self
+
+    def with_completion_retries(
+        self,
+        max_attempts: int = 3,
+        initial_delay: float = 0.1,
+        max_delay: float = 1.0,
+        should_retry: Callable[[RetryContext], bool] | None = None,
+    ) -> PromptRequest:
+        """Retry transient completion failures (429, 5xx, connection) before the first event."""
+        self.retries = CompletionRetries(max_attempts, initial_delay, max_delay, should_retry)
+        return self
+
+    def session(self, session_id: str | None, metadata: dict[str, Any] | None = None) -> PromptRequest:
+        """Tag the run (shown to tools and approval policies as ``ctx.run``)."""
+        self.session_id, self.meta = session_id, metadata
+        return self
+
+    @property
+    def active_hooks(self) -> tuple[Hook, ...]:
+        return self._hooks if self._hooks is not None else self.agent.hooks
+
+    @property
+    def active_approval_handler(self) -> ApprovalHandler | None:
+        return self._approvals or self.agent.approval_handler
+
+    @property
+    def active_human_input(self) -> HumanInput | None:
+        return self._human_input or self.agent.human_input
+
+    @property
+    def has_human_input(self) -> bool:
+        return self.active_human_input is not None
+
+    # -- running -------------------------------------------------------------------------------
+
+    def create_run(self) -> AgentRun:
+        """The run object, not started yet (a request makes exactly one)."""
+        if self._run is not None:
+            raise RequestAlreadyUsedError()
+        state = RunState(run_id=new_id("run"), agent_id=self.agent.id, session_id=self.session_id)
+        self._run = AgentRun(self, state)
+        return self._run
+
+    def start(self, loop: asyncio.AbstractEventLoop | None = None) -> AgentRun:
+        """Start the run as a task on ``loop`` (default: the running loop)."""
+        return self.create_run().start(loop)
+
+    async def send(self) -> PromptResponse:
+        """Run to the end and return the response (raises the run's error)."""
+        run = self.start()
+        try:
+            return await run.wait()
+        except asyncio.CancelledError:
+            run.cancel("The caller was cancelled.")
+            raise
+
+    async def stream(self) -> AsyncIterator[RunEvent]:
+        """Run and yield its events; the run's error is raised after the ``error`` event."""
+        run = self.start()
+        try:
+            async for event in run.stream():
+                yield event
+        finally:
+            if not run.done:
+                run.cancel("The event stream was closed.")
+        run.result()
+
+    def send_sync(self) -> PromptResponse:
+        """Run to the end, blocking; works in a script, a thread, or a notebook cell."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.send())
+        runner = _notebook_runner()
+        if runner is None:
+            raise RuntimeError(
+                "send_sync() cannot block the event loop that is running in this thread; "
+                "use `await request.send()` instead."
+            )
+        return runner.send_sync(self)  # type: ignore[no-any-return]
+
+    def show(self) -> Any:
+        """Display the live transcript widget and start the run; returns a ``RunHandle``."""
+        runner = _notebook_runner()
+        if runner is None:
+            raise RuntimeError("show() needs a Jupyter kernel; use send() or stream() elsewhere.")
+        return runner.show(self)
+
+    def _ipython_display_(self) -> None:
+        self.show()
+
+    def __repr__(self) -> str:
+        return f"PromptRequest(agent={self.agent.id!r}, prompt={self.prompt_message.content[:40]!r})"
+
+
+def _notebook_runner() -> Any:
+    """The notebook runner, when running inside a Jupyter kernel (imported only then)."""
+    if "ipykernel" not in sys.modules:
+        return None
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    from .notebook import runner
+
+    return runner

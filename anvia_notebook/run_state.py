@@ -1,0 +1,49 @@
+"""A run's state as plain pydantic data: history, turn, usage, approvals and questions.
+
+Everything a UI needs to show a run, and everything needed to persist a pending interaction,
+lives here; it is updated by the run loop only.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .events import ApprovalRecord, QuestionRecord
+from .messages import Message, Usage
+
+__all__ = ["PromptResponse", "RunState", "RunStatus"]
+
+RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled"]
+
+
+class PromptResponse(BaseModel):
+    """What a finished run returns. ``messages`` is the whole conversation, history included."""
+
+    output: str
+    usage: Usage
+    messages: list[Message]
+    run_id: str
+    status: RunStatus = "success"
+
+
+class RunState(BaseModel):
+    run_id: str
+    agent_id: str
+    session_id: str | None = None
+    status: RunStatus = "pending"
+    turn: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    messages: list[Message] = Field(default_factory=list)
+    approvals: dict[str, ApprovalRecord] = Field(default_factory=dict)
+    questions: dict[str, QuestionRecord] = Field(default_factory=dict)
+    output: str | None = None
+    error: str | None = None
+    cancel_reason: str | None = None
+
+    def pending_approvals(self) -> list[ApprovalRecord]:
+        return [a for a in self.approvals.values() if a.status == "pending"]
+
+    def pending_questions(self) -> list[QuestionRecord]:
+        return [q for q in self.questions.values() if q.status == "pending"]

@@ -1,0 +1,213 @@
+"""Tools: a pydantic input schema, an optional output schema and approval policy, and ``execute``."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ._util import normalize_result
+from .approvals import RunInfo, ToolApproval
+from .models.base import ToolDefinition
+from .question_types import describe_validation_error
+
+__all__ = ["Tool", "ToolArgumentsError", "ToolContext", "create_tool", "tool"]
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What ``execute`` gets besides its arguments."""
+
+    tool_name: str
+    tool_call_id: str | None
+    internal_call_id: str
+    raw_args: str
+    run: RunInfo
+
+
+class ToolArgumentsError(ValueError):
+    """The model's arguments are not JSON or do not match the tool's input schema."""
+
+
+class Tool:
+    """A tool the model can call. Build one with :func:`create_tool` or :func:`tool`."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input: type[BaseModel],
+        execute: Callable[..., Any],
+        output: type[BaseModel] | None = None,
+        approval: ToolApproval | None = None,
+    ) -> None:
+        if not name or not name.strip():
+            raise ValueError("A tool needs a non-empty name.")
+        if not (isinstance(input, type) and issubclass(input, BaseModel)):
+            raise TypeError("`input` must be a pydantic model class.")
+        if output is not None and not (isinstance(output, type) and issubclass(output, BaseModel)):
+            raise TypeError("`output` must be a pydantic model class or None.")
+        self.name = name
+        self.description = description
+        self.input = input
+        self.output = output
+        self.approval = approval
+        self._execute = execute
+        self._is_async = inspect.iscoroutinefunction(execute)
+        self._definition = ToolDefinition(
+            name=name, description=description, parameters=input.model_json_schema()
+        )
+
+    def __repr__(self) -> str:
+        return f"Tool(name={self.name!r})"
+
+    def definition(self) -> ToolDefinition:
+        """What the model sees: name, description and the input model's JSON schema."""
+        return self._definition
+
+    def parse_args(self, raw: str | dict[str, Any]) -> BaseModel:
+        """Validate raw arguments (JSON text or a dict); raises :class:`ToolArgumentsError`."""
+        if isinstance(raw, str):
+            try:
+                data = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as error:
+                raise ToolArgumentsError(
+                    f"Invalid arguments for tool {self.name}: not valid JSON ({error.msg} at "
+                    f"position {error.pos}). Call the tool again with a JSON object."
+                ) from None
+        else:
+            data = raw
+        try:
+            return self.input.model_validate(data)
+        except ValidationError as error:
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {self.name}: {describe_validation_error(error)}. "
+                "Call the tool again with corrected arguments."
+            ) from None
+
+    async def call(self, args: BaseModel, ctx: ToolContext) -> str:
+        """Run ``execute`` (a sync function runs on a worker thread) and normalise its result."""
+        if self._is_async:
+            value = await self._execute(args, ctx)
+        else:
+            value = await asyncio.to_thread(self._execute, args, ctx)
+            if inspect.isawaitable(value):
+                value = await value
+        if self.output is not None:
+            value = (
+                value
+                if isinstance(value, self.output)
+                else self.output.model_validate(
+                    value.model_dump() if isinstance(value, BaseModel) else value
+                )
+            )
+        return normalize_result(value)
+
+
+def create_tool(
+    *,
+    name: str,
+    description: str,
+    input: type[BaseModel],
+    execute: Callable[..., Any],
+    output: type[BaseModel] | None = None,
+    approval: ToolApproval | None = None,
+) -> Tool:
+    """Build a :class:`Tool`. ``execute(args, ctx)`` may be a plain or an ``async`` function."""
+    return Tool(
+        name=name,
+        description=description,
+        input=input,
+        output=output,
+        approval=approval,
+        execute=execute,
+    )
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval: ToolApproval | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    approval: ToolApproval | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Build a :class:`Tool` from an annotated function.
+
+    Parameters become the input model (a parameter annotated :class:`ToolContext` receives the
+    context instead), the docstring becomes the description.
+    """
+
+    def build(function: Callable[..., Any]) -> Tool:
+        return _tool_from_function(function, name, description, approval)
+
+    return build(fn) if fn is not None else build
+
+
+def _tool_from_function(
+    function: Callable[..., Any],
+    name: str | None,
+    description: str | None,
+    approval: ToolApproval | None,
+) -> Tool:
+    signature = inspect.signature(function)
+    hints = get_type_hints(function)
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for param in signature.parameters.values():
+        annotation = hints.get(param.name, Any)
+        if annotation is ToolContext:
+            context_param = param.name
+            continue
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            raise TypeError(f"@tool does not support *args or **kwargs ({function.__name__}).")
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[param.name] = (annotation, default)
+    tool_name = name or function.__name__
+    model_name = "".join(part.title() for part in tool_name.split("_")) + "Input"
+    input_model = create_model(  # type: ignore[call-overload]
+        model_name, __config__=ConfigDict(extra="forbid"), **fields
+    )
+    doc = inspect.getdoc(function) or ""
+
+    def call_with(args: BaseModel, ctx: ToolContext) -> Any:
+        kwargs = {key: getattr(args, key) for key in fields}
+        if context_param is not None:
+            kwargs[context_param] = ctx
+        return function(**kwargs)
+
+    execute: Callable[..., Any]
+    if inspect.iscoroutinefunction(function):
+
+        async def execute(args: BaseModel, ctx: ToolContext) -> Any:
+            return await call_with(args, ctx)
+    else:
+        execute = call_with
+    functools.update_wrapper(execute, function)
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else doc,
+        input=input_model,
+        execute=execute,
+        approval=approval,
+    )
