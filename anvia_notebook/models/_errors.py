@@ -1,4 +1,4 @@
-"""Turning provider SDK failures into :class:`ModelError`, shared by the OpenAI and Anthropic models.
+"""Provider SDK failures as :class:`ModelError`, shared by the OpenAI and Anthropic models.
 
 Every SDK error reaches the caller as a ``ModelError`` raised *from* the SDK error (so
 ``__cause__`` keeps the original), with:

@@ -11,7 +11,8 @@ Stop reasons are reported in the vocabulary the OpenAI model uses too: ``end_tur
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,8 +37,13 @@ if TYPE_CHECKING:
         ContentBlockParam,
         MessageParam,
         RawMessageStreamEvent,
+        RedactedThinkingBlockParam,
+        ThinkingBlockParam,
         ToolParam,
+        ToolResultBlockParam,
     )
+
+    ThinkingParam = ThinkingBlockParam | RedactedThinkingBlockParam
 
 __all__ = ["AnthropicModel"]
 
@@ -56,6 +62,8 @@ STOP_REASONS = {
 }
 #: The usage fields that add up to the input tokens of a request.
 INPUT_TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+#: How many tool-use turns' thinking blocks a model keeps to send back (see AnthropicModel).
+KEPT_THINKING_TURNS = 256
 
 
 class AnthropicModel(CompletionModel):
@@ -65,15 +73,17 @@ class AnthropicModel(CompletionModel):
     ``ANTHROPIC_API_KEY`` environment variable. ``client`` replaces the ``AsyncAnthropic`` client
     this model would build (its options, such as ``max_retries``, are then left as they are).
     ``max_tokens`` caps each completion unless the request sets its own cap. Other keyword
-    arguments are sent with every request (``thinking={"type": "enabled", "budget_tokens": 2048}``,
-    ``top_k=40``, ...); the request's own ``temperature`` and ``tool_choice`` win over them.
+    arguments are sent with every request (``thinking={"type": "adaptive"}``,
+    ``stop_sequences=[...]``, ...); the request's own ``temperature`` and ``tool_choice`` win over
+    them.
 
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
 
-    Reasoning streams as ``ReasoningDelta`` but is not sent back on later turns (a message keeps
-    no thinking signature), so extended thinking with tool use needs the thinking of each turn to
-    be optional, as it is with ``thinking`` of type ``"enabled"`` on current models.
+    Thinking streams as ``ReasoningDelta``. With thinking on, the API wants the signed thinking
+    blocks of a tool-use turn back, unchanged, when the tool results are sent; a ``Message`` keeps
+    only the reasoning text, so the model remembers the blocks of its recent tool-use turns (by
+    their first tool call id) and puts them back in front of that turn's tool calls.
     """
 
     def __init__(
@@ -96,6 +106,7 @@ class AnthropicModel(CompletionModel):
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
         self.max_tokens = max_tokens
         self.request_options = request_options
+        self._thinking: OrderedDict[str, list[ThinkingParam]] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
@@ -103,7 +114,7 @@ class AnthropicModel(CompletionModel):
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent]:
         import anthropic
 
-        messages = to_anthropic_messages(request.messages)
+        messages = to_anthropic_messages(request.messages, self._thinking)
         options = self._options(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         assembler = _EventAssembler()
@@ -121,6 +132,10 @@ class AnthropicModel(CompletionModel):
             raise api_error("Anthropic", exc) from exc
         except transport_error_types() as exc:
             raise connection_error("Anthropic", exc) from exc
+        if assembler.first_call_id is not None and assembler.thinking:
+            self._thinking[assembler.first_call_id] = assembler.thinking
+            while len(self._thinking) > KEPT_THINKING_TURNS:
+                self._thinking.popitem(last=False)
         yield assembler.finish()
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
@@ -136,25 +151,35 @@ class AnthropicModel(CompletionModel):
         return options
 
 
-def to_anthropic_messages(messages: list[Message]) -> list[MessageParam]:
+def to_anthropic_messages(
+    messages: list[Message], thinking: Mapping[str, list[ThinkingParam]] | None = None
+) -> list[MessageParam]:
     """The conversation as Messages API messages.
 
     Tool results go back as a user message of ``tool_result`` blocks; consecutive messages of one
     role are merged (so a user message after tool results joins them, after the results); blank
-    text is left out, as the API refuses it. Reasoning is never sent back.
+    text is left out, as the API refuses it. Reasoning text is never sent back; the signed thinking
+    blocks in ``thinking`` (by the id of a turn's first tool call) are, first in their turn.
     """
     turns: list[tuple[Literal["user", "assistant"], list[ContentBlockParam]]] = []
     for message in messages:
         role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
         blocks: list[ContentBlockParam] = []
+        if thinking and message.tool_calls:
+            blocks.extend(thinking.get(message.tool_calls[0].id, ()))
         if message.content.strip():
             blocks.append({"type": "text", "text": message.content})
         blocks.extend(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": _tool_input(call.arguments),
+            }
             for call in message.tool_calls
         )
         for part in message.tool_results:
-            result: ContentBlockParam = {
+            result: ToolResultBlockParam = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,
                 "is_error": part.is_error,
@@ -168,7 +193,12 @@ def to_anthropic_messages(messages: list[Message]) -> list[MessageParam]:
             turns[-1][1].extend(blocks)
         else:
             turns.append((role, blocks))
-    return [{"role": role, "content": blocks} for role, blocks in turns]
+    return [
+        {"role": "user", "content": blocks}
+        if role == "user"
+        else {"role": "assistant", "content": blocks}
+        for role, blocks in turns
+    ]
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
@@ -209,14 +239,18 @@ class _EventAssembler:
     """Turns the raw Messages API stream events into completion events.
 
     Usage arrives as running totals (``message_start``, then ``message_delta``); the usage
-    updates carry what each one adds, so that summing them gives the totals.
+    updates carry what each one adds, so that summing them gives the totals. The thinking blocks
+    are kept whole (with their signatures) in :attr:`thinking`, to be sent back.
     """
 
     def __init__(self) -> None:
         self._calls: dict[int, _PendingCall] = {}
+        self._thinking_blocks: dict[int, ThinkingBlockParam] = {}
         self._token_counts: dict[str, int] = {}
         self._reported = Usage()
         self._stop_reason: str | None = None
+        self.thinking: list[ThinkingParam] = []
+        self.first_call_id: str | None = None
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent]:
         if event.type == "message_start":
@@ -225,30 +259,52 @@ class _EventAssembler:
             block = event.content_block
             if block.type == "tool_use":
                 call = self._calls[event.index] = _PendingCall(id=block.id, name=block.name)
+                if self.first_call_id is None:
+                    self.first_call_id = block.id
                 yield ToolCallDelta(id=call.id, name=call.name)
             elif block.type == "text" and block.text:
                 yield TextDelta(delta=block.text)
-            elif block.type == "thinking" and block.thinking:
-                yield ReasoningDelta(delta=block.thinking)
+            elif block.type == "thinking":
+                thinking = self._thinking_blocks[event.index] = {
+                    "type": "thinking",
+                    "thinking": block.thinking,
+                    "signature": block.signature,
+                }
+                self.thinking.append(thinking)
+                if block.thinking:
+                    yield ReasoningDelta(delta=block.thinking)
+            elif block.type == "redacted_thinking":
+                self.thinking.append({"type": "redacted_thinking", "data": block.data})
         elif event.type == "content_block_delta":
-            delta = event.delta
-            if delta.type == "text_delta" and delta.text:
-                yield TextDelta(delta=delta.text)
-            elif delta.type == "thinking_delta" and delta.thinking:
-                yield ReasoningDelta(delta=delta.thinking)
-            elif delta.type == "input_json_delta" and delta.partial_json:
-                pending = self._calls.get(event.index)
-                if pending is not None:
-                    pending.arguments.append(delta.partial_json)
-                    yield ToolCallDelta(id=pending.id, arguments_delta=delta.partial_json)
+            yield from self._delta(event.index, event.delta)
         elif event.type == "content_block_stop":
             done = self._calls.pop(event.index, None)
             if done is not None:
-                yield ToolCall(id=done.id, name=done.name, arguments="".join(done.arguments) or "{}")
+                yield ToolCall(
+                    id=done.id, name=done.name, arguments="".join(done.arguments) or "{}"
+                )
         elif event.type == "message_delta":
             if event.delta.stop_reason:
                 self._stop_reason = event.delta.stop_reason
             yield from self._usage(event.usage)
+
+    def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
+        if delta.type == "text_delta" and delta.text:
+            yield TextDelta(delta=delta.text)
+        elif delta.type == "input_json_delta" and delta.partial_json:
+            call = self._calls.get(index)
+            if call is not None:
+                call.arguments.append(delta.partial_json)
+                yield ToolCallDelta(id=call.id, arguments_delta=delta.partial_json)
+        elif delta.type in ("thinking_delta", "signature_delta"):
+            thinking = self._thinking_blocks.get(index)
+            if delta.type == "signature_delta":
+                if thinking is not None:
+                    thinking["signature"] += delta.signature
+            elif delta.thinking:
+                if thinking is not None:
+                    thinking["thinking"] += delta.thinking
+                yield ReasoningDelta(delta=delta.thinking)
 
     def _usage(self, usage: Any) -> Iterator[UsageUpdate]:
         """Report what a running usage total adds to the totals reported so far."""

@@ -204,7 +204,9 @@ class CompletionAccumulator:
         for call_id, call in self._calls.items():
             if call is None:
                 names, args = self._partial[call_id]
-                call = ToolCall(id=call_id, name=names[-1] if names else "", arguments="".join(args))
+                call = ToolCall(
+                    id=call_id, name=names[-1] if names else "", arguments="".join(args)
+                )
             calls.append(call)
         return CompletionResponse(
             text="".join(self._text),

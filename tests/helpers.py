@@ -1,0 +1,40 @@
+"""Shared test helpers: tools and model responses used across the runtime tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from anvia_notebook import create_tool
+from anvia_notebook.models import ModelResponse, ToolCall
+
+
+class AddInput(BaseModel):
+    x: int
+    y: int
+
+
+def make_add_tool(**kwargs: Any):
+    calls: list[tuple[int, int]] = []
+
+    def execute(args: AddInput, ctx: Any) -> int:
+        calls.append((args.x, args.y))
+        return args.x + args.y
+
+    tool = create_tool(name="add", description="Add two numbers.", input=AddInput, execute=execute, **kwargs)
+    tool.calls = calls  # type: ignore[attr-defined]
+    return tool
+
+
+def call(name: str, arguments: Any = None, id: str = "call_1") -> ModelResponse:
+    return ModelResponse(tool_calls=[ToolCall(id=id, name=name, arguments=arguments if arguments is not None else {})])
+
+
+def calls(*items: tuple[str, Any, str]) -> ModelResponse:
+    return ModelResponse(tool_calls=[ToolCall(id=i, name=n, arguments=a) for n, a, i in items])
+
+
+def tool_results(request) -> list:
+    """The tool results of the last tool message in a recorded completion request."""
+    return [m for m in request.messages if m.role == "tool"][-1].tool_results

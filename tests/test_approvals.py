@@ -1,0 +1,190 @@
+"""Approval policies, handlers, decisions with edited arguments, records and events."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from anvia_notebook import (
+    AgentBuilder,
+    ApprovalDecision,
+    CallbackHumanInput,
+    ToolApproval,
+    ToolApprovalRequiredError,
+)
+from anvia_notebook.models import QueueModel
+
+from helpers import call, make_add_tool, tool_results
+
+
+def run_events(agent, prompt="go"):
+    async def collect():
+        return [e async for e in agent.prompt(prompt).stream()]
+
+    return asyncio.run(collect())
+
+
+def test_policy_predicate_reason_and_reject_message_see_the_validated_args():
+    add = make_add_tool(
+        approval=ToolApproval(
+            when=lambda ctx: ctx.args.x > 10,
+            reason=lambda ctx: f"Big x: {ctx.args.x} ({ctx.raw_args})",
+            reject_message=lambda ctx: f"Refused {ctx.tool_name}.",
+        )
+    )
+    seen = []
+    model = QueueModel(
+        [call("add", {"x": 1, "y": 1}), call("add", {"x": 50, "y": 1}, id="call_2"), "ok"]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .tool(add)
+        .approvals(lambda r: seen.append(r) or False)
+        .build()
+    )
+    agent.prompt("go").send_sync()
+    assert add.calls == [(1, 1)]
+    assert len(seen) == 1
+    assert seen[0].reason == 'Big x: 50 ({"x": 50, "y": 1})'
+    assert seen[0].run.agent_id == "a"
+    assert tool_results(model.requests[2])[0].content == "Refused add."
+
+
+def test_async_predicate_and_async_texts():
+    async def when(ctx):
+        await asyncio.sleep(0)
+        return True
+
+    async def reason(ctx):
+        return "async reason"
+
+    add = make_add_tool(approval=ToolApproval(when=when, reason=reason))
+    got = []
+
+    async def handler(request):
+        got.append(request.reason)
+        return True
+
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    AgentBuilder("a", model).tool(add).approvals(handler).build().prompt("go").send_sync()
+    assert got == ["async reason"]
+    assert add.calls == [(1, 2)]
+
+
+def test_policy_false_runs_directly_and_asks_nobody():
+    add = make_add_tool(approval=ToolApproval(when=False))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    AgentBuilder("a", model).tool(add).build().prompt("go").send_sync()
+    assert add.calls == [(1, 2)]
+
+
+def test_no_handler_and_no_human_input_raises():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    with pytest.raises(ToolApprovalRequiredError) as info:
+        AgentBuilder("a", model).tool(add).build().prompt("go").send_sync()
+    assert info.value.request.tool_name == "add"
+    assert add.calls == []
+
+
+@pytest.mark.parametrize(
+    ("decision", "policy_reject", "expected"),
+    [
+        (ApprovalDecision(approved=False, reason="r", reject_message="rm"), "policy", "rm"),
+        (ApprovalDecision(approved=False, reason="r"), "policy", "r"),
+        (ApprovalDecision(approved=False), "policy", "policy"),
+        (False, None, "Tool approval was rejected."),
+    ],
+)
+def test_rejection_text_precedence(decision, policy_reject, expected):
+    add = make_add_tool(approval=ToolApproval(reject_message=policy_reject))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    AgentBuilder("a", model).tool(add).approvals(lambda r: decision).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content == expected
+    assert add.calls == []
+
+
+def test_request_level_handler_overrides_the_agent_handler():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda r: False).build()
+    agent.prompt("go").approvals(lambda r: True).send_sync()
+    assert add.calls == [(1, 2)]
+
+
+def test_handler_takes_precedence_over_human_input():
+    add = make_add_tool(approval=ToolApproval())
+    human_calls = []
+    human = CallbackHumanInput(approve=lambda r: human_calls.append(r) or False)
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    AgentBuilder("a", model).tool(add).approvals(lambda r: True).human_input(human).build().prompt(
+        "go"
+    ).send_sync()
+    assert human_calls == []
+    assert add.calls == [(1, 2)]
+
+
+def test_edited_arguments_replace_the_call_and_are_validated_again():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), call("add", {"x": 1, "y": 2}, id="c2"), "ok"])
+    decisions = iter(
+        [
+            ApprovalDecision(approved=True, args={"x": 10, "y": 20}),
+            ApprovalDecision(approved=True, args={"x": "ten", "y": 20}),
+        ]
+    )
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda r: next(decisions)).build()
+
+    async def collect():
+        return [e async for e in agent.prompt("go").stream()]
+
+    events = asyncio.run(collect())
+    assert add.calls == [(10, 20)]
+    assert tool_results(model.requests[1])[0].content == "30"
+    second = tool_results(model.requests[2])[0]
+    assert second.is_error
+    assert second.content.startswith("Edited arguments were rejected: Invalid arguments for tool add")
+    results = [e for e in events if e.type == "tool_result"]
+    assert results[0].args == '{"x": 10, "y": 20}'
+    approvals = [e.approval for e in events if e.type == "tool_approval_result"]
+    assert approvals[0].edited_args == {"x": 10, "y": 20}
+
+
+def test_records_and_events_for_every_approval_in_order():
+    add = make_add_tool(approval=ToolApproval(reason="check"))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("support", model).tool(add).approvals(lambda r: True).build()
+    events = run_events(agent)
+    types = [e.type for e in events if e.type not in ("text_delta",)]
+    assert types == [
+        "turn_start",
+        "generation_start",
+        "tool_call",
+        "turn_end",
+        "tool_approval_request",
+        "tool_approval_result",
+        "tool_result",
+        "turn_start",
+        "generation_start",
+        "turn_end",
+        "final",
+    ]
+    request = next(e for e in events if e.type == "tool_approval_request").approval
+    result = next(e for e in events if e.type == "tool_approval_result").approval
+    assert request.status == "pending"
+    assert request.args == {"x": 1, "y": 2}
+    assert request.reason == "check"
+    assert request.agent_id == "support"
+    assert request.tool_call_id == "call_1"
+    assert result.id == request.id
+    assert result.status == "approved"
+    assert result.decided_by == "handler"
+    assert result.resolved_at is not None and result.resolved_at >= request.requested_at
+
+
+def test_a_handler_returning_garbage_fails_clearly():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    with pytest.raises(TypeError, match="must return a bool or an ApprovalDecision"):
+        AgentBuilder("a", model).tool(add).approvals(lambda r: "yes").build().prompt("go").send_sync()

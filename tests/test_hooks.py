@@ -1,0 +1,241 @@
+"""Hooks: all callbacks, sync or async, run/skip/cancel/request_approval, composition, with_hook."""
+
+from __future__ import annotations
+
+import pytest
+
+from anvia_notebook import (
+    AgentBuilder,
+    ApprovalDecision,
+    Hook,
+    PromptCancelledError,
+    ToolApprovalRequiredError,
+    create_hook,
+)
+from anvia_notebook.hooks import HOOK_CALLBACKS
+from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
+
+from helpers import call, make_add_tool, tool_results
+
+
+class Recorder(Hook):
+    def __init__(self, log, name="h"):
+        self.log = log
+        self.name = name
+
+    def on_run_start(self, e):
+        self.log.append(f"{self.name}:run_start:{e.prompt.content}:{e.max_turns}")
+
+    async def on_turn_start(self, e):
+        self.log.append(f"{self.name}:turn_start:{e.turn}")
+
+    def on_completion_call(self, e):
+        self.log.append(f"{self.name}:completion_call:{len(e.request.messages)}")
+
+    async def on_completion_response(self, e):
+        self.log.append(f"{self.name}:completion_response:{e.response.text or 'tools'}")
+
+    def on_turn_end(self, e):
+        self.log.append(f"{self.name}:turn_end:{e.turn}")
+
+    async def on_tool_call(self, e):
+        self.log.append(f"{self.name}:tool_call:{e.tool_name}:{e.args}")
+
+    def on_tool_result(self, e):
+        self.log.append(f"{self.name}:tool_result:{e.result}")
+
+    def on_run_end(self, e):
+        self.log.append(f"{self.name}:run_end:{e.output}")
+
+
+def test_lifecycle_hooks_run_in_order_sync_and_async():
+    log: list[str] = []
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "3"])
+    agent = AgentBuilder("a", model).tool(make_add_tool()).hook(Recorder(log)).default_max_turns(4).build()
+    agent.prompt("sum").send_sync()
+    assert log == [
+        "h:run_start:sum:4",
+        "h:turn_start:1",
+        "h:completion_call:1",
+        "h:completion_response:tools",
+        "h:turn_end:1",
+        'h:tool_call:add:{"x": 1, "y": 2}',
+        "h:tool_result:3",
+        "h:turn_start:2",
+        "h:completion_call:3",
+        "h:completion_response:3",
+        "h:turn_end:2",
+        "h:run_end:3",
+    ]
+
+
+def test_create_hook_accepts_every_callback_and_refuses_unknown_names():
+    hook = create_hook(**{name: (lambda e: None) for name in HOOK_CALLBACKS})
+    assert isinstance(hook, Hook)
+    with pytest.raises(TypeError, match="on_tool_cal"):
+        create_hook(on_tool_cal=lambda e: None)
+
+
+def test_hooks_compose_in_order_and_the_first_non_run_decision_wins():
+    log: list[str] = []
+
+    def first(e):
+        log.append("first")
+        return e.tool.run()
+
+    def second(e):
+        log.append("second")
+        return e.tool.skip("skipped by second")
+
+    def third(e):
+        log.append("third")
+        return e.tool.cancel("never reached")
+
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = (
+        AgentBuilder("a", model)
+        .tool(add)
+        .hook(create_hook(on_tool_call=first))
+        .hook(create_hook(on_tool_call=second))
+        .hook(create_hook(on_tool_call=third))
+        .build()
+    )
+    agent.prompt("go").send_sync()
+    assert log == ["first", "second"]
+    assert tool_results(model.requests[1])[0].content == "skipped by second"
+    assert add.calls == []
+
+
+def test_run_decision_executes_the_tool():
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 2, "y": 2}), "ok"])
+    hook = create_hook(on_tool_call=lambda e: e.tool.run())
+    AgentBuilder("a", model).tool(add).hook(hook).build().prompt("go").send_sync()
+    assert add.calls == [(2, 2)]
+
+
+def test_cancel_from_on_tool_call_ends_the_run_before_execution():
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 2, "y": 2}), "never"])
+    hook = create_hook(on_tool_call=lambda e: e.tool.cancel("blocked by policy"))
+    request = AgentBuilder("a", model).tool(add).hook(hook).build().prompt("go")
+    with pytest.raises(PromptCancelledError, match="blocked by policy") as info:
+        request.send_sync()
+    assert add.calls == []
+    assert info.value.reason == "blocked by policy"
+    # the conversation stays valid: the tool call got a result
+    assert info.value.messages[-1].role == "tool"
+
+
+def test_lifecycle_cancel_ends_the_run():
+    model = QueueModel(["never"])
+    hook = create_hook(on_turn_start=lambda e: e.run.cancel("not today"))
+    with pytest.raises(PromptCancelledError, match="not today"):
+        AgentBuilder("a", model).hook(hook).build().prompt("go").send_sync()
+    assert model.requests == []
+
+
+def test_skip_and_cancel_come_before_any_approval():
+    asked = []
+    add = make_add_tool()
+    from anvia_notebook import ToolApproval
+
+    add_protected = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 1}), "ok"])
+    hook = create_hook(on_tool_call=lambda e: e.tool.skip("no"))
+    AgentBuilder("a", model).tool(add_protected).hook(hook).approvals(
+        lambda r: asked.append(r) or True
+    ).build().prompt("go").send_sync()
+    assert asked == []
+    assert add.calls == []
+
+
+def test_request_approval_from_a_hook_goes_to_the_handler():
+    add = make_add_tool()
+    seen = []
+
+    def handler(request):
+        seen.append((request.tool_name, request.reason, request.args.x))
+        return ApprovalDecision(approved=False)
+
+    hook = create_hook(
+        on_tool_call=lambda e: e.tool.request_approval(reason="check it", reject_message="Rejected by hook.")
+    )
+    model = QueueModel([call("add", {"x": 5, "y": 1}), "ok"])
+    AgentBuilder("a", model).tool(add).hook(hook).approvals(handler).build().prompt("go").send_sync()
+    assert seen == [("add", "check it", 5)]
+    assert tool_results(model.requests[1])[0].content == "Rejected by hook."
+    assert add.calls == []
+
+
+def test_request_approval_without_a_handler_fails_clearly():
+    hook = create_hook(on_tool_call=lambda e: e.tool.request_approval())
+    model = QueueModel([call("add", {"x": 5, "y": 1}), "ok"])
+    request = AgentBuilder("a", model).tool(make_add_tool()).hook(hook).build().prompt("go")
+    with pytest.raises(ToolApprovalRequiredError, match="Tool approval required for add"):
+        request.send_sync()
+
+
+def test_on_tool_call_returning_garbage_is_an_error():
+    hook = create_hook(on_tool_call=lambda e: "yes")
+    model = QueueModel([call("add", {"x": 5, "y": 1}), "ok"])
+    with pytest.raises(TypeError, match="on_tool_call must return"):
+        AgentBuilder("a", model).tool(make_add_tool()).hook(hook).build().prompt("go").send_sync()
+
+
+def test_tool_error_hook_sees_the_error_and_can_cancel():
+    from pydantic import BaseModel
+
+    from anvia_notebook import create_tool
+
+    class Nothing(BaseModel):
+        pass
+
+    def boom(a, c):
+        raise ValueError("bad day")
+
+    broken = create_tool(name="broken", description="", input=Nothing, execute=boom)
+    errors = []
+    hook = create_hook(on_tool_error=lambda e: errors.append(str(e.error)))
+    model = QueueModel([call("broken"), "ok"])
+    AgentBuilder("a", model).tool(broken).hook(hook).build().prompt("go").send_sync()
+    assert errors == ["bad day"]
+
+    model = QueueModel([call("broken"), "ok"])
+    stop = create_hook(on_tool_error=lambda e: e.run.cancel("tool failed"))
+    with pytest.raises(PromptCancelledError, match="tool failed"):
+        AgentBuilder("a", model).tool(broken).hook(stop).build().prompt("go").send_sync()
+
+
+def test_completion_error_hook_runs_before_run_error_hook():
+    log = []
+    model = StreamingQueueModel([[ModelError("bad request", status_code=400)]])
+    hook = create_hook(
+        on_completion_error=lambda e: log.append(f"completion:{e.error}"),
+        on_run_error=lambda e: log.append(f"run:{e.error}"),
+    )
+    with pytest.raises(ModelError):
+        AgentBuilder("a", model).hook(hook).build().prompt("go").send_sync()
+    assert log == ["completion:bad request", "run:bad request"]
+
+
+def test_with_hook_replaces_the_agent_hooks_for_one_run():
+    log: list[str] = []
+    agent = (
+        AgentBuilder("a", QueueModel(["one", "two"]))
+        .hook(create_hook(on_run_start=lambda e: log.append("agent")))
+        .build()
+    )
+    agent.prompt("x").with_hook(create_hook(on_run_start=lambda e: log.append("request"))).send_sync()
+    agent.prompt("y").send_sync()
+    assert log == ["request", "agent"]
+
+
+def test_a_failing_run_error_hook_does_not_mask_the_error():
+    def bad(e):
+        raise RuntimeError("hook bug")
+
+    model = StreamingQueueModel([[ModelError("boom", status_code=400)]])
+    with pytest.raises(ModelError, match="boom"):
+        AgentBuilder("a", model).hook(create_hook(on_run_error=bad)).build().prompt("go").send_sync()

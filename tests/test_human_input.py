@@ -1,0 +1,87 @@
+"""ConsoleHumanInput and CallbackHumanInput."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from anvia_notebook import (
+    AgentBuilder,
+    ApprovalDecision,
+    CallbackHumanInput,
+    ConsoleHumanInput,
+    ToolApproval,
+    ToolApprovalRequiredError,
+    ask_question,
+)
+from anvia_notebook.models import QueueModel
+
+from helpers import call, make_add_tool, tool_results
+
+QUESTIONS = {
+    "questions": [
+        {"id": "priority", "question": "Priority?", "choices": [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}]},
+        {"id": "note", "question": "Note?", "choices": [{"label": "None", "value": "none"}]},
+    ]
+}
+
+
+def scripted_input(lines):
+    answers = iter(lines)
+    return lambda prompt: next(answers)
+
+
+def test_console_approve_and_reject_with_reason():
+    out = io.StringIO()
+    add = make_add_tool(approval=ToolApproval(reason="Check the sum"))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), call("add", {"x": 3, "y": 4}, id="c2"), "ok"])
+    human = ConsoleHumanInput(input_fn=scripted_input(["maybe", "y", "n", "too big"]), output=out)
+    AgentBuilder("a", model).tool(add).human_input(human).build().prompt("go").send_sync()
+    assert add.calls == [(1, 2)]
+    assert tool_results(model.requests[2])[0].content == "too big"
+    text = out.getvalue()
+    assert "Approval required for add" in text
+    assert "reason: Check the sum" in text
+    assert "Please answer y or n." in text
+
+
+def test_console_questions_by_number_or_custom_text():
+    out = io.StringIO()
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    human = ConsoleHumanInput(input_fn=scripted_input(["", "1", "call me first"]), output=out)
+    AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
+    assert json.loads(tool_results(model.requests[1])[0].content) == {
+        "answers": [
+            {"questionId": "priority", "answer": "high", "choice": "high"},
+            {"questionId": "note", "answer": "call me first", "custom": True},
+        ]
+    }
+    assert "Question 1 of 2: Priority?" in out.getvalue()
+
+
+async def test_callback_human_input_sync_and_async_functions():
+    decisions = []
+
+    async def approve(request):
+        decisions.append(request.approval_id)
+        return ApprovalDecision(approved=True)
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    await agent.prompt("go").send()
+    assert decisions[0].startswith("approval_")
+    assert add.calls == [(1, 2)]
+
+
+def test_callback_human_input_without_approve_means_approval_required():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(ask=lambda r: [])).build()
+    try:
+        agent.prompt("go").send_sync()
+    except ToolApprovalRequiredError as error:
+        assert error.request.tool_name == "add"
+    else:
+        raise AssertionError("expected ToolApprovalRequiredError")
+    assert add.calls == []

@@ -1,0 +1,473 @@
+"""AnthropicModel against recorded Messages API streams: no network, the SDK's real HTTP path."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+from anthropic import _base_client as anthropic_base_client
+
+from anvia_notebook.messages import Message, MessageToolCall, ToolResultPart, Usage
+from anvia_notebook.models.anthropic import AnthropicModel
+from anvia_notebook.models.base import (
+    CompletionRequest,
+    Finish,
+    ModelError,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolDefinition,
+    UsageUpdate,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+ROOT = Path(__file__).parent.parent
+#: The HTTP library the installed SDK is built on (httpx2 for the 2.x SDK, httpx before).
+http: Any = getattr(anthropic_base_client, "httpx2", None) or httpx
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="The current weather in a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+TIME = ToolDefinition(
+    name="get_time",
+    description="The local time in a time zone.",
+    parameters={"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
+)
+
+
+def sse(name: str) -> Any:
+    return http.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        content=(FIXTURES / name).read_bytes(),
+    )
+
+
+def error_response(status: int, name: str) -> Any:
+    return http.Response(
+        status,
+        headers={"content-type": "application/json", "request-id": "req_test"},
+        content=(FIXTURES / name).read_bytes(),
+    )
+
+
+def api_key_sent(request: Any) -> str:
+    """The key a request carries (``x-api-key`` before the 2.x SDK, a bearer token since)."""
+    if "x-api-key" in request.headers:
+        return str(request.headers["x-api-key"])
+    return str(request.headers["authorization"]).removeprefix("Bearer ")
+
+
+class Server:
+    """A recorded server: answers each request with the next response and keeps the requests."""
+
+    def __init__(self, *responses: Any) -> None:
+        self.responses = list(responses)
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any) -> Any:
+        self.requests.append(request)
+        response = self.responses.pop(0)
+        if isinstance(response, BaseException):
+            raise response
+        return response
+
+    def body(self, index: int = 0) -> Any:
+        return json.loads(self.requests[index].content)
+
+
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
+    """Routes the clients AnthropicModel builds itself to a recorded server."""
+
+    def serve(*responses: Any) -> Server:
+        server = Server(*responses)
+        http_client = http.AsyncClient(transport=http.MockTransport(server))
+        monkeypatch.setattr(
+            anthropic,
+            "AsyncAnthropic",
+            functools.partial(anthropic.AsyncAnthropic, http_client=http_client),
+        )
+        return server
+
+    return serve
+
+
+def ask(text: str = "Hi", **fields: Any) -> CompletionRequest:
+    return CompletionRequest(messages=[Message.user(text)], **fields)
+
+
+async def events_of(model: AnthropicModel, request: CompletionRequest) -> list[Any]:
+    return [event async for event in model.stream(request)]
+
+
+async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:
+    server = serve(sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    events = await events_of(model, ask("Hi", instructions="Be brief."))
+
+    assert events == [
+        UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1)),
+        TextDelta(delta="Hello"),
+        TextDelta(delta="! How can I help you today?"),
+        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=11)),
+        Finish(reason="stop"),
+    ]
+    (request,) = server.requests
+    assert str(request.url) == "https://api.anthropic.com/v1/messages"
+    assert api_key_sent(request) == "sk-ant-test"
+    assert "anthropic-version" in request.headers
+    assert server.body() == {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 4096,
+        "system": "Be brief.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hi"}]}],
+        "stream": True,
+    }
+    assert model.name == "claude-sonnet-4-6"
+
+
+async def test_history_tools_and_options_are_mapped(serve: Callable[..., Server]) -> None:
+    server = serve(sse("anthropic_text.sse"))
+    model = AnthropicModel(
+        "claude-sonnet-4-6", api_key="sk-ant-test", stop_sequences=["END"], temperature=1.0
+    )
+    history = [
+        Message.user("Weather and time in Paris?"),
+        Message.assistant(
+            "I'll check both.",
+            [
+                MessageToolCall(id="toolu_1", name="get_weather", arguments='{"city": "Paris"}'),
+                MessageToolCall(id="toolu_2", name="get_time", arguments='{"tz": "Europe/'),
+            ],
+            reasoning="Two tools at once.",
+        ),
+        Message.tool(
+            [
+                ToolResultPart(tool_call_id="toolu_1", tool_name="get_weather", content="18C"),
+                ToolResultPart(
+                    tool_call_id="toolu_2",
+                    tool_name="get_time",
+                    content="Invalid JSON arguments",
+                    is_error=True,
+                ),
+            ]
+        ),
+        Message.user("Also, is it windy?"),
+    ]
+    request = CompletionRequest(
+        instructions="You are a weather bot.",
+        messages=history,
+        tools=[WEATHER, TIME],
+        temperature=0.2,
+        max_tokens=1024,
+        tool_choice="auto",
+    )
+
+    await events_of(model, request)
+
+    assert server.body() == {
+        "model": "claude-sonnet-4-6",
+        "max_tokens": 1024,
+        "system": "You are a weather bot.",
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "Weather and time in Paris?"}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "I'll check both."},
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    },
+                    # Arguments that were not a JSON object go back as an empty input.
+                    {"type": "tool_use", "id": "toolu_2", "name": "get_time", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_1",
+                        "content": "18C",
+                        "is_error": False,
+                    },
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "toolu_2",
+                        "content": "Invalid JSON arguments",
+                        "is_error": True,
+                    },
+                    {"type": "text", "text": "Also, is it windy?"},
+                ],
+            },
+        ],
+        "tools": [
+            {
+                "name": "get_weather",
+                "description": "The current weather in a city.",
+                "input_schema": WEATHER.parameters,
+            },
+            {
+                "name": "get_time",
+                "description": "The local time in a time zone.",
+                "input_schema": TIME.parameters,
+            },
+        ],
+        "tool_choice": {"type": "auto"},
+        "temperature": 0.2,
+        "stop_sequences": ["END"],
+        "stream": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "sent"),
+    [
+        ("none", {"type": "none"}),
+        ("required", {"type": "any"}),
+        ("any", {"type": "any"}),
+        ("get_weather", {"type": "tool", "name": "get_weather"}),
+        (
+            {"type": "function", "function": {"name": "get_time"}},
+            {"type": "tool", "name": "get_time"},
+        ),
+        ({"type": "tool", "name": "get_time"}, {"type": "tool", "name": "get_time"}),
+    ],
+)
+async def test_tool_choice(serve: Callable[..., Server], tool_choice: Any, sent: Any) -> None:
+    server = serve(sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    await events_of(model, ask(tools=[WEATHER, TIME], tool_choice=tool_choice))
+
+    assert server.body()["tool_choice"] == sent
+
+
+async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) -> None:
+    serve(sse("anthropic_thinking_parallel_tools.sse"))
+    model = AnthropicModel(
+        "claude-sonnet-4-6",
+        api_key="sk-ant-test",
+        thinking={"type": "enabled", "budget_tokens": 2048},
+    )
+
+    events = await events_of(model, ask("Weather and time in Paris?", tools=[WEATHER, TIME]))
+
+    weather_id, time_id = "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "toolu_01Lq8Wz5Mn3Vb7Xc2Rt9Ky4d"
+    assert events == [
+        UsageUpdate(usage=Usage(input_tokens=1636, output_tokens=4)),
+        ReasoningDelta(delta="The user asks for the weather and the time"),
+        ReasoningDelta(delta=" in Paris; both tools can run at once."),
+        TextDelta(delta="I'll check both."),
+        ToolCallDelta(id=weather_id, name="get_weather"),
+        ToolCallDelta(id=weather_id, arguments_delta='{"city": "Pa'),
+        ToolCallDelta(id=weather_id, arguments_delta='ris"}'),
+        ToolCall(id=weather_id, name="get_weather", arguments='{"city": "Paris"}'),
+        ToolCallDelta(id=time_id, name="get_time"),
+        ToolCallDelta(id=time_id, arguments_delta='{"tz": "Europe/'),
+        ToolCallDelta(id=time_id, arguments_delta='Paris"}'),
+        ToolCall(id=time_id, name="get_time", arguments='{"tz": "Europe/Paris"}'),
+        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=127)),
+        Finish(reason="tool_calls"),
+    ]
+
+
+async def test_complete_folds_the_stream(serve: Callable[..., Server]) -> None:
+    server = serve(sse("anthropic_thinking_parallel_tools.sse"))
+    model = AnthropicModel(
+        "claude-sonnet-4-6",
+        api_key="sk-ant-test",
+        thinking={"type": "enabled", "budget_tokens": 2048},
+    )
+
+    response = await model.complete(ask(tools=[WEATHER, TIME]))
+
+    assert response.reasoning == (
+        "The user asks for the weather and the time in Paris; both tools can run at once."
+    )
+    assert response.text == "I'll check both."
+    assert [call.to_message_call().parsed_arguments() for call in response.tool_calls] == [
+        {"city": "Paris"},
+        {"tz": "Europe/Paris"},
+    ]
+    # The running totals of message_start and message_delta, counted once, cache reads included.
+    assert response.usage == Usage(input_tokens=1636, output_tokens=131)
+    assert response.finish_reason == "tool_calls"
+    assert server.body()["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+async def test_empty_and_invalid_tool_input(serve: Callable[..., Server]) -> None:
+    serve(sse("anthropic_tool_no_input.sse"))
+    model = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test")
+
+    events = await events_of(model, ask(tools=[WEATHER]))
+
+    assert [event for event in events if isinstance(event, ToolCall)] == [
+        ToolCall(id="toolu_01Bn5Xs2Qw8Er4Ty7Ui1Op3a", name="list_tickets", arguments="{}"),
+        ToolCall(
+            id="toolu_01Zx9Cv3Bn7Ml2Kj5Hg8Fd4s", name="search", arguments='{"query": "unterminated'
+        ),
+    ]
+    assert events[-1] == Finish(reason="length")
+
+
+@pytest.mark.parametrize(
+    ("status", "fixture", "retryable"),
+    [
+        (429, "anthropic_error_429.json", True),
+        (500, "anthropic_error_500.json", True),
+        (529, "anthropic_error_529.json", True),
+        (400, "anthropic_error_400.json", False),
+    ],
+)
+async def test_http_errors_keep_their_status(
+    serve: Callable[..., Server], status: int, fixture: str, retryable: bool
+) -> None:
+    server = serve(error_response(status, fixture))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    with pytest.raises(ModelError) as caught:
+        await events_of(model, ask())
+
+    error = caught.value
+    assert error.status_code == status
+    assert error.retryable is retryable
+    assert isinstance(error.__cause__, anthropic.APIStatusError)
+    message = json.loads((FIXTURES / fixture).read_text())["error"]["message"]
+    assert str(error) == f"Anthropic API error {status}: {message}"
+    assert len(server.requests) == 1, "the SDK must not retry: the run loop does"
+
+
+async def test_an_error_event_inside_the_stream(serve: Callable[..., Server]) -> None:
+    serve(sse("anthropic_overloaded_midstream.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    seen: list[Any] = []
+
+    with pytest.raises(ModelError, match="Overloaded") as caught:
+        async for event in model.stream(ask()):
+            seen.append(event)
+
+    assert seen == [
+        UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1)),
+        TextDelta(delta="Let me"),
+    ]
+    # The stream answered 200; the error's type says what the status would have been.
+    assert caught.value.status_code == 529
+    assert caught.value.retryable is True
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [http.ConnectError("connection refused"), http.ReadTimeout("timed out")],
+    ids=["connect", "timeout"],
+)
+async def test_connection_errors_are_retryable(
+    serve: Callable[..., Server], failure: Exception
+) -> None:
+    server = serve(failure)
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    with pytest.raises(ModelError) as caught:
+        await events_of(model, ask())
+
+    assert caught.value.status_code is None
+    assert caught.value.retryable is True
+    assert isinstance(caught.value.__cause__, anthropic.APIConnectionError)
+    assert len(server.requests) == 1
+
+
+async def test_a_connection_lost_inside_the_stream_is_retryable(
+    serve: Callable[..., Server],
+) -> None:
+    head = (FIXTURES / "anthropic_text.sse").read_bytes().split(b"event: content_block_stop")[0]
+
+    async def dropped() -> Any:
+        yield head
+        raise http.RemoteProtocolError("peer closed connection without sending complete message")
+
+    serve(http.Response(200, headers={"content-type": "text/event-stream"}, content=dropped()))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    seen: list[Any] = []
+
+    with pytest.raises(ModelError, match="peer closed connection") as caught:
+        async for event in model.stream(ask()):
+            seen.append(event)
+
+    assert TextDelta(delta="Hello") in seen
+    assert caught.value.status_code is None
+    assert caught.value.retryable is True
+
+
+async def test_a_given_client_is_used_as_is() -> None:
+    server = Server(sse("anthropic_text.sse"))
+    client = anthropic.AsyncAnthropic(
+        api_key="sk-ant-mine",
+        base_url="https://gateway.example",
+        max_retries=5,
+        http_client=http.AsyncClient(transport=http.MockTransport(server)),
+    )
+    model = AnthropicModel("claude-sonnet-4-6", client=client, max_tokens=100)
+
+    events = await events_of(model, ask())
+
+    assert model.client is client
+    assert client.max_retries == 5
+    assert events[-1] == Finish(reason="stop")
+    assert str(server.requests[0].url) == "https://gateway.example/v1/messages"
+    assert api_key_sent(server.requests[0]) == "sk-ant-mine"
+    assert server.body()["max_tokens"] == 100
+
+
+async def test_the_key_comes_from_the_environment(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-from-env")
+    server = serve(sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6")
+
+    await events_of(model, ask())
+
+    assert model.client.max_retries == 0
+    assert api_key_sent(server.requests[0]) == "sk-ant-from-env"
+
+
+def test_options_the_model_sets_itself_are_refused() -> None:
+    with pytest.raises(TypeError, match="messages, stream"):
+        AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", stream=False, messages=[])
+
+
+def test_missing_sdk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "anthropic", None)
+    with pytest.raises(ImportError, match=r'pip install "anvia_notebook\[anthropic\]"'):
+        AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+
+def test_importing_the_module_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys, anvia_notebook.models.anthropic\n"
+        "print(sorted(name for name in ('anthropic', 'httpx2') if name in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,516 @@
+"""OpenAIModel against recorded Chat Completions streams: no network, the SDK's real HTTP path."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from openai import _base_client as openai_base_client
+
+from anvia_notebook.messages import Message, MessageToolCall, ToolResultPart, Usage
+from anvia_notebook.models.base import (
+    CompletionRequest,
+    Finish,
+    ModelError,
+    ReasoningDelta,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolDefinition,
+    UsageUpdate,
+)
+from anvia_notebook.models.openai import OpenAIModel
+
+FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+ROOT = Path(__file__).parent.parent
+#: The HTTP library the installed SDK is built on (httpx2 for the 3.x SDK, httpx before).
+http: Any = getattr(openai_base_client, "httpx2", None) or httpx
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="The current weather in a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+TIME = ToolDefinition(
+    name="get_time",
+    description="The local time in a time zone.",
+    parameters={"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
+)
+
+
+def sse(name: str) -> Any:
+    return http.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        content=(FIXTURES / name).read_bytes(),
+    )
+
+
+def error_response(status: int, name: str) -> Any:
+    return http.Response(
+        status,
+        headers={"content-type": "application/json", "x-request-id": "req_test"},
+        content=(FIXTURES / name).read_bytes(),
+    )
+
+
+class Server:
+    """A recorded server: answers each request with the next response and keeps the requests."""
+
+    def __init__(self, *responses: Any) -> None:
+        self.responses = list(responses)
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any) -> Any:
+        self.requests.append(request)
+        response = self.responses.pop(0)
+        if isinstance(response, BaseException):
+            raise response
+        return response
+
+    def body(self, index: int = 0) -> Any:
+        return json.loads(self.requests[index].content)
+
+
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
+    """Routes the clients OpenAIModel builds itself to a recorded server."""
+
+    def serve(*responses: Any) -> Server:
+        server = Server(*responses)
+        http_client = http.AsyncClient(transport=http.MockTransport(server))
+        monkeypatch.setattr(
+            openai, "AsyncOpenAI", functools.partial(openai.AsyncOpenAI, http_client=http_client)
+        )
+        return server
+
+    return serve
+
+
+def ask(text: str = "Hi", **fields: Any) -> CompletionRequest:
+    return CompletionRequest(messages=[Message.user(text)], **fields)
+
+
+async def events_of(model: OpenAIModel, request: CompletionRequest) -> list[Any]:
+    return [event async for event in model.stream(request)]
+
+
+async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:
+    server = serve(sse("openai_text.sse"))
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+
+    events = await events_of(model, ask("Hi", instructions="Be brief."))
+
+    assert events == [
+        TextDelta(delta="Hello"),
+        TextDelta(delta="!"),
+        TextDelta(delta=" How can I help?"),
+        UsageUpdate(usage=Usage(input_tokens=21, output_tokens=7)),
+        Finish(reason="stop"),
+    ]
+    (request,) = server.requests
+    assert str(request.url) == "https://api.openai.com/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    assert server.body() == {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Hi"},
+        ],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    assert model.name == "gpt-4o-mini"
+
+
+async def test_history_tools_and_options_are_mapped(serve: Callable[..., Server]) -> None:
+    server = serve(sse("openai_text.sse"))
+    model = OpenAIModel("gpt-4o", api_key="sk-test", top_p=0.5, temperature=1.0)
+    history = [
+        Message.user("Weather and time in Paris?"),
+        Message.assistant(
+            "",
+            [
+                MessageToolCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}'),
+                MessageToolCall(id="call_2", name="get_time", arguments='{"tz": "Europe/Paris"}'),
+            ],
+            reasoning="Two tools at once.",
+        ),
+        Message.tool(
+            [
+                ToolResultPart(
+                    tool_call_id="call_1", tool_name="get_weather", content="18C, sunny"
+                ),
+                ToolResultPart(
+                    tool_call_id="call_2",
+                    tool_name="get_time",
+                    content="Unknown time zone",
+                    is_error=True,
+                ),
+            ]
+        ),
+        Message.assistant("It is 18C and sunny; I could not get the time."),
+        Message.user("Thanks!"),
+    ]
+    request = CompletionRequest(
+        instructions="You are a weather bot.",
+        messages=history,
+        tools=[WEATHER, TIME],
+        temperature=0.2,
+        max_tokens=256,
+        tool_choice="auto",
+    )
+
+    await events_of(model, request)
+
+    assert server.body() == {
+        "model": "gpt-4o",
+        "messages": [
+            {"role": "system", "content": "You are a weather bot."},
+            {"role": "user", "content": "Weather and time in Paris?"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "get_time", "arguments": '{"tz": "Europe/Paris"}'},
+                    },
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "18C, sunny"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "Unknown time zone"},
+            {"role": "assistant", "content": "It is 18C and sunny; I could not get the time."},
+            {"role": "user", "content": "Thanks!"},
+        ],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "The current weather in a city.",
+                    "parameters": WEATHER.parameters,
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_time",
+                    "description": "The local time in a time zone.",
+                    "parameters": TIME.parameters,
+                },
+            },
+        ],
+        "tool_choice": "auto",
+        "temperature": 0.2,
+        "top_p": 0.5,
+        "max_completion_tokens": 256,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "sent"),
+    [
+        ("required", "required"),
+        ("any", "required"),
+        ("none", "none"),
+        ("get_weather", {"type": "function", "function": {"name": "get_weather"}}),
+        (
+            {"type": "function", "function": {"name": "get_time"}},
+            {"type": "function", "function": {"name": "get_time"}},
+        ),
+    ],
+)
+async def test_tool_choice(serve: Callable[..., Server], tool_choice: Any, sent: Any) -> None:
+    server = serve(sse("openai_text.sse"))
+    model = OpenAIModel("gpt-4o", api_key="sk-test")
+
+    await events_of(model, ask(tools=[WEATHER, TIME], tool_choice=tool_choice))
+
+    assert server.body()["tool_choice"] == sent
+
+
+async def test_no_tool_choice_without_tools(serve: Callable[..., Server]) -> None:
+    server = serve(sse("openai_text.sse"))
+    model = OpenAIModel("gpt-4o", api_key="sk-test")
+
+    await events_of(model, ask(tool_choice="required"))
+
+    assert "tool_choice" not in server.body()
+    assert "tools" not in server.body()
+
+
+async def test_parallel_tool_calls_are_assembled_from_fragments(
+    serve: Callable[..., Server],
+) -> None:
+    serve(sse("openai_parallel_tool_calls.sse"))
+    model = OpenAIModel("gpt-4o", api_key="sk-test")
+
+    events = await events_of(model, ask("Weather and time in Paris?", tools=[WEATHER, TIME]))
+
+    weather_id, time_id = "call_Vq3HnT8kZ2mP4sX9bL1cR7dA", "call_Yt6WcJ2nQ9rB5vK3hM8xF1eS"
+    assert events == [
+        ToolCallDelta(id=weather_id, name="get_weather", arguments_delta=""),
+        ToolCallDelta(id=weather_id, arguments_delta='{"ci'),
+        ToolCallDelta(id=weather_id, arguments_delta='ty": "Par'),
+        ToolCallDelta(id=weather_id, arguments_delta='is"}'),
+        ToolCallDelta(id=time_id, name="get_time", arguments_delta=""),
+        ToolCallDelta(id=time_id, arguments_delta='{"tz": '),
+        ToolCallDelta(id=time_id, arguments_delta='"Europe/Paris"}'),
+        ToolCall(id=weather_id, name="get_weather", arguments='{"city": "Paris"}'),
+        ToolCall(id=time_id, name="get_time", arguments='{"tz": "Europe/Paris"}'),
+        UsageUpdate(usage=Usage(input_tokens=143, output_tokens=52)),
+        Finish(reason="tool_calls"),
+    ]
+
+
+async def test_complete_folds_the_stream(serve: Callable[..., Server]) -> None:
+    serve(sse("openai_parallel_tool_calls.sse"))
+    model = OpenAIModel("gpt-4o", api_key="sk-test")
+
+    response = await model.complete(ask(tools=[WEATHER, TIME]))
+
+    assert [call.to_message_call().parsed_arguments() for call in response.tool_calls] == [
+        {"city": "Paris"},
+        {"tz": "Europe/Paris"},
+    ]
+    assert response.usage == Usage(input_tokens=143, output_tokens=52)
+    assert response.finish_reason == "tool_calls"
+
+
+async def test_invalid_json_arguments_are_passed_through(serve: Callable[..., Server]) -> None:
+    serve(sse("openai_invalid_arguments.sse"))
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+
+    events = await events_of(model, ask(tools=[WEATHER]))
+
+    call = next(event for event in events if isinstance(event, ToolCall))
+    assert call == ToolCall(
+        id="call_Hn4Kd8Wq2Zx7Lm1Pv5Bt9Rc3", name="search", arguments='{"query": "anvia'
+    )
+    assert events[-1] == Finish(reason="length")
+
+
+async def test_ollama_server_with_reasoning(
+    serve: Callable[..., Server], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = serve(sse("openai_ollama_reasoning_tool_call.sse"))
+    model = OpenAIModel("qwen3:8b", base_url="http://localhost:11434/v1")
+
+    events = await events_of(model, ask("Weather in Paris?", tools=[WEATHER], max_tokens=512))
+
+    assert events == [
+        ReasoningDelta(delta="The user wants"),
+        ReasoningDelta(delta=" the weather in Paris."),
+        ToolCallDelta(id="call_5s1z8k2q", name="get_weather", arguments_delta='{"city":"Paris"}'),
+        ToolCall(id="call_5s1z8k2q", name="get_weather", arguments='{"city":"Paris"}'),
+        UsageUpdate(usage=Usage(input_tokens=187, output_tokens=41)),
+        Finish(reason="tool_calls"),
+    ]
+    (request,) = server.requests
+    assert str(request.url) == "http://localhost:11434/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer not-needed"
+    body = server.body()
+    assert body["max_tokens"] == 512
+    assert "max_completion_tokens" not in body
+
+
+async def test_reasoning_content_field(serve: Callable[..., Server]) -> None:
+    serve(sse("openai_vllm_reasoning_content.sse"))
+    model = OpenAIModel(
+        "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", base_url="http://vllm:8000/v1", api_key="k"
+    )
+
+    events = await events_of(model, ask("2 + 2?"))
+
+    assert events == [
+        ReasoningDelta(delta="2 + 2"),
+        ReasoningDelta(delta=" is 4."),
+        TextDelta(delta="4"),
+        UsageUpdate(usage=Usage(input_tokens=12, output_tokens=11)),
+        Finish(reason="stop"),
+    ]
+
+
+async def test_tool_calls_without_index_each_get_their_own_call(
+    serve: Callable[..., Server],
+) -> None:
+    chunks = [
+        {"tool_calls": [{"id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"tool_calls": [{"id": "call_b", "function": {"name": "get_time", "arguments": "{}"}}]},
+    ]
+    body = "".join(
+        "data: "
+        + json.dumps(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": "local",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            }
+        )
+        + "\n\n"
+        for delta in chunks
+    )
+    serve(
+        http.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body + "data: [DONE]\n\n"
+        )
+    )
+    model = OpenAIModel("local", base_url="http://localhost:1234/v1")
+
+    events = await events_of(model, ask(tools=[WEATHER, TIME]))
+
+    assert [event for event in events if isinstance(event, ToolCall)] == [
+        ToolCall(id="call_a", name="get_weather", arguments="{}"),
+        ToolCall(id="call_b", name="get_time", arguments="{}"),
+    ]
+    assert events[-1] == Finish(reason="tool_calls")
+
+
+@pytest.mark.parametrize(
+    ("status", "fixture", "retryable"),
+    [
+        (429, "openai_error_429.json", True),
+        (500, "openai_error_500.json", True),
+        (400, "openai_error_400.json", False),
+    ],
+)
+async def test_http_errors_keep_their_status(
+    serve: Callable[..., Server], status: int, fixture: str, retryable: bool
+) -> None:
+    server = serve(error_response(status, fixture))
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+
+    with pytest.raises(ModelError) as caught:
+        await events_of(model, ask())
+
+    error = caught.value
+    assert error.status_code == status
+    assert error.retryable is retryable
+    assert isinstance(error.__cause__, openai.APIStatusError)
+    message = json.loads((FIXTURES / fixture).read_text())["error"]["message"]
+    assert str(error) == f"OpenAI API error {status}: {message}"
+    assert len(server.requests) == 1, "the SDK must not retry: the run loop does"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [http.ConnectError("connection refused"), http.ReadTimeout("timed out")],
+    ids=["connect", "timeout"],
+)
+async def test_connection_errors_are_retryable(
+    serve: Callable[..., Server], failure: Exception
+) -> None:
+    server = serve(failure)
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+
+    with pytest.raises(ModelError) as caught:
+        await events_of(model, ask())
+
+    assert caught.value.status_code is None
+    assert caught.value.retryable is True
+    assert isinstance(caught.value.__cause__, openai.APIConnectionError)
+    assert len(server.requests) == 1
+
+
+async def test_an_error_inside_the_stream_is_a_model_error(serve: Callable[..., Server]) -> None:
+    first = (FIXTURES / "openai_text.sse").read_text().split("\n\n")[1]
+    error = {"error": {"message": "The server had an error.", "type": "server_error"}}
+    serve(
+        http.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=f"{first}\n\ndata: {json.dumps(error)}\n\n",
+        )
+    )
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+    seen: list[Any] = []
+
+    with pytest.raises(ModelError, match="The server had an error") as caught:
+        async for event in model.stream(ask()):
+            seen.append(event)
+
+    assert seen == [TextDelta(delta="Hello")]
+    assert caught.value.status_code == 500
+    assert isinstance(caught.value.__cause__, openai.APIError)
+
+
+async def test_a_given_client_is_used_as_is() -> None:
+    server = Server(sse("openai_text.sse"))
+    client = openai.AsyncOpenAI(
+        api_key="sk-mine",
+        base_url="https://gateway.example/v1",
+        max_retries=5,
+        http_client=http.AsyncClient(transport=http.MockTransport(server)),
+    )
+    model = OpenAIModel("gpt-4o", client=client)
+
+    events = await events_of(model, ask())
+
+    assert model.client is client
+    assert client.max_retries == 5
+    assert events[-1] == Finish(reason="stop")
+    assert str(server.requests[0].url) == "https://gateway.example/v1/chat/completions"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-mine"
+
+
+def test_built_client_has_no_retries_and_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    model = OpenAIModel("gpt-4o")
+    assert model.client.api_key == "sk-from-env"
+    assert model.client.max_retries == 0
+    assert model.max_tokens_field == "max_completion_tokens"
+
+    # A key in the environment is still used for an OpenAI-compatible server.
+    assert OpenAIModel("m", base_url="https://proxy.example/v1").client.api_key == "sk-from-env"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    local = OpenAIModel("m", base_url="http://localhost:11434/v1")
+    assert local.client.api_key == "not-needed"
+    assert local.max_tokens_field == "max_tokens"
+
+
+def test_options_the_model_sets_itself_are_refused() -> None:
+    with pytest.raises(TypeError, match="messages, stream"):
+        OpenAIModel("gpt-4o", api_key="sk-test", stream=False, messages=[])
+
+
+def test_missing_sdk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+    with pytest.raises(ImportError, match=r'pip install "anvia_notebook\[openai\]"'):
+        OpenAIModel("gpt-4o", api_key="sk-test")
+
+
+def test_importing_the_module_does_not_import_the_sdk() -> None:
+    code = (
+        "import sys, anvia_notebook.models.openai\n"
+        "print(sorted(name for name in ('openai', 'httpx2') if name in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

@@ -1,0 +1,164 @@
+"""ask_question: the wire contract, validation, interception by a human input, the fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from anvia_notebook import (
+    AgentBuilder,
+    Answer,
+    CallbackHumanInput,
+    ask_question,
+    create_question_tool,
+)
+from anvia_notebook.models import QueueModel
+
+from helpers import call, tool_results
+
+QUESTIONS = {
+    "questions": [
+        {
+            "id": "priority",
+            "question": "What priority?",
+            "choices": [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}],
+        },
+        {
+            "id": "note",
+            "question": "Operator note?",
+            "choices": [{"label": "None", "value": "none"}],
+        },
+    ]
+}
+
+
+def test_the_tool_schema_is_the_seed_contract():
+    schema = ask_question.definition().parameters
+    assert ask_question.name == "ask_question"
+    assert schema["required"] == ["questions"]
+    question = schema["$defs"]["Question"]
+    assert set(question["properties"]) == {"id", "question", "choices"}
+    assert set(schema["$defs"]["Choice"]["properties"]) == {"label", "value"}
+
+
+def test_fallback_without_human_input_answers_every_question():
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    AgentBuilder("a", model).tool(ask_question).build().prompt("go").send_sync()
+    result = json.loads(tool_results(model.requests[1])[0].content)
+    assert result == {
+        "answers": [
+            {"questionId": "priority", "answer": "No human answer was provided by this runtime."},
+            {"questionId": "note", "answer": "No human answer was provided by this runtime."},
+        ]
+    }
+
+
+def test_a_human_input_answers_and_the_same_call_resumes():
+    received = []
+
+    def ask(request):
+        received.append(request)
+        return [
+            Answer(question_id="note", answer="Customer is VIP", custom=True),
+            {"questionId": "priority", "answer": "high", "choice": "high"},
+        ]
+
+    model = QueueModel([call("ask_question", QUESTIONS, id="q_call"), "thanks"])
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
+
+    async def collect():
+        return [e async for e in agent.prompt("go").stream()]
+
+    events = asyncio.run(collect())
+    assert [q.id for q in received[0].questions] == ["priority", "note"]
+    part = tool_results(model.requests[1])[0]
+    assert part.tool_call_id == "q_call"
+    assert json.loads(part.content) == {
+        "answers": [
+            {"questionId": "priority", "answer": "high", "choice": "high"},
+            {"questionId": "note", "answer": "Customer is VIP", "custom": True},
+        ]
+    }
+    # one assistant message with the call, one tool message: no new message was started
+    roles = [m.role for m in model.requests[1].messages]
+    assert roles == ["user", "assistant", "tool"]
+    request_event = next(e for e in events if e.type == "tool_question_request")
+    result_event = next(e for e in events if e.type == "tool_question_result")
+    assert request_event.question.status == "pending"
+    assert request_event.question.id == received[0].question_id
+    assert result_event.question.status == "answered"
+    assert result_event.question.answered_at is not None
+    order = [e.type for e in events if e.type.startswith("tool_")]
+    assert order == ["tool_call", "tool_question_request", "tool_question_result", "tool_result"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "needle"),
+    [
+        ({"questions": []}, "questions: List should have at least 1 item"),
+        ({"questions": [{"id": " ", "question": "Q?", "choices": [{"label": "a", "value": "a"}]}]}, "question id must be a non-empty string"),
+        ({"questions": [{"id": "a", "question": "", "choices": [{"label": "a", "value": "a"}]}]}, "question text must be a non-empty string"),
+        ({"questions": [{"id": "a", "question": "Q?", "choices": []}]}, "choices: List should have at least 1 item"),
+        (
+            {"questions": [
+                {"id": "a", "question": "Q?", "choices": [{"label": "a", "value": "a"}]},
+                {"id": "a", "question": "Q2?", "choices": [{"label": "a", "value": "a"}]},
+            ]},
+            "'a' is repeated",
+        ),
+        ("not json", "not valid JSON"),
+    ],
+)
+def test_an_invalid_call_is_skipped_with_a_reason_the_model_can_use(arguments, needle):
+    asked = []
+    model = QueueModel([call("ask_question", arguments), "retry"])
+    agent = (
+        AgentBuilder("a", model)
+        .tool(ask_question)
+        .human_input(CallbackHumanInput(ask=lambda r: asked.append(r) or []))
+        .build()
+    )
+    agent.prompt("go").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert needle in result.content
+    assert result.is_error
+    assert asked == []
+
+
+def test_invalid_answers_from_a_human_input_become_an_error_result():
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    human = CallbackHumanInput(ask=lambda r: [{"questionId": "nope", "answer": "x"}])
+    AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert "unknown question 'nope'" in result.content
+
+
+def test_create_question_tool_under_another_name_is_intercepted_too():
+    confirm = create_question_tool(name="confirm_with_operator", description="Confirm.")
+    model = QueueModel([call("confirm_with_operator", QUESTIONS), "ok"])
+    human = CallbackHumanInput(
+        ask=lambda r: [
+            {"questionId": "priority", "answer": "low", "choice": "low"},
+            {"questionId": "note", "answer": "none", "choice": "none"},
+        ]
+    )
+    AgentBuilder("a", model).tool(confirm).human_input(human).build().prompt("go").send_sync()
+    assert json.loads(tool_results(model.requests[1])[0].content)["answers"][0]["answer"] == "low"
+    assert confirm.definition().description == "Confirm."
+
+
+def test_a_human_input_without_ask_falls_back_to_execute():
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    human = CallbackHumanInput(approve=lambda r: True)
+    AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
+    result = json.loads(tool_results(model.requests[1])[0].content)
+    assert result["answers"][0]["answer"] == "No human answer was provided by this runtime."
+
+
+def test_answer_serialises_with_question_id_key():
+    answer = Answer(question_id="a", answer="b", choice="b")
+    assert answer.to_wire() == {"questionId": "a", "answer": "b", "choice": "b"}
+    assert Answer.model_validate({"questionId": "a", "answer": "x", "custom": True}).custom is True

@@ -1,0 +1,202 @@
+"""Tools: schemas, @tool, result normalisation, output validation, and tool errors in a run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, PositiveFloat
+
+from anvia_notebook import AgentBuilder, ToolContext, create_tool, tool
+from anvia_notebook.models import ModelResponse, QueueModel
+
+from helpers import AddInput, call, make_add_tool, tool_results
+
+
+class RefundInput(BaseModel):
+    order_id: str
+    amount: PositiveFloat
+    reason: str
+
+
+class RefundOutput(BaseModel):
+    refund_id: str
+    status: Literal["issued"]
+
+
+def test_create_tool_exposes_the_input_json_schema():
+    refund = create_tool(
+        name="issue_refund",
+        description="Issue a customer refund.",
+        input=RefundInput,
+        output=RefundOutput,
+        execute=lambda a, c: RefundOutput(refund_id="rf", status="issued"),
+    )
+    definition = refund.definition()
+    assert definition.name == "issue_refund"
+    assert definition.description == "Issue a customer refund."
+    assert definition.parameters["properties"]["amount"]["exclusiveMinimum"] == 0
+    assert set(definition.parameters["required"]) == {"order_id", "amount", "reason"}
+
+
+def test_create_tool_rejects_a_non_model_input():
+    with pytest.raises(TypeError, match="pydantic model"):
+        create_tool(name="x", description="", input=dict, execute=lambda a, c: None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="non-empty name"):
+        create_tool(name=" ", description="", input=AddInput, execute=lambda a, c: None)
+
+
+def test_tool_decorator_builds_the_input_model_and_description():
+    @tool
+    def lookup_order(order_id: str, include_items: bool = False) -> dict:
+        """Look up an order by id."""
+        return {"order_id": order_id, "items": include_items}
+
+    assert lookup_order.name == "lookup_order"
+    assert lookup_order.description == "Look up an order by id."
+    schema = lookup_order.definition().parameters
+    assert schema["required"] == ["order_id"]
+    assert schema["properties"]["include_items"]["default"] is False
+
+
+def test_tool_decorator_with_options_and_context_parameter():
+    seen = {}
+
+    @tool(name="whoami", description="Tell the run id.")
+    async def who(ctx: ToolContext, loud: bool = False) -> str:
+        seen["run"] = ctx.run.run_id
+        return "ME" if loud else "me"
+
+    assert who.name == "whoami"
+    assert "ctx" not in who.definition().parameters.get("properties", {})
+    model = QueueModel([call("whoami", {"loud": True}), "done"])
+    response = AgentBuilder("a", model).tool(who).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content == "ME"
+    assert seen["run"] == response.run_id
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("plain text", "plain text"),
+        ({"a": 1}, '{"a": 1}'),
+        ([1, 2], "[1, 2]"),
+        (3, "3"),
+        (None, "null"),
+        (RefundOutput(refund_id="rf_1", status="issued"), '{"refund_id":"rf_1","status":"issued"}'),
+        ({1, 2} if False else object.__new__(type("Odd", (), {"__str__": lambda s: "odd!"})), "odd!"),
+    ],
+)
+def test_results_are_normalised(value, expected):
+    echo = create_tool(name="echo", description="", input=AddInput, execute=lambda a, c: value)
+    model = QueueModel([call("echo", {"x": 1, "y": 2}), "ok"])
+    AgentBuilder("a", model).tool(echo).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content == expected
+
+
+def test_output_is_validated_and_a_mismatch_becomes_a_tool_error():
+    bad = create_tool(
+        name="issue_refund",
+        description="",
+        input=RefundInput,
+        output=RefundOutput,
+        execute=lambda a, c: {"refund_id": "x", "status": "pending"},
+    )
+    good = create_tool(
+        name="issue_refund2",
+        description="",
+        input=RefundInput,
+        output=RefundOutput,
+        execute=lambda a, c: {"refund_id": "x", "status": "issued"},
+    )
+    args = {"order_id": "A1", "amount": 5, "reason": "late"}
+    model = QueueModel(
+        [call("issue_refund", args), call("issue_refund2", args, id="call_2"), "ok"]
+    )
+    AgentBuilder("a", model).tools([bad, good]).build().prompt("go").send_sync()
+    first = tool_results(model.requests[1])[0]
+    assert first.is_error
+    assert first.content.startswith("ToolCallError: ")
+    assert "status" in first.content
+    assert json.loads(tool_results(model.requests[2])[0].content) == {
+        "refund_id": "x",
+        "status": "issued",
+    }
+
+
+def test_a_tool_exception_becomes_a_result_and_the_run_goes_on():
+    def boom(args, ctx):
+        raise RuntimeError("database is down")
+
+    broken = create_tool(name="broken", description="", input=AddInput, execute=boom)
+    model = QueueModel([call("broken", {"x": 1, "y": 2}), "sorry"])
+    response = AgentBuilder("a", model).tool(broken).build().prompt("go").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert result.content == "ToolCallError: database is down"
+    assert result.is_error
+    assert response.output == "sorry"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "needle"),
+    [
+        ('{"x": 1, "y": ', "not valid JSON"),
+        ({"x": "one", "y": 2}, "x: Input should be a valid integer"),
+        ({"x": 1}, "y: Field required"),
+    ],
+)
+def test_invalid_arguments_become_a_result_naming_the_error(arguments, needle):
+    add = make_add_tool()
+    model = QueueModel([call("add", arguments), "fixed"])
+    response = AgentBuilder("a", model).tool(add).build().prompt("go").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert result.content.startswith("Invalid arguments for tool add:")
+    assert needle in result.content
+    assert add.calls == []
+    assert response.output == "fixed"
+
+
+def test_unknown_tool_becomes_a_not_found_result():
+    model = QueueModel([call("nope", {}), "ok"])
+    AgentBuilder("a", model).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content == "ToolNotFoundError: Tool not found: nope"
+
+
+def test_async_and_sync_tools_both_run():
+    class Wait(BaseModel):
+        ms: int
+
+    async def slow(args: Wait, ctx) -> str:
+        await asyncio.sleep(args.ms / 1000)
+        return f"waited {args.ms}"
+
+    waiter = create_tool(name="wait", description="", input=Wait, execute=slow)
+    model = QueueModel([call("wait", {"ms": 5}), "done"])
+    AgentBuilder("a", model).tool(waiter).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content == "waited 5"
+
+
+def test_the_model_sees_the_tools_and_instructions():
+    add = make_add_tool()
+    model = QueueModel([ModelResponse(text="hi")])
+    agent = (
+        AgentBuilder("a", model)
+        .instructions(["Be brief.", "Use tools."])
+        .instructions("Third block.")
+        .context("Orders ship in 2 days.", id="shipping")
+        .tool(add)
+        .build()
+    )
+    agent.prompt("hello").send_sync()
+    request = model.requests[0]
+    assert request.instructions.startswith("Be brief.\n\nUse tools.\n\nThird block.")
+    assert '<context id="shipping">' in request.instructions
+    assert [t.name for t in request.tools] == ["add"]
+
+
+def test_duplicate_tool_names_are_refused():
+    with pytest.raises(ValueError, match="named 'add'"):
+        AgentBuilder("a", QueueModel([])).tools([make_add_tool(), make_add_tool()])
