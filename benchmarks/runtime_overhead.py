@@ -1,0 +1,183 @@
+"""Per-turn overhead of the run loop, side by side with pydantic-ai, plus import time.
+
+Scenario: 10 turns, one tool call per turn, then a final answer; a fake model with no delay;
+the tool adds two numbers. Both runtimes run the same scenario in the same process, many times,
+interleaved, so the ratio holds on a noisy machine.
+
+    python benchmarks/runtime_overhead.py [--runs 200] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+TURNS = 10
+
+
+def build_anvia(async_tool: bool) -> Any:
+    from pydantic import BaseModel
+
+    from anvia_notebook import AgentBuilder, create_tool
+    from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
+
+    class AddInput(BaseModel):
+        x: int
+        y: int
+
+    if async_tool:
+
+        async def add(args: AddInput, ctx: Any) -> int:
+            return args.x + args.y
+    else:
+
+        def add(args: AddInput, ctx: Any) -> int:  # type: ignore[misc]
+            return args.x + args.y
+
+    tool = create_tool(name="add", description="Add two numbers.", input=AddInput, execute=add)
+
+    def model_fn(request: Any) -> ModelResponse:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < TURNS:
+            return ModelResponse(
+                tool_calls=[ToolCall(id=f"c{done}", name="add", arguments={"x": done, "y": 1})]
+            )
+        return ModelResponse(text="done")
+
+    agent = AgentBuilder("bench", FunctionModel(model_fn)).tool(tool).build()
+
+    async def run() -> None:
+        response = await agent.prompt("go").send()
+        assert response.output == "done"
+
+    return run
+
+
+def build_pydantic_ai(async_tool: bool) -> Any:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    def model_fn(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        done = sum(
+            1 for m in messages for p in getattr(m, "parts", []) if isinstance(p, ToolReturnPart)
+        )
+        if done < TURNS:
+            return ModelResponse(
+                parts=[ToolCallPart("add", {"x": done, "y": 1}, tool_call_id=f"c{done}")]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(model_fn))
+
+    if async_tool:
+
+        @agent.tool_plain
+        async def add(x: int, y: int) -> int:
+            """Add two numbers."""
+            return x + y
+    else:
+
+        @agent.tool_plain
+        def add(x: int, y: int) -> int:  # type: ignore[misc]
+            """Add two numbers."""
+            return x + y
+
+    async def run() -> None:
+        result = await agent.run("go")
+        assert result.output == "done"
+
+    return run
+
+
+async def measure(run: Any, repeats: int) -> list[float]:
+    for _ in range(5):
+        await run()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        await run()
+        samples.append((time.perf_counter() - start) / TURNS)
+    return samples
+
+
+async def compare(runs: int, async_tool: bool) -> dict[str, float]:
+    ours, theirs = build_anvia(async_tool), build_pydantic_ai(async_tool)
+    ours_samples: list[float] = []
+    theirs_samples: list[float] = []
+    for _ in range(max(1, runs // 20)):  # interleave in blocks of 20
+        ours_samples += await measure(ours, 20)
+        theirs_samples += await measure(theirs, 20)
+    ours_us = statistics.median(ours_samples) * 1e6
+    theirs_us = statistics.median(theirs_samples) * 1e6
+    return {"anvia_us_per_turn": ours_us, "pydantic_ai_us_per_turn": theirs_us, "ratio": theirs_us / ours_us}
+
+
+def import_time(module: str, repeats: int = 5) -> float:
+    """Median wall time of a fresh `import module`, in ms (a new interpreter each time)."""
+    code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
+    times = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        for _ in range(repeats)
+    ]
+    return statistics.median(times) * 1000
+
+
+def importtime_top(module: str, top: int = 5) -> list[tuple[str, int]]:
+    """The slowest imports (cumulative µs) from `python -X importtime -c 'import module'`."""
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, check=True
+    ).stderr
+    rows = []
+    for line in out.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _self_us, cumulative, name = line.removeprefix("import time:").split("|")
+        rows.append((name.strip(), int(cumulative)))
+    return sorted(rows, key=lambda row: -row[1])[:top]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=200, help="runs per runtime (default 200)")
+    parser.add_argument("--json", help="write the figures to this JSON file")
+    args = parser.parse_args()
+
+    results: dict[str, Any] = {}
+    print(f"Run loop overhead: {TURNS} turns, one tool call per turn, fake model, {args.runs} runs each\n")
+    print(f"{'tool kind':<12} {'anvia_notebook':>16} {'pydantic-ai':>14} {'ratio':>8}")
+    for label, async_tool in (("async tool", True), ("sync tool", False)):
+        figures = asyncio.run(compare(args.runs, async_tool))
+        results[label] = figures
+        print(
+            f"{label:<12} {figures['anvia_us_per_turn']:>12.1f} µs {figures['pydantic_ai_us_per_turn']:>11.1f} µs"
+            f" {figures['ratio']:>7.1f}x"
+        )
+    print("\nImport time (fresh interpreter, median of 5):")
+    results["import_ms"] = {}
+    for module in ("anvia_notebook", "pydantic_ai", "openai"):
+        ms = import_time(module)
+        results["import_ms"][module] = ms
+        print(f"  import {module:<16} {ms:7.1f} ms")
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, anvia_notebook; print([m for m in ('openai','anthropic','IPython','ipykernel') if m in sys.modules])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()
+    results["heavy_modules_loaded_by_import"] = loaded
+    print(f"  modules loaded by `import anvia_notebook` among openai/anthropic/IPython/ipykernel: {loaded}")
+    print("  slowest imports under `python -X importtime -c 'import anvia_notebook'` (cumulative):")
+    for name, us in importtime_top("anvia_notebook"):
+        print(f"    {name:<40} {us / 1000:7.1f} ms")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
