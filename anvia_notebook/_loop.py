@@ -110,7 +110,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             run.emit(GenerationStartEvent(turn=turn, model=model_name))
             response = await _complete(run, completion_request, turn, prompt)
             await _lifecycle(
-                run, "on_completion_response", CompletionResponseEvent(prompt, response, RUN_CONTROL)
+                run,
+                "on_completion_response",
+                CompletionResponseEvent(prompt, response, RUN_CONTROL),
             )
             state.usage = state.usage + response.usage
             state.messages.append(response.to_message())
@@ -212,7 +214,9 @@ async def _complete(
         except asyncio.CancelledError:
             partial = accumulator.response()
             if partial.text or partial.reasoning:
-                run.state.messages.append(Message.assistant(partial.text, reasoning=partial.reasoning or None))
+                run.state.messages.append(
+                    Message.assistant(partial.text, reasoning=partial.reasoning or None)
+                )
             raise
         except Exception as error:
             context = RetryContext(error, attempt, retries.max_attempts, turn)

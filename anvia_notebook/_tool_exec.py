@@ -62,6 +62,7 @@ class CurrentToolCall:
     run_id: str
     internal_call_id: str
     tool_name: str
+    tool_call_id: str | None = None
 
 
 #: Set while a tool's ``execute`` runs (also inside worker threads running sync tools).
@@ -104,6 +105,8 @@ class ToolExecutor:
         self.concurrency = max(1, concurrency)
         self.emit = emit
         self.cancel_reason = cancel_reason
+        #: Results for calls interrupted by a cancellation (by tool call id), this turn.
+        self._interrupted: dict[str, str] = {}
 
     async def run_calls(
         self,
@@ -118,6 +121,7 @@ class ToolExecutor:
         then the exception propagates.
         """
         outcomes = [_Outcome() for _ in calls]
+        self._interrupted = {}
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def one(index: int) -> None:
@@ -131,13 +135,15 @@ class ToolExecutor:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            for call, outcome in zip(calls, outcomes):
+            for call, outcome in zip(calls, outcomes, strict=True):
                 if outcome.part is None:
+                    # A question cancelled by Stop resolves with no answers, as in Anvia.
+                    content = self._interrupted.get(call.id)
                     outcome.part = ToolResultPart(
                         tool_call_id=call.id,
                         tool_name=call.name,
-                        content=CANCELLED_RESULT,
-                        is_error=True,
+                        content=content if content is not None else CANCELLED_RESULT,
+                        is_error=content is None,
                     )
             on_interrupted([o.part for o in outcomes if o.part is not None])
             raise
@@ -264,7 +270,9 @@ class ToolExecutor:
 
     # -- approvals -----------------------------------------------------------------------------
 
-    async def _approve(self, request: ToolApprovalRequest) -> tuple[bool, str, dict[str, Any] | None]:
+    async def _approve(
+        self, request: ToolApprovalRequest
+    ) -> tuple[bool, str, dict[str, Any] | None]:
         """Ask the handler, else the human input; record and emit the approval either way."""
         if self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)
@@ -308,6 +316,7 @@ class ToolExecutor:
         except Exception as error:
             self._resolve_approval(record, "cancelled", "runtime", f"Approval failed: {error}")
             raise
+        decided_by = decision.decided_by or decided_by
         if decision.approved:
             record.edited_args = decision.args
             self._resolve_approval(record, "approved", decided_by, decision.reason)
@@ -358,6 +367,7 @@ class ToolExecutor:
             answers = check_answers(questions, answers)
         except asyncio.CancelledError:
             self._resolve_question(record, "cancelled", [])
+            self._interrupted[call.id] = json.dumps({"answers": []})
             raise
         except HumanInputUnavailable:
             self._resolve_question(record, "cancelled", [])
@@ -396,7 +406,9 @@ class ToolExecutor:
             raw_args=raw_args,
             run=self.run_info,
         )
-        token = CURRENT_TOOL_CALL.set(CurrentToolCall(self.run_info.run_id, internal_id, call.name))
+        token = CURRENT_TOOL_CALL.set(
+            CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id)
+        )
         try:
             return await tool.call(args, ctx), False
         except Exception as error:
@@ -416,9 +428,7 @@ class ToolExecutor:
         finally:
             CURRENT_TOOL_CALL.reset(token)
 
-    async def _after_result(
-        self, call: ToolCall, internal_id: str, args: str, result: str
-    ) -> str:
+    async def _after_result(self, call: ToolCall, internal_id: str, args: str, result: str) -> str:
         event = ToolResultHookEvent(
             tool_name=call.name,
             tool_call_id=call.id,
@@ -453,4 +463,3 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     return value
-

@@ -112,7 +112,9 @@ class AgentBuilder:
 
     def tool(self, tool: Tool) -> AgentBuilder:
         if not isinstance(tool, Tool):
-            raise TypeError(f"Expected a Tool (from create_tool or @tool), got {type(tool).__name__}.")
+            raise TypeError(
+                f"Expected a Tool (from create_tool or @tool), got {type(tool).__name__}."
+            )
         if tool.name in self._tools and self._tools[tool.name] is not tool:
             raise ValueError(f"Two different tools are named {tool.name!r}.")
         self._tools[tool.name] = tool

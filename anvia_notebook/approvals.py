@@ -70,15 +70,18 @@ class ApprovalDecision(BaseModel):
     reason: str | None = None
     reject_message: str | None = None
     args: dict[str, Any] | None = None
+    #: Who decided, as recorded on the ``ApprovalRecord`` (default ``"handler"`` for an approval
+    #: handler, ``"human"`` for a human input); e.g. ``"policy"`` for an "always allow" rule.
+    decided_by: str | None = None
 
 
 ApprovalHandler = Callable[
     [ToolApprovalRequest],
-    Union[bool, ApprovalDecision, Awaitable[Union[bool, ApprovalDecision]]],
+    bool | ApprovalDecision | Awaitable[bool | ApprovalDecision],
 ]
 
-TextOrFn = Union[str, Callable[[ApprovalContext[Any]], Union[str, Awaitable[str]]], None]
-WhenFn = Union[bool, Callable[[ApprovalContext[Any]], Union[bool, Awaitable[bool]]]]
+TextOrFn = str | Callable[[ApprovalContext[Any]], str | Awaitable[str]] | None
+WhenFn = bool | Callable[[ApprovalContext[Any]], bool | Awaitable[bool]]
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,10 @@
 """Exceptions a run raises.
 
-    AnviaError
-    ├── MaxTurnsError              the model kept calling tools past the turn limit
-    ├── PromptCancelledError       a hook, Stop, ``cancel()`` or an interrupt ended the run
-    ├── ToolApprovalRequiredError  approval was needed but nothing can decide it
-    └── RequestAlreadyUsedError    a PromptRequest runs once
+AnviaError
+├── MaxTurnsError              the model kept calling tools past the turn limit
+├── PromptCancelledError       a hook, Stop, ``cancel()`` or an interrupt ended the run
+├── ToolApprovalRequiredError  approval was needed but nothing can decide it
+└── RequestAlreadyUsedError    a PromptRequest runs once
 """
 
 from __future__ import annotations

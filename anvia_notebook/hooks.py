@@ -236,8 +236,7 @@ def create_hook(**callbacks: Callable[[Any], Any]) -> Hook:
     unknown = sorted(set(callbacks) - set(HOOK_CALLBACKS))
     if unknown:
         raise TypeError(
-            f"Unknown hook callback(s): {', '.join(unknown)}. "
-            f"Known: {', '.join(HOOK_CALLBACKS)}."
+            f"Unknown hook callback(s): {', '.join(unknown)}. Known: {', '.join(HOOK_CALLBACKS)}."
         )
     for key, callback in callbacks.items():
         if not callable(callback):

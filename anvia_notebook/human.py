@@ -80,7 +80,9 @@ class CallbackHumanInput:
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         if self._approve is None:
             raise HumanInputUnavailable("CallbackHumanInput was given no approve function")
-        return normalize_decision(await with_timeout(maybe_await(self._approve(request)), self.timeout))
+        return normalize_decision(
+            await with_timeout(maybe_await(self._approve(request)), self.timeout)
+        )
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         if self._ask is None:

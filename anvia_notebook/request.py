@@ -32,7 +32,7 @@ class PromptRequest:
     def __init__(self, agent: Agent, prompt: str | Message | Sequence[Message]) -> None:
         self.agent = agent
         if isinstance(prompt, str):
-            self.prompt_message, self.history = Message.user(prompt), []
+            self.prompt_message, self.history = Message.user(prompt), list[Message]()
         elif isinstance(prompt, Message):
             self.prompt_message, self.history = prompt, []
         else:
@@ -90,7 +90,9 @@ class PromptRequest:
         self.retries = CompletionRetries(max_attempts, initial_delay, max_delay, should_retry)
         return self
 
-    def session(self, session_id: str | None, metadata: dict[str, Any] | None = None) -> PromptRequest:
+    def session(
+        self, session_id: str | None, metadata: dict[str, Any] | None = None
+    ) -> PromptRequest:
         """Tag the run (shown to tools and approval policies as ``ctx.run``)."""
         self.session_id, self.meta = session_id, metadata
         return self
@@ -170,18 +172,18 @@ class PromptRequest:
         self.show()
 
     def __repr__(self) -> str:
-        return f"PromptRequest(agent={self.agent.id!r}, prompt={self.prompt_message.content[:40]!r})"
+        return (
+            f"PromptRequest(agent={self.agent.id!r}, prompt={self.prompt_message.content[:40]!r})"
+        )
 
 
 def _notebook_runner() -> Any:
     """The notebook runner, when running inside a Jupyter kernel (imported only then)."""
     if "ipykernel" not in sys.modules:
         return None
-    from IPython import get_ipython
+    import importlib
 
-    shell = get_ipython()
+    shell = importlib.import_module("IPython").get_ipython()
     if shell is None or getattr(shell, "kernel", None) is None:
         return None
-    from .notebook import runner
-
-    return runner
+    return importlib.import_module(".notebook.runner", __package__)

@@ -51,7 +51,9 @@ class AgentRun:
     def status(self) -> RunStatus:
         """``running``, ``waiting`` (for a person), ``success``, ``error`` or ``cancelled``."""
         status = self.state.status
-        if status == "running" and (self.state.pending_approvals() or self.state.pending_questions()):
+        if status == "running" and (
+            self.state.pending_approvals() or self.state.pending_questions()
+        ):
             return "waiting"
         return status
 
@@ -178,10 +180,12 @@ class AgentRun:
         if running is self._loop:
             # Shield: cancelling the waiter must not cancel the run itself.
             return await asyncio.shield(self._task)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_await(self._task), self._loop))  # type: ignore[arg-type]
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(_await(self._task), self._loop)
+        return await asyncio.wrap_future(future)
 
     def result(self) -> PromptResponse:
-        """The response of a finished run (raises its error, or ``InvalidStateError`` if running)."""
+        """The response of a finished run; raises its error (``InvalidStateError`` if running)."""
         if self._task is None or not self._task.done():
             raise asyncio.InvalidStateError("The run has not finished yet.")
         if self._task.cancelled():

@@ -1,4 +1,4 @@
-"""Tools: a pydantic input schema, an optional output schema and approval policy, and ``execute``."""
+"""Tools: a pydantic input schema, optional output schema and approval policy, ``execute``."""
 
 from __future__ import annotations
 
@@ -185,7 +185,7 @@ def _tool_from_function(
         fields[param.name] = (annotation, default)
     tool_name = name or function.__name__
     model_name = "".join(part.title() for part in tool_name.split("_")) + "Input"
-    input_model = create_model(  # type: ignore[call-overload]
+    input_model = create_model(
         model_name, __config__=ConfigDict(extra="forbid"), **fields
     )
     doc = inspect.getdoc(function) or ""

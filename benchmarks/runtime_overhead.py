@@ -116,14 +116,22 @@ async def compare(runs: int, async_tool: bool) -> dict[str, float]:
         theirs_samples += await measure(theirs, 20)
     ours_us = statistics.median(ours_samples) * 1e6
     theirs_us = statistics.median(theirs_samples) * 1e6
-    return {"anvia_us_per_turn": ours_us, "pydantic_ai_us_per_turn": theirs_us, "ratio": theirs_us / ours_us}
+    return {
+        "anvia_us_per_turn": ours_us,
+        "pydantic_ai_us_per_turn": theirs_us,
+        "ratio": theirs_us / ours_us,
+    }
 
 
 def import_time(module: str, repeats: int = 5) -> float:
     """Median wall time of a fresh `import module`, in ms (a new interpreter each time)."""
     code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
     times = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        float(
+            subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            ).stdout
+        )
         for _ in range(repeats)
     ]
     return statistics.median(times) * 1000
@@ -132,7 +140,10 @@ def import_time(module: str, repeats: int = 5) -> float:
 def importtime_top(module: str, top: int = 5) -> list[tuple[str, int]]:
     """The slowest imports (cumulative µs) from `python -X importtime -c 'import module'`."""
     out = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, check=True
+        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stderr
     rows = []
     for line in out.splitlines():
@@ -144,13 +155,17 @@ def importtime_top(module: str, top: int = 5) -> list[tuple[str, int]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=200, help="runs per runtime (default 200)")
     parser.add_argument("--json", help="write the figures to this JSON file")
     args = parser.parse_args()
 
     results: dict[str, Any] = {}
-    print(f"Run loop overhead: {TURNS} turns, one tool call per turn, fake model, {args.runs} runs each\n")
+    print(
+        f"Run loop overhead: {TURNS} turns, one tool call per turn, fake model, {args.runs} runs each\n"
+    )
     print(f"{'tool kind':<12} {'anvia_notebook':>16} {'pydantic-ai':>14} {'ratio':>8}")
     for label, async_tool in (("async tool", True), ("sync tool", False)):
         figures = asyncio.run(compare(args.runs, async_tool))
@@ -166,11 +181,19 @@ def main() -> None:
         results["import_ms"][module] = ms
         print(f"  import {module:<16} {ms:7.1f} ms")
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, anvia_notebook; print([m for m in ('openai','anthropic','IPython','ipykernel') if m in sys.modules])"],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, anvia_notebook; print([m for m in ('openai','anthropic','IPython','ipykernel') if m in sys.modules])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     results["heavy_modules_loaded_by_import"] = loaded
-    print(f"  modules loaded by `import anvia_notebook` among openai/anthropic/IPython/ipykernel: {loaded}")
+    print(
+        f"  modules loaded by `import anvia_notebook` among openai/anthropic/IPython/ipykernel: {loaded}"
+    )
     print("  slowest imports under `python -X importtime -c 'import anvia_notebook'` (cumulative):")
     for name, us in importtime_top("anvia_notebook"):
         print(f"    {name:<40} {us / 1000:7.1f} ms")

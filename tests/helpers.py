@@ -22,13 +22,19 @@ def make_add_tool(**kwargs: Any):
         calls.append((args.x, args.y))
         return args.x + args.y
 
-    tool = create_tool(name="add", description="Add two numbers.", input=AddInput, execute=execute, **kwargs)
+    tool = create_tool(
+        name="add", description="Add two numbers.", input=AddInput, execute=execute, **kwargs
+    )
     tool.calls = calls  # type: ignore[attr-defined]
     return tool
 
 
 def call(name: str, arguments: Any = None, id: str = "call_1") -> ModelResponse:
-    return ModelResponse(tool_calls=[ToolCall(id=id, name=name, arguments=arguments if arguments is not None else {})])
+    return ModelResponse(
+        tool_calls=[
+            ToolCall(id=id, name=name, arguments=arguments if arguments is not None else {})
+        ]
+    )
 
 
 def calls(*items: tuple[str, Any, str]) -> ModelResponse:

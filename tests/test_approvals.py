@@ -37,12 +37,7 @@ def test_policy_predicate_reason_and_reject_message_see_the_validated_args():
     model = QueueModel(
         [call("add", {"x": 1, "y": 1}), call("add", {"x": 50, "y": 1}, id="call_2"), "ok"]
     )
-    agent = (
-        AgentBuilder("a", model)
-        .tool(add)
-        .approvals(lambda r: seen.append(r) or False)
-        .build()
-    )
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda r: seen.append(r) or False).build()
     agent.prompt("go").send_sync()
     assert add.calls == [(1, 1)]
     assert len(seen) == 1
@@ -100,7 +95,9 @@ def test_no_handler_and_no_human_input_raises():
 def test_rejection_text_precedence(decision, policy_reject, expected):
     add = make_add_tool(approval=ToolApproval(reject_message=policy_reject))
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
-    AgentBuilder("a", model).tool(add).approvals(lambda r: decision).build().prompt("go").send_sync()
+    AgentBuilder("a", model).tool(add).approvals(lambda r: decision).build().prompt(
+        "go"
+    ).send_sync()
     assert tool_results(model.requests[1])[0].content == expected
     assert add.calls == []
 
@@ -127,7 +124,9 @@ def test_handler_takes_precedence_over_human_input():
 
 def test_edited_arguments_replace_the_call_and_are_validated_again():
     add = make_add_tool(approval=ToolApproval())
-    model = QueueModel([call("add", {"x": 1, "y": 2}), call("add", {"x": 1, "y": 2}, id="c2"), "ok"])
+    model = QueueModel(
+        [call("add", {"x": 1, "y": 2}), call("add", {"x": 1, "y": 2}, id="c2"), "ok"]
+    )
     decisions = iter(
         [
             ApprovalDecision(approved=True, args={"x": 10, "y": 20}),
@@ -144,7 +143,9 @@ def test_edited_arguments_replace_the_call_and_are_validated_again():
     assert tool_results(model.requests[1])[0].content == "30"
     second = tool_results(model.requests[2])[0]
     assert second.is_error
-    assert second.content.startswith("Edited arguments were rejected: Invalid arguments for tool add")
+    assert second.content.startswith(
+        "Edited arguments were rejected: Invalid arguments for tool add"
+    )
     results = [e for e in events if e.type == "tool_result"]
     assert results[0].args == '{"x": 10, "y": 20}'
     approvals = [e.approval for e in events if e.type == "tool_approval_result"]
@@ -187,4 +188,6 @@ def test_a_handler_returning_garbage_fails_clearly():
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
     with pytest.raises(TypeError, match="must return a bool or an ApprovalDecision"):
-        AgentBuilder("a", model).tool(add).approvals(lambda r: "yes").build().prompt("go").send_sync()
+        AgentBuilder("a", model).tool(add).approvals(lambda r: "yes").build().prompt(
+            "go"
+        ).send_sync()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 from pydantic import BaseModel
 
@@ -18,7 +19,9 @@ from anvia_notebook.models import FunctionModel, QueueModel, TextDelta
 
 from helpers import call, make_add_tool
 
-QUESTIONS = {"questions": [{"id": "p", "question": "P?", "choices": [{"label": "A", "value": "a"}]}]}
+QUESTIONS = {
+    "questions": [{"id": "p", "question": "P?", "choices": [{"label": "A", "value": "a"}]}]
+}
 
 
 async def start_and_wait_for(agent, event_type, prompt="go"):
@@ -37,7 +40,9 @@ async def test_cancel_while_an_approval_is_pending():
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    agent = (
+        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    )
     run = await start_and_wait_for(agent, "tool_approval_request")
     assert run.status == "waiting"
     assert run.cancel("Operator pressed Stop")
@@ -64,7 +69,9 @@ async def test_cancel_while_a_question_is_pending():
         await forever.wait()
 
     model = QueueModel([call("ask_question", QUESTIONS), "never"])
-    agent = AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
+    agent = (
+        AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
+    )
     run = await start_and_wait_for(agent, "tool_question_request")
     run.cancel()
     with pytest.raises(PromptCancelledError):
@@ -128,7 +135,9 @@ async def test_cancel_from_another_thread():
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    agent = (
+        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    )
     run = await start_and_wait_for(agent, "tool_approval_request")
     await asyncio.to_thread(run.cancel, "from a thread")
     with pytest.raises(PromptCancelledError, match="from a thread"):
@@ -143,7 +152,9 @@ async def test_cancelling_the_caller_of_send_cancels_the_run():
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    agent = (
+        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    )
     request = agent.prompt("go")
     task = asyncio.ensure_future(request.send())
     await asyncio.sleep(0.05)
@@ -170,7 +181,10 @@ async def test_approval_timeout_counts_as_rejection_with_a_clear_message():
     approval = [e for e in events if e.type == "tool_approval_result"][0].approval
     assert approval.status == "timed_out"
     result = [e for e in events if e.type == "tool_result"][0]
-    assert result.result == "Tool approval timed out after 0.05 s without a decision; add was not executed."
+    assert (
+        result.result
+        == "Tool approval timed out after 0.05 s without a decision; add was not executed."
+    )
     assert add.calls == []
     assert events[-1].type == "final"
 

@@ -51,7 +51,13 @@ class Recorder(Hook):
 def test_lifecycle_hooks_run_in_order_sync_and_async():
     log: list[str] = []
     model = QueueModel([call("add", {"x": 1, "y": 2}), "3"])
-    agent = AgentBuilder("a", model).tool(make_add_tool()).hook(Recorder(log)).default_max_turns(4).build()
+    agent = (
+        AgentBuilder("a", model)
+        .tool(make_add_tool())
+        .hook(Recorder(log))
+        .default_max_turns(4)
+        .build()
+    )
     agent.prompt("sum").send_sync()
     assert log == [
         "h:run_start:sum:4",
@@ -160,10 +166,14 @@ def test_request_approval_from_a_hook_goes_to_the_handler():
         return ApprovalDecision(approved=False)
 
     hook = create_hook(
-        on_tool_call=lambda e: e.tool.request_approval(reason="check it", reject_message="Rejected by hook.")
+        on_tool_call=lambda e: e.tool.request_approval(
+            reason="check it", reject_message="Rejected by hook."
+        )
     )
     model = QueueModel([call("add", {"x": 5, "y": 1}), "ok"])
-    AgentBuilder("a", model).tool(add).hook(hook).approvals(handler).build().prompt("go").send_sync()
+    AgentBuilder("a", model).tool(add).hook(hook).approvals(handler).build().prompt(
+        "go"
+    ).send_sync()
     assert seen == [("add", "check it", 5)]
     assert tool_results(model.requests[1])[0].content == "Rejected by hook."
     assert add.calls == []
@@ -227,7 +237,9 @@ def test_with_hook_replaces_the_agent_hooks_for_one_run():
         .hook(create_hook(on_run_start=lambda e: log.append("agent")))
         .build()
     )
-    agent.prompt("x").with_hook(create_hook(on_run_start=lambda e: log.append("request"))).send_sync()
+    agent.prompt("x").with_hook(
+        create_hook(on_run_start=lambda e: log.append("request"))
+    ).send_sync()
     agent.prompt("y").send_sync()
     assert log == ["request", "agent"]
 
@@ -238,4 +250,6 @@ def test_a_failing_run_error_hook_does_not_mask_the_error():
 
     model = StreamingQueueModel([[ModelError("boom", status_code=400)]])
     with pytest.raises(ModelError, match="boom"):
-        AgentBuilder("a", model).hook(create_hook(on_run_error=bad)).build().prompt("go").send_sync()
+        AgentBuilder("a", model).hook(create_hook(on_run_error=bad)).build().prompt(
+            "go"
+        ).send_sync()

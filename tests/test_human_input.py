@@ -20,7 +20,11 @@ from helpers import call, make_add_tool, tool_results
 
 QUESTIONS = {
     "questions": [
-        {"id": "priority", "question": "Priority?", "choices": [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}]},
+        {
+            "id": "priority",
+            "question": "Priority?",
+            "choices": [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}],
+        },
         {"id": "note", "question": "Note?", "choices": [{"label": "None", "value": "none"}]},
     ]
 }
@@ -34,7 +38,9 @@ def scripted_input(lines):
 def test_console_approve_and_reject_with_reason():
     out = io.StringIO()
     add = make_add_tool(approval=ToolApproval(reason="Check the sum"))
-    model = QueueModel([call("add", {"x": 1, "y": 2}), call("add", {"x": 3, "y": 4}, id="c2"), "ok"])
+    model = QueueModel(
+        [call("add", {"x": 1, "y": 2}), call("add", {"x": 3, "y": 4}, id="c2"), "ok"]
+    )
     human = ConsoleHumanInput(input_fn=scripted_input(["maybe", "y", "n", "too big"]), output=out)
     AgentBuilder("a", model).tool(add).human_input(human).build().prompt("go").send_sync()
     assert add.calls == [(1, 2)]
@@ -68,7 +74,9 @@ async def test_callback_human_input_sync_and_async_functions():
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    agent = (
+        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
+    )
     await agent.prompt("go").send()
     assert decisions[0].startswith("approval_")
     assert add.calls == [(1, 2)]
@@ -77,7 +85,9 @@ async def test_callback_human_input_sync_and_async_functions():
 def test_callback_human_input_without_approve_means_approval_required():
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(ask=lambda r: [])).build()
+    agent = (
+        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(ask=lambda r: [])).build()
+    )
     try:
         agent.prompt("go").send_sync()
     except ToolApprovalRequiredError as error:

@@ -47,7 +47,9 @@ def test_no_protected_call_executes_without_approval(turns, decisions, concurren
         return "done"
 
     def make(name: str, approval: ToolApproval | None):
-        return create_tool(name=name, description="", input=Args, execute=execute, approval=approval)
+        return create_tool(
+            name=name, description="", input=Args, execute=execute, approval=approval
+        )
 
     tools = [
         make("guarded", ToolApproval()),
@@ -56,9 +58,9 @@ def test_no_protected_call_executes_without_approval(turns, decisions, concurren
         make("free", None),
     ]
     hook = create_hook(
-        on_tool_call=lambda e: e.tool.request_approval(reason="hook")
-        if e.tool_name == "hooked"
-        else None
+        on_tool_call=lambda e: (
+            e.tool.request_approval(reason="hook") if e.tool_name == "hooked" else None
+        )
     )
     responses = [
         ModelResponse(
@@ -107,13 +109,9 @@ def test_no_protected_call_executes_without_approval(turns, decisions, concurren
         return run
 
     run = asyncio.run(main())
-    approved = {
-        a.internal_call_id for a in run.state.approvals.values() if a.status == "approved"
-    }
+    approved = {a.internal_call_id for a in run.state.approvals.values() if a.status == "approved"}
     protected_calls = {
-        e.approval.internal_call_id
-        for e in run.events
-        if e.type == "tool_approval_request"
+        e.approval.internal_call_id for e in run.events if e.type == "tool_approval_request"
     }
     for call_id in executed:
         if call_id in protected_calls:

@@ -16,7 +16,7 @@ import pytest
 from anthropic import _base_client as anthropic_base_client
 
 from anvia_notebook.messages import Message, MessageToolCall, ToolResultPart, Usage
-from anvia_notebook.models.anthropic import AnthropicModel
+from anvia_notebook.models.anthropic import AnthropicModel, to_anthropic_messages
 from anvia_notebook.models.base import (
     CompletionRequest,
     Finish,
@@ -116,6 +116,12 @@ async def events_of(model: AnthropicModel, request: CompletionRequest) -> list[A
     return [event async for event in model.stream(request)]
 
 
+async def drain(model: AnthropicModel, request: CompletionRequest, *, into: list[Any]) -> None:
+    """Stream into ``into``, which keeps the events that came before a failure."""
+    async for event in model.stream(request):
+        into.append(event)
+
+
 async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:
     server = serve(sse("anthropic_text.sse"))
     model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
@@ -145,9 +151,7 @@ async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Serve
 
 async def test_history_tools_and_options_are_mapped(serve: Callable[..., Server]) -> None:
     server = serve(sse("anthropic_text.sse"))
-    model = AnthropicModel(
-        "claude-sonnet-4-6", api_key="sk-ant-test", stop_sequences=["END"], temperature=1.0
-    )
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", stop_sequences=["END"])
     history = [
         Message.user("Weather and time in Paris?"),
         Message.assistant(
@@ -175,7 +179,6 @@ async def test_history_tools_and_options_are_mapped(serve: Callable[..., Server]
         instructions="You are a weather bot.",
         messages=history,
         tools=[WEATHER, TIME],
-        temperature=0.2,
         max_tokens=1024,
         tool_choice="auto",
     )
@@ -234,10 +237,63 @@ async def test_history_tools_and_options_are_mapped(serve: Callable[..., Server]
             },
         ],
         "tool_choice": {"type": "auto"},
-        "temperature": 0.2,
         "stop_sequences": ["END"],
         "stream": True,
     }
+
+
+async def test_temperature_is_left_out_where_the_api_has_none(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    with pytest.warns(UserWarning, match="temperature is not sent"):
+        await events_of(model, ask(temperature=0.2))
+
+    assert "temperature" not in server.body()
+
+
+async def test_signed_thinking_goes_back_with_its_tool_calls(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(sse("anthropic_thinking_parallel_tools.sse"), sse("anthropic_text.sse"))
+    model = AnthropicModel(
+        "claude-sonnet-4-6", api_key="sk-ant-test", thinking={"type": "adaptive"}
+    )
+    question = Message.user("Weather and time in Paris?")
+
+    first = await model.complete(CompletionRequest(messages=[question], tools=[WEATHER, TIME]))
+    results = Message.tool(
+        [
+            ToolResultPart(tool_call_id=call.id, tool_name=call.name, content="ok")
+            for call in first.tool_calls
+        ]
+    )
+    history = [question, first.to_message(), results]
+    await model.complete(CompletionRequest(messages=history, tools=[WEATHER, TIME]))
+
+    assistant = server.body(1)["messages"][1]
+    assert assistant["role"] == "assistant"
+    assert [block["type"] for block in assistant["content"]] == [
+        "thinking",
+        "text",
+        "tool_use",
+        "tool_use",
+    ]
+    assert assistant["content"][0] == {
+        "type": "thinking",
+        "thinking": first.reasoning,
+        "signature": (
+            "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds7f2e4kxmhbh0zLcLBy4HHFEC2vB"
+            "TXQRZqMGOM3pTCIlBHG8sEl2GQNoOvQzKQ=="
+        ),
+    }
+    # A conversation the model did not produce (or has forgotten) goes without thinking blocks.
+    fresh = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    assert [
+        block["type"] for block in to_anthropic_messages(history, fresh._thinking)[1]["content"]
+    ] == ["text", "tool_use", "tool_use"]
 
 
 @pytest.mark.parametrize(
@@ -268,7 +324,7 @@ async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) ->
     model = AnthropicModel(
         "claude-sonnet-4-6",
         api_key="sk-ant-test",
-        thinking={"type": "enabled", "budget_tokens": 2048},
+        thinking={"type": "adaptive"},
     )
 
     events = await events_of(model, ask("Weather and time in Paris?", tools=[WEATHER, TIME]))
@@ -297,7 +353,7 @@ async def test_complete_folds_the_stream(serve: Callable[..., Server]) -> None:
     model = AnthropicModel(
         "claude-sonnet-4-6",
         api_key="sk-ant-test",
-        thinking={"type": "enabled", "budget_tokens": 2048},
+        thinking={"type": "adaptive"},
     )
 
     response = await model.complete(ask(tools=[WEATHER, TIME]))
@@ -313,7 +369,7 @@ async def test_complete_folds_the_stream(serve: Callable[..., Server]) -> None:
     # The running totals of message_start and message_delta, counted once, cache reads included.
     assert response.usage == Usage(input_tokens=1636, output_tokens=131)
     assert response.finish_reason == "tool_calls"
-    assert server.body()["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert server.body()["thinking"] == {"type": "adaptive"}
 
 
 async def test_empty_and_invalid_tool_input(serve: Callable[..., Server]) -> None:
@@ -364,8 +420,7 @@ async def test_an_error_event_inside_the_stream(serve: Callable[..., Server]) ->
     seen: list[Any] = []
 
     with pytest.raises(ModelError, match="Overloaded") as caught:
-        async for event in model.stream(ask()):
-            seen.append(event)
+        await drain(model, ask(), into=seen)
 
     assert seen == [
         UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1)),
@@ -410,8 +465,7 @@ async def test_a_connection_lost_inside_the_stream_is_retryable(
     seen: list[Any] = []
 
     with pytest.raises(ModelError, match="peer closed connection") as caught:
-        async for event in model.stream(ask()):
-            seen.append(event)
+        await drain(model, ask(), into=seen)
 
     assert TextDelta(delta="Hello") in seen
     assert caught.value.status_code is None

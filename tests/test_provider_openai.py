@@ -107,6 +107,12 @@ async def events_of(model: OpenAIModel, request: CompletionRequest) -> list[Any]
     return [event async for event in model.stream(request)]
 
 
+async def drain(model: OpenAIModel, request: CompletionRequest, *, into: list[Any]) -> None:
+    """Stream into ``into``, which keeps the events that came before a failure."""
+    async for event in model.stream(request):
+        into.append(event)
+
+
 async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:
     server = serve(sse("openai_text.sse"))
     model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
@@ -353,41 +359,82 @@ async def test_reasoning_content_field(serve: Callable[..., Server]) -> None:
     ]
 
 
+def chunk_stream(*deltas: dict[str, Any]) -> Any:
+    """An SSE response of one chunk per delta, as a local server would send it (no usage)."""
+    chunks = (
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "local",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+        }
+        for delta in deltas
+    )
+    body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
 async def test_tool_calls_without_index_each_get_their_own_call(
     serve: Callable[..., Server],
 ) -> None:
-    chunks = [
-        {"tool_calls": [{"id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}}]},
-        {"tool_calls": [{"id": "call_b", "function": {"name": "get_time", "arguments": "{}"}}]},
-    ]
-    body = "".join(
-        "data: "
-        + json.dumps(
-            {
-                "id": "chatcmpl-1",
-                "object": "chat.completion.chunk",
-                "created": 1,
-                "model": "local",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
-            }
-        )
-        + "\n\n"
-        for delta in chunks
-    )
     serve(
-        http.Response(
-            200, headers={"content-type": "text/event-stream"}, content=body + "data: [DONE]\n\n"
+        chunk_stream(
+            {
+                "tool_calls": [
+                    {"id": "call_a", "function": {"name": "get_weather", "arguments": "{}"}}
+                ]
+            },
+            {"tool_calls": [{"id": "call_b", "function": {"name": "get_time", "arguments": "{}"}}]},
         )
     )
     model = OpenAIModel("local", base_url="http://localhost:1234/v1")
 
     events = await events_of(model, ask(tools=[WEATHER, TIME]))
 
-    assert [event for event in events if isinstance(event, ToolCall)] == [
+    assert events == [
+        ToolCallDelta(id="call_a", name="get_weather", arguments_delta="{}"),
+        ToolCallDelta(id="call_b", name="get_time", arguments_delta="{}"),
         ToolCall(id="call_a", name="get_weather", arguments="{}"),
         ToolCall(id="call_b", name="get_time", arguments="{}"),
+        Finish(reason="tool_calls"),
     ]
-    assert events[-1] == Finish(reason="tool_calls")
+
+
+async def test_a_call_keeps_the_first_id_of_its_index(serve: Callable[..., Server]) -> None:
+    serve(
+        chunk_stream(
+            {"tool_calls": [{"index": 0, "id": "call_first", "function": {"name": "get_weather"}}]},
+            {"tool_calls": [{"index": 0, "id": "call_again", "function": {"arguments": '{"ci'}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Oslo"}'}}]},
+        )
+    )
+    model = OpenAIModel("local", base_url="http://localhost:1234/v1")
+
+    events = await events_of(model, ask(tools=[WEATHER]))
+
+    assert events == [
+        ToolCallDelta(id="call_first", name="get_weather", arguments_delta=""),
+        ToolCallDelta(id="call_first", arguments_delta='{"ci'),
+        ToolCallDelta(id="call_first", arguments_delta='ty": "Oslo"}'),
+        ToolCall(id="call_first", name="get_weather", arguments='{"city": "Oslo"}'),
+        Finish(reason="tool_calls"),
+    ]
+
+
+async def test_a_call_without_id_or_arguments_gets_an_id_and_empty_arguments(
+    serve: Callable[..., Server],
+) -> None:
+    serve(chunk_stream({"tool_calls": [{"index": 0, "function": {"name": "list_tickets"}}]}))
+    model = OpenAIModel("local", base_url="http://localhost:1234/v1")
+
+    events = await events_of(model, ask(tools=[WEATHER]))
+
+    delta, call, finish = events
+    assert delta.id == call.id
+    assert call.id.startswith("call_")
+    assert call.arguments == "{}"
+    assert finish == Finish(reason="tool_calls")
 
 
 @pytest.mark.parametrize(
@@ -450,8 +497,7 @@ async def test_an_error_inside_the_stream_is_a_model_error(serve: Callable[..., 
     seen: list[Any] = []
 
     with pytest.raises(ModelError, match="The server had an error") as caught:
-        async for event in model.stream(ask()):
-            seen.append(event)
+        await drain(model, ask(), into=seen)
 
     assert seen == [TextDelta(delta="Hello")]
     assert caught.value.status_code == 500

@@ -66,7 +66,9 @@ def test_a_human_input_answers_and_the_same_call_resumes():
         ]
 
     model = QueueModel([call("ask_question", QUESTIONS, id="q_call"), "thanks"])
-    agent = AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
+    agent = (
+        AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
+    )
 
     async def collect():
         return [e async for e in agent.prompt("go").stream()]
@@ -98,14 +100,29 @@ def test_a_human_input_answers_and_the_same_call_resumes():
     ("arguments", "needle"),
     [
         ({"questions": []}, "questions: List should have at least 1 item"),
-        ({"questions": [{"id": " ", "question": "Q?", "choices": [{"label": "a", "value": "a"}]}]}, "question id must be a non-empty string"),
-        ({"questions": [{"id": "a", "question": "", "choices": [{"label": "a", "value": "a"}]}]}, "question text must be a non-empty string"),
-        ({"questions": [{"id": "a", "question": "Q?", "choices": []}]}, "choices: List should have at least 1 item"),
         (
-            {"questions": [
-                {"id": "a", "question": "Q?", "choices": [{"label": "a", "value": "a"}]},
-                {"id": "a", "question": "Q2?", "choices": [{"label": "a", "value": "a"}]},
-            ]},
+            {
+                "questions": [
+                    {"id": " ", "question": "Q?", "choices": [{"label": "a", "value": "a"}]}
+                ]
+            },
+            "question id must be a non-empty string",
+        ),
+        (
+            {"questions": [{"id": "a", "question": "", "choices": [{"label": "a", "value": "a"}]}]},
+            "question text must be a non-empty string",
+        ),
+        (
+            {"questions": [{"id": "a", "question": "Q?", "choices": []}]},
+            "choices: List should have at least 1 item",
+        ),
+        (
+            {
+                "questions": [
+                    {"id": "a", "question": "Q?", "choices": [{"label": "a", "value": "a"}]},
+                    {"id": "a", "question": "Q2?", "choices": [{"label": "a", "value": "a"}]},
+                ]
+            },
             "'a' is repeated",
         ),
         ("not json", "not valid JSON"),

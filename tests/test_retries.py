@@ -43,7 +43,10 @@ def test_gives_up_after_max_attempts_and_reports_one_error():
 
 def test_no_retry_after_the_first_streamed_event():
     model = StreamingQueueModel(
-        [[TextDelta(delta="partial"), ModelError("dropped", status_code=503)], [TextDelta(delta="ok")]]
+        [
+            [TextDelta(delta="partial"), ModelError("dropped", status_code=503)],
+            [TextDelta(delta="ok")],
+        ]
     )
     with pytest.raises(ModelError, match="dropped"):
         fast(AgentBuilder("a", model).build().prompt("go")).send_sync()
@@ -54,8 +57,13 @@ def test_custom_should_retry_and_connection_errors():
     model = StreamingQueueModel([[ConnectionResetError("reset")], [TextDelta(delta="ok")]])
     assert fast(AgentBuilder("a", model).build().prompt("go")).send_sync().output == "ok"
     model = StreamingQueueModel([[ModelError("bad", status_code=400)], [TextDelta(delta="ok")]])
-    request = AgentBuilder("a", model).build().prompt("go").with_completion_retries(
-        max_attempts=2, initial_delay=0, max_delay=0, should_retry=lambda ctx: ctx.attempt == 1
+    request = (
+        AgentBuilder("a", model)
+        .build()
+        .prompt("go")
+        .with_completion_retries(
+            max_attempts=2, initial_delay=0, max_delay=0, should_retry=lambda ctx: ctx.attempt == 1
+        )
     )
     assert request.send_sync().output == "ok"
 

@@ -40,7 +40,10 @@ def test_blank_agent_id_is_refused():
 async def test_send_returns_output_usage_messages_and_run_id():
     model = QueueModel(
         [
-            ModelResponse(tool_calls=[ToolCall(id="c", name="add", arguments={"x": 1, "y": 2})], usage=Usage(input_tokens=10, output_tokens=2)),
+            ModelResponse(
+                tool_calls=[ToolCall(id="c", name="add", arguments={"x": 1, "y": 2})],
+                usage=Usage(input_tokens=10, output_tokens=2),
+            ),
             ModelResponse(text="It is 3.", usage=Usage(input_tokens=20, output_tokens=4)),
         ]
     )
@@ -184,7 +187,7 @@ def test_send_sync_from_a_script_and_from_a_thread():
 
 async def test_send_sync_inside_a_running_loop_outside_a_kernel_says_what_to_do():
     agent = AgentBuilder("a", QueueModel(["one"])).build()
-    with pytest.raises(RuntimeError, match="await request.send"):
+    with pytest.raises(RuntimeError, match=r"await request\.send"):
         agent.prompt("x").send_sync()
 
 
@@ -223,13 +226,17 @@ async def test_function_model_variants():
     async def async_fn(request):
         return ModelResponse(text="async")
 
-    assert (await AgentBuilder("a", FunctionModel(async_fn)).build().prompt("hi").send()).output == "async"
+    assert (
+        await AgentBuilder("a", FunctionModel(async_fn)).build().prompt("hi").send()
+    ).output == "async"
 
     async def gen(request):
         yield TextDelta(delta="gen")
         yield TextDelta(delta="erated")
 
-    assert (await AgentBuilder("a", FunctionModel(gen)).build().prompt("hi").send()).output == "generated"
+    assert (
+        await AgentBuilder("a", FunctionModel(gen)).build().prompt("hi").send()
+    ).output == "generated"
     bad = FunctionModel(lambda request: 42)
     with pytest.raises(ModelError, match="must return a ModelResponse"):
         await AgentBuilder("a", bad).build().prompt("hi").send()
@@ -237,7 +244,9 @@ async def test_function_model_variants():
 
 def test_queue_model_records_requests():
     model = QueueModel(["ok"])
-    AgentBuilder("a", model).instructions("Be nice.").tool(make_add_tool()).build().prompt("hi").send_sync()
+    AgentBuilder("a", model).instructions("Be nice.").tool(make_add_tool()).build().prompt(
+        "hi"
+    ).send_sync()
     request = model.requests[0]
     assert request.instructions == "Be nice."
     assert request.messages[0].content == "hi"

@@ -86,7 +86,10 @@ def test_tool_decorator_with_options_and_context_parameter():
         (3, "3"),
         (None, "null"),
         (RefundOutput(refund_id="rf_1", status="issued"), '{"refund_id":"rf_1","status":"issued"}'),
-        ({1, 2} if False else object.__new__(type("Odd", (), {"__str__": lambda s: "odd!"})), "odd!"),
+        (
+            {1, 2} if False else object.__new__(type("Odd", (), {"__str__": lambda s: "odd!"})),
+            "odd!",
+        ),
     ],
 )
 def test_results_are_normalised(value, expected):
@@ -112,9 +115,7 @@ def test_output_is_validated_and_a_mismatch_becomes_a_tool_error():
         execute=lambda a, c: {"refund_id": "x", "status": "issued"},
     )
     args = {"order_id": "A1", "amount": 5, "reason": "late"}
-    model = QueueModel(
-        [call("issue_refund", args), call("issue_refund2", args, id="call_2"), "ok"]
-    )
+    model = QueueModel([call("issue_refund", args), call("issue_refund2", args, id="call_2"), "ok"])
     AgentBuilder("a", model).tools([bad, good]).build().prompt("go").send_sync()
     first = tool_results(model.requests[1])[0]
     assert first.is_error

@@ -7,7 +7,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from ..messages import Message, ToolResultPart
 from .base import CompletionModel, CompletionRequest
@@ -15,12 +15,12 @@ from .testing import ModelResponse
 
 __all__ = ["DemoContext", "DemoModel", "Script", "auto_model"]
 
-Step = Union[ModelResponse, str, Callable[["DemoContext"], Union[ModelResponse, str]]]
+Step = ModelResponse | str | Callable[["DemoContext"], ModelResponse | str]
 
 
 @dataclass
 class DemoContext:
-    """What a scripted step can look at: the request, the user's text, this exchange's results."""
+    """What a scripted step sees: the request, the user's text, this exchange's tool results."""
 
     request: CompletionRequest
     user_text: str

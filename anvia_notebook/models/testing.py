@@ -131,7 +131,8 @@ class FunctionModel(CompletionModel):
             value = ModelResponse(text=value)
         if not isinstance(value, ModelResponse):
             raise ModelError(
-                f"FunctionModel's function must return a ModelResponse or str, not {type(value).__name__}"
+                "FunctionModel's function must return a ModelResponse or str, "
+                f"not {type(value).__name__}"
             )
         async for event in value.events():
             yield event
