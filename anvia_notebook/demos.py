@@ -1,0 +1,208 @@
+"""Scripted conversations for the tutorial notebooks: the offline stand-in for a real model.
+
+``support_model()`` returns a real provider when ``OPENAI_API_KEY`` or ``ANTHROPIC_API_KEY`` is
+set, and otherwise a :class:`~anvia_notebook.models.DemoModel` that plays the customer-support
+scenarios of the tutorials (order status, refunds, cancellations, escalations with questions,
+a slow export), so every notebook runs without a key.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .models import DemoContext, DemoModel, ModelResponse, Script, ToolCall, auto_model
+
+__all__ = ["support_demo", "support_model"]
+
+
+def _answers(ctx: DemoContext) -> dict[str, str]:
+    result = ctx.result("ask_question") or {}
+    return {a["questionId"]: a["answer"] for a in result.get("answers", [])}
+
+
+def _order_status(ctx: DemoContext) -> str:
+    status = ctx.result("get_order_status")
+    if not isinstance(status, dict):
+        return f"I could not look the order up: {status}"
+    return (
+        f"Order **{status.get('order_id')}** is *{status.get('status')}*"
+        f" and should arrive on {status.get('eta', 'an unknown date')}."
+    )
+
+
+def _refund_outcome(ctx: DemoContext) -> str:
+    result = ctx.result("issue_refund")
+    if isinstance(result, dict) and result.get("status") == "issued":
+        return f"Done: refund `{result['refund_id']}` was issued for order A1001."
+    return f"The refund was not issued. The reviewer said: {result}"
+
+
+def _cancel_outcome(ctx: DemoContext) -> str:
+    result = ctx.result("cancel_order")
+    if isinstance(result, dict) and result.get("cancelled"):
+        return f"Order {result.get('order_id')} is cancelled."
+    return f"I did not cancel the order: {result}"
+
+
+def _escalate(ctx: DemoContext) -> ModelResponse:
+    answers = _answers(ctx)
+    if not answers:
+        return ModelResponse(text="Nobody answered my questions, so I did not escalate the ticket.")
+    return ModelResponse(
+        text="Thanks, preparing the escalation.",
+        tool_calls=[
+            ToolCall(
+                id="call_escalate",
+                name="prepare_escalation",
+                arguments={
+                    "ticket_id": "T-42",
+                    "priority": answers.get("priority", "normal"),
+                    "channel": answers.get("channel", "email"),
+                    "note": answers.get("note", ""),
+                },
+            )
+        ],
+    )
+
+
+def _escalation_done(ctx: DemoContext) -> str:
+    result = ctx.result("prepare_escalation")
+    if isinstance(result, dict):
+        return (
+            f"Escalation `{result.get('escalation_id')}` is ready: "
+            f"priority **{result.get('priority')}** via {result.get('channel')}."
+        )
+    return f"The escalation was not prepared: {result}"
+
+
+ESCALATION_QUESTIONS: dict[str, Any] = {
+    "questions": [
+        {
+            "id": "priority",
+            "question": "What priority should this escalation have?",
+            "choices": [
+                {"label": "High", "value": "high"},
+                {"label": "Normal", "value": "normal"},
+                {"label": "Low", "value": "low"},
+            ],
+        },
+        {
+            "id": "channel",
+            "question": "Which channel should the specialist team use?",
+            "choices": [
+                {"label": "Email", "value": "email"},
+                {"label": "Phone", "value": "phone"},
+                {"label": "Slack", "value": "slack"},
+            ],
+        },
+        {
+            "id": "note",
+            "question": "Any note for the specialist?",
+            "choices": [{"label": "No note", "value": "none"}],
+        },
+    ]
+}
+
+
+def support_demo(delay: float = 0.015) -> DemoModel:
+    """The offline model that plays every tutorial scenario."""
+    return DemoModel(
+        [
+            Script(
+                r"where is|status of|track",
+                [
+                    ModelResponse(
+                        text="Let me look that up.",
+                        tool_calls=[
+                            ToolCall(
+                                id="call_status",
+                                name="get_order_status",
+                                arguments={"order_id": "A1001"},
+                            )
+                        ],
+                    ),
+                    _order_status,
+                ],
+            ),
+            Script(
+                r"refund",
+                [
+                    ModelResponse(
+                        text="I'll issue the refund; it needs a reviewer's approval.",
+                        tool_calls=[
+                            ToolCall(
+                                id="call_refund",
+                                name="issue_refund",
+                                arguments={
+                                    "order_id": "A1001",
+                                    "amount": 25.0,
+                                    "reason": "Item arrived damaged",
+                                },
+                            )
+                        ],
+                    ),
+                    _refund_outcome,
+                ],
+            ),
+            Script(
+                r"cancel",
+                [
+                    ModelResponse(
+                        text="I'll cancel it.",
+                        tool_calls=[
+                            ToolCall(
+                                id="call_cancel",
+                                name="cancel_order",
+                                arguments={"order_id": "A1002"},
+                            )
+                        ],
+                    ),
+                    _cancel_outcome,
+                ],
+            ),
+            Script(
+                r"escalat",
+                [
+                    ModelResponse(
+                        text="I need a few details before I escalate.",
+                        tool_calls=[
+                            ToolCall(
+                                id="call_questions",
+                                name="ask_question",
+                                arguments=ESCALATION_QUESTIONS,
+                            )
+                        ],
+                    ),
+                    _escalate,
+                    _escalation_done,
+                ],
+            ),
+            Script(
+                r"export",
+                [
+                    ModelResponse(
+                        text="Starting the export; it takes a while.",
+                        tool_calls=[
+                            ToolCall(
+                                id="call_export", name="export_orders", arguments={"seconds": 30}
+                            )
+                        ],
+                    ),
+                    lambda ctx: f"Export finished: {ctx.result('export_orders')}",
+                ],
+            ),
+            Script(
+                r"hello|hi\b|help",
+                [
+                    "Hello! I'm the support agent. Ask me **where an order is**, to **refund** or "
+                    "**cancel** one, or to **escalate** a ticket."
+                ],
+            ),
+        ],
+        delay=delay,
+    )
+
+
+def support_model(delay: float = 0.015) -> Any:
+    """A real model when a provider key is set, else :func:`support_demo`."""
+    return auto_model(support_demo(delay))
