@@ -10,7 +10,9 @@ Stop reasons are reported in the vocabulary the OpenAI model uses too: ``end_tur
 
 from __future__ import annotations
 
+import inspect
 import json
+import warnings
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -74,8 +76,10 @@ class AnthropicModel(CompletionModel):
     this model would build (its options, such as ``max_retries``, are then left as they are).
     ``max_tokens`` caps each completion unless the request sets its own cap. Other keyword
     arguments are sent with every request (``thinking={"type": "adaptive"}``,
-    ``stop_sequences=[...]``, ...); the request's own ``temperature`` and ``tool_choice`` win over
-    them.
+    ``stop_sequences=[...]``, ...); the request's own ``tool_choice`` wins over them. The request's
+    ``temperature`` is sent only through an SDK that still has the parameter: the 2.x SDK dropped
+    it, and the API version it speaks refuses every sampling parameter, so it is left out, with a
+    warning.
 
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
@@ -107,6 +111,7 @@ class AnthropicModel(CompletionModel):
         self.max_tokens = max_tokens
         self.request_options = request_options
         self._thinking: OrderedDict[str, list[ThinkingParam]] = OrderedDict()
+        self._sends_temperature = _has_parameter(self.client.messages.create, "temperature")
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
@@ -147,8 +152,23 @@ class AnthropicModel(CompletionModel):
             if request.tool_choice is not None:
                 options["tool_choice"] = to_anthropic_tool_choice(request.tool_choice)
         if request.temperature is not None:
-            options["temperature"] = request.temperature
+            if self._sends_temperature:
+                options["temperature"] = request.temperature
+            else:
+                warnings.warn(
+                    f"{self.model}: temperature is not sent; the Anthropic SDK and API version "
+                    "in use have no sampling parameters",
+                    UserWarning,
+                    stacklevel=2,
+                )
         return options
+
+
+def _has_parameter(function: Any, name: str) -> bool:
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def to_anthropic_messages(

@@ -87,7 +87,7 @@ class OpenAIModel(CompletionModel):
         self.model = model
         self.client = client
         self.request_options = request_options
-        # OpenAI's reasoning models refuse the older `max_tokens`; compatible servers know it best.
+        # OpenAI's reasoning models refuse the older `max_tokens`, the one compatible servers know.
         is_openai = client.base_url.host == OPENAI_API_HOST
         self.max_tokens_field = "max_completion_tokens" if is_openai else "max_tokens"
 
