@@ -147,8 +147,12 @@ class PromptRequest:
                 run.cancel("The event stream was closed.")
         run.result()
 
-    def send_sync(self) -> PromptResponse:
-        """Run to the end, blocking; works in a script, a thread, or a notebook cell."""
+    def send_sync(self, *, timeout: float | None = None) -> PromptResponse:
+        """Run to the end, blocking; works in a script, a thread, or a notebook cell.
+
+        In a notebook the live transcript is shown too; ``timeout`` (seconds) limits how long
+        its approval and question prompts wait for a click.
+        """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -159,14 +163,17 @@ class PromptRequest:
                 "send_sync() cannot block the event loop that is running in this thread; "
                 "use `await request.send()` instead."
             )
-        return runner.send_sync(self)  # type: ignore[no-any-return]
+        return runner.send_sync(self, timeout=timeout)  # type: ignore[no-any-return]
 
-    def show(self) -> Any:
-        """Display the live transcript widget and start the run; returns a ``RunHandle``."""
+    def show(self, *, timeout: float | None = None) -> Any:
+        """Display the live transcript widget and start the run; returns a ``RunHandle``.
+
+        ``timeout`` (seconds) limits how long the widget's approval and question prompts wait.
+        """
         runner = _notebook_runner()
         if runner is None:
             raise RuntimeError("show() needs a Jupyter kernel; use send() or stream() elsewhere.")
-        return runner.show(self)
+        return runner.show(self, timeout=timeout)
 
     def _ipython_display_(self) -> None:
         self.show()
