@@ -9,4 +9,4 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 1
 fi
 python -m pip install -q -e . jupyterlab
-exec python -m jupyter lab --ip=127.0.0.1 --no-browser=false notebooks/01_quickstart.ipynb "$@"
+exec python -m jupyter lab --ip=127.0.0.1 notebooks/01_quickstart.ipynb "$@"
