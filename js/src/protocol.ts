@@ -1,0 +1,381 @@
+// The widget wire protocol (docs/wire-protocol.md), page side: types and runtime validators.
+// This is the single definition of the protocol in the front end.
+import {
+  arrayOf,
+  bool,
+  type Check,
+  count,
+  isPlainObject,
+  json,
+  jsonObject,
+  literal,
+  nonEmptyStr,
+  nullable,
+  obj,
+  optional,
+  recordOf,
+  str,
+  union,
+} from "./validate";
+
+// ---------------------------------------------------------------- transcript state
+
+export const RUN_STATES = ["idle", "running", "waiting", "success", "error", "cancelled"] as const;
+export type RunState = (typeof RUN_STATES)[number];
+
+export interface Status {
+  state: RunState;
+  turn: number;
+  input_tokens: number;
+  output_tokens: number;
+  error: string | null;
+  agent_id: string;
+}
+
+export const TOOL_STATUSES = [
+  "running",
+  "approval_required",
+  "input_required",
+  "approved",
+  "rejected",
+  "cancelled",
+  "timed_out",
+  "done",
+  "error",
+  "skipped",
+] as const;
+export type ToolStatus = (typeof TOOL_STATUSES)[number];
+
+export const APPROVAL_STATUSES = ["pending", "approved", "rejected", "cancelled", "timed_out"] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+export const DECIDERS = ["you", "handler", "policy", "runtime", "auto"] as const;
+export type Decider = (typeof DECIDERS)[number];
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export type JsonObject = { [key: string]: JsonValue };
+
+export interface ApprovalView {
+  id: string;
+  status: ApprovalStatus;
+  reason: string | null;
+  args: JsonValue;
+  decided_by: Decider | null;
+  decided_at: string | null;
+  decision_reason: string | null;
+  edited_args: JsonObject | null;
+}
+
+export const QUESTION_STATUSES = ["pending", "answered", "cancelled", "timed_out"] as const;
+export type QuestionStatus = (typeof QUESTION_STATUSES)[number];
+
+export interface Choice {
+  label: string;
+  value: string;
+}
+export interface Question {
+  id: string;
+  question: string;
+  choices: Choice[];
+}
+export interface Answer {
+  questionId: string;
+  answer: string;
+  choice?: string | null;
+  custom?: boolean | null;
+}
+export interface QuestionView {
+  id: string;
+  status: QuestionStatus;
+  questions: Question[];
+  answers: Answer[];
+}
+
+export interface UserEntry {
+  kind: "user";
+  id: string;
+  text: string;
+}
+export interface AssistantEntry {
+  kind: "assistant";
+  id: string;
+  turn: number;
+  text: string;
+}
+export interface ReasoningEntry {
+  kind: "reasoning";
+  id: string;
+  turn: number;
+  text: string;
+}
+export interface ToolEntry {
+  kind: "tool";
+  id: string;
+  turn: number;
+  tool_name: string;
+  tool_call_id: string;
+  arguments: string;
+  status: ToolStatus;
+  result: string | null;
+  is_error: boolean;
+  output: string;
+  approval: ApprovalView | null;
+  question: QuestionView | null;
+}
+export interface ErrorEntry {
+  kind: "error";
+  id: string;
+  text: string;
+}
+export interface NoticeEntry {
+  kind: "notice";
+  id: string;
+  text: string;
+}
+export type Entry = UserEntry | AssistantEntry | ReasoningEntry | ToolEntry | ErrorEntry | NoticeEntry;
+export type EntryKind = Entry["kind"];
+
+export interface Transcript {
+  entries: Entry[];
+  status: Status;
+  seq: number;
+}
+
+// ---------------------------------------------------------------- kernel to page
+
+export const APPEND_FIELDS = ["text", "arguments", "output"] as const;
+export type AppendField = (typeof APPEND_FIELDS)[number];
+
+/** Fields an entry may have, minus `kind` and `id` (which a patch cannot change). */
+export type EntryChanges = Partial<Omit<UserEntry, "kind" | "id">> &
+  Partial<Omit<AssistantEntry, "kind" | "id">> &
+  Partial<Omit<ToolEntry, "kind" | "id">>;
+
+export type Op =
+  | { op: "add"; entry: Entry }
+  | { op: "append"; id: string; field: AppendField; text: string }
+  | { op: "patch"; id: string; changes: EntryChanges }
+  | { op: "status"; status: Status }
+  | { op: "reset" };
+
+export interface StudioAgent {
+  id: string;
+  name: string;
+  description: string | null;
+}
+
+export type SnapshotMsg = { type: "snapshot"; seq: number; transcript: Transcript };
+export type BatchMsg = { type: "batch"; seq: number; ops: Op[] };
+export type ReplyMsg = { type: "reply"; request_id: string; ok: boolean; error: string | null };
+export type StudioMsg = {
+  type: "studio";
+  agents: StudioAgent[];
+  selected: string;
+  quick_prompts: Record<string, string[]>;
+  busy: boolean;
+};
+export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg;
+
+// ---------------------------------------------------------------- page to kernel
+
+export type SyncMsg = { type: "sync"; request_id: string };
+export type ApprovalDecisionMsg = {
+  type: "approval_decision";
+  request_id: string;
+  approval_id: string;
+  approved: boolean;
+  reason: string | null;
+  edited_args: JsonObject | null;
+  always_allow: boolean;
+};
+export type QuestionAnswersMsg = {
+  type: "question_answers";
+  request_id: string;
+  question_id: string;
+  answers: Answer[];
+};
+export type StopMsg = { type: "stop"; request_id: string; reason: string | null };
+export type StudioSendMsg = { type: "studio_send"; request_id: string; agent_id: string; text: string };
+export type StudioNewSessionMsg = { type: "studio_new_session"; request_id: string };
+export type PageMessage =
+  | SyncMsg
+  | ApprovalDecisionMsg
+  | QuestionAnswersMsg
+  | StopMsg
+  | StudioSendMsg
+  | StudioNewSessionMsg;
+
+/** A page message before the session stamps its request_id. */
+export type PageRequest = PageMessage extends infer M
+  ? M extends { request_id: string }
+    ? Omit<M, "request_id">
+    : never
+  : never;
+
+// ---------------------------------------------------------------- validators
+
+const statusCheck = obj({
+  state: literal(...RUN_STATES),
+  turn: count,
+  input_tokens: count,
+  output_tokens: count,
+  error: nullable(str),
+  agent_id: str,
+});
+
+const approvalCheck = obj({
+  id: nonEmptyStr,
+  status: literal(...APPROVAL_STATUSES),
+  reason: nullable(str),
+  args: json,
+  decided_by: nullable(literal(...DECIDERS)),
+  decided_at: nullable(str),
+  decision_reason: nullable(str),
+  edited_args: nullable(jsonObject),
+});
+
+const answerCheck = obj({
+  questionId: str,
+  answer: str,
+  choice: optional(str),
+  custom: optional(bool),
+});
+
+const questionCheck = obj({
+  id: nonEmptyStr,
+  status: literal(...QUESTION_STATUSES),
+  questions: arrayOf(
+    obj({ id: str, question: str, choices: arrayOf(obj({ label: str, value: str })) }),
+  ),
+  answers: arrayOf(answerCheck),
+});
+
+/** Checks per entry field, shared by whole entries and by `patch` changes. */
+const FIELD_CHECKS: Record<string, Check> = {
+  text: str,
+  turn: count,
+  tool_name: str,
+  tool_call_id: str,
+  arguments: str,
+  status: literal(...TOOL_STATUSES),
+  result: nullable(str),
+  is_error: bool,
+  output: str,
+  approval: nullable(approvalCheck),
+  question: nullable(questionCheck),
+};
+
+const ENTRY_FIELDS: Record<EntryKind, readonly string[]> = {
+  user: ["text"],
+  assistant: ["turn", "text"],
+  reasoning: ["turn", "text"],
+  tool: [
+    "turn",
+    "tool_name",
+    "tool_call_id",
+    "arguments",
+    "status",
+    "result",
+    "is_error",
+    "output",
+    "approval",
+    "question",
+  ],
+  error: ["text"],
+  notice: ["text"],
+};
+
+export const entryHasField = (kind: EntryKind, field: string): boolean =>
+  ENTRY_FIELDS[kind].includes(field);
+
+const entryShape = (kind: EntryKind): Check =>
+  obj({
+    id: nonEmptyStr,
+    ...Object.fromEntries(ENTRY_FIELDS[kind].map((f) => [f, FIELD_CHECKS[f] as Check])),
+  });
+
+const entryCheck = union(
+  "kind",
+  Object.fromEntries(Object.keys(ENTRY_FIELDS).map((k) => [k, entryShape(k as EntryKind)])),
+);
+
+const changesCheck: Check = (v, p) => {
+  if (!isPlainObject(v)) return `${p}: expected an object`;
+  for (const [key, value] of Object.entries(v)) {
+    const check = FIELD_CHECKS[key];
+    if (!check) return `${p}.${key}: not a field a patch can change`;
+    const err = check(value, `${p}.${key}`);
+    if (err) return err;
+  }
+  return null;
+};
+
+const opCheck = union("op", {
+  add: obj({ entry: entryCheck }),
+  append: obj({ id: nonEmptyStr, field: literal(...APPEND_FIELDS), text: str }),
+  patch: obj({ id: nonEmptyStr, changes: changesCheck }),
+  status: obj({ status: statusCheck }),
+  reset: obj({}),
+});
+
+const transcriptCheck = obj({ entries: arrayOf(entryCheck), status: statusCheck, seq: count });
+
+const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
+  snapshot: obj({ seq: count, transcript: transcriptCheck }),
+  batch: obj({ seq: count, ops: arrayOf(opCheck) }),
+  reply: obj({ request_id: nonEmptyStr, ok: bool, error: nullable(str) }),
+  studio: obj({
+    agents: arrayOf(obj({ id: nonEmptyStr, name: str, description: nullable(str) })),
+    selected: str,
+    quick_prompts: recordOf(arrayOf(str)),
+    busy: bool,
+  }),
+};
+
+const rid = { request_id: nonEmptyStr };
+const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
+  sync: obj(rid),
+  approval_decision: obj({
+    ...rid,
+    approval_id: nonEmptyStr,
+    approved: bool,
+    reason: nullable(str),
+    edited_args: nullable(jsonObject),
+    always_allow: bool,
+  }),
+  question_answers: obj({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
+  stop: obj({ ...rid, reason: nullable(str) }),
+  studio_send: obj({ ...rid, agent_id: nonEmptyStr, text: str }),
+  studio_new_session: obj(rid),
+};
+
+export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };
+
+const run = <T>(check: Check, value: unknown): Validation<T> => {
+  const error = check(value, "$");
+  return error === null ? { ok: true, value: value as T } : { ok: false, error };
+};
+
+export const validateKernelMessage = (v: unknown): Validation<KernelMessage> =>
+  run(union("type", KERNEL_CHECKS), v);
+
+export const validatePageMessage = (v: unknown): Validation<PageMessage> =>
+  run(union("type", PAGE_CHECKS), v);
+
+/** Any message of the protocol, in either direction. */
+export const validateMessage = (v: unknown): Validation<KernelMessage | PageMessage> =>
+  run(union("type", { ...KERNEL_CHECKS, ...PAGE_CHECKS }), v);
+
+export const validateEntry = (v: unknown): Validation<Entry> => run(entryCheck, v);
+
+export const TOOL_STATUS_LABELS: Record<ToolStatus, string> = {
+  running: "Running",
+  approval_required: "Approval required",
+  input_required: "Input required",
+  approved: "Approved",
+  rejected: "Rejected",
+  cancelled: "Cancelled",
+  timed_out: "Timed out",
+  done: "Done",
+  error: "Error",
+  skipped: "Skipped",
+};

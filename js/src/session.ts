@@ -1,0 +1,191 @@
+// One per widget model: the channel to the kernel (custom messages), the transcript store,
+// Studio state, request ids and replies. Every view of the model subscribes to it.
+import {
+  type PageMessage,
+  type PageRequest,
+  type ReplyMsg,
+  type StudioMsg,
+  validateKernelMessage,
+} from "./protocol";
+import { type StoreEvent, TranscriptStore } from "./store";
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Callback = (...args: any[]) => void;
+
+/** The part of the anywidget model API we use. */
+export interface WidgetModel {
+  get(name: string): unknown;
+  send(content: unknown, callbacks?: unknown, buffers?: unknown): unknown;
+  on(event: string, callback: Callback): void;
+  off(event: string, callback?: Callback): void;
+}
+
+export type SessionEvent = StoreEvent | { type: "studio" } | { type: "connection" };
+
+export interface RequestResult {
+  ok: boolean;
+  error: string | null;
+}
+
+export const DISCONNECTED = "Kernel disconnected";
+
+const randomPrefix = (): string =>
+  typeof crypto !== "undefined" && typeof crypto.randomUUID === "function"
+    ? crypto.randomUUID().slice(0, 8)
+    : Math.random().toString(36).slice(2, 10);
+
+export class Session {
+  readonly store = new TranscriptStore();
+  studio: StudioMsg | null = null;
+  disconnected = false;
+  private listeners = new Set<(ev: SessionEvent) => void>();
+  private pending = new Map<string, (r: RequestResult) => void>();
+  private syncId: string | null = null;
+  private syncTimer: ReturnType<typeof setTimeout> | null = null;
+  private lastSyncAt = 0;
+  private syncBackoff = 0;
+  private disposed = false;
+  private counter = 0;
+  private readonly prefix = randomPrefix();
+  private readonly unsubscribeStore: () => void;
+  private readonly onCustom = (msg: unknown): void => this.receive(msg);
+
+  constructor(private readonly model: WidgetModel) {
+    this.unsubscribeStore = this.store.subscribe((ev) => this.emit(ev));
+    model.on("msg:custom", this.onCustom);
+    this.sync();
+  }
+
+  subscribe(fn: (ev: SessionEvent) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private emit(ev: SessionEvent): void {
+    for (const fn of [...this.listeners]) {
+      try {
+        fn(ev);
+      } catch (err) {
+        console.error("anvia: view update failed", err);
+      }
+    }
+  }
+
+  /** A string trait of the model ("" when missing). */
+  trait(name: string): string {
+    try {
+      const v = this.model.get(name);
+      return typeof v === "string" ? v : "";
+    } catch {
+      return "";
+    }
+  }
+
+  /** Call `fn` when a synced trait changes; returns the unsubscribe function. */
+  onTrait(name: string, fn: () => void): () => void {
+    const cb = (): void => fn();
+    this.model.on(`change:${name}`, cb);
+    return () => this.model.off(`change:${name}`, cb);
+  }
+
+  /** The `mode` trait ("studio" for the Playground, anything else for a transcript). */
+  get mode(): string {
+    return this.trait("mode") || "transcript";
+  }
+
+  /** Send a page message and resolve with the kernel's reply (or a local failure). */
+  request(req: PageRequest): Promise<RequestResult> {
+    const request_id = `${this.prefix}-${++this.counter}`;
+    const msg = { ...req, request_id } as PageMessage;
+    return new Promise<RequestResult>((resolve) => {
+      this.pending.set(request_id, resolve);
+      const fail = (err: unknown): void => {
+        console.warn("anvia: could not send to the kernel", err);
+        this.pending.delete(request_id);
+        this.setDisconnected(true);
+        resolve({ ok: false, error: DISCONNECTED });
+      };
+      try {
+        const r = this.model.send(msg) as { then?: unknown } | undefined;
+        if (r && typeof r.then === "function") (r as Promise<unknown>).catch(fail);
+      } catch (err) {
+        fail(err);
+      }
+    });
+  }
+
+  /**
+   * Ask for a snapshot unless one is already on its way. Syncs that follow each other without a
+   * usable snapshot in between back off (0.25 s doubling to 8 s), so that a kernel whose
+   * snapshots this page cannot read is not flooded with requests.
+   */
+  sync(): void {
+    if (this.syncId !== null || this.syncTimer !== null || this.disposed) return;
+    const wait = this.lastSyncAt + this.syncBackoff - Date.now();
+    if (wait > 0) {
+      this.syncTimer = setTimeout(() => {
+        this.syncTimer = null;
+        this.sync();
+      }, wait);
+      return;
+    }
+    this.lastSyncAt = Date.now();
+    this.syncBackoff = Math.min(this.syncBackoff ? this.syncBackoff * 2 : 250, 8000);
+    const id = `${this.prefix}-${this.counter + 1}`;
+    this.syncId = id;
+    void this.request({ type: "sync" }).then(() => {
+      if (this.syncId === id) this.syncId = null;
+    });
+  }
+
+  private setDisconnected(value: boolean): void {
+    if (this.disconnected === value) return;
+    this.disconnected = value;
+    this.emit({ type: "connection" });
+  }
+
+  /** Handle one custom message from the kernel. */
+  receive(raw: unknown): void {
+    const v = validateKernelMessage(raw);
+    if (!v.ok) {
+      console.warn(`anvia: ignored a malformed message (${v.error})`, raw);
+      return;
+    }
+    this.setDisconnected(false);
+    const msg = v.value;
+    switch (msg.type) {
+      case "snapshot":
+        this.syncId = null;
+        this.syncBackoff = 0;
+        this.store.applySnapshot(msg);
+        break;
+      case "batch":
+        if (this.store.applyBatch(msg) !== "applied") this.sync();
+        break;
+      case "reply":
+        this.resolveReply(msg);
+        break;
+      case "studio":
+        this.studio = msg;
+        this.emit({ type: "studio" });
+        break;
+    }
+  }
+
+  private resolveReply(msg: ReplyMsg): void {
+    const resolve = this.pending.get(msg.request_id);
+    if (!resolve) return; // another page's request, or a late reply
+    this.pending.delete(msg.request_id);
+    resolve({ ok: msg.ok, error: msg.ok ? null : (msg.error ?? "Request refused") });
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.syncTimer !== null) clearTimeout(this.syncTimer);
+    this.model.off("msg:custom", this.onCustom);
+    this.unsubscribeStore();
+    this.listeners.clear();
+    for (const resolve of this.pending.values()) resolve({ ok: false, error: "Widget closed" });
+    this.pending.clear();
+  }
+}

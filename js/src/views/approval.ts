@@ -1,0 +1,156 @@
+// The approval panel of a tool entry: pending -> a form; decided -> one inline line.
+import { button, formatTime, h, nextDomId } from "../dom";
+import type { ApprovalView, JsonObject } from "../protocol";
+import { isPlainObject } from "../validate";
+import type { Session } from "../session";
+import { foldedPre, prettyValue } from "./fold";
+
+export interface ApprovalPanel {
+  el: HTMLElement;
+  update(approval: ApprovalView): void;
+}
+
+const STATUS_WORDS: Record<ApprovalView["status"], string> = {
+  pending: "Pending",
+  approved: "Approved",
+  rejected: "Rejected",
+  cancelled: "Cancelled",
+  timed_out: "Timed out",
+};
+
+const DECIDER_WORDS: Record<NonNullable<ApprovalView["decided_by"]>, string> = {
+  you: "you",
+  handler: "the approval handler",
+  policy: "policy",
+  runtime: "the runtime",
+  auto: "the scripted operator",
+};
+
+export function approvalPanel(session: Session, toolName: string, approval: ApprovalView): ApprovalPanel {
+  const el = h("div", { class: "anvia-approval-slot" });
+  let shown: { id: string; status: string; key: string } | null = null;
+
+  function update(a: ApprovalView): void {
+    const key = JSON.stringify(a);
+    if (shown && shown.id === a.id && shown.status === a.status && (a.status === "pending" || shown.key === key)) {
+      return; // keep what the user typed in a pending form
+    }
+    shown = { id: a.id, status: a.status, key };
+    el.replaceChildren(a.status === "pending" ? pendingForm(session, toolName, a) : decisionLine(a));
+  }
+
+  update(approval);
+  return { el, update };
+}
+
+/** "Approved by you at <time> with edited arguments." plus the reason. */
+export function decisionLine(a: ApprovalView): HTMLElement {
+  const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
+  line.append(h("strong", {}, STATUS_WORDS[a.status]));
+  if (a.decided_by) line.append(` by ${DECIDER_WORDS[a.decided_by]}`);
+  if (a.decided_at) {
+    line.append(" at ", h("time", { datetime: a.decided_at }, formatTime(a.decided_at)));
+  }
+  if (a.status === "approved" && a.edited_args) line.append(" with edited arguments");
+  line.append(".");
+  if (a.decision_reason) {
+    line.append(" ", h("span", { class: "anvia-decision-reason" }, `Reason: ${a.decision_reason}`));
+  }
+  return line;
+}
+
+function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLElement {
+  const reasonId = nextDomId("approval-reason");
+  const args = foldedPre("anvia-approval-args", "Arguments");
+  args.set(prettyValue(a.args));
+  const editor = h("textarea", {
+    class: "anvia-approval-editor",
+    "aria-label": `Edited arguments for ${toolName} (JSON object)`,
+    rows: 6,
+    spellcheck: "false",
+    hidden: true,
+  });
+  const editToggle = button("Edit arguments", () => {
+    const open = editor.hidden;
+    editor.hidden = !open;
+    editToggle.setAttribute("aria-expanded", String(open));
+    if (open) {
+      if (!editor.value) editor.value = prettyValue(a.args);
+      editor.focus();
+    } else {
+      setError("");
+    }
+  }, { class: "anvia-button anvia-link-button", "aria-expanded": "false" });
+  const reasonInput = h("input", {
+    type: "text",
+    class: "anvia-input anvia-reject-reason",
+    placeholder: "Reason (optional)",
+    "aria-label": "Reject reason (optional)",
+  });
+  const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
+  const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
+  const error = h("div", { class: "anvia-error-text", hidden: true });
+  const approve = button("Approve", () => void decide(true), { class: "anvia-button anvia-primary" });
+  const reject = button("Reject", () => void decide(false), { class: "anvia-button anvia-danger" });
+  const controls = [approve, reject, editToggle, reasonInput, always, editor];
+
+  function setError(text: string): void {
+    error.textContent = text;
+    error.hidden = !text;
+  }
+  function setDisabled(disabled: boolean): void {
+    for (const c of controls) c.disabled = disabled;
+  }
+
+  async function decide(approved: boolean): Promise<void> {
+    let edited: JsonObject | null = null;
+    if (approved && !editor.hidden) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(editor.value);
+      } catch (err) {
+        editor.setAttribute("aria-invalid", "true");
+        setError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
+        return;
+      }
+      if (!isPlainObject(parsed)) {
+        editor.setAttribute("aria-invalid", "true");
+        setError("The edited arguments must be a JSON object.");
+        return;
+      }
+      editor.removeAttribute("aria-invalid");
+      edited = parsed as JsonObject;
+    }
+    setError("");
+    setDisabled(true);
+    const reason = approved ? null : reasonInput.value.trim() || null;
+    const reply = await session.request({
+      type: "approval_decision",
+      approval_id: a.id,
+      approved,
+      reason,
+      edited_args: edited,
+      always_allow: approved && always.checked,
+    });
+    if (!reply.ok) {
+      setDisabled(false);
+      setError(`The decision was not accepted: ${reply.error ?? "unknown error"}`);
+    }
+  }
+
+  const panel = h(
+    "div",
+    { class: "anvia-approval", role: "alertdialog", "aria-label": `Approval required for ${toolName}`, "aria-describedby": a.reason ? reasonId : null },
+    h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
+    a.reason ? h("p", { class: "anvia-approval-reason", id: reasonId }, a.reason) : null,
+    h("div", { class: "anvia-section-label" }, "Arguments"),
+    args.el,
+    editToggle,
+    editor,
+    h("div", { class: "anvia-row" }, reasonInput),
+    alwaysLabel,
+    h("div", { class: "anvia-row anvia-actions" }, approve, reject),
+    error,
+  );
+  return panel;
+}

@@ -1,0 +1,103 @@
+// Views of single transcript entries. Each supports incremental updates: `append` for streamed
+// text (assistant markdown re-rendered at most once per animation frame) and `update` for patches.
+import { h } from "../dom";
+import { cancelScheduled, schedule } from "../frame";
+import type { AppendField, Entry } from "../protocol";
+import type { Session } from "../session";
+import { setMarkdown } from "./markdown";
+import { toolView } from "./tool";
+
+export interface EntryView {
+  el: HTMLElement;
+  update(entry: Entry): void;
+  append(field: AppendField, text: string): void;
+  dispose(): void;
+}
+
+/** A message rendered as sanitised markdown (user and assistant). */
+function markdownView(entry: Entry & { text: string }, label: string): EntryView {
+  const body = h("div", { class: "anvia-md" });
+  const el = h("div", { class: `anvia-entry anvia-entry-${entry.kind}` }, h("div", { class: "anvia-role" }, label), body);
+  let current = entry;
+  let rendered: string | null = null;
+  const render = (): void => {
+    if (rendered === current.text) return;
+    rendered = current.text;
+    setMarkdown(body, current.text);
+  };
+  render();
+  return {
+    el,
+    update(e) {
+      current = e as typeof entry;
+      render();
+    },
+    append() {
+      schedule(el, render);
+    },
+    dispose() {
+      cancelScheduled(el);
+    },
+  };
+}
+
+/** Reasoning: collapsed, plain text (appending extends one text node). */
+function reasoningView(entry: Entry & { text: string }): EntryView {
+  const text = document.createTextNode(entry.text);
+  const el = h(
+    "details",
+    { class: "anvia-entry anvia-entry-reasoning" },
+    h("summary", {}, "Reasoning"),
+    h("div", { class: "anvia-reasoning-text" }, text),
+  );
+  return {
+    el,
+    update(e) {
+      const t = (e as typeof entry).text;
+      if (text.data !== t) text.data = t;
+    },
+    append(field, added) {
+      if (field === "text") text.appendData(added);
+    },
+    dispose() {},
+  };
+}
+
+/** Error and notice lines: plain text. */
+function lineView(entry: Entry & { text: string }, label: string | null): EntryView {
+  const text = document.createTextNode(entry.text);
+  const el = h(
+    "div",
+    { class: `anvia-entry anvia-entry-${entry.kind}` },
+    label ? h("strong", {}, `${label}: `) : null,
+    h("span", { class: "anvia-line-text" }, text),
+  );
+  return {
+    el,
+    update(e) {
+      const t = (e as typeof entry).text;
+      if (text.data !== t) text.data = t;
+    },
+    append(field, added) {
+      if (field === "text") text.appendData(added);
+    },
+    dispose() {},
+  };
+}
+
+export function entryView(session: Session, entry: Entry): EntryView {
+  switch (entry.kind) {
+    case "user":
+      return markdownView(entry, "You");
+    case "assistant":
+      return markdownView(entry, "Assistant");
+    case "reasoning":
+      return reasoningView(entry);
+    case "tool":
+      return toolView(session, entry);
+    case "error":
+      return lineView(entry, "Error");
+    case "notice":
+      return lineView(entry, null);
+  }
+}

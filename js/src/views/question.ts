@@ -1,0 +1,169 @@
+// The question panel of a tool entry (ask_question): one question at a time, choices as
+// buttons that record and advance, a custom answer that overrides the choice, Back / Next,
+// "n/N answered", and "Submit answers" once every question has an answer.
+import { button, h } from "../dom";
+import type { Answer, QuestionView } from "../protocol";
+import type { Session } from "../session";
+
+export interface QuestionPanel {
+  el: HTMLElement;
+  update(question: QuestionView): void;
+}
+
+interface Draft {
+  choice?: string;
+  custom: string;
+}
+
+export function questionPanel(session: Session, question: QuestionView): QuestionPanel {
+  const el = h("div", { class: "anvia-question-slot" });
+  let shown: { id: string; status: string; key: string } | null = null;
+
+  function update(q: QuestionView): void {
+    const key = JSON.stringify(q);
+    if (shown && shown.id === q.id && shown.status === q.status && (q.status === "pending" || shown.key === key)) {
+      return; // keep the answers in progress
+    }
+    shown = { id: q.id, status: q.status, key };
+    el.replaceChildren(q.status === "pending" && q.questions.length > 0 ? pendingForm(session, q) : summary(q));
+  }
+
+  update(question);
+  return { el, update };
+}
+
+/** The answer a draft gives, if any: non-empty custom text wins over the chosen value. */
+export function draftAnswer(questionId: string, d: Draft | undefined): Answer | null {
+  const custom = d?.custom.trim() ?? "";
+  if (custom) return { questionId, answer: custom, custom: true };
+  if (d?.choice !== undefined && d.choice !== "") return { questionId, answer: d.choice, choice: d.choice };
+  return null;
+}
+
+const STATUS_TEXT: Record<QuestionView["status"], string> = {
+  pending: "Waiting for answers",
+  answered: "Answered",
+  cancelled: "Cancelled",
+  timed_out: "Timed out",
+};
+
+function summary(q: QuestionView): HTMLElement {
+  const box = h(
+    "div",
+    { class: `anvia-question anvia-question-${q.status}` },
+    h("div", { class: "anvia-question-state" }, STATUS_TEXT[q.status]),
+  );
+  if (q.answers.length > 0) {
+    const list = h("dl", { class: "anvia-answers" });
+    for (const a of q.answers) {
+      const text = q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId;
+      list.append(h("dt", {}, text), h("dd", {}, a.answer, a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null));
+    }
+    box.append(list);
+  }
+  return box;
+}
+
+function pendingForm(session: Session, q: QuestionView): HTMLElement {
+  const drafts = new Map<string, Draft>();
+  const total = q.questions.length;
+  let index = 0;
+  let busy = false;
+
+  const progress = h("div", { class: "anvia-question-progress" });
+  const text = h("div", { class: "anvia-question-text" });
+  const choices = h("div", { class: "anvia-choices", role: "group", "aria-label": "Choices" });
+  const custom = h("input", {
+    type: "text",
+    class: "anvia-input anvia-custom-answer",
+    placeholder: "Type a custom answer",
+    "aria-label": "Custom answer",
+  });
+  const back = button("Back", () => go(index - 1));
+  const next = button("Next", () => go(index + 1));
+  const count = h("span", { class: "anvia-question-count" });
+  const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
+  const error = h("div", { class: "anvia-error-text", hidden: true });
+
+  const current = () => q.questions[index]!;
+  const draft = (id: string): Draft => {
+    let d = drafts.get(id);
+    if (!d) drafts.set(id, (d = { custom: "" }));
+    return d;
+  };
+  const answers = () => q.questions.map((x) => draftAnswer(x.id, drafts.get(x.id)));
+
+  function go(i: number): void {
+    index = Math.max(0, Math.min(total - 1, i));
+    render();
+  }
+
+  function refreshCounts(): void {
+    const n = answers().filter((a) => a !== null).length;
+    count.textContent = `${n}/${total} answered`;
+    submit.disabled = busy || n < total;
+    back.disabled = busy || index === 0;
+    next.disabled = busy || index >= total - 1;
+  }
+
+  function render(): void {
+    const cur = current();
+    const d = drafts.get(cur.id);
+    progress.textContent = `Question ${index + 1} of ${total}`;
+    text.textContent = cur.question;
+    choices.replaceChildren(
+      ...cur.choices.map((c) => {
+        const b = button(c.label, () => {
+          draft(cur.id).choice = c.value;
+          if (index < total - 1) go(index + 1);
+          else render();
+          const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
+          (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
+        }, { class: "anvia-button anvia-choice", "aria-pressed": String(d?.choice === c.value) });
+        b.disabled = busy;
+        return b;
+      }),
+    );
+    custom.value = d?.custom ?? "";
+    custom.disabled = busy;
+    refreshCounts();
+  }
+
+  custom.addEventListener("input", () => {
+    draft(current().id).custom = custom.value;
+    refreshCounts();
+  });
+  custom.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter" || ev.isComposing || ev.keyCode === 229) return;
+    ev.preventDefault();
+    if (index < total - 1) go(index + 1);
+    else if (!submit.disabled) void send();
+  });
+
+  async function send(): Promise<void> {
+    const all = answers();
+    if (all.some((a) => a === null)) return;
+    busy = true;
+    error.hidden = true;
+    render();
+    const reply = await session.request({ type: "question_answers", question_id: q.id, answers: all as Answer[] });
+    if (!reply.ok) {
+      busy = false;
+      error.textContent = `The answers were not accepted: ${reply.error ?? "unknown error"}`;
+      error.hidden = false;
+      render();
+    }
+  }
+
+  render();
+  return h(
+    "div",
+    { class: "anvia-question anvia-question-pending", role: "group", "aria-label": "Input required" },
+    progress,
+    text,
+    choices,
+    custom,
+    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit),
+    error,
+  );
+}

@@ -1,0 +1,98 @@
+// The status line (state, turn, tokens, Stop), the "Kernel disconnected" banner, and the
+// visually hidden polite live region that announces only run-level changes.
+import { button, h } from "../dom";
+import type { RunState, Status } from "../protocol";
+import type { Session, SessionEvent } from "../session";
+
+export const STATE_LABELS: Record<RunState, string> = {
+  idle: "Ready",
+  running: "Running",
+  waiting: "Waiting for you",
+  success: "Done",
+  error: "Error",
+  cancelled: "Cancelled",
+};
+
+/** The only things the live region ever says. */
+export const ANNOUNCEMENTS: Partial<Record<RunState, string>> = {
+  running: "Agent started",
+  waiting: "Waiting for you",
+  success: "Finished",
+  cancelled: "Stopped",
+  error: "Failed",
+};
+
+const stoppable = (s: Status): boolean => s.state === "running" || s.state === "waiting";
+
+export interface StatusView {
+  /** The status bar (with Stop). */
+  el: HTMLElement;
+  /** The disconnected banner, placed at the top of the root. */
+  banner: HTMLElement;
+  /** The live region, placed anywhere in the root. */
+  live: HTMLElement;
+  dispose(): void;
+}
+
+export function statusView(session: Session): StatusView {
+  const dot = h("span", { class: "anvia-status-dot", "aria-hidden": "true" });
+  const label = h("span", { class: "anvia-status-label" });
+  const meta = h("span", { class: "anvia-status-meta" });
+  const error = h("span", { class: "anvia-error-text", hidden: true });
+  const stop = button("Stop", () => void doStop(), { class: "anvia-button anvia-stop" });
+  const el = h("div", { class: "anvia-statusbar" }, dot, label, meta, error, stop);
+  const banner = h("div", { class: "anvia-disconnected", hidden: true }, "Kernel disconnected");
+  const live = h("div", { class: "anvia-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
+
+  let stopping = false;
+  // Announce only changes seen after the view knows the state (not the first snapshot).
+  let knownState: RunState | null = session.store.seq === null ? null : session.store.status.state;
+
+  function render(): void {
+    const s = session.store.status;
+    el.className = `anvia-statusbar anvia-state-${s.state}`;
+    label.textContent = session.store.seq === null ? "Connecting…" : STATE_LABELS[s.state];
+    const parts: string[] = [];
+    if (s.state === "error" && s.error) parts.push(s.error);
+    if (s.turn > 0) parts.push(`Turn ${s.turn}`);
+    if (s.input_tokens > 0 || s.output_tokens > 0) {
+      parts.push(`${s.input_tokens.toLocaleString()} in / ${s.output_tokens.toLocaleString()} out tokens`);
+    }
+    meta.textContent = parts.join(" · ");
+    stop.disabled = stopping || !stoppable(s);
+    banner.hidden = !session.disconnected;
+  }
+
+  async function doStop(): Promise<void> {
+    stopping = true;
+    error.hidden = true;
+    render();
+    const reply = await session.request({ type: "stop", reason: null });
+    if (!reply.ok) {
+      stopping = false;
+      error.textContent = reply.error ?? "Could not stop the run";
+      error.hidden = false;
+      render();
+    }
+  }
+
+  function onEvent(ev: SessionEvent): void {
+    if (ev.type === "status") {
+      const state = ev.status.state;
+      if (knownState !== null && state !== knownState) {
+        const say = ANNOUNCEMENTS[state];
+        // The same words twice in a row: a trailing no-break space makes screen readers repeat them.
+        if (say) live.textContent = live.textContent === say ? `${say}\u00a0` : say;
+      }
+      if (state !== knownState) stopping = false;
+      knownState = state;
+      render();
+    } else if (ev.type === "connection") {
+      render();
+    }
+  }
+
+  render();
+  const unsubscribe = session.subscribe(onEvent);
+  return { el, banner, live, dispose: unsubscribe };
+}

@@ -1,0 +1,93 @@
+// A tool entry: name and status in a <details> summary; arguments, captured output, result,
+// and the approval / question panel in the body. Starts expanded when an interaction is pending.
+import { h } from "../dom";
+import { schedule } from "../frame";
+import { type AppendField, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
+import type { Session } from "../session";
+import { type ApprovalPanel, approvalPanel } from "./approval";
+import { foldedPre, prettyJson } from "./fold";
+import { type QuestionPanel, questionPanel } from "./question";
+import type { EntryView } from "./entries";
+
+const pendingInteraction = (e: ToolEntry): boolean =>
+  e.approval?.status === "pending" || e.question?.status === "pending";
+
+function section(label: string, content: HTMLElement, cls: string): HTMLElement {
+  return h("div", { class: `anvia-section ${cls}` }, h("div", { class: "anvia-section-label" }, label), content);
+}
+
+export function toolView(session: Session, entry: ToolEntry): EntryView {
+  const name = h("span", { class: "anvia-tool-name" }, entry.tool_name);
+  const status = h("span", { class: "anvia-tool-status" });
+  const summary = h("summary", { class: "anvia-tool-summary" }, name, " ", status);
+  const interaction = h("div", { class: "anvia-interaction" });
+  const args = foldedPre("anvia-tool-args", "Arguments");
+  const output = foldedPre("anvia-tool-output", "Output");
+  const result = foldedPre("anvia-tool-result", "Result");
+  const argsSection = section("Arguments", args.el, "anvia-section-args");
+  const outputSection = section("Output", output.el, "anvia-section-output");
+  const resultSection = section("Result", result.el, "anvia-section-result");
+  const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection);
+  const el = h("details", { class: "anvia-entry anvia-entry-tool" }, summary, body);
+  el.open = pendingInteraction(entry);
+
+  let current = entry;
+  let approval: ApprovalPanel | null = null;
+  let approvalId: string | null = null;
+  let question: QuestionPanel | null = null;
+  let questionId: string | null = null;
+  let wasPending = el.open;
+
+  const renderArgs = (): void => args.set(prettyJson(current.arguments));
+
+  function update(e: ToolEntry): void {
+    current = e;
+    name.textContent = e.tool_name;
+    status.textContent = TOOL_STATUS_LABELS[e.status];
+    status.className = `anvia-tool-status anvia-tool-status-${e.status}`;
+    renderArgs();
+    output.set(e.output);
+    outputSection.hidden = e.output === "";
+    result.set(e.result === null ? "" : prettyJson(e.result));
+    resultSection.hidden = e.result === null;
+    resultSection.classList.toggle("anvia-result-error", e.is_error);
+
+    if (e.approval) {
+      if (!approval || approvalId !== e.approval.id) {
+        approval = approvalPanel(session, e.tool_name, e.approval);
+        approvalId = e.approval.id;
+      } else approval.update(e.approval);
+    } else approval = approvalId = null;
+    if (e.question) {
+      if (!question || questionId !== e.question.id) {
+        question = questionPanel(session, e.question);
+        questionId = e.question.id;
+      } else question.update(e.question);
+    } else question = questionId = null;
+    const panels = [approval?.el, question?.el].filter((x): x is HTMLElement => !!x);
+    if (panels.length !== interaction.childElementCount || panels.some((p, i) => interaction.children[i] !== p)) {
+      interaction.replaceChildren(...panels);
+    }
+    // The panel already shows the arguments of a pending approval, and a question shows its questions.
+    argsSection.hidden = e.question !== null || e.approval?.status === "pending";
+
+    const pending = pendingInteraction(e);
+    if (pending && !wasPending) el.open = true;
+    wasPending = pending;
+  }
+
+  update(entry);
+  return {
+    el,
+    update: (e) => update(e as ToolEntry),
+    append(field: AppendField, text: string) {
+      if (field === "output") {
+        output.append(text);
+        outputSection.hidden = current.output === "";
+      } else if (field === "arguments") {
+        schedule(args, renderArgs);
+      }
+    },
+    dispose() {},
+  };
+}

@@ -1,0 +1,3 @@
+import { sanitizeSuite } from "./sanitize-cases";
+
+sanitizeSuite("happy-dom", false);

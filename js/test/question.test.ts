@@ -1,0 +1,150 @@
+import { afterEach, describe, expect, it } from "vitest";
+import type { QuestionView } from "../src/protocol";
+import { batch, buttons, byLabel, byPlaceholder, fixture, mount, status, tick, toolEntry, type } from "./helpers";
+
+afterEach(() => document.body.replaceChildren());
+
+const question: QuestionView = {
+  id: "q_1",
+  status: "pending",
+  questions: [
+    { id: "priority", question: "What priority?", choices: [{ label: "High", value: "high" }, { label: "Low", value: "low" }] },
+    { id: "channel", question: "Which channel?", choices: [{ label: "Email", value: "email" }, { label: "Phone", value: "phone" }] },
+    { id: "note", question: "Operator note?", choices: [{ label: "None", value: "none" }] },
+  ],
+  answers: [],
+};
+
+function setup(q: QuestionView = question) {
+  const m = mount([toolEntry("t2", { tool_name: "ask_question", status: "input_required", question: q })], status("waiting"));
+  const panel = () => m.root.querySelector(".anvia-question") as HTMLElement;
+  const progress = () => panel().querySelector(".anvia-question-progress")?.textContent;
+  const text = () => panel().querySelector(".anvia-question-text")?.textContent;
+  const count = () => panel().querySelector(".anvia-question-count")?.textContent;
+  const custom = () => byPlaceholder(panel(), "Type a custom answer");
+  return { ...m, panel, progress, text, count, custom };
+}
+
+describe("question panel", () => {
+  it("shows one question at a time with its choices and a custom input after them", () => {
+    const q = setup();
+    expect(q.progress()).toBe("Question 1 of 3");
+    expect(q.text()).toBe("What priority?");
+    expect(q.count()).toBe("0/3 answered");
+    expect(buttons(q.panel()).map((b) => b.textContent)).toEqual(["High", "Low", "Back", "Next", "Submit answers"]);
+    const choices = q.panel().querySelector(".anvia-choices")!;
+    expect(choices.compareDocumentPosition(q.custom()) & Node.DOCUMENT_POSITION_FOLLOWING).toBeTruthy();
+    expect(byLabel(q.panel(), "Back").disabled).toBe(true);
+    expect(byLabel(q.panel(), "Submit answers").disabled).toBe(true);
+  });
+
+  it("records a choice and advances; Back and Next move between questions", () => {
+    const q = setup();
+    byLabel(q.panel(), "High").click();
+    expect(q.progress()).toBe("Question 2 of 3");
+    expect(q.text()).toBe("Which channel?");
+    expect(q.count()).toBe("1/3 answered");
+    byLabel(q.panel(), "Back").click();
+    expect(q.progress()).toBe("Question 1 of 3");
+    expect(byLabel(q.panel(), "High").getAttribute("aria-pressed")).toBe("true");
+    expect(byLabel(q.panel(), "Low").getAttribute("aria-pressed")).toBe("false");
+    byLabel(q.panel(), "Next").click();
+    byLabel(q.panel(), "Next").click();
+    expect(q.progress()).toBe("Question 3 of 3");
+    expect(byLabel(q.panel(), "Next").disabled).toBe(true);
+    expect(q.count()).toBe("1/3 answered");
+  });
+
+  it("enables Submit only when every question has an answer, and sends them with questionId", async () => {
+    const q = setup();
+    const submit = () => byLabel(q.panel(), "Submit answers");
+    byLabel(q.panel(), "High").click();
+    expect(submit().disabled).toBe(true);
+    byLabel(q.panel(), "Phone").click();
+    expect(submit().disabled).toBe(true);
+    expect(q.progress()).toBe("Question 3 of 3");
+    type(q.custom(), "  Customer is a VIP ");
+    expect(q.count()).toBe("3/3 answered");
+    expect(submit().disabled).toBe(false);
+    type(q.custom(), "   ");
+    expect(submit().disabled).toBe(true);
+    byLabel(q.panel(), "None").click(); // last question: records, stays
+    expect(q.progress()).toBe("Question 3 of 3");
+    expect(submit().disabled).toBe(false);
+    submit().click();
+    expect(q.model.last("question_answers")).toEqual({
+      type: "question_answers",
+      request_id: expect.any(String),
+      question_id: "q_1",
+      answers: [
+        { questionId: "priority", answer: "high", choice: "high" },
+        { questionId: "channel", answer: "phone", choice: "phone" },
+        { questionId: "note", answer: "none", choice: "none" },
+      ],
+    });
+    for (const b of buttons(q.panel())) expect(b.disabled).toBe(true);
+    expect(q.custom().disabled).toBe(true);
+  });
+
+  it("lets non-empty custom text override the choice", () => {
+    const q = setup();
+    byLabel(q.panel(), "High").click();
+    byLabel(q.panel(), "Back").click();
+    type(q.custom(), "Urgent, but not critical");
+    byLabel(q.panel(), "Next").click();
+    expect(q.custom().value).toBe(""); // each question keeps its own custom text
+    byLabel(q.panel(), "Email").click();
+    type(q.custom(), "note text");
+    byLabel(q.panel(), "Back").click();
+    byLabel(q.panel(), "Back").click();
+    expect(q.custom().value).toBe("Urgent, but not critical");
+    byLabel(q.panel(), "Next").click();
+    byLabel(q.panel(), "Next").click();
+    byLabel(q.panel(), "Submit answers").click();
+    expect(q.model.last("question_answers").answers).toEqual([
+      { questionId: "priority", answer: "Urgent, but not critical", custom: true },
+      { questionId: "channel", answer: "email", choice: "email" },
+      { questionId: "note", answer: "note text", custom: true },
+    ]);
+  });
+
+  it("re-enables the form with an error when the answers are refused", async () => {
+    const q = setup({ ...question, questions: [question.questions[0]!] });
+    expect(q.progress()).toBe("Question 1 of 1");
+    byLabel(q.panel(), "Low").click();
+    byLabel(q.panel(), "Submit answers").click();
+    q.model.reply("question_answers", false, "Question q_1 is already answered");
+    await tick();
+    expect(byLabel(q.panel(), "Submit answers").disabled).toBe(false);
+    expect(byLabel(q.panel(), "Low").disabled).toBe(false);
+    expect(q.panel().querySelector(".anvia-error-text")?.textContent).toContain("already answered");
+  });
+
+  it("shows the answers once answered, and the cancelled and timed-out states", () => {
+    const outcomes = fixture("batch_patch_question_outcomes.json") as { ops: { changes: { question: QuestionView } }[] }[];
+    const q = setup();
+    const seen: string[] = [];
+    for (const msg of outcomes) {
+      batch(q.model, ...msg.ops);
+      seen.push(q.panel().querySelector(".anvia-question-state")?.textContent ?? "");
+      expect(buttons(q.panel())).toHaveLength(0);
+      if (seen.length === 1) {
+        const text = q.panel().textContent ?? "";
+        expect(text).toContain("What priority should this escalation have?");
+        expect(text).toContain("high");
+        expect(text).toContain("Customer is a VIP (custom answer)");
+      }
+    }
+    expect(seen).toEqual(["Answered", "Cancelled", "Timed out"]);
+    expect(q.root.querySelector(".anvia-tool-status")?.textContent).toBe("Timed out");
+  });
+
+  it("Enter in the custom input moves on, but not while composing", () => {
+    const q = setup();
+    type(q.custom(), "P1");
+    q.custom().dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", isComposing: true, bubbles: true }));
+    expect(q.progress()).toBe("Question 1 of 3");
+    q.custom().dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    expect(q.progress()).toBe("Question 2 of 3");
+  });
+});

@@ -1,0 +1,299 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { TOOL_STATUS_LABELS, TOOL_STATUSES, type Entry } from "../src/protocol";
+import { FOLD_CHARS } from "../src/views/fold";
+import { batch, byLabel, flushFrames, fixture, mount, snapshot, status, tick, toolEntry } from "./helpers";
+
+afterEach(() => {
+  document.body.replaceChildren();
+  vi.restoreAllMocks();
+});
+
+const entries = (root: HTMLElement) => [...root.querySelectorAll<HTMLElement>(".anvia-transcript > .anvia-entry")];
+
+describe("root", () => {
+  it("is an anvia-root with shortcut suppression and a separate polite live region", () => {
+    const { root } = mount();
+    expect(root.classList.contains("anvia-root")).toBe(true);
+    expect(root.hasAttribute("data-lm-suppress-shortcuts")).toBe(true);
+    const live = root.querySelectorAll("[aria-live]");
+    expect(live).toHaveLength(1);
+    expect(live[0]!.getAttribute("aria-live")).toBe("polite");
+    expect(live[0]!.classList.contains("anvia-visually-hidden")).toBe(true);
+    const transcript = root.querySelector(".anvia-transcript")!;
+    expect(transcript.hasAttribute("aria-live")).toBe(false);
+    expect(transcript.getAttribute("role")).not.toBe("log");
+  });
+
+  it("shows the title trait as text and follows its changes", () => {
+    const { model, root } = mount([], status(), { title: "<b>Support</b>" });
+    const title = root.querySelector(".anvia-title") as HTMLElement;
+    expect(title.textContent).toBe("<b>Support</b>");
+    expect(title.querySelector("b")).toBeNull();
+    model.set("title", "");
+    expect(title.hidden).toBe(true);
+    model.set("title", "Refunds");
+    expect(title.hidden).toBe(false);
+    expect(title.textContent).toBe("Refunds");
+  });
+
+  it("renders nothing from model text as data-* attributes", () => {
+    const { root } = mount(fixture("snapshot_all_entry_kinds.json").flatMap((m) => (m as { transcript: { entries: Entry[] } }).transcript.entries));
+    const withData = [...root.querySelectorAll("*")].filter((el) => [...el.attributes].some((a) => a.name.startsWith("data-")));
+    expect(withData).toEqual([]);
+  });
+});
+
+describe("entries", () => {
+  it("renders every entry kind of the fixture snapshot", () => {
+    const msg = fixture("snapshot_all_entry_kinds.json")[0] as { transcript: { entries: Entry[]; status: never } };
+    const { root } = mount(msg.transcript.entries, msg.transcript.status);
+    const kinds = entries(root).map((e) => [...e.classList].find((c) => c.startsWith("anvia-entry-")));
+    expect(kinds).toEqual(msg.transcript.entries.map((e) => `anvia-entry-${e.kind}`));
+    expect(root.querySelector(".anvia-entry-user strong")?.textContent).toBe("A-1001");
+    const reasoning = root.querySelector(".anvia-entry-reasoning") as HTMLDetailsElement;
+    expect(reasoning.tagName).toBe("DETAILS");
+    expect(reasoning.open).toBe(false);
+    expect(reasoning.textContent).toContain("I should call issue_refund");
+    expect(root.querySelector(".anvia-entry-error")?.textContent).toContain("MaxTurnsError");
+    expect(root.querySelector(".anvia-entry-notice")?.textContent).toBe("Run cancelled: stopped by the operator");
+  });
+
+  it("shows each tool status label", () => {
+    const list = TOOL_STATUSES.map((s, i) => toolEntry(`t${i}`, { status: s }));
+    const { root } = mount(list);
+    const labels = [...root.querySelectorAll(".anvia-tool-status")].map((e) => e.textContent);
+    expect(labels).toEqual(["Running", "Approval required", "Input required", "Approved", "Rejected", "Cancelled", "Timed out", "Done", "Error", "Skipped"]);
+    expect(labels).toEqual(TOOL_STATUSES.map((s) => TOOL_STATUS_LABELS[s]));
+  });
+
+  it("pretty-prints JSON arguments and results, keeps other text as is, and shows output in a pre", () => {
+    const { root } = mount([
+      toolEntry("t1", { arguments: '{"a":1,"b":[1,2]}', result: '{"ok":true}', output: "printed\n", status: "done" }),
+      toolEntry("t2", { arguments: "{not json", result: "plain text", status: "error", is_error: true }),
+    ]);
+    const [t1, t2] = entries(root);
+    expect(t1!.querySelector(".anvia-tool-args")?.textContent).toBe('{\n  "a": 1,\n  "b": [\n    1,\n    2\n  ]\n}');
+    expect(t1!.querySelector(".anvia-tool-result")?.textContent).toBe('{\n  "ok": true\n}');
+    const out = t1!.querySelector(".anvia-tool-output") as HTMLElement;
+    expect(out.tagName).toBe("PRE");
+    expect(out.textContent).toBe("printed\n");
+    expect(t2!.querySelector(".anvia-tool-args")?.textContent).toBe("{not json");
+    expect(t2!.querySelector(".anvia-section-result")?.classList.contains("anvia-result-error")).toBe(true);
+    expect((t2!.querySelector(".anvia-section-output") as HTMLElement).hidden).toBe(true);
+  });
+
+  it("folds long values behind Show more", () => {
+    const long = "x".repeat(FOLD_CHARS + 500);
+    const { root } = mount([toolEntry("t1", { result: long, status: "done" })]);
+    const pre = root.querySelector(".anvia-tool-result") as HTMLElement;
+    expect(pre.textContent!.length).toBeLessThan(long.length);
+    const more = byLabel(root, "Show more");
+    more.click();
+    expect(pre.textContent).toBe(long);
+    byLabel(root, "Show less").click();
+    expect(pre.textContent!.length).toBeLessThan(long.length);
+  });
+
+  it("starts tool entries collapsed, and expanded when an interaction is pending", () => {
+    const msg = fixture("snapshot_all_entry_kinds.json")[0] as { transcript: { entries: Entry[] } };
+    const { root } = mount(msg.transcript.entries);
+    const open = Object.fromEntries(
+      [...root.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")].map((d) => [d.querySelector(".anvia-tool-name")!.textContent, d.open]),
+    );
+    expect(open).toEqual({ lookup_order: false, issue_refund: true, ask_question: true, send_email: false, cancel_order: false });
+  });
+
+  it("opens an entry when an interaction becomes pending", () => {
+    const { model, root } = mount([toolEntry("t1")]);
+    const det = root.querySelector(".anvia-entry-tool") as HTMLDetailsElement;
+    expect(det.open).toBe(false);
+    const approval = { id: "ap", status: "pending", reason: null, args: {}, decided_by: null, decided_at: null, decision_reason: null, edited_args: null };
+    batch(model, { op: "patch", id: "t1", changes: { status: "approval_required", approval } });
+    expect(det.open).toBe(true);
+    expect(det.querySelector(".anvia-tool-status")?.textContent).toBe("Approval required");
+  });
+});
+
+describe("incremental updates", () => {
+  it("appends without rebuilding, and renders markdown at most once per frame", () => {
+    const { model, root } = mount([
+      { kind: "user", id: "u1", text: "hi" },
+      { kind: "assistant", id: "a1", turn: 1, text: "" },
+      { kind: "reasoning", id: "r1", turn: 1, text: "hm" },
+      toolEntry("t1"),
+    ]);
+    const before = entries(root);
+    const md = root.querySelector(".anvia-entry-assistant .anvia-md") as HTMLElement;
+    const spy = vi.spyOn(md, "replaceChildren");
+    batch(model, { op: "append", id: "a1", field: "text", text: "Hello " });
+    batch(model, { op: "append", id: "a1", field: "text", text: "**world**" });
+    batch(model, { op: "append", id: "r1", field: "text", text: "m..." }, { op: "append", id: "t1", field: "output", text: "out\n" });
+    expect(spy).not.toHaveBeenCalled(); // not yet: waits for the frame
+    expect(root.querySelector(".anvia-entry-reasoning")?.textContent).toContain("hmm...");
+    expect(root.querySelector(".anvia-tool-output")?.textContent).toBe("out\n");
+    flushFrames();
+    expect(spy).toHaveBeenCalledTimes(1);
+    expect(md.querySelector("strong")?.textContent).toBe("world");
+    expect(entries(root)).toEqual(before); // same element objects: nothing was rebuilt
+    expect(before.every((e) => e.isConnected)).toBe(true);
+  });
+
+  it("streams tool arguments", () => {
+    const { model, root } = mount([toolEntry("t1", { arguments: "" })]);
+    batch(model, { op: "append", id: "t1", field: "arguments", text: '{"a":' });
+    flushFrames();
+    expect(root.querySelector(".anvia-tool-args")?.textContent).toBe('{"a":');
+    batch(model, { op: "append", id: "t1", field: "arguments", text: "1}" });
+    flushFrames();
+    expect(root.querySelector(".anvia-tool-args")?.textContent).toBe('{\n  "a": 1\n}');
+  });
+
+  it("keeps the views of unchanged entries across a resync snapshot", () => {
+    const { model, root } = mount([{ kind: "user", id: "u1", text: "one" }, { kind: "user", id: "u2", text: "two" }]);
+    const [u1] = entries(root);
+    model.kernel({ type: "batch", seq: 5, ops: [] }); // gap -> sync
+    model.kernel(snapshot([{ kind: "user", id: "u1", text: "one" }, { kind: "assistant", id: "a1", turn: 1, text: "new" }], status(), 5));
+    const after = entries(root);
+    expect(after).toHaveLength(2);
+    expect(after[0]).toBe(u1);
+    expect(after[1]!.classList.contains("anvia-entry-assistant")).toBe(true);
+  });
+
+  it("clears the transcript on reset", () => {
+    const { model, root } = mount([{ kind: "user", id: "u1", text: "one" }]);
+    batch(model, { op: "reset" });
+    expect(entries(root)).toHaveLength(0);
+  });
+
+  it("updates every view of the same model", () => {
+    const m = mount([{ kind: "user", id: "u1", text: "one" }]);
+    const second = m.another();
+    batch(m.model, { op: "add", entry: { kind: "notice", id: "n1", text: "hello" } });
+    for (const el of [m.el, second]) {
+      expect(el.querySelectorAll(".anvia-entry")).toHaveLength(2);
+      expect(el.querySelector(".anvia-entry-notice")?.textContent).toBe("hello");
+    }
+    expect(m.model.ofType("sync")).toHaveLength(1); // one session per model
+    m.cleanup();
+    expect(m.model.listenerCount("msg:custom")).toBe(0);
+  });
+
+  it("renders state that arrives before a view exists and after it", () => {
+    const m = mount([], status("idle"));
+    batch(m.model, { op: "add", entry: { kind: "user", id: "u1", text: "early" } });
+    const late = m.another();
+    expect(late.querySelector(".anvia-entry-user")?.textContent).toContain("early");
+  });
+});
+
+describe("status line", () => {
+  const label = (root: HTMLElement) => root.querySelector(".anvia-status-label")?.textContent;
+
+  it("shows state, turn and tokens; Stop only while running or waiting", () => {
+    const { model, root } = mount([], status("running", { turn: 2, input_tokens: 1200, output_tokens: 34 }));
+    expect(label(root)).toBe("Running");
+    expect(root.querySelector(".anvia-status-meta")?.textContent).toContain("Turn 2");
+    expect(root.querySelector(".anvia-status-meta")?.textContent).toMatch(/1,?200 in \/ 34 out tokens/);
+    const stop = byLabel(root, "Stop");
+    expect(stop.disabled).toBe(false);
+    const expected: Record<string, [string, boolean]> = {
+      waiting: ["Waiting for you", false],
+      success: ["Done", true],
+      error: ["Error", true],
+      cancelled: ["Cancelled", true],
+      idle: ["Ready", true],
+    };
+    for (const [state, [text, disabled]] of Object.entries(expected)) {
+      batch(model, { op: "status", status: status(state as never, { error: state === "error" ? "boom" : null }) });
+      expect(label(root)).toBe(text);
+      expect(stop.disabled).toBe(disabled);
+    }
+  });
+
+  it("says Connecting until the first snapshot", async () => {
+    const { FakeModel } = await import("./helpers");
+    const widget = (await import("../src/widget")).default;
+    const model = new FakeModel();
+    widget.initialize({ model });
+    const el = document.createElement("div");
+    widget.render({ model, el });
+    expect(label(el)).toBe("Connecting…");
+    expect(byLabel(el, "Stop").disabled).toBe(true);
+  });
+
+  it("sends stop, disables the button, and re-enables it when refused", async () => {
+    const { model, root } = mount([], status("running"));
+    const stop = byLabel(root, "Stop");
+    stop.click();
+    expect(model.last("stop")).toMatchObject({ type: "stop", reason: null });
+    expect(stop.disabled).toBe(true);
+    model.reply("stop", false, "No run to stop");
+    await tick();
+    expect(stop.disabled).toBe(false);
+    expect(root.querySelector(".anvia-statusbar .anvia-error-text")?.textContent).toBe("No run to stop");
+  });
+
+  it("announces only run-level changes in the live region", () => {
+    const { model, root } = mount([], status("idle"));
+    const live = root.querySelector("[aria-live]")!;
+    expect(live.textContent).toBe("");
+    const said: string[] = [];
+    for (const state of ["running", "waiting", "running", "success", "running", "cancelled", "running", "error"] as const) {
+      batch(model, { op: "status", status: status(state) });
+      said.push(live.textContent ?? "");
+    }
+    expect(said).toEqual(["Agent started", "Waiting for you", "Agent started", "Finished", "Agent started", "Stopped", "Agent started", "Failed"]);
+    batch(model, { op: "add", entry: { kind: "assistant", id: "a", turn: 1, text: "token" } });
+    expect(live.textContent).toBe("Failed");
+    batch(model, { op: "status", status: status("idle") });
+    batch(model, { op: "status", status: status("error") });
+    expect(live.textContent).toBe("Failed\u00a0"); // changed, so it is read again
+    expect(live.textContent?.trim()).toBe("Failed");
+  });
+
+  it("shows Kernel disconnected when sending fails", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const { model, root } = mount([], status("running"));
+    const banner = root.querySelector(".anvia-disconnected") as HTMLElement;
+    expect(banner.hidden).toBe(true);
+    model.failSend = true;
+    byLabel(root, "Stop").click();
+    await tick();
+    expect(banner.hidden).toBe(false);
+    expect(banner.textContent).toBe("Kernel disconnected");
+    expect(byLabel(root, "Stop").disabled).toBe(false);
+  });
+});
+
+describe("scrolling", () => {
+  function fakeLayout(list: HTMLElement, sizes: { scrollHeight: number; clientHeight: number }) {
+    Object.defineProperty(list, "scrollHeight", { configurable: true, get: () => sizes.scrollHeight });
+    Object.defineProperty(list, "clientHeight", { configurable: true, get: () => sizes.clientHeight });
+  }
+
+  it("stays pinned to the bottom, and offers Jump to latest when scrolled away", () => {
+    const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
+    const list = root.querySelector(".anvia-transcript") as HTMLElement;
+    const sizes = { scrollHeight: 1000, clientHeight: 200 };
+    fakeLayout(list, sizes);
+    const jump = root.querySelector(".anvia-jump") as HTMLButtonElement;
+    expect(jump.textContent).toBe("Jump to latest");
+    expect(jump.hidden).toBe(true);
+    batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(1000);
+    expect(jump.hidden).toBe(true);
+
+    list.scrollTop = 100; // the user scrolls up
+    list.dispatchEvent(new Event("scroll"));
+    sizes.scrollHeight = 1200;
+    batch(model, { op: "add", entry: { kind: "notice", id: "n2", text: "even more" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(100);
+    expect(jump.hidden).toBe(false);
+
+    byLabel(root, "Jump to latest").click();
+    expect(list.scrollTop).toBe(1200);
+    expect(jump.hidden).toBe(true);
+  });
+});

@@ -1,0 +1,143 @@
+// Sanitising cases, run under happy-dom (markdown.test.ts) and jsdom (markdown.jsdom.test.ts).
+import { afterEach, describe, expect, it } from "vitest";
+import { renderMarkdown } from "../src/views/markdown";
+import { batch, flushFrames, mount, toolEntry } from "./helpers";
+
+const render = (text: string): HTMLElement => {
+  const div = document.createElement("div");
+  div.appendChild(renderMarkdown(text));
+  return div;
+};
+
+/** Nothing in `el` can run code or talk to JupyterLab. */
+function expectInert(el: HTMLElement): void {
+  expect(el.querySelector("script, iframe, object, embed, style, form, button, input, svg, math, base, meta, link")).toBeNull();
+  for (const node of el.querySelectorAll("*")) {
+    for (const attr of node.attributes) {
+      expect(attr.name.startsWith("on"), `${node.tagName} ${attr.name}`).toBe(false);
+      expect(attr.name.startsWith("data-"), `${node.tagName} ${attr.name}`).toBe(false);
+      expect(["style", "id", "class", "name"]).not.toContain(attr.name);
+      if (["href", "src", "action", "formaction", "xlink:href"].includes(attr.name)) {
+        expect(attr.value).toMatch(/^(https?:|mailto:)/i);
+      }
+    }
+  }
+}
+
+afterEach(() => {
+  document.body.replaceChildren();
+});
+
+/**
+ * `faithful`: whether DOMPurify works fully in this DOM. Under happy-dom it does not (its
+ * clobbering check rejects happy-dom's parsed nodes and it stops early), so there only the
+ * guarantees that do not depend on DOMPurify are checked: our own allowlist pass still makes
+ * the output inert. jsdom, which DOMPurify is tested against, checks everything.
+ */
+export function sanitizeSuite(env: string, faithful: boolean): void {
+const itFaithful = faithful ? it : it.skip;
+describe(`markdown sanitising (${env})`, () => {
+  itFaithful("renders ordinary markdown", () => {
+    const el = render("# Title\n\nSome **bold** and `code`.\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | 2 |");
+    expect(el.querySelector("h1")?.textContent).toBe("Title");
+    expect(el.querySelector("strong")?.textContent).toBe("bold");
+    expect(el.querySelectorAll("li")).toHaveLength(2);
+    expect(el.querySelector("td")?.textContent).toBe("1");
+  });
+
+  it("neutralises an img onerror", () => {
+    const el = render("hello <img src=x onerror=alert(1)>");
+    expectInert(el);
+    expect(el.innerHTML).not.toContain("onerror");
+  });
+
+  it("drops scripts", () => {
+    const el = render("<script>alert(1)</script>\n\ntext <script src='https://evil.example/x.js'></script>");
+    expectInert(el);
+    if (faithful) expect(el.textContent).not.toContain("alert(1)");
+  });
+
+  it("removes javascript: and other unsafe links", () => {
+    const el = render(
+      "[a](javascript:alert(1)) <a href='JaVaScRiPt:alert(2)'>b</a> <a href='jav&#x61;script:alert(3)'>c</a> " +
+        "[d](data:text/html,<script>alert(4)</script>) [e](vbscript:x) [f](/lab/tree/secret.ipynb) [g](#anchor)",
+    );
+    expectInert(el);
+    const links = [...el.querySelectorAll("a")];
+    expect(links.length).toBeGreaterThan(0);
+    for (const a of links) expect(a.hasAttribute("href")).toBe(false);
+  });
+
+  it("strips every data-* attribute, including JupyterLab commandlinker ones", () => {
+    const el = render(
+      '<div data-commandlinker-command="terminal:create-new" data-commandlinker-args="{}">click</div>\n\n' +
+        '<a href="https://example.com" data-commandlinker-command="apputils:run-all">x</a>\n\n' +
+        '<span data-foo="1" data-jp-theme-name="evil">y</span>\n\n' +
+        '<button data-commandlinker-command="notebook:run-cell">z</button>',
+    );
+    expectInert(el);
+    expect(el.innerHTML).not.toContain("commandlinker");
+    expect(el.textContent).toContain("click");
+  });
+
+  it("drops svg, forms, iframes, styles and event handlers", () => {
+    const el = render(
+      '<svg onload="alert(1)"><circle r="5"/></svg><iframe srcdoc="<script>alert(1)</script>"></iframe>' +
+        '<form action="https://x"><input name="p"></form><style>body{display:none}</style>' +
+        '<p style="position:fixed" onclick="alert(1)" id="x" class="jp-Dialog">p</p><math><mi>x</mi></math>',
+    );
+    expectInert(el);
+  });
+
+  it("makes safe links open in a new tab without an opener", () => {
+    const el = render("[site](https://example.com/a?b=1) and [mail](mailto:a@example.com) and <http://plain.example>");
+    const links = [...el.querySelectorAll("a")];
+    expect(links.map((a) => a.getAttribute("href"))).toEqual([
+      "https://example.com/a?b=1",
+      "mailto:a@example.com",
+      "http://plain.example",
+    ]);
+    for (const a of links) {
+      expect(a.getAttribute("target")).toBe("_blank");
+      expect(a.getAttribute("rel")).toBe("noopener noreferrer");
+    }
+  });
+
+  it("keeps only http(s) image sources", () => {
+    const el = render("![a](https://example.com/a.png) ![b](javascript:alert(1)) ![c](data:image/png;base64,AAAA) ![d](/files/x.png)");
+    const srcs = [...el.querySelectorAll("img")].map((i) => i.getAttribute("src"));
+    expect(srcs).toEqual(["https://example.com/a.png", null, null, null]);
+    expectInert(el);
+  });
+
+  it("keeps model text inert in the transcript", () => {
+    const m = mount([
+      { kind: "assistant", id: "a1", turn: 1, text: "<img src=x onerror=alert(1)> [x](javascript:alert(1))" },
+      { kind: "user", id: "u1", text: '<div data-commandlinker-command="x">hi</div><script>alert(1)</script>' },
+    ]);
+    batch(m.model, { op: "append", id: "a1", field: "text", text: " <b onmouseover=alert(1)>more</b>" });
+    flushFrames();
+    for (const md of m.root.querySelectorAll<HTMLElement>(".anvia-md")) expectInert(md);
+    if (faithful) expect(m.root.querySelector(".anvia-entry-assistant b")?.textContent).toBe("more");
+    m.cleanup();
+  });
+
+  it("puts tool arguments, results and output in as text", () => {
+    const evil = "<img src=x onerror=alert(1)><script>alert(2)</script>";
+    const m = mount([
+      toolEntry("t1", {
+        arguments: JSON.stringify({ html: evil }),
+        result: evil,
+        output: evil,
+        status: "done",
+      }),
+    ]);
+    const tool = m.root.querySelector(".anvia-entry-tool") as HTMLElement;
+    expect(tool.querySelector("img, script")).toBeNull();
+    expect(tool.querySelector(".anvia-tool-result")?.textContent).toBe(evil);
+    expect(tool.querySelector(".anvia-tool-output")?.textContent).toBe(evil);
+    expect(tool.querySelector(".anvia-tool-args")?.textContent).toContain("<img src=x onerror=alert(1)>");
+    m.cleanup();
+  });
+});
+}

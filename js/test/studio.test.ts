@@ -1,0 +1,137 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { batch, buttons, byLabel, byPlaceholder, fixture, mount, status, tick, type } from "./helpers";
+
+afterEach(() => document.body.replaceChildren());
+
+const studioMsg = fixture("studio.json")[0] as Record<string, unknown>;
+
+function setup(extra: Record<string, unknown> = {}) {
+  const m = mount([], status("idle", { turn: 0 }), { mode: "studio" });
+  m.model.kernel({ ...studioMsg, ...extra });
+  const box = () => byPlaceholder<HTMLTextAreaElement>(m.root, "Message the agent");
+  const select = () => m.root.querySelector("select") as HTMLSelectElement;
+  const prompts = () => m.root.querySelector(".anvia-quick-prompts") as HTMLElement;
+  const enter = (init: KeyboardEventInit = {}) => {
+    const ev = new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true, ...init });
+    box().dispatchEvent(ev);
+    return ev;
+  };
+  return { ...m, box, select, prompts, enter };
+}
+
+describe("studio", () => {
+  it("shows the transcript view unless the mode trait is studio", () => {
+    const plain = mount();
+    expect(plain.root.querySelector("select")).toBeNull();
+    expect(plain.root.querySelector('[placeholder="Message the agent"]')).toBeNull();
+    const s = setup();
+    expect(s.root.classList.contains("anvia-studio")).toBe(true);
+    expect(s.root.querySelector(".anvia-transcript")).not.toBeNull();
+    expect(buttons(s.root).map((b) => b.textContent)).toEqual([
+      "New session",
+      "Escalate ticket 42",
+      "Summarise open tickets",
+      "Send",
+      "Stop",
+    ]);
+  });
+
+  it("has an agent picker with the kernel's selection", () => {
+    const s = setup();
+    expect([...s.select().options].map((o) => [o.value, o.textContent])).toEqual([
+      ["support-escalation", "Support escalation"],
+      ["refunds", "Refunds"],
+    ]);
+    expect(s.select().value).toBe("support-escalation");
+  });
+
+  it("sends a quick prompt when clicked, and hides them once the transcript has entries", async () => {
+    const s = setup();
+    expect(s.prompts().hidden).toBe(false);
+    byLabel(s.root, "Escalate ticket 42").click();
+    expect(s.model.last("studio_send")).toEqual({
+      type: "studio_send",
+      request_id: expect.any(String),
+      agent_id: "support-escalation",
+      text: "Escalate ticket 42",
+    });
+    s.model.reply("studio_send");
+    await tick();
+    batch(s.model, { op: "add", entry: { kind: "user", id: "u1", text: "Escalate ticket 42" } });
+    expect(s.prompts().hidden).toBe(true);
+    batch(s.model, { op: "reset" });
+    expect(s.prompts().hidden).toBe(false);
+  });
+
+  it("uses the picked agent and its quick prompts", () => {
+    const s = setup();
+    s.select().value = "refunds";
+    s.select().dispatchEvent(new Event("change"));
+    expect(s.prompts().hidden).toBe(true); // "refunds" has no quick prompts
+    type(s.box(), "hello");
+    byLabel(s.root, "Send").click();
+    expect(s.model.last("studio_send")).toMatchObject({ agent_id: "refunds", text: "hello" });
+  });
+
+  it("sends on Enter, inserts a newline on Shift+Enter, and ignores Enter while composing", async () => {
+    const s = setup();
+    type(s.box(), "first line");
+    const shift = s.enter({ shiftKey: true });
+    expect(shift.defaultPrevented).toBe(false);
+    expect(s.model.ofType("studio_send")).toHaveLength(0);
+    const composing = s.enter({ isComposing: true });
+    expect(composing.defaultPrevented).toBe(false);
+    const ime = s.enter({ keyCode: 229 });
+    expect(ime.defaultPrevented).toBe(false);
+    expect(s.model.ofType("studio_send")).toHaveLength(0);
+    const plain = s.enter();
+    expect(plain.defaultPrevented).toBe(true);
+    expect(s.model.ofType("studio_send")).toHaveLength(1);
+    expect(s.model.last("studio_send").text).toBe("first line");
+    expect(s.box().value).toBe("");
+  });
+
+  it("does not send empty text, and disables Send while empty or busy", async () => {
+    const s = setup();
+    const send = () => byLabel(s.root, "Send");
+    expect(send().disabled).toBe(true);
+    s.enter();
+    expect(s.model.ofType("studio_send")).toHaveLength(0);
+    type(s.box(), "hi");
+    expect(send().disabled).toBe(false);
+    batch(s.model, { op: "status", status: status("running") });
+    expect(send().disabled).toBe(true);
+    s.enter();
+    expect(s.model.ofType("studio_send")).toHaveLength(0);
+    expect(s.box().value).toBe("hi");
+    batch(s.model, { op: "status", status: status("success") });
+    s.model.kernel({ ...studioMsg, busy: true });
+    expect(send().disabled).toBe(true);
+  });
+
+  it("restores the text and shows the error when sending is refused", async () => {
+    const s = setup();
+    type(s.box(), "hello");
+    byLabel(s.root, "Send").click();
+    expect(s.box().value).toBe("");
+    s.model.reply("studio_send", false, "A run is already in progress");
+    await tick();
+    expect(s.box().value).toBe("hello");
+    expect(s.root.querySelector(".anvia-composer .anvia-error-text")?.textContent).toBe("A run is already in progress");
+  });
+
+  it("starts a new session", () => {
+    const s = setup();
+    byLabel(s.root, "New session").click();
+    expect(s.model.last("studio_new_session")).toEqual({ type: "studio_new_session", request_id: expect.any(String) });
+  });
+
+  it("has a single Stop, enabled while a run is going", () => {
+    const s = setup();
+    expect(byLabel(s.root, "Stop").disabled).toBe(true);
+    batch(s.model, { op: "status", status: status("waiting") });
+    expect(byLabel(s.root, "Stop").disabled).toBe(false);
+    byLabel(s.root, "Stop").click();
+    expect(s.model.last("stop")).toMatchObject({ reason: null });
+  });
+});
