@@ -163,17 +163,14 @@ def main() -> None:
     args = parser.parse_args()
 
     results: dict[str, Any] = {}
-    print(
-        f"Run loop overhead: {TURNS} turns, one tool call per turn, fake model, {args.runs} runs each\n"
-    )
+    print(f"Run loop overhead: {TURNS} turns, one tool call per turn, fake model,", end=" ")
+    print(f"{args.runs} runs each\n")
     print(f"{'tool kind':<12} {'anvia_notebook':>16} {'pydantic-ai':>14} {'ratio':>8}")
     for label, async_tool in (("async tool", True), ("sync tool", False)):
         figures = asyncio.run(compare(args.runs, async_tool))
         results[label] = figures
-        print(
-            f"{label:<12} {figures['anvia_us_per_turn']:>12.1f} µs {figures['pydantic_ai_us_per_turn']:>11.1f} µs"
-            f" {figures['ratio']:>7.1f}x"
-        )
+        ours, theirs = figures["anvia_us_per_turn"], figures["pydantic_ai_us_per_turn"]
+        print(f"{label:<12} {ours:>12.1f} µs {theirs:>11.1f} µs {figures['ratio']:>7.1f}x")
     print("\nImport time (fresh interpreter, median of 5):")
     results["import_ms"] = {}
     for module in ("anvia_notebook", "pydantic_ai", "openai"):
@@ -184,16 +181,15 @@ def main() -> None:
         [
             sys.executable,
             "-c",
-            "import sys, anvia_notebook; print([m for m in ('openai','anthropic','IPython','ipykernel') if m in sys.modules])",
+            "import sys, anvia_notebook; print([m for m in "
+            "('openai', 'anthropic', 'IPython', 'ipykernel') if m in sys.modules])",
         ],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
     results["heavy_modules_loaded_by_import"] = loaded
-    print(
-        f"  modules loaded by `import anvia_notebook` among openai/anthropic/IPython/ipykernel: {loaded}"
-    )
+    print(f"  openai/anthropic/IPython/ipykernel loaded by `import anvia_notebook`: {loaded}")
     print("  slowest imports under `python -X importtime -c 'import anvia_notebook'` (cumulative):")
     for name, us in importtime_top("anvia_notebook"):
         print(f"    {name:<40} {us / 1000:7.1f} ms")

@@ -27,7 +27,7 @@ class DemoContext:
     tool_results: list[ToolResultPart]
 
     def result(self, tool_name: str) -> Any:
-        """The latest result of ``tool_name`` in this exchange, decoded from JSON when it is JSON."""
+        """The latest result of ``tool_name`` in this exchange (decoded when it is JSON)."""
         for part in reversed(self.tool_results):
             if part.tool_name == tool_name:
                 try:
