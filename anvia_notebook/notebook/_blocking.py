@@ -15,9 +15,10 @@ Strategies, chosen by feature detection (``describe_kernel``):
     comms already on ``kernel.msg_queue``, hand the rest back through ``schedule_dispatch``.
 ``ipykernel7-pump``
     ipykernel 7: the shell channel thread forwards each message to the main thread, or to a
-    subshell's thread, over an inproc socket; read the calling thread's one. A comm whose last
-    message out was sent from a subshell is routed to that subshell's thread and handled there
-    (JupyterLab >= 4.4 sends widget messages over subshells): handlers must be thread-agnostic.
+    subshell's thread, over an inproc socket; read the calling thread's one. A comm message
+    for a subshell (7.0-7.3: by its ``subshell_id`` header, which JupyterLab 4.6 sets for widget
+    messages; 7.4: the subshell whose thread last sent on that comm) is handled on that thread,
+    which is not blocked: widget handlers must be thread-agnostic.
 ``other-thread``
     the caller is not a thread that reads shell messages (a worker thread): plain wait.
 ``no-kernel``
@@ -27,9 +28,10 @@ Strategies, chosen by feature detection (``describe_kernel``):
     recommends ``request.show()`` (or ``await request.send()`` where the kernel supports it).
 
 In every strategy Kernel > Interrupt (SIGINT, a ``KeyboardInterrupt`` in the main thread) ends the
-wait with ``KeyboardInterrupt`` within about ``poll_interval``; while the pump runs, the interrupt
-is held back from the pump's own bookkeeping (so no queued message is lost) and raised at the next
-check. The run itself is not cancelled here: that is the caller's job.
+wait with ``KeyboardInterrupt``: at once when the signal wakes the main thread, else within
+``poll_interval``. While the pump runs, the interrupt is held back from the pump's bookkeeping (so
+no queued message is lost) and raised at the next check. Interrupt reaches only the main thread:
+a wait on a subshell's thread ends when its future does. Cancelling the run is the caller's job.
 """
 
 from __future__ import annotations
@@ -260,6 +262,12 @@ class _PumpedWait:
         # Unexpected internals or a closing kernel: keep waiting without the pump (close()
         # still hands back what it holds), and stop polling its socket, or poll() would spin.
         _log.exception("anvia_notebook: %s widget messages failed; waiting without them", doing)
+        warnings.warn(
+            f"anvia_notebook: {doing} the widget's messages failed (see the kernel log); the"
+            " widget's buttons will not respond until the cell ends",
+            KernelWaitWarning,
+            stacklevel=2,
+        )
         self._pump_failed = True
         with suppress(Exception):
             self._poller.unregister(self._pump.socket)

@@ -9,13 +9,15 @@ order, when the wait ends, as if it had just arrived.
 
 Where the messages are (found by feature detection, see ``find_target``):
 
-- ipykernel 6 (6.x up to 6.29, Colab's 6.17.1): the shell ROUTER socket is read on the main
-  thread by ``kernel.shell_stream`` (a ``ZMQStream``), whose callback puts each message on
-  ``kernel.msg_queue``; one coroutine takes them off one at a time, and it is busy with our cell.
-- ipykernel 7: a "shell channel" thread reads the socket and forwards each message, by its
-  ``subshell_id`` (or for a comm, the subshell that last published on it), over an inproc PAIR
-  socket to the main thread or to a subshell thread; the receiving end is a ``ZMQStream`` on
-  that thread's loop. Messages routed to another thread are handled there without us.
+- ipykernel 6 (checked: 6.17.1, Colab's pin, and 6.29.5): the shell ROUTER socket is read on
+  the main thread by ``kernel.shell_stream`` (a ``ZMQStream``), whose callback puts each message
+  on ``kernel.msg_queue``; one coroutine takes them off one at a time, and it is busy with our
+  cell.
+- ipykernel 7 (checked: 7.0.1, 7.3.0, 7.4.0): a "shell channel" thread reads the socket and
+  forwards each message by its ``subshell_id`` (7.4: a comm's, to the thread that last sent on
+  that comm) over an inproc PAIR socket to the main thread or to a subshell's thread; the
+  receiving end is a ``ZMQStream`` on that thread's loop. Messages routed to another thread are
+  handled there without us.
 
 The pump swaps the stream's receive callback for one that only collects, and calls the stream's
 public ``flush()`` to read what is waiting; ``flush()`` also re-arms the stream's edge-triggered
@@ -155,7 +157,6 @@ class ShellPump:
         self._deferred: list[list[Any]] = []  # not comms: handed back to the kernel at the end
         self._original: Callable[[list[Any]], Any] | None = None
         self._copy = False
-        self.handled = 0
 
     @property
     def socket(self) -> Any:
@@ -182,7 +183,6 @@ class ShellPump:
                 ran += 1
             else:
                 self._deferred.append(raw)
-        self.handled += ran
         return ran
 
     def close(self) -> None:
