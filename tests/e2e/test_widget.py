@@ -116,6 +116,8 @@ def test_approve(page: Page, jupyter_server: JupyterServer, jupyter_app: App, no
     approve = widget.get_by_role("button", name="Approve")
     expect(widget.get_by_text("Review this refund.")).to_be_visible()
     expect(widget.locator(".anvia-tool-status").first).to_have_text("Approval required")
+    if jupyter_app == "lab":  # the README's picture: test-results/widget-approval.png
+        widget.locator(".anvia-root").screenshot(path="test-results/widget-approval.png")
     approve.click()
     wait_for_text(widget, "Refund done.")
     expect(widget.locator(".anvia-tool-status").first).to_have_text("Done")
