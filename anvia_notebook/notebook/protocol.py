@@ -1,0 +1,461 @@
+"""The widget wire protocol, kernel side: one pydantic model per message and entry.
+
+``docs/wire-protocol.md`` is the contract; the page's validators live in ``js/src/protocol.ts``
+(must match). The JSON files in ``tests/fixtures/protocol/`` are checked by both test suites.
+
+Models are strict (no coercion: ``"1"`` is not an int), unknown extra keys are ignored, like on
+the page. The kernel builds outbound messages as plain dicts (cheap per text delta) with the
+helpers at the bottom; the tests validate them with :func:`parse_outbound`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+__all__ = [
+    "APPEND_FIELDS",
+    "DECIDERS",
+    "ENTRY_FIELDS",
+    "NO_REQUEST_ID",
+    "TOOL_STATUS_LABELS",
+    "AddOp",
+    "AnswerView",
+    "AppendOp",
+    "ApprovalDecisionMsg",
+    "ApprovalView",
+    "AssistantEntry",
+    "BatchMsg",
+    "ChoiceView",
+    "Entry",
+    "ErrorEntry",
+    "InboundMessage",
+    "KernelMessage",
+    "NoticeEntry",
+    "Op",
+    "PatchOp",
+    "ProtocolError",
+    "QuestionAnswersMsg",
+    "QuestionItemView",
+    "QuestionView",
+    "ReasoningEntry",
+    "ReplyMsg",
+    "ResetOp",
+    "RunStateName",
+    "SnapshotMsg",
+    "Status",
+    "StatusOp",
+    "StopMsg",
+    "StudioAgent",
+    "StudioMsg",
+    "StudioNewSessionMsg",
+    "StudioSendMsg",
+    "SyncMsg",
+    "ToolEntry",
+    "ToolStatus",
+    "TranscriptState",
+    "UserEntry",
+    "batch_message",
+    "parse_inbound",
+    "parse_message",
+    "parse_outbound",
+    "reply_message",
+    "snapshot_message",
+]
+
+#: The ``request_id`` of a reply to a message that had no usable one (the page ignores it).
+NO_REQUEST_ID = "unknown"
+
+RunStateName = Literal["idle", "running", "waiting", "success", "error", "cancelled"]
+ToolStatus = Literal[
+    "running",
+    "approval_required",
+    "input_required",
+    "approved",
+    "rejected",
+    "cancelled",
+    "timed_out",
+    "done",
+    "error",
+    "skipped",
+]
+#: How the page labels each tool status (must match ``TOOL_STATUS_LABELS`` in js/src/protocol.ts).
+TOOL_STATUS_LABELS: dict[str, str] = {
+    "running": "Running",
+    "approval_required": "Approval required",
+    "input_required": "Input required",
+    "approved": "Approved",
+    "rejected": "Rejected",
+    "cancelled": "Cancelled",
+    "timed_out": "Timed out",
+    "done": "Done",
+    "error": "Error",
+    "skipped": "Skipped",
+}
+ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
+QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
+Decider = Literal["you", "handler", "policy", "runtime", "auto"]
+DECIDERS: tuple[str, ...] = ("you", "handler", "policy", "runtime", "auto")
+AppendField = Literal["text", "arguments", "output"]
+APPEND_FIELDS: tuple[str, ...] = ("text", "arguments", "output")
+
+NonNegative = Annotated[int, Field(ge=0)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class ProtocolError(ValueError):
+    """A message that is not valid under the protocol; ``request_id`` when one could be read."""
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+# ---------------------------------------------------------------- transcript state
+
+
+class Status(_Model):
+    """The status line of a transcript."""
+
+    state: RunStateName
+    turn: NonNegative
+    input_tokens: NonNegative
+    output_tokens: NonNegative
+    error: str | None
+    agent_id: str
+
+
+class ApprovalView(_Model):
+    """An approval as the page shows it (inside a tool entry)."""
+
+    id: NonEmpty
+    status: ApprovalStatus
+    reason: str | None
+    args: Any
+    decided_by: Decider | None
+    decided_at: str | None
+    decision_reason: str | None
+    edited_args: dict[str, Any] | None
+
+
+class ChoiceView(_Model):
+    label: str
+    value: str
+
+
+class QuestionItemView(_Model):
+    id: str
+    question: str
+    choices: list[ChoiceView]
+
+
+class AnswerView(_Model):
+    """An answer on the wire: ``questionId``, ``answer``, optional ``choice`` and ``custom``."""
+
+    questionId: str
+    answer: str
+    choice: str | None = None
+    custom: bool | None = None
+
+
+class QuestionView(_Model):
+    id: NonEmpty
+    status: QuestionStatus
+    questions: list[QuestionItemView]
+    answers: list[AnswerView]
+
+
+class UserEntry(_Model):
+    kind: Literal["user"]
+    id: NonEmpty
+    text: str
+
+
+class AssistantEntry(_Model):
+    kind: Literal["assistant"]
+    id: NonEmpty
+    turn: NonNegative
+    text: str
+
+
+class ReasoningEntry(_Model):
+    kind: Literal["reasoning"]
+    id: NonEmpty
+    turn: NonNegative
+    text: str
+
+
+class ToolEntry(_Model):
+    kind: Literal["tool"]
+    id: NonEmpty
+    turn: NonNegative
+    tool_name: str
+    tool_call_id: str
+    arguments: str
+    status: ToolStatus
+    result: str | None
+    is_error: bool
+    output: str
+    approval: ApprovalView | None
+    question: QuestionView | None
+
+
+class ErrorEntry(_Model):
+    kind: Literal["error"]
+    id: NonEmpty
+    text: str
+
+
+class NoticeEntry(_Model):
+    kind: Literal["notice"]
+    id: NonEmpty
+    text: str
+
+
+Entry = Annotated[
+    UserEntry | AssistantEntry | ReasoningEntry | ToolEntry | ErrorEntry | NoticeEntry,
+    Field(discriminator="kind"),
+]
+
+_ENTRY_MODELS: dict[str, type[_Model]] = {
+    "user": UserEntry,
+    "assistant": AssistantEntry,
+    "reasoning": ReasoningEntry,
+    "tool": ToolEntry,
+    "error": ErrorEntry,
+    "notice": NoticeEntry,
+}
+#: The fields a ``patch`` may change, per entry kind (everything but ``kind`` and ``id``).
+ENTRY_FIELDS: dict[str, frozenset[str]] = {
+    kind: frozenset(model.model_fields) - {"kind", "id"} for kind, model in _ENTRY_MODELS.items()
+}
+_ALL_FIELDS = frozenset().union(*ENTRY_FIELDS.values())
+_FIELD_ADAPTERS: dict[str, TypeAdapter[Any]] = {}
+for _model in _ENTRY_MODELS.values():
+    for _name, _info in _model.model_fields.items():
+        if _name not in ("kind", "id") and _name not in _FIELD_ADAPTERS:
+            _parts: tuple[Any, ...] = (_info.annotation, *_info.metadata)
+            _type: Any = Annotated[_parts] if _info.metadata else _info.annotation
+            _FIELD_ADAPTERS[_name] = TypeAdapter(_type, config=ConfigDict(strict=True))
+
+
+class TranscriptState(_Model):
+    entries: list[Entry]
+    status: Status
+    seq: NonNegative
+
+
+# ---------------------------------------------------------------- ops
+
+
+class AddOp(_Model):
+    op: Literal["add"]
+    entry: Entry
+
+
+class AppendOp(_Model):
+    op: Literal["append"]
+    id: NonEmpty
+    field: AppendField
+    text: str
+
+
+class PatchOp(_Model):
+    op: Literal["patch"]
+    id: NonEmpty
+    changes: dict[str, Any]
+
+    @field_validator("changes")
+    @classmethod
+    def _known_fields(cls, changes: dict[str, Any]) -> dict[str, Any]:
+        for key, value in changes.items():
+            if key not in _ALL_FIELDS:
+                raise ValueError(f"{key!r} is not a field a patch can change")
+            _FIELD_ADAPTERS[key].validate_python(value)
+        return changes
+
+
+class StatusOp(_Model):
+    op: Literal["status"]
+    status: Status
+
+
+class ResetOp(_Model):
+    op: Literal["reset"]
+
+
+Op = Annotated[AddOp | AppendOp | PatchOp | StatusOp | ResetOp, Field(discriminator="op")]
+
+
+# ---------------------------------------------------------------- kernel to page
+
+
+class SnapshotMsg(_Model):
+    type: Literal["snapshot"]
+    seq: NonNegative
+    transcript: TranscriptState
+
+
+class BatchMsg(_Model):
+    type: Literal["batch"]
+    seq: NonNegative
+    ops: list[Op]
+
+
+class ReplyMsg(_Model):
+    type: Literal["reply"]
+    request_id: NonEmpty
+    ok: bool
+    error: str | None
+
+
+class StudioAgent(_Model):
+    id: NonEmpty
+    name: str
+    description: str | None
+
+
+class StudioMsg(_Model):
+    type: Literal["studio"]
+    agents: list[StudioAgent]
+    selected: str
+    quick_prompts: dict[str, list[str]]
+    busy: bool
+
+
+KernelMessage = Annotated[
+    SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg, Field(discriminator="type")
+]
+
+
+# ---------------------------------------------------------------- page to kernel
+
+
+class SyncMsg(_Model):
+    type: Literal["sync"]
+    request_id: NonEmpty
+
+
+class ApprovalDecisionMsg(_Model):
+    type: Literal["approval_decision"]
+    request_id: NonEmpty
+    approval_id: NonEmpty
+    approved: bool
+    reason: str | None
+    edited_args: dict[str, Any] | None
+    always_allow: bool
+
+
+class QuestionAnswersMsg(_Model):
+    type: Literal["question_answers"]
+    request_id: NonEmpty
+    question_id: NonEmpty
+    answers: list[AnswerView]
+
+
+class StopMsg(_Model):
+    type: Literal["stop"]
+    request_id: NonEmpty
+    reason: str | None
+
+
+class StudioSendMsg(_Model):
+    type: Literal["studio_send"]
+    request_id: NonEmpty
+    agent_id: NonEmpty
+    text: str
+
+
+class StudioNewSessionMsg(_Model):
+    type: Literal["studio_new_session"]
+    request_id: NonEmpty
+
+
+InboundMessage = Annotated[
+    SyncMsg
+    | ApprovalDecisionMsg
+    | QuestionAnswersMsg
+    | StopMsg
+    | StudioSendMsg
+    | StudioNewSessionMsg,
+    Field(discriminator="type"),
+]
+
+_INBOUND: TypeAdapter[Any] = TypeAdapter(InboundMessage)
+_OUTBOUND: TypeAdapter[Any] = TypeAdapter(KernelMessage)
+_INBOUND_TYPES = frozenset(
+    ("sync", "approval_decision", "question_answers", "stop", "studio_send", "studio_new_session")
+)
+_OUTBOUND_TYPES = frozenset(("snapshot", "batch", "reply", "studio"))
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors(include_url=False):
+        location = ".".join(str(part) for part in item["loc"]) or "message"
+        parts.append(f"{location}: {item['msg']}")
+    return "; ".join(parts[:5])
+
+
+def _request_id(raw: Any) -> str | None:
+    if isinstance(raw, dict):
+        value = raw.get("request_id")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _parse(adapter: TypeAdapter[Any], types: frozenset[str], raw: Any) -> Any:
+    request_id = _request_id(raw)
+    if not isinstance(raw, dict):
+        raise ProtocolError(f"A message must be a JSON object, not {type(raw).__name__}.")
+    kind = raw.get("type")
+    if not isinstance(kind, str) or kind not in types:
+        raise ProtocolError(f"Unknown message type {kind!r}.", request_id)
+    try:
+        return adapter.validate_python(raw)
+    except ValidationError as error:
+        raise ProtocolError(f"Malformed {kind} message: {_describe(error)}", request_id) from None
+
+
+def parse_inbound(raw: Any) -> Any:
+    """Validate a page-to-kernel message; returns its model or raises :class:`ProtocolError`."""
+    return _parse(_INBOUND, _INBOUND_TYPES, raw)
+
+
+def parse_outbound(raw: Any) -> Any:
+    """Validate a kernel-to-page message (used by the tests on everything the kernel sends)."""
+    return _parse(_OUTBOUND, _OUTBOUND_TYPES, raw)
+
+
+def parse_message(raw: Any) -> Any:
+    """Validate a message of either direction."""
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind in _OUTBOUND_TYPES:
+        return parse_outbound(raw)
+    return parse_inbound(raw)
+
+
+# ---------------------------------------------------------------- outbound builders
+
+
+def snapshot_message(transcript: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "snapshot", "seq": transcript["seq"], "transcript": transcript}
+
+
+def batch_message(seq: int, ops: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "batch", "seq": seq, "ops": ops}
+
+
+def reply_message(request_id: str | None, error: str | None = None) -> dict[str, Any]:
+    return {
+        "type": "reply",
+        "request_id": request_id or NO_REQUEST_ID,
+        "ok": error is None,
+        "error": error,
+    }

@@ -1,0 +1,183 @@
+"""Running a request in a notebook cell: ``show`` (background) and ``send_sync`` (blocking).
+
+- :func:`show` displays the transcript widget and starts the run as a background task on the
+  kernel's own event loop; the cell returns at once, the widget stays live.
+- :func:`send_sync` displays the same widget, runs the run on a worker thread with its own event
+  loop, and blocks the cell with ``_blocking.wait_for_future`` (which keeps dispatching the
+  widget's messages); Kernel > Interrupt cancels the run and raises ``PromptCancelledError``.
+
+Both attach a :class:`WidgetHumanInput` unless the request already has a human input (a
+request with only an approval handler still gets one, for its questions; its approvals stay
+with the handler).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import PromptCancelledError
+from ._blocking import wait_for_future
+from .handle import RunHandle
+from .human_input import WidgetHumanInput
+from .session import TranscriptSession
+
+if TYPE_CHECKING:
+    from ..request import PromptRequest
+    from ..run import AgentRun
+    from ..run_state import PromptResponse
+
+__all__ = ["INTERRUPT_REASON", "send_sync", "show"]
+
+logger = logging.getLogger("anvia_notebook")
+
+INTERRUPT_REASON = "Interrupted (Kernel > Interrupt)."
+
+T = TypeVar("T")
+
+
+def _attach_human_input(
+    request: PromptRequest, timeout: float | None = None
+) -> WidgetHumanInput | None:
+    """The widget's human input for this request (attached now, with ``timeout``, if none)."""
+    current = request.active_human_input
+    if isinstance(current, WidgetHumanInput):
+        return current
+    if current is not None:
+        return None
+    human = WidgetHumanInput(timeout=timeout)
+    request.human_input(human)
+    return human
+
+
+def _session(
+    request: PromptRequest,
+    loop: asyncio.AbstractEventLoop | None,
+    human: WidgetHumanInput | None,
+) -> TranscriptSession:
+    agent = request.agent
+    return TranscriptSession(
+        agent_id=agent.id, loop=loop, human_input=human, title=agent.display_name
+    )
+
+
+def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
+    """Display the live transcript and start the run on the kernel's loop; returns at once.
+
+    ``timeout`` (seconds) limits how long the widget's approvals and questions wait.
+    """
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "show() needs a running event loop (a Jupyter kernel cell); use send_sync() or "
+            "`await request.send()` elsewhere."
+        ) from None
+    human = _attach_human_input(request, timeout)
+    run = request.create_run()
+    session = _session(request, loop, human)
+    handle = RunHandle(run, session)
+    session.attach(run)
+
+    def finished(_run: AgentRun) -> None:
+        session.set_loop(None)  # the state is frozen: later requests are answered inline
+        session.refresh_displays()
+
+    session.add_done_listener(finished)
+    session.display()
+    run.start(loop)
+    return handle
+
+
+# -- send_sync -------------------------------------------------------------------------------
+
+
+class _LoopThread:
+    """A daemon thread running its own event loop until :meth:`stop`."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+            # Run what was handed over just before the stop (late widget requests).
+            for _ in range(3):
+                self.loop.run_until_complete(asyncio.sleep(0))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        finally:
+            self.loop.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(RuntimeError):  # already closed
+            self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+
+def _wait(future: concurrent.futures.Future[T]) -> T:
+    """Block the cell until ``future`` is done, still dispatching the widget's messages."""
+    # Frames: wait_for_future, _wait, send_sync, PromptRequest.send_sync, the cell.
+    return wait_for_future(future, warn_stacklevel=5)
+
+
+async def _drive(run: AgentRun, session: TranscriptSession) -> PromptResponse:
+    session.attach(run)
+    run.start(asyncio.get_running_loop())
+    response = await run.wait()
+    await asyncio.sleep(0)  # let the run's done callbacks (last batch) go first
+    return response
+
+
+def _cancel(run: AgentRun, future: concurrent.futures.Future[Any]) -> bool:
+    """Cancel ``run`` (waiting a moment if its task is only about to start)."""
+    deadline = time.monotonic() + 2.0
+    while not future.done():
+        if run.cancel(INTERRUPT_REASON):
+            return True
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.005)
+    return False
+
+
+def send_sync(request: PromptRequest, *, timeout: float | None = None) -> PromptResponse:
+    """Display the widget, run on a worker thread and block until the end; returns the response.
+
+    Raises the run's error; ``PromptCancelledError`` after Stop or Kernel > Interrupt.
+    ``timeout`` (seconds) limits how long the widget's approvals and questions wait.
+    """
+    human = _attach_human_input(request, timeout)
+    run = request.create_run()  # raises before any thread starts if the request was used
+    worker = _LoopThread(name="anvia-run")
+    session = _session(request, worker.loop, human)
+    session.add_done_listener(lambda _run: session.set_loop(None))
+    session.display()
+    future = asyncio.run_coroutine_threadsafe(_drive(run, session), worker.loop)
+    future.add_done_callback(lambda _f: worker.stop())
+    try:
+        try:
+            return _wait(future)
+        except KeyboardInterrupt:
+            if not _cancel(run, future) and future.done() and future.exception() is None:
+                return future.result()  # it had just ended
+            try:
+                _wait(future)
+            except KeyboardInterrupt:
+                pass  # a second interrupt: stop waiting for the cancellation to be recorded
+            except Exception:
+                pass  # the expected PromptCancelledError, or whatever ended the run first
+            reason = run.state.cancel_reason or INTERRUPT_REASON
+            raise PromptCancelledError(reason, list(run.state.messages)) from None
+    finally:
+        if future.done():
+            session.refresh_displays()

@@ -1,0 +1,266 @@
+"""``TranscriptSession``: one widget, its transcript, its batcher and the page's requests.
+
+Threads: the transcript and the batcher belong to one event loop (``loop``: the run's loop, or
+the kernel's loop for a Studio). Widget handlers may run on any thread (the main thread, a
+kernel subshell thread, ...): a message is validated where it arrives, then handed to ``loop``
+with ``call_soon_threadsafe``; its reply is sent from there. With no loop (a finished run), the
+frozen state is read under a lock in the calling thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from . import _display, capture
+from .batcher import DEFAULT_INTERVAL, Batcher
+from .human_input import WidgetHumanInput
+from .protocol import (
+    ApprovalDecisionMsg,
+    ProtocolError,
+    QuestionAnswersMsg,
+    StopMsg,
+    parse_inbound,
+    reply_message,
+    snapshot_message,
+)
+from .snapshot import render_html, render_text
+from .transcript import Transcript
+from .widget import AnviaWidget
+
+if TYPE_CHECKING:
+    from .._tool_exec import CurrentToolCall
+    from ..run import AgentRun
+
+__all__ = ["FLUSH_NOW", "TranscriptSession"]
+
+logger = logging.getLogger("anvia_notebook")
+
+#: Events after which the batch goes out at once (buttons appear, the end is shown, ...).
+FLUSH_NOW = frozenset(
+    ("tool_approval_request", "tool_question_request", "final", "cancelled", "error")
+)
+
+Handler = Callable[[Any], "str | None"]
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class TranscriptSession:
+    """The kernel side of one widget: transcript state, outbound batches, inbound requests."""
+
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        loop: asyncio.AbstractEventLoop | None,
+        human_input: WidgetHumanInput | None = None,
+        mode: str = "transcript",
+        title: str = "",
+        interval: float = DEFAULT_INTERVAL,
+    ) -> None:
+        self.widget = AnviaWidget(handler=self.handle_message, mode=mode, title=title)
+        self.batcher = Batcher(self._send, interval=interval)
+        self.transcript = Transcript(agent_id, emit=self.batcher.push)
+        self.human_input = human_input
+        self.title = title or "Anvia transcript"
+        self.run: AgentRun | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.set_loop(loop)
+        self._lock = threading.RLock()
+        self._unsubscribe: Callable[[], None] | None = None
+        self._done_listeners: list[Callable[[AgentRun], None]] = []
+        self._displays: list[tuple[str, dict[str, Any] | None]] = []
+        self.handlers: dict[str, Handler] = {
+            "sync": self._on_sync,
+            "approval_decision": self._on_approval_decision,
+            "question_answers": self._on_question_answers,
+            "stop": self._on_stop,
+        }
+
+    # -- threads -------------------------------------------------------------------------------
+
+    def set_loop(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        """Make ``loop`` the owner of the state (call it on that loop, or before it runs)."""
+        self.loop = loop
+        self.batcher.bind(loop)
+
+    def call_soon(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the owning loop (from any thread); inline when there is none."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(fn, *args, context=contextvars.Context())
+                return
+            except RuntimeError:  # closed meanwhile: the state is frozen now
+                pass
+        with self._lock:
+            fn(*args)
+
+    def on_loop(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Like :meth:`call_soon`, but at once when already on the owning loop."""
+        if self.loop is not None and _running_loop() is self.loop:
+            fn(*args)
+        else:
+            self.call_soon(fn, *args)
+
+    # -- outbound ------------------------------------------------------------------------------
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            self.widget.send(message)
+        except Exception:  # a closed comm must not break the run
+            logger.exception("Could not send a %s message to the widget", message.get("type"))
+
+    def send_snapshot(self) -> None:
+        self.batcher.flush()
+        self._send(snapshot_message(self.transcript.state(self.batcher.seq)))
+
+    def state(self) -> dict[str, Any]:
+        """The whole transcript now (entries, status, seq)."""
+        return self.transcript.state(self.batcher.seq)
+
+    # -- inbound -------------------------------------------------------------------------------
+
+    def handle_message(self, content: Any) -> None:
+        """The widget's custom-message handler: may run on any thread."""
+        try:
+            message = parse_inbound(content)
+        except ProtocolError as error:
+            self._send(reply_message(error.request_id, str(error)))
+            return
+        self.call_soon(self._dispatch, message)
+
+    def _dispatch(self, message: Any) -> None:
+        handler = self.handlers.get(message.type)
+        try:
+            if handler is None:
+                error: str | None = f"This widget does not handle {message.type} messages."
+            else:
+                error = handler(message)
+        except Exception as exc:
+            logger.exception("Handling a %s message failed", message.type)
+            error = f"Internal error: {exc}"
+        self._send(reply_message(message.request_id, error))
+
+    def _on_sync(self, _message: Any) -> str | None:
+        self.send_snapshot()
+        return None
+
+    def _on_approval_decision(self, message: ApprovalDecisionMsg) -> str | None:
+        status = self.transcript.approval_status.get(message.approval_id)
+        if status is None:
+            return f"Unknown approval {message.approval_id!r}."
+        if status != "pending":
+            return f"This approval is already {status.replace('_', ' ')}."
+        if self.human_input is None:
+            return "This run's approvals are decided elsewhere, not in this widget."
+        return self.human_input.decide(
+            message.approval_id,
+            approved=message.approved,
+            reason=message.reason,
+            edited_args=message.edited_args,
+            always_allow=message.always_allow,
+        )
+
+    def _on_question_answers(self, message: QuestionAnswersMsg) -> str | None:
+        status = self.transcript.question_status.get(message.question_id)
+        if status is None:
+            return f"Unknown question {message.question_id!r}."
+        if status != "pending":
+            return f"This question is already {status.replace('_', ' ')}."
+        if self.human_input is None:
+            return "This run's questions are answered elsewhere, not in this widget."
+        return self.human_input.answer(
+            message.question_id, [a.model_dump() for a in message.answers]
+        )
+
+    def _on_stop(self, message: StopMsg) -> str | None:
+        run = self.run
+        if run is None or run.done:
+            return "No run in progress."
+        run.cancel((message.reason or "").strip() or None)
+        return None
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def attach(self, run: AgentRun) -> None:
+        """Show ``run`` in this transcript (call on the run's loop thread, or before it starts)."""
+        self.run = run
+        self.transcript.begin_run(
+            run.run_id, run.request.agent.id, run.request.prompt_message.content
+        )
+        capture.register(run.run_id, self._on_output)
+        self._unsubscribe = run.subscribe(self._on_event, replay=True)
+        run.add_done_callback(self._on_done)
+
+    def add_done_listener(self, listener: Callable[[AgentRun], None]) -> None:
+        """Call ``listener(run)`` on the loop after a run has ended and its last batch is out."""
+        self._done_listeners.append(listener)
+
+    def _on_event(self, event: Any) -> None:
+        self.transcript.apply(event)
+        if event.type in FLUSH_NOW:
+            self.batcher.flush()
+
+    def _on_output(self, call: CurrentToolCall, text: str) -> None:
+        self.on_loop(
+            self.transcript.tool_output, call.run_id, call.tool_call_id, call.internal_call_id, text
+        )
+
+    def _on_done(self, run: AgentRun) -> None:
+        capture.unregister(run.run_id)
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        self.batcher.flush()
+        for listener in list(self._done_listeners):
+            try:
+                listener(run)
+            except Exception:
+                logger.exception("A run-end listener failed")
+
+    # -- cell output ---------------------------------------------------------------------------
+
+    def bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The mime bundle of the widget, with a static HTML and text copy of the transcript."""
+        bundle = self.widget._repr_mimebundle_()
+        data, metadata = bundle if bundle is not None else ({}, {})
+        state = self.state()
+        data = {
+            **data,
+            "text/plain": render_text(state, self.title),
+            "text/html": render_html(state, self.title),
+        }
+        return data, dict(metadata or {})
+
+    def display(self) -> None:
+        """Display a (live) view in the current cell; :meth:`refresh_displays` updates it."""
+        display_id = uuid.uuid4().hex
+        data, metadata = self.bundle()
+        _display.publish(data, metadata, display_id=display_id)
+        self._displays.append((display_id, _display.current_parent()))
+
+    @property
+    def displayed_in(self) -> list[str | None]:
+        """The msg_id of each cell this session was displayed in."""
+        return [_display.message_id(parent) for _, parent in self._displays]
+
+    def refresh_displays(self) -> None:
+        """Update every display with the current static copy (at the end of a run)."""
+        data, metadata = self.bundle()
+        for display_id, parent in self._displays:
+            try:
+                _display.publish(data, metadata, display_id=display_id, update=True, parent=parent)
+            except Exception:
+                logger.exception("Could not update the transcript's cell output")

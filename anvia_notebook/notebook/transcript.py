@@ -1,0 +1,429 @@
+"""The transcript reducer: run events in, transcript entries and numbered-op material out.
+
+A :class:`Transcript` keeps the state the page shows (entries and a status line, see
+``docs/wire-protocol.md``) and reports every change as an op (a plain dict) to ``emit``. It is
+not thread-safe: call it on the loop that runs the run.
+
+Text deltas cost O(1): appended text is kept as a list of pieces and joined only when an entry
+is read (a snapshot, or :attr:`Transcript.entries`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..events import ApprovalRecord, QuestionRecord
+
+__all__ = ["OpSink", "Transcript", "approval_view", "question_view"]
+
+OpSink = Callable[[dict[str, Any]], None]
+
+#: Tool statuses that mean "not finished yet".
+_UNFINISHED = frozenset(("running", "approval_required", "input_required", "approved"))
+#: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
+_STICKY = frozenset(("rejected", "timed_out", "cancelled"))
+_DECIDERS = {
+    "human": "you",
+    "you": "you",
+    "handler": "handler",
+    "policy": "policy",
+    "runtime": "runtime",
+    "auto": "auto",
+}
+NO_ANSWERS = json.dumps({"answers": []})
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON-native copy of ``value`` (anything exotic becomes its string)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def approval_view(record: ApprovalRecord) -> dict[str, Any]:
+    """The wire ``ApprovalView`` of an approval record."""
+    edited = record.edited_args if isinstance(record.edited_args, dict) else None
+    return {
+        "id": record.id,
+        "status": record.status,
+        "reason": record.reason,
+        "args": _jsonable(record.args),
+        "decided_by": _DECIDERS.get(record.decided_by or ""),
+        "decided_at": None if record.status == "pending" else _iso(record.resolved_at),
+        "decision_reason": record.decision_reason,
+        "edited_args": _jsonable(edited) if edited is not None else None,
+    }
+
+
+def question_view(record: QuestionRecord) -> dict[str, Any]:
+    """The wire ``QuestionView`` of a question record."""
+    return {
+        "id": record.id,
+        "status": record.status,
+        "questions": [q.model_dump(mode="json") for q in record.questions],
+        "answers": [a.to_wire() for a in record.answers],
+    }
+
+
+class _Entry:
+    """One entry; appended fields are kept as pieces until read."""
+
+    __slots__ = ("fields", "id", "kind", "parts")
+
+    def __init__(self, kind: str, entry_id: str, fields: dict[str, Any]) -> None:
+        self.kind = kind
+        self.id = entry_id
+        self.fields = fields
+        self.parts: dict[str, list[str]] = {}
+
+    def append(self, name: str, text: str) -> None:
+        pieces = self.parts.get(name)
+        if pieces is None:
+            self.parts[name] = [self.fields[name], text]
+        else:
+            pieces.append(text)
+
+    def get(self, name: str) -> Any:
+        pieces = self.parts.pop(name, None)
+        if pieces is not None:
+            self.fields[name] = "".join(pieces)
+        return self.fields[name]
+
+    def set(self, name: str, value: Any) -> None:
+        self.parts.pop(name, None)
+        self.fields[name] = value
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, **{k: self.get(k) for k in list(self.fields)}}
+
+
+@dataclass
+class _RunView:
+    """Where the current run's events land."""
+
+    run_id: str = ""
+    agent_id: str = ""
+    turn: int = 0
+    assistant: dict[int, str] = field(default_factory=dict)
+    reasoning: dict[int, str] = field(default_factory=dict)
+    tool_by_call: dict[str, str] = field(default_factory=dict)
+    tool_by_internal: dict[str, str] = field(default_factory=dict)
+    tools: list[str] = field(default_factory=list)
+    approvals: dict[str, str] = field(default_factory=dict)
+    questions: dict[str, str] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
+    orphan_output: dict[str, list[str]] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def _idle_status(agent_id: str) -> dict[str, Any]:
+    return {
+        "state": "idle",
+        "turn": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "error": None,
+        "agent_id": agent_id,
+    }
+
+
+class Transcript:
+    """Entries and status of one transcript (a run, or a Studio session of several runs)."""
+
+    def __init__(self, agent_id: str = "", emit: OpSink | None = None) -> None:
+        self._emit: OpSink = emit or (lambda op: None)
+        self._entries: list[_Entry] = []
+        self._by_id: dict[str, _Entry] = {}
+        self._counter = 0
+        self.status: dict[str, Any] = _idle_status(agent_id)
+        self._run = _RunView(agent_id=agent_id)
+        #: The status of every approval and question this transcript has shown, by id.
+        self.approval_status: dict[str, str] = {}
+        self.question_status: dict[str, str] = {}
+
+    # -- reading -------------------------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[dict[str, Any]]:
+        """The entries as plain data (fresh dicts)."""
+        return [entry.to_wire() for entry in self._entries]
+
+    def state(self, seq: int) -> dict[str, Any]:
+        """The wire ``Transcript``: entries, status and ``seq``."""
+        return {"entries": self.entries, "status": dict(self.status), "seq": seq}
+
+    def entry(self, entry_id: str) -> dict[str, Any] | None:
+        found = self._by_id.get(entry_id)
+        return found.to_wire() if found is not None else None
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- building blocks -----------------------------------------------------------------------
+
+    def _add(self, kind: str, **fields: Any) -> _Entry:
+        self._counter += 1
+        entry = _Entry(kind, f"e{self._counter}", fields)
+        self._entries.append(entry)
+        self._by_id[entry.id] = entry
+        self._emit({"op": "add", "entry": entry.to_wire()})
+        return entry
+
+    def _append(self, entry: _Entry, name: str, text: str) -> None:
+        if not text:
+            return
+        entry.append(name, text)
+        self._emit({"op": "append", "id": entry.id, "field": name, "text": text})
+
+    def _patch(self, entry: _Entry, **changes: Any) -> None:
+        changes = {k: v for k, v in changes.items() if entry.get(k) != v}
+        if not changes:
+            return
+        for key, value in changes.items():
+            entry.set(key, value)
+        self._emit({"op": "patch", "id": entry.id, "changes": changes})
+
+    def _set_status(self, **changes: Any) -> None:
+        status = {**self.status, **changes}
+        if status != self.status:
+            self.status = status
+            self._emit({"op": "status", "status": dict(status)})
+
+    def notice(self, text: str) -> None:
+        self._add("notice", text=text)
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    def begin_run(self, run_id: str, agent_id: str, prompt: str) -> None:
+        """A new run starts: the user's prompt, and the status line goes to ``running``."""
+        self._run = _RunView(run_id=run_id, agent_id=agent_id)
+        self._add("user", text=prompt)
+        self._set_status(
+            state="running", turn=0, input_tokens=0, output_tokens=0, error=None, agent_id=agent_id
+        )
+
+    def reset(self, agent_id: str | None = None) -> None:
+        """Clear the entries (a new Studio session); the status line goes back to idle."""
+        agent = self.status["agent_id"] if agent_id is None else agent_id
+        self._entries.clear()
+        self._by_id.clear()
+        self._run = _RunView(agent_id=agent)
+        self.status = _idle_status(agent)
+        self._emit({"op": "reset"})
+
+    def set_agent(self, agent_id: str) -> None:
+        """The agent the status line names (Studio's picker, while idle)."""
+        self._set_status(agent_id=agent_id)
+
+    def apply(self, event: Any) -> None:
+        """Fold one run event into the transcript."""
+        handler = getattr(self, f"_on_{event.type}", None)
+        if handler is not None:
+            handler(event)
+
+    def _activity(self) -> None:
+        run = self._run
+        self._set_status(state="waiting" if run.pending else "running")
+
+    def _on_turn_start(self, event: Any) -> None:
+        self._run.turn = event.turn
+        self._set_status(turn=event.turn)
+
+    def _text_entry(self, kind: str, turn: int, delta: str) -> None:
+        index = self._run.assistant if kind == "assistant" else self._run.reasoning
+        entry_id = index.get(turn)
+        if entry_id is None:
+            if not delta:
+                return
+            index[turn] = self._add(kind, turn=turn, text=delta).id
+        else:
+            self._append(self._by_id[entry_id], "text", delta)
+
+    def _on_text_delta(self, event: Any) -> None:
+        self._text_entry("assistant", event.turn, event.delta)
+
+    def _on_reasoning_delta(self, event: Any) -> None:
+        self._text_entry("reasoning", event.turn, event.delta)
+
+    def _tool_entry(self, turn: int, call_id: str, name: str, arguments: str) -> _Entry:
+        entry = self._add(
+            "tool",
+            turn=turn,
+            tool_name=name,
+            tool_call_id=call_id,
+            arguments=arguments,
+            status="running",
+            result=None,
+            is_error=False,
+            output="",
+            approval=None,
+            question=None,
+        )
+        self._run.tool_by_call[call_id] = entry.id
+        self._run.tools.append(entry.id)
+        return entry
+
+    def _current_tool(self, call_id: str | None, turn: int | None = None) -> _Entry | None:
+        entry_id = self._run.tool_by_call.get(call_id or "")
+        if entry_id is None:
+            return None
+        entry = self._by_id.get(entry_id)
+        if entry is None or (turn is not None and entry.get("turn") != turn):
+            return None
+        return entry
+
+    def _on_tool_call_delta(self, event: Any) -> None:
+        entry = self._current_tool(event.id, event.turn)
+        if entry is None:
+            entry = self._tool_entry(event.turn, event.id, event.name or "", "")
+        elif event.name and entry.get("tool_name") != event.name:
+            self._patch(entry, tool_name=event.name)
+        self._append(entry, "arguments", event.arguments_delta)
+
+    def _on_tool_call(self, event: Any) -> None:
+        call = event.tool_call
+        arguments = call.arguments_json()
+        entry = self._current_tool(call.id, event.turn)
+        if entry is None:
+            self._tool_entry(event.turn, call.id, call.name, arguments)
+        else:
+            self._patch(entry, tool_name=call.name, arguments=arguments)
+
+    def _on_turn_end(self, event: Any) -> None:
+        run = self._run
+        run.input_tokens += event.usage.input_tokens
+        run.output_tokens += event.usage.output_tokens
+        self._set_status(input_tokens=run.input_tokens, output_tokens=run.output_tokens)
+
+    def _link(self, call_id: str | None, internal_id: str, name: str) -> _Entry:
+        """The tool entry of a call, by its internal id (made now if the model never showed it)."""
+        run = self._run
+        entry_id = run.tool_by_internal.get(internal_id)
+        entry = self._by_id.get(entry_id) if entry_id else None
+        if entry is None:
+            entry = self._current_tool(call_id)
+            if entry is None:
+                entry = self._tool_entry(run.turn, call_id or internal_id, name, "")
+            run.tool_by_internal[internal_id] = entry.id
+            orphan = run.orphan_output.pop(internal_id, None)
+            if orphan:
+                self._append(entry, "output", "".join(orphan))
+        return entry
+
+    def _on_tool_approval_request(self, event: Any) -> None:
+        record: ApprovalRecord = event.approval
+        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
+        self.approval_status[record.id] = record.status
+        self._run.approvals[record.id] = entry.id
+        self._run.pending.add(record.id)
+        self._patch(entry, status="approval_required", approval=approval_view(record))
+        self._activity()
+
+    def _on_tool_approval_result(self, event: Any) -> None:
+        record: ApprovalRecord = event.approval
+        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
+        self._run.pending.discard(record.id)
+        self.approval_status[record.id] = record.status
+        status = {"approved": "approved", "rejected": "rejected", "timed_out": "timed_out"}.get(
+            record.status, "cancelled"
+        )
+        self._patch(entry, status=status, approval=approval_view(record))
+        self._activity()
+
+    def _on_tool_question_request(self, event: Any) -> None:
+        record: QuestionRecord = event.question
+        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
+        self.question_status[record.id] = record.status
+        self._run.questions[record.id] = entry.id
+        self._run.pending.add(record.id)
+        self._patch(entry, status="input_required", question=question_view(record))
+        self._activity()
+
+    def _on_tool_question_result(self, event: Any) -> None:
+        record: QuestionRecord = event.question
+        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
+        self._run.pending.discard(record.id)
+        self.question_status[record.id] = record.status
+        if record.status == "answered":
+            self._patch(entry, status="running", question=question_view(record))
+        elif record.status == "timed_out":
+            self._patch(entry, status="timed_out", question=question_view(record))
+        else:
+            self._patch(
+                entry, status="cancelled", question=question_view(record), result=NO_ANSWERS
+            )
+        self._activity()
+
+    def _on_tool_result(self, event: Any) -> None:
+        entry = self._link(event.tool_call_id, event.internal_call_id, event.tool_name)
+        current = entry.get("status")
+        done = "error" if event.is_error else "done"
+        status = current if current in _STICKY else done
+        self._patch(entry, status=status, result=event.result, is_error=event.is_error)
+
+    def _finish_unfinished(self) -> None:
+        for entry_id in self._run.tools:
+            entry = self._by_id.get(entry_id)
+            if entry is None or entry.get("status") not in _UNFINISHED:
+                continue
+            changes: dict[str, Any] = {"status": "cancelled"}
+            approval = entry.get("approval")
+            if approval is not None and approval["status"] == "pending":
+                self.approval_status[approval["id"]] = "cancelled"
+                changes["approval"] = {**approval, "status": "cancelled", "decided_by": "runtime"}
+            question = entry.get("question")
+            if question is not None and question["status"] == "pending":
+                self.question_status[question["id"]] = "cancelled"
+                changes["question"] = {**question, "status": "cancelled", "answers": []}
+                changes["result"] = NO_ANSWERS
+            self._patch(entry, **changes)
+        self._run.pending.clear()
+
+    def _on_final(self, event: Any) -> None:
+        self._finish_unfinished()
+        self._set_status(
+            state="success",
+            input_tokens=event.usage.input_tokens,
+            output_tokens=event.usage.output_tokens,
+            error=None,
+        )
+
+    def _on_cancelled(self, event: Any) -> None:
+        self._finish_unfinished()
+        self.notice(f"Run cancelled: {event.reason}")
+        self._set_status(state="cancelled")
+
+    def _on_error(self, event: Any) -> None:
+        self._finish_unfinished()
+        self._add("error", text=event.error)
+        self._set_status(state="error", error=event.error)
+
+    # -- captured tool output ------------------------------------------------------------------
+
+    def tool_output(
+        self, run_id: str, tool_call_id: str | None, internal_id: str, text: str
+    ) -> None:
+        """Text a tool printed (or displayed) while it ran: appended to its entry's ``output``."""
+        run = self._run
+        if not text or run_id != run.run_id:
+            return
+        entry_id = run.tool_by_internal.get(internal_id)
+        if entry_id is None and tool_call_id is not None:
+            entry_id = run.tool_by_call.get(tool_call_id)
+            if entry_id is not None:
+                run.tool_by_internal[internal_id] = entry_id
+        entry = self._by_id.get(entry_id) if entry_id else None
+        if entry is None:
+            run.orphan_output.setdefault(internal_id, []).append(text)
+            return
+        self._append(entry, "output", text)

@@ -1,0 +1,62 @@
+"""``AnviaWidget``: the thin anywidget the transcript and the Studio are drawn in.
+
+Synced state is kept tiny (``mode`` and ``title``): the page gets the transcript through
+custom messages (``sync`` -> ``snapshot``, then numbered ``batch`` es), so a saved notebook does
+not carry the transcript twice and a long run does not resend a growing trait.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anywidget
+import traitlets
+
+__all__ = ["STATIC_DIR", "AnviaWidget"]
+
+#: Where the built front end lives (``js/`` builds it; shipped in the wheel).
+STATIC_DIR = Path(__file__).parent.parent / "static"
+
+_MISSING_BUNDLE = """\
+export default {
+  render({ el }) {
+    el.textContent =
+      "anvia_notebook: the widget front end is not built (run `npm run build` in js/).";
+  },
+};
+"""
+
+MessageHandler = Callable[[dict[str, Any]], None]
+
+
+def _static(name: str) -> Path | None:
+    path = STATIC_DIR / name
+    return path if path.is_file() else None
+
+
+class AnviaWidget(anywidget.AnyWidget):
+    """One live view model of a transcript (``mode="transcript"``) or a Studio."""
+
+    _esm = _static("widget.js") or _MISSING_BUNDLE
+    if _static("widget.css") is not None:
+        _css = _static("widget.css")
+
+    #: ``"transcript"`` (one run) or ``"studio"`` (the Playground).
+    mode = traitlets.Unicode("transcript").tag(sync=True)
+    #: A short title shown in the header (the agent's name).
+    title = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, handler: MessageHandler | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._anvia_handler = handler
+        self.on_msg(self._on_custom)
+
+    def set_handler(self, handler: MessageHandler | None) -> None:
+        self._anvia_handler = handler
+
+    def _on_custom(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        handler = self._anvia_handler
+        if handler is not None:
+            handler(content)

@@ -1,0 +1,157 @@
+"""A small jupyter_client driver for the in-kernel widget tests.
+
+It plays JupyterLab without a browser: cells are ``execute_request`` s, the widget's page is a
+``comm_msg`` with ``{"method": "custom", "content": ...}`` sent to the widget's comm, and what
+the kernel sends the page is read from IOPub.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
+
+ROOT = Path(__file__).resolve().parents[2]
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def ipykernel6_python() -> Path | None:
+    configured = os.environ.get("ANVIA_IPYKERNEL6_PYTHON")
+    if configured:
+        return Path(configured)
+    candidate = ROOT / ".venvs" / "ipykernel6" / "bin" / "python"
+    return candidate if candidate.exists() else None
+
+
+class Kernel:
+    def __init__(self, python: Path, specs: Path, name: str) -> None:
+        spec_dir = specs / name
+        spec_dir.mkdir(parents=True, exist_ok=True)
+        env = {
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+        }
+        argv = [str(python), "-Xfrozen_modules=off", "-m", "ipykernel_launcher"]
+        (spec_dir / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [*argv, "-f", "{connection_file}"],
+                    "display_name": name,
+                    "language": "python",
+                    "env": env,
+                }
+            )
+        )
+        self.km = KernelManager(
+            kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)])
+        )
+        self.km.start_kernel()
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=60)
+        self.iopub: list[dict[str, Any]] = []
+        self.replies: dict[str, dict[str, Any]] = {}
+        self._seen = 0
+
+    def close(self) -> None:
+        try:
+            self.kc.stop_channels()
+        finally:
+            self.km.shutdown_kernel(now=True)
+
+    def _drain(self, timeout: float) -> None:
+        with contextlib.suppress(queue.Empty):
+            self.iopub.append(self.kc.get_iopub_msg(timeout=timeout))
+        with contextlib.suppress(queue.Empty):
+            msg = self.kc.get_shell_msg(timeout=0)
+            self.replies[msg["parent_header"].get("msg_id", "")] = msg
+
+    def execute(self, code: str) -> str:
+        return str(self.kc.execute(code, allow_stdin=False))
+
+    def wait(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30) -> Any:
+        deadline = time.monotonic() + timeout
+        index = 0
+        while True:
+            while index < len(self.iopub):
+                if predicate(self.iopub[index]):
+                    return self.iopub[index]
+                index += 1
+            if time.monotonic() > deadline:
+                raise AssertionError("no matching IOPub message")
+            self._drain(0.02)
+
+    def reply(self, msg_id: str, timeout: float = 30) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while msg_id not in self.replies:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no reply to {msg_id}")
+            self._drain(0.02)
+        return self.replies[msg_id]
+
+    def run(self, code: str, timeout: float = 30) -> dict[str, Any]:
+        msg_id = self.execute(code)
+        reply = self.reply(msg_id, timeout)
+        assert reply["content"]["status"] == "ok", "\n".join(reply["content"].get("traceback", []))
+        return reply
+
+    def stdout(self, msg_id: str) -> str:
+        return "".join(
+            m["content"]["text"]
+            for m in self.iopub
+            if m["parent_header"].get("msg_id") == msg_id
+            and m["msg_type"] == "stream"
+            and m["content"]["name"] == "stdout"
+        )
+
+    # -- the widget ----------------------------------------------------------------------------
+
+    def widget_id(self, cell: str) -> str:
+        shown = self.wait(
+            lambda m: (
+                m["msg_type"] == "display_data"
+                and m["parent_header"].get("msg_id") == cell
+                and WIDGET_MIME in m["content"]["data"]
+            )
+        )
+        return str(shown["content"]["data"][WIDGET_MIME]["model_id"])
+
+    def to_page(self, model_id: str) -> list[dict[str, Any]]:
+        """Every custom message the kernel sent to this widget so far."""
+        return [
+            m["content"]["data"]["content"]
+            for m in self.iopub
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == model_id
+            and m["content"]["data"].get("method") == "custom"
+        ]
+
+    def send_page(self, model_id: str, content: dict[str, Any]) -> None:
+        msg = self.kc.session.msg(
+            "comm_msg",
+            {"comm_id": model_id, "data": {"method": "custom", "content": content}},
+        )
+        self.kc.shell_channel.send(msg)
+
+    def page_request(self, model_id: str, content: dict[str, Any]) -> dict[str, Any]:
+        self.send_page(model_id, content)
+        request_id = content["request_id"]
+        return self.wait(  # type: ignore[no-any-return]
+            lambda m: (
+                m["msg_type"] == "comm_msg"
+                and m["content"]["data"].get("content", {}).get("request_id") == request_id
+            )
+        )["content"]["data"]["content"]
+
+
+def this_python() -> Path:
+    return Path(sys.executable)

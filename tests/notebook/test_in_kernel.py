@@ -1,0 +1,238 @@
+"""``show()`` and ``send_sync()`` in real kernels (ipykernel 7, and 6 when its env exists).
+
+The page is played over the widget's comm (see kernel_client.py): the same messages the browser
+sends, the kernel's answers read from IOPub. No browser needed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kernel_client import Kernel, ipykernel6_python, this_python
+
+SETUP = r"""
+from pydantic import BaseModel
+from anvia_notebook import AgentBuilder, ToolApproval, create_tool
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+class RefundInput(BaseModel):
+    order_id: str
+    amount: float
+
+def refund(args, ctx):
+    print("refunding", args.order_id)
+    return {"refund_id": "rf_" + args.order_id}
+
+tool = create_tool(name="issue_refund", description="Refund.", input=RefundInput,
+                   execute=refund, approval=ToolApproval(reason="Check the refund."))
+
+def agent():
+    model = QueueModel([
+        ModelResponse(tool_calls=[ToolCall(id="c1", name="issue_refund",
+                                           arguments={"order_id": "A-1", "amount": 5})]),
+        "Refund issued.",
+    ])
+    return AgentBuilder("shop", model).tools([tool]).build()
+"""
+
+_ids = itertools.count(1)
+
+
+@pytest.fixture(params=["ipykernel7", "ipykernel6"])
+def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
+    python = this_python() if request.param == "ipykernel7" else ipykernel6_python()
+    if python is None:
+        pytest.skip("no ipykernel 6 environment (tests/kernel/make_ipykernel6_env.sh)")
+    kernel = Kernel(python, tmp_path / "kernels", f"anvia-nb-{request.param}")
+    try:
+        kernel.run(SETUP, timeout=60)
+        yield kernel
+    finally:
+        kernel.close()
+
+
+def pending_approval_id(messages: list[dict[str, Any]]) -> str | None:
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            if value.get("status") == "pending" and str(value.get("id", "")).startswith("approval"):
+                found.append(value["id"])
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(messages)
+    return found[-1] if found else None
+
+
+def approve_when_asked(kernel: Kernel, model_id: str) -> None:
+    reply = kernel.page_request(model_id, {"type": "sync", "request_id": f"s{next(_ids)}"})
+    assert reply["ok"], reply
+    for _ in range(500):
+        approval_id = pending_approval_id(kernel.to_page(model_id))
+        if approval_id:
+            break
+        kernel._drain(0.02)
+    else:
+        raise AssertionError("no pending approval reached the page")
+    decision = {
+        "type": "approval_decision",
+        "request_id": f"d{next(_ids)}",
+        "approval_id": approval_id,
+        "approved": True,
+        "reason": None,
+        "edited_args": None,
+        "always_allow": False,
+    }
+    reply = kernel.page_request(model_id, decision)
+    assert reply == {
+        "type": "reply",
+        "request_id": decision["request_id"],
+        "ok": True,
+        "error": None,
+    }
+
+
+def test_show_runs_in_the_background_and_updates_its_cell_at_the_end(kernel: Kernel) -> None:
+    cell = kernel.execute("handle = agent().prompt('refund A-1').show()")
+    assert kernel.reply(cell)["content"]["status"] == "ok"  # the cell returned at once
+    model_id = kernel.widget_id(cell)
+    approve_when_asked(kernel, model_id)
+    update = kernel.wait(
+        lambda m: (
+            m["msg_type"] == "update_display_data"
+            and "Refund issued." in m["content"]["data"].get("text/html", "")
+        )
+    )
+    assert update["parent_header"]["msg_id"] == cell  # routed to the cell that showed it
+    html = update["content"]["data"]["text/html"]
+    assert "refunding A-1" in html and "<script" not in html
+    check = kernel.execute(
+        "import json; print('@@', json.dumps([handle.status, "
+        "[e.get('output') for e in handle.transcript if e['kind'] == 'tool']]))"
+    )
+    kernel.reply(check)
+    kernel.wait(lambda m: m["msg_type"] == "stream" and "@@" in m["content"]["text"])
+    status, outputs = json.loads(kernel.stdout(check).split("@@", 1)[1])
+    assert status == "success"
+    assert outputs == ["refunding A-1\n"]
+    # The run ended while no cell executed: the update is sent again in the next cell, for a
+    # headless runner (nbclient) that reads only the executing cell's messages.
+    again = kernel.wait(
+        lambda m: (
+            m["msg_type"] == "update_display_data" and m["parent_header"].get("msg_id") == check
+        )
+    )
+    assert again["content"]["transient"] == update["content"]["transient"]
+
+
+def test_send_sync_blocks_the_cell_while_the_widget_works(kernel: Kernel) -> None:
+    cell = kernel.execute("r = agent().prompt('refund A-1').send_sync(); print('OUT', r.output)")
+    model_id = kernel.widget_id(cell)
+    approve_when_asked(kernel, model_id)
+    reply = kernel.reply(cell)
+    assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
+    kernel.wait(lambda m: m["msg_type"] == "stream" and "OUT" in m["content"]["text"])
+    assert "OUT Refund issued." in kernel.stdout(cell)
+    # After the run, a late sync (a view drawn again) still gets the final state.
+    late = kernel.page_request(model_id, {"type": "sync", "request_id": "late"})
+    assert late["ok"]
+
+
+def test_send_sync_interrupt_cancels_the_run(kernel: Kernel) -> None:
+    cell = kernel.execute("r = agent().prompt('refund A-1').send_sync()")
+    model_id = kernel.widget_id(cell)
+    kernel.page_request(model_id, {"type": "sync", "request_id": "s-int"})
+    for _ in range(500):
+        if pending_approval_id(kernel.to_page(model_id)):
+            break
+        kernel._drain(0.02)
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply(cell)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "PromptCancelledError"
+    messages = kernel.to_page(model_id)
+    assert '"state": "cancelled"' in json.dumps(messages)
+
+
+def test_show_as_last_line_displays_once_and_the_handle_again_in_another_cell(
+    kernel: Kernel,
+) -> None:
+    cell = kernel.execute("h2 = None\nagent().prompt('refund A-1').show()")
+    model_id = kernel.widget_id(cell)
+    kernel.reply(cell)
+    kernel.run("h2 = _")  # the handle the cell returned
+    shown_here = [
+        m
+        for m in kernel.iopub
+        if m["msg_type"] in ("display_data", "execute_result")
+        and m["parent_header"].get("msg_id") == cell
+    ]
+    assert len(shown_here) == 1
+    other = kernel.execute("h2")
+    assert kernel.widget_id(other) == model_id  # a second view of the same widget
+    approve_when_asked(kernel, model_id)
+    updates = [
+        kernel.wait(
+            lambda m, c=c: (
+                m["msg_type"] == "update_display_data" and m["parent_header"].get("msg_id") == c
+            )
+        )
+        for c in (cell, other)
+    ]
+    assert all("Refund issued." in u["content"]["data"]["text/html"] for u in updates)
+
+
+def test_studio_in_a_kernel(kernel: Kernel) -> None:
+    cell = kernel.execute(
+        "from anvia_notebook import Studio\n"
+        "studio = Studio([AgentBuilder('echo', QueueModel(['Hello!'])).build()],"
+        " quick_prompts={'echo': ['Say hello']})\n"
+        "studio"
+    )
+    model_id = kernel.widget_id(cell)
+    kernel.reply(cell)
+    assert kernel.page_request(model_id, {"type": "sync", "request_id": "st-1"})["ok"]
+    studio = [m for m in kernel.to_page(model_id) if m["type"] == "studio"]
+    assert studio[-1]["quick_prompts"] == {"echo": ["Say hello"]}
+    sent = {"type": "studio_send", "request_id": "st-2", "agent_id": "echo", "text": "Say hello"}
+    assert kernel.page_request(model_id, sent)["ok"]
+    kernel.wait(
+        lambda m: (
+            m["msg_type"] == "comm_msg"
+            and m["content"]["data"].get("content", {}).get("type") == "studio"
+            and m["content"]["data"]["content"]["busy"] is False
+            and len([x for x in kernel.to_page(model_id) if x["type"] == "studio"]) >= 3
+        )
+    )
+    assert "Hello!" in json.dumps(kernel.to_page(model_id))
+
+
+def test_nbclient_runs_a_notebook_headless_with_the_scripted_operator(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from kernel_client import ROOT
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("ANVIA_NOTEBOOK_AUTO", "approve")
+    cells = [SETUP, "handle = agent().prompt('refund A-1').show()", "r = await handle\nr.output"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(
+        nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    shown = nb.cells[1].outputs[0]
+    assert shown.output_type == "display_data"
+    assert "application/vnd.jupyter.widget-view+json" in shown.data
+    html = shown.data["text/html"]  # the saved copy is the final one
+    assert "Refund issued." in html and "Approval: approved by auto" in html
+    assert nb.cells[2].outputs[0].data["text/plain"] == "'Refund issued.'"

@@ -1,0 +1,183 @@
+"""The Studio (notebook Playground): quick prompts, multi-turn history, Stop, New session."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from notebook_helpers import Page, pending_approval, refund_tool, sent, until
+
+from anvia_notebook import AgentBuilder, Studio
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
+from anvia_notebook.notebook.studio import BUSY
+
+
+def make_studio() -> tuple[Studio, QueueModel]:
+    model = QueueModel(["First answer.", "Second answer.", "Third answer."])
+    support = AgentBuilder("support", model).name("Support").description("Helps.").build()
+    other = AgentBuilder("other", QueueModel(["Other answer."])).build()
+    studio = Studio([support, other], quick_prompts={"support": ["Where is my order?"]})
+    return studio, model
+
+
+async def idle(page: Page) -> None:
+    await until(lambda: (page.pump(), page.studio and not page.studio["busy"])[1], what="idle")
+
+
+async def test_studio_sync_sends_snapshot_then_studio_state(outputs):
+    studio, _ = make_studio()
+    studio.start()
+    assert studio.widget.mode == "studio"
+    assert len(outputs.shown()) == 1
+    page = Page(studio.widget)
+    await page.sync()
+    assert page.state.entries == []
+    assert page.state.status["state"] == "idle"
+    assert page.state.status["agent_id"] == "support"
+    assert page.studio == {
+        "type": "studio",
+        "agents": [
+            {"id": "support", "name": "Support", "description": "Helps."},
+            {"id": "other", "name": "other", "description": None},
+        ],
+        "selected": "support",
+        "quick_prompts": {"support": ["Where is my order?"]},
+        "busy": False,
+    }
+
+
+async def test_quick_prompt_then_a_second_prompt_carries_the_history():
+    studio, model = make_studio()
+    page = Page(studio.widget)
+    await page.sync()
+    reply = await page.request("studio_send", agent_id="support", text="Where is my order?")
+    assert reply["ok"], reply
+    await idle(page)
+    busy = [m["busy"] for m in sent(studio.widget) if m["type"] == "studio"]
+    assert busy == [False, True, False]  # after sync, at the start, at the end
+    reply = await page.request("studio_send", agent_id="support", text="Thanks, and then?")
+    assert reply["ok"], reply
+    await idle(page)
+    assert [m.content for m in model.requests[1].messages] == [
+        "Where is my order?",
+        "First answer.",
+        "Thanks, and then?",
+    ]
+    kinds = [(e["kind"], e["text"]) for e in page.state.entries]
+    assert kinds == [
+        ("user", "Where is my order?"),
+        ("assistant", "First answer."),
+        ("user", "Thanks, and then?"),
+        ("assistant", "Second answer."),
+    ]
+    assert page.state.transcript() == studio.session.state()
+    assert [m.role for m in studio.history()] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_busy_refusal_and_stop():
+    gate = asyncio.Event()
+
+    async def slow(request):
+        yield TextDelta(delta="working")
+        await gate.wait()
+        yield TextDelta(delta=" done")
+
+    agent = AgentBuilder("slow", FunctionModel(slow)).build()
+    studio = Studio([agent])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="slow", text="go"))["ok"]
+    refused = await page.request("studio_send", agent_id="slow", text="again")
+    assert refused == {
+        "type": "reply",
+        "request_id": refused["request_id"],
+        "ok": False,
+        "error": BUSY,
+    }
+    assert (await page.request("studio_new_session"))["error"] == BUSY
+    assert (await page.request("stop", reason=None))["ok"]
+    await idle(page)
+    assert page.state.status["state"] == "cancelled"
+    assert page.state.entries[-1]["kind"] == "notice"
+    nothing = await page.request("stop", reason=None)
+    assert nothing["ok"] is False
+    # The cancelled exchange stays in the history (so the conversation stays whole).
+    assert [m.role for m in studio.history("slow")][:2] == ["user", "assistant"]
+
+
+async def test_new_session_clears_history_transcript_and_always_allow():
+    tool = refund_tool()
+    model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=[
+                    ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A", "amount": 1})
+                ]
+            ),
+            "Refunded A.",
+            ModelResponse(
+                tool_calls=[
+                    ToolCall(id="c2", name="issue_refund", arguments={"order_id": "B", "amount": 2})
+                ]
+            ),
+            "Refunded B.",
+        ]
+    )
+    agent = AgentBuilder("shop", model).tools([tool]).build()
+    studio = Studio([agent])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
+    entry = await pending_approval(page)
+    assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
+    await idle(page)
+    assert "issue_refund" in studio.human_input.always_allowed
+
+    assert (await page.request("studio_new_session"))["ok"]
+    page.pump()
+    assert page.state.entries == []
+    assert page.state.status["state"] == "idle"
+    assert studio.history() == []
+    assert studio.human_input.always_allowed == set()
+
+    assert (await page.request("studio_send", agent_id="shop", text="refund B"))["ok"]
+    entry = await pending_approval(page)  # asked again: the old session's rule is gone
+    assert [m.content for m in model.requests[2].messages] == ["refund B"]
+    assert (await page.approve(entry["approval"]["id"]))["ok"]
+    await idle(page)
+    assert page.state.transcript() == studio.session.state()
+    assert [c.order_id for c in tool.calls] == ["A", "B"]
+
+
+async def test_studio_send_refuses_unknown_agents_and_empty_text():
+    studio, _ = make_studio()
+    page = Page(studio.widget)
+    await page.sync()
+    unknown = await page.request("studio_send", agent_id="ghost", text="hi")
+    assert unknown["ok"] is False and "Unknown agent" in unknown["error"]
+    empty = await page.request("studio_send", agent_id="support", text="   ")
+    assert empty["ok"] is False
+    assert page.state.entries == []
+
+
+async def test_switching_agent_keeps_a_history_per_agent():
+    studio, _ = make_studio()
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
+    await idle(page)
+    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
+    await idle(page)
+    assert page.studio is not None and page.studio["selected"] == "other"
+    assert [m.content for m in studio.history("other")] == ["two", "Other answer."]
+    assert [m.content for m in studio.history("support")] == ["one", "First answer."]
+
+
+def test_studio_validates_its_arguments():
+    agent = AgentBuilder("a", QueueModel([])).build()
+    with pytest.raises(ValueError, match="at least one"):
+        Studio([])
+    with pytest.raises(ValueError, match="unknown agents"):
+        Studio([agent], quick_prompts={"b": ["x"]})
+    with pytest.raises(ValueError, match="Two agents"):
+        Studio([agent, agent])

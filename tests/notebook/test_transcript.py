@@ -1,0 +1,213 @@
+"""The transcript reducer, driven by run events directly."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from notebook_helpers import PageState
+
+from anvia_notebook.events import (
+    ApprovalRecord,
+    CancelledEvent,
+    FinalEvent,
+    QuestionRecord,
+    TextDeltaEvent,
+    ToolApprovalRequestEvent,
+    ToolApprovalResultEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
+    ToolQuestionRequestEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from anvia_notebook.messages import Usage
+from anvia_notebook.models import ToolCall
+from anvia_notebook.notebook.protocol import parse_outbound
+from anvia_notebook.notebook.transcript import Transcript
+from anvia_notebook.question_types import Question
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.ops: list[dict[str, Any]] = []
+        self.transcript = Transcript("agent", emit=self.ops.append)
+        self.page = PageState()
+        self.page.apply({"type": "snapshot", "seq": 0, "transcript": self.transcript.state(0)})
+        self.seq = 0
+
+    def check(self) -> None:
+        """The ops so far, as one batch, bring a page to the same state."""
+        self.seq += 1
+        batch = {"type": "batch", "seq": self.seq, "ops": list(self.ops)}
+        self.ops.clear()
+        parse_outbound(batch)
+        self.page.apply(batch)
+        assert self.page.transcript() == self.transcript.state(self.seq)
+
+
+def approval(status: str = "pending", **kw: Any) -> ApprovalRecord:
+    return ApprovalRecord(
+        id="ap1",
+        run_id="r1",
+        agent_id="agent",
+        tool_name="refund",
+        tool_call_id="c1",
+        internal_call_id="i1",
+        args={"amount": 3},
+        reason="Check it",
+        status=status,  # type: ignore[arg-type]
+        **kw,
+    )
+
+
+def test_statuses_of_a_tool_from_deltas_to_done():
+    r = Recorder()
+    t = r.transcript
+    t.begin_run("r1", "agent", "refund please")
+    t.apply(TurnStartEvent(turn=1))
+    t.apply(TextDeltaEvent(turn=1, delta="On it"))
+    t.apply(ToolCallDeltaEvent(turn=1, id="c1", name=None, arguments_delta='{"amo'))
+    t.apply(ToolCallDeltaEvent(turn=1, id="c1", name="refund", arguments_delta='unt": 3}'))
+    r.check()
+    tool = r.page.entries[2]
+    assert tool["tool_name"] == "refund" and tool["arguments"] == '{"amount": 3}'
+    assert tool["status"] == "running"
+    t.apply(
+        ToolCallEvent(turn=1, tool_call=ToolCall(id="c1", name="refund", arguments={"amount": 3}))
+    )
+    t.apply(TurnEndEvent(turn=1, usage=Usage(input_tokens=5, output_tokens=7)))
+    t.apply(ToolApprovalRequestEvent(approval=approval()))
+    r.check()
+    assert r.page.status["state"] == "waiting"
+    assert r.page.entries[2]["status"] == "approval_required"
+    assert r.page.status["input_tokens"] == 5
+    t.apply(ToolApprovalResultEvent(approval=approval("approved", decided_by="human")))
+    r.check()
+    assert r.page.entries[2]["status"] == "approved"
+    assert r.page.entries[2]["approval"]["decided_by"] == "you"
+    assert r.page.status["state"] == "running"
+    t.apply(
+        ToolResultEvent(
+            turn=1,
+            tool_name="refund",
+            tool_call_id="c1",
+            internal_call_id="i1",
+            args='{"amount": 3}',
+            result="ok",
+        )
+    )
+    t.tool_output("r1", "c1", "i1", "printed\n")
+    t.apply(
+        FinalEvent(
+            run_id="r1", output="", usage=Usage(input_tokens=9, output_tokens=9), messages=[]
+        )
+    )
+    r.check()
+    assert r.page.entries[2]["status"] == "done"
+    assert r.page.entries[2]["output"] == "printed\n"
+    assert r.page.status["state"] == "success"
+    assert r.page.status["input_tokens"] == 9
+
+
+def test_rejected_and_timed_out_stay_after_the_result():
+    for status, expected in (("rejected", "rejected"), ("timed_out", "timed_out")):
+        r = Recorder()
+        t = r.transcript
+        t.begin_run("r1", "agent", "x")
+        t.apply(ToolCallEvent(turn=1, tool_call=ToolCall(id="c1", name="refund")))
+        t.apply(ToolApprovalRequestEvent(approval=approval()))
+        t.apply(ToolApprovalResultEvent(approval=approval(status, decided_by="runtime")))
+        t.apply(
+            ToolResultEvent(
+                turn=1,
+                tool_name="refund",
+                tool_call_id="c1",
+                internal_call_id="i1",
+                args="{}",
+                result="Tool approval was rejected.",
+            )
+        )
+        r.check()
+        assert r.page.entries[1]["status"] == expected
+
+
+def test_cancel_marks_everything_unfinished_cancelled():
+    r = Recorder()
+    t = r.transcript
+    t.begin_run("r1", "agent", "x")
+    t.apply(ToolCallEvent(turn=1, tool_call=ToolCall(id="c1", name="refund")))
+    t.apply(ToolCallEvent(turn=1, tool_call=ToolCall(id="c2", name="ask_question")))
+    t.apply(ToolApprovalRequestEvent(approval=approval()))
+    question = QuestionRecord(
+        id="qq",
+        run_id="r1",
+        agent_id="agent",
+        tool_name="ask_question",
+        tool_call_id="c2",
+        internal_call_id="i2",
+        questions=[Question(id="a", question="A?", choices=[{"label": "x", "value": "x"}])],
+    )
+    t.apply(ToolQuestionRequestEvent(question=question))
+    r.check()
+    t.apply(CancelledEvent(run_id="r1", reason="Stopped"))
+    r.check()
+    tools = [e for e in r.page.entries if e["kind"] == "tool"]
+    assert [e["status"] for e in tools] == ["cancelled", "cancelled"]
+    assert tools[0]["approval"]["status"] == "cancelled"
+    assert tools[1]["question"]["status"] == "cancelled"
+    assert tools[1]["result"] == '{"answers": []}'
+    assert r.page.entries[-1]["text"] == "Run cancelled: Stopped"
+    assert r.page.status["state"] == "cancelled"
+    assert t.approval_status == {"ap1": "cancelled"}
+
+
+def test_output_before_the_entry_is_known_is_kept_for_it():
+    r = Recorder()
+    t = r.transcript
+    t.begin_run("r1", "agent", "x")
+    t.tool_output("r1", None, "i9", "early ")
+    t.tool_output("other-run", None, "i9", "ignored")
+    t.apply(
+        ToolResultEvent(
+            turn=1, tool_name="t", tool_call_id="c9", internal_call_id="i9", args="{}", result="ok"
+        )
+    )
+    r.check()
+    assert r.page.entries[-1]["output"] == "early "
+
+
+def test_text_deltas_are_constant_time():
+    def feed(count: int) -> float:
+        t = Transcript("a", emit=lambda op: None)
+        t.begin_run("r", "a", "x")
+        started = time.perf_counter()
+        for _ in range(count):
+            t.apply(TextDeltaEvent(turn=1, delta="token "))
+        return time.perf_counter() - started
+
+    small, large = feed(20_000), feed(200_000)
+    assert large < small * 25  # linear in the number of deltas (quadratic would be ~100x)
+    t = Transcript("a")
+    t.begin_run("r", "a", "x")
+    for _ in range(1000):
+        t.apply(TextDeltaEvent(turn=1, delta="ab"))
+    assert t.entries[1]["text"] == "ab" * 1000
+
+
+def test_reset_clears_entries_and_keeps_the_agent():
+    r = Recorder()
+    r.transcript.begin_run("r1", "agent", "x")
+    r.check()
+    r.transcript.reset()
+    r.check()
+    assert r.page.entries == []
+    assert r.page.status == {
+        "state": "idle",
+        "turn": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "error": None,
+        "agent_id": "agent",
+    }
