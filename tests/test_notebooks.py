@@ -1,0 +1,63 @@
+"""Every tutorial notebook runs headless (nbclient) with the scripted operator and offline model."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def outputs_text(notebook) -> str:
+    parts = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if "text" in output:
+                parts.append(output["text"])
+            for kind in ("text/plain", "text/html"):
+                if kind in output.get("data", {}):
+                    parts.append(output["data"][kind])
+    return "\n".join(parts)
+
+
+def test_there_are_seven_tutorials():
+    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
+
+
+EXPECTED = {
+    "01_quickstart.ipynb": ["Order **A1001** is *shipped*", "looking up A1001"],
+    "02_tool_approval.ipynb": ["refund `rf_a1001` was issued", "Refunds over $10 need a manager."],
+    "03_hook_approval.ipynb": ["Order A1002 is cancelled.", "call cancel_order"],
+    "04_ask_question.ipynb": ["Escalation `esc_t-42` is ready", '"questionId": "priority"'],
+    "05_stop_and_timeouts.ipynb": ["cancelled: Changed my mind.", "timed out after 1 s"],
+    "06_human_input_outside.ipynb": ["priority **high** via phone"],
+    "07_studio.ipynb": [],
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
+    monkeypatch.setenv("ANVIA_NOTEBOOK_AUTO", "approve")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=120,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    text = outputs_text(notebook)
+    for needle in EXPECTED[path.name]:
+        assert needle in text, (needle, text[-3000:])
+    # a finished run leaves a static HTML copy of its transcript in the saved notebook
+    if path.name != "07_studio.ipynb":
+        assert 'class="anvia-static-transcript"' in text
+    json.dumps(nbformat.writes(notebook))  # the executed notebook still serialises
