@@ -185,6 +185,7 @@ class ToolExecutor:
                 args=effective_args,
                 result=result,
                 is_error=is_error,
+                skipped=decision.type == "skip",
             )
         )
         return ToolResultPart(

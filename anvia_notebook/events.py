@@ -150,6 +150,8 @@ class ToolResultEvent(BaseModel):
     args: str
     result: str
     is_error: bool = False
+    #: True when a hook's ``tool.skip(reason)`` decided the result (the tool did not execute).
+    skipped: bool = False
 
 
 class TurnEndEvent(BaseModel):

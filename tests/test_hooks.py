@@ -253,3 +253,13 @@ def test_a_failing_run_error_hook_does_not_mask_the_error():
         AgentBuilder("a", model).hook(create_hook(on_run_error=bad)).build().prompt(
             "go"
         ).send_sync()
+
+
+async def test_a_skipped_call_is_marked_in_its_tool_result_event():
+    model = QueueModel([call("add", {"x": 1, "y": 1}), "ok"])
+    hook = create_hook(on_tool_call=lambda e: e.tool.skip("not now"))
+    agent = AgentBuilder("a", model).tool(make_add_tool()).hook(hook).build()
+    results = [e async for e in agent.prompt("go").stream() if e.type == "tool_result"]
+    assert results[0].skipped
+    assert results[0].result == "not now"
+    assert not results[0].is_error

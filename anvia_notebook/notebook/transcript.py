@@ -367,7 +367,7 @@ class Transcript:
     def _on_tool_result(self, event: Any) -> None:
         entry = self._link(event.tool_call_id, event.internal_call_id, event.tool_name)
         current = entry.get("status")
-        done = "error" if event.is_error else "done"
+        done = "skipped" if event.skipped else "error" if event.is_error else "done"
         status = current if current in _STICKY else done
         self._patch(entry, status=status, result=event.result, is_error=event.is_error)
 

@@ -133,6 +133,27 @@ def test_rejected_and_timed_out_stay_after_the_result():
         assert r.page.entries[1]["status"] == expected
 
 
+def test_a_call_skipped_by_a_hook_shows_skipped():
+    r = Recorder()
+    t = r.transcript
+    t.begin_run("r1", "agent", "x")
+    t.apply(ToolCallEvent(turn=1, tool_call=ToolCall(id="c1", name="refund")))
+    t.apply(
+        ToolResultEvent(
+            turn=1,
+            tool_name="refund",
+            tool_call_id="c1",
+            internal_call_id="i1",
+            args="{}",
+            result="Not during business hours.",
+            skipped=True,
+        )
+    )
+    r.check()
+    assert r.page.entries[1]["status"] == "skipped"
+    assert r.page.entries[1]["result"] == "Not during business hours."
+
+
 def test_cancel_marks_everything_unfinished_cancelled():
     r = Recorder()
     t = r.transcript
