@@ -38,6 +38,9 @@ export class Session {
   readonly store = new TranscriptStore();
   studio: StudioMsg | null = null;
   disconnected = false;
+  /** Which entries a person opened or closed, so a redrawn view (the output re-rendered, a
+   * second view, VS Code's lazy views) shows them the same way. */
+  readonly openEntries = new Map<string, boolean>();
   private listeners = new Set<(ev: SessionEvent) => void>();
   private pending = new Map<string, (r: RequestResult) => void>();
   private syncId: string | null = null;

@@ -114,6 +114,23 @@ describe("entries", () => {
   });
 });
 
+describe("redrawn views", () => {
+  it("keep the entries a person opened or closed", async () => {
+    const m = mount([toolEntry("t1"), toolEntry("t2")]);
+    const details = [...m.el.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")];
+    const first = details[0]!;
+    const second = details[1]!;
+    first.open = true;
+    first.dispatchEvent(new Event("toggle"));
+    await tick();
+    const redrawn = m.another();
+    const again = [...redrawn.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")];
+    expect(again.map((d) => d.open)).toEqual([true, false]);
+    expect(second.open).toBe(false);
+    m.cleanup();
+  });
+});
+
 describe("incremental updates", () => {
   it("appends without rebuilding, and renders markdown at most once per frame", () => {
     const { model, root } = mount([

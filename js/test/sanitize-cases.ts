@@ -35,15 +35,18 @@ afterEach(() => {
  * the output inert. jsdom, which DOMPurify is tested against, checks everything.
  */
 export function sanitizeSuite(env: string, faithful: boolean): void {
-const itFaithful = faithful ? it : it.skip;
 describe(`markdown sanitising (${env})`, () => {
-  itFaithful("renders ordinary markdown", () => {
-    const el = render("# Title\n\nSome **bold** and `code`.\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | 2 |");
-    expect(el.querySelector("h1")?.textContent).toBe("Title");
-    expect(el.querySelector("strong")?.textContent).toBe("bold");
-    expect(el.querySelectorAll("li")).toHaveLength(2);
-    expect(el.querySelector("td")?.textContent).toBe("1");
-  });
+  // Ordinary markdown only survives intact where DOMPurify works fully (not under happy-dom),
+  // so that case is registered for the faithful DOM alone rather than skipped.
+  if (faithful) {
+    it("renders ordinary markdown", () => {
+      const el = render("# Title\n\nSome **bold** and `code`.\n\n- a\n- b\n\n| x | y |\n|---|---|\n| 1 | 2 |");
+      expect(el.querySelector("h1")?.textContent).toBe("Title");
+      expect(el.querySelector("strong")?.textContent).toBe("bold");
+      expect(el.querySelectorAll("li")).toHaveLength(2);
+      expect(el.querySelector("td")?.textContent).toBe("1");
+    });
+  }
 
   it("neutralises an img onerror", () => {
     const el = render("hello <img src=x onerror=alert(1)>");

@@ -29,7 +29,8 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   const resultSection = section("Result", result.el, "anvia-section-result");
   const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection);
   const el = h("details", { class: "anvia-entry anvia-entry-tool" }, summary, body);
-  el.open = pendingInteraction(entry);
+  el.open = session.openEntries.get(entry.id) ?? pendingInteraction(entry);
+  el.addEventListener("toggle", () => session.openEntries.set(current.id, el.open));
 
   let current = entry;
   let approval: ApprovalPanel | null = null;
