@@ -27,12 +27,12 @@ from .hooks import (
     CompletionCallEvent,
     CompletionErrorEvent,
     CompletionResponseEvent,
-    HookAction,
     RunEndEvent,
     RunErrorEvent,
     RunStartEvent,
     TurnEndHookEvent,
     TurnStartHookEvent,
+    call_hooks,
 )
 from .messages import Message, ToolResultPart
 from .models.base import CompletionAccumulator, CompletionRequest, CompletionResponse
@@ -49,11 +49,8 @@ logger = logging.getLogger("anvia_notebook")
 
 
 async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
-    """Call one lifecycle callback on every hook, in order; ``run.cancel(...)`` ends the run."""
-    for hook in run.request.active_hooks:
-        action = await maybe_await(getattr(hook, name)(event))
-        if isinstance(action, HookAction) and action.type == "cancel":
-            raise PromptCancelledError(action.reason)
+    """Call one lifecycle callback on every hook of the run; ``run.cancel(...)`` ends the run."""
+    await call_hooks(run.request.active_hooks, name, event)
 
 
 async def run_loop(run: AgentRun) -> PromptResponse:

@@ -35,11 +35,11 @@ from .hooks import (
     RUN_CONTROL,
     TOOL_CALL_CONTROL,
     Hook,
-    HookAction,
     ToolCallDecision,
     ToolCallHookEvent,
     ToolErrorEvent,
     ToolResultHookEvent,
+    call_hooks,
 )
 from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
 from .messages import ToolResultPart
@@ -421,10 +421,7 @@ class ToolExecutor:
                 error=error,
                 run=RUN_CONTROL,
             )
-            for hook in self.hooks:
-                action = await maybe_await(hook.on_tool_error(event))
-                if isinstance(action, HookAction) and action.type == "cancel":
-                    raise PromptCancelledError(action.reason) from error
+            await call_hooks(self.hooks, "on_tool_error", event)
             return f"ToolCallError: {error}", True
         finally:
             CURRENT_TOOL_CALL.reset(token)
@@ -438,10 +435,7 @@ class ToolExecutor:
             result=result,
             run=RUN_CONTROL,
         )
-        for hook in self.hooks:
-            action = await maybe_await(hook.on_tool_result(event))
-            if isinstance(action, HookAction) and action.type == "cancel":
-                raise PromptCancelledError(action.reason)
+        await call_hooks(self.hooks, "on_tool_result", event)
         return result
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ._util import maybe_await
+from .errors import PromptCancelledError
 from .messages import Message, Usage
 from .models.base import CompletionRequest, CompletionResponse
 
@@ -27,6 +29,7 @@ __all__ = [
     "TurnEndHookEvent",
     "TurnStartHookEvent",
     "create_hook",
+    "call_hooks",
     "HOOK_CALLBACKS",
 ]
 
@@ -242,3 +245,14 @@ def create_hook(**callbacks: Callable[[Any], Any]) -> Hook:
         if not callable(callback):
             raise TypeError(f"Hook callback {key} must be callable.")
     return _CallbackHook(callbacks)
+
+
+async def call_hooks(hooks: Sequence[Hook], name: str, event: Any) -> None:
+    """Call callback ``name`` of every hook, in order (sync or async).
+
+    A callback that returns ``run.cancel(reason)`` ends the run: ``PromptCancelledError``.
+    """
+    for hook in hooks:
+        action = await maybe_await(getattr(hook, name)(event))
+        if isinstance(action, HookAction) and action.type == "cancel":
+            raise PromptCancelledError(action.reason)
