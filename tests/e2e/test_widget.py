@@ -347,3 +347,26 @@ def test_model_text_stays_inert(page: Page, jupyter_server: JupyterServer, noteb
         link.first.click()
     page.wait_for_timeout(300)
     assert page.evaluate("window.__xss") is None
+
+
+def test_reloaded_page_shows_the_pending_run(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    start(
+        page,
+        jupyter_server,
+        notebook_name,
+        [
+            'agent, model = agent_for(refund_call(), "Approved after a reload.")\n'
+            'handle = agent.prompt("Refund A1").show()',
+        ],
+    )
+    expect(cell_output(page, 1).get_by_role("button", name="Approve")).to_be_visible()
+    # Save first: a reload shows the notebook as saved on disk, then the live kernel's widgets.
+    page.evaluate("window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_function("!window.jupyterapp.shell.currentWidget.context.model.dirty")
+    page.reload()
+    widget = cell_output(page, 1)
+    expect(widget.get_by_text("Review this refund.")).to_be_visible(timeout=60_000)
+    widget.get_by_role("button", name="Approve").click()
+    wait_for_text(widget, "Approved after a reload.")
