@@ -370,3 +370,27 @@ def test_reloaded_page_shows_the_pending_run(
     expect(widget.get_by_text("Review this refund.")).to_be_visible(timeout=60_000)
     widget.get_by_role("button", name="Approve").click()
     wait_for_text(widget, "Approved after a reload.")
+
+
+def test_kernel_interrupt_stops_a_blocking_run(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    start(
+        page,
+        jupyter_server,
+        notebook_name,
+        [
+            'agent, model = agent_for(refund_call(), "never")\n'
+            'response = agent.prompt("Refund A1").send_sync()',
+            'print("EXECUTED", executed)',
+        ],
+        run=0,
+    )
+    run_cell(page, 1, wait=False)
+    widget = cell_output(page, 1)
+    expect(widget.get_by_role("button", name="Approve")).to_be_visible()
+    page.evaluate("window.jupyterapp.commands.execute('notebook:interrupt-kernel')")
+    wait_for_text(widget, "PromptCancelledError")
+    expect(widget.locator(".anvia-tool-status").first).to_have_text("Cancelled")
+    run_cell(page, 2, check=False)  # cell 1's PromptCancelledError is expected
+    wait_for_text(cell_output(page, 2), "EXECUTED []")
