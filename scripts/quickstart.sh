@@ -9,4 +9,8 @@ if ! command -v npm >/dev/null 2>&1; then
   exit 1
 fi
 python -m pip install -q -e . jupyterlab
-exec python -m jupyter lab --ip=127.0.0.1 notebooks/01_quickstart.ipynb "$@"
+extra=()
+if [ "$(id -u)" -eq 0 ]; then
+  extra+=(--allow-root)  # Jupyter refuses to run as root without it (containers, CI boxes)
+fi
+exec python -m jupyter lab --ip=127.0.0.1 "${extra[@]}" notebooks/01_quickstart.ipynb "$@"

@@ -1,6 +1,6 @@
 """``AnviaWidget``: the thin anywidget the transcript and the Studio are drawn in.
 
-Synced state is kept tiny (``mode`` and ``title``): the page gets the transcript through
+Synced state is kept tiny (``mode``, ``title`` and a key): the page gets the transcript through
 custom messages (``sync`` -> ``snapshot``, then numbered ``batch`` es), so a saved notebook does
 not carry the transcript twice and a long run does not resend a growing trait.
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import uuid
 
 import anywidget
 import traitlets
@@ -47,6 +49,13 @@ class AnviaWidget(anywidget.AnyWidget):
     mode = traitlets.Unicode("transcript").tag(sync=True)
     #: A short title shown in the header (the agent's name).
     title = traitlets.Unicode("").tag(sync=True)
+    #: Unique per widget: anywidget hands ``initialize`` and every ``render`` a different proxy
+    #: of the same model, so the page finds the model's one session by this key.
+    _anvia_key = traitlets.Unicode().tag(sync=True)
+
+    @traitlets.default("_anvia_key")
+    def _default_key(self) -> str:
+        return uuid.uuid4().hex
 
     def __init__(self, handler: MessageHandler | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)

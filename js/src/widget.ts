@@ -3,15 +3,36 @@
 import { type WidgetModel, Session } from "./session";
 import { mountView } from "./views/root";
 
-const sessions = new WeakMap<WidgetModel, Session>();
+// anywidget gives `initialize` and each `render` a different proxy of the same model, so the
+// one session of a model is found by its `_anvia_key` trait (unique per widget); a model without
+// one (an older kernel) is keyed by the object itself.
+const sessionsByKey = new Map<string, Session>();
+const sessionsByModel = new WeakMap<WidgetModel, Session>();
+
+function keyOf(model: WidgetModel): string {
+  try {
+    const key = model.get("_anvia_key");
+    return typeof key === "string" ? key : "";
+  } catch {
+    return "";
+  }
+}
 
 function sessionFor(model: WidgetModel): Session {
-  let s = sessions.get(model);
+  const key = keyOf(model);
+  let s = key ? sessionsByKey.get(key) : sessionsByModel.get(model);
   if (!s) {
     s = new Session(model);
-    sessions.set(model, s);
+    if (key) sessionsByKey.set(key, s);
+    else sessionsByModel.set(model, s);
   }
   return s;
+}
+
+function forget(model: WidgetModel, session: Session): void {
+  const key = keyOf(model);
+  if (key && sessionsByKey.get(key) === session) sessionsByKey.delete(key);
+  if (sessionsByModel.get(model) === session) sessionsByModel.delete(model);
 }
 
 export default {
@@ -19,7 +40,7 @@ export default {
     const session = sessionFor(model);
     return () => {
       session.dispose();
-      sessions.delete(model);
+      forget(model, session);
     };
   },
   render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {

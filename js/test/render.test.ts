@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { TOOL_STATUS_LABELS, TOOL_STATUSES, type Entry } from "../src/protocol";
 import { FOLD_CHARS } from "../src/views/fold";
+import { StreamingMarkdown } from "../src/views/markdown";
 import { batch, byLabel, flushFrames, fixture, mount, snapshot, status, tick, toolEntry } from "./helpers";
 
 afterEach(() => {
@@ -141,7 +142,7 @@ describe("incremental updates", () => {
     ]);
     const before = entries(root);
     const md = root.querySelector(".anvia-entry-assistant .anvia-md") as HTMLElement;
-    const spy = vi.spyOn(md, "replaceChildren");
+    const spy = vi.spyOn(StreamingMarkdown.prototype, "render");
     batch(model, { op: "append", id: "a1", field: "text", text: "Hello " });
     batch(model, { op: "append", id: "a1", field: "text", text: "**world**" });
     batch(model, { op: "append", id: "r1", field: "text", text: "m..." }, { op: "append", id: "t1", field: "output", text: "out\n" });

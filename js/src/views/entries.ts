@@ -1,10 +1,11 @@
 // Views of single transcript entries. Each supports incremental updates: `append` for streamed
-// text (assistant markdown re-rendered at most once per animation frame) and `update` for patches.
+// text (assistant markdown re-rendered at most once per animation frame, from its last block on)
+// and `update` for patches.
 import { h } from "../dom";
 import { cancelScheduled, schedule } from "../frame";
 import type { AppendField, Entry } from "../protocol";
 import type { Session } from "../session";
-import { setMarkdown } from "./markdown";
+import { StreamingMarkdown } from "./markdown";
 import { toolView } from "./tool";
 
 export interface EntryView {
@@ -18,12 +19,13 @@ export interface EntryView {
 function markdownView(entry: Entry & { text: string }, label: string): EntryView {
   const body = h("div", { class: "anvia-md" });
   const el = h("div", { class: `anvia-entry anvia-entry-${entry.kind}` }, h("div", { class: "anvia-role" }, label), body);
+  const markdown = new StreamingMarkdown(body);
   let current = entry;
   let rendered: string | null = null;
   const render = (): void => {
     if (rendered === current.text) return;
     rendered = current.text;
-    setMarkdown(body, current.text);
+    markdown.render(current.text); // appended text re-renders only the last block
   };
   render();
   return {

@@ -63,6 +63,9 @@ function getPurifier(): Purifier {
       if (src !== null && !/^https?:/i.test(src.trim())) node.removeAttribute("src");
     }
   });
+  // Parsed once: passing the configuration to every sanitize() call parses it again each time
+  // (a tenth of a millisecond, which adds up over a long transcript's many entries).
+  p.setConfig({ ...CONFIG, RETURN_DOM_FRAGMENT: true });
   purifier = p;
   return p;
 }
@@ -136,22 +139,166 @@ function enforceInert(root: DocumentFragment): void {
   }
 }
 
+/** HTML from marked to a sanitised, inert fragment of this document. */
+function sanitized(html: string): DocumentFragment {
+  const frag = getPurifier().sanitize(html) as unknown as DocumentFragment; // configured once
+  enforceInert(frag);
+  return frag;
+}
+
+function textFragment(text: string): DocumentFragment {
+  const frag = document.createDocumentFragment();
+  frag.appendChild(document.createTextNode(text));
+  return frag;
+}
+
 /** Markdown text to a sanitised fragment of this document. */
 export function renderMarkdown(text: string): DocumentFragment {
   let html: string;
   try {
     html = marked.parse(text) as string;
   } catch {
-    const frag = document.createDocumentFragment();
-    frag.appendChild(document.createTextNode(text));
-    return frag;
+    return textFragment(text);
   }
-  const frag = getPurifier().sanitize(html, { ...CONFIG, RETURN_DOM_FRAGMENT: true }) as DocumentFragment;
-  enforceInert(frag);
-  return frag;
+  return sanitized(html);
 }
 
 /** Replace the children of `el` with the rendered markdown. */
 export function setMarkdown(el: HTMLElement, text: string): void {
   el.replaceChildren(renderMarkdown(text));
+}
+
+type Tokens = ReturnType<typeof marked.lexer>;
+type Links = Tokens["links"];
+
+/** Whether two sets of link definitions are the same. */
+function sameLinks(a: Links, b: Links): boolean {
+  const keys = Object.keys(b);
+  if (keys.length !== Object.keys(a).length) return false;
+  return keys.every((k) => a[k] !== undefined && a[k].href === b[k]!.href && a[k].title === b[k]!.title);
+}
+
+const rawLength = (tokens: Tokens | Tokens[number][]): number =>
+  tokens.reduce((n, t) => n + t.raw.length, 0);
+
+/**
+ * Markdown that grows (a streamed message) rendered into `el` block by block, so that a frame
+ * costs O(new text), not O(whole text): when the text extends what was rendered, only the last
+ * top-level block (and what follows it) is lexed and rendered again; the blocks before it keep
+ * their DOM. The result is the same as rendering the whole text. Any other change, a new link
+ * definition (earlier blocks may use it), or raw HTML (a tag may span blocks) renders the whole
+ * text at once, as `setMarkdown` does.
+ */
+export class StreamingMarkdown {
+  private text: string | null = null;
+  /** Length of the text whose blocks are final (their DOM stays). */
+  private stableLength = 0;
+  /** The DOM of the last blocks (see `extend`), replaced on every change. */
+  private tailNodes: ChildNode[] = [];
+  /** Link definitions of the final blocks, and of the whole text as last rendered. */
+  private stableLinks: Links = Object.create(null) as Links;
+  private links: Links = Object.create(null) as Links;
+  /** Raw HTML was seen: render the whole text every time. */
+  private whole = false;
+
+  /** `toFragment` turns marked's HTML into DOM (sanitised; tests of the block logic swap it). */
+  constructor(
+    private readonly el: HTMLElement,
+    private readonly toFragment: (html: string) => DocumentFragment = sanitized,
+  ) {}
+
+  render(input: string): void {
+    const text = input.replace(/\r\n?/g, "\n"); // as marked's lexer normalises it
+    if (text === this.text) return;
+    const grows = this.text !== null && text.startsWith(this.text);
+    if (this.whole || !grows || !this.extend(text, false)) {
+      if (this.whole || !this.extend(text, true)) this.renderWhole(input, text);
+    }
+  }
+
+  private renderWhole(input: string, text: string): void {
+    let frag: DocumentFragment;
+    try {
+      frag = this.toFragment(marked.parse(input) as string);
+    } catch {
+      frag = textFragment(input);
+    }
+    this.el.replaceChildren(frag);
+    this.text = text;
+    this.stableLength = 0;
+    this.tailNodes = [...this.el.childNodes];
+  }
+
+  /**
+   * Lex and render the text after the final blocks (all of it with `restart`); false: give up.
+   * Of the new tokens, the last blocks stay open (more text may change them), and so does a
+   * list just before them (a paragraph "3" becomes the list item "3." that continues the list);
+   * the blocks before are final.
+   */
+  private extend(text: string, restart: boolean): boolean {
+    const start = restart ? 0 : this.stableLength;
+    const src = text.slice(start);
+    let tokens: Tokens;
+    try {
+      const lexer = new marked.Lexer(marked.defaults);
+      if (!restart) Object.assign(lexer.tokens.links, this.stableLinks);
+      tokens = lexer.lex(src);
+    } catch {
+      return false;
+    }
+    if (rawLength(tokens) !== src.length) return false; // offsets would drift
+    let html = false;
+    marked.walkTokens(tokens, (t) => {
+      if (t.type === "html") html = true;
+    });
+    if (html) {
+      this.whole = true;
+      return false;
+    }
+    if (!restart && !sameLinks(this.links, tokens.links)) return false; // a definition changed
+    const isSpace = (i: number): boolean => tokens[i]!.type === "space";
+    // The open region: the last run of blocks not separated by a blank line (a later line can
+    // still turn the last one into a continuation of the one before: "***" + "|" is no rule but
+    // paragraph text), and a list just before it.
+    let open = tokens.length;
+    while (open > 0 && isSpace(open - 1)) open--;
+    const runStart = (end: number): number => {
+      let i = end;
+      while (i > 0 && !isSpace(i - 1)) i--;
+      return i;
+    };
+    open = open > 0 ? runStart(open - 1) : 0;
+    let before = open - 1;
+    while (before >= 0 && isSpace(before)) before--;
+    if (before >= 0 && tokens[before]!.type === "list") open = runStart(before);
+    const stable = tokens.slice(0, open);
+    const tail = tokens.slice(open);
+    let stableHtml: string;
+    let tailHtml: string;
+    try {
+      stableHtml = stable.length ? (marked.parser(stable) as string) : "";
+      tailHtml = marked.parser(tail) as string;
+    } catch {
+      return false;
+    }
+    if (restart) {
+      this.el.replaceChildren();
+      this.stableLinks = Object.create(null) as Links;
+    } else {
+      for (const node of this.tailNodes) node.remove();
+    }
+    if (stableHtml) this.el.append(this.toFragment(stableHtml));
+    const frag = this.toFragment(tailHtml);
+    this.tailNodes = [...frag.childNodes];
+    this.el.append(frag);
+    this.text = text;
+    this.stableLength = start + rawLength(stable);
+    this.links = { ...tokens.links };
+    for (const t of stable) {
+      if (t.type === "def" && !(t.tag in this.stableLinks)) {
+        this.stableLinks[t.tag] = { href: t.href, title: t.title };
+      }
+    }
+    return true;
+  }
 }
