@@ -65,6 +65,9 @@ class Message(BaseModel):
     tool_calls: list[MessageToolCall] = Field(default_factory=list)
     tool_results: list[ToolResultPart] = Field(default_factory=list)
     reasoning: str | None = None
+    #: Opaque data a provider needs back on later turns, e.g. Anthropic's signed thinking blocks
+    #: under ``"anthropic_thinking"``; kept with the message so a saved history stays complete.
+    provider_data: dict[str, Any] | None = None
 
     @classmethod
     def user(cls, content: str) -> Message:
@@ -76,9 +79,14 @@ class Message(BaseModel):
         content: str = "",
         tool_calls: list[MessageToolCall] | None = None,
         reasoning: str | None = None,
+        provider_data: dict[str, Any] | None = None,
     ) -> Message:
         return cls(
-            role="assistant", content=content, tool_calls=tool_calls or [], reasoning=reasoning
+            role="assistant",
+            content=content,
+            tool_calls=tool_calls or [],
+            reasoning=reasoning,
+            provider_data=provider_data,
         )
 
     @classmethod

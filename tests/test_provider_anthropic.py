@@ -21,6 +21,7 @@ from anvia_notebook.models.base import (
     CompletionRequest,
     Finish,
     ModelError,
+    ProviderData,
     ReasoningDelta,
     TextDelta,
     ToolCall,
@@ -289,8 +290,14 @@ async def test_signed_thinking_goes_back_with_its_tool_calls(
             "TXQRZqMGOM3pTCIlBHG8sEl2GQNoOvQzKQ=="
         ),
     }
-    # Without the model's memory of that turn, the history goes without thinking blocks.
-    assert [block["type"] for block in to_anthropic_messages(history)[1]["content"]] == [
+    # The blocks travel in the message itself: a history saved as JSON and loaded keeps them.
+    restored = [Message.model_validate_json(m.model_dump_json()) for m in history]
+    assert to_anthropic_messages(restored)[1]["content"][0] == assistant["content"][0]
+    # A message without them (written by hand, or from another provider) sends none.
+    bare = history[1].model_copy(update={"provider_data": None})
+    assert [
+        block["type"] for block in to_anthropic_messages([question, bare, results])[1]["content"]
+    ] == [
         "text",
         "tool_use",
         "tool_use",
@@ -345,6 +352,21 @@ async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) ->
         ToolCallDelta(id=time_id, arguments_delta='Paris"}'),
         ToolCall(id=time_id, name="get_time", arguments='{"tz": "Europe/Paris"}'),
         UsageUpdate(usage=Usage(input_tokens=0, output_tokens=127)),
+        ProviderData(
+            data={
+                "anthropic_thinking": [
+                    {
+                        "type": "thinking",
+                        "thinking": "The user asks for the weather and the time in Paris; "
+                        "both tools can run at once.",
+                        "signature": (
+                            "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds7f2e4kxmhbh0zLc"
+                            "LBy4HHFEC2vBTXQRZqMGOM3pTCIlBHG8sEl2GQNoOvQzKQ=="
+                        ),
+                    }
+                ]
+            }
+        ),
         Finish(reason="tool_calls"),
     ]
 

@@ -263,3 +263,21 @@ async def test_a_subscriber_that_raises_does_not_break_the_run(caplog):
     run.start()
     assert (await run.wait()).output == "ok"
     assert "subscriber bug" in caplog.text
+
+
+async def test_provider_data_travels_with_the_assistant_message():
+    from anvia_notebook.models import ProviderData
+
+    model = StreamingQueueModel(
+        [
+            [
+                ToolCall(id="c1", name="add", arguments={"x": 1, "y": 2}),
+                ProviderData(data={"signed": ["block"]}),
+            ],
+            [TextDelta(delta="3")],
+        ]
+    )
+    response = await AgentBuilder("a", model).tool(make_add_tool()).build().prompt("go").send()
+    assert response.messages[1].provider_data == {"signed": ["block"]}
+    assert model.requests[1].messages[1].provider_data == {"signed": ["block"]}
+    assert response.messages[3].provider_data is None

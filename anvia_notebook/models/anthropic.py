@@ -13,8 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import warnings
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +24,7 @@ from .base import (
     CompletionModel,
     CompletionRequest,
     Finish,
+    ProviderData,
     ReasoningDelta,
     TextDelta,
     ToolCall,
@@ -64,8 +64,8 @@ STOP_REASONS = {
 }
 #: The usage fields that add up to the input tokens of a request.
 INPUT_TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-#: How many tool-use turns' thinking blocks a model keeps to send back (see AnthropicModel).
-KEPT_THINKING_TURNS = 256
+#: The ``Message.provider_data`` key under which a turn's signed thinking blocks travel.
+THINKING_KEY = "anthropic_thinking"
 
 
 class AnthropicModel(CompletionModel):
@@ -85,9 +85,9 @@ class AnthropicModel(CompletionModel):
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
 
     Thinking streams as ``ReasoningDelta``. With thinking on, the API wants the signed thinking
-    blocks of a tool-use turn back, unchanged, when the tool results are sent; a ``Message`` keeps
-    only the reasoning text, so the model remembers the blocks of its recent tool-use turns (by
-    their first tool call id) and puts them back in front of that turn's tool calls.
+    blocks of a tool-use turn back, unchanged, when the tool results are sent: they travel in the
+    assistant message's ``provider_data`` (a ``ProviderData`` event at the end of the turn) and
+    are put back in front of that turn's tool calls, so a saved history stays complete.
     """
 
     def __init__(
@@ -110,7 +110,6 @@ class AnthropicModel(CompletionModel):
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
         self.max_tokens = max_tokens
         self.request_options = request_options
-        self._thinking: OrderedDict[str, list[ThinkingParam]] = OrderedDict()
         self._sends_temperature = _has_parameter(self.client.messages.create, "temperature")
 
     def __repr__(self) -> str:
@@ -119,7 +118,7 @@ class AnthropicModel(CompletionModel):
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent]:
         import anthropic
 
-        messages = to_anthropic_messages(request.messages, self._thinking)
+        messages = to_anthropic_messages(request.messages)
         options = self._options(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         assembler = _EventAssembler()
@@ -138,9 +137,7 @@ class AnthropicModel(CompletionModel):
         except transport_error_types() as exc:
             raise connection_error("Anthropic", exc) from exc
         if assembler.first_call_id is not None and assembler.thinking:
-            self._thinking[assembler.first_call_id] = assembler.thinking
-            while len(self._thinking) > KEPT_THINKING_TURNS:
-                self._thinking.popitem(last=False)
+            yield ProviderData(data={THINKING_KEY: assembler.thinking})
         yield assembler.finish()
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
@@ -171,22 +168,20 @@ def _has_parameter(function: Any, name: str) -> bool:
         return False
 
 
-def to_anthropic_messages(
-    messages: list[Message], thinking: Mapping[str, list[ThinkingParam]] | None = None
-) -> list[MessageParam]:
+def to_anthropic_messages(messages: list[Message]) -> list[MessageParam]:
     """The conversation as Messages API messages.
 
     Tool results go back as a user message of ``tool_result`` blocks; consecutive messages of one
     role are merged (so a user message after tool results joins them, after the results); blank
     text is left out, as the API refuses it. Reasoning text is never sent back; the signed thinking
-    blocks in ``thinking`` (by the id of a turn's first tool call) are, first in their turn.
+    blocks in an assistant message's ``provider_data`` are, first in their turn.
     """
     turns: list[tuple[Literal["user", "assistant"], list[ContentBlockParam]]] = []
     for message in messages:
         role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
         blocks: list[ContentBlockParam] = []
-        if thinking and message.tool_calls:
-            blocks.extend(thinking.get(message.tool_calls[0].id, ()))
+        if message.tool_calls and message.provider_data:
+            blocks.extend(message.provider_data.get(THINKING_KEY, ()))
         if message.content.strip():
             blocks.append({"type": "text", "text": message.content})
         blocks.extend(

@@ -23,6 +23,7 @@ __all__ = [
     "Finish",
     "Model",
     "ModelError",
+    "ProviderData",
     "ReasoningDelta",
     "TextDelta",
     "ToolCall",
@@ -103,6 +104,13 @@ class UsageUpdate(BaseModel):
     usage: Usage
 
 
+class ProviderData(BaseModel):
+    """Opaque data the provider wants back with this turn's message on later turns."""
+
+    type: Literal["provider_data"] = "provider_data"
+    data: dict[str, Any]
+
+
 class Finish(BaseModel):
     """The provider's reason for ending the completion."""
 
@@ -111,7 +119,7 @@ class Finish(BaseModel):
 
 
 CompletionEvent = Annotated[
-    TextDelta | ReasoningDelta | ToolCallDelta | ToolCall | UsageUpdate | Finish,
+    TextDelta | ReasoningDelta | ToolCallDelta | ToolCall | UsageUpdate | ProviderData | Finish,
     Field(discriminator="type"),
 ]
 
@@ -124,12 +132,14 @@ class CompletionResponse(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     finish_reason: str | None = None
+    provider_data: dict[str, Any] | None = None
 
     def to_message(self) -> Message:
         return Message.assistant(
             self.text,
             [call.to_message_call() for call in self.tool_calls],
             self.reasoning or None,
+            self.provider_data,
         )
 
 
@@ -177,6 +187,7 @@ class CompletionAccumulator:
         self._partial: dict[str, tuple[list[str], list[str]]] = {}
         self._usage = Usage()
         self._finish: str | None = None
+        self._provider_data: dict[str, Any] | None = None
 
     def add(self, event: Any) -> None:
         kind = getattr(event, "type", None)
@@ -194,6 +205,8 @@ class CompletionAccumulator:
             self._calls[event.id] = event
         elif kind == "usage":
             self._usage = self._usage + event.usage
+        elif kind == "provider_data":
+            self._provider_data = {**(self._provider_data or {}), **event.data}
         elif kind == "finish":
             self._finish = event.reason
         else:
@@ -214,6 +227,7 @@ class CompletionAccumulator:
             tool_calls=calls,
             usage=self._usage,
             finish_reason=self._finish,
+            provider_data=self._provider_data,
         )
 
 
