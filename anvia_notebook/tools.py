@@ -185,9 +185,7 @@ def _tool_from_function(
         fields[param.name] = (annotation, default)
     tool_name = name or function.__name__
     model_name = "".join(part.title() for part in tool_name.split("_")) + "Input"
-    input_model = create_model(
-        model_name, __config__=ConfigDict(extra="forbid"), **fields
-    )
+    input_model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
     doc = inspect.getdoc(function) or ""
 
     def call_with(args: BaseModel, ctx: ToolContext) -> Any:

@@ -7,11 +7,10 @@ not carry the transcript twice and a long run does not resend a growing trait.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import uuid
 
 import anywidget
 import traitlets

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { TOOL_STATUS_LABELS, TOOL_STATUSES, type Entry } from "../src/protocol";
+import { type ApprovalView, TOOL_STATUS_LABELS, TOOL_STATUSES, type Entry } from "../src/protocol";
 import { FOLD_CHARS } from "../src/views/fold";
 import { StreamingMarkdown } from "../src/views/markdown";
 import { batch, byLabel, flushFrames, fixture, mount, snapshot, status, tick, toolEntry } from "./helpers";
@@ -128,6 +128,28 @@ describe("redrawn views", () => {
     const again = [...redrawn.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")];
     expect(again.map((d) => d.open)).toEqual([true, false]);
     expect(second.open).toBe(false);
+    m.cleanup();
+  });
+
+  it("do not take an entry the view opened itself (a pending approval) for a person's choice", async () => {
+    const pendingApproval = (_id: string): ApprovalView => ({
+      id: "ap_1",
+      status: "pending",
+      reason: null,
+      args: {},
+      decided_by: null,
+      decided_at: null,
+      decision_reason: null,
+      edited_args: null,
+    });
+    const m = mount([toolEntry("t1")]);
+    batch(m.model, { op: "patch", id: "t1", changes: { status: "approval_required", approval: pendingApproval("t1") } });
+    const first = m.el.querySelector<HTMLDetailsElement>(".anvia-entry-tool")!;
+    expect(first.open).toBe(true);
+    await tick(); // the browser's toggle event for the opening comes as a task
+    batch(m.model, { op: "patch", id: "t1", changes: { status: "done", approval: { ...pendingApproval("t1"), status: "approved" } } });
+    const again = m.another().querySelector<HTMLDetailsElement>(".anvia-entry-tool")!;
+    expect(again.open).toBe(false); // finished entries start folded
     m.cleanup();
   });
 });

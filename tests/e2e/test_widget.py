@@ -269,7 +269,9 @@ def test_send_sync_click_while_the_cell_blocks(
     wait_for_text(cell_output(page, 2), "AFTER [{'order_id': 'A1', 'amount': 5.0}]")
 
 
-def test_second_view_of_a_pending_run(page: Page, jupyter_server: JupyterServer, notebook_name: str):
+def test_second_view_of_a_pending_run(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
     start(
         page,
         jupyter_server,

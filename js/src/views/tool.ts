@@ -29,8 +29,20 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   const resultSection = section("Result", result.el, "anvia-section-result");
   const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection);
   const el = h("details", { class: "anvia-entry anvia-entry-tool" }, summary, body);
-  el.open = session.openEntries.get(entry.id) ?? pendingInteraction(entry);
-  el.addEventListener("toggle", () => session.openEntries.set(current.id, el.open));
+  // Only a person's toggles are remembered for redrawn views, not the opening this view does
+  // itself when an interaction is pending (its toggle event comes later, as a task).
+  let selfSet: boolean | null = null;
+  const setOpen = (open: boolean): void => {
+    if (el.open === open) return;
+    selfSet = open;
+    el.open = open;
+  };
+  setOpen(session.openEntries.get(entry.id) ?? pendingInteraction(entry));
+  el.addEventListener("toggle", () => {
+    const own = selfSet !== null && el.open === selfSet;
+    selfSet = null;
+    if (!own) session.openEntries.set(current.id, el.open);
+  });
 
   let current = entry;
   let approval: ApprovalPanel | null = null;
@@ -73,7 +85,7 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     argsSection.hidden = e.question !== null || e.approval?.status === "pending";
 
     const pending = pendingInteraction(e);
-    if (pending && !wasPending) el.open = true;
+    if (pending && !wasPending) setOpen(true);
     wasPending = pending;
   }
 

@@ -1,0 +1,182 @@
+"""Kernel-side CPU per text delta: our transcript machinery against the floor and the usual way.
+
+No browser and no kernel: the same 20,000 word-sized deltas go through
+
+- ``ours``: ``Transcript.apply`` + ``Batcher`` (a batch every 100 deltas, i.e. every 50 ms at
+  2,000 tokens/s), the batch JSON-encoded as the comm would send it;
+- ``floor``: the deltas buffered in a list, joined and JSON-encoded every 100 deltas;
+- ``naive``: the whole text re-encoded as Markdown display data on every delta
+  (``handle.update(Markdown(text))``); O(length) per delta;
+- ``run loop``: a whole run (``FunctionModel`` streaming the deltas) with no view, and the same
+  run with our ``TranscriptSession`` attached (its widget's comm is a no-op outside a kernel).
+
+    python benchmarks/kernel_cost.py [--deltas 20000] [--repeats 7] [--json out.json]
+    python benchmarks/kernel_cost.py --profile out.txt   # pyinstrument profile of ``ours``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_kernel import deltas as stream_deltas
+
+from anvia_notebook import AgentBuilder
+from anvia_notebook.events import TextDeltaEvent, TurnStartEvent
+from anvia_notebook.models import FunctionModel, TextDelta
+from anvia_notebook.notebook.batcher import Batcher
+from anvia_notebook.notebook.transcript import Transcript
+
+#: Deltas per batch: 50 ms at 2,000 tokens/s.
+PER_BATCH = 100
+
+
+def pieces(count: int) -> list[str]:
+    """The browser benchmark's deltas (its words, a paragraph every 50 words)."""
+    return stream_deltas(count, "The end.")
+
+
+def ours(deltas: list[str]) -> Callable[[], None]:
+    events = [TextDeltaEvent(turn=1, delta=d) for d in deltas]
+
+    def run() -> None:
+        batcher = Batcher(lambda message: json.dumps(message))
+        transcript = Transcript("bench", emit=batcher.push)
+        transcript.begin_run("run", "bench", "Stream, please.")
+        transcript.apply(TurnStartEvent(turn=1))
+        for index, event in enumerate(events, 1):
+            transcript.apply(event)
+            if index % PER_BATCH == 0:
+                batcher.flush()
+        batcher.flush()
+
+    return run
+
+
+def floor(deltas: list[str]) -> Callable[[], None]:
+    def run() -> None:
+        buffer: list[str] = []
+        for index, delta in enumerate(deltas, 1):
+            buffer.append(delta)
+            if index % PER_BATCH == 0:
+                json.dumps({"text": "".join(buffer)})
+                buffer.clear()
+        json.dumps({"text": "".join(buffer)})
+
+    return run
+
+
+def naive(deltas: list[str]) -> Callable[[], None]:
+    from IPython.display import Markdown
+
+    def run() -> None:
+        text = ""
+        for delta in deltas:
+            text += delta
+            data = {"text/markdown": Markdown(text)._repr_markdown_()}
+            json.dumps({"data": data, "metadata": {}, "transient": {"display_id": "x"}})
+
+    return run
+
+
+def run_loop(deltas: list[str], with_session: bool) -> Callable[[], None]:
+    async def model(_request: Any) -> Any:
+        for delta in deltas:
+            yield TextDelta(delta=delta)
+
+    agent = AgentBuilder("bench", FunctionModel(model)).build()
+
+    async def main() -> None:
+        request = agent.prompt("Stream, please.")
+        run = request.create_run()
+        if with_session:
+            from anvia_notebook.notebook.session import TranscriptSession
+
+            session = TranscriptSession(agent_id="bench", loop=asyncio.get_running_loop())
+            session.attach(run)
+        run.start()
+        await run.wait()
+
+    return lambda: asyncio.run(main())
+
+
+def per_delta_us(fn: Callable[[], None], count: int, repeats: int) -> dict[str, float]:
+    """Median and min of wall time per delta (µs) over ``repeats`` runs (one warm-up first)."""
+    fn()
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - started) / count * 1e6)
+    return {"median_us": statistics.median(samples), "min_us": min(samples)}
+
+
+def measure(count: int, repeats: int, naive_count: int) -> dict[str, Any]:
+    deltas = pieces(count)
+    variants = {
+        "ours": ours(deltas),
+        "floor": floor(deltas),
+        "run_loop": run_loop(deltas, False),
+        "run_loop_with_transcript": run_loop(deltas, True),
+    }
+    # Interleaved, so that a noisy moment hits every variant alike.
+    samples: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, fn in variants.items():
+            samples[name].append(per_delta_us(fn, count, 1)["median_us"])
+    results: dict[str, Any] = {"deltas": count, "repeats": repeats, "per_batch": PER_BATCH}
+    for name, values in samples.items():
+        results[name] = {"median_us": statistics.median(values), "min_us": min(values)}
+    results["naive"] = {
+        "deltas": naive_count,
+        **per_delta_us(naive(pieces(naive_count)), naive_count, 1),
+    }
+    return results
+
+
+def profile(count: int, out: Path) -> None:
+    from pyinstrument import Profiler
+
+    fn = ours(pieces(count))
+    profiler = Profiler(interval=0.0005)
+    profiler.start()
+    for _ in range(5):
+        fn()
+    profiler.stop()
+    out.write_text(profiler.output_text(unicode=True, show_all=False))
+    print(f"profile written to {out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--deltas", type=int, default=20_000)
+    parser.add_argument("--naive-deltas", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="write the figures here ('-': stdout)")
+    parser.add_argument("--profile", type=Path, help="write a pyinstrument profile of 'ours'")
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.deltas, args.profile)
+        return 0
+    results = measure(args.deltas, args.repeats, args.naive_deltas)
+    if args.json and str(args.json) == "-":
+        print(json.dumps(results))
+        return 0
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    for name in ("ours", "floor", "naive", "run_loop", "run_loop_with_transcript"):
+        print(f"{name:26} {results[name]['median_us']:10.2f} µs/delta")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
