@@ -26,45 +26,19 @@ from anvia_notebook.models.base import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
-    ToolDefinition,
     UsageUpdate,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+from provider_replay import FIXTURES, TIME, WEATHER, Recorded, Server
+
 ROOT = Path(__file__).parent.parent
 #: The HTTP library the installed SDK is built on (httpx2 for the 2.x SDK, httpx before).
 http: Any = getattr(anthropic_base_client, "httpx2", None) or httpx
 
-WEATHER = ToolDefinition(
-    name="get_weather",
-    description="The current weather in a city.",
-    parameters={
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-)
-TIME = ToolDefinition(
-    name="get_time",
-    description="The local time in a time zone.",
-    parameters={"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
-)
 
-
-def sse(name: str) -> Any:
-    return http.Response(
-        200,
-        headers={"content-type": "text/event-stream"},
-        content=(FIXTURES / name).read_bytes(),
-    )
-
-
-def error_response(status: int, name: str) -> Any:
-    return http.Response(
-        status,
-        headers={"content-type": "application/json", "request-id": "req_test"},
-        content=(FIXTURES / name).read_bytes(),
-    )
+recorded = Recorded(http)
+sse = recorded.sse
+error_response = recorded.error_response
 
 
 def api_key_sent(request: Any) -> str:
@@ -74,31 +48,13 @@ def api_key_sent(request: Any) -> str:
     return str(request.headers["authorization"]).removeprefix("Bearer ")
 
 
-class Server:
-    """A recorded server: answers each request with the next response and keeps the requests."""
-
-    def __init__(self, *responses: Any) -> None:
-        self.responses = list(responses)
-        self.requests: list[Any] = []
-
-    def __call__(self, request: Any) -> Any:
-        self.requests.append(request)
-        response = self.responses.pop(0)
-        if isinstance(response, BaseException):
-            raise response
-        return response
-
-    def body(self, index: int = 0) -> Any:
-        return json.loads(self.requests[index].content)
-
-
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
     """Routes the clients AnthropicModel builds itself to a recorded server."""
 
     def serve(*responses: Any) -> Server:
         server = Server(*responses)
-        http_client = http.AsyncClient(transport=http.MockTransport(server))
+        http_client = recorded.client(server)
         monkeypatch.setattr(
             anthropic,
             "AsyncAnthropic",

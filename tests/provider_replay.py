@@ -1,0 +1,72 @@
+"""Replaying recorded provider HTTP through an SDK's own transport: shared by the provider tests.
+
+Each SDK is built on its own HTTP library (``httpx2`` for openai 3.x and anthropic 2.x, ``httpx``
+before), so the helpers take that module; ``Recorded`` binds them to one SDK.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from anvia_notebook.models.base import ToolDefinition
+
+FIXTURES = Path(__file__).parent / "fixtures" / "providers"
+
+WEATHER = ToolDefinition(
+    name="get_weather",
+    description="The current weather in a city.",
+    parameters={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+TIME = ToolDefinition(
+    name="get_time",
+    description="The local time in a time zone.",
+    parameters={"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
+)
+
+
+class Server:
+    """A recorded server: answers each request with the next response and keeps the requests."""
+
+    def __init__(self, *responses: Any) -> None:
+        self.responses = list(responses)
+        self.requests: list[Any] = []
+
+    def __call__(self, request: Any) -> Any:
+        self.requests.append(request)
+        response = self.responses.pop(0)
+        if isinstance(response, BaseException):
+            raise response
+        return response
+
+    def body(self, index: int = 0) -> Any:
+        return json.loads(self.requests[index].content)
+
+
+class Recorded:
+    """Responses and clients of one SDK's HTTP library (``http``)."""
+
+    def __init__(self, http: Any) -> None:
+        self.http = http
+
+    def sse(self, name: str) -> Any:
+        return self.http.Response(
+            200,
+            headers={"content-type": "text/event-stream"},
+            content=(FIXTURES / name).read_bytes(),
+        )
+
+    def error_response(self, status: int, name: str) -> Any:
+        return self.http.Response(
+            status,
+            headers={"content-type": "application/json", "x-request-id": "req_test"},
+            content=(FIXTURES / name).read_bytes(),
+        )
+
+    def client(self, server: Server) -> Any:
+        return self.http.AsyncClient(transport=self.http.MockTransport(server))
