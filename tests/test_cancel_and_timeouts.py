@@ -32,17 +32,20 @@ async def start_and_wait_for(agent, event_type, prompt="go"):
     return run
 
 
-async def test_cancel_while_an_approval_is_pending():
-    forever = asyncio.Event()
+def agent_waiting_for_approval():
+    """An agent whose protected call waits for an approval that never comes."""
 
     async def approve(request):
-        await forever.wait()
+        await asyncio.Event().wait()
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
-    agent = (
-        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
-    )
+    human = CallbackHumanInput(approve=approve)
+    return AgentBuilder("a", model).tool(add).human_input(human).build(), add
+
+
+async def test_cancel_while_an_approval_is_pending():
+    agent, add = agent_waiting_for_approval()
     run = await start_and_wait_for(agent, "tool_approval_request")
     assert run.status == "waiting"
     assert run.cancel("Operator pressed Stop")
@@ -128,16 +131,7 @@ async def test_cancel_while_the_model_streams_keeps_the_partial_text():
 
 
 async def test_cancel_from_another_thread():
-    forever = asyncio.Event()
-
-    async def approve(request):
-        await forever.wait()
-
-    add = make_add_tool(approval=ToolApproval())
-    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
-    agent = (
-        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
-    )
+    agent, _ = agent_waiting_for_approval()
     run = await start_and_wait_for(agent, "tool_approval_request")
     await asyncio.to_thread(run.cancel, "from a thread")
     with pytest.raises(PromptCancelledError, match="from a thread"):
@@ -145,16 +139,7 @@ async def test_cancel_from_another_thread():
 
 
 async def test_cancelling_the_caller_of_send_cancels_the_run():
-    forever = asyncio.Event()
-
-    async def approve(request):
-        await forever.wait()
-
-    add = make_add_tool(approval=ToolApproval())
-    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
-    agent = (
-        AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve=approve)).build()
-    )
+    agent, _ = agent_waiting_for_approval()
     request = agent.prompt("go")
     task = asyncio.ensure_future(request.send())
     await asyncio.sleep(0.05)
