@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from anvia_notebook.models.base import ToolDefinition
+from anvia_notebook.messages import Message
+from anvia_notebook.models.base import CompletionModel, CompletionRequest, ToolDefinition
 
 FIXTURES = Path(__file__).parent / "fixtures" / "providers"
 
@@ -70,3 +71,17 @@ class Recorded:
 
     def client(self, server: Server) -> Any:
         return self.http.AsyncClient(transport=self.http.MockTransport(server))
+
+
+def ask(text: str = "Hi", **fields: Any) -> CompletionRequest:
+    return CompletionRequest(messages=[Message.user(text)], **fields)
+
+
+async def events_of(model: CompletionModel, request: CompletionRequest) -> list[Any]:
+    return [event async for event in model.stream(request)]
+
+
+async def drain(model: CompletionModel, request: CompletionRequest, *, into: list[Any]) -> None:
+    """Stream into ``into``, which keeps the events that came before a failure."""
+    async for event in model.stream(request):
+        into.append(event)

@@ -28,7 +28,7 @@ from anvia_notebook.models.base import (
 )
 from anvia_notebook.models.openai import OpenAIModel
 
-from provider_replay import FIXTURES, TIME, WEATHER, Recorded, Server
+from provider_replay import FIXTURES, TIME, WEATHER, Recorded, Server, ask, drain, events_of
 
 ROOT = Path(__file__).parent.parent
 #: The HTTP library the installed SDK is built on (httpx2 for the 3.x SDK, httpx before).
@@ -53,20 +53,6 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
         return server
 
     return serve
-
-
-def ask(text: str = "Hi", **fields: Any) -> CompletionRequest:
-    return CompletionRequest(messages=[Message.user(text)], **fields)
-
-
-async def events_of(model: OpenAIModel, request: CompletionRequest) -> list[Any]:
-    return [event async for event in model.stream(request)]
-
-
-async def drain(model: OpenAIModel, request: CompletionRequest, *, into: list[Any]) -> None:
-    """Stream into ``into``, which keeps the events that came before a failure."""
-    async for event in model.stream(request):
-        into.append(event)
 
 
 async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:

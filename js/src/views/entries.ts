@@ -43,6 +43,21 @@ function markdownView(entry: Entry & { text: string }, label: string): EntryView
   };
 }
 
+/** A view whose whole content is one text node: updates and appends touch only that node. */
+function textNodeView(el: HTMLElement, text: Text): EntryView {
+  return {
+    el,
+    update(e) {
+      const t = (e as Entry & { text: string }).text;
+      if (text.data !== t) text.data = t;
+    },
+    append(field, added) {
+      if (field === "text") text.appendData(added);
+    },
+    dispose() {},
+  };
+}
+
 /** Reasoning: collapsed, plain text (appending extends one text node). */
 function reasoningView(entry: Entry & { text: string }): EntryView {
   const text = document.createTextNode(entry.text);
@@ -52,17 +67,7 @@ function reasoningView(entry: Entry & { text: string }): EntryView {
     h("summary", {}, "Reasoning"),
     h("div", { class: "anvia-reasoning-text" }, text),
   );
-  return {
-    el,
-    update(e) {
-      const t = (e as typeof entry).text;
-      if (text.data !== t) text.data = t;
-    },
-    append(field, added) {
-      if (field === "text") text.appendData(added);
-    },
-    dispose() {},
-  };
+  return textNodeView(el, text);
 }
 
 /** Error and notice lines: plain text. */
@@ -74,17 +79,7 @@ function lineView(entry: Entry & { text: string }, label: string | null): EntryV
     label ? h("strong", {}, `${label}: `) : null,
     h("span", { class: "anvia-line-text" }, text),
   );
-  return {
-    el,
-    update(e) {
-      const t = (e as typeof entry).text;
-      if (text.data !== t) text.data = t;
-    },
-    append(field, added) {
-      if (field === "text") text.appendData(added);
-    },
-    dispose() {},
-  };
+  return textNodeView(el, text);
 }
 
 export function entryView(session: Session, entry: Entry): EntryView {
