@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-__all__ = ["Answer", "Choice", "Question", "QuestionInput", "QuestionOutput", "validate_questions"]
+__all__ = [
+    "Answer",
+    "Choice",
+    "Question",
+    "QuestionInput",
+    "QuestionOutput",
+    "validate_questions",
+    "check_operator_answers",
+]
 
 
 def _strip_non_empty(value: str, what: str) -> str:
@@ -111,3 +120,43 @@ def describe_validation_error(error: ValidationError) -> str:
         location = ".".join(str(part) for part in item["loc"]) or "arguments"
         parts.append(f"{location}: {item['msg']}")
     return "; ".join(parts)
+
+
+def _field(answer: Mapping[str, Any] | Any, name: str) -> Any:
+    if isinstance(answer, BaseModel):
+        answer = answer.model_dump(by_alias=True)
+    if isinstance(answer, Mapping):
+        return answer.get(name)
+    return getattr(answer, name, None)
+
+
+def check_operator_answers(
+    questions: Sequence[Question], answers: Sequence[Mapping[str, Any] | Any]
+) -> list[Answer] | str:
+    """Answers in question order, or why they are refused: each question exactly once, non-empty."""
+    by_id = {q.id: q for q in questions}
+    seen: dict[str, Answer] = {}
+    for raw in answers:
+        question_id = _field(raw, "questionId")
+        text = _field(raw, "answer")
+        choice = _field(raw, "choice")
+        custom = _field(raw, "custom")
+        if not isinstance(question_id, str) or question_id.strip() not in by_id:
+            return f"Unknown question {question_id!r}."
+        question_id = question_id.strip()
+        if question_id in seen:
+            return f"Question {question_id!r} is answered more than once."
+        if not isinstance(text, str) or not text.strip():
+            return f"The answer to question {question_id!r} is empty."
+        if choice is not None and choice not in {c.value for c in by_id[question_id].choices}:
+            return f"{choice!r} is not a choice of question {question_id!r}."
+        seen[question_id] = Answer(
+            question_id=question_id,
+            answer=text.strip(),
+            choice=choice,
+            custom=custom if isinstance(custom, bool) else None,
+        )
+    missing = [q.id for q in questions if q.id not in seen]
+    if missing:
+        return f"Every question needs an answer; missing: {', '.join(missing)}."
+    return [seen[q.id] for q in questions]
