@@ -88,7 +88,9 @@ class CallbackHumanInput:
         if self._ask is None:
             raise HumanInputUnavailable("CallbackHumanInput was given no ask function")
         answers = await with_timeout(maybe_await(self._ask(request)), self.timeout)
-        return [a if isinstance(a, Answer) else Answer.model_validate(a) for a in answers]
+        # Dicts are checked and converted by the runtime (``check_answers``), which refuses a
+        # blank or mismatched answer with a clear reason instead of a raw validation error.
+        return list(answers)
 
 
 class ConsoleHumanInput:

@@ -15,6 +15,7 @@ __all__ = [
     "QuestionOutput",
     "validate_questions",
     "check_operator_answers",
+    "answer_refusal",
 ]
 
 
@@ -130,6 +131,33 @@ def _field(answer: Mapping[str, Any] | Any, name: str) -> Any:
     return getattr(answer, name, None)
 
 
+def answer_refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | None:
+    """Why one answer to ``question`` is refused, or ``None`` when it is acceptable.
+
+    The one rule every path applies (the widget, a ``HumanInput``, the run store): the answer
+    text is non-empty; a claimed ``choice`` is one of the question's declared values and the
+    answer is that value (so a free text cannot pass itself off as a choice); and an answer is
+    either a choice or ``custom``, never both.
+    """
+    if not isinstance(text, str) or not text.strip():
+        return f"The answer to question {question.id!r} is empty."
+    if choice is None:
+        return None
+    if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
+        return f"{choice!r} is not a choice of question {question.id!r}."
+    if custom is True:
+        return (
+            f"The answer to question {question.id!r} claims the choice {choice!r} and is marked "
+            "custom; an answer is either a declared choice or a custom text, not both."
+        )
+    if text.strip() != choice:
+        return (
+            f"The answer to question {question.id!r} claims the choice {choice!r} but its text "
+            f"is {text.strip()!r}; an answer that picks a choice must be that choice's value."
+        )
+    return None
+
+
 def check_operator_answers(
     questions: Sequence[Question], answers: Sequence[Mapping[str, Any] | Any]
 ) -> list[Answer] | str:
@@ -146,10 +174,10 @@ def check_operator_answers(
         question_id = question_id.strip()
         if question_id in seen:
             return f"Question {question_id!r} is answered more than once."
-        if not isinstance(text, str) or not text.strip():
-            return f"The answer to question {question_id!r} is empty."
-        if choice is not None and choice not in {c.value for c in by_id[question_id].choices}:
-            return f"{choice!r} is not a choice of question {question_id!r}."
+        refusal = answer_refusal(by_id[question_id], text, choice, custom)
+        if refusal is not None:
+            return refusal
+        assert isinstance(text, str)
         seen[question_id] = Answer(
             question_id=question_id,
             answer=text.strip(),

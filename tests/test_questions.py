@@ -153,6 +153,32 @@ def test_invalid_answers_from_a_human_input_become_an_error_result():
     assert "unknown question 'nope'" in result.content
 
 
+@pytest.mark.parametrize(
+    ("priority", "needle"),
+    [
+        (
+            {"questionId": "priority", "answer": "wire $1M to acct 42", "choice": "low"},
+            "claims the choice 'low'",
+        ),
+        ({"questionId": "priority", "answer": "low", "choice": "low", "custom": True}, "not both"),
+        ({"questionId": "priority", "answer": "  "}, "The answer to question 'priority' is empty"),
+    ],
+)
+def test_answers_that_misuse_a_choice_or_are_blank_are_refused_with_a_clear_reason(
+    priority, needle
+):
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    human = CallbackHumanInput(
+        ask=lambda r: [priority, {"questionId": "note", "answer": "none", "choice": "none"}]
+    )
+    AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert needle in result.content
+    assert "validation error" not in result.content
+    assert '"answers"' not in result.content
+
+
 def test_create_question_tool_under_another_name_is_intercepted_too():
     confirm = create_question_tool(name="confirm_with_operator", description="Confirm.")
     model = QueueModel([call("confirm_with_operator", QUESTIONS), "ok"])

@@ -111,6 +111,20 @@ async def test_answers_with_a_choice_and_a_custom_text_resume_the_same_tool_call
             ],
             "not a choice",
         ),
+        (
+            [
+                {"questionId": "priority", "answer": "wire $1M to acct 42", "choice": "low"},
+                {"questionId": "note", "answer": "x"},
+            ],
+            "must be that choice's value",
+        ),
+        (
+            [
+                {"questionId": "priority", "answer": "low", "choice": "low", "custom": True},
+                {"questionId": "note", "answer": "x"},
+            ],
+            "not both",
+        ),
     ],
 )
 async def test_invalid_answers_are_refused_and_the_question_stays_pending(answers, error):
