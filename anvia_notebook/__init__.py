@@ -20,9 +20,13 @@ from .approvals import (
 )
 from .errors import (
     AnviaError,
+    DecisionRefusedError,
     MaxTurnsError,
     PromptCancelledError,
     RequestAlreadyUsedError,
+    RunNotFoundError,
+    RunOwnedError,
+    RunStoreError,
     ToolApprovalRequiredError,
 )
 from .events import ApprovalRecord, QuestionRecord, RunEvent
@@ -33,6 +37,7 @@ from .human import (
     HumanInput,
     HumanInputTimeout,
     HumanInputUnavailable,
+    StoreHumanInput,
 )
 from .messages import Message, MessageToolCall, ToolResultPart, Usage
 from .question_types import Answer, Choice, Question
@@ -40,6 +45,7 @@ from .questions import QuestionRequest, ask_question, create_question_tool
 from .request import PromptRequest
 from .run import AgentRun
 from .run_state import PromptResponse, RunState
+from .store import RunList, RunStore, RunSummary, get_store, runs, set_store
 from .tools import Tool, ToolContext, create_tool, tool
 
 if TYPE_CHECKING:
@@ -93,6 +99,14 @@ __all__ = [
     "ConsoleHumanInput",
     "HumanInputTimeout",
     "HumanInputUnavailable",
+    "StoreHumanInput",
+    # runs that outlive the kernel
+    "RunStore",
+    "RunSummary",
+    "RunList",
+    "runs",
+    "set_store",
+    "get_store",
     # events
     "RunEvent",
     # errors
@@ -101,6 +115,10 @@ __all__ = [
     "PromptCancelledError",
     "RequestAlreadyUsedError",
     "ToolApprovalRequiredError",
+    "DecisionRefusedError",
+    "RunStoreError",
+    "RunNotFoundError",
+    "RunOwnedError",
     # lazily imported
     "OpenAIModel",
     "AnthropicModel",

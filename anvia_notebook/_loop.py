@@ -35,7 +35,12 @@ from .hooks import (
     call_hooks,
 )
 from .messages import Message, ToolResultPart
-from .models.base import CompletionAccumulator, CompletionRequest, CompletionResponse
+from .models.base import (
+    CompletionAccumulator,
+    CompletionRequest,
+    CompletionResponse,
+    ToolCall,
+)
 from .retry import RetryContext
 from .run import DEFAULT_CANCEL_REASON
 from .run_state import PromptResponse
@@ -58,8 +63,14 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     agent = request.agent
     state = run.state
     state.status = "running"
-    prompt, history = request.prompt_message, request.history
-    state.messages = [*history, prompt]
+    if run.resumed:
+        prompt = state.messages[state.prompt_index]
+        history = state.messages[: state.prompt_index]
+    else:
+        prompt, history = request.prompt_message, request.history
+        state.messages = [*history, prompt]
+        state.prompt_index = len(history)
+    run.persist()
     run_info = RunInfo(
         agent_id=agent.id, run_id=state.run_id, session_id=state.session_id, metadata=request.meta
     )
@@ -73,6 +84,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         concurrency=request.tool_concurrency,
         emit=run.emit,
         cancel_reason=lambda: state.cancel_reason or DEFAULT_CANCEL_REASON,
+        interactions=run.interactions,
+        persist=run.persist,
+        resuming=run.resumed,
     )
     tools = [tool.definition() for tool in agent.tools.values()]
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
@@ -81,7 +95,14 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         await _lifecycle(
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
         )
-        turn = 0
+        turn = state.turn if run.resumed else 0
+        interrupted_calls = _unanswered_calls(state.messages) if run.resumed else []
+        if interrupted_calls:  # resume the tool calls of the turn that was interrupted
+            results = await executor.run_calls(
+                interrupted_calls, turn, lambda parts: state.messages.append(Message.tool(parts))
+            )
+            _end_tool_round(run, results)
+        executor.resuming = False
         while True:
             turn += 1
             state.turn = turn
@@ -113,6 +134,8 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             )
             state.usage = state.usage + response.usage
             state.messages.append(response.to_message())
+            state.calls.clear()
+            run.persist()
             run.emit(TurnEndEvent(turn=turn, usage=response.usage))
             await _lifecycle(run, "on_turn_end", TurnEndHookEvent(turn, response, RUN_CONTROL))
 
@@ -124,6 +147,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                     RunEndEvent(response.text, state.usage, list(state.messages), RUN_CONTROL),
                 )
                 state.status = "success"
+                run.persist()
                 run.emit(
                     FinalEvent(
                         run_id=state.run_id,
@@ -151,7 +175,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 state.messages.append(Message.tool(results))
 
             results = await executor.run_calls(response.tool_calls, turn, keep_partial)
-            state.messages.append(Message.tool(results))
+            _end_tool_round(run, results)
     except (asyncio.CancelledError, PromptCancelledError) as error:
         reason = (
             error.reason
@@ -162,16 +186,35 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         cancelled = PromptCancelledError(reason, list(state.messages))
         await _run_error_hooks(run, cancelled)
         state.status = "cancelled"
+        run.persist()
         run.emit(CancelledEvent(run_id=state.run_id, reason=reason))
         raise cancelled from None
     except Exception as error:
         await _run_error_hooks(run, error)
         state.status = "error"
         state.error = str(error) or type(error).__name__
+        run.persist()
         run.emit(
             ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(error).__name__)
         )
         raise
+
+
+def _unanswered_calls(messages: list[Message]) -> list[ToolCall]:
+    """The tool calls of the last assistant message when no tool message answered them yet."""
+    if not messages or messages[-1].role != "assistant" or not messages[-1].tool_calls:
+        return []
+    return [
+        ToolCall(id=call.id, name=call.name, arguments=call.arguments)
+        for call in messages[-1].tool_calls
+    ]
+
+
+def _end_tool_round(run: AgentRun, results: list[ToolResultPart]) -> None:
+    """The turn's tool message is in the history: the calls' progress is no longer needed."""
+    run.state.messages.append(Message.tool(results))
+    run.state.calls.clear()
+    run.persist()
 
 
 async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:
@@ -220,8 +263,12 @@ async def _complete(
             if not emitted and retries.allows(context):
                 await asyncio.sleep(retries.delay(attempt))
                 continue
-            await _lifecycle(
-                run, "on_completion_error", CompletionErrorEvent(prompt, error, RUN_CONTROL)
+            # Guarded like on_run_error: a failing hook is logged and the model's error stays.
+            await call_hooks(
+                run.request.active_hooks,
+                "on_completion_error",
+                CompletionErrorEvent(prompt, error, RUN_CONTROL),
+                guarded=True,
             )
             raise
 

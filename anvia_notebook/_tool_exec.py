@@ -7,13 +7,14 @@ import contextvars
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
 from ._util import maybe_await, new_id
 from .approvals import (
     ApprovalContext,
+    ApprovalDecision,
     ApprovalHandler,
     RunInfo,
     ToolApprovalRequest,
@@ -42,10 +43,12 @@ from .hooks import (
     call_hooks,
 )
 from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
+from .interactions import Interaction, Interactions, Resolution
 from .messages import ToolResultPart
 from .models.base import ToolCall
-from .question_types import Answer, QuestionInput
+from .question_types import Answer, Question, QuestionInput, answer_refusal
 from .questions import QuestionRequest, QuestionTool
+from .run_state import ToolCallProgress
 from .tools import Tool, ToolArgumentsError, ToolContext
 
 if TYPE_CHECKING:
@@ -70,6 +73,10 @@ CURRENT_TOOL_CALL: contextvars.ContextVar[CurrentToolCall | None] = contextvars.
     "anvia_current_tool_call", default=None
 )
 
+INTERRUPTED_RESULT = (
+    "ToolCallInterrupted: the run was interrupted (its kernel stopped) while {name} was running; "
+    "it may or may not have completed. Check its effect before calling it again."
+)
 CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
 
 
@@ -95,6 +102,9 @@ class ToolExecutor:
         concurrency: int,
         emit: Callable[[Any], None],
         cancel_reason: Callable[[], str],
+        interactions: Interactions | None = None,
+        persist: Callable[[], None] | None = None,
+        resuming: bool = False,
     ) -> None:
         self.agent = agent
         self.state = state
@@ -105,6 +115,10 @@ class ToolExecutor:
         self.concurrency = max(1, concurrency)
         self.emit = emit
         self.cancel_reason = cancel_reason
+        self.interactions = interactions or Interactions(run_info.run_id)
+        self.persist = persist or (lambda: None)
+        #: True while the first turn of a resumed run re-runs its interrupted tool calls.
+        self.resuming = resuming
         #: Results for calls interrupted by a cancellation (by tool call id), this turn.
         self._interrupted: dict[str, str] = {}
 
@@ -153,6 +167,9 @@ class ToolExecutor:
 
     async def _run_call(self, call: ToolCall, turn: int) -> ToolResultPart:
         internal_id = new_id("call")
+        resumed = self._resumed_result(call, turn, internal_id)
+        if resumed is not None:
+            return resumed
         raw_args = call.arguments_json()
         effective_args = raw_args
         is_error = False
@@ -188,8 +205,66 @@ class ToolExecutor:
                 skipped=decision.type == "skip",
             )
         )
+        self._progress(call, turn, "done", effective_args, result, is_error)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=result, is_error=is_error
+        )
+
+    # -- progress, for resuming ----------------------------------------------------------------
+
+    def _progress(
+        self,
+        call: ToolCall,
+        turn: int,
+        status: Literal["started", "done"],
+        args: str,
+        result: str | None = None,
+        is_error: bool = False,
+    ) -> None:
+        """Record (and store at once) how far a call got: a resumed run never repeats it."""
+        self.state.calls[call.id] = ToolCallProgress(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            turn=turn,
+            status=status,
+            args=args,
+            result=result,
+            is_error=is_error,
+        )
+        self.persist()
+
+    def _resumed_result(self, call: ToolCall, turn: int, internal_id: str) -> ToolResultPart | None:
+        """On resume: the stored result of a call that finished, the interrupted notice for one
+        that had started (unless its tool is idempotent), else None (run it now)."""
+        progress = self.state.calls.get(call.id) if self.resuming else None
+        if progress is None:
+            return None
+        if progress.status == "done":
+            return ToolResultPart(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                content=progress.result or "",
+                is_error=progress.is_error,
+            )
+        tool = self.agent.get_tool(call.name)
+        if tool is not None and tool.idempotent:
+            return None
+        result = INTERRUPTED_RESULT.format(name=call.name)
+        args = progress.args or call.arguments_json()
+        self.emit(
+            ToolResultEvent(
+                turn=turn,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                internal_call_id=internal_id,
+                args=args,
+                result=result,
+                is_error=True,
+            )
+        )
+        self._progress(call, turn, "done", args, result, True)
+        return ToolResultPart(
+            tool_call_id=call.id, tool_name=call.name, content=result, is_error=True
         )
 
     async def _tool_call_decision(
@@ -271,90 +346,134 @@ class ToolExecutor:
 
     # -- approvals -----------------------------------------------------------------------------
 
+    def _earlier(self, table: dict[str, Any], call_id: str | None) -> Any:
+        """On resume: the stored approval / question of this call, if it had one."""
+        if not self.resuming or call_id is None:
+            return None
+        for record in table.values():
+            if record.tool_call_id == call_id:
+                return record
+        return None
+
     async def _approve(
         self, request: ToolApprovalRequest
     ) -> tuple[bool, str, dict[str, Any] | None]:
-        """Ask the handler, else the human input; record and emit the approval either way."""
+        """Decide one approval: the handler, else the human input, or a decision from elsewhere
+        (widget, ``RunHandle.approve``, the run store); recorded and emitted either way."""
+        earlier = self._earlier(self.state.approvals, request.tool_call_id)
+        if earlier is not None and earlier.status == "approved":
+            request.approval_id = earlier.id
+            return True, "", earlier.edited_args  # decided before the interruption
         if self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)
-        record = ApprovalRecord(
-            id=new_id("approval"),
-            run_id=self.run_info.run_id,
-            agent_id=self.run_info.agent_id,
-            tool_name=request.tool_name,
-            tool_call_id=request.tool_call_id,
-            internal_call_id=request.internal_call_id,
-            args=_jsonable(request.args),
-            reason=request.reason,
-        )
+        if earlier is not None and earlier.status == "pending":
+            record = earlier  # asked before the interruption: the same approval, still pending
+        else:
+            record = ApprovalRecord(
+                id=new_id("approval"),
+                run_id=self.run_info.run_id,
+                agent_id=self.run_info.agent_id,
+                tool_name=request.tool_name,
+                tool_call_id=request.tool_call_id,
+                internal_call_id=request.internal_call_id,
+                args=_jsonable(request.args),
+                reason=request.reason,
+            )
         request.approval_id = record.id
         self.state.approvals[record.id] = record
+        interaction = self.interactions.open(record, request)
         self.emit(ToolApprovalRequestEvent(approval=record.model_copy()))
+        if self.approval_handler is not None:
+            source, decided_by = self._handler_decision(request), "handler"
+        else:
+            source, decided_by = self._human_decision(request), "human"
         try:
-            if self.approval_handler is not None:
-                decision = normalize_decision(await maybe_await(self.approval_handler(request)))
-                decided_by = "handler"
-            else:
-                assert self.human_input is not None
-                try:
-                    decision = normalize_decision(await self.human_input.approve(request))
-                except HumanInputUnavailable:
-                    self._resolve_approval(record, "cancelled", "runtime", None)
-                    raise ToolApprovalRequiredError(request) from None
-                decided_by = "human"
+            resolution = await self.interactions.wait(interaction, source, decided_by)
         except asyncio.CancelledError:
-            self._resolve_approval(record, "cancelled", "runtime", self.cancel_reason())
+            self._resolve_approval(
+                interaction, Resolution("cancelled", "runtime", reason=self.cancel_reason())
+            )
             raise
+        except HumanInputUnavailable:
+            self._resolve_approval(interaction, Resolution("cancelled", "runtime"))
+            raise ToolApprovalRequiredError(request) from None
         except HumanInputTimeout as timeout:
             text = (
                 f"Tool approval timed out after {timeout.timeout:g} s without a decision; "
                 f"{request.tool_name} was not executed."
             )
-            self._resolve_approval(record, "timed_out", "runtime", text)
-            return False, text, None
+            resolution = self._resolve_approval(
+                interaction, Resolution("timed_out", "runtime", reason=text)
+            )
+            if resolution.status == "timed_out":
+                return False, text, None
         except (ToolApprovalRequiredError, PromptCancelledError):
+            self._resolve_approval(interaction, Resolution("cancelled", "runtime"))
             raise
         except Exception as error:
-            self._resolve_approval(record, "cancelled", "runtime", f"Approval failed: {error}")
+            self._resolve_approval(
+                interaction, Resolution("cancelled", "runtime", reason=f"Approval failed: {error}")
+            )
             raise
-        decided_by = decision.decided_by or decided_by
-        if decision.approved:
-            record.edited_args = decision.args
-            self._resolve_approval(record, "approved", decided_by, decision.reason)
-            return True, "", decision.args
-        self._resolve_approval(
-            record, "rejected", decided_by, decision.reason or decision.reject_message
-        )
-        return False, rejection_text(decision, request), None
+        else:
+            resolution = self._resolve_approval(interaction, resolution)
+        if resolution.status == "approved":
+            return True, "", resolution.args
+        if resolution.status == "rejected":
+            return False, rejection_text(resolution.decision(), request), None
+        return False, resolution.reason or rejection_text(resolution.decision(), request), None
 
-    def _resolve_approval(
-        self, record: ApprovalRecord, status: Any, decided_by: str, reason: str | None
-    ) -> None:
-        record.status = status
-        record.decided_by = decided_by
-        record.decision_reason = reason
+    async def _handler_decision(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        assert self.approval_handler is not None
+        return normalize_decision(await maybe_await(self.approval_handler(request)))
+
+    async def _human_decision(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        assert self.human_input is not None
+        return normalize_decision(await self.human_input.approve(request))
+
+    def _resolve_approval(self, interaction: Interaction, resolution: Resolution) -> Resolution:
+        """Settle the interaction (the first decision wins), record it, emit the result."""
+        resolution = self.interactions.resolve(interaction, resolution)
+        record = interaction.record
+        assert isinstance(record, ApprovalRecord)
+        record.status = resolution.status  # type: ignore[assignment]
+        record.decided_by = resolution.decided_by
+        record.decision_reason = (
+            resolution.reason or resolution.reject_message
+            if resolution.status == "rejected"
+            else resolution.reason
+        )
+        if resolution.status == "approved":
+            record.edited_args = resolution.args
         record.resolved_at = utc_now()
         self.emit(ToolApprovalResultEvent(approval=record.model_copy()))
+        self.interactions.close(interaction)
+        return resolution
 
     # -- questions -----------------------------------------------------------------------------
 
     async def _ask(
         self, tool: Tool, call: ToolCall, internal_id: str, args: BaseModel
     ) -> tuple[str, bool] | None:
-        """Put the questions to the human input; ``None`` means fall back to ``execute``."""
+        """Put the questions to a person; ``None`` means fall back to ``execute``."""
         assert self.human_input is not None
         questions = QuestionInput.model_validate(args.model_dump()).questions
-        record = QuestionRecord(
-            id=new_id("question"),
-            run_id=self.run_info.run_id,
-            agent_id=self.run_info.agent_id,
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
-            questions=questions,
-        )
+        earlier = self._earlier(self.state.questions, call.id)
+        if earlier is not None and earlier.status == "answered":
+            return json.dumps({"answers": [a.to_wire() for a in earlier.answers]}), False
+        if earlier is not None and earlier.status == "pending":
+            record = earlier
+        else:
+            record = QuestionRecord(
+                id=new_id("question"),
+                run_id=self.run_info.run_id,
+                agent_id=self.run_info.agent_id,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                internal_call_id=internal_id,
+                questions=questions,
+            )
         self.state.questions[record.id] = record
-        self.emit(ToolQuestionRequestEvent(question=record.model_copy()))
         request = QuestionRequest(
             question_id=record.id,
             tool_name=call.name,
@@ -363,37 +482,53 @@ class ToolExecutor:
             questions=questions,
             run=self.run_info,
         )
+        interaction = self.interactions.open(record, request)
+        self.emit(ToolQuestionRequestEvent(question=record.model_copy()))
         try:
-            answers = await self.human_input.ask(request)
-            answers = check_answers(questions, answers)
+            resolution = await self.interactions.wait(
+                interaction, self._human_answers(request), "human"
+            )
         except asyncio.CancelledError:
-            self._resolve_question(record, "cancelled", [])
+            self._resolve_question(interaction, Resolution("cancelled", "runtime"))
             self._interrupted[call.id] = json.dumps({"answers": []})
             raise
         except HumanInputUnavailable:
-            self._resolve_question(record, "cancelled", [])
+            self._resolve_question(interaction, Resolution("cancelled", "runtime"))
             return None
         except HumanInputTimeout as timeout:
-            self._resolve_question(record, "timed_out", [])
-            return (
-                f"The operator did not answer within {timeout.timeout:g} s (timed out); "
-                "no answers were given.",
-                True,
-            )
+            resolution = self._resolve_question(interaction, Resolution("timed_out", "runtime"))
+            if resolution.status == "timed_out":
+                return (
+                    f"The operator did not answer within {timeout.timeout:g} s (timed out); "
+                    "no answers were given.",
+                    True,
+                )
         except (ValueError, ValidationError) as error:
-            self._resolve_question(record, "cancelled", [])
+            self._resolve_question(interaction, Resolution("cancelled", "runtime"))
             return f"ToolCallError: the human input returned invalid answers: {error}", True
-        self._resolve_question(record, "answered", answers)
-        return json.dumps({"answers": [a.to_wire() for a in answers]}), False
+        else:
+            resolution = self._resolve_question(interaction, resolution)
+        if resolution.status != "answered":
+            return json.dumps({"answers": []}), False
+        return json.dumps({"answers": [a.to_wire() for a in resolution.answers]}), False
 
-    def _resolve_question(self, record: QuestionRecord, status: Any, answers: list[Answer]) -> None:
-        record.status = status
-        record.answers = answers
-        if status == "answered":
+    async def _human_answers(self, request: QuestionRequest) -> list[Answer]:
+        assert self.human_input is not None
+        return check_answers(request.questions, await self.human_input.ask(request))
+
+    def _resolve_question(self, interaction: Interaction, resolution: Resolution) -> Resolution:
+        resolution = self.interactions.resolve(interaction, resolution)
+        record = interaction.record
+        assert isinstance(record, QuestionRecord)
+        record.status = resolution.status  # type: ignore[assignment]
+        record.answers = list(resolution.answers) if resolution.status == "answered" else []
+        if resolution.status == "answered":
             record.answered_at = utc_now()
         else:
             record.cancelled_at = utc_now()
         self.emit(ToolQuestionResultEvent(question=record.model_copy()))
+        self.interactions.close(interaction)
+        return resolution
 
     # -- execute -------------------------------------------------------------------------------
 
@@ -407,6 +542,7 @@ class ToolExecutor:
             raw_args=raw_args,
             run=self.run_info,
         )
+        self._progress(call, self.state.turn, "started", raw_args)
         token = CURRENT_TOOL_CALL.set(
             CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id)
         )
@@ -439,15 +575,28 @@ class ToolExecutor:
         return result
 
 
-def check_answers(questions: list[Any], answers: list[Answer]) -> list[Answer]:
-    """Answers must name known questions, each at most once, in any order; sorted by question."""
-    known = {q.id for q in questions}
+def check_answers(questions: list[Question], answers: list[Answer]) -> list[Answer]:
+    """Answers must name known questions, each at most once, in any order; sorted by question.
+
+    Each answer must also pass :func:`~anvia_notebook.question_types.answer_refusal` (non-empty;
+    a claimed choice is that declared choice, never also custom); refusals raise ``ValueError``.
+    """
+    by_id = {q.id: q for q in questions}
     seen: dict[str, Answer] = {}
-    for answer in answers:
-        if not isinstance(answer, Answer):
-            answer = Answer.model_validate(answer)
-        if answer.question_id not in known:
-            raise ValueError(f"answer for unknown question {answer.question_id!r}")
+    for raw in answers:
+        fields = raw.to_wire() if isinstance(raw, Answer) else raw
+        if not isinstance(fields, dict):
+            raise ValueError(f"an answer must be an object with questionId and answer: {raw!r}")
+        question_id = fields.get("questionId", fields.get("question_id"))
+        if not isinstance(question_id, str) or question_id.strip() not in by_id:
+            raise ValueError(f"answer for unknown question {question_id!r}")
+        question = by_id[question_id.strip()]
+        refusal = answer_refusal(
+            question, fields.get("answer"), fields.get("choice"), fields.get("custom")
+        )
+        if refusal is not None:
+            raise ValueError(refusal)
+        answer = raw if isinstance(raw, Answer) else Answer.model_validate(raw)
         if answer.question_id in seen:
             raise ValueError(f"question {answer.question_id!r} answered twice")
         seen[answer.question_id] = answer

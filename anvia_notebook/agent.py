@@ -15,6 +15,7 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .human import HumanInput
     from .request import PromptRequest
+    from .store import RunStore
 
 __all__ = ["Agent", "AgentBuilder", "DEFAULT_MAX_TURNS"]
 
@@ -67,6 +68,19 @@ class Agent:
         from .request import PromptRequest
 
         return PromptRequest(self, prompt)
+
+    def resume(self, run_id: str, store: RunStore | str | None = None) -> PromptRequest:
+        """Continue a stored run (after a kernel restart, in another process) with this agent.
+
+        Pending approvals and questions come back pending; calls that finished are not run
+        again; a call that had started is reported to the model as interrupted (or run again
+        when its tool is ``idempotent``); a model call that was streaming is made again.
+        Raises ``RunOwnedError`` when a live process still runs it. Returns a request: use
+        ``.show()``, ``.send()`` or ``.send_sync()`` as for :meth:`prompt`.
+        """
+        from .request import PromptRequest
+
+        return PromptRequest.resume(self, run_id, store)
 
 
 class AgentBuilder:

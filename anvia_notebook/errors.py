@@ -21,6 +21,10 @@ __all__ = [
     "PromptCancelledError",
     "RequestAlreadyUsedError",
     "ToolApprovalRequiredError",
+    "DecisionRefusedError",
+    "RunNotFoundError",
+    "RunOwnedError",
+    "RunStoreError",
 ]
 
 
@@ -54,3 +58,22 @@ class ToolApprovalRequiredError(AnviaError):
 class RequestAlreadyUsedError(AnviaError, RuntimeError):
     def __init__(self, *_: Any) -> None:
         super().__init__("This PromptRequest has already run; call agent.prompt(...) again.")
+
+
+class DecisionRefusedError(AnviaError):
+    """A decision that cannot be taken: already decided, unknown, or invalid (nothing changed)."""
+
+
+class RunStoreError(AnviaError):
+    """The run store cannot be opened or used (damaged, foreign, newer schema, locked, ...)."""
+
+
+class RunNotFoundError(RunStoreError, KeyError):
+    """No run with that id in the run store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "Not found."
+
+
+class RunOwnedError(AnviaError):
+    """The run is owned by another live process (it is still running there)."""

@@ -23,6 +23,7 @@ __all__ = [
     "HumanInput",
     "HumanInputTimeout",
     "HumanInputUnavailable",
+    "StoreHumanInput",
 ]
 
 
@@ -153,3 +154,31 @@ class ConsoleHumanInput:
 
 def describe_answers(answers: list[Answer]) -> str:
     return json.dumps({"answers": [a.to_wire() for a in answers]})
+
+
+class StoreHumanInput:
+    """Waits for a decision made elsewhere, through the run store.
+
+    Nothing is asked here: each approval and question stays pending until someone decides it
+    with ``RunHandle.approve/reject/answer``, ``RunStore(path).approve/reject/answer`` (in
+    another notebook or process), or the command line (``python -m anvia_notebook approve
+    RUN_ID APPROVAL_ID``). ``timeout`` (seconds) applies to each; then the request times out.
+    """
+
+    def __init__(self, timeout: float | None = None) -> None:
+        if timeout is not None and timeout <= 0:
+            raise ValueError("timeout must be a positive number of seconds")
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"StoreHumanInput(timeout={self.timeout!r})"
+
+    async def _wait(self) -> Any:
+        # Never resolved here: the run takes the decision written to its interaction instead.
+        return await with_timeout(asyncio.get_running_loop().create_future(), self.timeout)
+
+    async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        return await self._wait()  # type: ignore[no-any-return]
+
+    async def ask(self, request: QuestionRequest) -> list[Answer]:
+        return await self._wait()  # type: ignore[no-any-return]

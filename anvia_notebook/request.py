@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._util import new_id
 from .approvals import ApprovalHandler
-from .errors import RequestAlreadyUsedError
+from .errors import RequestAlreadyUsedError, RunStoreError
 from .events import RunEvent
 from .hooks import Hook
 from .messages import Message
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from .agent import Agent
     from .human import HumanInput
+    from .store import RunStore
 
 __all__ = ["PromptRequest"]
 
@@ -51,6 +52,35 @@ class PromptRequest:
         self.session_id: str | None = None
         self.meta: dict[str, Any] | None = None
         self._run: AgentRun | None = None
+        self._store: RunStore | None | Literal[False] = False  # False: the default store (get_store())
+        self._resumed_state: RunState | None = None
+
+    @classmethod
+    def resume(
+        cls, agent: Agent, run_id: str, store: RunStore | str | None = None
+    ) -> PromptRequest:
+        """A request that continues the stored run ``run_id`` (see :meth:`Agent.resume`)."""
+        from .store import RunStore, get_store
+
+        chosen = RunStore(store) if isinstance(store, str) else (store or get_store())
+        if chosen is None:
+            raise RunStoreError(
+                "Runs are not stored (ANVIA_NOTEBOOK_STORE is off, or set_store(None) was "
+                "called), so there is no run to resume."
+            )
+        state = chosen.claim_run(run_id)  # raises if a live process owns it
+        if state.agent_id != agent.id:
+            chosen.release_run(run_id)
+            raise ValueError(
+                f"Run {run_id!r} belongs to agent {state.agent_id!r}; resume it with that agent "
+                f"(this one is {agent.id!r})."
+            )
+        request = cls(agent, state.messages[state.prompt_index])
+        request.history = state.messages[: state.prompt_index]
+        request.session_id = state.session_id
+        request._store = chosen
+        request._resumed_state = state
+        return request
 
     # -- options -------------------------------------------------------------------------------
 
@@ -90,6 +120,14 @@ class PromptRequest:
         self.retries = CompletionRetries(max_attempts, initial_delay, max_delay, should_retry)
         return self
 
+    def store(self, store: RunStore | str | None) -> PromptRequest:
+        """Write this run to ``store`` (a :class:`RunStore` or a path), or keep it in memory
+        only with ``None`` (default: the store chosen by ``set_store`` / the environment)."""
+        from .store import RunStore
+
+        self._store = RunStore(store) if isinstance(store, str) else store
+        return self
+
     def session(
         self, session_id: str | None, metadata: dict[str, Any] | None = None
     ) -> PromptRequest:
@@ -119,9 +157,38 @@ class PromptRequest:
         """The run object, not started yet (a request makes exactly one)."""
         if self._run is not None:
             raise RequestAlreadyUsedError()
+        if self._resumed_state is not None:
+            state = self._resumed_state
+            store = self._store or None
+            events: list[Any] = []
+            if store is not None:
+                try:
+                    events = store.events(state.run_id)
+                except Exception as error:  # the log is for display only: go on without it
+                    from .store import store_failed
+
+                    store_failed(store, error)
+            self._run = AgentRun(self, state, store=store, events=events, resumed=True)
+            return self._run
         state = RunState(run_id=new_id("run"), agent_id=self.agent.id, session_id=self.session_id)
-        self._run = AgentRun(self, state)
+        store = self._run_store()
+        if store is not None:
+            try:
+                store.create_run(state, self.prompt_message.content)
+            except Exception as error:
+                from .store import store_failed
+
+                store_failed(store, error)
+                store = None
+        self._run = AgentRun(self, state, store=store)
         return self._run
+
+    def _run_store(self) -> RunStore | None:
+        if self._store is False:
+            from .store import get_store
+
+            return get_store()
+        return self._store
 
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> AgentRun:
         """Start the run as a task on ``loop`` (default: the running loop)."""

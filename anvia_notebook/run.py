@@ -5,15 +5,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import PromptCancelledError
 from .events import RunEvent
+from .interactions import Interactions
 from .run_state import PromptResponse, RunState, RunStatus
 
 if TYPE_CHECKING:
     from .request import PromptRequest
+    from .store import RunStore
 
 __all__ = ["AgentRun", "DEFAULT_CANCEL_REASON"]
 
@@ -23,23 +26,74 @@ DEFAULT_CANCEL_REASON = "Stopped by the user."
 
 Subscriber = Callable[[Any], None]
 
+#: Event types whose consecutive events (same turn, same call) merge into one in the log.
+_MERGED_FIELD = {
+    "text_delta": "delta",
+    "reasoning_delta": "delta",
+    "tool_call_delta": "arguments_delta",
+}
+#: Streamed text reaches the store at least this often (seconds).
+STORE_FLUSH_INTERVAL = 1.0
+#: Events after which the event log is written to the store at once.
+_CHECKPOINTS = frozenset(
+    (
+        "tool_approval_request",
+        "tool_approval_result",
+        "tool_question_request",
+        "tool_question_result",
+        "turn_end",
+        "final",
+        "cancelled",
+        "error",
+    )
+)
+
+
+def _mergeable(last: Any, event: Any) -> bool:
+    kind = event.type
+    return (
+        kind in _MERGED_FIELD
+        and last is not None
+        and last.type == kind
+        and last.turn == event.turn
+        and (kind != "tool_call_delta" or (last.id == event.id and event.name in (None, last.name)))
+    )
+
 
 class AgentRun:
     """One run of a :class:`~anvia_notebook.request.PromptRequest`.
 
-    Events are recorded in :attr:`events` and pushed to subscribers synchronously, on the loop
-    that runs the run. :meth:`cancel` may be called from any thread.
+    Events are pushed to subscribers synchronously, on the loop that runs the run, and kept in
+    :attr:`events` as a coalesced log (consecutive text deltas of a turn merged into one event).
+    With a run store the state, the interactions and the log are written through as the run
+    goes. :meth:`cancel` may be called from any thread.
     """
 
-    def __init__(self, request: PromptRequest, state: RunState) -> None:
+    def __init__(
+        self,
+        request: PromptRequest,
+        state: RunState,
+        *,
+        store: RunStore | None = None,
+        events: list[Any] | None = None,
+        resumed: bool = False,
+    ) -> None:
         self.request = request
         self.state = state
-        self.events: list[RunEvent] = []
+        self.store = store
+        self.resumed = resumed
+        self.interactions = Interactions(state.run_id, store)
+        self._events: list[Any] = list(events or [])
+        #: Parts of the last (mergeable) event not yet joined into it.
+        self._parts: list[str] = []
+        self._saved_upto = len(self._events)
+        self._last_flush = time.monotonic()
+        self._flush_timer: asyncio.TimerHandle | None = None
         self._subscribers: list[Subscriber] = []
         self._task: asyncio.Task[PromptResponse] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
     # -- identity and status -------------------------------------------------------------------
 
@@ -85,12 +139,94 @@ class AgentRun:
 
         return unsubscribe
 
+    @property
+    def events(self) -> list[RunEvent]:
+        """The event log so far (consecutive deltas merged)."""
+        with self._lock:
+            self._join_parts()
+            return self._events
+
+    def _join_parts(self) -> None:
+        if len(self._parts) > 1:
+            last = self._events[-1]
+            joined = "".join(self._parts)
+            setattr(last, _MERGED_FIELD[last.type], joined)
+            self._parts = [joined]
+
     def emit(self, event: Any) -> None:
         with self._lock:
-            self.events.append(event)
+            last = self._events[-1] if self._events else None
+            if _mergeable(last, event):
+                self._parts.append(getattr(event, _MERGED_FIELD[event.type]))
+                self._saved_upto = min(self._saved_upto, len(self._events) - 1)
+            else:
+                self._join_parts()
+                if event.type in _MERGED_FIELD:
+                    stored = event.model_copy()
+                    self._parts = [getattr(stored, _MERGED_FIELD[event.type])]
+                else:
+                    stored, self._parts = event, []
+                self._events.append(stored)
             subscribers = list(self._subscribers)
         for callback in subscribers:
             self._deliver(callback, event)
+        if self.store is not None:
+            self._record(event.type)
+
+    # -- the run store ---------------------------------------------------------------------------
+
+    def _record(self, kind: str) -> None:
+        if kind in _CHECKPOINTS or time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL:
+            self.flush_events()
+        elif self._flush_timer is None and self._loop is not None:
+            try:
+                self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.flush_events)
+            except RuntimeError:  # the loop is closing
+                pass
+
+    def flush_events(self) -> None:
+        """Write the events not yet stored (the last merged one again if it grew)."""
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
+        self._last_flush = time.monotonic()
+        store = self.store
+        if store is None:
+            return
+        with self._lock:
+            self._join_parts()
+            start = self._saved_upto
+            rows = [
+                (seq, self._events[seq].model_dump_json())
+                for seq in range(start, len(self._events))
+            ]
+            last = self._events[-1] if self._events else None
+            self._saved_upto = (
+                len(self._events) - 1
+                if last is not None and last.type in _MERGED_FIELD
+                else len(self._events)
+            )
+        try:
+            store.save_events(self.run_id, rows)
+        except Exception as error:
+            self._store_failed(error)
+
+    def persist(self) -> None:
+        """Write the run's state to the store now (turn ends, tool progress, the end)."""
+        store = self.store
+        if store is None:
+            return
+        try:
+            store.save_state(self.state)
+        except Exception as error:
+            self._store_failed(error)
+
+    def _store_failed(self, error: BaseException) -> None:
+        from .store import store_failed
+
+        store_failed(self.store, error)
+        self.store = None
+        self.interactions.store = None
 
     @staticmethod
     def _deliver(callback: Subscriber, event: Any) -> None:

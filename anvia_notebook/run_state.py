@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message, Usage
 
-__all__ = ["PromptResponse", "RunState", "RunStatus"]
+__all__ = ["PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
 
 RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled"]
 
@@ -26,6 +26,19 @@ class PromptResponse(BaseModel):
     messages: list[Message]
     run_id: str
     status: RunStatus = "success"
+
+
+class ToolCallProgress(BaseModel):
+    """How far one tool call of the current turn got (what a resumed run must not repeat)."""
+
+    tool_call_id: str
+    tool_name: str
+    turn: int
+    #: ``started``: ``execute`` began (it may have had side effects); ``done``: ``result`` is final.
+    status: Literal["started", "done"]
+    result: str | None = None
+    is_error: bool = False
+    args: str | None = None
 
 
 class RunState(BaseModel):
@@ -41,6 +54,10 @@ class RunState(BaseModel):
     output: str | None = None
     error: str | None = None
     cancel_reason: str | None = None
+    #: Where the prompt is in ``messages`` (what came before it is the history).
+    prompt_index: int = 0
+    #: The tool calls of the turn in progress, by tool call id.
+    calls: dict[str, ToolCallProgress] = Field(default_factory=dict)
 
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]

@@ -47,6 +47,7 @@ class Tool:
         execute: Callable[..., Any],
         output: type[BaseModel] | None = None,
         approval: ToolApproval | None = None,
+        idempotent: bool = False,
     ) -> None:
         if not name or not name.strip():
             raise ValueError("A tool needs a non-empty name.")
@@ -59,6 +60,9 @@ class Tool:
         self.input = input
         self.output = output
         self.approval = approval
+        #: Safe to run again: a resumed run re-runs a call of this tool that was interrupted
+        #: after it had started (otherwise the model is told it was interrupted).
+        self.idempotent = idempotent
         self._execute = execute
         self._is_async = inspect.iscoroutinefunction(execute)
         self._definition = ToolDefinition(
@@ -119,8 +123,13 @@ def create_tool(
     execute: Callable[..., Any],
     output: type[BaseModel] | None = None,
     approval: ToolApproval | None = None,
+    idempotent: bool = False,
 ) -> Tool:
-    """Build a :class:`Tool`. ``execute(args, ctx)`` may be a plain or an ``async`` function."""
+    """Build a :class:`Tool`. ``execute(args, ctx)`` may be a plain or an ``async`` function.
+
+    ``idempotent=True`` says the tool is safe to run twice: a resumed run re-runs a call of it
+    that had started when the run was interrupted.
+    """
     return Tool(
         name=name,
         description=description,
@@ -128,6 +137,7 @@ def create_tool(
         output=output,
         approval=approval,
         execute=execute,
+        idempotent=idempotent,
     )
 
 
@@ -141,6 +151,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     approval: ToolApproval | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -151,6 +162,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     approval: ToolApproval | None = None,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Build a :class:`Tool` from an annotated function.
 
@@ -159,7 +171,7 @@ def tool(
     """
 
     def build(function: Callable[..., Any]) -> Tool:
-        return _tool_from_function(function, name, description, approval)
+        return _tool_from_function(function, name, description, approval, idempotent)
 
     return build(fn) if fn is not None else build
 
@@ -169,6 +181,7 @@ def _tool_from_function(
     name: str | None,
     description: str | None,
     approval: ToolApproval | None,
+    idempotent: bool = False,
 ) -> Tool:
     signature = inspect.signature(function)
     hints = get_type_hints(function)
@@ -208,4 +221,5 @@ def _tool_from_function(
         input=input_model,
         execute=execute,
         approval=approval,
+        idempotent=idempotent,
     )

@@ -1,0 +1,127 @@
+"""The run store: runs, approvals, questions and transcripts that outlive the kernel.
+
+- :class:`RunStore` (``RunStore(path)`` for SQLite, ``RunStore("postgresql://...")`` for a team);
+- :func:`set_store` / :func:`get_store`: the store new runs are written to (default
+  ``.anvia/runs.sqlite`` in the working folder; ``ANVIA_NOTEBOOK_STORE`` picks another file, or
+  ``none`` for memory only);
+- :func:`runs`: the stored runs, newest first.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
+from ._store import RunList, RunStore, RunSummary, StudioSession
+
+__all__ = [
+    "DEFAULT_STORE_PATH",
+    "STORE_ENV",
+    "DecisionRefusedError",
+    "RunList",
+    "RunNotFoundError",
+    "RunOwnedError",
+    "RunStore",
+    "RunStoreError",
+    "RunSummary",
+    "StudioSession",
+    "get_store",
+    "runs",
+    "set_store",
+    "store_failed",
+]
+
+logger = logging.getLogger("anvia_notebook")
+
+#: The environment variable that picks the store: a file, ``postgresql://...``, or ``none``.
+STORE_ENV = "ANVIA_NOTEBOOK_STORE"
+#: Where runs are stored by default, relative to the working folder (the notebook's folder).
+DEFAULT_STORE_PATH = Path(".anvia") / "runs.sqlite"
+_OFF = ("", "none", "off", "memory", "0", "false", "no")
+
+_lock = threading.Lock()
+_chosen: RunStore | bool | None = False  # False: not chosen yet (use the environment)
+_opened: dict[str, RunStore | None] = {}
+_warned: set[str] = set()
+
+
+def set_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
+    """Store new runs in ``store`` (a path, ``postgresql://...`` or a :class:`RunStore`), or
+    keep them in memory only with ``None``. Returns the store."""
+    global _chosen
+    chosen = store if store is None or isinstance(store, RunStore) else RunStore(store)
+    with _lock:
+        _chosen = chosen
+    return chosen
+
+
+def _location() -> str | None:
+    value = os.environ.get(STORE_ENV)
+    if value is None:
+        return str(Path.cwd() / DEFAULT_STORE_PATH)
+    if value.strip().lower() in _OFF:
+        return None
+    return value
+
+
+def get_store() -> RunStore | None:
+    """The store new runs are written to, opened on first use; None when runs stay in memory.
+
+    A store that cannot be opened (a read-only folder, a damaged file, one written by a newer
+    version) gives one warning and runs stay in memory.
+    """
+    with _lock:
+        if _chosen is not False:
+            return _chosen  # type: ignore[return-value]
+        location = _location()
+        if location is None:
+            return None
+        if location not in _opened:
+            try:
+                _opened[location] = RunStore(location)
+            except RunStoreError as error:
+                _opened[location] = None
+                _warn_once(location, f"{error} Runs stay in memory only (nothing is stored).")
+        return _opened[location]
+
+
+def store_failed(store: RunStore | None, error: BaseException) -> None:
+    """A write to ``store`` failed during a run: one warning, and the run goes on in memory."""
+    location = store.location if store is not None else "the run store"
+    _warn_once(
+        f"write:{location}",
+        f"Could not write to the run store {location}: {error}. This run goes on in memory; "
+        "it will not be listed or resumable after the kernel stops.",
+    )
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key in _warned:
+        logger.debug("%s", message)
+        return
+    _warned.add(key)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def runs(status: str | None = None, agent_id: str | None = None, limit: int = 50) -> RunList:
+    """The stored runs, newest first (an empty list when runs are not stored)."""
+    store = get_store()
+    if store is None:
+        return RunList()
+    return store.runs(status=status, agent_id=agent_id, limit=limit)
+
+
+def _reset_for_tests() -> Any:  # pragma: no cover - used by the test suite
+    global _chosen
+    with _lock:
+        _chosen = False
+        for store in _opened.values():
+            if store is not None:
+                store.close()
+        _opened.clear()
+        _warned.clear()

@@ -1,0 +1,94 @@
+"""Which process owns a run, and whether that process is still alive.
+
+A run is owned by the process that runs it. The owner is written as ``host``, ``pid`` and the
+process's start time (so a recycled pid is not mistaken for the owner), plus a heartbeat that a
+background thread renews. On the same host the pid decides; from another host, the heartbeat.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass
+
+__all__ = ["HEARTBEAT_INTERVAL", "LEASE_SECONDS", "Owner", "owner_alive", "this_process"]
+
+#: How often a live owner renews its heartbeat (seconds).
+HEARTBEAT_INTERVAL = 5.0
+#: An owner on another host whose heartbeat is older than this is considered gone.
+LEASE_SECONDS = 30.0
+
+
+@dataclass(frozen=True)
+class Owner:
+    host: str
+    pid: int
+    started: str
+
+    @property
+    def token(self) -> str:
+        return f"{self.host}:{self.pid}:{self.started}"
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            text = stat.read()
+    except OSError:
+        return ""
+    # The command name (field 2) may contain spaces and parentheses: split after the last ")".
+    fields = text.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+_THIS: Owner | None = None
+
+
+def this_process() -> Owner:
+    """This process as an owner (computed again after a fork)."""
+    global _THIS
+    pid = os.getpid()
+    if _THIS is None or _THIS.pid != pid:
+        _THIS = Owner(socket.gethostname(), pid, _start_time(pid))
+    return _THIS
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def owner_alive(
+    host: str | None,
+    pid: int | None,
+    started: str | None,
+    heartbeat_at: float | None,
+    *,
+    now: float | None = None,
+) -> bool:
+    """Whether the recorded owner still runs (no owner recorded: not alive)."""
+    if not host or not pid:
+        return False
+    me = this_process()
+    if host == me.host:
+        if pid == me.pid:
+            return started in (None, "", me.started)
+        if not _pid_alive(pid):
+            return False
+        if started:
+            current = _start_time(pid)
+            if current and current != started:
+                return False  # the pid was recycled by another process
+        return True
+    if heartbeat_at is None:
+        return False
+    return (now if now is not None else time.time()) - heartbeat_at < LEASE_SECONDS

@@ -1,0 +1,121 @@
+"""The PostgreSQL connection layer of the run store (psycopg 3, extra ``postgres``).
+
+Same tables and SQL as SQLite (``?`` placeholders become ``%s``). One connection per thread, in
+autocommit mode; ``transaction()`` opens a real transaction. Decisions are announced with
+``NOTIFY anvia_notebook_decisions`` so a waiting run hears them at once; the watcher also polls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ._errors import RunStoreError
+
+__all__ = ["PostgresBackend"]
+
+CHANNEL = "anvia_notebook_decisions"
+
+
+def _psycopg() -> Any:
+    try:
+        return importlib.import_module("psycopg")
+    except ImportError:
+        raise RunStoreError(
+            'A PostgreSQL run store needs psycopg 3: pip install "anvia_notebook[postgres]"'
+        ) from None
+
+
+class PostgresBackend:
+    """Connections to one PostgreSQL database (a ``postgresql://`` URL)."""
+
+    kind = "postgresql"
+    placeholder = "%s"
+    busy_timeout = 5.0
+
+    def __init__(self, url: str) -> None:
+        self._psycopg = _psycopg()
+        self.url = url
+        self.location = _redact(url)
+        self._local = threading.local()
+        self._all: list[Any] = []
+        self._lock = threading.Lock()
+        self._version = 0
+        self._listener: Any = None
+
+    def _connection(self) -> Any:
+        connection = getattr(self._local, "connection", None)
+        if connection is None or connection.closed:
+            try:
+                connection = self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            except self._psycopg.Error as error:
+                raise RunStoreError(
+                    f"Cannot connect to the run store {self.location}: {error}"
+                ) from None
+            self._local.connection = connection
+            with self._lock:
+                self._all.append(connection)
+        return connection
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        cursor = self._connection().execute(sql, tuple(params))
+        self._local.rowcount = cursor.rowcount
+        rows = cursor.fetchall() if cursor.description is not None else []
+        if sql.lstrip().upper().startswith("UPDATE INTERACTIONS") and cursor.rowcount:
+            self._connection().execute(f"NOTIFY {CHANNEL}")
+        return [tuple(r) for r in rows]
+
+    @property
+    def rowcount(self) -> int:
+        return int(getattr(self._local, "rowcount", 0))
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        connection = self._connection()
+        with connection.transaction():
+            # One writer at a time for schema changes and ownership claims, as SQLite does.
+            connection.execute("SELECT pg_advisory_xact_lock(7426001)")
+            yield
+
+    def table_names(self) -> set[str]:
+        rows = self.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        )
+        return {str(r[0]) for r in rows}
+
+    def data_version(self) -> int:
+        """Grows when a decision was announced (``NOTIFY``); the watcher then looks."""
+        if self._listener is None:
+            self._listener = self._psycopg.connect(self.url, autocommit=True)
+            self._listener.execute(f"LISTEN {CHANNEL}")
+            self._version += 1  # look once after subscribing
+        for _ in self._listener.notifies(timeout=0.0, stop_after=100):
+            self._version += 1
+        return self._version
+
+    def is_error(self, error: BaseException) -> bool:
+        return isinstance(error, self._psycopg.Error)
+
+    def close(self) -> None:
+        with self._lock:
+            connections, self._all = self._all, []
+        if self._listener is not None:
+            connections.append(self._listener)
+            self._listener = None
+        for connection in connections:
+            with contextlib.suppress(Exception):
+                connection.close()
+        self._local = threading.local()
+
+
+def _redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    credentials, host = rest.rsplit("@", 1)
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}@{host}"

@@ -1,0 +1,65 @@
+"""The run store's schema, its version, and the migrations from one version to the next.
+
+Every change to the tables is a new entry in :data:`MIGRATIONS` (never an edit of an old one), so
+a store written by any earlier release is brought up to date when it is opened, and a store
+written by a newer release is refused with a clear error instead of being damaged.
+"""
+
+from __future__ import annotations
+
+__all__ = ["APPLICATION", "MIGRATIONS", "SCHEMA_VERSION"]
+
+#: Written into the store's ``meta`` table; a database without it is not a run store.
+APPLICATION = "anvia_notebook"
+
+#: ``(version, statements)``: applying every entry above the store's version, in order, in one
+#: transaction, brings it to :data:`SCHEMA_VERSION`. The SQL is portable between SQLite and
+#: PostgreSQL.
+MIGRATIONS: list[tuple[int, list[str]]] = [
+    (
+        1,
+        [
+            """CREATE TABLE runs (
+                run_id TEXT PRIMARY KEY,
+                agent_id TEXT NOT NULL,
+                session_id TEXT,
+                status TEXT NOT NULL,
+                prompt TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL,
+                owner_host TEXT,
+                owner_pid INTEGER,
+                owner_started TEXT,
+                heartbeat_at DOUBLE PRECISION,
+                state TEXT NOT NULL
+            )""",
+            "CREATE INDEX runs_by_update ON runs (updated_at)",
+            """CREATE TABLE interactions (
+                id TEXT PRIMARY KEY,
+                run_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                status TEXT NOT NULL,
+                record TEXT NOT NULL,
+                decision TEXT,
+                updated_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX interactions_by_run ON interactions (run_id, status)",
+            """CREATE TABLE events (
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                event TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq)
+            )""",
+            """CREATE TABLE studio_sessions (
+                session_id TEXT PRIMARY KEY,
+                agent_id TEXT NOT NULL,
+                title TEXT NOT NULL,
+                messages TEXT NOT NULL,
+                created_at TEXT NOT NULL,
+                updated_at TEXT NOT NULL
+            )""",
+        ],
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -1,0 +1,674 @@
+"""``RunStore``: runs, their approvals and questions, and their event logs, in a database.
+
+The store is the single source of truth for an interaction: an approval or question is decided by
+one conditional update (``... WHERE status = 'pending'``), so the first decision wins whichever
+process writes it (a widget click, ``RunHandle.approve``, ``RunStore.approve`` in another kernel,
+the command line) and every later one is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
+from ..question_types import Answer, describe_validation_error
+from ..run_state import RunState
+from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
+from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
+from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["RunList", "RunStore", "RunSummary", "StudioSession"]
+
+logger = logging.getLogger("anvia_notebook")
+
+InteractionKind = Literal["approval", "question"]
+Record = ApprovalRecord | QuestionRecord
+ACTIVE = ("pending", "running", "waiting")
+#: How often the watcher looks for decisions written by other processes (seconds).
+POLL_INTERVAL = 0.2
+PROMPT_PREVIEW = 200
+
+_EVENT: TypeAdapter[Any] = TypeAdapter(RunEvent)
+_ANSWERS = TypeAdapter(list[Answer])
+
+
+class RunSummary(BaseModel):
+    """One line of :meth:`RunStore.runs`."""
+
+    run_id: str
+    agent_id: str
+    status: str
+    prompt: str
+    created_at: datetime
+    updated_at: datetime
+    pending: int = 0
+    session_id: str | None = None
+
+
+class RunList(list[RunSummary]):
+    """A list of :class:`RunSummary` that displays as a table in a notebook."""
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        if not self:
+            return "<p><em>No stored runs.</em></p>"
+        head = "".join(
+            f"<th style='text-align:left'>{h}</th>"
+            for h in ("run_id", "agent", "status", "pending", "prompt", "updated")
+        )
+        rows = []
+        for run in self:
+            cells = (
+                run.run_id,
+                run.agent_id,
+                run.status,
+                str(run.pending),
+                run.prompt[:80],
+                run.updated_at.strftime("%Y-%m-%d %H:%M:%S"),
+            )
+            rows.append("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in cells) + "</tr>")
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+    def to_pandas(self) -> Any:
+        import importlib
+
+        try:
+            pd = importlib.import_module("pandas")
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ImportError("RunList.to_pandas() needs pandas: pip install pandas") from None
+        return pd.DataFrame([r.model_dump() for r in self])
+
+
+class StudioSession(BaseModel):
+    """A stored Studio conversation."""
+
+    session_id: str
+    agent_id: str
+    title: str
+    messages: list[Any]
+    created_at: datetime
+    updated_at: datetime
+
+
+def _now() -> str:
+    return utc_now().isoformat()
+
+
+def _open_backend(location: str | os.PathLike[str]) -> Any:
+    text = os.fspath(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        from ._postgres import PostgresBackend
+
+        return PostgresBackend(text)
+    from ._sqlite import SQLiteBackend
+
+    return SQLiteBackend(text)
+
+
+class RunStore:
+    """Runs that outlive the kernel: a SQLite file (default) or ``postgresql://...``."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._backend = _open_backend(path)
+        self.location: str = self._backend.location
+        self._watch_lock = threading.Lock()
+        self._watched: dict[str, Callable[[str, dict[str, Any]], None]] = {}
+        self._owned: set[str] = set()
+        self._watcher: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._closed = False
+        self._prepare()
+
+    def __repr__(self) -> str:
+        return f"RunStore({self.location!r})"
+
+    # -- schema ----------------------------------------------------------------------------------
+
+    def _sql(self, sql: str) -> str:
+        return sql if self._backend.placeholder == "?" else sql.replace("?", "%s")
+
+    def _q(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._backend.execute(self._sql(sql), params)  # type: ignore[no-any-return]
+
+    def _prepare(self) -> None:
+        """Check that this is a run store (or empty), refuse newer schemas, migrate older ones."""
+        try:
+            with self._backend.transaction():
+                tables = self._backend.table_names()
+                if not tables:
+                    self._q("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                    self._q("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
+                    self._q("INSERT INTO meta VALUES ('schema_version', '0')")
+                    tables = {"meta"}
+                if "meta" not in tables:
+                    raise RunStoreError(
+                        f"{self.location} is a database of another application, not an "
+                        "anvia_notebook run store; choose another file with set_store(...)."
+                    )
+                meta = dict(self._q("SELECT key, value FROM meta"))
+                if meta.get("application") != APPLICATION:
+                    raise RunStoreError(
+                        f"{self.location} is not an anvia_notebook run store "
+                        f"(application {meta.get('application')!r})."
+                    )
+                version = int(meta.get("schema_version", "0"))
+                if version > SCHEMA_VERSION:
+                    raise RunStoreError(
+                        f"The run store {self.location} was written by a newer anvia_notebook "
+                        f"(schema {version}; this version reads up to {SCHEMA_VERSION}). "
+                        "Upgrade anvia_notebook to use it."
+                    )
+                for target, statements in MIGRATIONS:
+                    if target > version:
+                        for statement in statements:
+                            self._q(statement)
+                        version = target
+                self._q("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        except RunStoreError:
+            self._backend.close()
+            raise
+        except Exception as error:
+            self._backend.close()
+            if self._backend.is_error(error) and "locked" in str(error):
+                raise RunStoreError(
+                    f"The run store {self.location} is locked by another program (waited "
+                    f"{self._backend.busy_timeout:g} s): {error}."
+                ) from None
+            if self._backend.is_error(error):
+                raise RunStoreError(
+                    f"Cannot use the run store {self.location}: {error}. If the file is "
+                    "damaged, move it away (a new store is created) or choose another file."
+                ) from None
+            raise
+
+    @property
+    def schema_version(self) -> int:
+        rows = self._q("SELECT value FROM meta WHERE key = 'schema_version'")
+        return int(rows[0][0])
+
+    def close(self) -> None:
+        self._closed = True
+        self._stop.set()
+        self._backend.close()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def runs(
+        self, status: str | None = None, agent_id: str | None = None, limit: int = 50
+    ) -> RunList:
+        """Runs, newest first; ``interrupted`` when the process that ran it is gone."""
+        sql = (
+            "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
+            "r.updated_at, r.owner_host, r.owner_pid, r.owner_started, r.heartbeat_at, "
+            "(SELECT COUNT(*) FROM interactions i WHERE i.run_id = r.run_id "
+            "AND i.status = 'pending') FROM runs r"
+        )
+        params: list[Any] = []
+        if agent_id is not None:
+            sql += " WHERE r.agent_id = ?"
+            params.append(agent_id)
+        sql += " ORDER BY r.created_at DESC, r.run_id DESC"
+        out = RunList()
+        for row in self._q(sql, params):
+            summary = RunSummary(
+                run_id=row[0],
+                agent_id=row[1],
+                session_id=row[2],
+                status=self._effective_status(row[3], row[7:11], row[11]),
+                prompt=row[4],
+                created_at=datetime.fromisoformat(row[5]),
+                updated_at=datetime.fromisoformat(row[6]),
+                pending=int(row[11]),
+            )
+            if status is not None and summary.status != status:
+                continue
+            out.append(summary)
+            if len(out) >= limit:
+                break
+        return out
+
+    @staticmethod
+    def _effective_status(status: str, owner: Sequence[Any], pending: int) -> str:
+        if status in ACTIVE:
+            if not owner_alive(*owner):
+                return "interrupted"
+            return "waiting" if pending else "running"
+        return status
+
+    def status(self, run_id: str) -> str:
+        """The run's status as :meth:`runs` reports it (``interrupted`` if its owner is gone)."""
+        rows = self._q(
+            "SELECT status, owner_host, owner_pid, owner_started, heartbeat_at, "
+            "(SELECT COUNT(*) FROM interactions i WHERE i.run_id = ? AND i.status = 'pending') "
+            "FROM runs WHERE run_id = ?",
+            (run_id, run_id),
+        )
+        if not rows:
+            raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
+        row = rows[0]
+        return self._effective_status(row[0], row[1:5], int(row[5]))
+
+    def get(self, run_id: str) -> RunState:
+        """The stored :class:`RunState` (history, turn, usage, approvals, questions)."""
+        rows = self._q("SELECT state FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
+        state = RunState.model_validate_json(rows[0][0])
+        for record in self.interactions(run_id):
+            if isinstance(record, ApprovalRecord):
+                state.approvals[record.id] = record
+            else:
+                state.questions[record.id] = record
+        return state
+
+    def interactions(self, run_id: str) -> list[Record]:
+        rows = self._q(
+            "SELECT kind, record FROM interactions WHERE run_id = ? ORDER BY updated_at, id",
+            (run_id,),
+        )
+        return [_record(kind, text) for kind, text in rows]
+
+    def pending(self, run_id: str | None = None) -> list[Record]:
+        """Pending approvals and questions (of one run, or of every run)."""
+        sql = "SELECT kind, record, status FROM interactions WHERE status = 'pending'"
+        params: tuple[Any, ...] = ()
+        if run_id is not None:
+            sql += " AND run_id = ?"
+            params = (run_id,)
+        return [_record(kind, text) for kind, text, _ in self._q(sql + " ORDER BY id", params)]
+
+    def events(self, run_id: str) -> list[Any]:
+        """The run's stored event log (consecutive text deltas already merged)."""
+        rows = self._q("SELECT event FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+        return [_EVENT.validate_json(r[0]) for r in rows]
+
+    # -- decisions (any process) -----------------------------------------------------------------
+
+    def approve(
+        self,
+        run_id: str,
+        approval_id: str,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+        *,
+        decided_by: str = "human",
+    ) -> ApprovalRecord:
+        """Approve a pending approval (``args`` replace the call's arguments); first one wins."""
+        if args is not None and not isinstance(args, dict):
+            raise DecisionRefusedError("The edited arguments must be a JSON object.")
+        decision = {"approved": True, "reason": reason, "args": args, "decided_by": decided_by}
+        return self._decide(run_id, approval_id, "approval", "approved", decision)  # type: ignore[return-value]
+
+    def reject(
+        self, run_id: str, approval_id: str, reason: str | None = None, *, decided_by: str = "human"
+    ) -> ApprovalRecord:
+        """Reject a pending approval; the tool does not run."""
+        decision = {"approved": False, "reason": reason, "args": None, "decided_by": decided_by}
+        return self._decide(run_id, approval_id, "approval", "rejected", decision)  # type: ignore[return-value]
+
+    def answer(
+        self,
+        run_id: str,
+        question_id: str,
+        answers: Sequence[Any],
+        *,
+        decided_by: str = "human",
+    ) -> QuestionRecord:
+        """Answer a pending question (each of its questions exactly once); first one wins."""
+        from ..question_types import check_operator_answers
+
+        rows = self._q(
+            "SELECT kind, record FROM interactions WHERE id = ? AND run_id = ?",
+            (question_id, run_id),
+        )
+        if not rows or rows[0][0] != "question":
+            raise DecisionRefusedError(f"Unknown question {question_id!r} in run {run_id!r}.")
+        record = QuestionRecord.model_validate_json(rows[0][1])
+        checked = check_operator_answers(record.questions, answers)
+        if isinstance(checked, str):
+            raise DecisionRefusedError(checked)
+        decision = {"answers": [a.to_wire() for a in checked], "decided_by": decided_by}
+        return self._decide(run_id, question_id, "question", "answered", decision)  # type: ignore[return-value]
+
+    def _decide(
+        self, run_id: str, item_id: str, kind: str, status: str, decision: dict[str, Any]
+    ) -> Record:
+        won, current, _ = self.claim(item_id, status, decision, run_id=run_id, kind=kind)
+        if not won:
+            if current is None:
+                what = "approval" if kind == "approval" else "question"
+                raise DecisionRefusedError(f"Unknown {what} {item_id!r} in run {run_id!r}.")
+            raise DecisionRefusedError(
+                f"This {kind} is already {current.replace('_', ' ')}; a second decision is refused."
+            )
+        rows = self._q("SELECT kind, record FROM interactions WHERE id = ?", (item_id,))
+        record = _record(rows[0][0], rows[0][1])
+        if not owner_alive(*self._owner_of(run_id)):
+            logger.info(
+                "Run %s has no live process; the decision waits until agent.resume(%r).",
+                run_id,
+                run_id,
+            )
+        return record
+
+    def claim(
+        self,
+        item_id: str,
+        status: str,
+        decision: dict[str, Any],
+        *,
+        run_id: str | None = None,
+        kind: str | None = None,
+    ) -> tuple[bool, str | None, dict[str, Any] | None]:
+        """Decide ``item_id`` if it is still pending. Returns ``(won, status, decision)``.
+
+        When another decision was there first, ``won`` is False and the winner's status and
+        decision are returned; ``status`` None means there is no such interaction.
+        """
+        sql = "UPDATE interactions SET status = ?, decision = ?, updated_at = ? WHERE id = ? "
+        params: list[Any] = [status, json.dumps(decision), _now(), item_id]
+        if run_id is not None:
+            sql += "AND run_id = ? "
+            params.append(run_id)
+        if kind is not None:
+            sql += "AND kind = ? "
+            params.append(kind)
+        self._q(sql + "AND status = 'pending'", params)
+        if self._backend.rowcount == 1:
+            return True, status, decision
+        rows = self._q(
+            "SELECT status, decision, run_id, kind FROM interactions WHERE id = ?", (item_id,)
+        )
+        if (
+            not rows
+            or (run_id is not None and rows[0][2] != run_id)
+            or (kind is not None and rows[0][3] != kind)
+        ):
+            return False, None, None
+        return False, rows[0][0], json.loads(rows[0][1]) if rows[0][1] else None
+
+    def decision(self, item_id: str) -> tuple[str, dict[str, Any] | None] | None:
+        rows = self._q("SELECT status, decision FROM interactions WHERE id = ?", (item_id,))
+        if not rows:
+            return None
+        return rows[0][0], json.loads(rows[0][1]) if rows[0][1] else None
+
+    # -- writing (the owning process) ------------------------------------------------------------
+
+    def _owner_of(self, run_id: str) -> tuple[Any, ...]:
+        rows = self._q(
+            "SELECT owner_host, owner_pid, owner_started, heartbeat_at FROM runs WHERE run_id = ?",
+            (run_id,),
+        )
+        return tuple(rows[0]) if rows else (None, None, None, None)
+
+    def create_run(self, state: RunState, prompt: str) -> None:
+        """Record a new run, owned by this process."""
+        me = this_process()
+        now = _now()
+        self._q(
+            "INSERT INTO runs (run_id, agent_id, session_id, status, prompt, created_at, "
+            "updated_at, owner_host, owner_pid, owner_started, heartbeat_at, state) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                state.run_id,
+                state.agent_id,
+                state.session_id,
+                state.status,
+                prompt[:PROMPT_PREVIEW],
+                now,
+                now,
+                me.host,
+                me.pid,
+                me.started,
+                time.time(),
+                _state_json(state),
+            ),
+        )
+        self._own(state.run_id)
+
+    def claim_run(self, run_id: str) -> RunState:
+        """Take ownership of a stored run to resume it; raises when a live process owns it."""
+        me = this_process()
+        with self._backend.transaction():
+            rows = self._q(
+                "SELECT status, owner_host, owner_pid, owner_started, heartbeat_at "
+                "FROM runs WHERE run_id = ?",
+                (run_id,),
+            )
+            if not rows:
+                raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
+            status, *owner = rows[0]
+            if status not in ACTIVE:
+                raise RunStoreError(
+                    f"Run {run_id!r} has already ended ({status}); there is nothing to resume. "
+                    "Start a new run with its history: agent.prompt([*state.messages, ...])."
+                )
+            if owner_alive(*owner):
+                where = (
+                    "this kernel"
+                    if owner[1] == me.pid and owner[0] == me.host
+                    else (f"process {owner[1]} on {owner[0]}")
+                )
+                raise RunOwnedError(
+                    f"Run {run_id!r} is still running in {where}; decide its pending "
+                    "interactions there (or with RunStore.approve / the command line) instead "
+                    "of resuming it."
+                )
+            self._q(
+                "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_started = ?, "
+                "heartbeat_at = ?, updated_at = ? WHERE run_id = ?",
+                (me.host, me.pid, me.started, time.time(), _now(), run_id),
+            )
+        self._own(run_id)
+        return self.get(run_id)
+
+    def release_run(self, run_id: str) -> None:
+        """Give up ownership of a run this process claimed but will not run."""
+        me = this_process()
+        self._q(
+            "UPDATE runs SET owner_host = NULL, owner_pid = NULL, owner_started = NULL "
+            "WHERE run_id = ? AND owner_host = ? AND owner_pid = ?",
+            (run_id, me.host, me.pid),
+        )
+        self._disown(run_id)
+
+    def save_state(self, state: RunState) -> None:
+        self._q(
+            "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
+            (state.status, _state_json(state), _now(), state.run_id),
+        )
+        if state.status not in ACTIVE:
+            self._disown(state.run_id)
+
+    def open_interaction(self, record: Record) -> None:
+        """Record a new pending approval or question (or reopen one on resume)."""
+        kind = "approval" if isinstance(record, ApprovalRecord) else "question"
+        self._q(
+            "INSERT INTO interactions (id, run_id, kind, status, record, decision, updated_at) "
+            "VALUES (?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (id) DO UPDATE SET "
+            "record = excluded.record, updated_at = excluded.updated_at",
+            (record.id, record.run_id, kind, record.status, record.model_dump_json(), _now()),
+        )
+
+    def save_interaction(self, record: Record) -> None:
+        """Write the final record (status, times, answers) of an interaction this run resolved."""
+        self._q(
+            "UPDATE interactions SET status = ?, record = ?, updated_at = ? WHERE id = ?",
+            (record.status, record.model_dump_json(), _now(), record.id),
+        )
+
+    def save_events(self, run_id: str, items: Iterable[tuple[int, str]]) -> None:
+        """Insert or replace ``(seq, event JSON)`` rows of the run's event log."""
+        rows = list(items)
+        if not rows:
+            return
+        with self._backend.transaction():
+            for seq, text in rows:
+                self._q(
+                    "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run_id, seq) DO UPDATE SET event = excluded.event",
+                    (run_id, seq, text),
+                )
+
+    # -- Studio sessions -------------------------------------------------------------------------
+
+    def save_session(
+        self, session_id: str, agent_id: str, title: str, messages: Sequence[BaseModel]
+    ) -> None:
+        data = json.dumps([m.model_dump(mode="json") for m in messages])
+        now = _now()
+        self._q(
+            "INSERT INTO studio_sessions (session_id, agent_id, title, messages, created_at, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+            "title = excluded.title, messages = excluded.messages, "
+            "updated_at = excluded.updated_at",
+            (session_id, agent_id, title[:PROMPT_PREVIEW], data, now, now),
+        )
+
+    def sessions(self, agent_id: str | None = None, limit: int = 50) -> list[StudioSession]:
+        sql = (
+            "SELECT session_id, agent_id, title, messages, created_at, updated_at "
+            "FROM studio_sessions"
+        )
+        params: tuple[Any, ...] = ()
+        if agent_id is not None:
+            sql += " WHERE agent_id = ?"
+            params = (agent_id,)
+        rows = self._q(sql + " ORDER BY updated_at DESC LIMIT ?", (*params, limit))
+        return [
+            StudioSession(
+                session_id=r[0],
+                agent_id=r[1],
+                title=r[2],
+                messages=json.loads(r[3]),
+                created_at=datetime.fromisoformat(r[4]),
+                updated_at=datetime.fromisoformat(r[5]),
+            )
+            for r in rows
+        ]
+
+    # -- watching for decisions from elsewhere, heartbeats ---------------------------------------
+
+    def watch(self, item_id: str, callback: Callable[[str, dict[str, Any]], None]) -> None:
+        """Call ``callback(status, decision)`` (on a background thread) once ``item_id`` is
+        decided in the store by anyone; :meth:`unwatch` stops watching."""
+        with self._watch_lock:
+            self._watched[item_id] = callback
+        self._ensure_watcher()
+
+    def unwatch(self, item_id: str) -> None:
+        with self._watch_lock:
+            self._watched.pop(item_id, None)
+
+    def _own(self, run_id: str) -> None:
+        with self._watch_lock:
+            self._owned.add(run_id)
+        self._ensure_watcher()
+
+    def _disown(self, run_id: str) -> None:
+        with self._watch_lock:
+            self._owned.discard(run_id)
+
+    def _ensure_watcher(self) -> None:
+        with self._watch_lock:
+            if self._watcher is not None and self._watcher.is_alive():
+                return
+            self._stop.clear()
+            self._watcher = threading.Thread(
+                target=self._watch_loop, name="anvia-run-store", daemon=True
+            )
+            self._watcher.start()
+
+    def _watch_loop(self) -> None:
+        last_version: int | None = None
+        last_beat = 0.0
+        idle_since: float | None = None
+        while not self._stop.wait(POLL_INTERVAL):
+            with self._watch_lock:
+                watched = dict(self._watched)
+                owned = set(self._owned)
+            if not watched and not owned:
+                idle_since = idle_since or time.monotonic()
+                if time.monotonic() - idle_since > 2.0:
+                    with self._watch_lock:
+                        if not self._watched and not self._owned:
+                            self._watcher = None
+                            return
+                continue
+            idle_since = None
+            try:
+                now = time.monotonic()
+                if owned and now - last_beat >= HEARTBEAT_INTERVAL:
+                    last_beat = now
+                    self._beat(owned)
+                if watched:
+                    version = self._backend.data_version()
+                    if version != last_version:
+                        last_version = version
+                        self._deliver(watched)
+            except Exception as error:  # a locked or vanished store: try again next time
+                logger.debug("Run store watcher: %s", error)
+
+    def _beat(self, owned: set[str]) -> None:
+        me: Owner = this_process()
+        for run_id in owned:
+            self._q(
+                "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND owner_pid = ? "
+                "AND owner_host = ?",
+                (time.time(), run_id, me.pid, me.host),
+            )
+
+    def _deliver(self, watched: dict[str, Callable[[str, dict[str, Any]], None]]) -> None:
+        ids = list(watched)
+        marks = ", ".join("?" for _ in ids)
+        rows = self._q(
+            f"SELECT id, status, decision FROM interactions WHERE id IN ({marks}) "
+            "AND status <> 'pending'",
+            ids,
+        )
+        for item_id, status, decision in rows:
+            with self._watch_lock:
+                callback = self._watched.pop(item_id, None)
+            if callback is None:
+                continue
+            try:
+                callback(status, json.loads(decision) if decision else {})
+            except Exception:
+                logger.exception("Delivering a stored decision failed")
+
+    def poll_now(self) -> None:
+        """Deliver decisions written elsewhere at once (tests and the command line use it)."""
+        with self._watch_lock:
+            watched = dict(self._watched)
+        if watched:
+            self._deliver(watched)
+
+
+def _state_json(state: RunState) -> str:
+    return state.model_dump_json(exclude={"approvals", "questions"})
+
+
+def _record(kind: str, text: str) -> Record:
+    try:
+        if kind == "approval":
+            return ApprovalRecord.model_validate_json(text)
+        return QuestionRecord.model_validate_json(text)
+    except ValidationError as error:
+        raise RunStoreError(
+            f"A stored {kind} could not be read: {describe_validation_error(error)}"
+        ) from None
+
+
+def parse_answers(answers: Any) -> list[Answer]:
+    return _ANSWERS.validate_python(answers)

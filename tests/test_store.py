@@ -1,0 +1,290 @@
+"""The run store: write-through, decisions from anywhere (first one wins), listing, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+
+import pytest
+
+import anvia_notebook as an
+from anvia_notebook import (
+    AgentBuilder,
+    ApprovalDecision,
+    DecisionRefusedError,
+    RunStore,
+    RunStoreError,
+    StoreHumanInput,
+    ToolApproval,
+    ask_question,
+)
+from anvia_notebook.models import ModelResponse, QueueModel
+
+from helpers import call, make_add_tool
+
+
+def protected_agent(*responses, human=None):
+    tool = make_add_tool(approval=ToolApproval(reason="check the sum"))
+    model = QueueModel(list(responses))
+    builder = AgentBuilder("adder", model).tools([tool])
+    if human is not None:
+        builder = builder.human_input(human)
+    return builder.build(), tool, model
+
+
+async def wait_pending(store: RunStore, run_id: str, kind=None):
+    for _ in range(500):
+        pending = [p for p in store.pending(run_id) if kind is None or type(p).__name__ == kind]
+        if pending:
+            return pending
+        await asyncio.sleep(0.01)
+    raise AssertionError("nothing became pending")
+
+
+async def test_a_run_is_written_through_and_listed(store_path):
+    agent, tool, _ = protected_agent(
+        call("add", {"x": 2, "y": 3}), ModelResponse(text="5"), human=StoreHumanInput()
+    )
+    run = agent.prompt("add 2 and 3").start()
+    reader = RunStore(store_path)  # another connection, as another process would have
+    [approval] = await wait_pending(reader, run.run_id)
+    [summary] = an.runs()
+    assert summary.run_id == run.run_id
+    assert summary.status == "waiting"
+    assert summary.pending == 1
+    assert summary.prompt == "add 2 and 3"
+    reader.approve(run.run_id, approval.id, reason="fine")
+    response = await asyncio.wait_for(run.wait(), 5)
+    assert response.output == "5"
+    assert tool.calls == [(2, 3)]
+    state = reader.get(run.run_id)
+    assert state.status == "success"
+    assert state.approvals[approval.id].status == "approved"
+    assert state.approvals[approval.id].decision_reason == "fine"
+    assert [m.role for m in state.messages] == ["user", "assistant", "tool", "assistant"]
+    assert an.runs()[0].status == "success"
+    kinds = [e.type for e in reader.events(run.run_id)]
+    assert kinds[-1] == "final"
+    assert "tool_approval_result" in kinds
+
+
+async def test_a_decision_from_another_connection_reaches_the_run_within_a_second(store_path):
+    agent, tool, _ = protected_agent(
+        call("add", {"x": 1, "y": 1}), ModelResponse(text="2"), human=StoreHumanInput()
+    )
+    run = agent.prompt("go").start()
+    other = RunStore(store_path)
+    [approval] = await wait_pending(other, run.run_id)
+    loop = asyncio.get_running_loop()
+    decided = loop.time()
+    # decide from another thread with its own connection, like another process
+    await asyncio.to_thread(other.reject, run.run_id, approval.id, "no")
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(run.wait()), 0)  # not yet seen synchronously
+    await asyncio.wait_for(run.wait(), 5)
+    assert loop.time() - decided < 1.0
+    assert tool.calls == []
+    assert run.state.approvals[approval.id].status == "rejected"
+
+
+async def test_a_second_decision_is_refused_everywhere(store_path):
+    agent, tool, _ = protected_agent(
+        call("add", {"x": 1, "y": 2}), ModelResponse(text="3"), human=StoreHumanInput()
+    )
+    run = agent.prompt("go").start()
+    store = RunStore(store_path)
+    [approval] = await wait_pending(store, run.run_id)
+    run.interactions.decide(approval.id, approved=True)
+    with pytest.raises(DecisionRefusedError, match="already approved"):
+        store.reject(run.run_id, approval.id)
+    with pytest.raises(DecisionRefusedError):
+        run.interactions.decide(approval.id, approved=False)
+    await asyncio.wait_for(run.wait(), 5)
+    assert tool.calls == [(1, 2)]
+    with pytest.raises(DecisionRefusedError, match="Unknown"):
+        store.approve(run.run_id, "approval_nope")
+
+
+async def test_the_handler_and_the_store_race_and_only_one_decision_counts(store_path):
+    release = asyncio.Event()
+
+    async def handler(request):
+        await release.wait()
+        return ApprovalDecision(approved=True)
+
+    agent, tool, _ = protected_agent(call("add", {"x": 4, "y": 4}), ModelResponse(text="8"))
+    run = agent.prompt("go").approvals(handler).start()
+    store = RunStore(store_path)
+    [approval] = await wait_pending(store, run.run_id)
+    store.reject(run.run_id, approval.id, reason="the store was first")
+    await asyncio.wait_for(run.wait(), 5)
+    release.set()
+    assert tool.calls == []
+    assert run.state.approvals[approval.id].status == "rejected"
+    assert run.state.approvals[approval.id].decision_reason == "the store was first"
+
+
+async def test_questions_are_answered_through_the_store_and_checked(store_path):
+    model = QueueModel(
+        [
+            call(
+                "ask_question",
+                {
+                    "questions": [
+                        {
+                            "id": "priority",
+                            "question": "Which priority?",
+                            "choices": [{"label": "Low", "value": "low"}],
+                        }
+                    ]
+                },
+            ),
+            ModelResponse(text="ok"),
+        ]
+    )
+    agent = (
+        AgentBuilder("asker", model).tools([ask_question]).human_input(StoreHumanInput()).build()
+    )
+    run = agent.prompt("go").start()
+    store = RunStore(store_path)
+    [question] = await wait_pending(store, run.run_id)
+    with pytest.raises(DecisionRefusedError):
+        store.answer(run.run_id, question.id, [{"questionId": "priority", "answer": "  "}])
+    with pytest.raises(DecisionRefusedError):
+        store.answer(
+            run.run_id, question.id, [{"questionId": "priority", "answer": "x", "choice": "high"}]
+        )
+    assert store.pending(run.run_id)[0].id == question.id  # refused answers change nothing
+    store.answer(
+        run.run_id, question.id, [{"questionId": "priority", "answer": "urgent", "custom": True}]
+    )
+    await asyncio.wait_for(run.wait(), 5)
+    result = json.loads(model.requests[1].messages[-1].tool_results[0].content)
+    assert result == {"answers": [{"questionId": "priority", "answer": "urgent", "custom": True}]}
+    assert store.get(run.run_id).questions[question.id].status == "answered"
+
+
+def test_text_deltas_are_coalesced_in_the_log_and_the_store(store_path):
+    text = "".join(f"w{i} " for i in range(2000))
+    agent = AgentBuilder("talker", QueueModel([ModelResponse(text=text)])).build()
+    request = agent.prompt("talk")
+    seen = []
+
+    async def main():
+        async for event in request.stream():
+            seen.append(event)
+
+    asyncio.run(main())
+    deltas = [e for e in seen if e.type == "text_delta"]
+    assert len(deltas) > 100  # streamed piece by piece
+    run = request._run
+    logged = [e for e in run.events if e.type == "text_delta"]
+    assert len(logged) == 1 and logged[0].delta == text
+    assert deltas[0].delta != text  # what subscribers got was not changed afterwards
+    stored = [e for e in RunStore(store_path).events(run.run_id) if e.type == "text_delta"]
+    assert [e.delta for e in stored] == [text]
+
+
+def test_runs_can_be_kept_in_memory_only(monkeypatch, store_path):
+    an.set_store(None)
+    try:
+        agent = AgentBuilder("a", QueueModel([ModelResponse(text="hi")])).build()
+        assert agent.prompt("x").send_sync().output == "hi"
+        assert an.runs() == []
+    finally:
+        an.set_store(store_path)
+
+
+def test_a_foreign_or_damaged_file_is_refused_clearly(tmp_path):
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(RunStoreError, match="damaged"):
+        RunStore(damaged)
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE customers (id INTEGER)")
+    with pytest.raises(RunStoreError, match="another application"):
+        RunStore(foreign)
+    assert sqlite3.connect(foreign).execute("SELECT name FROM sqlite_master").fetchall() == [
+        ("customers",)
+    ]
+
+
+def test_a_store_of_a_newer_version_is_refused(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    RunStore(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(RunStoreError, match="newer"):
+        RunStore(path)
+
+
+def test_a_store_of_an_older_version_is_migrated(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    with sqlite3.connect(path) as db:  # what the first release wrote before any table existed
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('application', 'anvia_notebook')")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+    store = RunStore(path)
+    assert store.schema_version == an.store._store.SCHEMA_VERSION
+    assert store.runs() == []
+
+
+def test_a_read_only_folder_keeps_the_run_in_memory_with_one_warning(tmp_path, monkeypatch):
+    import os
+
+    if os.geteuid() == 0:
+        # root ignores folder permissions: use a path whose parent is a file instead
+        blocker = tmp_path / "not-a-folder"
+        blocker.write_text("x")
+        location = blocker / "runs.sqlite"
+    else:
+        folder = tmp_path / "ro"
+        folder.mkdir()
+        folder.chmod(0o500)
+        location = folder / "runs.sqlite"
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(location))
+    an.store._reset_for_tests()
+    try:
+        agent = AgentBuilder(
+            "a", QueueModel([ModelResponse(text="one"), ModelResponse(text="two")])
+        ).build()
+        with pytest.warns(RuntimeWarning, match="memory") as caught:
+            assert agent.prompt("x").send_sync().output == "one"
+        assert agent.prompt("y").send_sync().output == "two"  # no second warning
+        assert len(caught) == 1
+    finally:
+        an.store._reset_for_tests()
+
+
+def test_a_locked_database_makes_writers_wait_then_go_on(store_path):
+    RunStore(store_path).close()
+    blocker = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
+    blocker.execute("BEGIN IMMEDIATE")
+    released = threading.Timer(0.3, lambda: blocker.execute("COMMIT"))
+    released.start()
+    try:
+        agent = AgentBuilder("a", QueueModel([ModelResponse(text="ok")])).build()
+        response = agent.prompt("x").send_sync()
+    finally:
+        released.join()
+        blocker.close()
+    assert response.output == "ok"
+    assert RunStore(store_path).get(response.run_id).status == "success"
+
+
+def test_a_store_locked_for_too_long_is_reported_as_locked(store_path, monkeypatch):
+    from anvia_notebook.store import _sqlite
+
+    RunStore(store_path).close()
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.05)
+    blocker = sqlite3.connect(store_path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(RunStoreError, match="locked"):
+            RunStore(store_path)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
