@@ -1,0 +1,157 @@
+"""The command line: list stored runs and decide their pending approvals and questions.
+
+    python -m anvia_notebook runs [--status S] [--agent A] [--limit N] [--json]
+    python -m anvia_notebook show RUN_ID [--json]
+    python -m anvia_notebook approve RUN_ID APPROVAL_ID [--reason TEXT] [--args JSON]
+    python -m anvia_notebook reject RUN_ID APPROVAL_ID [--reason TEXT]
+    python -m anvia_notebook answer RUN_ID QUESTION_ID --json '[{"questionId": ..., "answer": ...}]'
+
+``--store PATH`` (or ``ANVIA_NOTEBOOK_STORE``) picks the store; the default is
+``.anvia/runs.sqlite`` in the current folder. A refused decision exits with status 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
+from .events import ApprovalRecord
+from .store import STORE_ENV, RunStore, _location
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m anvia_notebook",
+        description="List stored agent runs and decide their pending approvals and questions.",
+    )
+    parser.add_argument(
+        "--store", help=f"the run store (default: ${STORE_ENV}, else .anvia/runs.sqlite here)"
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    runs = commands.add_parser("runs", help="list runs, newest first")
+    runs.add_argument("--status")
+    runs.add_argument("--agent")
+    runs.add_argument("--limit", type=int, default=50)
+    runs.add_argument("--json", action="store_true", help="print JSON")
+    show = commands.add_parser("show", help="show a run and its pending interactions")
+    show.add_argument("run_id")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    approve = commands.add_parser("approve", help="approve a pending approval")
+    approve.add_argument("run_id")
+    approve.add_argument("approval_id")
+    approve.add_argument("--reason")
+    approve.add_argument("--args", help="edited arguments, a JSON object")
+    reject = commands.add_parser("reject", help="reject a pending approval")
+    reject.add_argument("run_id")
+    reject.add_argument("approval_id")
+    reject.add_argument("--reason")
+    answer = commands.add_parser("answer", help="answer a pending question")
+    answer.add_argument("run_id")
+    answer.add_argument("question_id")
+    answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
+    return parser
+
+
+def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
+    found = store.runs(status=args.status, agent_id=args.agent, limit=args.limit)
+    if args.json:
+        print(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
+        return
+    if not found:
+        print(f"No stored runs in {store.location}.")
+        return
+    print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {'PENDING':>7}  PROMPT")
+    for run in found:
+        prompt = " ".join(run.prompt.split())[:60]
+        print(f"{run.run_id:<26} {run.agent_id:<20} {run.status:<12} {run.pending:>7}  {prompt}")
+
+
+def _print_run(store: RunStore, args: argparse.Namespace) -> None:
+    state = store.get(args.run_id)
+    status = store.status(args.run_id)
+    pending = store.pending(args.run_id)
+    if args.json:
+        data = state.model_dump(mode="json")
+        data["status"] = status
+        data["pending"] = [p.model_dump(mode="json") for p in pending]
+        print(json.dumps(data, indent=2))
+        return
+    print(f"Run {state.run_id} of agent {state.agent_id}: {status}")
+    for message in state.messages:
+        text = " ".join((message.content or "").split())
+        calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+        if message.role == "tool":
+            text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
+        print(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
+    if not pending:
+        print("No pending approvals or questions.")
+    for record in pending:
+        if isinstance(record, ApprovalRecord):
+            print(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
+            if record.reason:
+                print(f"  reason: {record.reason}")
+            print(f"  decide: python -m anvia_notebook approve {state.run_id} {record.id}")
+            print(
+                f"      or: python -m anvia_notebook reject {state.run_id} {record.id} --reason ..."
+            )
+        else:
+            print(f"\nPending question {record.id}:")
+            for question in record.questions:
+                choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
+                print(f"  [{question.id}] {question.question}  choices: {choices}")
+            example = [{"questionId": q.id, "answer": q.choices[0].value} for q in record.questions]
+            print(
+                f"  answer: python -m anvia_notebook answer {state.run_id} {record.id} "
+                f"--json '{json.dumps(example)}'"
+            )
+
+
+def _json_arg(text: str, what: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise DecisionRefusedError(f"{what} is not valid JSON: {error.msg}.") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    location = args.store or _location()
+    if location is None:
+        print(f"Runs are not stored ({STORE_ENV} is off); use --store PATH.", file=sys.stderr)
+        return 2
+    try:
+        store = RunStore(location)
+        if args.command == "runs":
+            _print_runs(store, args)
+        elif args.command == "show":
+            _print_run(store, args)
+        elif args.command == "approve":
+            edited = _json_arg(args.args, "--args") if args.args else None
+            store.approve(args.run_id, args.approval_id, reason=args.reason, args=edited)
+            print(f"Approved {args.approval_id}.")
+        elif args.command == "reject":
+            store.reject(args.run_id, args.approval_id, reason=args.reason)
+            print(f"Rejected {args.approval_id}.")
+        elif args.command == "answer":
+            answers = _json_arg(args.answers, "--json")
+            if not isinstance(answers, list):
+                raise DecisionRefusedError("--json must be a JSON list of answers.")
+            store.answer(args.run_id, args.question_id, answers)
+            print(f"Answered {args.question_id}.")
+    except RunNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    except AnviaError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

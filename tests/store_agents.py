@@ -1,0 +1,125 @@
+"""Agents for the crash-and-resume tests, used by a child process and by the test alike.
+
+The child runs ``python -c "import store_agents; store_agents.run(KIND)"`` with
+``ANVIA_NOTEBOOK_STORE`` set; the test kills it with SIGKILL at the right moment, then resumes
+the stored run in its own process with the same agent. Every execution of a tool appends a line
+to the file named by ``ANVIA_TEST_EFFECTS`` (the side effect that must never happen twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from anvia_notebook import AgentBuilder, StoreHumanInput, ToolApproval, ask_question, create_tool
+from anvia_notebook.models import FunctionModel, ModelResponse, TextDelta, ToolCall
+
+
+class TransferInput(BaseModel):
+    account: str
+    amount: int
+
+
+def effects_file() -> Path:
+    return Path(os.environ["ANVIA_TEST_EFFECTS"])
+
+
+def effects() -> list[str]:
+    path = effects_file()
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _transfer(args: TransferInput, ctx: object) -> dict[str, str]:
+    with effects_file().open("a") as out:
+        out.write(f"started {args.account} {args.amount}\n")
+    if os.environ.get("ANVIA_TEST_BLOCK_TOOL") == "1":
+        time.sleep(3600)  # the child is killed here, in the middle of the call
+    with effects_file().open("a") as out:
+        out.write(f"done {args.account} {args.amount}\n")
+    return {"status": "sent", "account": args.account}
+
+
+def transfer_tool(idempotent: bool = False, approval: bool = True):
+    return create_tool(
+        name="transfer",
+        description="Send money.",
+        input=TransferInput,
+        execute=_transfer,
+        approval=ToolApproval(reason="Money leaves the account.") if approval else None,
+        idempotent=idempotent,
+    )
+
+
+def _script(request):
+    """Call transfer once (or ask_question first when asked to), then answer with the result."""
+    last = request.messages[-1]
+    if last.role == "user":
+        if "ask" in last.content:
+            return ModelResponse(
+                tool_calls=[
+                    ToolCall(
+                        id="q1",
+                        name="ask_question",
+                        arguments={
+                            "questions": [
+                                {
+                                    "id": "account",
+                                    "question": "Which account?",
+                                    "choices": [{"label": "Savings", "value": "savings"}],
+                                }
+                            ]
+                        },
+                    )
+                ]
+            )
+        return ModelResponse(
+            tool_calls=[ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})]
+        )
+    result = last.tool_results[0]
+    if result.tool_name == "ask_question":
+        account = json.loads(result.content)["answers"][0]["answer"]
+        return ModelResponse(
+            tool_calls=[
+                ToolCall(id="t2", name="transfer", arguments={"account": account, "amount": 7})
+            ]
+        )
+    return ModelResponse(text=f"Result: {result.content}")
+
+
+async def _slow_stream(request):
+    """Streams a first piece, then hangs (the child is killed mid-stream); once resumed
+    (``ANVIA_TEST_FAST=1``) answers at once."""
+    if os.environ.get("ANVIA_TEST_FAST") == "1":
+        yield TextDelta(delta="complete answer")
+        return
+    yield TextDelta(delta="partial ")
+    await asyncio.sleep(3600)
+
+
+def agent(kind: str, *, idempotent: bool = False):
+    if kind == "stream":
+        return AgentBuilder("streamer", FunctionModel(_slow_stream)).build()
+    tools = [transfer_tool(idempotent=idempotent, approval=kind != "plain"), ask_question]
+    return (
+        AgentBuilder("banker", FunctionModel(_script))
+        .tools(tools)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run(kind: str, prompt: str = "send 5 to a1") -> None:
+    request = agent(kind).prompt(prompt)
+    print("started", flush=True)
+    try:
+        response = request.send_sync()
+    except Exception as error:  # pragma: no cover - shown in the test's failure output
+        print(f"error: {error!r}", file=sys.stderr, flush=True)
+        raise
+    print(f"output: {response.output}", flush=True)

@@ -1,0 +1,262 @@
+"""Runs that outlive their process: SIGKILL a process mid-run, then list, decide and resume.
+
+Each test starts a child Python process that runs an agent against the test's own run store,
+kills it with SIGKILL at a chosen point, and resumes the run here with the same agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import store_agents
+from store_agents import effects
+
+from anvia_notebook import RunOwnedError, RunStore, RunStoreError, runs
+from anvia_notebook.__main__ import main as cli
+
+TESTS = Path(__file__).parent
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def env(store_path, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    monkeypatch.delenv("ANVIA_TEST_FAST", raising=False)
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
+    return environ
+
+
+def start_child(environ, kind, prompt="send 5 to a1", **extra):
+    code = f"import store_agents; store_agents.run({kind!r}, {prompt!r})"
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**environ, **extra},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_until(condition, child, what, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if child.poll() is not None:
+            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill(child):
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    child.stdout.close()
+    child.stderr.close()
+
+
+def only_run(store):
+    [summary] = store.runs()
+    return summary
+
+
+async def settle(request_run, store, kind=None):
+    for _ in range(1000):
+        pending = store.pending(request_run.run_id)
+        if pending and (kind is None or type(pending[0]).__name__ == kind):
+            return pending
+        await asyncio.sleep(0.01)
+    raise AssertionError("nothing pending after resume")
+
+
+async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_once(env, store_path):
+    child = start_child(env, "approval")
+    store = RunStore(store_path)
+    [approval] = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    summary = only_run(store)
+    assert summary.status == "interrupted"
+    assert runs(status="interrupted")[0].run_id == summary.run_id
+    request = store_agents.agent("approval").resume(summary.run_id)
+    run = request.start()
+    [again] = await settle(run, store)
+    assert again.id == approval.id  # the same approval comes back pending
+    assert run.status == "waiting"
+    store.approve(summary.run_id, approval.id, reason="ok after restart")
+    response = await asyncio.wait_for(run.wait(), 10)
+    assert response.output.startswith("Result:")
+    assert effects() == ["started a1 5", "done a1 5"]
+    assert store.runs()[0].status == "success"
+
+
+async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env, store_path):
+    child = start_child(env, "approval")
+    store = RunStore(store_path)
+    [approval] = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    run_id = only_run(store).run_id
+    assert cli(["--store", str(store_path), "approve", run_id, approval.id]) == 0
+    assert cli(["--store", str(store_path), "reject", run_id, approval.id]) == 1  # second: refused
+    response = await asyncio.wait_for(store_agents.agent("approval").resume(run_id).send(), 10)
+    assert effects() == ["started a1 5", "done a1 5"]  # the approved call ran, once
+    assert "sent" in response.output
+
+
+async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env, store_path):
+    child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
+    wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
+    kill(child)
+    store = RunStore(store_path)
+    run_id = only_run(store).run_id
+    model_agent = store_agents.agent("plain")
+    response = await asyncio.wait_for(model_agent.resume(run_id).send(), 10)
+    assert effects() == ["started a1 5"]  # never executed twice
+    assert "ToolCallInterrupted" in response.output
+    tool_message = [m for m in response.messages if m.role == "tool"]
+    assert len(tool_message) == 1 and tool_message[0].tool_results[0].is_error
+
+
+async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_path):
+    child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
+    wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
+    kill(child)
+    store = RunStore(store_path)
+    run_id = only_run(store).run_id
+    agent = store_agents.agent("plain", idempotent=True)
+    response = await asyncio.wait_for(agent.resume(run_id).send(), 10)
+    assert effects() == ["started a1 5", "started a1 5", "done a1 5"]
+    assert "sent" in response.output
+
+
+async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_path):
+    child = start_child(env, "stream", prompt="talk")
+    store = RunStore(store_path)
+
+    def streamed():
+        return any(e.type == "text_delta" for r in store.runs() for e in store.events(r.run_id))
+
+    wait_until(streamed, child, "the first streamed text")
+    kill(child)
+    run_id = only_run(store).run_id
+    os.environ["ANVIA_TEST_FAST"] = "1"
+    try:
+        response = await asyncio.wait_for(store_agents.agent("stream").resume(run_id).send(), 10)
+    finally:
+        del os.environ["ANVIA_TEST_FAST"]
+    assert response.output == "complete answer"
+    assert [m.role for m in response.messages] == ["user", "assistant"]
+
+
+async def test_a_pending_question_survives_and_is_answered_from_the_command_line(env, store_path):
+    child = start_child(env, "approval", prompt="ask me first")
+    store = RunStore(store_path)
+    [question] = wait_until(lambda: store.pending(), child, "the question")
+    kill(child)
+    run_id = only_run(store).run_id
+    run = store_agents.agent("approval").resume(run_id).start()
+    await settle(run, store)
+    code = cli(
+        [
+            "--store",
+            str(store_path),
+            "answer",
+            run_id,
+            question.id,
+            "--json",
+            '[{"questionId": "account", "answer": "savings", "choice": "savings"}]',
+        ]
+    )
+    assert code == 0
+    [approval] = await settle(run, store, "ApprovalRecord")
+    assert approval.args == {"account": "savings", "amount": 7}
+    store.approve(run_id, approval.id)
+    await asyncio.wait_for(run.wait(), 10)
+    assert effects() == ["started savings 7", "done savings 7"]
+
+
+async def test_resuming_a_run_a_live_process_owns_is_refused(env, store_path):
+    child = start_child(env, "approval")
+    store = RunStore(store_path)
+    wait_until(lambda: store.pending(), child, "the approval")
+    try:
+        run_id = only_run(store).run_id
+        assert store.runs()[0].status == "waiting"
+        with pytest.raises(RunOwnedError, match="still running in process"):
+            store_agents.agent("approval").resume(run_id)
+    finally:
+        kill(child)
+
+
+async def test_two_resumers_one_wins(env, store_path):
+    child = start_child(env, "approval")
+    store = RunStore(store_path)
+    wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    run_id = only_run(store).run_id
+    code = (
+        "import sys, store_agents\n"
+        "from anvia_notebook import RunOwnedError\n"
+        "try:\n"
+        f"    store_agents.agent('approval').resume({run_id!r})\n"
+        "except RunOwnedError as e:\n"
+        "    print('refused', e); sys.exit(3)\n"
+        "print('claimed', flush=True)\n"
+        "import time; time.sleep(30)\n"
+    )
+    first = subprocess.Popen(
+        [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert first.stdout.readline().strip() == "claimed"
+        second = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert second.returncode == 3, second.stdout + second.stderr
+        assert "still running" in second.stdout
+        with pytest.raises(RunOwnedError):
+            store_agents.agent("approval").resume(run_id)
+    finally:
+        first.kill()
+        first.wait(10)
+        first.stdout.close()
+
+
+def test_a_finished_run_cannot_be_resumed(env, store_path):
+    response = store_agents.agent("plain").prompt("send 5 to a1").send_sync()
+    with pytest.raises(RunStoreError, match="already ended"):
+        store_agents.agent("plain").resume(response.run_id)
+
+
+def test_the_command_line_lists_and_shows(env, store_path, capsys):
+    child = start_child(env, "approval")
+    store = RunStore(store_path)
+    [approval] = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    run_id = only_run(store).run_id
+    assert cli(["--store", str(store_path), "runs"]) == 0
+    listing = capsys.readouterr().out
+    assert run_id in listing and "interrupted" in listing
+    assert cli(["--store", str(store_path), "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert approval.id in shown and "transfer" in shown
+    assert cli(["--store", str(store_path), "show", "run_missing"]) == 1
+    assert "No stored run" in capsys.readouterr().err
+    result = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "--store", str(store_path), "approve", run_id, approval.id, "--args", "{oops"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert result.returncode == 1 and "not valid JSON" in result.stderr
+    assert store.pending(run_id)[0].status == "pending"
