@@ -49,7 +49,7 @@ from .models.base import ToolCall
 from .question_types import Answer, Question, QuestionInput, answer_refusal
 from .questions import QuestionRequest, QuestionTool
 from .run_state import ToolCallProgress
-from .tools import Tool, ToolArgumentsError, ToolContext
+from .tools import SyncToolAbandoned, Tool, ToolArgumentsError, ToolContext
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -78,6 +78,11 @@ INTERRUPTED_RESULT = (
     "it may or may not have completed. Check its effect before calling it again."
 )
 CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
+STOPPED_RUNNING_RESULT = (
+    "ToolCallStopped: the run was stopped while {name} was still running; it may have completed "
+    "(its effects may have happened) but its result was not received. Check before calling it "
+    "again."
+)
 
 
 @dataclass
@@ -121,6 +126,9 @@ class ToolExecutor:
         self.resuming = resuming
         #: Results for calls interrupted by a cancellation (by tool call id), this turn.
         self._interrupted: dict[str, str] = {}
+        #: What really happened to calls whose tool ran before the run was cancelled (by tool
+        #: call id): content, is_error, args. Used instead of "cancelled" for those calls.
+        self._landed: dict[str, tuple[str, bool, str]] = {}
 
     async def run_calls(
         self,
@@ -136,6 +144,7 @@ class ToolExecutor:
         """
         outcomes = [_Outcome() for _ in calls]
         self._interrupted = {}
+        self._landed = {}
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def one(index: int) -> None:
@@ -150,6 +159,15 @@ class ToolExecutor:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             for call, outcome in zip(calls, outcomes, strict=True):
+                landed = self._landed.get(call.id)
+                if outcome.part is None and landed is not None:
+                    # The tool ran (or was still running) when the run was cancelled: say so.
+                    outcome.part = ToolResultPart(
+                        tool_call_id=call.id,
+                        tool_name=call.name,
+                        content=landed[0],
+                        is_error=landed[1],
+                    )
                 if outcome.part is None:
                     # A question cancelled by Stop resolves with no answers, as in Anvia.
                     content = self._interrupted.get(call.id)
@@ -188,11 +206,20 @@ class ToolExecutor:
             except ToolArgumentsError as error:
                 result, is_error = str(error), True
             else:
-                result, is_error, effective_args = await self._approved_call(
-                    tool, call, internal_id, raw_args, args, decision, turn
-                )
+                try:
+                    result, is_error, effective_args = await self._approved_call(
+                        tool, call, internal_id, raw_args, args, decision, turn
+                    )
+                except BaseException:
+                    self._report_landed(call, turn, internal_id)
+                    raise
 
-        result = await self._after_result(call, internal_id, effective_args, result)
+        try:
+            result = await self._after_result(call, internal_id, effective_args, result)
+        except PromptCancelledError:  # a hook ended the run after the result was known
+            self._landed[call.id] = (result, is_error, effective_args)
+            self._report_landed(call, turn, internal_id)
+            raise
         self.emit(
             ToolResultEvent(
                 turn=turn,
@@ -208,6 +235,24 @@ class ToolExecutor:
         self._progress(call, turn, "done", effective_args, result, is_error)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=result, is_error=is_error
+        )
+
+    def _report_landed(self, call: ToolCall, turn: int, internal_id: str) -> None:
+        """The run is ending while this call's tool had run: record what really happened."""
+        landed = self._landed.get(call.id)
+        if landed is None:
+            return
+        result, is_error, args = landed
+        self.emit(
+            ToolResultEvent(
+                turn=turn,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                internal_call_id=internal_id,
+                args=args,
+                result=result,
+                is_error=is_error,
+            )
         )
 
     # -- progress, for resuming ----------------------------------------------------------------
@@ -548,6 +593,9 @@ class ToolExecutor:
         )
         try:
             return await tool.call(args, ctx), False
+        except SyncToolAbandoned:
+            self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
+            raise
         except Exception as error:
             event = ToolErrorEvent(
                 tool_name=call.name,
@@ -557,8 +605,13 @@ class ToolExecutor:
                 error=error,
                 run=RUN_CONTROL,
             )
-            await call_hooks(self.hooks, "on_tool_error", event)
-            return f"ToolCallError: {error}", True
+            result = f"ToolCallError: {error}"
+            try:  # the tool has failed already: a failing hook is logged, the result stays
+                await call_hooks(self.hooks, "on_tool_error", event, guarded=True)
+            except PromptCancelledError:
+                self._landed[call.id] = (result, True, raw_args)
+                raise
+            return result, True
         finally:
             CURRENT_TOOL_CALL.reset(token)
 
@@ -571,7 +624,8 @@ class ToolExecutor:
             result=result,
             run=RUN_CONTROL,
         )
-        await call_hooks(self.hooks, "on_tool_result", event)
+        # The tool has run: a failing hook is logged and its result stays what it was.
+        await call_hooks(self.hooks, "on_tool_result", event, guarded=True)
         return result
 
 

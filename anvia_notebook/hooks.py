@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -32,6 +33,8 @@ __all__ = [
     "call_hooks",
     "HOOK_CALLBACKS",
 ]
+
+logger = logging.getLogger("anvia_notebook")
 
 HOOK_CALLBACKS = (
     "on_run_start",
@@ -247,12 +250,26 @@ def create_hook(**callbacks: Callable[[Any], Any]) -> Hook:
     return _CallbackHook(callbacks)
 
 
-async def call_hooks(hooks: Sequence[Hook], name: str, event: Any) -> None:
+async def call_hooks(
+    hooks: Sequence[Hook], name: str, event: Any, *, guarded: bool = False
+) -> list[BaseException]:
     """Call callback ``name`` of every hook, in order (sync or async).
 
     A callback that returns ``run.cancel(reason)`` ends the run: ``PromptCancelledError``.
+    With ``guarded=True`` a callback that raises is logged and the others still run (used where
+    the run already has its own outcome: a model error, a tool's result); the errors are
+    returned so the caller can report them.
     """
+    failures: list[BaseException] = []
     for hook in hooks:
-        action = await maybe_await(getattr(hook, name)(event))
+        try:
+            action = await maybe_await(getattr(hook, name)(event))
+        except Exception as error:
+            if not guarded or isinstance(error, PromptCancelledError):
+                raise
+            logger.exception("%s hook %r failed", name, hook)
+            failures.append(error)
+            continue
         if isinstance(action, HookAction) and action.type == "cancel":
             raise PromptCancelledError(action.reason)
+    return failures

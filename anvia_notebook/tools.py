@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import json
@@ -12,6 +13,7 @@ from typing import Any, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from ._sync_pool import SyncToolExecutor
 from ._util import normalize_result
 from .approvals import RunInfo, ToolApproval
 from .models.base import ToolDefinition
@@ -97,11 +99,18 @@ class Tool:
             ) from None
 
     async def call(self, args: BaseModel, ctx: ToolContext) -> str:
-        """Run ``execute`` (a sync function runs on a worker thread) and normalise its result."""
+        """Run ``execute`` and normalise its result.
+
+        A sync ``execute`` runs on a worker thread of :data:`SYNC_TOOL_EXECUTOR`. It cannot be
+        interrupted, so when the call is cancelled while it runs it gets
+        :data:`SYNC_TOOL_STOP_GRACE` seconds to finish: if it does, its real result is returned;
+        otherwise :class:`SyncToolAbandoned` (a ``CancelledError``) is raised and the thread
+        finishes on its own without holding a worker slot.
+        """
         if self._is_async:
             value = await self._execute(args, ctx)
         else:
-            value = await asyncio.to_thread(self._execute, args, ctx)
+            value = await _call_sync(self._execute, args, ctx)
             if inspect.isawaitable(value):
                 value = await value
         if self.output is not None:
@@ -113,6 +122,45 @@ class Tool:
                 )
             )
         return normalize_result(value)
+
+
+#: The worker threads of sync tools (their own, bounded; stopped calls do not starve new ones).
+SYNC_TOOL_EXECUTOR = SyncToolExecutor()
+#: Seconds a running sync tool may take to finish after its call was cancelled (Stop): a tool
+#: that finishes in time reports its real result instead of being called cancelled.
+SYNC_TOOL_STOP_GRACE = 1.0
+
+
+class SyncToolAbandoned(asyncio.CancelledError):
+    """A sync tool was still running when its call was cancelled; its thread goes on alone,
+    so its side effects may still happen."""
+
+
+async def _call_sync(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` on a sync tool worker (with this context), as described in
+    :meth:`Tool.call`."""
+    context = contextvars.copy_context()
+    job = SYNC_TOOL_EXECUTOR.submit(functools.partial(context.run, function, *args))
+    waiter = asyncio.wrap_future(job.future)
+    waiter.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "unretrieved"
+    try:
+        return await asyncio.shield(waiter)
+    except asyncio.CancelledError:
+        if SYNC_TOOL_EXECUTOR.cancel_waiting(job):
+            raise  # it had not started: it never runs
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SYNC_TOOL_STOP_GRACE
+        while not waiter.done() and loop.time() < deadline:
+            try:  # a second Stop does not cut the grace short; the deadline bounds it
+                await asyncio.wait({waiter}, timeout=deadline - loop.time())
+            except asyncio.CancelledError:
+                continue
+        if waiter.done() and not waiter.cancelled():
+            return waiter.result()  # it finished: the call did happen, report what it did
+        SYNC_TOOL_EXECUTOR.abandon(job)
+        raise SyncToolAbandoned(
+            "the run was stopped while this sync tool was still running on its worker thread"
+        ) from None
 
 
 def create_tool(

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 
 import pytest
 from pydantic import BaseModel
 
+import anvia_notebook.tools as tools_module
 from anvia_notebook import (
     AgentBuilder,
     CallbackHumanInput,
@@ -15,9 +18,9 @@ from anvia_notebook import (
     ask_question,
     create_tool,
 )
-from anvia_notebook.models import FunctionModel, QueueModel, TextDelta
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 
-from helpers import call, make_add_tool
+from helpers import call, make_add_tool, tool_results
 
 QUESTIONS = {
     "questions": [{"id": "p", "question": "P?", "choices": [{"label": "A", "value": "a"}]}]
@@ -192,3 +195,105 @@ async def test_question_timeout():
 def test_callback_human_input_validates_timeout():
     with pytest.raises(ValueError, match="positive"):
         CallbackHumanInput(timeout=0)
+
+
+class _Nothing(BaseModel):
+    pass
+
+
+def blocking_sync_tool(name="slow_sync", result="sent"):
+    """A sync tool that signals ``started`` (a threading.Event) and waits for ``release``."""
+    started, release, ran = threading.Event(), threading.Event(), []
+
+    def execute(args, ctx):
+        started.set()
+        release.wait(30)
+        ran.append(True)
+        return result
+
+    tool = create_tool(name=name, description="", input=_Nothing, execute=execute)
+    return tool, started, release, ran
+
+
+async def test_a_sync_tool_that_finishes_while_the_run_stops_reports_its_real_result(
+    monkeypatch,
+):
+    # a long grace: the wait ends as soon as the tool returns
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 30.0, raising=False)
+    tool, started, release, ran = blocking_sync_tool(result="email sent")
+    model = QueueModel([call("slow_sync"), "never"])
+    run = AgentBuilder("a", model).tool(tool).build().prompt("go").start()
+    try:
+        assert await asyncio.to_thread(started.wait, 10)
+        run.cancel("Stop")
+        release.set()
+        with pytest.raises(PromptCancelledError) as raised:
+            await run.wait()
+    finally:
+        release.set()
+    assert ran == [True]
+    result = [e for e in run.events if e.type == "tool_result"]
+    assert [(r.result, r.is_error) for r in result] == [("email sent", False)]
+    part = raised.value.messages[-1].tool_results[0]
+    assert (part.content, part.is_error) == ("email sent", False)
+
+
+async def test_a_sync_tool_still_running_after_stop_is_reported_as_possibly_completed(
+    monkeypatch,
+):
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 0.0, raising=False)
+    tool, started, release, _ = blocking_sync_tool()
+    model = QueueModel([call("slow_sync"), "never"])
+    run = AgentBuilder("a", model).tool(tool).build().prompt("go").start()
+    try:
+        assert await asyncio.to_thread(started.wait, 10)
+        run.cancel("Stop")
+        with pytest.raises(PromptCancelledError) as raised:
+            await run.wait()
+    finally:
+        release.set()
+    part = raised.value.messages[-1].tool_results[0]
+    assert part.is_error
+    assert "stopped while slow_sync was still running; it may have completed" in part.content
+    assert "ToolCallCancelled" not in part.content
+    [event] = [e for e in run.events if e.type == "tool_result"]
+    assert event.result == part.content
+
+
+async def test_stopped_sync_tools_do_not_starve_a_new_sync_tool(monkeypatch):
+    """Fill as many sync workers as asyncio's default executor has, stop them, run another."""
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 0.0, raising=False)
+    workers = min(32, (os.cpu_count() or 1) + 4)
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+    all_started = asyncio.Event()
+    started: list[int] = []
+
+    def stuck(args, ctx):
+        started.append(1)
+        if len(started) == workers:
+            loop.call_soon_threadsafe(all_started.set)
+        release.wait(60)
+        return "late"
+
+    stuck_tool = create_tool(name="stuck", description="", input=_Nothing, execute=stuck)
+    quick_tool = create_tool(
+        name="quick", description="", input=_Nothing, execute=lambda args, ctx: "quick done"
+    )
+    blocked = ModelResponse(
+        tool_calls=[ToolCall(id=f"s{i}", name="stuck", arguments={}) for i in range(workers)]
+    )
+    agent = AgentBuilder("a", QueueModel([blocked, "never"])).tool(stuck_tool).build()
+    run = agent.prompt("go").with_tool_concurrency(workers).start()
+    try:
+        await asyncio.wait_for(all_started.wait(), 10)
+        run.cancel("Stop")
+        with pytest.raises(PromptCancelledError):
+            await run.wait()
+        model = QueueModel([call("quick"), "done"])
+        second = AgentBuilder("b", model).tool(quick_tool).build().prompt("go").start()
+        response = await asyncio.wait_for(second.wait(), 5)
+        assert response.output == "done"
+        assert [part.content for part in tool_results(model.requests[1])] == ["quick done"]
+    finally:
+        release.set()

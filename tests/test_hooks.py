@@ -255,6 +255,78 @@ def test_a_failing_run_error_hook_does_not_mask_the_error():
         ).send_sync()
 
 
+def test_a_failing_completion_error_hook_does_not_mask_the_model_error(caplog):
+    seen = []
+
+    def bad(e):
+        raise RuntimeError("hook bug")
+
+    model = StreamingQueueModel([[ModelError("boom", status_code=400)]])
+    agent = (
+        AgentBuilder("a", model)
+        .hook(create_hook(on_completion_error=bad))
+        .hook(
+            create_hook(
+                on_completion_error=lambda e: seen.append(f"completion:{e.error}"),
+                on_run_error=lambda e: seen.append(f"run:{e.error!r}"),
+            )
+        )
+        .build()
+    )
+    with pytest.raises(ModelError, match="boom"):
+        agent.prompt("go").send_sync()
+    assert seen == ["completion:boom", "run:ModelError('boom')"]
+    assert "on_completion_error hook" in caplog.text and "hook bug" in caplog.text
+
+
+@pytest.mark.parametrize("kind", ["on_tool_result", "on_tool_error"])
+async def test_a_hook_failing_after_the_tool_ran_keeps_the_tool_result(kind, caplog):
+    from pydantic import BaseModel
+
+    from anvia_notebook import create_tool
+
+    class Nothing(BaseModel):
+        pass
+
+    def execute(args, ctx):
+        if kind == "on_tool_error":
+            raise ValueError("bad day")
+        return "refund issued"
+
+    def bad(e):
+        raise RuntimeError("audit store down")
+
+    tool = create_tool(name="refund", description="", input=Nothing, execute=execute)
+    model = QueueModel([call("refund"), "ok"])
+    agent = AgentBuilder("a", model).tool(tool).hook(create_hook(**{kind: bad})).build()
+    events = [e async for e in agent.prompt("go").stream()]
+    expected = (
+        ("ToolCallError: bad day", True) if kind == "on_tool_error" else ("refund issued", False)
+    )
+    [result] = [e for e in events if e.type == "tool_result"]
+    assert (result.result, result.is_error) == expected
+    part = tool_results(model.requests[1])[0]
+    assert (part.content, part.is_error) == expected
+    assert events[-1].type == "final"
+    assert f"{kind} hook" in caplog.text and "audit store down" in caplog.text
+
+
+async def test_a_hook_cancelling_after_the_tool_ran_still_reports_its_result():
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
+    hook = create_hook(on_tool_result=lambda e: e.run.cancel("seen enough"))
+    request = AgentBuilder("a", model).tool(add).hook(hook).build().prompt("go")
+    events = []
+    with pytest.raises(PromptCancelledError, match="seen enough") as raised:
+        async for event in request.stream():
+            events.append(event)
+    assert add.calls == [(1, 2)]
+    [result] = [e for e in events if e.type == "tool_result"]
+    assert (result.result, result.is_error) == ("3", False)
+    part = raised.value.messages[-1].tool_results[0]
+    assert (part.content, part.is_error) == ("3", False)
+
+
 async def test_a_skipped_call_is_marked_in_its_tool_result_event():
     model = QueueModel([call("add", {"x": 1, "y": 1}), "ok"])
     hook = create_hook(on_tool_call=lambda e: e.tool.skip("not now"))
