@@ -60,12 +60,40 @@ class Question(BaseModel):
         return _strip_non_empty(value, "question text")
 
 
+def _choice(raw: Any) -> Any:
+    if isinstance(raw, str):
+        return {"label": raw, "value": raw}
+    if isinstance(raw, dict) and isinstance(raw.get("label"), str) and not raw.get("value"):
+        return {**raw, "value": raw["label"]}
+    return raw
+
+
 class QuestionInput(BaseModel):
     """The arguments of an ``ask_question`` call."""
 
     model_config = ConfigDict(extra="forbid")
 
     questions: list[Question] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, data: Any) -> Any:
+        """Model output as Anvia's Studio accepts it: a choice given as a plain string becomes
+        ``{label: s, value: s}``, a missing ``value`` takes the label, a missing question id is
+        filled (``q1``, ``q2``, ...)."""
+        if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
+            return data
+        questions = []
+        for index, raw in enumerate(data["questions"], start=1):
+            if isinstance(raw, dict):
+                question = dict(raw)
+                if question.get("id") is None:
+                    question["id"] = f"q{index}"
+                if isinstance(question.get("choices"), list):
+                    question["choices"] = [_choice(c) for c in question["choices"]]
+                raw = question
+            questions.append(raw)
+        return {**data, "questions": questions}
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuestionInput:

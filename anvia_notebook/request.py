@@ -52,7 +52,8 @@ class PromptRequest:
         self.session_id: str | None = None
         self.meta: dict[str, Any] | None = None
         self._run: AgentRun | None = None
-        self._store: RunStore | None | Literal[False] = False  # False: the default store (get_store())
+        #: False: the default store (``get_store()``); None: memory only.
+        self._store: RunStore | Literal[False] | None = False
         self._resumed_state: RunState | None = None
 
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -179,10 +180,8 @@ class AgentRun:
         if kind in _CHECKPOINTS or time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL:
             self.flush_events()
         elif self._flush_timer is None and self._loop is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # the loop is closing
                 self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.flush_events)
-            except RuntimeError:  # the loop is closing
-                pass
 
     def flush_events(self) -> None:
         """Write the events not yet stored (the last merged one again if it grew)."""

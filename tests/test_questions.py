@@ -205,3 +205,20 @@ def test_answer_serialises_with_question_id_key():
     answer = Answer(question_id="a", answer="b", choice="b")
     assert answer.to_wire() == {"questionId": "a", "answer": "b", "choice": "b"}
     assert Answer.model_validate({"questionId": "a", "answer": "x", "custom": True}).custom is True
+
+
+def test_model_output_is_normalised_like_anvia_studio():
+    from anvia_notebook.question_types import QuestionInput
+
+    parsed = QuestionInput.model_validate(
+        {
+            "questions": [
+                {"question": "Priority?", "choices": ["low", {"label": "High"}]},
+                {"id": None, "question": "Channel?", "choices": [{"label": "Mail", "value": "mail"}]},
+            ]
+        }
+    )
+    first, second = parsed.questions
+    assert first.id == "q1" and second.id == "q2"
+    assert [(c.label, c.value) for c in first.choices] == [("low", "low"), ("High", "High")]
+    assert second.choices[0].value == "mail"

@@ -197,7 +197,7 @@ async def test_resuming_a_run_a_live_process_owns_is_refused(env, store_path):
         kill(child)
 
 
-async def test_two_resumers_one_wins(env, store_path):
+def test_two_resumers_one_wins(env, store_path):
     child = start_child(env, "approval")
     store = RunStore(store_path)
     wait_until(lambda: store.pending(), child, "the approval")
@@ -252,7 +252,18 @@ def test_the_command_line_lists_and_shows(env, store_path, capsys):
     assert cli(["--store", str(store_path), "show", "run_missing"]) == 1
     assert "No stored run" in capsys.readouterr().err
     result = subprocess.run(
-        [sys.executable, "-m", "anvia_notebook", "--store", str(store_path), "approve", run_id, approval.id, "--args", "{oops"],
+        [
+            sys.executable,
+            "-m",
+            "anvia_notebook",
+            "--store",
+            str(store_path),
+            "approve",
+            run_id,
+            approval.id,
+            "--args",
+            "{oops",
+        ],
         capture_output=True,
         text=True,
         env=env,

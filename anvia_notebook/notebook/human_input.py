@@ -1,12 +1,11 @@
 """``WidgetHumanInput``: approvals and questions decided by the person at the widget.
 
-``approve`` and ``ask`` wait on asyncio futures keyed by the approval / question id that the
-run already emitted (``tool_approval_request`` / ``tool_question_request``); the widget's
-``approval_decision`` and ``question_answers`` messages resolve them through :meth:`decide` and
-:meth:`answer`, which refuse (return an error text, change nothing) unknown or already decided
-ids, edited arguments that the tool's input model rejects, and answers that do not answer each
-question exactly once with a non-empty text. "Always allow <tool> in this session" approves
-later calls of that tool through the same input with ``decided_by="policy"`` without asking.
+The run owns each pending approval and question (``run.interactions``, persisted in the run
+store); the widget's ``approval_decision`` and ``question_answers`` messages decide them there
+(the session calls ``interactions.decide`` / ``interactions.answer``), which refuses unknown or
+already decided ids, edited arguments that the tool's input model rejects, and answers that do
+not answer each question exactly once. This input only waits (up to ``timeout``), approves the
+tools the person chose to "Always allow" in this session, or lets the scripted operator decide.
 
 The scripted operator (for headless runs, e.g. nbclient executing the tutorial notebooks): when
 the environment variable ``ANVIA_NOTEBOOK_AUTO`` is set, the input decides by itself, right after
@@ -30,13 +29,11 @@ the request is shown, with ``decided_by="auto"``:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -135,36 +132,14 @@ class AutoOperator:
         return answers
 
 
-@dataclass
-class _Pending(Generic[T]):
-    request: Any
-    future: asyncio.Future[T]
-
-
-def _settle(future: asyncio.Future[T], value: T) -> None:
-    """Resolve ``future`` from any thread; harmless when it is already done or its loop closed."""
-
-    def apply() -> None:
-        if not future.done():
-            future.set_result(value)
-
-    loop = future.get_loop()
-    try:
-        running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        apply()
-        return
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-        loop.call_soon_threadsafe(apply)
-
-
 class WidgetHumanInput:
     """A :class:`~anvia_notebook.HumanInput` answered from the notebook widget.
 
-    ``timeout`` (seconds) applies to each approval and question; ``auto`` is a scripted operator
-    rule (default: the ``ANVIA_NOTEBOOK_AUTO`` variable, ``False``: never).
+    It asks nothing itself: each approval and question waits, as the run's pending interaction,
+    for the widget's buttons (or ``RunHandle.approve``, the run store, the command line), which
+    decide it through the run's interactions. ``timeout`` (seconds) applies to each approval and
+    question; ``auto`` is a scripted operator rule (default: the ``ANVIA_NOTEBOOK_AUTO``
+    variable, ``False``: never). Tools in :attr:`always_allowed` are approved without asking.
     """
 
     def __init__(
@@ -186,15 +161,9 @@ class WidgetHumanInput:
             self.auto = auto
         #: Tools approved for the rest of this session ("Always allow").
         self.always_allowed: set[str] = set()
-        self._approvals: dict[str, _Pending[ApprovalDecision]] = {}
-        self._questions: dict[str, _Pending[list[Answer]]] = {}
-        self._closed: set[str] = set()
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"WidgetHumanInput(timeout={self.timeout!r}, auto={self.auto is not None})"
-
-    # -- what a run awaits ---------------------------------------------------------------------
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         if request.tool_name in self.always_allowed:
@@ -204,106 +173,17 @@ class WidgetHumanInput:
         if self.auto is not None:
             await asyncio.sleep(0)
             return self.auto.decide(request)
-        return await self._wait(self._approvals, request.approval_id, request)
+        return await self._wait_for_the_widget()  # type: ignore[no-any-return]
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         if self.auto is not None:
             await asyncio.sleep(0)
             return self.auto.answer(request.questions)
-        return await self._wait(self._questions, request.question_id, request)
+        return await self._wait_for_the_widget()  # type: ignore[no-any-return]
 
-    async def _wait(self, table: dict[str, _Pending[T]], key: str, request: Any) -> T:
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        with self._lock:
-            table[key] = _Pending(request, future)
-        try:
-            result: T = await with_timeout(future, self.timeout)
-            return result
-        finally:
-            with self._lock:
-                table.pop(key, None)
-                self._closed.add(key)
-
-    # -- what the widget calls -----------------------------------------------------------------
-
-    @property
-    def pending_approval_ids(self) -> list[str]:
-        with self._lock:
-            return [k for k, p in self._approvals.items() if not p.future.done()]
-
-    @property
-    def pending_question_ids(self) -> list[str]:
-        with self._lock:
-            return [k for k, p in self._questions.items() if not p.future.done()]
-
-    def _claim(self, table: dict[str, _Pending[T]], key: str, what: str) -> _Pending[T] | str:
-        pending = table.get(key)
-        if pending is None or pending.future.done():
-            if key in self._closed or pending is not None:
-                return f"This {what} is already decided."
-            return f"Unknown {what} {key!r}."
-        return pending
-
-    def decide(
-        self,
-        approval_id: str,
-        *,
-        approved: bool,
-        reason: str | None = None,
-        edited_args: dict[str, Any] | None = None,
-        always_allow: bool = False,
-    ) -> str | None:
-        """Decide a pending approval; returns an error text (and changes nothing) if refused."""
-        with self._lock:
-            pending = self._claim(self._approvals, approval_id, "approval")
-            if isinstance(pending, str):
-                return pending
-            request: ToolApprovalRequest = pending.request
-            args: dict[str, Any] | None = None
-            if approved and edited_args is not None:
-                if not isinstance(edited_args, dict):
-                    return "The edited arguments must be a JSON object."
-                if request.input_model is not None:
-                    try:
-                        request.input_model.model_validate(edited_args)
-                    except ValidationError as error:
-                        return (
-                            f"The edited arguments are not valid for {request.tool_name}: "
-                            f"{describe_validation_error(error)}"
-                        )
-                args = edited_args
-            reason = (reason or "").strip() or None
-            decision = ApprovalDecision(approved=approved, reason=reason, args=args)
-            del self._approvals[approval_id]
-            self._closed.add(approval_id)
-            others: list[_Pending[ApprovalDecision]] = []
-            if approved and always_allow:
-                self.always_allowed.add(request.tool_name)
-                for key, other in list(self._approvals.items()):
-                    if other.request.tool_name == request.tool_name and not other.future.done():
-                        others.append(other)
-                        del self._approvals[key]
-                        self._closed.add(key)
-        _settle(pending.future, decision)
-        policy = ApprovalDecision(approved=True, reason=ALWAYS_ALLOWED_REASON, decided_by="policy")
-        for other in others:
-            _settle(other.future, policy)
-        return None
-
-    def answer(self, question_id: str, answers: Sequence[Mapping[str, Any] | Any]) -> str | None:
-        """Answer a pending question; returns an error text (and changes nothing) if refused."""
-        with self._lock:
-            pending = self._claim(self._questions, question_id, "question")
-            if isinstance(pending, str):
-                return pending
-            request: QuestionRequest = pending.request
-            checked = check_answers(request.questions, answers)
-            if isinstance(checked, str):
-                return checked
-            del self._questions[question_id]
-            self._closed.add(question_id)
-        _settle(pending.future, checked)
-        return None
+    async def _wait_for_the_widget(self) -> Any:
+        # Never resolved here: the run takes the decision made on its interaction (a click).
+        return await with_timeout(asyncio.get_running_loop().create_future(), self.timeout)
 
 
 check_answers = check_operator_answers

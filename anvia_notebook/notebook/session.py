@@ -10,6 +10,7 @@ frozen state is read under a lock in the calling thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import threading
@@ -17,9 +18,11 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..errors import DecisionRefusedError
+from ..events import ApprovalRecord
 from . import _display, capture
 from .batcher import DEFAULT_INTERVAL, Batcher
-from .human_input import WidgetHumanInput
+from .human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
 from .protocol import (
     ApprovalDecisionMsg,
     ProtocolError,
@@ -35,6 +38,7 @@ from .widget import AnviaWidget
 
 if TYPE_CHECKING:
     from .._tool_exec import CurrentToolCall
+    from ..interactions import Interactions
     from ..run import AgentRun
 
 __all__ = ["FLUSH_NOW", "TranscriptSession"]
@@ -157,33 +161,55 @@ class TranscriptSession:
         self.send_snapshot()
         return None
 
+    def _interactions(self) -> Interactions | None:
+        run = self.run
+        return run.interactions if run is not None else None
+
     def _on_approval_decision(self, message: ApprovalDecisionMsg) -> str | None:
-        status = self.transcript.approval_status.get(message.approval_id)
-        if status is None:
+        interactions = self._interactions()
+        status = interactions.status(message.approval_id) if interactions else None
+        if interactions is None or status is None:
             return f"Unknown approval {message.approval_id!r}."
-        if status != "pending":
-            return f"This approval is already {status.replace('_', ' ')}."
-        if self.human_input is None:
-            return "This run's approvals are decided elsewhere, not in this widget."
-        return self.human_input.decide(
-            message.approval_id,
-            approved=message.approved,
-            reason=message.reason,
-            edited_args=message.edited_args,
-            always_allow=message.always_allow,
-        )
+        assert self.run is not None
+        if self.run.request.active_approval_handler is not None:
+            return "This run's approvals are decided by its approval handler, not in this widget."
+        try:
+            record = interactions.decide(
+                message.approval_id,
+                approved=message.approved,
+                reason=message.reason,
+                args=message.edited_args,
+            )
+        except DecisionRefusedError as error:
+            return str(error)
+        if message.approved and message.always_allow:
+            self._always_allow(interactions, record.tool_name)
+        return None
+
+    def _always_allow(self, interactions: Interactions, tool_name: str) -> None:
+        """The "Always allow <tool> in this session" box: later calls and other pending ones run."""
+        if self.human_input is not None:
+            self.human_input.always_allowed.add(tool_name)
+        for other in interactions.pending:
+            if isinstance(other, ApprovalRecord) and other.tool_name == tool_name:
+                with contextlib.suppress(DecisionRefusedError):
+                    interactions.decide(
+                        other.id,
+                        approved=True,
+                        reason=ALWAYS_ALLOWED_REASON,
+                        decided_by="policy",
+                    )
 
     def _on_question_answers(self, message: QuestionAnswersMsg) -> str | None:
-        status = self.transcript.question_status.get(message.question_id)
-        if status is None:
+        interactions = self._interactions()
+        status = interactions.status(message.question_id) if interactions else None
+        if interactions is None or status is None:
             return f"Unknown question {message.question_id!r}."
-        if status != "pending":
-            return f"This question is already {status.replace('_', ' ')}."
-        if self.human_input is None:
-            return "This run's questions are answered elsewhere, not in this widget."
-        return self.human_input.answer(
-            message.question_id, [a.model_dump() for a in message.answers]
-        )
+        try:
+            interactions.answer(message.question_id, [a.model_dump() for a in message.answers])
+        except DecisionRefusedError as error:
+            return str(error)
+        return None
 
     def _on_stop(self, message: StopMsg) -> str | None:
         run = self.run
@@ -202,6 +228,11 @@ class TranscriptSession:
         )
         capture.register(run.run_id, self._on_output)
         self._unsubscribe = run.subscribe(self._on_event, replay=True)
+        if run.resumed:
+            self.transcript.notice(
+                "Resumed: what ran before is not run again; pending approvals and questions "
+                "are shown again below."
+            )
         run.add_done_callback(self._on_done)
 
     def add_done_listener(self, listener: Callable[[AgentRun], None]) -> None:

@@ -147,9 +147,6 @@ class Transcript:
         self._counter = 0
         self.status: dict[str, Any] = _idle_status(agent_id)
         self._run = _RunView(agent_id=agent_id)
-        #: The status of every approval and question this transcript has shown, by id.
-        self.approval_status: dict[str, str] = {}
-        self.question_status: dict[str, str] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -323,7 +320,6 @@ class Transcript:
     def _on_tool_approval_request(self, event: Any) -> None:
         record: ApprovalRecord = event.approval
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        self.approval_status[record.id] = record.status
         self._run.approvals[record.id] = entry.id
         self._run.pending.add(record.id)
         self._patch(entry, status="approval_required", approval=approval_view(record))
@@ -333,7 +329,6 @@ class Transcript:
         record: ApprovalRecord = event.approval
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.pending.discard(record.id)
-        self.approval_status[record.id] = record.status
         status = {"approved": "approved", "rejected": "rejected", "timed_out": "timed_out"}.get(
             record.status, "cancelled"
         )
@@ -343,7 +338,6 @@ class Transcript:
     def _on_tool_question_request(self, event: Any) -> None:
         record: QuestionRecord = event.question
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        self.question_status[record.id] = record.status
         self._run.questions[record.id] = entry.id
         self._run.pending.add(record.id)
         self._patch(entry, status="input_required", question=question_view(record))
@@ -353,7 +347,6 @@ class Transcript:
         record: QuestionRecord = event.question
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.pending.discard(record.id)
-        self.question_status[record.id] = record.status
         if record.status == "answered":
             self._patch(entry, status="running", question=question_view(record))
         elif record.status == "timed_out":
@@ -379,11 +372,9 @@ class Transcript:
             changes: dict[str, Any] = {"status": "cancelled"}
             approval = entry.get("approval")
             if approval is not None and approval["status"] == "pending":
-                self.approval_status[approval["id"]] = "cancelled"
                 changes["approval"] = {**approval, "status": "cancelled", "decided_by": "runtime"}
             question = entry.get("question")
             if question is not None and question["status"] == "pending":
-                self.question_status[question["id"]] = "cancelled"
                 changes["question"] = {**question, "status": "cancelled", "answers": []}
                 changes["result"] = NO_ANSWERS
             self._patch(entry, **changes)
