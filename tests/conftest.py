@@ -26,3 +26,41 @@ def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     store_module._reset_for_tests()
     yield path
     store_module._reset_for_tests()
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the session (CI installs it; elsewhere, skipped if missing)."""
+    from postgres_server import postgres_bin, running_postgres
+
+    if postgres_bin() is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is not installed; .ci/run installs Debian's postgresql")
+        pytest.skip("PostgreSQL is not installed (apt-get install -y postgresql)")
+    with running_postgres() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request, tmp_path, monkeypatch) -> str:
+    """The default store for one test: a fresh SQLite file, or a fresh PostgreSQL database."""
+    from anvia_notebook import store as store_module
+
+    if request.param == "sqlite":
+        location = str(tmp_path / "store" / "runs.sqlite")
+    else:
+        import psycopg
+
+        server = request.getfixturevalue("postgres_server")
+        name = f"t_{os.getpid()}_{len(_DATABASES)}"
+        _DATABASES.append(name)
+        with psycopg.connect(server, autocommit=True) as db:
+            db.execute(f"CREATE DATABASE {name}")
+        location = server.rsplit("/", 1)[0] + "/" + name
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
+    store_module._reset_for_tests()
+    yield location
+    store_module._reset_for_tests()
+
+
+_DATABASES: list[str] = []

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 @pytest.fixture
-def env(store_path, tmp_path, monkeypatch):
+def env(store_location, tmp_path, monkeypatch):
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
     monkeypatch.delenv("ANVIA_TEST_FAST", raising=False)
@@ -79,9 +79,9 @@ async def settle(request_run, store, kind=None):
     raise AssertionError("nothing pending after resume")
 
 
-async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_once(env, store_path):
+async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_once(env, store_location):
     child = start_child(env, "approval")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [approval] = wait_until(lambda: store.pending(), child, "the approval")
     kill(child)
     summary = only_run(store)
@@ -99,24 +99,24 @@ async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_onc
     assert store.runs()[0].status == "success"
 
 
-async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env, store_path):
+async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env, store_location):
     child = start_child(env, "approval")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [approval] = wait_until(lambda: store.pending(), child, "the approval")
     kill(child)
     run_id = only_run(store).run_id
-    assert cli(["--store", str(store_path), "approve", run_id, approval.id]) == 0
-    assert cli(["--store", str(store_path), "reject", run_id, approval.id]) == 1  # second: refused
+    assert cli(["--store", store_location, "approve", run_id, approval.id]) == 0
+    assert cli(["--store", store_location, "reject", run_id, approval.id]) == 1  # second: refused
     response = await asyncio.wait_for(store_agents.agent("approval").resume(run_id).send(), 10)
     assert effects() == ["started a1 5", "done a1 5"]  # the approved call ran, once
     assert "sent" in response.output
 
 
-async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env, store_path):
+async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env, store_location):
     child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
     wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
     kill(child)
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     run_id = only_run(store).run_id
     model_agent = store_agents.agent("plain")
     response = await asyncio.wait_for(model_agent.resume(run_id).send(), 10)
@@ -126,11 +126,11 @@ async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env
     assert len(tool_message) == 1 and tool_message[0].tool_results[0].is_error
 
 
-async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_path):
+async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_location):
     child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
     wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
     kill(child)
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     run_id = only_run(store).run_id
     agent = store_agents.agent("plain", idempotent=True)
     response = await asyncio.wait_for(agent.resume(run_id).send(), 10)
@@ -138,9 +138,9 @@ async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_path)
     assert "sent" in response.output
 
 
-async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_path):
+async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_location):
     child = start_child(env, "stream", prompt="talk")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
 
     def streamed():
         return any(e.type == "text_delta" for r in store.runs() for e in store.events(r.run_id))
@@ -157,9 +157,9 @@ async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_path):
     assert [m.role for m in response.messages] == ["user", "assistant"]
 
 
-async def test_a_pending_question_survives_and_is_answered_from_the_command_line(env, store_path):
+async def test_a_pending_question_survives_and_is_answered_from_the_command_line(env, store_location):
     child = start_child(env, "approval", prompt="ask me first")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [question] = wait_until(lambda: store.pending(), child, "the question")
     kill(child)
     run_id = only_run(store).run_id
@@ -168,7 +168,7 @@ async def test_a_pending_question_survives_and_is_answered_from_the_command_line
     code = cli(
         [
             "--store",
-            str(store_path),
+            store_location,
             "answer",
             run_id,
             question.id,
@@ -184,9 +184,9 @@ async def test_a_pending_question_survives_and_is_answered_from_the_command_line
     assert effects() == ["started savings 7", "done savings 7"]
 
 
-async def test_resuming_a_run_a_live_process_owns_is_refused(env, store_path):
+async def test_resuming_a_run_a_live_process_owns_is_refused(env, store_location):
     child = start_child(env, "approval")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     wait_until(lambda: store.pending(), child, "the approval")
     try:
         run_id = only_run(store).run_id
@@ -197,9 +197,9 @@ async def test_resuming_a_run_a_live_process_owns_is_refused(env, store_path):
         kill(child)
 
 
-def test_two_resumers_one_wins(env, store_path):
+def test_two_resumers_one_wins(env, store_location):
     child = start_child(env, "approval")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     wait_until(lambda: store.pending(), child, "the approval")
     kill(child)
     run_id = only_run(store).run_id
@@ -231,25 +231,25 @@ def test_two_resumers_one_wins(env, store_path):
         first.stdout.close()
 
 
-def test_a_finished_run_cannot_be_resumed(env, store_path):
+def test_a_finished_run_cannot_be_resumed(env, store_location):
     response = store_agents.agent("plain").prompt("send 5 to a1").send_sync()
     with pytest.raises(RunStoreError, match="already ended"):
         store_agents.agent("plain").resume(response.run_id)
 
 
-def test_the_command_line_lists_and_shows(env, store_path, capsys):
+def test_the_command_line_lists_and_shows(env, store_location, capsys):
     child = start_child(env, "approval")
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [approval] = wait_until(lambda: store.pending(), child, "the approval")
     kill(child)
     run_id = only_run(store).run_id
-    assert cli(["--store", str(store_path), "runs"]) == 0
+    assert cli(["--store", store_location, "runs"]) == 0
     listing = capsys.readouterr().out
     assert run_id in listing and "interrupted" in listing
-    assert cli(["--store", str(store_path), "show", run_id]) == 0
+    assert cli(["--store", store_location, "show", run_id]) == 0
     shown = capsys.readouterr().out
     assert approval.id in shown and "transfer" in shown
-    assert cli(["--store", str(store_path), "show", "run_missing"]) == 1
+    assert cli(["--store", store_location, "show", "run_missing"]) == 1
     assert "No stored run" in capsys.readouterr().err
     result = subprocess.run(
         [
@@ -257,7 +257,7 @@ def test_the_command_line_lists_and_shows(env, store_path, capsys):
             "-m",
             "anvia_notebook",
             "--store",
-            str(store_path),
+            store_location,
             "approve",
             run_id,
             approval.id,

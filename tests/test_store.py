@@ -43,12 +43,12 @@ async def wait_pending(store: RunStore, run_id: str, kind=None):
     raise AssertionError("nothing became pending")
 
 
-async def test_a_run_is_written_through_and_listed(store_path):
+async def test_a_run_is_written_through_and_listed(store_location):
     agent, tool, _ = protected_agent(
         call("add", {"x": 2, "y": 3}), ModelResponse(text="5"), human=StoreHumanInput()
     )
     run = agent.prompt("add 2 and 3").start()
-    reader = RunStore(store_path)  # another connection, as another process would have
+    reader = RunStore(store_location)  # another connection, as another process would have
     [approval] = await wait_pending(reader, run.run_id)
     [summary] = an.runs()
     assert summary.run_id == run.run_id
@@ -70,12 +70,12 @@ async def test_a_run_is_written_through_and_listed(store_path):
     assert "tool_approval_result" in kinds
 
 
-async def test_a_decision_from_another_connection_reaches_the_run_within_a_second(store_path):
+async def test_a_decision_from_another_connection_reaches_the_run_within_a_second(store_location):
     agent, tool, _ = protected_agent(
         call("add", {"x": 1, "y": 1}), ModelResponse(text="2"), human=StoreHumanInput()
     )
     run = agent.prompt("go").start()
-    other = RunStore(store_path)
+    other = RunStore(store_location)
     [approval] = await wait_pending(other, run.run_id)
     loop = asyncio.get_running_loop()
     decided = loop.time()
@@ -89,12 +89,12 @@ async def test_a_decision_from_another_connection_reaches_the_run_within_a_secon
     assert run.state.approvals[approval.id].status == "rejected"
 
 
-async def test_a_second_decision_is_refused_everywhere(store_path):
+async def test_a_second_decision_is_refused_everywhere(store_location):
     agent, tool, _ = protected_agent(
         call("add", {"x": 1, "y": 2}), ModelResponse(text="3"), human=StoreHumanInput()
     )
     run = agent.prompt("go").start()
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [approval] = await wait_pending(store, run.run_id)
     run.interactions.decide(approval.id, approved=True)
     with pytest.raises(DecisionRefusedError, match="already approved"):
@@ -107,7 +107,7 @@ async def test_a_second_decision_is_refused_everywhere(store_path):
         store.approve(run.run_id, "approval_nope")
 
 
-async def test_the_handler_and_the_store_race_and_only_one_decision_counts(store_path):
+async def test_the_handler_and_the_store_race_and_only_one_decision_counts(store_location):
     release = asyncio.Event()
 
     async def handler(request):
@@ -116,7 +116,7 @@ async def test_the_handler_and_the_store_race_and_only_one_decision_counts(store
 
     agent, tool, _ = protected_agent(call("add", {"x": 4, "y": 4}), ModelResponse(text="8"))
     run = agent.prompt("go").approvals(handler).start()
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [approval] = await wait_pending(store, run.run_id)
     store.reject(run.run_id, approval.id, reason="the store was first")
     await asyncio.wait_for(run.wait(), 5)
@@ -126,7 +126,7 @@ async def test_the_handler_and_the_store_race_and_only_one_decision_counts(store
     assert run.state.approvals[approval.id].decision_reason == "the store was first"
 
 
-async def test_questions_are_answered_through_the_store_and_checked(store_path):
+async def test_questions_are_answered_through_the_store_and_checked(store_location):
     model = QueueModel(
         [
             call(
@@ -148,7 +148,7 @@ async def test_questions_are_answered_through_the_store_and_checked(store_path):
         AgentBuilder("asker", model).tools([ask_question]).human_input(StoreHumanInput()).build()
     )
     run = agent.prompt("go").start()
-    store = RunStore(store_path)
+    store = RunStore(store_location)
     [question] = await wait_pending(store, run.run_id)
     with pytest.raises(DecisionRefusedError):
         store.answer(run.run_id, question.id, [{"questionId": "priority", "answer": "  "}])
@@ -166,7 +166,7 @@ async def test_questions_are_answered_through_the_store_and_checked(store_path):
     assert store.get(run.run_id).questions[question.id].status == "answered"
 
 
-def test_text_deltas_are_coalesced_in_the_log_and_the_store(store_path):
+def test_text_deltas_are_coalesced_in_the_log_and_the_store(store_location):
     text = "".join(f"w{i} " for i in range(2000))
     agent = AgentBuilder("talker", QueueModel([ModelResponse(text=text)])).build()
     request = agent.prompt("talk")
@@ -183,7 +183,7 @@ def test_text_deltas_are_coalesced_in_the_log_and_the_store(store_path):
     logged = [e for e in run.events if e.type == "text_delta"]
     assert len(logged) == 1 and logged[0].delta == text
     assert deltas[0].delta != text  # what subscribers got was not changed afterwards
-    stored = [e for e in RunStore(store_path).events(run.run_id) if e.type == "text_delta"]
+    stored = [e for e in RunStore(store_location).events(run.run_id) if e.type == "text_delta"]
     assert [e.delta for e in stored] == [text]
 
 
