@@ -1,7 +1,7 @@
 // Sanitising cases, run under happy-dom (markdown.test.ts) and jsdom (markdown.jsdom.test.ts).
 import { afterEach, describe, expect, it } from "vitest";
 import { renderMarkdown } from "../src/views/markdown";
-import { batch, flushFrames, mount, toolEntry } from "./helpers";
+import { batch, flushFrames, mount, status, toolEntry } from "./helpers";
 
 const render = (text: string): HTMLElement => {
   const div = document.createElement("div");
@@ -58,6 +58,34 @@ describe(`markdown sanitising (${env})`, () => {
     const el = render("<script>alert(1)</script>\n\ntext <script src='https://evil.example/x.js'></script>");
     expectInert(el);
     if (faithful) expect(el.textContent).not.toContain("alert(1)");
+  });
+
+  it("shows text that only looks like a tag as text, never losing what follows", () => {
+    const prose = [
+      "Remove the <style> element and the <script> tag, then reload.",
+      "TypeError: <lambda>() missing 1 required positional argument: 'x'",
+      "Close it with </textarea> or <title> and <xmp>, or <plaintext> then more.",
+      "An unclosed comment <!-- and <noscript> and <iframe> and <svg> here, then <?php and <!DOCTYPE x> end.",
+      "Generics: List<String> and Map<K, V> and a < b > c and <module-name>.",
+    ];
+    for (const text of prose) {
+      const el = render(text);
+      expectInert(el);
+      expect(el.textContent?.trim(), text).toBe(text);
+    }
+  });
+
+  it("drops real dangerous markup, keeping the prose around it", () => {
+    const el = render(
+      "Remove the <script> tag. <script>alert(1)</script>Then <style>p{color:red}</style>drop the " +
+        "<style> element, <iframe src=\"https://evil.example\"></iframe>and <b>reload</b>.",
+    );
+    expectInert(el);
+    const text = el.textContent ?? "";
+    expect(text).toContain("Remove the <script> tag. Then drop the <style> element, and");
+    expect(text).not.toContain("alert(1)");
+    expect(text).not.toContain("color:red");
+    if (faithful) expect(el.querySelector("b")?.textContent).toBe("reload");
   });
 
   it("removes javascript: and other unsafe links", () => {
@@ -122,6 +150,28 @@ describe(`markdown sanitising (${env})`, () => {
     flushFrames();
     for (const md of m.root.querySelectorAll<HTMLElement>(".anvia-md")) expectInert(md);
     if (faithful) expect(m.root.querySelector(".anvia-entry-assistant b")?.textContent).toBe("more");
+    m.cleanup();
+  });
+
+  it("shows tag-like text as text in streamed messages, errors, notices and the status line", () => {
+    const error = "TypeError: <lambda>() takes 0 positional arguments but 1 was given";
+    const m = mount(
+      [
+        { kind: "assistant", id: "a1", turn: 1, text: "Remove the <style> element" },
+        { kind: "error", id: "e1", text: error },
+        { kind: "notice", id: "n1", text: "Run cancelled: <script> tag found" },
+      ],
+      status("error", { error }),
+    );
+    batch(m.model, { op: "append", id: "a1", field: "text", text: " and the <script> tag, then reload." });
+    flushFrames();
+    const assistant = m.root.querySelector(".anvia-entry-assistant .anvia-md") as HTMLElement;
+    expect(assistant.textContent?.trim()).toBe("Remove the <style> element and the <script> tag, then reload.");
+    expectInert(assistant);
+    expect(m.root.querySelector(".anvia-entry-error .anvia-line-text")?.textContent).toBe(error);
+    expect(m.root.querySelector(".anvia-entry-notice")?.textContent).toBe("Run cancelled: <script> tag found");
+    expect(m.root.querySelector(".anvia-status-meta")?.textContent).toContain(error);
+    expect(m.root.querySelector("script, style, lambda")).toBeNull();
     m.cleanup();
   });
 

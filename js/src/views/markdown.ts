@@ -139,9 +139,151 @@ function enforceInert(root: DocumentFragment): void {
   }
 }
 
+/**
+ * Markup that raw HTML in markdown may use. Any other tag-like text (`<lambda>()`, a
+ * `<style>` mentioned in prose, an unclosed comment) is the writer's text and is shown as such.
+ */
+const MARKUP_TAGS = new Set(
+  (
+    "a abbr acronym address article aside b bdi bdo big blockquote br caption center cite code col " +
+    "colgroup dd del details dfn div dl dt em figcaption figure font footer h1 h2 h3 h4 h5 h6 " +
+    "header hgroup hr i img ins kbd li main mark nav ol p pre q rp rt ruby s samp section small " +
+    "span strike strong sub summary sup table tbody td tfoot th thead time tr tt u ul var wbr"
+  ).split(" "),
+);
+
+/** Dangerous markup: dropped when it is real markup (see `neutralizeRawHtml`). */
+const DROPPED_TAGS = new Set([
+  ...FORBIDDEN,
+  "optgroup",
+  "title",
+  "xmp",
+  "noembed",
+  "noframes",
+  "plaintext",
+  "param",
+  "fencedframe",
+]);
+
+/** Dropped elements whose content goes too (code, styles, embedded documents). */
+const DROPPED_WITH_CONTENT = new Set([
+  "script",
+  "style",
+  "iframe",
+  "textarea",
+  "title",
+  "xmp",
+  "noembed",
+  "noframes",
+  "noscript",
+  "template",
+  "svg",
+  "math",
+  "object",
+  "applet",
+  "select",
+]);
+
+const OPEN_TAG =
+  /<([A-Za-z][A-Za-z0-9-]*)((?:\s+[A-Za-z_:][A-Za-z0-9_.:-]*(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s"'=<>`]+))?)*)\s*(\/?)>/y;
+const CLOSE_TAG = /<\/([A-Za-z][A-Za-z0-9-]*)\s*>/y;
+
+/**
+ * Raw HTML in marked's output, made safe to parse without losing the writer's text. An HTML
+ * parser reads `<style>` or `<textarea>` as the start of raw text that runs to its end tag (or
+ * to the end: the rest of the message vanished), and drops unknown tags such as `<lambda>`. So
+ * every `<` that does not start allowed markup is escaped and shows as text, except real
+ * dangerous markup, which is dropped: an element with its end tag (`<script>...</script>`, with
+ * its content for code-like elements) or a dangerous tag with attributes (`<img>` is allowed; its
+ * attributes are the sanitiser's job). A bare `<script>` or `</style>` in prose is text, and so
+ * is one followed by another `<script>` before the end tag (the later one is the markup).
+ */
+export function neutralizeRawHtml(html: string): string {
+  if (!html.includes("<")) return html;
+  const lower = html.toLowerCase();
+  // Where `<name` or `</name` next occurs at or after a position (-1: nowhere). Memoised, as
+  // positions only grow: one scan per pattern and stretch of text, however many tags.
+  const memo = new Map<string, { from: number; at: number }>();
+  const nextTag = (prefix: string, from: number): number => {
+    const seen = memo.get(prefix);
+    if (seen && seen.from <= from && (seen.at === -1 || seen.at >= from)) return seen.at;
+    const re = new RegExp(`${prefix}[\\s/>]`, "g");
+    re.lastIndex = from;
+    const at = re.exec(lower)?.index ?? -1;
+    memo.set(prefix, { from, at });
+    return at;
+  };
+  // The end tag that closes an element opened just before `from`: the first one, unless another
+  // start tag of that name comes first (then this one was prose, and the later one is markup).
+  const endTag = (name: string, from: number): { start: number; end: number } | null => {
+    const at = nextTag(`</${name}`, from);
+    if (at === -1) return null;
+    const reopened = nextTag(`<${name}`, from);
+    if (reopened !== -1 && reopened < at) return null;
+    const close = lower.indexOf(">", at);
+    return { start: at, end: close === -1 ? html.length : close + 1 };
+  };
+  const openDropped = new Map<string, number>();
+  let out = "";
+  let last = 0;
+  let i = html.indexOf("<");
+  while (i !== -1) {
+    out += html.slice(last, i);
+    let next = i + 1;
+    let keep = "&lt;";
+    if (html.startsWith("<!--", i)) {
+      const end = html.indexOf("-->", i + 4);
+      if (end !== -1) {
+        keep = ""; // a complete comment: never shown
+        next = end + 3;
+      }
+    } else if (html[i + 1] === "/") {
+      CLOSE_TAG.lastIndex = i;
+      const m = CLOSE_TAG.exec(html);
+      if (m) {
+        const name = m[1]!.toLowerCase();
+        if (MARKUP_TAGS.has(name)) {
+          keep = m[0];
+          next = i + m[0].length;
+        } else if ((openDropped.get(name) ?? 0) > 0) {
+          openDropped.set(name, openDropped.get(name)! - 1);
+          keep = "";
+          next = i + m[0].length;
+        }
+      }
+    } else {
+      OPEN_TAG.lastIndex = i;
+      const m = OPEN_TAG.exec(html);
+      if (m) {
+        const name = m[1]!.toLowerCase();
+        const tagEnd = i + m[0].length;
+        if (MARKUP_TAGS.has(name)) {
+          keep = m[0];
+          next = tagEnd;
+        } else if (DROPPED_TAGS.has(name)) {
+          const marked = m[2]!.trim() !== "" || m[3] === "/";
+          const end = endTag(name, tagEnd);
+          if (end && DROPPED_WITH_CONTENT.has(name)) {
+            keep = "";
+            next = end.end;
+          } else if (end || marked) {
+            keep = "";
+            next = tagEnd;
+            if (end) openDropped.set(name, (openDropped.get(name) ?? 0) + 1);
+          }
+        }
+      }
+    }
+    out += keep;
+    last = next;
+    i = html.indexOf("<", next);
+  }
+  return out + html.slice(last);
+}
+
 /** HTML from marked to a sanitised, inert fragment of this document. */
 function sanitized(html: string): DocumentFragment {
-  const frag = getPurifier().sanitize(html) as unknown as DocumentFragment; // configured once
+  const frag = getPurifier().sanitize(neutralizeRawHtml(html)) as unknown as DocumentFragment; // configured once
   enforceInert(frag);
   return frag;
 }
