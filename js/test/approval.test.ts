@@ -22,7 +22,8 @@ function setup() {
 }
 
 const editor = (panel: HTMLElement) => panel.querySelector("textarea") as HTMLTextAreaElement;
-const errorText = (panel: HTMLElement) => panel.querySelector(".anvia-error-text") as HTMLElement;
+const errorText = (panel: HTMLElement) => panel.querySelector(".anvia-approval-error") as HTMLElement;
+const editError = (panel: HTMLElement) => panel.querySelector(".anvia-edit-error") as HTMLElement;
 
 describe("approval panel", () => {
   it("shows the tool, the reason and the arguments, named for assistive tech", () => {
@@ -83,14 +84,14 @@ describe("approval panel", () => {
     editor(panel).value = '{"order_id": "A-1001", "amount": ';
     byLabel(panel, "Approve").click();
     expect(model.ofType("approval_decision")).toHaveLength(0);
-    expect(errorText(panel).textContent).toContain("not valid JSON");
+    expect(editError(panel).textContent).toContain("not valid JSON");
     expect(editor(panel).getAttribute("aria-invalid")).toBe("true");
     expect(byLabel(panel, "Approve").disabled).toBe(false);
 
     editor(panel).value = "[1, 2]";
     byLabel(panel, "Approve").click();
     expect(model.ofType("approval_decision")).toHaveLength(0);
-    expect(errorText(panel).textContent).toContain("must be a JSON object");
+    expect(editError(panel).textContent).toContain("must be a JSON object");
 
     editor(panel).value = '{"order_id": "A-1001", "amount": 20}';
     byLabel(panel, "Approve").click();
@@ -101,6 +102,7 @@ describe("approval panel", () => {
       edited_args: { order_id: "A-1001", amount: 20 },
       always_allow: false,
     });
+    expect(editError(panel).hidden).toBe(true);
     expect(errorText(panel).hidden).toBe(true);
     expect(editor(panel).hasAttribute("aria-invalid")).toBe(false);
   });

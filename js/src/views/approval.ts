@@ -1,4 +1,6 @@
 // The approval panel of a tool entry: pending -> a form; decided -> one inline line.
+// The reason and the arguments come from the model and can be any length: they are folded
+// (and bounded in height once unfolded) so that the decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
 import type { ApprovalView, JsonObject } from "../protocol";
 import { isPlainObject } from "../validate";
@@ -43,6 +45,19 @@ export function approvalPanel(session: Session, toolName: string, approval: Appr
   return { el, update };
 }
 
+/** Reasons longer than this (or with more lines) are folded. */
+export const REASON_FOLD_CHARS = 400;
+export const REASON_FOLD_LINES = 6;
+
+const foldedReason = (className: string, label: string, text: string, id?: string): HTMLElement => {
+  const block = foldedPre(className, label, { prose: true, chars: REASON_FOLD_CHARS, lines: REASON_FOLD_LINES, id });
+  block.set(text);
+  return block.el;
+};
+
+const isLong = (text: string): boolean =>
+  text.length > REASON_FOLD_CHARS || text.split("\n", REASON_FOLD_LINES + 1).length > REASON_FOLD_LINES;
+
 /** "Approved by you at <time> with edited arguments." plus the reason. */
 export function decisionLine(a: ApprovalView): HTMLElement {
   const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
@@ -53,6 +68,10 @@ export function decisionLine(a: ApprovalView): HTMLElement {
   }
   if (a.status === "approved" && a.edited_args) line.append(" with edited arguments");
   line.append(".");
+  if (a.decision_reason && isLong(a.decision_reason)) {
+    line.append(" ", h("span", { class: "anvia-decision-reason" }, "Reason:"));
+    return h("div", {}, line, foldedReason("anvia-decision-reason-text", "Decision reason", a.decision_reason));
+  }
   if (a.decision_reason) {
     line.append(" ", h("span", { class: "anvia-decision-reason" }, `Reason: ${a.decision_reason}`));
   }
@@ -70,6 +89,11 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
     spellcheck: "false",
     hidden: true,
   });
+  // Problems with the edited arguments show right under the editor (the error line by the
+  // buttons can be out of view when the editor is tall).
+  const editErrorId = nextDomId("approval-edit-error");
+  const editError = h("div", { class: "anvia-error-text anvia-edit-error", id: editErrorId, role: "alert", hidden: true });
+  editor.setAttribute("aria-describedby", editErrorId);
   const editToggle = button("Edit arguments", () => {
     const open = editor.hidden;
     editor.hidden = !open;
@@ -78,7 +102,8 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
       if (!editor.value) editor.value = prettyValue(a.args);
       editor.focus();
     } else {
-      setError("");
+      setEditError("");
+      editor.removeAttribute("aria-invalid");
     }
   }, { class: "anvia-button anvia-link-button", "aria-expanded": "false" });
   const reasonInput = h("input", {
@@ -89,7 +114,7 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
   });
   const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
   const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
-  const error = h("div", { class: "anvia-error-text", hidden: true });
+  const error = h("div", { class: "anvia-error-text anvia-approval-error", role: "alert", hidden: true });
   const approve = button("Approve", () => void decide(true), { class: "anvia-button anvia-primary" });
   const reject = button("Reject", () => void decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
@@ -97,6 +122,15 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
   function setError(text: string): void {
     error.textContent = text;
     error.hidden = !text;
+    if (text) error.scrollIntoView?.({ block: "nearest" });
+  }
+  function setEditError(text: string): void {
+    editError.textContent = text;
+    editError.hidden = !text;
+    if (!text) return;
+    editor.setAttribute("aria-invalid", "true");
+    editor.focus();
+    editError.scrollIntoView?.({ block: "nearest" });
   }
   function setDisabled(disabled: boolean): void {
     for (const c of controls) c.disabled = disabled;
@@ -109,18 +143,17 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
       try {
         parsed = JSON.parse(editor.value);
       } catch (err) {
-        editor.setAttribute("aria-invalid", "true");
-        setError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
+        setEditError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
         return;
       }
       if (!isPlainObject(parsed)) {
-        editor.setAttribute("aria-invalid", "true");
-        setError("The edited arguments must be a JSON object.");
+        setEditError("The edited arguments must be a JSON object.");
         return;
       }
       editor.removeAttribute("aria-invalid");
       edited = parsed as JsonObject;
     }
+    setEditError("");
     setError("");
     setDisabled(true);
     const reason = approved ? null : reasonInput.value.trim() || null;
@@ -142,11 +175,12 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
     "div",
     { class: "anvia-approval", role: "alertdialog", "aria-label": `Approval required for ${toolName}`, "aria-describedby": a.reason ? reasonId : null },
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
-    a.reason ? h("p", { class: "anvia-approval-reason", id: reasonId }, a.reason) : null,
+    a.reason ? foldedReason("anvia-approval-reason", "Reason", a.reason, reasonId) : null,
     h("div", { class: "anvia-section-label" }, "Arguments"),
     args.el,
     editToggle,
     editor,
+    editError,
     h("div", { class: "anvia-row" }, reasonInput),
     alwaysLabel,
     h("div", { class: "anvia-row anvia-actions" }, approve, reject),

@@ -1,5 +1,6 @@
-// A <pre> for long values (tool arguments, results, output): text only, folded with a
-// "Show more" / "Show less" toggle when long.
+// A <pre> for long values (tool arguments, results, output) or a block of long prose (a reason):
+// text only, folded with a "Show more" / "Show less" toggle when long, and bounded in height
+// (scrollable) when unfolded.
 import { button, h } from "../dom";
 
 export const FOLD_CHARS = 1500;
@@ -25,11 +26,11 @@ export function prettyValue(value: unknown): string {
   }
 }
 
-function foldPoint(text: string): number | null {
-  let cut = text.length > FOLD_CHARS ? FOLD_CHARS : null;
+function foldPoint(text: string, chars = FOLD_CHARS, maxLines = FOLD_LINES): number | null {
+  let cut = text.length > chars ? chars : null;
   let lines = 0;
   for (let i = 0; i < text.length && (cut === null || i < cut); i++) {
-    if (text.charCodeAt(i) === 10 && ++lines >= FOLD_LINES) {
+    if (text.charCodeAt(i) === 10 && ++lines >= maxLines) {
       cut = i;
       break;
     }
@@ -45,9 +46,25 @@ export interface FoldedPre {
   readonly text: string;
 }
 
-export function foldedPre(className: string, label: string): FoldedPre {
+export interface FoldOptions {
+  /** Fold after this many characters or lines (defaults: FOLD_CHARS, FOLD_LINES). */
+  chars?: number;
+  lines?: number;
+  /** Prose (a reason) rather than code: a `div` in the text font, not a `pre`. */
+  prose?: boolean;
+  /** An id for the text element (aria wiring). */
+  id?: string;
+}
+
+export function foldedPre(className: string, label: string, options: FoldOptions = {}): FoldedPre {
+  const { chars = FOLD_CHARS, lines = FOLD_LINES } = options;
   const code = document.createTextNode("");
-  const pre = h("pre", { class: `anvia-pre ${className}`, tabindex: 0, "aria-label": label });
+  const pre = h(options.prose ? "div" : "pre", {
+    class: options.prose ? `anvia-pre anvia-prose ${className}` : `anvia-pre ${className}`,
+    tabindex: 0,
+    "aria-label": label,
+    id: options.id,
+  });
   pre.appendChild(code);
   let full = "";
   let expanded = false;
@@ -58,7 +75,7 @@ export function foldedPre(className: string, label: string): FoldedPre {
   const el = h("div", { class: "anvia-fold" }, pre, toggle);
 
   function render(): void {
-    const cut = foldPoint(full);
+    const cut = foldPoint(full, chars, lines);
     if (cut === null) {
       code.data = full;
       toggle.hidden = true;
@@ -82,7 +99,7 @@ export function foldedPre(className: string, label: string): FoldedPre {
     },
     append(text: string) {
       full += text;
-      if (toggle.hidden && foldPoint(full) === null) code.appendData(text);
+      if (toggle.hidden && foldPoint(full, chars, lines) === null) code.appendData(text);
       else render();
     },
   };

@@ -2,15 +2,22 @@
 // and the approval / question panel in the body. Starts expanded when an interaction is pending.
 import { h } from "../dom";
 import { schedule } from "../frame";
-import { type AppendField, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
+import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
 import type { Session } from "../session";
 import { type ApprovalPanel, approvalPanel } from "./approval";
-import { foldedPre, prettyJson } from "./fold";
+import { foldedPre, prettyJson, prettyValue } from "./fold";
 import { type QuestionPanel, questionPanel } from "./question";
 import type { EntryView } from "./entries";
 
 const pendingInteraction = (e: ToolEntry): boolean =>
   e.approval?.status === "pending" || e.question?.status === "pending";
+
+/** The arguments a person put in place of the model's before approving (null: none). */
+function editedArgs(e: ToolEntry): JsonObject | null {
+  const a = e.approval;
+  if (a?.status !== "approved" || !a.edited_args) return null;
+  return JSON.stringify(a.edited_args) === JSON.stringify(a.args) ? null : a.edited_args;
+}
 
 function section(label: string, content: HTMLElement, cls: string): HTMLElement {
   return h("div", { class: `anvia-section ${cls}` }, h("div", { class: "anvia-section-label" }, label), content);
@@ -24,7 +31,17 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   const args = foldedPre("anvia-tool-args", "Arguments");
   const output = foldedPre("anvia-tool-output", "Output");
   const result = foldedPre("anvia-tool-result", "Result");
-  const argsSection = section("Arguments", args.el, "anvia-section-args");
+  // After "Edit arguments" and Approve the tool ran with the edited arguments: those are shown,
+  // and the model's own below them, struck through.
+  const argsLabel = h("div", { class: "anvia-section-label" }, "Arguments");
+  const original = foldedPre("anvia-tool-args-original", "Original arguments");
+  const originalBlock = h(
+    "div",
+    { class: "anvia-args-original", hidden: true },
+    h("div", { class: "anvia-section-label" }, "Original arguments (replaced before approval)"),
+    original.el,
+  );
+  const argsSection = h("div", { class: "anvia-section anvia-section-args" }, argsLabel, args.el, originalBlock);
   const outputSection = section("Output", output.el, "anvia-section-output");
   const resultSection = section("Result", result.el, "anvia-section-result");
   const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection);
@@ -51,7 +68,14 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   let questionId: string | null = null;
   let wasPending = el.open;
 
-  const renderArgs = (): void => args.set(prettyJson(current.arguments));
+  const renderArgs = (): void => {
+    const edited = editedArgs(current);
+    args.set(edited ? prettyValue(edited) : prettyJson(current.arguments));
+    if (edited) original.set(prettyJson(current.arguments));
+    originalBlock.hidden = !edited;
+    const label = edited ? "Arguments (edited before approval)" : "Arguments";
+    if (argsLabel.textContent !== label) argsLabel.textContent = label;
+  };
 
   function update(e: ToolEntry): void {
     current = e;
