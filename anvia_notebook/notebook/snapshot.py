@@ -3,6 +3,10 @@
 :func:`render_html` gives escaped HTML without any script, style sheet or event attribute:
 every text (model markdown included) is escaped and shown as preformatted text, and tool calls
 are ``<details>`` blocks. :func:`render_text` gives a plain-text version.
+
+Both go into the saved notebook, so both are bounded: every field is cut (with a visible
+"… (N more characters)" note), a tool's question list too, and once a copy reaches
+:data:`MAX_TOTAL` characters the remaining entries are left out (with a note).
 """
 
 from __future__ import annotations
@@ -28,12 +32,52 @@ _PRE = "white-space:pre-wrap;word-break:break-word;margin:4px 0;font-family:inhe
 _CODE = "white-space:pre-wrap;word-break:break-word;margin:4px 0"
 #: The most characters of one field a static copy keeps (the rest is cut, with a note).
 MAX_FIELD = 20_000
+#: The same for short fields: names, reasons, questions, answers, the status line.
+MAX_SHORT = 2_000
+#: The most questions of one tool entry listed.
+MAX_ITEMS = 50
+#: About the most characters of a whole copy: entries after it are left out (one entry may end
+#: past it by its markup, a few kB at most).
+MAX_TOTAL = 200_000
 
 
-def _cut(text: str) -> str:
-    if len(text) <= MAX_FIELD:
-        return text
-    return f"{text[:MAX_FIELD]}\n… ({len(text) - MAX_FIELD} more characters)"
+class _Budget:
+    """The characters a copy may still take."""
+
+    def __init__(self, total: int = MAX_TOTAL) -> None:
+        self.left = total
+
+    def take(self, count: int) -> None:
+        self.left -= count
+
+
+def _more(count: int, sep: str) -> str:
+    return f"{sep}… ({count} more characters)"
+
+
+def _cut(text: str, limit: int = MAX_FIELD, budget: _Budget | None = None, sep: str = "\n") -> str:
+    """At most ``limit`` characters of ``text`` (and of what the budget has left), noted if cut."""
+    if budget is not None:
+        limit = max(0, min(limit, budget.left))
+    kept = text if len(text) <= limit else text[:limit]
+    if budget is not None:
+        budget.take(len(kept))
+    return kept if len(kept) == len(text) else kept + _more(len(text) - len(kept), sep)
+
+
+def _esc(text: Any, limit: int = MAX_SHORT, budget: _Budget | None = None, sep: str = " ") -> str:
+    """``text`` escaped for HTML, at most ``limit`` characters once escaped, noted if cut."""
+    text = text if isinstance(text, str) else str(text)
+    if budget is not None:
+        limit = max(0, min(limit, budget.left))
+    kept = min(len(text), limit)
+    out = escape(text[:kept])
+    while len(out) > limit:  # escaping made it longer: keep proportionally less
+        kept = kept * limit // len(out)
+        out = escape(text[:kept])
+    if budget is not None:
+        budget.take(len(out))
+    return out if kept == len(text) else out + escape(_more(len(text) - kept, sep))
 
 
 def _pretty(arguments: str) -> str:
@@ -44,10 +88,10 @@ def _pretty(arguments: str) -> str:
 
 
 def _status_line(status: dict[str, Any]) -> str:
-    label = _STATE_LABELS.get(status.get("state", ""), str(status.get("state")))
+    label = _STATE_LABELS.get(status.get("state", ""), _cut(str(status.get("state")), MAX_SHORT))
     parts = [label]
     if status.get("agent_id"):
-        parts.append(f"agent {status['agent_id']}")
+        parts.append(f"agent {_cut(str(status['agent_id']), MAX_SHORT, sep=' ')}")
     if status.get("turn"):
         parts.append(f"turn {status['turn']}")
     tokens = int(status.get("input_tokens") or 0) + int(status.get("output_tokens") or 0)
@@ -56,102 +100,197 @@ def _status_line(status: dict[str, Any]) -> str:
             f"{status.get('input_tokens', 0)} in / {status.get('output_tokens', 0)} out tokens"
         )
     if status.get("error"):
-        parts.append(f"error: {status['error']}")
+        parts.append(f"error: {_cut(str(status['error']), MAX_SHORT, sep=' ')}")
     return " · ".join(parts)
 
 
-def _pre(text: str, style: str = _PRE) -> str:
-    return f'<pre style="{style}">{escape(_cut(text))}</pre>'
+def _pre(text: str, budget: _Budget, style: str = _PRE) -> str:
+    return f'<pre style="{style}">{_esc(text, MAX_FIELD, budget, sep=chr(10))}</pre>'
 
 
-def _tool_html(entry: dict[str, Any]) -> str:
+def _edited_args(entry: dict[str, Any]) -> Any:
+    """The arguments a person put in place of the model's before approving (None: none)."""
+    approval = entry.get("approval") or {}
+    edited = approval.get("edited_args")
+    if approval.get("status") != "approved" or not edited or edited == approval.get("args"):
+        return None
+    return edited
+
+
+def _approval_html(approval: dict[str, Any], budget: _Budget) -> str:
+    line = f"Approval: {_esc(approval.get('status'))}"
+    if approval.get("decided_by"):
+        line += f" by {_esc(approval['decided_by'])}"
+    if approval.get("edited_args") and approval.get("status") == "approved":
+        line += " with edited arguments"
+    if approval.get("reason"):
+        line += f". Reason asked: {_esc(approval['reason'], MAX_SHORT, budget)}"
+    if approval.get("decision_reason"):
+        line += f". Decision: {_esc(approval['decision_reason'], MAX_SHORT, budget)}"
+    return f"<div>{line}</div>"
+
+
+def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
+    answers = {a.get("questionId"): a.get("answer") for a in question.get("answers", [])}
+    items = []
+    questions = question.get("questions", [])
+    for item in questions[:MAX_ITEMS]:
+        answer = answers.get(item.get("id"))
+        shown = (
+            _esc(answer, MAX_SHORT, budget)
+            if answer
+            else f"<em>{_esc(question.get('status', ''))}</em>"
+        )
+        items.append(f"<li>{_esc(item.get('question', ''), MAX_SHORT, budget)} — {shown}</li>")
+    if len(questions) > MAX_ITEMS:
+        items.append(f"<li><em>… ({len(questions) - MAX_ITEMS} more questions)</em></li>")
+    return f"<div><em>Questions</em></div><ul>{''.join(items)}</ul>"
+
+
+def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     label = TOOL_STATUS_LABELS.get(entry.get("status", ""), str(entry.get("status")))
     parts = [
         f'<details style="{_BOX}"><summary><strong>Tool</strong> <code>'
-        f"{escape(entry.get('tool_name') or '')}</code> — {escape(label)}</summary>",
-        "<div><em>Arguments</em></div>",
-        _pre(_pretty(entry.get("arguments") or ""), _CODE),
+        f"{_esc(entry.get('tool_name') or '')}</code> — {_esc(label)}</summary>",
     ]
+    arguments = _pretty(entry.get("arguments") or "")
+    edited = _edited_args(entry)
+    if edited is None:
+        parts += ["<div><em>Arguments</em></div>", _pre(arguments, budget, _CODE)]
+    else:  # the tool ran with the edited arguments; the model's are shown struck through
+        parts += [
+            "<div><em>Arguments (edited before approval)</em></div>",
+            _pre(json.dumps(edited, indent=2, ensure_ascii=False, default=str), budget, _CODE),
+            "<div><em>Original arguments (replaced before approval)</em></div>",
+            f"<del>{_pre(arguments, budget, _CODE)}</del>",
+        ]
     approval = entry.get("approval")
     if approval:
-        line = f"Approval: {approval.get('status')}"
-        if approval.get("decided_by"):
-            line += f" by {approval['decided_by']}"
-        if approval.get("reason"):
-            line += f". Reason asked: {approval['reason']}"
-        if approval.get("decision_reason"):
-            line += f". Decision: {approval['decision_reason']}"
-        if approval.get("edited_args"):
-            line += f". Edited arguments: {json.dumps(approval['edited_args'])}"
-        parts.append(f"<div>{escape(line)}</div>")
+        parts.append(_approval_html(approval, budget))
     question = entry.get("question")
     if question:
-        answers = {a.get("questionId"): a.get("answer") for a in question.get("answers", [])}
-        items = []
-        for item in question.get("questions", []):
-            answer = answers.get(item.get("id"))
-            shown = escape(answer) if answer else f"<em>{escape(question.get('status', ''))}</em>"
-            items.append(f"<li>{escape(item.get('question', ''))} — {shown}</li>")
-        parts.append(f"<div><em>Questions</em></div><ul>{''.join(items)}</ul>")
+        parts.append(_questions_html(question, budget))
     if entry.get("output"):
         parts.append("<div><em>Output</em></div>")
-        parts.append(_pre(entry["output"], _CODE))
+        parts.append(_pre(entry["output"], budget, _CODE))
     if entry.get("result") is not None:
         parts.append(f"<div><em>{'Error' if entry.get('is_error') else 'Result'}</em></div>")
-        parts.append(_pre(entry["result"], _CODE))
+        parts.append(_pre(entry["result"], budget, _CODE))
     parts.append("</details>")
     return "".join(parts)
 
 
-def _entry_html(entry: dict[str, Any]) -> str:
+def _entry_html(entry: dict[str, Any], budget: _Budget) -> str:
     kind = entry.get("kind")
     text = entry.get("text") or ""
     if kind == "user":
-        return f'<div style="{_BOX}"><strong>You</strong>{_pre(text)}</div>'
+        return f'<div style="{_BOX}"><strong>You</strong>{_pre(text, budget)}</div>'
     if kind == "assistant":
-        return f'<div style="{_BOX}"><strong>Assistant</strong>{_pre(text)}</div>'
+        return f'<div style="{_BOX}"><strong>Assistant</strong>{_pre(text, budget)}</div>'
     if kind == "reasoning":
         return (
-            f'<details style="{_BOX}"><summary><em>Reasoning</em></summary>{_pre(text)}</details>'
+            f'<details style="{_BOX}"><summary><em>Reasoning</em></summary>'
+            f"{_pre(text, budget)}</details>"
         )
     if kind == "tool":
-        return _tool_html(entry)
+        return _tool_html(entry, budget)
     if kind == "error":
-        return f'<div style="{_BOX};border-color:#cf222e"><strong>Error</strong>{_pre(text)}</div>'
-    return f"<div><em>{escape(text)}</em></div>"
+        return (
+            f'<div style="{_BOX};border-color:#cf222e"><strong>Error</strong>'
+            f"{_pre(text, budget)}</div>"
+        )
+    return f"<div><em>{_esc(text, MAX_FIELD, budget)}</em></div>"
+
+
+def _left_out(count: int) -> str:
+    return f"… ({count} more entries not shown: the copy is limited to {MAX_TOTAL} characters)"
 
 
 def render_html(transcript: dict[str, Any], title: str = "Anvia transcript") -> str:
-    """The transcript (the wire ``Transcript``) as safe static HTML."""
-    body = "".join(_entry_html(entry) for entry in transcript.get("entries", []))
-    status = escape(_status_line(transcript.get("status", {})))
-    return (
-        '<div class="anvia-static-transcript">'
-        f"<div><strong>{escape(title)}</strong> — {status}</div>{body}</div>"
+    """The transcript (the wire ``Transcript``) as safe static HTML, bounded in size."""
+    budget = _Budget()
+    head = (
+        f"<div><strong>{_esc(title)}</strong> — "
+        f"{_esc(_status_line(transcript.get('status', {})), 3 * MAX_SHORT)}</div>"
     )
+    budget.take(len(head))
+    body = []
+    entries = transcript.get("entries", [])
+    for index, entry in enumerate(entries):
+        if budget.left <= 0:
+            body.append(f"<div><em>{escape(_left_out(len(entries) - index))}</em></div>")
+            break
+        left = budget.left
+        html = _entry_html(entry, budget)
+        budget.take(len(html) - (left - budget.left))  # the markup counts too
+        body.append(html)
+    return f'<div class="anvia-static-transcript">{head}{"".join(body)}</div>'
 
 
 def render_text(transcript: dict[str, Any], title: str = "Anvia transcript") -> str:
-    """The transcript as plain text."""
-    lines = [f"{title} — {_status_line(transcript.get('status', {}))}"]
-    for entry in transcript.get("entries", []):
-        kind = entry.get("kind")
-        text = _cut(entry.get("text") or "")
-        if kind == "user":
-            lines.append(f"You: {text}")
-        elif kind == "assistant":
-            lines.append(f"Assistant: {text}")
-        elif kind == "reasoning":
-            lines.append(f"(reasoning) {text}")
-        elif kind == "tool":
-            label = TOOL_STATUS_LABELS.get(entry.get("status", ""), entry.get("status"))
-            lines.append(f"Tool {entry.get('tool_name')} [{label}] {entry.get('arguments')}")
-            if entry.get("output"):
-                lines.append(f"  output: {_cut(entry['output']).rstrip()}")
-            if entry.get("result") is not None:
-                lines.append(f"  result: {_cut(entry['result'])}")
-        elif kind == "error":
-            lines.append(f"Error: {text}")
-        else:
-            lines.append(f"-- {text}")
+    """The transcript as plain text, bounded in size like :func:`render_html`."""
+    budget = _Budget()
+    status = _status_line(transcript.get("status", {}))
+    lines = [f"{_cut(title, MAX_SHORT, sep=' ')} — {status}"]
+    budget.take(len(lines[0]))
+    entries = transcript.get("entries", [])
+    for index, entry in enumerate(entries):
+        if budget.left <= 0:
+            lines.append(_left_out(len(entries) - index))
+            break
+        left = budget.left
+        block = _entry_text(entry, budget)
+        budget.take(len(block) - (left - budget.left))
+        lines.append(block)
+    return "\n".join(lines)
+
+
+def _entry_text(entry: dict[str, Any], budget: _Budget) -> str:
+    kind = entry.get("kind")
+    text = _cut(entry.get("text") or "", MAX_FIELD, budget)
+    if kind == "user":
+        return f"You: {text}"
+    if kind == "assistant":
+        return f"Assistant: {text}"
+    if kind == "reasoning":
+        return f"(reasoning) {text}"
+    if kind == "error":
+        return f"Error: {text}"
+    if kind != "tool":
+        return f"-- {text}"
+    label = TOOL_STATUS_LABELS.get(entry.get("status", ""), str(entry.get("status")))
+    name = _cut(entry.get("tool_name") or "", MAX_SHORT, sep=" ")
+    edited = _edited_args(entry)
+    arguments = entry.get("arguments") or ""
+    if edited is not None:
+        arguments = json.dumps(edited, ensure_ascii=False, default=str)
+    lines = [f"Tool {name} [{label}] {_cut(arguments, MAX_FIELD, budget)}"]
+    if edited is not None:
+        original = _cut(entry.get("arguments") or "", MAX_FIELD, budget)
+        lines.append(f"  (arguments edited before approval; the model's were: {original})")
+    approval = entry.get("approval")
+    if approval:
+        line = f"  approval: {approval.get('status')}"
+        if approval.get("decided_by"):
+            line += f" by {approval['decided_by']}"
+        if approval.get("reason"):
+            line += f"; reason asked: {_cut(approval['reason'], MAX_SHORT, budget, ' ')}"
+        if approval.get("decision_reason"):
+            line += f"; decision: {_cut(approval['decision_reason'], MAX_SHORT, budget, ' ')}"
+        lines.append(line)
+    question = entry.get("question")
+    if question:
+        answers = {a.get("questionId"): a.get("answer") for a in question.get("answers", [])}
+        questions = question.get("questions", [])
+        for item in questions[:MAX_ITEMS]:
+            asked = _cut(str(item.get("question", "")), MAX_SHORT, budget, " ")
+            answer = answers.get(item.get("id"))
+            shown = _cut(str(answer), MAX_SHORT, budget, " ") if answer else question.get("status")
+            lines.append(f"  question: {asked} — {shown}")
+        if len(questions) > MAX_ITEMS:
+            lines.append(f"  … ({len(questions) - MAX_ITEMS} more questions)")
+    if entry.get("output"):
+        lines.append(f"  output: {_cut(entry['output'], MAX_FIELD, budget).rstrip()}")
+    if entry.get("result") is not None:
+        lines.append(f"  result: {_cut(entry['result'], MAX_FIELD, budget)}")
     return "\n".join(lines)

@@ -1,0 +1,210 @@
+"""The static copy written into the saved notebook is bounded in every field, and escaped."""
+
+from __future__ import annotations
+
+import copy
+import json
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from anvia_notebook.notebook.snapshot import render_html, render_text
+
+MB = 1_000_000
+#: Hostile text: 1 MB of markup that must stay text.
+EVIL = ("<script>alert(1)</script><img src=x onerror=alert(2)>&amp;" * (MB // 56 + 1))[:MB]
+#: What one field may take in the copy at most, markup included.
+ONE_FIELD = 30_000
+#: What a whole copy may take at most (a saved notebook stays small).
+WHOLE = 250_000
+
+
+def base() -> dict[str, Any]:
+    return {
+        "entries": [
+            {"kind": "user", "id": "e1", "text": "Refund A1"},
+            {"kind": "reasoning", "id": "e2", "turn": 1, "text": "thinking"},
+            {"kind": "assistant", "id": "e3", "turn": 1, "text": "Sure."},
+            {
+                "kind": "tool",
+                "id": "e4",
+                "turn": 1,
+                "tool_name": "issue_refund",
+                "tool_call_id": "c1",
+                "arguments": json.dumps({"order_id": "A1", "amount": 5}),
+                "status": "done",
+                "result": "ok",
+                "is_error": False,
+                "output": "refunding",
+                "approval": {
+                    "id": "a1",
+                    "status": "approved",
+                    "reason": "Review the refund.",
+                    "args": {"order_id": "A1", "amount": 5},
+                    "decided_by": "you",
+                    "decided_at": "2026-05-01T10:00:00+00:00",
+                    "decision_reason": "fine",
+                    "edited_args": {"order_id": "A1", "amount": 4},
+                },
+                "question": None,
+            },
+            {
+                "kind": "tool",
+                "id": "e5",
+                "turn": 2,
+                "tool_name": "ask_question",
+                "tool_call_id": "c2",
+                "arguments": "{}",
+                "status": "done",
+                "result": "{}",
+                "is_error": False,
+                "output": "",
+                "approval": None,
+                "question": {
+                    "id": "q1",
+                    "status": "answered",
+                    "questions": [
+                        {
+                            "id": "p",
+                            "question": "Priority?",
+                            "choices": [{"label": "Hi", "value": "hi"}],
+                        }
+                    ],
+                    "answers": [{"questionId": "p", "answer": "hi", "choice": "hi"}],
+                },
+            },
+            {"kind": "error", "id": "e6", "text": "boom"},
+            {"kind": "notice", "id": "e7", "text": "Run cancelled: stop"},
+        ],
+        "status": {
+            "state": "error",
+            "turn": 2,
+            "input_tokens": 1,
+            "output_tokens": 2,
+            "error": "boom",
+            "agent_id": "support",
+        },
+        "seq": 9,
+    }
+
+
+def _tool(t: dict[str, Any]) -> dict[str, Any]:
+    return t["entries"][3]
+
+
+def _question(t: dict[str, Any]) -> dict[str, Any]:
+    return t["entries"][4]["question"]
+
+
+#: Where a 1 MB text can be put, by name.
+FIELDS = {
+    "user message": lambda t: t["entries"][0].__setitem__("text", EVIL),
+    "reasoning": lambda t: t["entries"][1].__setitem__("text", EVIL),
+    "assistant message": lambda t: t["entries"][2].__setitem__("text", EVIL),
+    "tool name": lambda t: _tool(t).__setitem__("tool_name", EVIL),
+    "arguments": lambda t: _tool(t).__setitem__("arguments", json.dumps({"note": EVIL})),
+    "output": lambda t: _tool(t).__setitem__("output", EVIL),
+    "result": lambda t: _tool(t).__setitem__("result", EVIL),
+    "approval reason": lambda t: _tool(t)["approval"].__setitem__("reason", EVIL),
+    "decision reason": lambda t: _tool(t)["approval"].__setitem__("decision_reason", EVIL),
+    "edited args": lambda t: _tool(t)["approval"].__setitem__("edited_args", {"note": EVIL}),
+    "question text": lambda t: _question(t)["questions"][0].__setitem__("question", EVIL),
+    "answer": lambda t: _question(t)["answers"][0].__setitem__("answer", EVIL),
+    "error": lambda t: t["entries"][5].__setitem__("text", EVIL),
+    "notice": lambda t: t["entries"][6].__setitem__("text", EVIL),
+    "status error": lambda t: t["status"].__setitem__("error", EVIL),
+    "agent id": lambda t: t["status"].__setitem__("agent_id", EVIL),
+}
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: set[str] = set()
+        self.attrs: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attrs.update(name for name, _ in attrs)
+
+
+def assert_inert(html: str) -> None:
+    parser = _Tags()
+    parser.feed(html)
+    parser.close()
+    assert parser.tags <= {
+        "div",
+        "strong",
+        "em",
+        "pre",
+        "details",
+        "summary",
+        "code",
+        "ul",
+        "li",
+        "del",
+    }
+    assert parser.attrs <= {"class", "style"}
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_megabyte_in_any_one_field_is_cut_with_a_note(field: str):
+    transcript = base()
+    FIELDS[field](transcript)
+    html = render_html(transcript, "Run")
+    assert len(html) < ONE_FIELD, len(html)
+    assert "more characters)" in html
+    assert_inert(html)
+    text = render_text(transcript, "Run")
+    assert len(text) < ONE_FIELD, len(text)
+    assert "more characters)" in text
+
+
+def test_a_megabyte_in_every_field_at_once_stays_under_the_total_cap():
+    transcript = base()
+    for put in FIELDS.values():
+        put(transcript)
+    # Many such entries: the copy stops adding them at the cap and says so.
+    transcript["entries"] += [
+        {**copy.deepcopy(entry), "id": f"{entry['id']}-{n}"}
+        for n in range(20)
+        for entry in transcript["entries"]
+    ]
+    html = render_html(transcript, EVIL)
+    assert len(html) < WHOLE, len(html)
+    assert "more entries not shown" in html
+    assert_inert(html)
+    text = render_text(transcript, EVIL)
+    assert len(text) < WHOLE, len(text)
+    assert "more entries not shown" in text
+
+
+def test_many_questions_are_listed_up_to_a_limit():
+    transcript = base()
+    question = _question(transcript)
+    question["questions"] = [
+        {"id": f"q{n}", "question": "?" * 1_000, "choices": [{"label": "a", "value": "a"}]}
+        for n in range(5_000)
+    ]
+    question["answers"] = [{"questionId": f"q{n}", "answer": "!" * 1_000} for n in range(5_000)]
+    html = render_html(transcript)
+    assert len(html) < WHOLE, len(html)
+    assert "more questions" in html
+    assert len(render_text(transcript)) < WHOLE
+
+
+def test_the_arguments_that_ran_are_shown_with_the_original_struck_through():
+    transcript = base()
+    html = render_html(transcript)
+    ran = html.index("Arguments (edited before approval)")
+    original = html.index("<del>", ran)
+    assert "&quot;amount&quot;: 4" in html[ran:original]
+    assert "&quot;amount&quot;: 5" in html[original : html.index("</del>", original)]
+    text = render_text(transcript)
+    assert 'Tool issue_refund [Done] {"order_id": "A1", "amount": 4}' in text
+    # Approved unchanged (edited back to the same arguments): shown as they were.
+    _tool(transcript)["approval"]["edited_args"] = {"order_id": "A1", "amount": 5}
+    html = render_html(transcript)
+    assert "edited before approval" not in html
+    assert "<del>" not in html
