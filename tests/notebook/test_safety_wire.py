@@ -1,0 +1,158 @@
+"""Safety paths of the widget's wire messages, checked by what happens (not by wording).
+
+- Rejecting with "Always allow" ticked allows nothing: the next call of that tool still asks.
+- A decision for an approval this widget never showed (another run's, or no one's) is refused
+  and changes nothing: the real pending approvals stay pending and can still be decided.
+- A blank answer is refused (cleanly, not as an internal failure); the question stays pending
+  and a valid answer afterwards still works.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from notebook_helpers import Page, finished, pending_approval, pending_question, refund_tool, until
+
+from anvia_notebook import AgentBuilder, ask_question
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.notebook import WidgetHumanInput, runner
+
+
+def refund_call(call_id: str, order_id: str) -> ModelResponse:
+    return ModelResponse(
+        tool_calls=[
+            ToolCall(id=call_id, name="issue_refund", arguments={"order_id": order_id, "amount": 1})
+        ]
+    )
+
+
+def approval_of(page: Page, index: int) -> dict | None:
+    tools = page.tools()
+    return tools[index]["approval"] if len(tools) > index else None
+
+
+async def test_rejecting_with_always_allow_ticked_still_asks_for_the_next_call():
+    tool = refund_tool()
+    model = QueueModel([refund_call("c1", "A"), refund_call("c2", "B"), "Done."])
+    agent = AgentBuilder("shop", model).tools([tool]).build()
+    handle = runner.show(agent.prompt("two refunds"))
+    page = Page(handle.widget)
+    await page.sync()
+    first = await pending_approval(page)
+    reply = await page.approve(first["approval"]["id"], approved=False, always_allow=True)
+    assert reply["ok"], reply
+
+    # The model calls the same tool again: it must wait for a person, not run by policy.
+    second = await until(lambda: approval_of(page, 1) or handle.done, what="the second call")
+    assert second is not True, "the run ended without asking about the second call"
+    assert second["status"] == "pending"
+    assert handle.status == "waiting"
+    assert tool.calls == []
+    assert page.tools()[0]["approval"]["status"] == "rejected"
+
+    # It is still the person's call.
+    assert (await page.approve(second["id"]))["ok"]
+    await handle
+    await finished(handle)
+    assert [c.order_id for c in tool.calls] == ["B"]
+    assert [t["approval"]["decided_by"] for t in page.tools()] == ["you", "you"]
+
+
+async def test_a_decision_for_an_approval_this_widget_never_showed_changes_nothing():
+    # Two runs shown in two widgets share one WidgetHumanInput (set on their agents).
+    human = WidgetHumanInput()
+    tools = [refund_tool(), refund_tool()]
+    handles = [
+        runner.show(
+            AgentBuilder(f"shop{n}", QueueModel([refund_call("c1", f"order-{n}"), "Done."]))
+            .tools([tools[n]])
+            .human_input(human)
+            .build()
+            .prompt("refund")
+        )
+        for n in range(2)
+    ]
+    pages = [Page(h.widget) for h in handles]
+    for page in pages:
+        await page.sync()
+    ids = [(await pending_approval(page))["approval"]["id"] for page in pages]
+    assert ids[0] != ids[1]
+
+    # Widget 0 tries to approve run 1's approval, then one nobody ever showed.
+    for foreign in (ids[1], "approval_never_shown"):
+        reply = await pages[0].approve(foreign, always_allow=True)
+        assert reply["ok"] is False
+
+    for page, handle in zip(pages, handles, strict=True):
+        await page.sync()
+        assert page.tools()[0]["approval"]["status"] == "pending"
+        assert handle.status == "waiting"
+    assert tools[0].calls == [] and tools[1].calls == []
+
+    # Each approval is still decidable, from its own widget only.
+    assert (await pages[1].approve(ids[1]))["ok"]
+    assert (await pages[0].approve(ids[0], approved=False))["ok"]
+    for handle in handles:
+        await handle
+        await finished(handle)
+    assert [c.order_id for c in tools[1].calls] == ["order-1"]
+    assert tools[0].calls == []
+    assert [p.tools()[0]["approval"]["status"] for p in pages] == ["rejected", "approved"]
+
+
+QUESTIONS = {
+    "questions": [
+        {
+            "id": "priority",
+            "question": "Which priority?",
+            "choices": [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}],
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t"])
+async def test_a_blank_answer_is_refused_and_the_question_stays_answerable(
+    blank: str, caplog: pytest.LogCaptureFixture
+):
+    model = QueueModel(
+        [
+            ModelResponse(tool_calls=[ToolCall(id="q1", name="ask_question", arguments=QUESTIONS)]),
+            "Escalated.",
+        ]
+    )
+    agent = AgentBuilder("support", model).tools([ask_question]).build()
+    handle = runner.show(agent.prompt("escalate"))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_question(page)
+    question_id = entry["question"]["id"]
+
+    caplog.set_level(logging.ERROR)
+    for answer in (
+        {"questionId": "priority", "answer": blank, "custom": True},
+        {"questionId": "priority", "answer": blank},
+    ):
+        reply = await page.answer(question_id, [answer])
+        assert reply["ok"] is False
+    # A refusal, not an internal failure of the kernel.
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+    await page.sync()
+    assert page.state.by_id(entry["id"])["question"]["status"] == "pending"
+    assert handle.status == "waiting"
+
+    reply = await page.answer(
+        question_id, [{"questionId": "priority", "answer": "high", "choice": "high"}]
+    )
+    assert reply["ok"], reply
+    await handle
+    await finished(handle)
+    page.pump()
+    done = page.state.by_id(entry["id"])
+    assert done["question"]["status"] == "answered"
+    assert json.loads(done["result"])["answers"] == [
+        {"questionId": "priority", "answer": "high", "choice": "high"}
+    ]
