@@ -25,8 +25,8 @@ def outputs_text(notebook) -> str:
     return "\n".join(parts)
 
 
-def test_there_are_seven_tutorials():
-    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
+def test_there_are_eight_tutorials():
+    assert [p.name[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 EXPECTED = {
@@ -35,8 +35,18 @@ EXPECTED = {
     "03_hook_approval.ipynb": ["Order A1002 is cancelled.", "call cancel_order"],
     "04_ask_question.ipynb": ["Escalation `esc_t-42` is ready", '"questionId": "priority"'],
     "05_stop_and_timeouts.ipynb": ["cancelled: Changed my mind.", "timed out after 1 s"],
-    "06_human_input_outside.ipynb": ["priority **high** via phone"],
+    "06_human_input_outside.ipynb": [
+        "priority **high** via phone",
+        "Pending question",
+        "Answered question_",
+        "already answered",
+    ],
     "07_studio.ipynb": [],
+    "08_restart_and_resume.ipynb": [
+        "refund `rf_a1001` was issued",
+        "refund A1001 25.0\n",
+        "interrupted",
+    ],
 }
 
 
@@ -46,6 +56,8 @@ def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    # runs go to the default store, .anvia/runs.sqlite in the notebook's folder
+    monkeypatch.delenv("ANVIA_NOTEBOOK_STORE", raising=False)
     notebook = nbformat.read(path, as_version=4)
     client = NotebookClient(
         notebook,
@@ -57,6 +69,8 @@ def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
     text = outputs_text(notebook)
     for needle in EXPECTED[path.name]:
         assert needle in text, (needle, text[-3000:])
+    if path.name == "08_restart_and_resume.ipynb":
+        assert text.count("refund A1001 25.0") == 1  # the approved refund ran exactly once
     # a finished run leaves a static HTML copy of its transcript in the saved notebook
     if path.name != "07_studio.ipynb":
         assert 'class="anvia-static-transcript"' in text
