@@ -13,12 +13,22 @@ Tests replace :func:`publish`.
 from __future__ import annotations
 
 import contextlib
+import logging
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["current_message_id", "current_parent", "message_id", "publish"]
+__all__ = [
+    "add_cell_start_listener",
+    "current_cell_id",
+    "current_message_id",
+    "current_parent",
+    "message_id",
+    "publish",
+]
+
+logger = logging.getLogger("anvia_notebook")
 
 
 def _shell() -> Any:
@@ -53,6 +63,36 @@ def current_message_id() -> str | None:
     return message_id(current_parent())
 
 
+def current_cell_id() -> str | None:
+    """The front end's id of the cell executing now, if it sent one.
+
+    JupyterLab and Notebook 7 put it in the execute request's metadata (``cellId``); unlike the
+    msg_id it stays the same when the cell is run again. ``None`` outside a kernel or when the
+    front end sends none (e.g. nbclient).
+    """
+    shell = _shell()
+    get_parent = getattr(getattr(shell, "kernel", None), "get_parent", None)
+    if not callable(get_parent):
+        return None
+    try:
+        parent = get_parent()
+    except Exception:
+        return None
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell_id if isinstance(cell_id, str) and cell_id else None
+
+
+_cell_start_listeners: list[Callable[[str], None]] = []
+
+
+def add_cell_start_listener(listener: Callable[[str], None]) -> None:
+    """Call ``listener(cell_id)`` when a cell with a known id starts executing (once a display
+    was published, see :func:`publish`)."""
+    if listener not in _cell_start_listeners:
+        _cell_start_listeners.append(listener)
+
+
 class _Cells:
     """Which cell is executing, and the updates to send again when the next one starts."""
 
@@ -74,13 +114,20 @@ class _Cells:
         self.shells.add(id(shell))
         self.executing = current_parent()  # the cell running now started before we listened
 
-    def _pre_run_cell(self, *_args: Any) -> None:
+    def _pre_run_cell(self, info: Any = None, *_args: Any) -> None:
         self.executing = current_parent()
         with self.lock:
             deferred, self.deferred = self.deferred, {}
         for display_id, (data, metadata) in deferred.items():
             with contextlib.suppress(Exception):
                 _send(data, metadata, display_id, True, self.executing)
+        cell_id = getattr(info, "cell_id", None) or current_cell_id()
+        if isinstance(cell_id, str) and cell_id:
+            for listener in list(_cell_start_listeners):
+                try:
+                    listener(cell_id)
+                except Exception:
+                    logger.exception("A cell start listener failed")
 
     def _post_run_cell(self, *_args: Any) -> None:
         self.executing = None

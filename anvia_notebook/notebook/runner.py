@@ -22,6 +22,7 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import PromptCancelledError
+from . import _display
 from ._blocking import wait_for_future
 from .handle import RunHandle
 from .human_input import WidgetHumanInput
@@ -32,11 +33,15 @@ if TYPE_CHECKING:
     from ..run import AgentRun
     from ..run_state import PromptResponse
 
-__all__ = ["INTERRUPT_REASON", "send_sync", "show"]
+__all__ = ["CELL_RERUN_REASON", "INTERRUPT_REASON", "send_sync", "show"]
 
 logger = logging.getLogger("anvia_notebook")
 
 INTERRUPT_REASON = "Interrupted (Kernel > Interrupt)."
+CELL_RERUN_REASON = (
+    "The cell that showed this run was run again; this run was stopped so that it does not "
+    "wait for an approval or an answer nobody can see."
+)
 
 T = TypeVar("T")
 
@@ -66,6 +71,45 @@ def _session(
     )
 
 
+class _RunsByCell:
+    """The unfinished runs ``show()`` started from each cell (by the front end's cell id).
+
+    Running a cell again clears its output, live transcript included: the runs it showed before
+    are stopped then (their transcript says why), rather than left waiting unseen.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[str, list[tuple[str | None, AgentRun]]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, cell_id: str | None, message_id: str | None, run: AgentRun) -> None:
+        if cell_id is None:
+            return
+        with self._lock:
+            runs = [(m, r) for m, r in self._runs.get(cell_id, []) if not r.done]
+            runs.append((message_id, run))
+            self._runs[cell_id] = runs
+
+    def cell_started(self, cell_id: str) -> None:
+        """A cell starts executing: stop what an earlier execution of it showed."""
+        now = _display.current_message_id()
+        with self._lock:
+            runs = self._runs.pop(cell_id, [])
+            keep = [(m, r) for m, r in runs if m == now and now is not None and not r.done]
+            if keep:
+                self._runs[cell_id] = keep
+        for message_id, run in runs:
+            if (message_id != now or now is None) and not run.done:
+                try:
+                    run.cancel(CELL_RERUN_REASON)
+                except RuntimeError:  # its event loop is gone: nothing is waiting any more
+                    logger.debug("could not cancel run %s", run.run_id, exc_info=True)
+
+
+_runs_by_cell = _RunsByCell()
+_display.add_cell_start_listener(_runs_by_cell.cell_started)
+
+
 def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
     """Display the live transcript and start the run on the kernel's loop; returns at once.
 
@@ -91,6 +135,7 @@ def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
     session.add_done_listener(finished)
     session.display()
     run.start(loop)
+    _runs_by_cell.add(_display.current_cell_id(), _display.current_message_id(), run)
     return handle
 
 

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -21,9 +22,16 @@ from anvia_notebook.notebook.widget import AnviaWidget
 @dataclass
 class Cell:
     msg_id: str = "cell-1"
+    #: The front end's cell id (JupyterLab's ``cellId``); None: the front end sends none.
+    cell_id: str | None = None
 
     def parent(self) -> dict[str, Any]:
         return {"header": {"msg_id": self.msg_id, "msg_type": "execute_request"}}
+
+    def run_again(self, msg_id: str) -> None:
+        """The same cell executes again: a new execute request, IPython's ``pre_run_cell``."""
+        self.msg_id = msg_id
+        _display._cells._pre_run_cell(SimpleNamespace(cell_id=self.cell_id))
 
 
 @dataclass
@@ -75,4 +83,5 @@ def outputs(monkeypatch: pytest.MonkeyPatch, cell: Cell) -> Outputs:
 
     monkeypatch.setattr(_display, "publish", publish)
     monkeypatch.setattr(_display, "current_parent", cell.parent)
+    monkeypatch.setattr(_display, "current_cell_id", lambda: cell.cell_id, raising=False)
     return recorded

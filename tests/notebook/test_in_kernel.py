@@ -163,6 +163,58 @@ def test_send_sync_interrupt_cancels_the_run(kernel: Kernel) -> None:
     assert '"state": "cancelled"' in json.dumps(messages)
 
 
+def wait_until_pending(kernel: Kernel, model_id: str) -> None:
+    assert kernel.page_request(model_id, {"type": "sync", "request_id": f"s{next(_ids)}"})["ok"]
+    for _ in range(500):
+        if pending_approval_id(kernel.to_page(model_id)):
+            return
+        kernel._drain(0.02)
+    raise AssertionError("no pending approval")
+
+
+def execute_in_cell(kernel: Kernel, code: str, cell_id: str) -> str:
+    """An execute request carrying the front end's cell id, as JupyterLab sends it."""
+    content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}}
+    msg = kernel.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+    kernel.kc.shell_channel.send(msg)
+    return str(msg["header"]["msg_id"])
+
+
+def test_interrupt_during_await_handle_stops_the_run(kernel: Kernel) -> None:
+    cell = kernel.execute("h = agent().prompt('refund A-1').show()")
+    model_id = kernel.widget_id(cell)
+    kernel.reply(cell)
+    wait_until_pending(kernel, model_id)
+    waiting = kernel.execute("print('awaiting', flush=True)\nawait h")
+    kernel.wait(lambda m: m["msg_type"] == "stream" and "awaiting" in m["content"]["text"])
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply(waiting)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == "PromptCancelledError"
+    kernel.run("assert h.status == 'cancelled', h.status")
+    assert '"state": "cancelled"' in json.dumps(kernel.to_page(model_id))
+
+
+def test_running_a_cell_again_stops_the_run_it_showed(kernel: Kernel) -> None:
+    first = execute_in_cell(kernel, "h1 = agent().prompt('refund A-1').show()", "cell-a")
+    model_id = kernel.widget_id(first)
+    kernel.reply(first)
+    wait_until_pending(kernel, model_id)
+    again = execute_in_cell(kernel, "h2 = agent().prompt('refund A-1').show()", "cell-a")
+    assert kernel.reply(again)["content"]["status"] == "ok"
+    kernel.run(
+        "import asyncio\n"
+        "from anvia_notebook import PromptCancelledError\n"
+        "try:\n"
+        "    await asyncio.wait_for(asyncio.shield(h1.run.wait()), 10)\n"
+        "except PromptCancelledError as error:\n"
+        "    assert 'was run again' in error.reason, error.reason\n"
+        "assert h1.status == 'cancelled', h1.status\n"
+        "assert not h2.done, h2.status\n"
+        "h2.cancel()"
+    )
+
+
 def test_show_as_last_line_displays_once_and_the_handle_again_in_another_cell(
     kernel: Kernel,
 ) -> None:

@@ -540,3 +540,61 @@ async def test_show_attaches_no_widget_input_when_the_request_has_its_own():
     assert tool_entry["approval"]["status"] == "approved"
     refused = await page.approve(tool_entry["approval"]["id"])
     assert refused["ok"] is False
+
+
+async def test_interrupting_the_cell_that_awaits_the_handle_stops_the_run():
+    tool = refund_tool()
+    handle = runner.show(refund_agent(refund_model(), tool).prompt("Refund A-1"))
+    page = Page(handle.widget)
+    await page.sync()
+
+    entered = asyncio.Event()
+
+    async def cell_body():
+        entered.set()
+        return await handle  # `await handle` in a cell; Kernel > Interrupt cancels this task
+
+    awaiting = asyncio.ensure_future(cell_body())
+    entry = await pending_approval(page)
+    await entered.wait()
+    awaiting.cancel()
+    with pytest.raises(PromptCancelledError, match="interrupted") as raised:
+        await awaiting
+    assert handle.done and handle.status == "cancelled"
+    assert raised.value.messages[-1].role == "tool"
+    page.pump()
+    assert page.state.by_id(entry["id"])["approval"]["status"] == "cancelled"
+    notice = page.state.entries[-1]["text"]
+    assert notice.startswith("Run cancelled: ") and "interrupted" in notice
+    assert tool.calls == []
+
+
+async def test_running_a_cell_again_stops_the_run_it_showed_before(cell):
+    cell.cell_id = "cell-a"
+    old = runner.show(refund_agent(refund_model()).prompt("Refund A-1"))
+    old_page = Page(old.widget)
+    await old_page.sync()
+    await pending_approval(old_page)
+    cell.msg_id, cell.cell_id = "cell-2", "cell-b"  # another cell shows another run
+    other = runner.show(refund_agent(refund_model()).prompt("Refund A-1"))
+    other_page = Page(other.widget)
+    await other_page.sync()
+    await pending_approval(other_page)
+
+    cell.msg_id, cell.cell_id = "cell-3", "cell-a"
+    cell.run_again("cell-4")  # the first cell runs again
+    with pytest.raises(PromptCancelledError, match="was run again"):
+        await asyncio.wait_for(old.wait(), 10)
+    old_page.pump()
+    notice = old_page.state.entries[-1]["text"]
+    assert notice.startswith("Run cancelled: ") and "was run again" in notice
+    assert old_page.tools()[0]["approval"]["status"] == "cancelled"
+    again = runner.show(refund_agent(refund_model()).prompt("Refund A-1"))
+    again_page = Page(again.widget)
+    await again_page.sync()
+    await pending_approval(again_page)  # the run shown by this execution is left alone
+    assert other.status == "waiting" and again.status == "waiting"
+    other.cancel()
+    again.cancel()
+    await finished(other)
+    await finished(again)
