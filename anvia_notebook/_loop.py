@@ -85,7 +85,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         emit=run.emit,
         cancel_reason=lambda: state.cancel_reason or DEFAULT_CANCEL_REASON,
         interactions=run.interactions,
-        persist=run.persist,
+        persist=lambda durable: run.persist(durable=durable),
         resuming=run.resumed,
     )
     tools = [tool.definition() for tool in agent.tools.values()]
@@ -134,6 +134,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             )
             state.usage = state.usage + response.usage
             state.messages.append(response.to_message())
+            run.share_text(turn, state.messages[-1].content)
             state.calls.clear()
             run.persist()
             run.emit(TurnEndEvent(turn=turn, usage=response.usage))

@@ -108,7 +108,7 @@ class ToolExecutor:
         emit: Callable[[Any], None],
         cancel_reason: Callable[[], str],
         interactions: Interactions | None = None,
-        persist: Callable[[], None] | None = None,
+        persist: Callable[[bool], None] | None = None,
         resuming: bool = False,
     ) -> None:
         self.agent = agent
@@ -121,7 +121,7 @@ class ToolExecutor:
         self.emit = emit
         self.cancel_reason = cancel_reason
         self.interactions = interactions or Interactions(run_info.run_id)
-        self.persist = persist or (lambda: None)
+        self.persist = persist or (lambda durable: None)
         #: True while the first turn of a resumed run re-runs its interrupted tool calls.
         self.resuming = resuming
         #: Results for calls interrupted by a cancellation (by tool call id), this turn.
@@ -266,7 +266,8 @@ class ToolExecutor:
         result: str | None = None,
         is_error: bool = False,
     ) -> None:
-        """Record (and store at once) how far a call got: a resumed run never repeats it."""
+        """Record how far a call got: a resumed run never repeats it. ``started`` is stored
+        before the tool executes (with the conversation that asked for it)."""
         self.state.calls[call.id] = ToolCallProgress(
             tool_call_id=call.id,
             tool_name=call.name,
@@ -276,7 +277,7 @@ class ToolExecutor:
             result=result,
             is_error=is_error,
         )
-        self.persist()
+        self.persist(status == "started")
 
     def _resumed_result(self, call: ToolCall, turn: int, internal_id: str) -> ToolResultPart | None:
         """On resume: the stored result of a call that finished, the interrupted notice for one
@@ -426,6 +427,7 @@ class ToolExecutor:
             )
         request.approval_id = record.id
         self.state.approvals[record.id] = record
+        self.persist(True)  # the conversation that asked is stored before the interaction
         interaction = self.interactions.open(record, request)
         self.emit(ToolApprovalRequestEvent(approval=record.model_copy()))
         if self.approval_handler is not None:
@@ -527,6 +529,7 @@ class ToolExecutor:
             questions=questions,
             run=self.run_info,
         )
+        self.persist(True)  # the conversation that asked is stored before the interaction
         interaction = self.interactions.open(record, request)
         self.emit(ToolQuestionRequestEvent(question=record.model_copy()))
         try:

@@ -35,19 +35,8 @@ _MERGED_FIELD = {
 }
 #: Streamed text reaches the store at least this often (seconds).
 STORE_FLUSH_INTERVAL = 1.0
-#: Events after which the event log is written to the store at once.
-_CHECKPOINTS = frozenset(
-    (
-        "tool_approval_request",
-        "tool_approval_result",
-        "tool_question_request",
-        "tool_question_result",
-        "turn_end",
-        "final",
-        "cancelled",
-        "error",
-    )
-)
+#: Events that end a run: what the store holds is brought up to date at once.
+_RUN_ENDS = frozenset(("final", "cancelled", "error"))
 
 
 def _mergeable(last: Any, event: Any) -> bool:
@@ -90,6 +79,7 @@ class AgentRun:
         self._saved_upto = len(self._events)
         self._last_flush = time.monotonic()
         self._flush_timer: asyncio.TimerHandle | None = None
+        self._state_dirty = False
         self._subscribers: list[Subscriber] = []
         self._task: asyncio.Task[PromptResponse] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -154,6 +144,21 @@ class AgentRun:
             setattr(last, _MERGED_FIELD[last.type], joined)
             self._parts = [joined]
 
+    def share_text(self, turn: int, text: str) -> None:
+        """The turn's streamed text is now also the assistant message's ``text``: keep one
+        string for both (a finished run holds its text once in the log and the history)."""
+        with self._lock:
+            self._join_parts()
+            for event in reversed(self._events):
+                if event.type == "text_delta" and event.turn == turn:
+                    if event.delta == text:
+                        event.delta = text
+                        if self._parts and self._events[-1] is event:
+                            self._parts = [text]
+                    return
+                if event.type == "turn_start":
+                    return
+
     def emit(self, event: Any) -> None:
         with self._lock:
             last = self._events[-1] if self._events else None
@@ -177,14 +182,32 @@ class AgentRun:
     # -- the run store ---------------------------------------------------------------------------
 
     def _record(self, kind: str) -> None:
-        if kind in _CHECKPOINTS or time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL:
-            self.flush_events()
+        if kind in _RUN_ENDS:
+            self.checkpoint()
+        else:
+            self._schedule_checkpoint()
+
+    def _schedule_checkpoint(self) -> None:
+        """Write what changed within :data:`STORE_FLUSH_INTERVAL` (streamed text included)."""
+        if time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL:
+            self.checkpoint()
         elif self._flush_timer is None and self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closing
-                self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.flush_events)
+                self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.checkpoint)
 
-    def flush_events(self) -> None:
-        """Write the events not yet stored (the last merged one again if it grew)."""
+    def persist(self, *, durable: bool = False) -> None:
+        """The run's state changed. ``durable``: write it (and the events) to the store before
+        returning, as before a tool executes; otherwise within a second, in one write."""
+        if self.store is None:
+            return
+        self._state_dirty = True
+        if durable:
+            self.checkpoint()
+        else:
+            self._schedule_checkpoint()
+
+    def checkpoint(self) -> None:
+        """Write the changed state and the events not yet stored, in one transaction."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -205,20 +228,17 @@ class AgentRun:
                 if last is not None and last.type in _MERGED_FIELD
                 else len(self._events)
             )
+            state = self.state if self._state_dirty else None
+            self._state_dirty = False
+        if state is None and not rows:
+            return
         try:
-            store.save_events(self.run_id, rows)
+            store.save_run(self.run_id, state, rows)
         except Exception as error:
             self._store_failed(error)
 
-    def persist(self) -> None:
-        """Write the run's state to the store now (turn ends, tool progress, the end)."""
-        store = self.store
-        if store is None:
-            return
-        try:
-            store.save_state(self.state)
-        except Exception as error:
-            self._store_failed(error)
+    #: Kept for callers that flush only the event log.
+    flush_events = checkpoint
 
     def _store_failed(self, error: BaseException) -> None:
         from .store import store_failed

@@ -74,8 +74,12 @@ def question_view(record: QuestionRecord) -> dict[str, Any]:
     }
 
 
+#: Appended pieces are joined into one string once this many have accumulated.
+_JOIN_EVERY = 512
+
+
 class _Entry:
-    """One entry; appended fields are kept as pieces until read."""
+    """One entry; appended fields are kept as pieces until read (or until there are many)."""
 
     __slots__ = ("fields", "id", "kind", "parts")
 
@@ -91,6 +95,8 @@ class _Entry:
             self.parts[name] = [self.fields[name], text]
         else:
             pieces.append(text)
+            if len(pieces) >= _JOIN_EVERY:  # keep one string, not one object per delta
+                pieces[:] = ["".join(pieces)]
 
     def get(self, name: str) -> Any:
         pieces = self.parts.pop(name, None)
@@ -145,6 +151,8 @@ class Transcript:
         self._entries: list[_Entry] = []
         self._by_id: dict[str, _Entry] = {}
         self._counter = 0
+        #: Entries with appended pieces not yet joined.
+        self._growing: set[_Entry] = set()
         self.status: dict[str, Any] = _idle_status(agent_id)
         self._run = _RunView(agent_id=agent_id)
 
@@ -180,7 +188,15 @@ class Transcript:
         if not text:
             return
         entry.append(name, text)
+        self._growing.add(entry)
         self._emit({"op": "append", "id": entry.id, "field": name, "text": text})
+
+    def _compact(self) -> None:
+        """Join the pieces appended to entries into one string each (at turn ends)."""
+        for entry in self._growing:
+            for name in list(entry.parts):
+                entry.get(name)
+        self._growing.clear()
 
     def _patch(self, entry: _Entry, **changes: Any) -> None:
         changes = {k: v for k, v in changes.items() if entry.get(k) != v}
@@ -214,6 +230,7 @@ class Transcript:
         agent = self.status["agent_id"] if agent_id is None else agent_id
         self._entries.clear()
         self._by_id.clear()
+        self._growing.clear()
         self._run = _RunView(agent_id=agent)
         self.status = _idle_status(agent)
         self._emit({"op": "reset"})
@@ -297,6 +314,7 @@ class Transcript:
             self._patch(entry, tool_name=call.name, arguments=arguments)
 
     def _on_turn_end(self, event: Any) -> None:
+        self._compact()
         run = self._run
         run.input_tokens += event.usage.input_tokens
         run.output_tokens += event.usage.output_tokens
@@ -365,6 +383,7 @@ class Transcript:
         self._patch(entry, status=status, result=event.result, is_error=event.is_error)
 
     def _finish_unfinished(self) -> None:
+        self._compact()
         for entry_id in self._run.tools:
             entry = self._by_id.get(entry_id)
             if entry is None or entry.get("status") not in _UNFINISHED:

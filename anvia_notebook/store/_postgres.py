@@ -68,6 +68,10 @@ class PostgresBackend:
             self._connection().execute(f"NOTIFY {CHANNEL}")
         return [tuple(r) for r in rows]
 
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        with self._connection().cursor() as cursor:
+            cursor.executemany(sql, rows)
+
     @property
     def rowcount(self) -> int:
         return int(getattr(self._local, "rowcount", 0))

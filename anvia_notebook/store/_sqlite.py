@@ -69,6 +69,9 @@ class SQLiteBackend:
         self._local.rowcount = cursor.rowcount
         return rows
 
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self._connection().executemany(sql, rows)
+
     @property
     def rowcount(self) -> int:
         return int(getattr(self._local, "rowcount", 0))

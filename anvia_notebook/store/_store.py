@@ -508,18 +508,37 @@ class RunStore:
             (record.status, record.model_dump_json(), _now(), record.id),
         )
 
+    def save_run(
+        self, run_id: str, state: RunState | None, events: Sequence[tuple[int, str]]
+    ) -> None:
+        """Write the run's state (when given) and ``(seq, event JSON)`` rows in one transaction."""
+        with self._backend.transaction():
+            if state is not None:
+                self._q(
+                    "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
+                    (state.status, _state_json(state), _now(), run_id),
+                )
+            self._insert_events(run_id, events)
+        if state is not None and state.status not in ACTIVE:
+            self._disown(run_id)
+
+    def _insert_events(self, run_id: str, rows: Sequence[tuple[int, str]]) -> None:
+        if rows:
+            self._backend.executemany(
+                self._sql(
+                    "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run_id, seq) DO UPDATE SET event = excluded.event"
+                ),
+                [(run_id, seq, text) for seq, text in rows],
+            )
+
     def save_events(self, run_id: str, items: Iterable[tuple[int, str]]) -> None:
         """Insert or replace ``(seq, event JSON)`` rows of the run's event log."""
         rows = list(items)
         if not rows:
             return
         with self._backend.transaction():
-            for seq, text in rows:
-                self._q(
-                    "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?) "
-                    "ON CONFLICT (run_id, seq) DO UPDATE SET event = excluded.event",
-                    (run_id, seq, text),
-                )
+            self._insert_events(run_id, rows)
 
     # -- Studio sessions -------------------------------------------------------------------------
 
