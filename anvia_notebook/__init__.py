@@ -30,7 +30,7 @@ from .errors import (
     ToolApprovalRequiredError,
 )
 from .events import ApprovalRecord, QuestionRecord, RunEvent
-from .hooks import Hook, RunControl, ToolCallControl, create_hook
+from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
 from .human import (
     CallbackHumanInput,
     ConsoleHumanInput,
@@ -85,6 +85,7 @@ __all__ = [
     "RunControl",
     "ToolCallControl",
     "create_hook",
+    "compose_hooks",
     # questions
     "ask_question",
     "create_question_tool",

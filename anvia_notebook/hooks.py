@@ -30,6 +30,7 @@ __all__ = [
     "TurnEndHookEvent",
     "TurnStartHookEvent",
     "create_hook",
+    "compose_hooks",
     "call_hooks",
     "HOOK_CALLBACKS",
 ]
@@ -248,6 +249,112 @@ def create_hook(**callbacks: Callable[[Any], Any]) -> Hook:
         if not callable(callback):
             raise TypeError(f"Hook callback {key} must be callable.")
     return _CallbackHook(callbacks)
+
+
+#: Callbacks the runtime calls when the outcome is known already: a failing one is logged.
+_GUARDED = frozenset(("on_run_error", "on_completion_error", "on_tool_result", "on_tool_error"))
+
+
+class ComposedHook(Hook):
+    """Several hooks acting as one; see :func:`compose_hooks`."""
+
+    def __init__(self, hooks: Sequence[Hook]) -> None:
+        for hook in hooks:
+            if not isinstance(hook, Hook):
+                raise TypeError(f"compose_hooks() takes Hook objects, not {hook!r}")
+        self.hooks = tuple(hooks)
+
+    def __repr__(self) -> str:
+        return f"compose_hooks({', '.join(repr(h) for h in self.hooks)})"
+
+    async def _each(self, name: str, event: Any) -> HookAction | None:
+        for hook in self.hooks:
+            try:
+                action = await maybe_await(getattr(hook, name)(event))
+            except Exception as error:
+                if name not in _GUARDED or isinstance(error, PromptCancelledError):
+                    raise
+                logger.exception("%s hook %r failed", name, hook)
+                continue
+            if isinstance(action, HookAction) and action.type == "cancel":
+                return action
+        return None
+
+    async def on_tool_call(self, event: ToolCallHookEvent) -> Any:
+        for hook in self.hooks:
+            value = await maybe_await(hook.on_tool_call(event))
+            if value is None or (isinstance(value, ToolCallDecision) and value.type == "run"):
+                continue
+            return value  # the first decision other than run() wins, as in Anvia
+        return None
+
+    async def on_run_start(self, event: RunStartEvent) -> Any:
+        return await self._each("on_run_start", event)
+
+    async def on_run_end(self, event: RunEndEvent) -> Any:
+        return await self._each("on_run_end", event)
+
+    async def on_run_error(self, event: RunErrorEvent) -> Any:
+        return await self._each("on_run_error", event)
+
+    async def on_turn_start(self, event: TurnStartHookEvent) -> Any:
+        return await self._each("on_turn_start", event)
+
+    async def on_turn_end(self, event: TurnEndHookEvent) -> Any:
+        return await self._each("on_turn_end", event)
+
+    async def on_completion_call(self, event: CompletionCallEvent) -> Any:
+        return await self._each("on_completion_call", event)
+
+    async def on_completion_response(self, event: CompletionResponseEvent) -> Any:
+        return await self._each("on_completion_response", event)
+
+    async def on_completion_error(self, event: CompletionErrorEvent) -> Any:
+        return await self._each("on_completion_error", event)
+
+    async def on_tool_result(self, event: ToolResultHookEvent) -> Any:
+        return await self._each("on_tool_result", event)
+
+    async def on_tool_error(self, event: ToolErrorEvent) -> Any:
+        return await self._each("on_tool_error", event)
+
+
+def compose_hooks(*hooks: Hook) -> Hook:
+    """One hook that calls each of ``hooks`` in order, with the rule ``AgentBuilder.hook()``
+    applies to several hooks: for ``on_tool_call`` the first decision other than ``run()``
+    wins (the later hooks are not asked); for the other callbacks every hook runs, and the
+    first ``run.cancel(...)`` ends the run.
+
+    Use it with ``PromptRequest.with_hook`` (which replaces the agent's hooks for one run) to
+    keep an approval hook: ``.with_hook(compose_hooks(approval_hook, audit))``.
+    """
+    return ComposedHook(hooks)
+
+
+def _parts(hook: Hook) -> list[Hook]:
+    if isinstance(hook, ComposedHook):
+        return [part for inner in hook.hooks for part in _parts(inner)]
+    return [hook]
+
+
+def decides_tool_calls(hook: Hook) -> bool:
+    """Whether ``hook`` has an ``on_tool_call`` (so it can skip, cancel or request approval)."""
+    return any(
+        "on_tool_call" in getattr(part, "__dict__", {})
+        or type(part).on_tool_call is not Hook.on_tool_call
+        for part in _parts(hook)
+    )
+
+
+def dropped_tool_call_hooks(current: Sequence[Hook], replacement: Sequence[Hook]) -> list[Hook]:
+    """The hooks of ``current`` with an ``on_tool_call`` that ``replacement`` does not include."""
+    kept = {id(part) for hook in replacement for part in _parts(hook)}
+    return [
+        part
+        for hook in current
+        for part in _parts(hook)
+        if id(part) not in kept and decides_tool_calls(part)
+    ]
 
 
 async def call_hooks(

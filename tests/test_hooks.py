@@ -10,6 +10,7 @@ from anvia_notebook import (
     Hook,
     PromptCancelledError,
     ToolApprovalRequiredError,
+    compose_hooks,
     create_hook,
 )
 from anvia_notebook.hooks import HOOK_CALLBACKS
@@ -242,6 +243,81 @@ def test_with_hook_replaces_the_agent_hooks_for_one_run():
     ).send_sync()
     agent.prompt("y").send_sync()
     assert log == ["request", "agent"]
+
+
+def approval_agent(model, add, seen):
+    """An agent whose own hook asks for approval of every add call; approvals recorded."""
+    approval_hook = create_hook(on_tool_call=lambda e: e.tool.request_approval(reason="check"))
+
+    def handler(request):
+        seen.append(request.reason)
+        return False
+
+    return (
+        AgentBuilder("a", model).tool(add).hook(approval_hook).approvals(handler).build(),
+        approval_hook,
+    )
+
+
+def test_add_hook_adds_a_hook_for_one_run_and_keeps_the_agent_approval_hook():
+    log, seen = [], []
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent, _ = approval_agent(model, add, seen)
+    audit = create_hook(on_tool_result=lambda e: log.append(f"audit:{e.result}"))
+    agent.prompt("go").add_hook(audit).send_sync()
+    assert seen == ["check"]  # the agent's approval hook still ran
+    assert add.calls == []
+    assert log == ["audit:Tool approval was rejected."]
+    assert len(agent.hooks) == 1  # the agent itself is unchanged
+
+
+def test_with_hook_warns_when_it_drops_an_agent_approval_hook():
+    seen = []
+    add = make_add_tool()
+    agent, _ = approval_agent(QueueModel([call("add", {"x": 1, "y": 2}), "ok"]), add, seen)
+    audit = create_hook(on_tool_result=lambda e: None)
+    with pytest.warns(UserWarning, match=r"create_hook\(on_tool_call\)") as caught:
+        agent.prompt("go").with_hook(audit).send_sync()
+    assert "add_hook()" in str(caught[0].message)
+    assert caught[0].filename == __file__  # it points at the caller's line
+    assert seen == [] and add.calls == [(1, 2)]  # what the warning is about: no approval
+
+
+def test_compose_hooks_keeps_both_and_with_hook_does_not_warn_then(recwarn):
+    log, seen = [], []
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent, approval_hook = approval_agent(model, add, seen)
+    audit = create_hook(
+        on_tool_call=lambda e: log.append("audit:call") or e.tool.run(),
+        on_tool_result=lambda e: log.append(f"audit:{e.result}"),
+    )
+    agent.prompt("go").with_hook(compose_hooks(approval_hook, audit)).send_sync()
+    assert [w for w in recwarn if issubclass(w.category, UserWarning)] == []
+    assert seen == ["check"] and add.calls == []
+    # first decision other than run() wins: the audit's on_tool_call was not asked
+    assert log == ["audit:Tool approval was rejected."]
+
+
+async def test_compose_hooks_calls_each_in_order_sync_and_async():
+    log: list[str] = []
+    a, b = Recorder(log, "a"), Recorder(log, "b")
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "3"])
+    agent = AgentBuilder("x", model).tool(make_add_tool()).build()
+    await agent.prompt("sum").with_hook(compose_hooks(a, b)).send()
+    assert [line for line in log if line.startswith("a:")] == [
+        line.replace("b:", "a:", 1) for line in log if line.startswith("b:")
+    ]
+    assert log[:2] == ["a:run_start:sum:20", "b:run_start:sum:20"]
+    assert log.index('a:tool_call:add:{"x": 1, "y": 2}') + 1 == log.index(
+        'b:tool_call:add:{"x": 1, "y": 2}'
+    )
+    cancel_first = create_hook(on_turn_start=lambda e: e.run.cancel("stop here"))
+    never = create_hook(on_turn_start=lambda e: log.append("never"))
+    with pytest.raises(PromptCancelledError, match="stop here"):
+        await agent.prompt("go").with_hook(compose_hooks(cancel_first, never)).send()
+    assert "never" not in log
 
 
 def test_a_failing_run_error_hook_does_not_mask_the_error():

@@ -32,7 +32,11 @@ def test_there_are_eight_tutorials():
 EXPECTED = {
     "01_quickstart.ipynb": ["Order **A1001** is *shipped*", "looking up A1001"],
     "02_tool_approval.ipynb": ["refund `rf_a1001` was issued", "Refunds over $10 need a manager."],
-    "03_hook_approval.ipynb": ["Order A1002 is cancelled.", "call cancel_order"],
+    "03_hook_approval.ipynb": [
+        "Order A1002 is cancelled.",
+        "call cancel_order",
+        "approvals in the audited run: ['approved']",  # composing kept the approval hook
+    ],
     "04_ask_question.ipynb": ["Escalation `esc_t-42` is ready", '"questionId": "priority"'],
     "05_stop_and_timeouts.ipynb": ["cancelled: Changed my mind.", "timed out after 1 s"],
     "06_human_input_outside.ipynb": [

@@ -16,6 +16,7 @@ SPEC_NAMES = [
     "tool",
     "ToolApproval",
     "create_hook",
+    "compose_hooks",
     "Hook",
     "AgentBuilder",
     "ask_question",
