@@ -1,16 +1,88 @@
 #!/usr/bin/env bash
-# Install anvia_notebook (and JupyterLab) into the current Python, then open the quickstart
-# tutorial in JupyterLab on 127.0.0.1. Works offline with the scripted demo model.
+# Install anvia_notebook (and JupyterLab), then open the quickstart tutorial,
+# notebooks/01_quickstart.ipynb, in JupyterLab on 127.0.0.1. Works offline with the scripted demo
+# model.
+#
+# - Python 3.10 or newer: `python`, else `python3`.
+# - Inside a virtual environment (an activated venv, a conda environment) it installs there.
+#   Otherwise it creates `.venv` in the repository (once) and installs into it: Debian and Ubuntu
+#   mark their system Python "externally managed", so pip refuses to install into it.
+# - Node.js 20.19 or newer with npm builds the widget bundle (vite 8, vitest 4.1 and jsdom 29,
+#   installed with it, need 20.19+); not needed when anvia_notebook/static/widget.js exists.
+#
+# Usage: bash scripts/quickstart.sh [--check] [jupyter lab options...]
+#   --check (or QUICKSTART_DRY_RUN=1): print the commands it would run and change nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v npm >/dev/null 2>&1; then
-  echo "npm is needed to build the widget bundle: install Node.js 18 or newer first." >&2
+dry_run=0
+case "${QUICKSTART_DRY_RUN:-}" in 1 | true | yes) dry_run=1 ;; esac
+if [ "${1:-}" = "--check" ]; then
+  dry_run=1
+  shift
+fi
+
+fail() {
+  echo "quickstart: $*" >&2
   exit 1
+}
+
+run() {
+  echo "+ $*"
+  if [ "$dry_run" -eq 0 ]; then
+    "$@"
+  fi
+}
+
+# -- Python ----------------------------------------------------------------------------------
+python=""
+for candidate in python python3; do
+  if command -v "$candidate" >/dev/null 2>&1 &&
+    "$candidate" -c 'import sys; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1; then
+    python=$candidate
+    break
+  fi
+done
+[ -n "$python" ] || fail "Python 3.10 or newer is needed (as python or python3); install it first."
+
+in_env=$("$python" -c 'import sys; print(int(sys.prefix != sys.base_prefix))')
+if [ "$in_env" = 0 ] && [ -z "${CONDA_PREFIX:-}" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    echo "Not in a virtual environment: creating .venv in the repository and installing there."
+    run "$python" -m venv .venv ||
+      fail "could not create .venv; on Debian or Ubuntu install the venv module first:" \
+        "sudo apt install python3-venv"
+  else
+    echo "Not in a virtual environment: installing into the repository's .venv."
+  fi
+  python=.venv/bin/python
 fi
-python -m pip install -q -e . jupyterlab
-extra=()
+
+# -- Node.js (builds the widget bundle) --------------------------------------------------------
+if [ ! -f anvia_notebook/static/widget.js ]; then
+  need="Node.js 20.19 or newer with npm is needed to build the widget bundle"
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || fail "$need."
+  version=$(node --version)
+  version=${version#v}
+  major=${version%%.*}
+  minor=${version#*.}
+  minor=${minor%%.*}
+  if [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 19 ]; }; then
+    fail "$need; this one is $version."
+  fi
+fi
+
+# -- install and start -------------------------------------------------------------------------
+run "$python" -m pip install -q -e . jupyterlab
+
+page=/lab/tree/notebooks/01_quickstart.ipynb
+args=(-m jupyter lab --ip=127.0.0.1 "--LabApp.default_url=$page")
 if [ "$(id -u)" -eq 0 ]; then
-  extra+=(--allow-root)  # Jupyter refuses to run as root without it (containers, CI boxes)
+  args+=(--allow-root) # Jupyter refuses to run as root without it (containers, CI boxes)
 fi
-exec python -m jupyter lab --ip=127.0.0.1 "${extra[@]}" notebooks/01_quickstart.ipynb "$@"
+echo "JupyterLab opens http://127.0.0.1:PORT$page (the port and token are printed below)."
+echo "+ $python ${args[*]} $*"
+if [ "$dry_run" -eq 1 ]; then
+  exit 0
+fi
+exec "$python" "${args[@]}" "$@"

@@ -1,0 +1,104 @@
+"""scripts/quickstart.sh: valid bash; on a Python with only ``python3`` and outside a virtual
+environment it plans to create and use ``.venv`` and opens the quickstart notebook (dry run)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "scripts" / "quickstart.sh"
+PAGE = "/lab/tree/notebooks/01_quickstart.ipynb"
+
+
+def fake_bin(tmp_path: pathlib.Path, python: str | None, node_version: str = "v20.19.0"):
+    """A PATH with the few tools the script uses, a ``python3`` and no ``python``."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("dirname", "id"):
+        found = shutil.which(tool)
+        assert found, tool
+        (bin_dir / tool).symlink_to(found)
+    if python is not None:
+        (bin_dir / "python3").symlink_to(python)
+    for tool, output in (("node", node_version), ("npm", "10.0.0")):
+        script = bin_dir / tool
+        script.write_text(f"#!/bin/sh\necho {output}\n")
+        script.chmod(0o755)
+    return bin_dir
+
+
+def quickstart(
+    path: pathlib.Path, *args: str, script: pathlib.Path = SCRIPT, **env: str
+) -> subprocess.CompletedProcess[str]:
+    environ = {"PATH": str(path), "HOME": os.environ.get("HOME", "/tmp"), **env}
+    return subprocess.run(
+        ["/bin/bash", str(script), *args],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_the_script_is_valid_bash():
+    subprocess.run(["bash", "-n", str(SCRIPT)], check=True)
+
+
+@pytest.mark.parametrize("how", [["--check"], []])
+def test_with_only_python3_outside_a_venv_it_plans_a_repo_venv_and_the_quickstart_page(
+    tmp_path, how
+):
+    had_venv = (ROOT / ".venv").exists()
+    outside = getattr(sys, "_base_executable", sys.executable)  # not a venv's python
+    env = {} if how else {"QUICKSTART_DRY_RUN": "1"}
+    result = quickstart(fake_bin(tmp_path, outside), *how, "--no-browser", **env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    if not had_venv:
+        assert "+ python3 -m venv .venv" in lines
+    assert "+ .venv/bin/python -m pip install -q -e . jupyterlab" in lines
+    launch = [line for line in lines if "jupyter lab" in line]
+    assert launch[-1].startswith("+ .venv/bin/python -m jupyter lab --ip=127.0.0.1 ")
+    assert f"--LabApp.default_url={PAGE}" in launch[-1]
+    assert launch[-1].endswith("--no-browser")
+    assert f"http://127.0.0.1:PORT{PAGE}" in result.stdout
+    assert (ROOT / ".venv").exists() == had_venv  # a dry run changes nothing
+
+
+def test_inside_a_virtual_environment_it_installs_there(tmp_path):
+    venv = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    bin_dir = fake_bin(tmp_path, None)
+    result = quickstart(pathlib.Path(f"{venv / 'bin'}{os.pathsep}{bin_dir}"), "--check")
+    assert result.returncode == 0, result.stderr
+    assert "-m venv" not in result.stdout
+    assert "+ python -m pip install -q -e . jupyterlab" in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("node", "ok"), [("v18.20.0", False), ("v20.18.1", False), ("v22.1.0", True)]
+)
+def test_node_is_checked_against_the_version_the_readme_names(tmp_path, node, ok):
+    """In a checkout whose widget bundle is not built yet (a copy of the script in a bare tree)."""
+    clone = tmp_path / "clone"
+    (clone / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, clone / "scripts" / "quickstart.sh")
+    bin_dir = fake_bin(tmp_path, sys.executable, node_version=node)
+    result = quickstart(bin_dir, "--check", script=clone / "scripts" / "quickstart.sh")
+    assert (result.returncode == 0) is ok, result.stderr
+    if not ok:
+        assert "Node.js 20.19 or newer with npm is needed" in result.stderr
+        assert node[1:] in result.stderr
+    assert "Node.js 20.19 or newer" in (ROOT / "README.md").read_text()
+
+
+def test_without_any_python_it_says_what_is_missing(tmp_path):
+    result = quickstart(fake_bin(tmp_path, None), "--check")
+    assert result.returncode == 1
+    assert "Python 3.10 or newer is needed" in result.stderr
