@@ -5,13 +5,15 @@ the function returns. On the event loop's shared default executor such a call ke
 busy, so a handful of stopped calls make every later sync tool (and anything else using
 ``asyncio.to_thread``) wait. This executor gives sync tools their own threads instead: at most
 ``max_workers`` *live* calls run at once (more wait their turn), and a call its caller
-abandoned stops counting against that bound while its thread finishes on its own.
+abandoned stops counting against that bound while its thread finishes on its own; the next call
+gets another thread.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import queue
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -35,22 +37,27 @@ class SyncJob:
 
 
 class SyncToolExecutor:
-    """Runs sync tool calls on their own threads, at most ``max_workers`` live calls at once.
+    """Runs sync tool calls on worker threads, at most ``max_workers`` live calls at once.
 
     ``max_workers`` defaults to the size of asyncio's default executor (``min(32, cpus + 4)``).
-    Threads are daemons started per call (a call costs far more than a thread start), so a call
-    abandoned by a stopped run never holds a slot that a new call needs.
+    Idle threads are reused (and end after ``idle_timeout`` seconds); a call whose caller gave up
+    keeps its thread busy, so the next call gets another thread: an abandoned call never holds a
+    slot that a new call needs. Threads are daemons.
     """
 
-    def __init__(self, max_workers: int | None = None) -> None:
+    def __init__(self, max_workers: int | None = None, idle_timeout: float = 60.0) -> None:
         if max_workers is None:
             max_workers = min(32, (os.cpu_count() or 1) + 4)
         if max_workers < 1:
             raise ValueError("max_workers must be at least 1")
         self.max_workers = max_workers
+        self.idle_timeout = idle_timeout
         self._lock = threading.Lock()
-        self._waiting: deque[SyncJob] = deque()
+        self._waiting: deque[SyncJob] = deque()  # submitted, over the bound for now
+        self._ready: queue.SimpleQueue[SyncJob] = queue.SimpleQueue()  # for idle threads
         self._live = 0
+        #: Threads waiting for a job that no job has been handed to yet.
+        self._idle = 0
 
     @property
     def live(self) -> int:
@@ -95,10 +102,35 @@ class SyncToolExecutor:
                 continue  # cancelled while it waited
             self._live += 1
             job.counted = True
-            thread = threading.Thread(
-                target=self._run, args=(job,), name=f"anvia-sync-tool-{next(_names)}", daemon=True
-            )
-            thread.start()
+            if self._idle > 0:
+                self._idle -= 1  # that idle thread's turn: it takes the job from the queue
+                self._ready.put(job)
+            else:
+                thread = threading.Thread(
+                    target=self._work,
+                    args=(job,),
+                    name=f"anvia-sync-tool-{next(_names)}",
+                    daemon=True,
+                )
+                thread.start()
+
+    def _work(self, job: SyncJob | None) -> None:
+        while job is not None:
+            self._run(job)
+            job = self._next_job()
+
+    def _next_job(self) -> SyncJob | None:
+        """Wait for the next job, or None when idle for ``idle_timeout`` (the thread ends)."""
+        with self._lock:
+            self._idle += 1
+        try:
+            return self._ready.get(timeout=self.idle_timeout)
+        except queue.Empty:
+            with self._lock:
+                if self._idle > 0:  # nobody handed this thread a job: it may end
+                    self._idle -= 1
+                    return None
+            return self._ready.get()  # a job was handed over just now: take it
 
     def _run(self, job: SyncJob) -> None:
         try:
