@@ -80,6 +80,8 @@ class AgentRun:
         self._last_flush = time.monotonic()
         self._flush_timer: asyncio.TimerHandle | None = None
         self._state_dirty = False
+        #: Messages already in the store (they are appended, never changed).
+        self._saved_messages = len(state.messages)
         self._subscribers: list[Subscriber] = []
         self._task: asyncio.Task[PromptResponse] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -230,10 +232,13 @@ class AgentRun:
             )
             state = self.state if self._state_dirty else None
             self._state_dirty = False
+            messages_from = self._saved_messages
+            if state is not None:
+                self._saved_messages = len(state.messages)
         if state is None and not rows:
             return
         try:
-            store.save_run(self.run_id, state, rows)
+            store.save_run(self.run_id, state, rows, messages_from)
         except Exception as error:
             self._store_failed(error)
 

@@ -44,6 +44,12 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
                 updated_at TEXT NOT NULL
             )""",
             "CREATE INDEX interactions_by_run ON interactions (run_id, status)",
+            """CREATE TABLE messages (
+                run_id TEXT NOT NULL,
+                idx INTEGER NOT NULL,
+                message TEXT NOT NULL,
+                PRIMARY KEY (run_id, idx)
+            )""",
             """CREATE TABLE events (
                 run_id TEXT NOT NULL,
                 seq INTEGER NOT NULL,

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
+from ..messages import Message
 from ..question_types import Answer, describe_validation_error
 from ..run_state import RunState
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
@@ -204,19 +205,31 @@ class RunStore:
     # -- reading ---------------------------------------------------------------------------------
 
     def runs(
-        self, status: str | None = None, agent_id: str | None = None, limit: int = 50
+        self,
+        status: str | None = None,
+        agent_id: str | None = None,
+        limit: int = 50,
+        *,
+        session_id: str | None = None,
     ) -> RunList:
-        """Runs, newest first; ``interrupted`` when the process that ran it is gone."""
+        """Runs, newest first; ``interrupted`` when the process that ran it is gone.
+        ``session_id``: only the runs of that session (e.g. a Studio conversation)."""
         sql = (
             "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
             "r.updated_at, r.owner_host, r.owner_pid, r.owner_started, r.heartbeat_at, "
             "(SELECT COUNT(*) FROM interactions i WHERE i.run_id = r.run_id "
             "AND i.status = 'pending') FROM runs r"
         )
+        where: list[str] = []
         params: list[Any] = []
         if agent_id is not None:
-            sql += " WHERE r.agent_id = ?"
+            where.append("r.agent_id = ?")
             params.append(agent_id)
+        if session_id is not None:
+            where.append("r.session_id = ?")
+            params.append(session_id)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.created_at DESC, r.run_id DESC"
         out = RunList()
         for row in self._q(sql, params):
@@ -264,6 +277,12 @@ class RunStore:
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         state = RunState.model_validate_json(rows[0][0])
+        state.messages = [
+            Message.model_validate_json(text)
+            for (text,) in self._q(
+                "SELECT message FROM messages WHERE run_id = ? ORDER BY idx", (run_id,)
+            )
+        ]
         for record in self.interactions(run_id):
             if isinstance(record, ApprovalRecord):
                 state.approvals[record.id] = record
@@ -435,6 +454,7 @@ class RunStore:
                 _state_json(state),
             ),
         )
+        self._insert_messages(state.run_id, 0, state.messages)
         self._own(state.run_id)
 
     def claim_run(self, run_id: str) -> RunState:
@@ -484,12 +504,8 @@ class RunStore:
         self._disown(run_id)
 
     def save_state(self, state: RunState) -> None:
-        self._q(
-            "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
-            (state.status, _state_json(state), _now(), state.run_id),
-        )
-        if state.status not in ACTIVE:
-            self._disown(state.run_id)
+        """Write the whole state (every message again); runs use :meth:`save_run`."""
+        self.save_run(state.run_id, state, ())
 
     def open_interaction(self, record: Record) -> None:
         """Record a new pending approval or question (or reopen one on resume)."""
@@ -509,18 +525,34 @@ class RunStore:
         )
 
     def save_run(
-        self, run_id: str, state: RunState | None, events: Sequence[tuple[int, str]]
+        self,
+        run_id: str,
+        state: RunState | None,
+        events: Sequence[tuple[int, str]],
+        messages_from: int = 0,
     ) -> None:
-        """Write the run's state (when given) and ``(seq, event JSON)`` rows in one transaction."""
+        """Write the run's state (when given: its messages from index ``messages_from`` on,
+        the earlier ones are stored already) and ``(seq, event JSON)`` rows in one transaction."""
         with self._backend.transaction():
             if state is not None:
                 self._q(
                     "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
                     (state.status, _state_json(state), _now(), run_id),
                 )
+                self._insert_messages(run_id, messages_from, state.messages[messages_from:])
             self._insert_events(run_id, events)
         if state is not None and state.status not in ACTIVE:
             self._disown(run_id)
+
+    def _insert_messages(self, run_id: str, start: int, messages: Sequence[Message]) -> None:
+        if messages:
+            self._backend.executemany(
+                self._sql(
+                    "INSERT INTO messages (run_id, idx, message) VALUES (?, ?, ?) "
+                    "ON CONFLICT (run_id, idx) DO UPDATE SET message = excluded.message"
+                ),
+                [(run_id, start + i, m.model_dump_json()) for i, m in enumerate(messages)],
+            )
 
     def _insert_events(self, run_id: str, rows: Sequence[tuple[int, str]]) -> None:
         if rows:
@@ -556,6 +588,7 @@ class RunStore:
         )
 
     def sessions(self, agent_id: str | None = None, limit: int = 50) -> list[StudioSession]:
+        """Stored Studio conversations (of one agent, or of every agent), newest first."""
         sql = (
             "SELECT session_id, agent_id, title, messages, created_at, updated_at "
             "FROM studio_sessions"
@@ -565,17 +598,16 @@ class RunStore:
             sql += " WHERE agent_id = ?"
             params = (agent_id,)
         rows = self._q(sql + " ORDER BY updated_at DESC LIMIT ?", (*params, limit))
-        return [
-            StudioSession(
-                session_id=r[0],
-                agent_id=r[1],
-                title=r[2],
-                messages=json.loads(r[3]),
-                created_at=datetime.fromisoformat(r[4]),
-                updated_at=datetime.fromisoformat(r[5]),
-            )
-            for r in rows
-        ]
+        return [_studio_session(r) for r in rows]
+
+    def session(self, session_id: str) -> StudioSession | None:
+        """One stored Studio conversation, or None when there is none with that id."""
+        rows = self._q(
+            "SELECT session_id, agent_id, title, messages, created_at, updated_at "
+            "FROM studio_sessions WHERE session_id = ?",
+            (session_id,),
+        )
+        return _studio_session(rows[0]) if rows else None
 
     # -- watching for decisions from elsewhere, heartbeats ---------------------------------------
 
@@ -674,8 +706,20 @@ class RunStore:
             self._deliver(watched)
 
 
+def _studio_session(row: Sequence[Any]) -> StudioSession:
+    return StudioSession(
+        session_id=row[0],
+        agent_id=row[1],
+        title=row[2],
+        messages=json.loads(row[3]),
+        created_at=datetime.fromisoformat(row[4]),
+        updated_at=datetime.fromisoformat(row[5]),
+    )
+
+
 def _state_json(state: RunState) -> str:
-    return state.model_dump_json(exclude={"approvals", "questions"})
+    """The state without what has tables of its own (messages, approvals, questions)."""
+    return state.model_dump_json(exclude={"approvals", "questions", "messages"})
 
 
 def _record(kind: str, text: str) -> Record:

@@ -41,7 +41,13 @@ def wait_for(condition, what, timeout=60.0):
 def printed(kernel: Kernel, code: str) -> str:
     cell = kernel.execute(code)
     kernel.reply(cell)
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "@@" in m["content"]["text"])
+    kernel.wait(
+        lambda m: (
+            m["msg_type"] == "stream"
+            and m["parent_header"].get("msg_id") == cell
+            and "@@" in m["content"]["text"]
+        )
+    )
     return kernel.stdout(cell).split("@@", 1)[1].strip()
 
 
