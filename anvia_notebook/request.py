@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import warnings
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -11,7 +12,7 @@ from ._util import new_id
 from .approvals import ApprovalHandler
 from .errors import RequestAlreadyUsedError, RunStoreError
 from .events import RunEvent
-from .hooks import Hook
+from .hooks import Hook, dropped_tool_call_hooks
 from .messages import Message
 from .retry import CompletionRetries, RetryContext
 from .run import AgentRun
@@ -45,6 +46,7 @@ class PromptRequest:
             self.prompt_message, self.history = messages[-1], messages[:-1]
         self.max_turn_count = agent.default_max_turns
         self._hooks: tuple[Hook, ...] | None = None
+        self._extra_hooks: tuple[Hook, ...] = ()
         self._approvals: ApprovalHandler | None = None
         self._human_input: HumanInput | None = None
         self.tool_concurrency = 1
@@ -92,8 +94,31 @@ class PromptRequest:
         return self
 
     def with_hook(self, hook: Hook) -> PromptRequest:
-        """Use ``hook`` instead of the agent's hooks for this run (call again to add more)."""
+        """Use ``hook`` instead of the agent's hooks for this run (call again to add more).
+
+        As in Anvia this replaces the agent's hooks, approval hooks included: a ``UserWarning``
+        names an agent hook with an ``on_tool_call`` that is dropped this way. To keep it, use
+        :meth:`add_hook` or ``with_hook(compose_hooks(agent_hook, hook))``.
+        """
+        if self._hooks is None:
+            dropped = dropped_tool_call_hooks(self.agent.hooks, (hook, *self._extra_hooks))
+            if dropped:
+                names = ", ".join(repr(h) for h in dropped)
+                warnings.warn(
+                    f"with_hook() replaces the agent's hooks for this run, so {names} (an "
+                    "on_tool_call hook that can skip calls or request approvals) will not run. "
+                    "Use add_hook() to add a hook on top of the agent's, or "
+                    "with_hook(compose_hooks(...)) to choose every hook explicitly.",
+                    UserWarning,
+                    stacklevel=2,
+                )
         self._hooks = (*(self._hooks or ()), hook)
+        return self
+
+    def add_hook(self, hook: Hook) -> PromptRequest:
+        """Add ``hook`` for this run after the agent's hooks (or after those ``with_hook`` set);
+        the agent's hooks, approval hooks included, still run first."""
+        self._extra_hooks = (*self._extra_hooks, hook)
         return self
 
     def approvals(self, handler: ApprovalHandler) -> PromptRequest:
@@ -138,7 +163,8 @@ class PromptRequest:
 
     @property
     def active_hooks(self) -> tuple[Hook, ...]:
-        return self._hooks if self._hooks is not None else self.agent.hooks
+        base = self._hooks if self._hooks is not None else self.agent.hooks
+        return (*base, *self._extra_hooks)
 
     @property
     def active_approval_handler(self) -> ApprovalHandler | None:
@@ -171,7 +197,13 @@ class PromptRequest:
                     store_failed(store, error)
             self._run = AgentRun(self, state, store=store, events=events, resumed=True)
             return self._run
-        state = RunState(run_id=new_id("run"), agent_id=self.agent.id, session_id=self.session_id)
+        state = RunState(
+            run_id=new_id("run"),
+            agent_id=self.agent.id,
+            session_id=self.session_id,
+            messages=[*self.history, self.prompt_message],
+            prompt_index=len(self.history),
+        )
         store = self._run_store()
         if store is not None:
             try:

@@ -79,7 +79,9 @@ def _script(request):
                 ]
             )
         return ModelResponse(
-            tool_calls=[ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})]
+            tool_calls=[
+                ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+            ]
         )
     result = last.tool_results[0]
     if result.tool_name == "ask_question":
@@ -123,3 +125,45 @@ def run(kind: str, prompt: str = "send 5 to a1") -> None:
         print(f"error: {error!r}", file=sys.stderr, flush=True)
         raise
     print(f"output: {response.output}", flush=True)
+
+
+class StepInput(BaseModel):
+    step: int
+
+
+def _record_step(args: StepInput, ctx: object) -> str:
+    with effects_file().open("a") as out:
+        out.write(f"{ctx.run.run_id} {ctx.tool_call_id}\n")  # type: ignore[attr-defined]
+    time.sleep(0.05)  # a window in which the process may be killed mid-call
+    return f"step {args.step} done"
+
+
+def _three_steps(request):
+    done = sum(1 for m in request.messages if m.role == "tool")
+    if done < 3:
+        return ModelResponse(
+            tool_calls=[ToolCall(id=f"s{done}", name="step", arguments={"step": done})]
+        )
+    return ModelResponse(text="all steps handled")
+
+
+def stepper():
+    """Three protected calls in a row; every execution is logged with its run and call id."""
+    step = create_tool(
+        name="step",
+        description="Do one step.",
+        input=StepInput,
+        execute=_record_step,
+        approval=ToolApproval(reason="step"),
+    )
+    return (
+        AgentBuilder("stepper", FunctionModel(_three_steps))
+        .tools([step])
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run_stepper() -> None:
+    print("started", flush=True)
+    stepper().prompt("do the steps").send_sync()

@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import asyncio
+import contextlib
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import PromptCancelledError
 from . import _display
 from .session import TranscriptSession
 
 if TYPE_CHECKING:
-    from ..events import RunEvent
+    from ..events import ApprovalRecord, QuestionRecord, RunEvent
     from ..run import AgentRun
     from ..run_state import PromptResponse
     from .widget import AnviaWidget
 
-__all__ = ["RunHandle"]
+__all__ = ["AWAIT_CANCELLED_REASON", "RunHandle"]
+
+#: Why a run stops when the cell (or task) awaiting its handle is interrupted or cancelled.
+AWAIT_CANCELLED_REASON = "The cell awaiting this run was interrupted (Kernel > Interrupt)."
 
 
 class RunHandle:
@@ -58,11 +64,48 @@ class RunHandle:
         return self._run.result()
 
     async def wait(self) -> PromptResponse:
-        """Wait for the end; returns the response or raises the run's error."""
-        return await self._run.wait()
+        """Wait for the end; returns the response or raises the run's error.
+
+        Interrupting the cell that waits (Kernel > Interrupt during ``await handle``) or
+        cancelling the waiting task stops the run too, as ``send_sync()`` does, and raises
+        ``PromptCancelledError`` once the cancellation is recorded in the transcript.
+        """
+        try:
+            return await self._run.wait()
+        except asyncio.CancelledError:
+            if self._run.done:
+                raise
+            self._run.cancel(AWAIT_CANCELLED_REASON)
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await self._run.wait()  # a second interrupt stops only this wait
+            reason = self._run.state.cancel_reason or AWAIT_CANCELLED_REASON
+            raise PromptCancelledError(reason, list(self._run.state.messages)) from None
 
     def __await__(self) -> Generator[Any, None, PromptResponse]:
-        return self._run.wait().__await__()
+        return self.wait().__await__()
+
+    # -- pending approvals and questions ---------------------------------------------------------
+
+    @property
+    def pending(self) -> list[ApprovalRecord | QuestionRecord]:
+        """The approvals and questions waiting for a person now."""
+        return self._run.interactions.pending
+
+    def approve(
+        self, approval_id: str, reason: str | None = None, args: dict[str, Any] | None = None
+    ) -> ApprovalRecord:
+        """Approve a pending approval, as the widget's Approve button does (``args`` replace the
+        call's arguments and are validated). A second decision raises ``DecisionRefusedError``."""
+        return self._run.interactions.decide(approval_id, approved=True, reason=reason, args=args)
+
+    def reject(self, approval_id: str, reason: str | None = None) -> ApprovalRecord:
+        """Reject a pending approval; the tool does not run."""
+        return self._run.interactions.decide(approval_id, approved=False, reason=reason)
+
+    def answer(self, question_id: str, answers: Sequence[Any]) -> QuestionRecord:
+        """Answer a pending question: one ``{"questionId", "answer", "choice"?, "custom"?}`` (or
+        :class:`~anvia_notebook.Answer`) per question."""
+        return self._run.interactions.answer(question_id, answers)
 
     @property
     def events(self) -> list[RunEvent]:
