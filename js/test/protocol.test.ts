@@ -15,7 +15,7 @@ const invalid = fixtureFiles(join(FIXTURES, "invalid"));
 const name = (p: string) => p.slice(FIXTURES.length);
 
 const KERNEL_TYPES = ["snapshot", "batch", "reply", "studio"];
-const PAGE_TYPES = ["sync", "approval_decision", "question_answers", "stop", "studio_send", "studio_new_session"];
+const PAGE_TYPES = ["sync", "approval_decision", "question_answers", "stop", "studio_send", "studio_new_session", "studio_open_session"];
 
 describe("protocol fixtures", () => {
   it("has fixtures", () => {

@@ -126,6 +126,72 @@ describe("studio", () => {
     expect(s.model.last("studio_new_session")).toEqual({ type: "studio_new_session", request_id: expect.any(String) });
   });
 
+  describe("earlier sessions", () => {
+    const withSessions = fixture("studio_with_sessions.json")[0] as Record<string, unknown>;
+    const earlier = withSessions.sessions as Array<{ id: string; title: string }>;
+    const picker = (root: HTMLElement) => root.querySelector(".anvia-sessions") as HTMLElement;
+    const sessionSelect = (root: HTMLElement) =>
+      root.querySelector('select[aria-label="Earlier sessions"]') as HTMLSelectElement;
+
+    it("are hidden when the kernel has none (or sends none)", () => {
+      const s = setup();
+      expect(picker(s.root).hidden).toBe(true);
+      s.model.kernel({ ...studioMsg, sessions: [] });
+      expect(picker(s.root).hidden).toBe(true);
+      expect(buttons(s.root).map((b) => b.textContent)).not.toContain("Open");
+    });
+
+    it("are listed newest first, as text, and the chosen one opens with Open", async () => {
+      const s = setup({ sessions: earlier });
+      expect(picker(s.root).hidden).toBe(false);
+      expect(picker(s.root).getAttribute("role")).toBe("group");
+      const options = [...sessionSelect(s.root).options];
+      expect(options.map((o) => o.value)).toEqual(earlier.map((e) => e.id));
+      // Several agents: each option names its agent; a title is text, never markup.
+      expect(options[0]?.textContent).toMatch(/^Escalate ticket 42 · Support escalation · ./);
+      expect(options[1]?.textContent).toContain("<b>Summarise</b> open tickets");
+      expect(sessionSelect(s.root).querySelector("b")).toBeNull();
+      sessionSelect(s.root).value = earlier[1]!.id;
+      byLabel(s.root, "Open").click();
+      expect(s.model.last("studio_open_session")).toEqual({
+        type: "studio_open_session",
+        request_id: expect.any(String),
+        session_id: earlier[1]!.id,
+      });
+      expect(byLabel(s.root, "Open").disabled).toBe(true); // while the kernel answers
+      s.model.reply("studio_open_session");
+      await tick();
+      expect(byLabel(s.root, "Open").disabled).toBe(false);
+    });
+
+    it("open with Enter on the picker, and follow the kernel's agent afterwards", async () => {
+      const s = setup({ sessions: earlier });
+      s.select().value = "refunds";
+      s.select().dispatchEvent(new Event("change"));
+      const ev = new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true });
+      sessionSelect(s.root).dispatchEvent(ev);
+      expect(ev.defaultPrevented).toBe(true);
+      expect(s.model.last("studio_open_session").session_id).toBe(earlier[0]!.id);
+      s.model.reply("studio_open_session");
+      await tick();
+      s.model.kernel({ ...studioMsg, selected: "support-escalation", sessions: earlier.slice(1) });
+      expect(s.select().value).toBe("support-escalation");
+      expect([...sessionSelect(s.root).options].map((o) => o.value)).toEqual([earlier[1]!.id]);
+    });
+
+    it("cannot be opened while a run is going, and show a refusal", async () => {
+      const s = setup({ sessions: earlier });
+      batch(s.model, { op: "status", status: status("running") });
+      expect(byLabel(s.root, "Open").disabled).toBe(true);
+      expect(sessionSelect(s.root).disabled).toBe(true);
+      batch(s.model, { op: "status", status: status("success") });
+      byLabel(s.root, "Open").click();
+      s.model.reply("studio_open_session", false, "Unknown session 'x'.");
+      await tick();
+      expect(s.root.querySelector(".anvia-composer .anvia-error-text")?.textContent).toBe("Unknown session 'x'.");
+    });
+  });
+
   it("has a single Stop, enabled while a run is going", () => {
     const s = setup();
     expect(byLabel(s.root, "Stop").disabled).toBe(true);

@@ -27,6 +27,7 @@ PAGE_TYPES = {
     "stop",
     "studio_send",
     "studio_new_session",
+    "studio_open_session",
 }
 VALID = sorted(FIXTURES.glob("*.json"))
 INVALID = sorted((FIXTURES / "invalid").glob("*.json"))

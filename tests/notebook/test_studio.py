@@ -24,7 +24,7 @@ async def idle(page: Page) -> None:
     await until(lambda: (page.pump(), page.studio and not page.studio["busy"])[1], what="idle")
 
 
-async def test_studio_sync_sends_snapshot_then_studio_state(outputs):
+async def test_studio_sync_sends_snapshot_then_studio_state(outputs, store_path):
     studio, _ = make_studio()
     studio.start()
     assert studio.widget.mode == "studio"
@@ -43,6 +43,7 @@ async def test_studio_sync_sends_snapshot_then_studio_state(outputs):
         "selected": "support",
         "quick_prompts": {"support": ["Where is my order?"]},
         "busy": False,
+        "sessions": [],
     }
 
 

@@ -1,0 +1,301 @@
+"""Stored Studio sessions: listed, opened again (history and transcript), kept per agent."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+
+import pytest
+from notebook_helpers import Page, pending_approval, refund_tool, sent, until
+
+from anvia_notebook import AgentBuilder, Studio, get_store
+from anvia_notebook.messages import Message
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
+from anvia_notebook.notebook.protocol import parse_outbound
+from anvia_notebook.notebook.studio import BUSY, session_title
+from anvia_notebook.store import RunStore
+
+
+def agents(*answers: str) -> tuple[list, QueueModel]:
+    model = QueueModel(list(answers))
+    support = AgentBuilder("support", model).name("Support").build()
+    other = AgentBuilder("other", QueueModel(["Other answer."])).build()
+    return [support, other], model
+
+
+async def idle(page: Page) -> None:
+    await until(lambda: (page.pump(), page.studio and not page.studio["busy"])[1], what="idle")
+
+
+async def say(page: Page, text: str, agent_id: str = "support") -> None:
+    reply = await page.request("studio_send", agent_id=agent_id, text=text)
+    assert reply["ok"], reply
+    await idle(page)
+
+
+def texts(page: Page) -> list[tuple[str, str]]:
+    page.pump()
+    return [(e["kind"], e.get("text", e.get("tool_name"))) for e in page.state.entries]
+
+
+async def test_a_session_is_stored_listed_and_continued_after_a_restart(store_path):
+    first, _ = agents("First answer.", "Second answer.")
+    studio = Studio(first)
+    page = Page(studio.widget)
+    await page.sync()
+    await say(page, "Where is my order?\nIt is late.")
+    await say(page, "Thanks, and then?")
+    await say(page, "Hello other", agent_id="other")
+    support_id = studio._session_ids["support"]
+    assert studio._session_ids["other"] != support_id  # each agent's conversation is a session
+
+    # As after a kernel restart: new agents, a new Studio, the same store.
+    again, model = agents("Third answer.")
+    restarted = Studio(again)
+    listed = restarted.sessions()
+    assert [(s.agent_id, s.title) for s in listed] == [
+        ("other", "Hello other"),
+        ("support", "Where is my order? It is late."),
+    ]
+    assert listed[1].session_id == support_id
+
+    page = Page(restarted.widget)
+    await page.sync()
+    assert page.state.entries == []
+    assert page.studio is not None
+    parse_outbound(page.studio)
+    assert [(s["id"], s["title"], s["agent_id"]) for s in page.studio["sessions"]] == [
+        (listed[0].session_id, "Hello other", "other"),
+        (support_id, "Where is my order? It is late.", "support"),
+    ]
+    assert all(s["updated_at"] for s in page.studio["sessions"])
+
+    reply = await page.request("studio_open_session", session_id=support_id)
+    assert reply["ok"], reply
+    page.pump()
+    assert texts(page) == [
+        ("user", "Where is my order?\nIt is late."),
+        ("assistant", "First answer."),
+        ("user", "Thanks, and then?"),
+        ("assistant", "Second answer."),
+    ]
+    assert page.state.status["state"] == "success"
+    assert page.studio["selected"] == "support"
+    # The open session is not offered again; the other one still is.
+    assert [s["id"] for s in page.studio["sessions"]] == [listed[0].session_id]
+    assert [m.content for m in restarted.history()] == [
+        "Where is my order?\nIt is late.",
+        "First answer.",
+        "Thanks, and then?",
+        "Second answer.",
+    ]
+
+    await say(page, "One more thing")
+    assert [m.content for m in model.requests[0].messages] == [
+        "Where is my order?\nIt is late.",
+        "First answer.",
+        "Thanks, and then?",
+        "Second answer.",
+        "One more thing",
+    ]
+    assert texts(page)[-2:] == [("user", "One more thing"), ("assistant", "Third answer.")]
+    assert page.state.transcript() == restarted.session.state()
+    for message in sent(restarted.widget):
+        parse_outbound(message)
+
+    # Continued under the same id: one stored session, the whole conversation, newest first.
+    store = get_store()
+    assert store is not None
+    stored = store.sessions(agent_id="support")
+    assert [s.session_id for s in stored] == [support_id]
+    assert len(stored[0].messages) == 6
+    assert restarted.sessions()[0].session_id == support_id
+    assert {r.session_id for r in store.runs(agent_id="support")} == {support_id}
+    assert len(store.runs(session_id=support_id)) == 3
+
+
+async def test_latest_and_open_session_in_python_then_new_session_starts_fresh(store_path):
+    first, _ = agents("First answer.", "Second answer.")
+    studio = Studio(first)
+    await studio.send("one")
+    await studio.send("two", agent_id="other")
+    other_id = studio._session_ids["other"]
+
+    fresh = Studio(agents()[0])
+    assert fresh.history() == [] and fresh.history("other") == []
+
+    latest = Studio(agents("Again.")[0], session="latest")
+    assert latest.selected == "other"
+    assert latest.session_id == other_id
+    assert [m.content for m in latest.history()] == ["two", "Other answer."]
+    assert [(e["kind"], e["text"]) for e in latest.transcript] == [
+        ("user", "two"),
+        ("assistant", "Other answer."),
+    ]
+
+    support_id = studio._session_ids["support"]
+    latest.open_session(support_id)
+    assert latest.selected == "support"
+    assert latest.history("other") == []  # opening one replaces what was open
+    assert [e["text"] for e in latest.transcript] == ["one", "First answer."]
+
+    with pytest.raises(ValueError, match="Unknown session"):
+        latest.open_session("nope")
+    with pytest.raises(ValueError, match="Unknown session"):
+        Studio(agents()[0], session="nope")
+    # A session of an agent this Studio does not have is not offered or opened.
+    alone = Studio([AgentBuilder("solo", QueueModel([])).build()])
+    assert alone.sessions() == []
+    with pytest.raises(ValueError, match="Unknown session"):
+        alone.open_session(support_id)
+
+    latest.new_session()
+    assert latest.transcript == [] and latest.history() == []
+    assert latest.session_id not in (support_id, other_id)
+
+
+async def test_open_is_refused_while_busy_and_for_unknown_ids(store_path):
+    gate = asyncio.Event()
+
+    async def slow(request):
+        yield TextDelta(delta="working")
+        await gate.wait()
+        yield TextDelta(delta=" done")
+
+    agent = AgentBuilder("slow", FunctionModel(slow)).build()
+    studio = Studio([agent])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="slow", text="go"))["ok"]
+    refused = await page.request("studio_open_session", session_id=studio.session_id)
+    assert refused["ok"] is False and refused["error"] == BUSY
+    with pytest.raises(RuntimeError, match=BUSY):
+        studio.open_session(studio.session_id)
+    gate.set()
+    await idle(page)
+    unknown = await page.request("studio_open_session", session_id="ghost")
+    assert unknown["ok"] is False and unknown["error"] == "Unknown session 'ghost'."
+    malformed = await page.request("studio_open_session", session_id="")
+    assert malformed["ok"] is False
+    assert [e["text"] for e in page.state.entries] == ["go", "working done"]
+
+
+async def test_tool_calls_and_approvals_come_back_from_the_event_log(store_path):
+    tool = refund_tool()
+    call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A", "amount": 1})
+    model = QueueModel([ModelResponse(tool_calls=[call]), "Refunded A."])
+    agent = AgentBuilder("shop", model).tools([tool]).build()
+    studio = Studio([agent])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
+    entry = await pending_approval(page)
+    assert (await page.approve(entry["approval"]["id"]))["ok"]
+    await idle(page)
+    before = page.state.entries
+
+    again = Studio([AgentBuilder("shop", QueueModel([])).tools([refund_tool()]).build()])
+    again_page = Page(again.widget)
+    await again_page.sync()
+    assert (await again_page.request("studio_open_session", session_id=studio.session_id))["ok"]
+    again_page.pump()
+    after = again_page.state.entries
+    assert [(e["kind"], e.get("status")) for e in after] == [
+        (e["kind"], e.get("status")) for e in before
+    ]
+    tool_entry = next(e for e in after if e["kind"] == "tool")
+    assert tool_entry["status"] == "done"
+    assert tool_entry["approval"]["status"] == "approved"
+    assert tool_entry["result"] == next(e for e in before if e["kind"] == "tool")["result"]
+
+
+async def test_a_session_without_run_logs_is_shown_from_its_messages(store_path):
+    store = get_store()
+    assert store is not None
+    messages = [
+        Message.user("Refund order A"),
+        Message(
+            role="assistant",
+            tool_calls=[{"id": "c1", "name": "issue_refund", "arguments": '{"order_id": "A"}'}],
+        ),
+        Message(
+            role="tool",
+            tool_results=[{"tool_call_id": "c1", "tool_name": "issue_refund", "content": "ok"}],
+        ),
+        Message.assistant("Refunded."),
+        Message.user("Thanks"),
+        Message.assistant("You're welcome."),
+    ]
+    store.save_session("s-old", "support", session_title(messages), messages)
+    studio = Studio(agents("Next.")[0], session="s-old")
+    assert [(e["kind"], e.get("text", e.get("status"))) for e in studio.transcript] == [
+        ("user", "Refund order A"),
+        ("tool", "done"),
+        ("assistant", "Refunded."),
+        ("user", "Thanks"),
+        ("assistant", "You're welcome."),
+    ]
+    assert studio.session.state()["status"]["state"] == "success"
+    assert len(studio.history()) == 6
+
+
+async def test_an_unfinished_run_is_shown_as_ended(store_path):
+    first, _ = agents("First answer.")
+    studio = Studio(first)
+    await studio.send("hello")
+    store = get_store()
+    assert store is not None
+    run_id = store.runs(session_id=studio.session_id)[0].run_id
+    events = store.events(run_id)
+    # As if the kernel had stopped before the run ended: no final event in the log.
+    store._q("DELETE FROM events WHERE run_id = ? AND seq = ?", (run_id, len(events) - 1))
+    again = Studio(agents()[0], session=studio.session_id)
+    assert again.transcript[-1] == {
+        "kind": "notice",
+        "id": again.transcript[-1]["id"],
+        "text": "Run cancelled: it did not finish",
+    }
+
+
+async def test_a_store_error_gives_one_warning_and_the_studio_goes_on(store_path, monkeypatch):
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(RunStore, "save_session", broken)
+    first, model = agents("First answer.", "Second answer.")
+    studio = Studio(first)
+    with pytest.warns(RuntimeWarning, match="Studio sessions: disk full") as caught:
+        await studio.send("one")
+    assert len([w for w in caught if "Studio sessions" in str(w.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        await studio.send("two")
+    assert [m.content for m in model.requests[1].messages] == ["one", "First answer.", "two"]
+    assert studio.sessions() == []
+    assert studio.studio_message()["sessions"] == []
+
+
+async def test_without_a_store_sessions_stay_in_memory(monkeypatch):
+    from anvia_notebook import store as store_module
+
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", "none")
+    store_module._reset_for_tests()
+    try:
+        first, _ = agents("First answer.")
+        studio = Studio(first, session="latest")  # nothing stored: a new session
+        page = Page(studio.widget)
+        await page.sync()
+        await say(page, "one")
+        assert studio.sessions() == []
+        assert page.studio is not None and page.studio["sessions"] == []
+        refused = await page.request("studio_open_session", session_id="x")
+        assert refused["error"] == "Earlier sessions are not available: runs are not stored."
+    finally:
+        store_module._reset_for_tests()
+
+
+def test_session_titles():
+    assert session_title([Message.user("  Where is\n my order? ")]) == "Where is my order?"
+    assert session_title([]) == "Untitled session"
+    long = session_title([Message.user("x" * 200)])
+    assert len(long) == 80 and long.endswith("\u2026")
