@@ -103,14 +103,17 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             )
             _end_tool_round(run, results)
         executor.resuming = False
-        while True:
+        # As in Anvia, the loop runs while the turn counter is at most max_turns + 1.
+        while turn <= max_turns + 1:
             turn += 1
             state.turn = turn
+            # This turn's prompt is the last new message (the tool message after a tool round).
+            turn_prompt, turn_history = state.messages[-1], list(state.messages[:-1])
             run.emit(TurnStartEvent(turn=turn))
             await _lifecycle(
                 run,
                 "on_turn_start",
-                TurnStartHookEvent(turn, prompt, list(state.messages[:-1]), RUN_CONTROL),
+                TurnStartHookEvent(turn, turn_prompt, turn_history, RUN_CONTROL),
             )
             completion_request = CompletionRequest(
                 instructions=agent.instructions,
@@ -123,14 +126,14 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             await _lifecycle(
                 run,
                 "on_completion_call",
-                CompletionCallEvent(prompt, list(history), completion_request, RUN_CONTROL),
+                CompletionCallEvent(turn_prompt, turn_history, completion_request, RUN_CONTROL),
             )
             run.emit(GenerationStartEvent(turn=turn, model=model_name))
-            response = await _complete(run, completion_request, turn, prompt)
+            response = await _complete(run, completion_request, turn, turn_prompt)
             await _lifecycle(
                 run,
                 "on_completion_response",
-                CompletionResponseEvent(prompt, response, RUN_CONTROL),
+                CompletionResponseEvent(turn_prompt, response, RUN_CONTROL),
             )
             state.usage = state.usage + response.usage
             state.messages.append(response.to_message())
@@ -163,8 +166,6 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                     messages=list(state.messages),
                     run_id=state.run_id,
                 )
-            if turn > max_turns:
-                raise MaxTurnsError(max_turns, list(state.messages))
             for call in response.tool_calls:
                 if not call.name:
                     raise ValueError(
@@ -177,6 +178,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
 
             results = await executor.run_calls(response.tool_calls, turn, keep_partial)
             _end_tool_round(run, results)
+        raise MaxTurnsError(max_turns, list(state.messages), state.messages[-1], state.usage)
     except (asyncio.CancelledError, PromptCancelledError) as error:
         reason = (
             error.reason

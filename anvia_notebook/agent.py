@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -91,7 +92,7 @@ class AgentBuilder:
             raise ValueError("An agent id must be a non-empty string.")
         if not hasattr(model, "stream"):
             raise TypeError("`model` must have an async `stream(request)` method.")
-        self._id = agent_id
+        self._id = agent_id.strip()
         self._model = model
         self._name: str | None = None
         self._description: str | None = None
@@ -105,6 +106,7 @@ class AgentBuilder:
         self._max_tokens: int | None = None
         self._tool_choice: Any = None
         self._max_turns = DEFAULT_MAX_TURNS
+        self._adding_many = False
 
     def name(self, name: str) -> AgentBuilder:
         self._name = name
@@ -130,13 +132,22 @@ class AgentBuilder:
                 f"Expected a Tool (from create_tool or @tool), got {type(tool).__name__}."
             )
         if tool.name in self._tools and self._tools[tool.name] is not tool:
-            raise ValueError(f"Two different tools are named {tool.name!r}.")
+            warnings.warn(
+                f"A second tool named {tool.name!r} replaces the first one (tool names are "
+                "unique in an agent).",
+                UserWarning,
+                stacklevel=3 if not self._adding_many else 4,
+            )
         self._tools[tool.name] = tool
         return self
 
     def tools(self, tools: Sequence[Tool]) -> AgentBuilder:
-        for item in tools:
-            self.tool(item)
+        self._adding_many = True
+        try:
+            for item in tools:
+                self.tool(item)
+        finally:
+            self._adding_many = False
         return self
 
     def hook(self, hook: Hook) -> AgentBuilder:

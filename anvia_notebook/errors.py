@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .messages import Usage
+
 if TYPE_CHECKING:
     from .approvals import ToolApprovalRequest
     from .messages import Message
@@ -33,10 +35,24 @@ class AnviaError(Exception):
 
 
 class MaxTurnsError(AnviaError):
-    def __init__(self, max_turns: int, messages: list[Message]) -> None:
+    """The model still asked for tools after ``max_turns + 2`` model calls (Anvia's count).
+
+    ``messages`` is the conversation so far, ``prompt`` the last turn's prompt, ``usage`` the
+    usage of every turn.
+    """
+
+    def __init__(
+        self,
+        max_turns: int,
+        messages: list[Message],
+        prompt: Message | None = None,
+        usage: Usage | None = None,
+    ) -> None:
         super().__init__(f"Reached max turn limit: {max_turns}")
         self.max_turns = max_turns
         self.messages = messages
+        self.prompt = prompt
+        self.usage = usage if usage is not None else Usage()
 
 
 class PromptCancelledError(AnviaError):

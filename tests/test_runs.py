@@ -14,6 +14,7 @@ from anvia_notebook import (
     Message,
     RequestAlreadyUsedError,
     Usage,
+    create_hook,
     create_tool,
 )
 from anvia_notebook.models import (
@@ -119,16 +120,71 @@ async def test_a_request_runs_once():
         request.start()
 
 
-def test_max_turns_error_when_the_model_keeps_calling_tools():
-    model = QueueModel([call("add", {"x": 1, "y": 1}, id=f"c{i}") for i in range(5)])
+def test_max_turns_counts_like_anvia():
+    # The loop runs while the turn counter is at most n + 1: n + 2 model calls at most.
+    model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=[ToolCall(id=f"c{i}", name="add", arguments={"x": 1, "y": 1})],
+                usage=Usage(input_tokens=10, output_tokens=1),
+            )
+            for i in range(6)
+        ]
+    )
     add = make_add_tool()
     agent = AgentBuilder("a", model).tool(add).default_max_turns(2).build()
-    with pytest.raises(MaxTurnsError, match="Reached max turn limit: 2"):
+    with pytest.raises(MaxTurnsError, match="Reached max turn limit: 2") as caught:
         agent.prompt("go").send_sync()
-    assert len(add.calls) == 2
+    assert len(model.requests) == 4
+    assert len(add.calls) == 4  # every tool round ran, the last one too, as in Anvia
+    assert caught.value.usage.input_tokens == 40  # the usage of every turn
+    assert caught.value.prompt.role == "tool"
+    assert [m.role for m in caught.value.messages][-2:] == ["assistant", "tool"]
+    # max_turns(0) still allows one tool round and a final answer
     model = QueueModel([call("add", {"x": 1, "y": 1}), "done"])
+    agent = AgentBuilder("a", model).tool(make_add_tool()).build()
+    assert agent.prompt("go").max_turns(0).send_sync().output == "done"
+    # ... and fails when the model keeps calling tools (Anvia's own test)
+    model = QueueModel(
+        [call("add", {"x": 1, "y": 2}, id="c1"), call("add", {"x": 3, "y": 4}, id="c2")]
+    )
+    agent = AgentBuilder("a", model).tool(make_add_tool()).default_max_turns(0).build()
     with pytest.raises(MaxTurnsError):
-        AgentBuilder("a", model).tool(make_add_tool()).build().prompt("go").max_turns(0).send_sync()
+        agent.prompt("loop").send_sync()
+
+
+def test_hooks_get_each_turns_prompt_and_the_history_before_it():
+    seen = []
+
+    def on_turn_start(event):
+        seen.append(("turn", event.turn, event.prompt.role, [m.role for m in event.history]))
+
+    def on_completion_call(event):
+        seen.append(("call", event.prompt.role, [m.role for m in event.history]))
+
+    model = QueueModel([call("add", {"x": 1, "y": 1}), "done"])
+    agent = (
+        AgentBuilder("a", model)
+        .tool(make_add_tool())
+        .hook(create_hook(on_turn_start=on_turn_start, on_completion_call=on_completion_call))
+        .build()
+    )
+    agent.prompt([Message.user("earlier"), Message.assistant("ok"), Message.user("go")]).send_sync()
+    assert seen == [
+        ("turn", 1, "user", ["user", "assistant"]),
+        ("call", "user", ["user", "assistant"]),
+        ("turn", 2, "tool", ["user", "assistant", "user", "assistant"]),
+        ("call", "tool", ["user", "assistant", "user", "assistant"]),
+    ]
+
+
+def test_builder_trims_the_id_and_a_second_tool_of_the_same_name_replaces_the_first():
+    first = make_add_tool()
+    second = make_add_tool()
+    with pytest.warns(UserWarning, match="replaces the first"):
+        agent = AgentBuilder("  adder  ", QueueModel([])).tools([first, second]).build()
+    assert agent.id == "adder"
+    assert agent.tools["add"] is second
 
 
 def test_default_max_turns_is_twenty():

@@ -198,6 +198,8 @@ def test_the_model_sees_the_tools_and_instructions():
     assert [t.name for t in request.tools] == ["add"]
 
 
-def test_duplicate_tool_names_are_refused():
-    with pytest.raises(ValueError, match="named 'add'"):
-        AgentBuilder("a", QueueModel([])).tools([make_add_tool(), make_add_tool()])
+def test_a_duplicate_tool_name_replaces_the_first_with_a_warning():
+    second = make_add_tool()
+    with pytest.warns(UserWarning, match="'add' replaces the first"):
+        agent = AgentBuilder("a", QueueModel([])).tools([make_add_tool(), second]).build()
+    assert agent.tools == {"add": second}
