@@ -288,3 +288,17 @@ def test_a_store_locked_for_too_long_is_reported_as_locked(store_path, monkeypat
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()
+
+
+def test_runs_display_as_a_table_and_a_dataframe(store_path):
+    agent = AgentBuilder("shop", QueueModel([ModelResponse(text="ok")])).build()
+    response = agent.prompt("<b>refund</b> please").send_sync()
+    listed = an.runs()
+    html = listed._repr_html_()
+    assert response.run_id in html and "success" in html
+    assert "&lt;b&gt;refund&lt;/b&gt;" in html and "<b>refund" not in html
+    frame = listed.to_pandas()
+    assert list(frame["run_id"]) == [response.run_id]
+    assert list(frame["status"]) == ["success"]
+    assert an.runs(status="waiting") == []
+    assert an.runs(agent_id="other") == []
