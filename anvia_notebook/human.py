@@ -7,7 +7,6 @@ The notebook widget is one implementation; :class:`ConsoleHumanInput` and
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TextIO, runtime_checkable
@@ -150,10 +149,6 @@ class ConsoleHumanInput:
                     break
                 self._print("Please pick a choice or type an answer.")
         return answers
-
-
-def describe_answers(answers: list[Answer]) -> str:
-    return json.dumps({"answers": [a.to_wire() for a in answers]})
 
 
 class StoreHumanInput:

@@ -45,7 +45,10 @@ EXPECTED = {
         "Answered question_",
         "already answered",
     ],
-    "07_studio.ipynb": [],
+    "07_studio.ipynb": [
+        "[('support', 'Where is order A1001?')]",
+        "You: Where is order A1001?",  # the session opened again shows its transcript
+    ],
     "08_restart_and_resume.ipynb": [
         "refund `rf_a1001` was issued",
         "refund A1001 25.0\n",

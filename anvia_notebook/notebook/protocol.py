@@ -50,7 +50,9 @@ __all__ = [
     "StudioAgent",
     "StudioMsg",
     "StudioNewSessionMsg",
+    "StudioOpenSessionMsg",
     "StudioSendMsg",
+    "StudioSessionView",
     "SyncMsg",
     "ToolEntry",
     "ToolStatus",
@@ -128,6 +130,9 @@ class Status(_Model):
     output_tokens: NonNegative
     error: str | None
     agent_id: str
+    #: The run shown (the last one in a Studio); absent or None before the first run. A view
+    #: whose kernel stopped names it (``agent.resume(run_id)``).
+    run_id: str | None = None
 
 
 class ApprovalView(_Model):
@@ -320,12 +325,23 @@ class StudioAgent(_Model):
     description: str | None
 
 
+class StudioSessionView(_Model):
+    """An earlier stored Studio session the page offers to open."""
+
+    id: NonEmpty
+    title: str
+    agent_id: str
+    updated_at: str
+
+
 class StudioMsg(_Model):
     type: Literal["studio"]
     agents: list[StudioAgent]
     selected: str
     quick_prompts: dict[str, list[str]]
     busy: bool
+    #: Earlier stored sessions, newest first (absent or None: none).
+    sessions: list[StudioSessionView] | None = None
 
 
 KernelMessage = Annotated[
@@ -376,20 +392,35 @@ class StudioNewSessionMsg(_Model):
     request_id: NonEmpty
 
 
+class StudioOpenSessionMsg(_Model):
+    type: Literal["studio_open_session"]
+    request_id: NonEmpty
+    session_id: NonEmpty
+
+
 InboundMessage = Annotated[
     SyncMsg
     | ApprovalDecisionMsg
     | QuestionAnswersMsg
     | StopMsg
     | StudioSendMsg
-    | StudioNewSessionMsg,
+    | StudioNewSessionMsg
+    | StudioOpenSessionMsg,
     Field(discriminator="type"),
 ]
 
 _INBOUND: TypeAdapter[Any] = TypeAdapter(InboundMessage)
 _OUTBOUND: TypeAdapter[Any] = TypeAdapter(KernelMessage)
 _INBOUND_TYPES = frozenset(
-    ("sync", "approval_decision", "question_answers", "stop", "studio_send", "studio_new_session")
+    (
+        "sync",
+        "approval_decision",
+        "question_answers",
+        "stop",
+        "studio_send",
+        "studio_new_session",
+        "studio_open_session",
+    )
 )
 _OUTBOUND_TYPES = frozenset(("snapshot", "batch", "reply", "studio"))
 

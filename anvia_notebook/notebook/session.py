@@ -41,9 +41,12 @@ if TYPE_CHECKING:
     from ..interactions import Interactions
     from ..run import AgentRun
 
-__all__ = ["FLUSH_NOW", "TranscriptSession"]
+__all__ = ["FLUSH_NOW", "LIVE_SLOT_CLASS", "TranscriptSession"]
 
 logger = logging.getLogger("anvia_notebook")
+
+#: The class of the element around a static copy that a page with the live model covers.
+LIVE_SLOT_CLASS = "anvia-live-slot"
 
 #: Events after which the batch goes out at once (buttons appear, the end is shown, ...).
 FLUSH_NOW = frozenset(
@@ -78,6 +81,7 @@ class TranscriptSession:
         self.transcript = Transcript(agent_id, emit=self.batcher.push)
         self.human_input = human_input
         self.title = title or "Anvia transcript"
+        self.mode = mode
         self.run: AgentRun | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.set_loop(loop)
@@ -263,20 +267,49 @@ class TranscriptSession:
 
     # -- cell output ---------------------------------------------------------------------------
 
+    @property
+    def live(self) -> bool:
+        """Whether a view of this session still needs the widget: a Studio always, a transcript
+        until its run has ended (then the static copy says everything there is to say)."""
+        if self.mode == "studio":
+            return True
+        run = self.run
+        return run is None or not run.done
+
+    def static_bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The static HTML and text copy of the transcript, without the widget.
+
+        A saved notebook reopened without its kernel shows this everywhere (JupyterLab, Notebook
+        7, VS Code, GitHub, nbviewer): with the widget's mimetype in the bundle, JupyterLab would
+        pick the widget and report its missing model instead.
+        """
+        state = self.state()
+        # The slot names the widget: while its model lives in the page (this kernel session),
+        # the page shows a live view of it instead (see js/src/slots.ts); elsewhere the copy is
+        # all there is. Its text is never typeset as math ("$25 and $30" stays as written).
+        slot = (
+            f'<div class="{LIVE_SLOT_CLASS} anvia-key-{self.widget._anvia_key} '
+            'tex2jax_ignore mathjax_ignore">'
+        )
+        data = {
+            "text/plain": render_text(state, self.title),
+            "text/html": f"{slot}{render_html(state, self.title)}</div>",
+        }
+        return data, {}
+
     def bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The mime bundle of the widget, with a static HTML and text copy of the transcript."""
+        """What a view of this session shows: the widget with a static HTML and text copy of the
+        transcript while :attr:`live`, the static copy alone afterwards."""
+        static, _ = self.static_bundle()
+        if not self.live:
+            return static, {}
         bundle = self.widget._repr_mimebundle_()
         data, metadata = bundle if bundle is not None else ({}, {})
-        state = self.state()
-        data = {
-            **data,
-            "text/plain": render_text(state, self.title),
-            "text/html": render_html(state, self.title),
-        }
-        return data, dict(metadata or {})
+        return {**data, **static}, dict(metadata or {})
 
     def display(self) -> None:
-        """Display a (live) view in the current cell; :meth:`refresh_displays` updates it."""
+        """Display a view in the current cell (live while :attr:`live`, else the static copy);
+        :meth:`refresh_displays` updates it."""
         display_id = uuid.uuid4().hex
         data, metadata = self.bundle()
         _display.publish(data, metadata, display_id=display_id)
@@ -288,7 +321,8 @@ class TranscriptSession:
         return [_display.message_id(parent) for _, parent in self._displays]
 
     def refresh_displays(self) -> None:
-        """Update every display with the current static copy (at the end of a run)."""
+        """Update every display with the current :meth:`bundle` (at the end of a run): a run's
+        views become the static copy; a Studio's keep the widget, with a fresh static copy."""
         data, metadata = self.bundle()
         for display_id, parent in self._displays:
             try:

@@ -27,7 +27,17 @@ _STATE_LABELS = {
     "error": "Error",
     "cancelled": "Cancelled",
 }
-_BOX = "border:1px solid #d0d7de;border-radius:6px;padding:8px 12px;margin:6px 0"
+#: The frame, font and colours of the widget (JupyterLab's theme variables where they exist), so
+#: that the copy replacing a finished run's widget looks like it.
+_ROOT = (
+    "border:1px solid var(--jp-border-color1,#d1d9e0);border-radius:6px;padding:8px 12px;"
+    "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);"
+    "font-size:var(--jp-ui-font-size1,13px);line-height:1.5;color:var(--jp-ui-font-color1,inherit)"
+)
+_BOX = (
+    "border:1px solid var(--jp-border-color2,#d0d7de);border-radius:6px;padding:8px 12px;"
+    "margin:6px 0"
+)
 _PRE = "white-space:pre-wrap;word-break:break-word;margin:4px 0;font-family:inherit"
 _CODE = "white-space:pre-wrap;word-break:break-word;margin:4px 0"
 #: The most characters of one field a static copy keeps (the rest is cut, with a note).
@@ -224,7 +234,7 @@ def render_html(transcript: dict[str, Any], title: str = "Anvia transcript") -> 
         html = _entry_html(entry, budget)
         budget.take(len(html) - (left - budget.left))  # the markup counts too
         body.append(html)
-    return f'<div class="anvia-static-transcript">{head}{"".join(body)}</div>'
+    return f'<div class="anvia-static-transcript" style="{_ROOT}">{head}{"".join(body)}</div>'
 
 
 def render_text(transcript: dict[str, Any], title: str = "Anvia transcript") -> str:

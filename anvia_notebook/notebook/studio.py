@@ -4,7 +4,16 @@ One widget (``mode="studio"``) and one transcript for the whole session: each pr
 selected agent as a background task on the kernel's loop with the conversation so far
 (``agent.prompt([*history, Message.user(text)])``); Stop cancels the current run; New session
 clears the history, the "always allow" rules and the transcript (op ``reset``). While a run is
-in progress, ``studio_send`` and ``studio_new_session`` are refused with "A run is in progress".
+in progress, ``studio_send``, ``studio_new_session`` and ``studio_open_session`` are refused
+with "A run is in progress".
+
+Sessions are stored: the conversation with each agent is its own session (its runs carry its
+id), written to the run store after each run with its first user message as the title.
+:meth:`Studio.sessions` lists the earlier ones, ``Studio(..., session="latest" | id)``,
+:meth:`Studio.open_session` and the page's "Earlier sessions" picker continue one: its history
+comes back and its transcript is rebuilt from the stored event logs of its runs (or from its
+messages when the logs are gone). A store that fails gives one warning; the Studio goes on in
+memory.
 """
 
 from __future__ import annotations
@@ -15,25 +24,45 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..agent import Agent
-from ..messages import Message
+from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
+from ..messages import Message, Usage
+from ..models import ToolCall
 from .human_input import WidgetHumanInput
 from .session import TranscriptSession
 
 if TYPE_CHECKING:
     from ..run import AgentRun
-    from .protocol import StudioSendMsg
+    from ..store import RunStore, StudioSession
+    from .protocol import StudioOpenSessionMsg, StudioSendMsg
+    from .transcript import Transcript
 
-__all__ = ["BUSY", "Studio"]
+__all__ = ["BUSY", "SESSIONS_SHOWN", "Studio"]
 
 #: The refusal while a run is in progress (part of the contract).
 BUSY = "A run is in progress"
+#: How many earlier sessions the page's picker offers (newest first).
+SESSIONS_SHOWN = 20
+#: A session title is the first line of its first user message, up to this many characters.
+TITLE_LENGTH = 80
+_ENDS = frozenset(("final", "cancelled", "error"))
+
+
+def session_title(messages: Sequence[Message]) -> str:
+    """A readable title for a conversation: its first user message, on one line."""
+    for message in messages:
+        if message.role == "user" and message.content.strip():
+            text = " ".join(message.content.split())
+            return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "\u2026"
+    return "Untitled session"
 
 
 class Studio:
     """The notebook Playground for ``agents``; display it (or call :meth:`start`) in a cell.
 
     ``quick_prompts`` maps an agent id to prompts offered while the transcript is empty;
-    ``timeout`` (seconds) applies to each approval and question.
+    ``timeout`` (seconds) applies to each approval and question; ``session`` continues an
+    earlier stored session: ``"latest"`` (the newest of these agents', if any) or an id from
+    :meth:`sessions`.
     """
 
     def __init__(
@@ -42,6 +71,7 @@ class Studio:
         quick_prompts: Mapping[str, Sequence[str]] | None = None,
         *,
         timeout: float | None = None,
+        session: str | None = None,
     ) -> None:
         agents = list(agents)
         if not agents:
@@ -63,11 +93,32 @@ class Studio:
         }
         self.timeout = timeout
         self.selected: str = agents[0].id
-        self.session_id = uuid.uuid4().hex
         self.human_input = WidgetHumanInput(timeout=timeout)
         self._history: dict[str, list[Message]] = {}
+        #: The session id of the conversation with each agent (made at its first prompt).
+        self._session_ids: dict[str, str] = {}
         self.run: AgentRun | None = None
         self._session: TranscriptSession | None = None
+        #: False once the store failed: the Studio goes on in memory.
+        self._storing = True
+        #: The earlier sessions the page is offered (read from the store when None).
+        self._earlier: list[StudioSession] | None = None
+        #: A session opened before the widget existed: its transcript is rebuilt with it.
+        self._replay: tuple[StudioSession, list[Message]] | None = None
+        if session is not None:
+            if session == "latest":
+                latest = self.sessions(limit=1)
+                found = self._read(latest[0].session_id) if latest else None
+            else:
+                found = self._read(session)
+                if found is None:
+                    raise ValueError(
+                        f"Unknown session {session!r}: Studio.sessions() lists the earlier "
+                        "sessions of these agents."
+                    )
+            if found is not None:
+                self._load(*found)
+                self._replay = found
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -78,6 +129,12 @@ class Studio:
     def history(self, agent_id: str | None = None) -> list[Message]:
         """The conversation so far with ``agent_id`` (default: the selected agent)."""
         return list(self._history.get(agent_id or self.selected, []))
+
+    @property
+    def session_id(self) -> str:
+        """The id of the session with the selected agent (each agent's conversation is its own
+        session: its runs carry this id, and it is stored and listed under it)."""
+        return self._session_ids.setdefault(self.selected, uuid.uuid4().hex)
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
@@ -104,8 +161,12 @@ class Studio:
             session.handlers["sync"] = self._on_sync
             session.handlers["studio_send"] = self._on_send
             session.handlers["studio_new_session"] = self._on_new_session
+            session.handlers["studio_open_session"] = self._on_open_session
             session.add_done_listener(self._on_run_done)
             self._session = session
+            replay, self._replay = self._replay, None
+            if replay is not None:
+                self._rebuild(session.transcript, *replay)
         return self._session
 
     @property
@@ -136,6 +197,15 @@ class Studio:
             "selected": self.selected,
             "quick_prompts": {k: list(v) for k, v in self.quick_prompts.items()},
             "busy": self.busy,
+            "sessions": [
+                {
+                    "id": s.session_id,
+                    "title": s.title,
+                    "agent_id": s.agent_id,
+                    "updated_at": s.updated_at.isoformat(),
+                }
+                for s in self._earlier_sessions()
+            ],
         }
 
     def _send_studio(self) -> None:
@@ -144,6 +214,7 @@ class Studio:
     # -- requests from the page (on the loop) --------------------------------------------------
 
     def _on_sync(self, _message: Any) -> str | None:
+        self._earlier = None  # another kernel may have stored sessions meanwhile
         self.session.send_snapshot()
         self._send_studio()
         return None
@@ -155,7 +226,8 @@ class Studio:
         if self.busy:
             return BUSY
         self._history.clear()
-        self.session_id = uuid.uuid4().hex
+        self._session_ids.clear()
+        self._earlier = None
         self.human_input = WidgetHumanInput(timeout=self.timeout)
         session = self.session
         session.human_input = self.human_input
@@ -163,6 +235,9 @@ class Studio:
         session.batcher.flush()
         self._send_studio()
         return None
+
+    def _on_open_session(self, message: StudioOpenSessionMsg) -> str | None:
+        return self._open(message.session_id)
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -178,7 +253,7 @@ class Studio:
         session = self.session
         self.selected = agent.id
         request = agent.prompt([*self._history.get(agent.id, []), Message.user(text)])
-        request.session(self.session_id)
+        request.session(self._session_ids.setdefault(agent.id, uuid.uuid4().hex))
         if request.active_human_input is None:
             request.human_input(self.human_input)
         current = request.active_human_input
@@ -209,8 +284,191 @@ class Studio:
         if error is not None:
             raise RuntimeError(error)
 
+    def open_session(self, session_id: str) -> None:
+        """Continue the earlier session ``session_id`` (one of :meth:`sessions`): its history
+        comes back and its transcript is shown again (call it in a cell, not while busy)."""
+        if self.busy:
+            raise RuntimeError(BUSY)
+        error = self._open(session_id)
+        if error is not None:
+            raise ValueError(error)
+
     def _on_run_done(self, run: AgentRun) -> None:
         self._history[run.request.agent.id] = list(run.state.messages)
+        self._save(run)
         if self.run is run:
             self.session.transcript.set_agent(self.selected)
             self._send_studio()
+        # The cell output keeps the widget (a Studio stays live) with a static copy of the
+        # transcript so far: what a saved notebook shows where no widget runs (GitHub, nbviewer).
+        self.session.refresh_displays()
+
+    # -- stored sessions -----------------------------------------------------------------------
+
+    def _store(self) -> RunStore | None:
+        if not self._storing:
+            return None
+        from ..store import get_store
+
+        return get_store()
+
+    def _store_failed(self, store: RunStore, error: BaseException) -> None:
+        from ..store import _warn_once
+
+        self._storing = False
+        self._earlier = []
+        _warn_once(
+            f"studio:{store.location}",
+            f"Could not use the run store {store.location} for Studio sessions: {error}. "
+            "This Studio goes on in memory: its sessions are not stored.",
+        )
+
+    def _save(self, run: AgentRun) -> None:
+        """Store the conversation of ``run``'s session (where the run itself was stored)."""
+        store, session_id = run.store, run.state.session_id
+        if store is None or session_id is None or not self._storing:
+            return
+        messages = run.state.messages
+        try:
+            store.save_session(session_id, run.request.agent.id, session_title(messages), messages)
+        except Exception as error:
+            self._store_failed(store, error)
+        else:
+            self._earlier = None
+
+    def sessions(self, limit: int = SESSIONS_SHOWN) -> list[StudioSession]:
+        """The stored sessions of this Studio's agents, newest first (the open ones too); an
+        empty list when runs are not stored."""
+        store = self._store()
+        if store is None:
+            return []
+        try:
+            found = [s for a in self.agents for s in store.sessions(agent_id=a, limit=limit)]
+        except Exception as error:
+            self._store_failed(store, error)
+            return []
+        found.sort(key=lambda s: s.updated_at, reverse=True)
+        return found[:limit]
+
+    def _earlier_sessions(self) -> list[StudioSession]:
+        """What the page's picker offers: the stored sessions not open here."""
+        if self._earlier is None:
+            self._earlier = self.sessions(limit=SESSIONS_SHOWN + len(self._session_ids))
+        open_ids = set(self._session_ids.values())
+        return [s for s in self._earlier if s.session_id not in open_ids][:SESSIONS_SHOWN]
+
+    def _read(self, session_id: str) -> tuple[StudioSession, list[Message]] | None:
+        """The stored session ``session_id`` of one of these agents, with its messages."""
+        store = self._store()
+        if store is None:
+            return None
+        try:
+            stored = store.session(session_id)
+            if stored is None or stored.agent_id not in self.agents:
+                return None
+            return stored, [Message.model_validate(m) for m in stored.messages]
+        except Exception as error:
+            self._store_failed(store, error)
+            return None
+
+    def _load(self, stored: StudioSession, messages: list[Message]) -> None:
+        """Make ``stored`` the Studio's only conversation (like New session, then its history)."""
+        self._history = {stored.agent_id: list(messages)}
+        self._session_ids = {stored.agent_id: stored.session_id}
+        self._earlier = None
+        self.selected = stored.agent_id
+        self.human_input = WidgetHumanInput(timeout=self.timeout)
+
+    def _open(self, session_id: str) -> str | None:
+        if self.busy:
+            return BUSY
+        if self._store() is None:
+            return "Earlier sessions are not available: runs are not stored."
+        found = self._read(session_id)
+        if found is None:
+            return f"Unknown session {session_id!r}."
+        self._load(*found)
+        session = self.session
+        session.human_input = self.human_input
+        self._rebuild(session.transcript, *found)
+        session.batcher.flush()
+        self._send_studio()
+        session.refresh_displays()
+        return None
+
+    def _rebuild(
+        self, transcript: Transcript, stored: StudioSession, messages: list[Message]
+    ) -> None:
+        """Show ``stored``'s conversation again: from its runs' event logs, else its messages."""
+        transcript.reset(stored.agent_id)
+        if not self._replay_runs(transcript, stored):
+            _replay_messages(transcript, stored, messages)
+        transcript.set_agent(stored.agent_id)
+
+    def _replay_runs(self, transcript: Transcript, stored: StudioSession) -> bool:
+        store = self._store()
+        if store is None:
+            return False
+        logs: list[tuple[str, str, list[Any]]] = []
+        try:
+            runs = store.runs(session_id=stored.session_id, limit=10_000)
+            for summary in reversed(runs):  # oldest first
+                if summary.agent_id != stored.agent_id:
+                    continue
+                state = store.get(summary.run_id)
+                index = state.prompt_index
+                prompt = (
+                    state.messages[index].content
+                    if 0 <= index < len(state.messages)
+                    else summary.prompt
+                )
+                logs.append((summary.run_id, prompt, store.events(summary.run_id)))
+        except Exception as error:
+            self._store_failed(store, error)
+            return False
+        for run_id, prompt, events in logs:
+            transcript.begin_run(run_id, stored.agent_id, prompt)
+            for event in events:
+                transcript.apply(event)
+            if not events or events[-1].type not in _ENDS:
+                transcript.apply(CancelledEvent(run_id=run_id, reason="it did not finish"))
+        return bool(logs)
+
+
+def _replay_messages(
+    transcript: Transcript, stored: StudioSession, messages: list[Message]
+) -> None:
+    """The conversation as a transcript when its runs' logs are gone: one exchange per prompt."""
+    run_id = ""
+    turn = 0
+
+    def end() -> None:
+        if run_id:
+            transcript.apply(FinalEvent(run_id=run_id, output="", usage=Usage(), messages=[]))
+
+    for index, message in enumerate(messages):
+        if message.role == "user":
+            end()
+            run_id, turn = f"{stored.session_id}-{index}", 0
+            transcript.begin_run(run_id, stored.agent_id, message.content)
+        elif message.role == "assistant":
+            turn += 1
+            if message.content:
+                transcript.apply(TextDeltaEvent(turn=turn, delta=message.content))
+            for call in message.tool_calls:
+                tool_call = ToolCall(id=call.id, name=call.name, arguments=call.arguments)
+                transcript.apply(ToolCallEvent(turn=turn, tool_call=tool_call))
+        else:
+            for part in message.tool_results:
+                transcript.apply(
+                    ToolResultEvent(
+                        turn=turn,
+                        tool_name=part.tool_name,
+                        tool_call_id=part.tool_call_id,
+                        internal_call_id=part.tool_call_id,
+                        args="",
+                        result=part.content,
+                        is_error=part.is_error,
+                    )
+                )
+    end()

@@ -222,7 +222,13 @@ class Transcript:
         self._run = _RunView(run_id=run_id, agent_id=agent_id)
         self._add("user", text=prompt)
         self._set_status(
-            state="running", turn=0, input_tokens=0, output_tokens=0, error=None, agent_id=agent_id
+            state="running",
+            turn=0,
+            input_tokens=0,
+            output_tokens=0,
+            error=None,
+            agent_id=agent_id,
+            run_id=run_id,
         )
 
     def reset(self, agent_id: str | None = None) -> None:

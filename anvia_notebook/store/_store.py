@@ -21,7 +21,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
 from ..messages import Message
-from ..question_types import Answer, describe_validation_error
+from ..question_types import describe_validation_error
 from ..run_state import RunState
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
 from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
@@ -39,7 +39,6 @@ POLL_INTERVAL = 0.2
 PROMPT_PREVIEW = 200
 
 _EVENT: TypeAdapter[Any] = TypeAdapter(RunEvent)
-_ANSWERS = TypeAdapter(list[Answer])
 
 
 class RunSummary(BaseModel):
@@ -731,7 +730,3 @@ def _record(kind: str, text: str) -> Record:
         raise RunStoreError(
             f"A stored {kind} could not be read: {describe_validation_error(error)}"
         ) from None
-
-
-def parse_answers(answers: Any) -> list[Answer]:
-    return _ANSWERS.validate_python(answers)

@@ -30,6 +30,8 @@ export interface Status {
   output_tokens: number;
   error: string | null;
   agent_id: string;
+  /** The run shown (a Studio's latest); absent or null before the first run. */
+  run_id?: string | null;
 }
 
 export const TOOL_STATUSES = [
@@ -163,6 +165,15 @@ export interface StudioAgent {
   description: string | null;
 }
 
+/** An earlier stored Studio session the page offers to open. */
+export interface StudioSessionView {
+  id: string;
+  title: string;
+  agent_id: string;
+  /** ISO date and time of its last run. */
+  updated_at: string;
+}
+
 export type SnapshotMsg = { type: "snapshot"; seq: number; transcript: Transcript };
 export type BatchMsg = { type: "batch"; seq: number; ops: Op[] };
 export type ReplyMsg = { type: "reply"; request_id: string; ok: boolean; error: string | null };
@@ -172,6 +183,8 @@ export type StudioMsg = {
   selected: string;
   quick_prompts: Record<string, string[]>;
   busy: boolean;
+  /** Earlier stored sessions, newest first (absent or null: none). */
+  sessions?: StudioSessionView[] | null;
 };
 export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg;
 
@@ -196,13 +209,15 @@ export type QuestionAnswersMsg = {
 export type StopMsg = { type: "stop"; request_id: string; reason: string | null };
 export type StudioSendMsg = { type: "studio_send"; request_id: string; agent_id: string; text: string };
 export type StudioNewSessionMsg = { type: "studio_new_session"; request_id: string };
+export type StudioOpenSessionMsg = { type: "studio_open_session"; request_id: string; session_id: string };
 export type PageMessage =
   | SyncMsg
   | ApprovalDecisionMsg
   | QuestionAnswersMsg
   | StopMsg
   | StudioSendMsg
-  | StudioNewSessionMsg;
+  | StudioNewSessionMsg
+  | StudioOpenSessionMsg;
 
 /** A page message before the session stamps its request_id. */
 export type PageRequest = PageMessage extends infer M
@@ -220,6 +235,7 @@ const statusCheck = obj({
   output_tokens: count,
   error: nullable(str),
   agent_id: str,
+  run_id: optional(str),
 });
 
 const approvalCheck = obj({
@@ -328,6 +344,7 @@ const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
     selected: str,
     quick_prompts: recordOf(arrayOf(str)),
     busy: bool,
+    sessions: optional(arrayOf(obj({ id: nonEmptyStr, title: str, agent_id: str, updated_at: str }))),
   }),
 };
 
@@ -346,6 +363,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
   stop: obj({ ...rid, reason: nullable(str) }),
   studio_send: obj({ ...rid, agent_id: nonEmptyStr, text: str }),
   studio_new_session: obj(rid),
+  studio_open_session: obj({ ...rid, session_id: nonEmptyStr }),
 };
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };

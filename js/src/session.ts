@@ -7,6 +7,7 @@ import {
   type StudioMsg,
   validateKernelMessage,
 } from "./protocol";
+import { watchKernel } from "./kernel";
 import { type StoreEvent, TranscriptStore } from "./store";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -28,6 +29,17 @@ export interface RequestResult {
 }
 
 export const DISCONNECTED = "Kernel disconnected";
+/** The refusal of every request once the kernel stopped (see `Session.kernelStopped`). */
+export const KERNEL_STOPPED = "The kernel stopped: this view is no longer live";
+
+/** What a person typed in a Studio's prompt box, kept across redraws of the view (the cell's
+ * output is redrawn when the kernel refreshes its static copy after each run). */
+export interface Draft {
+  text: string;
+  focused: boolean;
+  start: number;
+  end: number;
+}
 
 const randomPrefix = (): string =>
   typeof crypto !== "undefined" && typeof crypto.randomUUID === "function"
@@ -38,6 +50,10 @@ export class Session {
   readonly store = new TranscriptStore();
   studio: StudioMsg | null = null;
   disconnected = false;
+  /** The kernel this model lived in stopped (restarted, shut down or died): final. Views say so
+   * and turn their buttons off; requests are refused without being sent. */
+  kernelStopped = false;
+  readonly draft: Draft = { text: "", focused: false, start: 0, end: 0 };
   /** Which entries a person opened or closed, so a redrawn view (the output re-rendered, a
    * second view, VS Code's lazy views) shows them the same way. */
   readonly openEntries = new Map<string, boolean>();
@@ -51,11 +67,13 @@ export class Session {
   private counter = 0;
   private readonly prefix = randomPrefix();
   private readonly unsubscribeStore: () => void;
+  private readonly unwatchKernel: () => void;
   private readonly onCustom = (msg: unknown): void => this.receive(msg);
 
   constructor(private readonly model: WidgetModel) {
     this.unsubscribeStore = this.store.subscribe((ev) => this.emit(ev));
     model.on("msg:custom", this.onCustom);
+    this.unwatchKernel = watchKernel(model, () => this.setKernelStopped());
     this.sync();
   }
 
@@ -98,6 +116,7 @@ export class Session {
 
   /** Send a page message and resolve with the kernel's reply (or a local failure). */
   request(req: PageRequest): Promise<RequestResult> {
+    if (this.kernelStopped) return Promise.resolve({ ok: false, error: KERNEL_STOPPED });
     const request_id = `${this.prefix}-${++this.counter}`;
     const msg = { ...req, request_id } as PageMessage;
     return new Promise<RequestResult>((resolve) => {
@@ -123,7 +142,7 @@ export class Session {
    * snapshots this page cannot read is not flooded with requests.
    */
   sync(): void {
-    if (this.syncId !== null || this.syncTimer !== null || this.disposed) return;
+    if (this.syncId !== null || this.syncTimer !== null || this.disposed || this.kernelStopped) return;
     const wait = this.lastSyncAt + this.syncBackoff - Date.now();
     if (wait > 0) {
       this.syncTimer = setTimeout(() => {
@@ -139,6 +158,19 @@ export class Session {
     void this.request({ type: "sync" }).then(() => {
       if (this.syncId === id) this.syncId = null;
     });
+  }
+
+  /** The kernel stopped: refuse what is waiting for a reply, and tell the views (once). */
+  setKernelStopped(): void {
+    if (this.kernelStopped || this.disposed) return;
+    this.kernelStopped = true;
+    if (this.syncTimer !== null) clearTimeout(this.syncTimer);
+    this.syncTimer = null;
+    this.syncId = null;
+    const waiting = [...this.pending.values()];
+    this.pending.clear();
+    this.emit({ type: "connection" });
+    for (const resolve of waiting) resolve({ ok: false, error: KERNEL_STOPPED });
   }
 
   private setDisconnected(value: boolean): void {
@@ -186,6 +218,7 @@ export class Session {
     this.disposed = true;
     if (this.syncTimer !== null) clearTimeout(this.syncTimer);
     this.model.off("msg:custom", this.onCustom);
+    this.unwatchKernel();
     this.unsubscribeStore();
     this.listeners.clear();
     for (const resolve of this.pending.values()) resolve({ ok: false, error: "Widget closed" });

@@ -1,6 +1,8 @@
 // anywidget entry point. State lives per model (created in `initialize`, which registers the
 // custom-message listener and asks the kernel for a snapshot); every view renders that state.
+import { makeOutputsStatic } from "./outputs";
 import { type WidgetModel, Session } from "./session";
+import { offerSession } from "./slots";
 import { mountView } from "./views/root";
 
 // anywidget gives `initialize` and each `render` a different proxy of the same model, so the
@@ -38,12 +40,19 @@ function forget(model: WidgetModel, session: Session): void {
 export default {
   initialize({ model }: { model: WidgetModel }): () => void {
     const session = sessionFor(model);
+    // A finished run's output is its static copy: while this model lives, it gets a live view.
+    const withdraw = offerSession(keyOf(model), session);
     return () => {
+      withdraw();
       session.dispose();
       forget(model, session);
     };
   },
   render({ model, el }: { model: WidgetModel; el: HTMLElement }): () => void {
-    return mountView(sessionFor(model), el);
+    const dispose = mountView(sessionFor(model), el);
+    // JupyterLab, Notebook 7: the notebook keeps the static copy, covered by a live view
+    // (outputs.ts). Later, not while the page is drawing this output.
+    setTimeout(() => makeOutputsStatic(model, keyOf(model)), 0);
+    return dispose;
   },
 };

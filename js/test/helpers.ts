@@ -39,6 +39,10 @@ export class FakeModel implements WidgetModel {
     this.attrs[name] = value;
     for (const cb of this.handlers.get(`change:${name}`) ?? []) cb();
   }
+  /** Fire a model event the widget manager would (e.g. `comm_live_update`). */
+  fire(event: string): void {
+    for (const cb of [...(this.handlers.get(event) ?? [])]) cb();
+  }
   /** Deliver a custom message from the "kernel". */
   kernel(msg: unknown): void {
     for (const cb of this.handlers.get("msg:custom") ?? []) cb(msg, []);

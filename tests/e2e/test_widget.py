@@ -321,6 +321,43 @@ def test_studio_quick_prompt_then_a_typed_prompt(
     )
 
 
+def test_studio_opens_an_earlier_session_in_a_new_studio(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    start(
+        page,
+        jupyter_server,
+        notebook_name,
+        [
+            'first = AgentBuilder("recall", QueueModel(["Noted: blue."])).build()\n'
+            "Studio([first])",
+            'later_model = QueueModel(["Your colour is blue."])\n'
+            'Studio([AgentBuilder("recall", later_model).build()])',
+            'print("HISTORY", [m.content for m in later_model.requests[-1].messages])',
+        ],
+    )
+    first = cell_output(page, 1)
+    expect(first.get_by_role("combobox", name="Earlier sessions")).to_be_hidden()
+    prompt = first.get_by_placeholder("Message the agent")
+    prompt.fill("My colour is blue")
+    prompt.press("Enter")
+    wait_for_text(first, "Noted: blue.")
+
+    run_cell(page, 2)  # a new Studio, as after a restart: the session is offered
+    later = cell_output(page, 2)
+    picker = later.get_by_role("combobox", name="Earlier sessions")
+    expect(picker).to_contain_text("My colour is blue")
+    expect(later.locator(".anvia-entry")).to_have_count(0)
+    later.get_by_role("button", name="Open").click()
+    wait_for_text(later, "Noted: blue.")
+    expect(later.get_by_role("combobox", name="Earlier sessions")).to_be_hidden()
+    prompt = later.get_by_placeholder("Message the agent")
+    prompt.fill("What is my colour?")
+    prompt.press("Enter")
+    wait_for_text(later, "Your colour is blue.")
+    check(page, 3, "HISTORY ['My colour is blue', 'Noted: blue.', 'What is my colour?']")
+
+
 XSS_TEXT = (
     'Look: <img src="x" onerror="window.__xss = 1"> <script>window.__xss = 2</script> '
     "[click me](javascript:window.__xss=3) "

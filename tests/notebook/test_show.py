@@ -461,9 +461,8 @@ async def test_cell_output_gets_a_static_html_copy_at_the_end(outputs, cell):
     assert "<script" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "Hi &lt;b&gt;" in html
-    assert update["data"]["application/vnd.jupyter.widget-view+json"]["model_id"] == (
-        handle.widget.model_id
-    )
+    # the final copy replaces the widget: a reopened notebook has no model to look for
+    assert "application/vnd.jupyter.widget-view+json" not in update["data"]
     assert "Assistant: <script>" in update["data"]["text/plain"]
 
 

@@ -1,9 +1,31 @@
 // Assemble one view of a session into `el`: the transcript view, or the Studio when mode is "studio".
+// Once the kernel stopped, every control that would talk to it is turned off here, for all the
+// parts at once (and for what they redraw later); controls that only change what the view shows
+// (Show more, Jump to latest) keep working.
 import { h } from "../dom";
-import type { Session } from "../session";
+import type { Session, SessionEvent } from "../session";
 import { statusView } from "./status";
 import { studioControls } from "./studio";
 import { transcriptView } from "./transcript";
+
+/** Controls that only change what this view shows: they keep working without a kernel. */
+const VIEW_ONLY = ".anvia-fold-toggle, .anvia-jump";
+type Control = HTMLButtonElement | HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement;
+
+/** Turn off every control in `root` that talks to the kernel, now and whenever one is drawn or
+ * turned back on; returns the function that stops watching. */
+export function freezeControls(root: HTMLElement): () => void {
+  const apply = (): void => {
+    for (const control of root.querySelectorAll<Control>("button, input, textarea, select")) {
+      if (!control.disabled && !control.matches(VIEW_ONLY)) control.disabled = true;
+    }
+  };
+  apply();
+  if (typeof MutationObserver !== "function") return () => {};
+  const observer = new MutationObserver(apply);
+  observer.observe(root, { subtree: true, childList: true, attributes: true, attributeFilter: ["disabled"] });
+  return () => observer.disconnect();
+}
 
 export function mountView(session: Session, el: HTMLElement): () => void {
   const studio = session.mode === "studio";
@@ -28,6 +50,14 @@ export function mountView(session: Session, el: HTMLElement): () => void {
     root.append(status.banner, title, transcript.el, status.el, status.live);
   }
   el.appendChild(root);
+  let unfreeze: (() => void) | null = null;
+  const onConnection = (ev: SessionEvent): void => {
+    if (ev.type !== "connection" || !session.kernelStopped || unfreeze) return;
+    root.classList.add("anvia-kernel-stopped");
+    unfreeze = freezeControls(root);
+  };
+  onConnection({ type: "connection" });
+  disposers.push(session.subscribe(onConnection), () => unfreeze?.());
   return () => {
     for (const d of disposers) d();
     root.remove();

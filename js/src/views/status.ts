@@ -1,5 +1,5 @@
-// The status line (state, turn, tokens, Stop), the "Kernel disconnected" banner, and the
-// visually hidden polite live region that announces only run-level changes.
+// The status line (state, turn, tokens, Stop), the "Kernel disconnected" / "Kernel stopped"
+// banner, and the visually hidden polite live region that announces only run-level changes.
 import { button, h } from "../dom";
 import type { RunState, Status } from "../protocol";
 import type { Session, SessionEvent } from "../session";
@@ -24,6 +24,43 @@ export const ANNOUNCEMENTS: Partial<Record<RunState, string>> = {
 
 const stoppable = (s: Status): boolean => s.state === "running" || s.state === "waiting";
 
+/** How a person continues a run from a new kernel (API: `agent.resume(run_id)`). */
+export const resumeCode = (runId: string): string => `agent.resume(${JSON.stringify(runId)}).show()`;
+
+/** Whether a stopped kernel is news for this view: it showed something live (a run not finished,
+ * or a Studio). A finished run's view had nothing live left: it stays as it was. */
+export const kernelStopMatters = (session: Session): boolean =>
+  session.kernelStopped &&
+  (session.mode === "studio" || session.store.seq === null || stoppable(session.store.status));
+
+/** The banner's content once the kernel stopped: what happened, and how to continue the run. */
+export function kernelStoppedNotice(session: Session): HTMLElement[] {
+  const s = session.store.status;
+  const parts: HTMLElement[] = [
+    h("strong", {}, "Kernel stopped."),
+    h(
+      "span",
+      {},
+      " The kernel this view was connected to restarted, was shut down or crashed: the view is no longer live and its buttons are turned off.",
+    ),
+  ];
+  const unfinished = session.store.seq === null || stoppable(s);
+  if (s.run_id && unfinished) {
+    parts.push(
+      h(
+        "div",
+        { class: "anvia-resume" },
+        "The run was saved and can continue in the new kernel: set up the agent again, then run ",
+        h("code", {}, resumeCode(s.run_id)),
+        " in a cell.",
+      ),
+    );
+  } else if (session.mode === "studio") {
+    parts.push(h("div", { class: "anvia-resume" }, "Run this cell again to start a new Studio."));
+  }
+  return parts;
+}
+
 export interface StatusView {
   /** The status bar (with Stop). */
   el: HTMLElement;
@@ -45,13 +82,18 @@ export function statusView(session: Session): StatusView {
   const live = h("div", { class: "anvia-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
 
   let stopping = false;
+  let bannerShows: "none" | "disconnected" | "stopped" = "none";
   // Announce only changes seen after the view knows the state (not the first snapshot).
   let knownState: RunState | null = session.store.seq === null ? null : session.store.status.state;
 
   function render(): void {
     const s = session.store.status;
     el.className = `anvia-statusbar anvia-state-${s.state}`;
-    label.textContent = session.store.seq === null ? "Connecting…" : STATE_LABELS[s.state];
+    label.textContent = kernelStopMatters(session)
+      ? "Kernel stopped"
+      : session.store.seq === null
+        ? "Connecting…"
+        : STATE_LABELS[s.state];
     const parts: string[] = [];
     if (s.state === "error" && s.error) parts.push(s.error);
     if (s.turn > 0) parts.push(`Turn ${s.turn}`);
@@ -59,8 +101,15 @@ export function statusView(session: Session): StatusView {
       parts.push(`${s.input_tokens.toLocaleString()} in / ${s.output_tokens.toLocaleString()} out tokens`);
     }
     meta.textContent = parts.join(" · ");
-    stop.disabled = stopping || !stoppable(s);
-    banner.hidden = !session.disconnected;
+    stop.disabled = stopping || !stoppable(s) || session.kernelStopped;
+    const shows = kernelStopMatters(session) ? "stopped" : session.disconnected ? "disconnected" : "none";
+    if (shows !== bannerShows) {
+      bannerShows = shows;
+      if (shows === "stopped") banner.replaceChildren(...kernelStoppedNotice(session));
+      else banner.textContent = "Kernel disconnected";
+      banner.classList.toggle("anvia-kernel-stopped-notice", shows === "stopped");
+    }
+    banner.hidden = shows === "none";
   }
 
   async function doStop(): Promise<void> {
@@ -88,6 +137,9 @@ export function statusView(session: Session): StatusView {
       knownState = state;
       render();
     } else if (ev.type === "connection") {
+      if (kernelStopMatters(session) && bannerShows !== "stopped") {
+        live.textContent = live.textContent === "Kernel stopped" ? "Kernel stopped\u00a0" : "Kernel stopped";
+      }
       render();
     }
   }

@@ -1,6 +1,8 @@
-// The Studio (notebook Playground) controls: agent picker and "New session" above the transcript,
-// quick prompts while the transcript is empty, and the prompt box with "Send" below it.
-import { button, h } from "../dom";
+// The Studio (notebook Playground) controls: agent picker, "Earlier sessions" picker and "New
+// session" above the transcript, quick prompts while the transcript is empty, and the prompt box
+// with "Send" below it.
+import { button, formatTime, h } from "../dom";
+import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
 
 export interface StudioControls {
@@ -13,7 +15,22 @@ export interface StudioControls {
 export function studioControls(session: Session): StudioControls {
   const select = h("select", { class: "anvia-select", "aria-label": "Agent" });
   const newSession = button("New session", () => void run({ type: "studio_new_session" }));
-  const header = h("div", { class: "anvia-studio-header" }, h("label", { class: "anvia-field" }, "Agent ", select), newSession);
+  // Earlier stored sessions (shown when there are some): pick one, then "Open" (or Enter).
+  const sessionSelect = h("select", { class: "anvia-select anvia-session-select", "aria-label": "Earlier sessions" });
+  const openSession = button("Open", () => void openChosen());
+  const sessions = h(
+    "div",
+    { class: "anvia-sessions", role: "group", "aria-label": "Earlier sessions", hidden: true },
+    h("label", { class: "anvia-field" }, "Earlier sessions ", sessionSelect),
+    openSession,
+  );
+  const header = h(
+    "div",
+    { class: "anvia-studio-header" },
+    h("label", { class: "anvia-field" }, "Agent ", select),
+    sessions,
+    newSession,
+  );
   const prompts = h("div", { class: "anvia-quick-prompts", role: "group", "aria-label": "Quick prompts", hidden: true });
   const textarea = h("textarea", {
     class: "anvia-input anvia-prompt",
@@ -60,14 +77,36 @@ export function studioControls(session: Session): StudioControls {
       return;
     }
     sending = true;
-    if (fromBox) textarea.value = "";
+    if (fromBox) {
+      textarea.value = "";
+      keepDraft();
+    }
     render();
     const ok = await run({ type: "studio_send", agent_id: agent, text });
     sending = false;
-    if (!ok && fromBox && !textarea.value) textarea.value = text;
+    if (!ok && fromBox && !textarea.value) {
+      textarea.value = text;
+      keepDraft();
+    }
     render();
   }
   const submit = (): Promise<void> => sendText(textarea.value, true);
+
+  async function openChosen(): Promise<void> {
+    const id = sessionSelect.value;
+    if (!id || busy()) return;
+    sending = true;
+    render();
+    const ok = await run({ type: "studio_open_session", session_id: id });
+    sending = false;
+    if (ok) chosen = null; // the opened session's agent, as the kernel selected it
+    render();
+  }
+  sessionSelect.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter") return;
+    ev.preventDefault();
+    void openChosen();
+  });
 
   textarea.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter" || ev.shiftKey) return; // Shift+Enter: newline
@@ -75,7 +114,36 @@ export function studioControls(session: Session): StudioControls {
     ev.preventDefault();
     void submit();
   });
-  textarea.addEventListener("input", () => render());
+  // The prompt box's text, caret and focus live in the session: the kernel redraws the Studio's
+  // output after each run (to refresh its static copy), and typing must survive that.
+  const draft = session.draft;
+  const keepDraft = (): void => {
+    draft.text = textarea.value;
+    draft.start = textarea.selectionStart ?? draft.text.length;
+    draft.end = textarea.selectionEnd ?? draft.start;
+  };
+  textarea.value = draft.text;
+  textarea.addEventListener("input", () => {
+    keepDraft();
+    render();
+  });
+  textarea.addEventListener("select", keepDraft);
+  textarea.addEventListener("keyup", keepDraft);
+  textarea.addEventListener("focus", () => {
+    draft.focused = true;
+  });
+  // A view being removed loses its focus too: only a blur while still in the page counts.
+  textarea.addEventListener("blur", () => {
+    if (textarea.isConnected) draft.focused = false;
+  });
+  if (draft.focused) {
+    schedule(textarea, () => {
+      const active = document.activeElement;
+      if (!textarea.isConnected || (active && active !== document.body)) return;
+      textarea.focus();
+      textarea.setSelectionRange(draft.start, draft.end);
+    });
+  }
   select.addEventListener("change", () => {
     chosen = select.value;
     render();
@@ -113,8 +181,31 @@ export function studioControls(session: Session): StudioControls {
     for (const b of prompts.querySelectorAll("button")) b.disabled = busy();
   }
 
+  function renderSessions(): void {
+    const st = session.studio;
+    const list = st?.sessions ?? [];
+    sessions.hidden = list.length === 0;
+    const names = new Map((st?.agents ?? []).map((a) => [a.id, a.name || a.id]));
+    const labels = list.map((s) =>
+      [s.title || "Untitled session", names.size > 1 ? (names.get(s.agent_id) ?? s.agent_id) : "", formatTime(s.updated_at)]
+        .filter(Boolean)
+        .join(" · "),
+    );
+    const options = sessionSelect.options;
+    const same =
+      options.length === list.length &&
+      list.every((s, i) => options[i]?.value === s.id && options[i]?.textContent === labels[i]);
+    if (!same) {
+      const kept = sessionSelect.value;
+      sessionSelect.replaceChildren(...list.map((s, i) => h("option", { value: s.id, title: labels[i] }, labels[i])));
+      if (list.some((s) => s.id === kept)) sessionSelect.value = kept;
+    }
+    sessionSelect.disabled = openSession.disabled = list.length === 0 || busy();
+  }
+
   function render(): void {
     renderAgents();
+    renderSessions();
     renderPrompts();
     send.disabled = busy() || !textarea.value.trim() || agentId() === null;
   }

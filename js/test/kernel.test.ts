@@ -1,0 +1,256 @@
+// A view whose kernel stopped (restarted, shut down or died): it says so at once, names the run to
+// resume, turns off every control that talks to the kernel and sends nothing more.
+import { afterEach, describe, expect, it } from "vitest";
+import { STOPPED_STATUSES, watchKernel } from "../src/kernel";
+import type { ApprovalView, Entry, QuestionView, Status } from "../src/protocol";
+import { KERNEL_STOPPED } from "../src/session";
+import { resumeCode } from "../src/views/status";
+import widget from "../src/widget";
+import {
+  FakeModel,
+  buttons,
+  byLabel,
+  byPlaceholder,
+  fixture,
+  flushFrames,
+  snapshot,
+  status,
+  tick,
+  toolEntry,
+  type,
+} from "./helpers";
+
+afterEach(() => document.body.replaceChildren());
+
+class FakeSignal {
+  private slots = new Set<(sender: unknown, args: unknown) => void>();
+  connect(slot: (sender: unknown, args: unknown) => void): boolean {
+    this.slots.add(slot);
+    return true;
+  }
+  disconnect(slot: (sender: unknown, args: unknown) => void): boolean {
+    return this.slots.delete(slot);
+  }
+  emit(args: unknown): void {
+    for (const slot of [...this.slots]) slot(this, args);
+  }
+  get size(): number {
+    return this.slots.size;
+  }
+}
+
+/** What JupyterLab's widget manager offers: its kernel connection and the notebook's session. */
+function fakeManager() {
+  const kernel = { status: "idle", statusChanged: new FakeSignal(), disposed: new FakeSignal() };
+  const sessionContext = { kernelChanged: new FakeSignal() };
+  return { kernel, context: { sessionContext } };
+}
+
+type Manager = ReturnType<typeof fakeManager>;
+
+/** Initialise the widget on a fake model with a fake manager, then render one view. */
+function mountWith(entries: Entry[], st: Status, attrs: Record<string, unknown> = {}) {
+  const model = new FakeModel(attrs) as FakeModel & { widget_manager: Manager };
+  const manager = fakeManager();
+  model.widget_manager = manager;
+  const disposers = [widget.initialize({ model })];
+  model.kernel(snapshot(entries, st, 0));
+  const view = (): HTMLElement => {
+    const el = document.createElement("div");
+    document.body.appendChild(el);
+    disposers.push(widget.render({ model, el }));
+    return el.querySelector(".anvia-root") as HTMLElement;
+  };
+  const root = view();
+  return { model, manager, root, another: view, cleanup: () => disposers.reverse().forEach((d) => d()) };
+}
+
+const pendingApproval: ApprovalView = {
+  id: "ap_1",
+  status: "pending",
+  reason: "Review this refund.",
+  args: { order_id: "A-1", amount: 5, note: "x".repeat(3000) },
+  decided_by: null,
+  decided_at: null,
+  decision_reason: null,
+  edited_args: null,
+};
+
+const waitingRun = () =>
+  mountWith([toolEntry("t1", { status: "approval_required", approval: pendingApproval })], status("waiting", { run_id: "run_42" }));
+
+const banner = (root: HTMLElement) => root.querySelector(".anvia-disconnected") as HTMLElement;
+/** Let MutationObserver callbacks and promise callbacks run. */
+const settle = async (): Promise<void> => {
+  await tick();
+  await tick();
+};
+
+describe("a view whose kernel stopped", () => {
+  it("says so at once, names agent.resume with the run id, and turns its buttons off", () => {
+    const { model, root } = waitingRun();
+    expect(banner(root).hidden).toBe(true);
+    expect(byLabel(root, "Approve").disabled).toBe(false);
+    model.fire("comm_live_update");
+    expect(banner(root).hidden).toBe(false);
+    expect(banner(root).textContent).toContain("Kernel stopped.");
+    expect(banner(root).querySelector("code")?.textContent).toBe('agent.resume("run_42").show()');
+    expect(root.querySelector(".anvia-status-label")?.textContent).toBe("Kernel stopped");
+    expect(root.classList.contains("anvia-kernel-stopped")).toBe(true);
+    for (const label of ["Approve", "Reject", "Edit arguments", "Stop"]) expect(byLabel(root, label).disabled).toBe(true);
+    expect(byPlaceholder(root, "Reason (optional)").disabled).toBe(true);
+    expect((root.querySelector(".anvia-always-allow") as HTMLInputElement).disabled).toBe(true);
+    // Showing more of a long value only changes the view: it keeps working.
+    expect(byLabel(root, "Show more").disabled).toBe(false);
+  });
+
+  it("sends nothing more: a click does nothing, and requests are refused without being sent", async () => {
+    const { model, root } = waitingRun();
+    model.fire("comm_live_update");
+    const before = model.sent.length;
+    byLabel(root, "Approve").click();
+    byLabel(root, "Stop").click();
+    await settle();
+    expect(model.sent.length).toBe(before);
+  });
+
+  it("refuses a decision still on its way, and its buttons stay off", async () => {
+    const { model, root } = waitingRun();
+    byLabel(root, "Approve").click();
+    expect(model.ofType("approval_decision")).toHaveLength(1);
+    model.fire("comm_live_update");
+    await settle();
+    expect(root.querySelector(".anvia-approval-error")?.textContent).toContain(KERNEL_STOPPED);
+    expect(byLabel(root, "Approve").disabled).toBe(true);
+    expect(byLabel(root, "Reject").disabled).toBe(true);
+  });
+
+  it("turns off a question's choices, custom answer and Submit answers", async () => {
+    const question: QuestionView = {
+      id: "q_1",
+      status: "pending",
+      questions: [{ id: "p", question: "What priority?", choices: [{ label: "High", value: "high" }] }],
+      answers: [],
+    };
+    const { model, root } = mountWith(
+      [toolEntry("t2", { tool_name: "ask_question", status: "input_required", question })],
+      status("waiting", { run_id: "run_q" }),
+    );
+    type(byPlaceholder(root, "Type a custom answer"), "soon");
+    expect(byLabel(root, "Submit answers").disabled).toBe(false);
+    model.fire("comm_live_update");
+    await settle();
+    for (const label of ["High", "Back", "Next", "Submit answers"]) expect(byLabel(root, label).disabled).toBe(true);
+    expect(byPlaceholder(root, "Type a custom answer").disabled).toBe(true);
+    expect(banner(root).textContent).toContain('agent.resume("run_q")');
+  });
+
+  it.each(["restarting", "autorestarting", "dead", "starting"])("notices the kernel status %s", (kernelStatus) => {
+    const { manager, root } = waitingRun();
+    manager.kernel.statusChanged.emit("busy");
+    manager.kernel.statusChanged.emit("idle");
+    expect(banner(root).hidden).toBe(true);
+    manager.kernel.statusChanged.emit(kernelStatus);
+    expect(banner(root).hidden).toBe(false);
+    expect(byLabel(root, "Approve").disabled).toBe(true);
+  });
+
+  it("notices the notebook switching to another kernel, or to none", () => {
+    const a = waitingRun();
+    a.manager.context.sessionContext.kernelChanged.emit({ oldValue: a.manager.kernel, newValue: { status: "starting" } });
+    expect(byLabel(a.root, "Approve").disabled).toBe(true);
+    const b = waitingRun();
+    b.manager.kernel.disposed.emit(undefined);
+    expect(banner(b.root).hidden).toBe(false);
+  });
+
+  it("draws a later view already stopped", () => {
+    const { model, another } = waitingRun();
+    model.fire("comm_live_update");
+    const root = another();
+    expect(banner(root).hidden).toBe(false);
+    expect(byLabel(root, "Approve").disabled).toBe(true);
+  });
+
+  it("leaves the view of a finished run as it was: nothing in it was live", () => {
+    const { model, root } = mountWith([{ kind: "assistant", id: "a1", turn: 1, text: "Done." }], status("success", { run_id: "run_9" }));
+    model.fire("comm_live_update");
+    expect(banner(root).hidden).toBe(true);
+    expect(root.querySelector(".anvia-status-label")?.textContent).toBe("Done");
+    expect(byLabel(root, "Stop").disabled).toBe(true);
+  });
+
+  it("turns off a Studio's prompt box, Send, quick prompts and New session", async () => {
+    const studioMsg = fixture("studio.json")[0] as Record<string, unknown>;
+    const { model, root } = mountWith([], status("idle", { turn: 0 }), { mode: "studio" });
+    model.kernel(studioMsg);
+    type(byPlaceholder<HTMLTextAreaElement>(root, "Message the agent"), "hello");
+    expect(byLabel(root, "Send").disabled).toBe(false);
+    model.fire("comm_live_update");
+    await settle();
+    for (const b of buttons(root)) expect([b.textContent, b.disabled]).toEqual([b.textContent, true]);
+    expect(byPlaceholder<HTMLTextAreaElement>(root, "Message the agent").disabled).toBe(true);
+    expect((root.querySelector("select") as HTMLSelectElement).disabled).toBe(true);
+    expect(banner(root).textContent).toContain("Run this cell again");
+  });
+
+  it("stops watching when the model goes away", () => {
+    const { model, manager, cleanup } = waitingRun();
+    expect(model.listenerCount("comm_live_update")).toBe(1);
+    expect(manager.kernel.statusChanged.size).toBe(1);
+    cleanup();
+    expect(model.listenerCount("comm_live_update")).toBe(0);
+    expect(manager.kernel.statusChanged.size).toBe(0);
+    expect(manager.context.sessionContext.kernelChanged.size).toBe(0);
+  });
+});
+
+describe("watchKernel", () => {
+  it("calls back once, whatever says it first", () => {
+    const model = new FakeModel() as FakeModel & { widget_manager: Manager };
+    model.widget_manager = fakeManager();
+    let calls = 0;
+    watchKernel(model, () => calls++);
+    model.widget_manager.kernel.statusChanged.emit("restarting");
+    model.fire("comm_live_update");
+    model.widget_manager.kernel.statusChanged.emit("dead");
+    expect(calls).toBe(1);
+    expect(STOPPED_STATUSES.has("idle")).toBe(false);
+  });
+
+  it("copes with a manager it does not know", () => {
+    const model = new FakeModel() as FakeModel & { widget_manager: unknown };
+    model.widget_manager = {
+      get kernel(): unknown {
+        throw new Error("no kernel here");
+      },
+    };
+    let calls = 0;
+    const stop = watchKernel(model, () => calls++);
+    stop();
+    model.fire("comm_live_update");
+    expect(calls).toBe(0);
+  });
+
+  it("writes the resume call as Python", () => {
+    expect(resumeCode('r"1')).toBe('agent.resume("r\\"1").show()');
+  });
+});
+
+describe("a Studio redrawn by the kernel", () => {
+  it("keeps what was typed in the prompt box, and its focus", () => {
+    const studioMsg = fixture("studio.json")[0] as Record<string, unknown>;
+    const { model, root, another } = mountWith([], status("idle", { turn: 0 }), { mode: "studio" });
+    model.kernel(studioMsg);
+    const box = byPlaceholder<HTMLTextAreaElement>(root, "Message the agent");
+    box.focus();
+    type(box, "half a thought");
+    root.parentElement!.remove(); // the output is redrawn: the old view goes, a new one comes
+    const again = another();
+    flushFrames();
+    const newBox = byPlaceholder<HTMLTextAreaElement>(again, "Message the agent");
+    expect(newBox.value).toBe("half a thought");
+    expect(document.activeElement).toBe(newBox);
+    expect(byLabel(again, "Send").disabled).toBe(false);
+  });
+});

@@ -1,0 +1,173 @@
+"""What a saved notebook keeps of a run: once it has ended, every cell output of it is the bounded
+static copy alone (no widget mimetype, so JupyterLab, Notebook 7 and VS Code show the copy rather
+than "Error displaying widget: model not found" when the notebook is reopened without its
+kernel); a Studio stays live, with a static copy refreshed after each run. The run id is in the
+wire status, for a view whose kernel stopped to name it."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from notebook_helpers import Page, finished, pending_approval, refund_tool, until
+
+from anvia_notebook import AgentBuilder, Studio
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.notebook import runner
+from anvia_notebook.notebook.snapshot import MAX_TOTAL
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+#: A whole copy may end past MAX_TOTAL by one entry's markup (see snapshot.py).
+SLACK = 10_000
+
+
+def agent(*answers: str):
+    return AgentBuilder("shop", QueueModel(list(answers))).name("Shop").build()
+
+
+async def test_a_finished_runs_outputs_lose_the_widget_and_keep_the_static_copy(outputs, cell):
+    handle = runner.show(agent("All done.").prompt("hello"))
+    [shown] = outputs.shown()
+    assert WIDGET_MIME in shown["data"]  # live while it runs
+    assert handle.session.live
+    data, _ = handle._repr_mimebundle_()
+    assert WIDGET_MIME in data
+    await finished(handle)
+    [update] = outputs.updates()
+    assert update["display_id"] == shown["display_id"]
+    assert set(update["data"]) == {"text/plain", "text/html"}
+    assert "All done." in update["data"]["text/html"]
+    assert "All done." in update["data"]["text/plain"]
+    assert not handle.session.live
+    # the copy sits in a slot naming the widget: a page where its model lives shows a live view
+    slot = f'<div class="anvia-live-slot anvia-key-{handle.widget._anvia_key} tex2jax_ignore'
+    assert update["data"]["text/html"].startswith(slot)
+    assert shown["data"]["text/html"].startswith(slot)
+
+
+async def test_displaying_a_finished_handle_shows_only_the_static_copy(outputs, cell):
+    handle = runner.show(agent("Finished answer.").prompt("hello"))
+    await finished(handle)
+    cell.msg_id = "cell-2"
+    handle._ipython_display_()
+    second = outputs.shown()[-1]
+    assert second["parent"]["header"]["msg_id"] == "cell-2"
+    assert set(second["data"]) == {"text/plain", "text/html"}
+    assert "Finished answer." in second["data"]["text/html"]
+    data, metadata = handle._repr_mimebundle_()
+    assert set(data) == {"text/plain", "text/html"} and metadata == {}
+
+
+async def test_the_static_copy_of_a_long_run_is_bounded(outputs):
+    long_answer = "word " * 100_000  # 500 000 characters
+    handle = runner.show(agent(long_answer).prompt("write a lot"))
+    await finished(handle)
+    data = outputs.updates()[-1]["data"]
+    assert WIDGET_MIME not in data
+    assert len(data["text/html"]) < MAX_TOTAL + SLACK
+    assert len(data["text/plain"]) < MAX_TOTAL + SLACK
+    assert "more characters" in data["text/html"]
+
+
+def test_send_sync_ends_with_the_static_copy(outputs):
+    response = runner.send_sync(agent("Blocking answer.").prompt("hi"))
+    assert response.output == "Blocking answer."
+    [shown] = outputs.shown()
+    assert WIDGET_MIME in shown["data"]
+    [update] = outputs.updates()
+    assert update["display_id"] == shown["display_id"]
+    assert set(update["data"]) == {"text/plain", "text/html"}
+    assert "Blocking answer." in update["data"]["text/html"]
+
+
+async def test_a_pending_run_stays_live_and_its_status_names_the_run(outputs, store_path):
+    tool = refund_tool()
+    model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=[
+                    ToolCall(
+                        id="c1", name="issue_refund", arguments={"order_id": "A-1", "amount": 5}
+                    )
+                ]
+            ),
+            "Refunded.",
+        ]
+    )
+    handle = runner.show(AgentBuilder("shop", model).tools([tool]).build().prompt("refund"))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_approval(page)
+    assert page.state.status["run_id"] == handle.run_id
+    assert outputs.updates() == []  # nothing replaces the live view while it waits
+    assert WIDGET_MIME in handle._repr_mimebundle_()[0]
+    assert (await page.approve(entry["approval"]["id"]))["ok"]
+    await finished(handle)
+    assert WIDGET_MIME not in outputs.updates()[-1]["data"]
+
+
+async def test_a_studio_stays_live_with_a_static_copy_refreshed_after_each_run(outputs):
+    studio = Studio([agent("First answer.", "Second answer.")])
+    studio.start()
+    [shown] = outputs.shown()
+    assert WIDGET_MIME in shown["data"]
+    page = Page(studio.widget)
+    await page.sync()
+    assert "run_id" not in page.state.status  # no run yet
+    first = studio.send("first question")
+    await first.wait()
+    await until(lambda: outputs.updates(), what="the refreshed copy")
+    update = outputs.updates()[-1]
+    assert update["display_id"] == shown["display_id"]
+    assert WIDGET_MIME in update["data"]  # the Studio stays live
+    assert update["data"][WIDGET_MIME]["model_id"] == studio.widget.model_id
+    assert "First answer." in update["data"]["text/html"]
+    page.pump()
+    assert page.state.status["run_id"] == first.run_id
+    second = studio.send("second question")
+    await second.wait()
+    await until(lambda: len(outputs.updates()) >= 2, what="a second refresh")
+    assert "Second answer." in outputs.updates()[-1]["data"]["text/html"]
+    page.pump()
+    assert page.state.status["run_id"] == second.run_id
+    studio.new_session()
+    await asyncio.sleep(0)
+    page.pump()
+    assert "run_id" not in page.state.status  # a new session has no run yet
+
+
+@pytest.mark.timeout(180)
+def test_a_notebook_run_headless_saves_the_bounded_static_copy_alone(monkeypatch, tmp_path):
+    """nbclient (as tests/test_notebooks.py runs the tutorials): the saved output of a finished
+    run is the static copy, bounded, with no widget to look for."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from kernel_client import ROOT
+
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(tmp_path / "runs.sqlite"))
+    cells = [
+        "from anvia_notebook import AgentBuilder\n"
+        "from anvia_notebook.models import QueueModel\n"
+        "agent = AgentBuilder('shop', QueueModel(['short answer', 'long ' * 100_000])).build()",
+        "handle = agent.prompt('first').show()",
+        "await handle\nlong = agent.prompt('second').show()",
+        "r = await long\nlen(r.output)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    path = tmp_path / "saved.ipynb"
+    nbformat.write(nb, path)
+    saved = nbformat.read(path, as_version=4)
+    [short] = saved.cells[1].outputs
+    [long] = saved.cells[2].outputs
+    for output in (short, long):
+        assert output.output_type == "display_data"
+        assert WIDGET_MIME not in output.data
+        assert 'class="anvia-static-transcript"' in output.data["text/html"]
+        assert len(output.data["text/html"]) < MAX_TOTAL + SLACK
+    assert "short answer" in short.data["text/html"] and "Done" in short.data["text/plain"]
+    assert "more characters" in long.data["text/html"]
+    assert saved.cells[3].outputs[0].data["text/plain"] == "500000"
