@@ -242,9 +242,6 @@ class AgentRun:
         except Exception as error:
             self._store_failed(error)
 
-    #: Kept for callers that flush only the event log.
-    flush_events = checkpoint
-
     def _store_failed(self, error: BaseException) -> None:
         from .store import store_failed
 

@@ -502,10 +502,6 @@ class RunStore:
         )
         self._disown(run_id)
 
-    def save_state(self, state: RunState) -> None:
-        """Write the whole state (every message again); runs use :meth:`save_run`."""
-        self.save_run(state.run_id, state, ())
-
     def open_interaction(self, record: Record) -> None:
         """Record a new pending approval or question (or reopen one on resume)."""
         kind = "approval" if isinstance(record, ApprovalRecord) else "question"
@@ -696,13 +692,6 @@ class RunStore:
                 callback(status, json.loads(decision) if decision else {})
             except Exception:
                 logger.exception("Delivering a stored decision failed")
-
-    def poll_now(self) -> None:
-        """Deliver decisions written elsewhere at once (tests and the command line use it)."""
-        with self._watch_lock:
-            watched = dict(self._watched)
-        if watched:
-            self._deliver(watched)
 
 
 def _studio_session(row: Sequence[Any]) -> StudioSession:
