@@ -10,7 +10,12 @@
 //   it), "dead" (shut down) or "starting" (a new process, e.g. a restart asked of the server), and
 //   whose `disposed` fires when the notebook lets go of it;
 // - `model.widget_manager.context.sessionContext.kernelChanged`: the notebook now has another
-//   kernel, or none.
+//   kernel, or none;
+// - the kernel connection's `anyMessage`: every kernel process signs its messages with its own
+//   session id. A restart asked of the server (its REST API, another tab) keeps the same
+//   connection, and the new process's "starting" status is often lost before the server's
+//   sockets reconnect: the status messages that follow, signed by another session, still say the
+//   process changed.
 
 /** Kernel statuses that mean the process the model lived in is gone. */
 export const STOPPED_STATUSES: ReadonlySet<string> = new Set(["restarting", "autorestarting", "dead", "starting"]);
@@ -42,6 +47,23 @@ export function read(owner: unknown, key: string): unknown {
 export interface KernelWatchTarget {
   on(event: string, callback: () => void): void;
   off(event: string, callback?: () => void): void;
+}
+
+/**
+ * The session id of a status message the kernel published (iopub, received), else null. Only
+ * status messages count: the server signs the few messages it writes itself (a rate-limit
+ * warning, "restarting", "dead") with its own session.
+ */
+export function kernelStatusSigner(args: unknown): string | null {
+  if (read(args, "direction") !== "recv") return null;
+  const msg = read(args, "msg");
+  if (read(msg, "channel") !== "iopub") return null;
+  const header = read(msg, "header");
+  if (read(header, "msg_type") !== "status") return null;
+  const state = read(read(msg, "content"), "execution_state");
+  if (typeof state === "string" && STOPPED_STATUSES.has(state)) return null; // statusChanged says it
+  const session = read(header, "session");
+  return typeof session === "string" && session ? session : null;
 }
 
 /**
@@ -88,6 +110,13 @@ export function watchKernel(model: KernelWatchTarget, onStop: () => void): () =>
       if (typeof status === "string" && STOPPED_STATUSES.has(status)) stop();
     });
     listen(read(kernel, "disposed"), () => stop());
+    let session: string | null = null;
+    listen(read(kernel, "anyMessage"), (_sender, args) => {
+      const signer = kernelStatusSigner(args);
+      if (signer === null) return;
+      if (session === null) session = signer;
+      else if (signer !== session) stop();
+    });
     const sessionContext = read(read(manager, "context"), "sessionContext");
     listen(read(sessionContext, "kernelChanged"), (_sender, change) => {
       if (read(change, "newValue") !== kernel) stop();

@@ -41,7 +41,12 @@ class FakeSignal {
 
 /** What JupyterLab's widget manager offers: its kernel connection and the notebook's session. */
 function fakeManager() {
-  const kernel = { status: "idle", statusChanged: new FakeSignal(), disposed: new FakeSignal() };
+  const kernel = {
+    status: "idle",
+    statusChanged: new FakeSignal(),
+    disposed: new FakeSignal(),
+    anyMessage: new FakeSignal(),
+  };
   const sessionContext = { kernelChanged: new FakeSignal() };
   return { kernel, context: { sessionContext } };
 }
@@ -155,6 +160,31 @@ describe("a view whose kernel stopped", () => {
     expect(byLabel(root, "Approve").disabled).toBe(true);
   });
 
+  it("notices a restart it only sees as status messages signed by another kernel process", () => {
+    const { manager, root } = waitingRun();
+    const statusMsg = (session: string, state: string, channel = "iopub", direction = "recv") => ({
+      direction,
+      msg: { channel, header: { msg_type: "status", session }, content: { execution_state: state } },
+    });
+    manager.kernel.anyMessage.emit(statusMsg("kernel-a", "busy"));
+    manager.kernel.anyMessage.emit(statusMsg("kernel-a", "idle"));
+    // What is not a status the kernel published does not count: a message this page sends, the
+    // server's own rate-limit warning, a shell reply, the server's "restarting" (said elsewhere).
+    manager.kernel.anyMessage.emit(statusMsg("page", "busy", "shell", "send"));
+    manager.kernel.anyMessage.emit({
+      direction: "recv",
+      msg: { channel: "iopub", header: { msg_type: "stream", session: "server" }, content: { text: "rate" } },
+    });
+    manager.kernel.anyMessage.emit(statusMsg("kernel-a", "idle", "shell"));
+    manager.kernel.anyMessage.emit(statusMsg("server", "restarting"));
+    manager.kernel.anyMessage.emit({ direction: "recv", msg: null });
+    expect(banner(root).hidden).toBe(true);
+    expect(byLabel(root, "Approve").disabled).toBe(false);
+    manager.kernel.anyMessage.emit(statusMsg("kernel-b", "busy"));
+    expect(banner(root).hidden).toBe(false);
+    expect(byLabel(root, "Approve").disabled).toBe(true);
+  });
+
   it("notices the notebook switching to another kernel, or to none", () => {
     const a = waitingRun();
     a.manager.context.sessionContext.kernelChanged.emit({ oldValue: a.manager.kernel, newValue: { status: "starting" } });
@@ -198,7 +228,9 @@ describe("a view whose kernel stopped", () => {
     const { model, manager, cleanup } = waitingRun();
     expect(model.listenerCount("comm_live_update")).toBe(1);
     expect(manager.kernel.statusChanged.size).toBe(1);
+    expect(manager.kernel.anyMessage.size).toBe(1);
     cleanup();
+    expect(manager.kernel.anyMessage.size).toBe(0);
     expect(model.listenerCount("comm_live_update")).toBe(0);
     expect(manager.kernel.statusChanged.size).toBe(0);
     expect(manager.context.sessionContext.kernelChanged.size).toBe(0);
