@@ -1,16 +1,13 @@
-// The approval panel of a tool entry: pending -> a form; decided -> one inline line.
-// The reason and the arguments come from the model and can be any length: they are folded
-// (and bounded in height once unfolded) so that the decision buttons stay in view.
+// What is particular to an approval, drawn by the interaction panel (interaction.ts): the
+// pending form (reason, arguments, edit, reject reason, always allow, Approve / Reject) and the
+// one inline line that records the decision. The reason and the arguments come from the model
+// and can be any length: they are folded (and bounded in height once unfolded) so that the
+// decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
 import type { ApprovalView, JsonObject } from "../protocol";
 import { isPlainObject } from "../validate";
-import type { Session } from "../session";
 import { foldedPre, prettyValue } from "./fold";
-
-export interface ApprovalPanel {
-  el: HTMLElement;
-  update(approval: ApprovalView): void;
-}
+import type { DecisionForm, FormContext } from "./interaction";
 
 const STATUS_WORDS: Record<ApprovalView["status"], string> = {
   pending: "Pending",
@@ -28,23 +25,6 @@ const DECIDER_WORDS: Record<NonNullable<ApprovalView["decided_by"]>, string> = {
   auto: "the scripted operator",
 };
 
-export function approvalPanel(session: Session, toolName: string, approval: ApprovalView): ApprovalPanel {
-  const el = h("div", { class: "anvia-approval-slot" });
-  let shown: { id: string; status: string; key: string } | null = null;
-
-  function update(a: ApprovalView): void {
-    const key = JSON.stringify(a);
-    if (shown && shown.id === a.id && shown.status === a.status && (a.status === "pending" || shown.key === key)) {
-      return; // keep what the user typed in a pending form
-    }
-    shown = { id: a.id, status: a.status, key };
-    el.replaceChildren(a.status === "pending" ? pendingForm(session, toolName, a) : decisionLine(a));
-  }
-
-  update(approval);
-  return { el, update };
-}
-
 /** Reasons longer than this (or with more lines) are folded. */
 export const REASON_FOLD_CHARS = 400;
 export const REASON_FOLD_LINES = 6;
@@ -59,7 +39,7 @@ const isLong = (text: string): boolean =>
   text.length > REASON_FOLD_CHARS || text.split("\n", REASON_FOLD_LINES + 1).length > REASON_FOLD_LINES;
 
 /** "Approved by you at <time> with edited arguments." plus the reason. */
-export function decisionLine(a: ApprovalView): HTMLElement {
+export function approvalRecord(a: ApprovalView): HTMLElement {
   const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
   line.append(h("strong", {}, STATUS_WORDS[a.status]));
   if (a.decided_by) line.append(` by ${DECIDER_WORDS[a.decided_by]}`);
@@ -78,7 +58,8 @@ export function decisionLine(a: ApprovalView): HTMLElement {
   return line;
 }
 
-function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLElement {
+export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
+  const { toolName } = ctx;
   const reasonId = nextDomId("approval-reason");
   const args = foldedPre("anvia-approval-args", "Arguments");
   args.set(prettyValue(a.args));
@@ -114,16 +95,10 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
   });
   const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
   const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
-  const error = h("div", { class: "anvia-error-text anvia-approval-error", role: "alert", hidden: true });
   const approve = button("Approve", () => void decide(true), { class: "anvia-button anvia-primary" });
   const reject = button("Reject", () => void decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
 
-  function setError(text: string): void {
-    error.textContent = text;
-    error.hidden = !text;
-    if (text) error.scrollIntoView?.({ block: "nearest" });
-  }
   function setEditError(text: string): void {
     editError.textContent = text;
     editError.hidden = !text;
@@ -131,9 +106,6 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
     editor.setAttribute("aria-invalid", "true");
     editor.focus();
     editError.scrollIntoView?.({ block: "nearest" });
-  }
-  function setDisabled(disabled: boolean): void {
-    for (const c of controls) c.disabled = disabled;
   }
 
   async function decide(approved: boolean): Promise<void> {
@@ -154,21 +126,13 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
       edited = parsed as JsonObject;
     }
     setEditError("");
-    setError("");
-    setDisabled(true);
-    const reason = approved ? null : reasonInput.value.trim() || null;
-    const reply = await session.request({
-      type: "approval_decision",
-      approval_id: a.id,
+    await ctx.submit({
+      kind: "approval",
       approved,
-      reason,
+      reason: approved ? null : reasonInput.value.trim() || null,
       edited_args: edited,
       always_allow: approved && always.checked,
     });
-    if (!reply.ok) {
-      setDisabled(false);
-      setError(`The decision was not accepted: ${reply.error ?? "unknown error"}`);
-    }
   }
 
   const panel = h(
@@ -184,7 +148,11 @@ function pendingForm(session: Session, toolName: string, a: ApprovalView): HTMLE
     h("div", { class: "anvia-row" }, reasonInput),
     alwaysLabel,
     h("div", { class: "anvia-row anvia-actions" }, approve, reject),
-    error,
   );
-  return panel;
+  return {
+    el: panel,
+    setBusy(busy) {
+      for (const c of controls) c.disabled = busy;
+    },
+  };
 }

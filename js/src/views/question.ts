@@ -1,35 +1,14 @@
-// The question panel of a tool entry (ask_question): one question at a time, choices as
-// buttons that record and advance, a custom answer that overrides the choice, Back / Next,
-// "n/N answered", and "Submit answers" once every question has an answer.
+// What is particular to a question (ask_question), drawn by the interaction panel
+// (interaction.ts): the pending form, one question at a time, choices as buttons that record and
+// advance, a custom answer that overrides the choice, Back / Next, "n/N answered", and "Submit
+// answers" once every question has an answer; and the record of the answers once settled.
 import { button, h } from "../dom";
 import type { Answer, QuestionView } from "../protocol";
-import type { Session } from "../session";
-
-export interface QuestionPanel {
-  el: HTMLElement;
-  update(question: QuestionView): void;
-}
+import type { DecisionForm, FormContext } from "./interaction";
 
 interface Draft {
   choice?: string;
   custom: string;
-}
-
-export function questionPanel(session: Session, question: QuestionView): QuestionPanel {
-  const el = h("div", { class: "anvia-question-slot" });
-  let shown: { id: string; status: string; key: string } | null = null;
-
-  function update(q: QuestionView): void {
-    const key = JSON.stringify(q);
-    if (shown && shown.id === q.id && shown.status === q.status && (q.status === "pending" || shown.key === key)) {
-      return; // keep the answers in progress
-    }
-    shown = { id: q.id, status: q.status, key };
-    el.replaceChildren(q.status === "pending" && q.questions.length > 0 ? pendingForm(session, q) : summary(q));
-  }
-
-  update(question);
-  return { el, update };
 }
 
 /** The answer a draft gives, if any: non-empty custom text wins over the chosen value. */
@@ -47,7 +26,7 @@ const STATUS_TEXT: Record<QuestionView["status"], string> = {
   timed_out: "Timed out",
 };
 
-function summary(q: QuestionView): HTMLElement {
+export function questionRecord(q: QuestionView): HTMLElement {
   const box = h(
     "div",
     { class: `anvia-question anvia-question-${q.status}` },
@@ -64,7 +43,7 @@ function summary(q: QuestionView): HTMLElement {
   return box;
 }
 
-function pendingForm(session: Session, q: QuestionView): HTMLElement {
+export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   const drafts = new Map<string, Draft>();
   const total = q.questions.length;
   let index = 0;
@@ -83,7 +62,6 @@ function pendingForm(session: Session, q: QuestionView): HTMLElement {
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
   const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
-  const error = h("div", { class: "anvia-error-text", hidden: true });
 
   const current = () => q.questions[index]!;
   const draft = (id: string): Draft => {
@@ -143,20 +121,11 @@ function pendingForm(session: Session, q: QuestionView): HTMLElement {
   async function send(): Promise<void> {
     const all = answers();
     if (all.some((a) => a === null)) return;
-    busy = true;
-    error.hidden = true;
-    render();
-    const reply = await session.request({ type: "question_answers", question_id: q.id, answers: all as Answer[] });
-    if (!reply.ok) {
-      busy = false;
-      error.textContent = `The answers were not accepted: ${reply.error ?? "unknown error"}`;
-      error.hidden = false;
-      render();
-    }
+    await ctx.submit({ kind: "question", answers: all as Answer[] });
   }
 
   render();
-  return h(
+  const el = h(
     "div",
     { class: "anvia-question anvia-question-pending", role: "group", "aria-label": "Input required" },
     progress,
@@ -164,6 +133,12 @@ function pendingForm(session: Session, q: QuestionView): HTMLElement {
     choices,
     custom,
     h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit),
-    error,
   );
+  return {
+    el,
+    setBusy(value) {
+      busy = value;
+      render();
+    },
+  };
 }

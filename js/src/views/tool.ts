@@ -1,16 +1,13 @@
 // A tool entry: name and status in a <details> summary; arguments, captured output, result,
-// and the approval / question panel in the body. Starts expanded when an interaction is pending.
+// and the panels of its interactions (approval, question: interaction.ts) in the body. Starts
+// expanded when an interaction is pending.
 import { h } from "../dom";
 import { schedule } from "../frame";
 import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
 import type { Session } from "../session";
-import { type ApprovalPanel, approvalPanel } from "./approval";
-import { foldedPre, prettyJson, prettyValue } from "./fold";
-import { type QuestionPanel, questionPanel } from "./question";
 import type { EntryView } from "./entries";
-
-const pendingInteraction = (e: ToolEntry): boolean =>
-  e.approval?.status === "pending" || e.question?.status === "pending";
+import { foldedPre, prettyJson, prettyValue } from "./fold";
+import { coversArguments, type InteractionPanel, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
 
 /** The arguments a person put in place of the model's before approving (null: none). */
 function editedArgs(e: ToolEntry): JsonObject | null {
@@ -54,7 +51,7 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     selfSet = open;
     el.open = open;
   };
-  setOpen(session.openEntries.get(entry.id) ?? pendingInteraction(entry));
+  setOpen(session.openEntries.get(entry.id) ?? waitsForSomeone(entry));
   el.addEventListener("toggle", () => {
     const own = selfSet !== null && el.open === selfSet;
     selfSet = null;
@@ -62,10 +59,8 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   });
 
   let current = entry;
-  let approval: ApprovalPanel | null = null;
-  let approvalId: string | null = null;
-  let question: QuestionPanel | null = null;
-  let questionId: string | null = null;
+  /** The interaction panels shown, in order (an approval first, then a question). */
+  let panels: InteractionPanel[] = [];
   let wasPending = el.open;
 
   const renderArgs = (): void => {
@@ -89,26 +84,20 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     resultSection.hidden = e.result === null;
     resultSection.classList.toggle("anvia-result-error", e.is_error);
 
-    if (e.approval) {
-      if (!approval || approvalId !== e.approval.id) {
-        approval = approvalPanel(session, e.tool_name, e.approval);
-        approvalId = e.approval.id;
-      } else approval.update(e.approval);
-    } else approval = approvalId = null;
-    if (e.question) {
-      if (!question || questionId !== e.question.id) {
-        question = questionPanel(session, e.question);
-        questionId = e.question.id;
-      } else question.update(e.question);
-    } else question = questionId = null;
-    const panels = [approval?.el, question?.el].filter((x): x is HTMLElement => !!x);
-    if (panels.length !== interaction.childElementCount || panels.some((p, i) => interaction.children[i] !== p)) {
-      interaction.replaceChildren(...panels);
+    const next = interactionsOf(e).map((i) => {
+      const kept = panels.find((p) => p.kind === i.kind && p.id === i.view.id);
+      if (!kept) return interactionPanel(session, e.tool_name, i);
+      kept.update(i);
+      return kept;
+    });
+    if (next.length !== panels.length || next.some((p, i) => panels[i] !== p)) {
+      interaction.replaceChildren(...next.map((p) => p.el));
     }
+    panels = next;
     // The panel already shows the arguments of a pending approval, and a question shows its questions.
-    argsSection.hidden = e.question !== null || e.approval?.status === "pending";
+    argsSection.hidden = coversArguments(e);
 
-    const pending = pendingInteraction(e);
+    const pending = waitsForSomeone(e);
     if (pending && !wasPending) setOpen(true);
     wasPending = pending;
   }

@@ -8,6 +8,7 @@ import { schedule } from "../frame";
 import { type Entry, TOOL_STATUS_LABELS } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { type EntryView, entryView } from "./entries";
+import { waitsForSomeone } from "./interaction";
 
 export interface TranscriptView {
   el: HTMLElement;
@@ -35,10 +36,6 @@ const standInText = (entry: Entry): string =>
 function standIn(entry: Entry): HTMLElement {
   return h("div", { class: `anvia-entry anvia-entry-${entry.kind} anvia-entry-pending` }, standInText(entry));
 }
-
-/** An approval or question waits in this entry: it is built at once, however old. */
-const waitsForSomeone = (entry: Entry): boolean =>
-  entry.kind === "tool" && (entry.approval?.status === "pending" || entry.question?.status === "pending");
 
 type IdleHandle = { cancel(): void };
 
@@ -162,6 +159,7 @@ export function transcriptView(session: Session): TranscriptView {
         else slot.el.textContent = standInText(entry);
       } else {
         if (slot) drop(entry.id, slot);
+        // An entry where an approval or a question waits is built at once, however old.
         slot = index < eagerFrom && !waitsForSomeone(entry) ? createLater(entry) : create(entry);
       }
       if (slot.el === ref) ref = ref.nextSibling;

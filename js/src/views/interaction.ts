@@ -1,0 +1,169 @@
+// The one view path of an interaction: an approval or a question that a tool call waits on.
+//
+// - `interactionsOf` reads the interactions of a tool entry, `waitsForSomeone` says whether one of
+//   them is pending (the transcript builds such an entry at once, the tool view opens it).
+// - `interactionPanel` renders one interaction: while it is pending, its form with the decision
+//   controls; once settled, the record of what was decided. It keeps what a person typed across
+//   updates that do not change the interaction, disables the form while a decision is on its way,
+//   and re-enables it with the reason when the kernel refuses the decision.
+// - `sendDecision` is the only place that sends a decision to the kernel (through the session).
+//
+// What differs between approvals and questions (the fields of the form, the words of the
+// record) lives in approval.ts and question.ts, which never talk to the session themselves.
+import { h } from "../dom";
+import type { Answer, ApprovalView, Entry, JsonObject, QuestionView, ToolEntry } from "../protocol";
+import type { RequestResult, Session } from "../session";
+import { approvalForm, approvalRecord } from "./approval";
+import { questionForm, questionRecord } from "./question";
+
+export type Interaction = { kind: "approval"; view: ApprovalView } | { kind: "question"; view: QuestionView };
+export type InteractionKind = Interaction["kind"];
+
+/** What a person decided, before it is addressed to an interaction. */
+export type Decision =
+  | { kind: "approval"; approved: boolean; reason: string | null; edited_args: JsonObject | null; always_allow: boolean }
+  | { kind: "question"; answers: Answer[] };
+
+/** What a form gets from its panel. */
+export interface FormContext {
+  /** The tool whose call waits (for labels). */
+  toolName: string;
+  /** Send the decision. The form is made busy while it is on its way; a refusal makes it usable
+   * again and shows why. Resolves to whether the kernel accepted it. */
+  submit(decision: Decision): Promise<boolean>;
+}
+
+/** The pending form of one interaction. */
+export interface DecisionForm {
+  /** The form; the panel appends the refusal line to it. */
+  el: HTMLElement;
+  /** Disable (or enable again) every control of the form. */
+  setBusy(busy: boolean): void;
+}
+
+interface KindView<V> {
+  /** Whether `v` shows its form (else its record). */
+  showsForm(v: V): boolean;
+  form(ctx: FormContext, v: V): DecisionForm;
+  record(v: V): HTMLElement;
+  /** The start of the line shown when the kernel refuses a decision. */
+  refused: string;
+  /** Whether the panel already shows the call's arguments (the tool view then hides its own). */
+  coversArguments(v: V): boolean;
+}
+
+const KINDS: { approval: KindView<ApprovalView>; question: KindView<QuestionView> } = {
+  approval: {
+    showsForm: (a) => a.status === "pending",
+    form: approvalForm,
+    record: approvalRecord,
+    refused: "The decision was not accepted",
+    coversArguments: (a) => a.status === "pending",
+  },
+  question: {
+    showsForm: (q) => q.status === "pending" && q.questions.length > 0,
+    form: questionForm,
+    record: questionRecord,
+    refused: "The answers were not accepted",
+    coversArguments: () => true,
+  },
+};
+
+/** The per-kind part of `i` (the one place where the kind and its view are paired). */
+const kindView = (i: Interaction): KindView<Interaction["view"]> => KINDS[i.kind] as KindView<Interaction["view"]>;
+
+/** The interactions of a tool entry (an approval first, then a question). */
+export function interactionsOf(entry: ToolEntry): Interaction[] {
+  const out: Interaction[] = [];
+  if (entry.approval) out.push({ kind: "approval", view: entry.approval });
+  if (entry.question) out.push({ kind: "question", view: entry.question });
+  return out;
+}
+
+export const isPending = (i: Interaction): boolean => i.view.status === "pending";
+
+/** An approval or a question waits for a person in this entry. */
+export const waitsForSomeone = (entry: Entry): boolean =>
+  entry.kind === "tool" && interactionsOf(entry).some(isPending);
+
+/** The panel of the interactions of `entry` shows the call's arguments already. */
+export const coversArguments = (entry: ToolEntry): boolean =>
+  interactionsOf(entry).some((i) => kindView(i).coversArguments(i.view));
+
+/** Send a person's decision on the interaction `id` to the kernel; its reply. */
+export function sendDecision(session: Session, id: string, decision: Decision): Promise<RequestResult> {
+  switch (decision.kind) {
+    case "approval":
+      return session.request({
+        type: "approval_decision",
+        approval_id: id,
+        approved: decision.approved,
+        reason: decision.reason,
+        edited_args: decision.edited_args,
+        always_allow: decision.always_allow,
+      });
+    case "question":
+      return session.request({ type: "question_answers", question_id: id, answers: decision.answers });
+  }
+}
+
+export interface InteractionPanel {
+  el: HTMLElement;
+  readonly kind: InteractionKind;
+  readonly id: string;
+  /** Show the interaction's new state (same kind and id). */
+  update(interaction: Interaction): void;
+}
+
+export function interactionPanel(session: Session, toolName: string, interaction: Interaction): InteractionPanel {
+  const { kind, view } = interaction;
+  const el = h("div", { class: `anvia-${kind}-slot` });
+  let shown: { status: string; key: string } | null = null;
+
+  function update(next: Interaction): void {
+    const key = JSON.stringify(next.view);
+    const status = next.view.status;
+    // A pending form keeps what the person typed; a settled record is redrawn when it changes.
+    if (shown && shown.status === status && (status === "pending" || shown.key === key)) return;
+    shown = { status, key };
+    const k = kindView(next);
+    el.replaceChildren(k.showsForm(next.view) ? pendingForm(session, toolName, next) : k.record(next.view));
+  }
+
+  update(interaction);
+  return { el, kind, id: view.id, update };
+}
+
+function pendingForm(session: Session, toolName: string, interaction: Interaction): HTMLElement {
+  const k = kindView(interaction);
+  const error = h("div", {
+    class: `anvia-error-text anvia-${interaction.kind}-error`,
+    role: "alert",
+    hidden: true,
+  });
+  const setError = (text: string): void => {
+    error.textContent = text;
+    error.hidden = !text;
+    if (text) error.scrollIntoView?.({ block: "nearest" });
+  };
+  let sending = false;
+  const ctx: FormContext = {
+    toolName,
+    async submit(decision) {
+      if (sending) return false;
+      sending = true;
+      setError("");
+      form.setBusy(true);
+      const reply = await sendDecision(session, interaction.view.id, decision);
+      if (!reply.ok) {
+        sending = false;
+        form.setBusy(false);
+        setError(`${k.refused}: ${reply.error ?? "unknown error"}`);
+      }
+      return reply.ok;
+    },
+  };
+  const form = k.form(ctx, interaction.view);
+  form.el.append(error);
+  return form.el;
+}
