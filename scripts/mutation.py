@@ -20,8 +20,13 @@ through another database). Each mutant runs only the tests that reach its functi
 
 It prints, per module, how many mutants the tests killed and how many survived, then every
 survivor not explained in ``scripts/mutation_equivalents.txt`` (one line per survivor: its id,
-then why no test can tell the mutant from the code) with file:line and the mutation. The exit
-status is 1 when such a survivor exists among the mutants that have a verdict, 0 otherwise.
+then why no test can tell the mutant from the code) with file:line and the mutation. The
+percentages are of all the mutants: one still without a verdict (never run, or its run was
+interrupted) counts as not killed. The exit status is 1 when an unexplained survivor or a mutant
+without a verdict is left, 0 otherwise.
+
+Run it from a clean checkout of a commit (``git worktree add``) when others edit the tree: the
+mutants are the files as they are on disk, and the tests run are the ones in ``tests/``.
 """
 
 from __future__ import annotations
@@ -161,11 +166,19 @@ KILLED, SURVIVED, NO_TESTS, NOT_RUN, OTHER = "killed", "survived", "no tests", "
 
 
 def verdict(exit_code: int | None) -> str:
+    """mutmut's exit code of a mutant's test run, as one of our columns.
+
+    ``None``: mutmut has no verdict. It forgets the verdicts of a function whose code changed
+    and all of them when the test selection changes, and an interrupted run leaves the rest
+    without one; these count as not killed until they are run.
+    """
     if exit_code is None:
         return NOT_RUN
     if exit_code in (1, 3):
         return KILLED
-    if exit_code in (-24, 24, 36, 152, 255):  # timed out: the mutant made the tests hang
+    # Timed out: the mutant made the tests spin. mutmut sends SIGXCPU at the CPU limit (or at
+    # half of it in wall time) and SIGKILL one CPU second later (-9).
+    if exit_code in (-24, 24, 36, 152, 255, -9):
         return KILLED
     if exit_code == 0:
         return SURVIVED
@@ -245,6 +258,7 @@ def prepare(fresh: bool) -> None:
         # are the same and forgets the others.
         for module in MODULES:
             (WORK / "mutants" / module.path).unlink(missing_ok=True)
+    refresh_copies()
     # Make the mutants (mutmut only rewrites the files that changed) without running anything.
     generate = textwrap.dedent(
         """
@@ -267,6 +281,25 @@ def prepare(fresh: bool) -> None:
     if done.returncode != 0:
         sys.stderr.write(done.stdout + done.stderr)
         raise SystemExit("mutation: making the mutants failed")
+
+
+def refresh_copies() -> None:
+    """Drop the stale files of mutmut's copy, so the mutants are tested with today's code.
+
+    mutmut copies the tests over its old copy (a test file deleted since would still run) and
+    copies each file of the package it does not mutate only once (a file changed since would
+    be tested in its old version); both are copied again when missing.
+    """
+    mutants = WORK / "mutants"
+    shutil.rmtree(mutants / "tests", ignore_errors=True)
+    mutated = {m.path for m in MODULES}
+    for copy in sorted((mutants / PACKAGE).rglob("*")):
+        relative = copy.relative_to(mutants).as_posix()
+        if copy.is_dir() or relative in mutated or copy.suffix in (".meta", ".spans"):
+            continue
+        source = ROOT / relative
+        if not source.is_file() or source.read_bytes() != copy.read_bytes():
+            copy.unlink()
 
 
 def load_mutants(modules: list[Module]) -> list[Mutant]:
@@ -405,10 +438,11 @@ def report(mutants: list[Mutant], modules: list[Module], sample: bool) -> int:
             )
             totals.update(counts)
             name = module.name
-        decided = counts[KILLED] + counts[SURVIVED] + counts[NO_TESTS]
-        killed = f"{100 * counts[KILLED] / decided:.1f}%" if decided else "-"
+        # Of all the mutants: one without a verdict is not counted as killed.
+        total = counts["mutants"]
+        killed = f"{100 * counts[KILLED] / total:.1f}%" if total else "-"
         explained = (
-            f"{100 * (counts[KILLED] + counts['equivalent']) / decided:.1f}%" if decided else "-"
+            f"{100 * (counts[KILLED] + counts['equivalent']) / total:.1f}%" if total else "-"
         )
         print(
             f"{name:<15}{counts['mutants']:>8}{counts[KILLED]:>8}{counts[SURVIVED]:>9}"
@@ -427,7 +461,13 @@ def report(mutants: list[Mutant], modules: list[Module], sample: bool) -> int:
             print(f"  {m.module.path}:{m.line}  {m.ident}{status}")
             print(f"      {m.before or '(nothing)'}")
             print(f"   -> {m.after or '(removed)'}")
-    return 1 if unexplained else 0
+    not_run = [m for m in mutants if m.verdict in (NOT_RUN, OTHER)]
+    if not_run:
+        print(
+            f"\n{len(not_run)} mutant(s) without a verdict (never run, interrupted or crashed): "
+            "run the script again to test them."
+        )
+    return 1 if unexplained or not_run else 0
 
 
 def write_json(path: Path, mutants: list[Mutant]) -> None:

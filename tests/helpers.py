@@ -29,6 +29,25 @@ def make_add_tool(**kwargs: Any):
     return tool
 
 
+class NoteInput(BaseModel):
+    text: str
+
+
+def make_note_tool(name: str = "note", description: str = "", **kwargs: Any):
+    """A tool that records the texts it was called with in ``tool.calls``."""
+    notes: list[str] = []
+
+    def execute(args: NoteInput, ctx: Any) -> str:
+        notes.append(args.text)
+        return "noted"
+
+    tool = create_tool(
+        name=name, description=description, input=NoteInput, execute=execute, **kwargs
+    )
+    tool.calls = notes  # type: ignore[attr-defined]
+    return tool
+
+
 def call(name: str, arguments: Any = None, id: str = "call_1") -> ModelResponse:
     return ModelResponse(
         tool_calls=[

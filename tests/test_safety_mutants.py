@@ -33,7 +33,7 @@ from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
 from anvia_notebook.question_types import validate_questions
 from anvia_notebook.questions import NO_HUMAN_ANSWER
 
-from helpers import call, calls, make_add_tool, tool_results
+from helpers import call, calls, make_add_tool, make_note_tool, tool_results
 
 # -- composed hooks ------------------------------------------------------------------------------
 
@@ -183,19 +183,8 @@ def test_the_console_shows_the_arguments_it_asks_about():
     assert "1234" in out.getvalue() and "5678" in out.getvalue()
 
 
-THREE_CHOICES = {
-    "questions": [
-        {
-            "id": "size",
-            "question": "Which size?",
-            "choices": [
-                {"label": "Small", "value": "s"},
-                {"label": "Medium", "value": "m"},
-                {"label": "Large", "value": "l"},
-            ],
-        }
-    ]
-}
+SIZES = [{"label": label, "value": label[0].lower()} for label in ("Small", "Medium", "Large")]
+THREE_CHOICES = {"questions": [{"id": "size", "question": "Which size?", "choices": SIZES}]}
 
 
 @pytest.mark.parametrize(("label", "value"), [("Small", "s"), ("Large", "l")])
@@ -318,6 +307,11 @@ async def crash_after_the_decision(
     return run.run_id
 
 
+def store_decided(tool, model: QueueModel):
+    """An agent with ``tool`` whose decisions are taken through the run store."""
+    return AgentBuilder("a", model).tool(tool).human_input(StoreHumanInput()).build()
+
+
 def guarded_tool(ran: list[int]):
     async def execute(args: Args, ctx) -> str:
         if PROCESS["dead"]:
@@ -330,31 +324,39 @@ def guarded_tool(ran: list[int]):
     )
 
 
-async def test_an_approval_stored_just_before_a_crash_is_the_one_the_resumed_run_follows(
-    tmp_path: Path,
-):
-    path = tmp_path / "runs.sqlite"
+async def crash_and_resume_guarded(path: Path, decide, moment: str = "claim", stop: bool = False):
+    """Run the guarded tool until its approval's ``moment`` is stored, "crash", resume.
+
+    Returns the run's id, the calls run before the crash, all the calls run and the resumed
+    run's model."""
     ran: list[int] = []
     guarded = guarded_tool(ran)
-
-    def agent(*responses):
-        model = QueueModel(list(responses))
-        return AgentBuilder("a", model).tool(guarded).human_input(StoreHumanInput()).build()
-
-    run_id = await crash_after_the_decision(
-        path,
-        agent(call("guarded", {"n": 1})).prompt("go"),
-        lambda interactions, approval_id: interactions.decide(
-            approval_id, approved=True, reason="checked", args={"n": 42}, decided_by="ops"
-        ),
-    )
-    assert ran == []
-
-    resumed = agent("done").resume(run_id, RunStore(path)).create_run()
+    first = store_decided(guarded, QueueModel([call("guarded", {"n": 1})]))
+    run_id = await crash_after_the_decision(path, first.prompt("go"), decide, moment, stop=stop)
+    before = list(ran)
+    model = QueueModel(["done"])
+    resumed = store_decided(guarded, model).resume(run_id, RunStore(path)).create_run()
     resumed.start()
     response = await asyncio.wait_for(resumed.wait(), 10)
     assert response.output == "done"
-    assert ran == [42]
+    return run_id, before, ran, model
+
+
+@pytest.mark.parametrize("moment", ["claim", "approved"])
+async def test_an_approval_stored_just_before_a_crash_is_the_one_the_resumed_run_follows(
+    tmp_path: Path, moment: str
+):
+    """Claimed in the store, or also recorded as approved: the call runs once, as edited."""
+    path = tmp_path / "runs.sqlite"
+    run_id, before, ran, model = await crash_and_resume_guarded(
+        path,
+        lambda interactions, approval_id: interactions.decide(
+            approval_id, approved=True, reason="checked", args={"n": 42}, decided_by="ops"
+        ),
+        moment,
+    )
+    assert (before, ran) == ([], [42])
+    assert tool_results(model.requests[0])[0].content == "did 42"
     [record] = RunStore(path).get(run_id).approvals.values()
     assert (record.status, record.decided_by, record.decision_reason) == (
         "approved",
@@ -362,36 +364,6 @@ async def test_an_approval_stored_just_before_a_crash_is_the_one_the_resumed_run
         "checked",
     )
     assert record.edited_args == {"n": 42}
-
-
-async def test_an_approval_saved_just_before_a_crash_runs_the_call_once_after_resume(
-    tmp_path: Path,
-):
-    path = tmp_path / "runs.sqlite"
-    ran: list[int] = []
-    guarded = guarded_tool(ran)
-
-    def agent(model):
-        return AgentBuilder("a", model).tool(guarded).human_input(StoreHumanInput()).build()
-
-    run_id = await crash_after_the_decision(
-        path,
-        agent(QueueModel([call("guarded", {"n": 1})])).prompt("go"),
-        lambda interactions, approval_id: interactions.decide(
-            approval_id, approved=True, args={"n": 7}
-        ),
-        "approved",
-    )
-    assert ran == []
-    [record] = RunStore(path).get(run_id).approvals.values()
-    assert record.status == "approved"
-
-    model = QueueModel(["done"])
-    resumed = agent(model).resume(run_id, RunStore(path)).create_run()
-    resumed.start()
-    await asyncio.wait_for(resumed.wait(), 10)
-    assert ran == [7]
-    assert tool_results(model.requests[0])[0].content == "did 7"
 
 
 async def test_a_handler_s_rejection_stored_just_before_a_crash_stands_after_resume(
@@ -427,7 +399,7 @@ async def test_a_question_answered_just_before_a_crash_is_not_asked_again(
     ask = create_question_tool()
 
     def agent(model):
-        return AgentBuilder("a", model).tool(ask).human_input(StoreHumanInput()).build()
+        return store_decided(ask, model)
 
     answers = [{"questionId": "size", "answer": "Extra large", "custom": True}]
     run_id = await crash_after_the_decision(
@@ -455,7 +427,7 @@ async def test_a_question_stopped_just_before_a_crash_stays_unanswered_after_res
     ask = create_question_tool()
 
     def agent(model):
-        return AgentBuilder("a", model).tool(ask).human_input(StoreHumanInput()).build()
+        return store_decided(ask, model)
 
     run_id = await crash_after_the_decision(
         path,
@@ -499,6 +471,7 @@ def test_a_store_failing_at_an_approval_warns_once_and_the_run_goes_on_in_memory
 
 
 async def pending_in(store: RunStore, run_id: str, count: int = 1) -> list:
+    """The run's pending approvals and questions, once there are ``count`` of them."""
     for _ in range(500):
         pending = store.pending(run_id)
         if len(pending) >= count:
@@ -507,11 +480,40 @@ async def pending_in(store: RunStore, run_id: str, count: int = 1) -> list:
     raise AssertionError("nothing became pending")
 
 
+async def pending_of(run, count: int = 1) -> list:
+    """The same, asked of the run itself."""
+    for _ in range(500):
+        if len(run.interactions.pending) >= count:
+            return run.interactions.pending
+        await asyncio.sleep(0.01)
+    raise AssertionError("nothing became pending")
+
+
+def started(tool, model: QueueModel):
+    """A started run of an agent with ``tool``, decided through the store's human input."""
+    run = store_decided(tool, model).prompt("go").create_run()
+    run.start()
+    return run
+
+
 def store_agent(*responses):
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel(list(responses))
     agent = AgentBuilder("a", model).tool(add).tool(create_question_tool()).build()
     return agent.prompt("go").human_input(StoreHumanInput()), add, model
+
+
+async def approval_and_question(store_path: Path):
+    """A run waiting for an approval of ``add`` and a question at once, and another store."""
+    request, add, _ = store_agent(
+        calls(("add", {"x": 1, "y": 2}, "c1"), ("ask_question", THREE_CHOICES, "c2")), "ok"
+    )
+    run = request.with_tool_concurrency(2).start()
+    other = RunStore(store_path)
+    pending = await pending_in(other, run.run_id, 2)
+    approval = next(p for p in pending if type(p).__name__ == "ApprovalRecord")
+    question = next(p for p in pending if type(p).__name__ == "QuestionRecord")
+    return run, other, approval, question, add
 
 
 async def test_a_store_approval_brings_its_arguments_and_who_decided_to_the_run(store_path: Path):
@@ -540,14 +542,7 @@ async def test_a_store_rejection_is_a_person_s_and_the_tool_does_not_run(store_p
 
 
 async def test_store_decisions_for_another_run_or_another_kind_are_refused(store_path: Path):
-    request, add, _ = store_agent(
-        calls(("add", {"x": 1, "y": 2}, "c1"), ("ask_question", THREE_CHOICES, "c2")), "ok"
-    )
-    run = request.with_tool_concurrency(2).start()
-    other = RunStore(store_path)
-    pending = await pending_in(other, run.run_id, 2)
-    approval = next(p for p in pending if type(p).__name__ == "ApprovalRecord")
-    question = next(p for p in pending if type(p).__name__ == "QuestionRecord")
+    run, other, approval, question, add = await approval_and_question(store_path)
     answers = [{"questionId": "size", "answer": "s", "choice": "s"}]
 
     attempts = [
@@ -575,20 +570,8 @@ async def test_store_decisions_for_another_run_or_another_kind_are_refused(store
 
 
 def two_tools():
-    class NoteInput(BaseModel):
-        text: str
-
-    notes: list[str] = []
-
-    def note(args: NoteInput, ctx) -> str:
-        notes.append(args.text)
-        return "noted"
-
-    note_tool = create_tool(
-        name="note", description="", input=NoteInput, execute=note, approval=ToolApproval()
-    )
-    note_tool.calls = notes  # type: ignore[attr-defined]
-    return make_add_tool(approval=ToolApproval()), note_tool
+    approval = ToolApproval()
+    return make_add_tool(approval=approval), make_note_tool(approval=approval)
 
 
 @pytest.mark.parametrize(
@@ -694,14 +677,7 @@ async def test_invalid_answers_cancel_the_question_and_the_model_is_told():
 
 
 async def test_a_store_decision_returns_the_record_it_decided(store_path: Path):
-    request, _, _ = store_agent(
-        calls(("add", {"x": 1, "y": 2}, "c1"), ("ask_question", THREE_CHOICES, "c2")), "ok"
-    )
-    run = request.with_tool_concurrency(2).start()
-    other = RunStore(store_path)
-    pending = await pending_in(other, run.run_id, 2)
-    approval = next(p for p in pending if type(p).__name__ == "ApprovalRecord")
-    question = next(p for p in pending if type(p).__name__ == "QuestionRecord")
+    run, other, approval, question, _ = await approval_and_question(store_path)
     assert other.approve(run.run_id, approval.id).id == approval.id
     answers = [{"questionId": "size", "answer": "s", "choice": "s"}]
     assert other.answer(run.run_id, question.id, answers).id == question.id
@@ -847,10 +823,7 @@ async def test_an_approval_id_and_a_question_id_cannot_be_swapped(store_path: Pa
         calls(("add", {"x": 1, "y": 2}, "c1"), ("ask_question", THREE_CHOICES, "c2")), "ok"
     )
     run = request.with_tool_concurrency(2).start()
-    for _ in range(500):
-        if len(run.interactions.pending) == 2:
-            break
-        await asyncio.sleep(0.01)
+    await pending_of(run, 2)
     approval = next(p for p in run.interactions.pending if type(p).__name__ == "ApprovalRecord")
     question = next(p for p in run.interactions.pending if type(p).__name__ == "QuestionRecord")
     answers = [{"questionId": "size", "answer": "s", "choice": "s"}]
@@ -870,13 +843,8 @@ async def test_an_approval_id_and_a_question_id_cannot_be_swapped(store_path: Pa
 async def test_a_rejection_without_a_reason_tells_the_model_the_tool_s_reject_message():
     add = make_add_tool(approval=ToolApproval(reject_message="Sums need a second look."))
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
-    agent = AgentBuilder("a", model).tool(add).human_input(StoreHumanInput()).build()
-    run = agent.prompt("go").create_run()
-    run.start()
-    for _ in range(500):
-        if run.interactions.pending:
-            break
-        await asyncio.sleep(0.01)
+    run = started(add, model)
+    await pending_of(run)
     [approval] = run.interactions.pending
     run.interactions.decide(approval.id, approved=False)
     await asyncio.wait_for(run.wait(), 5)
@@ -893,36 +861,22 @@ async def test_a_rejection_without_a_reason_tells_the_model_the_tool_s_reject_me
         ({"approved": True, "reason": "Fine"}, "Fine"),
     ],
 )
-def test_the_recorded_reason_of_a_handler_s_decision(decision: dict, recorded: str | None):
+async def test_the_recorded_reason_of_a_handler_s_decision(decision: dict, recorded: str | None):
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
     agent = AgentBuilder("a", model).tool(add).approvals(lambda request: decision).build()
-    events = []
-
-    async def run() -> None:
-        async for event in agent.prompt("go").stream():
-            events.append(event)
-
-    asyncio.run(run())
-    [approval] = [e.approval for e in events if e.type == "tool_approval_result"]
+    [approval], _, _ = await approval_events(agent.prompt("go"))
     assert approval.decision_reason == recorded
 
 
-def test_a_human_input_s_decision_is_recorded_as_a_person_s():
+async def test_a_human_input_s_decision_is_recorded_as_a_person_s():
     from anvia_notebook import CallbackHumanInput
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
     human = CallbackHumanInput(approve=lambda request: True)
     agent = AgentBuilder("a", model).tool(add).human_input(human).build()
-    events = []
-
-    async def run() -> None:
-        async for event in agent.prompt("go").stream():
-            events.append(event)
-
-    asyncio.run(run())
-    [approval] = [e.approval for e in events if e.type == "tool_approval_result"]
+    [approval], _, _ = await approval_events(agent.prompt("go"))
     assert (approval.status, approval.decided_by) == ("approved", "human")
 
 
@@ -1006,10 +960,7 @@ async def test_answers_may_be_answer_objects_or_objects_with_those_attributes(st
         SimpleNamespace(questionId="note", answer="hello", custom=True),  # no "choice" attribute
     ]
     run, model = ask_twice()
-    for _ in range(500):
-        if run.interactions.pending:
-            break
-        await asyncio.sleep(0.01)
+    await pending_of(run)
     run.interactions.answer(run.interactions.pending[0].id, given)
     await asyncio.wait_for(run.wait(), 5)
     expected = {
@@ -1031,10 +982,7 @@ async def test_answers_may_be_answer_objects_or_objects_with_those_attributes(st
 async def test_a_custom_flag_that_is_not_a_bool_is_ignored():
     request, _, model = store_agent(call("ask_question", THREE_CHOICES), "ok")
     run = request.start()
-    for _ in range(500):
-        if run.interactions.pending:
-            break
-        await asyncio.sleep(0.01)
+    await pending_of(run)
     run.interactions.answer(
         run.interactions.pending[0].id,
         [{"questionId": "size", "answer": "huge", "custom": "maybe"}],
@@ -1063,13 +1011,8 @@ async def approval_events(request):
 async def test_a_stopped_approval_is_cancelled_by_the_runtime_with_the_stop_reason():
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
-    agent = AgentBuilder("a", model).tool(add).human_input(StoreHumanInput()).build()
-    run = agent.prompt("go").create_run()
-    run.start()
-    for _ in range(500):
-        if run.interactions.pending:
-            break
-        await asyncio.sleep(0.01)
+    run = started(add, model)
+    await pending_of(run)
     run.cancel("Closing time.")
     with pytest.raises(PromptCancelledError):
         await run.wait()
@@ -1132,23 +1075,12 @@ async def test_a_timed_out_approval_records_what_the_model_is_told():
 
 async def test_an_approval_stopped_just_before_a_crash_is_not_run_after_resume(tmp_path: Path):
     path = tmp_path / "runs.sqlite"
-    ran: list[int] = []
-    guarded = guarded_tool(ran)
-
-    def agent(model):
-        return AgentBuilder("a", model).tool(guarded).human_input(StoreHumanInput()).build()
-
-    run_id = await crash_after_the_decision(
+    run_id, _, ran, model = await crash_and_resume_guarded(
         path,
-        agent(QueueModel([call("guarded", {"n": 1})])).prompt("go"),
         lambda interactions, approval_id: None,  # Stop: nobody decided
         "claim",
         stop=True,
     )
-    model = QueueModel(["done"])
-    resumed = agent(model).resume(run_id, RunStore(path)).create_run()
-    resumed.start()
-    await asyncio.wait_for(resumed.wait(), 10)
     assert ran == []
     result = tool_results(model.requests[0])[0]
     [approval] = RunStore(path).get(run_id).approvals.values()

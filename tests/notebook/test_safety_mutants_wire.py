@@ -13,6 +13,8 @@ from anvia_notebook import AgentBuilder, RunStore, Studio, create_tool
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook import runner
 
+from helpers import make_note_tool
+
 
 def refund(call_id: str, order_id: str) -> ToolCall:
     return ToolCall(id=call_id, name="issue_refund", arguments={"order_id": order_id, "amount": 1})
@@ -29,28 +31,9 @@ def approvals(page: Page) -> dict[str, dict]:
 
 
 def note_tool():
-    from pydantic import BaseModel
-
     from anvia_notebook import ToolApproval
 
-    class NoteInput(BaseModel):
-        text: str
-
-    notes: list[str] = []
-
-    def execute(args: NoteInput, ctx) -> str:
-        notes.append(args.text)
-        return "noted"
-
-    tool = create_tool(
-        name="write_note",
-        description="Write a note.",
-        input=NoteInput,
-        execute=execute,
-        approval=ToolApproval(),
-    )
-    tool.calls = notes  # type: ignore[attr-defined]
-    return tool
+    return make_note_tool("write_note", "Write a note.", approval=ToolApproval())
 
 
 async def test_always_allow_approves_the_other_pending_calls_of_that_tool_only():
