@@ -125,6 +125,8 @@ __all__ = [
     "AnthropicModel",
     "RunHandle",
     "Studio",
+    # evals (a module: ``from anvia_notebook import evals``)
+    "evals",
 ]
 
 _LAZY = {
@@ -136,6 +138,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "evals":
+        import importlib
+
+        return importlib.import_module(".evals", __name__)
     if name in _LAZY:
         import importlib
 

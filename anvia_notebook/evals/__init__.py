@@ -1,0 +1,43 @@
+"""Evals: run an agent over many cases, score the outputs, compare two versions.
+
+```python
+from anvia_notebook import evals
+
+cases = [evals.Case(name="sum", input="add 2 and 5", expected="7"), ...]  # or a DataFrame
+report = await evals.evaluate(agent, cases, metrics=[evals.contains()], concurrency=4)
+report.to_pandas()
+evals.compare(report_a, report_b)
+```
+
+The runtime part never imports Jupyter; the live widget lives in ``anvia_notebook.notebook`` and
+is imported only when a report is shown in a kernel.
+"""
+
+from __future__ import annotations
+
+from .cases import Case
+from .compare import CaseChange, Comparison, MetricChange, compare
+from .judge import llm_judge
+from .metrics import Metric, Score, contains, exact_match, json_valid, matches
+from .report import CaseResult, EvalReport
+from .runner import NO_REVIEWER_MESSAGE, evaluate, evaluate_sync
+
+__all__ = [
+    "Case",
+    "CaseChange",
+    "CaseResult",
+    "Comparison",
+    "EvalReport",
+    "Metric",
+    "MetricChange",
+    "NO_REVIEWER_MESSAGE",
+    "Score",
+    "compare",
+    "contains",
+    "evaluate",
+    "evaluate_sync",
+    "exact_match",
+    "json_valid",
+    "llm_judge",
+    "matches",
+]

@@ -1,0 +1,139 @@
+"""Eval cases: what to ask the agent, what to expect, and how cases are given.
+
+Cases come as :class:`Case` objects, dicts, or a pandas DataFrame (columns ``input`` and
+optionally ``expected``, ``name``, ``metadata``). Everything is checked before any case runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Case", "normalize_cases"]
+
+_FIELDS = ("input", "expected", "name", "metadata")
+
+
+class Case(BaseModel):
+    """One eval case: the ``input`` prompt, optionally the ``expected`` answer, a ``name``
+    (``case-1``, ``case-2``, ... when left out) and free ``metadata`` for your own metrics."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    input: str
+    expected: Any = None
+    name: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+def _missing(value: Any) -> bool:
+    """A DataFrame cell left empty (None or NaN)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _from_mapping(raw: Mapping[str, Any], where: str) -> Case:
+    unknown = sorted(str(k) for k in raw if k not in _FIELDS)
+    if unknown:
+        raise ValueError(
+            f"{where} has unknown keys {', '.join(unknown)}; a case has input, expected, name "
+            "and metadata (put anything else in metadata)."
+        )
+    if "input" not in raw or _missing(raw["input"]):
+        raise ValueError(f"{where} has no input: every case needs the prompt to send the agent.")
+    return _check(
+        raw["input"],
+        None if _missing(raw.get("expected")) else raw.get("expected"),
+        None if _missing(raw.get("name")) else raw.get("name"),
+        None if _missing(raw.get("metadata")) else raw.get("metadata"),
+        where,
+    )
+
+
+def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> Case:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"{where} has no input: every case needs a non-empty prompt (a string), got {value!r}."
+        )
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise ValueError(f"{where} has a name that is not a non-empty string: {name!r}.")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise ValueError(f"{where} has metadata that is not a dict: {metadata!r}.")
+    return Case(
+        input=value,
+        expected=expected,
+        name=name.strip() if isinstance(name, str) else None,
+        metadata=dict(metadata or {}),
+    )
+
+
+def _rows_of_frame(frame: Any) -> list[Case]:
+    columns = [str(c) for c in frame.columns]
+    if "input" not in columns:
+        raise ValueError(
+            "The DataFrame of cases has no 'input' column (it has: "
+            f"{', '.join(columns) or 'no columns'}); rename the column with the prompts to "
+            "'input'."
+        )
+    unknown = [c for c in columns if c not in _FIELDS]
+    if unknown:
+        raise ValueError(
+            f"The DataFrame of cases has columns {', '.join(unknown)} that a case does not have "
+            "(input, expected, name, metadata); drop them or move them into a 'metadata' column "
+            "of dicts."
+        )
+    cases = []
+    for position, record in enumerate(frame.to_dict("records"), start=1):
+        cases.append(_from_mapping(record, f"Row {position} of the DataFrame"))
+    return cases
+
+
+def _is_frame(value: Any) -> bool:
+    module = type(value).__module__
+    return module.startswith("pandas") and hasattr(value, "columns") and hasattr(value, "to_dict")
+
+
+def normalize_cases(cases: Any) -> list[Case]:
+    """Check ``cases`` and return them as named :class:`Case` objects, in order.
+
+    Raises ``ValueError`` / ``TypeError`` with a message naming the bad case: a case without
+    input, a DataFrame without an ``input`` column, duplicate names, no cases at all.
+    """
+    if _is_frame(cases):
+        given = _rows_of_frame(cases)
+    elif isinstance(cases, (str, bytes, Mapping)) or not isinstance(cases, Iterable):
+        raise TypeError(
+            "cases must be a list of evals.Case or dicts, or a pandas DataFrame, not "
+            f"{type(cases).__name__}."
+        )
+    else:
+        given = []
+        for position, item in enumerate(cases, start=1):
+            where = f"Case {position}"
+            if isinstance(item, Case):
+                given.append(_check(item.input, item.expected, item.name, item.metadata, where))
+            elif isinstance(item, Mapping):
+                given.append(_from_mapping(item, where))
+            else:
+                raise TypeError(
+                    f"{where} is a {type(item).__name__}; give evals.Case(input=...) or a dict "
+                    "with an 'input' key."
+                )
+    if not given:
+        raise ValueError("There are no cases to evaluate.")
+    named = [
+        case if case.name is not None else case.model_copy(update={"name": f"case-{i}"})
+        for i, case in enumerate(given, start=1)
+    ]
+    seen: dict[str, int] = {}
+    for position, case in enumerate(named, start=1):
+        assert case.name is not None
+        if case.name in seen:
+            raise ValueError(
+                f"Cases {seen[case.name]} and {position} are both named {case.name!r}; case "
+                "names must be unique (they match cases across reports in evals.compare)."
+            )
+        seen[case.name] = position
+    return named

@@ -1,0 +1,239 @@
+"""``evals.compare(a, b)``: what changed between two reports, case by case and per metric."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._table import cell, esc, format_score, needs_pandas
+from .report import EvalReport
+
+__all__ = ["CaseChange", "Comparison", "MetricChange", "compare"]
+
+Change = Literal[
+    "newly failing",
+    "newly passing",
+    "score changed",
+    "still failing",
+    "removed",
+    "added",
+    "unchanged",
+]
+#: Order of the rows: what needs attention first.
+_ORDER: dict[str, int] = {
+    "newly failing": 0,
+    "newly passing": 1,
+    "score changed": 2,
+    "still failing": 3,
+    "removed": 4,
+    "added": 5,
+    "unchanged": 6,
+}
+
+
+@dataclass(frozen=True)
+class MetricChange:
+    """A metric's mean in ``a`` and in ``b`` and the change (None where a mean is missing)."""
+
+    name: str
+    mean_a: float | None
+    mean_b: float | None
+
+    @property
+    def delta(self) -> float | None:
+        if self.mean_a is None or self.mean_b is None:
+            return None
+        return self.mean_b - self.mean_a
+
+
+@dataclass(frozen=True)
+class CaseChange:
+    """One case (matched by name) in both reports: ``change`` says what happened to it."""
+
+    name: str
+    change: Change
+    passed_a: bool | None
+    passed_b: bool | None
+    status_a: str | None
+    status_b: str | None
+    output_a: str | None
+    output_b: str | None
+    scores_a: dict[str, Any]
+    scores_b: dict[str, Any]
+
+    def delta(self, metric: str) -> float | None:
+        a, b = self.scores_a.get(metric), self.scores_b.get(metric)
+        if a is None or b is None:
+            return None
+        return float(b) - float(a)
+
+
+def _change(a: Any, b: Any) -> Change:
+    if a is None:
+        return "added"
+    if b is None:
+        return "removed"
+    if a.passed and not b.passed:
+        return "newly failing"
+    if not a.passed and b.passed:
+        return "newly passing"
+    if not b.passed:
+        return "still failing"
+    if a.scores != b.scores:
+        return "score changed"
+    return "unchanged"
+
+
+class Comparison:
+    """Per-case changes from report ``a`` to report ``b`` (newly failing first) and the change
+    in the pass rate and in each metric's mean. Displays as a table; ``to_pandas()``."""
+
+    def __init__(self, a: EvalReport, b: EvalReport) -> None:
+        self.a, self.b = a, b
+        self.metrics: dict[str, MetricChange] = {}
+        means_a, means_b = a.mean_scores, b.mean_scores
+        for name in [*a.metric_names, *(n for n in b.metric_names if n not in a.metric_names)]:
+            self.metrics[name] = MetricChange(name, means_a.get(name), means_b.get(name))
+        by_name_a = {c.name: c for c in a.cases}
+        by_name_b = {c.name: c for c in b.cases}
+        names = [*by_name_a, *(n for n in by_name_b if n not in by_name_a)]
+        changes = []
+        for name in names:
+            ca, cb = by_name_a.get(name), by_name_b.get(name)
+            changes.append(
+                CaseChange(
+                    name=name,
+                    change=_change(ca, cb),
+                    passed_a=ca.passed if ca else None,
+                    passed_b=cb.passed if cb else None,
+                    status_a=ca.status if ca else None,
+                    status_b=cb.status if cb else None,
+                    output_a=(ca.output if ca.status == "success" else ca.error) if ca else None,
+                    output_b=(cb.output if cb.status == "success" else cb.error) if cb else None,
+                    scores_a=dict(ca.scores) if ca else {},
+                    scores_b=dict(cb.scores) if cb else {},
+                )
+            )
+        changes.sort(key=lambda c: _ORDER[c.change])  # stable: case order within a group
+        self.cases: list[CaseChange] = changes
+
+    @property
+    def pass_rate_a(self) -> float:
+        return self.a.pass_rate
+
+    @property
+    def pass_rate_b(self) -> float:
+        return self.b.pass_rate
+
+    @property
+    def newly_failing(self) -> list[str]:
+        return [c.name for c in self.cases if c.change == "newly failing"]
+
+    @property
+    def newly_passing(self) -> list[str]:
+        return [c.name for c in self.cases if c.change == "newly passing"]
+
+    def to_pandas(self) -> Any:
+        """One row per case: name, change, passed_a, passed_b, status_a, status_b, output_a,
+        output_b, then ``<metric>_a``, ``<metric>_b``, ``<metric>_delta`` for each metric."""
+        pandas = needs_pandas()
+        rows = []
+        for c in self.cases:
+            row: dict[str, Any] = {
+                "name": c.name,
+                "change": c.change,
+                "passed_a": c.passed_a,
+                "passed_b": c.passed_b,
+                "status_a": c.status_a,
+                "status_b": c.status_b,
+                "output_a": c.output_a,
+                "output_b": c.output_b,
+            }
+            for metric in self.metrics:
+                row[f"{metric}_a"] = c.scores_a.get(metric)
+                row[f"{metric}_b"] = c.scores_b.get(metric)
+                row[f"{metric}_delta"] = c.delta(metric)
+            rows.append(row)
+        columns = [
+            "name",
+            "change",
+            "passed_a",
+            "passed_b",
+            "status_a",
+            "status_b",
+            "output_a",
+            "output_b",
+            *(f"{m}_{s}" for m in self.metrics for s in ("a", "b", "delta")),
+        ]
+        return pandas.DataFrame(rows, columns=columns)
+
+    def summary(self) -> str:
+        parts = [f"pass rate {self.pass_rate_a:.0%} -> {self.pass_rate_b:.0%}"]
+        for change in self.metrics.values():
+            delta = change.delta
+            parts.append(
+                f"{change.name} {format_score(change.mean_a)} -> {format_score(change.mean_b)}"
+                + (f" ({delta:+.2f})" if delta is not None else "")
+            )
+        counts = f"{len(self.newly_failing)} newly failing, {len(self.newly_passing)} newly passing"
+        return f"{counts}; " + ", ".join(parts)
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.summary()})"
+
+    def _repr_html_(self) -> str:
+        metric_rows = "".join(
+            "<tr>"
+            + cell(m.name)
+            + cell(format_score(m.mean_a))
+            + cell(format_score(m.mean_b))
+            + cell("—" if m.delta is None else f"{m.delta:+.2f}")
+            + "</tr>"
+            for m in self.metrics.values()
+        )
+        pass_row = (
+            "<tr>"
+            + cell("pass rate")
+            + cell(f"{self.pass_rate_a:.0%}")
+            + cell(f"{self.pass_rate_b:.0%}")
+            + cell(f"{(self.pass_rate_b - self.pass_rate_a) * 100:+.0f} pts")
+            + "</tr>"
+        )
+        head = "".join(
+            f"<th>{esc(h)}</th>"
+            for h in ("case", "change", "a", "b", *(f"{m} Δ" for m in self.metrics), "output b")
+        )
+        case_rows = []
+        for c in self.cases:
+            cells = [
+                c.name,
+                c.change,
+                _verdict(c.passed_a),
+                _verdict(c.passed_b),
+                *("—" if (d := c.delta(m)) is None else f"{d:+.2f}" for m in self.metrics),
+                c.output_b,
+            ]
+            case_rows.append("<tr>" + "".join(cell(v) for v in cells) + "</tr>")
+        return (
+            '<div class="anvia-eval-compare"><p><strong>Comparison</strong>: '
+            f"{esc(self.summary(), 400)}</p>"
+            "<table><thead><tr><th>metric</th><th>a</th><th>b</th><th>change</th></tr></thead>"
+            f"<tbody>{pass_row}{metric_rows}</tbody></table>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(case_rows)}</tbody></table>"
+            "</div>"
+        )
+
+
+def _verdict(passed: bool | None) -> str:
+    return "" if passed is None else ("pass" if passed else "fail")
+
+
+def compare(a: EvalReport, b: EvalReport) -> Comparison:
+    """Compare report ``a`` (before) with report ``b`` (after), matching cases by name."""
+    for which, report in (("a", a), ("b", b)):
+        if not isinstance(report, EvalReport):
+            raise TypeError(
+                f"compare(a, b): {which} must be a report from evals.evaluate, not "
+                f"{type(report).__name__}."
+            )
+    return Comparison(a, b)

@@ -1,0 +1,100 @@
+"""``llm_judge``: a model grades the output against your rubric, with a score and its reasoning."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from .cases import Case
+from .metrics import DEFAULT_THRESHOLD, Metric, Score
+
+__all__ = ["JUDGE_INSTRUCTIONS", "llm_judge", "parse_verdict"]
+
+JUDGE_INSTRUCTIONS = (
+    "You grade the answer of an AI agent against a rubric. Read the rubric, the task given to "
+    "the agent, the expected answer (when there is one) and the agent's answer. Reply with one "
+    'JSON object and nothing else: {"score": <a number from 0 to 1>, "reasoning": "<one or two '
+    'sentences>"}. 1 means the answer fully meets the rubric, 0 that it does not at all.'
+)
+
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def parse_verdict(text: str) -> tuple[float, str]:
+    """The ``score`` (0..1) and ``reasoning`` of a judge's JSON reply (code fences and text
+    around the object are tolerated); ``ValueError`` when the reply has no usable verdict."""
+    found = _OBJECT.search(text or "")
+    if found is None:
+        raise ValueError(f"The judge's reply has no JSON object: {text[:200]!r}")
+    try:
+        data = json.loads(found.group(0))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"The judge's reply is not valid JSON ({error}): {text[:200]!r}") from None
+    if not isinstance(data, dict) or "score" not in data:
+        raise ValueError(f"The judge's reply has no score: {text[:200]!r}")
+    score = data["score"]
+    if isinstance(score, str):
+        try:
+            score = float(score)
+        except ValueError:
+            raise ValueError(f"The judge's score is not a number: {score!r}") from None
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise ValueError(f"The judge's score is not a number: {score!r}")
+    if not 0.0 <= float(score) <= 1.0:
+        raise ValueError(f"The judge's score {score} is outside 0..1.")
+    reasoning = data.get("reasoning", "")
+    return float(score), reasoning if isinstance(reasoning, str) else json.dumps(reasoning)
+
+
+def _prompt(rubric: str, case: Case, output: str) -> str:
+    parts = [f"## Rubric\n{rubric}", f"## Task given to the agent\n{case.input}"]
+    if case.expected is not None:
+        expected = case.expected if isinstance(case.expected, str) else json.dumps(case.expected)
+        parts.append(f"## Expected answer\n{expected}")
+    parts.append(f"## The agent's answer\n{output}")
+    parts.append('Reply with {"score": ..., "reasoning": "..."} only.')
+    return "\n\n".join(parts)
+
+
+def llm_judge(
+    model: Any,
+    rubric: str,
+    *,
+    name: str = "llm_judge",
+    threshold: float = DEFAULT_THRESHOLD,
+    max_attempts: int = 5,
+    initial_delay: float = 1.0,
+    max_delay: float = 20.0,
+) -> Metric:
+    """A model (any model of ours: ``OpenAIModel``, ``AnthropicModel``, an offline one) scores
+    each output from 0 to 1 against ``rubric``; the score passes at ``>= threshold`` and the
+    judge's reasoning is kept (``case.details[name].reason``).
+
+    Rate limits and other transient provider failures are retried (``max_attempts`` in all,
+    backoff from ``initial_delay`` to ``max_delay`` seconds), so they do not count as failures.
+    A reply without a usable verdict marks that score as an error.
+    """
+    if not hasattr(model, "stream"):
+        raise TypeError("llm_judge(model, rubric): model must be a model (with a stream method).")
+    if not isinstance(rubric, str) or not rubric.strip():
+        raise ValueError("llm_judge(model, rubric): the rubric must be a non-empty string.")
+    from ..agent import AgentBuilder
+
+    judge = AgentBuilder(f"{name}-judge", model).instructions(JUDGE_INSTRUCTIONS).build()
+    # Validated now, not at the first case.
+    from ..retry import CompletionRetries
+
+    CompletionRetries(max_attempts, initial_delay, max_delay)
+
+    async def fn(case: Case, output: str) -> Score:
+        request = (
+            judge.prompt(_prompt(rubric, case, output))
+            .store(None)  # the judge's own calls are not runs of the agent under test
+            .with_completion_retries(max_attempts, initial_delay, max_delay)
+        )
+        response = await request.send()
+        score, reasoning = parse_verdict(response.output)
+        return Score(score, score >= threshold, reason=reasoning)
+
+    return Metric(name, fn, threshold=threshold)

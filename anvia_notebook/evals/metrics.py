@@ -1,0 +1,259 @@
+"""Metrics: score one case's output. Built-ins, and any plain ``(case, output)`` callable.
+
+A metric returns a bool (passed or not) or a number (passes at ``>= threshold``, 0.5 unless
+the metric says otherwise). A metric that raises gives that one score an error; the report
+goes on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from .cases import Case
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "Metric",
+    "Score",
+    "as_metric",
+    "contains",
+    "exact_match",
+    "json_valid",
+    "matches",
+    "normalize_metrics",
+]
+
+DEFAULT_THRESHOLD = 0.5
+
+ScoreFn = Callable[[Case, str], Any]
+
+
+@dataclass(frozen=True)
+class Score:
+    """One metric's verdict on one case: ``value`` (a bool or a number; None on error),
+    ``passed``, an optional ``reason`` (an LLM judge's reasoning), and ``error`` when the metric
+    raised or returned something that is not a score."""
+
+    value: bool | float | None
+    passed: bool
+    reason: str | None = None
+    error: str | None = None
+
+
+class Metric:
+    """A named scoring function ``fn(case, output)`` (sync or async) returning a bool, a number
+    or a :class:`Score`; numbers pass at ``>= threshold``."""
+
+    def __init__(self, name: str, fn: ScoreFn, *, threshold: float = DEFAULT_THRESHOLD) -> None:
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError("A metric needs a non-empty name.")
+        if not callable(fn):
+            raise TypeError(f"Metric {name!r}: fn must be callable.")
+        self.name = name.strip()
+        self.fn = fn
+        self.threshold = float(threshold)
+
+    def __repr__(self) -> str:
+        return f"Metric({self.name!r})"
+
+    async def score(self, case: Case, output: str) -> Score:
+        """Score ``output``; never raises (an error becomes the score's ``error``)."""
+        try:
+            value = self.fn(case, output)
+            if inspect.isawaitable(value):
+                value = await value
+        except Exception as error:
+            return Score(None, False, error=f"{type(error).__name__}: {error}")
+        return self.judge(value)
+
+    def judge(self, value: Any) -> Score:
+        """Turn what the function returned into a :class:`Score`."""
+        if isinstance(value, Score):
+            return value
+        if isinstance(value, bool):
+            return Score(value, value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+            if math.isnan(number):
+                return Score(None, False, error="The metric returned NaN.")
+            return Score(number, number >= self.threshold)
+        return Score(
+            None,
+            False,
+            error=(
+                f"The metric returned {type(value).__name__} {value!r}; a metric returns a bool "
+                "or a number."
+            ),
+        )
+
+
+def _expected_text(case: Case, metric: str) -> str:
+    if case.expected is None:
+        raise ValueError(
+            f"{metric} needs the case's expected value, and case {case.name!r} has none."
+        )
+    return case.expected if isinstance(case.expected, str) else json.dumps(case.expected)
+
+
+def exact_match(
+    *, strip: bool = True, case_sensitive: bool = True, name: str = "exact_match"
+) -> Metric:
+    """The output equals the case's ``expected`` (surrounding whitespace ignored by default)."""
+
+    def fn(case: Case, output: str) -> bool:
+        expected, got = _expected_text(case, name), output
+        if strip:
+            expected, got = expected.strip(), got.strip()
+        if not case_sensitive:
+            expected, got = expected.casefold(), got.casefold()
+        return got == expected
+
+    return Metric(name, fn)
+
+
+def contains(
+    text: str | None = None, *, case_sensitive: bool = False, name: str = "contains"
+) -> Metric:
+    """The output contains ``text`` (default: the case's ``expected``), ignoring case by default."""
+
+    def fn(case: Case, output: str) -> bool:
+        needle = text if text is not None else _expected_text(case, name)
+        if case_sensitive:
+            return needle in output
+        return needle.casefold() in output.casefold()
+
+    return Metric(name, fn)
+
+
+def matches(regex: str | re.Pattern[str], *, flags: int = 0, name: str = "matches") -> Metric:
+    """The output matches ``regex`` somewhere (``re.search``)."""
+    try:
+        pattern = regex if isinstance(regex, re.Pattern) else re.compile(regex, flags)
+    except re.error as error:
+        raise ValueError(
+            f"matches(): {regex!r} is not a valid regular expression: {error}"
+        ) from None
+
+    def fn(case: Case, output: str) -> bool:
+        return pattern.search(output) is not None
+
+    return Metric(name, fn)
+
+
+def _schema_validator(schema: Any) -> Callable[[Any, str], None] | None:
+    """A function raising ``ValueError`` when the parsed output does not fit ``schema``."""
+    if schema is None:
+        return None
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        model = schema
+
+        def check_model(_data: Any, text: str) -> None:
+            try:
+                model.model_validate_json(text)
+            except ValidationError as error:
+                problems = "; ".join(
+                    f"{'.'.join(str(p) for p in item['loc']) or 'value'}: {item['msg']}"
+                    for item in error.errors(include_url=False)[:3]
+                )
+                raise ValueError(f"does not fit {model.__name__}: {problems}") from None
+
+        return check_model
+    if isinstance(schema, dict):
+        import importlib
+
+        try:
+            jsonschema: Any = importlib.import_module("jsonschema")
+        except ImportError:
+            raise ImportError(
+                "json_valid(schema=<dict>) validates with the jsonschema package, which is not "
+                "installed: pip install jsonschema, or pass a pydantic model as the schema."
+            ) from None
+        validator_class = jsonschema.validators.validator_for(schema)
+        try:
+            validator_class.check_schema(schema)
+        except jsonschema.SchemaError as error:
+            raise ValueError(
+                f"json_valid(): the schema is not a valid JSON schema: {error.message}"
+            ) from None
+        validator = validator_class(schema)
+
+        def check_dict(data: Any, _text: str) -> None:
+            errors = sorted(validator.iter_errors(data), key=lambda e: list(e.path))
+            if errors:
+                first = errors[0]
+                where = "/".join(str(p) for p in first.path) or "the value"
+                raise ValueError(f"does not fit the schema at {where}: {first.message}")
+
+        return check_dict
+    raise TypeError(
+        "json_valid(schema=...) takes a pydantic model class or a JSON schema dict, not "
+        f"{type(schema).__name__}."
+    )
+
+
+def json_valid(schema: Any = None, *, name: str = "json_valid") -> Metric:
+    """The output is JSON (surrounding whitespace allowed) and, with ``schema`` (a pydantic
+    model or a JSON schema dict), fits it. A failing case's score is False, not an error."""
+    check = _schema_validator(schema)
+
+    def fn(case: Case, output: str) -> Score:
+        text = output.strip()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            return Score(False, False, reason=f"not JSON: {error}")
+        if check is not None:
+            try:
+                check(data, text)
+            except ValueError as error:
+                return Score(False, False, reason=str(error))
+        return Score(True, True)
+
+    return Metric(name, fn)
+
+
+def as_metric(value: Any) -> Metric:
+    """A :class:`Metric`, or a plain callable ``(case, output) -> bool | float`` named after it."""
+    if isinstance(value, Metric):
+        return value
+    if not callable(value):
+        raise TypeError(
+            f"{value!r} is not a metric: give evals.exact_match(), evals.contains(), ... or a "
+            "function (case, output) -> bool | float."
+        )
+    name = getattr(value, "__name__", None) or type(value).__name__
+    if name == "<lambda>":
+        raise ValueError(
+            "A lambda has no name to head its column: define the metric with def, or wrap it: "
+            "evals.Metric('my_name', lambda case, output: ...)."
+        )
+    return Metric(name, value)
+
+
+def normalize_metrics(metrics: Any) -> list[Metric]:
+    """Check ``metrics`` (a metric or a list of them) before any case runs."""
+    if metrics is None:
+        raise ValueError("Give at least one metric, e.g. metrics=[evals.contains()].")
+    items: Sequence[Any] = (
+        [metrics] if isinstance(metrics, Metric) or callable(metrics) else list(metrics)
+    )
+    if not items:
+        raise ValueError("Give at least one metric, e.g. metrics=[evals.contains()].")
+    checked = [as_metric(item) for item in items]
+    seen: set[str] = set()
+    for metric in checked:
+        if metric.name in seen:
+            raise ValueError(
+                f"Two metrics are named {metric.name!r}; give one another name (name=...) so "
+                "each has its own column."
+            )
+        seen.add(metric.name)
+    return checked

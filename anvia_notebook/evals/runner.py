@@ -1,0 +1,293 @@
+"""Running an agent over the cases: concurrently, each case a normal stored run, nobody asked.
+
+``evaluate`` checks everything first (cases, metrics, concurrency), then runs up to
+``concurrency`` cases at a time. A case whose run fails is ``status="error"`` and the others go
+on. Protected tool calls are decided by ``approvals=`` (a handler as for
+``PromptRequest.approvals``) or rejected with a message that no reviewer is present; questions
+(``ask_question``) get no answer. No case ever waits for a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from .._util import new_id
+from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
+from ..errors import PromptCancelledError
+from ..human import HumanInputUnavailable
+from .cases import Case, normalize_cases
+from .metrics import Metric, Score, normalize_metrics
+from .report import BASE_COLUMNS, STOP_REASON, CaseResult, EvalReport
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..question_types import Answer
+    from ..questions import QuestionRequest
+
+__all__ = [
+    "NO_REVIEWER_MESSAGE",
+    "NoReviewer",
+    "evaluate",
+    "evaluate_sync",
+    "in_kernel",
+    "prepare",
+    "run_report",
+]
+
+NO_REVIEWER_MESSAGE = (
+    "No reviewer is present in an evaluation, so this call was rejected without running "
+    "(pass approvals= to evals.evaluate to decide protected calls)."
+)
+
+
+class NoReviewer:
+    """The human input of every eval case: nobody is there, so nothing waits.
+
+    Approvals (that no ``approvals=`` handler decides) are rejected with
+    :data:`NO_REVIEWER_MESSAGE`; questions get the tool's "no human answer" fallback.
+    """
+
+    async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(
+            approved=False,
+            reason="No reviewer is present in an evaluation.",
+            reject_message=NO_REVIEWER_MESSAGE,
+            decided_by="runtime",
+        )
+
+    async def ask(self, request: QuestionRequest) -> list[Answer]:
+        raise HumanInputUnavailable("No reviewer is present in an evaluation.")
+
+
+def in_kernel() -> bool:
+    """Whether this code runs inside a Jupyter kernel (without importing Jupyter)."""
+    from ..request import _notebook_runner
+
+    return _notebook_runner() is not None
+
+
+def _check_options(agent: Any, concurrency: Any, approvals: Any, max_turns: Any) -> None:
+    from ..agent import Agent
+
+    if not isinstance(agent, Agent):
+        raise TypeError(
+            "evaluate() takes a built agent (AgentBuilder(...).build()), not "
+            f"{type(agent).__name__}."
+        )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer of 1 or more, not {concurrency!r}.")
+    if approvals is not None and not callable(approvals):
+        raise TypeError(
+            "approvals must be a handler (request) -> bool | ApprovalDecision, as for "
+            "PromptRequest.approvals."
+        )
+    if max_turns is not None and (
+        isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 0
+    ):
+        raise ValueError(f"max_turns must be zero or more, not {max_turns!r}.")
+
+
+def prepare(
+    agent: Agent,
+    cases: Any,
+    metrics: Any,
+    concurrency: int = 1,
+    approvals: ApprovalHandler | None = None,
+    max_turns: int | None = None,
+) -> EvalReport:
+    """Check every argument (nothing runs) and return the empty report."""
+    _check_options(agent, concurrency, approvals, max_turns)
+    checked_cases = normalize_cases(cases)
+    checked_metrics = normalize_metrics(metrics)
+    clash = [m.name for m in checked_metrics if m.name in BASE_COLUMNS]
+    if clash:
+        raise ValueError(
+            f"A metric is named {clash[0]!r}, like a column of the report; give it another "
+            "name (name=...)."
+        )
+    report = EvalReport(
+        agent.id,
+        checked_cases,
+        checked_metrics,
+        eval_id=new_id("eval"),
+        concurrency=concurrency,
+    )
+    report._options = (agent, approvals, max_turns)
+    return report
+
+
+async def _score(metrics: list[Metric], case: Case, output: str) -> dict[str, Score]:
+    if len(metrics) == 1:
+        return {metrics[0].name: await metrics[0].score(case, output)}
+    scores = await asyncio.gather(*(m.score(case, output) for m in metrics))
+    return {m.name: s for m, s in zip(metrics, scores, strict=True)}
+
+
+async def _run_case(report: EvalReport, index: int) -> None:
+    assert report._options is not None
+    agent, approvals, max_turns = report._options
+    case = report.case_list[index]
+    request = agent.prompt(case.input).human_input(NoReviewer())
+    request.session(report.eval_id, {"eval_case": case.name})
+    if approvals is not None:
+        request.approvals(approvals)
+    if max_turns is not None:
+        request.max_turns(max_turns)
+    started = time.perf_counter()
+    run = request.create_run()
+    report.runs[index] = run
+    run.start()
+    report._notify("start", index)
+    output: str | None = None
+    error: str | None = None
+    try:
+        output = (await run.wait()).output
+    except asyncio.CancelledError:
+        run.cancel(STOP_REASON)
+        raise
+    except PromptCancelledError as cancelled:
+        if report._stopping:
+            raise asyncio.CancelledError() from None
+        error = f"PromptCancelledError: {cancelled.reason}"
+    except Exception as failure:
+        error = f"{type(failure).__name__}: {failure}" if str(failure) else type(failure).__name__
+    details: dict[str, Score] = {}
+    if error is None:
+        assert output is not None
+        details = await _score(report.metrics, case, output)
+    duration_ms = round((time.perf_counter() - started) * 1000)
+    assert case.name is not None
+    report._results[index] = CaseResult(
+        name=case.name,
+        input=case.input,
+        expected=case.expected,
+        output=output if error is None else run.state.output,
+        passed=error is None and all(s.passed for s in details.values()),
+        status="success" if error is None else "error",
+        error=error,
+        duration_ms=duration_ms,
+        tokens=run.state.usage.total_tokens,
+        run_id=run.run_id,
+        scores={name: s.value for name, s in details.items()},
+        details=details,
+        metadata=dict(case.metadata),
+    )
+    report._notify("case", index)
+
+
+async def run_report(report: EvalReport) -> EvalReport:
+    """Run the prepared ``report``'s cases (at most ``concurrency`` at a time) to the end, or
+    until :meth:`EvalReport.stop`. Cancelling the caller cancels every case."""
+    if report.status != "pending":
+        raise RuntimeError("This evaluation has already run.")
+    report._loop = asyncio.get_running_loop()
+    report.status = "running"
+    report._started = time.monotonic()
+    next_index = iter(range(report.total))
+
+    async def worker() -> None:
+        for index in next_index:
+            if report._stopping:
+                return
+            try:
+                await _run_case(report, index)
+            except asyncio.CancelledError:
+                report._notify("case", index)  # the row shows it was not finished
+                raise
+
+    report._workers = [
+        asyncio.ensure_future(worker()) for _ in range(min(report.concurrency, report.total))
+    ]
+    try:
+        await asyncio.gather(*report._workers, return_exceptions=True)
+    except asyncio.CancelledError:
+        report._stopping = True
+        for task in report._workers:
+            task.cancel()
+        await _settle(report)
+        report.status = "stopped"
+        report._ended = time.monotonic()
+        report._notify("end", -1)
+        raise
+    await _settle(report)
+    for task in report._workers:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    report.status = "stopped" if report._stopping else "done"
+    report._ended = time.monotonic()
+    report._notify("end", -1)
+    return report
+
+
+async def _settle(report: EvalReport) -> None:
+    """Wait for cancelled runs to record their end (each is stored as cancelled)."""
+    unfinished = [run for run in report.runs.values() if not run.done]
+    for run in unfinished:
+        run.cancel(STOP_REASON)
+    for run in unfinished:
+        with contextlib.suppress(BaseException):  # each ends cancelled: nothing to report
+            await run.wait()
+
+
+async def evaluate(
+    agent: Agent,
+    cases: Any,
+    metrics: Any,
+    concurrency: int = 1,
+    approvals: ApprovalHandler | None = None,
+    max_turns: int | None = None,
+    *,
+    show: bool | None = None,
+) -> EvalReport:
+    """Run ``agent`` on each case and score its output with ``metrics``; returns the report.
+
+    ``cases``: :class:`Case` objects, dicts, or a pandas DataFrame (``input``, optional
+    ``expected``, ``name``, ``metadata``). ``metrics``: ``exact_match()``, ``contains()``,
+    ``matches(regex)``, ``json_valid(schema)``, ``llm_judge(model, rubric)`` or plain functions
+    ``(case, output) -> bool | float``. Up to ``concurrency`` cases run at once; ``approvals``
+    decides protected tool calls (otherwise they are rejected: no reviewer is present);
+    ``max_turns`` overrides the agent's default. Every case is a stored run (``run_id``).
+
+    In a notebook (``show`` None or True) the live report is displayed in the cell at once:
+    progress, pass rate, one row per case, Stop. Bad arguments raise before any case runs.
+    """
+    report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
+    if show or (show is None and in_kernel()):
+        report._ipython_display_()
+    return await run_report(report)
+
+
+def evaluate_sync(
+    agent: Agent,
+    cases: Any,
+    metrics: Any,
+    concurrency: int = 1,
+    approvals: ApprovalHandler | None = None,
+    max_turns: int | None = None,
+    *,
+    show: bool | None = None,
+) -> EvalReport:
+    """:func:`evaluate` for scripts: blocks until the report is complete.
+
+    In a script (no event loop running) it runs on its own loop. In a notebook cell it shows
+    the live report, runs the cases on a worker thread and blocks the cell while Stop keeps
+    working. Elsewhere inside a running event loop it raises: use ``await evals.evaluate(...)``.
+    """
+    report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        if show:
+            report._ipython_display_()
+        return asyncio.run(run_report(report))
+    if not in_kernel():
+        raise RuntimeError(
+            "evaluate_sync() cannot block the event loop running in this thread; use "
+            "`await evals.evaluate(...)` instead."
+        )
+    from ..notebook.evals_view import evaluate_blocking
+
+    return evaluate_blocking(report, show=show is not False)

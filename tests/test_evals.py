@@ -1,0 +1,544 @@
+"""Evals through the public API: scores, errors, concurrency, DataFrames, compare, no reviewer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from pydantic import BaseModel
+
+from anvia_notebook import AgentBuilder, ToolApproval, ask_question, evals, get_store
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
+
+from helpers import make_add_tool, tool_results
+
+ANSWERS = {"add 2 and 5": "7", "capital of France": "Paris", "json please": '{"a": 1}'}
+
+
+def answering(answers=ANSWERS, delay: float = 0.0, fail_on: str | None = None):
+    """A model answering each prompt from ``answers`` (after ``delay`` seconds)."""
+
+    async def respond(request):
+        prompt = [m for m in request.messages if m.role == "user"][-1].content
+        if delay:
+            await asyncio.sleep(delay)
+        if fail_on is not None and fail_on in prompt:
+            raise RuntimeError(f"model broke on {prompt}")
+        return ModelResponse(text=answers.get(prompt, "I don't know"))
+
+    return FunctionModel(respond)
+
+
+def agent_with(model, *tools):
+    return AgentBuilder("evals-test", model).tools(list(tools)).build()
+
+
+CASES = [
+    evals.Case(name="sum", input="add 2 and 5", expected="7"),
+    evals.Case(input="capital of France", expected="paris"),
+    {"input": "json please", "expected": '{"a": 1}'},
+]
+
+
+async def test_scores_pass_rate_means_and_case_names(store_path):
+    def short(case, output):
+        return len(output) < 5
+
+    async def closeness(case, output):
+        await asyncio.sleep(0)
+        return 0.75 if case.name == "sum" else 0.25
+
+    report = await evals.evaluate(
+        agent_with(answering()),
+        CASES,
+        [evals.exact_match(), evals.contains(), short, closeness],
+    )
+    names = [c.name for c in report.cases]
+    assert names == ["sum", "case-2", "case-3"]
+    by_name = {c.name: c for c in report.cases}
+    assert by_name["sum"].scores == {
+        "exact_match": True,
+        "contains": True,
+        "short": True,
+        "closeness": 0.75,
+    }
+    assert by_name["sum"].passed is True
+    # exact_match is case-sensitive, contains ignores case; closeness 0.25 < 0.5 fails
+    assert by_name["case-2"].scores["exact_match"] is False
+    assert by_name["case-2"].scores["contains"] is True
+    assert by_name["case-2"].passed is False
+    assert by_name["case-3"].output == '{"a": 1}'
+    assert by_name["case-3"].passed is False  # closeness 0.25
+    assert report.pass_rate == pytest.approx(1 / 3)
+    assert report.mean_scores["exact_match"] == pytest.approx(2 / 3)
+    assert report.mean_scores["closeness"] == pytest.approx((0.75 + 0.25 + 0.25) / 3)
+    for case in report.cases:
+        assert case.status == "success" and case.error is None
+        assert case.duration_ms >= 0 and case.tokens >= 0
+    assert report.status == "done"
+
+
+async def test_every_case_is_a_stored_run(store_path):
+    report = await evals.evaluate(agent_with(answering()), CASES, [evals.contains()])
+    store = get_store()
+    assert store is not None
+    for case in report.cases:
+        state = store.get(case.run_id)
+        assert state.status == "success"
+        assert state.output == case.output
+        assert state.messages[state.prompt_index].content == case.input
+    assert len({c.run_id for c in report.cases}) == 3
+
+
+async def test_matches_and_json_valid_with_pydantic_and_json_schema():
+    class Point(BaseModel):
+        a: int
+
+    answers = {"one": '{"a": 1}', "two": '{"a": "x"}', "three": "not json", "four": " [1, 2] "}
+    cases = [{"input": k} for k in answers]
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    report = await evals.evaluate(
+        agent_with(answering(answers)),
+        cases,
+        [
+            evals.matches(r"\d"),
+            evals.json_valid(),
+            evals.json_valid(Point, name="point"),
+            evals.json_valid(schema, name="schema"),
+        ],
+    )
+    rows = {c.input: c.scores for c in report.cases}
+    assert rows["one"] == {"matches": True, "json_valid": True, "point": True, "schema": True}
+    assert rows["two"] == {"matches": False, "json_valid": True, "point": False, "schema": False}
+    assert rows["three"] == {"matches": False, "json_valid": False, "point": False, "schema": False}
+    assert rows["four"]["json_valid"] is True and rows["four"]["schema"] is False
+    two = next(c for c in report.cases if c.input == "two")
+    assert "a" in two.details["point"].reason
+    assert "integer" in two.details["schema"].reason
+    assert (
+        "not JSON"
+        in next(c for c in report.cases if c.input == "three").details["json_valid"].reason
+    )
+
+
+async def test_a_failing_run_is_an_error_and_the_others_go_on():
+    report = await evals.evaluate(
+        agent_with(answering(fail_on="France")), CASES, [evals.contains()], concurrency=2
+    )
+    statuses = {c.name: (c.status, c.passed) for c in report.cases}
+    assert statuses == {
+        "sum": ("success", True),
+        "case-2": ("error", False),
+        "case-3": ("success", True),
+    }
+    failed = report.cases[1]
+    assert failed.error == "RuntimeError: model broke on capital of France"
+    assert failed.scores == {} and failed.output is None
+    assert report.errors == 1
+    assert report.pass_rate == pytest.approx(2 / 3)
+
+
+async def test_a_metric_that_raises_marks_only_that_score():
+    def fragile(case, output):
+        if case.name == "sum":
+            raise KeyError("boom")
+        return True
+
+    def returns_text(case, output):
+        return "yes"
+
+    report = await evals.evaluate(
+        agent_with(answering()), CASES, [evals.contains(), fragile, returns_text]
+    )
+    first = report.cases[0]
+    assert first.status == "success"
+    assert first.scores["fragile"] is None
+    assert first.details["fragile"].error == "KeyError: 'boom'"
+    assert first.scores["contains"] is True
+    assert "returned str" in first.details["returns_text"].error
+    assert all(not c.passed for c in report.cases)  # returns_text never scores
+    assert report.cases[1].scores["fragile"] is True
+    assert report.mean_scores["fragile"] == 1.0  # errors are left out of the mean
+    assert report.mean_scores["returns_text"] is None
+
+
+async def test_a_metric_needing_expected_errors_on_cases_without_it():
+    report = await evals.evaluate(
+        agent_with(answering()), [{"input": "add 2 and 5"}], [evals.contains()]
+    )
+    assert "needs the case's expected value" in report.cases[0].details["contains"].error
+
+
+async def test_threshold_of_a_metric():
+    report = await evals.evaluate(
+        agent_with(answering()),
+        CASES[:1],
+        [evals.Metric("strict", lambda case, output: 0.8, threshold=0.9)],
+    )
+    assert report.cases[0].scores == {"strict": 0.8}
+    assert report.cases[0].passed is False
+
+
+async def test_concurrency_runs_cases_at_the_same_time():
+    cases = [{"input": f"case {i}"} for i in range(8)]
+    started = time.perf_counter()
+    report = await evals.evaluate(
+        agent_with(answering(delay=0.25)), cases, [evals.matches(".")], concurrency=4
+    )
+    wall = time.perf_counter() - started
+    serial = sum(c.duration_ms for c in report.cases) / 1000  # what one at a time would take
+    assert serial >= 8 * 0.25
+    assert wall / serial < 0.4, (wall, serial)
+    assert wall < 1.5
+
+
+async def test_concurrency_is_a_limit():
+    running = 0
+    peak = 0
+    release = asyncio.Event()
+
+    async def respond(request):
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        if peak >= 3:
+            release.set()
+        await release.wait()
+        running -= 1
+        return "ok"
+
+    await evals.evaluate(
+        agent_with(FunctionModel(respond)),
+        [{"input": str(i)} for i in range(7)],
+        [evals.contains("ok")],
+        concurrency=3,
+    )
+    assert peak == 3
+
+
+async def test_protected_calls_are_rejected_when_no_reviewer_is_present():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel(
+        [
+            ModelResponse(tool_calls=[ToolCall(id="c1", name="add", arguments={"x": 1, "y": 2})]),
+            "done",
+        ]
+    )
+    report = await evals.evaluate(
+        agent_with(model, add), [{"input": "add"}], [evals.contains("done")]
+    )
+    assert add.calls == []
+    assert tool_results(model.requests[1])[0].content == evals.NO_REVIEWER_MESSAGE
+    assert report.cases[0].passed is True
+
+
+async def test_protected_calls_are_decided_by_approvals():
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel(
+        [
+            ModelResponse(tool_calls=[ToolCall(id="c1", name="add", arguments={"x": 1, "y": 2})]),
+            "done",
+        ]
+    )
+    seen = []
+    report = await evals.evaluate(
+        agent_with(model, add),
+        [{"input": "add"}],
+        [evals.contains("done")],
+        approvals=lambda request: seen.append(request.tool_name) or True,
+    )
+    assert seen == ["add"] and add.calls == [(1, 2)]
+    assert report.cases[0].status == "success"
+
+
+async def test_questions_do_not_wait_for_a_person():
+    model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=[
+                    ToolCall(
+                        id="q1",
+                        name="ask_question",
+                        arguments={
+                            "questions": [
+                                {
+                                    "id": "p",
+                                    "question": "Priority?",
+                                    "choices": [{"label": "High", "value": "high"}],
+                                }
+                            ]
+                        },
+                    )
+                ]
+            ),
+            "asked",
+        ]
+    )
+    report = await asyncio.wait_for(
+        evals.evaluate(
+            agent_with(model, ask_question), [{"input": "escalate"}], [evals.contains("asked")]
+        ),
+        timeout=10,
+    )
+    assert report.cases[0].passed
+    answer = json.loads(tool_results(model.requests[1])[0].content)
+    assert answer["answers"][0]["answer"] == "No human answer was provided by this runtime."
+
+
+async def test_max_turns_limits_each_case():
+    looping = FunctionModel(
+        lambda r: ModelResponse(
+            tool_calls=[ToolCall(id=f"c{len(r.messages)}", name="add", arguments={"x": 1, "y": 1})]
+        )
+    )
+    report = await evals.evaluate(
+        agent_with(looping, make_add_tool()),
+        [{"input": "loop"}],
+        [evals.contains("x")],
+        max_turns=1,
+    )
+    assert report.cases[0].status == "error"
+    assert report.cases[0].error.startswith("MaxTurnsError")
+
+
+def test_bad_input_is_refused_before_any_case_runs():
+    model = answering()
+    agent = agent_with(model)
+
+    def refused(cases=CASES, metrics=None, **options):
+        with pytest.raises((ValueError, TypeError)) as caught:
+            evals.evaluate_sync(agent, cases, metrics or [evals.contains()], **options)
+        return str(caught.value)
+
+    assert "Case 2 has no input" in refused([{"input": "a"}, {"expected": "b"}])
+    assert "Case 1 has no input" in refused([evals.Case(input="  ")])
+    assert "both named 'x'" in refused([{"input": "a", "name": "x"}, {"input": "b", "name": "x"}])
+    assert "both named 'case-2'" in refused(
+        [{"input": "a"}, {"input": "b"}, {"input": "c", "name": "case-2"}]
+    )
+    assert "not a metric" in refused(metrics=[evals.contains(), "contains"])
+    assert "Two metrics are named 'contains'" in refused(
+        metrics=[evals.contains(), evals.contains()]
+    )
+    assert "like a column of the report" in refused(
+        metrics=[evals.Metric("output", lambda c, o: True)]
+    )
+    assert "concurrency must be an integer of 1 or more" in refused(concurrency=0)
+    assert "concurrency" in refused(concurrency=1.5)
+    assert "no cases" in refused([])
+    assert "unknown keys prompt" in refused([{"prompt": "a"}])
+    assert model.requests == []  # nothing ran
+
+
+def test_bad_metric_arguments_are_refused_when_made():
+    with pytest.raises(ValueError, match="not a valid regular expression"):
+        evals.matches("(")
+    with pytest.raises(TypeError, match="pydantic model class or a JSON schema dict"):
+        evals.json_valid(schema=42)
+    with pytest.raises(ValueError, match="not a valid JSON schema"):
+        evals.json_valid(schema={"type": 12})
+    with pytest.raises(ValueError, match="rubric must be a non-empty string"):
+        evals.llm_judge(answering(), " ")
+    with pytest.raises(ValueError, match="lambda has no name"):
+        evals.evaluate_sync(agent_with(answering()), CASES, [lambda c, o: True])
+
+
+def test_dataframe_in_and_out():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(
+        {
+            "input": ["add 2 and 5", "capital of France"],
+            "expected": ["7", None],
+            "name": ["sum", None],
+        }
+    )
+    report = evals.evaluate_sync(agent_with(answering()), frame, [evals.matches(r"\w")])
+    table = report.to_pandas()
+    assert list(table.columns) == [
+        "name",
+        "input",
+        "expected",
+        "output",
+        "passed",
+        "status",
+        "error",
+        "duration_ms",
+        "tokens",
+        "run_id",
+        "matches",
+    ]
+    assert list(table["name"]) == ["sum", "case-2"]
+    assert list(table["output"]) == ["7", "Paris"]
+    assert pandas.isna(table["expected"][1]) and report.cases[1].expected is None
+    assert list(table["matches"]) == [True, True]
+    with pytest.raises(ValueError, match=r"no 'input' column .*prompt"):
+        evals.evaluate_sync(
+            agent_with(answering()), pandas.DataFrame({"prompt": ["a"]}), [evals.contains()]
+        )
+    with pytest.raises(ValueError, match="Row 2 of the DataFrame has no input"):
+        evals.evaluate_sync(
+            agent_with(answering()), pandas.DataFrame({"input": ["a", None]}), [evals.contains()]
+        )
+
+
+async def test_stop_keeps_the_finished_cases():
+    gate = asyncio.Event()
+
+    async def respond(request):
+        prompt = request.messages[-1].content
+        if prompt != "0":
+            await gate.wait()  # never set: these cases are still running at Stop
+        return "ok"
+
+    report = evals.runner.prepare(
+        agent_with(FunctionModel(respond)),
+        [{"input": str(i)} for i in range(5)],
+        [evals.contains("ok")],
+        concurrency=2,
+    )
+    finished = asyncio.Event()
+    report.subscribe(
+        lambda kind, index: finished.set() if kind == "case" and report.finished else None
+    )
+    task = asyncio.ensure_future(evals.runner.run_report(report))
+    await asyncio.wait_for(finished.wait(), 5)
+    await asyncio.sleep(0)
+    assert report.stop() is True
+    result = await asyncio.wait_for(task, 5)
+    assert result is report and report.status == "stopped"
+    assert [c.name for c in report.cases] == ["case-1"]
+    assert report.not_run == ["case-2", "case-3", "case-4", "case-5"]
+    for index, run in report.runs.items():
+        assert run.done
+        if index != 0:
+            assert run.status == "cancelled"
+    assert len(report.to_pandas()) == 1
+    assert report.stop() is False
+
+
+async def test_cancelling_evaluate_cancels_every_case():
+    gate = asyncio.Event()
+
+    async def respond(request):
+        await gate.wait()
+        return "ok"
+
+    task = asyncio.ensure_future(
+        evals.evaluate(
+            agent_with(FunctionModel(respond)),
+            [{"input": "a"}, {"input": "b"}],
+            [evals.contains("ok")],
+            concurrency=2,
+        )
+    )
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_evaluate_sync_refuses_to_block_a_running_loop():
+    with pytest.raises(RuntimeError, match=r"await evals\.evaluate"):
+        evals.evaluate_sync(agent_with(answering()), CASES, [evals.contains()])
+
+
+def test_compare_lists_newly_failing_first_and_metric_changes():
+    before = evals.evaluate_sync(
+        agent_with(answering({"a": "yes", "b": "no", "c": "yes", "d": "no"})),
+        [{"input": k, "name": k} for k in "abcd"],
+        [evals.contains("yes")],
+    )
+    after = evals.evaluate_sync(
+        agent_with(answering({"a": "no", "b": "yes", "c": "yes", "e": "yes"})),
+        [{"input": k, "name": k} for k in "abce"],
+        [evals.contains("yes")],
+    )
+    comparison = evals.compare(before, after)
+    assert [(c.name, c.change) for c in comparison.cases] == [
+        ("a", "newly failing"),
+        ("b", "newly passing"),
+        ("d", "removed"),
+        ("e", "added"),
+        ("c", "unchanged"),
+    ]
+    change = comparison.metrics["contains"]
+    assert change.mean_a == 0.5 and change.mean_b == 0.75 and change.delta == 0.25
+    assert comparison.newly_failing == ["a"]
+    table = comparison.to_pandas()
+    assert list(table["name"]) == ["a", "b", "d", "e", "c"]
+    assert {"contains_a", "contains_b", "contains_delta"} <= set(table.columns)
+    assert table["contains_delta"][0] == -1.0
+    html = comparison._repr_html_()
+    assert html.index(">a<") < html.index(">b<")
+    assert "+0.25" in html
+    with pytest.raises(TypeError, match=r"report from evals\.evaluate"):
+        evals.compare(before, "after")
+
+
+def test_html_tables_escape_model_text():
+    evil = '<img src=x onerror="alert(1)">'
+    report = evals.evaluate_sync(
+        agent_with(answering({evil: evil})),
+        [{"input": evil, "name": "<b>x</b>"}],
+        [evals.contains("img")],
+    )
+    html = report._repr_html_()
+    assert "<img" not in html and "<b>x" not in html
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in html
+    comparison = evals.compare(report, report)._repr_html_()
+    assert "<img" not in comparison and "&lt;b&gt;x&lt;/b&gt;" in comparison
+
+
+def test_llm_judge_keeps_score_and_reasoning():
+    seen = []
+
+    def judge(request):
+        seen.append(request)
+        text = request.messages[-1].content
+        if "Paris" in text:
+            return '```json\n{"score": 0.9, "reasoning": "Correct capital."}\n```'
+        if "7" in text:
+            return "I cannot grade this."
+        return '{"score": 0.2, "reasoning": "Wrong."}'
+
+    report = evals.evaluate_sync(
+        agent_with(answering()),
+        CASES,
+        [evals.llm_judge(FunctionModel(judge), "Is the answer correct?")],
+    )
+    by_name = {c.name: c for c in report.cases}
+    assert by_name["case-2"].scores["llm_judge"] == 0.9
+    assert by_name["case-2"].details["llm_judge"].reason == "Correct capital."
+    assert by_name["case-2"].passed
+    assert by_name["case-3"].scores["llm_judge"] == 0.2 and not by_name["case-3"].passed
+    assert "no JSON object" in by_name["sum"].details["llm_judge"].error
+    prompt = seen[0].messages[-1].content
+    assert "Is the answer correct?" in prompt and "## The agent's answer" in prompt
+    assert "grade the answer" in seen[0].instructions
+    # the judge's own calls are not stored as runs of the agent under test
+    assert {c.run_id for c in report.cases} == {c.run_id for c in report.cases if c.run_id}
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ('{"score": 1.5}', "outside 0..1"),
+        ('{"score": "high"}', "not a number"),
+        ('{"reasoning": "x"}', "no score"),
+        ("{not json}", "not valid JSON"),
+    ],
+)
+def test_judge_replies_without_a_verdict_are_errors(reply, message):
+    from anvia_notebook.evals.judge import parse_verdict
+
+    with pytest.raises(ValueError, match=message):
+        parse_verdict(reply)
+
+
+def test_report_text_and_summary():
+    report = evals.evaluate_sync(agent_with(answering(fail_on="France")), CASES, [evals.contains()])
+    assert repr(report) == (
+        "EvalReport('evals-test': 3/3 cases, pass rate 67%, errors 1; mean contains 1.00)"
+    )
