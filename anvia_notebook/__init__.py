@@ -47,6 +47,7 @@ from .run import AgentRun
 from .run_state import PromptResponse, RunState
 from .store import RunList, RunStore, RunSummary, get_store, runs, set_store
 from .tools import Tool, ToolContext, create_tool, tool
+from .trace import ToolCallTrace, Trace, TurnTrace
 
 if TYPE_CHECKING:
     from .models.anthropic import AnthropicModel
@@ -108,6 +109,10 @@ __all__ = [
     "runs",
     "set_store",
     "get_store",
+    # traces
+    "Trace",
+    "TurnTrace",
+    "ToolCallTrace",
     # events
     "RunEvent",
     # errors

@@ -87,10 +87,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         interactions=run.interactions,
         persist=lambda durable: run.persist(durable=durable),
         resuming=run.resumed,
+        trace=run.tracer,
     )
     tools = [tool.definition() for tool in agent.tools.values()]
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
     max_turns = request.max_turn_count
+    run.tracer.run_started(agent_id=agent.id, resumed=run.resumed)
     try:
         await _lifecycle(
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
@@ -151,6 +153,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                     RunEndEvent(response.text, state.usage, list(state.messages), RUN_CONTROL),
                 )
                 state.status = "success"
+                run.tracer.run_ended("success")
                 run.persist()
                 run.emit(
                     FinalEvent(
@@ -165,6 +168,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                     usage=state.usage,
                     messages=list(state.messages),
                     run_id=state.run_id,
+                    trace=run.trace,
                 )
             for call in response.tool_calls:
                 if not call.name:
@@ -189,6 +193,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         cancelled = PromptCancelledError(reason, list(state.messages))
         await _run_error_hooks(run, cancelled)
         state.status = "cancelled"
+        run.tracer.run_ended("cancelled", cancelled)
         run.persist()
         run.emit(CancelledEvent(run_id=state.run_id, reason=reason))
         raise cancelled from None
@@ -196,6 +201,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         await _run_error_hooks(run, error)
         state.status = "error"
         state.error = str(error) or type(error).__name__
+        run.tracer.run_ended("error", error)
         run.persist()
         run.emit(
             ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(error).__name__)
@@ -234,28 +240,36 @@ async def _complete(
 ) -> CompletionResponse:
     """Stream one completion, emitting deltas; retry transient failures before the first event."""
     retries = run.request.retries
+    tracer = run.tracer
+    entry = tracer.model_call(turn, request, run.state.messages)
     attempt = 0
     while True:
         attempt += 1
         accumulator = CompletionAccumulator()
         emitted = False
         announced: set[str] = set()
+        token = tracer.attempt(entry, attempt)
         try:
             async for event in run.request.agent.model.stream(request):
                 accumulator.add(event)
                 mapped = _map_event(turn, event)
                 if mapped is not None:
-                    emitted = True
+                    if not emitted:
+                        tracer.first_token(entry)
+                        emitted = True
                     run.emit(mapped)
                     if event.type == "tool_call":
                         announced.add(event.id)
             response = accumulator.response()
+            tracer.model_call_done(entry, response, token)
             for call in response.tool_calls:  # calls streamed only as deltas
                 if call.id not in announced:
                     run.emit(ToolCallEvent(turn=turn, tool_call=call))
             return response
         except asyncio.CancelledError:
             partial = accumulator.response()
+            reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON
+            tracer.model_call_stopped(entry, reason, partial, token)
             if partial.text or partial.reasoning:
                 run.state.messages.append(
                     Message.assistant(partial.text, reasoning=partial.reasoning or None)
@@ -263,7 +277,9 @@ async def _complete(
             raise
         except Exception as error:
             context = RetryContext(error, attempt, retries.max_attempts, turn)
-            if not emitted and retries.allows(context):
+            retrying = not emitted and retries.allows(context)
+            tracer.model_call_failed(entry, error, accumulator.response(), token, retrying=retrying)
+            if retrying:
                 await asyncio.sleep(retries.delay(attempt))
                 continue
             # Guarded like on_run_error: a failing hook is logged and the model's error stays.

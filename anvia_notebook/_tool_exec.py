@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from ._tracing import TraceRecorder
 from ._util import maybe_await, new_id
 from .approvals import (
     ApprovalContext,
@@ -50,6 +51,7 @@ from .question_types import Answer, Question, QuestionInput, answer_refusal
 from .questions import QuestionRequest, QuestionTool
 from .run_state import ToolCallProgress
 from .tools import SyncToolAbandoned, Tool, ToolArgumentsError, ToolContext
+from .trace import ToolCallStatus, ToolCallTrace, Trace
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -110,6 +112,7 @@ class ToolExecutor:
         interactions: Interactions | None = None,
         persist: Callable[[bool], None] | None = None,
         resuming: bool = False,
+        trace: TraceRecorder | None = None,
     ) -> None:
         self.agent = agent
         self.state = state
@@ -129,6 +132,10 @@ class ToolExecutor:
         #: What really happened to calls whose tool ran before the run was cancelled (by tool
         #: call id): content, is_error, args. Used instead of "cancelled" for those calls.
         self._landed: dict[str, tuple[str, bool, str]] = {}
+        #: How calls that ended without executing their tool ended (rejected, timed out,
+        #: cancelled), by tool call id, this turn; for the trace.
+        self._ended: dict[str, ToolCallStatus] = {}
+        self.trace = trace or TraceRecorder(Trace(run_id=run_info.run_id, agent_id=agent.id))
 
     async def run_calls(
         self,
@@ -145,6 +152,7 @@ class ToolExecutor:
         outcomes = [_Outcome() for _ in calls]
         self._interrupted = {}
         self._landed = {}
+        self._ended = {}
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def one(index: int) -> None:
@@ -154,7 +162,7 @@ class ToolExecutor:
         tasks = [asyncio.ensure_future(one(index)) for index in range(len(calls))]
         try:
             await asyncio.gather(*tasks)
-        except BaseException:
+        except BaseException as error:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -177,6 +185,13 @@ class ToolExecutor:
                         content=content if content is not None else CANCELLED_RESULT,
                         is_error=content is None,
                     )
+            stopped = isinstance(error, (asyncio.CancelledError, PromptCancelledError))
+            status: ToolCallStatus = "cancelled" if stopped else "error"
+            for call, outcome in zip(calls, outcomes, strict=True):
+                # The trace ends each call still open (one that never began is recorded too).
+                content = outcome.part.content if outcome.part is not None else CANCELLED_RESULT
+                entry = self.trace.tool_call(call, turn, started=False)
+                self.trace.tool_call_done(entry, call.arguments_json(), content, status)
             on_interrupted([o.part for o in outcomes if o.part is not None])
             raise
         return [o.part for o in outcomes if o.part is not None]
@@ -185,7 +200,8 @@ class ToolExecutor:
 
     async def _run_call(self, call: ToolCall, turn: int) -> ToolResultPart:
         internal_id = new_id("call")
-        resumed = self._resumed_result(call, turn, internal_id)
+        entry = self.trace.tool_call(call, turn)
+        resumed = self._resumed_result(call, turn, internal_id, entry)
         if resumed is not None:
             return resumed
         raw_args = call.arguments_json()
@@ -232,10 +248,22 @@ class ToolExecutor:
                 skipped=decision.type == "skip",
             )
         )
+        self.trace.tool_call_done(
+            entry, effective_args, result, self._status(call, decision, is_error)
+        )
         self._progress(call, turn, "done", effective_args, result, is_error)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=result, is_error=is_error
         )
+
+    def _status(self, call: ToolCall, decision: ToolCallDecision, is_error: bool) -> ToolCallStatus:
+        """How a call that got its result ended, for the trace."""
+        ended = self._ended.get(call.id)
+        if ended is not None:
+            return ended
+        if decision.type == "skip":
+            return "skipped"
+        return "error" if is_error else "success"
 
     def _report_landed(self, call: ToolCall, turn: int, internal_id: str) -> None:
         """The run is ending while this call's tool had run: record what really happened."""
@@ -243,6 +271,11 @@ class ToolExecutor:
         if landed is None:
             return
         result, is_error, args = landed
+        entry = self.trace.entry(call.id)
+        if entry is not None:
+            stopped = result == STOPPED_RUNNING_RESULT.format(name=call.name)
+            status: ToolCallStatus = "cancelled" if stopped else "error" if is_error else "success"
+            self.trace.tool_call_done(entry, args, result, status)
         self.emit(
             ToolResultEvent(
                 turn=turn,
@@ -279,13 +312,21 @@ class ToolExecutor:
         )
         self.persist(status == "started")
 
-    def _resumed_result(self, call: ToolCall, turn: int, internal_id: str) -> ToolResultPart | None:
+    def _resumed_result(
+        self, call: ToolCall, turn: int, internal_id: str, entry: ToolCallTrace
+    ) -> ToolResultPart | None:
         """On resume: the stored result of a call that finished, the interrupted notice for one
         that had started (unless its tool is idempotent), else None (run it now)."""
         progress = self.state.calls.get(call.id) if self.resuming else None
         if progress is None:
             return None
         if progress.status == "done":
+            self.trace.tool_call_done(
+                entry,
+                progress.args or call.arguments_json(),
+                progress.result or "",
+                "error" if progress.is_error else "success",
+            )
             return ToolResultPart(
                 tool_call_id=call.id,
                 tool_name=call.name,
@@ -308,6 +349,7 @@ class ToolExecutor:
                 is_error=True,
             )
         )
+        self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=result, is_error=True
@@ -409,6 +451,7 @@ class ToolExecutor:
         earlier = self._earlier(self.state.approvals, request.tool_call_id)
         if earlier is not None and earlier.status == "approved":
             request.approval_id = earlier.id
+            self.trace.approval(earlier, resolved=True)
             return True, "", earlier.edited_args  # decided before the interruption
         if self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)
@@ -427,6 +470,7 @@ class ToolExecutor:
             )
         request.approval_id = record.id
         self.state.approvals[record.id] = record
+        self.trace.approval(record)
         self.persist(True)  # the conversation that asked is stored before the interaction
         interaction = self.interactions.open(record, request)
         self.emit(ToolApprovalRequestEvent(approval=record.model_copy()))
@@ -453,6 +497,7 @@ class ToolExecutor:
                 interaction, Resolution("timed_out", "runtime", reason=text)
             )
             if resolution.status == "timed_out":
+                self._ended[request.tool_call_id or ""] = "timed_out"
                 return False, text, None
         except (ToolApprovalRequiredError, PromptCancelledError):
             self._resolve_approval(interaction, Resolution("cancelled", "runtime"))
@@ -466,6 +511,7 @@ class ToolExecutor:
             resolution = self._resolve_approval(interaction, resolution)
         if resolution.status == "approved":
             return True, "", resolution.args
+        self._ended[request.tool_call_id or ""] = _ENDED.get(resolution.status, "cancelled")
         if resolution.status == "rejected":
             return False, rejection_text(resolution.decision(), request), None
         return False, resolution.reason or rejection_text(resolution.decision(), request), None
@@ -493,6 +539,7 @@ class ToolExecutor:
         if resolution.status == "approved":
             record.edited_args = resolution.args
         record.resolved_at = utc_now()
+        self.trace.approval(record, resolved=True)
         self.emit(ToolApprovalResultEvent(approval=record.model_copy()))
         self.interactions.close(interaction)
         return resolution
@@ -507,6 +554,7 @@ class ToolExecutor:
         questions = QuestionInput.model_validate(args.model_dump()).questions
         earlier = self._earlier(self.state.questions, call.id)
         if earlier is not None and earlier.status == "answered":
+            self.trace.question(earlier, resolved=True)
             return json.dumps({"answers": [a.to_wire() for a in earlier.answers]}), False
         if earlier is not None and earlier.status == "pending":
             record = earlier
@@ -521,6 +569,7 @@ class ToolExecutor:
                 questions=questions,
             )
         self.state.questions[record.id] = record
+        self.trace.question(record)
         request = QuestionRequest(
             question_id=record.id,
             tool_name=call.name,
@@ -546,6 +595,7 @@ class ToolExecutor:
         except HumanInputTimeout as timeout:
             resolution = self._resolve_question(interaction, Resolution("timed_out", "runtime"))
             if resolution.status == "timed_out":
+                self._ended[call.id] = "timed_out"
                 return (
                     f"The operator did not answer within {timeout.timeout:g} s (timed out); "
                     "no answers were given.",
@@ -557,6 +607,7 @@ class ToolExecutor:
         else:
             resolution = self._resolve_question(interaction, resolution)
         if resolution.status != "answered":
+            self._ended[call.id] = _ENDED.get(resolution.status, "cancelled")
             return json.dumps({"answers": []}), False
         return json.dumps({"answers": [a.to_wire() for a in resolution.answers]}), False
 
@@ -574,6 +625,7 @@ class ToolExecutor:
             record.answered_at = utc_now()
         else:
             record.cancelled_at = utc_now()
+        self.trace.question(record, resolved=True)
         self.emit(ToolQuestionResultEvent(question=record.model_copy()))
         self.interactions.close(interaction)
         return resolution
@@ -594,12 +646,15 @@ class ToolExecutor:
         token = CURRENT_TOOL_CALL.set(
             CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id)
         )
+        entry = self.trace.entry(call.id)
+        active = self.trace.activate(entry) if entry is not None else None
         try:
             return await tool.call(args, ctx), False
         except SyncToolAbandoned:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
         except Exception as error:
+            self.trace.tool_error(call.id, error)
             event = ToolErrorEvent(
                 tool_name=call.name,
                 tool_call_id=call.id,
@@ -616,6 +671,7 @@ class ToolExecutor:
                 raise
             return result, True
         finally:
+            self.trace.deactivate(active)
             CURRENT_TOOL_CALL.reset(token)
 
     async def _after_result(self, call: ToolCall, internal_id: str, args: str, result: str) -> str:
@@ -630,6 +686,14 @@ class ToolExecutor:
         # The tool has run: a failing hook is logged and its result stays what it was.
         await call_hooks(self.hooks, "on_tool_result", event, guarded=True)
         return result
+
+
+#: Trace statuses of interactions that ended a call without running its tool.
+_ENDED: dict[str, ToolCallStatus] = {
+    "rejected": "rejected",
+    "timed_out": "timed_out",
+    "cancelled": "cancelled",
+}
 
 
 def check_answers(questions: list[Question], answers: list[Answer]) -> list[Answer]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .human import HumanInput
     from .store import RunStore
+    from .trace import Trace
 
 __all__ = ["PromptRequest"]
 
@@ -188,14 +189,16 @@ class PromptRequest:
             state = self._resumed_state
             store = self._store or None
             events: list[Any] = []
+            trace = None
             if store is not None:
                 try:
                     events = store.events(state.run_id)
+                    trace = store.trace(state.run_id, messages=state.messages)
                 except Exception as error:  # the log is for display only: go on without it
                     from .store import store_failed
 
                     store_failed(store, error)
-            self._run = AgentRun(self, state, store=store, events=events, resumed=True)
+            self._run = AgentRun(self, state, store=store, events=events, resumed=True, trace=trace)
             return self._run
         state = RunState(
             run_id=new_id("run"),
@@ -226,6 +229,12 @@ class PromptRequest:
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> AgentRun:
         """Start the run as a task on ``loop`` (default: the running loop)."""
         return self.create_run().start(loop)
+
+    @property
+    def trace(self) -> Trace | None:
+        """The run's trace (as far as it got, for a run that failed or was stopped too); None
+        before the request has run."""
+        return self._run.trace if self._run is not None else None
 
     async def send(self) -> PromptResponse:
         """Run to the end and return the response (raises the run's error)."""

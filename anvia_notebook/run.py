@@ -10,10 +10,12 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from ._tracing import TraceRecorder
 from .errors import PromptCancelledError
 from .events import RunEvent
 from .interactions import Interactions
 from .run_state import PromptResponse, RunState, RunStatus
+from .trace import Trace
 
 if TYPE_CHECKING:
     from .request import PromptRequest
@@ -67,11 +69,16 @@ class AgentRun:
         store: RunStore | None = None,
         events: list[Any] | None = None,
         resumed: bool = False,
+        trace: Trace | None = None,
     ) -> None:
         self.request = request
         self.state = state
         self.store = store
         self.resumed = resumed
+        #: What the model received and returned on each turn, and what each tool call did.
+        self.trace = trace or Trace(run_id=state.run_id, agent_id=state.agent_id)
+        agent = request.agent
+        self.tracer = TraceRecorder(self.trace, model=agent.model, agent_name=agent.display_name)
         self.interactions = Interactions(state.run_id, store)
         self._events: list[Any] = list(events or [])
         #: Parts of the last (mergeable) event not yet joined into it.
@@ -235,10 +242,11 @@ class AgentRun:
             messages_from = self._saved_messages
             if state is not None:
                 self._saved_messages = len(state.messages)
-        if state is None and not rows:
+            trace_rows = self.tracer.take_rows() if self.tracer.dirty else []
+        if state is None and not rows and not trace_rows:
             return
         try:
-            store.save_run(self.run_id, state, rows, messages_from)
+            store.save_run(self.run_id, state, rows, messages_from, trace_rows)
         except Exception as error:
             self._store_failed(error)
 

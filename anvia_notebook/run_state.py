@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message, Usage
+from .trace import Trace
 
 __all__ = ["PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
 
@@ -26,6 +27,8 @@ class PromptResponse(BaseModel):
     messages: list[Message]
     run_id: str
     status: RunStatus = "success"
+    #: What the model received and returned on each turn, and what each tool call did.
+    trace: Trace | None = Field(default=None, exclude=True, repr=False)
 
 
 class ToolCallProgress(BaseModel):

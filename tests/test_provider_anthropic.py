@@ -72,10 +72,10 @@ async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Serve
     events = await events_of(model, ask("Hi", instructions="Be brief."))
 
     assert events == [
-        UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1)),
+        UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1), cached_tokens=0),
         TextDelta(delta="Hello"),
         TextDelta(delta="! How can I help you today?"),
-        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=11)),
+        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=11), cached_tokens=0),
         Finish(reason="stop"),
     ]
     (request,) = server.requests
@@ -281,7 +281,7 @@ async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) ->
 
     weather_id, time_id = "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "toolu_01Lq8Wz5Mn3Vb7Xc2Rt9Ky4d"
     assert events == [
-        UsageUpdate(usage=Usage(input_tokens=1636, output_tokens=4)),
+        UsageUpdate(usage=Usage(input_tokens=1636, output_tokens=4), cached_tokens=1024),
         ReasoningDelta(delta="The user asks for the weather and the time"),
         ReasoningDelta(delta=" in Paris; both tools can run at once."),
         TextDelta(delta="I'll check both."),
@@ -293,7 +293,7 @@ async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) ->
         ToolCallDelta(id=time_id, arguments_delta='{"tz": "Europe/'),
         ToolCallDelta(id=time_id, arguments_delta='Paris"}'),
         ToolCall(id=time_id, name="get_time", arguments='{"tz": "Europe/Paris"}'),
-        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=127)),
+        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=127), cached_tokens=0),
         ProviderData(
             data={
                 "anthropic_thinking": [
@@ -388,7 +388,7 @@ async def test_an_error_event_inside_the_stream(serve: Callable[..., Server]) ->
         await drain(model, ask(), into=seen)
 
     assert seen == [
-        UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1)),
+        UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1), cached_tokens=0),
         TextDelta(delta="Let me"),
     ]
     # The stream answered 200; the error's type says what the status would have been.

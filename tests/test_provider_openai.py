@@ -65,7 +65,7 @@ async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Serve
         TextDelta(delta="Hello"),
         TextDelta(delta="!"),
         TextDelta(delta=" How can I help?"),
-        UsageUpdate(usage=Usage(input_tokens=21, output_tokens=7)),
+        UsageUpdate(usage=Usage(input_tokens=21, output_tokens=7), cached_tokens=0),
         Finish(reason="stop"),
     ]
     (request,) = server.requests
@@ -227,7 +227,7 @@ async def test_parallel_tool_calls_are_assembled_from_fragments(
         ToolCallDelta(id=time_id, arguments_delta='"Europe/Paris"}'),
         ToolCall(id=weather_id, name="get_weather", arguments='{"city": "Paris"}'),
         ToolCall(id=time_id, name="get_time", arguments='{"tz": "Europe/Paris"}'),
-        UsageUpdate(usage=Usage(input_tokens=143, output_tokens=52)),
+        UsageUpdate(usage=Usage(input_tokens=143, output_tokens=52), cached_tokens=0),
         Finish(reason="tool_calls"),
     ]
 

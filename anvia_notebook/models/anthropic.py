@@ -263,6 +263,7 @@ class _EventAssembler:
         self._thinking_blocks: dict[int, ThinkingBlockParam] = {}
         self._token_counts: dict[str, int] = {}
         self._reported = Usage()
+        self._reported_cached = 0
         self._stop_reason: str | None = None
         self.thinking: list[ThinkingParam] = []
         self.first_call_id: str | None = None
@@ -336,8 +337,12 @@ class _EventAssembler:
             output_tokens=totals.output_tokens - self._reported.output_tokens,
         )
         self._reported = totals
-        if added.input_tokens or added.output_tokens:
-            yield UsageUpdate(usage=added)
+        # Tokens read from the prompt cache (part of the input tokens), when reported.
+        cached = self._token_counts.get("cache_read_input_tokens")
+        added_cached = None if cached is None else cached - self._reported_cached
+        self._reported_cached = cached or 0
+        if added.input_tokens or added.output_tokens or added_cached:
+            yield UsageUpdate(usage=added, cached_tokens=added_cached)
 
     def finish(self) -> Finish:
         reason = self._stop_reason or "end_turn"

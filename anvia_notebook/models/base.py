@@ -98,10 +98,15 @@ class ToolCall(BaseModel):
 
 
 class UsageUpdate(BaseModel):
-    """Token usage reported by the provider (added up over a turn)."""
+    """Token usage reported by the provider (added up over a turn).
+
+    ``cached_tokens``: how many of the input tokens the provider served from its prompt cache
+    (added up too); None when the provider does not say.
+    """
 
     type: Literal["usage"] = "usage"
     usage: Usage
+    cached_tokens: int | None = None
 
 
 class ProviderData(BaseModel):
@@ -131,6 +136,8 @@ class CompletionResponse(BaseModel):
     reasoning: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
+    #: Input tokens served from the provider's prompt cache (None when it does not say).
+    cached_tokens: int | None = None
     finish_reason: str | None = None
     provider_data: dict[str, Any] | None = None
 
@@ -186,6 +193,7 @@ class CompletionAccumulator:
         self._calls: dict[str, ToolCall | None] = {}
         self._partial: dict[str, tuple[list[str], list[str]]] = {}
         self._usage = Usage()
+        self._cached: int | None = None
         self._finish: str | None = None
         self._provider_data: dict[str, Any] | None = None
 
@@ -205,6 +213,8 @@ class CompletionAccumulator:
             self._calls[event.id] = event
         elif kind == "usage":
             self._usage = self._usage + event.usage
+            if event.cached_tokens is not None:
+                self._cached = (self._cached or 0) + event.cached_tokens
         elif kind == "provider_data":
             self._provider_data = {**(self._provider_data or {}), **event.data}
         elif kind == "finish":
@@ -226,6 +236,7 @@ class CompletionAccumulator:
             reasoning="".join(self._reasoning),
             tool_calls=calls,
             usage=self._usage,
+            cached_tokens=self._cached,
             finish_reason=self._finish,
             provider_data=self._provider_data,
         )
@@ -244,6 +255,8 @@ class CompletionModel:
 
     #: A short name shown in ``generation_start`` events and the transcript.
     name: str = "model"
+    #: Who serves the model (``"openai"``, ``"anthropic"``, ``"offline"``), as traces report it.
+    provider: str | None = None
 
     def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
         raise NotImplementedError

@@ -67,6 +67,7 @@ class DemoModel(CompletionModel):
     """
 
     name = "demo-model"
+    provider = "offline"
 
     def __init__(self, scripts: Sequence[Script] = (), *, delay: float = 0.015) -> None:
         self.scripts = list(scripts)

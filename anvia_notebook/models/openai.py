@@ -205,6 +205,7 @@ class _ChunkAssembler:
     def __init__(self) -> None:
         self._calls: dict[int | str, _PendingCall] = {}
         self._usage: Usage | None = None
+        self._cached: int | None = None
         self._finish_reason: str | None = None
 
     def feed(self, chunk: ChatCompletionChunk) -> Iterator[CompletionEvent]:
@@ -214,6 +215,7 @@ class _ChunkAssembler:
             self._usage = Usage(
                 input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0
             )
+            self._cached = _cached_tokens(usage)
         for choice in getattr(chunk, "choices", None) or ():
             if choice.index != 0:
                 continue
@@ -259,9 +261,19 @@ class _ChunkAssembler:
         for call in self._calls.values():
             yield ToolCall(id=call.id, name=call.name, arguments="".join(call.arguments) or "{}")
         if self._usage is not None:
-            yield UsageUpdate(usage=self._usage)
+            yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
         default = "tool_calls" if self._calls else "stop"
         yield Finish(reason=self._finish_reason or default)
+
+
+def _cached_tokens(usage: Any) -> int | None:
+    """The prompt tokens served from OpenAI's prompt cache, when the server reports them
+    (``prompt_tokens_details.cached_tokens``; ``input_tokens_details`` in the Responses API)."""
+    for name in ("prompt_tokens_details", "input_tokens_details"):
+        cached = getattr(getattr(usage, name, None), "cached_tokens", None)
+        if isinstance(cached, int):
+            return cached
+    return None
 
 
 def _reasoning_text(delta: Any) -> str | None:

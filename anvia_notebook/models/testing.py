@@ -37,6 +37,8 @@ class ModelResponse(BaseModel):
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
     usage: Usage | None = None
+    #: Input tokens to report as served from a prompt cache (with ``usage``).
+    cached_tokens: int | None = None
 
     async def events(self, delay: float = 0.0) -> AsyncIterator[Any]:
         """This response as completion events (text streamed word by word)."""
@@ -47,7 +49,7 @@ class ModelResponse(BaseModel):
         for call in self.tool_calls:
             yield call
         if self.usage is not None:
-            yield UsageUpdate(usage=self.usage)
+            yield UsageUpdate(usage=self.usage, cached_tokens=self.cached_tokens)
         yield Finish(reason="tool_calls" if self.tool_calls else "stop")
 
 
@@ -55,6 +57,7 @@ class QueueModel(CompletionModel):
     """Answers each request with the next queued response and records the requests it got."""
 
     name = "queue-model"
+    provider = "offline"
 
     def __init__(self, responses: Sequence[ModelResponse | str], *, delay: float = 0.0) -> None:
         self._responses = [ModelResponse(text=r) if isinstance(r, str) else r for r in responses]
@@ -83,6 +86,7 @@ class StreamingQueueModel(CompletionModel):
     """Replays exact completion-event lists, one list per request."""
 
     name = "streaming-queue-model"
+    provider = "offline"
 
     def __init__(self, turns: Sequence[Sequence[Any]]) -> None:
         self._turns = [list(turn) for turn in turns]
@@ -111,6 +115,7 @@ class FunctionModel(CompletionModel):
     """
 
     name = "function-model"
+    provider = "offline"
 
     def __init__(self, fn: Callable[[CompletionRequest], Any], *, name: str | None = None) -> None:
         self.fn = fn

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..events import ApprovalRecord, QuestionRecord, RunEvent
     from ..run import AgentRun
     from ..run_state import PromptResponse
+    from ..trace import Trace
     from .widget import AnviaWidget
 
 __all__ = ["AWAIT_CANCELLED_REASON", "RunHandle"]
@@ -106,6 +107,12 @@ class RunHandle:
         """Answer a pending question: one ``{"questionId", "answer", "choice"?, "custom"?}`` (or
         :class:`~anvia_notebook.Answer`) per question."""
         return self._run.interactions.answer(question_id, answers)
+
+    @property
+    def trace(self) -> Trace:
+        """What the model received and returned on each turn, and what each tool call did (as
+        far as the run got)."""
+        return self._run.trace
 
     @property
     def events(self) -> list[RunEvent]:

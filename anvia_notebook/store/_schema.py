@@ -66,6 +66,19 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        2,
+        [
+            # A run's trace: one row for the run, one per model call, one per tool call.
+            """CREATE TABLE trace_entries (
+                run_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                idx INTEGER NOT NULL,
+                entry TEXT NOT NULL,
+                PRIMARY KEY (run_id, kind, idx)
+            )""",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -23,6 +23,7 @@ from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
 from ..messages import Message
 from ..question_types import describe_validation_error
 from ..run_state import RunState
+from ..trace import Trace
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
 from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
@@ -305,6 +306,34 @@ class RunStore:
             params = (run_id,)
         return [_record(kind, text) for kind, text, _ in self._q(sql + " ORDER BY id", params)]
 
+    def trace(self, run_id: str, *, messages: list[Message] | None = None) -> Trace:
+        """The run's stored trace (every model call and tool call so far).
+
+        ``messages``: the run's conversation when the caller has it already (else it is read).
+        """
+        from .._trace_store import decode_trace
+
+        rows = self._q("SELECT agent_id FROM runs WHERE run_id = ?", (run_id,))
+        if not rows:
+            raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
+        if messages is None:
+            messages = [
+                Message.model_validate_json(text)
+                for (text,) in self._q(
+                    "SELECT message FROM messages WHERE run_id = ? ORDER BY idx", (run_id,)
+                )
+            ]
+        entries = self._q(
+            "SELECT kind, idx, entry FROM trace_entries WHERE run_id = ? ORDER BY kind, idx",
+            (run_id,),
+        )
+        try:
+            return decode_trace(run_id, rows[0][0], entries, messages)
+        except (ValidationError, ValueError) as error:
+            raise RunStoreError(
+                f"The stored trace of run {run_id!r} could not be read: {error}"
+            ) from None
+
     def events(self, run_id: str) -> list[Any]:
         """The run's stored event log (consecutive text deltas already merged)."""
         rows = self._q("SELECT event FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
@@ -525,9 +554,11 @@ class RunStore:
         state: RunState | None,
         events: Sequence[tuple[int, str]],
         messages_from: int = 0,
+        trace_rows: Sequence[tuple[str, int, str]] = (),
     ) -> None:
         """Write the run's state (when given: its messages from index ``messages_from`` on,
-        the earlier ones are stored already) and ``(seq, event JSON)`` rows in one transaction."""
+        the earlier ones are stored already), ``(seq, event JSON)`` rows and the changed
+        ``(kind, index, JSON)`` rows of its trace in one transaction."""
         with self._backend.transaction():
             if state is not None:
                 self._q(
@@ -536,6 +567,14 @@ class RunStore:
                 )
                 self._insert_messages(run_id, messages_from, state.messages[messages_from:])
             self._insert_events(run_id, events)
+            if trace_rows:
+                self._backend.executemany(
+                    self._sql(
+                        "INSERT INTO trace_entries (run_id, kind, idx, entry) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (run_id, kind, idx) DO UPDATE SET entry = excluded.entry"
+                    ),
+                    [(run_id, kind, idx, text) for kind, idx, text in trace_rows],
+                )
         if state is not None and state.status not in ACTIVE:
             self._disown(run_id)
 

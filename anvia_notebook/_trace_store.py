@@ -1,0 +1,94 @@
+"""A trace as rows of the run store: one for the run, one per model call, one per tool call.
+
+A model call's messages are stored as a count (the run's messages are stored already), and its
+instructions, tools and settings only when they differ from the previous call's, so a long run's
+trace stays small in the store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from .messages import Message
+from .trace import ToolCallTrace, Trace, TurnRequest, TurnTrace
+
+__all__ = ["decode_trace", "encode_call", "encode_run", "encode_turn"]
+
+#: The request fields left out of a stored model call when they equal the previous call's.
+_SHARED = ("instructions", "tools", "settings")
+_RUN_FIELDS = {"run_id", "agent_id", "agent_name", "status", "error", "started_at", "duration_ms"}
+
+
+def encode_run(trace: Trace) -> str:
+    return trace.model_dump_json(include=_RUN_FIELDS)
+
+
+def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
+    data = turn.model_dump(mode="json", exclude={"request"})
+    request = turn.request
+    stored: dict[str, Any] = {"message_count": request.message_count}
+    same: list[str] = []
+    for name in _SHARED:
+        value = getattr(request, name)
+        if previous is not None and _same(value, getattr(previous.request, name)):
+            same.append(name)
+        elif name == "tools":
+            stored["tools"] = [tool.model_dump(mode="json") for tool in value]
+        else:
+            stored[name] = value
+    if same:
+        stored["same_as_previous"] = same
+    if request._own is not None:
+        stored["messages"] = [m.model_dump(mode="json") for m in request._own]
+    data["request"] = stored
+    return json.dumps(data, default=str)
+
+
+def _same(a: Any, b: Any) -> bool:
+    return a is b or a == b
+
+
+def encode_call(call: ToolCallTrace) -> str:
+    return call.model_dump_json()
+
+
+def decode_trace(
+    run_id: str,
+    agent_id: str,
+    rows: Iterable[tuple[str, int, str]],
+    messages: list[Message],
+) -> Trace:
+    """The trace from its stored rows (``messages``: the run's stored conversation)."""
+    run: dict[str, Any] = {"run_id": run_id, "agent_id": agent_id}
+    turns: dict[int, dict[str, Any]] = {}
+    calls: dict[int, str] = {}
+    for kind, index, text in rows:
+        if kind == "run":
+            run.update(json.loads(text))
+        elif kind == "turn":
+            turns[index] = json.loads(text)
+        elif kind == "tool_call":
+            calls[index] = text
+    trace = Trace.model_validate(run)
+    previous: TurnRequest | None = None
+    for index in sorted(turns):
+        data = turns[index]
+        stored = data.pop("request")
+        same = set(stored.pop("same_as_previous", ()))
+        own = stored.pop("messages", None)
+        for name in _SHARED:
+            if name in same and previous is not None:
+                stored[name] = getattr(previous, name)
+        request = TurnRequest.model_validate(stored)
+        if own is not None:
+            request._own = [Message.model_validate(m) for m in own]
+        else:
+            request._history = messages
+        turn = TurnTrace.model_validate({**data, "request": request})
+        trace.turns.append(turn)
+        previous = request
+    for index in sorted(calls):
+        trace.tool_calls.append(ToolCallTrace.model_validate_json(calls[index]))
+    return trace

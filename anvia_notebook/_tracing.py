@@ -1,0 +1,347 @@
+"""Recording a run's trace as it runs, and handing it to OpenTelemetry when instrumented.
+
+The run loop and the tool executor tell the :class:`TraceRecorder` when a model call or a tool
+call starts and ends; the recorder fills the run's :class:`~anvia_notebook.trace.Trace` (a few
+objects per call, nothing per streamed delta) and marks what changed for the run store. When
+``anvia_notebook.instrument()`` is on, it also drives the run's OpenTelemetry spans; when it is
+off, nothing of OpenTelemetry is imported and each notification costs one ``None`` check.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from .events import ApprovalRecord, QuestionRecord, utc_now
+from .messages import Message
+from .trace import (
+    ToolCallStatus,
+    ToolCallTrace,
+    Trace,
+    TraceUsage,
+    TurnRequest,
+    TurnResponse,
+    TurnTrace,
+)
+
+if TYPE_CHECKING:
+    from .models.base import CompletionRequest, CompletionResponse, ToolCall
+
+__all__ = ["TraceRecorder", "clock", "decode_args"]
+
+#: The clock timings are read from (seconds, monotonic). Tests replace it with a fake clock.
+clock: Callable[[], float] = time.perf_counter
+
+#: The OpenTelemetry exporter that ``instrument()`` set (None: off). Read once per run.
+exporter: Any = None
+
+#: The request settings a trace shows (when set).
+_SETTINGS = ("temperature", "max_tokens", "tool_choice")
+
+
+def decode_args(arguments: Any) -> Any:
+    """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON) kept."""
+    if not isinstance(arguments, str):
+        return arguments
+    if not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+class TraceRecorder:
+    """Fills one run's trace. Used on the run's event loop only."""
+
+    def __init__(self, trace: Trace, *, model: Any = None, agent_name: str | None = None) -> None:
+        self.trace = trace
+        self.model_name = str(getattr(model, "name", type(model).__name__))
+        self.provider = getattr(model, "provider", None) or type(model).__name__
+        options = getattr(model, "request_options", None)
+        self._model_options = dict(options) if isinstance(options, dict) else {}
+        if agent_name is not None:
+            trace.agent_name = agent_name
+        self._clock0 = clock()
+        self._wall0 = utc_now()
+        self._turn_t0: dict[int, float] = {}
+        self._call_t0: dict[int, float] = {}
+        #: The latest tool call of each tool call id (a resumed run finds its calls again).
+        self._calls: dict[str, ToolCallTrace] = {call.id: call for call in trace.tool_calls}
+        self._call_index: dict[int, int] = {id(c): i for i, c in enumerate(trace.tool_calls)}
+        self._dirty_turns: set[int] = set()
+        self._dirty_calls: set[int] = set()
+        self._run_dirty = False
+        #: This run's OpenTelemetry spans (None when instrumentation is off).
+        self.spans: Any = None
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def _wall(self, at: float) -> datetime:
+        return self._wall0 + timedelta(seconds=at - self._clock0)
+
+    # -- the run -------------------------------------------------------------------------------
+
+    def run_started(self, *, agent_id: str, resumed: bool) -> None:
+        now = clock()
+        trace = self.trace
+        trace.status = "running"
+        trace.error = None
+        trace.duration_ms = None
+        if trace.started_at is None:
+            trace.started_at = self._wall(now)
+        if resumed:
+            self._close_interrupted()
+        self._run_dirty = True
+        if exporter is not None:
+            self.spans = exporter.run_spans(self, agent_id=agent_id, resumed=resumed)
+
+    def _close_interrupted(self) -> None:
+        """A resumed run: model calls the stopped kernel left open were interrupted."""
+        for turn in self.trace.turns:
+            if turn.duration_ms is None:
+                turn.error = turn.error or (
+                    "Interrupted: the kernel stopped during this model call; the resumed run "
+                    "made it again."
+                )
+                self._dirty_turns.add(turn.index)
+
+    def run_ended(self, status: str, error: BaseException | None = None) -> None:
+        now = clock()
+        trace = self.trace
+        trace.status = status
+        if error is not None:
+            trace.error = str(error) or type(error).__name__
+        if trace.started_at is not None:
+            ended = self._wall(now)
+            trace.duration_ms = _ms((ended - trace.started_at).total_seconds())
+        self._run_dirty = True
+        if self.spans is not None:
+            self.spans.run_ended(status, error)
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    def model_call(
+        self, turn: int, request: CompletionRequest, history: list[Message]
+    ) -> TurnTrace:
+        """A model call begins on ``turn`` with ``request`` (``history``: the run's messages)."""
+        now = clock()
+        sent = request.messages
+        turn_request = TurnRequest.model_construct(
+            instructions=request.instructions,
+            tools=request.tools,
+            settings=self._settings(request),
+            message_count=len(sent),
+        )
+        if len(sent) <= len(history) and all(map(operator.is_, sent, history)):
+            turn_request._history = history
+        else:  # a hook changed the messages: keep what was really sent
+            turn_request._own = list(sent)
+        entry = TurnTrace.model_construct(
+            index=len(self.trace.turns),
+            turn=turn,
+            model=self.model_name,
+            provider=self.provider,
+            request=turn_request,
+            response=TurnResponse(),
+            usage=TraceUsage(),
+            started_at=self._wall(now),
+            first_token_ms=None,
+            duration_ms=None,
+            error=None,
+            attempts=1,
+        )
+        self.trace.turns.append(entry)
+        self._turn_t0[entry.index] = now
+        self._dirty_turns.add(entry.index)
+        return entry
+
+    def _settings(self, request: CompletionRequest) -> dict[str, Any]:
+        settings: dict[str, Any] = {"model": self.model_name, **self._model_options}
+        for name in _SETTINGS:
+            value = getattr(request, name)
+            if value is not None:
+                settings[name] = value
+        return settings
+
+    def attempt(self, entry: TurnTrace, attempt: int) -> Any:
+        """Attempt ``attempt`` (1, 2, ...) of the call starts; returns a token for
+        :meth:`attempt_over` (the chat span made current while the model streams)."""
+        entry.attempts = attempt
+        if self.spans is not None:
+            return self.spans.chat_started(entry)
+        return None
+
+    def first_token(self, entry: TurnTrace) -> None:
+        if entry.first_token_ms is None:
+            entry.first_token_ms = _ms(clock() - self._turn_t0.get(entry.index, self._clock0))
+
+    def model_call_done(self, entry: TurnTrace, response: CompletionResponse, token: Any) -> None:
+        self._finish_turn(entry, response)
+        if self.spans is not None:
+            self.spans.chat_ended(entry, token, None)
+
+    def model_call_failed(
+        self,
+        entry: TurnTrace,
+        error: BaseException,
+        partial: CompletionResponse,
+        token: Any,
+        *,
+        retrying: bool = False,
+    ) -> None:
+        if not retrying:
+            entry.error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            self._finish_turn(entry, partial)
+        if self.spans is not None:
+            self.spans.chat_ended(entry, token, error)
+
+    def model_call_stopped(
+        self, entry: TurnTrace, reason: str, partial: CompletionResponse, token: Any
+    ) -> None:
+        entry.error = f"Stopped: {reason}"
+        self._finish_turn(entry, partial)
+        if self.spans is not None:
+            self.spans.chat_ended(entry, token, None, stopped=reason)
+
+    def _finish_turn(self, entry: TurnTrace, response: CompletionResponse) -> None:
+        entry.duration_ms = _ms(clock() - self._turn_t0.pop(entry.index, self._clock0))
+        entry.response = TurnResponse.model_construct(
+            text=response.text,
+            reasoning=response.reasoning,
+            tool_calls=response.tool_calls,
+            finish_reason=response.finish_reason,
+        )
+        entry.usage = TraceUsage.model_construct(
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            cached_tokens=response.cached_tokens,
+        )
+        self._dirty_turns.add(entry.index)
+
+    # -- tool calls ----------------------------------------------------------------------------
+
+    def tool_call(self, call: ToolCall, turn: int, *, started: bool = True) -> ToolCallTrace:
+        """A tool call begins (or, with ``started=False``, is recorded without having begun)."""
+        now = clock()
+        entry = self._calls.get(call.id)
+        if entry is not None and entry.turn == turn:
+            if entry.status is None and started:  # a resumed run takes the call up again
+                entry.started_at = self._wall(now)
+                self._call_t0[id(entry)] = now
+                self._mark(entry)
+                if self.spans is not None:
+                    self.spans.tool_started(entry)
+            return entry
+        entry = ToolCallTrace.model_construct(
+            id=call.id,
+            name=call.name,
+            args=decode_args(call.arguments),
+            result=None,
+            status=None,
+            turn=turn,
+            started_at=self._wall(now) if started else None,
+            duration_ms=None,
+            approval=None,
+            question=None,
+        )
+        self._call_index[id(entry)] = len(self.trace.tool_calls)
+        self.trace.tool_calls.append(entry)
+        self._calls[call.id] = entry
+        self._mark(entry)
+        if started:
+            self._call_t0[id(entry)] = now
+            if self.spans is not None:
+                self.spans.tool_started(entry)
+        return entry
+
+    def entry(self, call_id: str | None) -> ToolCallTrace | None:
+        return self._calls.get(call_id) if call_id is not None else None
+
+    def approval(self, record: ApprovalRecord, *, resolved: bool = False) -> None:
+        """An approval was asked for (or, ``resolved``, decided) for one of the calls."""
+        entry = self.entry(record.tool_call_id)
+        if entry is None:
+            return
+        entry.approval = record
+        self._mark(entry)
+        if self.spans is not None:
+            self.spans.approval(entry, record, resolved)
+
+    def question(self, record: QuestionRecord, *, resolved: bool = False) -> None:
+        """Questions were put to a person (or, ``resolved``, answered or given up) for a call."""
+        entry = self.entry(record.tool_call_id)
+        if entry is None:
+            return
+        entry.question = record
+        self._mark(entry)
+        if self.spans is not None:
+            self.spans.question(entry, record, resolved)
+
+    def tool_error(self, call_id: str, error: BaseException) -> None:
+        """The tool raised ``error`` (its result tells the model so)."""
+        if self.spans is not None:
+            entry = self.entry(call_id)
+            if entry is not None:
+                self.spans.tool_exception(entry, error)
+
+    def activate(self, entry: ToolCallTrace) -> Any:
+        """While the tool executes, its span is the current one (None when not instrumented)."""
+        if self.spans is not None:
+            return self.spans.activate_tool(entry)
+        return None
+
+    def deactivate(self, token: Any) -> None:
+        if token is not None and self.spans is not None:
+            self.spans.deactivate(token)
+
+    def tool_call_done(
+        self, entry: ToolCallTrace, args: Any, result: str, status: ToolCallStatus
+    ) -> None:
+        """The call ended with ``result`` (what the model is told) and ``status``."""
+        if entry.status is not None:
+            return
+        entry.args = decode_args(args)
+        entry.result = result
+        entry.status = status
+        started = self._call_t0.pop(id(entry), None)
+        if started is not None:
+            entry.duration_ms = _ms(clock() - started)
+        self._mark(entry)
+        if self.spans is not None:
+            self.spans.tool_ended(entry)
+
+    def _mark(self, entry: ToolCallTrace) -> None:
+        self._dirty_calls.add(self._call_index[id(entry)])
+
+    # -- the run store -------------------------------------------------------------------------
+
+    @property
+    def dirty(self) -> bool:
+        return self._run_dirty or bool(self._dirty_turns) or bool(self._dirty_calls)
+
+    def take_rows(self) -> list[tuple[str, int, str]]:
+        """``(kind, index, JSON)`` rows of what changed since the last call, for the store."""
+        from ._trace_store import encode_call, encode_run, encode_turn
+
+        rows: list[tuple[str, int, str]] = []
+        trace = self.trace
+        if self._run_dirty:
+            rows.append(("run", 0, encode_run(trace)))
+        for index in sorted(self._dirty_turns):
+            previous = trace.turns[index - 1] if index > 0 else None
+            rows.append(("turn", index, encode_turn(trace.turns[index], previous)))
+        for index in sorted(self._dirty_calls):
+            rows.append(("tool_call", index, encode_call(trace.tool_calls[index])))
+        self._run_dirty = False
+        self._dirty_turns.clear()
+        self._dirty_calls.clear()
+        return rows

@@ -1,0 +1,311 @@
+"""A run's trace: what the model received and returned on each turn, and what each tool call did.
+
+``response.trace`` (also ``handle.trace``, ``request.trace`` and ``run.trace``, for runs that
+failed or were stopped too) is plain pydantic data:
+
+- ``trace.turns[i]``: one model call: ``request`` (exactly what the model received: the
+  instructions, the messages, the tools with their JSON schemas, the settings), ``response``
+  (text, tool calls, finish reason), ``usage`` (input, output and cached tokens, as the provider
+  reported them), ``started_at``, ``first_token_ms``, ``duration_ms`` and ``error``;
+- ``trace.tool_calls[j]``: one tool call: ``name``, ``args``, ``result``, ``status``, ``turn``,
+  ``started_at``, ``duration_ms``, and its ``approval`` and ``question`` records;
+- ``trace.summary()`` and ``trace.turn_view(i)``: the same as JSON-ready dicts;
+- ``trace.to_pandas()``: one row per model call and per tool call.
+
+A stored run keeps its trace, and a resumed run continues it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, PrivateAttr, computed_field
+
+from .events import ApprovalRecord, QuestionRecord
+from .messages import Message
+from .models.base import ToolCall, ToolDefinition
+
+__all__ = [
+    "TOOL_CALL_STATUSES",
+    "ToolCallStatus",
+    "ToolCallTrace",
+    "Trace",
+    "TraceUsage",
+    "TurnRequest",
+    "TurnResponse",
+    "TurnTrace",
+]
+
+ToolCallStatus = Literal[
+    "success", "error", "rejected", "skipped", "cancelled", "timed_out", "interrupted"
+]
+#: Every status a finished tool call can have (``None`` while it is still running).
+TOOL_CALL_STATUSES: tuple[str, ...] = (
+    "success",
+    "error",
+    "rejected",
+    "skipped",
+    "cancelled",
+    "timed_out",
+    "interrupted",
+)
+
+
+class TraceUsage(BaseModel):
+    """Tokens of one model call. ``cached_tokens`` is None when the provider does not report it
+    (the cached tokens are part of ``input_tokens``)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int | None = None
+
+
+class TurnRequest(BaseModel):
+    """What the model received on one turn."""
+
+    instructions: str | None = None
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    #: The model and its settings: ``model``, and ``temperature``, ``max_tokens``,
+    #: ``tool_choice`` and the model's own request options when they are set.
+    settings: dict[str, Any] = Field(default_factory=dict)
+    #: How many messages were sent (the conversation as it was at that turn).
+    message_count: int = 0
+    # The run's conversation; this request sent its first ``message_count`` messages. A request
+    # whose messages were changed by a hook keeps its own list instead. Sharing the conversation
+    # keeps a long trace small (no copy of the history per turn).
+    _history: list[Message] = PrivateAttr(default_factory=list)
+    _own: list[Message] | None = PrivateAttr(default=None)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def messages(self) -> list[Message]:
+        """The messages the model received, oldest first."""
+        if self._own is not None:
+            return list(self._own)
+        return self._history[: self.message_count]
+
+
+class TurnResponse(BaseModel):
+    """What the model returned (so far, when the call failed or was stopped)."""
+
+    text: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+
+
+class TurnTrace(BaseModel):
+    """One model call."""
+
+    #: The position in ``trace.turns`` (0 for the first call).
+    index: int
+    #: The run's turn number (1 for the first turn), as in the events and ``tool_calls[j].turn``.
+    turn: int
+    model: str = ""
+    provider: str | None = None
+    request: TurnRequest
+    response: TurnResponse = Field(default_factory=TurnResponse)
+    usage: TraceUsage = Field(default_factory=TraceUsage)
+    started_at: datetime
+    #: Milliseconds from the call to the first text, reasoning or tool call (None if none came).
+    first_token_ms: float | None = None
+    #: Milliseconds the call took (None while it runs).
+    duration_ms: float | None = None
+    #: Why the call failed or ended early (None when it succeeded).
+    error: str | None = None
+    #: How many times the call was made (more than 1 after retried failures).
+    attempts: int = 1
+
+
+class ToolCallTrace(BaseModel):
+    """One tool call the model asked for."""
+
+    id: str
+    name: str
+    #: The arguments the tool ran with (decoded JSON; the raw text when it was not JSON).
+    args: Any = None
+    #: The result text the model was given (None while the call runs).
+    result: str | None = None
+    #: ``success``, ``error``, ``rejected``, ``skipped``, ``cancelled``, ``timed_out`` or
+    #: ``interrupted``; None while the call runs.
+    status: ToolCallStatus | None = None
+    turn: int
+    #: When the call began (its hooks, approval and question included); None if it never began.
+    started_at: datetime | None = None
+    duration_ms: float | None = None
+    approval: ApprovalRecord | None = None
+    question: QuestionRecord | None = None
+
+
+class Trace(BaseModel):
+    """Every model call and tool call of one run."""
+
+    run_id: str
+    agent_id: str
+    agent_name: str | None = None
+    #: The run's status: ``running``, ``success``, ``error`` or ``cancelled``.
+    status: str = "pending"
+    error: str | None = None
+    started_at: datetime | None = None
+    #: Milliseconds the run was running (over every process that ran it); None while it runs.
+    duration_ms: float | None = None
+    turns: list[TurnTrace] = Field(default_factory=list)
+    tool_calls: list[ToolCallTrace] = Field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return (
+            f"Trace(run_id={self.run_id!r}, status={self.status!r}, turns={len(self.turns)}, "
+            f"tool_calls={len(self.tool_calls)})"
+        )
+
+    __str__ = __repr__
+
+    # -- views ---------------------------------------------------------------------------------
+
+    def summary(self) -> dict[str, Any]:
+        """The run in numbers: turns, tokens, time to the first token, total time, tool calls."""
+        input_tokens = output_tokens = cached_tokens = 0
+        first_token_ms: float | None = None
+        for turn in self.turns:
+            input_tokens += turn.usage.input_tokens
+            output_tokens += turn.usage.output_tokens
+            cached_tokens += turn.usage.cached_tokens or 0
+            if first_token_ms is None and turn.first_token_ms is not None:
+                first_token_ms = turn.first_token_ms
+        return {
+            "turns": len(self.turns),
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cached_tokens": cached_tokens,
+            "first_token_ms": first_token_ms,
+            "duration_ms": self.duration_ms,
+            "tool_calls": len(self.tool_calls),
+        }
+
+    def calls_of(self, turn: TurnTrace | int) -> list[ToolCallTrace]:
+        """The tool calls asked for by one model call (a :class:`TurnTrace` or its index)."""
+        entry = turn if isinstance(turn, TurnTrace) else self.turns[self._index(turn)]
+        return [call for call in self.tool_calls if call.turn == entry.turn]
+
+    def turn_view(self, index: int) -> dict[str, Any]:
+        """Model call ``index`` (0 for the first) as a JSON-ready dict, with its tool calls."""
+        turn = self.turns[self._index(index)]
+        return {
+            "index": turn.index,
+            "turn": turn.turn,
+            "model": turn.model,
+            "provider": turn.provider,
+            "request": turn.request.model_dump(mode="json", exclude={"message_count"}),
+            "response": turn.response.model_dump(mode="json"),
+            "usage": turn.usage.model_dump(mode="json"),
+            "started_at": turn.started_at.isoformat(),
+            "first_token_ms": turn.first_token_ms,
+            "duration_ms": turn.duration_ms,
+            "error": turn.error,
+            "attempts": turn.attempts,
+            "tool_calls": [call.model_dump(mode="json") for call in self.calls_of(turn)],
+        }
+
+    def _index(self, index: int) -> int:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"A turn is chosen by its index (an int), not {index!r}.")
+        if not 0 <= index < len(self.turns):
+            if not self.turns:
+                raise IndexError(f"This trace has no model calls yet; there is no turn {index}.")
+            raise IndexError(
+                f"This trace has {len(self.turns)} model calls (0 to {len(self.turns) - 1}); "
+                f"there is no turn {index}."
+            )
+        return index
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` with one row per model call and per tool call, in run order."""
+        import importlib
+
+        try:
+            pd = importlib.import_module("pandas")
+        except ImportError:
+            raise ImportError(
+                "Trace.to_pandas() needs pandas, which is not installed: pip install pandas"
+            ) from None
+        return pd.DataFrame(self.rows(), columns=ROW_COLUMNS)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows of :meth:`to_pandas` as plain dicts (no pandas needed)."""
+        rows: list[dict[str, Any]] = []
+        calls_by_turn: dict[int, list[ToolCallTrace]] = {}
+        for call in self.tool_calls:
+            calls_by_turn.setdefault(call.turn, []).append(call)
+        for turn in self.turns:
+            rows.append(_model_row(turn))
+            rows.extend(_tool_row(call) for call in calls_by_turn.pop(turn.turn, ()))
+        for calls in calls_by_turn.values():  # calls whose model call is not in the trace
+            rows.extend(_tool_row(call) for call in calls)
+        return rows
+
+
+ROW_COLUMNS = [
+    "kind",
+    "turn",
+    "name",
+    "status",
+    "started_at",
+    "duration_ms",
+    "first_token_ms",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "finish_reason",
+    "tool_call_id",
+    "args",
+    "result",
+    "error",
+]
+
+
+def _model_row(turn: TurnTrace) -> dict[str, Any]:
+    if turn.error is not None:
+        status = "error"
+    elif turn.duration_ms is None:
+        status = "running"
+    else:
+        status = "success"
+    return {
+        "kind": "model",
+        "turn": turn.turn,
+        "name": turn.model,
+        "status": status,
+        "started_at": turn.started_at,
+        "duration_ms": turn.duration_ms,
+        "first_token_ms": turn.first_token_ms,
+        "input_tokens": turn.usage.input_tokens,
+        "output_tokens": turn.usage.output_tokens,
+        "cached_tokens": turn.usage.cached_tokens,
+        "finish_reason": turn.response.finish_reason,
+        "tool_call_id": None,
+        "args": None,
+        "result": turn.response.text,
+        "error": turn.error,
+    }
+
+
+def _tool_row(call: ToolCallTrace) -> dict[str, Any]:
+    return {
+        "kind": "tool",
+        "turn": call.turn,
+        "name": call.name,
+        "status": call.status or "running",
+        "started_at": call.started_at,
+        "duration_ms": call.duration_ms,
+        "first_token_ms": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "cached_tokens": None,
+        "finish_reason": None,
+        "tool_call_id": call.id,
+        "args": call.args if isinstance(call.args, str) else json.dumps(call.args),
+        "result": call.result,
+        "error": call.result if call.status == "error" else None,
+    }

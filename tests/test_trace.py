@@ -1,0 +1,467 @@
+"""The trace of a run, through the public API: what the model received and returned on each turn,
+what each tool call did, timings through a fake clock, and the trace of a stored, resumed run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+import anvia_notebook._tracing as tracing
+from anvia_notebook import (
+    AgentBuilder,
+    CallbackHumanInput,
+    HumanInputTimeout,
+    Message,
+    PromptCancelledError,
+    RunStore,
+    ToolApproval,
+    Usage,
+    ask_question,
+    create_hook,
+    create_tool,
+)
+from anvia_notebook.models import (
+    FunctionModel,
+    ModelError,
+    ModelResponse,
+    QueueModel,
+    StreamingQueueModel,
+    TextDelta,
+    ToolCall,
+    UsageUpdate,
+)
+from anvia_notebook.trace import Trace
+
+from helpers import NoteInput, call, calls, make_add_tool
+
+
+class FakeClock:
+    """Seconds that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
+    fake = FakeClock()
+    monkeypatch.setattr(tracing, "clock", fake)
+    return fake
+
+
+def add_agent(model, **tool_options):
+    add = make_add_tool(**tool_options)
+    builder = (
+        AgentBuilder("calc", model)
+        .name("Calculator")
+        .instructions("Add numbers with the add tool.")
+        .tool(add)
+        .temperature(0.2)
+        .max_tokens(300)
+    )
+    return builder, add
+
+
+def test_a_tool_call_run_traces_requests_responses_usage_and_the_call(clock: FakeClock) -> None:
+    async def answer(request):
+        clock.advance(0.25)  # time to the first token
+        if len(request.messages) == 1:
+            yield ToolCall(id="c1", name="add", arguments={"x": 2, "y": 3})
+        else:
+            yield TextDelta(delta="It is ")
+            clock.advance(0.5)
+            yield TextDelta(delta="5.")
+        yield UsageUpdate(usage=Usage(input_tokens=40, output_tokens=6), cached_tokens=32)
+
+    builder, _ = add_agent(FunctionModel(answer, name="scripted"))
+    response = builder.build().prompt("What is 2 + 3?").send_sync()
+    trace = response.trace
+    assert isinstance(trace, Trace)
+    assert trace.status == "success" and trace.error is None
+    assert trace.agent_name == "Calculator" and trace.run_id == response.run_id
+    assert [t.index for t in trace.turns] == [0, 1]
+    assert [t.turn for t in trace.turns] == [1, 2]
+
+    first, second = trace.turns
+    assert first.request.instructions == "Add numbers with the add tool."
+    assert [m.content for m in first.request.messages] == ["What is 2 + 3?"]
+    [tool] = first.request.tools
+    assert tool.name == "add" and tool.parameters["required"] == ["x", "y"]
+    assert first.request.settings == {"model": "scripted", "temperature": 0.2, "max_tokens": 300}
+    assert first.model == "scripted" and first.provider == "offline"
+    assert first.response.tool_calls[0].name == "add"
+    assert first.response.finish_reason is None  # this model reports none
+    assert first.usage.model_dump() == {
+        "input_tokens": 40,
+        "output_tokens": 6,
+        "cached_tokens": 32,
+    }
+    assert first.first_token_ms == 250.0 and first.duration_ms == 250.0
+    # The second call got the whole conversation: the prompt, the call and its result.
+    assert [m.role for m in second.request.messages] == ["user", "assistant", "tool"]
+    assert second.request.messages[2].tool_results[0].content == "5"
+    assert second.response.text == "It is 5."
+    assert second.first_token_ms == 250.0 and second.duration_ms == 750.0
+    assert second.started_at - first.started_at == timedelta(seconds=0.25)
+
+    [traced] = trace.tool_calls
+    assert traced.model_dump(exclude={"started_at"}) == {
+        "id": "c1",
+        "name": "add",
+        "args": {"x": 2, "y": 3},
+        "result": "5",
+        "status": "success",
+        "turn": 1,
+        "duration_ms": 0.0,
+        "approval": None,
+        "question": None,
+    }
+    assert trace.calls_of(0) == [traced] and trace.calls_of(1) == []
+    assert trace.summary() == {
+        "turns": 2,
+        "input_tokens": 80,
+        "output_tokens": 12,
+        "cached_tokens": 64,
+        "first_token_ms": 250.0,
+        "duration_ms": 1000.0,
+        "tool_calls": 1,
+    }
+
+
+def test_turn_view_is_json_ready_and_checks_its_index() -> None:
+    model = QueueModel(
+        [call("add", {"x": 1, "y": 2}), ModelResponse(text="3", usage=Usage(input_tokens=9))]
+    )
+    builder, _ = add_agent(model)
+    trace = builder.build().prompt("1 + 2?").send_sync().trace
+    view = trace.turn_view(0)
+    assert json.loads(json.dumps(view)) == view  # plain JSON data
+    assert set(view) >= {
+        "index",
+        "request",
+        "response",
+        "usage",
+        "started_at",
+        "first_token_ms",
+        "duration_ms",
+        "error",
+        "tool_calls",
+    }
+    assert set(view["request"]) == {"instructions", "messages", "tools", "settings"}
+    assert view["request"]["tools"][0]["parameters"]["properties"]["x"]["type"] == "integer"
+    assert view["request"]["messages"][0]["content"] == "1 + 2?"
+    assert view["response"]["tool_calls"][0]["arguments"] == {"x": 1, "y": 2}
+    assert view["response"]["finish_reason"] == "tool_calls"
+    [tool_call] = view["tool_calls"]
+    assert {k: tool_call[k] for k in ("id", "name", "args", "result", "status")} == {
+        "id": "call_1",
+        "name": "add",
+        "args": {"x": 1, "y": 2},
+        "result": "3",
+        "status": "success",
+    }
+    assert isinstance(tool_call["duration_ms"], float)
+    assert trace.turn_view(1)["usage"] == {
+        "input_tokens": 9,
+        "output_tokens": 0,
+        "cached_tokens": None,
+    }
+    assert trace.turn_view(1)["tool_calls"] == []
+    with pytest.raises(IndexError, match="2 model calls \\(0 to 1\\); there is no turn 2"):
+        trace.turn_view(2)
+    with pytest.raises(IndexError):
+        trace.turn_view(-1)
+    with pytest.raises(TypeError, match="index"):
+        trace.turn_view("0")  # type: ignore[arg-type]
+
+
+def test_to_pandas_has_one_row_per_model_call_and_tool_call() -> None:
+    pd = pytest.importorskip("pandas")
+    model = QueueModel(
+        [
+            calls(("add", {"x": 1, "y": 2}, "a"), ("add", {"x": 3, "y": 4}, "b")),
+            ModelResponse(text="3 and 7", usage=Usage(input_tokens=5, output_tokens=2)),
+        ]
+    )
+    builder, _ = add_agent(model)
+    trace = builder.build().prompt("two sums").send_sync().trace
+    frame = trace.to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame["kind"]) == ["model", "tool", "tool", "model"]
+    assert list(frame["turn"]) == [1, 1, 1, 2]
+    assert list(frame["name"]) == ["queue-model", "add", "add", "queue-model"]
+    assert list(frame["status"]) == ["success"] * 4
+    assert list(frame["result"])[1:3] == ["3", "7"]
+    assert frame["input_tokens"].iloc[3] == 5
+    assert frame["finish_reason"].iloc[3] == "stop"
+    assert json.loads(frame["args"].iloc[2]) == {"x": 3, "y": 4}
+
+
+def test_to_pandas_without_pandas_says_how_to_install_it(monkeypatch) -> None:
+    trace = Trace(run_id="r", agent_id="a")
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        trace.to_pandas()
+    assert trace.rows() == []  # the rows themselves need no pandas
+
+
+def test_approvals_rejected_and_approved_are_on_their_calls() -> None:
+    decisions = iter([False, True])
+    model = QueueModel(
+        [
+            calls(("add", {"x": 1, "y": 1}, "no"), ("add", {"x": 2, "y": 2}, "yes")),
+            "done",
+        ]
+    )
+    builder, add = add_agent(model, approval=ToolApproval(reason="Check the sum."))
+    agent = builder.approvals(lambda request: next(decisions)).build()
+    trace = agent.prompt("go").send_sync().trace
+    rejected, approved = trace.tool_calls
+    assert add.calls == [(2, 2)]
+    assert rejected.status == "rejected" and rejected.id == "no"
+    assert rejected.approval is not None and rejected.approval.status == "rejected"
+    assert rejected.approval.reason == "Check the sum."
+    assert rejected.approval.decided_by == "handler"
+    assert "rejected" in (rejected.result or "").lower()
+    assert approved.status == "success" and approved.result == "4"
+    assert approved.approval is not None and approved.approval.status == "approved"
+    assert approved.approval.resolved_at is not None
+    view = trace.turn_view(0)["tool_calls"]
+    assert [c["approval"]["status"] for c in view] == ["rejected", "approved"]
+
+
+def test_an_approval_that_timed_out_and_a_skipped_and_a_failing_call() -> None:
+    def approve(request):
+        raise HumanInputTimeout(30)
+
+    def broken(args, ctx):
+        raise RuntimeError("disk full")
+
+    failing = create_tool(name="save", description="Save.", input=NoteInput, execute=broken)
+    model = QueueModel(
+        [
+            calls(
+                ("add", {"x": 1, "y": 1}, "slow"),
+                ("save", {"text": "a"}, "fails"),
+                ("save", {"text": "skip me"}, "skipped"),
+            ),
+            "done",
+        ]
+    )
+    skip = create_hook(
+        on_tool_call=lambda e: e.tool.skip("Not now.") if "skip me" in e.args else None
+    )
+    builder, _ = add_agent(model, approval=ToolApproval())
+    agent = builder.tool(failing).human_input(CallbackHumanInput(approve=approve)).build()
+    trace = agent.prompt("go").add_hook(skip).send_sync().trace
+    statuses = {c.id: c.status for c in trace.tool_calls}
+    assert statuses == {"slow": "timed_out", "fails": "error", "skipped": "skipped"}
+    by_id = {c.id: c for c in trace.tool_calls}
+    assert by_id["slow"].approval is not None and by_id["slow"].approval.status == "timed_out"
+    assert by_id["fails"].result == "ToolCallError: disk full"
+    assert by_id["skipped"].result == "Not now."
+
+
+def test_a_question_and_its_answers_are_on_the_call() -> None:
+    questions = {
+        "questions": [
+            {"id": "p", "question": "Priority?", "choices": [{"label": "High", "value": "high"}]}
+        ]
+    }
+    model = QueueModel([call("ask_question", questions, id="q"), "noted"])
+    human = CallbackHumanInput(ask=lambda r: [{"questionId": "p", "answer": "high"}])
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(human).build()
+    trace = agent.prompt("escalate").send_sync().trace
+    [asked] = trace.tool_calls
+    assert asked.status == "success"
+    assert asked.question is not None and asked.question.status == "answered"
+    assert asked.question.questions[0].question == "Priority?"
+    assert [a.answer for a in asked.question.answers] == ["high"]
+    assert json.loads(asked.result or "")["answers"][0]["answer"] == "high"
+    assert trace.turn_view(0)["tool_calls"][0]["question"]["status"] == "answered"
+
+
+async def test_a_model_error_mid_stream_is_on_the_turn_and_the_run() -> None:
+    model = StreamingQueueModel(
+        [[TextDelta(delta="Half an "), ModelError("connection reset", status_code=502)]]
+    )
+    request = AgentBuilder("a", model).build().prompt("hi")
+    with pytest.raises(ModelError):
+        await request.send()
+    trace = request.trace
+    assert trace is not None and trace.status == "error"
+    assert trace.error == "connection reset"
+    [turn] = trace.turns
+    assert turn.error == "ModelError: connection reset"
+    assert turn.response.text == "Half an "  # what had streamed
+    assert turn.first_token_ms is not None and turn.duration_ms is not None
+    assert trace.summary()["duration_ms"] is not None
+
+
+async def test_retried_attempts_are_counted_on_one_turn() -> None:
+    model = StreamingQueueModel([[ModelError("busy", status_code=503)], [TextDelta(delta="ok")]])
+    request = (
+        AgentBuilder("a", model)
+        .build()
+        .prompt("hi")
+        .with_completion_retries(max_attempts=2, initial_delay=0)
+    )
+    response = await request.send()
+    [turn] = response.trace.turns
+    assert turn.attempts == 2 and turn.error is None and turn.response.text == "ok"
+
+
+async def test_a_cancelled_run_keeps_its_trace() -> None:
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def wait_forever(args, ctx):
+        started.set()
+        await release.wait()
+
+    slow = create_tool(name="slow", description="Slow.", input=NoteInput, execute=wait_forever)
+    model = QueueModel(
+        [calls(("slow", {"text": "a"}, "first"), ("slow", {"text": "b"}, "second")), "never"]
+    )
+    request = AgentBuilder("a", model).tool(slow).build().prompt("go")
+    run = request.start()
+    await asyncio.wait_for(started.wait(), 5)
+    assert run.trace.status == "running"
+    assert run.trace.tool_calls[0].status is None  # still running
+    assert run.trace.summary()["duration_ms"] is None
+    run.cancel("Stop pressed")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    trace = request.trace
+    assert trace is run.trace and trace.status == "cancelled"
+    first, second = trace.tool_calls
+    assert first.status == "cancelled" and first.duration_ms is not None
+    assert second.status == "cancelled" and second.started_at is None  # it never began
+    assert trace.summary()["duration_ms"] is not None
+
+
+async def test_a_run_stopped_while_streaming_marks_its_turn() -> None:
+    streaming = asyncio.Event()
+
+    async def endless(request):
+        yield TextDelta(delta="thinking...")
+        streaming.set()
+        await asyncio.Event().wait()
+
+    run = AgentBuilder("a", FunctionModel(endless)).build().prompt("go").start()
+    await asyncio.wait_for(streaming.wait(), 5)
+    run.cancel("Enough")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    [turn] = run.trace.turns
+    assert turn.error == "Stopped: Enough"
+    assert turn.response.text == "thinking..."
+
+
+def test_a_hook_that_changes_the_messages_is_traced_with_what_was_sent() -> None:
+    def redact(event):
+        event.request.messages = [Message.user("[redacted]")]
+
+    model = QueueModel(["fine"])
+    agent = AgentBuilder("a", model).hook(create_hook(on_completion_call=redact)).build()
+    trace = agent.prompt("my secret").send_sync().trace
+    assert [m.content for m in trace.turns[0].request.messages] == ["[redacted]"]
+    assert model.requests[0].messages[0].content == "[redacted]"
+
+
+def test_the_requests_share_the_conversation_instead_of_copying_it() -> None:
+    model = QueueModel([call("add", {"x": i, "y": i}, id=f"c{i}") for i in range(30)] + ["end"])
+    builder, _ = add_agent(model)
+    trace = builder.default_max_turns(40).build().prompt("count").send_sync().trace
+    assert len(trace.turns) == 31
+    assert [t.request.message_count for t in trace.turns] == [1 + 2 * i for i in range(31)]
+    last = trace.turns[-1].request.messages
+    assert trace.turns[10].request.messages == last[:21]
+    assert trace.turns[10].request.messages[0] is last[0]  # the same message objects
+
+
+def test_a_stored_run_keeps_its_trace(store_path) -> None:
+    model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+    builder, _ = add_agent(model)
+    response = builder.build().prompt("1 + 2?").send_sync()
+    stored = RunStore(store_path).trace(response.run_id)
+    live = response.trace
+    assert stored.model_dump() == live.model_dump()
+    assert stored.turns[1].request.messages[2].role == "tool"
+    assert stored.turns[1].request.tools == live.turns[0].request.tools
+
+
+def _start_child(kind: str) -> subprocess.Popen[str]:
+    """A process that runs one of the store agents (tests/store_agents.py) on the test's store."""
+    environ = dict(os.environ)
+    tests = str(Path(__file__).parent)
+    environ["PYTHONPATH"] = os.pathsep.join([tests, environ.get("PYTHONPATH", "")])
+    code = f"import store_agents; store_agents.run({kind!r}, 'send 5 to a1')"
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env=environ,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.timeout(60)
+async def test_a_resumed_run_continues_its_stored_trace(store_path, tmp_path, monkeypatch) -> None:
+    """A process dies while an approval waits; the run resumed here continues the same trace."""
+    import store_agents
+
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    child = _start_child("approval")
+    store = RunStore(store_path)
+    try:
+        deadline = time.monotonic() + 30
+        while not store.pending():
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the child never asked for the approval"
+            await asyncio.sleep(0.02)
+    finally:
+        child.send_signal(signal.SIGKILL)  # the kernel dies
+        child.wait(10)
+        if child.stderr:
+            child.stderr.close()
+    [summary] = store.runs()
+    before = store.trace(summary.run_id)
+    assert before.status == "running" and len(before.turns) == 1
+    [waiting] = before.tool_calls
+    assert waiting.status is None and waiting.approval is not None
+    assert waiting.approval.status == "pending"
+
+    request = store_agents.agent("approval").resume(summary.run_id)
+    run = request.start()
+    for _ in range(500):
+        if run.status == "waiting":
+            break
+        await asyncio.sleep(0.01)
+    [approval] = store.pending(summary.run_id)
+    store.approve(summary.run_id, approval.id)
+    response = await asyncio.wait_for(run.wait(), 10)
+    trace = response.trace
+    assert trace.run_id == summary.run_id and trace.status == "success"
+    assert [t.turn for t in trace.turns] == [1, 2]
+    assert trace.turns[0].started_at == before.turns[0].started_at  # the same first turn
+    [transfer] = trace.tool_calls  # the same call, taken up again, not a second one
+    assert transfer.id == "t1" and transfer.status == "success"
+    assert transfer.approval is not None and transfer.approval.status == "approved"
+    assert trace.turns[1].response.text.startswith("Result:")
+    assert store.trace(summary.run_id).model_dump() == trace.model_dump()
