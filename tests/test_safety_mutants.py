@@ -130,6 +130,12 @@ def test_a_composed_hook_asks_the_next_hook_after_a_run_decision():
     assert tool_results(model.requests[1])[0].content == "not today"
 
 
+def test_a_composed_hook_s_repr_shows_each_of_its_hooks():
+    first, second = Log([], "a"), Log([], "b")
+    shown = repr(compose_hooks(first, second))
+    assert repr(first) in shown and repr(second) in shown
+
+
 def test_continue_is_a_continue_action():
     assert RunControl().continue_() == HookAction("continue")
     log: list[str] = []

@@ -1,0 +1,264 @@
+"""Decisions of approvals and questions as the run and the run store keep them: what the store
+holds, who wins when two decide at once, a decision taken while no process ran the run, and
+decisions from other threads (mutation testing, scripts/mutation.py, found these untested).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from test_safety_mutants import (
+    THREE_CHOICES,
+    approval_and_question,
+    pending_of,
+    store_agent,
+)
+
+from anvia_notebook import (
+    AgentBuilder,
+    ApprovalDecision,
+    CallbackHumanInput,
+    DecisionRefusedError,
+    RunStore,
+    ToolApproval,
+    create_question_tool,
+)
+from anvia_notebook.events import ApprovalRecord
+from anvia_notebook.interactions import Interactions
+from anvia_notebook.models import QueueModel
+
+from helpers import call, make_add_tool, tool_results
+
+SIZE_S = [{"questionId": "size", "answer": "s", "choice": "s"}]
+SIZE_L = [{"questionId": "size", "answer": "l", "choice": "l"}]
+
+
+# -- what the store holds ----------------------------------------------------------------------------
+
+
+async def test_the_store_holds_decisions_taken_through_another_store(store_path: Path):
+    run, other, approval, question, add = await approval_and_question(store_path)
+    other.approve(run.run_id, approval.id, reason="ok", args={"x": 5, "y": 6}, decided_by="ops")
+    other.answer(run.run_id, question.id, SIZE_S)
+    await asyncio.wait_for(run.wait(), 5)
+    assert add.calls == [(5, 6)]
+    assert other.decision(approval.id) == (
+        "approved",
+        {"approved": True, "reason": "ok", "args": {"x": 5, "y": 6}, "decided_by": "ops"},
+    )
+    assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "human"})
+
+
+async def test_the_store_holds_a_rejection_through_another_store_without_arguments(
+    store_path: Path,
+):
+    run, other, approval, question, add = await approval_and_question(store_path)
+    other.reject(run.run_id, approval.id, reason="no")
+    other.answer(run.run_id, question.id, SIZE_S, decided_by="ops")
+    await asyncio.wait_for(run.wait(), 5)
+    assert add.calls == []
+    assert other.decision(approval.id) == (
+        "rejected",
+        {"approved": False, "reason": "no", "args": None, "decided_by": "human"},
+    )
+    assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "ops"})
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_the_store_holds_decisions_taken_in_the_run(store_path: Path, approved: bool):
+    run, other, approval, question, add = await approval_and_question(store_path)
+    run.interactions.decide(approval.id, approved=approved, reason="why", args={"x": 3, "y": 4})
+    run.interactions.answer(question.id, SIZE_S)
+    await asyncio.wait_for(run.wait(), 5)
+    assert add.calls == ([(3, 4)] if approved else [])
+    status, decision = other.decision(approval.id)
+    assert status == ("approved" if approved else "rejected")
+    assert decision is not None
+    assert (decision["approved"], decision["args"], decision["decided_by"]) == (
+        approved,
+        {"x": 3, "y": 4} if approved else None,
+        "human",
+    )
+    assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "human"})
+
+
+@pytest.mark.parametrize("approved", [True, False])
+async def test_the_store_holds_a_handler_s_decision(store_path: Path, approved: bool):
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    decision = ApprovalDecision(approved=approved, reason="rule 7", args={"x": 2, "y": 2})
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda request: decision).build()
+    store = RunStore(store_path)
+    await agent.prompt("go").store(store).send()
+    [record] = store.interactions(store.runs()[0].run_id)
+    status, stored = store.decision(record.id)
+    assert (status, stored["approved"], stored["args"], stored["decided_by"]) == (
+        "approved" if approved else "rejected",
+        approved,
+        {"x": 2, "y": 2} if approved else None,
+        "handler",
+    )
+
+
+async def test_the_store_holds_a_human_input_s_answers_as_a_person_s(store_path: Path):
+    model = QueueModel([call("ask_question", THREE_CHOICES), "ok"])
+    human = CallbackHumanInput(ask=lambda request: SIZE_L)
+    agent = AgentBuilder("a", model).tool(create_question_tool()).human_input(human).build()
+    store = RunStore(store_path)
+    await agent.prompt("go").store(store).send()
+    [record] = store.interactions(store.runs()[0].run_id)
+    assert store.decision(record.id) == ("answered", {"answers": SIZE_L, "decided_by": "human"})
+
+
+# -- two deciders at once ------------------------------------------------------------------------------
+
+
+class AnotherProcessIsFirst(RunStore):
+    """A store where another process decides an interaction just before this process does."""
+
+    first: tuple[str, dict] | None = None
+
+    def claim(self, item_id, status, decision, **kwargs):
+        if self.first is not None:
+            first, self.first = self.first, None
+            super().claim(item_id, *first)
+        return super().claim(item_id, status, decision, **kwargs)
+
+
+async def test_a_handler_that_decides_second_follows_the_first_decision(store_path: Path):
+    store = AnotherProcessIsFirst(store_path)
+    store.first = ("rejected", {"approved": False, "reason": "not now", "decided_by": "ops"})
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda request: True).build()
+    await agent.prompt("go").store(store).send()
+    assert add.calls == []
+    assert tool_results(model.requests[1])[0].content == "not now"
+    [record] = store.interactions(store.runs()[0].run_id)
+    assert (record.status, record.decided_by) == ("rejected", "ops")
+
+
+async def test_a_second_decision_in_the_run_is_refused_when_the_store_had_one(store_path: Path):
+    store = AnotherProcessIsFirst(store_path)
+    request, add, _ = store_agent(call("add", {"x": 1, "y": 2}), "ok")
+    run = request.store(store).start()
+    [approval] = await pending_of(run)
+    store.first = ("approved", {"approved": True, "args": {"x": 7, "y": 7}, "decided_by": "ops"})
+    with pytest.raises(DecisionRefusedError):
+        run.interactions.decide(approval.id, approved=False)
+    await asyncio.wait_for(run.wait(), 5)
+    assert add.calls == [(7, 7)]
+
+
+async def test_a_second_answer_in_the_run_is_refused_when_the_store_had_one(store_path: Path):
+    store = AnotherProcessIsFirst(store_path)
+    request, _, model = store_agent(call("ask_question", THREE_CHOICES), "ok")
+    run = request.store(store).start()
+    [question] = await pending_of(run)
+    store.first = ("answered", {"answers": SIZE_L, "decided_by": "ops"})
+    with pytest.raises(DecisionRefusedError):
+        run.interactions.answer(question.id, SIZE_S)
+    await asyncio.wait_for(run.wait(), 5)
+    assert json.loads(tool_results(model.requests[1])[0].content) == {"answers": SIZE_L}
+
+
+async def test_two_decisions_in_the_same_moment_the_second_is_refused():
+    """No store: the interaction itself knows it is decided before the run has looked."""
+    never = asyncio.Event()
+
+    async def approve(request):
+        await never.wait()
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve)).build()
+    run = agent.prompt("go").store(None).create_run()
+    run.start()
+    [approval] = await pending_of(run)
+    run.interactions.decide(approval.id, approved=False, reason="first")
+    with pytest.raises(DecisionRefusedError):
+        run.interactions.decide(approval.id, approved=True)
+    await asyncio.wait_for(run.wait(), 5)
+    assert add.calls == []
+    assert tool_results(model.requests[1])[0].content == "first"
+
+
+# -- decided while no process ran the run, or from elsewhere -----------------------------------------
+
+
+def approval_record() -> ApprovalRecord:
+    return ApprovalRecord(
+        id="approval_1",
+        run_id="run_1",
+        agent_id="a",
+        tool_name="add",
+        tool_call_id="c1",
+        internal_call_id="call_1",
+        args={"x": 1, "y": 2},
+    )
+
+
+@pytest.mark.parametrize(
+    ("stored", "decided_by"),
+    [
+        ({"approved": True, "reason": "while away", "decided_by": "ops"}, "ops"),
+        ({"approved": True, "reason": "while away"}, "human"),  # an older writer: a person
+    ],
+)
+async def test_an_approval_decided_in_the_store_while_no_process_ran_is_settled_on_reopening(
+    tmp_path: Path, stored: dict, decided_by: str
+):
+    store = RunStore(tmp_path / "runs.sqlite")
+    record = approval_record()
+    store.open_interaction(record)
+    assert RunStore(tmp_path / "runs.sqlite").claim(record.id, "approved", stored)[0]
+
+    interactions = Interactions("run_1", store)
+    interaction = interactions.open(record, None)
+    resolution = await asyncio.wait_for(interactions.wait(interaction, None, "human"), 5)
+    assert (resolution.status, resolution.reason, resolution.decided_by) == (
+        "approved",
+        "while away",
+        decided_by,
+    )
+    with pytest.raises(DecisionRefusedError):
+        interactions.decide(record.id, approved=False)
+
+
+def test_a_decision_after_the_run_s_loop_closed_is_taken_without_an_error():
+    interactions = Interactions("run_1")
+    record = approval_record()
+
+    async def open_it():
+        return interactions.open(record, None)
+
+    asyncio.run(open_it())  # the run's loop is gone
+    assert interactions.decide(record.id, approved=True).id == record.id
+    assert interactions.status(record.id) == "approved"
+
+
+async def test_a_decision_from_another_thread_reaches_the_waiting_run_safely():
+    asyncio.get_running_loop().set_debug(True)  # a loop call from another thread raises
+    interactions = Interactions("run_1")
+    record = approval_record()
+    interaction = interactions.open(record, None)
+    waiting = asyncio.ensure_future(interactions.wait(interaction, None, "human"))
+    await asyncio.sleep(0)  # the run awaits the decision
+    errors: list[BaseException] = []
+
+    def click() -> None:
+        try:
+            interactions.decide(record.id, approved=True, decided_by="widget")
+        except BaseException as error:  # reported below
+            errors.append(error)
+
+    thread = threading.Thread(target=click)
+    thread.start()
+    resolution = await asyncio.wait_for(waiting, 5)
+    thread.join(5)
+    assert errors == []
+    assert (resolution.status, resolution.decided_by) == ("approved", "widget")
