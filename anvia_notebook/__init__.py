@@ -39,6 +39,7 @@ from .human import (
     HumanInputUnavailable,
     StoreHumanInput,
 )
+from .instrumentation import instrument
 from .messages import Message, MessageToolCall, ToolResultPart, Usage
 from .question_types import Answer, Choice, Question
 from .questions import QuestionRequest, ask_question, create_question_tool
@@ -110,6 +111,7 @@ __all__ = [
     "set_store",
     "get_store",
     # traces
+    "instrument",
     "Trace",
     "TurnTrace",
     "ToolCallTrace",

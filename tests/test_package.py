@@ -70,6 +70,21 @@ def test_import_does_not_load_providers_or_jupyter():
     assert out.stdout.strip() == ""
 
 
+def test_opentelemetry_is_not_imported_while_instrumentation_is_off():
+    code = (
+        "import sys, anvia_notebook\n"
+        "from anvia_notebook import AgentBuilder, instrument\n"
+        "from anvia_notebook.models import QueueModel\n"
+        "anvia_notebook.set_store(None)\n"
+        "instrument(False)\n"
+        "agent = AgentBuilder('a', QueueModel(['hi'])).build()\n"
+        "assert agent.prompt('hello').send_sync().trace.turns\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'opentelemetry'))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_runtime_modules_never_import_jupyter():
     import pathlib
     import re

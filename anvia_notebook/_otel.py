@@ -1,0 +1,283 @@
+"""Runs as OpenTelemetry spans, following the GenAI semantic conventions.
+
+Imported only by ``anvia_notebook.instrument()``: when instrumentation is off, OpenTelemetry is
+never imported. Per run: a root ``invoke_agent {agent}`` span, one ``chat {model}`` span per
+model call (per attempt) and one ``execute_tool {tool}`` span per tool call, both children of the
+root; approvals and questions are events on their tool call's span; errors are recorded on the
+span where they happened (status ERROR and an exception event). Message content, tool arguments
+and results, and free-text reasons are attached only with ``capture_content=True``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from ._tracing import TraceRecorder
+    from .events import ApprovalRecord, QuestionRecord
+    from .messages import Message
+    from .trace import ToolCallTrace, TurnTrace
+
+__all__ = ["OTelExporter"]
+
+OPERATION = "gen_ai.operation.name"
+
+
+class OTelExporter:
+    """Makes the spans of each run (``instrument()`` keeps one)."""
+
+    def __init__(self, tracer_provider: Any = None, capture_content: bool = False) -> None:
+        self.tracer = otel_trace.get_tracer(
+            "anvia_notebook", __version__, tracer_provider=tracer_provider
+        )
+        self.capture_content = capture_content
+
+    def run_spans(self, recorder: TraceRecorder, *, agent_id: str, resumed: bool) -> RunSpans:
+        return RunSpans(self, recorder, agent_id=agent_id, resumed=resumed)
+
+
+class RunSpans:
+    """The spans of one run. Created and used on the run's task, so that the root span is the
+    current span while the run runs (spans made by hooks, tools and provider SDKs nest in it)."""
+
+    def __init__(
+        self, exporter: OTelExporter, recorder: TraceRecorder, *, agent_id: str, resumed: bool
+    ) -> None:
+        self.tracer = exporter.tracer
+        self.content = exporter.capture_content
+        self.recorder = recorder
+        trace = recorder.trace
+        name = trace.agent_name or agent_id
+        attributes: dict[str, Any] = {
+            OPERATION: "invoke_agent",
+            "gen_ai.agent.name": name,
+            "gen_ai.agent.id": agent_id,
+            "gen_ai.provider.name": recorder.provider,
+            "gen_ai.request.model": recorder.model_name,
+            "anvia.run_id": trace.run_id,
+        }
+        if resumed:
+            attributes["anvia.resumed"] = True
+        self.root = self.tracer.start_span(
+            f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        self.root_context = otel_trace.set_span_in_context(self.root)
+        self._token = otel_context.attach(self.root_context)
+        self._tools: dict[int, Any] = {}
+
+    # -- the run ---------------------------------------------------------------------------------
+
+    def run_ended(self, status: str, error: BaseException | None) -> None:
+        root = self.root
+        summary = self.recorder.trace.summary()
+        root.set_attribute("gen_ai.usage.input_tokens", summary["input_tokens"])
+        root.set_attribute("gen_ai.usage.output_tokens", summary["output_tokens"])
+        root.set_attribute("anvia.run.status", status)
+        if status == "cancelled":
+            attributes = {"reason": str(error)} if self.content and error is not None else {}
+            root.add_event("cancelled", attributes)
+        elif error is not None:
+            _record_error(root, error)
+        for span in self._tools.values():  # calls the run did not finish
+            span.end()
+        self._tools.clear()
+        otel_context.detach(self._token)
+        root.end()
+
+    # -- model calls -----------------------------------------------------------------------------
+
+    def chat_started(self, entry: TurnTrace) -> tuple[Any, Any]:
+        request = entry.request
+        attributes: dict[str, Any] = {
+            OPERATION: "chat",
+            "gen_ai.provider.name": entry.provider or "",
+            "gen_ai.request.model": entry.model,
+            "anvia.turn": entry.turn,
+        }
+        settings = request.settings
+        if isinstance(settings.get("temperature"), (int, float)):
+            attributes["gen_ai.request.temperature"] = settings["temperature"]
+        if isinstance(settings.get("max_tokens"), int):
+            attributes["gen_ai.request.max_tokens"] = settings["max_tokens"]
+        if entry.attempts > 1:
+            attributes["anvia.attempt"] = entry.attempts
+        if self.content:
+            if request.instructions:
+                attributes["gen_ai.system_instructions"] = json.dumps(
+                    [{"type": "text", "content": request.instructions}]
+                )
+            attributes["gen_ai.input.messages"] = json.dumps(
+                [_message(m) for m in request.messages]
+            )
+            if request.tools:
+                attributes["gen_ai.tool.definitions"] = json.dumps(
+                    [{"type": "function", **tool.model_dump(mode="json")} for tool in request.tools]
+                )
+        span = self.tracer.start_span(
+            f"chat {entry.model}",
+            context=self.root_context,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        token = otel_context.attach(otel_trace.set_span_in_context(span))
+        return span, token
+
+    def chat_ended(
+        self,
+        entry: TurnTrace,
+        started: tuple[Any, Any],
+        error: BaseException | None,
+        stopped: str | None = None,
+    ) -> None:
+        span, token = started
+        otel_context.detach(token)
+        if error is not None:
+            _record_error(span, error)
+        elif stopped is not None:
+            span.add_event("cancelled", {"reason": stopped} if self.content else {})
+        else:
+            usage = entry.usage
+            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+            if usage.cached_tokens is not None:
+                span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
+            response = entry.response
+            if response.finish_reason:
+                span.set_attribute("gen_ai.response.finish_reasons", (response.finish_reason,))
+            if self.content:
+                parts: list[dict[str, Any]] = []
+                if response.text:
+                    parts.append({"type": "text", "content": response.text})
+                parts.extend(
+                    {
+                        "type": "tool_call",
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                    }
+                    for call in response.tool_calls
+                )
+                output = {
+                    "role": "assistant",
+                    "parts": parts,
+                    "finish_reason": response.finish_reason or "",
+                }
+                span.set_attribute("gen_ai.output.messages", json.dumps([output]))
+        span.end()
+
+    # -- tool calls ------------------------------------------------------------------------------
+
+    def tool_started(self, entry: ToolCallTrace) -> None:
+        attributes: dict[str, Any] = {
+            OPERATION: "execute_tool",
+            "gen_ai.tool.name": entry.name,
+            "gen_ai.tool.call.id": entry.id,
+            "gen_ai.tool.type": "function",
+            "anvia.turn": entry.turn,
+        }
+        if self.content:
+            attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
+        previous = self._tools.pop(id(entry), None)
+        if previous is not None:
+            previous.end()
+        self._tools[id(entry)] = self.tracer.start_span(
+            f"execute_tool {entry.name}",
+            context=self.root_context,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+
+    def activate_tool(self, entry: ToolCallTrace) -> Any:
+        span = self._tools.get(id(entry))
+        if span is None:
+            return None
+        return otel_context.attach(otel_trace.set_span_in_context(span))
+
+    def deactivate(self, token: Any) -> None:
+        otel_context.detach(token)
+
+    def tool_exception(self, entry: ToolCallTrace, error: BaseException) -> None:
+        span = self._tools.get(id(entry))
+        if span is not None:
+            span.record_exception(error)
+
+    def approval(self, entry: ToolCallTrace, record: ApprovalRecord, resolved: bool) -> None:
+        attributes: dict[str, Any] = {
+            "anvia.approval.id": record.id,
+            "anvia.approval.status": record.status,
+        }
+        if record.decided_by:
+            attributes["anvia.approval.decided_by"] = record.decided_by
+        if self.content:
+            if record.reason:
+                attributes["anvia.approval.reason"] = record.reason
+            if record.decision_reason:
+                attributes["anvia.approval.decision_reason"] = record.decision_reason
+        name = "tool_approval_result" if resolved else "tool_approval_request"
+        self._span_of(entry).add_event(name, attributes)
+
+    def question(self, entry: ToolCallTrace, record: QuestionRecord, resolved: bool) -> None:
+        attributes: dict[str, Any] = {
+            "anvia.question.id": record.id,
+            "anvia.question.status": record.status,
+            "anvia.question.count": len(record.questions),
+        }
+        if self.content:
+            attributes["anvia.question.questions"] = json.dumps(
+                [q.model_dump(mode="json") for q in record.questions]
+            )
+            if resolved:
+                attributes["anvia.question.answers"] = json.dumps(
+                    [a.to_wire() for a in record.answers]
+                )
+        name = "tool_question_result" if resolved else "tool_question_request"
+        self._span_of(entry).add_event(name, attributes)
+
+    def _span_of(self, entry: ToolCallTrace) -> Any:
+        return self._tools.get(id(entry)) or self.root
+
+    def tool_ended(self, entry: ToolCallTrace) -> None:
+        span = self._tools.pop(id(entry), None)
+        if span is None:  # the call never began: nothing ran
+            return
+        span.set_attribute("anvia.tool.status", entry.status or "")
+        if self.content:
+            span.set_attribute("gen_ai.tool.call.arguments", _json(entry.args))
+            span.set_attribute("gen_ai.tool.call.result", entry.result or "")
+        if entry.status == "error":
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(Status(StatusCode.ERROR, "The tool call failed."))
+        span.end()
+
+
+def _record_error(span: Any, error: BaseException) -> None:
+    span.record_exception(error)
+    span.set_attribute("error.type", type(error).__name__)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _message(message: Message) -> dict[str, Any]:
+    """A message in the GenAI conventions' shape: a role and typed parts."""
+    parts: list[dict[str, Any]] = []
+    if message.content:
+        parts.append({"type": "text", "content": message.content})
+    parts.extend(
+        {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+        for c in message.tool_calls
+    )
+    parts.extend(
+        {"type": "tool_call_response", "id": r.tool_call_id, "response": r.content}
+        for r in message.tool_results
+    )
+    return {"role": message.role, "parts": parts}

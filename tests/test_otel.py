@@ -1,0 +1,287 @@
+"""Runs exported as OpenTelemetry spans (GenAI semantic conventions), checked with the SDK's
+in-memory exporter: names, parents, attributes, events, errors, and content only when asked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from anvia_notebook import (
+    AgentBuilder,
+    CallbackHumanInput,
+    PromptCancelledError,
+    ToolApproval,
+    Usage,
+    ask_question,
+    create_tool,
+    instrument,
+)
+from anvia_notebook.instrumentation import instrumented
+from anvia_notebook.models import (
+    ModelError,
+    ModelResponse,
+    QueueModel,
+    StreamingQueueModel,
+    TextDelta,
+)
+
+from helpers import NoteInput, call, calls, make_add_tool
+
+
+@pytest.fixture
+def spans():
+    """Instrumentation on, into an in-memory exporter; off again after the test."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider)
+    yield exporter
+    instrument(False)
+
+
+@pytest.fixture
+def content_spans():
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider, capture_content=True)
+    yield exporter
+    instrument(False)
+
+
+def by_name(exporter):
+    return {span.name: span for span in exporter.get_finished_spans()}
+
+
+def tool_run(**tool_options):
+    add = make_add_tool(**tool_options)
+    model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=call("add", {"x": 2, "y": 3}, id="c1").tool_calls,
+                usage=Usage(input_tokens=30, output_tokens=5),
+                cached_tokens=10,
+            ),
+            ModelResponse(text="It is 5.", usage=Usage(input_tokens=50, output_tokens=4)),
+        ]
+    )
+    builder = (
+        AgentBuilder("calc", model)
+        .name("Calculator")
+        .instructions("Use the add tool.")
+        .tool(add)
+        .temperature(0.1)
+    )
+    return builder, add
+
+
+def test_a_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children(spans) -> None:
+    builder, _ = tool_run()
+    response = builder.build().prompt("2 + 3?").send_sync()
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished] == [
+        "chat queue-model",
+        "execute_tool add",
+        "chat queue-model",
+        "invoke_agent Calculator",
+    ]
+    named = by_name(spans)
+    root = named["invoke_agent Calculator"]
+    assert root.parent is None
+    assert root.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert root.attributes["gen_ai.agent.name"] == "Calculator"
+    assert root.attributes["gen_ai.agent.id"] == "calc"
+    assert root.attributes["anvia.run_id"] == response.run_id
+    assert root.attributes["gen_ai.usage.input_tokens"] == 80
+    assert root.status.status_code == StatusCode.UNSET
+    for span in finished[:3]:
+        assert span.parent is not None and span.parent.span_id == root.context.span_id
+        assert span.context.trace_id == root.context.trace_id
+
+    first_chat, tool, second_chat = finished[:3]
+    assert dict(first_chat.attributes) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "offline",
+        "gen_ai.request.model": "queue-model",
+        "gen_ai.request.temperature": 0.1,
+        "anvia.turn": 1,
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.usage.cache_read.input_tokens": 10,
+        "gen_ai.response.finish_reasons": ("tool_calls",),
+    }
+    assert second_chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "gen_ai.usage.cache_read.input_tokens" not in second_chat.attributes
+    assert dict(tool.attributes) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+        "anvia.turn": 1,
+        "anvia.tool.status": "success",
+    }
+    # No content without capture_content.
+    for span in finished:
+        assert not [k for k in span.attributes if "messages" in k or "arguments" in k]
+        assert "gen_ai.tool.call.result" not in span.attributes
+        assert "gen_ai.system_instructions" not in span.attributes
+
+
+def test_capture_content_adds_messages_arguments_and_results(content_spans) -> None:
+    builder, _ = tool_run()
+    builder.build().prompt("2 + 3?").send_sync()
+    finished = content_spans.get_finished_spans()
+    first_chat, tool, second_chat = finished[:3]
+    assert json.loads(first_chat.attributes["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "Use the add tool."}
+    ]
+    assert json.loads(first_chat.attributes["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "2 + 3?"}]}
+    ]
+    [definition] = json.loads(first_chat.attributes["gen_ai.tool.definitions"])
+    assert definition["name"] == "add" and definition["parameters"]["required"] == ["x", "y"]
+    [output] = json.loads(first_chat.attributes["gen_ai.output.messages"])
+    assert output["finish_reason"] == "tool_calls"
+    assert output["parts"][0]["type"] == "tool_call" and output["parts"][0]["name"] == "add"
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"x": 2, "y": 3}
+    assert tool.attributes["gen_ai.tool.call.result"] == "5"
+    sent = json.loads(second_chat.attributes["gen_ai.input.messages"])
+    assert sent[2] == {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "c1", "response": "5"}],
+    }
+
+
+def test_approvals_are_events_on_the_tool_span(spans, content_spans) -> None:
+    # content_spans replaced spans: the last instrument() call wins.
+    decisions = iter([False, True])
+    add = make_add_tool(approval=ToolApproval(reason="Check it."))
+    model = QueueModel(
+        [calls(("add", {"x": 1, "y": 1}, "no"), ("add", {"x": 2, "y": 2}, "yes")), "done"]
+    )
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda r: next(decisions)).build()
+    agent.prompt("go").send_sync()
+    assert spans.get_finished_spans() == ()
+    tools = [s for s in content_spans.get_finished_spans() if s.name == "execute_tool add"]
+    rejected, approved = tools
+    assert [e.name for e in rejected.events] == ["tool_approval_request", "tool_approval_result"]
+    result = rejected.events[1].attributes
+    assert result["anvia.approval.status"] == "rejected"
+    assert result["anvia.approval.decided_by"] == "handler"
+    assert rejected.events[0].attributes["anvia.approval.reason"] == "Check it."
+    assert rejected.attributes["anvia.tool.status"] == "rejected"
+    assert approved.events[1].attributes["anvia.approval.status"] == "approved"
+    assert approved.attributes["anvia.tool.status"] == "success"
+
+
+def test_questions_are_events_without_their_text_unless_content_is_captured(spans) -> None:
+    questions = {
+        "questions": [
+            {"id": "p", "question": "Priority?", "choices": [{"label": "High", "value": "high"}]}
+        ]
+    }
+    model = QueueModel([call("ask_question", questions, id="q"), "ok"])
+    human = CallbackHumanInput(ask=lambda r: [{"questionId": "p", "answer": "high"}])
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(human).build()
+    agent.prompt("go").send_sync()
+    tool = by_name(spans)["execute_tool ask_question"]
+    asked, answered = tool.events
+    assert (asked.name, answered.name) == ("tool_question_request", "tool_question_result")
+    assert asked.attributes["anvia.question.count"] == 1
+    assert answered.attributes["anvia.question.status"] == "answered"
+    assert "anvia.question.answers" not in answered.attributes
+    assert "anvia.question.questions" not in asked.attributes
+
+
+def test_a_failing_tool_and_a_failing_model_are_errors_on_their_spans(spans) -> None:
+    def broken(args, ctx):
+        raise RuntimeError("disk full")
+
+    save = create_tool(name="save", description="Save.", input=NoteInput, execute=broken)
+    model = StreamingQueueModel(
+        [
+            call("save", {"text": "a"}, id="s").tool_calls,
+            [TextDelta(delta="Half"), ModelError("connection reset", status_code=502)],
+        ]
+    )
+    with pytest.raises(ModelError):
+        AgentBuilder("a", model).tool(save).build().prompt("go").send_sync()
+    finished = spans.get_finished_spans()
+    assert [s.name for s in finished] == [
+        "chat streaming-queue-model",
+        "execute_tool save",
+        "chat streaming-queue-model",
+        "invoke_agent a",
+    ]
+    _, tool, chat, root = finished
+    assert tool.status.status_code == StatusCode.ERROR
+    assert tool.attributes["error.type"] == "tool_error"
+    [raised] = [e for e in tool.events if e.name == "exception"]
+    assert raised.attributes["exception.type"] == "RuntimeError"
+    assert raised.attributes["exception.message"] == "disk full"
+    assert chat.status.status_code == StatusCode.ERROR
+    assert chat.attributes["error.type"] == "ModelError"
+    assert [e.name for e in chat.events] == ["exception"]
+    assert root.status.status_code == StatusCode.ERROR
+    assert root.attributes["anvia.run.status"] == "error"
+
+
+async def test_a_cancelled_run_ends_every_span(spans) -> None:
+    started = asyncio.Event()
+
+    async def wait_forever(args, ctx):
+        started.set()
+        await asyncio.Event().wait()
+
+    slow = create_tool(name="slow", description="Slow.", input=NoteInput, execute=wait_forever)
+    model = QueueModel([call("slow", {"text": "a"}), "never"])
+    run = AgentBuilder("a", model).tool(slow).build().prompt("go").start()
+    await asyncio.wait_for(started.wait(), 5)
+    run.cancel("Stop pressed")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    named = by_name(spans)
+    assert set(named) == {"chat queue-model", "execute_tool slow", "invoke_agent a"}
+    assert named["execute_tool slow"].attributes["anvia.tool.status"] == "cancelled"
+    root = named["invoke_agent a"]
+    assert root.attributes["anvia.run.status"] == "cancelled"
+    assert [e.name for e in root.events] == ["cancelled"]
+    assert root.status.status_code == StatusCode.UNSET  # a stop is not an error
+
+
+def test_spans_made_inside_a_tool_nest_under_its_execute_tool_span(spans) -> None:
+    def traced(args, ctx):
+        return otel_trace.get_current_span().get_span_context().span_id
+
+    tool = create_tool(name="work", description="Work.", input=NoteInput, execute=traced)
+    model = QueueModel([call("work", {"text": "a"}), "done"])
+    trace = AgentBuilder("a", model).tool(tool).build().prompt("go").send_sync().trace
+    named = by_name(spans)
+    assert trace.tool_calls[0].result == str(named["execute_tool work"].context.span_id)
+
+
+def test_instrument_off_exports_nothing_and_bad_input_is_refused() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider)
+    assert instrumented()
+    instrument(False)
+    assert not instrumented()
+    AgentBuilder("a", QueueModel(["hi"])).build().prompt("go").send_sync()
+    assert exporter.get_finished_spans() == ()
+    with pytest.raises(TypeError, match="TracerProvider"):
+        instrument("console")
+    with pytest.raises(TypeError, match="capture_content"):
+        instrument(provider, capture_content="yes")  # type: ignore[arg-type]
+    assert not instrumented()
