@@ -85,3 +85,32 @@ async def drain(model: CompletionModel, request: CompletionRequest, *, into: lis
     """Stream into ``into``, which keeps the events that came before a failure."""
     async for event in model.stream(request):
         into.append(event)
+
+
+def weather_agent(model: CompletionModel) -> Any:
+    """An agent with the recorded streams' two tools (get_weather, get_time), for whole runs."""
+    from pydantic import BaseModel
+
+    from anvia_notebook import AgentBuilder, create_tool
+
+    class City(BaseModel):
+        city: str
+
+    class Zone(BaseModel):
+        tz: str
+
+    weather = create_tool(
+        name="get_weather",
+        description=WEATHER.description,
+        input=City,
+        execute=lambda args, ctx: f"18 °C in {args.city}",
+    )
+    local_time = create_tool(
+        name="get_time", description=TIME.description, input=Zone, execute=lambda a, c: "14:05"
+    )
+    return (
+        AgentBuilder("weather", model)
+        .instructions("Answer with the tools.")
+        .tools([weather, local_time])
+        .build()
+    )

@@ -29,7 +29,17 @@ from anvia_notebook.models.base import (
     UsageUpdate,
 )
 
-from provider_replay import FIXTURES, TIME, WEATHER, Recorded, Server, ask, drain, events_of
+from provider_replay import (
+    FIXTURES,
+    TIME,
+    WEATHER,
+    Recorded,
+    Server,
+    ask,
+    drain,
+    events_of,
+    weather_agent,
+)
 
 ROOT = Path(__file__).parent.parent
 #: The HTTP library the installed SDK is built on (httpx2 for the 2.x SDK, httpx before).
@@ -490,3 +500,42 @@ def test_importing_the_module_does_not_import_the_sdk() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+async def test_a_run_traces_the_usage_cached_tokens_and_stop_reasons_the_sdk_reports(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(sse("anthropic_thinking_parallel_tools.sse"), sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    response = await weather_agent(model).prompt("Weather and time in Paris?").send()
+    first, second = response.trace.turns
+    # Input tokens are the API's input, cache-creation and cache-read tokens together.
+    assert first.usage.model_dump() == {
+        "input_tokens": 1636,
+        "output_tokens": 131,
+        "cached_tokens": 1024,
+    }
+    assert first.response.finish_reason == "tool_calls"  # the API's "tool_use"
+    assert first.response.reasoning.startswith("The user asks for the weather")
+    assert second.usage.model_dump() == {
+        "input_tokens": 25,
+        "output_tokens": 12,
+        "cached_tokens": 0,
+    }
+    assert second.response.finish_reason == "stop"  # the API's "end_turn"
+    assert first.provider == "anthropic"
+    assert server.body(1)["system"] == second.request.instructions
+    assert [t["name"] for t in server.body(1)["tools"]] == [t.name for t in second.request.tools]
+    assert response.trace.summary()["input_tokens"] == 1661
+
+
+async def test_a_stream_error_is_on_the_traced_turn(serve: Callable[..., Server]) -> None:
+    serve(sse("anthropic_overloaded_midstream.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    request = weather_agent(model).prompt("Hi")
+    with pytest.raises(ModelError):
+        await request.send()
+    [turn] = request.trace.turns
+    assert turn.error is not None and "ModelError" in turn.error
+    assert turn.duration_ms is not None
+    assert request.trace.status == "error"

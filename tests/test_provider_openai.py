@@ -28,7 +28,17 @@ from anvia_notebook.models.base import (
 )
 from anvia_notebook.models.openai import OpenAIModel
 
-from provider_replay import FIXTURES, TIME, WEATHER, Recorded, Server, ask, drain, events_of
+from provider_replay import (
+    FIXTURES,
+    TIME,
+    WEATHER,
+    Recorded,
+    Server,
+    ask,
+    drain,
+    events_of,
+    weather_agent,
+)
 
 ROOT = Path(__file__).parent.parent
 #: The HTTP library the installed SDK is built on (httpx2 for the 3.x SDK, httpx before).
@@ -502,3 +512,53 @@ def test_importing_the_module_does_not_import_the_sdk() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+async def test_a_run_traces_the_usage_cached_tokens_and_finish_reasons_the_sdk_reports(
+    serve: Callable[..., Server],
+) -> None:
+    server = serve(sse("openai_parallel_tool_calls.sse"), sse("openai_cached_prompt.sse"))
+    model = OpenAIModel("gpt-4o", api_key="sk-test", top_p=0.5)
+    response = await weather_agent(model).prompt("Weather and time in Paris?").send()
+    first, second = response.trace.turns
+    assert first.usage.model_dump() == {
+        "input_tokens": 143,
+        "output_tokens": 52,
+        "cached_tokens": 0,
+    }
+    assert first.response.finish_reason == "tool_calls"
+    assert [c.name for c in first.response.tool_calls] == ["get_weather", "get_time"]
+    assert second.usage.model_dump() == {
+        "input_tokens": 1290,
+        "output_tokens": 12,
+        "cached_tokens": 1024,
+    }
+    assert second.response.finish_reason == "stop"
+    assert second.response.text == "Paris: 18 °C, 14:05 local time."
+    assert first.provider == "openai" and first.model == "gpt-4o"
+    assert first.request.settings == {"model": "gpt-4o", "top_p": 0.5}
+    # The trace's request is what went over the wire: instructions, then the conversation.
+    sent = server.body(1)["messages"]
+    assert sent[0] == {"role": "system", "content": second.request.instructions}
+    assert len(sent) == 1 + 1 + 1 + 2  # system, user, assistant, one tool message per result
+    assert [m.role for m in second.request.messages] == ["user", "assistant", "tool"]
+    assert [t["function"]["name"] for t in server.body(1)["tools"]] == [
+        t.name for t in second.request.tools
+    ]
+    assert [c.status for c in response.trace.tool_calls] == ["success", "success"]
+    assert response.trace.summary()["cached_tokens"] == 1024
+
+
+async def test_a_server_that_reports_no_cache_leaves_cached_tokens_unknown(
+    serve: Callable[..., Server],
+) -> None:
+    serve(sse("openai_vllm_reasoning_content.sse"))
+    model = OpenAIModel("qwen3", base_url="http://localhost:8000/v1")
+    response = await weather_agent(model).prompt("Hi").send()
+    [turn] = response.trace.turns
+    assert turn.usage.model_dump() == {
+        "input_tokens": 12,
+        "output_tokens": 11,
+        "cached_tokens": None,
+    }
+    assert turn.response.finish_reason == "stop"

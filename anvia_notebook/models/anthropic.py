@@ -90,6 +90,8 @@ class AnthropicModel(CompletionModel):
     are put back in front of that turn's tool calls, so a saved history stays complete.
     """
 
+    provider = "anthropic"
+
     def __init__(
         self,
         model: str,

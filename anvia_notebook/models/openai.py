@@ -64,6 +64,8 @@ class OpenAIModel(CompletionModel):
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
     """
 
+    provider = "openai"
+
     def __init__(
         self,
         model: str,
