@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,8 @@ __all__ = [
     "prepare",
     "run_report",
 ]
+
+logger = logging.getLogger("anvia_notebook")
 
 NO_REVIEWER_MESSAGE = (
     "No reviewer is present in an evaluation, so this call was rejected without running "
@@ -67,6 +70,13 @@ def in_kernel() -> bool:
     from ..request import _notebook_runner
 
     return _notebook_runner() is not None
+
+
+def _show(report: EvalReport) -> None:
+    """Display the report's live widget (the notebook layer is imported only now)."""
+    from ..notebook.evals_view import show_report
+
+    show_report(report)
 
 
 def _check_options(agent: Any, concurrency: Any, approvals: Any, max_turns: Any) -> None:
@@ -184,6 +194,9 @@ async def run_report(report: EvalReport) -> EvalReport:
     if report.status != "pending":
         raise RuntimeError("This evaluation has already run.")
     report._loop = asyncio.get_running_loop()
+    view = report._view
+    if view is not None and view.loop is None:  # shown before its loop existed (a script)
+        view.set_loop(report._loop)
     report.status = "running"
     report._started = time.monotonic()
     next_index = iter(range(report.total))
@@ -211,6 +224,7 @@ async def run_report(report: EvalReport) -> EvalReport:
         report.status = "stopped"
         report._ended = time.monotonic()
         report._notify("end", -1)
+        await _finish_view(report)
         raise
     await _settle(report)
     for task in report._workers:
@@ -219,7 +233,19 @@ async def run_report(report: EvalReport) -> EvalReport:
     report.status = "stopped" if report._stopping else "done"
     report._ended = time.monotonic()
     report._notify("end", -1)
+    await _finish_view(report)
     return report
+
+
+async def _finish_view(report: EvalReport) -> None:
+    """Let a displayed report's widget send its last update (it is made by the notebook layer,
+    never imported here)."""
+    view = report._view
+    if view is not None:
+        try:
+            await view.finish()
+        except Exception:
+            logger.exception("The report's widget could not show the end of the evaluation")
 
 
 async def _settle(report: EvalReport) -> None:
@@ -256,7 +282,7 @@ async def evaluate(
     """
     report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
     if show or (show is None and in_kernel()):
-        report._ipython_display_()
+        _show(report)
     return await run_report(report)
 
 
@@ -281,7 +307,7 @@ def evaluate_sync(
         asyncio.get_running_loop()
     except RuntimeError:
         if show:
-            report._ipython_display_()
+            _show(report)
         return asyncio.run(run_report(report))
     if not in_kernel():
         raise RuntimeError(

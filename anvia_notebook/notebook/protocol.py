@@ -30,6 +30,13 @@ __all__ = [
     "ChoiceView",
     "Entry",
     "ErrorEntry",
+    "EvalsMsg",
+    "EvalsOpenCaseMsg",
+    "EvalsRowView",
+    "EvalsScoreView",
+    "EvalsState",
+    "EvalsSummary",
+    "EvalsUpdateMsg",
     "InboundMessage",
     "KernelMessage",
     "NoticeEntry",
@@ -344,8 +351,88 @@ class StudioMsg(_Model):
     sessions: list[StudioSessionView] | None = None
 
 
+# ---------------------------------------------------------------- evals (a report's widget)
+
+EvalsStatus = Literal["pending", "running", "done", "stopped"]
+EvalsCaseStatus = Literal["pending", "running", "success", "error", "cancelled"]
+#: A finite number (JSON has no NaN or infinity).
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+#: A score on the wire: a bool, a finite number, or null (failed or not scored).
+ScoreValue = bool | int | Finite | None
+
+
+class EvalsScoreView(_Model):
+    """One metric's score of one case."""
+
+    metric: str
+    value: ScoreValue
+    passed: bool | None
+    error: str | None
+    reason: str | None
+
+
+class EvalsRowView(_Model):
+    """One case's row (``index`` 0-based, in case order); text fields are previews."""
+
+    index: NonNegative
+    name: str
+    input: str
+    status: EvalsCaseStatus
+    passed: bool | None
+    output: str
+    error: str | None
+    duration_ms: NonNegative | None
+    tokens: NonNegative | None
+    run_id: str | None
+    scores: list[EvalsScoreView]
+
+
+class EvalsMetricView(_Model):
+    name: str
+    mean: int | Finite | None
+
+
+class EvalsSummary(_Model):
+    """The report's header: progress, pass rate and the mean of each metric."""
+
+    title: str
+    status: EvalsStatus
+    total: NonNegative
+    finished: NonNegative
+    errors: NonNegative
+    elapsed_ms: NonNegative
+    eta_ms: NonNegative | None
+    pass_rate: int | Finite | None
+    metrics: list[EvalsMetricView]
+    #: The case whose transcript the widget shows (index), or None.
+    open: NonNegative | None
+
+
+class EvalsState(_Model):
+    summary: EvalsSummary
+    rows: list[EvalsRowView]
+
+
+class EvalsMsg(_Model):
+    """The whole report (after ``sync``); the next ``evals_update`` is ``seq + 1``."""
+
+    type: Literal["evals"]
+    seq: NonNegative
+    report: EvalsState
+
+
+class EvalsUpdateMsg(_Model):
+    """Numbered changes: the new summary and the rows that changed (at most one per ~50 ms)."""
+
+    type: Literal["evals_update"]
+    seq: NonNegative
+    summary: EvalsSummary
+    rows: list[EvalsRowView]
+
+
 KernelMessage = Annotated[
-    SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg, Field(discriminator="type")
+    SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg,
+    Field(discriminator="type"),
 ]
 
 
@@ -398,6 +485,14 @@ class StudioOpenSessionMsg(_Model):
     session_id: NonEmpty
 
 
+class EvalsOpenCaseMsg(_Model):
+    """Show the transcript of case ``index`` of a report (it follows as a ``snapshot``)."""
+
+    type: Literal["evals_open_case"]
+    request_id: NonEmpty
+    index: NonNegative
+
+
 InboundMessage = Annotated[
     SyncMsg
     | ApprovalDecisionMsg
@@ -405,7 +500,8 @@ InboundMessage = Annotated[
     | StopMsg
     | StudioSendMsg
     | StudioNewSessionMsg
-    | StudioOpenSessionMsg,
+    | StudioOpenSessionMsg
+    | EvalsOpenCaseMsg,
     Field(discriminator="type"),
 ]
 
@@ -420,9 +516,10 @@ _INBOUND_TYPES = frozenset(
         "studio_send",
         "studio_new_session",
         "studio_open_session",
+        "evals_open_case",
     )
 )
-_OUTBOUND_TYPES = frozenset(("snapshot", "batch", "reply", "studio"))
+_OUTBOUND_TYPES = frozenset(("snapshot", "batch", "reply", "studio", "evals", "evals_update"))
 
 
 def _describe(error: ValidationError) -> str:

@@ -186,7 +186,52 @@ export type StudioMsg = {
   /** Earlier stored sessions, newest first (absent or null: none). */
   sessions?: StudioSessionView[] | null;
 };
-export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg;
+// ---------------------------------------------------------------- evals (a report's widget)
+
+export const EVALS_STATUSES = ["pending", "running", "done", "stopped"] as const;
+export type EvalsStatus = (typeof EVALS_STATUSES)[number];
+export const EVALS_CASE_STATUSES = ["pending", "running", "success", "error", "cancelled"] as const;
+export type EvalsCaseStatus = (typeof EVALS_CASE_STATUSES)[number];
+
+/** One metric's score of one case: a bool, a number, or null (failed or not scored). */
+export interface EvalsScoreView {
+  metric: string;
+  value: boolean | number | null;
+  passed: boolean | null;
+  error: string | null;
+  reason: string | null;
+}
+/** One case's row (`index` 0-based, in case order); text fields are previews. */
+export interface EvalsRowView {
+  index: number;
+  name: string;
+  input: string;
+  status: EvalsCaseStatus;
+  passed: boolean | null;
+  output: string;
+  error: string | null;
+  duration_ms: number | null;
+  tokens: number | null;
+  run_id: string | null;
+  scores: EvalsScoreView[];
+}
+export interface EvalsSummary {
+  title: string;
+  status: EvalsStatus;
+  total: number;
+  finished: number;
+  errors: number;
+  elapsed_ms: number;
+  eta_ms: number | null;
+  pass_rate: number | null;
+  metrics: { name: string; mean: number | null }[];
+  /** The case whose transcript the widget shows, or null. */
+  open: number | null;
+}
+export type EvalsMsg = { type: "evals"; seq: number; report: { summary: EvalsSummary; rows: EvalsRowView[] } };
+export type EvalsUpdateMsg = { type: "evals_update"; seq: number; summary: EvalsSummary; rows: EvalsRowView[] };
+
+export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg;
 
 // ---------------------------------------------------------------- page to kernel
 
@@ -210,6 +255,7 @@ export type StopMsg = { type: "stop"; request_id: string; reason: string | null 
 export type StudioSendMsg = { type: "studio_send"; request_id: string; agent_id: string; text: string };
 export type StudioNewSessionMsg = { type: "studio_new_session"; request_id: string };
 export type StudioOpenSessionMsg = { type: "studio_open_session"; request_id: string; session_id: string };
+export type EvalsOpenCaseMsg = { type: "evals_open_case"; request_id: string; index: number };
 export type PageMessage =
   | SyncMsg
   | ApprovalDecisionMsg
@@ -217,7 +263,8 @@ export type PageMessage =
   | StopMsg
   | StudioSendMsg
   | StudioNewSessionMsg
-  | StudioOpenSessionMsg;
+  | StudioOpenSessionMsg
+  | EvalsOpenCaseMsg;
 
 /** A page message before the session stamps its request_id. */
 export type PageRequest = PageMessage extends infer M
@@ -335,6 +382,39 @@ const opCheck = union("op", {
 
 const transcriptCheck = obj({ entries: arrayOf(entryCheck), status: statusCheck, seq: count });
 
+/** A finite number (JSON has no NaN or infinity). */
+const finite: Check = (v, p) => (typeof v === "number" && Number.isFinite(v) ? null : `${p}: expected a number`);
+const scoreValue: Check = (v, p) => (v === null || typeof v === "boolean" ? null : finite(v, p));
+
+const evalsSummaryCheck = obj({
+  title: str,
+  status: literal(...EVALS_STATUSES),
+  total: count,
+  finished: count,
+  errors: count,
+  elapsed_ms: count,
+  eta_ms: nullable(count),
+  pass_rate: nullable(finite),
+  metrics: arrayOf(obj({ name: str, mean: nullable(finite) })),
+  open: nullable(count),
+});
+
+const evalsRowCheck = obj({
+  index: count,
+  name: str,
+  input: str,
+  status: literal(...EVALS_CASE_STATUSES),
+  passed: nullable(bool),
+  output: str,
+  error: nullable(str),
+  duration_ms: nullable(count),
+  tokens: nullable(count),
+  run_id: nullable(str),
+  scores: arrayOf(
+    obj({ metric: str, value: scoreValue, passed: nullable(bool), error: nullable(str), reason: nullable(str) }),
+  ),
+});
+
 const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
   snapshot: obj({ seq: count, transcript: transcriptCheck }),
   batch: obj({ seq: count, ops: arrayOf(opCheck) }),
@@ -346,6 +426,8 @@ const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
     busy: bool,
     sessions: optional(arrayOf(obj({ id: nonEmptyStr, title: str, agent_id: str, updated_at: str }))),
   }),
+  evals: obj({ seq: count, report: obj({ summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }) }),
+  evals_update: obj({ seq: count, summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }),
 };
 
 const rid = { request_id: nonEmptyStr };
@@ -364,6 +446,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
   studio_send: obj({ ...rid, agent_id: nonEmptyStr, text: str }),
   studio_new_session: obj(rid),
   studio_open_session: obj({ ...rid, session_id: nonEmptyStr }),
+  evals_open_case: obj({ ...rid, index: count }),
 };
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };

@@ -7,6 +7,7 @@ import {
   type StudioMsg,
   validateKernelMessage,
 } from "./protocol";
+import { EvalsStore } from "./evals";
 import { watchKernel } from "./kernel";
 import { type StoreEvent, TranscriptStore } from "./store";
 
@@ -21,7 +22,11 @@ export interface WidgetModel {
   off(event: string, callback?: Callback): void;
 }
 
-export type SessionEvent = StoreEvent | { type: "studio" } | { type: "connection" };
+export type SessionEvent =
+  | StoreEvent
+  | { type: "studio" }
+  | { type: "connection" }
+  | { type: "evals"; rows: number[] | null };
 
 export interface RequestResult {
   ok: boolean;
@@ -48,6 +53,8 @@ const randomPrefix = (): string =>
 
 export class Session {
   readonly store = new TranscriptStore();
+  /** An evaluation report's table (mode "evals"); empty otherwise. */
+  readonly evals = new EvalsStore();
   studio: StudioMsg | null = null;
   disconnected = false;
   /** The kernel this model lived in stopped (restarted, shut down or died): final. Views say so
@@ -67,11 +74,13 @@ export class Session {
   private counter = 0;
   private readonly prefix = randomPrefix();
   private readonly unsubscribeStore: () => void;
+  private readonly unsubscribeEvals: () => void;
   private readonly unwatchKernel: () => void;
   private readonly onCustom = (msg: unknown): void => this.receive(msg);
 
   constructor(private readonly model: WidgetModel) {
     this.unsubscribeStore = this.store.subscribe((ev) => this.emit(ev));
+    this.unsubscribeEvals = this.evals.subscribe((ev) => this.emit(ev));
     model.on("msg:custom", this.onCustom);
     this.unwatchKernel = watchKernel(model, () => this.setKernelStopped());
     this.sync();
@@ -204,6 +213,12 @@ export class Session {
         this.studio = msg;
         this.emit({ type: "studio" });
         break;
+      case "evals":
+        this.evals.applyReport(msg);
+        break;
+      case "evals_update":
+        if (!this.evals.applyUpdate(msg)) this.sync();
+        break;
     }
   }
 
@@ -220,6 +235,7 @@ export class Session {
     this.model.off("msg:custom", this.onCustom);
     this.unwatchKernel();
     this.unsubscribeStore();
+    this.unsubscribeEvals();
     this.listeners.clear();
     for (const resolve of this.pending.values()) resolve({ ok: false, error: "Widget closed" });
     this.pending.clear();

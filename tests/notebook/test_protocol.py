@@ -19,7 +19,7 @@ from anvia_notebook.notebook.protocol import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "protocol"
-KERNEL_TYPES = {"snapshot", "batch", "reply", "studio"}
+KERNEL_TYPES = {"snapshot", "batch", "reply", "studio", "evals", "evals_update"}
 PAGE_TYPES = {
     "sync",
     "approval_decision",
@@ -28,6 +28,7 @@ PAGE_TYPES = {
     "studio_send",
     "studio_new_session",
     "studio_open_session",
+    "evals_open_case",
 }
 VALID = sorted(FIXTURES.glob("*.json"))
 INVALID = sorted((FIXTURES / "invalid").glob("*.json"))

@@ -4,12 +4,13 @@
 // (Show more, Jump to latest) keep working.
 import { h } from "../dom";
 import type { Session, SessionEvent } from "../session";
+import { evalsView } from "./evals";
 import { statusView } from "./status";
 import { studioControls } from "./studio";
 import { transcriptView } from "./transcript";
 
 /** Controls that only change what this view shows: they keep working without a kernel. */
-const VIEW_ONLY = ".anvia-fold-toggle, .anvia-jump";
+const VIEW_ONLY = ".anvia-fold-toggle, .anvia-jump, .anvia-view-only";
 type Control = HTMLButtonElement | HTMLInputElement | HTMLTextAreaElement | HTMLSelectElement;
 
 /** Turn off every control in `root` that talks to the kernel, now and whenever one is drawn or
@@ -28,6 +29,7 @@ export function freezeControls(root: HTMLElement): () => void {
 }
 
 export function mountView(session: Session, el: HTMLElement): () => void {
+  if (session.mode === "evals") return mountEvals(session, el);
   const studio = session.mode === "studio";
   const root = h("div", { class: `anvia-root ${studio ? "anvia-studio" : "anvia-transcript-mode"}` });
   // Ours, set by code: keeps notebook keyboard shortcuts from firing while typing in the widget.
@@ -58,6 +60,33 @@ export function mountView(session: Session, el: HTMLElement): () => void {
   };
   onConnection({ type: "connection" });
   disposers.push(session.subscribe(onConnection), () => unfreeze?.());
+  return () => {
+    for (const d of disposers) d();
+    root.remove();
+  };
+}
+
+/** An evaluation report's view: its own header, table and case transcript (views/evals.ts). */
+function mountEvals(session: Session, el: HTMLElement): () => void {
+  const root = h("div", { class: "anvia-root anvia-evals-mode" });
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  const title = h("div", { class: "anvia-title" });
+  const showTitle = (): void => {
+    title.textContent = session.trait("title");
+    title.hidden = !title.textContent;
+  };
+  showTitle();
+  const view = evalsView(session);
+  root.append(title, view.el);
+  el.appendChild(root);
+  let unfreeze: (() => void) | null = null;
+  const onConnection = (ev: SessionEvent): void => {
+    if (ev.type !== "connection" || !session.kernelStopped || unfreeze) return;
+    root.classList.add("anvia-kernel-stopped");
+    unfreeze = freezeControls(root);
+  };
+  onConnection({ type: "connection" });
+  const disposers = [view.dispose, session.onTrait("title", showTitle), session.subscribe(onConnection), () => unfreeze?.()];
   return () => {
     for (const d of disposers) d();
     root.remove();

@@ -1,0 +1,315 @@
+// The live view of an evaluation report (mode "evals"): a progress bar (n of N, elapsed, time
+// left), Stop, the pass rate and the mean of each metric, one row per case that fills in as it
+// finishes (status, output preview, scores), and the transcript of the case a person opens.
+// Everything shown is text (text nodes and attributes set by code): no model output, input,
+// error or metric name ever reaches innerHTML.
+import { button, h } from "../dom";
+import type { EvalsCaseStatus, EvalsRowView, EvalsScoreView, EvalsSummary } from "../protocol";
+import type { Session, SessionEvent } from "../session";
+import { STATE_LABELS } from "./status";
+import { transcriptView } from "./transcript";
+
+export interface EvalsView {
+  el: HTMLElement;
+  dispose(): void;
+}
+
+export const CASE_STATUS_LABELS: Record<EvalsCaseStatus, string> = {
+  pending: "Pending",
+  running: "Running",
+  success: "Done",
+  error: "Error",
+  cancelled: "Not run",
+};
+
+/** "1.2 s", "2 min 5 s". */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
+  const whole = Math.round(seconds);
+  return `${Math.floor(whole / 60)} min ${whole % 60} s`;
+}
+
+/** A score as a cell shows it. */
+export function formatScore(score: EvalsScoreView | undefined): string {
+  if (!score) return "";
+  if (score.error !== null) return "error";
+  const v = score.value;
+  if (v === null) return "—";
+  if (typeof v === "boolean") return v ? "✓" : "✗";
+  return v.toFixed(2);
+}
+
+export const formatMean = (mean: number | null): string => (mean === null ? "—" : mean.toFixed(2));
+
+/** What the status cell says: a finished case passed, failed, or its run failed. */
+export function rowStatus(row: EvalsRowView): string {
+  if (row.status === "success") return row.passed ? "Passed" : "Failed";
+  return CASE_STATUS_LABELS[row.status];
+}
+
+const rowClass = (row: EvalsRowView, open: boolean): string =>
+  `anvia-eval-row anvia-eval-${row.status === "success" ? (row.passed ? "passed" : "failed") : row.status}` +
+  (open ? " anvia-eval-open" : "");
+
+export function evalsView(session: Session): EvalsView {
+  const store = session.evals;
+  const progress = h("progress", { class: "anvia-eval-progress", max: 1, value: 0, "aria-label": "Cases finished" });
+  const count = h("span", { class: "anvia-eval-count" });
+  const timing = h("span", { class: "anvia-eval-timing" });
+  const stop = button("Stop", () => void doStop(), { class: "anvia-button anvia-stop" });
+  const error = h("span", { class: "anvia-error-text", hidden: true });
+  const header = h("div", { class: "anvia-eval-header" }, progress, count, timing, error, stop);
+  const passRate = h("span", { class: "anvia-eval-pass-rate" });
+  const means = h("span", { class: "anvia-eval-means" });
+  const summaryLine = h("div", { class: "anvia-eval-summary" }, passRate, means);
+  const headRow = h("tr");
+  const body = h("tbody");
+  const table = h("table", { class: "anvia-eval-table" }, h("thead", {}, headRow), body);
+  const tableWrap = h("div", { class: "anvia-eval-table-wrap" }, table);
+  const banner = h("div", { class: "anvia-disconnected", hidden: true });
+  const live = h("div", { class: "anvia-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
+
+  // The transcript of the opened case.
+  const panelTitle = h("span", { class: "anvia-eval-panel-title" });
+  const panelState = h("span", { class: "anvia-status-meta" });
+  const close = button("Close", () => {
+    closedFor = store.summary?.open ?? null;
+    renderPanel();
+  }, { class: "anvia-button anvia-view-only" });
+  const transcript = transcriptView(session);
+  const panel = h(
+    "section",
+    { class: "anvia-eval-panel", hidden: true, "aria-label": "Case transcript" },
+    h("div", { class: "anvia-eval-panel-header" }, panelTitle, panelState, close),
+    transcript.el,
+  );
+  const el = h("div", { class: "anvia-evals" }, banner, header, summaryLine, tableWrap, panel, live);
+
+  let stopping = false;
+  let opening: number | null = null;
+  /** The case whose panel a person closed (it shows again when another case is opened). */
+  let closedFor: number | null = null;
+  let columns = "";
+  const rowEls: HTMLTableRowElement[] = [];
+  let knownStatus: string | null = store.summary?.status ?? null;
+  let ticker: ReturnType<typeof setInterval> | null = null;
+
+  const running = (): boolean => store.summary?.status === "running" && !session.kernelStopped;
+
+  function announce(text: string): void {
+    live.textContent = live.textContent === text ? `${text}\u00a0` : text;
+  }
+
+  function renderHeader(): void {
+    const s = store.summary;
+    if (!s) {
+      count.textContent = "Connecting…";
+      timing.textContent = "";
+      stop.disabled = true;
+      return;
+    }
+    progress.max = Math.max(1, s.total);
+    progress.value = s.finished;
+    const state = s.status === "stopped" ? " · stopped" : s.status === "done" ? " · done" : "";
+    count.textContent = `${s.finished} of ${s.total} cases${state}`;
+    renderTiming(s);
+    stop.disabled = stopping || !running();
+    passRate.textContent = s.pass_rate === null ? "Pass rate —" : `Pass rate ${Math.round(s.pass_rate * 100)}%`;
+    if (s.errors > 0) passRate.textContent += ` · ${s.errors} error${s.errors === 1 ? "" : "s"}`;
+    means.replaceChildren(
+      ...s.metrics.map((m) => h("span", { class: "anvia-eval-mean" }, `${m.name} ${formatMean(m.mean)}`)),
+    );
+  }
+
+  function renderTiming(s: EvalsSummary): void {
+    const since = s.status === "running" && !session.kernelStopped ? performance.now() - store.receivedAt : 0;
+    const parts = [`elapsed ${formatDuration(s.elapsed_ms + since)}`];
+    if (s.status === "running" && s.eta_ms !== null) {
+      parts.push(`about ${formatDuration(Math.max(0, s.eta_ms - since))} left`);
+    }
+    timing.textContent = parts.join(" · ");
+  }
+
+  function renderColumns(): void {
+    const names = (store.summary?.metrics ?? []).map((m) => m.name);
+    const key = JSON.stringify(names);
+    if (key === columns) return;
+    columns = key;
+    headRow.replaceChildren(
+      ...["#", "Case", "Status", "Output", ...names, "Time"].map((label) => h("th", { scope: "col" }, label)),
+    );
+    rowEls.length = 0;
+    body.replaceChildren();
+  }
+
+  function buildRow(row: EvalsRowView): HTMLTableRowElement {
+    const open = store.summary?.open === row.index;
+    const name = button(row.name, () => void openCase(row.index), {
+      class: "anvia-eval-open-case",
+      title: row.input,
+      "aria-label": `Open the transcript of ${row.name}`,
+      disabled: row.run_id === null || session.kernelStopped,
+    });
+    const output = row.status === "error" ? (row.error ?? "") : row.output;
+    const scores = (store.summary?.metrics ?? []).map((m) => {
+      const score = row.scores.find((s) => s.metric === m.name);
+      const tip = score?.error ?? score?.reason ?? null;
+      const cls = `anvia-eval-score${score?.passed === false ? " anvia-eval-score-failed" : ""}${score?.error ? " anvia-eval-score-error" : ""}`;
+      return h("td", { class: cls, title: tip }, formatScore(score));
+    });
+    const tr = h(
+      "tr",
+      { class: rowClass(row, open), "aria-current": open ? "true" : null },
+      h("td", { class: "anvia-eval-index" }, String(row.index + 1)),
+      h("td", {}, name),
+      h("td", { class: "anvia-eval-status" }, rowStatus(row)),
+      h("td", { class: `anvia-eval-output${row.status === "error" ? " anvia-error-text" : ""}`, title: output || null }, output),
+      ...scores,
+      h("td", { class: "anvia-eval-time" }, row.duration_ms === null ? "" : formatDuration(row.duration_ms)),
+    );
+    return tr;
+  }
+
+  function renderRows(changed: number[] | null): void {
+    renderColumns();
+    const rows = store.rows;
+    if (changed === null || rowEls.length !== rows.length) {
+      const fragment = document.createDocumentFragment();
+      rowEls.length = 0;
+      for (const row of rows) {
+        const tr = buildRow(row);
+        rowEls.push(tr);
+        fragment.appendChild(tr);
+      }
+      body.replaceChildren(fragment);
+      return;
+    }
+    for (const index of changed) {
+      const row = rows[index];
+      const old = rowEls[index];
+      if (!row || !old) continue;
+      const tr = buildRow(row);
+      old.replaceWith(tr);
+      rowEls[index] = tr;
+    }
+  }
+
+  function renderOpen(previous: number | null): void {
+    const open = store.summary?.open ?? null;
+    for (const index of new Set([previous, open])) {
+      if (index === null) continue;
+      const row = store.rows[index];
+      const old = rowEls[index];
+      if (!row || !old) continue;
+      const tr = buildRow(row);
+      old.replaceWith(tr);
+      rowEls[index] = tr;
+    }
+  }
+
+  function renderPanel(): void {
+    const open = store.summary?.open ?? null;
+    const row = open === null ? undefined : store.rows[open];
+    panel.hidden = !row || closedFor === open;
+    if (!row) return;
+    panelTitle.textContent = `Transcript of ${row.name}`;
+    const st = session.store.status;
+    panelState.textContent = session.store.seq === null ? "" : STATE_LABELS[st.state];
+  }
+
+  function renderBanner(): void {
+    if (session.kernelStopped) {
+      banner.textContent =
+        "Kernel stopped: this report is no longer live. The finished cases are stored runs (their run ids are in report.to_pandas() of a new evaluation).";
+      banner.hidden = false;
+    } else {
+      banner.textContent = "Kernel disconnected";
+      banner.hidden = !session.disconnected;
+    }
+  }
+
+  function syncTicker(): void {
+    if (running() && ticker === null) {
+      ticker = setInterval(() => {
+        if (store.summary) renderTiming(store.summary);
+      }, 1000);
+    } else if (!running() && ticker !== null) {
+      clearInterval(ticker);
+      ticker = null;
+    }
+  }
+
+  async function doStop(): Promise<void> {
+    stopping = true;
+    error.hidden = true;
+    renderHeader();
+    const reply = await session.request({ type: "stop", reason: null });
+    if (!reply.ok) {
+      stopping = false;
+      error.textContent = reply.error ?? "Could not stop the evaluation";
+      error.hidden = false;
+      renderHeader();
+    }
+  }
+
+  async function openCase(index: number): Promise<void> {
+    if (opening !== null) return;
+    opening = index;
+    error.hidden = true;
+    closedFor = null;
+    const reply = await session.request({ type: "evals_open_case", index });
+    opening = null;
+    if (!reply.ok) {
+      error.textContent = reply.error ?? "Could not open the case";
+      error.hidden = false;
+    }
+    renderPanel();
+  }
+
+  let lastOpen: number | null = store.summary?.open ?? null;
+  function onEvent(ev: SessionEvent): void {
+    if (ev.type === "evals") {
+      const s = store.summary;
+      if (s && knownStatus !== null && s.status !== knownStatus) {
+        if (s.status === "done") announce("Evaluation finished");
+        else if (s.status === "stopped") announce("Evaluation stopped");
+        else if (s.status === "running") announce("Evaluation started");
+      }
+      if (s && s.status !== "running") stopping = false;
+      knownStatus = s?.status ?? null;
+      renderHeader();
+      renderRows(ev.rows);
+      const open = s?.open ?? null;
+      if (open !== lastOpen) {
+        renderOpen(lastOpen);
+        lastOpen = open;
+      }
+      renderPanel();
+      syncTicker();
+    } else if (ev.type === "status" || ev.type === "reset") {
+      renderPanel();
+    } else if (ev.type === "connection") {
+      renderBanner();
+      renderHeader();
+      syncTicker();
+      if (session.kernelStopped) for (const b of body.querySelectorAll("button")) b.disabled = true;
+    }
+  }
+
+  renderBanner();
+  renderHeader();
+  renderRows(null);
+  renderPanel();
+  syncTicker();
+  const unsubscribe = session.subscribe(onEvent);
+  return {
+    el,
+    dispose: () => {
+      unsubscribe();
+      transcript.dispose();
+      if (ticker !== null) clearInterval(ticker);
+    },
+  };
+}

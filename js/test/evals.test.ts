@@ -1,0 +1,179 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { CASE_STATUS_LABELS, formatDuration, formatScore, rowStatus } from "../src/views/evals";
+import { buttons, byLabel, fixture, mount, snapshot, status, tick } from "./helpers";
+
+afterEach(() => document.body.replaceChildren());
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Msg = Record<string, any>;
+const clone = <T>(v: T): T => structuredClone(v);
+const report = (): Msg => clone(fixture("evals.json")[0] as Msg);
+const update = (): Msg => clone(fixture("evals_update.json")[0] as Msg);
+
+function setup(first: Msg = report()) {
+  const m = mount([], status("idle", { turn: 0 }), { mode: "evals", title: "Evaluation of support" });
+  m.model.kernel(first);
+  const rows = () => [...m.root.querySelectorAll("tbody tr")] as HTMLTableRowElement[];
+  const cells = (i: number) => [...rows()[i]!.querySelectorAll("td")].map((td) => td.textContent);
+  const text = (sel: string) => (m.root.querySelector(sel) as HTMLElement).textContent;
+  return { ...m, rows, cells, text };
+}
+
+describe("evaluation report view", () => {
+  it("shows progress, pass rate, metric means and one row per case", () => {
+    const s = setup();
+    expect(s.root.classList.contains("anvia-evals-mode")).toBe(true);
+    expect(s.text(".anvia-eval-count")).toBe("2 of 3 cases");
+    const progress = s.root.querySelector("progress") as HTMLProgressElement;
+    expect([progress.value, progress.max]).toEqual([2, 3]);
+    expect(s.text(".anvia-eval-timing")).toMatch(/^elapsed 1\.\d s · about \d+ ms left$/);
+    expect(s.text(".anvia-eval-pass-rate")).toBe("Pass rate 50% · 1 error");
+    expect([...s.root.querySelectorAll(".anvia-eval-mean")].map((e) => e.textContent)).toEqual([
+      "contains 1.00",
+      "llm_judge —",
+    ]);
+    expect([...s.root.querySelectorAll("th")].map((th) => th.textContent)).toEqual([
+      "#", "Case", "Status", "Output", "contains", "llm_judge", "Time",
+    ]);
+    expect(s.cells(0)).toEqual(["1", "case-1", "Passed", "Order **A1001** is <b>shipped</b>.", "✓", "0.85", "812 ms"]);
+    expect(s.cells(1)).toEqual(["2", "case-2", "Error", "ModelError: rate limited (429)", "", "", "40 ms"]);
+    expect(s.cells(2)).toEqual(["3", "case-3", "Running", "", "", "", ""]);
+    // the judge's reasoning is a tooltip on its score
+    expect(s.rows()[0]!.querySelectorAll("td")[5]!.getAttribute("title")).toBe("Gives the status and the date.");
+    expect(byLabel(s.root, "Stop").disabled).toBe(false);
+  });
+
+  it("shows model text as text, never as markup", () => {
+    const msg = report();
+    msg.report.rows[0].output = '<img src=x onerror="window.pwned=1"><a href="javascript:alert(1)">x</a>';
+    msg.report.rows[0].name = "<b>bold</b>";
+    msg.report.summary.metrics[0].name = "<i>m</i>";
+    msg.report.rows[0].scores[0].metric = "<i>m</i>";
+    const s = setup(msg);
+    expect(s.root.querySelector("img, a[href], b, i")).toBeNull();
+    expect(s.cells(0)[1]).toBe("<b>bold</b>");
+    expect(s.cells(0)[3]).toContain("<img src=x");
+    expect((window as unknown as Msg).pwned).toBeUndefined();
+  });
+
+  it("fills rows in from numbered updates, and asks for the report again after a gap", () => {
+    const s = setup();
+    const before = s.rows()[0];
+    s.model.kernel(update());
+    expect(s.cells(2)).toEqual(["3", "case-3", "Failed", "I could not find it.", "✗", "error", "930 ms"]);
+    expect(s.rows()[0]).toBe(before); // unchanged rows are not redrawn
+    expect(s.text(".anvia-eval-count")).toBe("3 of 3 cases · done");
+    expect(s.text(".anvia-eval-pass-rate")).toBe("Pass rate 33% · 1 error");
+    expect(s.text(".anvia-eval-timing")).toBe("elapsed 1.3 s");
+    expect(byLabel(s.root, "Stop").disabled).toBe(true);
+    const syncs = s.model.ofType("sync").length;
+    const gap = update();
+    gap.seq = 5;
+    gap.rows[0].output = "not applied";
+    s.model.kernel(gap);
+    expect(s.cells(2)[3]).toBe("I could not find it.");
+    expect(s.model.ofType("sync").length).toBe(syncs + 1);
+  });
+
+  it("a row opens that case's transcript, shown below the table", async () => {
+    const s = setup();
+    const panel = s.root.querySelector(".anvia-eval-panel") as HTMLElement;
+    expect(panel.hidden).toBe(true);
+    byLabel(s.root, "case-3").click();
+    expect(s.model.last("evals_open_case")).toEqual({ type: "evals_open_case", request_id: expect.any(String), index: 2 });
+    s.model.kernel(
+      snapshot([{ kind: "user", id: "u1", text: "Where is order A1001?" }, { kind: "assistant", id: "a1", turn: 1, text: "Let me look." }], status("running"), 3),
+    );
+    const opened = update();
+    opened.seq = 1;
+    opened.summary.status = "running";
+    opened.summary.open = 2;
+    opened.rows = [];
+    s.model.kernel(opened);
+    s.model.reply("evals_open_case");
+    await tick();
+    expect(panel.hidden).toBe(false);
+    expect(s.text(".anvia-eval-panel-title")).toBe("Transcript of case-3");
+    expect(panel.textContent).toContain("Let me look.");
+    expect(s.rows()[2]!.getAttribute("aria-current")).toBe("true");
+    byLabel(s.root, "Close").click();
+    expect(panel.hidden).toBe(true);
+    // a case that has not started cannot be opened
+    const pending = report();
+    pending.report.rows[2].run_id = null;
+    pending.report.rows[2].status = "pending";
+    const t = setup(pending);
+    expect(buttons(t.root).filter((b) => b.textContent === "case-3")[0]!.disabled).toBe(true);
+  });
+
+  it("says why a case could not be opened", async () => {
+    const s = setup();
+    byLabel(s.root, "case-2").click();
+    s.model.reply("evals_open_case", false, "This case has not started yet.");
+    await tick();
+    expect(s.text(".anvia-eval-header .anvia-error-text")).toBe("This case has not started yet.");
+  });
+
+  it("Stop asks the kernel to stop the evaluation, once", async () => {
+    const s = setup();
+    const stop = byLabel(s.root, "Stop");
+    stop.click();
+    expect(s.model.last("stop")).toEqual({ type: "stop", request_id: expect.any(String), reason: null });
+    expect(stop.disabled).toBe(true);
+    s.model.reply("stop");
+    await tick();
+    s.model.kernel(clone(fixture("evals_update_stopped.json")[0] as Msg));
+    // evals_update_stopped is seq 2: after seq 0 that is a gap, so the page resyncs
+    expect(s.model.ofType("sync").length).toBeGreaterThan(1);
+    s.model.kernel({ ...clone(fixture("evals_update_stopped.json")[0] as Msg), seq: 1 });
+    expect(s.cells(1)[2]).toBe(CASE_STATUS_LABELS.cancelled);
+    expect(s.cells(2)[2]).toBe("Pending");
+    expect(s.text(".anvia-eval-count")).toBe("1 of 3 cases · stopped");
+    expect(stop.disabled).toBe(true);
+    expect(s.root.querySelector(".anvia-visually-hidden")!.textContent).toBe("Evaluation stopped");
+  });
+
+  it("turns its buttons off when the kernel stopped", async () => {
+    const s = setup();
+    expect(byLabel(s.root, "case-1").disabled).toBe(false);
+    s.model.fire("comm_live_update");
+    await tick();
+    const banner = s.root.querySelector(".anvia-disconnected") as HTMLElement;
+    expect(banner.hidden).toBe(false);
+    expect(banner.textContent).toContain("Kernel stopped");
+    expect(s.root.classList.contains("anvia-kernel-stopped")).toBe(true);
+    for (const b of s.root.querySelectorAll("button")) {
+      expect(b.disabled || ["Close", "Jump to latest"].includes(b.textContent ?? "")).toBe(true);
+    }
+    expect(s.text(".anvia-eval-timing")).toBe("elapsed 1.3 s · about 625 ms left");
+  });
+
+  it("renders a 1,000-case report", () => {
+    const msg = report();
+    const row = msg.report.rows[0];
+    msg.report.rows = Array.from({ length: 1000 }, (_, i) => ({ ...clone(row), index: i, name: `case-${i + 1}` }));
+    msg.report.summary.total = 1000;
+    const started = performance.now();
+    const s = setup(msg);
+    const took = performance.now() - started;
+    expect(s.rows().length).toBe(1000);
+    expect(s.cells(999)[1]).toBe("case-1000");
+    expect(took).toBeLessThan(5000); // jsdom-like DOMs are slow; the benchmark measures a browser
+  });
+});
+
+describe("formatting", () => {
+  it("formats durations, scores and statuses", () => {
+    expect([formatDuration(40), formatDuration(1250), formatDuration(12_400), formatDuration(125_000)]).toEqual([
+      "40 ms", "1.3 s", "12 s", "2 min 5 s",
+    ]);
+    const score = { metric: "m", value: null, passed: null, error: null, reason: null };
+    expect(formatScore({ ...score, value: true })).toBe("✓");
+    expect(formatScore({ ...score, value: 0.456 })).toBe("0.46");
+    expect(formatScore({ ...score, error: "boom" })).toBe("error");
+    expect(formatScore(undefined)).toBe("");
+    const row = { index: 0, name: "c", input: "", output: "", error: null, duration_ms: null, tokens: null, run_id: null, scores: [] };
+    expect(rowStatus({ ...row, status: "success", passed: false })).toBe("Failed");
+    expect(rowStatus({ ...row, status: "running", passed: null })).toBe("Running");
+  });
+});

@@ -1,0 +1,295 @@
+"""The live widget of an evaluation report, without a browser: the page's view of the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import threading
+import time
+from typing import Any
+
+import pytest
+from notebook_helpers import Page, sent, until
+
+from anvia_notebook import AgentBuilder, evals
+from anvia_notebook.evals.runner import prepare, run_report
+from anvia_notebook.models import FunctionModel, ModelResponse
+from anvia_notebook.notebook.evals_view import EvalsSession, evaluate_blocking, show_report
+
+
+class EvalsPage(Page):
+    """A page that also keeps the report's table (``evals`` + numbered ``evals_update``)."""
+
+    def __init__(self, widget: Any, **kwargs: Any) -> None:
+        super().__init__(widget, **kwargs)
+        self.report: dict[str, Any] | None = None
+        self.update_seq: int | None = None
+        self.gaps = 0
+
+    def pump(self) -> None:
+        messages = sent(self.widget)
+        while self.cursor < len(messages):
+            message = messages[self.cursor]
+            self.cursor += 1
+            if message["type"] == "evals":
+                self.report = copy.deepcopy(message["report"])
+                self.update_seq = message["seq"]
+            elif message["type"] == "evals_update":
+                if self.update_seq is None or message["seq"] != self.update_seq + 1:
+                    self.gaps += 1
+                    continue
+                self.update_seq = message["seq"]
+                assert self.report is not None
+                self.report["summary"] = copy.deepcopy(message["summary"])
+                for row in message["rows"]:
+                    self.report["rows"][row["index"]] = copy.deepcopy(row)
+            elif message["type"] == "reply":
+                self.replies[message["request_id"]] = message
+            else:
+                self.state.apply(message)
+
+    def row(self, index: int) -> dict[str, Any]:
+        self.pump()
+        assert self.report is not None
+        return self.report["rows"][index]
+
+    def summary(self) -> dict[str, Any]:
+        self.pump()
+        assert self.report is not None
+        return self.report["summary"]
+
+
+def gated_model(gates: dict[str, asyncio.Event]) -> FunctionModel:
+    """Answers ``echo: <prompt>`` once the prompt's gate (if any) is set."""
+
+    async def stream(request: Any) -> Any:
+        from anvia_notebook.models import TextDelta
+
+        prompt = request.messages[-1].content
+        yield TextDelta(delta="thinking ")
+        gate = gates.get(prompt)
+        if gate is not None:
+            await gate.wait()
+        yield TextDelta(delta=f"echo: {prompt}")
+
+    return FunctionModel(stream)
+
+
+def agent_with(model: Any) -> Any:
+    return AgentBuilder("evals-widget", model).build()
+
+
+async def test_the_page_sees_progress_rows_and_the_end(outputs):
+    cases = [{"input": f"q{i}", "name": f"c{i}"} for i in range(6)]
+    report = prepare(agent_with(gated_model({})), cases, [evals.contains("echo")], concurrency=2)
+    session = show_report(report)
+    assert isinstance(session, EvalsSession)
+    page = EvalsPage(session.widget)
+    await page.sync()
+    assert page.summary()["status"] == "pending"
+    assert [r["status"] for r in page.report["rows"]] == ["pending"] * 6
+    await run_report(report)
+    await until(lambda: page.summary()["status"] == "done", what="the last update")
+    summary = page.summary()
+    assert summary["finished"] == 6 and summary["total"] == 6
+    assert summary["pass_rate"] == 1.0 and summary["eta_ms"] is None
+    assert summary["metrics"] == [{"name": "contains", "mean": 1.0}]
+    row = page.row(3)
+    assert row["status"] == "success" and row["passed"] is True
+    assert row["output"] == "thinking echo: q3"
+    assert row["run_id"] == report.cases[3].run_id
+    assert row["scores"] == [
+        {"metric": "contains", "value": True, "passed": True, "error": None, "reason": None}
+    ]
+    assert page.gaps == 0
+    # what the page built from the updates is what a fresh view gets
+    assert page.report == session.evals_message()["report"]
+    # the cell shows the widget and a static, escaped copy of the table, refreshed at the end
+    shown = outputs.shown()[0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in shown
+    assert "anvia-live-slot" in shown["text/html"] and "c5" in shown["text/html"]
+    final = outputs.updates()[-1]["data"]
+    assert "6/6 cases, pass rate 100%" in final["text/html"]
+    assert "application/vnd.jupyter.widget-view+json" in final
+
+
+async def test_updates_are_batched_at_most_one_per_50_ms():
+    async def instant(request: Any) -> str:
+        await asyncio.sleep(0.001)
+        return "ok"
+
+    cases = [{"input": str(i)} for i in range(300)]
+    report = prepare(
+        agent_with(FunctionModel(instant)), cases, [evals.contains("ok")], concurrency=8
+    )
+    session = show_report(report)
+    times: list[float] = []
+    original = session._send
+
+    def timed(message: dict[str, Any]) -> None:
+        if message["type"] == "evals_update":
+            times.append(time.monotonic())
+        original(message)
+
+    session._send = timed  # type: ignore[method-assign]
+    page = EvalsPage(session.widget)
+    await page.sync()
+    started = time.monotonic()
+    await run_report(report)
+    elapsed = time.monotonic() - started
+    assert report.finished == 300
+    assert 2 <= len(times) <= elapsed / 0.05 + 2
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert min(gaps) >= 0.049, gaps
+    await until(lambda: page.summary()["finished"] == 300, what="every case on the page")
+    assert page.gaps == 0
+
+
+async def test_a_row_opens_its_case_transcript_live_while_it_runs():
+    gates = {"slow": asyncio.Event()}
+    report = prepare(
+        agent_with(gated_model(gates)),
+        [{"input": "fast", "name": "fast"}, {"input": "slow", "name": "slow"}, {"input": "later"}],
+        [evals.contains("echo")],
+    )
+    session = show_report(report)
+    page = EvalsPage(session.widget)
+    await page.sync()
+    task = asyncio.ensure_future(run_report(report))
+    await until(lambda: page.row(0)["status"] == "success", what="the fast case")
+    await until(lambda: page.row(1)["status"] == "running", what="the slow case running")
+    reply = await page.request("evals_open_case", index=2)
+    assert reply["ok"] is False and reply["error"] == "This case has not started yet."
+    reply = await page.request("evals_open_case", index=7)
+    assert reply["ok"] is False and reply["error"] == "There is no case 8."
+    reply = await page.request("evals_open_case", index=1)
+    assert reply["ok"], reply
+    page.pump()
+    assert page.state.entries[0] == {
+        "kind": "user",
+        "id": page.state.entries[0]["id"],
+        "text": "slow",
+    }
+    assert page.state.entries[1]["text"] == "thinking "
+    assert page.state.status["state"] == "running"
+    assert page.state.status["run_id"] == report.runs[1].run_id
+    await until(lambda: page.summary()["open"] == 1, what="the open case in the summary")
+    gates["slow"].set()  # the rest of the run streams into the open transcript
+    await until(
+        lambda: page.tools() is not None and page.state.status["state"] == "success",
+        what="the open case finished",
+    )
+    assert page.state.entries[1]["text"] == "thinking echo: slow"
+    await task
+    # a finished case opens from its stored events
+    reply = await page.request("evals_open_case", index=0)
+    assert reply["ok"]
+    page.pump()
+    assert [e["kind"] for e in page.state.entries] == ["user", "assistant"]
+    assert page.state.entries[1]["text"] == "thinking echo: fast"
+    assert page.state.transcript() == session.state()
+
+
+async def test_stop_from_the_page_keeps_the_finished_cases():
+    gates = {str(i): asyncio.Event() for i in range(1, 5)}
+    report = prepare(
+        agent_with(gated_model(gates)),
+        [{"input": str(i)} for i in range(5)],
+        [evals.contains("echo")],
+        concurrency=2,
+    )
+    session = show_report(report)
+    page = EvalsPage(session.widget)
+    await page.sync()
+    task = asyncio.ensure_future(run_report(report))
+    await until(lambda: page.row(0)["status"] == "success", what="the first case")
+    reply = await page.request("stop", reason=None)
+    assert reply["ok"], reply
+    await asyncio.wait_for(task, 5)
+    assert report.status == "stopped"
+    assert [c.name for c in report.cases] == ["case-1"]
+    await until(lambda: page.summary()["status"] == "stopped", what="the stopped summary")
+    statuses = [page.row(i)["status"] for i in range(5)]
+    assert statuses == ["success", "cancelled", "cancelled", "cancelled", "cancelled"]
+    assert page.summary()["finished"] == 1
+    reply = await page.request("stop", reason=None)
+    assert reply["ok"] is False and reply["error"] == "The evaluation is not running."
+
+
+async def test_evaluate_shows_the_widget_when_asked():
+    report = await evals.evaluate(
+        agent_with(FunctionModel(lambda r: "hi")),
+        [{"input": "x"}],
+        [evals.contains("hi")],
+        show=True,
+    )
+    session = report._view
+    assert isinstance(session, EvalsSession)
+    page = EvalsPage(session.widget)
+    await page.sync()
+    assert page.summary()["status"] == "done" and page.row(0)["passed"] is True
+
+
+def test_evaluate_blocking_keeps_stop_working_from_another_thread(outputs):
+    release = threading.Event()
+
+    def respond(request: Any) -> ModelResponse:
+        if request.messages[-1].content != "0":
+            release.wait(5)  # a slow case: blocks its worker thread's model call
+        return ModelResponse(text="ok")
+
+    async def slow(request: Any) -> ModelResponse:
+        return await asyncio.to_thread(respond, request)
+
+    report = prepare(
+        agent_with(FunctionModel(slow)),
+        [{"input": str(i)} for i in range(4)],
+        [evals.contains("ok")],
+    )
+    stopper_done = threading.Event()
+
+    def stopper() -> None:
+        deadline = time.monotonic() + 5
+        while report.finished < 1 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        session = report._view
+        session.handle_message({"type": "stop", "request_id": "page-1", "reason": None})
+        release.set()
+        stopper_done.set()
+
+    threading.Thread(target=stopper, daemon=True).start()
+    result = evaluate_blocking(report)
+    assert stopper_done.wait(5)
+    assert result is report and report.status == "stopped"
+    assert [c.name for c in report.cases] == ["case-1"]
+    replies = [m for m in sent(report._view.widget) if m["type"] == "reply"]
+    assert replies[-1]["ok"] is True
+    assert outputs.updates(), "the static copy is refreshed when the evaluation ends"
+    assert "1/4 cases (stopped)" in outputs.updates()[-1]["data"]["text/html"]
+
+
+def test_model_text_is_escaped_in_the_static_copy(outputs):
+    evil = "<script>alert(1)</script>"
+    report = evals.evaluate_sync(
+        agent_with(FunctionModel(lambda r: evil)),
+        [{"input": evil, "name": evil}],
+        [evals.contains("x")],
+    )
+    show_report(report)
+    html = outputs.shown()[0]["data"]["text/html"]
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+@pytest.mark.parametrize("index", [0])
+def test_row_of_an_error_case_carries_the_error(index):
+    async def broken(request: Any) -> str:
+        raise RuntimeError("model down")
+
+    report = evals.evaluate_sync(
+        agent_with(FunctionModel(broken)), [{"input": "x"}], [evals.contains("x")]
+    )
+    session = EvalsSession(report, loop=None)
+    row = session.row(index)
+    assert row["status"] == "error" and row["error"] == "RuntimeError: model down"
+    assert row["passed"] is False and row["scores"] == []
