@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
+    OUTPUT_LIMIT,
     ToolCallStatus,
     ToolCallTrace,
     Trace,
@@ -38,6 +39,9 @@ clock: Callable[[], float] = time.perf_counter
 
 #: The OpenTelemetry exporter that ``instrument()`` set (None: off). Read once per run.
 exporter: Any = None
+
+#: Ends a tool's output that was cut at OUTPUT_LIMIT.
+OUTPUT_CUT = "\n[... more output not kept]"
 
 #: The request settings a trace shows (when set).
 _SETTINGS = ("temperature", "max_tokens", "tool_choice")
@@ -318,6 +322,17 @@ class TraceRecorder:
         self._mark(entry)
         if self.spans is not None:
             self.spans.tool_ended(entry)
+
+    def tool_output(self, call_id: str | None, text: str) -> None:
+        """The tool printed (or displayed) ``text`` while it ran; kept up to OUTPUT_LIMIT."""
+        entry = self.entry(call_id)
+        if entry is None or not text:
+            return
+        if entry.output.endswith(OUTPUT_CUT):
+            return  # cut already
+        room = OUTPUT_LIMIT - len(entry.output)
+        entry.output += text if len(text) <= room else text[: max(room, 0)] + OUTPUT_CUT
+        self._mark(entry)
 
     def _mark(self, entry: ToolCallTrace) -> None:
         self._dirty_calls.add(self._call_index[id(entry)])

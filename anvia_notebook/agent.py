@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -70,7 +71,9 @@ class Agent:
 
         return PromptRequest(self, prompt)
 
-    def resume(self, run_id: str, store: RunStore | str | None = None) -> PromptRequest:
+    def resume(
+        self, run_id: str, store: RunStore | str | os.PathLike[str] | None = None
+    ) -> PromptRequest:
         """Continue a stored run (after a kernel restart, in another process) with this agent.
 
         Pending approvals and questions come back pending; calls that finished are not run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import warnings
 from collections.abc import AsyncIterator, Sequence
@@ -61,12 +62,12 @@ class PromptRequest:
 
     @classmethod
     def resume(
-        cls, agent: Agent, run_id: str, store: RunStore | str | None = None
+        cls, agent: Agent, run_id: str, store: RunStore | str | os.PathLike[str] | None = None
     ) -> PromptRequest:
         """A request that continues the stored run ``run_id`` (see :meth:`Agent.resume`)."""
-        from .store import RunStore, get_store
+        from .store import as_store, get_store
 
-        chosen = RunStore(store) if isinstance(store, str) else (store or get_store())
+        chosen = as_store(store) or get_store()
         if chosen is None:
             raise RunStoreError(
                 "Runs are not stored (ANVIA_NOTEBOOK_STORE is off, or set_store(None) was "
@@ -147,12 +148,12 @@ class PromptRequest:
         self.retries = CompletionRetries(max_attempts, initial_delay, max_delay, should_retry)
         return self
 
-    def store(self, store: RunStore | str | None) -> PromptRequest:
+    def store(self, store: RunStore | str | os.PathLike[str] | None) -> PromptRequest:
         """Write this run to ``store`` (a :class:`RunStore` or a path), or keep it in memory
         only with ``None`` (default: the store chosen by ``set_store`` / the environment)."""
-        from .store import RunStore
+        from .store import as_store
 
-        self._store = RunStore(store) if isinstance(store, str) else store
+        self._store = as_store(store)
         return self
 
     def session(

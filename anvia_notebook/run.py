@@ -41,6 +41,13 @@ STORE_FLUSH_INTERVAL = 1.0
 _RUN_ENDS = frozenset(("final", "cancelled", "error"))
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def _mergeable(last: Any, event: Any) -> bool:
     kind = event.type
     return (
@@ -249,6 +256,21 @@ class AgentRun:
             store.save_run(self.run_id, state, rows, messages_from, trace_rows)
         except Exception as error:
             self._store_failed(error)
+
+    def record_output(self, tool_call_id: str | None, text: str) -> None:
+        """Text a tool printed or displayed while it ran (as a notebook view captured it): kept
+        with the call in :attr:`trace`, and so in the store, for views drawn later. Any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and _running_loop() is not loop:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(self._record_output, tool_call_id, text)
+            return
+        self._record_output(tool_call_id, text)
+
+    def _record_output(self, tool_call_id: str | None, text: str) -> None:
+        self.tracer.tool_output(tool_call_id, text)
+        if self.store is not None and self.tracer.dirty:
+            self._schedule_checkpoint()
 
     def _store_failed(self, error: BaseException) -> None:
         from .store import store_failed

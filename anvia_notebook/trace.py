@@ -53,6 +53,10 @@ TOOL_CALL_STATUSES: tuple[str, ...] = (
 )
 
 
+#: How much of a tool call's printed output a trace keeps.
+OUTPUT_LIMIT = 100_000
+
+
 class TraceUsage(BaseModel):
     """Tokens of one model call. ``cached_tokens`` is None when the provider does not report it
     (the cached tokens are part of ``input_tokens``)."""
@@ -137,6 +141,9 @@ class ToolCallTrace(BaseModel):
     duration_ms: float | None = None
     approval: ApprovalRecord | None = None
     question: QuestionRecord | None = None
+    #: What the tool printed or displayed while it ran, as a notebook view showed it (the first
+    #: :data:`OUTPUT_LIMIT` characters).
+    output: str = ""
 
 
 class Trace(BaseModel):

@@ -197,6 +197,21 @@ def test_runs_can_be_kept_in_memory_only(monkeypatch, store_path):
         an.set_store(store_path)
 
 
+def test_a_store_is_given_as_a_store_a_text_path_or_a_pathlib_path(tmp_path):
+    agent = AgentBuilder("a", QueueModel(["one", "two"])).build()
+    first = agent.prompt("x").store(tmp_path / "runs.sqlite").send_sync()
+    second = agent.prompt("y").store(str(tmp_path / "runs.sqlite")).send_sync()
+    stored = RunStore(tmp_path / "runs.sqlite")
+    assert {r.run_id for r in stored.runs()} == {first.run_id, second.run_id}
+    for wrong in (42, ["runs.sqlite"], b"runs.sqlite"):
+        with pytest.raises(TypeError, match="RunStore, a file path or a postgresql"):
+            agent.prompt("z").store(wrong)
+        with pytest.raises(TypeError, match="RunStore, a file path or a postgresql"):
+            an.set_store(wrong)
+        with pytest.raises(TypeError, match="RunStore, a file path or a postgresql"):
+            agent.resume("run_x", store=wrong)
+
+
 def test_a_foreign_or_damaged_file_is_refused_clearly(tmp_path):
     damaged = tmp_path / "damaged.sqlite"
     damaged.write_bytes(b"this is not a database" * 100)

@@ -130,6 +130,7 @@ def test_a_tool_call_run_traces_requests_responses_usage_and_the_call(clock: Fak
         "duration_ms": 0.0,
         "approval": None,
         "question": None,
+        "output": "",  # what it printed, as a notebook view captured it
     }
     assert trace.calls_of(0) == [traced] and trace.calls_of(1) == []
     assert trace.summary() == {
@@ -465,3 +466,17 @@ async def test_a_resumed_run_continues_its_stored_trace(store_path, tmp_path, mo
     assert transfer.approval is not None and transfer.approval.status == "approved"
     assert trace.turns[1].response.text.startswith("Result:")
     assert store.trace(summary.run_id).model_dump() == trace.model_dump()
+
+
+def test_printed_output_kept_with_a_call_is_bounded():
+    from anvia_notebook._tracing import OUTPUT_CUT, TraceRecorder
+    from anvia_notebook.models import ToolCall
+    from anvia_notebook.trace import OUTPUT_LIMIT, Trace
+
+    recorder = TraceRecorder(Trace(run_id="run_1", agent_id="a"))
+    entry = recorder.tool_call(ToolCall(id="c1", name="t", arguments={}), 1)
+    recorder.tool_output("c1", "x" * (OUTPUT_LIMIT - 1))
+    recorder.tool_output("unknown-call", "ignored")
+    recorder.tool_output("c1", "ab")  # one character too many: cut, and said so
+    recorder.tool_output("c1", "more")
+    assert entry.output == "x" * (OUTPUT_LIMIT - 1) + "a" + OUTPUT_CUT

@@ -232,6 +232,9 @@ class TranscriptSession:
         )
         capture.register(run.run_id, self._on_output)
         self._unsubscribe = run.subscribe(self._on_event, replay=True)
+        for call in run.trace.tool_calls:  # what its tools printed before this view
+            if call.output:
+                self.transcript.tool_output(run.run_id, call.id, f"trace:{call.id}", call.output)
         if run.resumed:
             self.transcript.notice(
                 "Resumed: what ran before is not run again; pending approvals and questions "
@@ -249,6 +252,9 @@ class TranscriptSession:
             self.batcher.flush()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:
+        run = self.run
+        if run is not None and run.run_id == call.run_id:
+            run.record_output(call.tool_call_id, text)
         self.on_loop(
             self.transcript.tool_output, call.run_id, call.tool_call_id, call.internal_call_id, text
         )

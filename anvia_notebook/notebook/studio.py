@@ -409,7 +409,7 @@ class Studio:
         store = self._store()
         if store is None:
             return False
-        logs: list[tuple[str, str, list[Any]]] = []
+        logs: list[tuple[str, str, list[Any], list[Any]]] = []
         try:
             runs = store.runs(session_id=stored.session_id, limit=10_000)
             for summary in reversed(runs):  # oldest first
@@ -422,14 +422,18 @@ class Studio:
                     if 0 <= index < len(state.messages)
                     else summary.prompt
                 )
-                logs.append((summary.run_id, prompt, store.events(summary.run_id)))
+                calls = store.trace(summary.run_id, messages=state.messages).tool_calls
+                logs.append((summary.run_id, prompt, store.events(summary.run_id), calls))
         except Exception as error:
             self._store_failed(store, error)
             return False
-        for run_id, prompt, events in logs:
+        for run_id, prompt, events, calls in logs:
             transcript.begin_run(run_id, stored.agent_id, prompt)
             for event in events:
                 transcript.apply(event)
+            for call in calls:  # what its tools printed
+                if call.output:
+                    transcript.tool_output(run_id, call.id, f"trace:{call.id}", call.output)
             if not events or events[-1].type not in _ENDS:
                 transcript.apply(CancelledEvent(run_id=run_id, reason="it did not finish"))
         return bool(logs)

@@ -50,11 +50,24 @@ _opened: dict[str, RunStore | None] = {}
 _warned: set[str] = set()
 
 
+def as_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
+    """``store`` as a :class:`RunStore`: a store as is, a path (``str`` or ``pathlib.Path``) or
+    ``postgresql://...`` opened, None kept; anything else is refused with a clear error."""
+    if store is None or isinstance(store, RunStore):
+        return store
+    if isinstance(store, (str, os.PathLike)):
+        return RunStore(store)
+    raise TypeError(
+        "A run store is a RunStore, a file path or a postgresql:// address (or None for "
+        f"none), not {type(store).__name__}."
+    )
+
+
 def set_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
     """Store new runs in ``store`` (a path, ``postgresql://...`` or a :class:`RunStore`), or
     keep them in memory only with ``None``. Returns the store."""
     global _chosen
-    chosen = store if store is None or isinstance(store, RunStore) else RunStore(store)
+    chosen = as_store(store)
     with _lock:
         _chosen = chosen
     return chosen

@@ -142,3 +142,22 @@ async def test_a_resumed_run_shows_its_earlier_transcript_and_its_pending_approv
     assert reply["ok"] is True
     assert "sent" in (await handle).output
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
+async def test_what_a_tool_printed_is_stored_with_its_call_and_shown_by_later_views(store_path):
+    from anvia_notebook.notebook.session import TranscriptSession
+
+    handle = runner.show(agent(refund_model()).prompt("Refund A-1").store(store_path))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_approval(page)
+    assert (await page.approve(entry["approval"]["id"]))["ok"]
+    await handle
+    await finished(handle)
+    [call] = RunStore(store_path).trace(handle.run_id).tool_calls
+    assert call.output == "refunding A-1\n"  # in the store, with the call
+    # Another view of the run (as a resumed run is drawn) shows it without the tool running again.
+    later = TranscriptSession(agent_id="shop", loop=asyncio.get_running_loop())
+    later.attach(handle.run)
+    [tool] = [e for e in later.state()["entries"] if e["kind"] == "tool"]
+    assert tool["output"] == "refunding A-1\n"

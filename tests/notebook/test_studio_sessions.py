@@ -207,6 +207,9 @@ async def test_tool_calls_and_approvals_come_back_from_the_event_log(store_path)
     assert tool_entry["status"] == "done"
     assert tool_entry["approval"]["status"] == "approved"
     assert tool_entry["result"] == next(e for e in before if e["kind"] == "tool")["result"]
+    # What the tool printed comes back too: it is stored with the call's trace.
+    assert next(e for e in before if e["kind"] == "tool")["output"] == "refunding A\n"
+    assert tool_entry["output"] == "refunding A\n"
 
 
 async def test_a_session_without_run_logs_is_shown_from_its_messages(store_path):
