@@ -56,6 +56,13 @@ EXPECTED = {
         "refund A1001 25.0\n",
         "interrupted",
     ],
+    "10_evaluate_an_agent.ipynb": [
+        "5/5 cases, pass rate 60%; mean contains 0.60, short_enough 1.00, llm_judge 0.62",
+        "No reviewer is present in an evaluation",  # the refund was rejected, nobody waited
+        "0 newly failing, 1 newly passing; pass rate 60% -&gt; 80%",
+        "['refund'] []",
+        'class="anvia-eval-report"',  # the saved notebook keeps the report's static table
+    ],
 }
 
 
@@ -81,6 +88,6 @@ def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
     if path.name == "08_restart_and_resume.ipynb":
         assert text.count("refund A1001 25.0") == 1  # the approved refund ran exactly once
     # a finished run leaves a static HTML copy of its transcript in the saved notebook
-    if path.name != "07_studio.ipynb":
+    if path.name not in ("07_studio.ipynb", "10_evaluate_an_agent.ipynb"):
         assert 'class="anvia-static-transcript"' in text
     json.dumps(nbformat.writes(notebook))  # the executed notebook still serialises
