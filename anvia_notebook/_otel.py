@@ -77,9 +77,13 @@ class RunSpans:
     def run_ended(self, status: str, error: BaseException | None) -> None:
         root = self.root
         summary = self.recorder.trace.summary()
-        root.set_attribute("gen_ai.usage.input_tokens", summary["input_tokens"])
-        root.set_attribute("gen_ai.usage.output_tokens", summary["output_tokens"])
-        root.set_attribute("anvia.run.status", status)
+        root.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": summary["input_tokens"],
+                "gen_ai.usage.output_tokens": summary["output_tokens"],
+                "anvia.run.status": status,
+            }
+        )
         if status == "cancelled":
             attributes = {"reason": str(error)} if self.content and error is not None else {}
             root.add_event("cancelled", attributes)
@@ -144,13 +148,15 @@ class RunSpans:
             span.add_event("cancelled", {"reason": stopped} if self.content else {})
         else:
             usage = entry.usage
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-            if usage.cached_tokens is not None:
-                span.set_attribute("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens)
             response = entry.response
+            attributes: dict[str, Any] = {
+                "gen_ai.usage.input_tokens": usage.input_tokens,
+                "gen_ai.usage.output_tokens": usage.output_tokens,
+            }
+            if usage.cached_tokens is not None:
+                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
             if response.finish_reason:
-                span.set_attribute("gen_ai.response.finish_reasons", (response.finish_reason,))
+                attributes["gen_ai.response.finish_reasons"] = (response.finish_reason,)
             if self.content:
                 parts: list[dict[str, Any]] = []
                 if response.text:
@@ -169,7 +175,8 @@ class RunSpans:
                     "parts": parts,
                     "finish_reason": response.finish_reason or "",
                 }
-                span.set_attribute("gen_ai.output.messages", json.dumps([output]))
+                attributes["gen_ai.output.messages"] = json.dumps([output])
+            span.set_attributes(attributes)
         span.end()
 
     # -- tool calls ------------------------------------------------------------------------------
@@ -247,13 +254,14 @@ class RunSpans:
         span = self._tools.pop(id(entry), None)
         if span is None:  # the call never began: nothing ran
             return
-        span.set_attribute("anvia.tool.status", entry.status or "")
+        attributes: dict[str, Any] = {"anvia.tool.status": entry.status or ""}
         if self.content:
-            span.set_attribute("gen_ai.tool.call.arguments", _json(entry.args))
-            span.set_attribute("gen_ai.tool.call.result", entry.result or "")
+            attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
+            attributes["gen_ai.tool.call.result"] = entry.result or ""
         if entry.status == "error":
-            span.set_attribute("error.type", "tool_error")
+            attributes["error.type"] = "tool_error"
             span.set_status(Status(StatusCode.ERROR, "The tool call failed."))
+        span.set_attributes(attributes)
         span.end()
 
 

@@ -14,7 +14,9 @@ import operator
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from .models.base import CompletionRequest, CompletionResponse, ToolCall
 
 __all__ = ["TraceRecorder", "clock", "decode_args"]
+
+_M = TypeVar("_M", bound=BaseModel)
 
 #: The clock timings are read from (seconds, monotonic). Tests replace it with a fake clock.
 clock: Callable[[], float] = time.perf_counter
@@ -63,6 +67,46 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
+#: Per model class: its plain defaults, and its fields whose default comes from a factory.
+_DEFAULTS: dict[type[BaseModel], tuple[dict[str, Any], tuple[tuple[str, Any], ...]]] = {}
+
+
+def _build(cls: type[_M], private: dict[str, Any] | None = None, /, **values: Any) -> _M:
+    """A trace model from values the recorder knows to be of the right types, without
+    validating them again: a few of these are made per model call and per tool call, and
+    pydantic's validation (or ``model_construct``) would cost more than everything else the
+    recorder does. Fields not given get their defaults, as with validation."""
+    defaults = _DEFAULTS.get(cls)
+    if defaults is None:
+        plain = {
+            name: field.default
+            for name, field in cls.model_fields.items()
+            if field.default_factory is None and not field.is_required()
+        }
+        factories = tuple(
+            (name, field.default_factory)
+            for name, field in cls.model_fields.items()
+            if field.default_factory is not None
+        )
+        defaults = _DEFAULTS[cls] = (plain, factories)
+    plain, factories = defaults
+    fields = {**plain, **values}
+    for name, factory in factories:
+        if name not in fields:
+            fields[name] = factory()  # type: ignore[call-arg]
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", fields)
+    object.__setattr__(model, "__pydantic_fields_set__", set(fields))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", private)
+    return model
+
+
+def _set(model: BaseModel, **values: Any) -> None:
+    """Update fields of a trace model the recorder made (values of the right types)."""
+    model.__dict__.update(values)
+
+
 class TraceRecorder:
     """Fills one run's trace. Used on the run's event loop only."""
 
@@ -82,6 +126,8 @@ class TraceRecorder:
         self._calls: dict[str, ToolCallTrace] = {call.id: call for call in trace.tool_calls}
         self._call_index: dict[int, int] = {id(c): i for i, c in enumerate(trace.tool_calls)}
         self._dirty_turns: set[int] = set()
+        #: The arguments text each running call started with (decoded once if unchanged).
+        self._raw_args: dict[int, Any] = {}
         self._dirty_calls: set[int] = set()
         self._run_dirty = False
         #: This run's OpenTelemetry spans (None when instrumentation is off).
@@ -139,29 +185,28 @@ class TraceRecorder:
         """A model call begins on ``turn`` with ``request`` (``history``: the run's messages)."""
         now = clock()
         sent = request.messages
-        turn_request = TurnRequest.model_construct(
+        if len(sent) <= len(history) and all(map(operator.is_, sent, history)):
+            private = {"_history": history, "_own": None}
+        else:  # a hook changed the messages: keep what was really sent
+            private = {"_history": None, "_own": list(sent)}
+        turn_request = _build(
+            TurnRequest,
+            private,
             instructions=request.instructions,
             tools=request.tools,
             settings=self._settings(request),
             message_count=len(sent),
         )
-        if len(sent) <= len(history) and all(map(operator.is_, sent, history)):
-            turn_request._history = history
-        else:  # a hook changed the messages: keep what was really sent
-            turn_request._own = list(sent)
-        entry = TurnTrace.model_construct(
+        entry = _build(
+            TurnTrace,
             index=len(self.trace.turns),
             turn=turn,
             model=self.model_name,
             provider=self.provider,
             request=turn_request,
-            response=TurnResponse(),
-            usage=TraceUsage(),
+            response=_build(TurnResponse),
+            usage=_build(TraceUsage),
             started_at=self._wall(now),
-            first_token_ms=None,
-            duration_ms=None,
-            error=None,
-            attempts=1,
         )
         self.trace.turns.append(entry)
         self._turn_t0[entry.index] = now
@@ -179,14 +224,16 @@ class TraceRecorder:
     def attempt(self, entry: TurnTrace, attempt: int) -> Any:
         """Attempt ``attempt`` (1, 2, ...) of the call starts; returns a token for
         :meth:`attempt_over` (the chat span made current while the model streams)."""
-        entry.attempts = attempt
+        if attempt != entry.attempts:
+            entry.attempts = attempt
         if self.spans is not None:
             return self.spans.chat_started(entry)
         return None
 
     def first_token(self, entry: TurnTrace) -> None:
         if entry.first_token_ms is None:
-            entry.first_token_ms = _ms(clock() - self._turn_t0.get(entry.index, self._clock0))
+            started = self._turn_t0.get(entry.index, self._clock0)
+            _set(entry, first_token_ms=_ms(clock() - started))
 
     def model_call_done(self, entry: TurnTrace, response: CompletionResponse, token: Any) -> None:
         self._finish_turn(entry, response)
@@ -217,17 +264,22 @@ class TraceRecorder:
             self.spans.chat_ended(entry, token, None, stopped=reason)
 
     def _finish_turn(self, entry: TurnTrace, response: CompletionResponse) -> None:
-        entry.duration_ms = _ms(clock() - self._turn_t0.pop(entry.index, self._clock0))
-        entry.response = TurnResponse.model_construct(
-            text=response.text,
-            reasoning=response.reasoning,
-            tool_calls=response.tool_calls,
-            finish_reason=response.finish_reason,
-        )
-        entry.usage = TraceUsage.model_construct(
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            cached_tokens=response.cached_tokens,
+        _set(
+            entry,
+            duration_ms=_ms(clock() - self._turn_t0.pop(entry.index, self._clock0)),
+            response=_build(
+                TurnResponse,
+                text=response.text,
+                reasoning=response.reasoning,
+                tool_calls=response.tool_calls,
+                finish_reason=response.finish_reason,
+            ),
+            usage=_build(
+                TraceUsage,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                cached_tokens=response.cached_tokens,
+            ),
         )
         self._dirty_turns.add(entry.index)
 
@@ -245,22 +297,20 @@ class TraceRecorder:
                 if self.spans is not None:
                     self.spans.tool_started(entry)
             return entry
-        entry = ToolCallTrace.model_construct(
+        raw = call.arguments
+        entry = _build(
+            ToolCallTrace,
             id=call.id,
             name=call.name,
-            args=decode_args(call.arguments),
-            result=None,
-            status=None,
+            args=decode_args(raw),
             turn=turn,
             started_at=self._wall(now) if started else None,
-            duration_ms=None,
-            approval=None,
-            question=None,
         )
         self._call_index[id(entry)] = len(self.trace.tool_calls)
         self.trace.tool_calls.append(entry)
         self._calls[call.id] = entry
         self._mark(entry)
+        self._raw_args[id(entry)] = raw
         if started:
             self._call_t0[id(entry)] = now
             if self.spans is not None:
@@ -313,12 +363,11 @@ class TraceRecorder:
         """The call ended with ``result`` (what the model is told) and ``status``."""
         if entry.status is not None:
             return
-        entry.args = decode_args(args)
-        entry.result = result
-        entry.status = status
+        if args != self._raw_args.pop(id(entry), None):  # edited on approval, or not JSON
+            _set(entry, args=decode_args(args))
         started = self._call_t0.pop(id(entry), None)
-        if started is not None:
-            entry.duration_ms = _ms(clock() - started)
+        duration = _ms(clock() - started) if started is not None else entry.duration_ms
+        _set(entry, result=result, status=status, duration_ms=duration)
         self._mark(entry)
         if self.spans is not None:
             self.spans.tool_ended(entry)

@@ -79,7 +79,9 @@ class TurnRequest(BaseModel):
     # The run's conversation; this request sent its first ``message_count`` messages. A request
     # whose messages were changed by a hook keeps its own list instead. Sharing the conversation
     # keeps a long trace small (no copy of the history per turn).
-    _history: list[Message] = PrivateAttr(default_factory=list)
+    # (Plain defaults, no factories: a private attribute with a factory costs an inspection of
+    # the factory each time a request is made.)
+    _history: list[Message] | None = PrivateAttr(default=None)
     _own: list[Message] | None = PrivateAttr(default=None)
 
     @computed_field  # type: ignore[prop-decorator]
@@ -88,7 +90,7 @@ class TurnRequest(BaseModel):
         """The messages the model received, oldest first."""
         if self._own is not None:
             return list(self._own)
-        return self._history[: self.message_count]
+        return self._history[: self.message_count] if self._history is not None else []
 
 
 class TurnResponse(BaseModel):

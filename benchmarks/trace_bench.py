@@ -1,0 +1,217 @@
+"""What tracing costs: run-loop overhead with OpenTelemetry off and on, and a long trace's size.
+
+The trace (``response.trace``) is always collected; ``instrument()`` adds OpenTelemetry spans.
+Scenario as in runtime_overhead.py: 10 turns, one tool call per turn, a fake model with no
+delay, runs in memory and stored in SQLite (the default). OpenTelemetry runs with the SDK's
+tracer provider and an in-memory exporter, behind a batch processor (as with a real exporter)
+or a simple one, and with ``capture_content``. The modes take turns run by run, in one
+process, and CPU time is measured (the export thread's included), so the ratios hold on a busy
+machine.
+
+Then a 1,000-turn run: the memory its trace holds (objects reachable from the trace and not
+from the conversation, by ``sys.getsizeof``), its size in the store, and how long
+``summary()``, ``turn_view()`` and the store's read of the trace take.
+
+    python benchmarks/trace_bench.py [--runs 200] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))  # runtime_overhead
+sys.path.insert(1, str(Path(__file__).parent.parent))  # anvia_notebook, when not installed
+
+from runtime_overhead import TURNS, build_anvia
+
+LONG_TURNS = 1000
+
+
+def otel_provider(batch: bool) -> tuple[Any, Any]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
+    provider.add_span_processor(processor)
+    return provider, exporter
+
+
+MODES = {
+    "off": "trace only (instrument off)",
+    "batch": "OpenTelemetry on (batch processor)",
+    "simple": "OpenTelemetry on (simple processor)",
+    "content": "  + capture_content (batch)",
+}
+
+
+async def compare(runs: int, store: Any) -> dict[str, float]:
+    """Median CPU time per turn of each mode (the batch processor's export thread included);
+    the modes take turns run by run, so a busy machine slows them alike."""
+    import anvia_notebook
+
+    anvia_notebook.set_store(store)
+    run = build_anvia(async_tool=True)
+    batch, batch_spans = otel_provider(batch=True)
+    simple, simple_spans = otel_provider(batch=False)
+    modes = {
+        "off": lambda: anvia_notebook.instrument(False),
+        "batch": lambda: anvia_notebook.instrument(batch),
+        "simple": lambda: anvia_notebook.instrument(simple),
+        "content": lambda: anvia_notebook.instrument(batch, capture_content=True),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in modes}
+    for _ in range(5):  # warm up
+        await run()
+    for index in range(runs):
+        names = list(modes)
+        names = names[index % len(names) :] + names[: index % len(names)]
+        for name in names:
+            modes[name]()
+            start = time.process_time()
+            await run()
+            batch.force_flush()  # the export's CPU counts for the run that made the spans
+            samples[name].append((time.process_time() - start) / TURNS)
+        batch_spans.clear()
+        simple_spans.clear()
+    anvia_notebook.instrument(False)
+    batch.shutdown()
+    simple.shutdown()
+    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+
+
+def long_run_figures() -> dict[str, float]:
+    from pydantic import BaseModel
+
+    from anvia_notebook import AgentBuilder, RunStore, create_tool, set_store
+    from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
+
+    class AddInput(BaseModel):
+        x: int
+        y: int
+
+    tool = create_tool(
+        name="add", description="Add two numbers.", input=AddInput, execute=lambda a, c: a.x + a.y
+    )
+
+    def model_fn(request: Any) -> ModelResponse:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < LONG_TURNS - 1:
+            return ModelResponse(
+                tool_calls=[ToolCall(id=f"c{done}", name="add", arguments={"x": done, "y": 1})]
+            )
+        return ModelResponse(text="done")
+
+    folder = tempfile.mkdtemp(prefix="anvia-trace-bench-")
+    store = RunStore(str(Path(folder) / "runs.sqlite"))
+    set_store(store)
+    agent = (
+        AgentBuilder("long", FunctionModel(model_fn))
+        .instructions("Add numbers. " * 50)
+        .tool(tool)
+        .default_max_turns(LONG_TURNS + 5)
+        .build()
+    )
+    gc.collect()
+    start = time.perf_counter()
+    response = agent.prompt("go").send_sync()
+    run_s = time.perf_counter() - start
+    trace = response.trace
+    messages_size = _size_of(response.messages)
+    trace_and_messages = _size_of((trace, response.messages))
+    assert len(trace.turns) == LONG_TURNS
+    start = time.perf_counter()
+    trace.summary()
+    summary_ms = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    json.dumps(trace.turn_view(LONG_TURNS - 1))
+    view_ms = (time.perf_counter() - start) * 1000
+    start = time.perf_counter()
+    stored = store.trace(response.run_id)
+    read_ms = (time.perf_counter() - start) * 1000
+    assert len(stored.turns) == LONG_TURNS
+    rows = store._q("SELECT SUM(LENGTH(entry)) FROM trace_entries")[0][0]
+    set_store(None)
+    return {
+        "run_s": run_s,
+        "trace_kib": (trace_and_messages - messages_size) / 1024,
+        "messages_kib": messages_size / 1024,
+        "summary_ms": summary_ms,
+        "last_turn_view_ms": view_ms,
+        "store_read_ms": read_ms,
+        "stored_trace_kib": rows / 1024,
+    }
+
+
+def _size_of(root: Any) -> int:
+    """Bytes reachable from ``root`` (objects counted once, by ``sys.getsizeof``): a rough
+    but consistent measure."""
+    seen: set[int] = set()
+    stack = [root]
+    total = 0
+    while stack:
+        obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, type):
+            continue
+        seen.add(id(obj))
+        total += sys.getsizeof(obj, 0)
+        if isinstance(obj, dict):
+            stack.extend(obj.keys())
+            stack.extend(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            stack.extend(obj)
+        else:
+            for name in ("__dict__", "__pydantic_private__", "__pydantic_extra__"):
+                value = getattr(obj, name, None)
+                if value is not None:
+                    stack.append(value)
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=200, help="runs per mode (default 200)")
+    parser.add_argument("--json", help="write the figures to this JSON file")
+    args = parser.parse_args()
+
+    from anvia_notebook import RunStore
+
+    print(f"Run loop overhead with tracing: {TURNS} turns, one tool call per turn, fake model,")
+    print(f"{args.runs} runs per mode, interleaved")
+    figures: dict[str, dict[str, float]] = {}
+    sqlite = RunStore(str(Path(tempfile.mkdtemp(prefix="anvia-trace-bench-")) / "runs.sqlite"))
+    for where, store in (("runs in memory", None), ("runs stored in SQLite", sqlite)):
+        per_turn = figures[where] = asyncio.run(compare(args.runs, store))
+        off = per_turn["off"]
+        print(f"\n{where:<38} {'µs per turn':>12} {'vs off':>8}")
+        for name, label in MODES.items():
+            print(f"{label:<38} {per_turn[name]:>12.1f} {per_turn[name] / off:>7.2f}x")
+    print(f"\nA {LONG_TURNS}-turn run (one tool call per turn, stored in SQLite):")
+    long = long_run_figures()
+    print(f"  run time                      {long['run_s']:8.2f} s")
+    print(f"  trace in memory               {long['trace_kib']:8.0f} KiB", end="")
+    print(f"  (the conversation itself: {long['messages_kib']:.0f} KiB)")
+    print(f"  trace in the store            {long['stored_trace_kib']:8.0f} KiB")
+    print(f"  summary()                     {long['summary_ms']:8.2f} ms")
+    print(f"  turn_view(last) + json.dumps  {long['last_turn_view_ms']:8.2f} ms")
+    print(f"  RunStore.trace(run_id)        {long['store_read_ms']:8.1f} ms")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"per_turn_us": figures, "long_run": long}, handle, indent=2)
+
+
+if __name__ == "__main__":
+    main()
