@@ -542,3 +542,22 @@ def test_report_text_and_summary():
     assert repr(report) == (
         "EvalReport('evals-test': 3/3 cases, pass rate 67%, errors 1; mean contains 1.00)"
     )
+
+
+def test_evals_never_import_jupyter_or_pandas_unless_asked():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from anvia_notebook import AgentBuilder, evals, set_store\n"
+        "from anvia_notebook.models import FunctionModel\n"
+        "set_store(None)\n"
+        "agent = AgentBuilder('a', FunctionModel(lambda r: 'ok')).build()\n"
+        "report = evals.evaluate_sync(agent, [{'input': 'x'}], [evals.contains('ok')])\n"
+        "assert report.pass_rate == 1.0\n"
+        "print(sorted(m for m in ('ipykernel', 'IPython', 'ipywidgets', 'anywidget', 'comm',\n"
+        "    'traitlets', 'pandas', 'jsonschema', 'anvia_notebook.notebook') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

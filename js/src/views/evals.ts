@@ -14,6 +14,31 @@ export interface EvalsView {
   dispose(): void;
 }
 
+/** Rows a fresh view builds at once; the rest are built in idle time (a few ms at a time), so a
+ * 1,000-case report shows its first rows at once and stays responsive while the rest come. */
+export const EAGER_ROWS = 100;
+/** How long one idle slice may spend building rows (ms). */
+const SLICE_MS = 8;
+/** Characters of an output a cell holds (it shows one line; the tooltip has the whole preview). */
+const CELL_CHARS = 160;
+
+type IdleHandle = { cancel(): void };
+
+function whenIdle(fn: (timeLeft: () => boolean) => void): IdleHandle {
+  if (typeof requestIdleCallback === "function") {
+    const id = requestIdleCallback((d) => {
+      const end = performance.now() + SLICE_MS;
+      fn(() => d.timeRemaining() > 1 && performance.now() < end);
+    });
+    return { cancel: () => cancelIdleCallback(id) };
+  }
+  const id = setTimeout(() => {
+    const end = performance.now() + SLICE_MS;
+    fn(() => performance.now() < end);
+  }, 16);
+  return { cancel: () => clearTimeout(id) };
+}
+
 export const CASE_STATUS_LABELS: Record<EvalsCaseStatus, string> = {
   pending: "Pending",
   running: "Running",
@@ -92,7 +117,9 @@ export function evalsView(session: Session): EvalsView {
   /** The case whose panel a person closed (it shows again when another case is opened). */
   let closedFor: number | null = null;
   let columns = "";
-  const rowEls: HTMLTableRowElement[] = [];
+  /** The row of each case, null while it waits to be built (in idle time). */
+  const rowEls: (HTMLTableRowElement | null)[] = [];
+  let idle: IdleHandle | null = null;
   let knownStatus: string | null = store.summary?.status ?? null;
   let ticker: ReturnType<typeof setInterval> | null = null;
 
@@ -138,7 +165,9 @@ export function evalsView(session: Session): EvalsView {
     if (key === columns) return;
     columns = key;
     headRow.replaceChildren(
-      ...["#", "Case", "Status", "Output", ...names, "Time"].map((label) => h("th", { scope: "col" }, label)),
+      ...["#", "Case", "Status", "Output"].map((label) => h("th", { scope: "col" }, label)),
+      ...names.map((label) => h("th", { scope: "col", class: "anvia-eval-metric-col", title: label }, label)),
+      h("th", { scope: "col" }, "Time"),
     );
     rowEls.length = 0;
     body.replaceChildren();
@@ -165,31 +194,52 @@ export function evalsView(session: Session): EvalsView {
       h("td", { class: "anvia-eval-index" }, String(row.index + 1)),
       h("td", {}, name),
       h("td", { class: "anvia-eval-status" }, rowStatus(row)),
-      h("td", { class: `anvia-eval-output${row.status === "error" ? " anvia-error-text" : ""}`, title: output || null }, output),
+      h(
+        "td",
+        { class: `anvia-eval-output${row.status === "error" ? " anvia-error-text" : ""}`, title: output || null },
+        output.slice(0, CELL_CHARS),
+      ),
       ...scores,
       h("td", { class: "anvia-eval-time" }, row.duration_ms === null ? "" : formatDuration(row.duration_ms)),
     );
     return tr;
   }
 
+  /** Build (and append) rows from the first one not built, while `more()` says so. */
+  function buildMore(more: () => boolean): void {
+    const fragment = document.createDocumentFragment();
+    let index = rowEls.indexOf(null);
+    while (index !== -1 && index < rowEls.length && more()) {
+      const row = store.rows[index];
+      if (row) {
+        const tr = buildRow(row);
+        rowEls[index] = tr;
+        fragment.appendChild(tr);
+      }
+      index++;
+      if (index < rowEls.length && rowEls[index] !== null) index = rowEls.indexOf(null);
+    }
+    body.appendChild(fragment);
+    idle = rowEls.includes(null) ? whenIdle(buildMore) : null;
+  }
+
   function renderRows(changed: number[] | null): void {
     renderColumns();
     const rows = store.rows;
     if (changed === null || rowEls.length !== rows.length) {
-      const fragment = document.createDocumentFragment();
+      idle?.cancel();
+      idle = null;
       rowEls.length = 0;
-      for (const row of rows) {
-        const tr = buildRow(row);
-        rowEls.push(tr);
-        fragment.appendChild(tr);
-      }
-      body.replaceChildren(fragment);
+      for (let i = 0; i < rows.length; i++) rowEls.push(null);
+      body.replaceChildren();
+      let built = 0;
+      buildMore(() => built++ < EAGER_ROWS);
       return;
     }
     for (const index of changed) {
       const row = rows[index];
       const old = rowEls[index];
-      if (!row || !old) continue;
+      if (!row || !old) continue; // not built yet: built later from the current row
       const tr = buildRow(row);
       old.replaceWith(tr);
       rowEls[index] = tr;
@@ -309,6 +359,7 @@ export function evalsView(session: Session): EvalsView {
     dispose: () => {
       unsubscribe();
       transcript.dispose();
+      idle?.cancel();
       if (ticker !== null) clearInterval(ticker);
     },
   };
