@@ -56,6 +56,16 @@ EXPECTED = {
         "refund A1001 25.0\n",
         "interrupted",
     ],
+    "09_inspect_a_run.ipynb": [
+        "status='success', turns=2, tool_calls=1)",
+        "'cached_tokens': 768",
+        "tools: ['get_order_status', 'issue_refund']",
+        "issue_refund status: rejected",
+        "stored trace: True",
+        "invoke_agent Support agent",
+        "execute_tool issue_refund",
+        "event tool_approval_result: {'anvia.approval.id'",
+    ],
     "10_evaluate_an_agent.ipynb": [
         "5/5 cases, pass rate 60%; mean contains 0.60, short_enough 1.00, llm_judge 0.62",
         "No reviewer is present in an evaluation",  # the refund was rejected, nobody waited
