@@ -396,11 +396,11 @@ def test_the_requests_share_the_conversation_instead_of_copying_it() -> None:
     assert trace.turns[10].request.messages[0] is last[0]  # the same message objects
 
 
-def test_a_stored_run_keeps_its_trace(store_path) -> None:
+def test_a_stored_run_keeps_its_trace(store_location) -> None:
     model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
     builder, _ = add_agent(model)
     response = builder.build().prompt("1 + 2?").send_sync()
-    stored = RunStore(store_path).trace(response.run_id)
+    stored = RunStore(store_location).trace(response.run_id)
     live = response.trace
     assert stored.model_dump() == live.model_dump()
     assert stored.turns[1].request.messages[2].role == "tool"
@@ -480,3 +480,48 @@ def test_printed_output_kept_with_a_call_is_bounded():
     recorder.tool_output("c1", "ab")  # one character too many: cut, and said so
     recorder.tool_output("c1", "more")
     assert entry.output == "x" * (OUTPUT_LIMIT - 1) + "a" + OUTPUT_CUT
+
+
+@pytest.mark.timeout(60)
+async def test_a_model_call_cut_off_by_a_dead_kernel_is_marked_and_made_again(
+    store_path, tmp_path, monkeypatch
+) -> None:
+    import store_agents
+
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    child = _start_child("stream")
+    store = RunStore(store_path)
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # until the streamed text is stored (within a second of streaming)
+            stored = store.runs()
+            if stored and store.trace(stored[0].run_id).turns:
+                break
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            assert time.monotonic() < deadline, "the child's model call was never stored"
+            await asyncio.sleep(0.02)
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        if child.stderr:
+            child.stderr.close()
+    run_id = store.runs()[0].run_id
+    [cut] = store.trace(run_id).turns
+    assert cut.duration_ms is None  # it never ended
+    monkeypatch.setenv("ANVIA_TEST_FAST", "1")
+    response = await asyncio.wait_for(store_agents.agent("stream").resume(run_id).send(), 10)
+    first, again = response.trace.turns
+    assert first.error is not None and first.error.startswith("Interrupted")
+    assert again.response.text == "complete answer" and again.error is None
+    assert response.trace.status == "success"
+
+
+def test_instrument_without_opentelemetry_says_how_to_install_it(monkeypatch) -> None:
+    from anvia_notebook import instrument
+
+    monkeypatch.delitem(sys.modules, "anvia_notebook._otel", raising=False)
+    for name in [m for m in sys.modules if m.split(".")[0] == "opentelemetry"]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)
+    with pytest.raises(ImportError, match=r'pip install "anvia_notebook\[otel\]"'):
+        instrument()
