@@ -4,7 +4,8 @@ The trace (``response.trace``) is always collected; ``instrument()`` adds OpenTe
 Scenario as in runtime_overhead.py: 10 turns, one tool call per turn, a fake model with no
 delay, runs in memory and stored in SQLite (the default). OpenTelemetry runs with the SDK's
 tracer provider and an in-memory exporter, behind a batch processor (as with a real exporter)
-or a simple one, and with ``capture_content``. The modes take turns run by run, in one
+or a simple one, and with ``capture_content``; and with the API's no-op provider, which shows
+what our instrumentation costs apart from the SDK's spans. The modes take turns run by run, in one
 process, and CPU time is measured (the export thread's included), so the ratios hold on a busy
 machine.
 
@@ -50,6 +51,7 @@ def otel_provider(batch: bool) -> tuple[Any, Any]:
 
 MODES = {
     "off": "trace only (instrument off)",
+    "noop": "instrument on, API's no-op provider",
     "batch": "OpenTelemetry on (batch processor)",
     "simple": "OpenTelemetry on (simple processor)",
     "content": "  + capture_content (batch)",
@@ -65,8 +67,12 @@ async def compare(runs: int, store: Any) -> dict[str, float]:
     run = build_anvia(async_tool=True)
     batch, batch_spans = otel_provider(batch=True)
     simple, simple_spans = otel_provider(batch=False)
+    from opentelemetry.trace import NoOpTracerProvider
+
+    noop = NoOpTracerProvider()
     modes = {
         "off": lambda: anvia_notebook.instrument(False),
+        "noop": lambda: anvia_notebook.instrument(noop),
         "batch": lambda: anvia_notebook.instrument(batch),
         "simple": lambda: anvia_notebook.instrument(simple),
         "content": lambda: anvia_notebook.instrument(batch, capture_content=True),
