@@ -10,6 +10,7 @@ off, nothing of OpenTelemetry is imported and each notification costs one ``None
 from __future__ import annotations
 
 import json
+import logging
 import operator
 import time
 from collections.abc import Callable
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["TraceRecorder", "clock", "decode_args"]
 
 _M = TypeVar("_M", bound=BaseModel)
+
+logger = logging.getLogger("anvia_notebook")
 
 #: The clock timings are read from (seconds, monotonic). Tests replace it with a fake clock.
 clock: Callable[[], float] = time.perf_counter
@@ -152,7 +155,10 @@ class TraceRecorder:
             self._close_interrupted()
         self._run_dirty = True
         if exporter is not None:
-            self.spans = exporter.run_spans(self, agent_id=agent_id, resumed=resumed)
+            try:
+                self.spans = exporter.run_spans(self, agent_id=agent_id, resumed=resumed)
+            except Exception:  # exporting must never stop a run
+                logger.exception("Could not start the OpenTelemetry spans of run %s", trace.run_id)
 
     def _close_interrupted(self) -> None:
         """A resumed run: model calls the stopped kernel left open were interrupted."""

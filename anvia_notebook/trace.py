@@ -209,7 +209,7 @@ class Trace(BaseModel):
             "request": turn.request.model_dump(mode="json", exclude={"message_count"}),
             "response": turn.response.model_dump(mode="json"),
             "usage": turn.usage.model_dump(mode="json"),
-            "started_at": turn.started_at.isoformat(),
+            "started_at": turn.model_dump(mode="json", include={"started_at"})["started_at"],
             "first_token_ms": turn.first_token_ms,
             "duration_ms": turn.duration_ms,
             "error": turn.error,

@@ -285,3 +285,20 @@ def test_instrument_off_exports_nothing_and_bad_input_is_refused() -> None:
     with pytest.raises(TypeError, match="capture_content"):
         instrument(provider, capture_content="yes")  # type: ignore[arg-type]
     assert not instrumented()
+
+
+def test_a_broken_tracer_provider_never_stops_a_run(caplog) -> None:
+    class Broken:
+        def get_tracer(self, *args, **kwargs):
+            return self
+
+        def start_span(self, *args, **kwargs):
+            raise RuntimeError("exporter misconfigured")
+
+    instrument(Broken())
+    try:
+        response = AgentBuilder("a", QueueModel(["fine"])).build().prompt("go").send_sync()
+    finally:
+        instrument(False)
+    assert response.output == "fine" and response.trace.status == "success"
+    assert "Could not start the OpenTelemetry spans" in caplog.text
