@@ -3,8 +3,11 @@
 // Deliberately not a live region: status changes are announced by the status view.
 // A view drawn from a long transcript builds its newest entries at once and older ones when they
 // come near the viewport or the page is idle (a plain-text stand-in holds their place meanwhile).
+// What comes near the viewport is found when the list scrolls (a binary search over the stand-ins,
+// which are in document order), not by observing every stand-in: an IntersectionObserver with a
+// thousand targets costs every frame until the last one is built.
 import { button, h } from "../dom";
-import { schedule } from "../frame";
+import { cancelScheduled, schedule } from "../frame";
 import { type Entry, TOOL_STATUS_LABELS } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { type EntryView, entryView } from "./entries";
@@ -17,8 +20,11 @@ export interface TranscriptView {
 
 /** How close to the bottom (px) still counts as "at the bottom". */
 const PIN_SLACK = 32;
-/** Entries a fresh view builds at once (the newest); older ones are built lazily. */
-export const EAGER_ENTRIES = 50;
+/** Entries a fresh view builds at once (the newest: more than fill the list's height); older
+ * ones are built lazily. */
+export const EAGER_ENTRIES = 24;
+/** Stand-ins this close (px) above or below the visible part of the list are built. */
+const NEAR = 800;
 /** How long one idle slice may spend building older entries (ms). */
 const SLICE_MS = 8;
 
@@ -64,23 +70,12 @@ export function transcriptView(session: Session): TranscriptView {
   }, { class: "anvia-button anvia-jump", hidden: true });
   const el = h("div", { class: "anvia-transcript-wrap" }, list, jump);
   const views = new Map<string, Slot>();
-  /** Ids of stand-ins, oldest first (idle time builds the newest first). */
+  /** Ids of stand-ins in document order, oldest first (idle time builds the newest first). */
   let pending: string[] = [];
   let idle: IdleHandle | null = null;
-  const observer =
-    typeof IntersectionObserver === "function"
-      ? new IntersectionObserver(
-          (changes) => {
-            for (const change of changes) {
-              const id = (change.target as HTMLElement & { anviaId?: string }).anviaId;
-              if (change.isIntersecting && id !== undefined) build(id);
-            }
-          },
-          { rootMargin: "800px 0px" },
-        )
-      : null;
   let pinned = true;
   const scrollKey = {};
+  const nearKey = {};
 
   function scrollToBottom(): void {
     list.scrollTop = list.scrollHeight;
@@ -96,7 +91,30 @@ export function transcriptView(session: Session): TranscriptView {
   list.addEventListener("scroll", () => {
     pinned = list.scrollHeight - list.scrollTop - list.clientHeight <= PIN_SLACK;
     if (pinned) jump.hidden = true;
-  });
+    if (pending.length > 0) schedule(nearKey, buildNear);
+  }, { passive: true });
+
+  /** Build the stand-ins within NEAR px of the visible part of the list. */
+  function buildNear(): void {
+    pending = pending.filter((id) => views.get(id)?.view === null);
+    if (pending.length === 0 || !list.isConnected) return;
+    const box = list.getBoundingClientRect();
+    if (box.width === 0 && box.height === 0) return; // not laid out (hidden): nothing is near
+    const top = box.top - NEAR;
+    const bottom = box.bottom + NEAR;
+    const rect = (i: number): DOMRect => views.get(pending[i]!)!.el.getBoundingClientRect();
+    // The first stand-in that ends below `top` (stand-ins are in document order).
+    let lo = 0;
+    let hi = pending.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (rect(mid).bottom < top) lo = mid + 1;
+      else hi = mid;
+    }
+    const near: string[] = [];
+    for (let i = lo; i < pending.length && rect(i).top <= bottom; i++) near.push(pending[i]!);
+    for (const id of near) build(id);
+  }
 
   function create(entry: Entry): Slot {
     const view = entryView(session, entry);
@@ -106,12 +124,8 @@ export function transcriptView(session: Session): TranscriptView {
   }
 
   function createLater(entry: Entry): Slot {
-    const el = standIn(entry);
-    (el as HTMLElement & { anviaId?: string }).anviaId = entry.id;
-    const slot = { kind: entry.kind, view: null, el };
+    const slot = { kind: entry.kind, view: null, el: standIn(entry) };
     views.set(entry.id, slot);
-    pending.push(entry.id);
-    observer?.observe(el);
     return slot;
   }
 
@@ -120,7 +134,6 @@ export function transcriptView(session: Session): TranscriptView {
     const slot = views.get(id);
     const entry = session.store.get(id);
     if (!slot || slot.view || !entry) return slot;
-    observer?.unobserve(slot.el);
     const view = entryView(session, entry);
     slot.el.replaceWith(view.el);
     slot.view = view;
@@ -139,8 +152,7 @@ export function transcriptView(session: Session): TranscriptView {
   }
 
   function drop(id: string, slot: Slot): void {
-    if (slot.view) slot.view.dispose();
-    else observer?.unobserve(slot.el);
+    slot.view?.dispose();
     slot.el.remove();
     views.delete(id);
   }
@@ -168,9 +180,13 @@ export function transcriptView(session: Session): TranscriptView {
     for (const [id, slot] of views) {
       if (!keep.has(id)) drop(id, slot);
     }
-    pending = pending.filter((id) => views.get(id)?.view === null);
+    // In document order, which the search for stand-ins near the viewport relies on.
+    pending = entries.filter((entry) => views.get(entry.id)?.view === null).map((entry) => entry.id);
     buildWhenIdle();
     contentChanged();
+    // After the frame's scroll to the bottom: stand-ins in view (a list taller than the newest
+    // entries) are built before the page is idle.
+    if (pending.length > 0) schedule(nearKey, buildNear);
   }
 
   function onEvent(ev: SessionEvent): void {
@@ -207,7 +223,7 @@ export function transcriptView(session: Session): TranscriptView {
     el,
     dispose() {
       unsubscribe();
-      observer?.disconnect();
+      cancelScheduled(nearKey);
       idle?.cancel();
       for (const { view } of views.values()) view?.dispose();
       views.clear();
