@@ -105,6 +105,11 @@ def _build(cls: type[_M], private: dict[str, Any] | None = None, /, **values: An
     return model
 
 
+#: What a model call that has not ended shows; replaced (never changed) when it ends.
+_NOTHING_YET = TurnResponse()
+_NO_TOKENS_YET = TraceUsage()
+
+
 def _set(model: BaseModel, **values: Any) -> None:
     """Update fields of a trace model the recorder made (values of the right types)."""
     model.__dict__.update(values)
@@ -210,8 +215,8 @@ class TraceRecorder:
             model=self.model_name,
             provider=self.provider,
             request=turn_request,
-            response=_build(TurnResponse),
-            usage=_build(TraceUsage),
+            response=_NOTHING_YET,
+            usage=_NO_TOKENS_YET,
             started_at=self._wall(now),
         )
         self.trace.turns.append(entry)
