@@ -525,3 +525,58 @@ def test_instrument_without_opentelemetry_says_how_to_install_it(monkeypatch) ->
     monkeypatch.setitem(sys.modules, "opentelemetry", None)
     with pytest.raises(ImportError, match=r'pip install "anvia_notebook\[otel\]"'):
         instrument()
+
+
+async def test_stopping_while_an_approval_or_a_question_waits_cancels_the_call() -> None:
+    forever = asyncio.Event()
+
+    async def wait(request):
+        await forever.wait()
+
+    questions = {
+        "questions": [{"id": "p", "question": "P?", "choices": [{"label": "A", "value": "a"}]}]
+    }
+    model = QueueModel(
+        [calls(("add", {"x": 1, "y": 1}, "guarded"), ("ask_question", questions, "asked")), "-"]
+    )
+    add = make_add_tool(approval=ToolApproval())
+    human = CallbackHumanInput(approve=wait, ask=wait)
+    agent = AgentBuilder("a", model).tools([add, ask_question]).human_input(human).build()
+    run = agent.prompt("go").with_tool_concurrency(2).start()
+    waiting = asyncio.Event()
+    run.subscribe(lambda e: waiting.set() if e.type == "tool_question_request" else None)
+    await asyncio.wait_for(waiting.wait(), 5)
+    run.cancel("Stop")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    guarded, asked = run.trace.tool_calls
+    assert (guarded.status, guarded.approval.status) == ("cancelled", "cancelled")
+    assert (asked.status, asked.question.status) == ("cancelled", "cancelled")
+    assert add.calls == []
+
+
+def test_calls_run_concurrently_are_traced_in_call_order() -> None:
+    async def slow_then_fast(args, ctx):
+        if args.text == "slow":
+            await asyncio.sleep(0)  # yields, so the second call finishes first
+            await asyncio.sleep(0)
+        return args.text
+
+    echo = create_tool(name="echo", description="Echo.", input=NoteInput, execute=slow_then_fast)
+    model = QueueModel(
+        [calls(("echo", {"text": "slow"}, "a"), ("echo", {"text": "fast"}, "b")), "done"]
+    )
+    agent = AgentBuilder("a", model).tool(echo).build()
+    trace = agent.prompt("go").with_tool_concurrency(2).send_sync().trace
+    assert [(c.id, c.result, c.status) for c in trace.tool_calls] == [
+        ("a", "slow", "success"),
+        ("b", "fast", "success"),
+    ]
+
+
+def test_a_run_handle_shows_its_run_trace() -> None:
+    from anvia_notebook.notebook.handle import RunHandle
+
+    request = AgentBuilder("a", QueueModel(["hi"])).build().prompt("go")
+    request.send_sync()
+    assert RunHandle(request._run, session=None).trace is request.trace  # type: ignore[arg-type]
