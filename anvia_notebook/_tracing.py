@@ -233,8 +233,9 @@ class TraceRecorder:
         return settings
 
     def attempt(self, entry: TurnTrace, attempt: int) -> Any:
-        """Attempt ``attempt`` (1, 2, ...) of the call starts; returns a token for
-        :meth:`attempt_over` (the chat span made current while the model streams)."""
+        """Attempt ``attempt`` (1, 2, ...) of the call starts. Returns the token that the call's
+        end (:meth:`model_call_done`, ``_failed``, ``_stopped``) takes back: the chat span,
+        current while the model streams (None when not instrumented)."""
         if attempt != entry.attempts:
             entry.attempts = attempt
         if self.spans is not None:

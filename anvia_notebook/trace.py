@@ -158,7 +158,8 @@ class Trace(BaseModel):
     status: str = "pending"
     error: str | None = None
     started_at: datetime | None = None
-    #: Milliseconds the run was running (over every process that ran it); None while it runs.
+    #: Milliseconds from the start to the end (for a resumed run, the time between included);
+    #: None while it runs.
     duration_ms: float | None = None
     turns: list[TurnTrace] = Field(default_factory=list)
     tool_calls: list[ToolCallTrace] = Field(default_factory=list)
