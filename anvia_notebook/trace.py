@@ -172,6 +172,50 @@ class Trace(BaseModel):
 
     __str__ = __repr__
 
+    def _repr_html_(self) -> str:
+        """In a notebook: the summary, then one row per model call and tool call (escaped)."""
+        from html import escape
+
+        summary = self.summary()
+        head = (
+            f"<p><b>Trace</b> of run <code>{escape(self.run_id)}</code> "
+            f"({escape(self.status)}): {summary['turns']} model calls, "
+            f"{summary['tool_calls']} tool calls, {summary['input_tokens']} tokens in / "
+            f"{summary['output_tokens']} out ({summary['cached_tokens']} cached), first token "
+            f"{_ms_text(summary['first_token_ms'])}, total {_ms_text(summary['duration_ms'])}</p>"
+        )
+        rows = self.rows()
+        shown = rows[:HTML_ROWS]
+        cells = []
+        for row in shown:
+            tokens = (
+                f"{row['input_tokens']} / {row['output_tokens']}" if row["kind"] == "model" else ""
+            )
+            text = str(row["error"] or row["result"] or "")
+            preview = text if len(text) <= 80 else text[:79] + "…"
+            values = (
+                row["kind"],
+                str(row["turn"]),
+                str(row["name"]),
+                str(row["status"]),
+                _ms_text(row["duration_ms"]),
+                tokens,
+                preview,
+            )
+            cells.append("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in values) + "</tr>")
+        titles = ("kind", "turn", "name", "status", "duration", "tokens in / out", "result")
+        header = "".join(f"<th style='text-align:left'>{t}</th>" for t in titles)
+        more = (
+            f"<p>And {len(rows) - len(shown)} more: <code>trace.to_pandas()</code> has every "
+            "row.</p>"
+            if len(rows) > len(shown)
+            else ""
+        )
+        return (
+            f"{head}<table><thead><tr>{header}</tr></thead>"
+            f"<tbody>{''.join(cells)}</tbody></table>{more}"
+        )
+
     # -- views ---------------------------------------------------------------------------------
 
     def summary(self) -> dict[str, Any]:
@@ -254,6 +298,14 @@ class Trace(BaseModel):
         for calls in calls_by_turn.values():  # calls whose model call is not in the trace
             rows.extend(_tool_row(call) for call in calls)
         return rows
+
+
+#: How many rows a trace shows in a notebook (``to_pandas()`` has them all).
+HTML_ROWS = 200
+
+
+def _ms_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f} ms"
 
 
 ROW_COLUMNS = [

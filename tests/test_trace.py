@@ -580,3 +580,23 @@ def test_a_run_handle_shows_its_run_trace() -> None:
     request = AgentBuilder("a", QueueModel(["hi"])).build().prompt("go")
     request.send_sync()
     assert RunHandle(request._run, session=None).trace is request.trace  # type: ignore[arg-type]
+
+
+def test_a_trace_shows_as_an_escaped_table_in_a_notebook(monkeypatch) -> None:
+    import anvia_notebook.trace as trace_module
+
+    model = QueueModel(
+        [call("save", {"text": "<script>alert(1)</script>"}), ModelResponse(text="<b>ok</b>")]
+    )
+    save = create_tool(
+        name="save", description="Save.", input=NoteInput, execute=lambda args, ctx: args.text
+    )
+    trace = AgentBuilder("a", model).tool(save).build().prompt("go").send_sync().trace
+    html = trace._repr_html_()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "&lt;b&gt;ok&lt;/b&gt;" in html
+    assert "2 model calls, 1 tool calls" in html
+    assert html.count("<tr>") == 1 + 3  # the header and three rows
+    monkeypatch.setattr(trace_module, "HTML_ROWS", 2)
+    html = trace._repr_html_()
+    assert html.count("<tr>") == 1 + 2 and "And 1 more: <code>trace.to_pandas()</code>" in html
