@@ -600,3 +600,17 @@ def test_a_trace_shows_as_an_escaped_table_in_a_notebook(monkeypatch) -> None:
     monkeypatch.setattr(trace_module, "HTML_ROWS", 2)
     html = trace._repr_html_()
     assert html.count("<tr>") == 1 + 2 and "And 1 more: <code>trace.to_pandas()</code>" in html
+
+
+def test_a_question_nobody_answered_in_time_is_timed_out() -> None:
+    def ask(request):
+        raise HumanInputTimeout(60)
+
+    questions = {
+        "questions": [{"id": "p", "question": "P?", "choices": [{"label": "A", "value": "a"}]}]
+    }
+    model = QueueModel([call("ask_question", questions, id="q"), "ok"])
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask))
+    [asked] = agent.build().prompt("go").send_sync().trace.tool_calls
+    assert asked.status == "timed_out" and asked.question.status == "timed_out"
+    assert "did not answer within 60 s" in (asked.result or "")
