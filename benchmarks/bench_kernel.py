@@ -57,6 +57,17 @@ def setup(out_dir: str) -> None:
     OUT_DIR.mkdir(parents=True, exist_ok=True)
 
 
+def use_store(mode: str) -> None:
+    """Store the runs made after this (``"on"``: the default store, ``.anvia/runs.sqlite`` in the
+    kernel's folder) or not (``"off"``), as a user does with ``ANVIA_NOTEBOOK_STORE=off``."""
+    if mode not in ("on", "off"):
+        raise ValueError(f"store mode {mode!r}: 'on' or 'off'")
+    if mode == "off":
+        os.environ["ANVIA_NOTEBOOK_STORE"] = "off"
+    else:
+        os.environ.pop("ANVIA_NOTEBOOK_STORE", None)
+
+
 def write_result(tag: str, data: dict[str, Any]) -> None:
     """Write ``data`` as ``OUT_DIR/<tag>.json`` (atomically: the reader polls for the file)."""
     tmp = OUT_DIR / f".{tag}.json.tmp"

@@ -12,6 +12,9 @@ STREAM_RATIO = 1.5
 CLICK_ABOVE_MS = 15.0
 #: "First render of a fresh view of 1,000 entries under 300 ms."
 LONG_RENDER_MS = 300.0
+#: The figures of a part measured with the run store off are under ``<part>`` + this (the plain
+#: key holds the default, store on); the tables show both side by side.
+OFF_SUFFIX = "_store_off"
 
 STREAM_FIELDS = (
     "frames",
@@ -132,7 +135,22 @@ def targets(results: dict[str, Any], stream: dict[str, Any]) -> list[dict[str, A
 
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
     stream = summarize_streaming(results["streaming"]) if "streaming" in results else {}
-    return {"streaming": stream, "targets": targets(results, stream)}
+    off_key = f"streaming{OFF_SUFFIX}"
+    off = summarize_streaming(results[off_key]) if off_key in results else {}
+    return {"streaming": stream, f"streaming{OFF_SUFFIX}": off, "targets": targets(results, stream)}
+
+
+def _store_label(part: dict[str, Any] | None) -> str:
+    return "store off" if (part or {}).get("store") == "off" else "store on"
+
+
+def _side_by_side(
+    rows: list[list[str]], off_rows: list[list[str]] | None, first: int = 1
+) -> list[list[str]]:
+    """``rows`` with the value columns of ``off_rows`` (the same rows, store off) appended."""
+    if off_rows is None:
+        return rows
+    return [row + off[first:] for row, off in zip(rows, off_rows, strict=True)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,23 +387,42 @@ def render(results: dict[str, Any], summary: dict[str, Any], *, markdown: bool) 
         out.append(f"**{title}**" if markdown else f"== {title}")
         out.append("")
 
+    off_stream = summary.get(f"streaming{OFF_SUFFIX}") or {}
+    on_label = _store_label(results.get("streaming"))
     for pace, variants in summary["streaming"].items():
         section(_stream_title(pace, variants))
+        header = ["", "(a) ours", "(b) usual way", "(c) floor", "(a)/(c)"]
+        off_variants = off_stream.get(pace)
+        if off_variants:
+            header = [header[0], *(f"{h}, {on_label}" for h in header[1:])]
+            header += [
+                f"{h}, store off" for h in ("(a) ours", "(b) usual way", "(c) floor", "(a)/(c)")
+            ]
+        rows = stream_rows(pace, variants)
         out += _table(
-            ["", "(a) ours", "(b) usual way", "(c) floor", "(a)/(c)"],
-            stream_rows(pace, variants),
+            header,
+            _side_by_side(rows, stream_rows(pace, off_variants) if off_variants else None),
             markdown,
         )
     if "clicks" in results:
-        section(f"Click latency, {results['clicks']['rounds']} runs each")
+        clicks, off = results["clicks"], results.get(f"clicks{OFF_SUFFIX}")
+        section(f"Click latency, {clicks['rounds']} runs each")
+        header = ["", "median", "p90", "median above click-to-handler"]
+        if off:
+            header = [header[0], *(f"{h}, {_store_label(clicks)}" for h in header[1:])]
+            header += [f"{h}, store off" for h in ("median", "p90", "above click-to-handler")]
         out += _table(
-            ["", "median", "p90", "median above click-to-handler"],
-            click_rows(results["clicks"]),
+            header,
+            _side_by_side(click_rows(clicks), click_rows(off) if off else None),
             markdown,
         )
     if "long" in results:
-        section(f"A transcript of {results['long']['entries']:,} entries")
-        out += _table(["", ""], long_rows(results["long"]), markdown)
+        long, off = results["long"], results.get(f"long{OFF_SUFFIX}")
+        section(f"A transcript of {long['entries']:,} entries")
+        header = ["", _store_label(long), "store off"] if off else ["", ""]
+        out += _table(
+            header, _side_by_side(long_rows(long), long_rows(off) if off else None), markdown
+        )
     if "kernel" in results:
         section(f"Kernel side, per text delta ({results['kernel']['deltas']:,} deltas)")
         out += _table(["", ""], kernel_rows(results["kernel"], results.get("saved")), markdown)

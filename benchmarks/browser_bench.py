@@ -17,8 +17,13 @@ run as the figure it is compared with, so the ratios hold on a noisy machine.
 - Kernel side (``kernel_cost.py``, no browser): per-delta CPU of Transcript + Batcher; and the
   size of a saved notebook after a 20,000-token run with widget state saving on.
 
+Streaming, clicks and long transcripts run twice by default, with the run store on (the default,
+``.anvia/runs.sqlite`` in the kernel's folder) and off (``ANVIA_NOTEBOOK_STORE=off``), each in
+kernels of their own, and the tables show both side by side (``--store on|off`` runs one). The
+targets are checked on the default (store on).
+
     python benchmarks/browser_bench.py            # full run (about 5 minutes on 2 cores)
-    python benchmarks/browser_bench.py --quick    # short run, for CI (under 2 minutes)
+    python benchmarks/browser_bench.py --quick    # short run, for CI (about 3 minutes)
 
 Prints a table and writes the figures as JSON (``--json``, default
 ``benchmarks/results/browser_bench.json``). Exits non-zero only when the benchmark itself breaks,
@@ -87,6 +92,9 @@ BENCH_USER_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
+#: The results of a part measured with the run store off sit under ``<part>`` + this.
+OFF_SUFFIX = bench_report.OFF_SUFFIX
+
 #: What ``--trace`` records: the DevTools Performance panel's timeline and JS samples.
 TRACE_CATEGORIES = [
     "devtools.timeline",
@@ -113,13 +121,16 @@ class Config:
     long_entries: int = 1_000
     long_views: int = 5
     kernel_repeats: int = 7
+    #: Run store modes to measure ("on": the default store; "off": ANVIA_NOTEBOOK_STORE=off).
+    stores: tuple[str, ...] = ("on", "off")
 
     @classmethod
-    def make(cls, quick: bool) -> Config:
+    def make(cls, quick: bool, stores: tuple[str, ...] = ("on", "off")) -> Config:
         if not quick:
-            return cls(quick=False)
+            return cls(quick=False, stores=stores)
         return cls(
             quick=True,
+            stores=stores,
             repeats=1,
             naive_deltas=1_000,
             naive_cap=10.0,
@@ -191,11 +202,13 @@ class Bench:
         cdp.send("Performance.enable")
         return Tab(context, page, frames, cdp)
 
-    def open(self, tab: Tab, name: str, cells: list[str]) -> None:
-        """Write a notebook (a setup cell first), open it, run the setup cell."""
+    def open(self, tab: Tab, name: str, cells: list[str], store: str = "on") -> None:
+        """Write a notebook (a setup cell first, which sets the run store on or off for its
+        kernel), open it, run the setup cell."""
         setup = (
             f"import sys\nsys.path.insert(0, {str(HERE)!r})\n"
-            f"import bench_kernel as bk\nbk.setup({str(self.out_dir)!r})"
+            f"import bench_kernel as bk\nbk.setup({str(self.out_dir)!r})\n"
+            f"bk.use_store({store!r})"
         )
         write_notebook(self.server.root_dir, name, [setup, *cells])
         open_notebook(tab.page, self.server, name)
@@ -344,12 +357,12 @@ def stream_once(
     return out
 
 
-def bench_streaming(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
+def bench_streaming(bench: Bench, log: Callable[[str], None], store: str = "on") -> dict[str, Any]:
     config = bench.config
-    results: dict[str, Any] = {"runs": []}
+    results: dict[str, Any] = {"runs": [], "store": store}
     tab = bench.new_tab()
     try:
-        bench.open(tab, "stream.ipynb", ["pass"])
+        bench.open(tab, f"stream-store-{store}.ipynb", ["pass"], store)
         # Warm up: load both widgets' code once.
         for variant in ("ours", "floor"):
             stream_once(bench, tab, variant, 200, 0, 30)
@@ -357,7 +370,7 @@ def bench_streaming(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
             rate = 0.0 if pace == "flat" else config.rate
             for repeat in range(config.repeats):
                 for variant in ("ours", "floor"):
-                    with bench.tracing(tab, f"stream-{variant}-{pace}-{repeat}"):
+                    with bench.tracing(tab, f"stream-{variant}-{pace}-{repeat}-store-{store}"):
                         run = stream_once(bench, tab, variant, count, rate, 120)
                     run["pace"] = pace
                     run["repeat"] = repeat
@@ -365,12 +378,13 @@ def bench_streaming(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
                     log(bench_report.stream_line(run))
     finally:
         tab.close()
-    for pace in config.naive_paces:
+    # The usual way does not draw our widget: measured once, with the default store.
+    for pace in config.naive_paces if store == "on" or "on" not in config.stores else ():
         count = config.naive_deltas
         rate = 0.0 if pace == "flat" else config.rate
         tab = bench.new_tab()
         try:
-            bench.open(tab, f"stream-naive-{pace}.ipynb", ["pass"])
+            bench.open(tab, f"stream-naive-{pace}-store-{store}.ipynb", ["pass"], store)
             run = stream_once(bench, tab, "naive", count, rate, config.naive_cap)
             run["pace"] = pace
             run["repeat"] = 0
@@ -471,11 +485,11 @@ def _stats(values: list[float]) -> dict[str, Any]:
     }
 
 
-def bench_clicks(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
+def bench_clicks(bench: Bench, log: Callable[[str], None], store: str = "on") -> dict[str, Any]:
     rounds = bench.config.clicks
     tab = bench.new_tab()
     try:
-        bench.open(tab, "clicks.ipynb", CLICK_CELLS)
+        bench.open(tab, f"clicks-store-{store}.ipynb", CLICK_CELLS, store)
         run_cell(tab.page, 1)
         click_round(bench, tab, 0)  # warm-up: code loaded, first runs done
         clicks_before = tab.page.evaluate("() => window.__bench.clicks")
@@ -492,7 +506,7 @@ def bench_clicks(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
         tab.close()
     if kernel is None:
         raise RuntimeError("the click benchmark's kernel times never came")
-    results: dict[str, Any] = {"rounds": rounds}
+    results: dict[str, Any] = {"rounds": rounds, "store": store}
     for kind in ("baseline", "bg-approve", "bg-answer", "sync-approve", "sync-answer"):
         page_times = clicks.get(kind, [])
         kernel_times = kernel["times"].get(kind, [])
@@ -520,13 +534,13 @@ ENTRY_SELECTOR = ".anvia-transcript > .anvia-entry"
 PENDING_SELECTOR = ".anvia-entry-pending"
 
 
-def bench_long(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
+def bench_long(bench: Bench, log: Callable[[str], None], store: str = "on") -> dict[str, Any]:
     config = bench.config
     entries = config.long_entries
     tab = bench.new_tab()
     page = tab.page
     try:
-        bench.open(tab, "long.ipynb", ["pass", "h"])
+        bench.open(tab, f"long-store-{store}.ipynb", ["pass", "h"], store)
         heap_before = heap_used(tab.cdp)
         tag = f"long-{uuid.uuid4().hex[:8]}"
         bench.set_source(tab, 1, f"h = bk.long_run({tag!r}, {entries})")
@@ -554,7 +568,7 @@ def bench_long(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
                 }""",
                 [key, entries, ENTRY_SELECTOR, PENDING_SELECTOR],
             )
-            with bench.tracing(tab, f"long-view-{index}"):
+            with bench.tracing(tab, f"long-view-{index}-store-{store}"):
                 started = page_now(page)
                 run_cell(page, 2, wait=False)
                 watch = bench.watch(tab, key, 60)
@@ -574,6 +588,7 @@ def bench_long(bench: Bench, log: Callable[[str], None]) -> dict[str, Any]:
     finally:
         tab.close()
     return {
+        "store": store,
         "entries": kernel["entries"],
         "run_s": kernel["t_done"] - kernel["t_start"],
         "snapshot_bytes": kernel["snapshot_bytes"],
@@ -712,8 +727,16 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         help="run only these parts (repeatable)",
     )
+    parser.add_argument(
+        "--store",
+        choices=("both", "on", "off"),
+        default="both",
+        help="run store for streaming, clicks and long transcripts: both side by side (default), "
+        "only on (the default store) or only off (ANVIA_NOTEBOOK_STORE=off)",
+    )
     args = parser.parse_args(argv)
-    config = Config.make(args.quick)
+    stores = ("on", "off") if args.store == "both" else (args.store,)
+    config = Config.make(args.quick, stores)
     parts = args.only or ["kernel", "streaming", "clicks", "long", "saved"]
     started = time.monotonic()
 
@@ -748,17 +771,25 @@ def main(argv: list[str] | None = None) -> int:
             )
             results["machine"]["chromium"] = browser.version
             bench = Bench(server, browser, config, args.trace)
-            steps: list[tuple[str, Callable[[Bench, Callable[[str], None]], dict[str, Any]]]] = [
+            by_store: list[tuple[str, Callable[..., dict[str, Any]]]] = [
                 ("streaming", bench_streaming),
                 ("clicks", bench_clicks),
                 ("long", bench_long),
-                ("saved", bench_saved),
             ]
             try:
-                for name, step in steps:
-                    if name in parts:
-                        log(f"{name}: start")
-                        results[name] = step(bench, log)
+                for name, step in by_store:
+                    if name not in parts:
+                        continue
+                    for store in config.stores:
+                        log(f"{name}, store {store}: start")
+                        results[name if store == "on" else f"{name}{OFF_SUFFIX}"] = step(
+                            bench, log, store
+                        )
+                    if "on" not in config.stores:  # the tables and targets read the plain key
+                        results[name] = results.pop(f"{name}{OFF_SUFFIX}")
+                if "saved" in parts:
+                    log("saved: start")
+                    results["saved"] = bench_saved(bench, log)
             finally:
                 browser.close()
     results["elapsed_s"] = round(time.monotonic() - started, 1)
