@@ -92,7 +92,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     tools = [tool.definition() for tool in agent.tools.values()]
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
     max_turns = request.max_turn_count
-    run.tracer.run_started(agent_id=agent.id, resumed=run.resumed)
+    run.tracer.run_started(agent_id=agent.id, resumed=run.resumed, session_id=state.session_id)
     try:
         await _lifecycle(
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)

@@ -39,8 +39,15 @@ class OTelExporter:
         )
         self.capture_content = capture_content
 
-    def run_spans(self, recorder: TraceRecorder, *, agent_id: str, resumed: bool) -> RunSpans:
-        return RunSpans(self, recorder, agent_id=agent_id, resumed=resumed)
+    def run_spans(
+        self,
+        recorder: TraceRecorder,
+        *,
+        agent_id: str,
+        resumed: bool,
+        session_id: str | None = None,
+    ) -> RunSpans:
+        return RunSpans(self, recorder, agent_id=agent_id, resumed=resumed, session_id=session_id)
 
 
 class RunSpans:
@@ -48,7 +55,13 @@ class RunSpans:
     current span while the run runs (spans made by hooks, tools and provider SDKs nest in it)."""
 
     def __init__(
-        self, exporter: OTelExporter, recorder: TraceRecorder, *, agent_id: str, resumed: bool
+        self,
+        exporter: OTelExporter,
+        recorder: TraceRecorder,
+        *,
+        agent_id: str,
+        resumed: bool,
+        session_id: str | None = None,
     ) -> None:
         self.tracer = exporter.tracer
         self.content = exporter.capture_content
@@ -63,6 +76,8 @@ class RunSpans:
             "gen_ai.request.model": recorder.model_name,
             "anvia.run_id": trace.run_id,
         }
+        if session_id:  # a conversation of several runs (a Studio session, a chat)
+            attributes["gen_ai.conversation.id"] = session_id
         if resumed:
             attributes["anvia.resumed"] = True
         self.root = self.tracer.start_span(

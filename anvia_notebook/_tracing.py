@@ -148,7 +148,7 @@ class TraceRecorder:
 
     # -- the run -------------------------------------------------------------------------------
 
-    def run_started(self, *, agent_id: str, resumed: bool) -> None:
+    def run_started(self, *, agent_id: str, resumed: bool, session_id: str | None = None) -> None:
         now = clock()
         trace = self.trace
         trace.status = "running"
@@ -161,7 +161,9 @@ class TraceRecorder:
         self._run_dirty = True
         if exporter is not None:
             try:
-                self.spans = exporter.run_spans(self, agent_id=agent_id, resumed=resumed)
+                self.spans = exporter.run_spans(
+                    self, agent_id=agent_id, resumed=resumed, session_id=session_id
+                )
             except Exception:  # exporting must never stop a run
                 logger.exception("Could not start the OpenTelemetry spans of run %s", trace.run_id)
 

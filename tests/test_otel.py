@@ -137,6 +137,12 @@ def test_a_run_is_an_invoke_agent_span_with_chat_and_execute_tool_children(spans
         assert "gen_ai.system_instructions" not in span.attributes
 
 
+def test_a_session_is_the_conversation_id(spans) -> None:
+    AgentBuilder("a", QueueModel(["hi"])).build().prompt("go").session("chat-7").send_sync()
+    root = by_name(spans)["invoke_agent a"]
+    assert root.attributes["gen_ai.conversation.id"] == "chat-7"
+
+
 def test_capture_content_adds_messages_arguments_and_results(content_spans) -> None:
     builder, _ = tool_run()
     builder.build().prompt("2 + 3?").send_sync()
