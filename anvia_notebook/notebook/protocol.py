@@ -38,6 +38,12 @@ __all__ = [
     "EvalsSummary",
     "EvalsUpdateMsg",
     "InboundMessage",
+    "InspectMessageView",
+    "InspectMsg",
+    "InspectReplyMsg",
+    "InspectToolCallView",
+    "InspectToolView",
+    "InspectTurnView",
     "KernelMessage",
     "NoticeEntry",
     "Op",
@@ -66,6 +72,7 @@ __all__ = [
     "TranscriptState",
     "UserEntry",
     "batch_message",
+    "inspect_reply_message",
     "parse_inbound",
     "parse_message",
     "parse_outbound",
@@ -111,6 +118,8 @@ APPEND_FIELDS: tuple[str, ...] = ("text", "arguments", "output")
 
 NonNegative = Annotated[int, Field(ge=0)]
 NonEmpty = Annotated[str, Field(min_length=1)]
+#: A duration: a finite number of milliseconds, at least 0 (an int or a float).
+Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class ProtocolError(ValueError):
@@ -140,6 +149,10 @@ class Status(_Model):
     #: The run shown (the last one in a Studio); absent or None before the first run. A view
     #: whose kernel stopped names it (``agent.resume(run_id)``).
     run_id: str | None = None
+    #: The run summary once it has ended (from its trace): milliseconds to the first token of
+    #: the first model call, and the whole run. Absent or None before.
+    first_token_ms: Milliseconds | None = None
+    duration_ms: Milliseconds | None = None
 
 
 class ApprovalView(_Model):
@@ -430,8 +443,80 @@ class EvalsUpdateMsg(_Model):
     rows: list[EvalsRowView]
 
 
+# ---------------------------------------------------------------- inspect (a run's trace)
+
+
+class InspectToolView(_Model):
+    """A tool the model was offered: its JSON schema as pretty-printed text."""
+
+    name: str
+    description: str
+    parameters: str
+
+
+class InspectMessageView(_Model):
+    """One message of the request, as text (tool calls and results as JSON)."""
+
+    role: str
+    text: str
+
+
+class InspectToolCallView(_Model):
+    """A tool call the model asked for on this turn, and what came of it."""
+
+    id: str
+    name: str
+    status: str | None
+    args: str
+    result: str | None
+    duration_ms: Milliseconds | None
+    approval: str | None
+    question: str | None
+
+
+class InspectTurnView(_Model):
+    """One model call of a run's trace as the Inspect view shows it. Every text is bounded by
+    the kernel (cut with a note, like the static copy) and shown as text by the page."""
+
+    index: NonNegative
+    turn: NonNegative
+    model: str | None
+    provider: str | None
+    started_at: str | None
+    first_token_ms: Milliseconds | None
+    duration_ms: Milliseconds | None
+    attempts: NonNegative
+    error: str | None
+    input_tokens: NonNegative
+    output_tokens: NonNegative
+    cached_tokens: NonNegative | None
+    instructions: str | None
+    tools: list[InspectToolView]
+    settings: str
+    #: The last messages of the request (at most a few hundred), and how many there were.
+    messages: list[InspectMessageView]
+    message_count: NonNegative
+    response_text: str
+    reasoning: str
+    finish_reason: str | None
+    response_tool_calls: str
+    tool_calls: list[InspectToolCallView]
+
+
+class InspectReplyMsg(_Model):
+    """The answer to ``inspect``: model call ``turn.index`` of ``count``, or why not (``ok``
+    false, ``turn`` None)."""
+
+    type: Literal["inspect_reply"]
+    request_id: NonEmpty
+    ok: bool
+    error: str | None
+    count: NonNegative
+    turn: InspectTurnView | None
+
+
 KernelMessage = Annotated[
-    SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg,
+    SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg | InspectReplyMsg,
     Field(discriminator="type"),
 ]
 
@@ -493,6 +578,15 @@ class EvalsOpenCaseMsg(_Model):
     index: NonNegative
 
 
+class InspectMsg(_Model):
+    """Show model call ``index`` (0 for the first; None for the latest) of the run's trace: the
+    kernel answers with ``inspect_reply``."""
+
+    type: Literal["inspect"]
+    request_id: NonEmpty
+    index: NonNegative | None
+
+
 InboundMessage = Annotated[
     SyncMsg
     | ApprovalDecisionMsg
@@ -501,7 +595,8 @@ InboundMessage = Annotated[
     | StudioSendMsg
     | StudioNewSessionMsg
     | StudioOpenSessionMsg
-    | EvalsOpenCaseMsg,
+    | EvalsOpenCaseMsg
+    | InspectMsg,
     Field(discriminator="type"),
 ]
 
@@ -517,9 +612,12 @@ _INBOUND_TYPES = frozenset(
         "studio_new_session",
         "studio_open_session",
         "evals_open_case",
+        "inspect",
     )
 )
-_OUTBOUND_TYPES = frozenset(("snapshot", "batch", "reply", "studio", "evals", "evals_update"))
+_OUTBOUND_TYPES = frozenset(
+    ("snapshot", "batch", "reply", "studio", "evals", "evals_update", "inspect_reply")
+)
 
 
 def _describe(error: ValidationError) -> str:
@@ -586,4 +684,21 @@ def reply_message(request_id: str | None, error: str | None = None) -> dict[str,
         "request_id": request_id or NO_REQUEST_ID,
         "ok": error is None,
         "error": error,
+    }
+
+
+def inspect_reply_message(
+    request_id: str | None,
+    *,
+    count: int,
+    turn: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "inspect_reply",
+        "request_id": request_id or NO_REQUEST_ID,
+        "ok": error is None,
+        "error": error,
+        "count": count,
+        "turn": turn if error is None else None,
     }

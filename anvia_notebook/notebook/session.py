@@ -23,11 +23,14 @@ from ..events import ApprovalRecord
 from . import _display, capture
 from .batcher import DEFAULT_INTERVAL, Batcher
 from .human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
+from .inspect import inspect_turn
 from .protocol import (
     ApprovalDecisionMsg,
+    InspectMsg,
     ProtocolError,
     QuestionAnswersMsg,
     StopMsg,
+    inspect_reply_message,
     parse_inbound,
     reply_message,
     snapshot_message,
@@ -150,6 +153,9 @@ class TranscriptSession:
         self.call_soon(self._dispatch, message)
 
     def _dispatch(self, message: Any) -> None:
+        if isinstance(message, InspectMsg):  # answered with the data, not a plain reply
+            self._send(self._on_inspect(message))
+            return
         handler = self.handlers.get(message.type)
         try:
             if handler is None:
@@ -215,6 +221,23 @@ class TranscriptSession:
             return str(error)
         return None
 
+    def _on_inspect(self, message: InspectMsg) -> dict[str, Any]:
+        """One model call of the shown run's trace, for the Inspect view (asked when opened)."""
+        run = self.run
+        if run is None:
+            return inspect_reply_message(message.request_id, count=0, error="No run to inspect.")
+        try:
+            count, turn = inspect_turn(run.trace, message.index)
+        except IndexError as error:
+            count = len(run.trace.turns)
+            return inspect_reply_message(message.request_id, count=count, error=str(error))
+        except Exception as exc:
+            logger.exception("Reading the trace for the Inspect view failed")
+            return inspect_reply_message(
+                message.request_id, count=0, error=f"Could not read the trace: {exc}"
+            )
+        return inspect_reply_message(message.request_id, count=count, turn=turn)
+
     def _on_stop(self, message: StopMsg) -> str | None:
         run = self.run
         if run is None or run.done:
@@ -264,6 +287,11 @@ class TranscriptSession:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        try:
+            summary = run.trace.summary()
+            self.transcript.run_summary(summary["first_token_ms"], summary["duration_ms"])
+        except Exception:  # the summary is extra: the run's end must still reach the page
+            logger.exception("Could not read the run's summary from its trace")
         self.batcher.flush()
         for listener in list(self._done_listeners):
             try:

@@ -22,6 +22,8 @@ __all__ = ["OpSink", "Transcript", "approval_view", "question_view"]
 
 OpSink = Callable[[dict[str, Any]], None]
 
+#: The status keys of a finished run's summary (absent while a run goes on).
+SUMMARY_KEYS = ("first_token_ms", "duration_ms")
 #: Tool statuses that mean "not finished yet".
 _UNFINISHED = frozenset(("running", "approval_required", "input_required", "approved"))
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
@@ -221,6 +223,8 @@ class Transcript:
         """A new run starts: the user's prompt, and the status line goes to ``running``."""
         self._run = _RunView(run_id=run_id, agent_id=agent_id)
         self._add("user", text=prompt)
+        for key in SUMMARY_KEYS:  # the last run's summary goes with it
+            self.status.pop(key, None)
         self._set_status(
             state="running",
             turn=0,
@@ -230,6 +234,11 @@ class Transcript:
             agent_id=agent_id,
             run_id=run_id,
         )
+
+    def run_summary(self, first_token_ms: float | None, duration_ms: float | None) -> None:
+        """The run has ended: its time to the first token and its whole time join the status
+        line (from the run's trace; the turn and the tokens are there already)."""
+        self._set_status(first_token_ms=first_token_ms, duration_ms=duration_ms)
 
     def reset(self, agent_id: str | None = None) -> None:
         """Clear the entries (a new Studio session); the status line goes back to idle."""

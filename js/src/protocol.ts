@@ -9,6 +9,7 @@ import {
   json,
   jsonObject,
   literal,
+  milliseconds,
   nonEmptyStr,
   nullable,
   obj,
@@ -32,6 +33,9 @@ export interface Status {
   agent_id: string;
   /** The run shown (a Studio's latest); absent or null before the first run. */
   run_id?: string | null;
+  /** Once the run has ended (from its trace): ms to the first token, and of the whole run. */
+  first_token_ms?: number | null;
+  duration_ms?: number | null;
 }
 
 export const TOOL_STATUSES = [
@@ -231,7 +235,53 @@ export interface EvalsSummary {
 export type EvalsMsg = { type: "evals"; seq: number; report: { summary: EvalsSummary; rows: EvalsRowView[] } };
 export type EvalsUpdateMsg = { type: "evals_update"; seq: number; summary: EvalsSummary; rows: EvalsRowView[] };
 
-export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg;
+/** One model call of a run's trace, as the Inspect view shows it (texts bounded by the kernel). */
+export interface InspectTurnView {
+  index: number;
+  turn: number;
+  model: string | null;
+  provider: string | null;
+  started_at: string | null;
+  first_token_ms: number | null;
+  duration_ms: number | null;
+  attempts: number;
+  error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number | null;
+  instructions: string | null;
+  /** The tools offered, each with its JSON schema as pretty-printed text. */
+  tools: { name: string; description: string; parameters: string }[];
+  settings: string;
+  /** The last messages of the request, and how many there were. */
+  messages: { role: string; text: string }[];
+  message_count: number;
+  response_text: string;
+  reasoning: string;
+  finish_reason: string | null;
+  response_tool_calls: string;
+  tool_calls: {
+    id: string;
+    name: string;
+    status: string | null;
+    args: string;
+    result: string | null;
+    duration_ms: number | null;
+    approval: string | null;
+    question: string | null;
+  }[];
+}
+export type InspectReplyMsg = {
+  type: "inspect_reply";
+  request_id: string;
+  ok: boolean;
+  error: string | null;
+  /** How many model calls the run made. */
+  count: number;
+  turn: InspectTurnView | null;
+};
+
+export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg | InspectReplyMsg;
 
 // ---------------------------------------------------------------- page to kernel
 
@@ -256,7 +306,10 @@ export type StudioSendMsg = { type: "studio_send"; request_id: string; agent_id:
 export type StudioNewSessionMsg = { type: "studio_new_session"; request_id: string };
 export type StudioOpenSessionMsg = { type: "studio_open_session"; request_id: string; session_id: string };
 export type EvalsOpenCaseMsg = { type: "evals_open_case"; request_id: string; index: number };
+/** Ask for model call `index` of the run's trace (null: the latest); answered by `inspect_reply`. */
+export type InspectMsg = { type: "inspect"; request_id: string; index: number | null };
 export type PageMessage =
+  | InspectMsg
   | SyncMsg
   | ApprovalDecisionMsg
   | QuestionAnswersMsg
@@ -283,6 +336,8 @@ const statusCheck = obj({
   error: nullable(str),
   agent_id: str,
   run_id: optional(str),
+  first_token_ms: optional(milliseconds),
+  duration_ms: optional(milliseconds),
 });
 
 const approvalCheck = obj({
@@ -415,6 +470,42 @@ const evalsRowCheck = obj({
   ),
 });
 
+const inspectTurnCheck = obj({
+  index: count,
+  turn: count,
+  model: nullable(str),
+  provider: nullable(str),
+  started_at: nullable(str),
+  first_token_ms: nullable(milliseconds),
+  duration_ms: nullable(milliseconds),
+  attempts: count,
+  error: nullable(str),
+  input_tokens: count,
+  output_tokens: count,
+  cached_tokens: nullable(count),
+  instructions: nullable(str),
+  tools: arrayOf(obj({ name: str, description: str, parameters: str })),
+  settings: str,
+  messages: arrayOf(obj({ role: str, text: str })),
+  message_count: count,
+  response_text: str,
+  reasoning: str,
+  finish_reason: nullable(str),
+  response_tool_calls: str,
+  tool_calls: arrayOf(
+    obj({
+      id: str,
+      name: str,
+      status: nullable(str),
+      args: str,
+      result: nullable(str),
+      duration_ms: nullable(milliseconds),
+      approval: nullable(str),
+      question: nullable(str),
+    }),
+  ),
+});
+
 const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
   snapshot: obj({ seq: count, transcript: transcriptCheck }),
   batch: obj({ seq: count, ops: arrayOf(opCheck) }),
@@ -428,6 +519,13 @@ const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
   }),
   evals: obj({ seq: count, report: obj({ summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }) }),
   evals_update: obj({ seq: count, summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }),
+  inspect_reply: obj({
+    request_id: nonEmptyStr,
+    ok: bool,
+    error: nullable(str),
+    count,
+    turn: nullable(inspectTurnCheck),
+  }),
 };
 
 const rid = { request_id: nonEmptyStr };
@@ -447,6 +545,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
   studio_new_session: obj(rid),
   studio_open_session: obj({ ...rid, session_id: nonEmptyStr }),
   evals_open_case: obj({ ...rid, index: count }),
+  inspect: obj({ ...rid, index: nullable(count) }),
 };
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };

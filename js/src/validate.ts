@@ -20,6 +20,10 @@ export const bool: Check = (v, p) => (typeof v === "boolean" ? null : `${p}: exp
 export const count: Check = (v, p) =>
   typeof v === "number" && Number.isInteger(v) && v >= 0 ? null : `${p}: expected an integer >= 0`;
 
+/** A duration in milliseconds: a finite number >= 0 (an integer or not). */
+export const milliseconds: Check = (v, p) =>
+  typeof v === "number" && Number.isFinite(v) && v >= 0 ? null : `${p}: expected a number >= 0`;
+
 export const literal =
   (...values: readonly string[]): Check =>
   (v, p) =>

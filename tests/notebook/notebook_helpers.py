@@ -105,7 +105,7 @@ class Page:
         while self.cursor < len(messages):
             message = messages[self.cursor]
             self.cursor += 1
-            if message["type"] == "reply":
+            if message["type"] in ("reply", "inspect_reply"):
                 self.replies[message["request_id"]] = message
             elif message["type"] == "studio":
                 self.studio = message

@@ -19,7 +19,7 @@ from anvia_notebook.notebook.protocol import (
 )
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "protocol"
-KERNEL_TYPES = {"snapshot", "batch", "reply", "studio", "evals", "evals_update"}
+KERNEL_TYPES = {"snapshot", "batch", "reply", "studio", "evals", "evals_update", "inspect_reply"}
 PAGE_TYPES = {
     "sync",
     "approval_decision",
@@ -29,6 +29,7 @@ PAGE_TYPES = {
     "studio_new_session",
     "studio_open_session",
     "evals_open_case",
+    "inspect",
 }
 VALID = sorted(FIXTURES.glob("*.json"))
 INVALID = sorted((FIXTURES / "invalid").glob("*.json"))

@@ -1,0 +1,119 @@
+"""The Inspect view's data: one model call of a run's trace, bounded for the wire.
+
+The page asks for one model call at a time (``inspect`` -> ``inspect_reply``), only when a person
+opens the Inspect view, so that streaming and the snapshot carry none of it. Every text is cut at
+:data:`MAX_FIELD` characters (with a note, like the static copy) and the request's conversation
+to its last :data:`MAX_MESSAGES` messages; the page shows all of it as text, folded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..trace import ToolCallTrace, Trace
+
+__all__ = ["MAX_FIELD", "MAX_MESSAGES", "inspect_turn"]
+
+#: The most characters of one text the Inspect view gets (the rest is cut, with a note).
+MAX_FIELD = 20_000
+#: The most messages of a request it gets (the last ones; the count says how many there were).
+MAX_MESSAGES = 200
+
+
+def _cut(text: str, limit: int = MAX_FIELD) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters)"
+
+
+def _json(value: Any) -> str:
+    """``value`` as pretty JSON text (a string that holds JSON is pretty-printed too)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return _cut(value)
+    return _cut(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+def _message_text(message: Any) -> str:
+    parts = [message.content] if message.content else []
+    if message.reasoning:
+        parts.append(f"Reasoning: {message.reasoning}")
+    for call in message.tool_calls:
+        parts.append(f"Tool call {call.name} ({call.id}): {call.arguments}")
+    for result in message.tool_results:
+        error = " (error)" if result.is_error else ""
+        parts.append(
+            f"Result of {result.tool_name} ({result.tool_call_id}){error}: {result.content}"
+        )
+    return _cut("\n".join(parts))
+
+
+def _record(record: Any) -> str | None:
+    return None if record is None else _json(record.model_dump(mode="json"))
+
+
+def _tool_call(call: ToolCallTrace) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "name": call.name,
+        "status": call.status,
+        "args": _json(call.args),
+        "result": None if call.result is None else _json(call.result),
+        "duration_ms": call.duration_ms,
+        "approval": _record(call.approval),
+        "question": _record(call.question),
+    }
+
+
+def inspect_turn(trace: Trace, index: int | None) -> tuple[int, dict[str, Any]]:
+    """How many model calls ``trace`` has, and call ``index`` (None: the latest) as the wire's
+    ``InspectTurnView``. Raises IndexError when there is no such call."""
+    count = len(trace.turns)
+    if index is None:
+        index = count - 1
+    if not 0 <= index < count:
+        if count == 0:
+            raise IndexError("This run has made no model call yet.")
+        raise IndexError(f"This run made {count} model calls; there is no call {index + 1}.")
+    turn = trace.turns[index]
+    request = turn.request
+    messages = request.messages
+    shown = messages[-MAX_MESSAGES:]
+    started = turn.started_at
+    return count, {
+        "index": index,
+        "turn": turn.turn,
+        "model": turn.model or None,
+        "provider": turn.provider,
+        "started_at": None if started is None else started.isoformat().replace("+00:00", "Z"),
+        "first_token_ms": turn.first_token_ms,
+        "duration_ms": turn.duration_ms,
+        "attempts": turn.attempts,
+        "error": None if turn.error is None else _cut(turn.error),
+        "input_tokens": turn.usage.input_tokens,
+        "output_tokens": turn.usage.output_tokens,
+        "cached_tokens": turn.usage.cached_tokens,
+        "instructions": None if request.instructions is None else _cut(request.instructions),
+        "tools": [
+            {
+                "name": tool.name,
+                "description": _cut(tool.description),
+                "parameters": _json(tool.parameters),
+            }
+            for tool in request.tools
+        ],
+        "settings": _json(request.settings),
+        "messages": [{"role": m.role, "text": _message_text(m)} for m in shown],
+        "message_count": len(messages),
+        "response_text": _cut(turn.response.text),
+        "reasoning": _cut(turn.response.reasoning),
+        "finish_reason": turn.response.finish_reason,
+        "response_tool_calls": _json(
+            [call.model_dump(mode="json") for call in turn.response.tool_calls]
+        ),
+        "tool_calls": [_tool_call(call) for call in trace.calls_of(turn)],
+    }
