@@ -277,10 +277,20 @@ async def _complete(
             raise
         except Exception as error:
             context = RetryContext(error, attempt, retries.max_attempts, turn)
-            retrying = not emitted and retries.allows(context)
-            tracer.model_call_failed(entry, error, accumulator.response(), token, retrying=retrying)
+            retrying = False
+            try:
+                retrying = not emitted and retries.allows(context)
+            finally:  # (a should_retry that raises ends the call too)
+                tracer.model_call_failed(
+                    entry, error, accumulator.response(), token, retrying=retrying
+                )
             if retrying:
-                await asyncio.sleep(retries.delay(attempt))
+                try:
+                    await asyncio.sleep(retries.delay(attempt))
+                except asyncio.CancelledError:  # stopped while waiting to try again
+                    reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON
+                    tracer.model_call_stopped(entry, reason, accumulator.response(), None)
+                    raise
                 continue
             # Guarded like on_run_error: a failing hook is logged and the model's error stays.
             await call_hooks(

@@ -266,7 +266,7 @@ class TraceRecorder:
         if not retrying:
             entry.error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
             self._finish_turn(entry, partial)
-        if self.spans is not None:
+        if self.spans is not None and token is not None:
             self.spans.chat_ended(entry, token, error)
 
     def model_call_stopped(
@@ -274,7 +274,7 @@ class TraceRecorder:
     ) -> None:
         entry.error = f"Stopped: {reason}"
         self._finish_turn(entry, partial)
-        if self.spans is not None:
+        if self.spans is not None and token is not None:
             self.spans.chat_ended(entry, token, None, stopped=reason)
 
     def _finish_turn(self, entry: TurnTrace, response: CompletionResponse) -> None:

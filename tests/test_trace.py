@@ -614,3 +614,46 @@ def test_a_question_nobody_answered_in_time_is_timed_out() -> None:
     [asked] = agent.build().prompt("go").send_sync().trace.tool_calls
     assert asked.status == "timed_out" and asked.question.status == "timed_out"
     assert "did not answer within 60 s" in (asked.result or "")
+
+
+async def test_a_run_stopped_while_waiting_to_retry_ends_its_model_call() -> None:
+    waiting = asyncio.Event()
+
+    def should_retry(context):
+        waiting.set()
+        return True
+
+    model = StreamingQueueModel([[ModelError("busy", status_code=503)], [TextDelta(delta="ok")]])
+    request = (
+        AgentBuilder("a", model)
+        .build()
+        .prompt("hi")
+        .with_completion_retries(
+            max_attempts=3, initial_delay=60, max_delay=60, should_retry=should_retry
+        )
+    )
+    run = request.start()
+    await asyncio.wait_for(waiting.wait(), 5)
+    await asyncio.sleep(0)  # into the wait before the next attempt
+    run.cancel("Stop")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    [turn] = request.trace.turns
+    assert turn.error == "Stopped: Stop" and turn.duration_ms is not None
+
+
+async def test_a_should_retry_that_raises_still_ends_the_model_call() -> None:
+    def should_retry(context):
+        raise ValueError("bad policy")
+
+    model = StreamingQueueModel([[ModelError("busy", status_code=503)]])
+    request = (
+        AgentBuilder("a", model)
+        .build()
+        .prompt("hi")
+        .with_completion_retries(max_attempts=3, should_retry=should_retry)
+    )
+    with pytest.raises(ValueError, match="bad policy"):
+        await request.send()
+    [turn] = request.trace.turns
+    assert turn.error == "ModelError: busy" and request.trace.status == "error"
