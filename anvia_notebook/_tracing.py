@@ -70,8 +70,9 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000.0, 3)
 
 
-#: Per model class: its plain defaults, and its fields whose default comes from a factory.
-_DEFAULTS: dict[type[BaseModel], tuple[dict[str, Any], tuple[tuple[str, Any], ...]]] = {}
+#: Per model class, in field order: each field's name, default factory and default.
+_FIELDS: dict[type[BaseModel], tuple[tuple[str, Any, Any], ...]] = {}
+_REQUIRED = object()
 
 
 def _build(cls: type[_M], private: dict[str, Any] | None = None, /, **values: Any) -> _M:
@@ -79,24 +80,22 @@ def _build(cls: type[_M], private: dict[str, Any] | None = None, /, **values: An
     validating them again: a few of these are made per model call and per tool call, and
     pydantic's validation (or ``model_construct``) would cost more than everything else the
     recorder does. Fields not given get their defaults, as with validation."""
-    defaults = _DEFAULTS.get(cls)
-    if defaults is None:
-        plain = {
-            name: field.default
+    spec = _FIELDS.get(cls)
+    if spec is None:
+        spec = _FIELDS[cls] = tuple(
+            (name, field.default_factory, _REQUIRED if field.is_required() else field.default)
             for name, field in cls.model_fields.items()
-            if field.default_factory is None and not field.is_required()
-        }
-        factories = tuple(
-            (name, field.default_factory)
-            for name, field in cls.model_fields.items()
-            if field.default_factory is not None
         )
-        defaults = _DEFAULTS[cls] = (plain, factories)
-    plain, factories = defaults
-    fields = {**plain, **values}
-    for name, factory in factories:
-        if name not in fields:
-            fields[name] = factory()  # type: ignore[call-arg]
+    fields: dict[str, Any] = {}
+    for name, factory, default in spec:
+        if name in values:
+            fields[name] = values[name]
+        elif factory is not None:
+            fields[name] = factory()
+        elif default is _REQUIRED:
+            raise TypeError(f"{cls.__name__} needs {name}")
+        else:
+            fields[name] = default
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", fields)
     object.__setattr__(model, "__pydantic_fields_set__", set(fields))
