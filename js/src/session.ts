@@ -1,6 +1,8 @@
 // One per widget model: the channel to the kernel (custom messages), the transcript store,
 // Studio state, request ids and replies. Every view of the model subscribes to it.
 import {
+  type InspectReplyMsg,
+  type InspectTurnView,
   type PageMessage,
   type PageRequest,
   type ReplyMsg,
@@ -32,6 +34,14 @@ export interface RequestResult {
   ok: boolean;
   error: string | null;
 }
+
+/** The kernel's answer to `inspect`: model call `turn.index` of `count`, or why not. */
+export interface InspectResult extends RequestResult {
+  count: number;
+  turn: InspectTurnView | null;
+}
+
+type Resolve = (result: RequestResult, data?: InspectReplyMsg) => void;
 
 export const DISCONNECTED = "Kernel disconnected";
 /** The refusal of every request once the kernel stopped (see `Session.kernelStopped`). */
@@ -65,7 +75,7 @@ export class Session {
    * second view, VS Code's lazy views) shows them the same way. */
   readonly openEntries = new Map<string, boolean>();
   private listeners = new Set<(ev: SessionEvent) => void>();
-  private pending = new Map<string, (r: RequestResult) => void>();
+  private pending = new Map<string, Resolve>();
   private syncId: string | null = null;
   private syncTimer: ReturnType<typeof setTimeout> | null = null;
   private lastSyncAt = 0;
@@ -125,24 +135,38 @@ export class Session {
 
   /** Send a page message and resolve with the kernel's reply (or a local failure). */
   request(req: PageRequest): Promise<RequestResult> {
-    if (this.kernelStopped) return Promise.resolve({ ok: false, error: KERNEL_STOPPED });
+    return new Promise<RequestResult>((resolve) => this.send(req, resolve));
+  }
+
+  /** Ask for model call `index` (null: the latest) of the shown run's trace (the Inspect view). */
+  inspect(index: number | null): Promise<InspectResult> {
+    return new Promise<InspectResult>((resolve) =>
+      this.send({ type: "inspect", index }, (result, data) =>
+        resolve({ ...result, count: data?.count ?? 0, turn: data?.ok ? data.turn : null }),
+      ),
+    );
+  }
+
+  private send(req: PageRequest, resolve: Resolve): void {
+    if (this.kernelStopped) {
+      resolve({ ok: false, error: KERNEL_STOPPED });
+      return;
+    }
     const request_id = `${this.prefix}-${++this.counter}`;
     const msg = { ...req, request_id } as PageMessage;
-    return new Promise<RequestResult>((resolve) => {
-      this.pending.set(request_id, resolve);
-      const fail = (err: unknown): void => {
-        console.warn("anvia: could not send to the kernel", err);
-        this.pending.delete(request_id);
-        this.setDisconnected(true);
-        resolve({ ok: false, error: DISCONNECTED });
-      };
-      try {
-        const r = this.model.send(msg) as { then?: unknown } | undefined;
-        if (r && typeof r.then === "function") (r as Promise<unknown>).catch(fail);
-      } catch (err) {
-        fail(err);
-      }
-    });
+    this.pending.set(request_id, resolve);
+    const fail = (err: unknown): void => {
+      console.warn("anvia: could not send to the kernel", err);
+      this.pending.delete(request_id);
+      this.setDisconnected(true);
+      resolve({ ok: false, error: DISCONNECTED });
+    };
+    try {
+      const r = this.model.send(msg) as { then?: unknown } | undefined;
+      if (r && typeof r.then === "function") (r as Promise<unknown>).catch(fail);
+    } catch (err) {
+      fail(err);
+    }
   }
 
   /**
@@ -207,6 +231,7 @@ export class Session {
         if (this.store.applyBatch(msg) !== "applied") this.sync();
         break;
       case "reply":
+      case "inspect_reply":
         this.resolveReply(msg);
         break;
       case "studio":
@@ -222,11 +247,12 @@ export class Session {
     }
   }
 
-  private resolveReply(msg: ReplyMsg): void {
+  private resolveReply(msg: ReplyMsg | InspectReplyMsg): void {
     const resolve = this.pending.get(msg.request_id);
     if (!resolve) return; // another page's request, or a late reply
     this.pending.delete(msg.request_id);
-    resolve({ ok: msg.ok, error: msg.ok ? null : (msg.error ?? "Request refused") });
+    const result = { ok: msg.ok, error: msg.ok ? null : (msg.error ?? "Request refused") };
+    resolve(result, msg.type === "inspect_reply" ? msg : undefined);
   }
 
   dispose(): void {

@@ -5,6 +5,7 @@
 import { h } from "../dom";
 import type { Session, SessionEvent } from "../session";
 import { evalsView } from "./evals";
+import { inspectView } from "./inspect";
 import { statusView } from "./status";
 import { studioControls } from "./studio";
 import { transcriptView } from "./transcript";
@@ -43,13 +44,16 @@ export function mountView(session: Session, el: HTMLElement): () => void {
   showTitle();
   const status = statusView(session);
   const transcript = transcriptView(session);
-  const disposers = [status.dispose, transcript.dispose, session.onTrait("title", showTitle)];
+  // Inspect: its toggle in the status bar (before Stop), its panel under the transcript.
+  const inspect = inspectView(session);
+  status.el.insertBefore(inspect.button, status.el.querySelector(".anvia-stop"));
+  const disposers = [status.dispose, transcript.dispose, inspect.dispose, session.onTrait("title", showTitle)];
   if (studio) {
     const controls = studioControls(session);
     disposers.push(controls.dispose);
-    root.append(status.banner, title, controls.header, transcript.el, controls.prompts, controls.composer, status.el, status.live);
+    root.append(status.banner, title, controls.header, transcript.el, inspect.el, controls.prompts, controls.composer, status.el, status.live);
   } else {
-    root.append(status.banner, title, transcript.el, status.el, status.live);
+    root.append(status.banner, title, transcript.el, inspect.el, status.el, status.live);
   }
   el.appendChild(root);
   let unfreeze: (() => void) | null = null;

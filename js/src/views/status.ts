@@ -3,6 +3,7 @@
 import { button, h } from "../dom";
 import type { RunState, Status } from "../protocol";
 import type { Session, SessionEvent } from "../session";
+import { formatMs } from "./inspect";
 
 export const STATE_LABELS: Record<RunState, string> = {
   idle: "Ready",
@@ -100,6 +101,9 @@ export function statusView(session: Session): StatusView {
     if (s.input_tokens > 0 || s.output_tokens > 0) {
       parts.push(`${s.input_tokens.toLocaleString()} in / ${s.output_tokens.toLocaleString()} out tokens`);
     }
+    // The run summary, once the run has ended.
+    if (typeof s.first_token_ms === "number") parts.push(`first token after ${formatMs(s.first_token_ms)}`);
+    if (typeof s.duration_ms === "number") parts.push(`${formatMs(s.duration_ms)} in all`);
     meta.textContent = parts.join(" · ");
     stop.disabled = stopping || !stoppable(s) || session.kernelStopped;
     const shows = kernelStopMatters(session) ? "stopped" : session.disconnected ? "disconnected" : "none";
