@@ -16,8 +16,9 @@ export interface InspectView {
   dispose(): void;
 }
 
-/** "640 ms", "1.8 s", "2 min 5 s". */
+/** "0.4 ms", "640 ms", "1.8 s", "2 min 5 s". */
 export function formatMs(ms: number): string {
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
   if (ms < 1000) return `${Math.round(ms)} ms`;
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const s = Math.round(ms / 1000);
