@@ -126,3 +126,17 @@ describe("run summary in the status line", () => {
     expect(meta()).toBe("Turn 2 · 280 in / 23 out tokens · first token after 213 ms · 1.8 s in all");
   });
 });
+
+describe("Inspect in a Studio", () => {
+  it("shows the new run's latest call when another run starts while it is open", async () => {
+    const m = mount([], status("success", { turn: 1, run_id: "run_1" }), { mode: "studio" });
+    byLabel(m.root, "Inspect").click();
+    const first = m.model.last("inspect");
+    m.model.kernel({ ...okReply!, request_id: first.request_id });
+    await tick();
+    batch(m.model, { op: "status", status: status("running", { turn: 1, run_id: "run_2" }) });
+    const second = m.model.last("inspect");
+    expect(second.request_id).not.toBe(first.request_id);
+    expect(second.index).toBeNull();
+  });
+});

@@ -202,9 +202,19 @@ export function inspectView(session: Session): InspectView {
   const showToggle = (): void => {
     toggle.hidden = session.store.status.turn === 0;
   };
+  /** The run the panel shows (a Studio shows one run after another). */
+  let runId = session.store.status.run_id ?? null;
   const onEvent = (ev: SessionEvent): void => {
-    if (ev.type === "status") showToggle();
-    else if (ev.type === "reset" && session.store.entries.length === 0) {
+    if (ev.type === "status") {
+      showToggle();
+      const now = ev.status.run_id ?? null;
+      if (now !== runId) {
+        // Another run: its calls, not the last run's. An open panel shows its latest call.
+        runId = now;
+        shown = -1;
+        if (!panel.hidden) void load(null);
+      }
+    } else if (ev.type === "reset" && session.store.entries.length === 0) {
       // A new Studio session: what was shown belongs to another run.
       shown = -1;
       body.replaceChildren();
