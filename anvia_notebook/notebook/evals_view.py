@@ -177,7 +177,10 @@ class EvalsSession(TranscriptSession):
         if index is not None:
             self._dirty.add(index)
         self._summary_dirty = True
-        self._schedule()
+        if self.loop is None:  # the evaluation is over and its loop gone: nothing to batch
+            self.flush_updates()
+        else:
+            self._schedule()
 
     def _schedule(self) -> None:
         loop = self.loop
@@ -210,16 +213,15 @@ class EvalsSession(TranscriptSession):
         self._dirty.clear()
         self._summary_dirty = False
         self.update_seq += 1
-        self._last_update = self._clock()
+        message = {
+            "type": "evals_update",
+            "seq": self.update_seq,
+            "summary": self.summary(),
+            "rows": rows,
+        }
+        self._last_update = self._clock()  # the interval counts from the send itself
         self.updates_sent += 1
-        self._send(
-            {
-                "type": "evals_update",
-                "seq": self.update_seq,
-                "summary": self.summary(),
-                "rows": rows,
-            }
-        )
+        self._send(message)
         return True
 
     # -- the report's progress (on its loop) -----------------------------------------------------

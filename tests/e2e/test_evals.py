@@ -61,7 +61,7 @@ def test_progress_a_row_opens_its_transcript_and_stop(
     expect(widget.locator("progress")).to_have_attribute("value", "2")
     expect(widget.locator(".anvia-eval-timing")).to_contain_text("elapsed")
     expect(widget.locator(".anvia-eval-pass-rate")).to_have_text("Pass rate 100%")
-    rows = widget.locator("tbody tr")
+    rows = widget.locator(".anvia-eval-tbody [role=row]")
     expect(rows).to_have_count(6)
     expect(rows.nth(0).locator(".anvia-eval-status")).to_have_text("Passed")
     expect(rows.nth(2).locator(".anvia-eval-status")).to_have_text("Running")

@@ -265,6 +265,14 @@ def test_evaluate_blocking_keeps_stop_working_from_another_thread(outputs):
     assert [c.name for c in report.cases] == ["case-1"]
     replies = [m for m in sent(report._view.widget) if m["type"] == "reply"]
     assert replies[-1]["ok"] is True
+    # after the evaluation (its loop is gone) a row still opens its case, answered at once
+    page = EvalsPage(report._view.widget)
+    page.post({"type": "sync", "request_id": "page-2"})
+    page.post({"type": "evals_open_case", "index": 0, "request_id": "page-3"})
+    page.pump()
+    assert page.replies["page-3"]["ok"] is True
+    assert page.summary()["open"] == 0 and page.summary()["status"] == "stopped"
+    assert page.state.entries[-1]["text"] == "ok"
     assert outputs.updates(), "the static copy is refreshed when the evaluation ends"
     assert "1/4 cases (stopped)" in outputs.updates()[-1]["data"]["text/html"]
 

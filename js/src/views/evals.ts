@@ -75,7 +75,7 @@ export function rowStatus(row: EvalsRowView): string {
 }
 
 const rowClass = (row: EvalsRowView, open: boolean): string =>
-  `anvia-eval-row anvia-eval-${row.status === "success" ? (row.passed ? "passed" : "failed") : row.status}` +
+  `anvia-eval-tr anvia-eval-row anvia-eval-${row.status === "success" ? (row.passed ? "passed" : "failed") : row.status}` +
   (open ? " anvia-eval-open" : "");
 
 export function evalsView(session: Session): EvalsView {
@@ -89,9 +89,17 @@ export function evalsView(session: Session): EvalsView {
   const passRate = h("span", { class: "anvia-eval-pass-rate" });
   const means = h("span", { class: "anvia-eval-means" });
   const summaryLine = h("div", { class: "anvia-eval-summary" }, passRate, means);
-  const headRow = h("tr");
-  const body = h("tbody");
-  const table = h("table", { class: "anvia-eval-table" }, h("thead", {}, headRow), body);
+  // A grid of rows (ARIA table roles) rather than a <table>: each row lays out on its own and rows
+  // out of view skip layout and paint (content-visibility), so a 1,000-case report draws fast
+  // and a row filling in does not lay the others out again.
+  const headRow = h("div", { class: "anvia-eval-tr anvia-eval-head", role: "row" });
+  const body = h("div", { class: "anvia-eval-tbody", role: "rowgroup" });
+  const table = h(
+    "div",
+    { class: "anvia-eval-table", role: "table", "aria-label": "Cases" },
+    h("div", { class: "anvia-eval-thead", role: "rowgroup" }, headRow),
+    body,
+  );
   const tableWrap = h("div", { class: "anvia-eval-table-wrap" }, table);
   const banner = h("div", { class: "anvia-disconnected", hidden: true });
   const live = h("div", { class: "anvia-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
@@ -118,7 +126,7 @@ export function evalsView(session: Session): EvalsView {
   let closedFor: number | null = null;
   let columns = "";
   /** The row of each case, null while it waits to be built (in idle time). */
-  const rowEls: (HTMLTableRowElement | null)[] = [];
+  const rowEls: (HTMLElement | null)[] = [];
   let idle: IdleHandle | null = null;
   let knownStatus: string | null = store.summary?.status ?? null;
   let ticker: ReturnType<typeof setInterval> | null = null;
@@ -164,16 +172,23 @@ export function evalsView(session: Session): EvalsView {
     const key = JSON.stringify(names);
     if (key === columns) return;
     columns = key;
+    // Columns: #, case, status, output (the rest of the width), one per metric, time.
+    table.style.setProperty(
+      "--anvia-eval-columns",
+      `3em 9em 5.5em minmax(10em, 1fr)${" 6.5em".repeat(names.length)} 5.5em`,
+    );
+    const th = (label: string, extra: Record<string, string> = {}): HTMLElement =>
+      h("div", { class: "anvia-eval-th", role: "columnheader", ...extra }, label);
     headRow.replaceChildren(
-      ...["#", "Case", "Status", "Output"].map((label) => h("th", { scope: "col" }, label)),
-      ...names.map((label) => h("th", { scope: "col", class: "anvia-eval-metric-col", title: label }, label)),
-      h("th", { scope: "col" }, "Time"),
+      ...["#", "Case", "Status", "Output"].map((label) => th(label)),
+      ...names.map((label) => th(label, { title: label })),
+      th("Time"),
     );
     rowEls.length = 0;
     body.replaceChildren();
   }
 
-  function buildRow(row: EvalsRowView): HTMLTableRowElement {
+  function buildRow(row: EvalsRowView): HTMLElement {
     const open = store.summary?.open === row.index;
     const name = button(row.name, () => void openCase(row.index), {
       class: "anvia-eval-open-case",
@@ -186,21 +201,21 @@ export function evalsView(session: Session): EvalsView {
       const score = row.scores.find((s) => s.metric === m.name);
       const tip = score?.error ?? score?.reason ?? null;
       const cls = `anvia-eval-score${score?.passed === false ? " anvia-eval-score-failed" : ""}${score?.error ? " anvia-eval-score-error" : ""}`;
-      return h("td", { class: cls, title: tip }, formatScore(score));
+      return h("div", { class: `anvia-eval-td ${cls}`, role: "cell", title: tip }, formatScore(score));
     });
+    const td = (cls: string, ...children: (Node | string)[]): HTMLElement =>
+      h("div", { class: `anvia-eval-td ${cls}`, role: "cell" }, ...children);
+    const outputCell = td(`anvia-eval-output${row.status === "error" ? " anvia-error-text" : ""}`, output.slice(0, CELL_CHARS));
+    if (output) outputCell.title = output;
     const tr = h(
-      "tr",
-      { class: rowClass(row, open), "aria-current": open ? "true" : null },
-      h("td", { class: "anvia-eval-index" }, String(row.index + 1)),
-      h("td", {}, name),
-      h("td", { class: "anvia-eval-status" }, rowStatus(row)),
-      h(
-        "td",
-        { class: `anvia-eval-output${row.status === "error" ? " anvia-error-text" : ""}`, title: output || null },
-        output.slice(0, CELL_CHARS),
-      ),
+      "div",
+      { class: rowClass(row, open), role: "row", "aria-current": open ? "true" : null },
+      td("anvia-eval-index", String(row.index + 1)),
+      td("anvia-eval-name", name),
+      td("anvia-eval-status", rowStatus(row)),
+      outputCell,
       ...scores,
-      h("td", { class: "anvia-eval-time" }, row.duration_ms === null ? "" : formatDuration(row.duration_ms)),
+      td("anvia-eval-time", row.duration_ms === null ? "" : formatDuration(row.duration_ms)),
     );
     return tr;
   }
