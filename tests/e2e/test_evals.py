@@ -90,3 +90,28 @@ def test_progress_a_row_opens_its_transcript_and_stop(
         cell_output(page, 2),
         "STATUS stopped ['case-1', 'case-2'] ['case-3', 'case-4', 'case-5', 'case-6']",
     )
+
+
+EVALUATE_SYNC = (
+    "report = evals.evaluate_sync(agent, cases, [evals.contains('echo')], concurrency=2)"
+)
+
+
+def test_evaluate_sync_blocks_the_cell_and_stop_still_works(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    write_notebook(jupyter_server.root_dir, notebook_name, [SETUP, EVALUATE_SYNC, CHECK])
+    open_notebook(page, jupyter_server, notebook_name)
+    run_cell(page, 0)
+    run_cell(page, 1, wait=False)  # a synchronous cell, blocked until the evaluation ends
+    widget = cell_output(page, 1).locator(".anvia-evals-mode")
+    expect(widget.locator(".anvia-eval-count")).to_have_text("2 of 6 cases")
+    widget.get_by_role("button", name="Open the transcript of case-2").click()
+    wait_for_text(widget.locator(".anvia-eval-panel"), "echo: q2")
+    widget.get_by_role("button", name="Stop").click()
+    expect(widget.locator(".anvia-eval-count")).to_have_text("2 of 6 cases · stopped")
+    run_cell(page, 2)
+    wait_for_text(
+        cell_output(page, 2),
+        "STATUS stopped ['case-1', 'case-2'] ['case-3', 'case-4', 'case-5', 'case-6']",
+    )
