@@ -236,3 +236,30 @@ async def test_what_a_running_tool_prints_shows_in_its_entry_while_it_runs():
     go_on.set()
     await handle
     await finished(handle)
+
+
+async def test_work_handed_to_the_session_s_loop_runs_outside_the_caller_s_tool_call():
+    """What a tool's thread hands to the session (its output, say) is not the tool's again."""
+    import asyncio
+    import threading
+
+    from anvia_notebook._tool_exec import CURRENT_TOOL_CALL, CurrentToolCall
+    from anvia_notebook.notebook.session import TranscriptSession
+
+    session = TranscriptSession(agent_id="a", loop=asyncio.get_running_loop())
+    seen: list = []
+    done = asyncio.Event()
+
+    def on_the_loop() -> None:
+        seen.append(CURRENT_TOOL_CALL.get())
+        done.set()
+
+    def in_a_tool_call() -> None:
+        CURRENT_TOOL_CALL.set(CurrentToolCall("run_1", "call_1", "add", "c1"))
+        session.call_soon(on_the_loop)
+
+    thread = threading.Thread(target=in_a_tool_call)
+    thread.start()
+    thread.join(5)
+    await asyncio.wait_for(done.wait(), 5)
+    assert seen == [None]
