@@ -96,6 +96,9 @@ describe("evaluation report view", () => {
     expect(s.text(".anvia-eval-panel-title")).toBe("Transcript of case-3");
     expect(panel.textContent).toContain("Let me look.");
     expect(s.rows()[2]!.getAttribute("aria-current")).toBe("true");
+    // the case's trace is one more click away: Inspect asks the kernel for its model calls
+    byLabel(panel, "Inspect").click();
+    expect(s.model.last("inspect")).toEqual({ type: "inspect", request_id: expect.any(String), index: null });
     byLabel(s.root, "Close").click();
     expect(panel.hidden).toBe(true);
     // a case that has not started cannot be opened

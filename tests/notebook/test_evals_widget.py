@@ -189,6 +189,16 @@ async def test_a_row_opens_its_case_transcript_live_while_it_runs():
     assert [e["kind"] for e in page.state.entries] == ["user", "assistant"]
     assert page.state.entries[1]["text"] == "thinking echo: fast"
     assert page.state.transcript() == session.state()
+    # and its trace: Inspect answers with that case's model call
+    page.post({"type": "inspect", "request_id": "page-inspect", "index": None})
+    reply = await until(
+        lambda: next(
+            (m for m in sent(session.widget) if m.get("request_id") == "page-inspect"), None
+        ),
+        what="the inspect reply",
+    )
+    assert reply["type"] == "inspect_reply" and reply["ok"] is True and reply["count"] == 1
+    assert "thinking echo: fast" in str(reply["turn"])
 
 
 async def test_stop_from_the_page_keeps_the_finished_cases():

@@ -6,6 +6,7 @@
 import { button, h } from "../dom";
 import type { EvalsCaseStatus, EvalsRowView, EvalsScoreView, EvalsSummary } from "../protocol";
 import type { Session, SessionEvent } from "../session";
+import { inspectView } from "./inspect";
 import { STATE_LABELS } from "./status";
 import { transcriptView } from "./transcript";
 
@@ -112,11 +113,14 @@ export function evalsView(session: Session): EvalsView {
     renderPanel();
   }, { class: "anvia-button anvia-view-only" });
   const transcript = transcriptView(session);
+  // The case's trace, one model call at a time (fetched from the kernel when opened).
+  const inspect = inspectView(session);
   const panel = h(
     "section",
     { class: "anvia-eval-panel", hidden: true, "aria-label": "Case transcript" },
-    h("div", { class: "anvia-eval-panel-header" }, panelTitle, panelState, close),
+    h("div", { class: "anvia-eval-panel-header" }, panelTitle, panelState, inspect.button, close),
     transcript.el,
+    inspect.el,
   );
   const el = h("div", { class: "anvia-evals" }, banner, header, summaryLine, tableWrap, panel, live);
 
@@ -374,6 +378,7 @@ export function evalsView(session: Session): EvalsView {
     dispose: () => {
       unsubscribe();
       transcript.dispose();
+      inspect.dispose();
       idle?.cancel();
       if (ticker !== null) clearInterval(ticker);
     },
