@@ -3,8 +3,9 @@
 ``evaluate`` checks everything first (cases, metrics, concurrency), then runs up to
 ``concurrency`` cases at a time. A case whose run fails is ``status="error"`` and the others go
 on. Protected tool calls are decided by ``approvals=`` (a handler as for
-``PromptRequest.approvals``) or rejected with a message that no reviewer is present; questions
-(``ask_question``) get no answer. No case ever waits for a person.
+``PromptRequest.approvals``; without it, by the agent's own approval handler if it has one) or
+rejected with a message that no reviewer is present; questions (``ask_question``) get no answer.
+No case ever waits for a person: a human input attached to the agent is not used.
 """
 
 from __future__ import annotations
