@@ -561,3 +561,31 @@ def test_evals_never_import_jupyter_or_pandas_unless_asked():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+async def test_a_human_input_of_the_agent_is_never_waited_for():
+    from anvia_notebook import StoreHumanInput
+
+    def model():
+        return QueueModel(
+            [
+                ModelResponse(
+                    tool_calls=[ToolCall(id="c1", name="add", arguments={"x": 1, "y": 2})]
+                ),
+                "done",
+            ]
+        )
+
+    add = make_add_tool(approval=ToolApproval())
+    waiting = model()
+    agent = AgentBuilder("a", waiting).tool(add).human_input(StoreHumanInput()).build()
+    report = await asyncio.wait_for(
+        evals.evaluate(agent, [{"input": "add"}], [evals.contains("done")]), timeout=10
+    )
+    assert report.cases[0].passed and add.calls == []
+    assert tool_results(waiting.requests[1])[0].content == evals.NO_REVIEWER_MESSAGE
+    # the agent's own approval handler (code, not a person) still decides
+    deciding = model()
+    agent = AgentBuilder("a", deciding).tool(add).approvals(lambda request: True).build()
+    await evals.evaluate(agent, [{"input": "add"}], [evals.contains("done")])
+    assert add.calls == [(1, 2)]
