@@ -291,7 +291,7 @@ export function evalsView(session: Session): EvalsView {
   function renderBanner(): void {
     if (session.kernelStopped) {
       banner.textContent =
-        "Kernel stopped: this report is no longer live. The finished cases are stored runs (their run ids are in report.to_pandas() of a new evaluation).";
+        "Kernel stopped: this report is no longer live. Its finished cases are stored runs: anvia_notebook.runs() lists them in the new kernel.";
       banner.hidden = false;
     } else {
       banner.textContent = "Kernel disconnected";
