@@ -10,6 +10,7 @@
 // scrolled-in cell) and lets go of their views when they leave the page.
 import type { Session } from "./session";
 import { mountView } from "./views/root";
+import { MOVED_EVENT } from "./views/transcript";
 
 export const SLOT_CLASS = "anvia-live-slot";
 const KEY_PREFIX = "anvia-key-";
@@ -55,24 +56,53 @@ function keyOf(slot: Element): string | null {
   return null;
 }
 
+/** Live views whose slot left the page in the mutations being handled, by key: a slot of the
+ * same widget drawn in the same mutations (the front end redrawing an output the kernel updated
+ * with the same copy) takes the view over instead of drawing a new one. */
+let orphans: Map<string, { slot: HTMLElement; entry: Covered }[]> | null = null;
+
 function cover(slot: HTMLElement): void {
   if (covered.has(slot) || !slot.isConnected) return;
   const key = keyOf(slot);
   const session = key === null ? undefined : sessions.get(key);
   if (key === null || !session) return;
-  const host = document.createElement("div");
-  host.className = "anvia-live-view";
+  const orphan = orphans?.get(key)?.shift();
+  // The old slot keeps its copies (should it come back, it shows them until covered again).
+  if (orphan) orphan.slot.append(...orphan.entry.copies);
+  const host = orphan?.entry.host ?? document.createElement("div");
   let dispose: () => void;
-  try {
-    dispose = mountView(session, host);
-  } catch (err) {
-    console.error("anvia: could not draw the live view of a transcript", err);
-    return;
+  if (orphan) {
+    dispose = orphan.entry.dispose;
+  } else {
+    host.className = "anvia-live-view";
+    try {
+      dispose = mountView(session, host);
+    } catch (err) {
+      console.error("anvia: could not draw the live view of a transcript", err);
+      return;
+    }
   }
   const copies = [...slot.children].filter((c): c is HTMLElement => c instanceof HTMLElement && c.matches(COPY_SELECTOR));
   for (const copy of copies) copy.remove();
   slot.prepend(host);
   covered.set(slot, { key, host, copies, dispose });
+  // A moved view lost its scroll position with its layout: its transcript puts it back.
+  if (orphan) for (const list of host.querySelectorAll(".anvia-transcript")) list.dispatchEvent(new Event(MOVED_EVENT));
+}
+
+/** Let go of a view whose slot left the page: disposed now, or (while mutations are handled)
+ * kept for a slot of the same widget drawn in the same mutations. */
+function release(slot: HTMLElement): void {
+  const entry = covered.get(slot);
+  if (!entry) return;
+  if (orphans === null) {
+    uncover(slot);
+    return;
+  }
+  covered.delete(slot);
+  const list = orphans.get(entry.key) ?? [];
+  list.push({ slot, entry });
+  orphans.set(entry.key, list);
 }
 
 function uncover(slot: HTMLElement): void {
@@ -94,15 +124,29 @@ function scan(root: ParentNode): void {
 }
 
 function onMutations(records: MutationRecord[]): void {
-  if (covered.size > 0) {
-    for (const slot of [...covered.keys()]) if (!slot.isConnected) uncover(slot);
-  }
-  for (const record of records) {
-    for (const node of record.addedNodes) {
-      if (node.nodeType !== 1) continue;
-      const el = node as HTMLElement;
-      // Cheap first: most of what the page adds (editors, our own views) holds no slot.
-      if (el.classList.contains(SLOT_CLASS) || el.getElementsByClassName(SLOT_CLASS).length > 0) scan(el);
+  orphans = new Map();
+  try {
+    if (covered.size > 0) {
+      for (const slot of [...covered.keys()]) if (!slot.isConnected) release(slot);
+    }
+    for (const record of records) {
+      for (const node of record.addedNodes) {
+        if (node.nodeType !== 1) continue;
+        const el = node as HTMLElement;
+        // Cheap first: most of what the page adds (editors, our own views) holds no slot.
+        if (el.classList.contains(SLOT_CLASS) || el.getElementsByClassName(SLOT_CLASS).length > 0) scan(el);
+      }
+    }
+  } finally {
+    const left = [...orphans.values()].flat();
+    orphans = null;
+    for (const { slot, entry } of left) {
+      try {
+        entry.dispose();
+      } finally {
+        entry.host.remove();
+        slot.append(...entry.copies);
+      }
     }
   }
 }

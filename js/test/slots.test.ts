@@ -100,4 +100,27 @@ describe("static copies of a finished run", () => {
     expect(copyOf(output)).toBeNull();
     m.cleanup();
   });
+
+  it("keep their live view when the front end redraws the output with the same copy", async () => {
+    const m = finished();
+    const first = staticOutput();
+    document.body.appendChild(first);
+    await tick();
+    const live = liveOf(first);
+    expect(live).not.toBeNull();
+    // JupyterLab redraws an output the kernel updated (the update sent again when the next cell
+    // starts): the old output goes and a new one with the same copy comes, in one change. The
+    // view moves over, with what a person opened in it (Inspect, entries) and where it was.
+    const second = staticOutput();
+    first.replaceWith(second);
+    await tick();
+    expect(liveOf(second)).toBe(live);
+    expect(coveredSlots()).toHaveLength(1);
+    expect(copyOf(second)).toBeNull();
+    expect(copyOf(first)).not.toBeNull(); // the old output keeps its copy
+    expect(liveOf(first)).toBeNull();
+    m.cleanup();
+    expect(liveOf(second)).toBeNull();
+    expect(copyOf(second)).not.toBeNull();
+  });
 });

@@ -103,6 +103,17 @@ async ([index, expected]) => {
 """
 
 
+#: The index of the first entry in view in a transcript list, and how far above the top it starts.
+FIRST_IN_VIEW = """
+(list) => {
+  const top = list.getBoundingClientRect().top;
+  const rows = [...list.children];
+  const index = rows.findIndex((row) => row.getBoundingClientRect().bottom > top);
+  return [index, Math.round(rows[index].getBoundingClientRect().top - top)];
+}
+"""
+
+
 def open_notebook_with(page: Page, server: JupyterServer, name: str, cells: list[str]) -> None:
     write_notebook(server.root_dir, name, [SETUP, *cells])
     open_notebook(page, server, name)
@@ -174,3 +185,44 @@ def test_a_1000_call_trace_opens_in_under_300_ms(
     assert min(times) < 300, times
     messages = widget.locator(".anvia-inspect-messages")
     expect(messages.locator("summary")).to_have_text("Messages (the last 200 of 1999)")
+
+
+def test_the_view_keeps_inspect_open_and_its_place_when_the_next_cell_runs(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    # The finished run's output is drawn again when the next cell starts (the kernel sends its
+    # final copy once more, for headless runners): the live view moves over, as it was.
+    open_notebook_with(
+        page,
+        jupyter_server,
+        notebook_name,
+        ['handle = long_agent(60).prompt("Check every item.").show()\nawait handle', "1 + 1"],
+    )
+    widget = cell_output(page, 1)
+    wait_for_text(widget, "All checked.")
+    widget.get_by_role("button", name="Inspect").click()
+    expect(widget.locator(".anvia-inspect-where")).to_have_text("Model call 60 of 60 (turn 60)")
+    transcript = widget.locator(".anvia-transcript")
+    # Scrolled up (no longer following the end), then two frames for the view to note its place.
+    transcript.evaluate(
+        """async (list) => {
+          list.scrollTop = 400;
+          for (let i = 0; i < 2; i++) await new Promise((r) => requestAnimationFrame(r));
+        }"""
+    )
+    before = transcript.evaluate(FIRST_IN_VIEW)
+    view = widget.locator(".anvia-live-view").element_handle()
+    run_cell(page, 2)
+    wait_for_text(cell_output(page, 2), "2")
+    expect(widget.locator(".anvia-inspect-where")).to_have_text("Model call 60 of 60 (turn 60)")
+    assert (
+        widget.locator(".anvia-live-view")
+        .element_handle()
+        .evaluate("(el, old) => el === old", view)
+    )
+    # Still where the person left it (content-visibility lets entries above settle their size,
+    # so a couple of entries' worth of drift is allowed), not back at the top or the bottom.
+    after = transcript.evaluate(FIRST_IN_VIEW)
+    assert abs(after[0] - before[0]) <= 3, (before, after)
+    top, height, shown = transcript.evaluate("(l) => [l.scrollTop, l.scrollHeight, l.clientHeight]")
+    assert top > 0 and top + shown < height - 32, (top, height, shown)

@@ -18,6 +18,8 @@ export interface TranscriptView {
   dispose(): void;
 }
 
+/** The event slots.ts sends a transcript list whose view it moved to another place of the page. */
+export const MOVED_EVENT = "anvia-moved";
 /** How close to the bottom (px) still counts as "at the bottom". */
 const PIN_SLACK = 32;
 /** Entries a fresh view builds at once (the newest: more than fill the list's height); older
@@ -88,7 +90,35 @@ export function transcriptView(session: Session): TranscriptView {
       else jump.hidden = false;
     });
   }
+  // Where the list was scrolled to, as the first entry in view and how far below the list's
+  // top it starts: a view moved to another place of the page (its output was redrawn,
+  // slots.ts) loses its scroll position with its layout, and gets it back from this.
+  let anchor: { el: Element; offset: number } | null = null;
+  const anchorKey = {};
+  function keepAnchor(): void {
+    const box = list.getBoundingClientRect();
+    if (box.height === 0) return; // not laid out: keep the last place
+    const children = list.children;
+    let lo = 0;
+    let hi = children.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (children[mid]!.getBoundingClientRect().bottom <= box.top) lo = mid + 1;
+      else hi = mid;
+    }
+    const el = children[lo];
+    anchor = el ? { el, offset: el.getBoundingClientRect().top - box.top } : null;
+  }
+  // Moved with its view (slots.ts says so): back to the bottom, or to the entry it showed.
+  list.addEventListener(MOVED_EVENT, () => {
+    if (pinned) scrollToBottom();
+    else if (anchor && anchor.el.parentElement === list) {
+      const moved = anchor.el.getBoundingClientRect().top - list.getBoundingClientRect().top - anchor.offset;
+      if (Math.abs(moved) >= 1) list.scrollTop += moved;
+    }
+  });
   list.addEventListener("scroll", () => {
+    if (list.clientHeight > 0) schedule(anchorKey, keepAnchor);
     pinned = list.scrollHeight - list.scrollTop - list.clientHeight <= PIN_SLACK;
     if (pinned) jump.hidden = true;
     if (pending.length > 0) schedule(nearKey, buildNear);
@@ -224,6 +254,7 @@ export function transcriptView(session: Session): TranscriptView {
     dispose() {
       unsubscribe();
       cancelScheduled(nearKey);
+      cancelScheduled(anchorKey);
       idle?.cancel();
       for (const { view } of views.values()) view?.dispose();
       views.clear();
