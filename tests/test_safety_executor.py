@@ -24,6 +24,7 @@ from anvia_notebook import (
     create_question_tool,
     create_tool,
 )
+from anvia_notebook._tool_exec import CURRENT_TOOL_CALL, CurrentToolCall
 from anvia_notebook.models import QueueModel
 
 from helpers import NoteInput, call, calls, make_add_tool, tool_results
@@ -112,12 +113,13 @@ async def test_hooks_are_asked_in_order_until_one_decides():
 
 async def test_the_run_records_how_far_each_call_got_for_a_resume():
     """While a later call runs, the earlier one of the turn is recorded as done, with its
-    arguments and result (a resumed run returns that result instead of running it again)."""
+    arguments and result (a resumed run returns that result instead of running it again), the
+    running one as started, and the running tool knows which call it is (its output goes there)."""
     seen = []
     runs = []
 
     def peek(args: NoteInput, ctx) -> str:
-        seen.append(runs[0].state.calls["c1"])
+        seen.append((runs[0].state.calls["c1"], runs[0].state.calls["c2"], CURRENT_TOOL_CALL.get()))
         return "peeked"
 
     add = make_add_tool()
@@ -130,13 +132,16 @@ async def test_the_run_records_how_far_each_call_got_for_a_resume():
     runs.append(run)
     run.start()
     await asyncio.wait_for(run.wait(), 5)
-    [progress] = seen
-    assert (progress.status, progress.args, progress.result, progress.is_error) == (
+    [(done, started, current)] = seen
+    assert (done.status, done.args, done.result, done.is_error) == (
         "done",
         '{"x": 1, "y": 2}',
         "3",
         False,
     )
+    assert (started.status, started.args) == ("started", '{"text": "?"}')
+    peeked = [e for e in run.events if e.type == "tool_result" and e.tool_name == "peek"]
+    assert current == CurrentToolCall(run.run_id, peeked[0].internal_call_id, "peek", "c2")
 
 
 # -- which call runs, and what the model is told -------------------------------------------------------
@@ -224,3 +229,44 @@ async def test_a_question_the_runtime_ends_is_stored_as_ended_by_the_runtime(
     status, decision = store.decision(record.id)
     assert status == ("timed_out" if how == "timeout" else "cancelled")
     assert decision is not None and decision["decided_by"] == "runtime"
+
+
+# -- resuming after a crash in the middle of a turn ----------------------------------------------------
+
+
+async def test_a_resumed_run_neither_repeats_a_finished_call_nor_reruns_an_interrupted_one(
+    tmp_path: Path,
+):
+    from test_safety_mutants import DiesAfterADecision
+
+    path = tmp_path / "runs.sqlite"
+    store = DiesAfterADecision(path)
+    store.moment = "never"
+    add = make_add_tool()
+
+    async def dies(args: NoteInput, ctx) -> str:
+        store.die()  # the process dies while this tool runs
+        await asyncio.Event().wait()
+        return "never"
+
+    crashing = create_tool(name="crash", description="", input=NoteInput, execute=dies)
+    model = QueueModel([calls(("add", {"x": 1, "y": 2}, "c1"), ("crash", {"text": "?"}, "c2"))])
+    agent = AgentBuilder("a", model).tools([add, crashing]).build()
+    run = agent.prompt("go").store(store).with_tool_concurrency(1).create_run()
+    store.on_death = lambda: run.cancel("the process died")
+    run.start()
+    with pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(run.wait(), 5)
+    RunStore(path).release_run(run.run_id)
+
+    after = QueueModel(["done"])
+    again = AgentBuilder("a", after).tools([add, crashing]).build()
+    resumed = again.resume(run.run_id, RunStore(path)).create_run()
+    resumed.start()
+    await asyncio.wait_for(resumed.wait(), 10)
+    assert add.calls == [(1, 2)]
+    finished, interrupted = tool_results(after.requests[0])
+    assert (finished.content, finished.is_error) == ("3", False)
+    assert interrupted.is_error is True
+    results = {e.tool_call_id: e for e in resumed.events if e.type == "tool_result"}
+    assert (results["c2"].turn, results["c2"].is_error) == (results["c1"].turn, True)
