@@ -7,6 +7,7 @@ untested).
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -270,3 +271,16 @@ async def test_a_resumed_run_neither_repeats_a_finished_call_nor_reruns_an_inter
     assert interrupted.is_error is True
     results = {e.tool_call_id: e for e in resumed.events if e.type == "tool_result"}
     assert (results["c2"].turn, results["c2"].is_error) == (results["c1"].turn, True)
+
+
+async def test_a_question_stopped_by_the_run_is_left_without_answers_in_the_conversation(
+    store_path: Path,
+):
+    request, _, _ = store_agent(call("ask_question", THREE_CHOICES), "ok")
+    run = request.start()
+    await pending_of(run)
+    run.cancel()
+    with pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(run.wait(), 5)
+    [result] = run.state.messages[-1].tool_results
+    assert (json.loads(result.content), result.is_error) == ({"answers": []}, False)
