@@ -120,20 +120,30 @@ async def test_the_run_records_how_far_each_call_got_for_a_resume():
     runs = []
 
     def peek(args: NoteInput, ctx) -> str:
-        seen.append((runs[0].state.calls["c1"], runs[0].state.calls["c2"], CURRENT_TOOL_CALL.get()))
+        calls_so_far = runs[0].state.calls
+        seen.append((calls_so_far["c0"], calls_so_far["c1"], calls_so_far["c2"]))
+        seen.append(CURRENT_TOOL_CALL.get())
         return "peeked"
 
     add = make_add_tool()
     peeker = create_tool(name="peek", description="", input=NoteInput, execute=peek)
     model = QueueModel(
-        [calls(("add", {"x": 1, "y": 2}, "c1"), ("peek", {"text": "?"}, "c2")), "ok"]
+        [
+            calls(
+                ("add", {"x": "one"}, "c0"),  # refused arguments: an error result
+                ("add", {"x": 1, "y": 2}, "c1"),
+                ("peek", {"text": "?"}, "c2"),
+            ),
+            "ok",
+        ]
     )
     agent = AgentBuilder("a", model).tools([add, peeker]).build()
     run = agent.prompt("go").with_tool_concurrency(1).create_run()
     runs.append(run)
     run.start()
     await asyncio.wait_for(run.wait(), 5)
-    [(done, started, current)] = seen
+    [(failed, done, started), current] = seen
+    assert (failed.status, failed.is_error) == ("done", True)
     assert (done.status, done.args, done.result, done.is_error) == (
         "done",
         '{"x": 1, "y": 2}',
