@@ -191,15 +191,8 @@ async def test_two_decisions_in_the_same_moment_the_second_is_refused():
 
 
 def approval_record() -> ApprovalRecord:
-    return ApprovalRecord(
-        id="approval_1",
-        run_id="run_1",
-        agent_id="a",
-        tool_name="add",
-        tool_call_id="c1",
-        internal_call_id="call_1",
-        args={"x": 1, "y": 2},
-    )
+    ids = {"id": "approval_1", "run_id": "run_1", "tool_call_id": "c1", "internal_call_id": "i1"}
+    return ApprovalRecord(**ids, agent_id="a", tool_name="add", args={"x": 1, "y": 2})
 
 
 @pytest.mark.parametrize(
