@@ -35,3 +35,13 @@ def test_wheel_contains_the_bundle(tmp_path):
     assert "anvia_notebook/static/widget.css" in names
     assert "anvia_notebook/notebook/widget.py" in names
     assert not [n for n in names if "node_modules" in n or n.startswith("js/")]
+
+
+def test_every_test_module_has_its_own_name():
+    """pytest imports test modules by their base name: two with the same name stop the run."""
+    import collections
+    import pathlib
+
+    tests = pathlib.Path(__file__).parent
+    names = collections.Counter(p.name for p in tests.rglob("test_*.py"))
+    assert [name for name, count in names.items() if count > 1] == []
