@@ -236,6 +236,10 @@ def config_text() -> str:
         + "use_git_change_detection = false\n"
         # Log calls are not mutated: what a log line says is not what the code does.
         + f"do_not_mutate_patterns = {toml_list(DO_NOT_MUTATE)}\n"
+        # mutmut stops a mutant's tests at a limit made from their recorded duration, which is
+        # near zero for most functions: on a loaded machine a slow run would pass for a hang (a
+        # false kill). A hang is caught by pytest-timeout (a minute per test, a kill) anyway.
+        + "timeout_constant = 10\n"
     )
 
 
