@@ -44,25 +44,25 @@ class Log(Hook):
         self.name = name
         self.fail = fail
 
-    def _note(self, what: str) -> None:
-        self.log.append(f"{self.name}:{what}")
+    def _note(self, what: str, event: object = "") -> None:
+        self.log.append(f"{self.name}:{what}" + ("" if event is not None else ":no event"))
         if what in self.fail:
             raise RuntimeError(f"{self.name} failed in {what}")
 
     def on_run_start(self, event):
-        self._note("run_start")
+        self._note("run_start", event)
 
     def on_tool_result(self, event):
-        self._note("tool_result")
+        self._note("tool_result", event)
 
     def on_tool_error(self, event):
-        self._note("tool_error")
+        self._note("tool_error", event)
 
     def on_completion_error(self, event):
-        self._note("completion_error")
+        self._note("completion_error", event)
 
     def on_run_error(self, event):
-        self._note("run_error")
+        self._note("run_error", event)
 
 
 def test_a_composed_hook_failing_before_the_outcome_is_known_fails_the_run():
