@@ -12,7 +12,15 @@ from typing import Any
 
 from .models import DemoContext, DemoModel, ModelResponse, Script, ToolCall, auto_model
 
-__all__ = ["support_demo", "support_model"]
+__all__ = ["greeter_demo", "greeter_model", "support_demo", "support_model"]
+
+
+def _not_done(result: Any, what: str) -> str:
+    """How a model would word a call that did not run: nobody decided in time, or a refusal."""
+    text = str(result)
+    if "timed out" in text:
+        return f"{what} did not happen: nobody decided in time, so the call was not made."
+    return f"{what} did not happen. {text}"
 
 
 def _answers(ctx: DemoContext) -> dict[str, str]:
@@ -34,14 +42,21 @@ def _refund_outcome(ctx: DemoContext) -> str:
     result = ctx.result("issue_refund")
     if isinstance(result, dict) and result.get("status") == "issued":
         return f"Done: refund `{result['refund_id']}` was issued for order A1001."
-    return f"The refund was not issued. The reviewer said: {result}"
+    return _not_done(result, "The refund")
+
+
+def _export_outcome(ctx: DemoContext) -> str:
+    result = ctx.result("export_orders")
+    if result == "all orders exported":
+        return "Export finished: all orders exported."
+    return _not_done(result, "The export")
 
 
 def _cancel_outcome(ctx: DemoContext) -> str:
     result = ctx.result("cancel_order")
     if isinstance(result, dict) and result.get("cancelled"):
         return f"Order {result.get('order_id')} is cancelled."
-    return f"I did not cancel the order: {result}"
+    return _not_done(result, "The cancellation")
 
 
 def _escalate(ctx: DemoContext) -> ModelResponse:
@@ -188,7 +203,7 @@ def support_demo(delay: float = 0.015) -> DemoModel:
                             )
                         ],
                     ),
-                    lambda ctx: f"Export finished: {ctx.result('export_orders')}",
+                    _export_outcome,
                 ],
             ),
             Script(
@@ -206,3 +221,24 @@ def support_demo(delay: float = 0.015) -> DemoModel:
 def support_model(delay: float = 0.015) -> Any:
     """A real model when a provider key is set, else :func:`support_demo`."""
     return auto_model(support_demo(delay))
+
+
+def greeter_demo(delay: float = 0.015) -> DemoModel:
+    """The offline model of a greeting agent (tutorial 07's second agent)."""
+    return DemoModel(
+        [
+            Script(
+                r".",
+                [
+                    "Hello and welcome! I'm the greeter: I say hello and point you to the "
+                    "**Support agent** for orders, refunds and escalations."
+                ],
+            )
+        ],
+        delay=delay,
+    )
+
+
+def greeter_model(delay: float = 0.015) -> Any:
+    """A real model when a provider key is set, else :func:`greeter_demo`."""
+    return auto_model(greeter_demo(delay))

@@ -32,15 +32,28 @@ def test_the_tutorials_are_numbered_in_order_and_each_is_checked():
 
 
 EXPECTED = {
-    "01_quickstart.ipynb": ["Order **A1001** is *shipped*", "looking up A1001"],
-    "02_tool_approval.ipynb": ["refund `rf_a1001` was issued", "Refunds over $10 need a manager."],
+    "01_quickstart.ipynb": [
+        "Order **A1001** is *shipped*",
+        "looking up A1001",
+        "calls get_order_status with {'order_id': 'A1001'}",  # stream() events, worded
+        "answer: Order **A1001**",
+    ],
+    "02_tool_approval.ipynb": [
+        "refund `rf_a1001` was issued",
+        "Refunds over $10 need a manager.",
+        "Review refund of $25.00 for order A1001.",
+    ],
     "03_hook_approval.ipynb": [
         "Order A1002 is cancelled.",
         "call cancel_order",
         "approvals in the audited run: ['approved']",  # composing kept the approval hook
     ],
     "04_ask_question.ipynb": ["Escalation `esc_t-42` is ready", '"questionId": "priority"'],
-    "05_stop_and_timeouts.ipynb": ["cancelled: Changed my mind.", "timed out after 1 s"],
+    "05_stop_and_timeouts.ipynb": [
+        "cancelled: Changed my mind.",
+        "stop requested: True",
+        "The export did not happen: nobody decided in time",
+    ],
     "06_human_input_outside.ipynb": [
         "priority **high** via phone",
         "Pending question",
@@ -76,6 +89,15 @@ EXPECTED = {
     ],
 }
 
+#: What a tutorial's outputs must never say (wording a notebook user should not see).
+FORBIDDEN = [
+    "Export finished: Tool approval",  # a timed-out export reported as finished
+    "The reviewer said",  # a timeout is nobody's word
+    "rejected in Anvia Studio",
+    "ToolNotFoundError",
+    "$25.0 ",
+]
+
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
@@ -96,6 +118,8 @@ def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
     text = outputs_text(notebook)
     for needle in EXPECTED[path.name]:
         assert needle in text, (needle, text[-3000:])
+    for needle in FORBIDDEN:
+        assert needle not in text, (needle, text[-3000:])
     if path.name == "08_restart_and_resume.ipynb":
         assert text.count("refund A1001 25.0") == 1  # the approved refund ran exactly once
     # a finished run leaves a static HTML copy of its transcript in the saved notebook

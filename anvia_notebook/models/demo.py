@@ -88,7 +88,8 @@ class DemoModel(CompletionModel):
                 if step_index < len(script.steps):
                     step = script.steps[step_index]
                     value = step(context) if callable(step) else step
-                    return ModelResponse(text=value) if isinstance(value, str) else value
+                    response = ModelResponse(text=value) if isinstance(value, str) else value
+                    return _only_offered_tools(response, request)
                 break
         return ModelResponse(text=FALLBACK)
 
@@ -96,6 +97,26 @@ class DemoModel(CompletionModel):
         self.requests.append(request)
         async for event in self.respond(request).events(self.delay):
             yield event
+
+
+def _only_offered_tools(response: ModelResponse, request: CompletionRequest) -> ModelResponse:
+    """``response`` when every tool it calls is offered by ``request``, else a plain answer.
+
+    A real model only calls the tools it is given; the scripted one follows suit, so an agent
+    built with other tools gets an honest "I can't" instead of a call to an unknown tool.
+    """
+    offered = {tool.name for tool in request.tools}
+    missing = [call.name for call in response.tool_calls if call.name not in offered]
+    if not missing:
+        return response
+    names = ", ".join(f"`{name}`" for name in dict.fromkeys(missing))
+    return ModelResponse(
+        text=(
+            f"I'm the offline demo model. My script for this request uses {names}, "
+            "which this agent does not have, so I can't do it here. "
+            "Set `OPENAI_API_KEY` or `ANTHROPIC_API_KEY` to talk to a real model."
+        )
+    )
 
 
 def auto_model(demo: CompletionModel | None = None) -> Any:
