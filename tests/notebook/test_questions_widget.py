@@ -191,3 +191,26 @@ async def test_a_question_times_out():
     assert tool_entry["question"]["status"] == "timed_out"
     assert "timed out" in tool_entry["result"]
     assert response.output == "No answer then."
+
+
+async def test_a_run_waiting_on_the_store_can_be_answered_from_its_widget_too():
+    """With ``StoreHumanInput`` the questions still show live controls, and they work."""
+    from anvia_notebook import StoreHumanInput
+
+    model = question_model()
+    request = agent(model).prompt("escalate").human_input(StoreHumanInput(timeout=30))
+    handle = runner.show(request)
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_question(page)
+    reply = await page.answer(
+        entry["question"]["id"],
+        [
+            {"questionId": "priority", "answer": "low", "choice": "low"},
+            {"questionId": "note", "answer": "none", "choice": "none"},
+        ],
+    )
+    assert reply["ok"], reply
+    response = await handle
+    assert response.output == "Escalated."
+    assert handle.pending == []
