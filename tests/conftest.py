@@ -7,6 +7,7 @@ same file, as kernels of one notebook folder do.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,11 @@ import pytest
 
 _FOLDER = Path(tempfile.mkdtemp(prefix="anvia-test-store-"))
 os.environ["ANVIA_NOTEBOOK_STORE"] = str(_FOLDER / "runs.sqlite")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The session's store folder goes with the session."""
+    shutil.rmtree(_FOLDER, ignore_errors=True)
 
 
 @pytest.fixture

@@ -69,7 +69,11 @@ _counter = itertools.count()
     concurrency=st.integers(min_value=1, max_value=3),
 )
 def test_crash_anywhere_then_resume(turns, decisions, crash_at, concurrency):
-    folder = Path(tempfile.mkdtemp(prefix="anvia-crash-"))
+    with tempfile.TemporaryDirectory(prefix="anvia-crash-", ignore_cleanup_errors=True) as name:
+        crash_and_resume(Path(name), turns, decisions, crash_at, concurrency)
+
+
+def crash_and_resume(folder, turns, decisions, crash_at, concurrency):
     path = folder / "runs.sqlite"
     executed: list[str] = []
     dead = {"now": False}  # after the crash the first process does nothing more
