@@ -53,7 +53,13 @@ async def test_scores_pass_rate_means_and_case_names(store_path):
     report = await evals.evaluate(
         agent_with(answering()),
         CASES,
-        [evals.exact_match(), evals.contains(), short, closeness],
+        [
+            evals.exact_match(),
+            evals.contains(),
+            evals.contains(case_sensitive=False, name="contains_any_case"),
+            short,
+            closeness,
+        ],
     )
     names = [c.name for c in report.cases]
     assert names == ["sum", "case-2", "case-3"]
@@ -61,13 +67,15 @@ async def test_scores_pass_rate_means_and_case_names(store_path):
     assert by_name["sum"].scores == {
         "exact_match": True,
         "contains": True,
+        "contains_any_case": True,
         "short": True,
         "closeness": 0.75,
     }
     assert by_name["sum"].passed is True
-    # exact_match is case-sensitive, contains ignores case; closeness 0.25 < 0.5 fails
+    # case matters to exact_match and contains, as in Anvia, unless told otherwise
     assert by_name["case-2"].scores["exact_match"] is False
-    assert by_name["case-2"].scores["contains"] is True
+    assert by_name["case-2"].scores["contains"] is False
+    assert by_name["case-2"].scores["contains_any_case"] is True
     assert by_name["case-2"].passed is False
     assert by_name["case-3"].output == '{"a": 1}'
     assert by_name["case-3"].passed is False  # closeness 0.25
@@ -589,3 +597,13 @@ async def test_a_human_input_of_the_agent_is_never_waited_for():
     agent = AgentBuilder("a", deciding).tool(add).approvals(lambda request: True).build()
     await evals.evaluate(agent, [{"input": "add"}], [evals.contains("done")])
     assert add.calls == [(1, 2)]
+
+
+def test_exact_match_compares_exactly_unless_told_otherwise():
+    case = evals.Case(input="q", expected="Paris")
+    assert evals.exact_match().fn(case, "Paris") is True
+    assert evals.exact_match().fn(case, " Paris\n") is False  # as Anvia's exactMatch
+    assert evals.exact_match(strip=True).fn(case, " Paris\n") is True
+    assert evals.exact_match(case_sensitive=False).fn(case, "PARIS") is True
+    assert evals.contains().fn(case, "it is paris") is False
+    assert evals.contains(case_sensitive=False).fn(case, "it is paris") is True

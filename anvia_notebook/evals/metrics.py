@@ -104,9 +104,12 @@ def _expected_text(case: Case, metric: str) -> str:
 
 
 def exact_match(
-    *, strip: bool = True, case_sensitive: bool = True, name: str = "exact_match"
+    *, strip: bool = False, case_sensitive: bool = True, name: str = "exact_match"
 ) -> Metric:
-    """The output equals the case's ``expected`` (surrounding whitespace ignored by default)."""
+    """The output equals the case's ``expected`` exactly, as Anvia's ``exactMatch`` compares.
+
+    ``strip=True`` ignores surrounding whitespace, ``case_sensitive=False`` ignores case.
+    """
 
     def fn(case: Case, output: str) -> bool:
         expected, got = _expected_text(case, name), output
@@ -120,9 +123,12 @@ def exact_match(
 
 
 def contains(
-    text: str | None = None, *, case_sensitive: bool = False, name: str = "contains"
+    text: str | None = None, *, case_sensitive: bool = True, name: str = "contains"
 ) -> Metric:
-    """The output contains ``text`` (default: the case's ``expected``), ignoring case by default."""
+    """The output contains ``text`` (default: the case's ``expected``), as Anvia's ``contains``.
+
+    Case matters, as in Anvia; ``case_sensitive=False`` ignores it.
+    """
 
     def fn(case: Case, output: str) -> bool:
         needle = text if text is not None else _expected_text(case, name)
