@@ -48,9 +48,12 @@ def pieces(count: int) -> list[str]:
 def ours(deltas: list[str]) -> Callable[[], None]:
     events = [TextDeltaEvent(turn=1, delta=d) for d in deltas]
 
+    loop = asyncio.new_event_loop()  # bound, never run: the timer and clock checks count too
+
     def run() -> None:
         batcher = Batcher(lambda message: json.dumps(message))
-        transcript = Transcript("bench", emit=batcher.push)
+        batcher.bind(loop)
+        transcript = Transcript("bench", emit=batcher.push, append=batcher.append)
         transcript.begin_run("run", "bench", "Stream, please.")
         transcript.apply(TurnStartEvent(turn=1))
         for index, event in enumerate(events, 1):

@@ -4,6 +4,10 @@ The Jupyter server drops widget messages above about 1000/s, and ZMQ drops burst
 gets one ``batch`` per interval instead of one message per token (see the kernel notes). A
 consecutive run of ``append`` ops to the same entry field becomes one op, and consecutive
 ``status`` ops keep only the last. Not thread-safe: use it on the loop it is bound to.
+
+A batch goes out from a loop timer, or from the push that finds the oldest waiting op an
+interval old: a producer that never yields to the loop (a tight synchronous stream) still
+streams at the same pace.
 """
 
 from __future__ import annotations
@@ -40,7 +44,13 @@ class Batcher:
         #: The seq of the last batch sent (a snapshot taken now carries it).
         self.seq = 0
         self._ops: list[dict[str, Any]] = []
+        #: The text pieces of the last op while it is an ``append`` (joined when it goes out),
+        #: and that op's entry id and field.
         self._pieces: list[str] | None = None
+        self._open_id: str | None = None
+        self._open_field = ""
+        #: When the oldest op now waiting was pushed (``None``: nothing waits, or no loop).
+        self._oldest: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._last_flush = float("-inf")
@@ -56,43 +66,72 @@ class Batcher:
         """Schedule flushes on ``loop`` from now on (``None``: only explicit flushes)."""
         self._cancel_timer()
         self._loop = loop
+        self._oldest = None
         if self._ops:
-            self._schedule()
+            self._pushed()
+
+    def append(self, entry_id: str, field: str, text: str) -> None:
+        """Buffer ``text`` appended to an entry's field: the per-delta path, O(1), with no op
+        built when it continues the last op."""
+        if self._open_id == entry_id and self._open_field == field:
+            self._pieces.append(text)  # type: ignore[union-attr]  # set with _open_id
+            oldest = self._oldest
+            if oldest is not None and self._clock() - oldest >= self.interval:
+                self._flush_late()
+        else:
+            self.push({"op": "append", "id": entry_id, "field": field, "text": text})
 
     def push(self, op: dict[str, Any]) -> None:
         """Buffer one op (O(1)); a flush is scheduled within the interval."""
-        last = self._ops[-1] if self._ops else None
         kind = op["op"]
-        if (
-            kind == "append"
-            and last is not None
-            and self._pieces is not None
-            and last["id"] == op["id"]
-            and last["field"] == op["field"]
-        ):
-            self._pieces.append(op["text"])
+        if kind == "append" and self._open_id == op["id"] and self._open_field == op["field"]:
+            self._pieces.append(op["text"])  # type: ignore[union-attr]  # set with _open_id
         else:
             self._close_pieces()
-            if kind == "status" and last is not None and last["op"] == "status":
+            if kind == "status" and self._ops and self._ops[-1]["op"] == "status":
                 self._ops[-1] = op
             else:
                 self._ops.append(op)
                 if kind == "append":
                     self._pieces = [op["text"]]
-        self._schedule()
+                    self._open_id = op["id"]
+                    self._open_field = op["field"]
+        self._pushed()
+
+    def _pushed(self) -> None:
+        """An op is waiting: send the batch if the oldest waiting op is an interval old (the
+        loop may be too busy to run the timer), else make sure the timer is set."""
+        if self._loop is None:
+            return
+        now = self._clock()
+        oldest = self._oldest
+        if oldest is None:
+            self._oldest = now
+        elif now - oldest >= self.interval:
+            self._flush_late()
+            return
+        if self._timer is None:
+            self._schedule()
+
+    def _flush_late(self) -> None:
+        # As from the timer: not as part of whatever pushed the op (a tool call, say).
+        contextvars.Context().run(self.flush)
 
     def _close_pieces(self) -> None:
-        if self._pieces is not None:
-            if len(self._pieces) > 1:
-                self._ops[-1] = {**self._ops[-1], "text": "".join(self._pieces)}
+        pieces = self._pieces
+        if pieces is not None:
+            if len(pieces) > 1:
+                self._ops[-1] = {**self._ops[-1], "text": "".join(pieces)}
             self._pieces = None
+            self._open_id = None
 
     def _schedule(self) -> None:
-        if self._timer is not None or self._loop is None or self._loop.is_closed():
+        loop = self._loop
+        if self._timer is not None or loop is None or loop.is_closed():
             return
         delay = max(0.0, self._last_flush + self.interval - self._clock())
         # An empty context: a flush must not run as part of the tool call that pushed the op.
-        self._timer = self._loop.call_later(delay, self._on_timer, context=contextvars.Context())
+        self._timer = loop.call_later(delay, self._on_timer, context=contextvars.Context())
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -107,6 +146,7 @@ class Batcher:
         """Send what is buffered now, as one batch; False when there was nothing."""
         self._cancel_timer()
         self._close_pieces()
+        self._oldest = None
         if not self._ops:
             return False
         ops, self._ops = self._ops, []
@@ -115,8 +155,3 @@ class Batcher:
         self.batches_sent += 1
         self._send(batch_message(self.seq, ops))
         return True
-
-    def close(self) -> None:
-        """Flush and stop scheduling (the run is over)."""
-        self.flush()
-        self._loop = None

@@ -19,7 +19,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DecisionRefusedError
-from ..events import ApprovalRecord
+from ..events import (
+    ApprovalRecord,
+    CancelledEvent,
+    ErrorEvent,
+    FinalEvent,
+    RunEvent,
+    ToolApprovalRequestEvent,
+    ToolQuestionRequestEvent,
+)
 from . import _display, capture
 from .batcher import DEFAULT_INTERVAL, Batcher
 from .human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
@@ -52,8 +60,8 @@ logger = logging.getLogger("anvia_notebook")
 LIVE_SLOT_CLASS = "anvia-live-slot"
 
 #: Events after which the batch goes out at once (buttons appear, the end is shown, ...).
-FLUSH_NOW = frozenset(
-    ("tool_approval_request", "tool_question_request", "final", "cancelled", "error")
+FLUSH_NOW: frozenset[type[Any]] = frozenset(
+    (ToolApprovalRequestEvent, ToolQuestionRequestEvent, FinalEvent, CancelledEvent, ErrorEvent)
 )
 
 Handler = Callable[[Any], "str | None"]
@@ -81,7 +89,9 @@ class TranscriptSession:
     ) -> None:
         self.widget = AnviaWidget(handler=self.handle_message, mode=mode, title=title)
         self.batcher = Batcher(self._send, interval=interval)
-        self.transcript = Transcript(agent_id, emit=self.batcher.push)
+        self.transcript = Transcript(
+            agent_id, emit=self.batcher.push, append=self.batcher.append
+        )
         self.human_input = human_input
         self.title = title or "Anvia transcript"
         self.mode = mode
@@ -269,9 +279,9 @@ class TranscriptSession:
         """Call ``listener(run)`` on the loop after a run has ended and its last batch is out."""
         self._done_listeners.append(listener)
 
-    def _on_event(self, event: Any) -> None:
+    def _on_event(self, event: RunEvent) -> None:
         self.transcript.apply(event)
-        if event.type in FLUSH_NOW:
+        if type(event) in FLUSH_NOW:  # (by type: the per-delta path reads no field here)
             self.batcher.flush()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:

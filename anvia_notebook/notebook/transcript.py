@@ -11,16 +11,43 @@ is read (a snapshot, or :attr:`Transcript.entries`).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..events import ApprovalRecord, QuestionRecord
+if sys.version_info >= (3, 11):
+    from typing import assert_never
+else:  # pragma: no cover - pydantic brings typing_extensions
+    from typing_extensions import assert_never
 
-__all__ = ["OpSink", "Transcript", "approval_view", "question_view"]
+from ..events import (
+    ApprovalRecord,
+    CancelledEvent,
+    ErrorEvent,
+    FinalEvent,
+    GenerationStartEvent,
+    QuestionRecord,
+    ReasoningDeltaEvent,
+    RunEvent,
+    TextDeltaEvent,
+    ToolApprovalRequestEvent,
+    ToolApprovalResultEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
+    ToolQuestionRequestEvent,
+    ToolQuestionResultEvent,
+    ToolResultEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+__all__ = ["AppendSink", "OpSink", "Transcript", "approval_view", "question_view"]
 
 OpSink = Callable[[dict[str, Any]], None]
+#: ``append(entry_id, field, text)``: an ``append`` op without the dict (the per-delta path).
+AppendSink = Callable[[str, str, str], None]
 
 #: The status keys of a finished run's summary (absent while a run goes on).
 SUMMARY_KEYS = ("first_token_ms", "duration_ms")
@@ -91,14 +118,16 @@ class _Entry:
         self.fields = fields
         self.parts: dict[str, list[str]] = {}
 
-    def append(self, name: str, text: str) -> None:
+    def append(self, name: str, text: str) -> bool:
+        """Append ``text`` to a text field; True when the field had no pieces yet."""
         pieces = self.parts.get(name)
         if pieces is None:
             self.parts[name] = [self.fields[name], text]
-        else:
-            pieces.append(text)
-            if len(pieces) >= _JOIN_EVERY:  # keep one string, not one object per delta
-                pieces[:] = ["".join(pieces)]
+            return True
+        pieces.append(text)
+        if len(pieces) >= _JOIN_EVERY:  # keep one string, not one object per delta
+            pieces[:] = ["".join(pieces)]
+        return False
 
     def get(self, name: str) -> Any:
         pieces = self.parts.pop(name, None)
@@ -121,8 +150,8 @@ class _RunView:
     run_id: str = ""
     agent_id: str = ""
     turn: int = 0
-    assistant: dict[int, str] = field(default_factory=dict)
-    reasoning: dict[int, str] = field(default_factory=dict)
+    assistant: dict[int, _Entry] = field(default_factory=dict)
+    reasoning: dict[int, _Entry] = field(default_factory=dict)
     tool_by_call: dict[str, str] = field(default_factory=dict)
     tool_by_internal: dict[str, str] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
@@ -148,8 +177,13 @@ def _idle_status(agent_id: str) -> dict[str, Any]:
 class Transcript:
     """Entries and status of one transcript (a run, or a Studio session of several runs)."""
 
-    def __init__(self, agent_id: str = "", emit: OpSink | None = None) -> None:
+    def __init__(
+        self, agent_id: str = "", emit: OpSink | None = None, append: AppendSink | None = None
+    ) -> None:
+        """``emit`` gets every op; ``append``, when given, gets the ``append`` ops instead, as
+        arguments (a :class:`~.batcher.Batcher`'s ``append``: no dict per text delta)."""
         self._emit: OpSink = emit or (lambda op: None)
+        self._emit_append: AppendSink = append or self._append_op
         self._entries: list[_Entry] = []
         self._by_id: dict[str, _Entry] = {}
         self._counter = 0
@@ -169,10 +203,6 @@ class Transcript:
         """The wire ``Transcript``: entries, status and ``seq``."""
         return {"entries": self.entries, "status": dict(self.status), "seq": seq}
 
-    def entry(self, entry_id: str) -> dict[str, Any] | None:
-        found = self._by_id.get(entry_id)
-        return found.to_wire() if found is not None else None
-
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -186,12 +216,15 @@ class Transcript:
         self._emit({"op": "add", "entry": entry.to_wire()})
         return entry
 
+    def _append_op(self, entry_id: str, name: str, text: str) -> None:
+        self._emit({"op": "append", "id": entry_id, "field": name, "text": text})
+
     def _append(self, entry: _Entry, name: str, text: str) -> None:
         if not text:
             return
-        entry.append(name, text)
-        self._growing.add(entry)
-        self._emit({"op": "append", "id": entry.id, "field": name, "text": text})
+        if entry.append(name, text):
+            self._growing.add(entry)
+        self._emit_append(entry.id, name, text)
 
     def _compact(self) -> None:
         """Join the pieces appended to entries into one string each (at turn ends)."""
@@ -254,35 +287,67 @@ class Transcript:
         """The agent the status line names (Studio's picker, while idle)."""
         self._set_status(agent_id=agent_id)
 
-    def apply(self, event: Any) -> None:
+    def apply(self, event: RunEvent) -> None:
         """Fold one run event into the transcript."""
-        handler = getattr(self, f"_on_{event.type}", None)
-        if handler is not None:
-            handler(event)
+        if type(event) is TextDeltaEvent:  # the per-delta path: more text for a shown entry
+            entry = self._run.assistant.get(event.turn)
+            if entry is not None:
+                pieces = entry.parts.get("text")
+                if pieces is not None and len(pieces) < _JOIN_EVERY:
+                    delta = event.delta
+                    if delta:
+                        pieces.append(delta)
+                        self._emit_append(entry.id, "text", delta)
+                    return
+        match event:
+            case TextDeltaEvent():  # the most frequent first
+                self._text_entry(self._run.assistant, "assistant", event.turn, event.delta)
+            case ReasoningDeltaEvent():
+                self._text_entry(self._run.reasoning, "reasoning", event.turn, event.delta)
+            case ToolCallDeltaEvent():
+                self._on_tool_call_delta(event)
+            case ToolCallEvent():
+                self._on_tool_call(event)
+            case TurnStartEvent():
+                self._run.turn = event.turn
+                self._set_status(turn=event.turn)
+            case TurnEndEvent():
+                self._on_turn_end(event)
+            case ToolApprovalRequestEvent():
+                self._on_tool_approval_request(event)
+            case ToolApprovalResultEvent():
+                self._on_tool_approval_result(event)
+            case ToolQuestionRequestEvent():
+                self._on_tool_question_request(event)
+            case ToolQuestionResultEvent():
+                self._on_tool_question_result(event)
+            case ToolResultEvent():
+                self._on_tool_result(event)
+            case FinalEvent():
+                self._on_final(event)
+            case CancelledEvent():
+                self._on_cancelled(event)
+            case ErrorEvent():
+                self._on_error(event)
+            case GenerationStartEvent():
+                pass  # nothing to show: the turn's text and calls follow
+            case _:
+                assert_never(event)
 
     def _activity(self) -> None:
         run = self._run
         self._set_status(state="waiting" if run.pending else "running")
 
-    def _on_turn_start(self, event: Any) -> None:
-        self._run.turn = event.turn
-        self._set_status(turn=event.turn)
-
-    def _text_entry(self, kind: str, turn: int, delta: str) -> None:
-        index = self._run.assistant if kind == "assistant" else self._run.reasoning
-        entry_id = index.get(turn)
-        if entry_id is None:
-            if not delta:
-                return
-            index[turn] = self._add(kind, turn=turn, text=delta).id
-        else:
-            self._append(self._by_id[entry_id], "text", delta)
-
-    def _on_text_delta(self, event: Any) -> None:
-        self._text_entry("assistant", event.turn, event.delta)
-
-    def _on_reasoning_delta(self, event: Any) -> None:
-        self._text_entry("reasoning", event.turn, event.delta)
+    def _text_entry(self, index: dict[int, _Entry], kind: str, turn: int, delta: str) -> None:
+        if not delta:
+            return
+        entry = index.get(turn)
+        if entry is None:
+            index[turn] = self._add(kind, turn=turn, text=delta)
+            return
+        if entry.append("text", delta):
+            self._growing.add(entry)
+        self._emit_append(entry.id, "text", delta)
 
     def _tool_entry(self, turn: int, call_id: str, name: str, arguments: str) -> _Entry:
         entry = self._add(
@@ -311,7 +376,7 @@ class Transcript:
             return None
         return entry
 
-    def _on_tool_call_delta(self, event: Any) -> None:
+    def _on_tool_call_delta(self, event: ToolCallDeltaEvent) -> None:
         entry = self._current_tool(event.id, event.turn)
         if entry is None:
             entry = self._tool_entry(event.turn, event.id, event.name or "", "")
@@ -319,7 +384,7 @@ class Transcript:
             self._patch(entry, tool_name=event.name)
         self._append(entry, "arguments", event.arguments_delta)
 
-    def _on_tool_call(self, event: Any) -> None:
+    def _on_tool_call(self, event: ToolCallEvent) -> None:
         call = event.tool_call
         arguments = call.arguments_json()
         entry = self._current_tool(call.id, event.turn)
@@ -328,7 +393,7 @@ class Transcript:
         else:
             self._patch(entry, tool_name=call.name, arguments=arguments)
 
-    def _on_turn_end(self, event: Any) -> None:
+    def _on_turn_end(self, event: TurnEndEvent) -> None:
         self._compact()
         run = self._run
         run.input_tokens += event.usage.input_tokens
@@ -350,7 +415,7 @@ class Transcript:
                 self._append(entry, "output", "".join(orphan))
         return entry
 
-    def _on_tool_approval_request(self, event: Any) -> None:
+    def _on_tool_approval_request(self, event: ToolApprovalRequestEvent) -> None:
         record: ApprovalRecord = event.approval
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.approvals[record.id] = entry.id
@@ -358,7 +423,7 @@ class Transcript:
         self._patch(entry, status="approval_required", approval=approval_view(record))
         self._activity()
 
-    def _on_tool_approval_result(self, event: Any) -> None:
+    def _on_tool_approval_result(self, event: ToolApprovalResultEvent) -> None:
         record: ApprovalRecord = event.approval
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.pending.discard(record.id)
@@ -368,7 +433,7 @@ class Transcript:
         self._patch(entry, status=status, approval=approval_view(record))
         self._activity()
 
-    def _on_tool_question_request(self, event: Any) -> None:
+    def _on_tool_question_request(self, event: ToolQuestionRequestEvent) -> None:
         record: QuestionRecord = event.question
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.questions[record.id] = entry.id
@@ -376,7 +441,7 @@ class Transcript:
         self._patch(entry, status="input_required", question=question_view(record))
         self._activity()
 
-    def _on_tool_question_result(self, event: Any) -> None:
+    def _on_tool_question_result(self, event: ToolQuestionResultEvent) -> None:
         record: QuestionRecord = event.question
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.pending.discard(record.id)
@@ -390,7 +455,7 @@ class Transcript:
             )
         self._activity()
 
-    def _on_tool_result(self, event: Any) -> None:
+    def _on_tool_result(self, event: ToolResultEvent) -> None:
         entry = self._link(event.tool_call_id, event.internal_call_id, event.tool_name)
         current = entry.get("status")
         done = "skipped" if event.skipped else "error" if event.is_error else "done"
@@ -414,7 +479,7 @@ class Transcript:
             self._patch(entry, **changes)
         self._run.pending.clear()
 
-    def _on_final(self, event: Any) -> None:
+    def _on_final(self, event: FinalEvent) -> None:
         self._finish_unfinished()
         self._set_status(
             state="success",
@@ -423,12 +488,12 @@ class Transcript:
             error=None,
         )
 
-    def _on_cancelled(self, event: Any) -> None:
+    def _on_cancelled(self, event: CancelledEvent) -> None:
         self._finish_unfinished()
         self.notice(f"Run cancelled: {event.reason}")
         self._set_status(state="cancelled")
 
-    def _on_error(self, event: Any) -> None:
+    def _on_error(self, event: ErrorEvent) -> None:
         self._finish_unfinished()
         self._add("error", text=event.error)
         self._set_status(state="error", error=event.error)

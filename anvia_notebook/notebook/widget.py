@@ -61,9 +61,6 @@ class AnviaWidget(anywidget.AnyWidget):
         self._anvia_handler = handler
         self.on_msg(self._on_custom)
 
-    def set_handler(self, handler: MessageHandler | None) -> None:
-        self._anvia_handler = handler
-
     def _on_custom(self, _widget: Any, content: Any, _buffers: Any) -> None:
         handler = self._anvia_handler
         if handler is not None:

@@ -123,3 +123,49 @@ async def test_a_pending_approval_is_flushed_at_once():
     await finished(handle)
     page.pump()
     assert page.state.status["state"] == "success"  # flushed at the end too
+
+
+async def test_a_producer_that_never_yields_still_gets_a_batch_every_interval():
+    """The loop is hogged (no await between deltas), so the timer cannot run: the push that
+    finds the oldest waiting op an interval old sends the batch."""
+    now = [100.0]
+    messages: list[dict[str, Any]] = []
+    batcher = Batcher(messages.append, interval=0.05, clock=lambda: now[0])
+    batcher.bind(asyncio.get_running_loop())
+    batcher.flush()
+    for index in range(30):  # 30 deltas, 20 ms apart, never yielding to the loop
+        batcher.push({"op": "append", "id": "e1", "field": "text", "text": f"{index} "})
+        now[0] += 0.02
+    # Sent while the producer still held the loop: each time the oldest waiting delta had
+    # waited 50 ms (pushed at 0, 20, 40 ms: sent with the one pushed at 60 ms).
+    assert [len(m["ops"]) for m in messages] == [1] * 7
+    assert [m["ops"][0]["text"] for m in messages] == [
+        "".join(f"{i} " for i in range(start, start + 4)) for start in range(0, 28, 4)
+    ]
+    assert [m["seq"] for m in messages] == list(range(1, 8))
+    await asyncio.sleep(0)  # the loop turns: the timer sends the rest
+    batcher.flush()
+    text = "".join(op["text"] for m in messages for op in m["ops"])
+    assert text == "".join(f"{i} " for i in range(30))
+
+
+async def test_a_hogged_loop_streams_a_whole_run_in_several_batches():
+    """Through a run: a model that streams without ever awaiting still reaches the page in
+    batches while it streams, not in one batch at the end."""
+    now = [time.monotonic()]  # the run's first ops are stamped with the real clock
+
+    async def stream(_request: Any) -> Any:
+        for index in range(40):
+            now[0] += 0.01  # 10 ms of work per token, never giving the loop a turn
+            yield TextDelta(delta=f"w{index} ")
+
+    handle = runner.show(AgentBuilder("a", FunctionModel(stream)).build().prompt("go"))
+    handle.session.batcher._clock = lambda: now[0]
+    page = Page(handle.widget)
+    await page.sync()
+    await finished(handle)
+    page.pump()
+    batches = [m for m in sent(handle.widget) if m["type"] == "batch"]
+    texts = ["".join(op.get("text", "") for op in b["ops"] if op["op"] == "append") for b in batches]
+    assert sum(1 for text in texts if text) >= 6  # 400 ms of streaming, a batch every 50 ms
+    assert page.state.entries[1]["text"] == "".join(f"w{i} " for i in range(40))
