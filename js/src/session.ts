@@ -43,6 +43,16 @@ export interface InspectResult extends RequestResult {
 
 type Resolve = (result: RequestResult, data?: InspectReplyMsg) => void;
 
+/** A request on its way: resolves with the kernel's reply (or a local failure); `id` is its
+ * request id ("" when it was refused without being sent). */
+export type PendingRequest<T extends RequestResult = RequestResult> = Promise<T> & { readonly id: string };
+
+/** How long a request waits for the kernel's reply before it gives up, so that a lost reply
+ * never leaves buttons disabled for good (a reply that comes later is ignored). */
+export const REPLY_TIMEOUT_MS = 30_000;
+/** The refusal of a request whose reply did not come in time. */
+export const NO_REPLY = "No answer from the kernel in time (it may be busy running a cell); try again";
+
 export const DISCONNECTED = "Kernel disconnected";
 /** The refusal of every request once the kernel stopped (see `Session.kernelStopped`). */
 export const KERNEL_STOPPED = "The kernel stopped: this view is no longer live";
@@ -75,7 +85,7 @@ export class Session {
    * second view, VS Code's lazy views) shows them the same way. */
   readonly openEntries = new Map<string, boolean>();
   private listeners = new Set<(ev: SessionEvent) => void>();
-  private pending = new Map<string, Resolve>();
+  private pending = new Map<string, { resolve: Resolve; timer: ReturnType<typeof setTimeout> }>();
   private syncId: string | null = null;
   private syncTimer: ReturnType<typeof setTimeout> | null = null;
   private lastSyncAt = 0;
@@ -133,31 +143,45 @@ export class Session {
     return this.trait("mode") || "transcript";
   }
 
-  /** Send a page message and resolve with the kernel's reply (or a local failure). */
-  request(req: PageRequest): Promise<RequestResult> {
-    return new Promise<RequestResult>((resolve) => this.send(req, resolve));
+  /** Send a page message; resolves with the kernel's reply, a local failure, or `NO_REPLY`
+   * after `timeoutMs` without one. */
+  request(req: PageRequest, timeoutMs: number = REPLY_TIMEOUT_MS): PendingRequest {
+    let id = "";
+    const promise = new Promise<RequestResult>((resolve) => {
+      id = this.send(req, resolve, timeoutMs);
+    });
+    return Object.assign(promise, { id });
   }
 
   /** Ask for model call `index` (null: the latest) of the shown run's trace (the Inspect view). */
-  inspect(index: number | null): Promise<InspectResult> {
-    return new Promise<InspectResult>((resolve) =>
-      this.send({ type: "inspect", index }, (result, data) =>
-        resolve({ ...result, count: data?.count ?? 0, turn: data?.ok ? data.turn : null }),
-      ),
-    );
+  inspect(index: number | null, timeoutMs: number = REPLY_TIMEOUT_MS): PendingRequest<InspectResult> {
+    let id = "";
+    const promise = new Promise<InspectResult>((resolve) => {
+      id = this.send(
+        { type: "inspect", index },
+        (result, data) => resolve({ ...result, count: data?.count ?? 0, turn: data?.ok ? data.turn : null }),
+        timeoutMs,
+      );
+    });
+    return Object.assign(promise, { id });
   }
 
-  private send(req: PageRequest, resolve: Resolve): void {
+  /** Send `req` with a fresh request id (returned; "" when refused at once). */
+  private send(req: PageRequest, resolve: Resolve, timeoutMs: number): string {
     if (this.kernelStopped) {
       resolve({ ok: false, error: KERNEL_STOPPED });
-      return;
+      return "";
     }
     const request_id = `${this.prefix}-${++this.counter}`;
     const msg = { ...req, request_id } as PageMessage;
-    this.pending.set(request_id, resolve);
+    const timer = setTimeout(() => {
+      if (this.pending.delete(request_id)) resolve({ ok: false, error: NO_REPLY });
+    }, timeoutMs);
+    this.pending.set(request_id, { resolve, timer });
     const fail = (err: unknown): void => {
       console.warn("anvia: could not send to the kernel", err);
-      this.pending.delete(request_id);
+      if (!this.pending.delete(request_id)) return;
+      clearTimeout(timer);
       this.setDisconnected(true);
       resolve({ ok: false, error: DISCONNECTED });
     };
@@ -167,6 +191,7 @@ export class Session {
     } catch (err) {
       fail(err);
     }
+    return request_id;
   }
 
   /**
@@ -186,10 +211,12 @@ export class Session {
     }
     this.lastSyncAt = Date.now();
     this.syncBackoff = Math.min(this.syncBackoff ? this.syncBackoff * 2 : 250, 8000);
-    const id = `${this.prefix}-${this.counter + 1}`;
-    this.syncId = id;
-    void this.request({ type: "sync" }).then(() => {
-      if (this.syncId === id) this.syncId = null;
+    const pending = this.request({ type: "sync" });
+    // Resolved already when refused at once; else the snapshot clears it, or this (a reply
+    // without a snapshot, a failure, no reply in time) lets a later sync ask again.
+    this.syncId = pending.id || null;
+    void pending.then(() => {
+      if (this.syncId === pending.id) this.syncId = null;
     });
   }
 
@@ -203,7 +230,10 @@ export class Session {
     const waiting = [...this.pending.values()];
     this.pending.clear();
     this.emit({ type: "connection" });
-    for (const resolve of waiting) resolve({ ok: false, error: KERNEL_STOPPED });
+    for (const { resolve, timer } of waiting) {
+      clearTimeout(timer);
+      resolve({ ok: false, error: KERNEL_STOPPED });
+    }
   }
 
   private setDisconnected(value: boolean): void {
@@ -248,9 +278,11 @@ export class Session {
   }
 
   private resolveReply(msg: ReplyMsg | InspectReplyMsg): void {
-    const resolve = this.pending.get(msg.request_id);
-    if (!resolve) return; // another page's request, or a late reply
+    const waiting = this.pending.get(msg.request_id);
+    if (!waiting) return; // another page's request, or a late reply
     this.pending.delete(msg.request_id);
+    clearTimeout(waiting.timer);
+    const { resolve } = waiting;
     const result = { ok: msg.ok, error: msg.ok ? null : (msg.error ?? "Request refused") };
     resolve(result, msg.type === "inspect_reply" ? msg : undefined);
   }
@@ -263,7 +295,10 @@ export class Session {
     this.unsubscribeStore();
     this.unsubscribeEvals();
     this.listeners.clear();
-    for (const resolve of this.pending.values()) resolve({ ok: false, error: "Widget closed" });
+    for (const { resolve, timer } of this.pending.values()) {
+      clearTimeout(timer);
+      resolve({ ok: false, error: "Widget closed" });
+    }
     this.pending.clear();
   }
 }
