@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic_core import to_json
+
 from .messages import Message
 from .trace import ToolCallTrace, Trace, TurnRequest, TurnTrace
 
@@ -43,7 +45,7 @@ def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
     if request._own is not None:
         stored["messages"] = [m.model_dump(mode="json") for m in request._own]
     data["request"] = stored
-    return json.dumps(data, default=str)
+    return to_json(data, fallback=str).decode()
 
 
 def _same(a: Any, b: Any) -> bool:

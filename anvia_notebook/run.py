@@ -212,15 +212,45 @@ class AgentRun:
                 self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.checkpoint)
 
     def persist(self, *, durable: bool = False) -> None:
-        """The run's state changed. ``durable``: write it (and the events) to the store before
-        returning, as before a tool executes; otherwise within a second, in one write."""
+        """The run's state changed. ``durable``: write it to the store before returning, as
+        before a tool executes; otherwise within a second, in one write.
+
+        A durable write holds what a resumed run needs so that nothing runs twice (the state
+        and the conversation); the event log and the trace follow within a second, or at once
+        when the run now waits for a person or a write is due anyway."""
         if self.store is None:
             return
         self._state_dirty = True
-        if durable:
+        if not durable:
+            self._schedule_checkpoint()
+        elif self._waits_for_person() or (
+            time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL
+        ):
             self.checkpoint()
         else:
+            self._save_state()
             self._schedule_checkpoint()
+
+    def _waits_for_person(self) -> bool:
+        state = self.state
+        return any(a.status == "pending" for a in state.approvals.values()) or any(
+            q.status == "pending" for q in state.questions.values()
+        )
+
+    def _save_state(self) -> None:
+        """Write the state and the new messages (not the events, not the trace) at once."""
+        store = self.store
+        if store is None:
+            return
+        with self._lock:
+            state = self.state
+            self._state_dirty = False
+            messages_from = self._saved_messages
+            self._saved_messages = len(state.messages)
+        try:
+            store.save_run(self.run_id, state, (), messages_from)
+        except Exception as error:
+            self._store_failed(error)
 
     def checkpoint(self) -> None:
         """Write the changed state and the events not yet stored, in one transaction."""

@@ -187,6 +187,67 @@ def test_text_deltas_are_coalesced_in_the_log_and_the_store(store_location):
     assert [e.delta for e in stored] == [text]
 
 
+class CountingStore(RunStore):
+    """A run store that notes what each write of a run holds: (state, events, trace rows)."""
+
+    def __init__(self, location):
+        super().__init__(location)
+        self.writes: list[tuple[bool, int, int]] = []
+
+    def save_run(self, run_id, state, events, messages_from=0, trace_rows=()):
+        self.writes.append((state is not None, len(events), len(trace_rows)))
+        super().save_run(run_id, state, events, messages_from, trace_rows)
+
+
+async def test_each_call_is_stored_before_it_runs_and_the_log_and_trace_are_not_rewritten_each_time(
+    store_location, monkeypatch
+):
+    from anvia_notebook import run as run_module
+
+    monkeypatch.setattr(run_module, "STORE_FLUSH_INTERVAL", 3600.0)  # no write falls due by time
+    store = CountingStore(store_location)
+    reader = RunStore(store_location)  # another connection, as a process resuming the run has
+    found = []
+
+    def execute(args, ctx):
+        state = reader.get(ctx.run.run_id)  # what a crash now would leave
+        progress = state.calls[ctx.tool_call_id]
+        asked = state.messages[-1].tool_calls[0].id
+        found.append((ctx.tool_call_id, progress.status, asked))
+        return args.x + args.y
+
+    from helpers import AddInput
+
+    tool = an.create_tool(name="add", description="Add.", input=AddInput, execute=execute)
+    steps = [call("add", {"x": i, "y": 1}, id=f"c{i}") for i in range(3)]
+    agent = AgentBuilder("adder", QueueModel([*steps, ModelResponse(text="done")])).tool(tool)
+    request = agent.build().prompt("count").store(store)
+    response = await asyncio.wait_for(request.send(), 10)
+
+    assert response.output == "done"
+    assert found == [(f"c{i}", "started", f"c{i}") for i in range(3)]
+    # The event log and the trace are written with the run's end (or once a second), not again
+    # with each call's start record.
+    assert [w for w in store.writes if w[2]] == [store.writes[-1]]
+    assert [w for w in store.writes if w[1]] == [store.writes[-1]]
+    run = request._run
+    assert [e.type for e in reader.events(response.run_id)] == [e.type for e in run.events]
+    assert reader.trace(response.run_id).model_dump() == run.trace.model_dump()
+    assert reader.get(response.run_id).status == "success"
+
+
+def test_a_run_is_stored_whole_or_not_at_all(store_path):
+    with sqlite3.connect(RunStore(store_path).location) as db:  # the conversation cannot be written
+        db.execute(
+            "CREATE TRIGGER no_messages BEFORE INSERT ON messages "
+            "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    agent = AgentBuilder("a", QueueModel([ModelResponse(text="hi")])).build()
+    with pytest.warns(RuntimeWarning, match="disk full"):
+        assert agent.prompt("x").store(store_path).send_sync().output == "hi"
+    assert RunStore(store_path).runs() == []  # no run without its prompt
+
+
 def test_runs_can_be_kept_in_memory_only(monkeypatch, store_path):
     an.set_store(None)
     try:

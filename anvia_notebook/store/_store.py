@@ -460,9 +460,14 @@ class RunStore:
         return tuple(rows[0]) if rows else (None, None, None, None)
 
     def create_run(self, state: RunState, prompt: str) -> None:
-        """Record a new run, owned by this process."""
+        """Record a new run, owned by this process (the run and its prompt in one write)."""
         me = this_process()
         now = _now()
+        with self._backend.transaction():
+            self._create_run(state, prompt, me, now)
+        self._own(state.run_id)
+
+    def _create_run(self, state: RunState, prompt: str, me: Owner, now: str) -> None:
         self._q(
             "INSERT INTO runs (run_id, agent_id, session_id, status, prompt, created_at, "
             "updated_at, owner_host, owner_pid, owner_started, heartbeat_at, state) "
@@ -483,7 +488,6 @@ class RunStore:
             ),
         )
         self._insert_messages(state.run_id, 0, state.messages)
-        self._own(state.run_id)
 
     def claim_run(self, run_id: str) -> RunState:
         """Take ownership of a stored run to resume it; raises when a live process owns it."""
