@@ -197,17 +197,20 @@ class ShellPump:
         pending = [*self._deferred, *self._inbox]
         self._deferred.clear()
         self._inbox.clear()
-        loop = stream.io_loop.asyncio_loop
-        for raw in pending:
-            try:
-                result = original(raw)
-                if inspect.isawaitable(result):
-                    _keep(asyncio.ensure_future(result, loop=loop))  # as ZMQStream does
-            except Exception:
-                _log.exception("anvia_notebook: could not hand a shell message back")
-        # on_recv re-arms the poll state: if messages are waiting, the stream reads them soon.
-        stream.on_recv(original, copy=self._copy)
-        self._original = None
+        try:
+            loop = stream.io_loop.asyncio_loop
+            for raw in pending:
+                try:
+                    result = original(raw)
+                    if inspect.isawaitable(result):
+                        _keep(asyncio.ensure_future(result, loop=loop))  # as ZMQStream does
+                except Exception:
+                    _log.exception("anvia_notebook: could not hand a shell message back")
+        finally:
+            # Whatever happened above (an interrupt, a loop gone), the kernel gets its shell
+            # back: on_recv re-arms the poll state, so waiting messages are read soon.
+            stream.on_recv(original, copy=self._copy)
+            self._original = None
 
     # -- internals -----------------------------------------------------------------------------
 

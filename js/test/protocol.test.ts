@@ -1,8 +1,10 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   APPROVAL_STATUSES,
   QUESTION_STATUSES,
+  TOOL_STATUS_LABELS,
   TOOL_STATUSES,
   validateKernelMessage,
   validateMessage,
@@ -113,5 +115,15 @@ describe("validators", () => {
     const msg = { type: "approval_decision", request_id: "r", approval_id: "a", approved: true, reason: null, always_allow: false };
     expect(validateMessage({ ...msg, edited_args: { x: Number.NaN } }).ok).toBe(false);
     expect(validateMessage({ ...msg, edited_args: { x: 1 } }).ok).toBe(true);
+  });
+});
+
+describe("tool status labels", () => {
+  it("match the table the kernel's protocol.py is checked against", () => {
+    const shared = JSON.parse(readFileSync(join(FIXTURES, "..", "tool_status_labels.json"), "utf8")) as {
+      labels: Record<string, string>;
+    };
+    expect(Object.entries(TOOL_STATUS_LABELS)).toEqual(Object.entries(shared.labels));
+    expect(Object.keys(TOOL_STATUS_LABELS)).toEqual([...TOOL_STATUSES]);
   });
 });

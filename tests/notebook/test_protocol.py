@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from notebook_helpers import PageState
 
 from anvia_notebook.notebook.protocol import (
     NO_REQUEST_ID,
+    TOOL_STATUS_LABELS,
+    ToolStatus,
     ProtocolError,
     parse_inbound,
     parse_message,
@@ -138,3 +140,10 @@ def test_patch_changes_are_checked_per_field():
         bad = {"type": "batch", "seq": 1, "ops": [{"op": "patch", "id": "t", "changes": changes}]}
         with pytest.raises(ProtocolError):
             parse_outbound(bad)
+
+
+def test_tool_status_labels_match_the_shared_table():
+    """The page (js/src/protocol.ts) checks the same file: both sides label alike."""
+    shared = json.loads((FIXTURES.parent / "tool_status_labels.json").read_text(encoding="utf-8"))
+    assert list(TOOL_STATUS_LABELS.items()) == list(shared["labels"].items())
+    assert list(TOOL_STATUS_LABELS) == list(get_args(ToolStatus))
