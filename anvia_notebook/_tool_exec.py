@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -12,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ._tracing import TraceRecorder
-from ._util import maybe_await, new_id
+from ._util import compact_arguments, compact_json, maybe_await, new_id
 from .approvals import (
     ApprovalContext,
     ApprovalDecision,
@@ -22,7 +21,12 @@ from .approvals import (
     normalize_decision,
     rejection_text,
 )
-from .errors import PromptCancelledError, ToolApprovalRequiredError
+from .errors import (
+    PromptCancelledError,
+    ToolApprovalRequiredError,
+    ToolArgumentsError,
+    ToolNotFoundError,
+)
 from .events import (
     ApprovalRecord,
     QuestionRecord,
@@ -47,10 +51,10 @@ from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
 from .interactions import Interaction, Interactions, Resolution
 from .messages import ToolResultPart
 from .models.base import ToolCall
-from .question_types import Answer, Question, QuestionInput, answer_refusal
+from .question_types import Answer, QuestionInput, check_operator_answers
 from .questions import QuestionRequest, QuestionTool
 from .run_state import ToolCallProgress
-from .tools import SyncToolAbandoned, Tool, ToolArgumentsError, ToolContext
+from .tools import SyncToolAbandoned, Tool, ToolContext, parse_arguments
 from .trace import ToolCallStatus, ToolCallTrace, Trace
 
 if TYPE_CHECKING:
@@ -191,7 +195,9 @@ class ToolExecutor:
                 # The trace ends each call still open (one that never began is recorded too).
                 content = outcome.part.content if outcome.part is not None else CANCELLED_RESULT
                 entry = self.trace.tool_call(call, turn, started=False)
-                self.trace.tool_call_done(entry, call.arguments_json(), content, status)
+                self.trace.tool_call_done(
+                    entry, compact_arguments(call.arguments_json()), content, status
+                )
             on_interrupted([o.part for o in outcomes if o.part is not None])
             raise
         return [o.part for o in outcomes if o.part is not None]
@@ -204,7 +210,7 @@ class ToolExecutor:
         resumed = self._resumed_result(call, turn, internal_id, entry)
         if resumed is not None:
             return resumed
-        raw_args = call.arguments_json()
+        raw_args = compact_arguments(call.arguments_json())
         effective_args = raw_args
         is_error = False
         tool = self.agent.get_tool(call.name)
@@ -214,21 +220,14 @@ class ToolExecutor:
             raise PromptCancelledError(decision.reason or "Cancelled by a hook.")
         if decision.type == "skip":
             result = decision.reason or "Tool call skipped."
-        elif tool is None:
-            result, is_error = f"ToolNotFoundError: Tool not found: {call.name}", True
         else:
             try:
-                args = tool.parse_args(raw_args)
-            except ToolArgumentsError as error:
-                result, is_error = str(error), True
-            else:
-                try:
-                    result, is_error, effective_args = await self._approved_call(
-                        tool, call, internal_id, raw_args, args, decision, turn
-                    )
-                except BaseException:
-                    self._report_landed(call, turn, internal_id)
-                    raise
+                result, is_error, effective_args = await self._checked_call(
+                    tool, call, internal_id, raw_args, decision, turn
+                )
+            except BaseException:
+                self._report_landed(call, turn, internal_id)
+                raise
 
         try:
             result = await self._after_result(call, internal_id, effective_args, result)
@@ -323,7 +322,7 @@ class ToolExecutor:
         if progress.status == "done":
             self.trace.tool_call_done(
                 entry,
-                progress.args or call.arguments_json(),
+                progress.args or compact_arguments(call.arguments_json()),
                 progress.result or "",
                 "error" if progress.is_error else "success",
             )
@@ -337,7 +336,7 @@ class ToolExecutor:
         if tool is not None and tool.idempotent:
             return None
         result = INTERRUPTED_RESULT.format(name=call.name)
-        args = progress.args or call.arguments_json()
+        args = progress.args or compact_arguments(call.arguments_json())
         self.emit(
             ToolResultEvent(
                 turn=turn,
@@ -379,6 +378,48 @@ class ToolExecutor:
                 return value
         return ToolCallDecision("run")
 
+    def _intercepted(self, tool: Tool, call: ToolCall) -> bool:
+        """With a human input, a call named ``ask_question`` (whatever tool has that name, as in
+        Anvia's Studio) or of a question tool is put to the person instead of executed."""
+        return self.human_input is not None and (
+            isinstance(tool, QuestionTool) or call.name == "ask_question"
+        )
+
+    async def _checked_call(
+        self,
+        tool: Tool | None,
+        call: ToolCall,
+        internal_id: str,
+        raw_args: str,
+        decision: ToolCallDecision,
+        turn: int,
+    ) -> tuple[str, bool, str]:
+        """The tool exists and its arguments are valid (else ``on_tool_error`` hooks are told, as
+        in Anvia, and the result says what is wrong); then approval, questions, ``execute``."""
+        if tool is None:
+            missing = ToolNotFoundError(call.name)
+            result = f"{type(missing).__name__}: {missing}"
+            return (
+                await self._tool_error(call, internal_id, raw_args, missing, result),
+                True,
+                raw_args,
+            )
+        intercepted = self._intercepted(tool, call)
+        try:
+            if intercepted:
+                args = parse_arguments(tool.name, QuestionInput, raw_args)
+            else:
+                args = tool.parse_args(raw_args)
+        except ToolArgumentsError as error:
+            return (
+                await self._tool_error(call, internal_id, raw_args, error, str(error)),
+                True,
+                raw_args,
+            )
+        return await self._approved_call(
+            tool, call, internal_id, raw_args, args, decision, turn, intercepted
+        )
+
     async def _approved_call(
         self,
         tool: Tool,
@@ -388,6 +429,7 @@ class ToolExecutor:
         args: BaseModel,
         decision: ToolCallDecision,
         turn: int,
+        intercepted: bool,
     ) -> tuple[str, bool, str]:
         """Approval (hook request or policy), then the question flow or ``execute``."""
         context = ApprovalContext(
@@ -421,14 +463,22 @@ class ToolExecutor:
                 return text, False, raw_args
             if edited is not None:
                 try:
-                    args = tool.parse_args(edited)
+                    args = parse_arguments(
+                        tool.name, QuestionInput if intercepted else tool.input, edited
+                    )
                 except ToolArgumentsError as error:
                     return f"Edited arguments were rejected: {error}", True, raw_args
-                raw_args = json.dumps(edited)
-        if isinstance(tool, QuestionTool) and self.human_input is not None:
+                raw_args = compact_json(edited)
+        if intercepted:
             asked = await self._ask(tool, call, internal_id, args)
             if asked is not None:
                 return asked[0], asked[1], raw_args
+            if not isinstance(args, tool.input):  # the fallback is the tool's own execute
+                try:
+                    args = tool.parse_args(raw_args)
+                except ToolArgumentsError as error:
+                    result = await self._tool_error(call, internal_id, raw_args, error, str(error))
+                    return result, True, raw_args
         result, is_error = await self._execute(tool, call, internal_id, raw_args, args)
         return result, is_error, raw_args
 
@@ -531,11 +581,14 @@ class ToolExecutor:
         assert isinstance(record, ApprovalRecord)
         record.status = resolution.status  # type: ignore[assignment]
         record.decided_by = resolution.decided_by
-        record.decision_reason = (
-            resolution.reason or resolution.reject_message
-            if resolution.status == "rejected"
-            else resolution.reason
-        )
+        request = interaction.request
+        if resolution.status == "rejected" and isinstance(request, ToolApprovalRequest):
+            # What the model is told (the tool result) is what the record says, as in Anvia.
+            record.decision_reason = rejection_text(resolution.decision(), request)
+        elif resolution.status == "rejected":
+            record.decision_reason = resolution.reject_message or resolution.reason
+        else:
+            record.decision_reason = resolution.reason
         if resolution.status == "approved":
             record.edited_args = resolution.args
         record.resolved_at = utc_now()
@@ -555,7 +608,7 @@ class ToolExecutor:
         earlier = self._earlier(self.state.questions, call.id)
         if earlier is not None and earlier.status == "answered":
             self.trace.question(earlier, resolved=True)
-            return json.dumps({"answers": [a.to_wire() for a in earlier.answers]}), False
+            return compact_json({"answers": [a.to_wire() for a in earlier.answers]}), False
         if earlier is not None and earlier.status == "pending":
             record = earlier
         else:
@@ -587,7 +640,7 @@ class ToolExecutor:
             )
         except asyncio.CancelledError:
             self._resolve_question(interaction, Resolution("cancelled", "runtime"))
-            self._interrupted[call.id] = json.dumps({"answers": []})
+            self._interrupted[call.id] = compact_json({"answers": []})
             raise
         except HumanInputUnavailable:
             self._resolve_question(interaction, Resolution("cancelled", "runtime"))
@@ -608,12 +661,18 @@ class ToolExecutor:
             resolution = self._resolve_question(interaction, resolution)
         if resolution.status != "answered":
             self._ended[call.id] = _ENDED.get(resolution.status, "cancelled")
-            return json.dumps({"answers": []}), False
-        return json.dumps({"answers": [a.to_wire() for a in resolution.answers]}), False
+            return compact_json({"answers": []}), False
+        return compact_json({"answers": [a.to_wire() for a in resolution.answers]}), False
 
     async def _human_answers(self, request: QuestionRequest) -> list[Answer]:
         assert self.human_input is not None
-        return check_answers(request.questions, await self.human_input.ask(request))
+        answers = await self.human_input.ask(request)
+        if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
+            raise ValueError(f"ask() must return a list of answers, not {answers!r}")
+        checked = check_operator_answers(request.questions, answers)
+        if isinstance(checked, str):
+            raise ValueError(checked)
+        return checked
 
     def _resolve_question(self, interaction: Interaction, resolution: Resolution) -> Resolution:
         resolution = self.interactions.resolve(interaction, resolution)
@@ -674,6 +733,27 @@ class ToolExecutor:
             self.trace.deactivate(active)
             CURRENT_TOOL_CALL.reset(token)
 
+    async def _tool_error(
+        self, call: ToolCall, internal_id: str, raw_args: str, error: BaseException, result: str
+    ) -> str:
+        """A call that failed before its tool could execute (unknown tool, bad arguments): the
+        ``on_tool_error`` hooks are told, as in Anvia; returns the call's result."""
+        self.trace.tool_error(call.id, error)
+        event = ToolErrorEvent(
+            tool_name=call.name,
+            tool_call_id=call.id,
+            internal_call_id=internal_id,
+            args=raw_args,
+            error=error,
+            run=RUN_CONTROL,
+        )
+        try:  # the call has failed already: a failing hook is logged, the result stays
+            await call_hooks(self.hooks, "on_tool_error", event, guarded=True)
+        except PromptCancelledError:
+            self._landed[call.id] = (result, True, raw_args)
+            raise
+        return result
+
     async def _after_result(self, call: ToolCall, internal_id: str, args: str, result: str) -> str:
         event = ToolResultHookEvent(
             tool_name=call.name,
@@ -694,34 +774,6 @@ _ENDED: dict[str, ToolCallStatus] = {
     "timed_out": "timed_out",
     "cancelled": "cancelled",
 }
-
-
-def check_answers(questions: list[Question], answers: list[Answer]) -> list[Answer]:
-    """Answers must name known questions, each at most once, in any order; sorted by question.
-
-    Each answer must also pass :func:`~anvia_notebook.question_types.answer_refusal` (non-empty;
-    a claimed choice is that declared choice, never also custom); refusals raise ``ValueError``.
-    """
-    by_id = {q.id: q for q in questions}
-    seen: dict[str, Answer] = {}
-    for raw in answers:
-        fields = raw.to_wire() if isinstance(raw, Answer) else raw
-        if not isinstance(fields, dict):
-            raise ValueError(f"an answer must be an object with questionId and answer: {raw!r}")
-        question_id = fields.get("questionId", fields.get("question_id"))
-        if not isinstance(question_id, str) or question_id.strip() not in by_id:
-            raise ValueError(f"answer for unknown question {question_id!r}")
-        question = by_id[question_id.strip()]
-        refusal = answer_refusal(
-            question, fields.get("answer"), fields.get("choice"), fields.get("custom")
-        )
-        if refusal is not None:
-            raise ValueError(refusal)
-        answer = raw if isinstance(raw, Answer) else Answer.model_validate(raw)
-        if answer.question_id in seen:
-            raise ValueError(f"question {answer.question_id!r} answered twice")
-        seen[answer.question_id] = answer
-    return [seen[q.id] for q in questions if q.id in seen]
 
 
 def _jsonable(value: Any) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
-import uuid
+import os
 from typing import Any
 
 from pydantic import BaseModel
@@ -18,20 +18,37 @@ async def maybe_await(value: Any) -> Any:
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:20]}"
+    """``prefix`` and 20 random hex digits (80 random bits, as ``uuid4().hex[:20]`` had)."""
+    return f"{prefix}_{os.urandom(10).hex()}"
+
+
+def compact_json(value: Any) -> str:
+    """JSON text as Anvia writes it (``JSON.stringify``): no spaces, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_arguments(raw: str) -> str:
+    """A tool call's argument text in compact form (``{"x":2,"y":5}``), as Anvia hands it to
+    hooks and tools; blank text is ``{}``, and text that is not JSON is kept as it is."""
+    if not raw.strip():
+        return "{}"
+    try:
+        return compact_json(json.loads(raw))
+    except ValueError:
+        return raw
 
 
 def normalize_result(value: Any) -> str:
     """A tool's return value as the text the model sees.
 
     A pydantic model is serialised to JSON, a ``str`` is kept, anything else goes through
-    ``json.dumps`` (falling back to ``str``).
+    compact JSON as Anvia writes it (falling back to ``str``).
     """
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     try:
-        return json.dumps(value)
+        return compact_json(value)
     except (TypeError, ValueError):
         return str(value)

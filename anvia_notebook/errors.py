@@ -1,10 +1,22 @@
-"""Exceptions a run raises.
+"""Exceptions this package raises: one tree under :class:`AnviaError`.
 
 AnviaError
 ├── MaxTurnsError              the model kept calling tools past the turn limit
 ├── PromptCancelledError       a hook, Stop, ``cancel()`` or an interrupt ended the run
 ├── ToolApprovalRequiredError  approval was needed but nothing can decide it
-└── RequestAlreadyUsedError    a PromptRequest runs once
+├── RequestAlreadyUsedError    a PromptRequest runs once (also a RuntimeError)
+├── DecisionRefusedError       an approval or answer that cannot be taken
+├── ToolNotFoundError          the model called a tool the agent does not have (a LookupError)
+├── ToolArgumentsError         a call's arguments are not JSON or not valid (a ValueError)
+├── ModelError                 a provider failed (anvia_notebook.models)
+├── HumanInputTimeout          nobody answered in time (also a TimeoutError)
+├── HumanInputUnavailable      a human input cannot take that request (a NotImplementedError)
+├── RunStoreError              the run store cannot be used
+│   └── RunNotFoundError       no such run (also a KeyError)
+└── RunOwnedError              another live process owns the run
+
+Each one that also derives from a built-in exception keeps it, so ``except ValueError`` (say)
+written before it joined the tree still catches it.
 """
 
 from __future__ import annotations
@@ -27,6 +39,8 @@ __all__ = [
     "RunNotFoundError",
     "RunOwnedError",
     "RunStoreError",
+    "ToolArgumentsError",
+    "ToolNotFoundError",
 ]
 
 
@@ -93,3 +107,15 @@ class RunNotFoundError(RunStoreError, KeyError):
 
 class RunOwnedError(AnviaError):
     """The run is owned by another live process (it is still running there)."""
+
+
+class ToolNotFoundError(AnviaError, LookupError):
+    """The model called a tool the agent does not have (the call's result says so)."""
+
+    def __init__(self, tool_name: str) -> None:
+        super().__init__(f"Tool not found: {tool_name}")
+        self.tool_name = tool_name
+
+
+class ToolArgumentsError(AnviaError, ValueError):
+    """The model's arguments are not JSON or do not match the tool's input schema."""

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 from ._util import maybe_await
 from .approvals import ApprovalDecision, ToolApprovalRequest, normalize_decision
+from .errors import AnviaError
 from .question_types import Answer
 from .questions import QuestionRequest
 
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class HumanInputTimeout(TimeoutError):
+class HumanInputTimeout(AnviaError, TimeoutError):
     """Nobody answered in time; the runtime records ``timed_out`` and rejects the call."""
 
     def __init__(self, timeout: float) -> None:
@@ -34,7 +35,7 @@ class HumanInputTimeout(TimeoutError):
         self.timeout = timeout
 
 
-class HumanInputUnavailable(NotImplementedError):
+class HumanInputUnavailable(AnviaError, NotImplementedError):
     """This human input cannot handle that kind of request (approval or question)."""
 
 

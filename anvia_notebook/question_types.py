@@ -60,12 +60,21 @@ class Question(BaseModel):
         return _strip_non_empty(value, "question text")
 
 
-def _choice(raw: Any) -> Any:
+def _choice(raw: Any) -> dict[str, str] | None:
+    """A choice as Anvia's Studio reads it, or None for one it drops (no usable label)."""
     if isinstance(raw, str):
-        return {"label": raw, "value": raw}
-    if isinstance(raw, dict) and isinstance(raw.get("label"), str) and not raw.get("value"):
-        return {**raw, "value": raw["label"]}
-    return raw
+        text = raw.strip()
+        return {"label": text, "value": text} if text else None
+    if not isinstance(raw, dict):
+        return None
+    label, value = raw.get("label"), raw.get("value")
+    if not isinstance(label, str) or not label.strip():
+        return None
+    label = label.strip()
+    return {
+        "label": label,
+        "value": value.strip() if isinstance(value, str) and value.strip() else label,
+    }
 
 
 class QuestionInput(BaseModel):
@@ -78,22 +87,31 @@ class QuestionInput(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _normalise(cls, data: Any) -> Any:
-        """Model output as Anvia's Studio accepts it: a choice given as a plain string becomes
-        ``{label: s, value: s}``, a missing ``value`` takes the label, a missing question id is
-        filled (``q1``, ``q2``, ...)."""
-        if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
+        """Model output as Anvia's Studio reads it: a single question may come without the
+        ``questions`` list; a choice given as a plain string becomes ``{label: s, value: s}``, a
+        missing or blank ``value`` takes the label, a choice without a label is dropped, a
+        missing or blank question id is filled (``q1``, ``q2``, ... by position), texts are
+        trimmed and keys Anvia does not know are ignored."""
+        if not isinstance(data, dict):
             return data
+        raw_questions = data["questions"] if isinstance(data.get("questions"), list) else [data]
         questions = []
-        for index, raw in enumerate(data["questions"], start=1):
+        for index, raw in enumerate(raw_questions, start=1):
             if isinstance(raw, dict):
-                question = dict(raw)
-                if question.get("id") is None:
-                    question["id"] = f"q{index}"
-                if isinstance(question.get("choices"), list):
-                    question["choices"] = [_choice(c) for c in question["choices"]]
+                question_id = raw.get("id")
+                question: dict[str, Any] = {
+                    "id": question_id.strip()
+                    if isinstance(question_id, str) and question_id.strip()
+                    else f"q{index}",
+                    "question": raw.get("question"),
+                    "choices": raw.get("choices"),
+                }
+                if isinstance(question["choices"], list):
+                    choices = (_choice(c) for c in question["choices"])
+                    question["choices"] = [c for c in choices if c is not None]
                 raw = question
             questions.append(raw)
-        return {**data, "questions": questions}
+        return {"questions": questions}
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuestionInput:
@@ -194,6 +212,8 @@ def check_operator_answers(
     seen: dict[str, Answer] = {}
     for raw in answers:
         question_id = _field(raw, "questionId")
+        if question_id is None:  # (a dict may use the Python name)
+            question_id = _field(raw, "question_id")
         text = _field(raw, "answer")
         choice = _field(raw, "choice")
         custom = _field(raw, "custom")

@@ -266,6 +266,10 @@ class PromptRequest:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
+            running = False
+        else:
+            running = True
+        if not running:  # (outside the except block: the run's errors get no false context)
             return asyncio.run(self.send())
         runner = _notebook_runner()
         if runner is None:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["CompletionRetries", "RetryContext", "is_transient_error"]
 
 RETRYABLE_STATUS_CODES = frozenset({408, 409, 425, 429})
+#: Error class names that mean "the connection failed or timed out" (the SDKs' and HTTP
+#: libraries' own classes, which are not subclasses of the built-in ``ConnectionError``).
+RETRYABLE_ERROR_NAMES = frozenset(
+    {"APIConnectionError", "APIConnectionTimeoutError", "APITimeoutError", "TransportError"}
+)
 
 
 @dataclass(frozen=True)
@@ -18,15 +24,48 @@ class RetryContext:
     turn: int
 
 
-def is_transient_error(error: BaseException) -> bool:
-    """Rate limits, timeouts, 5xx and connection failures are transient; the rest are not."""
-    retryable = getattr(error, "retryable", None)
-    if isinstance(retryable, bool):
-        return retryable
+def error_chain(error: BaseException) -> Iterator[BaseException]:
+    """``error``, then what caused it (``__cause__``, else ``__context__``), and so on."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _status(error: BaseException) -> int | None:
     status = getattr(error, "status_code", None)
-    if isinstance(status, int):
-        return status in RETRYABLE_STATUS_CODES or status >= 500
-    return isinstance(error, (ConnectionError, TimeoutError))
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+def _connection_failure(error: BaseException) -> bool:
+    if getattr(error, "retryable", None) is True:
+        return True
+    if isinstance(error, (ConnectionError, TimeoutError)):
+        return True
+    return any(cls.__name__ in RETRYABLE_ERROR_NAMES for cls in type(error).__mro__)
+
+
+def is_transient_error(error: BaseException) -> bool:
+    """Rate limits, timeouts, 5xx and connection failures are transient; the rest are not.
+
+    As in Anvia the whole cause chain counts (``__cause__`` / ``__context__``): a cancellation
+    anywhere in it is never retried; the first HTTP status found decides (408, 409, 425, 429 and
+    5xx are retried; an error that says ``retryable`` with its status has the last word);
+    otherwise a connection error or a timeout anywhere in the chain is retried.
+    """
+    chain = list(error_chain(error))
+    if any(isinstance(e, asyncio.CancelledError) for e in chain):
+        return False
+    for item in chain:
+        status = _status(item)
+        if status is not None:
+            retryable = getattr(item, "retryable", None)
+            if isinstance(retryable, bool):
+                return retryable
+            return status in RETRYABLE_STATUS_CODES or 500 <= status <= 599
+    return any(_connection_failure(item) for item in chain)
 
 
 @dataclass(frozen=True)
@@ -39,6 +78,11 @@ class CompletionRetries:
     should_retry: Callable[[RetryContext], bool] | None = None
 
     def __post_init__(self) -> None:
+        if self.should_retry is not None and not callable(self.should_retry):
+            raise TypeError(
+                "should_retry must be a function of the retry context (returning True to retry), "
+                f"not {self.should_retry!r}"
+            )
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
             raise ValueError("max_attempts must be a positive integer")
         if self.initial_delay < 0 or self.max_delay < 0:

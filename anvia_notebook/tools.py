@@ -16,10 +16,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from ._sync_pool import SyncToolExecutor
 from ._util import normalize_result
 from .approvals import RunInfo, ToolApproval
+from .errors import ToolArgumentsError
 from .models.base import ToolDefinition
 from .question_types import describe_validation_error
 
-__all__ = ["Tool", "ToolArgumentsError", "ToolContext", "create_tool", "tool"]
+__all__ = ["Tool", "ToolArgumentsError", "ToolContext", "create_tool", "parse_arguments", "tool"]
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,6 @@ class ToolContext:
     internal_call_id: str
     raw_args: str
     run: RunInfo
-
-
-class ToolArgumentsError(ValueError):
-    """The model's arguments are not JSON or do not match the tool's input schema."""
 
 
 class Tool:
@@ -80,23 +77,7 @@ class Tool:
 
     def parse_args(self, raw: str | dict[str, Any]) -> BaseModel:
         """Validate raw arguments (JSON text or a dict); raises :class:`ToolArgumentsError`."""
-        if isinstance(raw, str):
-            try:
-                data = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as error:
-                raise ToolArgumentsError(
-                    f"Invalid arguments for tool {self.name}: not valid JSON ({error.msg} at "
-                    f"position {error.pos}). Call the tool again with a JSON object."
-                ) from None
-        else:
-            data = raw
-        try:
-            return self.input.model_validate(data)
-        except ValidationError as error:
-            raise ToolArgumentsError(
-                f"Invalid arguments for tool {self.name}: {describe_validation_error(error)}. "
-                "Call the tool again with corrected arguments."
-            ) from None
+        return parse_arguments(self.name, self.input, raw)
 
     async def call(self, args: BaseModel, ctx: ToolContext) -> str:
         """Run ``execute`` and normalise its result.
@@ -122,6 +103,28 @@ class Tool:
                 )
             )
         return normalize_result(value)
+
+
+def parse_arguments(tool_name: str, model: type[BaseModel], raw: str | dict[str, Any]) -> BaseModel:
+    """Validate raw arguments (JSON text or a dict) against ``model``; raises
+    :class:`ToolArgumentsError` with a reason the model can act on."""
+    if isinstance(raw, str):
+        try:
+            data = json.loads(raw) if raw.strip() else {}
+        except json.JSONDecodeError as error:
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {tool_name}: not valid JSON ({error.msg} at "
+                f"position {error.pos}). Call the tool again with a JSON object."
+            ) from None
+    else:
+        data = raw
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise ToolArgumentsError(
+            f"Invalid arguments for tool {tool_name}: {describe_validation_error(error)}. "
+            "Call the tool again with corrected arguments."
+        ) from None
 
 
 #: The worker threads of sync tools (their own, bounded; stopped calls do not starve new ones).

@@ -41,7 +41,7 @@ def test_policy_predicate_reason_and_reject_message_see_the_validated_args():
     agent.prompt("go").send_sync()
     assert add.calls == [(1, 1)]
     assert len(seen) == 1
-    assert seen[0].reason == 'Big x: 50 ({"x": 50, "y": 1})'
+    assert seen[0].reason == 'Big x: 50 ({"x":50,"y":1})'
     assert seen[0].run.agent_id == "a"
     assert tool_results(model.requests[2])[0].content == "Refused add."
 
@@ -147,7 +147,7 @@ def test_edited_arguments_replace_the_call_and_are_validated_again():
         "Edited arguments were rejected: Invalid arguments for tool add"
     )
     results = [e for e in events if e.type == "tool_result"]
-    assert results[0].args == '{"x": 10, "y": 20}'
+    assert results[0].args == '{"x":10,"y":20}'
     approvals = [e.approval for e in events if e.type == "tool_approval_result"]
     assert approvals[0].edited_args == {"x": 10, "y": 20}
 

@@ -66,7 +66,7 @@ def test_lifecycle_hooks_run_in_order_sync_and_async():
         "h:completion_call:1",
         "h:completion_response:tools",
         "h:turn_end:1",
-        'h:tool_call:add:{"x": 1, "y": 2}',
+        'h:tool_call:add:{"x":1,"y":2}',
         "h:tool_result:3",
         "h:turn_start:2",
         "h:completion_call:3",
@@ -310,8 +310,8 @@ async def test_compose_hooks_calls_each_in_order_sync_and_async():
         line.replace("b:", "a:", 1) for line in log if line.startswith("b:")
     ]
     assert log[:2] == ["a:run_start:sum:20", "b:run_start:sum:20"]
-    assert log.index('a:tool_call:add:{"x": 1, "y": 2}') + 1 == log.index(
-        'b:tool_call:add:{"x": 1, "y": 2}'
+    assert log.index('a:tool_call:add:{"x":1,"y":2}') + 1 == log.index(
+        'b:tool_call:add:{"x":1,"y":2}'
     )
     cancel_first = create_hook(on_turn_start=lambda e: e.run.cancel("stop here"))
     never = create_hook(on_turn_start=lambda e: log.append("never"))

@@ -101,14 +101,6 @@ def test_a_human_input_answers_and_the_same_call_resumes():
     [
         ({"questions": []}, "questions: List should have at least 1 item"),
         (
-            {
-                "questions": [
-                    {"id": " ", "question": "Q?", "choices": [{"label": "a", "value": "a"}]}
-                ]
-            },
-            "question id must be a non-empty string",
-        ),
-        (
             {"questions": [{"id": "a", "question": "", "choices": [{"label": "a", "value": "a"}]}]},
             "question text must be a non-empty string",
         ),
@@ -150,7 +142,7 @@ def test_invalid_answers_from_a_human_input_become_an_error_result():
     AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
     result = tool_results(model.requests[1])[0]
     assert result.is_error
-    assert "unknown question 'nope'" in result.content
+    assert "Unknown question 'nope'" in result.content
 
 
 @pytest.mark.parametrize(
@@ -214,7 +206,11 @@ def test_model_output_is_normalised_like_anvia_studio():
         {
             "questions": [
                 {"question": "Priority?", "choices": ["low", {"label": "High"}]},
-                {"id": None, "question": "Channel?", "choices": [{"label": "Mail", "value": "mail"}]},
+                {
+                    "id": None,
+                    "question": "Channel?",
+                    "choices": [{"label": "Mail", "value": "mail"}],
+                },
             ]
         }
     )

@@ -90,7 +90,7 @@ async def test_what_an_approval_predicate_and_the_hooks_are_told_about_a_call():
     agent = AgentBuilder("a", model).tool(add).hook(hook).approvals(approve).build()
     run = await finished_run(agent.prompt("go"))
     event = result_event(run)
-    assert (event.tool_call_id, event.args) == ("call_1", '{"x": 5, "y": 6}')
+    assert (event.tool_call_id, event.args) == ("call_1", '{"x":5,"y":6}')
     [ctx], [decision], [result] = contexts, decisions, results
     assert (ctx.tool_call_id, ctx.internal_call_id, ctx.run.run_id) == (
         "call_1",
@@ -146,11 +146,11 @@ async def test_the_run_records_how_far_each_call_got_for_a_resume():
     assert (failed.status, failed.is_error) == ("done", True)
     assert (done.status, done.args, done.result, done.is_error) == (
         "done",
-        '{"x": 1, "y": 2}',
+        '{"x":1,"y":2}',
         "3",
         False,
     )
-    assert (started.status, started.args) == ("started", '{"text": "?"}')
+    assert (started.status, started.args) == ("started", '{"text":"?"}')
     peeked = [e for e in run.events if e.type == "tool_result" and e.tool_name == "peek"]
     assert current == CurrentToolCall(run.run_id, peeked[0].internal_call_id, "peek", "c2")
 

@@ -862,7 +862,7 @@ async def test_a_rejection_without_a_reason_tells_the_model_the_tool_s_reject_me
     ("decision", "recorded"),
     [
         ({"approved": False, "reject_message": "Not on Sundays."}, "Not on Sundays."),
-        ({"approved": False, "reason": "Too big", "reject_message": "No."}, "Too big"),
+        ({"approved": False, "reason": "Too big", "reject_message": "No."}, "No."),
         ({"approved": True, "reject_message": "unused"}, None),
         ({"approved": True, "reason": "Fine"}, "Fine"),
     ],

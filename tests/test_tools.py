@@ -81,8 +81,8 @@ def test_tool_decorator_with_options_and_context_parameter():
     ("value", "expected"),
     [
         ("plain text", "plain text"),
-        ({"a": 1}, '{"a": 1}'),
-        ([1, 2], "[1, 2]"),
+        ({"a": 1}, '{"a":1}'),
+        ([1, 2], "[1,2]"),
         (3, "3"),
         (None, "null"),
         (RefundOutput(refund_id="rf_1", status="issued"), '{"refund_id":"rf_1","status":"issued"}'),

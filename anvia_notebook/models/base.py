@@ -6,12 +6,13 @@ Providers and offline models subclass :class:`CompletionModel`, which derives ``
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._util import compact_json
+from ..errors import AnviaError
 from ..messages import Message, MessageToolCall, Usage
 
 __all__ = [
@@ -91,7 +92,7 @@ class ToolCall(BaseModel):
         """The arguments as JSON text (a string is passed through untouched, even if invalid)."""
         if isinstance(self.arguments, str):
             return self.arguments
-        return json.dumps(self.arguments)
+        return compact_json(self.arguments)
 
     def to_message_call(self) -> MessageToolCall:
         return MessageToolCall(id=self.id, name=self.name, arguments=self.arguments_json())
@@ -150,7 +151,7 @@ class CompletionResponse(BaseModel):
         )
 
 
-class ModelError(Exception):
+class ModelError(AnviaError):
     """A provider failed. ``status_code`` (when known) lets the retry policy classify it.
 
     ``retryable`` says whether trying the same request again may succeed. By default it follows
