@@ -12,8 +12,8 @@ from notebook_helpers import PageState
 from anvia_notebook.notebook.protocol import (
     NO_REQUEST_ID,
     TOOL_STATUS_LABELS,
-    ToolStatus,
     ProtocolError,
+    ToolStatus,
     parse_inbound,
     parse_message,
     parse_outbound,
