@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._tool_exec import ToolExecutor
 from ._util import maybe_await
 from .approvals import RunInfo
-from .errors import MaxTurnsError, PromptCancelledError
+from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
 from .events import (
     CancelledEvent,
     ErrorEvent,
@@ -42,7 +42,6 @@ from .models.base import (
     ToolCall,
 )
 from .retry import RetryContext
-from .run import DEFAULT_CANCEL_REASON
 from .run_state import PromptResponse
 
 if TYPE_CHECKING:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .messages import Message
 
 __all__ = [
+    "DEFAULT_CANCEL_REASON",
     "AnviaError",
     "MaxTurnsError",
     "PromptCancelledError",
@@ -42,6 +43,10 @@ __all__ = [
     "ToolArgumentsError",
     "ToolNotFoundError",
 ]
+
+
+#: Why a run was stopped when nobody said (Stop, ``cancel()`` without a reason).
+DEFAULT_CANCEL_REASON = "Stopped by the user."
 
 
 class AnviaError(Exception):

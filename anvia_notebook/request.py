@@ -176,10 +176,6 @@ class PromptRequest:
     def active_human_input(self) -> HumanInput | None:
         return self._human_input or self.agent.human_input
 
-    @property
-    def has_human_input(self) -> bool:
-        return self.active_human_input is not None
-
     # -- running -------------------------------------------------------------------------------
 
     def create_run(self) -> AgentRun:

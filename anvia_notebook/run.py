@@ -10,8 +10,9 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from ._loop import run_loop
 from ._tracing import TraceRecorder
-from .errors import PromptCancelledError
+from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent
 from .interactions import Interactions
 from .run_state import PromptResponse, RunState, RunStatus
@@ -24,8 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentRun", "DEFAULT_CANCEL_REASON"]
 
 logger = logging.getLogger("anvia_notebook")
-
-DEFAULT_CANCEL_REASON = "Stopped by the user."
 
 Subscriber = Callable[[Any], None]
 
@@ -343,8 +342,6 @@ class AgentRun:
 
     def start(self, loop: asyncio.AbstractEventLoop | None = None) -> AgentRun:
         """Start the run as a task on ``loop`` (default: the running loop)."""
-        from ._loop import run_loop
-
         if self._task is not None:
             raise RuntimeError("This run has already started.")
         self._loop = loop or asyncio.get_running_loop()

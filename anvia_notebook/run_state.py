@@ -20,13 +20,15 @@ RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancel
 
 
 class PromptResponse(BaseModel):
-    """What a finished run returns. ``messages`` is the whole conversation, history included."""
+    """What a run that succeeded returns. ``messages`` is the whole conversation, history
+    included. ``status`` is always ``"success"``: a run that fails or is stopped raises its
+    error (``PromptCancelledError`` when stopped) instead of returning a response."""
 
     output: str
     usage: Usage
     messages: list[Message]
     run_id: str
-    status: RunStatus = "success"
+    status: Literal["success"] = "success"
     #: What the model received and returned on each turn, and what each tool call did.
     trace: Trace | None = Field(default=None, exclude=True, repr=False)
 

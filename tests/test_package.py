@@ -123,3 +123,99 @@ def test_auto_model_is_the_demo_without_keys(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     demo = DemoModel()
     assert auto_model(demo) is demo
+
+
+def _runtime_import_graph() -> dict[str, set[str]]:
+    """Which runtime modules import which (at any depth of the code, TYPE_CHECKING aside)."""
+    import ast
+    from pathlib import Path
+
+    package = Path(anvia_notebook.__file__).parent
+    files = [*package.glob("*.py"), *(package / "models").glob("*.py")]
+
+    def name_of(path: Path) -> str:
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name_of(path): path for path in files}
+    graph: dict[str, set[str]] = {}
+
+    class Imports(ast.NodeVisitor):
+        def __init__(self, package_parts: list[str]) -> None:
+            self.package_parts = package_parts
+            self.found: set[str] = set()
+
+        def visit_If(self, node: ast.If) -> None:
+            if "TYPE_CHECKING" in ast.unparse(node.test):
+                for child in node.orelse:
+                    self.visit(child)
+            else:
+                self.generic_visit(node)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            if node.level:
+                base = self.package_parts[: len(self.package_parts) - node.level + 1]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                self.found.add(sub if sub in modules else target)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            self.found.update(alias.name for alias in node.names)
+
+    for module, path in modules.items():
+        parts = module.split(".")
+        visitor = Imports(parts if path.name == "__init__.py" else parts[:-1])
+        visitor.visit(ast.parse(path.read_text()))
+        found = visitor.found
+        graph[module] = {m for m in found if m in modules and m != module}
+    return graph
+
+
+def test_runtime_modules_import_each_other_without_cycles():
+    graph = _runtime_import_graph()
+    assert "anvia_notebook._loop" in graph["anvia_notebook.run"]  # the graph sees imports
+
+    def path_back(start: str) -> list[str] | None:
+        stack = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            module, path = stack.pop()
+            for target in graph[module]:
+                if target == start:
+                    return [*path, target]
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*path, target]))
+        return None
+
+    cycles = [cycle for module in graph if (cycle := path_back(module)) is not None]
+    assert cycles == []
+
+
+def test_every_error_of_the_package_is_an_anvia_error_and_keeps_its_builtin_base():
+    from anvia_notebook import (
+        AnviaError,
+        HumanInputTimeout,
+        HumanInputUnavailable,
+        RunNotFoundError,
+    )
+    from anvia_notebook.models import ModelError
+    from anvia_notebook.tools import ToolArgumentsError
+
+    builtin_bases = {
+        HumanInputTimeout: TimeoutError,
+        HumanInputUnavailable: NotImplementedError,
+        ToolArgumentsError: ValueError,
+        RunNotFoundError: KeyError,
+    }
+    for error_type, builtin in builtin_bases.items():
+        assert issubclass(error_type, AnviaError) and issubclass(error_type, builtin)
+    assert issubclass(ModelError, AnviaError)
+    timeout = HumanInputTimeout(2.5)
+    assert timeout.timeout == 2.5 and "2.5 s" in str(timeout)
+    exported = [getattr(anvia_notebook, name) for name in anvia_notebook.__all__]
+    errors = [e for e in exported if isinstance(e, type) and issubclass(e, BaseException)]
+    assert errors and all(issubclass(e, AnviaError) for e in errors)

@@ -337,3 +337,13 @@ async def test_provider_data_travels_with_the_assistant_message():
     assert response.messages[1].provider_data == {"signed": ["block"]}
     assert model.requests[1].messages[1].provider_data == {"signed": ["block"]}
     assert response.messages[3].provider_data is None
+
+
+def test_a_response_is_only_ever_a_success():
+    """A run that fails or is stopped raises; a response cannot claim another status."""
+    import pydantic
+
+    from anvia_notebook import PromptResponse, Usage
+
+    with pytest.raises(pydantic.ValidationError):
+        PromptResponse(output="", usage=Usage(), messages=[], run_id="r", status="error")
