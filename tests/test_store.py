@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 import threading
@@ -246,6 +247,28 @@ def test_a_run_is_stored_whole_or_not_at_all(store_path):
     with pytest.warns(RuntimeWarning, match="disk full"):
         assert agent.prompt("x").store(store_path).send_sync().output == "hi"
     assert RunStore(store_path).runs() == []  # no run without its prompt
+
+
+async def test_the_store_moves_its_log_into_the_database_file_itself(store_path, monkeypatch):
+    from anvia_notebook.store import _store
+
+    monkeypatch.setattr(_store, "POLL_INTERVAL", 0.01)
+    store = RunStore(store_path)
+    agent = AgentBuilder("a", QueueModel([ModelResponse(text="hi")])).build()
+    await agent.prompt("x").store(store).send()
+
+    def in_the_file() -> bool:  # every page is in the database file, not only in its log
+        with contextlib.closing(sqlite3.connect(store_path)) as db:
+            pages = db.execute("PRAGMA page_count").fetchone()[0]
+            size = db.execute("PRAGMA page_size").fetchone()[0]
+        return store_path.stat().st_size >= pages * size
+
+    for _ in range(500):  # by the store's background thread, long before the log is full
+        if in_the_file():
+            break
+        await asyncio.sleep(0.01)
+    assert in_the_file()
+    assert store.runs()[0].status == "success"
 
 
 def test_runs_can_be_kept_in_memory_only(monkeypatch, store_path):

@@ -45,6 +45,7 @@ class PostgresBackend:
         self._lock = threading.Lock()
         self._version = 0
         self._listener: Any = None
+        self.commits = 0
 
     def _connection(self) -> Any:
         connection = getattr(self._local, "connection", None)
@@ -83,6 +84,9 @@ class PostgresBackend:
             # One writer at a time for schema changes and ownership claims, as SQLite does.
             connection.execute("SELECT pg_advisory_xact_lock(7426001)")
             yield
+
+    def checkpoint(self) -> None:
+        """Nothing to do: the server writes its own log to its files."""
 
     def table_names(self) -> set[str]:
         rows = self.execute(

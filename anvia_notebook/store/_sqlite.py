@@ -22,6 +22,10 @@ __all__ = ["BUSY_TIMEOUT", "SQLiteBackend"]
 
 #: Seconds a writer waits for another writer's lock before giving up.
 BUSY_TIMEOUT = 5.0
+#: Pages the write-ahead log may hold before a commit copies them into the database file itself
+#: (SQLite's default is 1,000). The store's background thread does that copy (and its ``fsync``)
+#: soon after each write, so a run's own commits seldom have to; this is the limit if it cannot.
+WAL_PAGES = 4000
 
 
 class SQLiteBackend:
@@ -43,6 +47,8 @@ class SQLiteBackend:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        #: Transactions committed by this process (the background thread checkpoints after).
+        self.commits = 0
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
@@ -56,6 +62,7 @@ class SQLiteBackend:
                 )
                 connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
+                connection.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
             except sqlite3.Error as error:
                 raise RunStoreError(f"Cannot open the run store {self.location}: {error}") from None
             self._local.connection = connection
@@ -90,6 +97,12 @@ class SQLiteBackend:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+        self.commits += 1
+
+    def checkpoint(self) -> None:
+        """Copy what the write-ahead log holds into the database file, without waiting for
+        readers or writers (called by the store's background thread, not by a run)."""
+        self._connection().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def table_names(self) -> set[str]:
         rows = self.execute("SELECT name FROM sqlite_master WHERE type = 'table'")

@@ -128,6 +128,7 @@ class RunStore:
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self._closed = False
+        self._checkpointed = 0  # the backend's commit count at the last checkpoint
         self._prepare()
 
     def __repr__(self) -> str:
@@ -687,6 +688,14 @@ class RunStore:
             with self._watch_lock:
                 watched = dict(self._watched)
                 owned = set(self._owned)
+            if self._backend.commits != self._checkpointed:
+                # The log written since is copied into the database file here, off the run's
+                # thread (SQLite; PostgreSQL has nothing to do).
+                self._checkpointed = self._backend.commits
+                try:
+                    self._backend.checkpoint()
+                except Exception as error:  # a locked or vanished store: try again next time
+                    logger.debug("Run store checkpoint: %s", error)
             if not watched and not owned:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since > 2.0:
