@@ -129,8 +129,15 @@ export function isShown(el: Element): boolean {
 /** The buttons a person could see. */
 export const buttons = (root: ParentNode): HTMLButtonElement[] => [...root.querySelectorAll("button")].filter(isShown);
 
+/** A button's label as read out: its text without the parts hidden from assistive tech. */
+export const labelOf = (b: Element): string =>
+  [...b.childNodes]
+    .filter((n) => !(n instanceof Element && n.getAttribute("aria-hidden") === "true"))
+    .map((n) => n.textContent ?? "")
+    .join("");
+
 export function byLabel(root: ParentNode, label: string): HTMLButtonElement {
-  const found = buttons(root).filter((b) => b.textContent === label);
+  const found = buttons(root).filter((b) => labelOf(b) === label);
   if (found.length !== 1) throw new Error(`expected one button "${label}", found ${found.length}`);
   return found[0]!;
 }

@@ -48,6 +48,11 @@ describe("question panel", () => {
     expect(q.progress()).toBe("Question 1 of 3");
     expect(byLabel(q.panel(), "High").getAttribute("aria-pressed")).toBe("true");
     expect(byLabel(q.panel(), "Low").getAttribute("aria-pressed")).toBe("false");
+    // Marked for the eye too: filled and ticked (the tick is not read out), the others not.
+    expect(byLabel(q.panel(), "High").classList.contains("anvia-choice-selected")).toBe(true);
+    expect(byLabel(q.panel(), "High").querySelector('.anvia-choice-check[aria-hidden="true"]')?.textContent).toBe("\u2713");
+    expect(byLabel(q.panel(), "Low").classList.contains("anvia-choice-selected")).toBe(false);
+    expect(byLabel(q.panel(), "Low").querySelector(".anvia-choice-check")).toBeNull();
     byLabel(q.panel(), "Next").click();
     byLabel(q.panel(), "Next").click();
     expect(q.progress()).toBe("Question 3 of 3");

@@ -104,10 +104,36 @@ describe("entries", () => {
     expect(open).toEqual({ lookup_order: false, issue_refund: true, ask_question: true, send_email: false, cancel_order: false });
   });
 
+  it("shows a running call expanded and folds it when it is done", () => {
+    const { model, root } = mount([toolEntry("t1"), toolEntry("t2", { status: "done" })]);
+    const [running, done] = [...root.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")];
+    expect([running!.open, done!.open]).toEqual([true, false]);
+    batch(model, { op: "patch", id: "t1", changes: { status: "done", result: "{}" } });
+    expect(running!.open).toBe(false);
+  });
+
+  it("leaves a call a person opened or closed as they left it when it ends", async () => {
+    const { model, root } = mount([toolEntry("t1"), toolEntry("t2"), toolEntry("t3", { status: "done" })]);
+    const [opened, closed, finished] = [...root.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")];
+    opened!.open = false; // a person closes it, then opens it again
+    opened!.dispatchEvent(new Event("toggle"));
+    opened!.open = true;
+    opened!.dispatchEvent(new Event("toggle"));
+    closed!.open = false;
+    closed!.dispatchEvent(new Event("toggle"));
+    finished!.open = true;
+    finished!.dispatchEvent(new Event("toggle"));
+    await tick();
+    batch(model, { op: "patch", id: "t1", changes: { status: "done" } }, { op: "patch", id: "t2", changes: { status: "error" } });
+    batch(model, { op: "patch", id: "t3", changes: { result: "{}" } });
+    expect([opened!.open, closed!.open, finished!.open]).toEqual([true, false, true]);
+  });
+
   it("opens an entry when an interaction becomes pending", () => {
     const { model, root } = mount([toolEntry("t1")]);
     const det = root.querySelector(".anvia-entry-tool") as HTMLDetailsElement;
-    expect(det.open).toBe(false);
+    det.open = false; // a person folded the running call
+    det.dispatchEvent(new Event("toggle"));
     const approval = { id: "ap", status: "pending", reason: null, args: {}, decided_by: null, decided_at: null, decision_reason: null, edited_args: null };
     batch(model, { op: "patch", id: "t1", changes: { status: "approval_required", approval } });
     expect(det.open).toBe(true);
@@ -117,7 +143,7 @@ describe("entries", () => {
 
 describe("redrawn views", () => {
   it("keep the entries a person opened or closed", async () => {
-    const m = mount([toolEntry("t1"), toolEntry("t2")]);
+    const m = mount([toolEntry("t1", { status: "done" }), toolEntry("t2", { status: "done" })]);
     const details = [...m.el.querySelectorAll<HTMLDetailsElement>(".anvia-entry-tool")];
     const first = details[0]!;
     const second = details[1]!;
@@ -142,7 +168,7 @@ describe("redrawn views", () => {
       decision_reason: null,
       edited_args: null,
     });
-    const m = mount([toolEntry("t1")]);
+    const m = mount([toolEntry("t1", { status: "done" })]);
     batch(m.model, { op: "patch", id: "t1", changes: { status: "approval_required", approval: pendingApproval("t1") } });
     const first = m.el.querySelector<HTMLDetailsElement>(".anvia-entry-tool")!;
     expect(first.open).toBe(true);

@@ -98,6 +98,12 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
           const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
           (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
         }, { class: "anvia-button anvia-choice", "aria-pressed": String(d?.choice === c.value) });
+        // The chosen one is filled and ticked, unlike a focus ring (the tick is for the eye: the
+        // pressed state says it to assistive tech).
+        if (d?.choice === c.value) {
+          b.classList.add("anvia-choice-selected");
+          b.prepend(h("span", { class: "anvia-choice-check", "aria-hidden": "true" }, "\u2713"));
+        }
         b.disabled = busy;
         return b;
       }),

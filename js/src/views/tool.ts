@@ -1,6 +1,7 @@
 // A tool entry: name and status in a <details> summary; arguments, captured output, result,
-// and the panels of its interactions (approval, question: interaction.ts) in the body. Starts
-// expanded when an interaction is pending.
+// and the panels of its interactions (approval, question: interaction.ts) in the body. Expanded
+// while the call is under way (running, or waiting for a person), folded once it is over, unless
+// a person opened or closed it: then it stays as they left it.
 import { h } from "../dom";
 import { schedule } from "../frame";
 import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
@@ -15,6 +16,10 @@ function editedArgs(e: ToolEntry): JsonObject | null {
   if (a?.status !== "approved" || !a.edited_args) return null;
   return JSON.stringify(a.edited_args) === JSON.stringify(a.args) ? null : a.edited_args;
 }
+
+/** Statuses of a call that is not over yet: its entry is shown expanded. */
+const UNDER_WAY: ReadonlySet<ToolEntry["status"]> = new Set(["running", "approval_required", "input_required", "approved"]);
+const underWay = (e: ToolEntry): boolean => UNDER_WAY.has(e.status) || waitsForSomeone(e);
 
 function section(label: string, content: HTMLElement, cls: string): HTMLElement {
   return h("div", { class: `anvia-section ${cls}` }, h("div", { class: "anvia-section-label" }, label), content);
@@ -51,7 +56,9 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     selfSet = open;
     el.open = open;
   };
-  setOpen(session.openEntries.get(entry.id) ?? waitsForSomeone(entry));
+  /** Open as the call's progress says, unless a person chose (theirs is kept). */
+  const follow = (e: ToolEntry): void => setOpen(session.openEntries.get(e.id) ?? underWay(e));
+  follow(entry);
   el.addEventListener("toggle", () => {
     const own = selfSet !== null && el.open === selfSet;
     selfSet = null;
@@ -61,7 +68,8 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   let current = entry;
   /** The interaction panels shown, in order (an approval first, then a question). */
   let panels: InteractionPanel[] = [];
-  let wasPending = el.open;
+  let wasPending = waitsForSomeone(entry);
+  let wasUnderWay = underWay(entry);
 
   const renderArgs = (): void => {
     const edited = editedArgs(current);
@@ -97,9 +105,14 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     // The panel already shows the arguments of a pending approval, and a question shows its questions.
     argsSection.hidden = coversArguments(e);
 
+    // A new question or approval always opens the entry (someone must answer it); otherwise the
+    // entry follows the call when it starts or ends.
     const pending = waitsForSomeone(e);
+    const going = underWay(e);
     if (pending && !wasPending) setOpen(true);
+    else if (going !== wasUnderWay) follow(e);
     wasPending = pending;
+    wasUnderWay = going;
   }
 
   update(entry);
