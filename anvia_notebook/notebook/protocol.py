@@ -166,6 +166,8 @@ class ApprovalView(_Model):
     decided_at: str | None
     decision_reason: str | None
     edited_args: dict[str, Any] | None
+    #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
+    expires_at: str | None = None
 
 
 class ChoiceView(_Model):
@@ -193,6 +195,8 @@ class QuestionView(_Model):
     status: QuestionStatus
     questions: list[QuestionItemView]
     answers: list[AnswerView]
+    #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
+    expires_at: str | None = None
 
 
 class UserEntry(_Model):

@@ -260,6 +260,11 @@ class TranscriptSession:
     def attach(self, run: AgentRun) -> None:
         """Show ``run`` in this transcript (call on the run's loop thread, or before it starts)."""
         self.run = run
+        human = self.human_input
+        if human is not None and run.request.active_human_input is human and human.auto is None:
+            self.transcript.decision_timeout = human.timeout
+        else:  # decided elsewhere, or at once: no countdown
+            self.transcript.decision_timeout = None
         self.transcript.begin_run(
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )

@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -191,6 +191,9 @@ class Transcript:
         self._growing: set[_Entry] = set()
         self.status: dict[str, Any] = _idle_status(agent_id)
         self._run = _RunView(agent_id=agent_id)
+        #: Seconds an approval or a question waits for a person (``show(timeout=...)``): a
+        #: pending one then carries ``expires_at``, for the page's countdown.
+        self.decision_timeout: float | None = None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -415,12 +418,20 @@ class Transcript:
                 self._append(entry, "output", "".join(orphan))
         return entry
 
+    def _expiring(self, view: dict[str, Any]) -> dict[str, Any]:
+        """``view`` of a request that now starts to wait, with its deadline if it has one."""
+        if self.decision_timeout is not None and view["status"] == "pending":
+            deadline = datetime.now(timezone.utc) + timedelta(seconds=self.decision_timeout)
+            view["expires_at"] = deadline.isoformat()
+        return view
+
     def _on_tool_approval_request(self, event: ToolApprovalRequestEvent) -> None:
         record: ApprovalRecord = event.approval
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.approvals[record.id] = entry.id
         self._run.pending.add(record.id)
-        self._patch(entry, status="approval_required", approval=approval_view(record))
+        view = self._expiring(approval_view(record))
+        self._patch(entry, status="approval_required", approval=view)
         self._activity()
 
     def _on_tool_approval_result(self, event: ToolApprovalResultEvent) -> None:
@@ -438,7 +449,8 @@ class Transcript:
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.questions[record.id] = entry.id
         self._run.pending.add(record.id)
-        self._patch(entry, status="input_required", question=question_view(record))
+        view = self._expiring(question_view(record))
+        self._patch(entry, status="input_required", question=view)
         self._activity()
 
     def _on_tool_question_result(self, event: ToolQuestionResultEvent) -> None:

@@ -69,6 +69,8 @@ export interface ApprovalView {
   decided_at: string | null;
   decision_reason: string | null;
   edited_args: JsonObject | null;
+  /** While pending with a time limit: when it times out (ISO time). Added later: may be absent. */
+  expires_at?: string | null;
 }
 
 export const QUESTION_STATUSES = ["pending", "answered", "cancelled", "timed_out"] as const;
@@ -94,6 +96,8 @@ export interface QuestionView {
   status: QuestionStatus;
   questions: Question[];
   answers: Answer[];
+  /** While pending with a time limit: when it times out (ISO time). Added later: may be absent. */
+  expires_at?: string | null;
 }
 
 export interface UserEntry {
@@ -349,6 +353,7 @@ const approvalCheck = obj({
   decided_at: nullable(str),
   decision_reason: nullable(str),
   edited_args: nullable(jsonObject),
+  expires_at: optional(str),
 });
 
 const answerCheck = obj({
@@ -365,6 +370,7 @@ const questionCheck = obj({
     obj({ id: str, question: str, choices: arrayOf(obj({ label: str, value: str })) }),
   ),
   answers: arrayOf(answerCheck),
+  expires_at: optional(str),
 });
 
 /** Checks per entry field, shared by whole entries and by `patch` changes. */

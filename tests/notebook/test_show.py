@@ -597,3 +597,29 @@ async def test_running_a_cell_again_stops_the_run_it_showed_before(cell):
     again.cancel()
     await finished(other)
     await finished(again)
+
+
+async def test_a_waiting_approval_carries_its_deadline_for_the_countdown():
+    from datetime import datetime, timezone
+
+    handle = runner.show(refund_agent(refund_model()).prompt("Refund A-1"), timeout=120)
+    page = Page(handle.widget)
+    await page.sync()
+    before = datetime.now(timezone.utc)
+    entry = await pending_approval(page)
+    left = datetime.fromisoformat(entry["approval"]["expires_at"]) - before
+    assert 100 < left.total_seconds() <= 121
+    assert (await page.approve(entry["approval"]["id"]))["ok"]
+    await finished(handle)
+    page.pump()
+    assert "expires_at" not in page.tools()[0]["approval"]  # decided: no countdown any more
+
+
+async def test_without_a_time_limit_there_is_no_deadline():
+    handle = runner.show(refund_agent(refund_model()).prompt("Refund A-1"))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_approval(page)
+    assert entry["approval"].get("expires_at") is None
+    handle.cancel()
+    await finished(handle)

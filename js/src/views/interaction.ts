@@ -119,6 +119,7 @@ export function interactionPanel(session: Session, toolName: string, interaction
   const { kind, view } = interaction;
   const el = h("div", { class: `anvia-${kind}-slot` });
   let shown: { status: string; key: string } | null = null;
+  let stopForm = (): void => {};
 
   function update(next: Interaction): void {
     const key = JSON.stringify(next.view);
@@ -127,14 +128,26 @@ export function interactionPanel(session: Session, toolName: string, interaction
     if (shown && shown.status === status && (status === "pending" || shown.key === key)) return;
     shown = { status, key };
     const k = kindView(next);
-    el.replaceChildren(k.showsForm(next.view) ? pendingForm(session, toolName, next) : k.record(next.view));
+    stopForm();
+    stopForm = () => {};
+    if (k.showsForm(next.view)) {
+      const form = pendingForm(session, toolName, next);
+      stopForm = form.stop;
+      el.replaceChildren(form.el);
+    } else {
+      el.replaceChildren(k.record(next.view));
+    }
   }
 
   update(interaction);
   return { el, kind, id: view.id, update };
 }
 
-function pendingForm(session: Session, toolName: string, interaction: Interaction): HTMLElement {
+function pendingForm(
+  session: Session,
+  toolName: string,
+  interaction: Interaction,
+): { el: HTMLElement; stop: () => void } {
   const k = kindView(interaction);
   const error = h("div", {
     class: `anvia-error-text anvia-${interaction.kind}-error`,
@@ -164,6 +177,55 @@ function pendingForm(session: Session, toolName: string, interaction: Interactio
     },
   };
   const form = k.form(ctx, interaction.view);
+  const deadline = interaction.view.expires_at;
+  const clock = deadline ? countdown(deadline, interaction.kind) : null;
+  if (clock) form.el.append(clock.el);
   form.el.append(error);
-  return form.el;
+  return { el: form.el, stop: () => clock?.stop() };
+}
+
+/** m:ss (or h:mm:ss) of a number of whole seconds. */
+export function formatLeft(seconds: number): string {
+  const s = Math.max(0, Math.ceil(seconds));
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return h > 0 ? `${h}:${pad(m)}:${pad(s % 60)}` : `${m}:${pad(s % 60)}`;
+}
+
+/**
+ * "Time left to decide: 1:05", counting down each second to the time the kernel gives up
+ * waiting (`show(timeout=...)`); it stops when the form is gone. Not a live region: a screen
+ * reader would read every second.
+ */
+function countdown(expiresAt: string, kind: InteractionKind): { el: HTMLElement; stop: () => void } {
+  const end = Date.parse(expiresAt);
+  const el = h("div", { class: "anvia-countdown" });
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const stop = (): void => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+  };
+  if (Number.isNaN(end)) {
+    el.hidden = true;
+    return { el, stop };
+  }
+  const verb = kind === "approval" ? "decide" : "answer";
+  let seen = false;
+  const tick = (): void => {
+    timer = null;
+    if (el.isConnected) seen = true;
+    else if (seen) return; // the view went away
+    const left = (end - Date.now()) / 1000;
+    if (left <= 0) {
+      el.textContent = "Time is up.";
+      el.classList.add("anvia-countdown-over");
+      return;
+    }
+    el.textContent = `Time left to ${verb}: ${formatLeft(left)}`;
+    // Next when the shown second changes.
+    timer = setTimeout(tick, (left - Math.ceil(left) + 1) * 1000);
+  };
+  tick();
+  return { el, stop };
 }
