@@ -53,8 +53,8 @@ from .trace import ToolCallTrace, Trace, TurnTrace
 if TYPE_CHECKING:
     from .models.anthropic import AnthropicModel
     from .models.openai import OpenAIModel
-    from .notebook.handle import RunHandle
-    from .notebook.studio import Studio
+    from .notebook._handle import RunHandle
+    from .notebook._studio import Studio
 
 __all__ = [
     "__version__",
@@ -139,8 +139,8 @@ __all__ = [
 _LAZY = {
     "OpenAIModel": ("models.openai", "OpenAIModel"),
     "AnthropicModel": ("models.anthropic", "AnthropicModel"),
-    "RunHandle": ("notebook.handle", "RunHandle"),
-    "Studio": ("notebook.studio", "Studio"),
+    "RunHandle": ("notebook._handle", "RunHandle"),
+    "Studio": ("notebook._studio", "Studio"),
 }
 
 

@@ -303,4 +303,4 @@ def _notebook_runner() -> Any:
     shell = importlib.import_module("IPython").get_ipython()
     if shell is None or getattr(shell, "kernel", None) is None:
         return None
-    return importlib.import_module(".notebook.runner", __package__)
+    return importlib.import_module(".notebook._runner", __package__)

@@ -73,7 +73,7 @@ async def evaluated(n: int, concurrency: int, widget: bool = False) -> float:
         agent(), [{"input": f"case {i}"} for i in range(n)], [evals.contains("ok")], concurrency
     )
     if widget:
-        from anvia_notebook.notebook.evals_view import EvalsSession
+        from anvia_notebook.notebook._evals_view import EvalsSession
 
         session = EvalsSession(report, loop=asyncio.get_running_loop())
         session._send = lambda message: json.dumps(message)  # type: ignore[method-assign]
@@ -120,7 +120,7 @@ def report_message(n: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``evals`` message of a finished ``n``-case evaluation (3 metrics), and an update of
     its first 100 rows (as the widget session builds them)."""
     from anvia_notebook.evals.runner import prepare, run_report
-    from anvia_notebook.notebook.evals_view import EvalsSession
+    from anvia_notebook.notebook._evals_view import EvalsSession
 
     def judge_like(case: Any, output: str) -> float:
         return (len(case.input) % 10) / 10

@@ -33,8 +33,8 @@ from bench_kernel import deltas as stream_deltas
 from anvia_notebook import AgentBuilder
 from anvia_notebook.events import TextDeltaEvent, TurnStartEvent
 from anvia_notebook.models import FunctionModel, TextDelta
-from anvia_notebook.notebook.batcher import Batcher
-from anvia_notebook.notebook.transcript import Transcript
+from anvia_notebook.notebook._batcher import Batcher
+from anvia_notebook.notebook._transcript import Transcript
 
 #: Deltas per batch: 50 ms at 2,000 tokens/s.
 PER_BATCH = 100
@@ -102,7 +102,7 @@ def run_loop(deltas: list[str], with_session: bool) -> Callable[[], None]:
         request = agent.prompt("Stream, please.")
         run = request.create_run()
         if with_session:
-            from anvia_notebook.notebook.session import TranscriptSession
+            from anvia_notebook.notebook._session import TranscriptSession
 
             session = TranscriptSession(agent_id="bench", loop=asyncio.get_running_loop())
             session.attach(run)

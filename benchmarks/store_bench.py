@@ -38,7 +38,7 @@ from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, RunStore, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, TextDelta, ToolCall
-from anvia_notebook.notebook.session import TranscriptSession
+from anvia_notebook.notebook._session import TranscriptSession
 
 TURNS = 10
 

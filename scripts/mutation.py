@@ -89,12 +89,12 @@ MODULES = [
     Module("interactions", "anvia_notebook/interactions.py", "pending approvals and questions"),
     Module(
         "human_input",
-        "anvia_notebook/notebook/human_input.py",
+        "anvia_notebook/notebook/_human_input.py",
         "the widget's human input",
     ),
     Module(
         "session",
-        "anvia_notebook/notebook/session.py",
+        "anvia_notebook/notebook/_session.py",
         "the widget session's handlers of the page's messages",
         only=(
             "_running_loop",
@@ -111,7 +111,7 @@ MODULES = [
     ),
     Module(
         "protocol",
-        "anvia_notebook/notebook/protocol.py",
+        "anvia_notebook/notebook/_protocol.py",
         "validation of the messages the page sends",
         only=("ProtocolError.__init__", "_describe", "_request_id", "_parse", "parse_inbound"),
     ),

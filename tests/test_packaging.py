@@ -33,7 +33,7 @@ def test_wheel_contains_the_bundle(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "anvia_notebook/static/widget.js" in names
     assert "anvia_notebook/static/widget.css" in names
-    assert "anvia_notebook/notebook/widget.py" in names
+    assert "anvia_notebook/notebook/_widget.py" in names
     assert not [n for n in names if "node_modules" in n or n.startswith("js/")]
 
 

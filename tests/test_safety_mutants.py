@@ -705,7 +705,7 @@ def test_an_approval_handler_may_answer_with_a_decision_as_a_dict():
 
 @pytest.mark.parametrize("text", ["", "  ", "0", "off", "false", "FALSE", "no", "No", "none"])
 def test_these_rules_turn_the_scripted_operator_off(text: str):
-    from anvia_notebook.notebook.human_input import AutoOperator
+    from anvia_notebook.notebook._human_input import AutoOperator
 
     assert AutoOperator.parse(text) is None
 
@@ -725,7 +725,7 @@ def test_these_rules_turn_the_scripted_operator_off(text: str):
     ],
 )
 def test_these_rules_approve_or_reject_every_call(text: str, approves: bool):
-    from anvia_notebook.notebook.human_input import AutoOperator
+    from anvia_notebook.notebook._human_input import AutoOperator
 
     rule = AutoOperator.parse(text)
     assert rule is not None
@@ -771,7 +771,7 @@ def test_a_json_rule_s_reason_and_default_answer_are_used():
 
 def test_a_widget_input_takes_a_rule_object_and_refuses_a_timeout_of_zero():
     from anvia_notebook.notebook import WidgetHumanInput
-    from anvia_notebook.notebook.human_input import AutoOperator
+    from anvia_notebook.notebook._human_input import AutoOperator
 
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])

@@ -575,7 +575,7 @@ def test_calls_run_concurrently_are_traced_in_call_order() -> None:
 
 
 def test_a_run_handle_shows_its_run_trace() -> None:
-    from anvia_notebook.notebook.handle import RunHandle
+    from anvia_notebook.notebook._handle import RunHandle
 
     request = AgentBuilder("a", QueueModel(["hi"])).build().prompt("go")
     request.send_sync()

@@ -285,6 +285,6 @@ class EvalReport:
         if not in_kernel():
             print(repr(self))
             return
-        from ..notebook.evals_view import show_report
+        from ..notebook._evals_view import show_report
 
         show_report(self)

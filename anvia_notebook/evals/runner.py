@@ -75,7 +75,7 @@ def in_kernel() -> bool:
 
 def _show(report: EvalReport) -> None:
     """Display the report's live widget (the notebook layer is imported only now)."""
-    from ..notebook.evals_view import show_report
+    from ..notebook._evals_view import show_report
 
     show_report(report)
 
@@ -315,6 +315,6 @@ def evaluate_sync(
             "evaluate_sync() cannot block the event loop running in this thread; use "
             "`await evals.evaluate(...)` instead."
         )
-    from ..notebook.evals_view import evaluate_blocking
+    from ..notebook._evals_view import evaluate_blocking
 
     return evaluate_blocking(report, show=show is not False)

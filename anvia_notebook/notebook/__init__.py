@@ -1,10 +1,15 @@
 """The notebook layer: the transcript widget, the kernel-side runner and the Studio.
 
-- ``runner.show(request)`` / ``runner.send_sync(request)``: what ``request.show()`` and
+Public: ``RunHandle``, ``Studio``, ``WidgetHumanInput`` and ``AutoOperator`` (also reachable
+from ``anvia_notebook``). Every module here is private:
+
+- ``_runner.show(request)`` / ``_runner.send_sync(request)``: what ``request.show()`` and
   ``request.send_sync()`` call inside a kernel;
-- ``RunHandle`` (``handle``), ``Studio`` (``studio``), ``WidgetHumanInput`` (``human_input``);
-- ``protocol``: the wire protocol's models (docs/wire-protocol.md); ``transcript``: the reducer
-  from run events to entries; ``batcher``: numbered batches; ``snapshot``: the static copy.
+- ``_handle`` (``RunHandle``), ``_studio`` (``Studio``), ``_human_input`` (``WidgetHumanInput``);
+- ``_protocol``: the wire protocol's models (docs/wire-protocol.md); ``_transcript``: the reducer
+  from run events to entries; ``_batcher``: numbered batches; ``_snapshot``: the static copy;
+  ``_session``: one widget's kernel side; ``_widget``: the anywidget; ``_capture``: a tool's
+  printed output; ``_inspect``: the Inspect view's data; ``_evals_view``: the evals report.
 
 Modules are imported on first use (anywidget only when a widget is made).
 """
@@ -15,17 +20,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .handle import RunHandle
-    from .human_input import AutoOperator, WidgetHumanInput
-    from .studio import Studio
+    from ._handle import RunHandle
+    from ._human_input import AutoOperator, WidgetHumanInput
+    from ._studio import Studio
 
 __all__ = ["AutoOperator", "RunHandle", "Studio", "WidgetHumanInput"]
 
 _LAZY = {
-    "RunHandle": "handle",
-    "Studio": "studio",
-    "WidgetHumanInput": "human_input",
-    "AutoOperator": "human_input",
+    "RunHandle": "_handle",
+    "Studio": "_studio",
+    "WidgetHumanInput": "_human_input",
+    "AutoOperator": "_human_input",
 }
 
 

@@ -119,7 +119,7 @@ describe("validators", () => {
 });
 
 describe("tool status labels", () => {
-  it("match the table the kernel's protocol.py is checked against", () => {
+  it("match the table the kernel's _protocol.py is checked against", () => {
     const shared = JSON.parse(readFileSync(join(FIXTURES, "..", "tool_status_labels.json"), "utf8")) as {
       labels: Record<string, string>;
     };

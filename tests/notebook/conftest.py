@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from notebook_helpers import record_send
 
-from anvia_notebook.notebook import _display, human_input
-from anvia_notebook.notebook.widget import AnviaWidget
+from anvia_notebook.notebook import _display
+from anvia_notebook.notebook import _human_input as human_input
+from anvia_notebook.notebook._widget import AnviaWidget
 
 
 @dataclass

@@ -18,8 +18,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from anvia_notebook import ApprovalDecision, create_tool
-from anvia_notebook.notebook.protocol import ENTRY_FIELDS, parse_outbound
-from anvia_notebook.notebook.widget import AnviaWidget
+from anvia_notebook.notebook._protocol import ENTRY_FIELDS, parse_outbound
+from anvia_notebook.notebook._widget import AnviaWidget
 
 _ids = itertools.count(1)
 

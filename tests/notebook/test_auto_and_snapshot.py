@@ -9,9 +9,9 @@ from notebook_helpers import finished, refund_tool
 
 from anvia_notebook import AgentBuilder, ask_question
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import runner
-from anvia_notebook.notebook.human_input import AUTO_ENV, AutoOperator, WidgetHumanInput
-from anvia_notebook.notebook.snapshot import render_html, render_text
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._human_input import AUTO_ENV, AutoOperator, WidgetHumanInput
+from anvia_notebook.notebook._snapshot import render_html, render_text
 
 QUESTIONS = {
     "questions": [

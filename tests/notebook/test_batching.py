@@ -11,8 +11,8 @@ from notebook_helpers import Page, finished, pending_approval, refund_tool, sent
 
 from anvia_notebook import AgentBuilder
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
-from anvia_notebook.notebook import runner
-from anvia_notebook.notebook.batcher import Batcher
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._batcher import Batcher
 
 
 async def test_twenty_thousand_deltas_make_a_few_hundred_batches_with_exact_text():
@@ -166,6 +166,8 @@ async def test_a_hogged_loop_streams_a_whole_run_in_several_batches():
     await finished(handle)
     page.pump()
     batches = [m for m in sent(handle.widget) if m["type"] == "batch"]
-    texts = ["".join(op.get("text", "") for op in b["ops"] if op["op"] == "append") for b in batches]
+    texts = [
+        "".join(op.get("text", "") for op in b["ops"] if op["op"] == "append") for b in batches
+    ]
     assert sum(1 for text in texts if text) >= 6  # 400 ms of streaming, a batch every 50 ms
     assert page.state.entries[1]["text"] == "".join(f"w{i} " for i in range(40))

@@ -10,7 +10,7 @@ from notebook_helpers import Page, finished, pending_approval, refund_tool, unti
 
 from anvia_notebook import AgentBuilder, DecisionRefusedError, RunStore
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import runner
+from anvia_notebook.notebook import _runner as runner
 
 
 def refund_model() -> QueueModel:
@@ -145,7 +145,7 @@ async def test_a_resumed_run_shows_its_earlier_transcript_and_its_pending_approv
 
 
 async def test_what_a_tool_printed_is_stored_with_its_call_and_shown_by_later_views(store_path):
-    from anvia_notebook.notebook.session import TranscriptSession
+    from anvia_notebook.notebook._session import TranscriptSession
 
     handle = runner.show(agent(refund_model()).prompt("Refund A-1").store(store_path))
     page = Page(handle.widget)

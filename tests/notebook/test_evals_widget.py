@@ -15,7 +15,7 @@ from notebook_helpers import Page, sent, until
 from anvia_notebook import AgentBuilder, evals
 from anvia_notebook.evals.runner import prepare, run_report
 from anvia_notebook.models import FunctionModel, ModelResponse
-from anvia_notebook.notebook.evals_view import EvalsSession, evaluate_blocking, show_report
+from anvia_notebook.notebook._evals_view import EvalsSession, evaluate_blocking, show_report
 
 
 class EvalsPage(Page):

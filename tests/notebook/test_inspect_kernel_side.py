@@ -12,8 +12,9 @@ from pydantic import BaseModel
 from anvia_notebook import AgentBuilder, create_tool
 from anvia_notebook.messages import Usage
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import inspect, runner
-from anvia_notebook.notebook.protocol import parse_outbound
+from anvia_notebook.notebook import _inspect as inspect
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._protocol import parse_outbound
 
 
 class LookupInput(BaseModel):
@@ -86,8 +87,8 @@ async def test_inspect_answers_one_model_call_with_its_request_response_usage_an
     second = latest["turn"]
     assert second["message_count"] == 3
     assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool"]
-    assert second["messages"][1]["text"].endswith('Tool call lookup (c1): {"item": 7}')
-    assert second["messages"][2]["text"] == 'Result of lookup (c1): {"item": 7, "status": "ok"}'
+    assert second["messages"][1]["text"].endswith('Tool call lookup (c1): {"item":7}')
+    assert second["messages"][2]["text"] == 'Result of lookup (c1): {"item":7,"status":"ok"}'
 
 
 async def test_inspect_refuses_a_call_that_is_not_there_and_a_malformed_request():

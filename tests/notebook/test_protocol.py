@@ -9,7 +9,7 @@ from typing import Any, get_args
 import pytest
 from notebook_helpers import PageState
 
-from anvia_notebook.notebook.protocol import (
+from anvia_notebook.notebook._protocol import (
     NO_REQUEST_ID,
     TOOL_STATUS_LABELS,
     ProtocolError,

@@ -9,8 +9,8 @@ from notebook_helpers import Page, finished, pending_question
 
 from anvia_notebook import AgentBuilder, PromptCancelledError, ask_question
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import runner
-from anvia_notebook.notebook.human_input import WidgetHumanInput
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._human_input import WidgetHumanInput
 
 QUESTIONS = {
     "questions": [

@@ -11,7 +11,7 @@ from notebook_helpers import Page, finished, pending_approval, refund_tool, unti
 
 from anvia_notebook import AgentBuilder, RunStore, Studio, create_tool
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import runner
+from anvia_notebook.notebook import _runner as runner
 
 from helpers import make_note_tool
 
@@ -244,7 +244,7 @@ async def test_work_handed_to_the_session_s_loop_runs_outside_the_caller_s_tool_
     import threading
 
     from anvia_notebook._tool_exec import CURRENT_TOOL_CALL, CurrentToolCall
-    from anvia_notebook.notebook.session import TranscriptSession
+    from anvia_notebook.notebook._session import TranscriptSession
 
     session = TranscriptSession(agent_id="a", loop=asyncio.get_running_loop())
     seen: list = []

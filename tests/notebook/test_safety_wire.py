@@ -17,7 +17,8 @@ from notebook_helpers import Page, finished, pending_approval, pending_question,
 
 from anvia_notebook import AgentBuilder, ask_question
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import WidgetHumanInput, runner
+from anvia_notebook.notebook import WidgetHumanInput
+from anvia_notebook.notebook import _runner as runner
 
 
 def refund_call(call_id: str, order_id: str) -> ModelResponse:

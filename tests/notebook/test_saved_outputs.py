@@ -13,11 +13,11 @@ from notebook_helpers import Page, finished, pending_approval, refund_tool, unti
 
 from anvia_notebook import AgentBuilder, Studio
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import runner
-from anvia_notebook.notebook.snapshot import MAX_TOTAL
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._snapshot import MAX_TOTAL
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-#: A whole copy may end past MAX_TOTAL by one entry's markup (see snapshot.py).
+#: A whole copy may end past MAX_TOTAL by one entry's markup (see _snapshot.py).
 SLACK = 10_000
 
 

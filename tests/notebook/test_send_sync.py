@@ -13,8 +13,8 @@ from notebook_helpers import Page, pending_approval, refund_tool, until
 
 from anvia_notebook import AgentBuilder, PromptCancelledError
 from anvia_notebook.models import FunctionModel, ModelError, ModelResponse, QueueModel, ToolCall
-from anvia_notebook.notebook import runner
-from anvia_notebook.notebook.session import TranscriptSession
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._session import TranscriptSession
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ from notebook_helpers import (
 
 from anvia_notebook import AgentBuilder, PromptCancelledError, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
-from anvia_notebook.notebook import runner
-from anvia_notebook.notebook.handle import RunHandle
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._handle import RunHandle
 
 
 def refund_agent(model, tool=None):
@@ -318,7 +318,7 @@ async def test_stop_while_an_async_tool_runs_cancels_the_tool():
 
 
 async def test_approval_timeout_is_recorded_and_the_model_is_told():
-    from anvia_notebook.notebook.human_input import WidgetHumanInput
+    from anvia_notebook.notebook._human_input import WidgetHumanInput
 
     model = refund_model("Timed out, sorry.")
     handle = runner.show(refund_agent(model).prompt("Refund A-1"), timeout=0.05)
@@ -407,7 +407,7 @@ async def test_tool_output_from_a_sync_tool_thread_and_from_display_is_captured(
     assert "line one" not in captured.out and "to stderr" not in captured.err
     import sys
 
-    from anvia_notebook.notebook.capture import _StreamProxy
+    from anvia_notebook.notebook._capture import _StreamProxy
 
     assert not isinstance(sys.stdout, _StreamProxy)  # restored after the run
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from anvia_notebook.notebook.snapshot import render_html, render_text
+from anvia_notebook.notebook._snapshot import render_html, render_text
 
 MB = 1_000_000
 #: Hostile text: 1 MB of markup that must stay text.

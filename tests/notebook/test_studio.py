@@ -9,7 +9,7 @@ from notebook_helpers import Page, pending_approval, refund_tool, sent, until
 
 from anvia_notebook import AgentBuilder, Studio
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
-from anvia_notebook.notebook.studio import BUSY
+from anvia_notebook.notebook._studio import BUSY
 
 
 def make_studio() -> tuple[Studio, QueueModel]:

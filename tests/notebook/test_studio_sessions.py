@@ -11,8 +11,8 @@ from notebook_helpers import Page, pending_approval, refund_tool, sent, until
 from anvia_notebook import AgentBuilder, Studio, get_store
 from anvia_notebook.messages import Message
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
-from anvia_notebook.notebook.protocol import parse_outbound
-from anvia_notebook.notebook.studio import BUSY, session_title
+from anvia_notebook.notebook._protocol import parse_outbound
+from anvia_notebook.notebook._studio import BUSY, session_title
 from anvia_notebook.store import RunStore
 
 

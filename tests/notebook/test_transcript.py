@@ -24,8 +24,8 @@ from anvia_notebook.events import (
 )
 from anvia_notebook.messages import Usage
 from anvia_notebook.models import ToolCall
-from anvia_notebook.notebook.protocol import parse_outbound
-from anvia_notebook.notebook.transcript import Transcript
+from anvia_notebook.notebook._protocol import parse_outbound
+from anvia_notebook.notebook._transcript import Transcript
 from anvia_notebook.question_types import Question
 
 

@@ -15,7 +15,7 @@ import json
 from html import escape
 from typing import Any
 
-from .protocol import TOOL_STATUS_LABELS
+from ._protocol import TOOL_STATUS_LABELS
 
 __all__ = ["render_html", "render_text"]
 

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PromptCancelledError
 from . import _display
-from .session import TranscriptSession
+from ._session import TranscriptSession
 
 if TYPE_CHECKING:
     from ..events import ApprovalRecord, QuestionRecord, RunEvent
     from ..run import AgentRun
     from ..run_state import PromptResponse
     from ..trace import Trace
-    from .widget import AnviaWidget
+    from ._widget import AnviaWidget
 
 __all__ = ["AWAIT_CANCELLED_REASON", "RunHandle"]
 

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..errors import PromptCancelledError
 from . import _display
 from ._blocking import wait_for_future
-from .handle import RunHandle
-from .human_input import WidgetHumanInput
-from .session import TranscriptSession
+from ._handle import RunHandle
+from ._human_input import WidgetHumanInput
+from ._session import TranscriptSession
 
 if TYPE_CHECKING:
     from ..request import PromptRequest

@@ -8,7 +8,7 @@ cases finish. ``evals_open_case`` shows a case's run in the widget's transcript 
 case runs); ``stop`` stops the evaluation (finished cases are kept).
 
 Everything runs on the loop that runs the evaluation; handlers from other threads are handed
-over by the session (see ``session.py``).
+over by the session (see ``_session.py``).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .session import LIVE_SLOT_CLASS, TranscriptSession
+from ._session import LIVE_SLOT_CLASS, TranscriptSession
 
 if TYPE_CHECKING:
     from ..evals.report import EvalReport
     from ..run import AgentRun
-    from .protocol import EvalsOpenCaseMsg
+    from ._protocol import EvalsOpenCaseMsg
 
 __all__ = ["PREVIEW", "UPDATE_INTERVAL", "EvalsSession", "evaluate_blocking", "show_report"]
 
@@ -346,7 +346,7 @@ def evaluate_blocking(report: EvalReport, *, show: bool = True) -> EvalReport:
     (Stop, opening a case) working meanwhile; Kernel > Interrupt stops it."""
     from ..evals.runner import run_report
     from ._blocking import wait_for_future
-    from .runner import _LoopThread
+    from ._runner import _LoopThread
 
     worker = _LoopThread(name="anvia-evals")
     session: EvalsSession | None = None

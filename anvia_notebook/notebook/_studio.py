@@ -27,14 +27,14 @@ from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
 from ..models import ToolCall
-from .human_input import WidgetHumanInput
-from .session import TranscriptSession
+from ._human_input import WidgetHumanInput
+from ._session import TranscriptSession
 
 if TYPE_CHECKING:
     from ..run import AgentRun
     from ..store import RunStore, StudioSession
-    from .protocol import StudioOpenSessionMsg, StudioSendMsg
-    from .transcript import Transcript
+    from ._protocol import StudioOpenSessionMsg, StudioSendMsg
+    from ._transcript import Transcript
 
 __all__ = ["BUSY", "SESSIONS_SHOWN", "Studio"]
 

@@ -28,11 +28,11 @@ from ..events import (
     ToolApprovalRequestEvent,
     ToolQuestionRequestEvent,
 )
-from . import _display, capture
-from .batcher import DEFAULT_INTERVAL, Batcher
-from .human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
-from .inspect import inspect_turn
-from .protocol import (
+from . import _capture, _display
+from ._batcher import DEFAULT_INTERVAL, Batcher
+from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
+from ._inspect import inspect_turn
+from ._protocol import (
     ApprovalDecisionMsg,
     InspectMsg,
     ProtocolError,
@@ -43,9 +43,9 @@ from .protocol import (
     reply_message,
     snapshot_message,
 )
-from .snapshot import render_html, render_text
-from .transcript import Transcript
-from .widget import AnviaWidget
+from ._snapshot import render_html, render_text
+from ._transcript import Transcript
+from ._widget import AnviaWidget
 
 if TYPE_CHECKING:
     from .._tool_exec import CurrentToolCall
@@ -89,9 +89,7 @@ class TranscriptSession:
     ) -> None:
         self.widget = AnviaWidget(handler=self.handle_message, mode=mode, title=title)
         self.batcher = Batcher(self._send, interval=interval)
-        self.transcript = Transcript(
-            agent_id, emit=self.batcher.push, append=self.batcher.append
-        )
+        self.transcript = Transcript(agent_id, emit=self.batcher.push, append=self.batcher.append)
         self.human_input = human_input
         self.title = title or "Anvia transcript"
         self.mode = mode
@@ -268,7 +266,7 @@ class TranscriptSession:
         self.transcript.begin_run(
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )
-        capture.register(run.run_id, self._on_output)
+        _capture.register(run.run_id, self._on_output)
         self._unsubscribe = run.subscribe(self._on_event, replay=True)
         for call in run.trace.tool_calls:  # what its tools printed before this view
             if call.output:
@@ -298,7 +296,7 @@ class TranscriptSession:
         )
 
     def _on_done(self, run: AgentRun) -> None:
-        capture.unregister(run.run_id)
+        _capture.unregister(run.run_id)
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .protocol import batch_message
+from ._protocol import batch_message
 
 __all__ = ["DEFAULT_INTERVAL", "Batcher"]
 
