@@ -9,7 +9,8 @@ Streaming scenarios (same model, same deltas, same pacing):
 
 - ``ours``: ``agent.prompt(...).show()``, the transcript widget, in the background;
 - ``floor``: a minimal anywidget that gets one batch of deltas per 50 ms and appends it to a text
-  node, fed by a background task that reads the same run's events;
+  node, fed by a background task whose producer is a bare loop over the same deltas, at the same
+  pace (no agent run: the floor of what any streaming costs);
 - ``naive``: the hand-written approach, ``display(Markdown(...), display_id=True)`` then
   ``handle.update(Markdown(text))`` on every delta, in the cell (foreground).
 
@@ -107,8 +108,8 @@ class StreamProbe:
             self.t_ready = time.time()
             self.ready.set()
 
-    async def events(self, _request: Any) -> AsyncIterator[Any]:
-        """The model: waits for the view, then streams the deltas flat out or paced."""
+    async def paced(self) -> AsyncIterator[str]:
+        """Waits for the view, then yields the deltas flat out or paced (a bare loop)."""
         await asyncio.wait_for(self.ready.wait(), 60)
         self.t_first = time.time()
         start = time.monotonic()
@@ -120,8 +121,13 @@ class StreamProbe:
                     await asyncio.sleep(wait)
             else:
                 await asyncio.sleep(0)  # flat out: yield to the loop, as a network read would
-            yield TextDelta(delta=piece)
+            yield piece
         self.t_last = time.time()
+
+    async def events(self, _request: Any) -> AsyncIterator[Any]:
+        """The model: the same deltas as model events."""
+        async for piece in self.paced():
+            yield TextDelta(delta=piece)
 
     def times(self) -> dict[str, float]:
         return {"t_ready": self.t_ready, "t_first": self.t_first, "t_last": self.t_last}
@@ -193,21 +199,19 @@ class FloorWidget(anywidget.AnyWidget):
 
 
 def stream_floor(tag: str, count: int, rate: float, marker: str) -> asyncio.Task[None]:
-    """(c) the floor, fed by a background task (like ``show()``); the cell returns at once."""
+    """(c) the floor, fed by a background task (like ``show()``) whose producer is a bare loop
+    over the deltas (no agent run); the cell returns at once."""
     loop = asyncio.get_running_loop()
     probe = StreamProbe(deltas(count, marker), rate)
     widget = FloorWidget(lambda: loop.call_soon_threadsafe(probe.mark_ready))
     display(widget)
-    request = _stream_agent(probe).prompt("Stream, please.")
 
     async def feed() -> None:
         buffer: list[str] = []
         sent = 0
         last = 0.0
-        async for event in request.stream():
-            if event.type != "text_delta":
-                continue
-            buffer.append(event.delta)
+        async for piece in probe.paced():
+            buffer.append(piece)
             now = time.monotonic()
             if now - last >= FLOOR_INTERVAL:
                 widget.send({"text": "".join(buffer)})
