@@ -27,6 +27,8 @@ __all__ = ["DEFAULT_INTERVAL", "Batcher"]
 #: browser benchmarks). Buttons and the end of a run do not wait for it (``FLUSH_NOW``).
 DEFAULT_INTERVAL = 0.05
 
+_NEVER = float("inf")
+
 
 class Batcher:
     """Buffers ops and sends them as ``{"type": "batch", "seq", "ops"}`` messages."""
@@ -49,8 +51,9 @@ class Batcher:
         self._pieces: list[str] | None = None
         self._open_id: str | None = None
         self._open_field = ""
-        #: When the oldest op now waiting was pushed (``None``: nothing waits, or no loop).
-        self._oldest: float | None = None
+        #: When the oldest op now waiting has waited an interval (infinity: nothing waits, or
+        #: no loop): a push from then on sends the batch.
+        self._due = _NEVER
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._last_flush = float("-inf")
@@ -66,7 +69,7 @@ class Batcher:
         """Schedule flushes on ``loop`` from now on (``None``: only explicit flushes)."""
         self._cancel_timer()
         self._loop = loop
-        self._oldest = None
+        self._due = _NEVER
         if self._ops:
             self._pushed()
 
@@ -75,8 +78,7 @@ class Batcher:
         built when it continues the last op."""
         if self._open_id == entry_id and self._open_field == field:
             self._pieces.append(text)  # type: ignore[union-attr]  # set with _open_id
-            oldest = self._oldest
-            if oldest is not None and self._clock() - oldest >= self.interval:
+            if self._clock() >= self._due:
                 self._flush_late()
         else:
             self.push({"op": "append", "id": entry_id, "field": field, "text": text})
@@ -104,10 +106,9 @@ class Batcher:
         if self._loop is None:
             return
         now = self._clock()
-        oldest = self._oldest
-        if oldest is None:
-            self._oldest = now
-        elif now - oldest >= self.interval:
+        if self._due == _NEVER:
+            self._due = now + self.interval
+        elif now >= self._due:
             self._flush_late()
             return
         if self._timer is None:
@@ -146,7 +147,7 @@ class Batcher:
         """Send what is buffered now, as one batch; False when there was nothing."""
         self._cancel_timer()
         self._close_pieces()
-        self._oldest = None
+        self._due = _NEVER
         if not self._ops:
             return False
         ops, self._ops = self._ops, []
