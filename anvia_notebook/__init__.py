@@ -28,6 +28,8 @@ from .errors import (
     RunOwnedError,
     RunStoreError,
     ToolApprovalRequiredError,
+    ToolArgumentsError,
+    ToolNotFoundError,
 )
 from .events import ApprovalRecord, QuestionRecord, RunEvent
 from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
@@ -46,7 +48,6 @@ from .questions import QuestionRequest, ask_question, create_question_tool
 from .request import PromptRequest
 from .run import AgentRun
 from .run_state import PromptResponse, RunState
-from .store import RunList, RunStore, RunSummary, get_store, runs, set_store
 from .tools import Tool, ToolContext, create_tool, tool
 from .trace import ToolCallTrace, Trace, TurnTrace
 
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from .models.openai import OpenAIModel
     from .notebook._handle import RunHandle
     from .notebook._studio import Studio
+    from .store import RunList, RunStore, RunSummary, get_store, runs, set_store
 
 __all__ = [
     "__version__",
@@ -127,6 +129,8 @@ __all__ = [
     "RunStoreError",
     "RunNotFoundError",
     "RunOwnedError",
+    "ToolArgumentsError",
+    "ToolNotFoundError",
     # lazily imported
     "OpenAIModel",
     "AnthropicModel",
@@ -136,7 +140,14 @@ __all__ = [
     "evals",
 ]
 
+#: Imported on first use, so that ``import anvia_notebook`` stays quick.
 _LAZY = {
+    "RunStore": ("store", "RunStore"),
+    "RunSummary": ("store", "RunSummary"),
+    "RunList": ("store", "RunList"),
+    "runs": ("store", "runs"),
+    "set_store": ("store", "set_store"),
+    "get_store": ("store", "get_store"),
     "OpenAIModel": ("models.openai", "OpenAIModel"),
     "AnthropicModel": ("models.anthropic", "AnthropicModel"),
     "RunHandle": ("notebook._handle", "RunHandle"),

@@ -105,8 +105,9 @@ def _build(cls: type[_M], private: dict[str, Any] | None = None, /, **values: An
 
 
 #: What a model call that has not ended shows; replaced (never changed) when it ends.
-_NOTHING_YET = TurnResponse()
-_NO_TOKENS_YET = TraceUsage()
+#: (Built without validation: importing the package does not build these models' validators.)
+_NOTHING_YET = TurnResponse.model_construct()
+_NO_TOKENS_YET = TraceUsage.model_construct()
 
 
 def _set(model: BaseModel, **values: Any) -> None:

@@ -28,7 +28,7 @@ ArgsT = TypeVar("ArgsT")
 class RunInfo(BaseModel):
     """Which run a tool call belongs to."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     agent_id: str
     run_id: str
@@ -65,6 +65,8 @@ class ToolApprovalRequest(ApprovalContext[Any]):
 
 class ApprovalDecision(BaseModel):
     """A decision on one approval. ``args`` (with an approval) replaces the call's arguments."""
+
+    model_config = ConfigDict(defer_build=True)
 
     approved: bool
     reason: str | None = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import Message, Usage
 from .models.base import ToolCall
@@ -50,6 +50,8 @@ def utc_now() -> datetime:
 class ApprovalRecord(BaseModel):
     """One approval: asked for a tool call, then decided (or cancelled, or timed out)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     run_id: str
     agent_id: str
@@ -70,6 +72,8 @@ class ApprovalRecord(BaseModel):
 class QuestionRecord(BaseModel):
     """One ``ask_question`` call put to a person, and what became of it."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     run_id: str
     agent_id: str
@@ -85,29 +89,34 @@ class QuestionRecord(BaseModel):
 
 
 class TurnStartEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["turn_start"] = "turn_start"
     turn: int
 
 
 class GenerationStartEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["generation_start"] = "generation_start"
     turn: int
     model: str
 
 
 class TextDeltaEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["text_delta"] = "text_delta"
     turn: int
     delta: str
 
 
 class ReasoningDeltaEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["reasoning_delta"] = "reasoning_delta"
     turn: int
     delta: str
 
 
 class ToolCallDeltaEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_call_delta"] = "tool_call_delta"
     turn: int
     id: str
@@ -116,32 +125,38 @@ class ToolCallDeltaEvent(BaseModel):
 
 
 class ToolCallEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_call"] = "tool_call"
     turn: int
     tool_call: ToolCall
 
 
 class ToolApprovalRequestEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_approval_request"] = "tool_approval_request"
     approval: ApprovalRecord
 
 
 class ToolApprovalResultEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_approval_result"] = "tool_approval_result"
     approval: ApprovalRecord
 
 
 class ToolQuestionRequestEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_question_request"] = "tool_question_request"
     question: QuestionRecord
 
 
 class ToolQuestionResultEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_question_result"] = "tool_question_result"
     question: QuestionRecord
 
 
 class ToolResultEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["tool_result"] = "tool_result"
     turn: int
     tool_name: str
@@ -155,12 +170,14 @@ class ToolResultEvent(BaseModel):
 
 
 class TurnEndEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["turn_end"] = "turn_end"
     turn: int
     usage: Usage
 
 
 class FinalEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["final"] = "final"
     run_id: str
     output: str
@@ -169,6 +186,7 @@ class FinalEvent(BaseModel):
 
 
 class CancelledEvent(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     type: Literal["cancelled"] = "cancelled"
     run_id: str
     reason: str
@@ -176,6 +194,8 @@ class CancelledEvent(BaseModel):
 
 class ErrorEvent(BaseModel):
     """The run failed; ``error`` is the message (the exception itself is raised after it)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["error"] = "error"
     run_id: str

@@ -13,7 +13,7 @@ __all__ = ["Message", "MessageToolCall", "ToolResultPart", "Usage"]
 class Usage(BaseModel):
     """Token counts of one completion or of a whole run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -32,6 +32,8 @@ class Usage(BaseModel):
 class MessageToolCall(BaseModel):
     """A tool call the assistant made; ``arguments`` is the raw JSON text the model produced."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     name: str
     arguments: str = "{}"
@@ -46,6 +48,8 @@ class MessageToolCall(BaseModel):
 class ToolResultPart(BaseModel):
     """The result of one tool call, as the model sees it on the next turn."""
 
+    model_config = ConfigDict(defer_build=True)
+
     tool_call_id: str
     tool_name: str
     content: str
@@ -59,6 +63,8 @@ class Message(BaseModel):
     ``tool_calls`` and ``reasoning``; a tool message carries the ``tool_results`` of one turn,
     in call order.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Literal["user", "assistant", "tool"]
     content: str = ""

@@ -29,7 +29,7 @@ def _strip_non_empty(value: str, what: str) -> str:
 class Choice(BaseModel):
     """One predefined answer: ``label`` is shown, ``value`` is what the model gets back."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     label: str
     value: str
@@ -43,7 +43,7 @@ class Choice(BaseModel):
 class Question(BaseModel):
     """One question put to the operator."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     id: str
     question: str
@@ -80,7 +80,7 @@ def _choice(raw: Any) -> dict[str, str] | None:
 class QuestionInput(BaseModel):
     """The arguments of an ``ask_question`` call."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
     questions: list[Question] = Field(min_length=1)
 
@@ -126,7 +126,7 @@ class QuestionInput(BaseModel):
 class Answer(BaseModel):
     """The operator's answer to one question; serialised with the key ``questionId``."""
 
-    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="forbid")
 
     question_id: str = Field(alias="questionId")
     answer: str
@@ -145,6 +145,8 @@ class Answer(BaseModel):
 
 class QuestionOutput(BaseModel):
     """The result of an ``ask_question`` call."""
+
+    model_config = ConfigDict(defer_build=True)
 
     answers: list[Answer]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message, Usage
@@ -24,6 +24,8 @@ class PromptResponse(BaseModel):
     included. ``status`` is always ``"success"``: a run that fails or is stopped raises its
     error (``PromptCancelledError`` when stopped) instead of returning a response."""
 
+    model_config = ConfigDict(defer_build=True)
+
     output: str
     usage: Usage
     messages: list[Message]
@@ -36,6 +38,8 @@ class PromptResponse(BaseModel):
 class ToolCallProgress(BaseModel):
     """How far one tool call of the current turn got (what a resumed run must not repeat)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     tool_call_id: str
     tool_name: str
     turn: int
@@ -47,6 +51,7 @@ class ToolCallProgress(BaseModel):
 
 
 class RunState(BaseModel):
+    model_config = ConfigDict(defer_build=True)
     run_id: str
     agent_id: str
     session_id: str | None = None

@@ -64,15 +64,21 @@ class Tool:
         self.idempotent = idempotent
         self._execute = execute
         self._is_async = inspect.iscoroutinefunction(execute)
-        self._definition = ToolDefinition(
-            name=name, description=description, parameters=input.model_json_schema()
-        )
+        #: Built on first use (the JSON schema costs time that importing a module of tools,
+        #: ``ask_question``'s included, need not pay).
+        self._definition: ToolDefinition | None = None
 
     def __repr__(self) -> str:
         return f"Tool(name={self.name!r})"
 
     def definition(self) -> ToolDefinition:
         """What the model sees: name, description and the input model's JSON schema."""
+        if self._definition is None:
+            self._definition = ToolDefinition(
+                name=self.name,
+                description=self.description,
+                parameters=self.input.model_json_schema(),
+            )
         return self._definition
 
     def parse_args(self, raw: str | dict[str, Any]) -> BaseModel:

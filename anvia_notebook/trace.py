@@ -21,7 +21,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
 
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message
@@ -61,6 +61,8 @@ class TraceUsage(BaseModel):
     """Tokens of one model call. ``cached_tokens`` is None when the provider does not report it
     (the cached tokens are part of ``input_tokens``)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int | None = None
@@ -68,6 +70,8 @@ class TraceUsage(BaseModel):
 
 class TurnRequest(BaseModel):
     """What the model received on one turn."""
+
+    model_config = ConfigDict(defer_build=True)
 
     instructions: str | None = None
     tools: list[ToolDefinition] = Field(default_factory=list)
@@ -96,6 +100,8 @@ class TurnRequest(BaseModel):
 class TurnResponse(BaseModel):
     """What the model returned (so far, when the call failed or was stopped)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     text: str = ""
     reasoning: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -104,6 +110,8 @@ class TurnResponse(BaseModel):
 
 class TurnTrace(BaseModel):
     """One model call."""
+
+    model_config = ConfigDict(defer_build=True)
 
     #: The position in ``trace.turns`` (0 for the first call).
     index: int
@@ -128,6 +136,8 @@ class TurnTrace(BaseModel):
 class ToolCallTrace(BaseModel):
     """One tool call the model asked for."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     name: str
     #: The arguments the tool ran with (decoded JSON; the raw text when it was not JSON).
@@ -150,6 +160,8 @@ class ToolCallTrace(BaseModel):
 
 class Trace(BaseModel):
     """Every model call and tool call of one run."""
+
+    model_config = ConfigDict(defer_build=True)
 
     run_id: str
     agent_id: str

@@ -4,7 +4,11 @@ Scenario: 10 turns, one tool call per turn, then a final answer; a fake model wi
 the tool adds two numbers. Both runtimes run the same scenario in the same process, many times,
 interleaved, so the ratio holds on a noisy machine.
 
-    python benchmarks/runtime_overhead.py [--runs 200] [--json out.json]
+Import time: ``import anvia_notebook`` side by side with a program that defines and uses one
+pydantic model (the yardstick: our target is under 2x), each in fresh interpreters, with the
+bytecode compiled (as after ``pip install``) and from source.
+
+    python benchmarks/runtime_overhead.py [--runs 200] [--import-runs 15] [--json out.json]
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -123,6 +130,62 @@ async def compare(runs: int, async_tool: bool) -> dict[str, float]:
     }
 
 
+#: The yardstick for import time: a program that defines and uses one pydantic model.
+ONE_MODEL_PROGRAM = (
+    "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int\nM(x=1)\nM(x=1).model_dump()"
+)
+
+
+def _child_env(bytecode_cache: str | None) -> dict[str, str]:
+    """The environment of a measured interpreter. With ``bytecode_cache`` (a folder), compiled
+    modules are cached there, as after ``pip install`` (which compiles them): what a user's
+    notebook pays; without it, every module is compiled from source at each start."""
+    env = dict(os.environ)
+    if bytecode_cache is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = bytecode_cache
+    return env
+
+
+def _run_child(code: str, env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU time (user + system) of a fresh interpreter running ``code``, in ms."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall * 1000, cpu * 1000
+
+
+def import_versus_pydantic(
+    repeats: int = 15, bytecode_cache: str | None = None
+) -> dict[str, float]:
+    """``import anvia_notebook`` against the one-model pydantic program, side by side.
+
+    Each is started ``repeats`` times, interleaved (so a busy machine slows both alike); the
+    figures are medians of the whole process (interpreter start included), wall and CPU time.
+    """
+    env = _child_env(bytecode_cache)
+    programs = {"anvia_notebook": "import anvia_notebook", "pydantic": ONE_MODEL_PROGRAM}
+    for code in programs.values():  # warm the file cache (and the bytecode cache)
+        _run_child(code, env)
+    walls: dict[str, list[float]] = {name: [] for name in programs}
+    cpus: dict[str, list[float]] = {name: [] for name in programs}
+    for _ in range(repeats):
+        for name, code in programs.items():
+            wall, cpu = _run_child(code, env)
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+    figures = {}
+    for name in programs:
+        figures[f"{name}_wall_ms"] = statistics.median(walls[name])
+        figures[f"{name}_cpu_ms"] = statistics.median(cpus[name])
+    figures["wall_ratio"] = figures["anvia_notebook_wall_ms"] / figures["pydantic_wall_ms"]
+    figures["cpu_ratio"] = figures["anvia_notebook_cpu_ms"] / figures["pydantic_cpu_ms"]
+    return figures
+
+
 def import_time(module: str, repeats: int = 5) -> float:
     """Median wall time of a fresh `import module`, in ms (a new interpreter each time)."""
     code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
@@ -159,6 +222,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--runs", type=int, default=200, help="runs per runtime (default 200)")
+    parser.add_argument(
+        "--import-runs", type=int, default=15, help="interpreters started per import figure"
+    )
     parser.add_argument("--json", help="write the figures to this JSON file")
     args = parser.parse_args()
 
@@ -171,6 +237,23 @@ def main() -> None:
         results[label] = figures
         ours, theirs = figures["anvia_us_per_turn"], figures["pydantic_ai_us_per_turn"]
         print(f"{label:<12} {ours:>12.1f} µs {theirs:>11.1f} µs {figures['ratio']:>7.1f}x")
+    print(
+        f"\nimport anvia_notebook vs a one-model pydantic program (fresh interpreter, median of "
+        f"{args.import_runs}, interleaved):"
+    )
+    print(f"{'':<26} {'anvia_notebook':>16} {'pydantic':>10} {'ratio':>7}")
+    results["import_vs_pydantic"] = {}
+    with tempfile.TemporaryDirectory(prefix="anvia-bench-pycache-") as cache:
+        for label, folder in (("compiled (as installed)", cache), ("from source", None)):
+            figures = import_versus_pydantic(args.import_runs, folder)
+            results["import_vs_pydantic"][label] = figures
+            for kind in ("wall", "cpu"):
+                ours = figures[f"anvia_notebook_{kind}_ms"]
+                theirs = figures[f"pydantic_{kind}_ms"]
+                print(
+                    f"  {label + ', ' + kind:<24} {ours:>13.1f} ms {theirs:>7.1f} ms "
+                    f"{figures[f'{kind}_ratio']:>6.2f}x"
+                )
     print("\nImport time (fresh interpreter, median of 5):")
     results["import_ms"] = {}
     for module in ("anvia_notebook", "pydantic_ai", "openai"):

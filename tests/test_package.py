@@ -70,6 +70,32 @@ def test_import_does_not_load_providers_or_jupyter():
     assert out.stdout.strip() == ""
 
 
+def test_import_defers_the_work_a_first_use_needs():
+    """``import anvia_notebook`` builds no pydantic validator and loads neither the run store
+    nor the offline models (see benchmarks/runtime_overhead.py for the time it takes); all of
+    it happens on first use, where the objects still work."""
+    code = (
+        "import sys, pydantic, anvia_notebook\n"
+        "models = [cls for name, module in list(sys.modules.items())\n"
+        "          if name.startswith('anvia_notebook') for cls in vars(module).values()\n"
+        "          if isinstance(cls, type) and issubclass(cls, pydantic.BaseModel)]\n"
+        "built = sorted({m.__name__ for m in models if m.__pydantic_complete__})\n"
+        "loaded = sorted(m for m in ('anvia_notebook.store', 'anvia_notebook.models.demo',\n"
+        "                 'anvia_notebook.models.testing') if m in sys.modules)\n"
+        "from anvia_notebook import AgentBuilder, ask_question, runs\n"
+        "from anvia_notebook.models import QueueModel\n"
+        "anvia_notebook.set_store(None)\n"
+        "agent = AgentBuilder('a', QueueModel(['hi'])).tool(ask_question).build()\n"
+        "assert agent.prompt('hello').send_sync().output == 'hi'\n"
+        "assert ask_question.definition().parameters['required'] == ['questions']\n"
+        "print(len(models), built, loaded, callable(runs))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    count, rest = out.stdout.strip().split(" ", 1)
+    assert int(count) > 30  # the runtime's models were seen
+    assert rest == "[] [] True"
+
+
 def test_opentelemetry_is_not_imported_while_instrumentation_is_off():
     code = (
         "import sys, anvia_notebook\n"
@@ -201,15 +227,17 @@ def test_every_error_of_the_package_is_an_anvia_error_and_keeps_its_builtin_base
         HumanInputTimeout,
         HumanInputUnavailable,
         RunNotFoundError,
+        ToolArgumentsError,
+        ToolNotFoundError,
     )
     from anvia_notebook.models import ModelError
-    from anvia_notebook.tools import ToolArgumentsError
 
     builtin_bases = {
         HumanInputTimeout: TimeoutError,
         HumanInputUnavailable: NotImplementedError,
         ToolArgumentsError: ValueError,
         RunNotFoundError: KeyError,
+        ToolNotFoundError: LookupError,
     }
     for error_type, builtin in builtin_bases.items():
         assert issubclass(error_type, AnviaError) and issubclass(error_type, builtin)

@@ -20,12 +20,12 @@ from .base import (
     ToolDefinition,
     UsageUpdate,
 )
-from .demo import DemoContext, DemoModel, Script, auto_model
-from .testing import FunctionModel, ModelResponse, QueueModel, StreamingQueueModel
 
 if TYPE_CHECKING:
     from .anthropic import AnthropicModel
+    from .demo import DemoContext, DemoModel, Script, auto_model
     from .openai import OpenAIModel
+    from .testing import FunctionModel, ModelResponse, QueueModel, StreamingQueueModel
 
 __all__ = [
     "AnthropicModel",
@@ -55,13 +55,26 @@ __all__ = [
 ]
 
 
+#: Imported on first use: the providers (and their SDKs) only when used, the offline models so
+#: that ``import anvia_notebook`` stays quick.
+_LAZY = {
+    "OpenAIModel": "openai",
+    "AnthropicModel": "anthropic",
+    "DemoContext": "demo",
+    "DemoModel": "demo",
+    "Script": "demo",
+    "auto_model": "demo",
+    "FunctionModel": "testing",
+    "ModelResponse": "testing",
+    "QueueModel": "testing",
+    "StreamingQueueModel": "testing",
+}
+
+
 def __getattr__(name: str) -> Any:
-    if name == "OpenAIModel":
-        from .openai import OpenAIModel
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return OpenAIModel
-    if name == "AnthropicModel":
-        from .anthropic import AnthropicModel
-
-        return AnthropicModel
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -39,6 +39,8 @@ __all__ = [
 class ToolDefinition(BaseModel):
     """What the model is told about a tool: its name, description and JSON schema."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     description: str
     parameters: dict[str, Any]
@@ -47,7 +49,7 @@ class ToolDefinition(BaseModel):
 class CompletionRequest(BaseModel):
     """Everything a model needs for one turn."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(defer_build=True, arbitrary_types_allowed=True)
 
     instructions: str | None = None
     messages: list[Message]
@@ -60,6 +62,8 @@ class CompletionRequest(BaseModel):
 class TextDelta(BaseModel):
     """A piece of assistant text."""
 
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["text_delta"] = "text_delta"
     delta: str
 
@@ -67,12 +71,16 @@ class TextDelta(BaseModel):
 class ReasoningDelta(BaseModel):
     """A piece of the model's reasoning (shown collapsed, never sent back as text)."""
 
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["reasoning_delta"] = "reasoning_delta"
     delta: str
 
 
 class ToolCallDelta(BaseModel):
     """A fragment of a tool call being streamed; ``id`` ties the fragments together."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["tool_call_delta"] = "tool_call_delta"
     id: str
@@ -82,6 +90,8 @@ class ToolCallDelta(BaseModel):
 
 class ToolCall(BaseModel):
     """A complete tool call. ``arguments`` may be a dict or the raw JSON text."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["tool_call"] = "tool_call"
     id: str
@@ -105,6 +115,8 @@ class UsageUpdate(BaseModel):
     (added up too); None when the provider does not say.
     """
 
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["usage"] = "usage"
     usage: Usage
     cached_tokens: int | None = None
@@ -113,12 +125,16 @@ class UsageUpdate(BaseModel):
 class ProviderData(BaseModel):
     """Opaque data the provider wants back with this turn's message on later turns."""
 
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["provider_data"] = "provider_data"
     data: dict[str, Any]
 
 
 class Finish(BaseModel):
     """The provider's reason for ending the completion."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["finish"] = "finish"
     reason: str = "stop"
@@ -132,6 +148,8 @@ CompletionEvent = Annotated[
 
 class CompletionResponse(BaseModel):
     """One turn's answer, assembled from its events."""
+
+    model_config = ConfigDict(defer_build=True)
 
     text: str = ""
     reasoning: str = ""

@@ -8,7 +8,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Usage
 from .base import (
@@ -33,6 +33,8 @@ def split_text(text: str) -> list[str]:
 
 class ModelResponse(BaseModel):
     """One model turn: text and/or tool calls, and optionally the usage to report."""
+
+    model_config = ConfigDict(defer_build=True)
 
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
