@@ -89,8 +89,9 @@ class CallbackHumanInput:
         if self._ask is None:
             raise HumanInputUnavailable("CallbackHumanInput was given no ask function")
         answers = await with_timeout(maybe_await(self._ask(request)), self.timeout)
-        # Dicts are checked and converted by the runtime (``check_answers``), which refuses a
-        # blank or mismatched answer with a clear reason instead of a raw validation error.
+        # Dicts are checked and converted by the runtime (``check_operator_answers``, the check
+        # the widget and the run store apply too), which refuses a blank, missing or mismatched
+        # answer with a clear reason instead of a raw validation error.
         return list(answers)
 
 

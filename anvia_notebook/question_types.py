@@ -13,7 +13,6 @@ __all__ = [
     "Question",
     "QuestionInput",
     "QuestionOutput",
-    "validate_questions",
     "check_operator_answers",
     "answer_refusal",
 ]
@@ -152,14 +151,6 @@ class QuestionOutput(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         return {"answers": [answer.to_wire() for answer in self.answers]}
-
-
-def validate_questions(raw: Any) -> QuestionInput:
-    """Validate raw ``ask_question`` arguments; raises ``ValueError`` with a readable reason."""
-    try:
-        return QuestionInput.model_validate(raw)
-    except ValidationError as error:
-        raise ValueError(describe_validation_error(error)) from None
 
 
 def describe_validation_error(error: ValidationError) -> str:

@@ -22,6 +22,7 @@ from anvia_notebook import (
     RunStore,
     StoreHumanInput,
     ToolApproval,
+    ask_question,
     compose_hooks,
     create_hook,
     create_question_tool,
@@ -30,7 +31,6 @@ from anvia_notebook import (
 from anvia_notebook.hooks import HookAction, RunControl
 from anvia_notebook.human import ConsoleHumanInput
 from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
-from anvia_notebook.question_types import validate_questions
 from anvia_notebook.questions import NO_HUMAN_ANSWER
 
 from helpers import call, calls, make_add_tool, make_note_tool, tool_results
@@ -228,10 +228,10 @@ def test_a_question_tool_made_without_a_name_is_ask_question_and_answers_without
     }
 
 
-def test_validate_questions_accepts_a_call_and_refuses_a_broken_one():
-    assert [q.id for q in validate_questions(THREE_CHOICES).questions] == ["size"]
+def test_ask_question_accepts_a_call_and_refuses_a_broken_one():
+    assert [q.id for q in ask_question.parse_args(THREE_CHOICES).questions] == ["size"]
     with pytest.raises(ValueError, match="choices"):  # it names what is wrong
-        validate_questions({"questions": [{"id": "a", "question": "?", "choices": []}]})
+        ask_question.parse_args({"questions": [{"id": "a", "question": "?", "choices": []}]})
 
 
 # -- a decision made just before a crash ------------------------------------------------------------
