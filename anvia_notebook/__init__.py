@@ -156,10 +156,10 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name == "evals":
+    if name in ("evals", "store"):  # subpackages imported on first use
         import importlib
 
-        return importlib.import_module(".evals", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         import importlib
 

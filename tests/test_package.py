@@ -94,6 +94,12 @@ def test_import_defers_the_work_a_first_use_needs():
     count, rest = out.stdout.strip().split(" ", 1)
     assert int(count) > 30  # the runtime's models were seen
     assert rest == "[] [] True"
+    code = (
+        "import anvia_notebook as an\n"
+        "print(an.store.RunStore is an.RunStore, an.models.testing.QueueModel.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "QueueModel"]  # modules reached as attributes too
 
 
 def test_opentelemetry_is_not_imported_while_instrumentation_is_off():

@@ -72,9 +72,11 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in ("demo", "testing"):  # the modules themselves, as before they were lazy
+        return importlib.import_module(f".{name}", __name__)
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f".{module}", __name__), name)
