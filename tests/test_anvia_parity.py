@@ -69,6 +69,24 @@ def test_a_tool_of_your_own_named_ask_question_runs_its_execute_without_a_human_
     assert tool_results(model.requests[1])[0].content == "from execute"
 
 
+def test_a_tool_of_your_own_named_ask_question_falls_back_to_its_execute_with_its_own_args():
+    """A human input that cannot ask (no ``ask``) leaves the call to the tool itself."""
+    executed: list[Any] = []
+    own = create_tool(
+        name="ask_question",
+        description="",
+        input=FreeFormInput,
+        execute=lambda args, ctx: executed.append(args) or "from execute",
+    )
+    questions = {"questions": [{"id": "size", "question": "Size?", "choices": ["s"]}]}
+    model = QueueModel([call("ask_question", questions), "ok"])
+    human = CallbackHumanInput(approve=lambda request: True)
+    AgentBuilder("a", model).tool(own).human_input(human).build().prompt("go").send_sync()
+    [args] = executed
+    assert isinstance(args, FreeFormInput) and args.questions[0]["id"] == "size"
+    assert tool_results(model.requests[1])[0].content == "from execute"
+
+
 # -- model output normalised as Anvia's Studio does ----------------------------------------------
 
 
