@@ -19,6 +19,7 @@ from .events import (
     TextDeltaEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
+    ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -57,6 +58,15 @@ async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
     await call_hooks(run.request.active_hooks, name, event)
 
 
+def _logged_results(run: AgentRun) -> set[str]:
+    """The tool call ids whose result the stored event log already holds."""
+    return {
+        event.tool_call_id
+        for event in run.events
+        if isinstance(event, ToolResultEvent) and event.tool_call_id
+    }
+
+
 async def run_loop(run: AgentRun) -> PromptResponse:
     request = run.request
     agent = request.agent
@@ -87,6 +97,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         persist=lambda durable: run.persist(durable=durable),
         resuming=run.resumed,
         trace=run.tracer,
+        logged_results=_logged_results(run) if run.resumed else (),
     )
     tools = [tool.definition() for tool in agent.tools.values()]
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -117,6 +117,7 @@ class ToolExecutor:
         persist: Callable[[bool], None] | None = None,
         resuming: bool = False,
         trace: TraceRecorder | None = None,
+        logged_results: Collection[str] = (),
     ) -> None:
         self.agent = agent
         self.state = state
@@ -131,6 +132,8 @@ class ToolExecutor:
         self.persist = persist or (lambda durable: None)
         #: True while the first turn of a resumed run re-runs its interrupted tool calls.
         self.resuming = resuming
+        #: Tool call ids whose result the stored event log of a resumed run already holds.
+        self.logged_results = frozenset(logged_results)
         #: Results for calls interrupted by a cancellation (by tool call id), this turn.
         self._interrupted: dict[str, str] = {}
         #: What really happened to calls whose tool ran before the run was cancelled (by tool
@@ -320,11 +323,23 @@ class ToolExecutor:
         if progress is None:
             return None
         if progress.status == "done":
+            args = progress.args or compact_arguments(call.arguments_json())
+            if call.id not in self.logged_results:
+                # The call ended after the last write of the event log: the transcript of the
+                # resumed run shows its result as the store recorded it.
+                self.emit(
+                    ToolResultEvent(
+                        turn=turn,
+                        tool_name=call.name,
+                        tool_call_id=call.id,
+                        internal_call_id=internal_id,
+                        args=args,
+                        result=progress.result or "",
+                        is_error=progress.is_error,
+                    )
+                )
             self.trace.tool_call_done(
-                entry,
-                progress.args or compact_arguments(call.arguments_json()),
-                progress.result or "",
-                "error" if progress.is_error else "success",
+                entry, args, progress.result or "", "error" if progress.is_error else "success"
             )
             return ToolResultPart(
                 tool_call_id=call.id,

@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..approvals import ApprovalDecision, ToolApprovalRequest
 from ..human import with_timeout
-from ..question_types import Answer, Question, check_operator_answers, describe_validation_error
+from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
 
 __all__ = ["AUTO_ENV", "AutoOperator", "WidgetHumanInput"]
@@ -185,5 +185,3 @@ class WidgetHumanInput:
         # Never resolved here: the run takes the decision made on its interaction (a click).
         return await with_timeout(asyncio.get_running_loop().create_future(), self.timeout)
 
-
-check_answers = check_operator_answers
