@@ -271,6 +271,32 @@ async def test_the_store_moves_its_log_into_the_database_file_itself(store_path,
     assert store.runs()[0].status == "success"
 
 
+def test_closing_a_store_stops_its_background_thread_before_its_connections_close(
+    store_path, monkeypatch
+):
+    from anvia_notebook.store import _store
+
+    monkeypatch.setattr(_store, "POLL_INTERVAL", 0.001)
+    polled = threading.Event()
+    store = RunStore(store_path)
+    backend = store._backend
+    original = backend.data_version
+
+    def data_version() -> int:
+        polled.set()
+        return original()
+
+    monkeypatch.setattr(backend, "data_version", data_version)
+    store.watch("nothing-yet", lambda status, decision: None)
+    assert polled.wait(10)  # the thread is polling the file
+    watcher = store._watcher
+    assert watcher is not None
+    store.close()
+    assert not watcher.is_alive()  # joined before the connections were closed
+    store.watch("another", lambda status, decision: None)
+    assert store._watcher is None  # a closed store starts no thread again
+
+
 def test_runs_can_be_kept_in_memory_only(monkeypatch, store_path):
     an.set_store(None)
     try:

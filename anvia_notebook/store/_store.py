@@ -199,8 +199,14 @@ class RunStore:
         return int(rows[0][0])
 
     def close(self) -> None:
+        """Stop the background thread, then close every connection (none is closed while that
+        thread may still be using it)."""
         self._closed = True
         self._stop.set()
+        with self._watch_lock:
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join(timeout=10)
         self._backend.close()
 
     # -- reading ---------------------------------------------------------------------------------
@@ -672,7 +678,7 @@ class RunStore:
 
     def _ensure_watcher(self) -> None:
         with self._watch_lock:
-            if self._watcher is not None and self._watcher.is_alive():
+            if self._closed or (self._watcher is not None and self._watcher.is_alive()):
                 return
             self._stop.clear()
             self._watcher = threading.Thread(
