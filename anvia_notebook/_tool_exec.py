@@ -238,17 +238,14 @@ class ToolExecutor:
             self._landed[call.id] = (result, is_error, effective_args)
             self._report_landed(call, turn, internal_id)
             raise
-        self.emit(
-            ToolResultEvent(
-                turn=turn,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                args=effective_args,
-                result=result,
-                is_error=is_error,
-                skipped=decision.type == "skip",
-            )
+        self._emit_result(
+            call,
+            turn,
+            internal_id,
+            effective_args,
+            result,
+            is_error,
+            skipped=decision.type == "skip",
         )
         self.trace.tool_call_done(
             entry, effective_args, result, self._status(call, decision, is_error)
@@ -256,6 +253,29 @@ class ToolExecutor:
         self._progress(call, turn, "done", effective_args, result, is_error)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=result, is_error=is_error
+        )
+
+    def _emit_result(
+        self,
+        call: ToolCall,
+        turn: int,
+        internal_id: str,
+        args: str,
+        result: str,
+        is_error: bool,
+        skipped: bool = False,
+    ) -> None:
+        self.emit(
+            ToolResultEvent(
+                turn=turn,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                internal_call_id=internal_id,
+                args=args,
+                result=result,
+                is_error=is_error,
+                skipped=skipped,
+            )
         )
 
     def _status(self, call: ToolCall, decision: ToolCallDecision, is_error: bool) -> ToolCallStatus:
@@ -278,17 +298,7 @@ class ToolExecutor:
             stopped = result == STOPPED_RUNNING_RESULT.format(name=call.name)
             status: ToolCallStatus = "cancelled" if stopped else "error" if is_error else "success"
             self.trace.tool_call_done(entry, args, result, status)
-        self.emit(
-            ToolResultEvent(
-                turn=turn,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                args=args,
-                result=result,
-                is_error=is_error,
-            )
-        )
+        self._emit_result(call, turn, internal_id, args, result, is_error)
 
     # -- progress, for resuming ----------------------------------------------------------------
 
@@ -327,16 +337,8 @@ class ToolExecutor:
             if call.id not in self.logged_results:
                 # The call ended after the last write of the event log: the transcript of the
                 # resumed run shows its result as the store recorded it.
-                self.emit(
-                    ToolResultEvent(
-                        turn=turn,
-                        tool_name=call.name,
-                        tool_call_id=call.id,
-                        internal_call_id=internal_id,
-                        args=args,
-                        result=progress.result or "",
-                        is_error=progress.is_error,
-                    )
+                self._emit_result(
+                    call, turn, internal_id, args, progress.result or "", progress.is_error
                 )
             self.trace.tool_call_done(
                 entry, args, progress.result or "", "error" if progress.is_error else "success"
@@ -352,17 +354,7 @@ class ToolExecutor:
             return None
         result = INTERRUPTED_RESULT.format(name=call.name)
         args = progress.args or compact_arguments(call.arguments_json())
-        self.emit(
-            ToolResultEvent(
-                turn=turn,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                args=args,
-                result=result,
-                is_error=True,
-            )
-        )
+        self._emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
         return ToolResultPart(
