@@ -43,7 +43,7 @@ def test_tool_approval_tutorial_click_approve(page: Page, jupyter_server: Jupyte
     open_notebook(page, jupyter_server, name)
     run_all_cells(page, wait=False)
     widget = code_cell_output(page, "handle = agent.prompt(")
-    expect(widget.get_by_text("Review refund of $25.0 for order A1001.")).to_be_visible(
+    expect(widget.get_by_text("Review refund of $25.00 for order A1001.")).to_be_visible(
         timeout=60_000
     )
     widget.get_by_role("button", name="Approve").click()
