@@ -720,22 +720,8 @@ class ToolExecutor:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
         except Exception as error:
-            self.trace.tool_error(call.id, error)
-            event = ToolErrorEvent(
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                args=raw_args,
-                error=error,
-                run=RUN_CONTROL,
-            )
             result = f"ToolCallError: {error}"
-            try:  # the tool has failed already: a failing hook is logged, the result stays
-                await call_hooks(self.hooks, "on_tool_error", event, guarded=True)
-            except PromptCancelledError:
-                self._landed[call.id] = (result, True, raw_args)
-                raise
-            return result, True
+            return await self._tool_error(call, internal_id, raw_args, error, result), True
         finally:
             self.trace.deactivate(active)
             CURRENT_TOOL_CALL.reset(token)
@@ -743,8 +729,8 @@ class ToolExecutor:
     async def _tool_error(
         self, call: ToolCall, internal_id: str, raw_args: str, error: BaseException, result: str
     ) -> str:
-        """A call that failed before its tool could execute (unknown tool, bad arguments): the
-        ``on_tool_error`` hooks are told, as in Anvia; returns the call's result."""
+        """A call that failed (its tool raised, or it could not execute: unknown tool, bad
+        arguments): the ``on_tool_error`` hooks are told, as in Anvia; returns the call's result."""
         self.trace.tool_error(call.id, error)
         event = ToolErrorEvent(
             tool_name=call.name,
