@@ -163,6 +163,8 @@ DO_NOT_MUTATE = [r"^\s*logger\.\w+\("]
 
 # mutmut's exit codes, folded into the columns we print.
 KILLED, SURVIVED, NO_TESTS, NOT_RUN, OTHER = "killed", "survived", "no tests", "not run", "other"
+#: mutmut's exit codes for a mutant that no recorded test reaches.
+NO_TESTS_EXIT = (5, 33)
 
 
 def verdict(exit_code: int | None) -> str:
@@ -182,7 +184,7 @@ def verdict(exit_code: int | None) -> str:
         return KILLED
     if exit_code == 0:
         return SURVIVED
-    if exit_code in (5, 33):
+    if exit_code in NO_TESTS_EXIT:
         return NO_TESTS
     return OTHER  # interrupted, skipped, suspicious, crashed: run it again
 
@@ -263,6 +265,7 @@ def prepare(fresh: bool) -> None:
         for module in MODULES:
             (WORK / "mutants" / module.path).unlink(missing_ok=True)
     refresh_copies()
+    forget_stale_test_map()
     # Make the mutants (mutmut only rewrites the files that changed) without running anything.
     generate = textwrap.dedent(
         """
@@ -285,6 +288,36 @@ def prepare(fresh: bool) -> None:
     if done.returncode != 0:
         sys.stderr.write(done.stdout + done.stderr)
         raise SystemExit("mutation: making the mutants failed")
+
+
+def forget_stale_test_map() -> None:
+    """Drop mutmut's record of which tests reach which function when the code or the tests
+    changed since it was made, so that mutmut makes it again on its next run.
+
+    mutmut tests a mutant only with the tests it recorded as reaching the mutant's function, and
+    records that once. After a change the record is stale: a test added since is never run
+    against older functions, and the functions of a renamed module have no tests on record, so
+    their mutants would survive (or count as having no tests) without being tried. Verdicts of
+    "no tests" are forgotten with it; other survivors are tried again with ``--survivors``.
+    """
+    digest = hashlib.sha256()
+    for folder in ("tests", PACKAGE):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            digest.update(path.relative_to(ROOT).as_posix().encode())
+            digest.update(path.read_bytes())
+    fingerprint = WORK / "code-and-tests.sha256"
+    value = digest.hexdigest()
+    if fingerprint.exists() and fingerprint.read_text(encoding="utf-8") == value:
+        return
+    (WORK / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    for meta in (WORK / "mutants" / PACKAGE).rglob("*.meta"):
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        codes = data.get("exit_code_by_key", {})
+        stale = [key for key, code in codes.items() if code in NO_TESTS_EXIT]
+        if stale:
+            codes.update(dict.fromkeys(stale))
+            meta.write_text(json.dumps(data), encoding="utf-8")
+    fingerprint.write_text(value, encoding="utf-8")
 
 
 def refresh_copies() -> None:
