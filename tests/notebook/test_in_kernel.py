@@ -148,7 +148,7 @@ def test_send_sync_blocks_the_cell_while_the_widget_works(kernel: Kernel) -> Non
 
 
 def test_send_sync_interrupt_cancels_the_run(kernel: Kernel) -> None:
-    cell = kernel.execute("r = agent().prompt('refund A-1').send_sync()")
+    cell = kernel.execute("r = agent().prompt('refund A-1').send_sync()", stop_on_error=False)
     model_id = kernel.widget_id(cell)
     kernel.page_request(model_id, {"type": "sync", "request_id": "s-int"})
     for _ in range(500):
@@ -185,7 +185,7 @@ def test_interrupt_during_await_handle_stops_the_run(kernel: Kernel) -> None:
     model_id = kernel.widget_id(cell)
     kernel.reply(cell)
     wait_until_pending(kernel, model_id)
-    waiting = kernel.execute("print('awaiting', flush=True)\nawait h")
+    waiting = kernel.execute("print('awaiting', flush=True)\nawait h", stop_on_error=False)
     kernel.wait(lambda m: m["msg_type"] == "stream" and "awaiting" in m["content"]["text"])
     kernel.km.interrupt_kernel()
     reply = kernel.reply(waiting)
