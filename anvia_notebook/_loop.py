@@ -40,6 +40,7 @@ from .models.base import (
     CompletionAccumulator,
     CompletionRequest,
     CompletionResponse,
+    TextDelta,
     ToolCall,
 )
 from .retry import RetryContext
@@ -259,9 +260,17 @@ async def _complete(
         emitted = False
         announced: set[str] = set()
         token = tracer.attempt(entry, attempt)
+        add = accumulator.add
+        emit_text = run.emit_text
         try:
             async for event in run.request.agent.model.stream(request):
-                accumulator.add(event)
+                add(event)
+                if type(event) is TextDelta and type(event.delta) is str:  # per delta: no check
+                    if not emitted:
+                        tracer.first_token(entry)
+                        emitted = True
+                    emit_text(turn, event.delta)
+                    continue
                 mapped = _map_event(turn, event)
                 if mapped is not None:
                     if not emitted:

@@ -36,6 +36,7 @@ __all__ = [
     "ToolResultEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "text_delta_event",
     "utc_now",
 ]
 
@@ -106,6 +107,22 @@ class TextDeltaEvent(BaseModel):
     type: Literal["text_delta"] = "text_delta"
     turn: int
     delta: str
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def text_delta_event(turn: int, delta: str) -> TextDeltaEvent:
+    """``TextDeltaEvent(turn=turn, delta=delta)`` for values already known valid (an ``int``
+    turn and a model's validated ``str`` delta): the same instance, built without validation,
+    as ``model_construct`` would build it, for the per-delta path."""
+    event = _new(TextDeltaEvent)
+    _set(event, "__dict__", {"type": "text_delta", "turn": turn, "delta": delta})
+    _set(event, "__pydantic_fields_set__", {"turn", "delta"})
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
+    return event
 
 
 class ReasoningDeltaEvent(BaseModel):

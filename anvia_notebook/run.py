@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ._loop import run_loop
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
-from .events import RunEvent
+from .events import RunEvent, text_delta_event
 from .interactions import Interactions
 from .run_state import PromptResponse, RunState, RunStatus
 from .trace import Trace
@@ -27,6 +27,8 @@ __all__ = ["AgentRun", "DEFAULT_CANCEL_REASON"]
 logger = logging.getLogger("anvia_notebook")
 
 Subscriber = Callable[[Any], None]
+#: A subscriber's fast path for text deltas: ``on_text(turn, delta)``, no event object built.
+TextSubscriber = Callable[[int, str], None]
 
 #: Event types whose consecutive events (same turn, same call) merge into one in the log.
 _MERGED_FIELD = {
@@ -95,7 +97,9 @@ class AgentRun:
         self._state_dirty = False
         #: Messages already in the store (they are appended, never changed).
         self._saved_messages = len(state.messages)
-        self._subscribers: list[Subscriber] = []
+        #: Subscribers with their text-delta fast path (or None), copied on change, never on
+        #: an event (the per-delta path iterates the tuple as it is).
+        self._subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...] = ()
         self._task: asyncio.Task[PromptResponse] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
@@ -127,21 +131,32 @@ class AgentRun:
 
     # -- events --------------------------------------------------------------------------------
 
-    def subscribe(self, callback: Subscriber, *, replay: bool = True) -> Callable[[], None]:
+    def subscribe(
+        self,
+        callback: Subscriber,
+        *,
+        replay: bool = True,
+        on_text: TextSubscriber | None = None,
+    ) -> Callable[[], None]:
         """Call ``callback(event)`` for every event (first the past ones when ``replay``).
 
-        Returns a function that unsubscribes. A subscriber that raises is logged and kept.
+        ``on_text(turn, delta)``, when given, is called instead of ``callback`` for a model's
+        text deltas as they stream (no event object is built for it). Returns a function that
+        unsubscribes. A subscriber that raises is logged and kept.
         """
+        entry = (callback, on_text)
         with self._lock:
             past = list(self.events) if replay else []
-            self._subscribers.append(callback)
+            self._subscribers = (*self._subscribers, entry)
         for event in past:
             self._deliver(callback, event)
 
         def unsubscribe() -> None:
             with self._lock:
-                if callback in self._subscribers:
-                    self._subscribers.remove(callback)
+                subscribers = list(self._subscribers)
+                if entry in subscribers:
+                    subscribers.remove(entry)
+                    self._subscribers = tuple(subscribers)
 
         return unsubscribe
 
@@ -188,11 +203,42 @@ class AgentRun:
                 else:
                     stored, self._parts = event, []
                 self._events.append(stored)
-            subscribers = list(self._subscribers)
-        for callback in subscribers:
+            subscribers = self._subscribers
+        for callback, _ in subscribers:
             self._deliver(callback, event)
         if self.store is not None:
             self._record(event.type)
+
+    def emit_text(self, turn: int, delta: str) -> None:
+        """``emit(TextDeltaEvent(turn=turn, delta=delta))`` for a model's validated text delta:
+        the per-delta path. A delta that continues the logged text of its turn is one list
+        append; subscribers with a text fast path get ``(turn, delta)``, the others one event
+        built without validation."""
+        with self._lock:
+            events = self._events
+            last = events[-1] if events else None
+            merged = last is not None and last.type == "text_delta" and last.turn == turn
+            if merged:
+                self._parts.append(delta)
+                if self._saved_upto >= len(events):  # the stored last event grows again
+                    self._saved_upto = len(events) - 1
+            subscribers = self._subscribers
+        if not merged:
+            self.emit(text_delta_event(turn, delta))
+            return
+        event = None
+        for callback, on_text in subscribers:
+            if on_text is not None:
+                try:
+                    on_text(turn, delta)
+                except Exception:
+                    logger.exception("An event subscriber failed on text_delta")
+            else:
+                if event is None:
+                    event = text_delta_event(turn, delta)
+                self._deliver(callback, event)
+        if self.store is not None:
+            self._record("text_delta")
 
     # -- the run store ---------------------------------------------------------------------------
 

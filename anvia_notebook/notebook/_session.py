@@ -27,6 +27,7 @@ from ..events import (
     RunEvent,
     ToolApprovalRequestEvent,
     ToolQuestionRequestEvent,
+    TurnEndEvent,
 )
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
@@ -59,9 +60,17 @@ logger = logging.getLogger("anvia_notebook")
 #: The class of the element around a static copy that a page with the live model covers.
 LIVE_SLOT_CLASS = "anvia-live-slot"
 
-#: Events after which the batch goes out at once (buttons appear, the end is shown, ...).
+#: Events after which the batch goes out at once (buttons appear, the end is shown, a turn's
+#: text is complete: its last piece shows before the end-of-turn work, ...).
 FLUSH_NOW: frozenset[type[Any]] = frozenset(
-    (ToolApprovalRequestEvent, ToolQuestionRequestEvent, FinalEvent, CancelledEvent, ErrorEvent)
+    (
+        ToolApprovalRequestEvent,
+        ToolQuestionRequestEvent,
+        TurnEndEvent,
+        FinalEvent,
+        CancelledEvent,
+        ErrorEvent,
+    )
 )
 
 Handler = Callable[[Any], "str | None"]
@@ -267,7 +276,9 @@ class TranscriptSession:
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )
         _capture.register(run.run_id, self._on_output)
-        self._unsubscribe = run.subscribe(self._on_event, replay=True)
+        self._unsubscribe = run.subscribe(
+            self._on_event, replay=True, on_text=self.transcript.text_delta
+        )
         for call in run.trace.tool_calls:  # what its tools printed before this view
             if call.output:
                 self.transcript.tool_output(run.run_id, call.id, f"trace:{call.id}", call.output)

@@ -290,18 +290,24 @@ class Transcript:
         """The agent the status line names (Studio's picker, while idle)."""
         self._set_status(agent_id=agent_id)
 
+    def text_delta(self, turn: int, delta: str) -> None:
+        """Fold ``TextDeltaEvent(turn=turn, delta=delta)`` in (a run's ``on_text`` fast path:
+        more text for a shown entry is a list append and an append to the batch)."""
+        entry = self._run.assistant.get(turn)
+        if entry is not None:
+            pieces = entry.parts.get("text")
+            if pieces is not None and len(pieces) < _JOIN_EVERY:
+                if delta:
+                    pieces.append(delta)
+                    self._emit_append(entry.id, "text", delta)
+                return
+        self._text_entry(self._run.assistant, "assistant", turn, delta)
+
     def apply(self, event: RunEvent) -> None:
         """Fold one run event into the transcript."""
-        if type(event) is TextDeltaEvent:  # the per-delta path: more text for a shown entry
-            entry = self._run.assistant.get(event.turn)
-            if entry is not None:
-                pieces = entry.parts.get("text")
-                if pieces is not None and len(pieces) < _JOIN_EVERY:
-                    delta = event.delta
-                    if delta:
-                        pieces.append(delta)
-                        self._emit_append(entry.id, "text", delta)
-                    return
+        if type(event) is TextDeltaEvent:  # the per-delta path
+            self.text_delta(event.turn, event.delta)
+            return
         match event:
             case TextDeltaEvent():  # the most frequent first
                 self._text_entry(self._run.assistant, "assistant", event.turn, event.delta)

@@ -9,7 +9,8 @@ from typing import Any
 
 from notebook_helpers import Page, finished, pending_approval, refund_tool, sent
 
-from anvia_notebook import AgentBuilder
+from anvia_notebook import AgentBuilder, create_hook
+from anvia_notebook.events import TextDeltaEvent
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 from anvia_notebook.notebook import _runner as runner
 from anvia_notebook.notebook._batcher import Batcher
@@ -171,3 +172,66 @@ async def test_a_hogged_loop_streams_a_whole_run_in_several_batches():
     ]
     assert sum(1 for text in texts if text) >= 6  # 400 ms of streaming, a batch every 50 ms
     assert page.state.entries[1]["text"] == "".join(f"w{i} " for i in range(40))
+
+
+async def test_a_turns_last_text_reaches_the_page_before_the_end_of_run_work():
+    """The end of a turn sends the batch at once: the text's last piece is on its way to the
+    page before the run-end hooks, the store's last write and the static copy."""
+    seen_at_run_end: list[str] = []
+
+    async def stream(_request: Any) -> Any:
+        for index in range(30):
+            yield TextDelta(delta=f"w{index} ")
+
+    def on_run_end(_event: Any) -> None:  # the assistant text the page has been sent so far
+        text, ids = "", set()
+        for message in sent(handle.widget):
+            for op in message.get("ops", []) if message["type"] == "batch" else []:
+                if op["op"] == "add" and op["entry"]["kind"] == "assistant":
+                    ids.add(op["entry"]["id"])
+                    text += op["entry"]["text"]
+                elif op["op"] == "append" and op["id"] in ids and op["field"] == "text":
+                    text += op["text"]
+        seen_at_run_end.append(text)
+
+    agent = AgentBuilder("a", FunctionModel(stream)).hook(create_hook(on_run_end=on_run_end))
+    handle = runner.show(agent.build().prompt("go"))
+    handle.session.batcher.interval = 60.0  # only the flushes that do not wait for the timer
+    await finished(handle)
+    assert handle.status == "success"
+    assert seen_at_run_end == ["".join(f"w{i} " for i in range(30))]
+
+
+async def test_a_view_builds_no_validated_event_per_delta(monkeypatch: Any):
+    """A view takes the run's text deltas as (turn, delta): no pydantic model is validated per
+    delta; stream() still gets every delta as a TextDeltaEvent, in order."""
+    validated = [0]
+    init = TextDeltaEvent.__init__
+
+    def counting_init(self: Any, **data: Any) -> None:
+        validated[0] += 1
+        init(self, **data)
+
+    monkeypatch.setattr(TextDeltaEvent, "__init__", counting_init)
+    pieces = [f"w{i} " for i in range(200)]
+
+    async def stream(_request: Any) -> Any:
+        for piece in pieces:
+            yield TextDelta(delta=piece)
+
+    handle = runner.show(AgentBuilder("a", FunctionModel(stream)).build().prompt("go"))
+    page = Page(handle.widget)
+    await page.sync()
+    await finished(handle)
+    page.pump()
+    assert validated[0] == 0
+    assert page.state.entries[1]["text"] == "".join(pieces)
+
+    streamed: list[Any] = []
+    request = AgentBuilder("b", FunctionModel(stream)).build().prompt("go")
+    async for event in request.stream():
+        streamed.append(event)
+    deltas = [e for e in streamed if e.type == "text_delta"]
+    assert deltas == [TextDeltaEvent(turn=1, delta=piece) for piece in pieces]
+    assert [type(e) for e in deltas] == [TextDeltaEvent] * len(pieces)
+    assert validated[0] == len(pieces)  # the comparison's own events only
