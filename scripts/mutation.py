@@ -8,6 +8,7 @@ Usage (from anywhere; needs ``pip install "mutmut>=3.8,<4"``, Linux or macOS):
     python scripts/mutation.py --sample 25          # 25 random mutants, run afresh (a quick check)
     python scripts/mutation.py --report             # figures and survivors, running nothing
     python scripts/mutation.py --list               # the modules and what is mutated in each
+    python scripts/mutation.py --nice 0             # normal priority (on a busy machine)
 
 It works in ``.mutation/`` at the repository root (git-ignored): the package and the tests linked
 in, a ``pyproject.toml`` with a ``[tool.mutmut]`` section, and mutmut's own copy ``mutants/``.
@@ -353,13 +354,17 @@ def load_mutants(modules: list[Module]) -> list[Mutant]:
     return mutants
 
 
-def run_mutmut(keys: list[str]) -> int:
-    """Test these mutants, one at a time, at a low priority (results are saved as they come)."""
+def run_mutmut(keys: list[str], niceness: int = 10) -> int:
+    """Test these mutants, one at a time, at a low priority (results are saved as they come).
+
+    On a machine busy with other work a high ``niceness`` starves the tests: each test has a
+    minute before it counts as failed, so a starved run would count mutants as killed that no
+    test caught. ``--nice 0`` runs at the normal priority."""
     command = ["mutmut", "run", "--max-children", "1", *keys]
     mutmut = shutil.which("mutmut") or str(Path(sys.executable).parent / "mutmut")
     command[0] = mutmut
-    if shutil.which("nice"):
-        command = ["nice", "-n", "10", *command]
+    if niceness and shutil.which("nice"):
+        command = ["nice", "-n", str(niceness), *command]
     return subprocess.run(command, cwd=WORK, check=False).returncode
 
 
@@ -539,6 +544,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="forget every earlier result")
     parser.add_argument("--list", action="store_true", help="the modules and what is mutated")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every verdict")
+    parser.add_argument(
+        "--nice", type=int, default=10, metavar="N", help="priority of the test runs (default 10)"
+    )
     args = parser.parse_args(argv)
 
     modules = [m for m in MODULES if not args.module or m.name in args.module]
@@ -582,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(mutants)} mutants in {len(modules)} module(s), one at a time",
             flush=True,
         )
-        code = run_mutmut(todo)
+        code = run_mutmut(todo, args.nice)
         if code not in (0, 1):
             print(f"mutation: mutmut stopped (exit status {code})", file=sys.stderr)
         codes = {m.key: m.exit_code for m in load_mutants(modules)}
