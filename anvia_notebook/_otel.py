@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["OTelExporter"]
 
 OPERATION = "gen_ai.operation.name"
+_UNKNOWN = object()
 
 
 class OTelExporter:
@@ -85,7 +86,23 @@ class RunSpans:
         )
         self.root_context = otel_trace.set_span_in_context(self.root)
         self._token = otel_context.attach(self.root_context)
+        #: The open ``execute_tool`` spans, by ``id()`` of their trace entry.
         self._tools: dict[int, Any] = {}
+        # The attributes every chat span and every tool span starts with (made once per run;
+        # each span copies them, since the SDK keeps what it is given).
+        self._chat_name = f"chat {recorder.model_name}"
+        self._chat_base: dict[str, Any] = {
+            OPERATION: "chat",
+            "gen_ai.provider.name": recorder.provider or "",
+            "gen_ai.request.model": recorder.model_name,
+        }
+        # With capture_content: each message, tool definition and instructions text is turned
+        # into JSON once per run, not once per model call that sends it again.
+        self._message_json: dict[int, tuple[Message, str]] = {}
+        self._tool_json: dict[int, tuple[Any, str]] = {}
+        self._instructions_json: tuple[str, str] | None = None
+        #: The arguments each tool span was given (set again at the end only if they changed).
+        self._tool_args: dict[int, Any] = {}
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -107,6 +124,9 @@ class RunSpans:
         for span in self._tools.values():  # calls the run did not finish
             span.end()
         self._tools.clear()
+        self._tool_args.clear()
+        self._message_json.clear()
+        self._tool_json.clear()
         otel_context.detach(self._token)
         root.end()
 
@@ -114,39 +134,68 @@ class RunSpans:
 
     def chat_started(self, entry: TurnTrace) -> tuple[Any, Any]:
         request = entry.request
-        attributes: dict[str, Any] = {
-            OPERATION: "chat",
-            "gen_ai.provider.name": entry.provider or "",
-            "gen_ai.request.model": entry.model,
-            "anvia.turn": entry.turn,
-        }
+        if entry.model == self._chat_base["gen_ai.request.model"] and entry.provider is not None:
+            attributes = {**self._chat_base, "anvia.turn": entry.turn}
+            name = self._chat_name
+        else:  # (not made by this run's recorder)
+            attributes = {
+                OPERATION: "chat",
+                "gen_ai.provider.name": entry.provider or "",
+                "gen_ai.request.model": entry.model,
+                "anvia.turn": entry.turn,
+            }
+            name = f"chat {entry.model}"
         settings = request.settings
-        if isinstance(settings.get("temperature"), (int, float)):
-            attributes["gen_ai.request.temperature"] = settings["temperature"]
-        if isinstance(settings.get("max_tokens"), int):
-            attributes["gen_ai.request.max_tokens"] = settings["max_tokens"]
+        if len(settings) > 1:  # more than the model's name
+            temperature = settings.get("temperature")
+            if isinstance(temperature, (int, float)):
+                attributes["gen_ai.request.temperature"] = temperature
+            max_tokens = settings.get("max_tokens")
+            if isinstance(max_tokens, int):
+                attributes["gen_ai.request.max_tokens"] = max_tokens
         if entry.attempts > 1:
             attributes["anvia.attempt"] = entry.attempts
         if self.content:
             if request.instructions:
-                attributes["gen_ai.system_instructions"] = json.dumps(
-                    [{"type": "text", "content": request.instructions}]
-                )
-            attributes["gen_ai.input.messages"] = json.dumps(
-                [_message(m) for m in request.messages]
-            )
+                attributes["gen_ai.system_instructions"] = self._instructions(request.instructions)
+            attributes["gen_ai.input.messages"] = self._messages(request.messages)
             if request.tools:
-                attributes["gen_ai.tool.definitions"] = json.dumps(
-                    [{"type": "function", **tool.model_dump(mode="json")} for tool in request.tools]
-                )
+                attributes["gen_ai.tool.definitions"] = self._definitions(request.tools)
         span = self.tracer.start_span(
-            f"chat {entry.model}",
-            context=self.root_context,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
+            name, context=self.root_context, kind=SpanKind.CLIENT, attributes=attributes
         )
         token = otel_context.attach(otel_trace.set_span_in_context(span))
         return span, token
+
+    def _instructions(self, text: str) -> str:
+        cached = self._instructions_json
+        if cached is None or cached[0] != text:
+            cached = self._instructions_json = (
+                text,
+                json.dumps([{"type": "text", "content": text}]),
+            )
+        return cached[1]
+
+    def _messages(self, messages: list[Message]) -> str:
+        cache = self._message_json
+        parts: list[str] = []
+        for message in messages:
+            known = cache.get(id(message))
+            if known is None or known[0] is not message:
+                known = cache[id(message)] = (message, json.dumps(_message(message)))
+            parts.append(known[1])
+        return "[" + ", ".join(parts) + "]"
+
+    def _definitions(self, tools: list[Any]) -> str:
+        cache = self._tool_json
+        parts: list[str] = []
+        for tool in tools:
+            known = cache.get(id(tool))
+            if known is None or known[0] is not tool:
+                definition = {"type": "function", **tool.model_dump(mode="json")}
+                known = cache[id(tool)] = (tool, json.dumps(definition))
+            parts.append(known[1])
+        return "[" + ", ".join(parts) + "]"
 
     def chat_ended(
         self,
@@ -171,7 +220,8 @@ class RunSpans:
             if usage.cached_tokens is not None:
                 attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
             if response.finish_reason:
-                attributes["gen_ai.response.finish_reasons"] = (response.finish_reason,)
+                # (a list: the SDK checks it faster than a tuple, and exports it as a tuple)
+                attributes["gen_ai.response.finish_reasons"] = [response.finish_reason]
             if self.content:
                 parts: list[dict[str, Any]] = []
                 if response.text:
@@ -205,7 +255,8 @@ class RunSpans:
             "anvia.turn": entry.turn,
         }
         if self.content:
-            attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
+            attributes["gen_ai.tool.call.arguments"] = self._arguments(entry)
+            self._tool_args[id(entry)] = entry.args
         previous = self._tools.pop(id(entry), None)
         if previous is not None:
             previous.end()
@@ -215,6 +266,13 @@ class RunSpans:
             kind=SpanKind.INTERNAL,
             attributes=attributes,
         )
+
+    def _arguments(self, entry: ToolCallTrace) -> str:
+        """The call's arguments as JSON: the model's own text when it sent valid JSON."""
+        raw = self.recorder.raw_args(entry)
+        if isinstance(raw, str) and raw.strip() and not isinstance(entry.args, str):
+            return raw  # (decoded into entry.args, so it is JSON)
+        return _json(entry.args)
 
     def activate_tool(self, entry: ToolCallTrace) -> Any:
         span = self._tools.get(id(entry))
@@ -271,7 +329,9 @@ class RunSpans:
             return
         attributes: dict[str, Any] = {"anvia.tool.status": entry.status or ""}
         if self.content:
-            attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
+            began_with = self._tool_args.pop(id(entry), _UNKNOWN)
+            if began_with is not entry.args and began_with != entry.args:  # edited on approval
+                attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
             attributes["gen_ai.tool.call.result"] = entry.result or ""
         if entry.status == "error":
             attributes["error.type"] = "tool_error"

@@ -331,6 +331,10 @@ class TraceRecorder:
                 self.spans.tool_started(entry)
         return entry
 
+    def raw_args(self, entry: ToolCallTrace) -> Any:
+        """The arguments a running call was made with, as the model sent them (None if unknown)."""
+        return self._raw_args.get(id(entry))
+
     def entry(self, call_id: str | None) -> ToolCallTrace | None:
         return self._calls.get(call_id) if call_id is not None else None
 

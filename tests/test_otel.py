@@ -18,15 +18,18 @@ from opentelemetry.trace import StatusCode
 
 from anvia_notebook import (
     AgentBuilder,
+    ApprovalDecision,
     CallbackHumanInput,
     PromptCancelledError,
     ToolApproval,
     Usage,
     ask_question,
+    create_hook,
     create_tool,
     instrument,
 )
 from anvia_notebook.instrumentation import instrumented
+from anvia_notebook.messages import Message
 from anvia_notebook.models import (
     ModelError,
     ModelResponse,
@@ -166,6 +169,77 @@ def test_capture_content_adds_messages_arguments_and_results(content_spans) -> N
         "role": "tool",
         "parts": [{"type": "tool_call_response", "id": "c1", "response": "5"}],
     }
+
+
+def test_captured_arguments_are_the_json_the_model_sent(content_spans) -> None:
+    sent = '{"x":2,\n  "y":3}'  # the model's own JSON text, kept as it came
+    add = make_add_tool()
+    model = QueueModel([call("add", sent, id="c1"), call("add", "not json", id="c2"), "5"])
+    AgentBuilder("a", model).tool(add).build().prompt("2 + 3?").send_sync()
+    first, second = [s for s in content_spans.get_finished_spans() if s.name == "execute_tool add"]
+    assert first.attributes["gen_ai.tool.call.arguments"] == sent
+    assert first.attributes["gen_ai.tool.call.result"] == "5"
+    assert second.attributes["gen_ai.tool.call.arguments"] == "not json"
+    assert second.attributes["anvia.tool.status"] == "error"
+
+
+def test_arguments_edited_on_approval_are_the_ones_captured(content_spans) -> None:
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    approve = ApprovalDecision(approved=True, args={"x": 10, "y": 20})
+    AgentBuilder("a", model).tool(add).approvals(lambda r: approve).build().prompt("go").send_sync()
+    tool = by_name(content_spans)["execute_tool add"]
+    assert json.loads(tool.attributes["gen_ai.tool.call.arguments"]) == {"x": 10, "y": 20}
+    assert tool.attributes["gen_ai.tool.call.result"] == "30"
+
+
+def test_every_model_call_captures_the_whole_conversation_it_received(content_spans) -> None:
+    # Each chat span carries every message sent so far (and messages a hook replaced), the
+    # same JSON as when each call's messages were written out on their own.
+    def redact(event):
+        if len(event.request.messages) == 5:  # the third call: its first message replaced
+            event.request.messages = [Message.user("[redacted]"), *event.request.messages[1:]]
+
+    add = make_add_tool()
+    model = QueueModel(
+        [call("add", {"x": 1, "y": 1}, id="a"), call("add", {"x": 2, "y": 2}, id="b"), "done"]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .instructions("Add.")
+        .tool(add)
+        .hook(create_hook(on_completion_call=redact))
+        .build()
+    )
+    agent.prompt("secret").send_sync()
+    chats = [s for s in content_spans.get_finished_spans() if s.name.startswith("chat")]
+    assert len(chats) == 3
+    for chat, request in zip(chats, model.requests, strict=True):
+        expected = [
+            {
+                "role": m.role,
+                "parts": [{"type": "text", "content": m.content}] * bool(m.content)
+                + [
+                    {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                    for c in m.tool_calls
+                ]
+                + [
+                    {"type": "tool_call_response", "id": r.tool_call_id, "response": r.content}
+                    for r in m.tool_results
+                ],
+            }
+            for m in request.messages
+        ]
+        assert chat.attributes["gen_ai.input.messages"] == json.dumps(expected)
+        assert json.loads(chat.attributes["gen_ai.system_instructions"])[0]["content"] == "Add."
+        [definition] = json.loads(chat.attributes["gen_ai.tool.definitions"])
+        assert definition["name"] == "add"
+    assert json.loads(chats[2].attributes["gen_ai.input.messages"])[0]["parts"] == [
+        {"type": "text", "content": "[redacted]"}
+    ]
+    assert json.loads(chats[1].attributes["gen_ai.input.messages"])[0]["parts"] == [
+        {"type": "text", "content": "secret"}
+    ]
 
 
 def test_approvals_are_events_on_the_tool_span(spans, content_spans) -> None:
