@@ -327,13 +327,18 @@ class RunSpans:
         span = self._tools.pop(id(entry), None)
         if span is None:  # the call never began: nothing ran
             return
-        attributes: dict[str, Any] = {"anvia.tool.status": entry.status or ""}
+        status = entry.status or ""
+        if not self.content and status != "error":  # the usual case: one attribute
+            span.set_attribute("anvia.tool.status", status)
+            span.end()
+            return
+        attributes: dict[str, Any] = {"anvia.tool.status": status}
         if self.content:
             began_with = self._tool_args.pop(id(entry), _UNKNOWN)
             if began_with is not entry.args and began_with != entry.args:  # edited on approval
                 attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
             attributes["gen_ai.tool.call.result"] = entry.result or ""
-        if entry.status == "error":
+        if status == "error":
             attributes["error.type"] = "tool_error"
             span.set_status(Status(StatusCode.ERROR, "The tool call failed."))
         span.set_attributes(attributes)

@@ -92,9 +92,14 @@ class TurnRequest(BaseModel):
     @property
     def messages(self) -> list[Message]:
         """The messages the model received, oldest first."""
-        if self._own is not None:
-            return list(self._own)
-        return self._history[: self.message_count] if self._history is not None else []
+        # (Read from the private values at once: each private attribute read through pydantic
+        # costs more than the slice; this is read per model call when content is exported.)
+        private = self.__pydantic_private__ or {}
+        own = private.get("_own")
+        if own is not None:
+            return list(own)
+        history = private.get("_history")
+        return history[: self.message_count] if history is not None else []
 
 
 class TurnResponse(BaseModel):
