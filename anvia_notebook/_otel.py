@@ -10,12 +10,12 @@ and results, and free-text reasons are attached only with ``capture_content=True
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
+from pydantic_core import to_json
 
 from ._version import __version__
 
@@ -172,7 +172,7 @@ class RunSpans:
         if cached is None or cached[0] != text:
             cached = self._instructions_json = (
                 text,
-                json.dumps([{"type": "text", "content": text}]),
+                _dumps([{"type": "text", "content": text}]),
             )
         return cached[1]
 
@@ -182,9 +182,9 @@ class RunSpans:
         for message in messages:
             known = cache.get(id(message))
             if known is None or known[0] is not message:
-                known = cache[id(message)] = (message, json.dumps(_message(message)))
+                known = cache[id(message)] = (message, _dumps(_message(message)))
             parts.append(known[1])
-        return "[" + ", ".join(parts) + "]"
+        return "[" + ",".join(parts) + "]"
 
     def _definitions(self, tools: list[Any]) -> str:
         cache = self._tool_json
@@ -193,9 +193,9 @@ class RunSpans:
             known = cache.get(id(tool))
             if known is None or known[0] is not tool:
                 definition = {"type": "function", **tool.model_dump(mode="json")}
-                known = cache[id(tool)] = (tool, json.dumps(definition))
+                known = cache[id(tool)] = (tool, _dumps(definition))
             parts.append(known[1])
-        return "[" + ", ".join(parts) + "]"
+        return "[" + ",".join(parts) + "]"
 
     def chat_ended(
         self,
@@ -240,7 +240,7 @@ class RunSpans:
                     "parts": parts,
                     "finish_reason": response.finish_reason or "",
                 }
-                attributes["gen_ai.output.messages"] = json.dumps([output])
+                attributes["gen_ai.output.messages"] = _dumps([output])
             span.set_attributes(attributes)
         span.end()
 
@@ -310,13 +310,11 @@ class RunSpans:
             "anvia.question.count": len(record.questions),
         }
         if self.content:
-            attributes["anvia.question.questions"] = json.dumps(
+            attributes["anvia.question.questions"] = _dumps(
                 [q.model_dump(mode="json") for q in record.questions]
             )
             if resolved:
-                attributes["anvia.question.answers"] = json.dumps(
-                    [a.to_wire() for a in record.answers]
-                )
+                attributes["anvia.question.answers"] = _dumps([a.to_wire() for a in record.answers])
         name = "tool_question_result" if resolved else "tool_question_request"
         self._span_of(entry).add_event(name, attributes)
 
@@ -351,8 +349,14 @@ def _record_error(span: Any, error: BaseException) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
 
 
+def _dumps(value: Any) -> str:
+    """``value`` as JSON text (compact; pydantic's serializer, several times faster than the
+    ``json`` module's for these small objects; anything it cannot write becomes its ``str``)."""
+    return to_json(value, fallback=str).decode()
+
+
 def _json(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, default=str)
+    return value if isinstance(value, str) else _dumps(value)
 
 
 def _message(message: Message) -> dict[str, Any]:
