@@ -81,6 +81,9 @@ class RunHandle:
                 await self._run.wait()  # a second interrupt stops only this wait
             reason = self._run.state.cancel_reason or AWAIT_CANCELLED_REASON
             raise PromptCancelledError(reason, list(self._run.state.messages)) from None
+        finally:
+            if self._run.done:  # the cell's output is the static copy before the cell goes on
+                self._session.refresh_pending()
 
     def __await__(self) -> Generator[Any, None, PromptResponse]:
         return self.wait().__await__()

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..run import AgentRun
     from ..run_state import PromptResponse
 
-__all__ = ["CELL_RERUN_REASON", "INTERRUPT_REASON", "send_sync", "show"]
+__all__ = ["CELL_RERUN_REASON", "INTERRUPT_REASON", "STATIC_COPY_DELAY", "send_sync", "show"]
 
 logger = logging.getLogger("anvia_notebook")
 
@@ -42,6 +42,10 @@ CELL_RERUN_REASON = (
     "The cell that showed this run was run again; this run was stopped so that it does not "
     "wait for an approval or an answer nobody can see."
 )
+
+#: Seconds between the end of a background run and the update of its cell's output to the
+#: static copy (a page draws the last text first).
+STATIC_COPY_DELAY = 0.2
 
 T = TypeVar("T")
 
@@ -130,7 +134,10 @@ def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
 
     def finished(_run: AgentRun) -> None:
         session.set_loop(None)  # the state is frozen: later requests are answered inline
-        session.refresh_displays()
+        # The page first draws the run's last batch: the static copy's update makes it draw the
+        # cell's output again, which would hold that text back. Awaiting the handle sends it
+        # at once (a cell that awaits the run ends with the copy in place).
+        session.refresh_displays_later(loop, STATIC_COPY_DELAY)
 
     session.add_done_listener(finished)
     session.display()

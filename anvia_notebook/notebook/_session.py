@@ -109,6 +109,9 @@ class TranscriptSession:
         self._unsubscribe: Callable[[], None] | None = None
         self._done_listeners: list[Callable[[AgentRun], None]] = []
         self._displays: list[tuple[str, dict[str, Any] | None]] = []
+        #: A refresh of the displays to come (see :meth:`refresh_displays_later`), and its loop.
+        self._refresh_timer: asyncio.TimerHandle | None = None
+        self._refresh_loop: asyncio.AbstractEventLoop | None = None
         self.handlers: dict[str, Handler] = {
             "sync": self._on_sync,
             "approval_decision": self._on_approval_decision,
@@ -377,6 +380,24 @@ class TranscriptSession:
     def displayed_in(self) -> list[str | None]:
         """The msg_id of each cell this session was displayed in."""
         return [_display.message_id(parent) for _, parent in self._displays]
+
+    def refresh_displays_later(self, loop: asyncio.AbstractEventLoop, delay: float) -> None:
+        """:meth:`refresh_displays` in ``delay`` seconds, on ``loop`` (the caller's), or at once
+        on :meth:`refresh_pending`."""
+        if self._refresh_timer is not None:
+            self._refresh_timer.cancel()
+        self._refresh_loop = loop
+        self._refresh_timer = loop.call_later(delay, self.refresh_pending)
+
+    def refresh_pending(self) -> None:
+        """Make the refresh :meth:`refresh_displays_later` scheduled now (on its loop; from
+        elsewhere it stays scheduled)."""
+        timer = self._refresh_timer
+        if timer is None or _running_loop() is not self._refresh_loop:
+            return
+        self._refresh_timer = None
+        timer.cancel()
+        self.refresh_displays()
 
     def refresh_displays(self) -> None:
         """Update every display with the current :meth:`bundle` (at the end of a run): a run's

@@ -171,3 +171,25 @@ def test_a_notebook_run_headless_saves_the_bounded_static_copy_alone(monkeypatch
     assert "short answer" in short.data["text/html"] and "Done" in short.data["text/plain"]
     assert "more characters" in long.data["text/html"]
     assert saved.cells[3].outputs[0].data["text/plain"] == "500000"
+
+
+async def test_the_static_copy_follows_the_last_batch_after_a_pause_unless_awaited(outputs):
+    """A page draws the run's last text before the cell's output is updated to the static copy
+    (its update makes the page draw the output again); awaiting the handle updates it at once."""
+    handle = runner.show(agent("All done.").prompt("hello"))
+    page = Page(handle.widget)
+    await page.sync()
+    await handle.run.wait()
+    for _ in range(3):
+        await asyncio.sleep(0)  # the run's end callbacks
+    page.pump()
+    assert page.state.status is not None and page.state.status["state"] == "success"
+    assert page.state.entries[-1]["text"] == "All done."  # the page has the end ...
+    assert outputs.updates() == []  # ... and its cell's output is not redrawn yet
+    await until(lambda: outputs.updates(), timeout=5, what="the static copy")
+    [update] = outputs.updates()
+    assert "All done." in update["data"]["text/html"]
+
+    awaited = runner.show(agent("Awaited.").prompt("hello"))
+    await awaited
+    assert [u for u in outputs.updates() if "Awaited." in u["data"]["text/html"]]
