@@ -4,16 +4,22 @@ The trace (``response.trace``) is always collected; ``instrument()`` adds OpenTe
 Scenario as in runtime_overhead.py: 10 turns, one tool call per turn, a fake model with no
 delay, runs in memory and stored in SQLite (the default). OpenTelemetry runs with the SDK's
 tracer provider and an in-memory exporter, behind a batch processor (as with a real exporter)
-or a simple one, and with ``capture_content``; and with the API's no-op provider, which shows
-what our instrumentation costs apart from the SDK's spans. The modes take turns run by run, in one
-process, and CPU time is measured (the export thread's included), so the ratios hold on a busy
-machine.
+or a simple one, and with ``capture_content``; with the API's no-op provider, which shows what
+our instrumentation costs apart from the SDK's spans; and "SDK floor": the same spans with the
+same number of attributes made by a few lines that only call the SDK (no trace, no context
+switching), what any instrumentation producing these spans pays the SDK.
+
+The modes take turns run by run, in one process, and the CPU time of the process is measured
+(all its threads). After each run the batch processor is flushed, which exports the run's spans
+on the calling thread (so the export is counted with the run that made the spans; the
+processor's own thread only wakes every 5 s). Figures: the median per turn of each mode, and
+the median of the ratios to "off" of the same round (steadier on a busy machine).
 
 Then a 1,000-turn run: the memory its trace holds (objects reachable from the trace and not
 from the conversation, by ``sys.getsizeof``), its size in the store, and how long
 ``summary()``, ``turn_view()`` and the store's read of the trace take.
 
-    python benchmarks/trace_bench.py [--runs 200] [--json out.json]
+    python benchmarks/trace_bench.py [--runs 200] [--json out.json] [--no-long]
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 sys.path.insert(0, str(Path(__file__).parent))  # runtime_overhead
 sys.path.insert(1, str(Path(__file__).parent.parent))  # anvia_notebook, when not installed
@@ -52,16 +58,105 @@ def otel_provider(batch: bool) -> tuple[Any, Any]:
 MODES = {
     "off": "trace only (instrument off)",
     "noop": "instrument on, API's no-op provider",
+    "floor": "SDK floor (the spans alone, batch)",
     "batch": "OpenTelemetry on (batch processor)",
     "simple": "OpenTelemetry on (simple processor)",
     "content": "  + capture_content (batch)",
 }
 
 
-async def compare(runs: int, store: Any) -> dict[str, float]:
-    """Median CPU time per turn of each mode (the batch processor's export thread included);
-    the modes take turns run by run, so a busy machine slows them alike."""
+class _FloorSpans:
+    """The spans of one run of this scenario, made with nothing but SDK calls: per span the
+    same number of attributes at its start and at its end as ``instrument()`` gives it."""
+
+    ROOT: ClassVar[dict[str, Any]] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "bench",
+        "gen_ai.agent.id": "bench",
+        "gen_ai.provider.name": "offline",
+        "gen_ai.request.model": "function-model",
+        "anvia.run_id": "run",
+    }
+    CHAT: ClassVar[dict[str, Any]] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "offline",
+        "gen_ai.request.model": "function-model",
+        "anvia.turn": 1,
+    }
+    TOOL: ClassVar[dict[str, Any]] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+        "anvia.turn": 1,
+    }
+
+    def __init__(self, tracer: Any) -> None:
+        from opentelemetry import trace
+
+        self.tracer = tracer
+        self.root = tracer.start_span("invoke_agent bench", attributes=self.ROOT)
+        self.parent = trace.set_span_in_context(self.root)
+        self.tools: dict[int, Any] = {}
+
+    def chat_started(self, entry: Any) -> Any:
+        from opentelemetry.trace import SpanKind
+
+        return self.tracer.start_span(
+            "chat function-model", context=self.parent, kind=SpanKind.CLIENT, attributes=self.CHAT
+        )
+
+    def chat_ended(self, entry: Any, span: Any, error: Any, stopped: Any = None) -> None:
+        span.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": 0,
+                "gen_ai.usage.output_tokens": 0,
+                "gen_ai.response.finish_reasons": ["stop"],
+            }
+        )
+        span.end()
+
+    def tool_started(self, entry: Any) -> None:
+        self.tools[id(entry)] = self.tracer.start_span(
+            "execute_tool add", context=self.parent, attributes=self.TOOL
+        )
+
+    def activate_tool(self, entry: Any) -> None:
+        return None
+
+    def deactivate(self, token: Any) -> None:
+        pass
+
+    def tool_ended(self, entry: Any) -> None:
+        span = self.tools.pop(id(entry))
+        span.set_attribute("anvia.tool.status", "success")
+        span.end()
+
+    def run_ended(self, status: str, error: Any) -> None:
+        self.root.set_attributes(
+            {
+                "gen_ai.usage.input_tokens": 0,
+                "gen_ai.usage.output_tokens": 0,
+                "anvia.run.status": status,
+            }
+        )
+        self.root.end()
+
+
+class _Floor:
+    def __init__(self, provider: Any) -> None:
+        self.tracer = provider.get_tracer("anvia_notebook")
+
+    def run_spans(self, recorder: Any, **options: Any) -> _FloorSpans:
+        return _FloorSpans(self.tracer)
+
+
+async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
+    """Per mode: the median CPU time per turn (µs) and the median ratio to "off" of the same
+    round, with its quartiles; the modes take turns run by run, so a busy machine slows them
+    alike."""
     import anvia_notebook
+    from anvia_notebook import _tracing
 
     anvia_notebook.set_store(store)
     run = build_anvia(async_tool=True)
@@ -70,16 +165,25 @@ async def compare(runs: int, store: Any) -> dict[str, float]:
     from opentelemetry.trace import NoOpTracerProvider
 
     noop = NoOpTracerProvider()
+    floor = _Floor(batch)
+
+    def floor_on() -> None:
+        anvia_notebook.instrument(False)
+        _tracing.exporter = floor
+
     modes = {
         "off": lambda: anvia_notebook.instrument(False),
         "noop": lambda: anvia_notebook.instrument(noop),
+        "floor": floor_on,
         "batch": lambda: anvia_notebook.instrument(batch),
         "simple": lambda: anvia_notebook.instrument(simple),
         "content": lambda: anvia_notebook.instrument(batch, capture_content=True),
     }
     samples: dict[str, list[float]] = {name: [] for name in modes}
-    for _ in range(5):  # warm up
-        await run()
+    for name in modes:  # warm up
+        modes[name]()
+        for _ in range(3):
+            await run()
     for index in range(runs):
         names = list(modes)
         names = names[index % len(names) :] + names[: index % len(names)]
@@ -94,7 +198,17 @@ async def compare(runs: int, store: Any) -> dict[str, float]:
     anvia_notebook.instrument(False)
     batch.shutdown()
     simple.shutdown()
-    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    figures: dict[str, dict[str, float]] = {}
+    for name, values in samples.items():
+        ratios = [v / o for v, o in zip(values, samples["off"], strict=True)]
+        quartiles = statistics.quantiles(ratios, n=4)
+        figures[name] = {
+            "us_per_turn": statistics.median(values) * 1e6,
+            "ratio": statistics.median(ratios),
+            "ratio_q1": quartiles[0],
+            "ratio_q3": quartiles[2],
+        }
+    return figures
 
 
 def long_run_figures() -> dict[str, float]:
@@ -191,32 +305,39 @@ def main() -> None:
     )
     parser.add_argument("--runs", type=int, default=200, help="runs per mode (default 200)")
     parser.add_argument("--json", help="write the figures to this JSON file")
+    parser.add_argument("--no-long", action="store_true", help="skip the 1,000-turn run")
     args = parser.parse_args()
 
     from anvia_notebook import RunStore
 
     print(f"Run loop overhead with tracing: {TURNS} turns, one tool call per turn, fake model,")
-    print(f"{args.runs} runs per mode, interleaved")
-    figures: dict[str, dict[str, float]] = {}
+    print(f"{args.runs} runs per mode, interleaved; CPU time of the process")
+    figures: dict[str, Any] = {}
     sqlite = RunStore(str(Path(tempfile.mkdtemp(prefix="anvia-trace-bench-")) / "runs.sqlite"))
     for where, store in (("runs in memory", None), ("runs stored in SQLite", sqlite)):
-        per_turn = figures[where] = asyncio.run(compare(args.runs, store))
-        off = per_turn["off"]
-        print(f"\n{where:<38} {'µs per turn':>12} {'vs off':>8}")
+        per_mode = figures[where] = asyncio.run(compare(args.runs, store))
+        print(f"\n{where:<38} {'µs per turn':>12} {'vs off (same round; quartiles)':>32}")
         for name, label in MODES.items():
-            print(f"{label:<38} {per_turn[name]:>12.1f} {per_turn[name] / off:>7.2f}x")
-    print(f"\nA {LONG_TURNS}-turn run (one tool call per turn, stored in SQLite):")
-    long = long_run_figures()
-    print(f"  run time                      {long['run_s']:8.2f} s")
-    print(f"  trace in memory               {long['trace_kib']:8.0f} KiB", end="")
-    print(f"  (the conversation itself: {long['messages_kib']:.0f} KiB)")
-    print(f"  trace in the store            {long['stored_trace_kib']:8.0f} KiB")
-    print(f"  summary()                     {long['summary_ms']:8.2f} ms")
-    print(f"  turn_view(last) + json.dumps  {long['last_turn_view_ms']:8.2f} ms")
-    print(f"  RunStore.trace(run_id)        {long['store_read_ms']:8.1f} ms")
+            f = per_mode[name]
+            print(
+                f"{label:<38} {f['us_per_turn']:>12.1f} {f['ratio']:>9.2f}x"
+                f" ({f['ratio_q1']:.2f}-{f['ratio_q3']:.2f})"
+            )
+    if args.no_long:
+        long: dict[str, float] = {}
+    else:
+        print(f"\nA {LONG_TURNS}-turn run (one tool call per turn, stored in SQLite):")
+        long = long_run_figures()
+        print(f"  run time                      {long['run_s']:8.2f} s")
+        print(f"  trace in memory               {long['trace_kib']:8.0f} KiB", end="")
+        print(f"  (the conversation itself: {long['messages_kib']:.0f} KiB)")
+        print(f"  trace in the store            {long['stored_trace_kib']:8.0f} KiB")
+        print(f"  summary()                     {long['summary_ms']:8.2f} ms")
+        print(f"  turn_view(last) + json.dumps  {long['last_turn_view_ms']:8.2f} ms")
+        print(f"  RunStore.trace(run_id)        {long['store_read_ms']:8.1f} ms")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"per_turn_us": figures, "long_run": long}, handle, indent=2)
+            json.dump({"per_turn": figures, "long_run": long}, handle, indent=2)
 
 
 if __name__ == "__main__":
