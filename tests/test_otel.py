@@ -210,7 +210,7 @@ def test_every_model_call_captures_the_whole_conversation_it_received(content_sp
         .hook(create_hook(on_completion_call=redact))
         .build()
     )
-    agent.prompt("secret").send_sync()
+    agent.prompt("secret café").send_sync()
     chats = [s for s in content_spans.get_finished_spans() if s.name.startswith("chat")]
     assert len(chats) == 3
     for chat, request in zip(chats, model.requests, strict=True):
@@ -237,8 +237,9 @@ def test_every_model_call_captures_the_whole_conversation_it_received(content_sp
         {"type": "text", "content": "[redacted]"}
     ]
     assert json.loads(chats[1].attributes["gen_ai.input.messages"])[0]["parts"] == [
-        {"type": "text", "content": "secret"}
+        {"type": "text", "content": "secret café"}
     ]
+    assert "secret café" in chats[1].attributes["gen_ai.input.messages"]  # readable as sent
 
 
 def test_approvals_are_events_on_the_tool_span(spans, content_spans) -> None:
