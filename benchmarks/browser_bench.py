@@ -123,6 +123,8 @@ class Config:
     kernel_repeats: int = 7
     #: Run store modes to measure ("on": the default store; "off": ANVIA_NOTEBOOK_STORE=off).
     stores: tuple[str, ...] = ("on", "off")
+    #: Streaming paces to measure ("flat": flat out; "paced": at ``rate`` tokens/s).
+    paces: tuple[str, ...] = ("flat", "paced")
 
     @classmethod
     def make(cls, quick: bool, stores: tuple[str, ...] = ("on", "off")) -> Config:
@@ -367,6 +369,8 @@ def bench_streaming(bench: Bench, log: Callable[[str], None], store: str = "on")
         for variant in ("ours", "floor"):
             stream_once(bench, tab, variant, 200, 0, 30)
         for pace, count in (("flat", config.deltas), ("paced", config.paced_deltas)):
+            if pace not in config.paces:
+                continue
             rate = 0.0 if pace == "flat" else config.rate
             for repeat in range(config.repeats):
                 for variant in ("ours", "floor"):
@@ -379,7 +383,8 @@ def bench_streaming(bench: Bench, log: Callable[[str], None], store: str = "on")
     finally:
         tab.close()
     # The usual way does not draw our widget: measured once, with the default store.
-    for pace in config.naive_paces if store == "on" or "on" not in config.stores else ():
+    naive_paces = [pace for pace in config.naive_paces if pace in config.paces]
+    for pace in naive_paces if store == "on" or "on" not in config.stores else ():
         count = config.naive_deltas
         rate = 0.0 if pace == "flat" else config.rate
         tab = bench.new_tab()
@@ -734,9 +739,23 @@ def main(argv: list[str] | None = None) -> int:
         help="run store for streaming, clicks and long transcripts: both side by side (default), "
         "only on (the default store) or only off (ANVIA_NOTEBOOK_STORE=off)",
     )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help="streaming runs of each variant per pace and store (default: 3, or 1 with --quick)",
+    )
+    parser.add_argument(
+        "--flat",
+        action="store_true",
+        help="streaming: only the flat-out runs (no paced ones)",
+    )
     args = parser.parse_args(argv)
     stores = ("on", "off") if args.store == "both" else (args.store,)
     config = Config.make(args.quick, stores)
+    if args.repeats is not None:
+        config.repeats = args.repeats
+    if args.flat:
+        config.paces = ("flat",)
     parts = args.only or ["kernel", "streaming", "clicks", "long", "saved"]
     started = time.monotonic()
 

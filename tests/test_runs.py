@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 
 import pytest
@@ -347,3 +348,41 @@ def test_a_response_is_only_ever_a_success():
 
     with pytest.raises(pydantic.ValidationError):
         PromptResponse(output="", usage=Usage(), messages=[], run_id="r", status="error")
+
+
+async def test_the_event_log_read_from_another_thread_while_text_streams_loses_no_piece():
+    """Text deltas join the log without the run's lock: a reader on another thread sees a
+    prefix of the text each time, and the whole text at the end."""
+    pieces = [f"p{i} " for i in range(6_000)]
+    whole = "".join(pieces)
+
+    async def stream(_request: object) -> object:
+        for index, piece in enumerate(pieces):
+            yield TextDelta(delta=piece)
+            if index % 20 == 0:
+                await asyncio.sleep(0)
+
+    run = AgentBuilder("a", FunctionModel(stream)).build().prompt("go").create_run()
+    seen: list[str] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            texts = [e.delta for e in run.events if e.type == "text_delta"]
+            if texts:
+                seen.append(texts[0])
+
+    reader = threading.Thread(target=read)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # the threads take turns as often as they can
+    reader.start()
+    try:
+        run.start()
+        await run.wait()
+    finally:
+        stop.set()
+        reader.join(5)
+        sys.setswitchinterval(switch)
+    assert seen and all(whole.startswith(text) for text in seen)
+    [logged] = [e for e in run.events if e.type == "text_delta"]
+    assert logged.delta == whole
