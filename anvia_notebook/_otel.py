@@ -88,8 +88,9 @@ class RunSpans:
         self._token = otel_context.attach(self.root_context)
         #: The open ``execute_tool`` spans, by ``id()`` of their trace entry.
         self._tools: dict[int, Any] = {}
-        # The attributes every chat span and every tool span starts with (made once per run;
-        # each span copies them, since the SDK keeps what it is given).
+        # The attributes every chat span starts with, made once per run (each span gets its
+        # own copy, which it then adds to).
+        self._model = (recorder.model_name, recorder.provider)
         self._chat_name = f"chat {recorder.model_name}"
         self._chat_base: dict[str, Any] = {
             OPERATION: "chat",
@@ -134,10 +135,10 @@ class RunSpans:
 
     def chat_started(self, entry: TurnTrace) -> tuple[Any, Any]:
         request = entry.request
-        if entry.model == self._chat_base["gen_ai.request.model"] and entry.provider is not None:
+        if (entry.model, entry.provider) == self._model:  # (always, for calls of this run)
             attributes = {**self._chat_base, "anvia.turn": entry.turn}
             name = self._chat_name
-        else:  # (not made by this run's recorder)
+        else:
             attributes = {
                 OPERATION: "chat",
                 "gen_ai.provider.name": entry.provider or "",
