@@ -28,7 +28,6 @@ def encode_run(trace: Trace) -> str:
 
 
 def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
-    data = turn.model_dump(mode="json", exclude={"request"})
     request = turn.request
     stored: dict[str, Any] = {"message_count": request.message_count}
     same: list[str] = []
@@ -36,16 +35,20 @@ def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
         value = getattr(request, name)
         if previous is not None and _same(value, getattr(previous.request, name)):
             same.append(name)
-        elif name == "tools":
-            stored["tools"] = [tool.model_dump(mode="json") for tool in value]
         else:
             stored[name] = value
     if same:
         stored["same_as_previous"] = same
-    if request._own is not None:
-        stored["messages"] = [m.model_dump(mode="json") for m in request._own]
-    data["request"] = stored
-    return to_json(data, fallback=str).decode()
+    # (Read from the private attributes' dict: attribute access to one goes through pydantic's
+    # slow ``__getattr__``.)
+    own = (request.__pydantic_private__ or {}).get("_own")
+    if own is not None:
+        stored["messages"] = own
+    # The turn without its request, then the request as stored, joined as text: each part is
+    # turned into JSON once, by pydantic's serializer (no dict of the turn built in between).
+    data = turn.model_dump_json(exclude={"request"})
+    request_json = to_json(stored, fallback=str).decode()
+    return f'{data[:-1]},"request":{request_json}}}'
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -10,6 +10,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
+from pydantic_core import SchemaSerializer, to_json
+
 from ._loop import run_loop
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
@@ -47,6 +49,19 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
+
+
+#: Event classes whose serializer is built (their models defer building it until first used).
+_BUILT: set[type] = set()
+
+
+def _events_json(events: list[Any]) -> str:
+    """``events`` as one JSON array, in one call to pydantic's serializer."""
+    for cls in {type(event) for event in events} - _BUILT:
+        if not isinstance(cls.__pydantic_serializer__, SchemaSerializer):
+            cls.model_rebuild(force=True)
+        _BUILT.add(cls)
+    return to_json(events).decode()
 
 
 def _mergeable(last: Any, event: Any) -> bool:
@@ -245,8 +260,11 @@ class AgentRun:
     def _record(self, kind: str) -> None:
         if kind in _RUN_ENDS:
             self.checkpoint()
-        else:
+        elif (
+            self._flush_timer is None or time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL
+        ):
             self._schedule_checkpoint()
+        # else: a write is already due within the interval; nothing to do for this event
 
     def _schedule_checkpoint(self) -> None:
         """Write what changed within :data:`STORE_FLUSH_INTERVAL` (streamed text included)."""
@@ -298,7 +316,7 @@ class AgentRun:
             self._store_failed(error)
 
     def checkpoint(self) -> None:
-        """Write the changed state and the events not yet stored, in one transaction."""
+        """Write the changed state, the events and the trace not yet stored, all or nothing."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -309,10 +327,10 @@ class AgentRun:
         with self._lock:
             self._join_parts()
             start = self._saved_upto
-            rows = [
-                (seq, self._events[seq].model_dump_json())
-                for seq in range(start, len(self._events))
-            ]
+            # The events not yet stored as one row (a JSON array from ``start`` on), turned
+            # into JSON in one call, not one row and one call per event.
+            events = self._events[start:]
+            rows = [(start, _events_json(events))] if events else []
             last = self._events[-1] if self._events else None
             self._saved_upto = (
                 len(self._events) - 1

@@ -107,8 +107,16 @@ def check(folder: Path, state, decisions: dict[str, bool]) -> None:
     approved = {a.tool_call_id for a in state.approvals.values() if a.status == "approved"}
     for call_id in calls:
         assert call_id in approved, f"{call_id} ran without an approve decision"
+    told = {r.tool_call_id: r.content for r in results}
     for call_id in approved:
-        assert call_id in calls, f"approved {call_id} never ran"
+        if call_id not in calls:
+            # Killed between the write that records the call as started (made before the tool
+            # runs, so that it never runs twice) and the tool's first line: resumed, the run
+            # cannot know whether it ran and tells the model so, as it must. Anything else is
+            # an approved call lost.
+            assert told.get(call_id, "").startswith("ToolCallInterrupted"), (
+                f"approved {call_id} never ran: {told.get(call_id)!r}"
+            )
     for record in state.approvals.values():
         if record.id in decisions:  # what the operator decided is what was recorded
             expected = "approved" if decisions[record.id] else "rejected"

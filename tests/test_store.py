@@ -244,8 +244,11 @@ def test_a_run_is_stored_whole_or_not_at_all(store_path):
             "BEGIN SELECT RAISE(ABORT, 'disk full'); END"
         )
     agent = AgentBuilder("a", QueueModel([ModelResponse(text="hi")])).build()
+    # A long prompt: its run and its conversation are rows of two tables (a short one is kept in
+    # the run's own row, one statement).
+    long_prompt = "x" * 5000
     with pytest.warns(RuntimeWarning, match="disk full"):
-        assert agent.prompt("x").store(store_path).send_sync().output == "hi"
+        assert agent.prompt(long_prompt).store(store_path).send_sync().output == "hi"
     assert RunStore(store_path).runs() == []  # no run without its prompt
 
 

@@ -79,6 +79,20 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             )""",
         ],
     ),
+    (
+        3,
+        [
+            # The messages of a run written since its last full write, as one JSON object
+            # ``{"from": index, "messages": [...]}``, so that the write before each tool call is
+            # one row (they move to ``messages`` with the next full write). A row of ``events``
+            # may now hold a JSON array of consecutive events from its ``seq`` on.
+            "ALTER TABLE runs ADD COLUMN recent_messages TEXT",
+            # Runs are listed by creation, never looked up by their last change: an index on
+            # ``updated_at`` cost a page at every write of a run and served no query.
+            "DROP INDEX runs_by_update",
+            "CREATE INDEX runs_by_creation ON runs (created_at)",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

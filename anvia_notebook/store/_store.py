@@ -38,8 +38,44 @@ ACTIVE = ("pending", "running", "waiting")
 #: How often the watcher looks for decisions written by other processes (seconds).
 POLL_INTERVAL = 0.2
 PROMPT_PREVIEW = 200
+#: Characters of JSON a run's recent messages may reach in its row (see :class:`_Recent`)
+#: before a write moves them to the ``messages`` table.
+RECENT_LIMIT = 2000
 
 _EVENT: TypeAdapter[Any] = TypeAdapter(RunEvent)
+_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[RunEvent])
+
+
+class _Recent:
+    """What this process wrote of a run it owns: ``stored`` messages are rows of ``messages``,
+    ``texts`` the JSON of the next ones, kept in the run's row (``recent_messages``).
+
+    The write before each tool call is then a single ``UPDATE`` of one row (its state and these
+    messages), the cheapest durable write; the next full write moves them to ``messages``.
+    """
+
+    __slots__ = ("size", "stored", "texts")
+
+    def __init__(self, stored: int, texts: list[str] | None = None) -> None:
+        self.stored = stored
+        self.texts: list[str] = texts or []
+        self.size = sum(len(t) for t in self.texts)
+
+    def add(self, messages: Sequence[Message]) -> None:
+        for message in messages[self.stored + len(self.texts) :]:
+            text = message.model_dump_json()
+            self.texts.append(text)
+            self.size += len(text)
+
+    def row(self) -> str | None:
+        if not self.texts:
+            return None
+        return f'{{"from":{self.stored},"messages":[{",".join(self.texts)}]}}'
+
+    def moved(self) -> None:
+        self.stored += len(self.texts)
+        self.texts = []
+        self.size = 0
 
 
 class RunSummary(BaseModel):
@@ -125,6 +161,8 @@ class RunStore:
         self._watch_lock = threading.Lock()
         self._watched: dict[str, Callable[[str, dict[str, Any]], None]] = {}
         self._owned: set[str] = set()
+        #: Runs this process owns and writes: what of their messages is where.
+        self._recent: dict[str, _Recent] = {}
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self._closed = False
@@ -284,12 +322,7 @@ class RunStore:
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         state = RunState.model_validate_json(rows[0][0])
-        state.messages = [
-            Message.model_validate_json(text)
-            for (text,) in self._q(
-                "SELECT message FROM messages WHERE run_id = ? ORDER BY idx", (run_id,)
-            )
-        ]
+        state.messages = self._messages(run_id)
         for record in self.interactions(run_id):
             if isinstance(record, ApprovalRecord):
                 state.approvals[record.id] = record
@@ -324,12 +357,7 @@ class RunStore:
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         if messages is None:
-            messages = [
-                Message.model_validate_json(text)
-                for (text,) in self._q(
-                    "SELECT message FROM messages WHERE run_id = ? ORDER BY idx", (run_id,)
-                )
-            ]
+            messages = self._messages(run_id)
         entries = self._q(
             "SELECT kind, idx, entry FROM trace_entries WHERE run_id = ? ORDER BY kind, idx",
             (run_id,),
@@ -341,10 +369,40 @@ class RunStore:
                 f"The stored trace of run {run_id!r} could not be read: {error}"
             ) from None
 
+    def _messages(self, run_id: str) -> list[Message]:
+        """The run's conversation: the rows of ``messages``, then its recent messages (those
+        written since its last full write, kept in its row)."""
+        by_index = dict(
+            self._q("SELECT idx, message FROM messages WHERE run_id = ? ORDER BY idx", (run_id,))
+        )
+        recent = self._q("SELECT recent_messages FROM runs WHERE run_id = ?", (run_id,))
+        if recent and recent[0][0]:
+            data = json.loads(recent[0][0])
+            start = int(data["from"])
+            for offset, message in enumerate(data["messages"]):
+                by_index[start + offset] = message
+        return [
+            Message.model_validate_json(text)
+            if isinstance(text, str)
+            else Message.model_validate(text)
+            for _, text in sorted(by_index.items())
+        ]
+
     def events(self, run_id: str) -> list[Any]:
-        """The run's stored event log (consecutive text deltas already merged)."""
-        rows = self._q("SELECT event FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
-        return [_EVENT.validate_json(r[0]) for r in rows]
+        """The run's stored event log (consecutive text deltas already merged).
+
+        A row holds one event, or a JSON array of consecutive events from its ``seq`` on; a
+        later row rewrites the events from its ``seq`` on (the last one of a row may have grown
+        since)."""
+        rows = self._q("SELECT seq, event FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+        log: list[Any] = []
+        for seq, text in rows:
+            del log[seq:]
+            if text.startswith("["):
+                log.extend(_EVENTS.validate_json(text))
+            else:
+                log.append(_EVENT.validate_json(text))
+        return log
 
     # -- decisions (any process) -----------------------------------------------------------------
 
@@ -467,18 +525,29 @@ class RunStore:
         return tuple(rows[0]) if rows else (None, None, None, None)
 
     def create_run(self, state: RunState, prompt: str) -> None:
-        """Record a new run, owned by this process (the run and its prompt in one write)."""
+        """Record a new run, owned by this process (the run and its prompt in one write: one
+        statement when the conversation is short, as it is kept in the run's row)."""
         me = this_process()
         now = _now()
-        with self._backend.transaction():
-            self._create_run(state, prompt, me, now)
+        recent = _Recent(0)
+        recent.add(state.messages)
+        if recent.size <= RECENT_LIMIT:
+            self._create_run(state, prompt, me, now, recent.row())
+        else:
+            with self._backend.transaction():
+                self._create_run(state, prompt, me, now, None)
+                self._insert_messages(state.run_id, 0, recent.texts)
+            recent.moved()
+        self._recent[state.run_id] = recent
         self._own(state.run_id)
 
-    def _create_run(self, state: RunState, prompt: str, me: Owner, now: str) -> None:
+    def _create_run(
+        self, state: RunState, prompt: str, me: Owner, now: str, recent: str | None
+    ) -> None:
         self._q(
             "INSERT INTO runs (run_id, agent_id, session_id, status, prompt, created_at, "
-            "updated_at, owner_host, owner_pid, owner_started, heartbeat_at, state) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "updated_at, owner_host, owner_pid, owner_started, heartbeat_at, state, "
+            "recent_messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 state.run_id,
                 state.agent_id,
@@ -492,9 +561,9 @@ class RunStore:
                 me.started,
                 time.time(),
                 _state_json(state),
+                recent,
             ),
         )
-        self._insert_messages(state.run_id, 0, state.messages)
 
     def claim_run(self, run_id: str) -> RunState:
         """Take ownership of a stored run to resume it; raises when a live process owns it."""
@@ -529,11 +598,23 @@ class RunStore:
                 "heartbeat_at = ?, updated_at = ? WHERE run_id = ?",
                 (me.host, me.pid, me.started, time.time(), _now(), run_id),
             )
+            # The recent messages of the last owner become rows: this process starts from a
+            # run whose whole conversation is in the table.
+            recent = self._q("SELECT recent_messages FROM runs WHERE run_id = ?", (run_id,))
+            if recent[0][0]:
+                data = json.loads(recent[0][0])
+                self._insert_messages(
+                    run_id, int(data["from"]), [json.dumps(m) for m in data["messages"]]
+                )
+                self._q("UPDATE runs SET recent_messages = NULL WHERE run_id = ?", (run_id,))
+        state = self.get(run_id)
+        self._recent[run_id] = _Recent(len(state.messages))
         self._own(run_id)
-        return self.get(run_id)
+        return state
 
     def release_run(self, run_id: str) -> None:
         """Give up ownership of a run this process claimed but will not run."""
+        self._recent.pop(run_id, None)
         me = this_process()
         self._q(
             "UPDATE runs SET owner_host = NULL, owner_pid = NULL, owner_started = NULL "
@@ -568,15 +649,46 @@ class RunStore:
         trace_rows: Sequence[tuple[str, int, str]] = (),
     ) -> None:
         """Write the run's state (when given: its messages from index ``messages_from`` on,
-        the earlier ones are stored already), ``(seq, event JSON)`` rows and the changed
-        ``(kind, index, JSON)`` rows of its trace in one transaction."""
+        the earlier ones are stored already), ``(seq, JSON)`` rows of its event log (one event,
+        or a JSON array of consecutive events from ``seq`` on) and the changed ``(kind, index,
+        JSON)`` rows of its trace, all or nothing.
+
+        The state alone, of a run this process created or claimed and that has not ended, is
+        one ``UPDATE`` of the run's row, its new messages kept in the row until the next full
+        write (while they are short): the write before each tool call costs one row."""
+        recent = self._recent.get(run_id) if state is not None else None
+        if state is not None and recent is not None:
+            recent.add(state.messages)
+            if (
+                not events
+                and not trace_rows
+                and state.status in ACTIVE
+                and recent.size <= RECENT_LIMIT
+            ):
+                self._q(
+                    "UPDATE runs SET status = ?, state = ?, recent_messages = ? WHERE run_id = ?",
+                    (state.status, _state_json(state), recent.row(), run_id),
+                )
+                return
         with self._backend.transaction():
             if state is not None:
-                self._q(
-                    "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
-                    (state.status, _state_json(state), _now(), run_id),
-                )
-                self._insert_messages(run_id, messages_from, state.messages[messages_from:])
+                if recent is not None:
+                    self._q(
+                        "UPDATE runs SET status = ?, state = ?, updated_at = ?, "
+                        "recent_messages = NULL WHERE run_id = ?",
+                        (state.status, _state_json(state), _now(), run_id),
+                    )
+                    self._insert_messages(run_id, recent.stored, recent.texts)
+                else:
+                    self._q(
+                        "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
+                        (state.status, _state_json(state), _now(), run_id),
+                    )
+                    self._insert_messages(
+                        run_id,
+                        messages_from,
+                        [m.model_dump_json() for m in state.messages[messages_from:]],
+                    )
             self._insert_events(run_id, events)
             if trace_rows:
                 self._backend.executemany(
@@ -586,17 +698,19 @@ class RunStore:
                     ),
                     [(run_id, kind, idx, text) for kind, idx, text in trace_rows],
                 )
+        if recent is not None:
+            recent.moved()
         if state is not None and state.status not in ACTIVE:
             self._disown(run_id)
 
-    def _insert_messages(self, run_id: str, start: int, messages: Sequence[Message]) -> None:
-        if messages:
+    def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
+        if texts:
             self._backend.executemany(
                 self._sql(
                     "INSERT INTO messages (run_id, idx, message) VALUES (?, ?, ?) "
                     "ON CONFLICT (run_id, idx) DO UPDATE SET message = excluded.message"
                 ),
-                [(run_id, start + i, m.model_dump_json()) for i, m in enumerate(messages)],
+                [(run_id, start + i, text) for i, text in enumerate(texts)],
             )
 
     def _insert_events(self, run_id: str, rows: Sequence[tuple[int, str]]) -> None:
@@ -673,6 +787,7 @@ class RunStore:
         self._ensure_watcher()
 
     def _disown(self, run_id: str) -> None:
+        self._recent.pop(run_id, None)
         with self._watch_lock:
             self._owned.discard(run_id)
 

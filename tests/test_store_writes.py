@@ -1,0 +1,193 @@
+"""What the run store writes, and when: the write before each tool call is one row, the event
+log is one row per write, the recent messages move to their table, and a crash at any tool call
+leaves a run that resumes whole."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import sqlite3
+
+import pytest
+
+import anvia_notebook as an
+from anvia_notebook import AgentBuilder, RunStore
+from anvia_notebook.events import TextDeltaEvent, TurnStartEvent
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
+from anvia_notebook.store import _store
+
+from helpers import AddInput, call
+
+
+@pytest.fixture
+def no_timed_writes(monkeypatch):
+    """No write falls due by time: what is written is what the run's own steps write."""
+    from anvia_notebook import run as run_module
+
+    monkeypatch.setattr(run_module, "STORE_FLUSH_INTERVAL", 3600.0)
+
+
+def adder(execute, turns: int):
+    tool = an.create_tool(name="add", description="Add.", input=AddInput, execute=execute)
+    steps = [call("add", {"x": i, "y": 1}, id=f"c{i}") for i in range(turns)]
+    model = QueueModel([*steps, ModelResponse(text="done")])
+    return AgentBuilder("adder", model).tool(tool).build()
+
+
+async def test_the_write_before_each_tool_call_is_one_statement_on_the_runs_row(
+    store_path, no_timed_writes
+):
+    store = RunStore(store_path)
+    statements: list[str] = []
+    # The run's writes are made on this thread's connection (the run runs on this loop).
+    store._backend._connection().set_trace_callback(statements.append)
+    reader = RunStore(store_path)
+    seen = []
+
+    def execute(args, ctx):
+        statements.append("-- the tool runs")
+        state = reader.get(ctx.run.run_id)  # what a crash now would leave
+        seen.append((state.calls[ctx.tool_call_id].status, state.messages[-1].tool_calls[0].id))
+        return args.x + args.y
+
+    response = await asyncio.wait_for(adder(execute, 4).prompt("count").store(store).send(), 10)
+    assert response.output == "done"
+    assert seen == [("started", f"c{i}") for i in range(4)]
+    marks = [i for i, s in enumerate(statements) if s == "-- the tool runs"]
+    assert len(marks) == 4
+    for before, after in itertools.pairwise(marks):
+        writes = [
+            s
+            for s in statements[before + 1 : after]
+            if not s.lstrip().upper().startswith(("SELECT", "PRAGMA"))
+        ]
+        # No BEGIN and COMMIT, no row of another table: one UPDATE of the run's own row.
+        assert len(writes) == 1, writes
+        assert writes[0].startswith("UPDATE runs SET status"), writes
+
+
+async def test_the_event_log_is_one_row_per_write(store_location, no_timed_writes):
+    def execute(args, ctx):
+        return args.x + args.y
+
+    request = adder(execute, 3).prompt("count")
+    response = await asyncio.wait_for(request.send(), 10)
+    store = RunStore(store_location)
+    rows = store._q("SELECT COUNT(*) FROM events WHERE run_id = ?", (response.run_id,))
+    assert rows[0][0] == 1  # written once, at the run's end: one row, not one per event
+    logged = request._run.events
+    assert len(logged) > 10
+    stored = store.events(response.run_id)
+    assert [e.model_dump() for e in stored] == [e.model_dump() for e in logged]
+
+
+async def test_a_log_written_while_text_streams_reads_back_whole(store_location, monkeypatch):
+    """Every event is a write: each row starts with the last event of the row before it (the
+    streamed text that grew since), and the stored log is the run's log."""
+    from anvia_notebook import run as run_module
+
+    monkeypatch.setattr(run_module, "STORE_FLUSH_INTERVAL", 0.0)
+    pieces = [f"word{i} " for i in range(30)]
+
+    async def model(_request):
+        for piece in pieces:
+            yield TextDelta(delta=piece)
+
+    request = AgentBuilder("streamer", FunctionModel(model)).build().prompt("talk")
+    response = await asyncio.wait_for(request.send(), 10)
+    store = RunStore(store_location)
+    stored = store.events(response.run_id)
+    assert [e.model_dump() for e in stored] == [e.model_dump() for e in request._run.events]
+    assert [e.delta for e in stored if e.type == "text_delta"] == ["".join(pieces)]
+
+
+def test_rows_of_one_event_and_rows_of_many_read_as_one_log(store_path):
+    """A store written before logs were stored in rows of many events still reads; a later row
+    rewrites the events from its position on."""
+    store = RunStore(store_path)
+    start = TurnStartEvent(turn=1)
+    early = TextDeltaEvent(turn=1, delta="Hel")
+    grown = TextDeltaEvent(turn=1, delta="Hello")
+    more = TurnStartEvent(turn=2)
+    store.save_events("run_x", [(0, start.model_dump_json()), (1, early.model_dump_json())])
+    assert store.events("run_x") == [start, early]
+    grown_and_more = f"[{grown.model_dump_json()},{more.model_dump_json()}]"
+    store.save_events("run_x", [(1, grown_and_more)])
+    assert store.events("run_x") == [start, grown, more]
+
+
+async def test_recent_messages_move_to_their_table_and_the_run_reads_whole_at_every_call(
+    store_path, no_timed_writes, monkeypatch
+):
+    monkeypatch.setattr(_store, "RECENT_LIMIT", 600)  # a few messages
+    reader = RunStore(store_path)
+    moved = []
+
+    def execute(args, ctx):
+        run_id = ctx.run.run_id
+        messages = reader.get(run_id).messages  # what a crash now would leave
+        # The prompt, each earlier call and its result, and the call now running.
+        assert [m.role for m in messages] == ["user", *["assistant", "tool"] * args.x, "assistant"]
+        assert messages[-1].tool_calls[0].id == ctx.tool_call_id
+        in_table = reader._q("SELECT COUNT(*) FROM messages WHERE run_id = ?", (run_id,))
+        moved.append(in_table[0][0])
+        return args.x + args.y
+
+    response = await asyncio.wait_for(adder(execute, 12).prompt("count").send(), 10)
+    assert len(moved) == 12  # every call ran and found its run whole
+    assert moved[0] == 0  # the prompt and the first call are in the run's row
+    assert max(moved) > 0  # the row grew past the limit: its messages moved to the table
+    rows = reader._q(
+        "SELECT recent_messages, (SELECT COUNT(*) FROM messages m WHERE m.run_id = r.run_id) "
+        "FROM runs r WHERE run_id = ?",
+        (response.run_id,),
+    )
+    assert rows == [(None, len(response.messages))]  # at the end, all in the table
+    stored = reader.get(response.run_id).messages
+    assert [m.model_dump() for m in stored] == [m.model_dump() for m in response.messages]
+
+
+async def test_a_crash_at_a_tool_call_resumes_with_the_whole_conversation(
+    store_path, tmp_path, no_timed_writes
+):
+    """The store as a crash would leave it while the fourth call runs (a copy of the database
+    taken then): resumed, the three finished calls are not run again, the fourth is reported
+    interrupted, and the run ends with every message."""
+    copy = tmp_path / "after-crash.sqlite"
+    ran: list[str] = []
+
+    def execute(args, ctx):
+        ran.append(ctx.tool_call_id)
+        if ctx.tool_call_id == "c3":
+            with sqlite3.connect(store_path) as source, sqlite3.connect(copy) as target:
+                source.backup(target)
+        return args.x + args.y
+
+    first = await asyncio.wait_for(adder(execute, 5).prompt("count").send(), 10)
+    assert ran == [f"c{i}" for i in range(5)]
+    crashed = RunStore(copy)
+    crashed._q(
+        "UPDATE runs SET owner_host = 'gone', owner_pid = 1, heartbeat_at = 0 WHERE run_id = ?",
+        (first.run_id,),
+    )
+    assert crashed.status(first.run_id) == "interrupted"
+    ran.clear()
+
+    def model_after(request):
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < 5:
+            return ModelResponse(
+                tool_calls=[ToolCall(id=f"c{done}", name="add", arguments={"x": done, "y": 1})]
+            )
+        return ModelResponse(text="done")
+
+    tool = an.create_tool(name="add", description="Add.", input=AddInput, execute=execute)
+    agent = AgentBuilder("adder", FunctionModel(model_after)).tool(tool).build()
+    resumed = await asyncio.wait_for(agent.resume(first.run_id, crashed).send(), 10)
+    assert resumed.output == "done"
+    assert ran == ["c4"]  # c3 had started: not run again
+    results = [r for m in resumed.messages for r in m.tool_results]
+    assert [r.tool_call_id for r in results] == [f"c{i}" for i in range(5)]
+    assert "interrupted" in str(results[3].content).lower()
+    stored = RunStore(copy).get(first.run_id)
+    assert [m.model_dump() for m in stored.messages] == [m.model_dump() for m in resumed.messages]
