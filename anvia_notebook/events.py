@@ -36,7 +36,6 @@ __all__ = [
     "ToolResultEvent",
     "TurnEndEvent",
     "TurnStartEvent",
-    "text_delta_event",
     "utc_now",
 ]
 
