@@ -351,8 +351,10 @@ def test_a_response_is_only_ever_a_success():
 
 
 async def test_the_event_log_read_from_another_thread_while_text_streams_loses_no_piece():
-    """Text deltas join the log without the run's lock: a reader on another thread sees a
-    prefix of the text each time, and the whole text at the end."""
+    """Text deltas join the log by a list append each (the fast path): a reader on another
+    thread sees a prefix of the text each time, and the whole text at the end. A race here
+    shows only now and then, so this guard can pass on broken code; it never fails on sound
+    code."""
     pieces = [f"p{i} " for i in range(6_000)]
     whole = "".join(pieces)
 
