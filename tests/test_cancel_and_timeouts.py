@@ -236,6 +236,8 @@ async def test_a_sync_tool_that_finishes_while_the_run_stops_reports_its_real_re
     assert [(r.result, r.is_error) for r in result] == [("email sent", False)]
     part = raised.value.messages[-1].tool_results[0]
     assert (part.content, part.is_error) == ("email sent", False)
+    [traced] = run.trace.tool_calls  # the trace says the tool ran and what it returned
+    assert (traced.status, traced.result) == ("success", "email sent")
 
 
 async def test_a_sync_tool_still_running_after_stop_is_reported_as_possibly_completed(
@@ -258,6 +260,8 @@ async def test_a_sync_tool_still_running_after_stop_is_reported_as_possibly_comp
     assert "ToolCallCancelled" not in part.content
     [event] = [e for e in run.events if e.type == "tool_result"]
     assert event.result == part.content
+    [traced] = run.trace.tool_calls  # stopped while running: neither a success nor an error
+    assert (traced.status, traced.result, traced.args) == ("cancelled", part.content, {})
 
 
 async def test_stopped_sync_tools_do_not_starve_a_new_sync_tool(monkeypatch):

@@ -403,6 +403,61 @@ async def test_a_hook_cancelling_after_the_tool_ran_still_reports_its_result():
     assert (part.content, part.is_error) == ("3", False)
 
 
+async def test_a_hook_cancelling_after_an_edited_call_ran_traces_what_ran():
+    """The tool ran with the arguments edited on approval; a hook then ends the run. The event,
+    the model's tool message and the trace all say the call succeeded, with the edited
+    arguments."""
+    from anvia_notebook import ToolApproval
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
+    hook = create_hook(on_tool_result=lambda e: e.run.cancel("seen enough"))
+    request = (
+        AgentBuilder("a", model)
+        .tool(add)
+        .hook(hook)
+        .build()
+        .prompt("go")
+        .approvals(lambda r: ApprovalDecision(approved=True, args={"x": 5, "y": 5}))
+    )
+    events = []
+    with pytest.raises(PromptCancelledError, match="seen enough"):
+        async for event in request.stream():
+            events.append(event)
+    assert add.calls == [(5, 5)]
+    [result] = [e for e in events if e.type == "tool_result"]
+    assert (result.result, result.is_error, result.args) == ("10", False, '{"x":5,"y":5}')
+    [traced] = request.trace.tool_calls
+    assert (traced.status, traced.result, traced.args) == ("success", "10", {"x": 5, "y": 5})
+
+
+async def test_an_error_hook_cancelling_after_the_tool_failed_traces_the_error():
+    from pydantic import BaseModel
+
+    from anvia_notebook import create_tool
+
+    class Nothing(BaseModel):
+        pass
+
+    def execute(args, ctx):
+        raise ValueError("bad day")
+
+    tool = create_tool(name="refund", description="", input=Nothing, execute=execute)
+    model = QueueModel([call("refund"), "never"])
+    hook = create_hook(on_tool_error=lambda e: e.run.cancel("give up"))
+    request = AgentBuilder("a", model).tool(tool).hook(hook).build().prompt("go")
+    events = []
+    with pytest.raises(PromptCancelledError, match="give up") as raised:
+        async for event in request.stream():
+            events.append(event)
+    [result] = [e for e in events if e.type == "tool_result"]
+    assert (result.result, result.is_error) == ("ToolCallError: bad day", True)
+    part = raised.value.messages[-1].tool_results[0]
+    assert (part.content, part.is_error) == ("ToolCallError: bad day", True)
+    [traced] = request.trace.tool_calls
+    assert (traced.status, traced.result) == ("error", "ToolCallError: bad day")
+
+
 async def test_a_skipped_call_is_marked_in_its_tool_result_event():
     model = QueueModel([call("add", {"x": 1, "y": 1}), "ok"])
     hook = create_hook(on_tool_call=lambda e: e.tool.skip("not now"))
