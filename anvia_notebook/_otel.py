@@ -84,7 +84,12 @@ class RunSpans:
         self.root = self.tracer.start_span(
             f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
+        #: False when the sampler dropped the run (or the provider records nothing): the
+        #: recorder then makes no chat or tool spans, whose parent would drop them anyway.
+        self.recording = self.root.is_recording()
         self.root_context = otel_trace.set_span_in_context(self.root)
+        # Current even when not recording, so that spans made by tools, hooks and provider SDKs
+        # inherit the sampler's decision instead of starting traces of their own.
         self._token = otel_context.attach(self.root_context)
         #: The open ``execute_tool`` spans, by ``id()`` of their trace entry.
         self._tools: dict[int, Any] = {}
@@ -109,6 +114,10 @@ class RunSpans:
 
     def run_ended(self, status: str, error: BaseException | None) -> None:
         root = self.root
+        if not self.recording:
+            otel_context.detach(self._token)
+            root.end()
+            return
         summary = self.recorder.trace.summary()
         root.set_attributes(
             {

@@ -139,6 +139,8 @@ class TraceRecorder:
         self._dirty_calls: set[int] = set()
         self._run_dirty = False
         #: This run's OpenTelemetry spans (None when instrumentation is off).
+        self._run_spans: Any = None
+        #: The same, for the spans of each call (None also when the run is not recorded).
         self.spans: Any = None
 
     # -- time ----------------------------------------------------------------------------------
@@ -161,11 +163,16 @@ class TraceRecorder:
         self._run_dirty = True
         if exporter is not None:
             try:
-                self.spans = exporter.run_spans(
+                spans = exporter.run_spans(
                     self, agent_id=agent_id, resumed=resumed, session_id=session_id
                 )
             except Exception:  # exporting must never stop a run
                 logger.exception("Could not start the OpenTelemetry spans of run %s", trace.run_id)
+            else:
+                self._run_spans = spans
+                # A run the sampler dropped makes no spans per call (each costs the SDK's
+                # span handling and would be dropped with its parent): one None check each.
+                self.spans = spans if spans.recording else None
 
     def _close_interrupted(self) -> None:
         """A resumed run: model calls the stopped kernel left open were interrupted."""
@@ -187,8 +194,8 @@ class TraceRecorder:
             ended = self._wall(now)
             trace.duration_ms = _ms((ended - trace.started_at).total_seconds())
         self._run_dirty = True
-        if self.spans is not None:
-            self.spans.run_ended(status, error)
+        if self._run_spans is not None:
+            self._run_spans.run_ended(status, error)
 
     # -- model calls ---------------------------------------------------------------------------
 

@@ -43,13 +43,13 @@ from runtime_overhead import TURNS, build_anvia
 LONG_TURNS = 1000
 
 
-def otel_provider(batch: bool) -> tuple[Any, Any]:
+def otel_provider(batch: bool, sampler: Any = None) -> tuple[Any, Any]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    provider = TracerProvider(sampler=sampler)
     processor = BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter)
     provider.add_span_processor(processor)
     return provider, exporter
@@ -58,6 +58,8 @@ def otel_provider(batch: bool) -> tuple[Any, Any]:
 MODES = {
     "off": "trace only (instrument off)",
     "noop": "instrument on, API's no-op provider",
+    "unsampled": "instrument on, run not sampled",
+    "bare": "SDK spans, no attributes (batch)",
     "floor": "SDK floor (the spans alone, batch)",
     "batch": "OpenTelemetry on (batch processor)",
     "simple": "OpenTelemetry on (simple processor)",
@@ -90,6 +92,8 @@ class _FloorSpans:
         "gen_ai.tool.type": "function",
         "anvia.turn": 1,
     }
+
+    recording = True
 
     def __init__(self, tracer: Any) -> None:
         from opentelemetry import trace
@@ -143,12 +147,30 @@ class _FloorSpans:
         self.root.end()
 
 
+class _BareSpans(_FloorSpans):
+    """The same spans without a single attribute: what the SDK costs per span at the least."""
+
+    ROOT: ClassVar[dict[str, Any]] = {}
+    CHAT: ClassVar[dict[str, Any]] = {}
+    TOOL: ClassVar[dict[str, Any]] = {}
+
+    def chat_ended(self, entry: Any, span: Any, error: Any, stopped: Any = None) -> None:
+        span.end()
+
+    def tool_ended(self, entry: Any) -> None:
+        self.tools.pop(id(entry)).end()
+
+    def run_ended(self, status: str, error: Any) -> None:
+        self.root.end()
+
+
 class _Floor:
-    def __init__(self, provider: Any) -> None:
+    def __init__(self, provider: Any, spans: type[_FloorSpans] = _FloorSpans) -> None:
         self.tracer = provider.get_tracer("anvia_notebook")
+        self.spans = spans
 
     def run_spans(self, recorder: Any, **options: Any) -> _FloorSpans:
-        return _FloorSpans(self.tracer)
+        return self.spans(self.tracer)
 
 
 async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
@@ -162,19 +184,28 @@ async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
     run = build_anvia(async_tool=True)
     batch, batch_spans = otel_provider(batch=True)
     simple, simple_spans = otel_provider(batch=False)
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
     from opentelemetry.trace import NoOpTracerProvider
 
+    # A run that a sampler such as parentbased_traceidratio leaves out.
+    unsampled, _ = otel_provider(batch=True, sampler=ParentBased(ALWAYS_OFF))
     noop = NoOpTracerProvider()
-    floor = _Floor(batch)
 
-    def floor_on() -> None:
-        anvia_notebook.instrument(False)
-        _tracing.exporter = floor
+    def bare_on(spans: type[_FloorSpans]) -> Any:
+        floor = _Floor(batch, spans)
+
+        def on() -> None:
+            anvia_notebook.instrument(False)
+            _tracing.exporter = floor
+
+        return on
 
     modes = {
         "off": lambda: anvia_notebook.instrument(False),
         "noop": lambda: anvia_notebook.instrument(noop),
-        "floor": floor_on,
+        "unsampled": lambda: anvia_notebook.instrument(unsampled),
+        "bare": bare_on(_BareSpans),
+        "floor": bare_on(_FloorSpans),
         "batch": lambda: anvia_notebook.instrument(batch),
         "simple": lambda: anvia_notebook.instrument(simple),
         "content": lambda: anvia_notebook.instrument(batch, capture_content=True),
@@ -198,6 +229,7 @@ async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
     anvia_notebook.instrument(False)
     batch.shutdown()
     simple.shutdown()
+    unsampled.shutdown()
     figures: dict[str, dict[str, float]] = {}
     for name, values in samples.items():
         ratios = [v / o for v, o in zip(values, samples["off"], strict=True)]

@@ -14,6 +14,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, Sampler
 from opentelemetry.trace import StatusCode
 
 from anvia_notebook import (
@@ -348,6 +349,49 @@ def test_spans_made_inside_a_tool_nest_under_its_execute_tool_span(spans) -> Non
     trace = AgentBuilder("a", model).tool(tool).build().prompt("go").send_sync().trace
     named = by_name(spans)
     assert trace.tool_calls[0].result == str(named["execute_tool work"].context.span_id)
+
+
+def test_a_run_the_sampler_drops_makes_no_other_span_and_passes_the_decision_on() -> None:
+    class Noting(Sampler):
+        """Drops every trace (as a ratio sampler does most), noting what it was asked about."""
+
+        def __init__(self) -> None:
+            self.asked: list[tuple[str, int]] = []
+            self.inner = ParentBased(ALWAYS_OFF)
+
+        def should_sample(self, parent_context, trace_id, name, *args, **kwargs):
+            self.asked.append((name, trace_id))
+            return self.inner.should_sample(parent_context, trace_id, name, *args, **kwargs)
+
+        def get_description(self) -> str:
+            return "noting"
+
+    sampler = Noting()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(sampler=sampler)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    def traced(args, ctx):
+        with provider.get_tracer("user code").start_as_current_span("inside the tool"):
+            return "ok"
+
+    tool = create_tool(name="work", description="Work.", input=NoteInput, execute=traced)
+    model = QueueModel([call("work", {"text": "a"}), "done"])
+    instrument(provider)
+    try:
+        response = AgentBuilder("a", model).tool(tool).build().prompt("go").send_sync()
+    finally:
+        instrument(False)
+    assert exporter.get_finished_spans() == ()
+    # Only the root was started; the tool's own span joined the dropped trace instead of
+    # starting one of its own.
+    (root, root_trace), (inner, inner_trace) = sampler.asked
+    assert (root, inner) == ("invoke_agent a", "inside the tool")
+    assert inner_trace == root_trace
+    # The run's own trace is whole.
+    assert response.output == "done"
+    assert [c.status for c in response.trace.tool_calls] == ["success"]
+    assert len(response.trace.turns) == 2
 
 
 def test_instrument_off_exports_nothing_and_bad_input_is_refused() -> None:
