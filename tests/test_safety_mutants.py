@@ -451,6 +451,89 @@ async def test_a_question_stopped_just_before_a_crash_stays_unanswered_after_res
     assert resumed.interactions.pending == []
 
 
+# -- the trace of a resumed run: decisions taken before the crash ----------------------------------
+
+
+@pytest.fixture
+def exported_spans():
+    """OpenTelemetry on, into the SDK's in-memory exporter; off again after the test."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from anvia_notebook import instrument
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider)
+    yield exporter
+    instrument(False)
+
+
+def tool_span_events(exporter, run_id: str, tool: str) -> list[tuple[str, str]]:
+    """(event name, status) of the resumed run's ``execute_tool {tool}`` span."""
+    finished = exporter.get_finished_spans()
+    [root] = [s for s in finished if s.attributes.get("anvia.run_id") == run_id]
+    [span] = [
+        s
+        for s in finished
+        if s.name == f"execute_tool {tool}" and s.context.trace_id == root.context.trace_id
+    ]
+    return [
+        (e.name, e.attributes.get("anvia.question.status") or e.attributes.get("anvia.approval.status"))
+        for e in span.events
+    ]
+
+
+async def test_a_resumed_run_traces_a_question_answered_before_the_crash_as_answered(
+    tmp_path: Path, exported_spans
+):
+    path = tmp_path / "runs.sqlite"
+    ask = create_question_tool()
+    answers = [{"questionId": "size", "answer": "Large", "custom": True}]
+    run_id = await crash_after_the_decision(
+        path,
+        store_decided(ask, QueueModel([call("ask_question", THREE_CHOICES)])).prompt("go"),
+        lambda interactions, question_id: interactions.answer(question_id, answers),
+        "answered",
+    )
+    exported_spans.clear()
+    resumed = store_decided(ask, QueueModel(["done"])).resume(run_id, RunStore(path)).create_run()
+    resumed.start()
+    await asyncio.wait_for(resumed.wait(), 10)
+    # Not asked again: the resumed call only reports the answer it already had.
+    assert tool_span_events(exported_spans, run_id, "ask_question") == [
+        ("tool_question_result", "answered")
+    ]
+    [traced] = [c for c in resumed.trace.tool_calls if c.name == "ask_question"]
+    assert traced.question is not None and traced.question.status == "answered"
+
+
+async def test_a_resumed_run_traces_an_approval_given_before_the_crash_as_decided(
+    tmp_path: Path, exported_spans
+):
+    path = tmp_path / "runs.sqlite"
+    ran: list[int] = []
+    guarded = guarded_tool(ran)
+    first = store_decided(guarded, QueueModel([call("guarded", {"n": 1})]))
+    run_id = await crash_after_the_decision(
+        path,
+        first.prompt("go"),
+        lambda interactions, approval_id: interactions.decide(approval_id, approved=True),
+        "approved",
+    )
+    exported_spans.clear()
+    resumed = store_decided(guarded, QueueModel(["done"])).resume(run_id, RunStore(path))
+    run = resumed.create_run()
+    run.start()
+    await asyncio.wait_for(run.wait(), 10)
+    assert ran == [1]
+    assert tool_span_events(exported_spans, run_id, "guarded") == [
+        ("tool_approval_result", "approved")
+    ]
+
+
 # -- a store that fails while an approval waits ------------------------------------------------------
 
 
