@@ -59,6 +59,7 @@ MODES = {
     "off": "trace only (instrument off)",
     "noop": "instrument on, API's no-op provider",
     "unsampled": "instrument on, run not sampled",
+    "ratio": "instrument on, 1 run in 4 sampled",
     "bare": "SDK spans, no attributes (batch)",
     "floor": "SDK floor (the spans alone, batch)",
     "batch": "OpenTelemetry on (batch processor)",
@@ -184,11 +185,13 @@ async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
     run = build_anvia(async_tool=True)
     batch, batch_spans = otel_provider(batch=True)
     simple, simple_spans = otel_provider(batch=False)
-    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, TraceIdRatioBased
     from opentelemetry.trace import NoOpTracerProvider
 
     # A run that a sampler such as parentbased_traceidratio leaves out.
     unsampled, _ = otel_provider(batch=True, sampler=ParentBased(ALWAYS_OFF))
+    # OTEL_TRACES_SAMPLER=parentbased_traceidratio, OTEL_TRACES_SAMPLER_ARG=0.25
+    ratio, ratio_spans = otel_provider(batch=True, sampler=ParentBased(TraceIdRatioBased(0.25)))
     noop = NoOpTracerProvider()
 
     def bare_on(spans: type[_FloorSpans]) -> Any:
@@ -204,6 +207,7 @@ async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
         "off": lambda: anvia_notebook.instrument(False),
         "noop": lambda: anvia_notebook.instrument(noop),
         "unsampled": lambda: anvia_notebook.instrument(unsampled),
+        "ratio": lambda: anvia_notebook.instrument(ratio),
         "bare": bare_on(_BareSpans),
         "floor": bare_on(_FloorSpans),
         "batch": lambda: anvia_notebook.instrument(batch),
@@ -220,16 +224,23 @@ async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
         names = names[index % len(names) :] + names[: index % len(names)]
         for name in names:
             modes[name]()
+            # A sampler keeps a random fraction of the runs: 8 runs at once, of which the
+            # median round samples 2 (the mean), as with all the runs a notebook makes.
+            repeat = 8 if name == "ratio" else 1
             start = time.process_time()
-            await run()
-            batch.force_flush()  # the export's CPU counts for the run that made the spans
-            samples[name].append((time.process_time() - start) / TURNS)
+            for _ in range(repeat):
+                await run()
+                batch.force_flush()  # the export's CPU counts for the run that made the spans
+                ratio.force_flush()
+            samples[name].append((time.process_time() - start) / TURNS / repeat)
         batch_spans.clear()
         simple_spans.clear()
+        ratio_spans.clear()
     anvia_notebook.instrument(False)
     batch.shutdown()
     simple.shutdown()
     unsampled.shutdown()
+    ratio.shutdown()
     figures: dict[str, dict[str, float]] = {}
     for name, values in samples.items():
         ratios = [v / o for v, o in zip(values, samples["off"], strict=True)]
@@ -240,6 +251,131 @@ async def compare(runs: int, store: Any) -> dict[str, dict[str, float]]:
             "ratio_q1": quartiles[0],
             "ratio_q3": quartiles[2],
         }
+    return figures
+
+
+def sdk_span_costs(count: int = 2000, rounds: int = 9) -> dict[str, float]:
+    """What the SDK costs per span, on its own (µs, the median of ``rounds`` loops over
+    ``count`` spans; a tracer provider as in ``compare``): each step of a span's life, and the
+    scenario's 22 spans of one run made back to back by the "SDK floor" class."""
+    from opentelemetry import context, trace
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, ParentBased
+    from opentelemetry.trace import SpanKind
+
+    chat, root_attributes = _FloorSpans.CHAT, _FloorSpans.ROOT
+    ended = {
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.response.finish_reasons": ["stop"],
+    }
+    event = {"anvia.approval.id": "a1", "anvia.approval.status": "pending"}
+
+    def timed(step: Any, make: Any, provider: Any, spans_out: Any) -> float:
+        values = []
+        for _ in range(rounds):
+            spans = make()
+            gc.collect()
+            start = time.perf_counter()
+            for span in spans:
+                step(span)
+            values.append((time.perf_counter() - start) / count)
+            for span in spans:
+                if span.is_recording():
+                    span.end()
+            provider.force_flush()
+            spans_out.clear()
+        return statistics.median(values) * 1e6
+
+    figures: dict[str, float] = {}
+    samplers = (("", None), (" (sampler always_on)", ALWAYS_ON), (" (not sampled)", None))
+    for suffix, sampler in samplers:
+        if suffix == " (not sampled)":
+            sampler = ParentBased(ALWAYS_OFF)
+        provider, exported = otel_provider(batch=True, sampler=sampler)
+        tracer = provider.get_tracer("anvia_notebook")
+        parent = trace.set_span_in_context(tracer.start_span("root"))
+
+        def started(attributes: Any = None, tracer: Any = tracer, parent: Any = parent) -> Any:
+            return tracer.start_span(
+                "chat m", context=parent, kind=SpanKind.CLIENT, attributes=attributes
+            )
+
+        for attributes, label in ((None, "no"), (chat, "4"), (root_attributes, "6")):
+            values = []
+            for _ in range(rounds):
+                gc.collect()
+                start = time.perf_counter()
+                spans = [started(attributes) for _ in range(count)]
+                values.append((time.perf_counter() - start) / count)
+                for span in spans:
+                    span.end()
+                provider.force_flush()
+                exported.clear()
+            figures[f"start_span, {label} attributes{suffix}"] = statistics.median(values) * 1e6
+        if suffix:
+            provider.shutdown()
+            continue
+
+        def make(started: Any = started) -> list[Any]:
+            return [started(chat) for _ in range(count)]
+
+        figures["set_attributes, 3 (a chat span's end)"] = timed(
+            lambda span: span.set_attributes(ended), make, provider, exported
+        )
+        figures["set_attribute, 1 (a tool span's end)"] = timed(
+            lambda span: span.set_attribute("anvia.tool.status", "success"),
+            make,
+            provider,
+            exported,
+        )
+        figures["add_event, 2 attributes (an approval)"] = timed(
+            lambda span: span.add_event("tool_approval_request", event), make, provider, exported
+        )
+        figures["make current: set_span_in_context, attach, detach"] = timed(
+            lambda span: context.detach(context.attach(trace.set_span_in_context(span))),
+            make,
+            provider,
+            exported,
+        )
+        values = []
+        flushes = []
+        for _ in range(rounds):
+            spans = make()
+            gc.collect()
+            start = time.perf_counter()
+            for span in spans:
+                span.end()
+            middle = time.perf_counter()
+            provider.force_flush()
+            flushes.append((time.perf_counter() - middle) / count)
+            values.append((middle - start) / count)
+            exported.clear()
+        figures["end (the batch processor queues it)"] = statistics.median(values) * 1e6
+        figures["export (flush to the in-memory exporter)"] = statistics.median(flushes) * 1e6
+
+        class Entry:
+            pass
+
+        def one_run(tracer: Any = tracer) -> None:
+            spans = _FloorSpans(tracer)
+            for turn in range(TURNS + 1):
+                spans.chat_ended(None, spans.chat_started(None), None)
+                if turn < TURNS:
+                    entry = Entry()
+                    spans.tool_started(entry)
+                    spans.tool_ended(entry)
+            spans.run_ended("success", None)
+            provider.force_flush()
+
+        runs = []
+        for index in range(rounds * 20):
+            start = time.process_time()
+            one_run()
+            runs.append(time.process_time() - start)
+            if index % 10 == 9:
+                exported.clear()
+        figures["one run's 22 spans back to back, per turn"] = statistics.median(runs) * 1e6 / TURNS
+        provider.shutdown()
     return figures
 
 
@@ -338,6 +474,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="runs per mode (default 200)")
     parser.add_argument("--json", help="write the figures to this JSON file")
     parser.add_argument("--no-long", action="store_true", help="skip the 1,000-turn run")
+    parser.add_argument(
+        "--no-sdk", action="store_true", help="skip the SDK's cost per span, on its own"
+    )
     args = parser.parse_args()
 
     from anvia_notebook import RunStore
@@ -355,6 +494,12 @@ def main() -> None:
                 f"{label:<38} {f['us_per_turn']:>12.1f} {f['ratio']:>9.2f}x"
                 f" ({f['ratio_q1']:.2f}-{f['ratio_q3']:.2f})"
             )
+    sdk: dict[str, float] = {}
+    if not args.no_sdk:
+        print("\nThe SDK on its own, per span (µs; batch processor, in-memory exporter):")
+        sdk = sdk_span_costs()
+        for label, value in sdk.items():
+            print(f"  {label:<52} {value:8.2f}")
     if args.no_long:
         long: dict[str, float] = {}
     else:
@@ -369,7 +514,7 @@ def main() -> None:
         print(f"  RunStore.trace(run_id)        {long['store_read_ms']:8.1f} ms")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"per_turn": figures, "long_run": long}, handle, indent=2)
+            json.dump({"per_turn": figures, "sdk": sdk, "long_run": long}, handle, indent=2)
 
 
 if __name__ == "__main__":
