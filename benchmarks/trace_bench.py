@@ -356,7 +356,7 @@ def sdk_span_costs(count: int = 2000, rounds: int = 9) -> dict[str, float]:
         class Entry:
             pass
 
-        def one_run(tracer: Any = tracer) -> None:
+        def one_run(tracer: Any = tracer, provider: Any = provider) -> None:
             spans = _FloorSpans(tracer)
             for turn in range(TURNS + 1):
                 spans.chat_ended(None, spans.chat_started(None), None)
