@@ -15,6 +15,11 @@ in, a ``pyproject.toml`` with a ``[tool.mutmut]`` section, and mutmut's own copy
 Results are kept there: a second run only tests mutants without a verdict (new or changed code),
 so an interrupted run (Ctrl-C) goes on where it stopped. ``--fresh`` starts over.
 
+The verdicts are also written to ``scripts/mutation_verdicts.tsv`` (committed), each with the hash
+mutmut gives the code of the mutant's function, so a new checkout (another machine, a clean
+clone) starts from them: a mutant whose function is unchanged since its verdict is not run again,
+one whose function changed is. ``--fresh`` ignores that file and tests everything again.
+
 The tests run are the fast ones: no browser, no kernel, no test that only drives child processes
 (those would not see a mutant anyway), SQLite only (the PostgreSQL variants test the same code
 through another database). Each mutant runs only the tests that reach its function.
@@ -245,6 +250,80 @@ def config_text() -> str:
         # false kill). A hang is caught by pytest-timeout (a minute per test, a kill) anyway.
         + "timeout_constant = 10\n"
     )
+
+
+def ledger_path() -> Path:
+    """The committed verdicts (``--fresh`` ignores them)."""
+    return ROOT / "scripts" / "mutation_verdicts.tsv"
+
+
+def _function_name(key: str) -> str:
+    """mutmut's name of a mutant's function: ``...xǁCǁmethod__mutmut_3`` -> ``xǁCǁmethod``."""
+    return key.rpartition(".")[2].partition("__mutmut_")[0]
+
+
+def read_ledger() -> dict[str, tuple[str, int]]:
+    """Mutant key -> (hash of its function's code when tested, mutmut's exit code)."""
+    entries: dict[str, tuple[str, int]] = {}
+    path = ledger_path()
+    if not path.exists():
+        return entries
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        if not raw or raw.startswith("#"):
+            continue
+        key, function_hash, code = raw.split("\t")
+        entries[key] = (function_hash, int(code))
+    return entries
+
+
+def _metas() -> list[Path]:
+    return sorted((WORK / "mutants" / PACKAGE).rglob("*.meta"))
+
+
+def restore_verdicts() -> int:
+    """Give each mutant without a verdict the ledger's, when its function's code is the one that
+    verdict was reached on. Returns how many were taken."""
+    ledger = read_ledger()
+    taken = 0
+    for meta in _metas():
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        hashes = data.get("hash_by_function_name", {})
+        codes = data.get("exit_code_by_key", {})
+        changed = False
+        for key, code in codes.items():
+            entry = ledger.get(key)
+            if code is None and entry is not None and hashes.get(_function_name(key)) == entry[0]:
+                codes[key] = entry[1]
+                taken += 1
+                changed = True
+        if changed:
+            meta.write_text(json.dumps(data), encoding="utf-8")
+    return taken
+
+
+def save_verdicts() -> None:
+    """Write the verdicts mutmut holds (killed or survived) to the ledger, with the hash of each
+    mutant's function; the entries of a function whose code changed (or is gone) are dropped."""
+    ledger = read_ledger()
+    current: dict[str, dict[str, str]] = {}  # module -> mutmut's function name -> hash
+    for meta in _metas():
+        data = json.loads(meta.read_text(encoding="utf-8"))
+        hashes = data.get("hash_by_function_name", {})
+        module = meta.relative_to(WORK / "mutants").as_posix().removesuffix(".py.meta")
+        current[module.replace("/", ".")] = hashes
+        for key, code in data.get("exit_code_by_key", {}).items():
+            function_hash = hashes.get(_function_name(key))
+            if function_hash and code is not None and verdict(code) in (KILLED, SURVIVED):
+                ledger[key] = (function_hash, code)
+    for key, (function_hash, _) in list(ledger.items()):
+        hashes = current.get(key.rpartition(".")[0])
+        if hashes is not None and hashes.get(_function_name(key)) != function_hash:
+            del ledger[key]
+    lines = [
+        "# Verdicts of scripts/mutation.py: mutant, hash of its function's code, mutmut's exit code"
+    ]
+    lines += [f"{key}\t{h}\t{code}" for key, (h, code) in sorted(ledger.items())]
+    ledger_path().write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def prepare(fresh: bool) -> None:
@@ -571,6 +650,10 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.report:
         prepare(args.fresh)
+        if not args.fresh:
+            taken = restore_verdicts()
+            if taken:
+                print(f"{taken} verdict(s) taken from {ledger_path().name} (unchanged functions)")
     elif not (WORK / "mutants").is_dir():
         raise SystemExit("mutation: no results yet; run it without --report first")
     mutants = load_mutants(modules)
@@ -594,6 +677,7 @@ def main(argv: list[str] | None = None) -> int:
         code = run_mutmut(todo, args.nice)
         if code not in (0, 1):
             print(f"mutation: mutmut stopped (exit status {code})", file=sys.stderr)
+        save_verdicts()
         codes = {m.key: m.exit_code for m in load_mutants(modules)}
         for mutant in mutants:
             mutant.exit_code = codes.get(mutant.key, mutant.exit_code)

@@ -60,3 +60,51 @@ def test_a_change_of_code_or_tests_drops_the_stale_test_map_and_no_tests_verdict
     (root / module.PACKAGE / "b.py").write_text("Y = 2\n")  # the code changed
     module.forget_stale_test_map()
     assert not stats.exists()
+
+
+def test_verdicts_are_kept_in_the_ledger_and_reused_only_for_unchanged_functions(script):
+    module, root, mutants = script
+    (root / "scripts").mkdir()
+    meta = mutants / module.PACKAGE / "a.py.meta"
+    key = f"{module.PACKAGE}.a.x_f__mutmut_%d"
+    meta.write_text(
+        json.dumps(
+            {
+                "exit_code_by_key": {key % 1: 1, key % 2: 0, key % 3: None, key % 4: 33},
+                "hash_by_function_name": {"x_f": "h1"},
+            }
+        )
+    )
+    module.save_verdicts()
+    ledger = module.read_ledger()
+    # killed and survived are kept; no verdict and "no tests" are not
+    assert ledger == {key % 1: ("h1", 1), key % 2: ("h1", 0)}
+
+    # A new checkout: the same function, no verdicts yet -> they come from the ledger.
+    meta.write_text(
+        json.dumps(
+            {
+                "exit_code_by_key": {key % 1: None, key % 2: None, key % 3: None},
+                "hash_by_function_name": {"x_f": "h1"},
+            }
+        )
+    )
+    assert module.restore_verdicts() == 2
+    codes = json.loads(meta.read_text())["exit_code_by_key"]
+    assert codes == {key % 1: 1, key % 2: 0, key % 3: None}
+
+    # The function changed: nothing is taken, and saving drops the stale entries.
+    meta.write_text(
+        json.dumps({"exit_code_by_key": {key % 1: None}, "hash_by_function_name": {"x_f": "h2"}})
+    )
+    assert module.restore_verdicts() == 0
+    assert json.loads(meta.read_text())["exit_code_by_key"] == {key % 1: None}
+    module.save_verdicts()
+    assert module.read_ledger() == {}
+
+    # A module mutmut has no file for (not made on this machine) keeps its entries.
+    other = f"{module.PACKAGE}.b.x_g__mutmut_1"
+    with module.ledger_path().open("a") as ledger:
+        ledger.write(f"{other}\th9\t1\n")
+    module.save_verdicts()
+    assert module.read_ledger() == {other: ("h9", 1)}
