@@ -261,16 +261,21 @@ async def _complete(
         announced: set[str] = set()
         token = tracer.attempt(entry, attempt)
         add = accumulator.add
+        add_text = accumulator.text_parts.append
         emit_text = run.emit_text
+        text_delta, text = TextDelta, str  # locals: read once per delta
         try:
             async for event in run.request.agent.model.stream(request):
+                if type(event) is text_delta:  # the per-delta path: no check, no event built
+                    delta = event.delta
+                    if type(delta) is text:
+                        add_text(delta)
+                        if not emitted:
+                            tracer.first_token(entry)
+                            emitted = True
+                        emit_text(turn, delta)
+                        continue
                 add(event)
-                if type(event) is TextDelta and type(event.delta) is str:  # per delta: no check
-                    if not emitted:
-                        tracer.first_token(entry)
-                        emitted = True
-                    emit_text(turn, event.delta)
-                    continue
                 mapped = _map_event(turn, event)
                 if mapped is not None:
                     if not emitted:

@@ -40,6 +40,10 @@ _MERGED_FIELD = {
 }
 #: Streamed text reaches the store at least this often (seconds).
 STORE_FLUSH_INTERVAL = 1.0
+#: Text deltas between two looks at the clock for a store write that is due (a producer that
+#: never yields to the loop keeps the write timer from running): a look per delta would cost
+#: more than the rest of the delta's way through the run.
+_DELTAS_PER_CLOCK = 64
 #: Events that end a run: what the store holds is brought up to date at once.
 _RUN_ENDS = frozenset(("final", "cancelled", "error"))
 
@@ -73,6 +77,19 @@ def _mergeable(last: Any, event: Any) -> bool:
         and last.turn == event.turn
         and (kind != "tool_call_delta" or (last.id == event.id and event.name in (None, last.name)))
     )
+
+
+class _Joining:
+    """A subscriber added from another thread, and the length of the streaming text its replay
+    held (None: no text was streaming)."""
+
+    __slots__ = ("entry", "text_length")
+
+    def __init__(
+        self, entry: tuple[Subscriber, TextSubscriber | None], text_length: int | None
+    ) -> None:
+        self.entry = entry
+        self.text_length = text_length
 
 
 class AgentRun:
@@ -109,12 +126,22 @@ class AgentRun:
         self._saved_upto = len(self._events)
         self._last_flush = time.monotonic()
         self._flush_timer: asyncio.TimerHandle | None = None
+        #: Text deltas until the next look for a store write (0: at the next one).
+        self._store_countdown = 0
         self._state_dirty = False
         #: Messages already in the store (they are appended, never changed).
         self._saved_messages = len(state.messages)
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
         self._subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...] = ()
+        #: Every subscriber's ``on_text`` when all have one (the per-delta fan-out), else None.
+        self._on_text: tuple[TextSubscriber, ...] | None = ()
+        #: Subscribers added from another thread while the run goes on, with where their replay
+        #: left the streaming text: the loop thread adds them before its next event.
+        self._joining: list[_Joining] = []
+        #: The turn whose ``text_delta`` is the log's last event, to which a text delta of that
+        #: turn is one list append (set and cleared on the loop thread only).
+        self._text_turn: int | None = None
         self._task: asyncio.Task[PromptResponse] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
@@ -161,19 +188,57 @@ class AgentRun:
         """
         entry = (callback, on_text)
         with self._lock:
-            past = list(self.events) if replay else []
-            self._subscribers = (*self._subscribers, entry)
+            self._join_parts()
+            past = list(self._events) if replay else []
+            if self._owns_log():
+                self._install((*self._subscribers, entry))
+            else:
+                # The loop thread appends text deltas without the lock: it adds this subscriber
+                # itself, with the text appended after this replay (nothing twice, nothing lost).
+                last = self._events[-1] if self._text_turn is not None else None
+                self._joining.append(_Joining(entry, None if last is None else len(last.delta)))
         for event in past:
             self._deliver(callback, event)
 
         def unsubscribe() -> None:
             with self._lock:
+                self._joining = [joining for joining in self._joining if joining.entry != entry]
                 subscribers = list(self._subscribers)
                 if entry in subscribers:
                     subscribers.remove(entry)
-                    self._subscribers = tuple(subscribers)
+                    self._install(tuple(subscribers))
 
         return unsubscribe
+
+    def _owns_log(self) -> bool:
+        """True on the thread that appends to the log (the run's loop), or when no thread
+        does (not started, or ended)."""
+        loop = self._loop
+        return loop is None or self.done or _running_loop() is loop
+
+    def _install(self, subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...]) -> None:
+        self._subscribers = subscribers
+        on_text = tuple(fast for _, fast in subscribers if fast is not None)
+        self._on_text = on_text if len(on_text) == len(subscribers) else None
+
+    def _adopt_joining(self) -> None:
+        """Add the subscribers that joined from another thread (on the loop thread, before an
+        event): each first gets the text streamed since its replay, as one delta."""
+        catch_up: list[tuple[tuple[Subscriber, TextSubscriber | None], str]] = []
+        with self._lock:
+            joining, self._joining = self._joining, []
+            self._join_parts()
+            for item in joining:
+                if item.text_length is not None and self._text_turn is not None:
+                    # The text event of the replay is still the last (every emit adopts first).
+                    text = self._events[-1].delta[item.text_length :]
+                    if text:
+                        catch_up.append((item.entry, text))
+                self._install((*self._subscribers, item.entry))
+        turn = self._text_turn
+        for (callback, on_text), text in catch_up:
+            assert turn is not None
+            self._fan_out_text(((callback, on_text),), turn, text)
 
     @property
     def events(self) -> list[RunEvent]:
@@ -183,11 +248,15 @@ class AgentRun:
             return self._events
 
     def _join_parts(self) -> None:
-        if len(self._parts) > 1:
+        """Join the last event's parts into it (under the lock). In place: a text delta that
+        the loop thread appends meanwhile (it takes no lock) stays, after the joined text."""
+        parts = self._parts
+        count = len(parts)
+        if count > 1:
             last = self._events[-1]
-            joined = "".join(self._parts)
+            joined = "".join(parts[:count])
+            parts[:count] = [joined]
             setattr(last, _MERGED_FIELD[last.type], joined)
-            self._parts = [joined]
 
     def share_text(self, turn: int, text: str) -> None:
         """The turn's streamed text is now also the assistant message's ``text``: keep one
@@ -199,12 +268,14 @@ class AgentRun:
                     if event.delta == text:
                         event.delta = text
                         if self._parts and self._events[-1] is event:
-                            self._parts = [text]
+                            self._parts[:] = [text]
                     return
                 if event.type == "turn_start":
                     return
 
     def emit(self, event: Any) -> None:
+        if self._joining:
+            self._adopt_joining()
         with self._lock:
             last = self._events[-1] if self._events else None
             if _mergeable(last, event):
@@ -218,6 +289,7 @@ class AgentRun:
                 else:
                     stored, self._parts = event, []
                 self._events.append(stored)
+            self._text_turn = event.turn if event.type == "text_delta" else None
             subscribers = self._subscribers
         for callback, _ in subscribers:
             self._deliver(callback, event)
@@ -225,22 +297,40 @@ class AgentRun:
             self._record(event.type)
 
     def emit_text(self, turn: int, delta: str) -> None:
-        """``emit(TextDeltaEvent(turn=turn, delta=delta))`` for a model's validated text delta:
-        the per-delta path. A delta that continues the logged text of its turn is one list
-        append; subscribers with a text fast path get ``(turn, delta)``, the others one event
-        built without validation."""
-        with self._lock:
-            events = self._events
-            last = events[-1] if events else None
-            merged = last is not None and last.type == "text_delta" and last.turn == turn
-            if merged:
-                self._parts.append(delta)
-                if self._saved_upto >= len(events):  # the stored last event grows again
-                    self._saved_upto = len(events) - 1
-            subscribers = self._subscribers
-        if not merged:
+        """``emit(TextDeltaEvent(turn=turn, delta=delta))`` for a model's validated text delta,
+        on the run's loop thread: the per-delta path. A delta that continues the logged text of
+        its turn is one list append, with no lock (the loop thread is the only one to append;
+        readers join the parts under the lock, in place); subscribers with a text fast path
+        get ``(turn, delta)``, the others one event built without validation."""
+        if self._joining:
+            self._adopt_joining()
+        if turn != self._text_turn:
             self.emit(text_delta_event(turn, delta))
             return
+        self._parts.append(delta)
+        on_text = self._on_text
+        if on_text is None:
+            self._fan_out_text(self._subscribers, turn, delta)
+        else:
+            for fast in on_text:
+                try:
+                    fast(turn, delta)
+                except Exception:
+                    logger.exception("An event subscriber failed on text_delta")
+        if self.store is not None:
+            countdown = self._store_countdown
+            if countdown:
+                self._store_countdown = countdown - 1
+            else:  # a write to set up (the first delta since the last), or one that is due
+                self._store_countdown = _DELTAS_PER_CLOCK - 1
+                self._record("text_delta")
+
+    def _fan_out_text(
+        self,
+        subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...],
+        turn: int,
+        delta: str,
+    ) -> None:
         event = None
         for callback, on_text in subscribers:
             if on_text is not None:
@@ -252,8 +342,6 @@ class AgentRun:
                 if event is None:
                     event = text_delta_event(turn, delta)
                 self._deliver(callback, event)
-        if self.store is not None:
-            self._record("text_delta")
 
     # -- the run store ---------------------------------------------------------------------------
 
@@ -321,6 +409,7 @@ class AgentRun:
             self._flush_timer.cancel()
             self._flush_timer = None
         self._last_flush = time.monotonic()
+        self._store_countdown = 0  # the next text delta sets up the next write
         store = self.store
         if store is None:
             return

@@ -207,7 +207,9 @@ class CompletionAccumulator:
     """
 
     def __init__(self) -> None:
-        self._text: list[str] = []
+        #: The text deltas so far: appending a ``str`` here is ``add(TextDelta(delta=...))``
+        #: without the checks (the run loop's per-delta path).
+        self.text_parts: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[str, ToolCall | None] = {}
         self._partial: dict[str, tuple[list[str], list[str]]] = {}
@@ -219,7 +221,7 @@ class CompletionAccumulator:
     def add(self, event: Any) -> None:
         kind = getattr(event, "type", None)
         if kind == "text_delta":
-            self._text.append(event.delta)
+            self.text_parts.append(event.delta)
         elif kind == "reasoning_delta":
             self._reasoning.append(event.delta)
         elif kind == "tool_call_delta":
@@ -251,7 +253,7 @@ class CompletionAccumulator:
                 )
             calls.append(call)
         return CompletionResponse(
-            text="".join(self._text),
+            text="".join(self.text_parts),
             reasoning="".join(self._reasoning),
             tool_calls=calls,
             usage=self._usage,

@@ -125,12 +125,15 @@ class FunctionModel(CompletionModel):
             self.name = name
         self.requests: list[CompletionRequest] = []
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
+    def stream(self, request: CompletionRequest) -> AsyncIterator[Any]:
         self.requests.append(request)
         if inspect.isasyncgenfunction(self.fn):
-            async for event in self.fn(request):
-                yield event
-            return
+            # The function's own stream, not wrapped in another generator: one step per event.
+            stream: AsyncIterator[Any] = self.fn(request)
+            return stream
+        return self._respond(request)
+
+    async def _respond(self, request: CompletionRequest) -> AsyncIterator[Any]:
         value = self.fn(request)
         if inspect.isawaitable(value):
             value = await value

@@ -194,13 +194,24 @@ class Transcript:
         #: Seconds an approval or a question waits for a person (``show(timeout=...)``): a
         #: pending one then carries ``expires_at``, for the page's countdown.
         self.decision_timeout: float | None = None
+        #: The assistant entry the last text delta grew: its turn (None: none), its pieces and
+        #: its id. The next delta of that turn is a list append with no lookup; whatever joins
+        #: or replaces pieces, or starts a run, forgets it (:meth:`_cool`).
+        self._hot_turn: int | None = None
+        self._hot_pieces: list[str] = []
+        self._hot_id = ""
 
     # -- reading -------------------------------------------------------------------------------
 
     @property
     def entries(self) -> list[dict[str, Any]]:
         """The entries as plain data (fresh dicts)."""
+        self._cool()
         return [entry.to_wire() for entry in self._entries]
+
+    def _cool(self) -> None:
+        """Forget the entry that text deltas grow (its pieces are about to be joined)."""
+        self._hot_turn = None
 
     def state(self, seq: int) -> dict[str, Any]:
         """The wire ``Transcript``: entries, status and ``seq``."""
@@ -231,12 +242,14 @@ class Transcript:
 
     def _compact(self) -> None:
         """Join the pieces appended to entries into one string each (at turn ends)."""
+        self._cool()
         for entry in self._growing:
             for name in list(entry.parts):
                 entry.get(name)
         self._growing.clear()
 
     def _patch(self, entry: _Entry, **changes: Any) -> None:
+        self._cool()
         changes = {k: v for k, v in changes.items() if entry.get(k) != v}
         if not changes:
             return
@@ -257,6 +270,7 @@ class Transcript:
 
     def begin_run(self, run_id: str, agent_id: str, prompt: str) -> None:
         """A new run starts: the user's prompt, and the status line goes to ``running``."""
+        self._cool()
         self._run = _RunView(run_id=run_id, agent_id=agent_id)
         self._add("user", text=prompt)
         for key in SUMMARY_KEYS:  # the last run's summary goes with it
@@ -279,6 +293,7 @@ class Transcript:
     def reset(self, agent_id: str | None = None) -> None:
         """Clear the entries (a new Studio session); the status line goes back to idle."""
         agent = self.status["agent_id"] if agent_id is None else agent_id
+        self._cool()
         self._entries.clear()
         self._by_id.clear()
         self._growing.clear()
@@ -292,16 +307,20 @@ class Transcript:
 
     def text_delta(self, turn: int, delta: str) -> None:
         """Fold ``TextDeltaEvent(turn=turn, delta=delta)`` in (a run's ``on_text`` fast path:
-        more text for a shown entry is a list append and an append to the batch)."""
-        entry = self._run.assistant.get(turn)
-        if entry is not None:
-            pieces = entry.parts.get("text")
-            if pieces is not None and len(pieces) < _JOIN_EVERY:
+        more text for the entry the last delta grew is a list append and an append to the
+        batch)."""
+        if turn == self._hot_turn:
+            pieces = self._hot_pieces
+            if len(pieces) < _JOIN_EVERY:
                 if delta:
                     pieces.append(delta)
-                    self._emit_append(entry.id, "text", delta)
+                    self._emit_append(self._hot_id, "text", delta)
                 return
         self._text_entry(self._run.assistant, "assistant", turn, delta)
+        entry = self._run.assistant.get(turn)
+        grown = entry.parts.get("text") if entry is not None else None
+        if entry is not None and grown is not None:
+            self._hot_turn, self._hot_pieces, self._hot_id = turn, grown, entry.id
 
     def apply(self, event: RunEvent) -> None:
         """Fold one run event into the transcript."""
