@@ -40,10 +40,14 @@ _MERGED_FIELD = {
 }
 #: Streamed text reaches the store at least this often (seconds).
 STORE_FLUSH_INTERVAL = 1.0
-#: Text deltas between two looks at the clock for a store write that is due (a producer that
-#: never yields to the loop keeps the write timer from running): a look per delta would cost
-#: more than the rest of the delta's way through the run.
+#: Text deltas that come fast (:data:`_FAST` apart or less) are looked at every this many for
+#: a store write that is due (a producer that never yields to the loop keeps the write timer
+#: from running); slower ones each. A look per delta would cost more than the rest of a fast
+#: delta's way through the run.
 _DELTAS_PER_CLOCK = 64
+_FAST = 0.01 / _DELTAS_PER_CLOCK
+#: The clock of the store's writes (tests replace it).
+_clock = time.monotonic
 #: Events that end a run: what the store holds is brought up to date at once.
 _RUN_ENDS = frozenset(("final", "cancelled", "error"))
 
@@ -124,10 +128,12 @@ class AgentRun:
         #: Parts of the last (mergeable) event not yet joined into it.
         self._parts: list[str] = []
         self._saved_upto = len(self._events)
-        self._last_flush = time.monotonic()
+        self._last_flush = _clock()
         self._flush_timer: asyncio.TimerHandle | None = None
-        #: Text deltas until the next look for a store write (0: at the next one).
-        self._store_countdown = 0
+        #: Text deltas until the next look for a store write (0: at the next one), how many
+        #: there were to count down from at the last look, and when that was.
+        self._store_countdown = self._store_countdown_was = 0
+        self._store_looked = float("-inf")
         self._state_dirty = False
         #: Messages already in the store (they are appended, never changed).
         self._saved_messages = len(state.messages)
@@ -190,6 +196,10 @@ class AgentRun:
         with self._lock:
             self._join_parts()
             past = list(self._events) if replay else []
+            if past and past[-1].type in _MERGED_FIELD:
+                # The log's last event still grows; the subscriber gets it as it is now, and
+                # what follows as deltas of its own (the same object would hold them twice).
+                past[-1] = past[-1].model_copy()
             if self._owns_log():
                 self._install((*self._subscribers, entry))
             else:
@@ -321,9 +331,20 @@ class AgentRun:
             countdown = self._store_countdown
             if countdown:
                 self._store_countdown = countdown - 1
-            else:  # a write to set up (the first delta since the last), or one that is due
-                self._store_countdown = _DELTAS_PER_CLOCK - 1
-                self._record("text_delta")
+            else:  # a look at the clock: a write to set up, or one that is due
+                self._text_recorded()
+
+    def _text_recorded(self) -> None:
+        """A text delta, and a look at the clock: set up the next store write, or make the one
+        that is due; look again at the next delta, or at the 64th when deltas come fast (a
+        write is then late by at most 63 deltas, under 10 ms unless the producer slows down
+        sharply)."""
+        now = _clock()
+        fast = (now - self._store_looked) / (self._store_countdown_was + 1) <= _FAST
+        self._store_countdown = self._store_countdown_was = _DELTAS_PER_CLOCK - 1 if fast else 0
+        self._store_looked = now
+        if self._flush_timer is None or now - self._last_flush >= STORE_FLUSH_INTERVAL:
+            self._schedule_checkpoint()
 
     def _fan_out_text(
         self,
@@ -349,14 +370,14 @@ class AgentRun:
         if kind in _RUN_ENDS:
             self.checkpoint()
         elif (
-            self._flush_timer is None or time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL
+            self._flush_timer is None or _clock() - self._last_flush >= STORE_FLUSH_INTERVAL
         ):
             self._schedule_checkpoint()
         # else: a write is already due within the interval; nothing to do for this event
 
     def _schedule_checkpoint(self) -> None:
         """Write what changed within :data:`STORE_FLUSH_INTERVAL` (streamed text included)."""
-        if time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL:
+        if _clock() - self._last_flush >= STORE_FLUSH_INTERVAL:
             self.checkpoint()
         elif self._flush_timer is None and self._loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closing
@@ -375,7 +396,7 @@ class AgentRun:
         if not durable:
             self._schedule_checkpoint()
         elif self._waits_for_person() or (
-            time.monotonic() - self._last_flush >= STORE_FLUSH_INTERVAL
+            _clock() - self._last_flush >= STORE_FLUSH_INTERVAL
         ):
             self.checkpoint()
         else:
@@ -408,8 +429,7 @@ class AgentRun:
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
-        self._last_flush = time.monotonic()
-        self._store_countdown = 0  # the next text delta sets up the next write
+        self._last_flush = _clock()
         store = self.store
         if store is None:
             return
