@@ -369,9 +369,7 @@ class AgentRun:
     def _record(self, kind: str) -> None:
         if kind in _RUN_ENDS:
             self.checkpoint()
-        elif (
-            self._flush_timer is None or _clock() - self._last_flush >= STORE_FLUSH_INTERVAL
-        ):
+        elif self._flush_timer is None or _clock() - self._last_flush >= STORE_FLUSH_INTERVAL:
             self._schedule_checkpoint()
         # else: a write is already due within the interval; nothing to do for this event
 
@@ -395,9 +393,7 @@ class AgentRun:
         self._state_dirty = True
         if not durable:
             self._schedule_checkpoint()
-        elif self._waits_for_person() or (
-            _clock() - self._last_flush >= STORE_FLUSH_INTERVAL
-        ):
+        elif self._waits_for_person() or (_clock() - self._last_flush >= STORE_FLUSH_INTERVAL):
             self.checkpoint()
         else:
             self._save_state()

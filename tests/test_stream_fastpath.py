@@ -86,7 +86,9 @@ async def test_subscribers_joining_from_a_thread_while_text_streams_see_the_whol
             if len(logs) % 2:
                 run.subscribe(log.append)
             else:
-                run.subscribe(log.append, on_text=lambda _turn, delta, text=text: text.append(delta))
+                run.subscribe(
+                    log.append, on_text=lambda _turn, delta, text=text: text.append(delta)
+                )
             logs.append(log)
             texts.append(text)
 
@@ -102,7 +104,7 @@ async def test_subscribers_joining_from_a_thread_while_text_streams_see_the_whol
         joiner.join(10)
         sys.setswitchinterval(switch)
     assert logs
-    for log, text in zip(logs, texts):
+    for log, text in zip(logs, texts, strict=True):
         if not log:  # subscribed after the run's last event
             continue
         # Past events replayed (text merged so far), then the rest live: nothing twice.
