@@ -12,9 +12,9 @@ import sys
 import threading
 from typing import Any
 
-from anvia_notebook import AgentBuilder
+from anvia_notebook import AgentBuilder, Usage
 from anvia_notebook import run as run_module
-from anvia_notebook.events import TextDeltaEvent, TurnStartEvent
+from anvia_notebook.events import TextDeltaEvent, TurnEndEvent, TurnStartEvent
 from anvia_notebook.models import FunctionModel, TextDelta
 from anvia_notebook.notebook._transcript import Transcript
 from anvia_notebook.store import RunStore
@@ -189,21 +189,22 @@ def test_the_transcript_keeps_every_delta_across_reads_turns_runs_and_resets():
     assert transcript.entries[1]["text"] == "".join(first) + "end."
     transcript.apply(TurnStartEvent(turn=2))
     transcript.text_delta(2, "two ")
-    transcript.text_delta(1, "late ")  # a delta of the earlier turn still lands there
     transcript.text_delta(2, "more")
+    transcript.text_delta(1, "late ")  # a delta of the earlier turn still lands there
+    transcript.apply(TurnEndEvent(turn=2, usage=Usage()))  # joins every entry's pieces
+    transcript.text_delta(1, "after ")
     transcript.begin_run("r2", "a", "again")  # a new run: its turn 1 is a new entry
     transcript.text_delta(1, "second ")
     transcript.text_delta(1, "run")
-    entries = transcript.entries
-    assert [e["text"] for e in entries if e["kind"] == "assistant"] == [
-        "".join(first) + "end.late ",
-        "two more",
-        "second run",
-    ]
-    assert _page_text(ops) == {e["id"]: e["text"] for e in entries}
-    transcript.reset()
-    transcript.begin_run("r3", "a", "after reset")
+    transcript.reset()  # a new session: the next delta starts a new entry
     transcript.text_delta(1, "fresh ")
     transcript.text_delta(1, "start")
-    assert [e["text"] for e in transcript.entries] == ["after reset", "fresh start"]
+    assert [e["text"] for e in transcript.entries] == ["fresh start"]
     assert _page_text(ops) == {e["id"]: e["text"] for e in transcript.entries}
+    assert _page_text(ops[: ops.index({"op": "reset"})]) == {
+        "e1": "hi",
+        "e2": "".join(first) + "end.late after ",
+        "e3": "two more",
+        "e4": "again",
+        "e5": "second run",
+    }
