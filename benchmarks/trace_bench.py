@@ -4,10 +4,11 @@ The trace (``response.trace``) is always collected; ``instrument()`` adds OpenTe
 Scenario as in runtime_overhead.py: 10 turns, one tool call per turn, a fake model with no
 delay, runs in memory and stored in SQLite (the default). OpenTelemetry runs with the SDK's
 tracer provider and an in-memory exporter, behind a batch processor (as with a real exporter)
-or a simple one, and with ``capture_content``; with the API's no-op provider, which shows what
-our instrumentation costs apart from the SDK's spans; and "SDK floor": the same spans with the
-same number of attributes made by a few lines that only call the SDK (no trace, no context
-switching), what any instrumentation producing these spans pays the SDK.
+or a simple one, and with ``capture_content``; with the API's no-op provider; with a sampler that
+drops the run, and one that keeps one run in four (``parentbased_traceidratio`` at 0.25, eight
+runs per sample); "SDK floor": the same spans with the same number of attributes made by a few
+lines that only call the SDK (no trace, no context switching), what any instrumentation
+producing these spans pays the SDK; and the same spans without a single attribute.
 
 The modes take turns run by run, in one process, and the CPU time of the process is measured
 (all its threads). After each run the batch processor is flushed, which exports the run's spans
@@ -15,11 +16,15 @@ on the calling thread (so the export is counted with the run that made the spans
 processor's own thread only wakes every 5 s). Figures: the median per turn of each mode, and
 the median of the ratios to "off" of the same round (steadier on a busy machine).
 
+Then the SDK on its own: what each step of a span's life costs (start with 0, 4 and 6
+attributes, attributes set later, an event, making it current, end, export), and one run's 22
+spans made back to back, outside the run loop.
+
 Then a 1,000-turn run: the memory its trace holds (objects reachable from the trace and not
 from the conversation, by ``sys.getsizeof``), its size in the store, and how long
 ``summary()``, ``turn_view()`` and the store's read of the trace take.
 
-    python benchmarks/trace_bench.py [--runs 200] [--json out.json] [--no-long]
+    python benchmarks/trace_bench.py [--runs 200] [--json out.json] [--no-sdk] [--no-long]
 """
 
 from __future__ import annotations
