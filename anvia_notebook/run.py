@@ -8,7 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic_core import SchemaSerializer, to_json
 
@@ -83,15 +83,19 @@ def _mergeable(last: Any, event: Any) -> bool:
     )
 
 
+#: A subscriber: its callback, and its text-delta fast path (or None).
+_Subscription: TypeAlias = "tuple[Subscriber, TextSubscriber | None]"
+#: The turn and the text that subscribers added from another thread missed, or None.
+_CatchUp: TypeAlias = "tuple[int, list[tuple[_Subscription, str]]] | None"
+
+
 class _Joining:
     """A subscriber added from another thread, and the length of the streaming text its replay
     held (None: no text was streaming)."""
 
     __slots__ = ("entry", "text_length")
 
-    def __init__(
-        self, entry: tuple[Subscriber, TextSubscriber | None], text_length: int | None
-    ) -> None:
+    def __init__(self, entry: _Subscription, text_length: int | None) -> None:
         self.entry = entry
         self.text_length = text_length
 
@@ -139,7 +143,7 @@ class AgentRun:
         self._saved_messages = len(state.messages)
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
-        self._subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...] = ()
+        self._subscribers: tuple[_Subscription, ...] = ()
         #: Every subscriber's ``on_text`` when all have one (the per-delta fan-out), else None.
         self._on_text: tuple[TextSubscriber, ...] | None = ()
         #: Subscribers added from another thread while the run goes on, with where their replay
@@ -226,29 +230,41 @@ class AgentRun:
         loop = self._loop
         return loop is None or self.done or _running_loop() is loop
 
-    def _install(self, subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...]) -> None:
+    def _install(self, subscribers: tuple[_Subscription, ...]) -> None:
         self._subscribers = subscribers
         on_text = tuple(fast for _, fast in subscribers if fast is not None)
         self._on_text = on_text if len(on_text) == len(subscribers) else None
 
     def _adopt_joining(self) -> None:
-        """Add the subscribers that joined from another thread (on the loop thread, before an
-        event): each first gets the text streamed since its replay, as one delta."""
-        catch_up: list[tuple[tuple[Subscriber, TextSubscriber | None], str]] = []
+        """Add the subscribers that joined from another thread (on the loop thread, before a
+        text delta): each first gets the text streamed since its replay, as one delta."""
         with self._lock:
-            joining, self._joining = self._joining, []
-            self._join_parts()
-            for item in joining:
-                if item.text_length is not None and self._text_turn is not None:
-                    # The text event of the replay is still the last (every emit adopts first).
-                    text = self._events[-1].delta[item.text_length :]
-                    if text:
-                        catch_up.append((item.entry, text))
-                self._install((*self._subscribers, item.entry))
+            catch_up = self._take_joining()
+        self._catch_up(catch_up)
+
+    def _take_joining(self) -> _CatchUp:
+        """Under the lock: add the joining subscribers, and say what text each missed."""
+        joining, self._joining = self._joining, []
+        self._join_parts()
         turn = self._text_turn
-        for (callback, on_text), text in catch_up:
-            assert turn is not None
-            self._fan_out_text(((callback, on_text),), turn, text)
+        missed: list[tuple[_Subscription, str]] = []
+        for item in joining:
+            if item.text_length is not None and turn is not None:
+                # The text event of the replay is still the last (events are appended under
+                # the lock, after the joining subscribers are added).
+                text = self._events[-1].delta[item.text_length :]
+                if text:
+                    missed.append((item.entry, text))
+            self._install((*self._subscribers, item.entry))
+        if not missed or turn is None:
+            return None
+        return turn, missed
+
+    def _catch_up(self, catch_up: _CatchUp) -> None:
+        if catch_up is not None:
+            turn, missed = catch_up
+            for entry, text in missed:
+                self._fan_out_text((entry,), turn, text)
 
     @property
     def events(self) -> list[RunEvent]:
@@ -284,9 +300,10 @@ class AgentRun:
                     return
 
     def emit(self, event: Any) -> None:
-        if self._joining:
-            self._adopt_joining()
         with self._lock:
+            # Under the lock: a subscriber from another thread has either replayed this event
+            # or is added now, before it goes out.
+            catch_up = self._take_joining() if self._joining else None
             last = self._events[-1] if self._events else None
             if _mergeable(last, event):
                 self._parts.append(getattr(event, _MERGED_FIELD[event.type]))
@@ -301,6 +318,7 @@ class AgentRun:
                 self._events.append(stored)
             self._text_turn = event.turn if event.type == "text_delta" else None
             subscribers = self._subscribers
+        self._catch_up(catch_up)
         for callback, _ in subscribers:
             self._deliver(callback, event)
         if self.store is not None:
@@ -348,7 +366,7 @@ class AgentRun:
 
     def _fan_out_text(
         self,
-        subscribers: tuple[tuple[Subscriber, TextSubscriber | None], ...],
+        subscribers: tuple[_Subscription, ...],
         turn: int,
         delta: str,
     ) -> None:
