@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -588,12 +588,10 @@ class ToolExecutor:
         assert isinstance(record, ApprovalRecord)
         record.status = resolution.status  # type: ignore[assignment]
         record.decided_by = resolution.decided_by
-        request = interaction.request
-        if resolution.status == "rejected" and isinstance(request, ToolApprovalRequest):
+        if resolution.status == "rejected":
             # What the model is told (the tool result) is what the record says, as in Anvia.
+            request = cast(ToolApprovalRequest, interaction.request)
             record.decision_reason = rejection_text(resolution.decision(), request)
-        elif resolution.status == "rejected":
-            record.decision_reason = resolution.reject_message or resolution.reason
         else:
             record.decision_reason = resolution.reason
         if resolution.status == "approved":

@@ -449,6 +449,32 @@ async def test_a_question_stopped_just_before_a_crash_stays_unanswered_after_res
     result = tool_results(model.requests[0])[0]
     assert (json.loads(result.content), result.is_error) == ({"answers": []}, False)
     assert resumed.interactions.pending == []
+    [traced] = resumed.trace.tool_calls  # the call ended with the question, not as a success
+    assert (traced.status, traced.question.status) == ("cancelled", "cancelled")
+
+
+async def test_a_question_timed_out_just_before_a_crash_stays_timed_out_after_resume(
+    tmp_path: Path,
+):
+    path = tmp_path / "runs.sqlite"
+    ask = create_question_tool()
+    first = (
+        AgentBuilder("a", QueueModel([call("ask_question", THREE_CHOICES)]))
+        .tool(ask)
+        .human_input(StoreHumanInput(timeout=0.05))
+        .build()
+    )
+    run_id = await crash_after_the_decision(path, first.prompt("go"))  # dies at the timeout
+    model = QueueModel(["done"])
+    resumed = store_decided(ask, model).resume(run_id, RunStore(path)).create_run()
+    resumed.start()
+    await asyncio.wait_for(resumed.wait(), 10)
+    result = tool_results(model.requests[0])[0]
+    assert json.loads(result.content) == {"answers": []}  # not asked again, nothing answered
+    [traced] = resumed.trace.tool_calls
+    assert (traced.status, traced.question.status) == ("timed_out", "timed_out")
+    [record] = RunStore(path).get(run_id).questions.values()
+    assert record.status == "timed_out"
 
 
 # -- the trace of a resumed run: decisions taken before the crash ----------------------------------
