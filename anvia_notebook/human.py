@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from ._util import maybe_await
@@ -91,7 +91,11 @@ class CallbackHumanInput:
         answers = await with_timeout(maybe_await(self._ask(request)), self.timeout)
         # Dicts are checked and converted by the runtime (``check_operator_answers``, the check
         # the widget and the run store apply too), which refuses a blank, missing or mismatched
-        # answer with a clear reason instead of a raw validation error.
+        # answer with a clear reason instead of a raw validation error. What is not a collection
+        # of answers (None, a number, a text, one dict) is handed on as it is, for the runtime
+        # to refuse with what it got.
+        if isinstance(answers, (str, bytes, Mapping)) or not isinstance(answers, Iterable):
+            return answers  # type: ignore[return-value]
         return list(answers)
 
 

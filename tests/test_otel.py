@@ -351,6 +351,30 @@ def test_spans_made_inside_a_tool_nest_under_its_execute_tool_span(spans) -> Non
     assert trace.tool_calls[0].result == str(named["execute_tool work"].context.span_id)
 
 
+def test_only_the_tool_itself_runs_inside_its_execute_tool_span(spans) -> None:
+    """Hooks before and after the call are not the tool: spans they make are not its children."""
+    current: dict[str, int] = {}
+
+    def note(where):
+        return lambda e: current.__setitem__(
+            where, otel_trace.get_current_span().get_span_context().span_id
+        )
+
+    def traced(args, ctx):
+        current["tool"] = otel_trace.get_current_span().get_span_context().span_id
+        return "ok"
+
+    tool = create_tool(name="work", description="Work.", input=NoteInput, execute=traced)
+    hook = create_hook(on_tool_call=note("before"), on_tool_result=note("after"))
+    model = QueueModel([call("work", {"text": "a"}), "done"])
+    AgentBuilder("a", model).tool(tool).hook(hook).build().prompt("go").send_sync()
+    named = by_name(spans)
+    tool_span = named["execute_tool work"].context.span_id
+    assert current["tool"] == tool_span
+    assert current["before"] != tool_span
+    assert current["after"] == current["before"]  # the tool's span is current no longer
+
+
 def test_a_run_the_sampler_drops_makes_no_other_span_and_passes_the_decision_on() -> None:
     class Noting(Sampler):
         """Drops every trace (as a ratio sampler does most), noting what it was asked about."""

@@ -1249,3 +1249,26 @@ def test_an_on_tool_error_hook_is_told_which_call_failed():
     assert (event.tool_name, event.tool_call_id) == ("boom", "call_boom")
     assert event.internal_call_id and json.loads(event.args) == {"x": 1}
     assert isinstance(event.error, ValueError)
+
+
+# -- a human input whose ask() returns something that is not a list of answers -------------------
+
+
+@pytest.mark.parametrize("returned", [None, 42, "Large", {"questionId": "size", "answer": "Large"}])
+def test_answers_that_are_not_a_list_are_refused_and_the_run_goes_on(returned):
+    from anvia_notebook import CallbackHumanInput
+
+    model = QueueModel([call("ask_question", THREE_CHOICES), "done"])
+    agent = (
+        AgentBuilder("a", model)
+        .tool(create_question_tool())
+        .human_input(CallbackHumanInput(ask=lambda request: returned))
+        .build()
+    )
+    response = agent.prompt("go").send_sync()
+    assert response.output == "done"
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert result.content.startswith("ToolCallError: the human input returned invalid answers")
+    [traced] = response.trace.tool_calls
+    assert traced.question is not None and traced.question.status == "cancelled"
