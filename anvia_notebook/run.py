@@ -144,14 +144,18 @@ class AgentRun:
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
         self._subscribers: tuple[_Subscription, ...] = ()
-        #: Every subscriber's ``on_text`` when all have one (the per-delta fan-out), else None.
-        self._on_text: tuple[TextSubscriber, ...] | None = ()
+        #: The ``on_text`` of the only subscriber when it has one (the per-delta fan-out of a
+        #: run with one view), else None.
+        self._one_text: TextSubscriber | None = None
         #: Subscribers added from another thread while the run goes on, with where their replay
         #: left the streaming text: the loop thread adds them before its next event.
         self._joining: list[_Joining] = []
         #: The turn whose ``text_delta`` is the log's last event, to which a text delta of that
-        #: turn is one list append (set and cleared on the loop thread only).
+        #: turn is one list append (set and cleared on the loop thread only, under the lock).
         self._text_turn: int | None = None
+        #: ``_text_turn`` while no subscriber waits to be added, else None: the per-delta path
+        #: checks this one attribute (a subscriber from another thread clears it).
+        self._fast_turn: int | None = None
         self._task: asyncio.Task[PromptResponse] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
@@ -211,6 +215,7 @@ class AgentRun:
                 # itself, with the text appended after this replay (nothing twice, nothing lost).
                 last = self._events[-1] if self._text_turn is not None else None
                 self._joining.append(_Joining(entry, None if last is None else len(last.delta)))
+                self._fast_turn = None
         for event in past:
             self._deliver(callback, event)
 
@@ -232,8 +237,7 @@ class AgentRun:
 
     def _install(self, subscribers: tuple[_Subscription, ...]) -> None:
         self._subscribers = subscribers
-        on_text = tuple(fast for _, fast in subscribers if fast is not None)
-        self._on_text = on_text if len(on_text) == len(subscribers) else None
+        self._one_text = subscribers[0][1] if len(subscribers) == 1 else None
 
     def _adopt_joining(self) -> None:
         """Add the subscribers that joined from another thread (on the loop thread, before a
@@ -256,6 +260,7 @@ class AgentRun:
                 if text:
                     missed.append((item.entry, text))
             self._install((*self._subscribers, item.entry))
+        self._fast_turn = turn
         if not missed or turn is None:
             return None
         return turn, missed
@@ -316,7 +321,7 @@ class AgentRun:
                 else:
                     stored, self._parts = event, []
                 self._events.append(stored)
-            self._text_turn = event.turn if event.type == "text_delta" else None
+            self._text_turn = self._fast_turn = event.turn if event.type == "text_delta" else None
             subscribers = self._subscribers
         self._catch_up(catch_up)
         for callback, _ in subscribers:
@@ -330,21 +335,21 @@ class AgentRun:
         its turn is one list append, with no lock (the loop thread is the only one to append;
         readers join the parts under the lock, in place); subscribers with a text fast path
         get ``(turn, delta)``, the others one event built without validation."""
-        if self._joining:
-            self._adopt_joining()
-        if turn != self._text_turn:
-            self.emit(text_delta_event(turn, delta))
-            return
+        if turn != self._fast_turn:
+            if self._joining:
+                self._adopt_joining()
+            if turn != self._text_turn:
+                self.emit(text_delta_event(turn, delta))
+                return
         self._parts.append(delta)
-        on_text = self._on_text
-        if on_text is None:
+        fast = self._one_text
+        if fast is not None:
+            try:
+                fast(turn, delta)
+            except Exception:
+                logger.exception("An event subscriber failed on text_delta")
+        elif self._subscribers:
             self._fan_out_text(self._subscribers, turn, delta)
-        else:
-            for fast in on_text:
-                try:
-                    fast(turn, delta)
-                except Exception:
-                    logger.exception("An event subscriber failed on text_delta")
         if self.store is not None:
             countdown = self._store_countdown
             if countdown:

@@ -9,7 +9,11 @@ No browser and no kernel: the same 20,000 word-sized deltas go through
 - ``naive``: the whole text re-encoded as Markdown display data on every delta
   (``handle.update(Markdown(text))``); O(length) per delta;
 - ``run loop``: a whole run (``FunctionModel`` streaming the deltas) with no view, and the same
-  run with our ``TranscriptSession`` attached (its widget's comm is a no-op outside a kernel).
+  run with our ``TranscriptSession`` attached (its widget's comm is a no-op outside a kernel);
+- ``model``: the same model's stream read by a bare ``async for`` (each delta a ``TextDelta``),
+  so that what the run and the view add per delta can be told apart from what the model costs.
+
+The run store is whatever ``ANVIA_NOTEBOOK_STORE`` says (the default store, or ``off``).
 
     python benchmarks/kernel_cost.py [--deltas 20000] [--repeats 7] [--json out.json]
     python benchmarks/kernel_cost.py --profile out.txt   # pyinstrument profile of ``ours``
@@ -91,12 +95,26 @@ def naive(deltas: list[str]) -> Callable[[], None]:
     return run
 
 
-def run_loop(deltas: list[str], with_session: bool) -> Callable[[], None]:
+def _model(deltas: list[str]) -> FunctionModel:
     async def model(_request: Any) -> Any:
         for delta in deltas:
             yield TextDelta(delta=delta)
 
-    agent = AgentBuilder("bench", FunctionModel(model)).build()
+    return FunctionModel(model)
+
+
+def model_only(deltas: list[str]) -> Callable[[], None]:
+    model = _model(deltas)
+
+    async def main() -> None:
+        async for _event in model.stream(None):  # type: ignore[arg-type]  # not read
+            pass
+
+    return lambda: asyncio.run(main())
+
+
+def run_loop(deltas: list[str], with_session: bool) -> Callable[[], None]:
+    agent = AgentBuilder("bench", _model(deltas)).build()
 
     async def main() -> None:
         request = agent.prompt("Stream, please.")
@@ -128,6 +146,7 @@ def measure(count: int, repeats: int, naive_count: int) -> dict[str, Any]:
     variants = {
         "ours": ours(deltas),
         "floor": floor(deltas),
+        "model": model_only(deltas),
         "run_loop": run_loop(deltas, False),
         "run_loop_with_transcript": run_loop(deltas, True),
     }
@@ -139,6 +158,13 @@ def measure(count: int, repeats: int, naive_count: int) -> dict[str, Any]:
     results: dict[str, Any] = {"deltas": count, "repeats": repeats, "per_batch": PER_BATCH}
     for name, values in samples.items():
         results[name] = {"median_us": statistics.median(values), "min_us": min(values)}
+    # What the run (and the view) add to the model's own cost, per delta.
+    for name in ("run_loop", "run_loop_with_transcript"):
+        added = [run - model for run, model in zip(samples[name], samples["model"], strict=True)]
+        results[f"{name}_minus_model"] = {
+            "median_us": statistics.median(added),
+            "min_us": min(added),
+        }
     results["naive"] = {
         "deltas": naive_count,
         **per_delta_us(naive(pieces(naive_count)), naive_count, 1),
@@ -176,7 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
-    for name in ("ours", "floor", "naive", "run_loop", "run_loop_with_transcript"):
+    names = ("ours", "floor", "naive", "model", "run_loop", "run_loop_with_transcript")
+    for name in (*names, "run_loop_minus_model", "run_loop_with_transcript_minus_model"):
         print(f"{name:26} {results[name]['median_us']:10.2f} µs/delta")
     return 0
 

@@ -310,12 +310,12 @@ class Transcript:
         more text for the entry the last delta grew is a list append and an append to the
         batch)."""
         if turn == self._hot_turn:
-            pieces = self._hot_pieces
-            if len(pieces) < _JOIN_EVERY:
-                if delta:
-                    pieces.append(delta)
-                    self._emit_append(self._hot_id, "text", delta)
-                return
+            # (No join every _JOIN_EVERY pieces here: the run holds the turn's pieces anyway,
+            # until the turn's end, where the transcript joins them too.)
+            if delta:
+                self._hot_pieces.append(delta)
+                self._emit_append(self._hot_id, "text", delta)
+            return
         self._text_entry(self._run.assistant, "assistant", turn, delta)
         entry = self._run.assistant.get(turn)
         grown = entry.parts.get("text") if entry is not None else None
