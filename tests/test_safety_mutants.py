@@ -507,7 +507,10 @@ def tool_span_events(exporter, run_id: str, tool: str) -> list[tuple[str, str]]:
         if s.name == f"execute_tool {tool}" and s.context.trace_id == root.context.trace_id
     ]
     return [
-        (e.name, e.attributes.get("anvia.question.status") or e.attributes.get("anvia.approval.status"))
+        (
+            e.name,
+            e.attributes.get("anvia.question.status") or e.attributes.get("anvia.approval.status"),
+        )
         for e in span.events
     ]
 
@@ -892,6 +895,28 @@ def test_a_widget_input_takes_a_rule_object_and_refuses_a_timeout_of_zero():
             WidgetHumanInput(timeout=bad)
 
 
+@pytest.mark.parametrize(
+    ("approve", "says", "never"), [(True, "Approved", "Rejected"), (False, "Rejected", "Approved")]
+)
+def test_the_scripted_operator_s_own_reason_says_what_it_decided(approve, says, never):
+    """Shown in the transcript next to the decision: it must not contradict it."""
+    from anvia_notebook.notebook import WidgetHumanInput
+    from anvia_notebook.notebook._human_input import AutoOperator
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    human = WidgetHumanInput(auto=AutoOperator(approve=approve))
+    request = AgentBuilder("a", model).tool(add).human_input(human).build().prompt("go")
+    events = [e for e in asyncio.run(_collect(request)) if e.type == "tool_approval_result"]
+    [approval] = [e.approval for e in events]
+    assert approval.status == ("approved" if approve else "rejected")
+    assert says in approval.decision_reason and never not in approval.decision_reason
+
+
+async def _collect(request) -> list:
+    return [event async for event in request.stream()]
+
+
 # -- a run cancelled after its tool ran ------------------------------------------------------------
 
 
@@ -953,6 +978,19 @@ async def test_an_approval_id_and_a_question_id_cannot_be_swapped(store_path: Pa
     run.interactions.answer(question.id, answers)
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == [(1, 2)]
+
+
+async def test_who_answered_a_question_is_recorded(store_path: Path):
+    store = RunStore(store_path)
+    request, _, _ = store_agent(call("ask_question", THREE_CHOICES), "ok")
+    run = request.store(store).start()
+    [question] = await pending_of(run)
+    answers = [{"questionId": "size", "answer": "s", "choice": "s"}]
+    run.interactions.answer(question.id, answers, decided_by="night shift")
+    await asyncio.wait_for(run.wait(), 5)
+    status, decision = store.decision(question.id)
+    assert status == "answered"
+    assert decision is not None and decision["decided_by"] == "night shift"
 
 
 async def test_a_rejection_without_a_reason_tells_the_model_the_tool_s_reject_message():

@@ -214,3 +214,27 @@ async def test_a_run_waiting_on_the_store_can_be_answered_from_its_widget_too():
     response = await handle
     assert response.output == "Escalated."
     assert handle.pending == []
+
+
+async def test_answers_for_a_question_this_run_never_asked_are_refused():
+    """A forged id, and an approval's id given as a question's: refused, nothing answered; the
+    real question is still pending and takes its answers afterwards."""
+    model = question_model()
+    handle = runner.show(agent(model).prompt("escalate"))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_question(page)
+    answers = [
+        {"questionId": "priority", "answer": "high", "choice": "high"},
+        {"questionId": "note", "answer": "none", "choice": "none"},
+    ]
+    for forged in ("question_forged", "approval_1", ""):
+        reply = await page.answer(forged, answers)
+        assert reply["ok"] is False, forged
+    assert len(model.requests) == 1  # the model was told nothing
+    assert (await pending_question(page))["status"] == "input_required"
+    assert (await page.answer(entry["question"]["id"], answers))["ok"]
+    response = await handle
+    assert response.output == "Escalated."
+    [result] = [m for m in model.requests[1].messages if m.role == "tool"][0].tool_results
+    assert json.loads(result.content)["answers"][0]["answer"] == "high"
