@@ -92,7 +92,10 @@ class ToolApprovalRequiredError(AnviaError):
 
 class RequestAlreadyUsedError(AnviaError, RuntimeError):
     def __init__(self, *_: Any) -> None:
-        super().__init__("This PromptRequest has already run; call agent.prompt(...) again.")
+        super().__init__(
+            "This PromptRequest has already been used. A request runs once: call "
+            "agent.prompt(...) again for a new run."
+        )
 
 
 class DecisionRefusedError(AnviaError):

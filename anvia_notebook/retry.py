@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -13,6 +15,42 @@ RETRYABLE_STATUS_CODES = frozenset({408, 409, 425, 429})
 #: libraries' own classes, which are not subclasses of the built-in ``ConnectionError``).
 RETRYABLE_ERROR_NAMES = frozenset(
     {"APIConnectionError", "APIConnectionTimeoutError", "APITimeoutError", "TransportError"}
+)
+#: A string ``code`` that means "try again", as Anvia lists them (Node's network codes, gRPC's
+#: status names, undici's timeouts).
+RETRYABLE_ERROR_CODES = frozenset(
+    {
+        "DEADLINE_EXCEEDED",
+        "EAI_AGAIN",
+        "ECONNREFUSED",
+        "ECONNRESET",
+        "EHOSTUNREACH",
+        "ENETDOWN",
+        "ENETUNREACH",
+        "EPIPE",
+        "ETIMEDOUT",
+        "RESOURCE_EXHAUSTED",
+        "UNAVAILABLE",
+        "UND_ERR_CONNECT_TIMEOUT",
+        "UND_ERR_HEADERS_TIMEOUT",
+        "UND_ERR_SOCKET",
+    }
+)
+#: A numeric ``code`` that is a gRPC status worth retrying: DEADLINE_EXCEEDED,
+#: RESOURCE_EXHAUSTED, UNAVAILABLE.
+RETRYABLE_GRPC_CODES = frozenset({4, 8, 14})
+#: The same network failures as ``errno`` values of an ``OSError`` (not all of which are a
+#: ``ConnectionError``: an unreachable host or network, a network that is down, a timeout).
+RETRYABLE_ERRNOS = frozenset(
+    {
+        errno.ECONNREFUSED,
+        errno.ECONNRESET,
+        errno.EHOSTUNREACH,
+        errno.ENETDOWN,
+        errno.ENETUNREACH,
+        errno.EPIPE,
+        errno.ETIMEDOUT,
+    }
 )
 
 
@@ -34,15 +72,35 @@ def error_chain(error: BaseException) -> Iterator[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _status(error: BaseException) -> int | None:
-    status = getattr(error, "status_code", None)
-    return status if isinstance(status, int) and not isinstance(status, bool) else None
+    """The HTTP status an error carries: ``status_code`` (the SDKs), ``status`` (aiohttp), or
+    a numeric ``code`` from 100 to 599 (urllib's ``HTTPError``), as Anvia reads them."""
+    status = _int(getattr(error, "status_code", None))
+    if status is None:
+        status = _int(getattr(error, "status", None))
+    if status is not None:
+        return status
+    code = _int(getattr(error, "code", None))
+    return code if code is not None and 100 <= code <= 599 else None
 
 
 def _connection_failure(error: BaseException) -> bool:
     if getattr(error, "retryable", None) is True:
         return True
     if isinstance(error, (ConnectionError, TimeoutError)):
+        return True
+    if isinstance(error, OSError) and error.errno in RETRYABLE_ERRNOS:
+        return True
+    if isinstance(error, socket.gaierror) and error.errno == socket.EAI_AGAIN:
+        return True
+    code = getattr(error, "code", None)
+    if isinstance(code, str) and code.upper() in RETRYABLE_ERROR_CODES:
+        return True
+    if _int(code) in RETRYABLE_GRPC_CODES:
         return True
     return any(cls.__name__ in RETRYABLE_ERROR_NAMES for cls in type(error).__mro__)
 
@@ -53,7 +111,8 @@ def is_transient_error(error: BaseException) -> bool:
     As in Anvia the whole cause chain counts (``__cause__`` / ``__context__``): a cancellation
     anywhere in it is never retried; the first HTTP status found decides (408, 409, 425, 429 and
     5xx are retried; an error that says ``retryable`` with its status has the last word);
-    otherwise a connection error or a timeout anywhere in the chain is retried.
+    otherwise a connection error or a timeout anywhere in the chain is retried (by class, by
+    ``errno``, by a network or gRPC ``code``).
     """
     chain = list(error_chain(error))
     if any(isinstance(e, asyncio.CancelledError) for e in chain):
