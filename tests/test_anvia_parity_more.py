@@ -1706,3 +1706,26 @@ async def test_appends_complete_tool_calls_after_streamed_text():
     )
     message = model.requests[1].messages[1]
     assert (message.content, [c.name for c in message.tool_calls]) == ("answer", ["add"])
+
+
+# == tool-studio runner.test.ts: a run with history ===============================================
+
+
+def test_runs_an_agent_with_history_before_the_latest_prompt():
+    """runner.test.ts: "runs an agent without streaming and passes history" and "normalizes
+    UI-style agent run messages into history plus the latest prompt" (a list of messages: the
+    last is the prompt, the rest history, API.md section 3); options and metadata as there."""
+    model = QueueModel(["Anvia"])
+    agent = AgentBuilder("support", model).instructions("system").build()
+    history = [Message.user("The project is Anvia."), Message.assistant("Noted.")]
+    request = (
+        agent.prompt([*history, Message.user("What is this?")])
+        .max_turns(2)
+        .with_tool_concurrency(3)
+        .session(None, {"requestId": "req_1"})
+        .store(None)
+    )
+    assert request.send_sync().output == "Anvia"
+    assert len(model.requests) == 1
+    assert model.requests[0].instructions == "system"
+    assert model.requests[0].messages == [*history, Message.user("What is this?")]
