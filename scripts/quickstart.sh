@@ -85,4 +85,9 @@ echo "+ $python ${args[*]} $*"
 if [ "$dry_run" -eq 1 ]; then
   exit 0
 fi
+# `jupyter lab` runs the first `jupyter-lab` on PATH, and puts this environment's own last: with
+# another JupyterLab on PATH (a conda base, pipx, the system's), that one would start, and its
+# kernel would lack this package or import another copy of it. This environment's scripts go first.
+bindir=$("$python" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
+export PATH="$bindir:$PATH"
 exec "$python" "${args[@]}" "$@"
