@@ -6,7 +6,7 @@ import asyncio
 import contextvars
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -35,7 +35,6 @@ from .events import (
     ToolQuestionRequestEvent,
     ToolQuestionResultEvent,
     ToolResultEvent,
-    utc_now,
 )
 from .hooks import (
     RUN_CONTROL,
@@ -48,7 +47,7 @@ from .hooks import (
     call_hooks,
 )
 from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
-from .interactions import Interaction, Interactions, Resolution
+from .interactions import Interaction, Interactions, Resolution, record_resolution
 from .messages import ToolResultPart
 from .models.base import ToolCall
 from .question_types import Answer, QuestionInput, check_operator_answers
@@ -584,19 +583,8 @@ class ToolExecutor:
     def _resolve_approval(self, interaction: Interaction, resolution: Resolution) -> Resolution:
         """Settle the interaction (the first decision wins), record it, emit the result."""
         resolution = self.interactions.resolve(interaction, resolution)
-        record = interaction.record
+        record = record_resolution(interaction, resolution)
         assert isinstance(record, ApprovalRecord)
-        record.status = resolution.status  # type: ignore[assignment]
-        record.decided_by = resolution.decided_by
-        if resolution.status == "rejected":
-            # What the model is told (the tool result) is what the record says, as in Anvia.
-            request = cast(ToolApprovalRequest, interaction.request)
-            record.decision_reason = rejection_text(resolution.decision(), request)
-        else:
-            record.decision_reason = resolution.reason
-        if resolution.status == "approved":
-            record.edited_args = resolution.args
-        record.resolved_at = utc_now()
         self.trace.approval(record, resolved=True)
         self.emit(ToolApprovalResultEvent(approval=record.model_copy()))
         self.interactions.close(interaction)
@@ -681,14 +669,8 @@ class ToolExecutor:
 
     def _resolve_question(self, interaction: Interaction, resolution: Resolution) -> Resolution:
         resolution = self.interactions.resolve(interaction, resolution)
-        record = interaction.record
+        record = record_resolution(interaction, resolution)
         assert isinstance(record, QuestionRecord)
-        record.status = resolution.status  # type: ignore[assignment]
-        record.answers = list(resolution.answers) if resolution.status == "answered" else []
-        if resolution.status == "answered":
-            record.answered_at = utc_now()
-        else:
-            record.cancelled_at = utc_now()
         self.trace.question(record, resolved=True)
         self.emit(ToolQuestionResultEvent(question=record.model_copy()))
         self.interactions.close(interaction)

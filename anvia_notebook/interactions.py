@@ -21,16 +21,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ValidationError
 
-from .approvals import ApprovalDecision, ToolApprovalRequest
+from .approvals import ApprovalDecision, ToolApprovalRequest, rejection_text
 from .errors import DecisionRefusedError
-from .events import ApprovalRecord, QuestionRecord
+from .events import ApprovalRecord, QuestionRecord, utc_now
 from .question_types import Answer, check_operator_answers, describe_validation_error
 
 if TYPE_CHECKING:
     from .questions import QuestionRequest
     from .store import RunStore
 
-__all__ = ["DecisionRefusedError", "Interaction", "Interactions", "Resolution"]
+__all__ = [
+    "DecisionRefusedError",
+    "Interaction",
+    "Interactions",
+    "Resolution",
+    "record_resolution",
+]
 
 logger = logging.getLogger("anvia_notebook")
 
@@ -94,6 +100,38 @@ class Resolution:
             reject_message=self.reject_message,
             decided_by=self.decided_by,
         )
+
+
+def record_resolution(
+    interaction: Interaction,
+    resolution: Resolution,
+    record: ApprovalRecord | QuestionRecord | None = None,
+) -> ApprovalRecord | QuestionRecord:
+    """Write ``resolution`` into the interaction's record (or into ``record``, a copy of it):
+    the status, who decided, and for an approval the reason as the model is told it and the
+    edited arguments, for a question the answers. Returns the record written."""
+    record = interaction.record if record is None else record
+    if isinstance(record, ApprovalRecord):
+        record.status = resolution.status  # type: ignore[assignment]
+        record.decided_by = resolution.decided_by
+        if resolution.status == "rejected":
+            # What the model is told (the tool result) is what the record says, as in Anvia.
+            request = interaction.request
+            assert isinstance(request, ToolApprovalRequest)
+            record.decision_reason = rejection_text(resolution.decision(), request)
+        else:
+            record.decision_reason = resolution.reason
+        if resolution.status == "approved":
+            record.edited_args = resolution.args
+        record.resolved_at = utc_now()
+    else:
+        record.status = resolution.status  # type: ignore[assignment]
+        record.answers = list(resolution.answers) if resolution.status == "answered" else []
+        if resolution.status == "answered":
+            record.answered_at = utc_now()
+        else:
+            record.cancelled_at = utc_now()
+    return record
 
 
 @dataclass
@@ -289,8 +327,9 @@ class Interactions:
                     f"This approval is already {winner.status.replace('_', ' ')}; a second "
                     "decision is refused."
                 )
-        assert isinstance(interaction.record, ApprovalRecord)
-        return interaction.record
+        decided = self._as_decided(interaction, resolution)
+        assert isinstance(decided, ApprovalRecord)
+        return decided
 
     def answer(
         self, question_id: str, answers: Sequence[Any], *, decided_by: str = "human"
@@ -309,9 +348,23 @@ class Interactions:
                     f"This question is already {winner.status.replace('_', ' ')}; a second "
                     "answer is refused."
                 )
-        return interaction.record
+        decided = self._as_decided(interaction, resolution)
+        assert isinstance(decided, QuestionRecord)
+        return decided
 
     # -- internals -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _as_decided(
+        interaction: Interaction, resolution: Resolution
+    ) -> ApprovalRecord | QuestionRecord:
+        """The record as the decision leaves it. The run's own record changes when its loop
+        takes the decision (at once when the decision is made on another thread): until then,
+        a copy with the decision written in."""
+        record = interaction.record
+        if record.status != "pending":
+            return record.model_copy(deep=True)
+        return record_resolution(interaction, resolution, record.model_copy(deep=True))
 
     def _from_store(self, item_id: str, status: str, decision: dict[str, Any]) -> None:
         """A decision another process wrote to the store (called on the watcher thread)."""

@@ -1188,13 +1188,6 @@ async def test_hook_based_approval_requests_in_streaming_runs(approved, expected
     assert tool_result.result == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="interactions.Interactions.decide/answer (so RunHandle.approve/reject/answer) return "
-    "the run's live record, which still says 'pending' until the run's loop takes the decision; "
-    "called on that loop (a notebook cell, the widget) it always does. Studio's decision "
-    "endpoints answer with the decided record.",
-)
 @pytest.mark.parametrize("kind", ["approval", "question"])
 async def test_a_decision_returns_the_decided_record(kind):
     """runner.test.ts: "pauses protected streaming tool calls until approval" and "pauses
