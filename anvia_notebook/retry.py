@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import random
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -129,7 +130,9 @@ def is_transient_error(error: BaseException) -> bool:
 
 @dataclass(frozen=True)
 class CompletionRetries:
-    """How a failed completion is retried: attempts in all, exponential backoff with a cap."""
+    """How a failed completion is retried: attempts in all, exponential backoff with a cap and
+    full jitter (each wait is a random fraction of the capped delay, as in Anvia, so that many
+    runs failing together do not all come back at the same moment)."""
 
     max_attempts: int = 3
     initial_delay: float = 0.1
@@ -150,7 +153,10 @@ class CompletionRetries:
             raise ValueError("max_delay must be greater than or equal to initial_delay")
 
     def delay(self, attempt: int) -> float:
-        return float(min(self.max_delay, self.initial_delay * (2 ** (attempt - 1))))
+        """The wait before attempt ``attempt + 1``: up to ``initial_delay * 2**(attempt - 1)``,
+        capped at ``max_delay``."""
+        capped = min(self.max_delay, self.initial_delay * (2 ** (attempt - 1)))
+        return float(random.random() * capped)
 
     def allows(self, context: RetryContext) -> bool:
         if context.attempt >= context.max_attempts:

@@ -1485,12 +1485,6 @@ def test_replaces_duplicate_tool_names_with_the_latest_tool():
 # == completion-retry.test.ts =====================================================================
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="retry.CompletionRetries.delay has no jitter (Anvia: random() * the capped delay); "
-    "tests/test_retries.py asserts the un-jittered values, so the fix needs that test changed "
-    "with it.",
-)
 def test_uses_capped_exponential_backoff_with_full_jitter(monkeypatch):
     """completion-retry.test.ts: "uses capped exponential backoff with full jitter"."""
     monkeypatch.setattr(random, "random", lambda: 0.5)

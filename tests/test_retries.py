@@ -68,13 +68,18 @@ def test_custom_should_retry_and_connection_errors():
     assert request.send_sync().output == "ok"
 
 
-def test_retry_options_are_validated_and_backoff_is_capped():
+def test_retry_options_are_validated_and_backoff_is_capped(monkeypatch):
+    import random
+
     with pytest.raises(ValueError, match="positive integer"):
         CompletionRetries(max_attempts=0)
     with pytest.raises(ValueError, match="max_delay"):
         CompletionRetries(initial_delay=2, max_delay=1)
     retries = CompletionRetries(initial_delay=0.1, max_delay=0.3)
+    monkeypatch.setattr(random, "random", lambda: 1.0)  # the jitter's top: the capped delays
     assert [retries.delay(n) for n in (1, 2, 3, 4)] == [0.1, 0.2, 0.3, 0.3]
+    monkeypatch.setattr(random, "random", lambda: 0.25)
+    assert [retries.delay(n) for n in (1, 2, 3, 4)] == pytest.approx([0.025, 0.05, 0.075, 0.075])
     assert is_transient_error(TimeoutError())
     assert not is_transient_error(ValueError())
     assert ModelError("x", status_code=503).status_code == 503
