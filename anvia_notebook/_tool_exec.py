@@ -462,7 +462,8 @@ class ToolExecutor:
                 run=self.run_info,
                 reason=reason,
                 reject_message=reject_message,
-                input_model=tool.input,
+                # An intercepted call's arguments are questions, whatever the tool's own input.
+                input_model=QuestionInput if intercepted else tool.input,
             )
             approved, text, edited = await self._approve(request)
             if not approved:

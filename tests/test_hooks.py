@@ -427,6 +427,7 @@ async def test_a_hook_cancelling_after_an_edited_call_ran_traces_what_ran():
     assert add.calls == [(5, 5)]
     [result] = [e for e in events if e.type == "tool_result"]
     assert (result.result, result.is_error, result.args) == ("10", False, '{"x":5,"y":5}')
+    assert not result.skipped  # it ran
     [traced] = request.trace.tool_calls
     assert (traced.status, traced.result, traced.args) == ("success", "10", {"x": 5, "y": 5})
 

@@ -1310,3 +1310,83 @@ def test_answers_that_are_not_a_list_are_refused_and_the_run_goes_on(returned):
     assert result.content.startswith("ToolCallError: the human input returned invalid answers")
     [traced] = response.trace.tool_calls
     assert traced.question is not None and traced.question.status == "cancelled"
+
+
+# -- an approval-guarded ask_question of one's own, its questions edited on approval --------------
+
+
+@pytest.mark.parametrize("through", ["handler", "run"])
+async def test_questions_edited_on_approval_are_the_ones_asked(through: str):
+    """Any tool named ask_question is put to the person (as in Anvia). Its arguments are
+    questions, whatever the tool's own input model: an edit on approval is read as questions
+    too, and checked as questions when a person edits it."""
+    from anvia_notebook import ApprovalDecision, CallbackHumanInput
+
+    class Legacy(BaseModel):
+        prompt: str
+
+    own = create_tool(
+        name="ask_question",
+        description="Ask the operator.",
+        input=Legacy,
+        execute=lambda args, ctx: "unused",
+        approval=ToolApproval(),
+    )
+    asked: list[str] = []
+    edited = {"questions": [{"id": "size", "question": "Size, really?", "choices": ["s", "m"]}]}
+
+    def ask(request):
+        asked.extend(q.question for q in request.questions)
+        return [{"questionId": "size", "answer": "m", "choice": "m"}]
+
+    model = QueueModel([call("ask_question", THREE_CHOICES), "done"])
+    if through == "handler":
+        human = CallbackHumanInput(
+            approve=lambda request: ApprovalDecision(approved=True, args=edited), ask=ask
+        )
+        agent = AgentBuilder("a", model).tool(own).human_input(human).build()
+        response = await agent.prompt("go").send()
+    else:
+        human = CallbackHumanInput(approve=lambda request: asyncio.Event().wait(), ask=ask)
+        run = AgentBuilder("a", model).tool(own).human_input(human).build().prompt("go").start()
+        [approval] = await pending_of(run)
+        with pytest.raises(DecisionRefusedError):  # not questions: refused, still pending
+            run.interactions.decide(approval.id, approved=True, args={"prompt": "Size?"})
+        run.interactions.decide(approval.id, approved=True, args=edited)
+        response = await asyncio.wait_for(run.wait(), 5)
+    assert response.output == "done"
+    assert asked == ["Size, really?"]
+    result = tool_results(model.requests[1])[0]
+    assert (json.loads(result.content), result.is_error) == (
+        {"answers": [{"questionId": "size", "answer": "m", "choice": "m"}]},
+        False,
+    )
+
+
+def test_an_own_ask_question_falls_back_to_its_tool_and_its_argument_error_is_reported():
+    """With a human input that cannot answer questions, an intercepted call runs the tool's own
+    execute; arguments that do not fit its input are an argument error for the model, and the
+    on_tool_error hooks are told, as for any other tool."""
+    from anvia_notebook import CallbackHumanInput
+
+    class Legacy(BaseModel):
+        prompt: str
+
+    ran: list[str] = []
+    own = create_tool(
+        name="ask_question",
+        description="Ask the operator.",
+        input=Legacy,
+        execute=lambda args, ctx: ran.append(args.prompt) or "asked",
+    )
+    errors: list[tuple[str, str]] = []
+    hook = create_hook(on_tool_error=lambda e: errors.append((e.tool_call_id, e.tool_name)))
+    model = QueueModel([call("ask_question", THREE_CHOICES, "c9"), "done"])
+    human = CallbackHumanInput(approve=lambda request: True)  # no ask function
+    agent = AgentBuilder("a", model).tool(own).hook(hook).human_input(human).build()
+    assert agent.prompt("go").send_sync().output == "done"
+    assert ran == []
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert "prompt" in result.content  # names the missing field of the tool's own input
+    assert errors == [("c9", "ask_question")]
