@@ -28,6 +28,7 @@ from anvia_notebook import (
     create_question_tool,
     create_tool,
 )
+from anvia_notebook.errors import ToolArgumentsError
 from anvia_notebook.hooks import HookAction, RunControl
 from anvia_notebook.human import ConsoleHumanInput
 from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
@@ -1379,14 +1380,23 @@ def test_an_own_ask_question_falls_back_to_its_tool_and_its_argument_error_is_re
         input=Legacy,
         execute=lambda args, ctx: ran.append(args.prompt) or "asked",
     )
-    errors: list[tuple[str, str]] = []
-    hook = create_hook(on_tool_error=lambda e: errors.append((e.tool_call_id, e.tool_name)))
+    errors: list = []
+    hook = create_hook(on_tool_error=errors.append)
     model = QueueModel([call("ask_question", THREE_CHOICES, "c9"), "done"])
     human = CallbackHumanInput(approve=lambda request: True)  # no ask function
     agent = AgentBuilder("a", model).tool(own).hook(hook).human_input(human).build()
-    assert agent.prompt("go").send_sync().output == "done"
-    assert ran == []
+
+    async def run() -> list:
+        return [event async for event in agent.prompt("go").stream()]
+
+    events = asyncio.run(run())
+    assert events[-1].type == "final" and ran == []
     result = tool_results(model.requests[1])[0]
     assert result.is_error
     assert "prompt" in result.content  # names the missing field of the tool's own input
-    assert errors == [("c9", "ask_question")]
+    [error] = errors
+    [shown] = [e for e in events if e.type == "tool_result"]
+    assert (error.tool_call_id, error.tool_name) == ("c9", "ask_question")
+    assert error.internal_call_id == shown.internal_call_id and error.internal_call_id
+    assert json.loads(error.args) == THREE_CHOICES
+    assert isinstance(error.error, ToolArgumentsError)
