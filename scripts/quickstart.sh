@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install anvia_notebook (and JupyterLab), then open the quickstart tutorial,
+# Install anvia_notebook (with JupyterLab, and pandas and the OpenTelemetry SDK that tutorials 09
+# and 10 use), then open the quickstart tutorial,
 # notebooks/01_quickstart.ipynb, in JupyterLab on 127.0.0.1. Works offline with the scripted demo
 # model.
 #
@@ -74,6 +75,9 @@ fi
 
 # -- install and start -------------------------------------------------------------------------
 run "$python" -m pip install -q -e . jupyterlab
+# What the tutorials use besides the package: pandas (tables in 09 and 10) and the OpenTelemetry
+# SDK (the spans in 09).
+run "$python" -m pip install -q pandas "opentelemetry-sdk>=1.20"
 
 page=/lab/tree/notebooks/01_quickstart.ipynb
 args=(-m jupyter lab --ip=127.0.0.1 "--LabApp.default_url=$page")
