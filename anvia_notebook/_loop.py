@@ -257,7 +257,8 @@ async def _complete(
     while True:
         attempt += 1
         accumulator = CompletionAccumulator()
-        emitted = False
+        emitted = False  # an event was passed on: the call is not made again
+        observed = False  # the provider sent anything at all: not made again either (Anvia)
         announced: set[str] = set()
         token = tracer.attempt(entry, attempt)
         add = accumulator.add
@@ -266,6 +267,13 @@ async def _complete(
         text_delta, text = TextDelta, str  # locals: read once per delta
         try:
             async for event in run.request.agent.model.stream(request):
+                if type(event) is text:  # a plain string is a text delta, the cheapest kind
+                    add_text(event)
+                    if not emitted:
+                        tracer.first_token(entry)
+                        emitted = True
+                    emit_text(turn, event)
+                    continue
                 if type(event) is text_delta:  # the per-delta path: no check, no event built
                     delta = event.delta
                     if type(delta) is text:
@@ -275,6 +283,7 @@ async def _complete(
                             emitted = True
                         emit_text(turn, delta)
                         continue
+                observed = True
                 add(event)
                 mapped = _map_event(turn, event)
                 if mapped is not None:
@@ -303,7 +312,7 @@ async def _complete(
             context = RetryContext(error, attempt, retries.max_attempts, turn)
             retrying = False
             try:
-                retrying = not emitted and retries.allows(context)
+                retrying = not emitted and not observed and retries.allows(context)
             finally:  # (a should_retry that raises ends the call too)
                 tracer.model_call_failed(
                     entry, error, accumulator.response(), token, retrying=retrying

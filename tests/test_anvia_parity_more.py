@@ -863,12 +863,6 @@ async def test_does_not_retry_after_a_provider_delta_has_been_observed():
     assert len(model.requests) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_loop._complete retries unless an event was *emitted*: a usage or finish event "
-    "the provider sent before failing does not count, so the call is made again (Anvia never "
-    "retries once any provider event was observed).",
-)
 async def test_does_not_retry_after_a_non_emitted_provider_event_has_been_observed():
     """streaming.test.ts: "does not retry after a non-emitted provider event has been
     observed" (Anvia's ``message_id`` event; here a usage update, which is not re-emitted)."""
@@ -1638,12 +1632,6 @@ async def test_does_not_replace_tool_metadata_with_empty_continuation_placeholde
     assert seen == ["pwd"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="models.base.CompletionAccumulator lets a complete ToolCall replace the streamed "
-    "fragments even when its arguments are empty ('' , blank or {}), so the tool gets no "
-    "arguments; Anvia keeps the streamed arguments then.",
-)
 @pytest.mark.parametrize("final_arguments", ["  ", {}], ids=["blank string", "empty object"])
 async def test_uses_streamed_arguments_when_the_completed_call_has_none(final_arguments):
     """stream-accumulator.test.ts: "uses streamed arguments when final tool arguments are

@@ -1,7 +1,8 @@
 """The model contract: a completion request in, a stream of completion events out.
 
-A model is any object with ``async def stream(request) -> AsyncIterator[CompletionEvent]``.
-Providers and offline models subclass :class:`CompletionModel`, which derives ``complete``.
+A model is any object with ``async def stream(request) -> AsyncIterator[CompletionEvent]``
+(a plain ``str`` in the stream is a piece of text, as a ``TextDelta``). Providers and offline
+models subclass :class:`CompletionModel`, which derives ``complete``.
 """
 
 from __future__ import annotations
@@ -219,6 +220,9 @@ class CompletionAccumulator:
         self._provider_data: dict[str, Any] | None = None
 
     def add(self, event: Any) -> None:
+        if type(event) is str:  # a plain string is a piece of text
+            self.text_parts.append(event)
+            return
         kind = getattr(event, "type", None)
         if kind == "text_delta":
             self.text_parts.append(event.delta)
@@ -231,6 +235,15 @@ class CompletionAccumulator:
                 names.append(event.name)
             args.append(event.arguments_delta)
         elif kind == "tool_call":
+            partial = self._partial.get(event.id)
+            if partial is not None and _blank(event.arguments) and "".join(partial[1]).strip():
+                # A complete call without arguments after streamed ones: keep what streamed.
+                names, args = partial
+                event = ToolCall(
+                    id=event.id,
+                    name=event.name or (names[-1] if names else ""),
+                    arguments="".join(args),
+                )
             self._calls[event.id] = event
         elif kind == "usage":
             self._usage = self._usage + event.usage
@@ -261,6 +274,13 @@ class CompletionAccumulator:
             finish_reason=self._finish,
             provider_data=self._provider_data,
         )
+
+
+def _blank(arguments: Any) -> bool:
+    """No arguments at all: an empty object, or an empty or blank text."""
+    if isinstance(arguments, str):
+        return not arguments.strip()
+    return bool(arguments == {})
 
 
 async def collect_completion(events: AsyncIterator[Any]) -> CompletionResponse:

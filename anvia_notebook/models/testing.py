@@ -113,7 +113,9 @@ class FunctionModel(CompletionModel):
     """A model backed by your function.
 
     ``fn(request)`` returns a :class:`ModelResponse` (or a ``str``), sync or async; or ``fn`` is
-    an async generator yielding completion events (``TextDelta``, ``ToolCall``, ...).
+    an async generator yielding completion events (``TextDelta``, ``ToolCall``, ...). A plain
+    ``str`` yielded is a piece of text, as ``TextDelta(delta=...)`` (as in pydantic-ai's
+    ``FunctionModel``), and the cheapest way to stream many small pieces.
     """
 
     name = "function-model"
