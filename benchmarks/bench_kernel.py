@@ -34,7 +34,7 @@ from IPython.display import Markdown, display
 from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, ToolApproval, ask_question, create_hook, create_tool
-from anvia_notebook.models import FunctionModel, ModelResponse, TextDelta, ToolCall
+from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 
 OUT_DIR = Path(".")
 #: Time stamps recorded by the click scenarios, by kind (``baseline``, ``bg-approve``, ...).
@@ -108,8 +108,10 @@ class StreamProbe:
             self.t_ready = time.time()
             self.ready.set()
 
-    async def paced(self) -> AsyncIterator[str]:
-        """Waits for the view, then yields the deltas flat out or paced (a bare loop)."""
+    async def paced(self, _request: Any = None) -> AsyncIterator[str]:
+        """Waits for the view, then yields the deltas flat out or paced (a bare loop). The floor
+        reads it directly; ours is this same generator as the model (a model may stream text as
+        plain strings)."""
         await asyncio.wait_for(self.ready.wait(), 60)
         self.t_first = time.time()
         start = time.monotonic()
@@ -124,17 +126,12 @@ class StreamProbe:
             yield piece
         self.t_last = time.time()
 
-    async def events(self, _request: Any) -> AsyncIterator[Any]:
-        """The model: the same deltas as model events."""
-        async for piece in self.paced():
-            yield TextDelta(delta=piece)
-
     def times(self) -> dict[str, float]:
         return {"t_ready": self.t_ready, "t_first": self.t_first, "t_last": self.t_last}
 
 
 def _stream_agent(probe: StreamProbe) -> Any:
-    return AgentBuilder("stream", FunctionModel(probe.events, name="stream-model")).build()
+    return AgentBuilder("stream", FunctionModel(probe.paced, name="stream-model")).build()
 
 
 def stream_ours(tag: str, count: int, rate: float, marker: str) -> Any:
