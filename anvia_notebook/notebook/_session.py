@@ -203,6 +203,9 @@ class TranscriptSession:
         assert self.run is not None
         if self.run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
+        always = message.approved and message.always_allow
+        # Before the decision: the run may ask about its next call of this tool at once.
+        added = self._always_allow(interactions, message.approval_id) if always else None
         try:
             record = interactions.decide(
                 message.approval_id,
@@ -211,15 +214,28 @@ class TranscriptSession:
                 args=message.edited_args,
             )
         except DecisionRefusedError as error:
+            if added is not None and self.human_input is not None:
+                self.human_input.always_allowed.discard(added)
             return str(error)
-        if message.approved and message.always_allow:
-            self._always_allow(interactions, record.tool_name)
+        if always:
+            self._approve_pending(interactions, record.tool_name)
         return None
 
-    def _always_allow(self, interactions: Interactions, tool_name: str) -> None:
-        """The "Always allow <tool> in this session" box: later calls and other pending ones run."""
-        if self.human_input is not None:
-            self.human_input.always_allowed.add(tool_name)
+    def _always_allow(self, interactions: Interactions, approval_id: str) -> str | None:
+        """The "Always allow <tool> in this session" box: later calls of the approval's tool are
+        approved without asking. Returns the tool's name if this added it (else ``None``)."""
+        interaction = interactions.get(approval_id)
+        human = self.human_input
+        if interaction is None or human is None:
+            return None
+        tool_name = interaction.record.tool_name
+        if tool_name in human.always_allowed:
+            return None
+        human.always_allowed.add(tool_name)
+        return tool_name
+
+    def _approve_pending(self, interactions: Interactions, tool_name: str) -> None:
+        """The same box: the other calls of that tool waiting now are approved too."""
         for other in interactions.pending:
             if isinstance(other, ApprovalRecord) and other.tool_name == tool_name:
                 with contextlib.suppress(DecisionRefusedError):

@@ -61,6 +61,29 @@ async def test_rejecting_with_always_allow_ticked_still_asks_for_the_next_call()
     assert [t["approval"]["decided_by"] for t in page.tools()] == ["you", "you"]
 
 
+async def test_a_refused_approval_with_always_allow_ticked_allows_nothing():
+    """Edited arguments the tool refuses: the decision is refused, and so is the box's rule;
+    the approval and the next call of that tool still wait for a person."""
+    tool = refund_tool()
+    model = QueueModel([refund_call("c1", "A"), refund_call("c2", "B"), "Done."])
+    handle = runner.show(AgentBuilder("shop", model).tools([tool]).build().prompt("two refunds"))
+    page = Page(handle.widget)
+    await page.sync()
+    first = await pending_approval(page)
+    bad = {"order_id": "A", "amount": "lots"}
+    reply = await page.approve(first["approval"]["id"], edited_args=bad, always_allow=True)
+    assert reply["ok"] is False
+    assert (await page.approve(first["approval"]["id"]))["ok"]  # no box this time
+    second = await until(lambda: approval_of(page, 1) or handle.done, what="the second call")
+    assert second is not True, "the run ended without asking about the second call"
+    assert second["status"] == "pending"
+    assert [c.order_id for c in tool.calls] == ["A"]
+    assert (await page.approve(second["id"], approved=False))["ok"]
+    await handle
+    await finished(handle)
+    assert [c.order_id for c in tool.calls] == ["A"]
+
+
 async def test_a_decision_for_an_approval_this_widget_never_showed_changes_nothing():
     # Two runs shown in two widgets share one WidgetHumanInput (set on their agents).
     human = WidgetHumanInput()
