@@ -225,7 +225,7 @@ class ToolExecutor:
         else:
             try:
                 result, is_error, effective_args = await self._checked_call(
-                    tool, call, internal_id, raw_args, decision, turn
+                    tool, call, internal_id, raw_args, decision
                 )
             except BaseException:
                 self._report_landed(call, turn, internal_id)
@@ -398,7 +398,6 @@ class ToolExecutor:
         internal_id: str,
         raw_args: str,
         decision: ToolCallDecision,
-        turn: int,
     ) -> tuple[str, bool, str]:
         """The tool exists and its arguments are valid (else ``on_tool_error`` hooks are told, as
         in Anvia, and the result says what is wrong); then approval, questions, ``execute``."""
@@ -423,7 +422,7 @@ class ToolExecutor:
                 raw_args,
             )
         return await self._approved_call(
-            tool, call, internal_id, raw_args, args, decision, turn, intercepted
+            tool, call, internal_id, raw_args, args, decision, intercepted
         )
 
     async def _approved_call(
@@ -434,7 +433,6 @@ class ToolExecutor:
         raw_args: str,
         args: BaseModel,
         decision: ToolCallDecision,
-        turn: int,
         intercepted: bool,
     ) -> tuple[str, bool, str]:
         """Approval (hook request or policy), then the question flow or ``execute``."""

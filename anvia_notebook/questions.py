@@ -41,7 +41,7 @@ class QuestionTool(Tool):
     """A tool whose calls a human input intercepts; its own ``execute`` is the fallback."""
 
 
-def _fallback(args: QuestionInput, ctx: ToolContext) -> QuestionOutput:
+def _fallback(args: QuestionInput) -> QuestionOutput:
     return QuestionOutput(
         answers=[Answer(question_id=q.id, answer=NO_HUMAN_ANSWER) for q in args.questions]
     )
@@ -55,7 +55,7 @@ def create_question_tool(
     def execute(args: QuestionInput, ctx: ToolContext) -> str:
         import json
 
-        return json.dumps(_fallback(args, ctx).to_wire())
+        return json.dumps(_fallback(args).to_wire())
 
     return QuestionTool(name=name, description=description, input=QuestionInput, execute=execute)
 

@@ -1400,3 +1400,104 @@ def test_an_own_ask_question_falls_back_to_its_tool_and_its_argument_error_is_re
     assert error.internal_call_id == shown.internal_call_id and error.internal_call_id
     assert json.loads(error.args) == THREE_CHOICES
     assert isinstance(error.error, ToolArgumentsError)
+
+
+# -- what is recorded and told when a turn's tool calls end early ---------------------------------
+
+
+async def test_a_question_stopped_mid_turn_tells_the_model_it_got_no_answers():
+    """Anvia's Studio resolves a question cancelled by Stop with no answers (not an error)."""
+    model = QueueModel([call("ask_question", THREE_CHOICES, "q1"), "never"])
+    agent = AgentBuilder("a", model).tool(create_question_tool()).human_input(StoreHumanInput())
+    run = agent.build().prompt("go").start()
+    await pending_of(run)
+    run.cancel("Stop")
+    with pytest.raises(PromptCancelledError) as raised:
+        await asyncio.wait_for(run.wait(), 5)
+    [part] = raised.value.messages[-1].tool_results
+    assert (part.tool_call_id, json.loads(part.content), part.is_error) == (
+        "q1",
+        {"answers": []},
+        False,
+    )
+
+
+def test_a_run_that_fails_during_its_tool_calls_traces_them_as_errors_not_cancelled():
+    add = make_add_tool(approval=ToolApproval())  # no approval handler, no human input
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
+    request = AgentBuilder("a", model).tool(add).build().prompt("go")
+    with pytest.raises(Exception, match="approval"):
+        request.send_sync()
+    [traced] = request.trace.tool_calls
+    assert traced.status == "error"
+    assert add.calls == []
+
+
+def test_the_error_hook_of_invalid_arguments_gets_the_arguments_the_model_sent():
+    errors: list = []
+    hook = create_hook(on_tool_error=errors.append)
+    model = QueueModel([call("add", {"x": 1, "y": "two"}, "c1"), "ok"])
+    agent = AgentBuilder("a", model).tool(make_add_tool()).hook(hook).build()
+    assert agent.prompt("go").send_sync().output == "ok"
+    [error] = errors
+    assert json.loads(error.args) == {"x": 1, "y": "two"}
+    assert isinstance(error.error, ToolArgumentsError)
+
+
+def test_answers_given_as_answer_objects_are_accepted():
+    from anvia_notebook import Answer, CallbackHumanInput
+
+    model = QueueModel([call("ask_question", THREE_CHOICES), "done"])
+    human = CallbackHumanInput(ask=lambda r: [Answer(question_id="size", answer="m", choice="m")])
+    agent = AgentBuilder("a", model).tool(create_question_tool()).human_input(human).build()
+    assert agent.prompt("go").send_sync().output == "done"
+    result = tool_results(model.requests[1])[0]
+    assert (json.loads(result.content), result.is_error) == (
+        {"answers": [{"questionId": "size", "answer": "m", "choice": "m"}]},
+        False,
+    )
+
+
+async def test_an_approval_written_to_the_store_is_recorded_as_a_person_s(store_path: Path):
+    store = RunStore(store_path)
+    request, add, _ = store_agent(call("add", {"x": 1, "y": 2}), "ok")
+    run = request.store(store).start()
+    [approval] = await pending_of(run)
+    RunStore(store_path).approve(run.run_id, approval.id)  # as from another process
+    await asyncio.wait_for(run.wait(), 10)
+    assert add.calls == [(1, 2)]
+    status, decision = store.decision(approval.id)
+    assert status == "approved" and decision["decided_by"] == "human"
+    [result] = [e.approval for e in run.events if e.type == "tool_approval_result"]
+    assert result.decided_by == "human"
+
+
+async def test_a_call_failing_while_a_question_waits_settles_the_question_before_the_run_ends(
+    store_path: Path,
+):
+    """Two calls at once: a hook fails on one while the other waits for answers. The run fails,
+    and the question is settled (cancelled, no answers), not left pending in the store."""
+
+    def fail_on_add(event):
+        if event.tool_name == "add":
+            raise RuntimeError("audit service down")
+
+    store = RunStore(store_path)
+    model = QueueModel(
+        [calls(("ask_question", THREE_CHOICES, "q1"), ("add", {"x": 1, "y": 2}, "c2")), "never"]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .tools([create_question_tool(), make_add_tool()])
+        .hook(create_hook(on_tool_call=fail_on_add))
+        .human_input(StoreHumanInput())
+        .build()
+    )
+    run = agent.prompt("go").store(store).with_tool_concurrency(2).start()
+    with pytest.raises(RuntimeError, match="audit service down"):
+        await asyncio.wait_for(run.wait(), 5)
+    assert run.interactions.pending == []
+    [record] = store.interactions(run.run_id)
+    assert store.decision(record.id)[0] == "cancelled"
+    results = {p.tool_call_id: p for p in run.state.messages[-1].tool_results}
+    assert (json.loads(results["q1"].content), results["q1"].is_error) == ({"answers": []}, False)
