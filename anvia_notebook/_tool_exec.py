@@ -172,35 +172,36 @@ class ToolExecutor:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            stopped = isinstance(error, (asyncio.CancelledError, PromptCancelledError))
+            status: ToolCallStatus = "cancelled" if stopped else "error"
+            parts: list[ToolResultPart] = []  # every call gets a result
             for call, outcome in zip(calls, outcomes, strict=True):
+                part = outcome.part
                 landed = self._landed.get(call.id)
-                if outcome.part is None and landed is not None:
+                if part is None and landed is not None:
                     # The tool ran (or was still running) when the run was cancelled: say so.
-                    outcome.part = ToolResultPart(
+                    part = ToolResultPart(
                         tool_call_id=call.id,
                         tool_name=call.name,
                         content=landed[0],
                         is_error=landed[1],
                     )
-                if outcome.part is None:
+                if part is None:
                     # A question cancelled by Stop resolves with no answers, as in Anvia.
                     content = self._interrupted.get(call.id)
-                    outcome.part = ToolResultPart(
+                    part = ToolResultPart(
                         tool_call_id=call.id,
                         tool_name=call.name,
                         content=content if content is not None else CANCELLED_RESULT,
                         is_error=content is None,
                     )
-            stopped = isinstance(error, (asyncio.CancelledError, PromptCancelledError))
-            status: ToolCallStatus = "cancelled" if stopped else "error"
-            for call, outcome in zip(calls, outcomes, strict=True):
+                parts.append(part)
                 # The trace ends each call still open (one that never began is recorded too).
-                content = outcome.part.content if outcome.part is not None else CANCELLED_RESULT
                 entry = self.trace.tool_call(call, turn, started=False)
                 self.trace.tool_call_done(
-                    entry, compact_arguments(call.arguments_json()), content, status
+                    entry, compact_arguments(call.arguments_json()), part.content, status
                 )
-            on_interrupted([o.part for o in outcomes if o.part is not None])
+            on_interrupted(parts)
             raise
         return [o.part for o in outcomes if o.part is not None]
 

@@ -85,7 +85,7 @@ class Resolution:
         return cls(
             status=status,  # type: ignore[arg-type]
             decided_by=str(data.get("decided_by") or "human"),
-            approved=bool(data.get("approved")) or status == "approved",
+            approved=status == "approved",  # the status is what was decided
             reason=data.get("reason"),
             args=data.get("args"),
             answers=answers,

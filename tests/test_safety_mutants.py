@@ -1420,6 +1420,8 @@ async def test_a_question_stopped_mid_turn_tells_the_model_it_got_no_answers():
         {"answers": []},
         False,
     )
+    [traced] = run.trace.tool_calls  # the trace says what the model was told
+    assert (traced.status, traced.result) == ("cancelled", part.content)
 
 
 def test_a_run_that_fails_during_its_tool_calls_traces_them_as_errors_not_cancelled():
