@@ -9,6 +9,7 @@ Usage (from anywhere; needs ``pip install "mutmut>=3.8,<4"``, Linux or macOS):
     python scripts/mutation.py --report             # figures and survivors, running nothing
     python scripts/mutation.py --list               # the modules and what is mutated in each
     python scripts/mutation.py --nice 0             # normal priority (on a busy machine)
+    python scripts/mutation.py --jobs 2             # two mutants at once (a free 2-core machine)
 
 It works in ``.mutation/`` at the repository root (git-ignored): the package and the tests linked
 in, a ``pyproject.toml`` with a ``[tool.mutmut]`` section, and mutmut's own copy ``mutants/``.
@@ -434,13 +435,14 @@ def load_mutants(modules: list[Module]) -> list[Mutant]:
     return mutants
 
 
-def run_mutmut(keys: list[str], niceness: int = 10) -> int:
-    """Test these mutants, one at a time, at a low priority (results are saved as they come).
+def run_mutmut(keys: list[str], niceness: int = 10, jobs: int = 1) -> int:
+    """Test these mutants, ``jobs`` at a time (one by default), at a low priority (results are
+    saved as they come).
 
     On a machine busy with other work a high ``niceness`` starves the tests: each test has a
     minute before it counts as failed, so a starved run would count mutants as killed that no
     test caught. ``--nice 0`` runs at the normal priority."""
-    command = ["mutmut", "run", "--max-children", "1", *keys]
+    command = ["mutmut", "run", "--max-children", str(max(1, jobs)), *keys]
     mutmut = shutil.which("mutmut") or str(Path(sys.executable).parent / "mutmut")
     command[0] = mutmut
     if niceness and shutil.which("nice"):
@@ -627,6 +629,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--nice", type=int, default=10, metavar="N", help="priority of the test runs (default 10)"
     )
+    parser.add_argument(
+        "--jobs", type=int, default=1, metavar="N", help="mutants tested at once (default 1)"
+    )
     args = parser.parse_args(argv)
 
     modules = [m for m in MODULES if not args.module or m.name in args.module]
@@ -674,7 +679,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{len(mutants)} mutants in {len(modules)} module(s), one at a time",
             flush=True,
         )
-        code = run_mutmut(todo, args.nice)
+        code = run_mutmut(todo, args.nice, args.jobs)
         if code not in (0, 1):
             print(f"mutation: mutmut stopped (exit status {code})", file=sys.stderr)
         save_verdicts()
