@@ -4,7 +4,7 @@
 // `_anvia_key`. While that widget's model lives in this page, each such slot gets a live view of
 // it in place of the copy (rendered markdown, folds: the view a person had before the run
 // ended); where the model is gone (a reopened notebook, another page) nothing runs and the copy
-// stays.
+// stays. An evaluation report's output works the same way, its copy being the report's table.
 //
 // One observer of the page finds the slots as they are drawn (the kernel's display update, a
 // scrolled-in cell) and lets go of their views when they leave the page.
@@ -14,7 +14,10 @@ import { MOVED_EVENT } from "./views/transcript";
 
 export const SLOT_CLASS = "anvia-live-slot";
 const KEY_PREFIX = "anvia-key-";
-const COPY_SELECTOR = ".anvia-static-transcript";
+/** The static copies a live view stands in for: a run's transcript, an evaluation report's table
+ * (the HTML of `EvalReport._repr_html_`). */
+const COPY_CLASSES = ["anvia-static-transcript", "anvia-eval-report"];
+const COPY_SELECTOR = COPY_CLASSES.map((c) => `.${c}`).join(", ");
 
 interface Covered {
   key: string;
@@ -43,7 +46,7 @@ function hideRules(): void {
     (document.head ?? document.documentElement).appendChild(rules);
   }
   rules.textContent = keys
-    .map((k) => `.${SLOT_CLASS}.${KEY_PREFIX}${k} > ${COPY_SELECTOR} { display: none !important; }`)
+    .flatMap((k) => COPY_CLASSES.map((c) => `.${SLOT_CLASS}.${KEY_PREFIX}${k} > .${c} { display: none !important; }`))
     .join("\n");
 }
 const covered = new Map<HTMLElement, Covered>();

@@ -123,4 +123,26 @@ describe("static copies of a finished run", () => {
     expect(liveOf(second)).toBeNull();
     expect(copyOf(second)).not.toBeNull();
   });
+
+  it("of an evaluation report give way to its live table, and show again without the model", async () => {
+    // EvalsSession.static_bundle: the report's own HTML (EvalReport._repr_html_) in the slot.
+    const output = document.createElement("div");
+    output.className = "jp-OutputArea-output";
+    output.innerHTML =
+      `<div class="anvia-live-slot anvia-key-${KEY} tex2jax_ignore mathjax_ignore">` +
+      '<div class="anvia-eval-report"><p><strong>Evaluation of support</strong>: 5/5 cases</p>' +
+      "<table><tbody><tr><td>status</td></tr></tbody></table></div></div>";
+    const report = () => output.querySelector(".anvia-eval-report");
+    const m = mount([], status("idle", { turn: 0 }), { _anvia_key: KEY, mode: "evals", title: "Evaluation of support" });
+    const style = [...document.querySelectorAll("style")].map((el) => el.textContent).join("\n");
+    expect(style).toContain(`.anvia-live-slot.anvia-key-${KEY} > .anvia-eval-report { display: none !important; }`);
+    document.body.appendChild(output);
+    await tick();
+    expect(output.querySelector(".anvia-live-view .anvia-evals-mode")).not.toBeNull();
+    expect(report()).toBeNull(); // one table on screen, not the live one and its copy under it
+    expect(output.textContent).not.toContain("5/5 cases");
+    m.cleanup();
+    expect(output.querySelector(".anvia-live-view")).toBeNull();
+    expect(report()?.textContent).toContain("5/5 cases");
+  });
 });
