@@ -6,56 +6,73 @@
     python -m anvia_notebook reject RUN_ID APPROVAL_ID [--reason TEXT]
     python -m anvia_notebook answer RUN_ID QUESTION_ID --json '[{"questionId": ..., "answer": ...}]'
 
-``--store PATH`` (or ``ANVIA_NOTEBOOK_STORE``) picks the store; the default is
-``.anvia/runs.sqlite`` in the current folder. A refused decision exits with status 1.
+``--store PATH`` (or ``ANVIA_NOTEBOOK_STORE``), before or after the command, picks the store; the
+default is ``.anvia/runs.sqlite`` in the current folder. A notebook keeps its runs in
+``.anvia/runs.sqlite`` next to the notebook, so ``--store notebooks/.anvia/runs.sqlite`` lists the
+runs of the notebooks in ``notebooks/``. A refused decision exits with status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
-from .events import ApprovalRecord
+from .events import ApprovalRecord, QuestionRecord
 from .store import STORE_ENV, RunStore, _location
 
 __all__ = ["main"]
 
 
 def _parser() -> argparse.ArgumentParser:
+    store_help = f"the run store (default: ${STORE_ENV}, else .anvia/runs.sqlite here)"
     parser = argparse.ArgumentParser(
         prog="python -m anvia_notebook",
         description="List stored agent runs and decide their pending approvals and questions.",
     )
-    parser.add_argument(
-        "--store", help=f"the run store (default: ${STORE_ENV}, else .anvia/runs.sqlite here)"
-    )
+    parser.add_argument("--store", help=store_help)
+    # --store is also accepted after the command; there it does not reset the one given before.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    runs = commands.add_parser("runs", help="list runs, newest first")
+    runs = commands.add_parser("runs", parents=[after], help="list runs, newest first")
     runs.add_argument("--status")
     runs.add_argument("--agent")
     runs.add_argument("--limit", type=int, default=50)
     runs.add_argument("--json", action="store_true", help="print JSON")
-    show = commands.add_parser("show", help="show a run and its pending interactions")
+    show = commands.add_parser(
+        "show", parents=[after], help="show a run and its pending interactions"
+    )
     show.add_argument("run_id")
     show.add_argument("--json", action="store_true", help="print JSON")
-    approve = commands.add_parser("approve", help="approve a pending approval")
+    approve = commands.add_parser("approve", parents=[after], help="approve a pending approval")
     approve.add_argument("run_id")
     approve.add_argument("approval_id")
     approve.add_argument("--reason")
     approve.add_argument("--args", help="edited arguments, a JSON object")
-    reject = commands.add_parser("reject", help="reject a pending approval")
+    reject = commands.add_parser("reject", parents=[after], help="reject a pending approval")
     reject.add_argument("run_id")
     reject.add_argument("approval_id")
     reject.add_argument("--reason")
-    answer = commands.add_parser("answer", help="answer a pending question")
+    answer = commands.add_parser("answer", parents=[after], help="answer a pending question")
     answer.add_argument("run_id")
     answer.add_argument("question_id")
     answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
     return parser
+
+
+_WHERE_NOTEBOOKS_STORE = (
+    "A notebook keeps its runs in .anvia/runs.sqlite next to the notebook: pass that file, "
+    "e.g. --store notebooks/.anvia/runs.sqlite."
+)
+
+
+def _is_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
 
 
 def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
@@ -64,7 +81,7 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
         print(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
         return
     if not found:
-        print(f"No stored runs in {store.location}.")
+        print(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")
         return
     print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {'PENDING':>7}  PROMPT")
     for run in found:
@@ -83,9 +100,13 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2))
         return
     print(f"Run {state.run_id} of agent {state.agent_id}: {status}")
+    questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
     for message in state.messages:
         text = " ".join((message.content or "").split())
-        calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+        calls = ", ".join(
+            _question_call(questions[c.id]) if c.id in questions else f"{c.name}({c.arguments})"
+            for c in message.tool_calls
+        )
         if message.role == "tool":
             text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
         print(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
@@ -112,6 +133,14 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             )
 
 
+def _question_call(record: QuestionRecord) -> str:
+    """A question's call, readable: its raw arguments repeat what the pending question shows."""
+    if record.status == "pending":
+        return f"{record.tool_name}: pending question {record.id}, below"
+    asked = " / ".join(" ".join(q.question.split()) for q in record.questions)
+    return f"{record.tool_name}: {asked} ({record.status})"
+
+
 def _json_arg(text: str, what: str) -> Any:
     try:
         return json.loads(text)
@@ -125,6 +154,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if location is None:
         print(f"Runs are not stored ({STORE_ENV} is off); use --store PATH.", file=sys.stderr)
         return 2
+    if not _is_url(location):
+        location = os.path.abspath(os.path.expanduser(location))
+        if not os.path.exists(location):
+            # Opening the store would create an empty one (and its folder): say where it looked.
+            if args.command == "runs":
+                if args.json:
+                    print("[]")
+                else:
+                    print(f"No stored runs: there is no run store at {location}.")
+                    print(_WHERE_NOTEBOOKS_STORE)
+                return 0
+            print(
+                f"error: No stored run {args.run_id!r}: there is no run store at {location}.\n"
+                f"{_WHERE_NOTEBOOKS_STORE}",
+                file=sys.stderr,
+            )
+            return 1
     try:
         store = RunStore(location)
         if args.command == "runs":
@@ -145,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.answer(args.run_id, args.question_id, answers)
             print(f"Answered {args.question_id}.")
     except RunNotFoundError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {error}\n{_WHERE_NOTEBOOKS_STORE}", file=sys.stderr)
         return 1
     except AnviaError as error:
         print(f"error: {error}", file=sys.stderr)

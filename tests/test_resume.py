@@ -18,7 +18,7 @@ import pytest
 import store_agents
 from store_agents import effects
 
-from anvia_notebook import RunOwnedError, RunStore, RunStoreError, runs
+from anvia_notebook import PromptCancelledError, RunOwnedError, RunStore, RunStoreError, runs
 from anvia_notebook.__main__ import main as cli
 
 TESTS = Path(__file__).parent
@@ -271,3 +271,67 @@ def test_the_command_line_lists_and_shows(env, store_location, capsys):
     )
     assert result.returncode == 1 and "not valid JSON" in result.stderr
     assert store.pending(run_id)[0].status == "pending"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["runs"],
+        ["show", "RUN"],
+        ["approve", "RUN", "approval_missing"],
+        ["reject", "RUN", "approval_missing"],
+        ["answer", "RUN", "question_missing", "--json", "[]"],
+    ],
+)
+def test_the_store_can_be_named_after_the_command(env, store_location, capsys, command):
+    run_id = store_agents.agent("plain").prompt("send 5 to a1").send_sync().run_id
+    argv = [run_id if word == "RUN" else word for word in command]
+    # After the command, and also overriding one given before it.
+    for args in (
+        [*argv, "--store", store_location],
+        ["--store", "elsewhere.sqlite", *argv, "--store", store_location],
+    ):
+        code = cli(args)
+        out, err = capsys.readouterr()
+        assert "No stored run" not in err and "no run store" not in err
+        if command[0] in ("runs", "show"):
+            assert code == 0 and run_id in out
+        else:
+            assert code == 1 and "missing" in err  # found the run, not the approval/question
+
+
+def test_when_no_run_is_found_the_command_line_says_where_it_looked(tmp_path, capsys):
+    missing = tmp_path / "nothing" / "runs.sqlite"
+    hint = "runs in .anvia/runs.sqlite next to the notebook"
+    assert cli(["runs", "--store", str(missing)]) == 0
+    out = capsys.readouterr().out
+    assert str(missing) in out and hint in out and "--store notebooks/.anvia/runs.sqlite" in out
+    assert cli(["show", "run_x", "--store", str(missing)]) == 1
+    err = capsys.readouterr().err
+    assert "run_x" in err and str(missing) in err and hint in err
+    assert not missing.parent.exists()  # looking created no empty store
+    empty = tmp_path / "empty.sqlite"
+    RunStore(empty)
+    assert cli(["runs", "--store", str(empty)]) == 0
+    out = capsys.readouterr().out
+    assert str(empty) in out and hint in out
+    assert cli(["--store", str(empty), "show", "run_x"]) == 1
+    err = capsys.readouterr().err
+    assert str(empty) in err and hint in err
+
+
+async def test_show_prints_a_pending_question_readably_once(env, store_location, capsys):
+    store = RunStore(store_location)
+    run = store_agents.agent("approval").prompt("ask me first").start()
+    try:
+        [question] = await settle(run, store)
+        assert cli(["show", run.run_id, "--store", store_location]) == 0
+    finally:
+        run.cancel()
+        with pytest.raises(PromptCancelledError):
+            await asyncio.wait_for(run.wait(), 10)
+    shown = capsys.readouterr().out
+    assert '"questions"' not in shown and '"choices"' not in shown
+    assert shown.count("Which account?") == 1
+    assert f"ask_question: pending question {question.id}" in shown
+    assert "[account] Which account?  choices: 'savings' (Savings)" in shown
