@@ -38,11 +38,47 @@ def _order_status(ctx: DemoContext) -> str:
     )
 
 
+#: A refund result's ``status`` that says it did not go through.
+_FAILED = {"failed", "failure", "error", "declined", "denied", "rejected", "cancelled", "canceled"}
+#: Words of the texts a call that did not run returns instead (a refusal, a timeout).
+_NOT_RUN = (
+    "rejected",
+    "refused",
+    "declined",
+    "denied",
+    "not approved",
+    "not executed",
+    "timed out",
+)
+
+
 def _refund_outcome(ctx: DemoContext) -> str:
+    """A refund happened unless its result is an error or says it failed.
+
+    An object result (``{"refund_id": ...}``) means it went through, unless its ``status`` is a
+    failure (or ``ok``/``success`` is false). A text result is what a refused or timed-out call
+    returns too (a reviewer's reason can be any text), so a text that says the call was refused
+    or timed out is reported as not done, and any other text is quoted without a verdict.
+    """
+    part = next((p for p in reversed(ctx.tool_results) if p.tool_name == "issue_refund"), None)
+    if part is None:
+        return "The refund did not happen: the refund tool was not called."
     result = ctx.result("issue_refund")
-    if isinstance(result, dict) and result.get("status") == "issued":
-        return f"Done: refund `{result['refund_id']}` was issued for order A1001."
-    return _not_done(result, "The refund")
+    if part.is_error:
+        return _not_done(part.content, "The refund")
+    if isinstance(result, dict):
+        status = str(result.get("status", "")).lower()
+        if status in _FAILED or result.get("ok") is False or result.get("success") is False:
+            return _not_done(part.content, "The refund")
+        if result.get("refund_id"):
+            return f"Done: refund `{result['refund_id']}` was issued for order A1001."
+        return "Done: the refund for order A1001 was issued."
+    text = " ".join(part.content.split())
+    if not text:
+        return "Done: the refund for order A1001 was issued."
+    if any(word in text.lower() for word in _NOT_RUN):
+        return _not_done(text, "The refund")
+    return f"I could not confirm the refund for order A1001; the call returned: {text}"
 
 
 def _export_outcome(ctx: DemoContext) -> str:

@@ -81,3 +81,78 @@ def test_a_call_that_did_not_run_is_not_reported_as_done(decision):
     assert "Export finished" not in output and "reviewer said" not in output
     if decision == "timeout":
         assert "nobody decided in time" in output
+
+
+class Refund(BaseModel):
+    order_id: str
+    amount: float
+    reason: str
+
+
+def refund_output(execute, approve=True):
+    tool = create_tool(
+        name="issue_refund",
+        description="Refund.",
+        input=Refund,
+        execute=execute,
+        approval=ToolApproval(reason="check"),
+    )
+
+    async def decide(request: object) -> bool:
+        return approve
+
+    agent = AgentBuilder("refunds", support_demo(delay=0)).tool(tool).build()
+    human = CallbackHumanInput(approve=decide)
+    return agent.prompt("Refund order A1001").human_input(human).send_sync().output
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"refund_id": "rf_1", "amount": 25.0},
+        {"refund_id": "rf_1", "status": "issued"},
+        {"refund_id": "rf_1", "status": "pending"},
+    ],
+)
+def test_a_refund_with_an_id_is_reported_as_done(result):
+    output = refund_output(lambda args, ctx: result)
+    assert output == "Done: refund `rf_1` was issued for order A1001."
+
+
+def test_a_refund_object_without_an_id_is_done_too():
+    output = refund_output(lambda args, ctx: {"amount": 25.0})
+    assert output == "Done: the refund for order A1001 was issued."
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        {"refund_id": "rf_1", "status": "failed"},
+        {"refund_id": "rf_1", "status": "Declined"},
+        {"refund_id": "rf_1", "ok": False},
+        {"success": False, "message": "card expired"},
+    ],
+)
+def test_a_refund_with_a_failure_status_did_not_happen(result):
+    output = refund_output(lambda args, ctx: result)
+    assert output.startswith("The refund did not happen.")
+    assert '"refund_id":"rf_1"' in output or "card expired" in output  # the result, as JSON
+    assert "Done" not in output
+
+
+def test_a_refund_that_raised_or_was_rejected_did_not_happen():
+    def gateway_down(args: Refund, ctx: object) -> dict[str, str]:
+        raise RuntimeError("payment gateway down")
+
+    output = refund_output(gateway_down)
+    assert output.startswith("The refund did not happen.") and "payment gateway down" in output
+    ran: list[str] = []
+    output = refund_output(lambda args, ctx: ran.append(args.order_id), approve=False)
+    assert ran == []
+    assert output == "The refund did not happen. Tool approval was rejected."
+
+
+def test_a_refund_answered_with_other_text_is_quoted_not_claimed():
+    output = refund_output(lambda args, ctx: "queued for the finance team")
+    assert "Done" not in output and "did not happen" not in output
+    assert output.endswith("the call returned: queued for the finance team")
