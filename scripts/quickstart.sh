@@ -8,8 +8,9 @@
 # - Inside a virtual environment (an activated venv, a conda environment) it installs there.
 #   Otherwise it creates `.venv` in the repository (once) and installs into it: Debian and Ubuntu
 #   mark their system Python "externally managed", so pip refuses to install into it.
-# - Node.js 20.19 or newer with npm builds the widget bundle (vite 8, vitest 4.1 and jsdom 29,
-#   installed with it, need 20.19+); not needed when anvia_notebook/static/widget.js exists.
+# - Node.js 20.19+ (20.x) or 22.12+ with npm builds the widget bundle (vite 8, vitest 4.1 and
+#   jsdom 29, installed with it, need `^20.19 || >=22.12`: 21.x and 22.0-22.11 do not work); not
+#   needed when anvia_notebook/static/widget.js exists.
 #
 # Usage: bash scripts/quickstart.sh [--check] [jupyter lab options...]
 #   --check (or QUICKSTART_DRY_RUN=1): print the commands it would run and change nothing.
@@ -61,15 +62,21 @@ fi
 
 # -- Node.js (builds the widget bundle) --------------------------------------------------------
 if [ ! -f anvia_notebook/static/widget.js ]; then
-  need="Node.js 20.19 or newer with npm is needed to build the widget bundle"
+  need="Node.js 20.19+ (20.x) or 22.12+ with npm is needed to build the widget bundle"
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || fail "$need."
   version=$(node --version)
   version=${version#v}
   major=${version%%.*}
   minor=${version#*.}
   minor=${minor%%.*}
-  if [ "$major" -lt 20 ] || { [ "$major" -eq 20 ] && [ "$minor" -lt 19 ]; }; then
-    fail "$need; this one is $version."
+  case "$major,$minor" in
+    *[!0-9,]* | ,* | *,) fail "$need; could not read the version of this one ($version)." ;;
+  esac
+  # vite 8 needs ^20.19 || >=22.12: not 21.x, not 22.0 to 22.11.
+  if ! { { [ "$major" -eq 20 ] && [ "$minor" -ge 19 ]; } ||
+    { [ "$major" -eq 22 ] && [ "$minor" -ge 12 ]; } || [ "$major" -ge 23 ]; }; then
+    fail "$need (vite 8 needs ^20.19 || >=22.12); this one is $version: install Node.js 22.12" \
+      "or newer (e.g. the current LTS)."
   fi
 fi
 

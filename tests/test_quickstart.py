@@ -3,6 +3,7 @@ environment it plans to create and use ``.venv`` and opens the quickstart notebo
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shutil
@@ -82,7 +83,21 @@ def test_inside_a_virtual_environment_it_installs_there(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("node", "ok"), [("v18.20.0", False), ("v20.18.1", False), ("v22.1.0", True)]
+    ("node", "ok"),
+    [
+        ("v18.20.0", False),
+        ("v20.18.1", False),
+        ("v20.19.0", True),
+        ("v20.20.2", True),
+        ("v21.7.3", False),
+        ("v22.1.0", False),
+        ("v22.11.0", False),
+        ("v22.12.0", True),
+        ("v23.0.0", True),
+        ("v24.11.1", True),
+        ("v30.2.0", True),
+        ("nonsense", False),
+    ],
 )
 def test_node_is_checked_against_the_version_the_readme_names(tmp_path, node, ok):
     """In a checkout whose widget bundle is not built yet (a copy of the script in a bare tree)."""
@@ -92,10 +107,15 @@ def test_node_is_checked_against_the_version_the_readme_names(tmp_path, node, ok
     bin_dir = fake_bin(tmp_path, sys.executable, node_version=node)
     result = quickstart(bin_dir, "--check", script=clone / "scripts" / "quickstart.sh")
     assert (result.returncode == 0) is ok, result.stderr
+    need = "Node.js 20.19+ (20.x) or 22.12+ with npm is needed"
     if not ok:
-        assert "Node.js 20.19 or newer with npm is needed" in result.stderr
-        assert node[1:] in result.stderr
-    assert "Node.js 20.19 or newer" in (ROOT / "README.md").read_text()
+        assert need in result.stderr
+        assert node.removeprefix("v") in result.stderr
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "Node.js 20.19+ (20.x) or 22.12+" in readme and "^20.19 || >=22.12" in readme
+    lock = json.loads((ROOT / "js" / "package-lock.json").read_text())
+    vite = lock["packages"]["node_modules/vite"]
+    assert vite["engines"]["node"] == "^20.19.0 || >=22.12.0"  # what the script checks for
 
 
 def test_without_any_python_it_says_what_is_missing(tmp_path):
