@@ -64,6 +64,7 @@ __all__ = [
     "StudioMsg",
     "StudioNewSessionMsg",
     "StudioOpenSessionMsg",
+    "StudioSelectMsg",
     "StudioSendMsg",
     "StudioSessionView",
     "SyncMsg",
@@ -563,6 +564,15 @@ class StudioSendMsg(_Model):
     text: str
 
 
+class StudioSelectMsg(_Model):
+    """Show the conversation with ``agent_id`` (each agent has its own): a ``snapshot`` of it
+    and a ``studio`` naming it as ``selected`` follow."""
+
+    type: Literal["studio_select"]
+    request_id: NonEmpty
+    agent_id: NonEmpty
+
+
 class StudioNewSessionMsg(_Model):
     type: Literal["studio_new_session"]
     request_id: NonEmpty
@@ -597,6 +607,7 @@ InboundMessage = Annotated[
     | QuestionAnswersMsg
     | StopMsg
     | StudioSendMsg
+    | StudioSelectMsg
     | StudioNewSessionMsg
     | StudioOpenSessionMsg
     | EvalsOpenCaseMsg
@@ -613,6 +624,7 @@ _INBOUND_TYPES = frozenset(
         "question_answers",
         "stop",
         "studio_send",
+        "studio_select",
         "studio_new_session",
         "studio_open_session",
         "evals_open_case",

@@ -1,11 +1,13 @@
 """``Studio``: the notebook Playground: agent picker, prompt box, quick prompts, multi-turn.
 
-One widget (``mode="studio"``) and one transcript for the whole session: each prompt runs the
-selected agent as a background task on the kernel's loop with the conversation so far
+One widget (``mode="studio"``); each agent has its own conversation, with its own transcript:
+picking an agent (``studio_select``) shows that agent's conversation (a ``snapshot``), and
+picking the first one again shows the earlier one as it was. Each prompt runs the selected agent
+as a background task on the kernel's loop with its conversation so far
 (``agent.prompt([*history, Message.user(text)])``); Stop cancels the current run; New session
-clears the history, the "always allow" rules and the transcript (op ``reset``). While a run is
-in progress, ``studio_send``, ``studio_new_session`` and ``studio_open_session`` are refused
-with "A run is in progress".
+clears every conversation, the "always allow" rules and the transcript (op ``reset``). While a
+run is in progress, ``studio_send``, ``studio_select``, ``studio_new_session`` and
+``studio_open_session`` are refused with "A run is in progress".
 
 Sessions are stored: the conversation with each agent is its own session (its runs carry its
 id), written to the run store after each run with its first user message as the title.
@@ -29,12 +31,12 @@ from ..messages import Message, Usage
 from ..models import ToolCall
 from ._human_input import WidgetHumanInput
 from ._session import TranscriptSession
+from ._transcript import Transcript
 
 if TYPE_CHECKING:
     from ..run import AgentRun
     from ..store import RunStore, StudioSession
-    from ._protocol import StudioOpenSessionMsg, StudioSendMsg
-    from ._transcript import Transcript
+    from ._protocol import StudioOpenSessionMsg, StudioSelectMsg, StudioSendMsg
 
 __all__ = ["BUSY", "SESSIONS_SHOWN", "Studio"]
 
@@ -99,6 +101,10 @@ class Studio:
         self._session_ids: dict[str, str] = {}
         self.run: AgentRun | None = None
         self._session: TranscriptSession | None = None
+        #: The transcript of each agent's conversation (the selected one's is the widget's), and
+        #: the last run of each (the one its Inspect view reads).
+        self._conversations: dict[str, Transcript] = {}
+        self._last_runs: dict[str, AgentRun] = {}
         #: False once the store failed: the Studio goes on in memory.
         self._storing = True
         #: The earlier sessions the page is offered (read from the store when None).
@@ -160,10 +166,12 @@ class Studio:
             )
             session.handlers["sync"] = self._on_sync
             session.handlers["studio_send"] = self._on_send
+            session.handlers["studio_select"] = self._on_select
             session.handlers["studio_new_session"] = self._on_new_session
             session.handlers["studio_open_session"] = self._on_open_session
             session.add_done_listener(self._on_run_done)
             self._session = session
+            self._conversations = {self.selected: session.transcript}
             replay, self._replay = self._replay, None
             if replay is not None:
                 self._rebuild(session.transcript, *replay)
@@ -222,6 +230,9 @@ class Studio:
     def _on_send(self, message: StudioSendMsg) -> str | None:
         return self._start(message.text, message.agent_id)
 
+    def _on_select(self, message: StudioSelectMsg) -> str | None:
+        return self._select(message.agent_id)
+
     def _on_new_session(self, _message: Any) -> str | None:
         if self.busy:
             return BUSY
@@ -231,6 +242,8 @@ class Studio:
         self.human_input = WidgetHumanInput(timeout=self.timeout)
         session = self.session
         session.human_input = self.human_input
+        self._conversations = {self.selected: session.transcript}
+        self._last_runs.clear()
         session.transcript.reset(self.selected)
         session.batcher.flush()
         self._send_studio()
@@ -238,6 +251,43 @@ class Studio:
 
     def _on_open_session(self, message: StudioOpenSessionMsg) -> str | None:
         return self._open(message.session_id)
+
+    # -- conversations -------------------------------------------------------------------------
+
+    def _show(self, agent_id: str) -> None:
+        """Show ``agent_id``'s conversation in the widget (a snapshot of it goes to the page)."""
+        session = self.session
+        transcript = self._conversations.get(agent_id)
+        if transcript is session.transcript:
+            return
+        if transcript is None:
+            transcript = Transcript(
+                agent_id, emit=session.batcher.push, append=session.batcher.append
+            )
+            self._conversations[agent_id] = transcript
+        session.batcher.flush()  # what the page has not got yet of the conversation it leaves
+        session.transcript = transcript
+        session.run = self._last_runs.get(agent_id)
+        session.send_snapshot()
+
+    def _select(self, agent_id: str) -> str | None:
+        if agent_id not in self.agents:
+            return f"Unknown agent {agent_id!r}."
+        if self.busy:
+            return BUSY
+        self._show(agent_id)
+        self.selected = agent_id
+        self._send_studio()
+        return None
+
+    def select(self, agent_id: str) -> None:
+        """Pick ``agent_id`` as in the page's agent picker: its conversation is shown (call it in
+        a cell, not while busy)."""
+        if self.busy:
+            raise RuntimeError(BUSY)
+        error = self._select(agent_id)
+        if error is not None:
+            raise ValueError(error)
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -251,6 +301,7 @@ class Studio:
         if not text:
             return "Type a message first."
         session = self.session
+        self._show(agent.id)
         self.selected = agent.id
         request = agent.prompt([*self._history.get(agent.id, []), Message.user(text)])
         request.session(self._session_ids.setdefault(agent.id, uuid.uuid4().hex))
@@ -260,6 +311,7 @@ class Studio:
         session.human_input = current if isinstance(current, WidgetHumanInput) else None
         run = request.create_run()
         self.run = run
+        self._last_runs[agent.id] = run
         session.attach(run)
         run.start(session.loop)
         self._send_studio()
@@ -377,6 +429,9 @@ class Studio:
         self._session_ids = {stored.agent_id: stored.session_id}
         self._earlier = None
         self.selected = stored.agent_id
+        self._last_runs.clear()
+        if self._session is not None:  # its transcript is rebuilt as this conversation's
+            self._conversations = {stored.agent_id: self._session.transcript}
         self.human_input = WidgetHumanInput(timeout=self.timeout)
 
     def _open(self, session_id: str) -> str | None:

@@ -307,6 +307,8 @@ export type QuestionAnswersMsg = {
 };
 export type StopMsg = { type: "stop"; request_id: string; reason: string | null };
 export type StudioSendMsg = { type: "studio_send"; request_id: string; agent_id: string; text: string };
+/** Show the conversation with `agent_id` (each agent has its own): a snapshot of it follows. */
+export type StudioSelectMsg = { type: "studio_select"; request_id: string; agent_id: string };
 export type StudioNewSessionMsg = { type: "studio_new_session"; request_id: string };
 export type StudioOpenSessionMsg = { type: "studio_open_session"; request_id: string; session_id: string };
 export type EvalsOpenCaseMsg = { type: "evals_open_case"; request_id: string; index: number };
@@ -319,6 +321,7 @@ export type PageMessage =
   | QuestionAnswersMsg
   | StopMsg
   | StudioSendMsg
+  | StudioSelectMsg
   | StudioNewSessionMsg
   | StudioOpenSessionMsg
   | EvalsOpenCaseMsg;
@@ -548,6 +551,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
   question_answers: obj({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
   stop: obj({ ...rid, reason: nullable(str) }),
   studio_send: obj({ ...rid, agent_id: nonEmptyStr, text: str }),
+  studio_select: obj({ ...rid, agent_id: nonEmptyStr }),
   studio_new_session: obj(rid),
   studio_open_session: obj({ ...rid, session_id: nonEmptyStr }),
   evals_open_case: obj({ ...rid, index: count }),

@@ -82,7 +82,7 @@ export class Session {
   kernelStopped = false;
   readonly draft: Draft = { text: "", focused: false, start: 0, end: 0 };
   /** Which entries a person opened or closed, so a redrawn view (the output re-rendered, a
-   * second view, VS Code's lazy views) shows them the same way. */
+   * second view, VS Code's lazy views) shows them the same way; keyed by `entryKey`. */
   readonly openEntries = new Map<string, boolean>();
   private listeners = new Set<(ev: SessionEvent) => void>();
   private pending = new Map<string, { resolve: Resolve; timer: ReturnType<typeof setTimeout> }>();
@@ -141,6 +141,25 @@ export class Session {
   /** The `mode` trait ("studio" for the Playground, anything else for a transcript). */
   get mode(): string {
     return this.trait("mode") || "transcript";
+  }
+
+  /** The conversation the transcript holds: a Studio has one per agent, named by the status
+   * line's agent (entry ids are unique within one conversation only); "" elsewhere. */
+  get conversation(): string {
+    return this.mode === "studio" ? this.store.status.agent_id : "";
+  }
+
+  /** What remembers entry `id` of the conversation shown (see `openEntries`). */
+  entryKey(id: string): string {
+    const conversation = this.conversation;
+    return conversation ? `${conversation}\n${id}` : id;
+  }
+
+  /** The label of a reply: in a Studio, the name of the agent whose conversation is shown. */
+  replyLabel(): string {
+    const id = this.conversation;
+    const agent = id ? this.studio?.agents.find((a) => a.id === id) : undefined;
+    return agent ? agent.name || agent.id : "Assistant";
   }
 
   /** Send a page message; resolves with the kernel's reply, a local failure, or `NO_REPLY`

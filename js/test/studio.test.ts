@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { batch, buttons, byLabel, byPlaceholder, fixture, mount, status, tick, type } from "./helpers";
+import type { Entry } from "../src/protocol";
+import { batch, buttons, byLabel, byPlaceholder, fixture, mount, snapshot, status, tick, toolEntry, type } from "./helpers";
 
 afterEach(() => document.body.replaceChildren());
 
@@ -63,14 +64,113 @@ describe("studio", () => {
     expect(s.prompts().hidden).toBe(false);
   });
 
-  it("uses the picked agent and its quick prompts", () => {
+  it("uses the picked agent and its quick prompts", async () => {
     const s = setup();
     s.select().value = "refunds";
     s.select().dispatchEvent(new Event("change"));
+    expect(s.model.last("studio_select")).toEqual({ type: "studio_select", request_id: expect.any(String), agent_id: "refunds" });
+    s.model.kernel(snapshot([], status("idle", { turn: 0, agent_id: "refunds" }), 1));
+    s.model.kernel({ ...studioMsg, selected: "refunds" });
+    s.model.reply("studio_select");
+    await tick();
+    expect(s.select().value).toBe("refunds");
     expect(s.prompts().hidden).toBe(true); // "refunds" has no quick prompts
     type(s.box(), "hello");
     byLabel(s.root, "Send").click();
     expect(s.model.last("studio_send")).toMatchObject({ agent_id: "refunds", text: "hello" });
+  });
+
+  describe("each agent's own conversation", () => {
+    const support = (seq: number) =>
+      snapshot(
+        [
+          { kind: "user", id: "e1", text: "Refund order A1001" },
+          { kind: "assistant", id: "e2", turn: 1, text: "I'll issue the refund." },
+          toolEntry("e3", { status: "done", result: "ok" }),
+        ],
+        status("success", { agent_id: "support-escalation" }),
+        seq,
+      );
+    const refunds = (seq: number, entries: Entry[] = []) =>
+      snapshot(entries, status(entries.length ? "success" : "idle", { agent_id: "refunds" }), seq);
+    const texts = (root: HTMLElement) =>
+      [...root.querySelectorAll(".anvia-transcript > .anvia-entry")].map((e) => e.textContent);
+    const roles = (root: HTMLElement) =>
+      [...root.querySelectorAll(".anvia-entry-assistant > .anvia-role")].map((e) => e.textContent);
+
+    async function pick(s: ReturnType<typeof setup>, agent: string, shown: ReturnType<typeof snapshot>) {
+      s.select().value = agent;
+      s.select().dispatchEvent(new Event("change"));
+      expect(s.model.last("studio_select").agent_id).toBe(agent);
+      expect(s.select().disabled).toBe(true); // until the kernel answers
+      s.model.kernel(shown);
+      s.model.kernel({ ...studioMsg, selected: agent });
+      s.model.reply("studio_select");
+      await tick();
+    }
+
+    it("is shown when its agent is picked, with its quick prompts, and the earlier one comes back", async () => {
+      const s = setup();
+      s.model.kernel(support(1));
+      expect(texts(s.root)[0]).toContain("Refund order A1001");
+      expect(s.prompts().hidden).toBe(true);
+      await pick(s, "refunds", refunds(2));
+      expect(texts(s.root)).toEqual([]); // not the other agent's conversation under it
+      expect(s.select().value).toBe("refunds");
+      expect(s.select().disabled).toBe(false);
+      // The greeter-like agent's replies carry its own entry ids, the same as the other's.
+      s.model.kernel({ ...studioMsg, selected: "refunds", quick_prompts: { refunds: ["Hello!"] } });
+      expect(s.prompts().hidden).toBe(false);
+      expect(buttons(s.prompts()).map((b) => b.textContent)).toEqual(["Hello!"]);
+      s.model.kernel(
+        refunds(3, [
+          { kind: "user", id: "e1", text: "Hello!" },
+          { kind: "assistant", id: "e2", turn: 1, text: "Welcome!" },
+        ]),
+      );
+      expect(roles(s.root)).toEqual(["Refunds"]);
+      await pick(s, "support-escalation", support(4));
+      expect(texts(s.root)).toHaveLength(3);
+      expect(texts(s.root)[1]).toContain("I'll issue the refund.");
+      expect(roles(s.root)).toEqual(["Support escalation"]);
+      expect(s.root.textContent).not.toContain("Welcome!");
+    });
+
+    it("keeps a tool opened by a person to its own conversation", async () => {
+      const s = setup();
+      s.model.kernel(support(1));
+      const tool = () => s.root.querySelector(".anvia-entry-tool") as HTMLDetailsElement;
+      tool().open = true;
+      tool().dispatchEvent(new Event("toggle"));
+      await pick(s, "refunds", refunds(2, [toolEntry("e3", { status: "done", result: "done" })]));
+      expect(tool().open).toBe(false);
+      await pick(s, "support-escalation", support(3));
+      expect(tool().open).toBe(true);
+    });
+
+    it("labels replies with the agent's name once the agents are known", () => {
+      const m = mount([], status("idle", { turn: 0 }), { mode: "studio" });
+      m.model.kernel(support(1)); // the snapshot comes before the studio message
+      const labels = () => [...m.root.querySelectorAll(".anvia-entry-assistant > .anvia-role")].map((e) => e.textContent);
+      expect(labels()).toEqual(["Assistant"]);
+      m.model.kernel(studioMsg);
+      expect(labels()).toEqual(["Support escalation"]);
+      expect(m.root.querySelector(".anvia-entry-user > .anvia-role")?.textContent).toBe("You");
+    });
+
+    it("cannot be switched while a run is going, and a refusal keeps the kernel's agent", async () => {
+      const s = setup();
+      batch(s.model, { op: "status", status: status("running", { agent_id: "support-escalation" }) });
+      expect(s.select().disabled).toBe(true);
+      batch(s.model, { op: "status", status: status("success", { agent_id: "support-escalation" }) });
+      expect(s.select().disabled).toBe(false);
+      s.select().value = "refunds";
+      s.select().dispatchEvent(new Event("change"));
+      s.model.reply("studio_select", false, "A run is in progress");
+      await tick();
+      expect(s.select().value).toBe("support-escalation");
+      expect(s.root.querySelector(".anvia-composer .anvia-error-text")?.textContent).toBe("A run is in progress");
+    });
   });
 
   it("sends on Enter, inserts a newline on Shift+Enter, and ignores Enter while composing", async () => {
@@ -168,6 +268,10 @@ describe("studio", () => {
       const s = setup({ sessions: earlier });
       s.select().value = "refunds";
       s.select().dispatchEvent(new Event("change"));
+      s.model.kernel({ ...studioMsg, selected: "refunds", sessions: earlier });
+      s.model.reply("studio_select");
+      await tick();
+      expect(s.select().value).toBe("refunds");
       const ev = new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true });
       sessionSelect(s.root).dispatchEvent(ev);
       expect(ev.defaultPrevented).toBe(true);

@@ -28,6 +28,7 @@ PAGE_TYPES = {
     "question_answers",
     "stop",
     "studio_send",
+    "studio_select",
     "studio_new_session",
     "studio_open_session",
     "evals_open_case",

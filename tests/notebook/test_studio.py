@@ -96,6 +96,10 @@ async def test_busy_refusal_and_stop():
         "error": BUSY,
     }
     assert (await page.request("studio_new_session"))["error"] == BUSY
+    agents_picker = await page.request("studio_select", agent_id="slow")
+    assert agents_picker["error"] == BUSY
+    with pytest.raises(RuntimeError, match=BUSY):
+        studio.select("slow")
     assert (await page.request("stop", reason=None))["ok"]
     await idle(page)
     assert page.state.status["state"] == "cancelled"
@@ -172,6 +176,72 @@ async def test_switching_agent_keeps_a_history_per_agent():
     assert page.studio is not None and page.studio["selected"] == "other"
     assert [m.content for m in studio.history("other")] == ["two", "Other answer."]
     assert [m.content for m in studio.history("support")] == ["one", "First answer."]
+    # Each agent's conversation is its own transcript: the other agent's alone is on screen.
+    texts = lambda: [(e["kind"], e["text"]) for e in page.state.entries]  # noqa: E731
+    assert texts() == [("user", "two"), ("assistant", "Other answer.")]
+    assert page.state.status["agent_id"] == "other"
+
+
+async def test_picking_an_agent_shows_its_own_conversation_and_back():
+    studio, _ = make_studio()
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
+    await idle(page)
+    support = [("user", "one"), ("assistant", "First answer.")]
+    texts = lambda: [(e["kind"], e["text"]) for e in page.state.entries]  # noqa: E731
+    assert texts() == support
+
+    # The picker: the other agent's conversation (empty: its quick prompts would show).
+    assert (await page.request("studio_select", agent_id="other"))["ok"]
+    assert page.studio is not None and page.studio["selected"] == "other"
+    assert page.state.entries == []
+    assert page.state.status["agent_id"] == "other" and page.state.status["state"] == "idle"
+    assert page.state.transcript() == studio.session.state()
+    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
+    await idle(page)
+    assert texts() == [("user", "two"), ("assistant", "Other answer.")]
+    inspected = await page.request("inspect", index=None)
+    assert inspected["turn"]["response_text"] == "Other answer."
+
+    # Back to the first agent: its conversation as it was, and Inspect reads its run.
+    assert (await page.request("studio_select", agent_id="support"))["ok"]
+    assert page.studio["selected"] == "support"
+    assert texts() == support
+    assert page.state.status["agent_id"] == "support"
+    assert page.state.status["state"] == "success"
+    inspected = await page.request("inspect", index=None)
+    assert inspected["turn"]["response_text"] == "First answer."
+    assert page.state.gaps == 0
+    # A later prompt to it goes on in its own conversation, with its own history.
+    assert (await page.request("studio_send", agent_id="support", text="three"))["ok"]
+    await idle(page)
+    assert texts() == [*support, ("user", "three"), ("assistant", "Second answer.")]
+    assert page.state.transcript() == studio.session.state()
+
+    # From a cell too; refused for an unknown agent.
+    studio.select("other")
+    page.pump()
+    assert texts() == [("user", "two"), ("assistant", "Other answer.")]
+    unknown = await page.request("studio_select", agent_id="ghost")
+    assert unknown["ok"] is False and "Unknown agent" in unknown["error"]
+    with pytest.raises(ValueError, match="Unknown agent"):
+        studio.select("ghost")
+
+
+async def test_new_session_clears_every_agents_conversation():
+    studio, _ = make_studio()
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
+    await idle(page)
+    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
+    await idle(page)
+    assert (await page.request("studio_new_session"))["ok"]
+    assert page.state.entries == []
+    assert (await page.request("studio_select", agent_id="support"))["ok"]
+    assert page.state.entries == []
+    assert studio.history("support") == []
 
 
 def test_studio_validates_its_arguments():

@@ -87,7 +87,7 @@ export function entryView(session: Session, entry: Entry): EntryView {
     case "user":
       return markdownView(entry, "You");
     case "assistant":
-      return markdownView(entry, "Assistant");
+      return markdownView(entry, session.replyLabel());
     case "reasoning":
       return reasoningView(entry);
     case "tool":

@@ -1,6 +1,7 @@
 // The Studio (notebook Playground) controls: agent picker, "Earlier sessions" picker and "New
 // session" above the transcript, quick prompts while the transcript is empty, and the prompt box
-// with "Send" below it.
+// with "Send" below it. Each agent has its own conversation: picking one asks the kernel to show
+// it (`studio_select`), picking the first one again shows the earlier one.
 import { button, formatTime, h } from "../dom";
 import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
@@ -42,7 +43,8 @@ export function studioControls(session: Session): StudioControls {
   const error = h("div", { class: "anvia-error-text", hidden: true });
   const composer = h("div", { class: "anvia-composer" }, h("div", { class: "anvia-row" }, textarea, send), error);
 
-  /** The agent the user picked here, else the kernel's selection. */
+  /** The agent the user picked here while the kernel is asked to show its conversation; else
+   * the kernel's selection counts. */
   let chosen: string | null = null;
   let sending = false;
 
@@ -144,10 +146,22 @@ export function studioControls(session: Session): StudioControls {
       textarea.setSelectionRange(draft.start, draft.end);
     });
   }
-  select.addEventListener("change", () => {
-    chosen = select.value;
+  async function pick(id: string): Promise<void> {
+    if (!id || id === agentId() || busy()) {
+      render();
+      return;
+    }
+    chosen = id;
+    sending = true;
     render();
-  });
+    await run({ type: "studio_select", agent_id: id });
+    // Shown now (its conversation and a studio message naming it came before the reply), or
+    // refused: the kernel's selection either way.
+    chosen = null;
+    sending = false;
+    render();
+  }
+  select.addEventListener("change", () => void pick(select.value));
 
   function renderAgents(): void {
     const st = session.studio;
@@ -162,7 +176,7 @@ export function studioControls(session: Session): StudioControls {
       );
     }
     if (current !== null) select.value = current;
-    select.disabled = agents.length === 0;
+    select.disabled = agents.length === 0 || busy();
   }
 
   function renderPrompts(): void {

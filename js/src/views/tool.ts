@@ -57,12 +57,12 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     el.open = open;
   };
   /** Open as the call's progress says, unless a person chose (theirs is kept). */
-  const follow = (e: ToolEntry): void => setOpen(session.openEntries.get(e.id) ?? underWay(e));
+  const follow = (e: ToolEntry): void => setOpen(session.openEntries.get(session.entryKey(e.id)) ?? underWay(e));
   follow(entry);
   el.addEventListener("toggle", () => {
     const own = selfSet !== null && el.open === selfSet;
     selfSet = null;
-    if (!own) session.openEntries.set(current.id, el.open);
+    if (!own) session.openEntries.set(session.entryKey(current.id), el.open);
   });
 
   let current = entry;

@@ -219,11 +219,26 @@ export function transcriptView(session: Session): TranscriptView {
     if (pending.length > 0) schedule(nearKey, buildNear);
   }
 
+  /** The conversation the views were drawn for: another one (a Studio's agent picked) has
+   * entries of its own, even where their ids are the same. */
+  let shown = session.conversation;
   function onEvent(ev: SessionEvent): void {
     switch (ev.type) {
       case "reset":
+        if (session.conversation !== shown) {
+          shown = session.conversation;
+          for (const [id, slot] of [...views]) drop(id, slot);
+        }
         reconcile();
         break;
+      case "studio": {
+        // The agents' names came (or changed): the replies say whose they are.
+        const label = session.replyLabel();
+        for (const role of list.querySelectorAll(".anvia-entry-assistant > .anvia-role")) {
+          if (role.textContent !== label) role.textContent = label;
+        }
+        break;
+      }
       case "add":
         list.appendChild(create(ev.entry).el);
         contentChanged();
