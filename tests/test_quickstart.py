@@ -1,11 +1,13 @@
-"""scripts/quickstart.sh: valid bash; on a Python with only ``python3`` and outside a virtual
-environment it plans to create and use ``.venv`` and opens the quickstart notebook (dry run)."""
+"""A new user's first steps. scripts/quickstart.sh: valid bash; on a Python with only ``python3``
+and outside a virtual environment it plans to create and use ``.venv`` and opens the quickstart
+notebook (dry run). The README's self-contained snippets run as written, offline."""
 
 from __future__ import annotations
 
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -122,3 +124,49 @@ def test_without_any_python_it_says_what_is_missing(tmp_path):
     result = quickstart(fake_bin(tmp_path, None), "--check")
     assert result.returncode == 1
     assert "Python 3.10 or newer is needed" in result.stderr
+
+
+# Runs a README section's code as a notebook cell would (top-level await allowed), then the checks.
+SNIPPET_RUNNER = """
+import ast, asyncio, sys
+code = sys.stdin.read()
+compiled = compile(code, "README", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+result = eval(compiled, {"__name__": "__main__"})
+if asyncio.iscoroutine(result):
+    asyncio.run(result)
+"""
+
+
+@pytest.mark.parametrize(
+    ("section", "checks"),
+    [
+        (
+            "Inspect a run",
+            'assert call.name == "get_order_status" and call.status == "success", call\n'
+            'assert "shipped" in response.output\n',
+        ),
+        (
+            "Evaluate an agent",
+            'assert [c.status for c in report.cases] == ["success", "success"]\n'
+            'assert comparison.newly_passing == ["refund"]\n',
+        ),
+    ],
+    ids=["inspect", "evaluate"],
+)
+def test_a_readme_snippet_runs_as_written_in_a_fresh_process(tmp_path, section, checks):
+    readme = (ROOT / "README.md").read_text()
+    body = readme.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", body, re.S)
+    assert match, section
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # offline
+    environ.pop("ANVIA_NOTEBOOK_STORE", None)  # stored in this test's folder
+    result = subprocess.run(
+        [sys.executable, "-c", SNIPPET_RUNNER],
+        input=match.group(1) + checks,
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
