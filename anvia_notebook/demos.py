@@ -58,7 +58,7 @@ def _refund_outcome(ctx: DemoContext) -> str:
     An object result (``{"refund_id": ...}``) means it went through, unless its ``status`` is a
     failure (or ``ok``/``success`` is false). A text result is what a refused or timed-out call
     returns too (a reviewer's reason can be any text), so a text that says the call was refused
-    or timed out is reported as not done, and any other text is quoted without a verdict.
+    or timed out is reported as not done, and any other text is quoted as not confirmed.
     """
     part = next((p for p in reversed(ctx.tool_results) if p.tool_name == "issue_refund"), None)
     if part is None:
@@ -78,7 +78,7 @@ def _refund_outcome(ctx: DemoContext) -> str:
         return "Done: the refund for order A1001 was issued."
     if any(word in text.lower() for word in _NOT_RUN):
         return _not_done(text, "The refund")
-    return f"I could not confirm the refund for order A1001; the call returned: {text}"
+    return f"The refund for order A1001 was not confirmed: {text}"
 
 
 def _export_outcome(ctx: DemoContext) -> str:

@@ -155,4 +155,4 @@ def test_a_refund_that_raised_or_was_rejected_did_not_happen():
 def test_a_refund_answered_with_other_text_is_quoted_not_claimed():
     output = refund_output(lambda args, ctx: "queued for the finance team")
     assert "Done" not in output and "did not happen" not in output
-    assert output.endswith("the call returned: queued for the finance team")
+    assert output == "The refund for order A1001 was not confirmed: queued for the finance team"
