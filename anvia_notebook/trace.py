@@ -194,11 +194,16 @@ class Trace(BaseModel):
         from html import escape
 
         summary = self.summary()
+        if summary["input_tokens"] or summary["output_tokens"]:
+            tokens = f"{summary['input_tokens']} tokens in / {summary['output_tokens']} out"
+            if summary["cached_tokens"]:
+                tokens += f" ({summary['cached_tokens']} cached)"
+        else:  # the model reported no usage (an offline one): no count to show
+            tokens = "no token counts"
         head = (
             f"<p><b>Trace</b> of run <code>{escape(self.run_id)}</code> "
-            f"({escape(self.status)}): {summary['turns']} model calls, "
-            f"{summary['tool_calls']} tool calls, {summary['input_tokens']} tokens in / "
-            f"{summary['output_tokens']} out ({summary['cached_tokens']} cached), first token "
+            f"({escape(self.status)}): {_count(summary['turns'], 'model call')}, "
+            f"{_count(summary['tool_calls'], 'tool call')}, {tokens}, first token "
             f"{_ms_text(summary['first_token_ms'])}, total {_ms_text(summary['duration_ms'])}</p>"
         )
         rows = self.rows()
@@ -206,7 +211,9 @@ class Trace(BaseModel):
         cells = []
         for row in shown:
             tokens = (
-                f"{row['input_tokens']} / {row['output_tokens']}" if row["kind"] == "model" else ""
+                f"{row['input_tokens']} / {row['output_tokens']}"
+                if row["kind"] == "model" and (row["input_tokens"] or row["output_tokens"])
+                else ""
             )
             text = str(row["error"] or row["result"] or "")
             preview = text if len(text) <= 80 else text[:79] + "…"
@@ -319,6 +326,11 @@ class Trace(BaseModel):
 
 #: How many rows a trace shows in a notebook (``to_pandas()`` has them all).
 HTML_ROWS = 200
+
+
+def _count(count: int, noun: str) -> str:
+    """``count`` and its noun, in the singular for one ("1 tool call", "2 tool calls")."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _ms_text(value: float | None) -> str:

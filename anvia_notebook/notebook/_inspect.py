@@ -25,7 +25,8 @@ MAX_MESSAGES = 200
 def _cut(text: str, limit: int = MAX_FIELD) -> str:
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters)"
+    left = len(text) - limit
+    return f"{text[:limit]}\n… ({left:,} more character{'' if left == 1 else 's'})"
 
 
 def _json(value: Any) -> str:
@@ -78,7 +79,8 @@ def inspect_turn(trace: Trace, index: int | None) -> tuple[int, dict[str, Any]]:
     if not 0 <= index < count:
         if count == 0:
             raise IndexError("This run has made no model call yet.")
-        raise IndexError(f"This run made {count} model calls; there is no call {index + 1}.")
+        calls = "1 model call" if count == 1 else f"{count} model calls"
+        raise IndexError(f"This run made {calls}; there is no call {index + 1}.")
     turn = trace.turns[index]
     request = turn.request
     messages = request.messages

@@ -61,8 +61,13 @@ class _Budget:
         self.left -= count
 
 
+def _plural(count: int, noun: str) -> str:
+    """``count`` and its noun, in the singular for one ("1 question", "3 questions")."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _more(count: int, sep: str) -> str:
-    return f"{sep}… ({count} more characters)"
+    return f"{sep}… ({_plural(count, 'more character')})"
 
 
 def _cut(text: str, limit: int = MAX_FIELD, budget: _Budget | None = None, sep: str = "\n") -> str:
@@ -153,7 +158,8 @@ def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
         )
         items.append(f"<li>{_esc(item.get('question', ''), MAX_SHORT, budget)} — {shown}</li>")
     if len(questions) > MAX_ITEMS:
-        items.append(f"<li><em>… ({len(questions) - MAX_ITEMS} more questions)</em></li>")
+        more = _plural(len(questions) - MAX_ITEMS, "more question")
+        items.append(f"<li><em>… ({more})</em></li>")
     return f"<div><em>Questions</em></div><ul>{''.join(items)}</ul>"
 
 
@@ -213,7 +219,8 @@ def _entry_html(entry: dict[str, Any], budget: _Budget) -> str:
 
 
 def _left_out(count: int) -> str:
-    return f"… ({count} more entries not shown: the copy is limited to {MAX_TOTAL} characters)"
+    more = f"{count} more entry" if count == 1 else f"{count} more entries"
+    return f"… ({more} not shown: the copy is limited to {MAX_TOTAL} characters)"
 
 
 def render_html(transcript: dict[str, Any], title: str = "Anvia transcript") -> str:
@@ -298,7 +305,7 @@ def _entry_text(entry: dict[str, Any], budget: _Budget) -> str:
             shown = _cut(str(answer), MAX_SHORT, budget, " ") if answer else question.get("status")
             lines.append(f"  question: {asked} — {shown}")
         if len(questions) > MAX_ITEMS:
-            lines.append(f"  … ({len(questions) - MAX_ITEMS} more questions)")
+            lines.append(f"  … ({_plural(len(questions) - MAX_ITEMS, 'more question')})")
     if entry.get("output"):
         lines.append(f"  output: {_cut(entry['output'], MAX_FIELD, budget).rstrip()}")
     if entry.get("result") is not None:

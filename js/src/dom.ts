@@ -32,6 +32,10 @@ export function button(label: string, onClick: (ev: MouseEvent) => void, attrs: 
   return b;
 }
 
+/** `count` and its noun, in the singular for one ("1 case", "3 cases"). */
+export const plural = (count: number, noun: string, nouns = `${noun}s`): string =>
+  `${count.toLocaleString()} ${count === 1 ? noun : nouns}`;
+
 let uid = 0;
 /** A page-unique id for aria wiring (never derived from model text). */
 export const nextDomId = (prefix: string): string => `anvia-${prefix}-${++uid}`;

@@ -24,6 +24,13 @@ describe("evaluation report view", () => {
     const s = setup();
     expect(s.root.classList.contains("anvia-evals-mode")).toBe(true);
     expect(s.text(".anvia-eval-count")).toBe("2 of 3 cases");
+    const one = report();
+    one.report.summary = { ...one.report.summary, total: 1, finished: 1, errors: 2, status: "done" };
+    one.report.rows = one.report.rows.slice(0, 1);
+    const single = setup(one);
+    expect(single.text(".anvia-eval-count")).toBe("1 of 1 case · done");
+    expect(single.text(".anvia-eval-pass-rate")).toBe("Pass rate 50% · 2 errors");
+    single.cleanup();
     const progress = s.root.querySelector("progress") as HTMLProgressElement;
     expect([progress.value, progress.max]).toEqual([2, 3]);
     expect(s.text(".anvia-eval-timing")).toMatch(/^elapsed 1\.\d s · about \d+ ms left$/);

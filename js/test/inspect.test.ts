@@ -127,6 +127,26 @@ describe("run summary in the status line", () => {
   });
 });
 
+describe("a model that reports no usage (an offline one)", () => {
+  it("has no token counts in Inspect, rather than 0 in / 0 out", async () => {
+    const v = finishedRun();
+    v.toggle().click();
+    v.answer({ ...okReply!, turn: { ...turn0, input_tokens: 0, output_tokens: 0, cached_tokens: null } });
+    await tick();
+    const usage = [...v.panel().querySelectorAll(".anvia-inspect-facts dt")].find((dt) => dt.textContent === "Usage");
+    expect(usage?.nextElementSibling?.textContent).toBe("no token counts (the model reported none)");
+  });
+
+  it("has no token counts in the run summary once the run has ended", () => {
+    const m = mount([], status("running", { turn: 1 }));
+    const meta = () => m.root.querySelector(".anvia-status-meta")?.textContent;
+    expect(meta()).toBe("Turn 1"); // under way: its counts may still come
+    batch(m.model, { op: "status", status: status("success", { turn: 1, first_token_ms: 55, duration_ms: 377 }) });
+    expect(meta()).toBe("Turn 1 · no token counts · first token after 55 ms · 377 ms in all");
+    expect(meta()).not.toContain("0 in");
+  });
+});
+
 describe("Inspect in a Studio", () => {
   it("shows the new run's latest call when another run starts while it is open", async () => {
     const m = mount([], status("success", { turn: 1, run_id: "run_1" }), { mode: "studio" });

@@ -199,6 +199,16 @@ async def test_a_row_opens_its_case_transcript_live_while_it_runs():
     )
     assert reply["type"] == "inspect_reply" and reply["ok"] is True and reply["count"] == 1
     assert "thinking echo: fast" in str(reply["turn"])
+    # a call the case's run did not make: the count in words a person reads ("1 model call")
+    page.post({"type": "inspect", "request_id": "page-inspect-3", "index": 2})
+    reply = await until(
+        lambda: next(
+            (m for m in sent(session.widget) if m.get("request_id") == "page-inspect-3"), None
+        ),
+        what="the refused inspect reply",
+    )
+    assert reply["ok"] is False
+    assert reply["error"] == "This run made 1 model call; there is no call 3."
 
 
 async def test_stop_from_the_page_keeps_the_finished_cases():

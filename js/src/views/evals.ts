@@ -3,7 +3,7 @@
 // finishes (status, output preview, scores), and the transcript of the case a person opens.
 // Everything shown is text (text nodes and attributes set by code): no model output, input,
 // error or metric name ever reaches innerHTML.
-import { button, h } from "../dom";
+import { button, h, plural } from "../dom";
 import type { EvalsCaseStatus, EvalsRowView, EvalsScoreView, EvalsSummary } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { inspectView } from "./inspect";
@@ -152,11 +152,11 @@ export function evalsView(session: Session): EvalsView {
     progress.max = Math.max(1, s.total);
     progress.value = s.finished;
     const state = s.status === "stopped" ? " · stopped" : s.status === "done" ? " · done" : "";
-    count.textContent = `${s.finished} of ${s.total} cases${state}`;
+    count.textContent = `${s.finished} of ${plural(s.total, "case")}${state}`;
     renderTiming(s);
     stop.disabled = stopping || !running();
     passRate.textContent = s.pass_rate === null ? "Pass rate —" : `Pass rate ${Math.round(s.pass_rate * 100)}%`;
-    if (s.errors > 0) passRate.textContent += ` · ${s.errors} error${s.errors === 1 ? "" : "s"}`;
+    if (s.errors > 0) passRate.textContent += ` · ${plural(s.errors, "error")}`;
     means.replaceChildren(
       ...s.metrics.map((m) => h("span", { class: "anvia-eval-mean" }, `${m.name} ${formatMean(m.mean)}`)),
     );

@@ -48,6 +48,14 @@ function section(label: string, open: boolean, build: () => Node[], className: s
   return el;
 }
 
+/** A model call's tokens; a model that reported none (an offline one) has no counts to show,
+ * which "0 in / 0 out" would pass off as real ones. */
+export function usage(turn: Pick<InspectTurnView, "input_tokens" | "output_tokens" | "cached_tokens">): string {
+  if (turn.input_tokens === 0 && turn.output_tokens === 0) return "no token counts (the model reported none)";
+  const cached = turn.cached_tokens === null ? "" : ` (${tokens(turn.cached_tokens)} cached)`;
+  return `${tokens(turn.input_tokens)} in / ${tokens(turn.output_tokens)} out tokens${cached}`;
+}
+
 function facts(turn: InspectTurnView): HTMLElement {
   const list = h("dl", { class: "anvia-inspect-facts" });
   const add = (term: string, value: Node | string): void => {
@@ -58,8 +66,7 @@ function facts(turn: InspectTurnView): HTMLElement {
   if (turn.started_at) add("Started", h("time", { datetime: turn.started_at }, formatTime(turn.started_at)));
   add("First token", turn.first_token_ms === null ? "none" : formatMs(turn.first_token_ms));
   add("Duration", turn.duration_ms === null ? "still running" : formatMs(turn.duration_ms));
-  const cached = turn.cached_tokens === null ? "" : ` (${tokens(turn.cached_tokens)} cached)`;
-  add("Usage", `${tokens(turn.input_tokens)} in / ${tokens(turn.output_tokens)} out tokens${cached}`);
+  add("Usage", usage(turn));
   if (turn.finish_reason) add("Finish reason", turn.finish_reason);
   if (turn.attempts > 1) add("Attempts", String(turn.attempts));
   return list;

@@ -100,6 +100,8 @@ export function statusView(session: Session): StatusView {
     if (s.turn > 0) parts.push(`Turn ${s.turn}`);
     if (s.input_tokens > 0 || s.output_tokens > 0) {
       parts.push(`${s.input_tokens.toLocaleString()} in / ${s.output_tokens.toLocaleString()} out tokens`);
+    } else if (typeof s.duration_ms === "number") {
+      parts.push("no token counts"); // the run ended and its model reported none (an offline one)
     }
     // The run summary, once the run has ended.
     if (typeof s.first_token_ms === "number") parts.push(`first token after ${formatMs(s.first_token_ms)}`);
