@@ -90,6 +90,12 @@ def test_progress_a_row_opens_its_transcript_and_stop(
         cell_output(page, 2),
         "STATUS stopped ['case-1', 'case-2'] ['case-3', 'case-4', 'case-5', 'case-6']",
     )
+    # The report's cell shows one table: the live one stands in for the static copy (what a
+    # saved notebook keeps), as a transcript's live view does, and not above it.
+    output = cell_output(page, 1)
+    expect(output.locator(".anvia-live-slot .anvia-evals-mode")).to_have_count(1)
+    expect(output.locator(".anvia-eval-report")).to_have_count(0)
+    expect(output.locator(".anvia-evals-mode")).to_have_count(1)
 
 
 EVALUATE_SYNC = (
