@@ -336,6 +336,37 @@ def test_studio_quick_prompt_then_a_typed_prompt(
     )
 
 
+def test_studio_each_agent_has_its_own_conversation(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    start(
+        page,
+        jupyter_server,
+        notebook_name,
+        [
+            'agent, model = agent_for("Order A1 has shipped.")\n'
+            'greeter = AgentBuilder("greeter", QueueModel(["Hello and welcome!"])).name("Greeter")'
+            ".build()\n"
+            'Studio([agent, greeter], quick_prompts={"support": ["Where is A1?"], '
+            '"greeter": ["Hello!"]})',
+        ],
+    )
+    widget = cell_output(page, 1)
+    widget.get_by_role("button", name="Where is A1?").click()
+    wait_for_text(widget, "Order A1 has shipped.")
+    widget.get_by_label("Agent", exact=True).select_option("greeter")
+    # the greeter's own (empty) conversation, with its quick prompts; not the support one
+    widget.get_by_role("button", name="Hello!").click()
+    wait_for_text(widget, "Hello and welcome!")
+    expect(widget.get_by_text("Order A1 has shipped.")).to_have_count(0)
+    expect(widget.locator(".anvia-entry-assistant .anvia-role")).to_have_text(["Greeter"])
+    # back: the support conversation as it was
+    widget.get_by_label("Agent", exact=True).select_option("support")
+    wait_for_text(widget, "Order A1 has shipped.")
+    expect(widget.get_by_text("Hello and welcome!")).to_have_count(0)
+    expect(widget.locator(".anvia-entry-assistant .anvia-role")).to_have_text(["support"])
+
+
 def test_studio_opens_an_earlier_session_in_a_new_studio(
     page: Page, jupyter_server: JupyterServer, notebook_name: str
 ):
