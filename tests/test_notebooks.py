@@ -74,7 +74,7 @@ EXPECTED = {
         "'cached_tokens': 768",
         "tools: ['get_order_status', 'issue_refund']",
         "issue_refund status: rejected",
-        "2 model calls, 1 tool calls, 932 tokens in / 71 out",  # a trace shown as a table
+        "2 model calls, 1 tool call, 932 tokens in / 71 out",  # a trace shown as a table
         "stored trace: True",
         "invoke_agent Support agent",
         "execute_tool issue_refund",

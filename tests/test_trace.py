@@ -595,7 +595,7 @@ def test_a_trace_shows_as_an_escaped_table_in_a_notebook(monkeypatch) -> None:
     html = trace._repr_html_()
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "&lt;b&gt;ok&lt;/b&gt;" in html
-    assert "2 model calls, 1 tool calls" in html
+    assert "2 model calls, 1 tool call, no token counts" in html
     assert html.count("<tr>") == 1 + 3  # the header and three rows
     monkeypatch.setattr(trace_module, "HTML_ROWS", 2)
     html = trace._repr_html_()
