@@ -293,7 +293,8 @@ class Trace(BaseModel):
             if not self.turns:
                 raise IndexError(f"This trace has no model calls yet; there is no turn {index}.")
             raise IndexError(
-                f"This trace has {len(self.turns)} model calls (0 to {len(self.turns) - 1}); "
+                f"This trace has {_count(len(self.turns), 'model call')} "
+                f"(0 to {len(self.turns) - 1}); "
                 f"there is no turn {index}."
             )
         return index
