@@ -112,6 +112,8 @@ class TranscriptSession:
         #: A refresh of the displays to come (see :meth:`refresh_displays_later`), and its loop.
         self._refresh_timer: asyncio.TimerHandle | None = None
         self._refresh_loop: asyncio.AbstractEventLoop | None = None
+        #: The end of the run was awaited before that refresh was scheduled: make it at once.
+        self._refresh_awaited = False
         self.handlers: dict[str, Handler] = {
             "sync": self._on_sync,
             "approval_decision": self._on_approval_decision,
@@ -401,14 +403,23 @@ class TranscriptSession:
         on :meth:`refresh_pending`."""
         if self._refresh_timer is not None:
             self._refresh_timer.cancel()
+            self._refresh_timer = None
+        if self._refresh_awaited and _running_loop() is loop:
+            self._refresh_awaited = False
+            self.refresh_displays()
+            return
         self._refresh_loop = loop
         self._refresh_timer = loop.call_later(delay, self.refresh_pending)
 
     def refresh_pending(self) -> None:
         """Make the refresh :meth:`refresh_displays_later` scheduled now (on its loop; from
-        elsewhere it stays scheduled)."""
+        elsewhere it stays scheduled). Called before it is scheduled (the run's end was awaited
+        before its done listeners ran), the refresh is made as soon as it is."""
         timer = self._refresh_timer
-        if timer is None or _running_loop() is not self._refresh_loop:
+        if timer is None:
+            self._refresh_awaited = True
+            return
+        if _running_loop() is not self._refresh_loop:
             return
         self._refresh_timer = None
         timer.cancel()

@@ -193,3 +193,15 @@ async def test_the_static_copy_follows_the_last_batch_after_a_pause_unless_await
     awaited = runner.show(agent("Awaited.").prompt("hello"))
     await awaited
     assert [u for u in outputs.updates() if "Awaited." in u["data"]["text/html"]]
+
+
+async def test_a_run_awaited_before_its_end_is_handled_gets_its_static_copy_at_once(outputs, cell):
+    """``await handle`` can resume before the run's done listeners schedule the copy: the copy is
+    then written as soon as it is scheduled, not a timer later."""
+    handle = runner.show(agent("Done.").prompt("hello"))
+    await finished(handle)
+    before = len(outputs.updates())
+    handle.session.refresh_pending()  # as when the wait resumed first
+    handle.session.refresh_displays_later(asyncio.get_running_loop(), 60.0)
+    assert len(outputs.updates()) == before + 1
+    assert WIDGET_MIME not in outputs.updates()[-1]["data"]
