@@ -49,7 +49,6 @@ class Resolution:
 
     status: Status
     decided_by: str = "human"
-    approved: bool = False
     reason: str | None = None
     args: dict[str, Any] | None = None
     answers: list[Answer] = field(default_factory=list)
@@ -60,11 +59,15 @@ class Resolution:
         return cls(
             status="approved" if decision.approved else "rejected",
             decided_by=decision.decided_by or decided_by,
-            approved=decision.approved,
             reason=decision.reason,
             args=decision.args if decision.approved else None,
             reject_message=decision.reject_message,
         )
+
+    @property
+    def approved(self) -> bool:
+        """Whether this is an approval: the status says what was decided."""
+        return self.status == "approved"
 
     def stored(self) -> dict[str, Any]:
         """The decision as the store keeps it (JSON)."""
@@ -85,7 +88,6 @@ class Resolution:
         return cls(
             status=status,  # type: ignore[arg-type]
             decided_by=str(data.get("decided_by") or "human"),
-            approved=status == "approved",  # the status is what was decided
             reason=data.get("reason"),
             args=data.get("args"),
             answers=answers,
@@ -94,7 +96,7 @@ class Resolution:
 
     def decision(self) -> ApprovalDecision:
         return ApprovalDecision(
-            approved=self.status == "approved",
+            approved=self.approved,
             reason=self.reason,
             args=self.args,
             reject_message=self.reject_message,
@@ -317,7 +319,6 @@ class Interactions:
             resolution = Resolution(
                 status="approved" if approved else "rejected",
                 decided_by=decided_by,
-                approved=approved,
                 reason=reason,
                 args=args if approved else None,
             )

@@ -199,15 +199,15 @@ class TranscriptSession:
 
     def _on_approval_decision(self, message: ApprovalDecisionMsg) -> str | None:
         interactions = self._interactions()
-        status = interactions.status(message.approval_id) if interactions else None
-        if interactions is None or status is None:
-            return f"Unknown approval {message.approval_id!r}."
+        interaction = interactions.get(message.approval_id) if interactions else None
+        if interactions is None or interaction is None:
+            return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
         assert self.run is not None
         if self.run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
         always = message.approved and message.always_allow
         # Before the decision: the run may ask about its next call of this tool at once.
-        added = self._always_allow(interactions, message.approval_id) if always else None
+        added = self._always_allow(interaction.record.tool_name) if always else None
         try:
             record = interactions.decide(
                 message.approval_id,
@@ -223,15 +223,11 @@ class TranscriptSession:
             self._approve_pending(interactions, record.tool_name)
         return None
 
-    def _always_allow(self, interactions: Interactions, approval_id: str) -> str | None:
-        """The "Always allow <tool> in this session" box: later calls of the approval's tool are
-        approved without asking. Returns the tool's name if this added it (else ``None``)."""
-        interaction = interactions.get(approval_id)
+    def _always_allow(self, tool_name: str) -> str | None:
+        """The "Always allow <tool> in this session" box: later calls of the tool are approved
+        without asking. Returns ``tool_name`` if this added it (else ``None``)."""
         human = self.human_input
-        if interaction is None or human is None:
-            return None
-        tool_name = interaction.record.tool_name
-        if tool_name in human.always_allowed:
+        if human is None or tool_name in human.always_allowed:
             return None
         human.always_allowed.add(tool_name)
         return tool_name

@@ -180,3 +180,26 @@ async def test_a_blank_answer_is_refused_and_the_question_stays_answerable(
     assert json.loads(done["result"])["answers"] == [
         {"questionId": "priority", "answer": "high", "choice": "high"}
     ]
+
+
+async def test_a_forged_approval_with_always_allow_ticked_is_refused_cleanly(caplog):
+    """An id this run never showed, with the box ticked: refused, nothing logged as an error,
+    nothing allowed; the real approval still waits for a person."""
+    import logging
+
+    tool = refund_tool()
+    model = QueueModel([refund_call("c1", "A"), "Done."])
+    handle = runner.show(AgentBuilder("shop", model).tools([tool]).build().prompt("refund"))
+    page = Page(handle.widget)
+    await page.sync()
+    first = await pending_approval(page)
+    caplog.set_level(logging.ERROR)
+    reply = await page.approve("approval_forged", always_allow=True)
+    assert reply["ok"] is False and "Unknown approval" in reply["error"]
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    assert handle.session.human_input.always_allowed == set()
+    assert first["approval"]["status"] == "pending" and tool.calls == []
+    assert (await page.approve(first["approval"]["id"], approved=False))["ok"]
+    await handle
+    await finished(handle)
+    assert tool.calls == []
