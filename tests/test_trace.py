@@ -353,6 +353,7 @@ async def test_a_cancelled_run_keeps_its_trace() -> None:
     first, second = trace.tool_calls
     assert first.status == "cancelled" and first.duration_ms is not None
     assert second.status == "cancelled" and second.started_at is None  # it never began
+    assert (first.args, second.args) == ({"text": "a"}, {"text": "b"})  # what was asked
     assert trace.summary()["duration_ms"] is not None
 
 
