@@ -149,6 +149,7 @@ TEST_SELECTION = [
     "--ignore=tests/test_packaging.py",
     "--ignore=tests/test_package.py",
     "--ignore=tests/test_quickstart.py",
+    "--ignore=tests/test_ci_script.py",  # tests .ci/run's choice of Python, not the package
     "--ignore=tests/test_mutation_script.py",  # tests this script, not the package
     "--ignore=tests/notebook/test_in_kernel.py",
     "--ignore=tests/notebook/test_kernel_restart.py",
