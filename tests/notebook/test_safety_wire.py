@@ -73,6 +73,7 @@ async def test_a_refused_approval_with_always_allow_ticked_allows_nothing():
     bad = {"order_id": "A", "amount": "lots"}
     reply = await page.approve(first["approval"]["id"], edited_args=bad, always_allow=True)
     assert reply["ok"] is False
+    assert handle.session.human_input.always_allowed == set()  # the box's rule was not kept
     assert (await page.approve(first["approval"]["id"]))["ok"]  # no box this time
     second = await until(lambda: approval_of(page, 1) or handle.done, what="the second call")
     assert second is not True, "the run ended without asking about the second call"
