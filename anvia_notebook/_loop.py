@@ -267,22 +267,17 @@ async def _complete(
         text_delta, text = TextDelta, str  # locals: read once per delta
         try:
             async for event in run.request.agent.model.stream(request):
-                if type(event) is text:  # a plain string is a text delta, the cheapest kind
+                # The per-delta path: a text delta (a plain string, the cheapest kind, or a
+                # TextDelta) goes on as its text, with no check and no event built.
+                if type(event) is text_delta and type(event.delta) is text:
+                    event = event.delta
+                if type(event) is text:
                     add_text(event)
                     if not emitted:
                         tracer.first_token(entry)
                         emitted = True
                     emit_text(turn, event)
                     continue
-                if type(event) is text_delta:  # the per-delta path: no check, no event built
-                    delta = event.delta
-                    if type(delta) is text:
-                        add_text(delta)
-                        if not emitted:
-                            tracer.first_token(entry)
-                            emitted = True
-                        emit_text(turn, delta)
-                        continue
                 observed = True
                 add(event)
                 mapped = _map_event(turn, event)
