@@ -4,6 +4,10 @@
 every text (model markdown included) is escaped and shown as preformatted text, and tool calls
 are ``<details>`` blocks. :func:`render_text` gives a plain-text version.
 
+A reply is labelled as the live page labels it: in a Studio (``agent_names`` given), with the name
+of the agent whose conversation the copy shows (its id when it has no name); "Assistant"
+elsewhere.
+
 Both go into the saved notebook, so both are bounded: every field is cut (with a visible
 "… (N more characters)" note), a tool's question list too, and once a copy reaches
 :data:`MAX_TOTAL` characters the remaining entries are left out (with a note).
@@ -12,6 +16,7 @@ Both go into the saved notebook, so both are bounded: every field is cut (with a
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from html import escape
 from typing import Any
 
@@ -119,6 +124,16 @@ def _status_line(status: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
+def _reply_label(transcript: dict[str, Any], agent_names: Mapping[str, str] | None) -> str:
+    """Who the replies are from, as the page's ``replyLabel``: in a Studio, the agent whose
+    conversation it is (the status line's agent), by name, else by id; "Assistant" elsewhere.
+    On one line (the name is user text: its line breaks must not start lines of the copy)."""
+    agent_id = transcript.get("status", {}).get("agent_id")
+    if not agent_names or not isinstance(agent_id, str) or agent_id not in agent_names:
+        return "Assistant"
+    return " ".join(str(agent_names[agent_id]).split()) or agent_id
+
+
 def _pre(text: str, budget: _Budget, style: str = _PRE) -> str:
     return f'<pre style="{style}">{_esc(text, MAX_FIELD, budget, sep=chr(10))}</pre>'
 
@@ -196,13 +211,14 @@ def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     return "".join(parts)
 
 
-def _entry_html(entry: dict[str, Any], budget: _Budget) -> str:
+def _entry_html(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
+    """One entry as HTML; ``reply`` is the replies' label, escaped."""
     kind = entry.get("kind")
     text = entry.get("text") or ""
     if kind == "user":
         return f'<div style="{_BOX}"><strong>You</strong>{_pre(text, budget)}</div>'
     if kind == "assistant":
-        return f'<div style="{_BOX}"><strong>Assistant</strong>{_pre(text, budget)}</div>'
+        return f'<div style="{_BOX}"><strong>{reply}</strong>{_pre(text, budget)}</div>'
     if kind == "reasoning":
         return (
             f'<details style="{_BOX}"><summary><em>Reasoning</em></summary>'
@@ -223,9 +239,19 @@ def _left_out(count: int) -> str:
     return f"… ({more} not shown: the copy is limited to {MAX_TOTAL} characters)"
 
 
-def render_html(transcript: dict[str, Any], title: str = "Anvia transcript") -> str:
-    """The transcript (the wire ``Transcript``) as safe static HTML, bounded in size."""
+def render_html(
+    transcript: dict[str, Any],
+    title: str = "Anvia transcript",
+    *,
+    agent_names: Mapping[str, str] | None = None,
+) -> str:
+    """The transcript (the wire ``Transcript``) as safe static HTML, bounded in size.
+
+    ``agent_names`` (a Studio's: each agent's id to its display name) labels the replies with
+    the name of the agent whose conversation it is, as the page does.
+    """
     budget = _Budget()
+    reply = _esc(_reply_label(transcript, agent_names))
     head = (
         f"<div><strong>{_esc(title)}</strong> — "
         f"{_esc(_status_line(transcript.get('status', {})), 3 * MAX_SHORT)}</div>"
@@ -238,15 +264,21 @@ def render_html(transcript: dict[str, Any], title: str = "Anvia transcript") -> 
             body.append(f"<div><em>{escape(_left_out(len(entries) - index))}</em></div>")
             break
         left = budget.left
-        html = _entry_html(entry, budget)
+        html = _entry_html(entry, budget, reply)
         budget.take(len(html) - (left - budget.left))  # the markup counts too
         body.append(html)
     return f'<div class="anvia-static-transcript" style="{_ROOT}">{head}{"".join(body)}</div>'
 
 
-def render_text(transcript: dict[str, Any], title: str = "Anvia transcript") -> str:
-    """The transcript as plain text, bounded in size like :func:`render_html`."""
+def render_text(
+    transcript: dict[str, Any],
+    title: str = "Anvia transcript",
+    *,
+    agent_names: Mapping[str, str] | None = None,
+) -> str:
+    """The transcript as plain text, bounded in size and labelled like :func:`render_html`."""
     budget = _Budget()
+    reply = _cut(_reply_label(transcript, agent_names), MAX_SHORT, sep=" ")
     status = _status_line(transcript.get("status", {}))
     lines = [f"{_cut(title, MAX_SHORT, sep=' ')} — {status}"]
     budget.take(len(lines[0]))
@@ -256,19 +288,19 @@ def render_text(transcript: dict[str, Any], title: str = "Anvia transcript") -> 
             lines.append(_left_out(len(entries) - index))
             break
         left = budget.left
-        block = _entry_text(entry, budget)
+        block = _entry_text(entry, budget, reply)
         budget.take(len(block) - (left - budget.left))
         lines.append(block)
     return "\n".join(lines)
 
 
-def _entry_text(entry: dict[str, Any], budget: _Budget) -> str:
+def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     kind = entry.get("kind")
     text = _cut(entry.get("text") or "", MAX_FIELD, budget)
     if kind == "user":
         return f"You: {text}"
     if kind == "assistant":
-        return f"Assistant: {text}"
+        return f"{reply}: {text}"
     if kind == "reasoning":
         return f"(reasoning) {text}"
     if kind == "error":
