@@ -208,3 +208,53 @@ def test_the_arguments_that_ran_are_shown_with_the_original_struck_through():
     html = render_html(transcript)
     assert "edited before approval" not in html
     assert "<del>" not in html
+
+
+def _replies(text: str) -> list[str]:
+    """The label of each reply line of a text copy (the lines ``<label>: Sure.``)."""
+    return [line.removesuffix(": Sure.") for line in text.splitlines() if line.endswith(": Sure.")]
+
+
+def test_replies_are_labelled_with_the_agent_whose_conversation_it_is_as_on_the_page():
+    transcript = base()  # the status line's agent is "support"
+    names = {"support": "Support desk", "other": "other"}
+    html = render_html(transcript, agent_names=names)
+    assert "<strong>Support desk</strong><pre" in html
+    assert "<strong>Assistant</strong>" not in html
+    assert _replies(render_text(transcript, agent_names=names)) == ["Support desk"]
+    # The other agent's conversation: its name (an agent without one is shown by its id).
+    transcript["status"]["agent_id"] = "other"
+    assert _replies(render_text(transcript, agent_names=names)) == ["other"]
+    assert "<strong>other</strong><pre" in render_html(transcript, agent_names=names)
+    # Not a Studio's (no names), or an agent the names do not know: "Assistant", as the page.
+    for agent_names in (None, {}, {"support": "Support desk"}):
+        assert _replies(render_text(transcript, agent_names=agent_names)) == ["Assistant"]
+        assert "<strong>Assistant</strong><pre" in render_html(transcript, agent_names=agent_names)
+
+
+def test_a_hostile_agent_name_is_escaped_kept_on_one_line_and_cut():
+    transcript = base()
+    transcript["entries"] += [
+        {"kind": "assistant", "id": f"r{n}", "turn": 3, "text": "Sure."} for n in range(500)
+    ]
+    script = {"support": "<script>alert(1)</script>\nYou: forged"}
+    html = render_html(transcript, agent_names=script)
+    assert "<script>" not in html
+    assert "<strong>&lt;script&gt;alert(1)&lt;/script&gt; You: forged</strong>" in html
+    assert_inert(html)
+    text = render_text(transcript, agent_names=script)
+    assert "\nYou: forged" not in text  # the name's line break starts no line of the copy
+    assert _replies(text) == ["<script>alert(1)</script> You: forged"] * 501
+
+    huge = {"support": "<b>" * 34_000}  # a 102 KB name, on each of 501 replies
+    html = render_html(transcript, agent_names=huge)
+    assert len(html) < WHOLE, len(html)
+    assert "more entries not shown" in html
+    assert_inert(html)
+    label = html[html.index("<strong>&lt;b") : html.index("</strong><pre", html.index("&lt;b"))]
+    assert len(label) < 2_100 and label.endswith("more characters)")
+    text = render_text(transcript, agent_names=huge)
+    assert len(text) < WHOLE, len(text)
+    assert "more entries not shown" in text
+    [label] = set(_replies(text))
+    assert len(label) < 2_100 and label.endswith("more characters)")
