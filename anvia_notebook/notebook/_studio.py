@@ -271,10 +271,11 @@ class Studio:
         session.send_snapshot()
 
     def _select(self, agent_id: str) -> str | None:
-        if agent_id not in self.agents:
-            return f"Unknown agent {agent_id!r}."
+        """Show ``agent_id``'s conversation; the refusal (None: done), changing nothing."""
         if self.busy:
             return BUSY
+        if agent_id not in self.agents:
+            return f"Unknown agent {agent_id!r}."
         self._show(agent_id)
         self.selected = agent_id
         self._send_studio()
@@ -282,12 +283,10 @@ class Studio:
 
     def select(self, agent_id: str) -> None:
         """Pick ``agent_id`` as in the page's agent picker: its conversation is shown (call it in
-        a cell, not while busy)."""
-        if self.busy:
-            raise RuntimeError(BUSY)
+        a cell, not while busy: ``RuntimeError``; an unknown agent: ``ValueError``)."""
         error = self._select(agent_id)
         if error is not None:
-            raise ValueError(error)
+            raise RuntimeError(error) if error == BUSY else ValueError(error)
 
     # -- runs ----------------------------------------------------------------------------------
 

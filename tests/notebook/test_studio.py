@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 
 import pytest
 from notebook_helpers import Page, pending_approval, refund_tool, sent, until
@@ -252,3 +253,51 @@ def test_studio_validates_its_arguments():
         Studio([agent], quick_prompts={"b": ["x"]})
     with pytest.raises(ValueError, match="Two agents"):
         Studio([agent, agent])
+
+
+async def test_picking_an_agent_while_a_run_is_in_progress_is_refused_and_changes_nothing():
+    gate = asyncio.Event()
+
+    async def slow(request):
+        yield TextDelta(delta="working")
+        await gate.wait()
+        yield TextDelta(delta=" done")
+
+    studio = Studio(
+        [
+            AgentBuilder("slow", FunctionModel(slow)).build(),
+            AgentBuilder("other", QueueModel([])).build(),
+        ]
+    )
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="slow", text="go"))["ok"]
+    await until(
+        lambda: (page.pump(), [e["text"] for e in page.state.entries] == ["go", "working"])[1],
+        what="the run's first text",
+    )
+    assert studio.busy
+    before = (copy.deepcopy(page.state.transcript()), copy.deepcopy(page.studio))
+    shown = studio.session.transcript
+    count = len(sent(studio.widget))
+
+    with pytest.raises(RuntimeError, match=f"^{BUSY}$"):  # from a cell
+        studio.select("other")
+    refused = await page.request("studio_select", agent_id="other")  # the page's picker
+    assert refused["ok"] is False and refused["error"] == BUSY
+    # Nothing changed: the same agent and conversation, nothing sent but the refusal.
+    assert studio.selected == "slow"
+    assert studio.session.transcript is shown
+    assert [m["type"] for m in sent(studio.widget)[count:]] == ["reply"]
+    assert (page.state.transcript(), page.studio) == before
+
+    gate.set()  # the run ends in the conversation it started in
+    await idle(page)
+    assert [(e["kind"], e["text"]) for e in page.state.entries] == [
+        ("user", "go"),
+        ("assistant", "working done"),
+    ]
+    assert studio.history("other") == []
+    studio.select("other")  # and picking works again
+    page.pump()
+    assert page.state.entries == [] and page.studio["selected"] == "other"
