@@ -337,12 +337,11 @@ class Studio:
 
     def open_session(self, session_id: str) -> None:
         """Continue the earlier session ``session_id`` (one of :meth:`sessions`): its history
-        comes back and its transcript is shown again (call it in a cell, not while busy)."""
-        if self.busy:
-            raise RuntimeError(BUSY)
+        comes back and its transcript is shown again (call it in a cell, not while busy:
+        ``RuntimeError``; a session it cannot open: ``ValueError``)."""
         error = self._open(session_id)
         if error is not None:
-            raise ValueError(error)
+            raise RuntimeError(error) if error == BUSY else ValueError(error)
 
     def _on_run_done(self, run: AgentRun) -> None:
         self._history[run.request.agent.id] = list(run.state.messages)
