@@ -607,3 +607,106 @@ def test_exact_match_compares_exactly_unless_told_otherwise():
     assert evals.exact_match(case_sensitive=False).fn(case, "PARIS") is True
     assert evals.contains().fn(case, "it is paris") is False
     assert evals.contains(case_sensitive=False).fn(case, "it is paris") is True
+
+
+def _notebook_references(path, package_root):
+    """Where ``path`` reaches the notebook layer: each import of ``anvia_notebook.notebook``
+    (absolute or relative, type-only ones too) and each module name string naming it (what
+    ``importlib.import_module`` takes), as ``(enclosing function or <module>, module name)``."""
+    import ast
+    import re
+
+    relative = path.relative_to(package_root.parent).with_suffix("").parts
+    package = relative if path.name == "__init__.py" else relative[:-1]
+    if package[-1] == "__init__":
+        package = package[:-1]
+    target = re.compile(r"^(anvia_notebook)?\.*notebook(\.\w+)*$")
+    found = []
+
+    def absolute(module, level):
+        if level == 0:
+            return module or ""
+        base = list(package[: len(package) - level + 1])
+        return ".".join([*base, module] if module else base)
+
+    def visit(node, scope):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = node.name if scope == "<module>" else f"{scope}.{node.name}"
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = absolute(node.module, node.level)
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        found.extend(
+            (scope, name)
+            for name in names
+            if name == "anvia_notebook.notebook" or name.startswith("anvia_notebook.notebook.")
+        )
+        value = node.value if isinstance(node, ast.Constant) else None
+        if isinstance(value, str) and target.match(value) and "." in value.strip("."):
+            found.append((scope, value))  # a module name, for importlib
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    visit(ast.parse(path.read_text()), "<module>")
+    return sorted(set(found))
+
+
+def test_the_runtime_reaches_the_notebook_layer_only_through_the_notebook_runner():
+    """The runtime (evals included) never imports the notebook layer: it reaches it through
+    ``request._notebook_runner()`` alone (inside a kernel). The package's lazy public names
+    ``RunHandle`` and ``Studio`` are the only other mentions."""
+    import pathlib
+
+    import anvia_notebook
+
+    root = pathlib.Path(anvia_notebook.__file__).parent
+    found = {}
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] == "notebook":
+            continue
+        references = _notebook_references(path, root)
+        if references:
+            found[path.relative_to(root).as_posix()] = references
+    assert found == {
+        "__init__.py": [
+            ("<module>", "anvia_notebook.notebook._handle"),
+            ("<module>", "anvia_notebook.notebook._handle.RunHandle"),
+            ("<module>", "anvia_notebook.notebook._studio"),
+            ("<module>", "anvia_notebook.notebook._studio.Studio"),
+            ("<module>", "notebook._handle"),
+            ("<module>", "notebook._studio"),
+        ],
+        "request.py": [("_notebook_runner", ".notebook._runner")],
+    }
+
+
+def test_the_notebook_reference_scan_sees_every_form_of_import(tmp_path):
+    """The scan above is only as good as what it recognises: each way of importing the
+    notebook layer, from a module of the evals package, is found."""
+    root = tmp_path / "anvia_notebook"
+    (root / "evals").mkdir(parents=True)
+    source = (
+        "import anvia_notebook.notebook._runner\n"
+        "from anvia_notebook.notebook import _runner\n"
+        "from .. import notebook\n"
+        "from ..notebook._evals_view import show_report\n"
+        "from . import report\n"
+        "import importlib\n"
+        "def show():\n"
+        "    from ..notebook import _evals_view\n"
+        "    return importlib.import_module('.notebook._runner', 'anvia_notebook')\n"
+        "text = 'shown in a notebook'\n"
+    )
+    module = root / "evals" / "runner.py"
+    module.write_text(source)
+    assert _notebook_references(module, root) == [
+        ("<module>", "anvia_notebook.notebook"),
+        ("<module>", "anvia_notebook.notebook._evals_view"),
+        ("<module>", "anvia_notebook.notebook._evals_view.show_report"),
+        ("<module>", "anvia_notebook.notebook._runner"),
+        ("show", ".notebook._runner"),
+        ("show", "anvia_notebook.notebook"),
+        ("show", "anvia_notebook.notebook._evals_view"),
+    ]

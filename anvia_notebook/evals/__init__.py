@@ -9,8 +9,8 @@ report.to_pandas()
 evals.compare(report_a, report_b)
 ```
 
-The runtime part never imports Jupyter; the live widget lives in ``anvia_notebook.notebook`` and
-is imported only when a report is shown in a kernel.
+The runtime part never imports Jupyter nor the notebook layer: a report is shown in a kernel
+through the notebook runner (``request._notebook_runner()``), which loads the live widget then.
 """
 
 from __future__ import annotations

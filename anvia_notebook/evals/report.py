@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from .. import request as _request
 from ._table import cell, esc, format_score, needs_pandas
 from .cases import Case
 from .metrics import Metric, Score
@@ -280,11 +281,8 @@ class EvalReport:
         )
 
     def _ipython_display_(self) -> None:
-        from .runner import in_kernel
-
-        if not in_kernel():
+        runner = _request._notebook_runner()
+        if runner is None:  # IPython outside a kernel (a terminal): the one-line summary
             print(repr(self))
             return
-        from ..notebook._evals_view import show_report
-
-        show_report(self)
+        runner.show_evals_report(self)

@@ -6,6 +6,10 @@ on. Protected tool calls are decided by ``approvals=`` (a handler as for
 ``PromptRequest.approvals``; without it, by the agent's own approval handler if it has one) or
 rejected with a message that no reviewer is present; questions (``ask_question``) get no answer.
 No case ever waits for a person: a human input attached to the agent is not used.
+
+The live report is shown through the notebook runner (``request._notebook_runner()``, the
+runtime's one way into the notebook layer, which exists only inside a kernel): nothing here
+imports the notebook layer or Jupyter.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from .. import request as _request
 from .._util import new_id
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
 from ..errors import PromptCancelledError
@@ -34,7 +39,6 @@ __all__ = [
     "NoReviewer",
     "evaluate",
     "evaluate_sync",
-    "in_kernel",
     "prepare",
     "run_report",
 ]
@@ -64,20 +68,6 @@ class NoReviewer:
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         raise HumanInputUnavailable("No reviewer is present in an evaluation.")
-
-
-def in_kernel() -> bool:
-    """Whether this code runs inside a Jupyter kernel (without importing Jupyter)."""
-    from ..request import _notebook_runner
-
-    return _notebook_runner() is not None
-
-
-def _show(report: EvalReport) -> None:
-    """Display the report's live widget (the notebook layer is imported only now)."""
-    from ..notebook._evals_view import show_report
-
-    show_report(report)
 
 
 def _check_options(agent: Any, concurrency: Any, approvals: Any, max_turns: Any) -> None:
@@ -279,11 +269,13 @@ async def evaluate(
     ``max_turns`` overrides the agent's default. Every case is a stored run (``run_id``).
 
     In a notebook (``show`` None or True) the live report is displayed in the cell at once:
-    progress, pass rate, one row per case, Stop. Bad arguments raise before any case runs.
+    progress, pass rate, one row per case, Stop; ``show=False`` displays nothing (outside a
+    notebook there is nothing to display it in). Bad arguments raise before any case runs.
     """
     report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
-    if show or (show is None and in_kernel()):
-        _show(report)
+    runner = _request._notebook_runner() if show is not False else None
+    if runner is not None:
+        runner.show_evals_report(report)
     return await run_report(report)
 
 
@@ -300,21 +292,25 @@ def evaluate_sync(
     """:func:`evaluate` for scripts: blocks until the report is complete.
 
     In a script (no event loop running) it runs on its own loop. In a notebook cell it shows
-    the live report, runs the cases on a worker thread and blocks the cell while Stop keeps
-    working. Elsewhere inside a running event loop it raises: use ``await evals.evaluate(...)``.
+    the live report (unless ``show=False``), runs the cases on a worker thread and blocks the
+    cell while Stop keeps working. Elsewhere inside a running event loop it raises: use
+    ``await evals.evaluate(...)``.
     """
     report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
+    runner = _request._notebook_runner()
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        if show:
-            _show(report)
+        running = False
+    else:
+        running = True
+    if not running:  # a script, or a thread of the kernel
+        if show and runner is not None:
+            runner.show_evals_report(report)
         return asyncio.run(run_report(report))
-    if not in_kernel():
+    if runner is None:
         raise RuntimeError(
             "evaluate_sync() cannot block the event loop running in this thread; use "
             "`await evals.evaluate(...)` instead."
         )
-    from ..notebook._evals_view import evaluate_blocking
-
-    return evaluate_blocking(report, show=show is not False)
+    return runner.evaluate_blocking(report, show=show is not False)  # type: ignore[no-any-return]

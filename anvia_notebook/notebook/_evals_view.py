@@ -21,10 +21,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..evals._table import preview
+from ..evals.report import EvalReport
+from ..evals.runner import run_report
+from ._blocking import wait_for_future
+from ._runner import _LoopThread
 from ._session import LIVE_SLOT_CLASS, TranscriptSession
 
 if TYPE_CHECKING:
-    from ..evals.report import EvalReport
     from ..run import AgentRun
     from ._protocol import EvalsOpenCaseMsg
 
@@ -37,8 +41,6 @@ PREVIEW = 300
 
 
 def _preview(value: Any, limit: int = PREVIEW) -> str:
-    from ..evals._table import preview
-
     return preview(value, limit)
 
 
@@ -341,13 +343,18 @@ def show_report(report: EvalReport) -> EvalsSession:
     return session
 
 
+def _wait(future: concurrent.futures.Future[EvalReport]) -> EvalReport:
+    """Block the cell until ``future`` is done, still dispatching the widget's messages."""
+    # Frames: wait_for_future, _wait, evaluate_blocking, _runner.evaluate_blocking,
+    # evals.evaluate_sync, the cell.
+    return wait_for_future(future, warn_stacklevel=6)
+
+
 def evaluate_blocking(report: EvalReport, *, show: bool = True) -> EvalReport:
     """Run ``report`` on a worker thread's loop and block the cell until it ends, its widget
-    (Stop, opening a case) working meanwhile; Kernel > Interrupt stops it."""
-    from ..evals.runner import run_report
-    from ._blocking import wait_for_future
-    from ._runner import _LoopThread
+    (Stop, opening a case) working meanwhile; Kernel > Interrupt stops it.
 
+    Called by ``_runner.evaluate_blocking`` for ``evals.evaluate_sync`` in a cell."""
     worker = _LoopThread(name="anvia-evals")
     session: EvalsSession | None = None
     if show:
@@ -360,11 +367,11 @@ def evaluate_blocking(report: EvalReport, *, show: bool = True) -> EvalReport:
     future.add_done_callback(lambda _f: worker.stop())
     try:
         try:
-            return wait_for_future(future, warn_stacklevel=4)
+            return _wait(future)
         except KeyboardInterrupt:
             report.stop()  # Kernel > Interrupt: like Stop, the finished cases are kept
             try:
-                return wait_for_future(future, warn_stacklevel=4)
+                return _wait(future)
             except KeyboardInterrupt:
                 return report
     finally:

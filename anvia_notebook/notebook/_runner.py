@@ -1,5 +1,10 @@
 """Running a request in a notebook cell: ``show`` (background) and ``send_sync`` (blocking).
 
+This module is the runtime's one way into the notebook layer: ``request._notebook_runner()``
+returns it inside a kernel (and None elsewhere). Evals reach their report's widget through it
+too (:func:`show_evals_report`, :func:`evaluate_blocking`), so no runtime module imports the
+notebook layer itself.
+
 - :func:`show` displays the transcript widget and starts the run as a background task on the
   kernel's own event loop; the cell returns at once, the widget stays live.
 - :func:`send_sync` displays the same widget, runs the run on a worker thread with its own event
@@ -29,11 +34,20 @@ from ._human_input import WidgetHumanInput
 from ._session import TranscriptSession
 
 if TYPE_CHECKING:
+    from ..evals.report import EvalReport
     from ..request import PromptRequest
     from ..run import AgentRun
     from ..run_state import PromptResponse
 
-__all__ = ["CELL_RERUN_REASON", "INTERRUPT_REASON", "STATIC_COPY_DELAY", "send_sync", "show"]
+__all__ = [
+    "CELL_RERUN_REASON",
+    "INTERRUPT_REASON",
+    "STATIC_COPY_DELAY",
+    "evaluate_blocking",
+    "send_sync",
+    "show",
+    "show_evals_report",
+]
 
 logger = logging.getLogger("anvia_notebook")
 
@@ -233,3 +247,24 @@ def send_sync(request: PromptRequest, *, timeout: float | None = None) -> Prompt
     finally:
         if future.done():
             session.refresh_displays()
+
+
+# -- evals -----------------------------------------------------------------------------------
+# The evals widget (``_evals_view``) is imported only when a report is shown: showing a run
+# never loads the evals package.
+
+
+def show_evals_report(report: EvalReport) -> None:
+    """Display ``report``'s live widget in the current cell (what ``evals.evaluate`` and a
+    displayed ``EvalReport`` call inside a kernel)."""
+    from ._evals_view import show_report
+
+    show_report(report)
+
+
+def evaluate_blocking(report: EvalReport, *, show: bool = True) -> EvalReport:
+    """Run the prepared ``report`` on a worker thread and block the cell until it ends (what
+    ``evals.evaluate_sync`` calls inside a kernel); ``show`` displays its widget first."""
+    from . import _evals_view
+
+    return _evals_view.evaluate_blocking(report, show=show)

@@ -12,9 +12,12 @@ from typing import Any
 import pytest
 from notebook_helpers import Page, sent, until
 
+import anvia_notebook.request
 from anvia_notebook import AgentBuilder, evals
 from anvia_notebook.evals.runner import prepare, run_report
 from anvia_notebook.models import FunctionModel, ModelResponse
+from anvia_notebook.notebook import _blocking, _runner
+from anvia_notebook.notebook._blocking import KernelInfo, KernelWaitWarning
 from anvia_notebook.notebook._evals_view import EvalsSession, evaluate_blocking, show_report
 
 
@@ -237,18 +240,91 @@ async def test_stop_from_the_page_keeps_the_finished_cases():
     assert reply["ok"] is False and reply["error"] == "The evaluation is not running."
 
 
-async def test_evaluate_shows_the_widget_when_asked():
+@pytest.fixture
+def in_a_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Evals find the notebook runner, as inside a Jupyter kernel (the runtime's one seam)."""
+    monkeypatch.setattr(anvia_notebook.request, "_notebook_runner", lambda: _runner)
+
+
+@pytest.mark.parametrize("show", [None, True])
+async def test_evaluate_in_a_kernel_shows_the_widget_unless_told_not_to(in_a_kernel, show):
     report = await evals.evaluate(
         agent_with(FunctionModel(lambda r: "hi")),
         [{"input": "x"}],
         [evals.contains("hi")],
-        show=True,
+        show=show,
     )
     session = report._view
     assert isinstance(session, EvalsSession)
     page = EvalsPage(session.widget)
     await page.sync()
     assert page.summary()["status"] == "done" and page.row(0)["passed"] is True
+
+
+async def test_evaluate_with_show_false_in_a_kernel_displays_nothing(in_a_kernel, outputs):
+    agent = agent_with(FunctionModel(lambda r: "hi"))
+    report = await evals.evaluate(agent, [{"input": "x"}], [evals.contains("hi")], show=False)
+    assert report.status == "done" and report._view is None and outputs.calls == []
+
+
+@pytest.mark.parametrize("show", [None, True])
+async def test_evaluate_outside_a_kernel_displays_nothing(outputs, show):
+    agent = agent_with(FunctionModel(lambda r: "hi"))
+    report = await evals.evaluate(agent, [{"input": "x"}], [evals.contains("hi")], show=show)
+    assert report.status == "done" and report._view is None and outputs.calls == []
+
+
+def test_a_report_displayed_in_a_kernel_is_its_widget(in_a_kernel, outputs):
+    report = evals.evaluate_sync(
+        agent_with(FunctionModel(lambda r: "hi")), [{"input": "x"}], [evals.contains("hi")]
+    )
+    assert report._view is None  # a script's loop (no running loop): shown only when asked
+    report._ipython_display_()
+    assert isinstance(report._view, EvalsSession)
+    shown = outputs.shown()[0]["data"]
+    assert "application/vnd.jupyter.widget-view+json" in shown
+    assert "1/1 cases, pass rate 100%" in shown["text/html"]
+
+
+def test_a_report_displayed_outside_a_kernel_prints_its_summary(outputs, capsys):
+    report = evals.evaluate_sync(
+        agent_with(FunctionModel(lambda r: "hi")), [{"input": "x"}], [evals.contains("hi")]
+    )
+    report._ipython_display_()
+    assert capsys.readouterr().out == f"{report!r}\n"
+    assert report._view is None and outputs.calls == []
+
+
+@pytest.mark.parametrize("show", [None, False])
+async def test_evaluate_sync_in_a_cell_blocks_on_a_worker_thread(in_a_kernel, outputs, show):
+    """Inside the kernel's running loop, evaluate_sync runs the cases on another thread's loop
+    (through the notebook runner) and shows the widget unless ``show=False``."""
+    cell_thread = threading.get_ident()
+    threads: set[int] = set()
+
+    def respond(request: Any) -> str:
+        threads.add(threading.get_ident())
+        return "hi"
+
+    report = evals.evaluate_sync(
+        agent_with(FunctionModel(respond)), [{"input": "x"}], [evals.contains("hi")], show=show
+    )
+    assert report.status == "done" and report.pass_rate == 1.0
+    assert threads and cell_thread not in threads
+    if show is False:
+        assert report._view is None and outputs.calls == []
+    else:
+        assert isinstance(report._view, EvalsSession)
+        assert "1/1 cases, pass rate 100%" in outputs.updates()[-1]["data"]["text/html"]
+
+
+async def test_a_blocked_cells_warning_points_at_the_cell(in_a_kernel, monkeypatch):
+    info = KernelInfo("no-kernel", None, None, False, False, False, "test", "cannot pump")
+    monkeypatch.setattr(_blocking, "_inspect", lambda: (info, None))
+    agent = agent_with(FunctionModel(lambda r: "hi"))
+    with pytest.warns(KernelWaitWarning, match="cannot pump") as warned:
+        evals.evaluate_sync(agent, [{"input": "x"}], [evals.contains("hi")], show=False)
+    assert [w.filename for w in warned] == [__file__]
 
 
 def test_evaluate_blocking_keeps_stop_working_from_another_thread(outputs):
