@@ -40,7 +40,8 @@ def _order_status(ctx: DemoContext) -> str:
 
 #: A refund result's ``status`` that says it did not go through.
 _FAILED = {"failed", "failure", "error", "declined", "denied", "rejected", "cancelled", "canceled"}
-#: Words of the texts a call that did not run returns instead (a refusal, a timeout).
+#: Words of the texts a call that did not run returns instead (a refusal, a timeout). Used only
+#: for a plain-text result the request does not mark as an error: see :func:`_refund_outcome`.
 _NOT_RUN = (
     "rejected",
     "refused",
@@ -55,10 +56,17 @@ _NOT_RUN = (
 def _refund_outcome(ctx: DemoContext) -> str:
     """A refund happened unless its result is an error or says it failed.
 
-    An object result (``{"refund_id": ...}``) means it went through, unless its ``status`` is a
-    failure (or ``ok``/``success`` is false). A text result is what a refused or timed-out call
-    returns too (a reviewer's reason can be any text), so a text that says the call was refused
-    or timed out is reported as not done, and any other text is quoted as not confirmed.
+    Decided from what the request carries, in this order:
+
+    - the result is marked ``is_error`` (the tool raised, could not run, or the run stopped it):
+      not done, whatever its text says;
+    - an object result (``{"refund_id": ...}``) is the tool's own answer: done, unless its
+      ``status`` is a failure (or ``ok``/``success`` is false); its other fields (a customer's
+      note, a message) are not read;
+    - a plain text: a rejected, timed-out or hook-skipped call gets a text result that is not
+      marked as an error either, and nothing else in the request tells it apart from a tool that
+      answered with text. Only here are words read: a text saying the call was refused or timed
+      out is reported as not done, and any other text is quoted as not confirmed (never as done).
     """
     part = next((p for p in reversed(ctx.tool_results) if p.tool_name == "issue_refund"), None)
     if part is None:

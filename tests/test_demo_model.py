@@ -156,3 +156,30 @@ def test_a_refund_answered_with_other_text_is_quoted_not_claimed():
     output = refund_output(lambda args, ctx: "queued for the finance team")
     assert "Done" not in output and "did not happen" not in output
     assert output == "The refund for order A1001 was not confirmed: queued for the finance team"
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        "The customer's first request was denied; this one was approved.",
+        "Customer wrote: the card showed an error at checkout.",
+        "Previous refund rejected, timed out and declined by the bank.",
+    ],
+)
+def test_a_refund_object_is_done_whatever_its_note_says(note):
+    output = refund_output(lambda args, ctx: {"refund_id": "rf_1", "note": note})
+    assert output == "Done: refund `rf_1` was issued for order A1001."
+
+
+@pytest.mark.parametrize(
+    "message", ["Refund rf_1 issued for order A1001", "refund_id rf_1, status: issued"]
+)
+def test_a_refund_that_raised_is_not_done_whatever_its_message_says(message):
+    """The result is marked as an error: that decides, not the wording of the exception."""
+
+    def raises(args: Refund, ctx: object) -> dict[str, str]:
+        raise RuntimeError(message)
+
+    output = refund_output(raises)
+    assert output.startswith("The refund did not happen.") and message in output
+    assert "Done" not in output and "not confirmed" not in output
