@@ -15,7 +15,13 @@
 //   session id. A restart asked of the server (its REST API, another tab) keeps the same
 //   connection, and the new process's "starting" status is often lost before the server's
 //   sockets reconnect: the status messages that follow, signed by another session, still say the
-//   process changed.
+//   process changed;
+// - the kernel connection's `requestKernelInfo()`: after such a restart nothing may reach the
+//   page at all (the server asks the new process for its info once, and the statuses that causes
+//   can be published before the server's subscription to them is back). So while a view's run is
+//   live (running, or waiting for a person) the page asks the kernel who it is every few seconds:
+//   the reply, and the statuses around it, are signed by the process that answers. One question
+//   per kernel connection at a time, shared by all its views; none while the page is hidden.
 
 /** Kernel statuses that mean the process the model lived in is gone. */
 export const STOPPED_STATUSES: ReadonlySet<string> = new Set(["restarting", "autorestarting", "dead", "starting"]);
@@ -66,12 +72,151 @@ export function kernelStatusSigner(args: unknown): string | null {
   return typeof session === "string" && session ? session : null;
 }
 
+/** How often the page asks a kernel whose views have a live run which process it is (ms). */
+export const PROBE_INTERVAL_MS = 3000;
+
+/** How long a question about the kernel's identity may go unanswered before another is asked
+ * (ms): a restart loses the question asked of the old process; a kernel busy with a cell answers
+ * when the cell ends (a cell that blocks on a run keeps other shell messages until then). */
+export const PROBE_TIMEOUT_MS = 15000;
+
+interface Watcher {
+  stop: () => void;
+  live: () => boolean;
+}
+
+/** Which process is behind one kernel connection, as the messages it signs say; shared by every
+ * view of every model on that connection. */
+class KernelIdentity {
+  private session: string | null = null;
+  private readonly watchers = new Set<Watcher>();
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private askedAt: number | null = null;
+  private gone = false;
+  private readonly slot: Slot = (_sender, args) => {
+    const signer = kernelStatusSigner(args);
+    if (signer !== null) this.saw(signer);
+  };
+  private readonly signal: SignalLike | null;
+
+  constructor(
+    private readonly kernel: object,
+    private readonly onEmpty: () => void,
+  ) {
+    const signal = read(kernel, "anyMessage");
+    this.signal = isSignal(signal) ? signal : null;
+    try {
+      this.signal?.connect(this.slot);
+    } catch {
+      /* not a signal we can use */
+    }
+  }
+
+  /** Watch until the returned function is called; `stop` is called once if the process changes. */
+  add(watcher: Watcher): () => void {
+    this.watchers.add(watcher);
+    if (this.gone) {
+      watcher.stop();
+    } else {
+      if (this.session === null) this.ask(true); // who it is now, before anything can change
+      if (this.timer === null && typeof read(this.kernel, "requestKernelInfo") === "function") {
+        this.timer = setInterval(() => this.ask(false), PROBE_INTERVAL_MS);
+      }
+    }
+    return () => {
+      this.watchers.delete(watcher);
+      if (this.watchers.size === 0) this.close();
+    };
+  }
+
+  /** A message signed by the kernel process `signer`. */
+  private saw(signer: string): void {
+    if (this.session === null) this.session = signer;
+    else if (signer !== this.session) this.stopped();
+  }
+
+  private stopped(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.clearTimer();
+    for (const watcher of [...this.watchers]) {
+      try {
+        watcher.stop();
+      } catch (err) {
+        console.error("anvia: could not mark a view's kernel as stopped", err);
+      }
+    }
+  }
+
+  /** Ask the kernel for its info (its reply is signed by the process that answers). */
+  private ask(first: boolean): void {
+    if (this.gone) return;
+    const now = Date.now();
+    if (this.askedAt !== null && now - this.askedAt < PROBE_TIMEOUT_MS) return;
+    if (!first) {
+      if (typeof document !== "undefined" && document.hidden) return;
+      if (![...this.watchers].some((w) => safeLive(w))) return;
+    }
+    const request = read(this.kernel, "requestKernelInfo");
+    if (typeof request !== "function") return;
+    this.askedAt = now;
+    const done = (): void => {
+      if (this.askedAt === now) this.askedAt = null;
+    };
+    try {
+      Promise.resolve((request as () => unknown).call(this.kernel)).then((reply) => {
+        done();
+        const session = read(read(reply, "header"), "session");
+        if (typeof session === "string" && session) this.saw(session);
+      }, done);
+    } catch {
+      done();
+    }
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  private close(): void {
+    this.clearTimer();
+    try {
+      this.signal?.disconnect(this.slot);
+    } catch {
+      /* already gone */
+    }
+    this.onEmpty();
+  }
+}
+
+const safeLive = (watcher: Watcher): boolean => {
+  try {
+    return watcher.live();
+  } catch {
+    return false;
+  }
+};
+
+const identities = new WeakMap<object, KernelIdentity>();
+
+function identityOf(kernel: object): KernelIdentity {
+  let identity = identities.get(kernel);
+  if (identity === undefined) {
+    identity = new KernelIdentity(kernel, () => identities.delete(kernel));
+    identities.set(kernel, identity);
+  }
+  return identity;
+}
+
 /**
  * Call `onStop` once, when the kernel of `model` stops. Returns a function that stops watching.
- * A model from a page without any of the above (a test double, another front end) is watched
- * through whatever it has; nothing fails when it has nothing.
+ * `isLive` says whether the view's run is live (running or waiting for a person): only then does
+ * the page keep asking the kernel which process it is. A model from a page without any of the
+ * above (a test double, another front end) is watched through whatever it has; nothing fails
+ * when it has nothing.
  */
-export function watchKernel(model: KernelWatchTarget, onStop: () => void): () => void {
+export function watchKernel(model: KernelWatchTarget, onStop: () => void, isLive: () => boolean = () => false): () => void {
   const undo: Array<() => void> = [];
   let stopped = false;
   const stop = (): void => {
@@ -110,13 +255,7 @@ export function watchKernel(model: KernelWatchTarget, onStop: () => void): () =>
       if (typeof status === "string" && STOPPED_STATUSES.has(status)) stop();
     });
     listen(read(kernel, "disposed"), () => stop());
-    let session: string | null = null;
-    listen(read(kernel, "anyMessage"), (_sender, args) => {
-      const signer = kernelStatusSigner(args);
-      if (signer === null) return;
-      if (session === null) session = signer;
-      else if (signer !== session) stop();
-    });
+    if (typeof kernel === "object") undo.push(identityOf(kernel).add({ stop, live: isLive }));
     const sessionContext = read(read(manager, "context"), "sessionContext");
     listen(read(sessionContext, "kernelChanged"), (_sender, change) => {
       if (read(change, "newValue") !== kernel) stop();

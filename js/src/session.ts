@@ -71,6 +71,9 @@ const randomPrefix = (): string =>
     ? crypto.randomUUID().slice(0, 8)
     : Math.random().toString(36).slice(2, 10);
 
+/** Run states in which a view still talks to its kernel (see `watchKernel`'s `isLive`). */
+const LIVE_STATES: ReadonlySet<string> = new Set(["running", "waiting"]);
+
 export class Session {
   readonly store = new TranscriptStore();
   /** An evaluation report's table (mode "evals"); empty otherwise. */
@@ -102,7 +105,11 @@ export class Session {
     this.unsubscribeStore = this.store.subscribe((ev) => this.emit(ev));
     this.unsubscribeEvals = this.evals.subscribe((ev) => this.emit(ev));
     model.on("msg:custom", this.onCustom);
-    this.unwatchKernel = watchKernel(model, () => this.setKernelStopped());
+    this.unwatchKernel = watchKernel(
+      model,
+      () => this.setKernelStopped(),
+      () => LIVE_STATES.has(this.store.status.state),
+    );
     this.sync();
   }
 

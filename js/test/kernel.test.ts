@@ -1,7 +1,7 @@
 // A view whose kernel stopped (restarted, shut down or died): it says so at once, names the run to
 // resume, turns off every control that talks to the kernel and sends nothing more.
-import { afterEach, describe, expect, it } from "vitest";
-import { STOPPED_STATUSES, watchKernel } from "../src/kernel";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { PROBE_INTERVAL_MS, PROBE_TIMEOUT_MS, STOPPED_STATUSES, watchKernel } from "../src/kernel";
 import type { ApprovalView, Entry, QuestionView, Status } from "../src/protocol";
 import { KERNEL_STOPPED } from "../src/session";
 import { resumeCode } from "../src/views/status";
@@ -284,5 +284,120 @@ describe("a Studio redrawn by the kernel", () => {
     expect(newBox.value).toBe("half a thought");
     expect(document.activeElement).toBe(newBox);
     expect(byLabel(again, "Send").disabled).toBe(false);
+  });
+});
+
+describe("a restart that sends the page nothing", () => {
+  /** A kernel connection whose `requestKernelInfo` is answered by whichever process runs now
+   * (`process`), or never (`answering = false`: the question went to a process that is gone). */
+  function probedManager() {
+    const manager = fakeManager();
+    const state = { process: "kernel-a", answering: true, asked: 0 };
+    const kernel = Object.assign(manager.kernel, {
+      requestKernelInfo: () => {
+        state.asked++;
+        if (!state.answering) return new Promise(() => undefined);
+        return Promise.resolve({ header: { msg_type: "kernel_info_reply", session: state.process } });
+      },
+    });
+    return { manager: { ...manager, kernel }, state };
+  }
+
+  function probedRun(st: Status = status("waiting", { run_id: "run_7" })) {
+    const { manager, state } = probedManager();
+    const model = new FakeModel() as FakeModel & { widget_manager: unknown };
+    model.widget_manager = manager;
+    const disposers = [widget.initialize({ model })];
+    model.kernel(snapshot([toolEntry("t1", { status: "approval_required", approval: pendingApproval })], st, 0));
+    const el = document.createElement("div");
+    document.body.appendChild(el);
+    disposers.push(widget.render({ model, el }));
+    const root = el.querySelector(".anvia-root") as HTMLElement;
+    return { model, manager, state, root, cleanup: () => disposers.reverse().forEach((d) => d()) };
+  }
+
+  afterEach(() => vi.useRealTimers());
+
+  it("asks the kernel which process it is while a run waits, and notices another one", async () => {
+    vi.useFakeTimers();
+    const { state, root, cleanup } = probedRun();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(state.asked).toBe(1); // who it is now
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 2);
+    expect(state.asked).toBe(3);
+    expect(banner(root).hidden).toBe(true);
+    state.process = "kernel-b"; // restarted through the server: no status reached the page
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    expect(banner(root).hidden).toBe(false);
+    expect(byLabel(root, "Approve").disabled).toBe(true);
+    const asked = state.asked;
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 3);
+    expect(state.asked).toBe(asked); // once it knows, it stops asking
+    cleanup();
+  });
+
+  it("does not keep asking about a finished run's kernel", async () => {
+    vi.useFakeTimers();
+    const { state, cleanup } = probedRun(status("success", { run_id: "run_8" }));
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 5);
+    expect(state.asked).toBe(1);
+    cleanup();
+  });
+
+  it("asks one question at a time, and again when a restart lost the answer", async () => {
+    vi.useFakeTimers();
+    const { state, root, cleanup } = probedRun();
+    await vi.advanceTimersByTimeAsync(0);
+    state.answering = false; // asked of the old process just as it went
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    const asked = state.asked;
+    await vi.advanceTimersByTimeAsync(PROBE_TIMEOUT_MS - 1);
+    expect(state.asked).toBe(asked); // still waiting for that answer (a busy kernel answers late)
+    state.answering = true;
+    state.process = "kernel-b";
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    expect(state.asked).toBe(asked + 1);
+    expect(banner(root).hidden).toBe(false);
+    cleanup();
+  });
+
+  it("shares one question among every view of the kernel, and stops asking when they go", async () => {
+    vi.useFakeTimers();
+    const { manager, state } = probedManager();
+    const stops: string[] = [];
+    const models = [0, 1, 2].map(() => {
+      const model = new FakeModel() as FakeModel & { widget_manager: unknown };
+      model.widget_manager = manager;
+      return model;
+    });
+    const unwatch = models.map((m, i) => watchKernel(m, () => stops.push(`view ${i}`), () => true));
+    expect(manager.kernel.anyMessage.size).toBe(1);
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 2);
+    expect(state.asked).toBe(3);
+    state.process = "kernel-b";
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    expect(stops).toEqual(["view 0", "view 1", "view 2"]);
+    for (const u of unwatch) u();
+    expect(manager.kernel.anyMessage.size).toBe(0);
+    const asked = state.asked;
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 3);
+    expect(state.asked).toBe(asked);
+  });
+
+  it("says nothing while the answers come from the same process, and ignores odd replies", async () => {
+    vi.useFakeTimers();
+    const { manager, state } = probedManager();
+    const model = new FakeModel() as FakeModel & { widget_manager: unknown };
+    model.widget_manager = manager;
+    let replies: unknown[] = [undefined, null, { header: null }, { header: { session: 42 } }];
+    const original = manager.kernel.requestKernelInfo;
+    manager.kernel.requestKernelInfo = () => (replies.length ? Promise.resolve(replies.shift()) : original());
+    let stops = 0;
+    const unwatch = watchKernel(model, () => stops++, () => true);
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 8);
+    expect(state.asked).toBeGreaterThan(0);
+    expect(stops).toBe(0);
+    replies = [];
+    unwatch();
   });
 });
