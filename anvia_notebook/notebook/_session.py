@@ -102,6 +102,9 @@ class TranscriptSession:
         self.human_input = human_input
         self.title = title or "Anvia transcript"
         self.mode = mode
+        #: Each agent's display name by id when the widget shows one conversation per agent (a
+        #: Studio): the static copy labels replies with it, as the page does; None: "Assistant".
+        self.agent_names: dict[str, str] | None = None
         self.run: AgentRun | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.set_loop(loop)
@@ -365,9 +368,10 @@ class TranscriptSession:
             f'<div class="{LIVE_SLOT_CLASS} anvia-key-{self.widget._anvia_key} '
             'tex2jax_ignore mathjax_ignore">'
         )
+        names = self.agent_names
         data = {
-            "text/plain": render_text(state, self.title),
-            "text/html": f"{slot}{render_html(state, self.title)}</div>",
+            "text/plain": render_text(state, self.title, agent_names=names),
+            "text/html": f"{slot}{render_html(state, self.title, agent_names=names)}</div>",
         }
         return data, {}
 

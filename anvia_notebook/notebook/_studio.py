@@ -170,6 +170,7 @@ class Studio:
             session.handlers["studio_new_session"] = self._on_new_session
             session.handlers["studio_open_session"] = self._on_open_session
             session.add_done_listener(self._on_run_done)
+            session.agent_names = {a.id: a.display_name for a in self.agents.values()}
             self._session = session
             self._conversations = {self.selected: session.transcript}
             replay, self._replay = self._replay, None
@@ -247,6 +248,7 @@ class Studio:
         session.transcript.reset(self.selected)
         session.batcher.flush()
         self._send_studio()
+        session.refresh_displays()  # the saved notebook shows what the page shows
         return None
 
     def _on_open_session(self, message: StudioOpenSessionMsg) -> str | None:
@@ -279,6 +281,7 @@ class Studio:
         self._show(agent_id)
         self.selected = agent_id
         self._send_studio()
+        self.session.refresh_displays()  # the saved notebook shows what the page shows
         return None
 
     def select(self, agent_id: str) -> None:

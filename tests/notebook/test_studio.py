@@ -301,3 +301,57 @@ async def test_picking_an_agent_while_a_run_is_in_progress_is_refused_and_change
     studio.select("other")  # and picking works again
     page.pump()
     assert page.state.entries == [] and page.studio["selected"] == "other"
+
+
+async def test_the_saved_copy_labels_each_reply_with_its_agents_name_as_the_page(outputs):
+    support = AgentBuilder("support", QueueModel(["First answer.", "Second answer."]))
+    other = AgentBuilder("other", QueueModel(["Other answer."])).build()  # no name: its id
+    studio = Studio([support.name("Support <desk>").build(), other])
+    studio.start()
+    page = Page(studio.widget)
+    await page.sync()
+
+    def saved() -> dict[str, str]:
+        """What the saved notebook holds for the Studio's cell now."""
+        return outputs.updates()[-1]["data"]
+
+    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
+    await idle(page)
+    assert "Support <desk>: First answer." in saved()["text/plain"]
+    assert "<strong>Support &lt;desk&gt;</strong><pre" in saved()["text/html"]
+    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
+    await idle(page)
+    assert saved()["text/plain"].splitlines()[1:] == ["You: two", "other: Other answer."]
+    assert "<strong>other</strong><pre" in saved()["text/html"]
+    studio.select("support")  # the saved copy follows the picker at once, as the page does
+    assert saved()["text/plain"].splitlines()[1:] == ["You: one", "Support <desk>: First answer."]
+    await page.request("studio_select", agent_id="other")
+    assert saved()["text/plain"].splitlines()[1:] == ["You: two", "other: Other answer."]
+    studio.select("support")
+    studio.send("three")
+    await idle(page)
+    text = saved()["text/plain"]
+    assert text.splitlines()[1:] == [
+        "You: one",
+        "Support <desk>: First answer.",
+        "You: three",
+        "Support <desk>: Second answer.",
+    ]
+    assert "Assistant" not in text + saved()["text/html"]
+
+
+async def test_a_hostile_agent_name_is_escaped_and_cut_in_the_saved_copy(outputs):
+    name = "<script>alert(1)</script>" + "x" * 100_000
+    agent = AgentBuilder("evil", QueueModel(["Hi."])).name(name).build()
+    studio = Studio([agent])
+    studio.start()
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="evil", text="hello"))["ok"]
+    await idle(page)
+    data = outputs.updates()[-1]["data"]
+    html, text = data["text/html"], data["text/plain"]
+    assert "<script" not in html
+    assert "<strong>&lt;script&gt;alert(1)&lt;/script&gt;xxx" in html
+    assert len(html) < 10_000 and len(text) < 10_000
+    assert "more characters)" in html and "more characters): Hi." in text
