@@ -21,7 +21,8 @@
 //   can be published before the server's subscription to them is back). So while a view's run is
 //   live (running, or waiting for a person) the page asks the kernel who it is every few seconds:
 //   the reply, and the statuses around it, are signed by the process that answers. One question
-//   per kernel connection at a time, shared by all its views; none while the page is hidden.
+//   per kernel connection at a time, shared by all its views; none while the page is hidden, and
+//   none for views whose runs have ended (a restart then changes nothing they show until used).
 
 /** Kernel statuses that mean the process the model lived in is gone. */
 export const STOPPED_STATUSES: ReadonlySet<string> = new Set(["restarting", "autorestarting", "dead", "starting"]);
@@ -56,18 +57,23 @@ export interface KernelWatchTarget {
 }
 
 /**
- * The session id of a status message the kernel published (iopub, received), else null. Only
- * status messages count: the server signs the few messages it writes itself (a rate-limit
- * warning, "restarting", "dead") with its own session.
+ * The session id of a message the kernel process published (iopub, received): a status or a
+ * comm message (a widget's update, such as the snapshot every view asks for when it starts),
+ * else null. Other iopub messages do not count: the server signs the few messages it writes
+ * itself (a rate-limit warning as a stream, "restarting" and "dead" statuses) with its own session.
  */
 export function kernelStatusSigner(args: unknown): string | null {
   if (read(args, "direction") !== "recv") return null;
   const msg = read(args, "msg");
   if (read(msg, "channel") !== "iopub") return null;
   const header = read(msg, "header");
-  if (read(header, "msg_type") !== "status") return null;
-  const state = read(read(msg, "content"), "execution_state");
-  if (typeof state === "string" && STOPPED_STATUSES.has(state)) return null; // statusChanged says it
+  const type = read(header, "msg_type");
+  if (type === "status") {
+    const state = read(read(msg, "content"), "execution_state");
+    if (typeof state === "string" && STOPPED_STATUSES.has(state)) return null; // statusChanged says it
+  } else if (type !== "comm_msg") {
+    return null;
+  }
   const session = read(header, "session");
   return typeof session === "string" && session ? session : null;
 }
@@ -118,9 +124,10 @@ class KernelIdentity {
     if (this.gone) {
       watcher.stop();
     } else {
-      if (this.session === null) this.ask(true); // who it is now, before anything can change
+      // Who the kernel is comes with the snapshot the new view asks for (a comm message it
+      // signs), or with the first answer below.
       if (this.timer === null && typeof read(this.kernel, "requestKernelInfo") === "function") {
-        this.timer = setInterval(() => this.ask(false), PROBE_INTERVAL_MS);
+        this.timer = setInterval(() => this.ask(), PROBE_INTERVAL_MS);
       }
     }
     return () => {
@@ -149,14 +156,12 @@ class KernelIdentity {
   }
 
   /** Ask the kernel for its info (its reply is signed by the process that answers). */
-  private ask(first: boolean): void {
+  private ask(): void {
     if (this.gone) return;
     const now = Date.now();
     if (this.askedAt !== null && now - this.askedAt < PROBE_TIMEOUT_MS) return;
-    if (!first) {
-      if (typeof document !== "undefined" && document.hidden) return;
-      if (![...this.watchers].some((w) => safeLive(w))) return;
-    }
+    if (typeof document !== "undefined" && document.hidden) return;
+    if (![...this.watchers].some((w) => safeLive(w))) return;
     const request = read(this.kernel, "requestKernelInfo");
     if (typeof request !== "function") return;
     this.askedAt = now;

@@ -322,9 +322,9 @@ describe("a restart that sends the page nothing", () => {
     vi.useFakeTimers();
     const { state, root, cleanup } = probedRun();
     await vi.advanceTimersByTimeAsync(0);
-    expect(state.asked).toBe(1); // who it is now
+    expect(state.asked).toBe(0); // nothing asked when the view starts
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 2);
-    expect(state.asked).toBe(3);
+    expect(state.asked).toBe(2);
     expect(banner(root).hidden).toBe(true);
     state.process = "kernel-b"; // restarted through the server: no status reached the page
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
@@ -340,14 +340,14 @@ describe("a restart that sends the page nothing", () => {
     vi.useFakeTimers();
     const { state, cleanup } = probedRun(status("success", { run_id: "run_8" }));
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 5);
-    expect(state.asked).toBe(1);
+    expect(state.asked).toBe(0);
     cleanup();
   });
 
   it("asks one question at a time, and again when a restart lost the answer", async () => {
     vi.useFakeTimers();
     const { state, root, cleanup } = probedRun();
-    await vi.advanceTimersByTimeAsync(0);
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS); // answered by kernel-a
     state.answering = false; // asked of the old process just as it went
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
     const asked = state.asked;
@@ -373,7 +373,7 @@ describe("a restart that sends the page nothing", () => {
     const unwatch = models.map((m, i) => watchKernel(m, () => stops.push(`view ${i}`), () => true));
     expect(manager.kernel.anyMessage.size).toBe(1);
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 2);
-    expect(state.asked).toBe(3);
+    expect(state.asked).toBe(2);
     state.process = "kernel-b";
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
     expect(stops).toEqual(["view 0", "view 1", "view 2"]);
@@ -382,6 +382,23 @@ describe("a restart that sends the page nothing", () => {
     const asked = state.asked;
     await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 3);
     expect(state.asked).toBe(asked);
+  });
+
+  it("knows which process it is from the kernel's comm messages, before asking", async () => {
+    vi.useFakeTimers();
+    const { manager, state, root, cleanup } = probedRun();
+    const message = (type: string, session: string, channel = "iopub") => ({
+      direction: "recv",
+      msg: { channel, header: { msg_type: type, session }, content: {} },
+    });
+    manager.kernel.anyMessage.emit(message("stream", "server")); // the server's own: ignored
+    manager.kernel.anyMessage.emit(message("comm_msg", "kernel-a")); // the view's snapshot
+    expect(banner(root).hidden).toBe(true);
+    state.process = "kernel-b";
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    expect(state.asked).toBe(1);
+    expect(banner(root).hidden).toBe(false);
+    cleanup();
   });
 
   it("says nothing while the answers come from the same process, and ignores odd replies", async () => {
