@@ -73,6 +73,9 @@ FLUSH_NOW: frozenset[type[Any]] = frozenset(
     )
 )
 
+#: The events that end a run (the trace has the run's whole time by then).
+RUN_ENDS: frozenset[type[Any]] = frozenset((FinalEvent, CancelledEvent, ErrorEvent))
+
 Handler = Callable[[Any], "str | None"]
 
 
@@ -314,7 +317,10 @@ class TranscriptSession:
 
     def _on_event(self, event: RunEvent) -> None:
         self.transcript.apply(event)
-        if type(event) in FLUSH_NOW:  # (by type: the per-delta path reads no field here)
+        kind = type(event)  # (by type: the per-delta path reads no field here)
+        if kind in FLUSH_NOW:
+            if kind in RUN_ENDS:  # its numbers are final: they go out with the end
+                self._summarise()
             self.batcher.flush()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:
@@ -330,17 +336,25 @@ class TranscriptSession:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        try:
-            summary = run.trace.summary()
-            self.transcript.run_summary(summary["first_token_ms"], summary["duration_ms"])
-        except Exception:  # the summary is extra: the run's end must still reach the page
-            logger.exception("Could not read the run's summary from its trace")
+        self._summarise(run)
         self.batcher.flush()
         for listener in list(self._done_listeners):
             try:
                 listener(run)
             except Exception:
                 logger.exception("A run-end listener failed")
+
+    def _summarise(self, run: AgentRun | None = None) -> None:
+        """The ended run's time to the first token and its whole time join the status line
+        (once: the same numbers again change nothing)."""
+        run = run or self.run
+        if run is None:
+            return
+        try:
+            summary = run.trace.summary()
+            self.transcript.run_summary(summary["first_token_ms"], summary["duration_ms"])
+        except Exception:  # the summary is extra: the run's end must still reach the page
+            logger.exception("Could not read the run's summary from its trace")
 
     # -- cell output ---------------------------------------------------------------------------
 

@@ -235,3 +235,29 @@ async def test_a_view_builds_no_validated_event_per_delta(monkeypatch: Any):
     assert deltas == [TextDeltaEvent(turn=1, delta=piece) for piece in pieces]
     assert [type(e) for e in deltas] == [TextDeltaEvent] * len(pieces)
     assert validated[0] == len(pieces)  # the comparison's own events only
+
+
+async def test_the_end_of_a_run_goes_out_once_with_its_numbers():
+    """The run's end and its time to the first token and whole time share one batch: no
+    status-only batch follows it."""
+
+    async def stream(_request: Any) -> Any:
+        for index in range(30):
+            yield f"w{index} "
+
+    handle = runner.show(AgentBuilder("a", FunctionModel(stream)).build().prompt("go"))
+    page = Page(handle.widget)
+    await page.sync()
+    await finished(handle)
+    page.pump()
+    batches = [m for m in sent(handle.widget) if m["type"] == "batch"]
+    ended = [
+        index
+        for index, batch in enumerate(batches)
+        for op in batch["ops"]
+        if op["op"] == "status" and op["status"]["state"] == "success"
+    ]
+    assert ended == [len(batches) - 1]  # only the last batch says the run ended
+    final = batches[-1]["ops"][-1]["status"]
+    assert final["duration_ms"] is not None and final["first_token_ms"] is not None
+    assert page.state.status == handle.session.state()["status"]
