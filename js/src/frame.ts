@@ -35,3 +35,31 @@ export function flushFrames(): void {
     }
   }
 }
+
+/** About one frame at 60 Hz (ms). */
+export const FRAME_MS = 16;
+
+const clock = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
+const lastRun = new WeakMap<object, number>();
+
+/**
+ * Run `fn` at once when `key` has not run within the last frame and nothing waits for it; else in
+ * the next frame, as `schedule` does. Streamed text arriving in batches (one every 50 ms) is
+ * drawn as soon as each arrives, and still at most about once a frame when they come faster.
+ */
+export function scheduleLeading(key: object, fn: () => void): void {
+  const run = (): void => {
+    lastRun.set(key, clock());
+    fn();
+  };
+  const last = lastRun.get(key);
+  if (!queue.has(key) && (last === undefined || clock() - last >= FRAME_MS)) {
+    try {
+      run();
+    } catch (err) {
+      console.error("anvia: render error", err);
+    }
+    return;
+  }
+  schedule(key, run);
+}

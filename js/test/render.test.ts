@@ -181,7 +181,7 @@ describe("redrawn views", () => {
 });
 
 describe("incremental updates", () => {
-  it("appends without rebuilding, and renders markdown at most once per frame", () => {
+  it("appends without rebuilding, draws a batch's text when it arrives, and markdown at most once a frame", () => {
     const { model, root } = mount([
       { kind: "user", id: "u1", text: "hi" },
       { kind: "assistant", id: "a1", turn: 1, text: "" },
@@ -192,13 +192,16 @@ describe("incremental updates", () => {
     const md = root.querySelector(".anvia-entry-assistant .anvia-md") as HTMLElement;
     const spy = vi.spyOn(StreamingMarkdown.prototype, "render");
     batch(model, { op: "append", id: "a1", field: "text", text: "Hello " });
+    expect(spy).toHaveBeenCalledTimes(1); // the first batch is drawn at once
+    expect(md.textContent?.trim()).toBe("Hello");
     batch(model, { op: "append", id: "a1", field: "text", text: "**world**" });
     batch(model, { op: "append", id: "r1", field: "text", text: "m..." }, { op: "append", id: "t1", field: "output", text: "out\n" });
-    expect(spy).not.toHaveBeenCalled(); // not yet: waits for the frame
+    expect(spy).toHaveBeenCalledTimes(1); // within the same frame: waits for the frame
+    expect(md.querySelector("strong")).toBeNull();
     expect(root.querySelector(".anvia-entry-reasoning")?.textContent).toContain("hmm...");
     expect(root.querySelector(".anvia-tool-output")?.textContent).toBe("out\n");
     flushFrames();
-    expect(spy).toHaveBeenCalledTimes(1);
+    expect(spy).toHaveBeenCalledTimes(2);
     expect(md.querySelector("strong")?.textContent).toBe("world");
     expect(entries(root)).toEqual(before); // same element objects: nothing was rebuilt
     expect(before.every((e) => e.isConnected)).toBe(true);

@@ -1,8 +1,9 @@
 // Views of single transcript entries. Each supports incremental updates: `append` for streamed
-// text (assistant markdown re-rendered at most once per animation frame, from its last block on)
+// text (assistant markdown drawn when a batch arrives, at most about once a frame, from its last
+// block on)
 // and `update` for patches.
 import { h } from "../dom";
-import { cancelScheduled, schedule } from "../frame";
+import { cancelScheduled, scheduleLeading } from "../frame";
 import type { AppendField, Entry } from "../protocol";
 import type { Session } from "../session";
 import { StreamingMarkdown } from "./markdown";
@@ -35,7 +36,7 @@ function markdownView(entry: Entry & { text: string }, label: string): EntryView
       render();
     },
     append() {
-      schedule(el, render);
+      scheduleLeading(el, render);
     },
     dispose() {
       cancelScheduled(el);
