@@ -11,7 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from anvia_notebook.messages import Message
-from anvia_notebook.models.base import CompletionModel, CompletionRequest, ToolDefinition
+from anvia_notebook.models.base import (
+    CompletionModel,
+    CompletionRequest,
+    TextDelta,
+    ToolDefinition,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "providers"
 
@@ -114,3 +119,42 @@ def weather_agent(model: CompletionModel) -> Any:
         .tools([weather, local_time])
         .build()
     )
+
+
+class TextDeltaObjects(CompletionModel):
+    """A provider model as it streamed before its text went out as plain strings: each piece of
+    text as a ``TextDelta``; every other event as the model streams it."""
+
+    def __init__(self, model: CompletionModel) -> None:
+        self.model = model
+        self.name = model.name
+        self.provider = model.provider
+
+    async def stream(self, request: CompletionRequest) -> Any:
+        async for event in self.model.stream(request):
+            yield TextDelta(delta=event) if isinstance(event, str) else event
+
+
+#: Fields of a run's events that differ from run to run (fresh ids).
+VOLATILE = ("run_id", "internal_call_id")
+
+
+async def whole_run(model: CompletionModel, prompt: str) -> dict[str, Any]:
+    """What a user of ``weather_agent(model).prompt(prompt).stream()`` sees: the public events
+    (without their fresh ids), the final text, the conversation and each traced turn's response."""
+    request = weather_agent(model).prompt(prompt)
+    events = [event async for event in request.stream()]
+    dumped = []
+    for event in events:
+        fields = event.model_dump(mode="json")
+        for name in VOLATILE:
+            fields.pop(name, None)
+        dumped.append(fields)
+    final = events[-1]
+    return {
+        "events": dumped,
+        "text_deltas": [(e.turn, e.delta) for e in events if e.type == "text_delta"],
+        "output": final.output,
+        "messages": [m.model_dump(mode="json") for m in final.messages],
+        "turns": [turn.response.model_dump(mode="json") for turn in request.trace.turns],
+    }

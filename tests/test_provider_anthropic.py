@@ -23,7 +23,6 @@ from anvia_notebook.models.base import (
     ModelError,
     ProviderData,
     ReasoningDelta,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     UsageUpdate,
@@ -35,10 +34,12 @@ from provider_replay import (
     WEATHER,
     Recorded,
     Server,
+    TextDeltaObjects,
     ask,
     drain,
     events_of,
     weather_agent,
+    whole_run,
 )
 
 ROOT = Path(__file__).parent.parent
@@ -83,8 +84,8 @@ async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Serve
 
     assert events == [
         UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1), cached_tokens=0),
-        TextDelta(delta="Hello"),
-        TextDelta(delta="! How can I help you today?"),
+        "Hello",
+        "! How can I help you today?",
         UsageUpdate(usage=Usage(input_tokens=0, output_tokens=11), cached_tokens=0),
         Finish(reason="stop"),
     ]
@@ -294,7 +295,7 @@ async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) ->
         UsageUpdate(usage=Usage(input_tokens=1636, output_tokens=4), cached_tokens=1024),
         ReasoningDelta(delta="The user asks for the weather and the time"),
         ReasoningDelta(delta=" in Paris; both tools can run at once."),
-        TextDelta(delta="I'll check both."),
+        "I'll check both.",
         ToolCallDelta(id=weather_id, name="get_weather"),
         ToolCallDelta(id=weather_id, arguments_delta='{"city": "Pa'),
         ToolCallDelta(id=weather_id, arguments_delta='ris"}'),
@@ -399,7 +400,7 @@ async def test_an_error_event_inside_the_stream(serve: Callable[..., Server]) ->
 
     assert seen == [
         UsageUpdate(usage=Usage(input_tokens=25, output_tokens=1), cached_tokens=0),
-        TextDelta(delta="Let me"),
+        "Let me",
     ]
     # The stream answered 200; the error's type says what the status would have been.
     assert caught.value.status_code == 529
@@ -442,7 +443,7 @@ async def test_a_connection_lost_inside_the_stream_is_retryable(
     with pytest.raises(ModelError, match="peer closed connection") as caught:
         await drain(model, ask(), into=seen)
 
-    assert TextDelta(delta="Hello") in seen
+    assert "Hello" in seen
     assert caught.value.status_code is None
     assert caught.value.retryable is True
 
@@ -539,3 +540,35 @@ async def test_a_stream_error_is_on_the_traced_turn(serve: Callable[..., Server]
     assert turn.error is not None and "ModelError" in turn.error
     assert turn.duration_ms is not None
     assert request.trace.status == "error"
+
+
+async def test_text_as_strings_gives_a_run_the_same_events_as_text_delta_objects(
+    serve: Callable[..., Server],
+) -> None:
+    fixtures = ("anthropic_thinking_parallel_tools.sse", "anthropic_text.sse")
+    serve(*(sse(name) for name in fixtures))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    strings = await whole_run(model, "Weather and time in Paris?")
+    serve(*(sse(name) for name in fixtures))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    objects = await whole_run(TextDeltaObjects(model), "Weather and time in Paris?")
+
+    assert strings == objects
+    assert strings["text_deltas"] == [
+        (1, "I'll check both."),
+        (2, "Hello"),
+        (2, "! How can I help you today?"),
+    ]
+    assert strings["output"] == "Hello! How can I help you today?"
+    assert [turn["text"] for turn in strings["turns"]] == ["I'll check both.", strings["output"]]
+    assert strings["turns"][0]["reasoning"].startswith("The user asks for the weather")
+
+
+async def test_text_pieces_are_plain_strings(serve: Callable[..., Server]) -> None:
+    serve(sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    events = await events_of(model, ask())
+
+    # Exactly str (no subclass): what the run loop's per-delta path takes as text.
+    assert [type(event) for event in events if isinstance(event, str)] == [str, str]

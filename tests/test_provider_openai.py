@@ -21,7 +21,6 @@ from anvia_notebook.models.base import (
     Finish,
     ModelError,
     ReasoningDelta,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     UsageUpdate,
@@ -34,10 +33,12 @@ from provider_replay import (
     WEATHER,
     Recorded,
     Server,
+    TextDeltaObjects,
     ask,
     drain,
     events_of,
     weather_agent,
+    whole_run,
 )
 
 ROOT = Path(__file__).parent.parent
@@ -72,9 +73,9 @@ async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Serve
     events = await events_of(model, ask("Hi", instructions="Be brief."))
 
     assert events == [
-        TextDelta(delta="Hello"),
-        TextDelta(delta="!"),
-        TextDelta(delta=" How can I help?"),
+        "Hello",
+        "!",
+        " How can I help?",
         UsageUpdate(usage=Usage(input_tokens=21, output_tokens=7), cached_tokens=0),
         Finish(reason="stop"),
     ]
@@ -305,7 +306,7 @@ async def test_reasoning_content_field(serve: Callable[..., Server]) -> None:
     assert events == [
         ReasoningDelta(delta="2 + 2"),
         ReasoningDelta(delta=" is 4."),
-        TextDelta(delta="4"),
+        "4",
         UsageUpdate(usage=Usage(input_tokens=12, output_tokens=11)),
         Finish(reason="stop"),
     ]
@@ -451,7 +452,7 @@ async def test_an_error_inside_the_stream_is_a_model_error(serve: Callable[..., 
     with pytest.raises(ModelError, match="The server had an error") as caught:
         await drain(model, ask(), into=seen)
 
-    assert seen == [TextDelta(delta="Hello")]
+    assert seen == ["Hello"]
     assert caught.value.status_code == 500
     assert isinstance(caught.value.__cause__, openai.APIError)
 
@@ -562,3 +563,57 @@ async def test_a_server_that_reports_no_cache_leaves_cached_tokens_unknown(
         "cached_tokens": None,
     }
     assert turn.response.finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    ("fixtures", "text_deltas"),
+    [
+        (
+            ("openai_parallel_tool_calls.sse", "openai_cached_prompt.sse"),
+            [(2, "Paris: 18 °C, "), (2, "14:05 local time.")],
+        ),
+        (("openai_vllm_reasoning_content.sse",), [(1, "4")]),
+    ],
+    ids=["tools-then-text", "reasoning-then-text"],
+)
+async def test_text_as_strings_gives_a_run_the_same_events_as_text_delta_objects(
+    serve: Callable[..., Server], fixtures: tuple[str, ...], text_deltas: list[Any]
+) -> None:
+    serve(*(sse(name) for name in fixtures))
+    strings = await whole_run(OpenAIModel("gpt-4o", api_key="sk-test"), "Weather in Paris?")
+    serve(*(sse(name) for name in fixtures))
+    objects = await whole_run(
+        TextDeltaObjects(OpenAIModel("gpt-4o", api_key="sk-test")), "Weather in Paris?"
+    )
+
+    assert strings == objects
+    assert strings["text_deltas"] == text_deltas
+    assert strings["output"] == "".join(delta for _, delta in text_deltas)
+    assert strings["turns"][-1]["text"] == strings["output"]
+
+
+async def test_text_pieces_are_plain_strings(serve: Callable[..., Server]) -> None:
+    serve(sse("openai_text.sse"))
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+
+    events = await events_of(model, ask())
+
+    # Exactly str (no subclass): what the run loop's per-delta path takes as text.
+    assert [type(event) for event in events[:3]] == [str, str, str]
+
+
+async def test_a_refusal_streams_as_text(serve: Callable[..., Server]) -> None:
+    serve(
+        chunk_stream(
+            {"role": "assistant", "content": None, "refusal": ""},
+            {"refusal": "I can't help"},
+            {"refusal": " with that."},
+        ),
+        chunk_stream({"refusal": "No."}),
+    )
+    model = OpenAIModel("local", base_url="http://localhost:8000/v1")
+
+    events = await events_of(model, ask())
+
+    assert events == ["I can't help", " with that.", Finish(reason="stop")]
+    assert (await model.complete(ask())).text == "No."

@@ -26,7 +26,6 @@ from .base import (
     Finish,
     ProviderData,
     ReasoningDelta,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     ToolDefinition,
@@ -84,10 +83,12 @@ class AnthropicModel(CompletionModel):
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
 
-    Thinking streams as ``ReasoningDelta``. With thinking on, the API wants the signed thinking
-    blocks of a tool-use turn back, unchanged, when the tool results are sent: they travel in the
-    assistant message's ``provider_data`` (a ``ProviderData`` event at the end of the turn) and
-    are put back in front of that turn's tool calls, so a saved history stays complete.
+    :meth:`stream` yields the text as plain ``str`` pieces, each one a piece of text as a
+    ``TextDelta`` would be. Thinking streams as ``ReasoningDelta``. With thinking on, the API
+    wants the signed thinking blocks of a tool-use turn back, unchanged, when the tool results
+    are sent: they travel in the assistant message's ``provider_data`` (a ``ProviderData`` event
+    at the end of the turn) and are put back in front of that turn's tool calls, so a saved
+    history stays complete.
     """
 
     provider = "anthropic"
@@ -117,7 +118,7 @@ class AnthropicModel(CompletionModel):
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent]:
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import anthropic
 
         messages = to_anthropic_messages(request.messages)
@@ -270,7 +271,7 @@ class _EventAssembler:
         self.thinking: list[ThinkingParam] = []
         self.first_call_id: str | None = None
 
-    def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent]:
+    def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent | str]:
         if event.type == "message_start":
             yield from self._usage(event.message.usage)
         elif event.type == "content_block_start":
@@ -281,7 +282,7 @@ class _EventAssembler:
                     self.first_call_id = block.id
                 yield ToolCallDelta(id=call.id, name=call.name)
             elif block.type == "text" and block.text:
-                yield TextDelta(delta=block.text)
+                yield block.text
             elif block.type == "thinking":
                 thinking = self._thinking_blocks[event.index] = {
                     "type": "thinking",
@@ -306,9 +307,9 @@ class _EventAssembler:
                 self._stop_reason = event.delta.stop_reason
             yield from self._usage(event.usage)
 
-    def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
+    def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent | str]:
         if delta.type == "text_delta" and delta.text:
-            yield TextDelta(delta=delta.text)
+            yield delta.text  # a plain string: a piece of text, with no object built for it
         elif delta.type == "input_json_delta" and delta.partial_json:
             call = self._calls.get(index)
             if call is not None:

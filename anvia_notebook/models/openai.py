@@ -20,7 +20,6 @@ from .base import (
     CompletionRequest,
     Finish,
     ReasoningDelta,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     ToolDefinition,
@@ -62,6 +61,9 @@ class OpenAIModel(CompletionModel):
 
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
+
+    :meth:`stream` yields the text (and a refusal's text) as plain ``str`` pieces, each one a piece
+    of text as a ``TextDelta`` would be; everything else as completion events.
     """
 
     provider = "openai"
@@ -96,7 +98,7 @@ class OpenAIModel(CompletionModel):
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={str(self.client.base_url)!r})"
 
-    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent]:
+    async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import openai
 
         messages = to_openai_messages(request.instructions, request.messages)
@@ -210,7 +212,7 @@ class _ChunkAssembler:
         self._cached: int | None = None
         self._finish_reason: str | None = None
 
-    def feed(self, chunk: ChatCompletionChunk) -> Iterator[CompletionEvent]:
+    def feed(self, chunk: ChatCompletionChunk) -> Iterator[CompletionEvent | str]:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
             # The last usage seen wins: some servers repeat a running total in every chunk.
@@ -225,10 +227,13 @@ class _ChunkAssembler:
             reasoning = _reasoning_text(delta)
             if reasoning:
                 yield ReasoningDelta(delta=reasoning)
+            # Text goes out as plain strings (a piece of text each, as a ``TextDelta`` would
+            # be): no object built per delta.
             if delta.content:
-                yield TextDelta(delta=delta.content)
-            if getattr(delta, "refusal", None):
-                yield TextDelta(delta=delta.refusal)
+                yield delta.content
+            refusal = getattr(delta, "refusal", None)
+            if refusal:
+                yield refusal
             for position, fragment in enumerate(delta.tool_calls or ()):
                 event = self._tool_fragment(position, fragment)
                 if event is not None:
