@@ -130,11 +130,6 @@ class RunHandle:
         return self._session.transcript.entries
 
     @property
-    def transcript_status(self) -> dict[str, Any]:
-        """The transcript's status line now."""
-        return dict(self._session.transcript.status)
-
-    @property
     def widget(self) -> AnviaWidget:
         return self._session.widget
 

@@ -83,9 +83,6 @@ class SQLiteBackend:
     def rowcount(self) -> int:
         return int(getattr(self._local, "rowcount", 0))
 
-    def executescript_one(self, sql: str) -> None:
-        self._connection().execute(sql)
-
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """``BEGIN IMMEDIATE`` (take the write lock now) ... ``COMMIT`` (or roll back)."""
