@@ -7,53 +7,93 @@ import itertools
 import time
 from typing import Any
 
+import pytest
+import virtual_time
 from notebook_helpers import Page, finished, pending_approval, refund_tool, sent
 
 from anvia_notebook import AgentBuilder, create_hook
 from anvia_notebook.events import TextDeltaEvent
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 from anvia_notebook.notebook import _runner as runner
-from anvia_notebook.notebook._batcher import Batcher
+from anvia_notebook.notebook._batcher import DEFAULT_INTERVAL, Batcher
 
 
-async def test_twenty_thousand_deltas_make_a_few_hundred_batches_with_exact_text():
+def test_twenty_thousand_deltas_go_out_in_one_batch_per_interval_with_exact_text():
+    """On a virtual clock (the loop's, the batcher's): 20,000 deltas over 2 s of a provider's
+    pace go out as about one batch per 50 ms interval, with the exact text, appends merged."""
     pieces = [f"t{i} " for i in range(20_000)]
 
     async def stream(request: Any) -> Any:
         for index, piece in enumerate(pieces):
             yield TextDelta(delta=piece)
-            if index % 50 == 0:
-                await asyncio.sleep(0.0005)  # a provider's pace: the loop turns meanwhile
+            if index % 50 == 49:
+                await asyncio.sleep(0.005)  # a provider's pace: the loop turns meanwhile
 
-    handle = runner.show(AgentBuilder("a", FunctionModel(stream)).build().prompt("go"))
-    page = Page(handle.widget)
-    await page.sync()
-    started = time.monotonic()
-    await finished(handle)
-    elapsed = time.monotonic() - started
-    page.pump()
-    batches = [m for m in sent(handle.widget) if m["type"] == "batch"]
-    assert 1 < len(batches) <= max(10, int(elapsed / 0.03) + 10)
-    assert len(batches) < 400
-    assert page.state.entries[1]["text"] == "".join(pieces)
-    assert page.state.transcript() == handle.session.state()
-    # Consecutive appends to the same field went out merged: one append op per batch at most.
-    for batch in batches:
-        appends = [op for op in batch["ops"] if op["op"] == "append"]
-        assert len(appends) <= 1
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        handle = runner.show(AgentBuilder("a", FunctionModel(stream)).build().prompt("go"))
+        batcher = handle.session.batcher
+        batcher._clock = loop.time
+        assert batcher.interval == DEFAULT_INTERVAL
+        sent_at: list[float] = []
+        send = batcher._send
+
+        def timed(message: dict[str, Any]) -> None:
+            sent_at.append(loop.time())
+            send(message)
+
+        batcher._send = timed
+        page = Page(handle.widget)
+        await page.sync()
+        await finished(handle)
+        assert loop.time() - started == pytest.approx(2.0)  # 400 pauses of 5 ms, nothing else
+        page.pump()
+        batches = [m for m in sent(handle.widget) if m["type"] == "batch"]
+        assert len(batches) == len(sent_at)
+        # While it streams (after the view's sync, before the end of the turn and of the run,
+        # which go out at once): a batch every interval, so 39 for 2 s, each with ~500 deltas.
+        streaming = [t - started for t in sent_at if started < t < started + 2.0 - 1e-9]
+        assert streaming == pytest.approx([k * DEFAULT_INTERVAL for k in range(1, 40)])
+        assert len(batches) <= len(streaming) + 4
+        assert page.state.entries[1]["text"] == "".join(pieces)
+        assert page.state.transcript() == handle.session.state()
+        # Consecutive appends to the same field went out merged: one append op per batch at most.
+        for batch in batches:
+            appends = [op for op in batch["ops"] if op["op"] == "append"]
+            assert len(appends) <= 1
+
+    virtual_time.run(main)
 
 
-async def test_batches_are_spaced_by_the_interval():
-    sent_at: list[float] = []
-    batcher = Batcher(lambda message: sent_at.append(time.monotonic()), interval=0.03)
-    batcher.bind(asyncio.get_running_loop())
-    for index in range(200):
-        batcher.push({"op": "append", "id": "e1", "field": "text", "text": str(index)})
-        await asyncio.sleep(0.001)
-    await asyncio.sleep(0.05)
+def test_batches_are_spaced_by_the_interval():
+    """200 pushes 1 ms apart on a virtual clock: a batch every 30 ms, none sooner."""
+
+    async def main() -> list[float]:
+        loop = asyncio.get_running_loop()
+        sent_at: list[float] = []
+        texts: list[str] = []
+
+        def send(message: dict[str, Any]) -> None:
+            sent_at.append(loop.time())
+            texts.extend(op["text"] for op in message["ops"])
+
+        batcher = Batcher(send, interval=0.03, clock=loop.time)
+        batcher.bind(loop)
+        started = loop.time()
+        for index in range(200):
+            batcher.push({"op": "append", "id": "e1", "field": "text", "text": f"{index} "})
+            await asyncio.sleep(0.001)
+        await asyncio.sleep(0.05)
+        assert "".join(texts) == "".join(f"{i} " for i in range(200))
+        return [t - started for t in sent_at]
+
+    sent_at = virtual_time.run(main)
     gaps = [b - a for a, b in itertools.pairwise(sent_at)]
-    assert len(sent_at) >= 2
-    assert min(gaps) >= 0.025
+    assert min(gaps) >= 0.03 - 1e-9
+    # The first push goes out at once (nothing was sent for an interval), then a batch every
+    # interval while pushes keep coming, and one for the last pushes (at 180-199 ms).
+    assert sent_at == pytest.approx([k * 0.03 for k in range(8)])
 
 
 def test_appends_merge_and_status_ops_collapse():
