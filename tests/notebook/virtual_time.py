@@ -62,4 +62,3 @@ def run(main: Callable[[], Awaitable[T]]) -> T:
 
 async def _main(main: Callable[[], Awaitable[T]]) -> T:
     return await main()
-
