@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+import virtual_time
 from notebook_helpers import Page, sent, until
 
 import anvia_notebook.request
@@ -18,7 +19,12 @@ from anvia_notebook.evals.runner import prepare, run_report
 from anvia_notebook.models import FunctionModel, ModelResponse
 from anvia_notebook.notebook import _blocking, _runner
 from anvia_notebook.notebook._blocking import KernelInfo, KernelWaitWarning
-from anvia_notebook.notebook._evals_view import EvalsSession, evaluate_blocking, show_report
+from anvia_notebook.notebook._evals_view import (
+    UPDATE_INTERVAL,
+    EvalsSession,
+    evaluate_blocking,
+    show_report,
+)
 
 
 class EvalsPage(Page):
@@ -117,36 +123,47 @@ async def test_the_page_sees_progress_rows_and_the_end(outputs):
     assert "application/vnd.jupyter.widget-view+json" in final
 
 
-async def test_updates_are_batched_at_most_one_per_50_ms():
-    async def instant(request: Any) -> str:
-        await asyncio.sleep(0.001)
+def test_updates_are_batched_at_most_one_per_50_ms():
+    """On a virtual clock (the loop's, the session's): 300 cases, 8 at a time, 10 ms each, go
+    out in about one update per 50 ms, never two closer, and the page misses none."""
+
+    async def paced(request: Any) -> str:
+        await asyncio.sleep(0.01)
         return "ok"
 
-    cases = [{"input": str(i)} for i in range(300)]
-    report = prepare(
-        agent_with(FunctionModel(instant)), cases, [evals.contains("ok")], concurrency=8
-    )
-    session = show_report(report)
-    times: list[float] = []
-    original = session._send
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        cases = [{"input": str(i)} for i in range(300)]
+        report = prepare(
+            agent_with(FunctionModel(paced)), cases, [evals.contains("ok")], concurrency=8
+        )
+        session = show_report(report)
+        session._clock = loop.time
+        times: list[float] = []
+        original = session._send
 
-    def timed(message: dict[str, Any]) -> None:
-        if message["type"] == "evals_update":
-            times.append(time.monotonic())
-        original(message)
+        def timed(message: dict[str, Any]) -> None:
+            if message["type"] == "evals_update":
+                times.append(loop.time())
+            original(message)
 
-    session._send = timed  # type: ignore[method-assign]
-    page = EvalsPage(session.widget)
-    await page.sync()
-    started = time.monotonic()
-    await run_report(report)
-    elapsed = time.monotonic() - started
-    assert report.finished == 300
-    assert 2 <= len(times) <= elapsed / 0.05 + 2
-    gaps = [b - a for a, b in itertools.pairwise(times)]
-    assert min(gaps) >= 0.049, gaps
-    await until(lambda: page.summary()["finished"] == 300, what="every case on the page")
-    assert page.gaps == 0
+        session._send = timed  # type: ignore[method-assign]
+        page = EvalsPage(session.widget)
+        await page.sync()
+        started = loop.time()
+        await run_report(report)
+        elapsed = loop.time() - started
+        assert report.finished == 300
+        # The cases take 38 rounds of 10 ms (8 at a time); the last update goes out within an
+        # interval of the last case.
+        assert 0.38 - 1e-9 <= elapsed <= 0.38 + UPDATE_INTERVAL + 1e-9
+        gaps = [b - a for a, b in itertools.pairwise(times)]
+        assert min(gaps) >= UPDATE_INTERVAL - 1e-9, gaps
+        assert elapsed / (UPDATE_INTERVAL + 0.002) <= len(times) <= elapsed / UPDATE_INTERVAL + 2
+        await until(lambda: page.summary()["finished"] == 300, what="every case on the page")
+        assert page.gaps == 0
+
+    virtual_time.run(main)
 
 
 async def test_a_row_opens_its_case_transcript_live_while_it_runs():
