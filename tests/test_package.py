@@ -253,3 +253,25 @@ def test_every_error_of_the_package_is_an_anvia_error_and_keeps_its_builtin_base
     exported = [getattr(anvia_notebook, name) for name in anvia_notebook.__all__]
     errors = [e for e in exported if isinstance(e, type) and issubclass(e, BaseException)]
     assert errors and all(issubclass(e, AnviaError) for e in errors)
+
+
+def test_every_module_of_the_notebook_layer_is_private():
+    """Only ``anvia_notebook.notebook`` itself is public there: its modules start with ``_``
+    and what a user needs of them is re-exported by its ``__init__`` (and the package's)."""
+    import importlib
+    from pathlib import Path
+
+    import anvia_notebook.notebook as notebook
+
+    folder = Path(notebook.__file__).parent
+    entries = [p for p in folder.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()]
+    modules = sorted(p.stem if p.suffix == ".py" else p.name for p in entries)
+    assert {"__init__", "_handle", "_studio", "_human_input"} <= set(modules)
+    assert [m for m in modules if m != "__init__" and not m.startswith("_")] == []
+    for name in notebook.__all__:
+        public = getattr(notebook, name)
+        assert public is getattr(importlib.import_module(public.__module__), name)
+        assert public.__module__.rsplit(".", 1)[1].startswith("_")
+        if name in anvia_notebook.__all__:
+            assert getattr(anvia_notebook, name) is public
+    assert {"RunHandle", "Studio"} <= set(notebook.__all__) & set(anvia_notebook.__all__)
