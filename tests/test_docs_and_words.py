@@ -35,9 +35,6 @@ ALLOWED = {
     ("docs/api.md", "as in Anvia's Studio"),
     ("anvia_notebook/question_types.py", "as Anvia's Studio reads it"),
     ("anvia_notebook/_tool_exec.py", "as in Anvia's Studio)"),
-    # the header of the notebook's Studio widget; it names the separate app inside the notebook
-    # and is to be renamed (outside this file's reach): remove this line when it is.
-    ("anvia_notebook/notebook/_studio.py", 'title="Anvia Studio"'),
 }
 
 

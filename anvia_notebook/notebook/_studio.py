@@ -162,7 +162,7 @@ class Studio:
                 loop=loop,
                 human_input=self.human_input,
                 mode="studio",
-                title="Anvia Studio",
+                title="Studio",
             )
             session.handlers["sync"] = self._on_sync
             session.handlers["studio_send"] = self._on_send
