@@ -1,7 +1,7 @@
 """The Inspect view in a real JupyterLab: a finished run's model calls opened one by one (the
-request's tool schema, the usage, the timings), the run summary in the status line, and how fast
-a 1,000-call trace opens. With ANVIA_UPDATE_SCREENSHOTS=1 it saves the README's picture,
-docs/images/inspect.png."""
+request's tool schema, the usage, the timings), the run summary in the status line, and a
+1,000-call trace opened at its latest call. With ANVIA_UPDATE_SCREENSHOTS=1 it saves the README's
+picture, docs/images/inspect.png."""
 
 from __future__ import annotations
 
@@ -79,32 +79,6 @@ def long_agent(calls):
     return AgentBuilder("long", FunctionModel(respond)).tool(check_stock).default_max_turns(calls + 5).build()
 """
 
-#: Time from the click on Inspect to the frame after the model call is drawn, in the page.
-OPEN_AND_TIME = """
-async ([index, expected]) => {
-  const area = document.querySelectorAll(".jp-Notebook .jp-Cell")[index].querySelector(".jp-OutputArea");
-  const toggle = area.querySelector(".anvia-inspect-toggle");
-  const panel = area.querySelector(".anvia-inspect");
-  const where = panel.querySelector(".anvia-inspect-where");
-  if (!panel.hidden) toggle.click();  // close, so that the click below opens and fetches
-  where.textContent = "";
-  const started = performance.now();
-  const shown = new Promise((resolve) => {
-    const check = () => {
-      if (!where.textContent.startsWith(expected)) return false;
-      observer.disconnect();
-      requestAnimationFrame(() => resolve(performance.now() - started));
-      return true;
-    };
-    const observer = new MutationObserver(check);
-    observer.observe(panel, { subtree: true, childList: true, characterData: true });
-  });
-  toggle.click();
-  return await shown;
-}
-"""
-
-
 #: The index of the first entry in view in a transcript list, and how far above the top it starts.
 FIRST_IN_VIEW = """
 (list) => {
@@ -174,9 +148,10 @@ def test_inspect_shows_the_request_tool_schema_usage_and_timings(
     assert (images / "inspect.png").stat().st_size > 10_000
 
 
-def test_a_1000_call_trace_opens_in_under_300_ms(
+def test_a_1000_call_trace_opens_at_its_latest_call(
     page: Page, jupyter_server: JupyterServer, notebook_name: str
 ):
+    # How fast it opens is measured by benchmarks/inspect_bench.py --browser.
     open_notebook_with(
         page,
         jupyter_server,
@@ -185,12 +160,11 @@ def test_a_1000_call_trace_opens_in_under_300_ms(
     )
     widget = cell_output(page, 1)
     wait_for_text(widget, "All checked.")
-    expect(widget.get_by_role("button", name="Inspect")).to_be_visible()
-    # Three opens of the latest call (1,999 messages in its request, the last 200 sent); the best
-    # of them, as a busy machine can stall any single one.
-    times = [page.evaluate(OPEN_AND_TIME, [1, "Model call 1000 of 1000"]) for _ in range(3)]
-    print(f"1,000-call trace, Inspect opened in {sorted(times)} ms")
-    assert min(times) < 300, times
+    widget.get_by_role("button", name="Inspect").click()
+    # The latest call: 1,999 messages in its request, the last 200 sent.
+    expect(widget.locator(".anvia-inspect-where")).to_have_text(
+        "Model call 1000 of 1000 (turn 1000)"
+    )
     messages = widget.locator(".anvia-inspect-messages")
     expect(messages.locator("summary")).to_have_text("Messages (the last 200 of 1999)")
 

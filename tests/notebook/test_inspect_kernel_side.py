@@ -4,7 +4,6 @@ in the status line (no kernel, no browser)."""
 from __future__ import annotations
 
 import json
-import time
 
 from notebook_helpers import Page, finished
 from pydantic import BaseModel
@@ -120,7 +119,8 @@ async def test_the_status_line_gets_the_run_summary_when_the_run_ends():
     assert status["duration_ms"] == summary["duration_ms"] >= status["first_token_ms"]
 
 
-async def test_a_1000_call_trace_answers_one_call_quickly_and_bounded():
+async def test_a_1000_call_trace_answers_its_latest_call_bounded():
+    # How fast the kernel answers is measured by benchmarks/inspect_bench.py.
     def respond(request):
         done = sum(1 for m in request.messages if m.role == "tool")
         if done < 999:
@@ -141,17 +141,13 @@ async def test_a_1000_call_trace_answers_one_call_quickly_and_bounded():
     await page.sync()
     await finished(handle)
     assert len(handle.trace.turns) == 1_000
-    page.pump()  # the run's own messages: not part of the time measured
-    started = time.perf_counter()
     reply = await page.request("inspect", index=None)
-    elapsed = time.perf_counter() - started
     assert reply["ok"] and reply["count"] == 1_000
     turn = reply["turn"]
     assert turn["message_count"] == 1_999
     assert len(turn["messages"]) == inspect.MAX_MESSAGES
     assert turn["messages"][-1]["role"] == "tool"
     assert len(json.dumps(reply)) < 200_000
-    assert elapsed < 0.15, f"the kernel took {elapsed * 1000:.0f} ms"
 
 
 def test_long_texts_are_cut_with_a_note():
