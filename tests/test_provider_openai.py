@@ -617,3 +617,27 @@ async def test_a_refusal_streams_as_text(serve: Callable[..., Server]) -> None:
 
     assert events == ["I can't help", " with that.", Finish(reason="stop")]
     assert (await model.complete(ask())).text == "No."
+
+
+def test_reasoning_is_read_from_fields_extras_or_attributes() -> None:
+    from types import SimpleNamespace
+
+    from openai.types.chat.chat_completion_chunk import ChoiceDelta
+
+    from anvia_notebook.models.openai import _reasoning_text
+
+    # The SDK's delta type declares no reasoning field: a server's arrives as an extra field.
+    assert _reasoning_text(ChoiceDelta.model_validate({"content": "4"})) is None
+    assert _reasoning_text(ChoiceDelta.model_validate({"reasoning_content": "Hm"})) == "Hm"
+    assert _reasoning_text(ChoiceDelta.model_validate({"reasoning": "", "content": "x"})) is None
+    both = ChoiceDelta.model_validate({"reasoning_content": "", "reasoning": "So"})
+    assert _reasoning_text(both) == "So"
+    # A delta type that declares the field (a newer SDK) keeps it among its fields.
+
+    class Declared(ChoiceDelta):
+        reasoning: str | None = None
+
+    assert _reasoning_text(Declared(reasoning="Well")) == "Well"
+    # Any other object: its attributes.
+    assert _reasoning_text(SimpleNamespace(reasoning="Plain")) == "Plain"
+    assert _reasoning_text(SimpleNamespace(reasoning=3, reasoning_content=None)) is None

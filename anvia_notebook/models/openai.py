@@ -42,7 +42,7 @@ NO_API_KEY = "not-needed"
 #: The host of OpenAI's own API, which wants ``max_completion_tokens`` instead of ``max_tokens``.
 OPENAI_API_HOST = "api.openai.com"
 #: Delta fields OpenAI-compatible servers stream reasoning in (DeepSeek and vLLM use the first,
-#: Ollama, OpenRouter and newer vLLM the second).
+#: Ollama, OpenRouter and newer vLLM the second; `_reasoning_text` reads them in this order).
 REASONING_FIELDS = ("reasoning_content", "reasoning")
 #: Arguments of ``chat.completions.create`` this model sets itself.
 RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
@@ -284,7 +284,18 @@ def _cached_tokens(usage: Any) -> int | None:
 
 
 def _reasoning_text(delta: Any) -> str | None:
-    for name in REASONING_FIELDS:
+    """The delta's reasoning text, if any. The SDK's delta types declare none of the reasoning
+    fields, so a server's come as extra fields: they are looked up in the model's fields, then
+    its extras, directly, as a missing attribute of a pydantic model costs an exception (ten
+    times the rest of a text delta's handling), and most deltas have no reasoning."""
+    extra = getattr(delta, "__pydantic_extra__", None)
+    if type(extra) is dict:
+        fields = delta.__dict__
+        value = fields.get("reasoning_content") or fields.get("reasoning")
+        if not value and extra:
+            value = extra.get("reasoning_content") or extra.get("reasoning")
+        return value if isinstance(value, str) and value else None
+    for name in REASONING_FIELDS:  # not a pydantic model with extras: ask for the attribute
         value = getattr(delta, name, None)
         if isinstance(value, str) and value:
             return value
