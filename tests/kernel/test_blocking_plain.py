@@ -6,7 +6,6 @@ import _thread
 import concurrent.futures
 import signal
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -50,12 +49,42 @@ def test_keyboard_interrupt_ends_the_wait() -> None:
 
 
 def _wait_is_interrupted() -> None:
+    """Ctrl-C once the wait polls: the wait ends with KeyboardInterrupt at the end of the poll
+    under way (each as long as ``poll_interval``). If it polls on regardless, the future is
+    resolved after a few polls: the wait returns instead of raising, and the test fails rather
+    than hangs."""
     future: concurrent.futures.Future[int] = concurrent.futures.Future()
-    _later(0.1, _thread.interrupt_main)
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        wait_for_future(future)
-    assert time.monotonic() - started < 0.5
+    polling = threading.Event()
+    interrupted = threading.Event()
+    polls_after = [0]
+    timeouts: set[float | None] = set()
+    real_wait = concurrent.futures.wait
+
+    def counting_wait(fs: Any, timeout: float | None = None) -> Any:
+        timeouts.add(timeout)
+        if interrupted.is_set():
+            polls_after[0] += 1
+            if polls_after[0] == 5 and not future.done():
+                future.set_result(0)
+        polling.set()
+        return real_wait(fs, timeout=timeout)
+
+    def interrupt_once_polling() -> None:
+        if polling.wait(timeout=30):
+            _thread.interrupt_main()
+            interrupted.set()
+        elif not future.done():  # the wait never polled: end it (the test then fails)
+            future.set_result(0)
+
+    concurrent.futures.wait = counting_wait  # type: ignore[assignment]  # what the wait calls
+    try:
+        threading.Thread(target=interrupt_once_polling, daemon=True).start()
+        with pytest.raises(KeyboardInterrupt):
+            wait_for_future(future, poll_interval=0.01)
+    finally:
+        concurrent.futures.wait = real_wait
+    assert timeouts == {0.01}  # each poll is that short: Ctrl-C is seen that soon
+    assert polls_after[0] <= 1  # the poll under way when Ctrl-C came, at most
     assert not future.done()  # cancelling the run is the caller's job
 
 
