@@ -7,7 +7,6 @@ supports subshells), Kernel > Interrupt as SIGINT. See conftest.py for the kerne
 
 from __future__ import annotations
 
-import statistics
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +99,7 @@ def test_comm_resolves_blocked_cell_and_queued_cell_runs_after(kernel: KernelHan
     c = kernel.execute("print('third', r + 1)")
     time.sleep(0.2)
     assert a not in kernel.replies
-    _, sent = kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"resolve_from_thread": 42}})
+    kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"resolve_from_thread": 42}})
 
     reply_a = kernel.wait_reply(a, timeout=10)
     assert reply_a["content"]["status"] == "ok"
@@ -118,7 +117,6 @@ def test_comm_resolves_blocked_cell_and_queued_cell_runs_after(kernel: KernelHan
     events = kernel.run_json("EVENTS")
     assert [e["data"] for e in events] == [{"resolve_from_thread": 42}]
     assert events[0]["thread"] == "MainThread"  # the pump ran it on the blocked thread
-    assert events[0]["t"] - sent < 1.0
 
     # The kernel is not wedged: an idle kernel still handles clicks and cells.
     kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"ack": "idle"}})
@@ -146,34 +144,29 @@ def test_comm_already_queued_before_the_wait(kernel: KernelHandle) -> None:
     assert kernel.run("print(r)") == "7\n"
 
 
-def test_click_latency_while_blocked(kernel: KernelHandle) -> None:
-    """Twenty spaced clicks while the cell blocks: each handled, acked, and timed."""
+def test_spaced_clicks_are_handled_while_blocked(kernel: KernelHandle) -> None:
+    """Twenty clicks while the cell blocks, each sent after the last one's ack: each handled on
+    the blocked thread (how soon is measured by benchmarks/kernel_wait_bench.py)."""
     _setup(kernel)
     a = kernel.execute(WAIT_CELL)
     kernel.wait_output(a, "waiting")
-    sent: dict[int, float] = {}
     for n in range(20):
-        _, sent[n] = kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"ack": n}})
+        kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"ack": n}})
         kernel.wait_iopub(
             lambda m, n=n: m["msg_type"] == "comm_msg" and m["content"]["data"] == {"acked": n},
             timeout=10,
         )
-        time.sleep(0.03)
     assert a not in kernel.replies  # still blocked: acks came from the pump
     kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"resolve": "done"}})
     assert kernel.wait_reply(a, timeout=10)["content"]["status"] == "ok"
     events = [e for e in kernel.run_json("EVENTS") if "ack" in e["data"]]
+    assert [e["data"]["ack"] for e in events] == list(range(20))
     assert {e["thread"] for e in events} == {"MainThread"}
-    latencies = sorted((e["t"] - sent[e["data"]["ack"]]) * 1000 for e in events)
-    median = statistics.median(latencies)
-    print(
-        f"\nipykernel {kernel.version}: click -> handler while blocked, ms: median {median:.1f},"
-        f" min {latencies[0]:.1f}, max {latencies[-1]:.1f} (n={len(latencies)})"
-    )
-    assert median < 100
 
 
-def test_interrupt_reaches_the_caller_quickly(kernel: KernelHandle) -> None:
+def test_interrupt_reaches_the_caller(kernel: KernelHandle) -> None:
+    """Kernel > Interrupt while a cell blocks: the cell gets the KeyboardInterrupt (how soon is
+    measured by benchmarks/kernel_wait_bench.py), and the cell queued behind it runs."""
     _setup(kernel)
     a = kernel.execute(
         "print('waiting', flush=True)\n"
@@ -182,17 +175,13 @@ def test_interrupt_reaches_the_caller_quickly(kernel: KernelHandle) -> None:
     )
     kernel.wait_output(a, "waiting")
     b = kernel.execute("print('after interrupt')")
-    time.sleep(0.3)
-    before = time.time()
+    time.sleep(0.3)  # b reaches the kernel before the interrupt (nothing to observe it by)
     kernel.km.interrupt_kernel()
     assert kernel.wait_reply(a, timeout=10)["content"]["status"] == "ok"
     kernel.wait_output(a, "interrupted")
     assert kernel.wait_reply(b)["content"]["status"] == "ok"
     kernel.wait_output(b, "after interrupt")
-    (event,) = [e for e in kernel.run_json("EVENTS") if e["tag"] == "interrupted"]
-    delay = event["t"] - before
-    print(f"\nipykernel {kernel.version}: interrupt -> KeyboardInterrupt in {delay * 1000:.0f} ms")
-    assert delay < 0.5
+    assert [e["tag"] for e in kernel.run_json("EVENTS")] == ["interrupted"]
 
 
 def test_interrupt_stops_a_slow_comm_handler(kernel: KernelHandle) -> None:
@@ -204,19 +193,25 @@ def test_interrupt_stops_a_slow_comm_handler(kernel: KernelHandle) -> None:
         "except KeyboardInterrupt:\n    record('interrupted')\n    print('interrupted')\n"
     )
     kernel.wait_output(a, "waiting")
-    kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"sleep": 5}})
+    # Acked by the handler the wait runs, which then sleeps 5 s.
+    kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"ack": "slow", "sleep": 5}})
     kernel.send_comm("comm_msg", {"comm_id": "c1", "data": {"ack": "behind"}})
-    time.sleep(0.5)
-    before = time.time()
+    kernel.wait_iopub(
+        lambda m: m["msg_type"] == "comm_msg" and m["content"]["data"] == {"acked": "slow"},
+        timeout=10,
+    )
     kernel.km.interrupt_kernel()
     assert kernel.wait_reply(a, timeout=10)["content"]["status"] == "ok"
     kernel.wait_output(a, "interrupted")
     events = kernel.run_json("EVENTS")
-    assert "slept" not in [e["tag"] for e in events]  # the sleep was cut short
-    (interrupted,) = [e for e in events if e["tag"] == "interrupted"]
-    assert interrupted["t"] - before < 0.5
+    # The sleep was cut short (how soon is measured by benchmarks/kernel_wait_bench.py).
+    assert "slept" not in [e["tag"] for e in events]
+    assert [e["tag"] for e in events if e["tag"] == "interrupted"] == ["interrupted"]
     # The click behind it was not lost: handled by the wait, or by the kernel after the cell.
-    assert [e["data"] for e in events if e["tag"] == "comm"] == [{"sleep": 5}, {"ack": "behind"}]
+    assert [e["data"] for e in events if e["tag"] == "comm"] == [
+        {"ack": "slow", "sleep": 5},
+        {"ack": "behind"},
+    ]
 
 
 def test_nested_wait_in_a_comm_handler(kernel: KernelHandle) -> None:
