@@ -143,9 +143,11 @@ def _long_trace(calls: int) -> Any:
     set_store(None)  # in memory: the answer reads the trace the run holds, not the store
     agent = AgentBuilder("long", FunctionModel(respond)).tool(lookup)
     response = asyncio.run(agent.default_max_turns(calls + 5).build().prompt("Go.").send())
-    if len(response.trace.turns) != calls:
-        raise RuntimeError(f"the run made {len(response.trace.turns)} model calls, not {calls}")
-    return response.trace
+    trace = response.trace
+    if trace is None or len(trace.turns) != calls:
+        made = 0 if trace is None else len(trace.turns)
+        raise RuntimeError(f"the run made {made} model calls, not {calls}")
+    return trace
 
 
 def bench_kernel(repeats: int) -> dict[str, Any]:
