@@ -143,6 +143,17 @@ class Batcher:
             self._timer.cancel()
             self._timer = None
 
+    def absorb(self) -> None:
+        """The ops waiting are already in a snapshot about to go out (every page gets it): count
+        them as a batch sent, so the seq moves on, without sending them."""
+        self._cancel_timer()
+        self._close_pieces()
+        self._due = _NEVER
+        if self._ops:
+            self._ops = []
+            self.seq += 1
+            self._last_flush = self._clock()
+
     def flush(self) -> bool:
         """Send what is buffered now, as one batch; False when there was nothing."""
         self._cancel_timer()

@@ -162,7 +162,9 @@ class TranscriptSession:
             logger.exception("Could not send a %s message to the widget", message.get("type"))
 
     def send_snapshot(self) -> None:
-        self.batcher.flush()
+        """Send the whole transcript. Every page of this widget gets it (the kernel's messages
+        go to all of them), so what waits for the next batch goes in it instead of before it."""
+        self.batcher.absorb()
         self._send(snapshot_message(self.transcript.state(self.batcher.seq)))
 
     def state(self) -> dict[str, Any]:

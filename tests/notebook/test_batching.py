@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 import virtual_time
-from notebook_helpers import Page, finished, pending_approval, refund_tool, sent
+from notebook_helpers import Page, finished, pending_approval, refund_tool, sent, until
 
 from anvia_notebook import AgentBuilder, create_hook
 from anvia_notebook.events import TextDeltaEvent
@@ -301,3 +301,35 @@ async def test_the_end_of_a_run_goes_out_once_with_its_numbers():
     final = batches[-1]["ops"][-1]["status"]
     assert final["duration_ms"] is not None and final["first_token_ms"] is not None
     assert page.state.status == handle.session.state()["status"]
+
+
+async def test_a_sync_sends_what_waits_in_the_snapshot_not_in_a_batch_before_it():
+    """A page that joins gets the whole transcript in the snapshot; what was waiting for the next
+    batch is in it, and every page (they all get the kernel's messages) carries on from it."""
+    start, release = asyncio.Event(), asyncio.Event()
+
+    async def stream(_request: Any) -> Any:
+        await start.wait()
+        yield "Hello "
+        await release.wait()
+        yield "world."
+
+    handle = runner.show(AgentBuilder("a", FunctionModel(stream)).build().prompt("go"))
+    handle.session.batcher.interval = 60.0  # the waiting ops stay waiting
+    early = Page(handle.widget)
+    await early.sync()
+    start.set()
+    await until(lambda: handle.session.batcher.pending, what="ops waiting for the next batch")
+    before = len(sent(handle.widget))
+    late = Page(handle.widget)
+    await late.sync()
+    types = [m["type"] for m in sent(handle.widget)[before:]]
+    assert types == ["snapshot", "reply"]  # no batch of the waiting ops before the snapshot
+    assert handle.session.batcher.pending == 0
+    release.set()
+    await finished(handle)
+    for page in (early, late):
+        page.pump()
+        assert page.state.gaps == 0
+        assert page.state.transcript() == handle.session.state()
+    assert late.state.entries[1]["text"] == "Hello world."
