@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-import time
+import sys
+import tracemalloc
+from collections import Counter
 from typing import Any
 
 from notebook_helpers import PageState
@@ -198,22 +200,77 @@ def test_output_before_the_entry_is_known_is_kept_for_it():
     assert r.page.entries[-1]["output"] == "early "
 
 
-def test_text_deltas_are_constant_time():
-    def feed(count: int) -> float:
-        t = Transcript("a", emit=lambda op: None)
-        t.begin_run("r", "a", "x")
-        started = time.perf_counter()
-        for _ in range(count):
-            t.apply(TextDeltaEvent(turn=1, delta="token "))
-        return time.perf_counter() - started
-
-    small, large = feed(20_000), feed(200_000)
-    assert large < small * 25  # linear in the number of deltas (quadratic would be ~100x)
-    t = Transcript("a")
+def _fed(count: int, delta: str = "token ") -> tuple[Transcript, list[TextDeltaEvent]]:
+    """A transcript with a run begun, and ``count`` text deltas (the same string) to feed it."""
+    t = Transcript("a", emit=lambda op: None)
     t.begin_run("r", "a", "x")
+    return t, [TextDeltaEvent(turn=1, delta=delta) for _ in range(count)]
+
+
+def _calls(count: int) -> Counter[str]:
+    """What feeding ``count`` text deltas calls (Python functions and built-ins), by name."""
+    t, events = _fed(count)
+    calls: Counter[str] = Counter()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call":
+            calls[f"{frame.f_code.co_filename}:{frame.f_code.co_name}"] += 1
+        elif event == "c_call":
+            calls[getattr(arg, "__qualname__", repr(arg))] += 1
+
+    earlier = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        for event in events:
+            t.apply(event)
+    finally:
+        sys.setprofile(earlier)
+    return calls
+
+
+def _memory_grown(count: int, delta: str) -> int:
+    """Bytes the transcript holds more after ``count`` deltas (all one string object)."""
+    t, events = _fed(count, delta)
+    tracing = tracemalloc.is_tracing()  # already on (python -X tracemalloc): leave it on
+    if not tracing:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for event in events:
+            t.apply(event)
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+
+
+def test_text_deltas_are_constant_time():
+    """The work per text delta does not grow with the text (the CPU figure per delta is
+    benchmarks/kernel_cost.py's, at any --deltas): each delta is one append op carrying only
+    itself, the same calls whatever came before and no join, and the text is kept as the
+    pieces it came in (joined when read), not copied on each delta."""
+    ops: list[dict[str, Any]] = []
+    t = Transcript("a", emit=ops.append)
+    t.begin_run("r", "a", "x")
+    ops.clear()
     for _ in range(1000):
         t.apply(TextDeltaEvent(turn=1, delta="ab"))
+    assert ops[0]["op"] == "add" and ops[0]["entry"]["text"] == "ab"
+    assert (
+        ops[1:]
+        == [{"op": "append", "id": ops[0]["entry"]["id"], "field": "text", "text": "ab"}] * 999
+    )
     assert t.entries[1]["text"] == "ab" * 1000
+
+    one, two, three = _calls(1000), _calls(2000), _calls(3000)
+    assert two - one == three - two  # each thousand deltas calls the same, in number and kind
+    assert two - one, "the profile saw no calls"
+    assert not [name for name in three if name.endswith("join")]  # joined when read, not here
+
+    # A copy of the text on each delta (or every few hundred) would hold 1,000 times more
+    # for 2,000-character deltas than for 2-character ones.
+    short, long = _memory_grown(2000, "ab"), _memory_grown(2000, "ab" * 1000)
+    assert long - short < 2000 * 100, (short, long)
 
 
 def test_reset_clears_entries_and_keeps_the_agent():
