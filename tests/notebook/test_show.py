@@ -22,6 +22,18 @@ from anvia_notebook.notebook import _runner as runner
 from anvia_notebook.notebook._handle import RunHandle
 
 
+async def loop_idle(limit: int = 10_000) -> None:
+    """Yield until nothing but this waits to run on the loop: whatever an earlier message set
+    off there (a decision taken, the run moving on from it) has happened by then. (Work waiting
+    for a timer, I/O or a thread is not waited for: a decision is taken on the loop.)"""
+    loop = asyncio.get_running_loop()
+    for _ in range(limit):
+        await asyncio.sleep(0)
+        if not loop._ready:  # type: ignore[attr-defined]  # the callbacks ready to run
+            return
+    raise AssertionError("the loop never became idle")
+
+
 def refund_agent(model, tool=None):
     return AgentBuilder("shop", model).name("Shop").tools([tool or refund_tool()]).build()
 
@@ -155,9 +167,11 @@ async def test_edited_arguments_invalid_are_refused_then_valid_ones_are_used():
     bad = await page.approve(approval_id, edited_args={"order_id": "A-1", "amount": "lots"})
     assert bad["ok"] is False
     assert "amount" in bad["error"] and "not valid" in bad["error"]
-    await asyncio.sleep(0.01)
+    await loop_idle()  # had the refused decision been taken, the run would have moved on
+    handle.session.batcher.flush()  # and the page would see it now
     assert page.tools()[0]["approval"]["status"] == "pending"  # still pending
     assert handle.status == "waiting"
+    assert tool.calls == []
     good = await page.approve(approval_id, edited_args={"order_id": "A-1", "amount": 10})
     assert good["ok"], good
     await handle
@@ -229,7 +243,7 @@ async def test_forged_duplicate_and_late_messages_are_refused_and_change_nothing
     handle.widget._handle_custom_msg("not an object", [])
     await until(lambda: sent(handle.widget)[-1]["type"] == "reply")
     assert sent(handle.widget)[-1]["ok"] is False
-    await asyncio.sleep(0.01)
+    await loop_idle()  # what any of them set off on the loop has happened
     assert handle.session.state() == before
     assert handle.status == "waiting"
 
@@ -599,16 +613,27 @@ async def test_running_a_cell_again_stops_the_run_it_showed_before(cell):
     await finished(again)
 
 
-async def test_a_waiting_approval_carries_its_deadline_for_the_countdown():
-    from datetime import datetime, timezone
+async def test_a_waiting_approval_carries_its_deadline_for_the_countdown(monkeypatch):
+    from datetime import datetime, timedelta, timezone
 
+    from anvia_notebook.notebook import _transcript
+
+    now = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
+
+    class Clock(datetime):
+        """The transcript's clock, stopped at ``now``."""
+
+        @classmethod
+        def now(cls, tz=None):
+            return now if tz is None else now.astimezone(tz)
+
+    monkeypatch.setattr(_transcript, "datetime", Clock)
     handle = runner.show(refund_agent(refund_model()).prompt("Refund A-1"), timeout=120)
     page = Page(handle.widget)
     await page.sync()
-    before = datetime.now(timezone.utc)
     entry = await pending_approval(page)
-    left = datetime.fromisoformat(entry["approval"]["expires_at"]) - before
-    assert 100 < left.total_seconds() <= 121
+    expires = datetime.fromisoformat(entry["approval"]["expires_at"])
+    assert expires == now + timedelta(seconds=120)  # asked at `now`, 120 s to decide
     assert (await page.approve(entry["approval"]["id"]))["ok"]
     await finished(handle)
     page.pump()
