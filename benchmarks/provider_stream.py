@@ -18,9 +18,10 @@ subscriber: ``run.subscribe(callback)`` with a plain callback that keeps each ev
 would; no notebook view) and ``run + stream()`` (the same through ``agent.prompt(...).stream()``,
 the public events). The ways, taking turns in every round: ``str``, the model as it is (text as
 plain strings); ``TextDelta``, the same with a ``TextDelta`` built per text piece (the old way);
-for OpenAI also ``before``, the model as it was before these changes (``TextDelta`` objects, and
-reasoning fields looked up with ``getattr``, an exception each when absent). Differences between
-ways are paired within a round. The run store is off (``store(None)``).
+``before``, the model as it was before these changes (``TextDelta`` objects, each chunk through
+a generator or two, and for OpenAI reasoning fields looked up with ``getattr``, an exception
+each when absent). Differences between ways are paired within a round. The run store is off
+(``store(None)``).
 
     python benchmarks/provider_stream.py [--chunks 20000] [--rounds 7] [--http-rounds 3]
                                          [--provider openai|anthropic|both] [--json out.json]
@@ -69,11 +70,12 @@ def getattr_reasoning(delta: Any) -> str | None:
     return None
 
 
-class TextDeltaChunkAssembler(_ChunkAssembler):
-    """``_ChunkAssembler.feed`` yielding a ``TextDelta`` per text piece (the old way), with the
-    reasoning lookup of ``reasoning``."""
+class BeforeChunkAssembler(_ChunkAssembler):
+    """``_ChunkAssembler`` as it was before these changes: every chunk through the ``feed``
+    generator, a ``TextDelta`` per text piece, the ``getattr`` reasoning lookup."""
 
-    reasoning = staticmethod(_reasoning_text)
+    def text_only(self, chunk: Any) -> str | None:
+        return None  # (there was no such path)
 
     def feed(self, chunk: Any) -> Iterator[CompletionEvent | str]:
         usage = getattr(chunk, "usage", None)
@@ -86,7 +88,7 @@ class TextDeltaChunkAssembler(_ChunkAssembler):
             if choice.index != 0:
                 continue
             delta = choice.delta
-            reasoning = self.reasoning(delta)
+            reasoning = getattr_reasoning(delta)
             if reasoning:
                 yield openai_module.ReasoningDelta(delta=reasoning)
             if delta.content:
@@ -101,21 +103,60 @@ class TextDeltaChunkAssembler(_ChunkAssembler):
                 self._finish_reason = choice.finish_reason
 
 
-class BeforeChunkAssembler(TextDeltaChunkAssembler):
-    """``_ChunkAssembler`` as it was before this benchmark's changes: ``TextDelta`` objects and
-    the ``getattr`` reasoning lookup."""
+class TextDeltaChunkAssembler(_ChunkAssembler):
+    """``_ChunkAssembler`` as it is, but a ``TextDelta`` built per text piece."""
 
-    reasoning = staticmethod(getattr_reasoning)
+    def text_only(self, chunk: Any) -> Any:
+        if getattr(chunk, "usage", None) is not None:
+            return None
+        choices = getattr(chunk, "choices", None)
+        if not choices or len(choices) != 1:
+            return None
+        choice = choices[0]
+        delta = choice.delta
+        content = delta.content
+        if type(content) is not str:
+            return None
+        if (
+            not content
+            or choice.index != 0
+            or choice.finish_reason
+            or delta.tool_calls
+            or getattr(delta, "refusal", None)
+            or _reasoning_text(delta)
+        ):
+            return None
+        return TextDelta(delta=content)
 
 
-class TextDeltaEventAssembler(_EventAssembler):
-    """``_EventAssembler._delta`` as it was for text: a ``TextDelta`` per text piece."""
+class BeforeEventAssembler(_EventAssembler):
+    """``_EventAssembler`` as it was for text: the third kind of event looked at, through the
+    ``_delta`` generator, a ``TextDelta`` per text piece."""
 
-    def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent | str]:
+    def feed(self, event: Any) -> Iterator[CompletionEvent | str]:
+        if event.type == "message_start" or event.type == "content_block_start":
+            yield from _EventAssembler.feed(self, event)
+        elif event.type == "content_block_delta":
+            yield from self._before_delta(event.index, event.delta)
+        else:
+            yield from _EventAssembler.feed(self, event)
+
+    def _before_delta(self, index: int, delta: Any) -> Iterator[CompletionEvent | str]:
         if delta.type == "text_delta" and delta.text:
             yield TextDelta(delta=delta.text)
         else:
-            yield from super()._delta(index, delta)
+            yield from self._delta(index, delta)
+
+
+class TextDeltaEventAssembler(_EventAssembler):
+    """``_EventAssembler`` as it is, but a ``TextDelta`` built per text piece."""
+
+    def feed(self, event: Any) -> Iterator[CompletionEvent | str]:
+        if event.type == "content_block_delta" and event.delta.type == "text_delta":
+            if event.delta.text:
+                yield TextDelta(delta=event.delta.text)
+        else:
+            yield from _EventAssembler.feed(self, event)
 
 
 #: Per provider, the ways its model may stream text, the new one (``str``) last.
@@ -125,7 +166,11 @@ WAYS: dict[str, dict[str, type]] = {
         "TextDelta": TextDeltaChunkAssembler,
         "str": _ChunkAssembler,
     },
-    "anthropic": {"TextDelta": TextDeltaEventAssembler, "str": _EventAssembler},
+    "anthropic": {
+        "before": BeforeEventAssembler,
+        "TextDelta": TextDeltaEventAssembler,
+        "str": _EventAssembler,
+    },
 }
 
 

@@ -641,3 +641,58 @@ def test_reasoning_is_read_from_fields_extras_or_attributes() -> None:
     # Any other object: its attributes.
     assert _reasoning_text(SimpleNamespace(reasoning="Plain")) == "Plain"
     assert _reasoning_text(SimpleNamespace(reasoning=3, reasoning_content=None)) is None
+
+
+def test_a_chunk_taken_as_text_only_is_what_feed_makes_of_it() -> None:
+    from openai.types.chat import ChatCompletionChunk
+
+    from anvia_notebook.models.openai import _ChunkAssembler
+
+    taken = passed = 0
+    for path in sorted(FIXTURES.glob("openai_*.sse")):
+        for line in path.read_text().splitlines():
+            if not line.startswith("data: {"):
+                continue
+            chunk = ChatCompletionChunk.model_validate(json.loads(line.removeprefix("data: ")))
+            text = _ChunkAssembler().text_only(chunk)
+            if text is None:
+                passed += 1
+                continue
+            taken += 1
+            assembler = _ChunkAssembler()
+            before = vars(assembler).copy()
+            assert list(assembler.feed(chunk)) == [text], line
+            assert vars(assembler) == before, line  # nothing else to keep from it
+    assert taken >= 8 and passed >= 20
+
+    # A piece of text with anything else is not taken: feed keeps or yields the rest.
+    def chunk(delta: dict[str, Any], **fields: Any) -> Any:
+        choice = {"index": 0, "delta": {"content": "Hi", **delta}, "finish_reason": None}
+        body = {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "m",
+            "choices": [choice],
+            **fields,
+        }
+        return ChatCompletionChunk.model_validate(body)
+
+    usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+    two = [{"index": i, "delta": {"content": "Hi"}, "finish_reason": None} for i in (0, 1)]
+    other = [{"index": 1, "delta": {"content": "Hi"}, "finish_reason": None}]
+    finished = [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]
+    call = {"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}
+    assert _ChunkAssembler().text_only(chunk({})) == "Hi"
+    for mixed in (
+        chunk({"reasoning_content": "Hm"}),
+        chunk({"reasoning": "Hm"}),
+        chunk({"refusal": "No"}),
+        chunk({"tool_calls": [call]}),
+        chunk({}, usage=usage),
+        chunk({}, choices=two),
+        chunk({}, choices=other),
+        chunk({}, choices=finished),
+        chunk({"content": ""}),
+    ):
+        assert _ChunkAssembler().text_only(mixed) is None

@@ -272,7 +272,14 @@ class _EventAssembler:
         self.first_call_id: str | None = None
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent | str]:
-        if event.type == "message_start":
+        if event.type == "content_block_delta":  # the most frequent first
+            delta = event.delta
+            if delta.type == "text_delta":
+                if delta.text:
+                    yield delta.text  # a plain string: a piece of text, no object built for it
+            else:
+                yield from self._delta(event.index, delta)
+        elif event.type == "message_start":
             yield from self._usage(event.message.usage)
         elif event.type == "content_block_start":
             block = event.content_block
@@ -294,8 +301,6 @@ class _EventAssembler:
                     yield ReasoningDelta(delta=block.thinking)
             elif block.type == "redacted_thinking":
                 self.thinking.append({"type": "redacted_thinking", "data": block.data})
-        elif event.type == "content_block_delta":
-            yield from self._delta(event.index, event.delta)
         elif event.type == "content_block_stop":
             done = self._calls.pop(event.index, None)
             if done is not None:
@@ -307,10 +312,9 @@ class _EventAssembler:
                 self._stop_reason = event.delta.stop_reason
             yield from self._usage(event.usage)
 
-    def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent | str]:
-        if delta.type == "text_delta" and delta.text:
-            yield delta.text  # a plain string: a piece of text, with no object built for it
-        elif delta.type == "input_json_delta" and delta.partial_json:
+    def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
+        """A content block's delta other than text."""
+        if delta.type == "input_json_delta" and delta.partial_json:
             call = self._calls.get(index)
             if call is not None:
                 call.arguments.append(delta.partial_json)

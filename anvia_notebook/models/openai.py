@@ -109,8 +109,13 @@ class OpenAIModel(CompletionModel):
                 model=self.model, messages=messages, stream=True, **options
             )
             async with stream:
+                text_only, feed = assembler.text_only, assembler.feed
                 async for chunk in stream:
-                    for event in assembler.feed(chunk):
+                    text = text_only(chunk)
+                    if text is not None:
+                        yield text  # the per-delta path: a plain string, no generator
+                        continue
+                    for event in feed(chunk):
                         yield event
         except openai.APIConnectionError as exc:
             raise connection_error("OpenAI", exc) from exc
@@ -212,6 +217,30 @@ class _ChunkAssembler:
         self._cached: int | None = None
         self._finish_reason: str | None = None
 
+    def text_only(self, chunk: ChatCompletionChunk) -> str | None:
+        """The chunk's text when it is a piece of text and nothing else (most chunks are), as
+        :meth:`feed` would give it; otherwise None, and the chunk goes to :meth:`feed`."""
+        if getattr(chunk, "usage", None) is not None:
+            return None
+        choices = getattr(chunk, "choices", None)
+        if not choices or len(choices) != 1:
+            return None
+        choice = choices[0]
+        delta = choice.delta
+        content = delta.content
+        if type(content) is not str:
+            return None
+        if (
+            not content
+            or choice.index != 0
+            or choice.finish_reason
+            or delta.tool_calls
+            or getattr(delta, "refusal", None)
+            or _reasoning_text(delta)
+        ):
+            return None
+        return content
+
     def feed(self, chunk: ChatCompletionChunk) -> Iterator[CompletionEvent | str]:
         usage = getattr(chunk, "usage", None)
         if usage is not None:
@@ -234,10 +263,12 @@ class _ChunkAssembler:
             refusal = getattr(delta, "refusal", None)
             if refusal:
                 yield refusal
-            for position, fragment in enumerate(delta.tool_calls or ()):
-                event = self._tool_fragment(position, fragment)
-                if event is not None:
-                    yield event
+            tool_calls = delta.tool_calls
+            if tool_calls:  # (most deltas have none: no enumerate built for them)
+                for position, fragment in enumerate(tool_calls):
+                    event = self._tool_fragment(position, fragment)
+                    if event is not None:
+                        yield event
             if choice.finish_reason:
                 self._finish_reason = choice.finish_reason
 
