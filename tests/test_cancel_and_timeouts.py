@@ -142,19 +142,26 @@ async def test_cancel_from_another_thread():
 
 
 async def test_cancelling_the_caller_of_send_cancels_the_run():
-    agent, _ = agent_waiting_for_approval()
-    request = agent.prompt("go")
+    asked = asyncio.Event()
+
+    async def approve(request):
+        asked.set()
+        await asyncio.Event().wait()  # never decided
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
+    human = CallbackHumanInput(approve=approve)
+    request = AgentBuilder("a", model).tool(add).human_input(human).build().prompt("go")
     task = asyncio.ensure_future(request.send())
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(asked.wait(), 5)  # the run waits for the approval
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     run = request._run
-    for _ in range(100):
-        if run.done:
-            break
-        await asyncio.sleep(0.01)
+    with pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(run.wait(), 5)
     assert run.status == "cancelled"
+    assert add.calls == []
 
 
 async def test_approval_timeout_counts_as_rejection_with_a_clear_message():
