@@ -76,6 +76,28 @@ FINISHED_RUN = [
 ]
 
 
+#: A cell whose output asks for a widget no kernel has: once the page's widget manager has
+#: restored, it shows "Error displaying widget: model not found" there. The signal that an output
+#: of ours still asking for a widget would show that error by then too.
+DANGLING_WIDGET = (
+    "from IPython.display import display\n"
+    f"display({{{WIDGET_MIME!r}: "
+    '{"version_major": 2, "version_minor": 0, "model_id": "no-such-widget"}}, raw=True)'
+)
+WIDGET_ERROR = "Error displaying widget"
+
+
+def widget_manager_restored(page: Page, control: int) -> None:
+    """Wait until the dangling widget's cell (index ``control``) shows its error, then check that
+    no other output shows one."""
+    expect(cell_output(page, control)).to_contain_text(
+        f"{WIDGET_ERROR}: model not found", timeout=60_000
+    )
+    expect(page.get_by_text(WIDGET_ERROR)).to_have_count(1)  # that one only
+    for index in range(control):
+        assert WIDGET_ERROR not in cell_output(page, index).inner_text(), index
+
+
 def static_copy(page: Page, index: int):
     return cell_output(page, index).locator(".anvia-static-transcript")
 
@@ -88,7 +110,8 @@ def save(page: Page) -> None:
 def test_a_reopened_notebook_shows_the_finished_transcript(
     page: Page, jupyter_server: JupyterServer, jupyter_app: App, notebook_name: str
 ) -> None:
-    path = write_notebook(jupyter_server.root_dir, notebook_name, FINISHED_RUN)
+    cells = [*FINISHED_RUN, DANGLING_WIDGET]
+    path = write_notebook(jupyter_server.root_dir, notebook_name, cells)
     open_notebook(page, jupyter_server, notebook_name, app=jupyter_app)
     run_all_cells(page)
     wait_for_text(cell_output(page, 2), "OUTPUT Order A1 has shipped.")
@@ -117,12 +140,8 @@ def test_a_reopened_notebook_shows_the_finished_transcript(
     expect(copy).to_contain_text("lookup_order")
     copy.locator("summary").first.click()  # a tool call opens, as in the widget
     expect(copy).to_contain_text("looking up A1")
-    # The widget manager has restored by now (the kernel is idle): an output still asking for a
-    # widget would show its error at this point.
-    page.wait_for_timeout(1000)
+    widget_manager_restored(page, len(cells) - 1)
     expect(cell_output(page, 1).locator(".anvia-root")).to_have_count(0)  # no widget ran
-    expect(page.get_by_text("Error displaying widget")).to_have_count(0)
-    assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
 
 
 PENDING_RUN = [
@@ -232,7 +251,8 @@ LIVE_VIEWS = [
 def test_a_reopened_notebook_shows_a_studio_and_an_unfinished_run_as_copies(
     page: Page, jupyter_server: JupyterServer, jupyter_app: App, notebook_name: str
 ) -> None:
-    path = write_notebook(jupyter_server.root_dir, notebook_name, LIVE_VIEWS)
+    cells = [*LIVE_VIEWS, DANGLING_WIDGET]
+    path = write_notebook(jupyter_server.root_dir, notebook_name, cells)
     open_notebook(page, jupyter_server, notebook_name, app=jupyter_app)
     run_all_cells(page)
     run, studio = cell_output(page, 1), cell_output(page, 2)
@@ -257,6 +277,4 @@ def test_a_reopened_notebook_shows_a_studio_and_an_unfinished_run_as_copies(
     expect(static_copy(page, 1)).to_contain_text("Refund A1")
     expect(static_copy(page, 2)).to_contain_text("Hi there")
     expect(static_copy(page, 2)).to_contain_text("Hello from the Studio.")
-    page.wait_for_timeout(1000)
-    expect(page.get_by_text("Error displaying widget")).to_have_count(0)
-    assert "Error displaying widget" not in page.locator(".jp-Notebook").inner_text()
+    widget_manager_restored(page, len(cells) - 1)
