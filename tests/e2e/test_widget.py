@@ -430,7 +430,17 @@ def test_model_text_stays_inert(page: Page, jupyter_server: JupyterServer, noteb
     link = root.get_by_text("cmd")
     if link.count():
         link.first.click()
-    page.wait_for_timeout(300)
+    # A broken image of our own, added now: once its onerror has run, one the widget put in the
+    # page earlier (even for a moment) would have run its handler too.
+    page.evaluate(
+        """() => {
+          const img = document.createElement("img");
+          img.onerror = () => { window.__brokenImageSeen = true; img.remove(); };
+          img.src = "x";
+          document.body.appendChild(img);
+        }"""
+    )
+    page.wait_for_function("() => window.__brokenImageSeen === true")
     assert page.evaluate("window.__xss") is None
 
 
