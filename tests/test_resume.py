@@ -79,7 +79,9 @@ async def settle(request_run, store, kind=None):
     raise AssertionError("nothing pending after resume")
 
 
-async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_once(env, store_location):
+async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_once(
+    env, store_location
+):
     child = start_child(env, "approval")
     store = RunStore(store_location)
     [approval] = wait_until(lambda: store.pending(), child, "the approval")
@@ -157,7 +159,9 @@ async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_location
     assert [m.role for m in response.messages] == ["user", "assistant"]
 
 
-async def test_a_pending_question_survives_and_is_answered_from_the_command_line(env, store_location):
+async def test_a_pending_question_survives_and_is_answered_from_the_command_line(
+    env, store_location
+):
     child = start_child(env, "approval", prompt="ask me first")
     store = RunStore(store_location)
     [question] = wait_until(lambda: store.pending(), child, "the question")

@@ -184,4 +184,3 @@ class WidgetHumanInput:
     async def _wait_for_the_widget(self) -> Any:
         # Never resolved here: the run takes the decision made on its interaction (a click).
         return await with_timeout(asyncio.get_running_loop().create_future(), self.timeout)
-

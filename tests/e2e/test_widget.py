@@ -375,8 +375,7 @@ def test_studio_opens_an_earlier_session_in_a_new_studio(
         jupyter_server,
         notebook_name,
         [
-            'first = AgentBuilder("recall", QueueModel(["Noted: blue."])).build()\n'
-            "Studio([first])",
+            'first = AgentBuilder("recall", QueueModel(["Noted: blue."])).build()\nStudio([first])',
             'later_model = QueueModel(["Your colour is blue."])\n'
             'Studio([AgentBuilder("recall", later_model).build()])',
             'print("HISTORY", [m.content for m in later_model.requests[-1].messages])',
