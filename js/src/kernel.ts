@@ -107,7 +107,7 @@ class KernelIdentity {
 
   constructor(
     private readonly kernel: object,
-    private readonly onEmpty: () => void,
+    private readonly onEmpty: (identity: KernelIdentity) => void,
   ) {
     const signal = read(kernel, "anyMessage");
     this.signal = isSignal(signal) ? signal : null;
@@ -121,18 +121,13 @@ class KernelIdentity {
   /** Watch until the returned function is called; `stop` is called once if the process changes. */
   add(watcher: Watcher): () => void {
     this.watchers.add(watcher);
-    if (this.gone) {
-      watcher.stop();
-    } else {
-      // Who the kernel is comes with the snapshot the new view asks for (a comm message it
-      // signs), or with the first answer below.
-      if (this.timer === null && typeof read(this.kernel, "requestKernelInfo") === "function") {
-        this.timer = setInterval(() => this.ask(), PROBE_INTERVAL_MS);
-      }
+    // Who the kernel is comes with the snapshot the new view asks for (a comm message it signs),
+    // or with the first answer below.
+    if (this.timer === null && typeof read(this.kernel, "requestKernelInfo") === "function") {
+      this.timer = setInterval(() => this.ask(), PROBE_INTERVAL_MS);
     }
     return () => {
-      this.watchers.delete(watcher);
-      if (this.watchers.size === 0) this.close();
+      if (this.watchers.delete(watcher) && this.watchers.size === 0) this.close();
     };
   }
 
@@ -142,11 +137,15 @@ class KernelIdentity {
     else if (signer !== this.session) this.stopped();
   }
 
+  /** The process changed: every view watching now lived in the old one. Views made later (a
+   * cell run again on the same connection) are of the new process: they start a new identity. */
   private stopped(): void {
     if (this.gone) return;
     this.gone = true;
-    this.clearTimer();
-    for (const watcher of [...this.watchers]) {
+    const watchers = [...this.watchers];
+    this.watchers.clear();
+    this.close();
+    for (const watcher of watchers) {
       try {
         watcher.stop();
       } catch (err) {
@@ -191,7 +190,7 @@ class KernelIdentity {
     } catch {
       /* already gone */
     }
-    this.onEmpty();
+    this.onEmpty(this);
   }
 }
 
@@ -208,7 +207,9 @@ const identities = new WeakMap<object, KernelIdentity>();
 function identityOf(kernel: object): KernelIdentity {
   let identity = identities.get(kernel);
   if (identity === undefined) {
-    identity = new KernelIdentity(kernel, () => identities.delete(kernel));
+    identity = new KernelIdentity(kernel, (closed) => {
+      if (identities.get(kernel) === closed) identities.delete(kernel);
+    });
     identities.set(kernel, identity);
   }
   return identity;

@@ -418,3 +418,43 @@ describe("a restart that sends the page nothing", () => {
     unwatch();
   });
 });
+
+describe("after a restart the page noticed", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("a view made on the same connection belongs to the new process, and notices the next restart", async () => {
+    vi.useFakeTimers();
+    const manager = fakeManager();
+    const state = { process: "kernel-a" };
+    const kernel = Object.assign(manager.kernel, {
+      requestKernelInfo: () => Promise.resolve({ header: { session: state.process } }),
+    });
+    const comm = (session: string) => ({
+      direction: "recv",
+      msg: { channel: "iopub", header: { msg_type: "comm_msg", session }, content: {} },
+    });
+    const watch = (name: string, stops: string[]) => {
+      const model = new FakeModel() as FakeModel & { widget_manager: unknown };
+      model.widget_manager = { ...manager, kernel };
+      return watchKernel(model, () => stops.push(name), () => true);
+    };
+    const stops: string[] = [];
+    const unwatchOld = watch("old view", stops);
+    kernel.anyMessage.emit(comm("kernel-a"));
+    state.process = "kernel-b"; // restarted through the server
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    expect(stops).toEqual(["old view"]);
+    // The cell is run again: its new view is of kernel-b and stays live.
+    const unwatchNew = watch("new view", stops);
+    kernel.anyMessage.emit(comm("kernel-b"));
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS * 3);
+    expect(stops).toEqual(["old view"]);
+    unwatchOld(); // the old view goes: the new one is still watched
+    unwatchOld();
+    state.process = "kernel-c";
+    await vi.advanceTimersByTimeAsync(PROBE_INTERVAL_MS);
+    expect(stops).toEqual(["old view", "new view"]);
+    unwatchNew();
+    expect(kernel.anyMessage.size).toBe(0);
+  });
+});
