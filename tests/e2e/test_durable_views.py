@@ -209,7 +209,7 @@ STOPS = {
 def test_a_view_whose_kernel_stopped_says_so_and_turns_its_buttons_off(
     page: Page, jupyter_server: JupyterServer, notebook_name: str, how: str
 ) -> None:
-    write_notebook(jupyter_server.root_dir, notebook_name, PENDING_RUN)
+    write_notebook(jupyter_server.root_dir, notebook_name, [*PENDING_RUN, PENDING_RUN[1]])
     open_notebook(page, jupyter_server, notebook_name)
     for index in range(3):
         run_cell(page, index)
@@ -236,6 +236,14 @@ def test_a_view_whose_kernel_stopped_says_so_and_turns_its_buttons_off(
     # The new kernel comes up (then the test's teardown can shut it down); the view stays as is.
     kernel_is_up(page, jupyter_server)
     expect(approve).to_be_disabled()
+    expect(notice).to_be_visible()
+    # A run shown by the new kernel, next to the stopped view, is live.
+    run_cell(page, 0)
+    run_cell(page, 3)
+    again = cell_output(page, 3)
+    expect(again.get_by_role("button", name="Approve")).to_be_enabled()
+    expect(again.locator(".anvia-status-label")).not_to_have_text("Kernel stopped")
+    expect(again.locator(".anvia-kernel-stopped-notice")).to_be_hidden()
     expect(notice).to_be_visible()
 
 
