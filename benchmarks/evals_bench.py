@@ -65,12 +65,16 @@ async def direct(n: int, concurrency: int) -> float:
     return time.perf_counter() - started
 
 
-async def evaluated(n: int, concurrency: int, widget: bool = False) -> float:
-    """N cases through ``evals.evaluate``; seconds."""
+async def evaluated(n: int, concurrency: int, widget: bool = False, bench: Any = None) -> float:
+    """N cases of ``bench`` (default: a model that answers at once) through ``evals.evaluate``;
+    seconds."""
     from anvia_notebook.evals.runner import prepare, run_report
 
     report = prepare(
-        agent(), [{"input": f"case {i}"} for i in range(n)], [evals.contains("ok")], concurrency
+        bench or agent(),
+        [{"input": f"case {i}"} for i in range(n)],
+        [evals.contains("ok")],
+        concurrency,
     )
     if widget:
         from anvia_notebook.notebook._evals_view import EvalsSession
@@ -94,18 +98,7 @@ async def waiting_cases(n: int, concurrency: int, wait: float) -> float:
         await asyncio.sleep(wait)
         yield "ok"
 
-    from anvia_notebook.evals.runner import prepare, run_report
-
-    bench = AgentBuilder("bench", FunctionModel(slow)).build()
-    report = prepare(
-        bench, [{"input": f"case {i}"} for i in range(n)], [evals.contains("ok")], concurrency
-    )
-    started = time.perf_counter()
-    await run_report(report)
-    took = time.perf_counter() - started
-    assert report.finished == n
-    assert report.pass_rate == 1.0
-    return took
+    return await evaluated(n, concurrency, bench=AgentBuilder("bench", FunctionModel(slow)).build())
 
 
 def speedup(n: int, wait: float, rounds: int) -> dict[str, Any]:

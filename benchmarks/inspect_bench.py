@@ -38,41 +38,8 @@ CALLS = 1_000
 KERNEL_TARGET_MS = 150.0
 PAGE_TARGET_MS = 300.0
 
-#: The notebook's cells: a 1,000-call agent (as the end-to-end tests build it), then its run.
-AGENT_CELL = """
-from pydantic import BaseModel
-
-from anvia_notebook import AgentBuilder, create_tool
-from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
-
-
-class StockInput(BaseModel):
-    sku: str
-
-
-check_stock = create_tool(
-    name="check_stock",
-    description="How many of an item a warehouse holds.",
-    input=StockInput,
-    execute=lambda args, _ctx: {"sku": args.sku, "in_stock": 12},
-)
-
-
-def long_agent(calls):
-    def respond(request):
-        done = sum(1 for m in request.messages if m.role == "tool")
-        if done < calls - 1:
-            return ModelResponse(
-                text=f"Step {done + 1}.",
-                tool_calls=[
-                    ToolCall(id=f"c{done}", name="check_stock", arguments={"sku": f"A-{done}"})
-                ],
-            )
-        return ModelResponse(text="All checked.")
-
-    builder = AgentBuilder("long", FunctionModel(respond)).tool(check_stock)
-    return builder.default_max_turns(calls + 5).build()
-"""
+#: The notebook's second cell: the 1,000-call run (the first is the end-to-end tests' SETUP,
+#: which defines ``long_agent``).
 RUN_CELL = f'handle = long_agent({CALLS}).prompt("Check every item.").show()\nawait handle'
 
 #: In the page: close the Inspect panel of cell ``index`` if open, click to open it, and resolve
@@ -171,6 +138,7 @@ def bench_kernel(repeats: int) -> dict[str, Any]:
 def bench_browser(opens: int) -> dict[str, Any]:
     sys.path.insert(0, str(REPO / "tests" / "e2e"))
     from playwright.sync_api import sync_playwright
+    from test_inspect import SETUP as AGENT_CELL  # the agents of the end-to-end tests
 
     from e2e_helpers import (
         CHROMIUM_ARGS,

@@ -51,7 +51,7 @@ from anvia_notebook.messages import Message
 from anvia_notebook.models import openai as openai_module
 from anvia_notebook.models.anthropic import _EventAssembler
 from anvia_notebook.models.base import CompletionEvent, CompletionRequest, TextDelta
-from anvia_notebook.models.openai import _ChunkAssembler, _reasoning_text
+from anvia_notebook.models.openai import _ChunkAssembler
 
 PROMPT = "Stream, please."
 REQUEST = CompletionRequest(messages=[Message.user(PROMPT)])
@@ -107,26 +107,8 @@ class TextDeltaChunkAssembler(_ChunkAssembler):
     """``_ChunkAssembler`` as it is, but a ``TextDelta`` built per text piece."""
 
     def text_only(self, chunk: Any) -> Any:
-        if getattr(chunk, "usage", None) is not None:
-            return None
-        choices = getattr(chunk, "choices", None)
-        if not choices or len(choices) != 1:
-            return None
-        choice = choices[0]
-        delta = choice.delta
-        content = delta.content
-        if type(content) is not str:
-            return None
-        if (
-            not content
-            or choice.index != 0
-            or choice.finish_reason
-            or delta.tool_calls
-            or getattr(delta, "refusal", None)
-            or _reasoning_text(delta)
-        ):
-            return None
-        return TextDelta(delta=content)
+        text = super().text_only(chunk)
+        return None if text is None else TextDelta(delta=text)
 
 
 class BeforeEventAssembler(_EventAssembler):
