@@ -1,7 +1,6 @@
 // Views of single transcript entries. Each supports incremental updates: `append` for streamed
 // text (assistant markdown drawn when a batch arrives, at most about once a frame, from its last
-// block on)
-// and `update` for patches.
+// block on) and `update` for patches.
 import { h } from "../dom";
 import { cancelScheduled, scheduleLeading } from "../frame";
 import type { AppendField, Entry } from "../protocol";
