@@ -25,6 +25,12 @@ async def idle(page: Page) -> None:
     await until(lambda: (page.pump(), page.studio and not page.studio["busy"])[1], what="idle")
 
 
+async def send(page: Page, agent_id: str, text: str) -> None:
+    """Send ``text`` to ``agent_id`` from the page's prompt box and wait until the run ended."""
+    assert (await page.request("studio_send", agent_id=agent_id, text=text))["ok"]
+    await idle(page)
+
+
 async def test_studio_sync_sends_snapshot_then_studio_state(outputs, store_path):
     studio, _ = make_studio()
     studio.start()
@@ -170,10 +176,8 @@ async def test_switching_agent_keeps_a_history_per_agent():
     studio, _ = make_studio()
     page = Page(studio.widget)
     await page.sync()
-    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
-    await idle(page)
-    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
-    await idle(page)
+    await send(page, "support", "one")
+    await send(page, "other", "two")
     assert page.studio is not None and page.studio["selected"] == "other"
     assert [m.content for m in studio.history("other")] == ["two", "Other answer."]
     assert [m.content for m in studio.history("support")] == ["one", "First answer."]
@@ -187,8 +191,7 @@ async def test_picking_an_agent_shows_its_own_conversation_and_back():
     studio, _ = make_studio()
     page = Page(studio.widget)
     await page.sync()
-    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
-    await idle(page)
+    await send(page, "support", "one")
     support = [("user", "one"), ("assistant", "First answer.")]
     texts = lambda: [(e["kind"], e["text"]) for e in page.state.entries]  # noqa: E731
     assert texts() == support
@@ -199,8 +202,7 @@ async def test_picking_an_agent_shows_its_own_conversation_and_back():
     assert page.state.entries == []
     assert page.state.status["agent_id"] == "other" and page.state.status["state"] == "idle"
     assert page.state.transcript() == studio.session.state()
-    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
-    await idle(page)
+    await send(page, "other", "two")
     assert texts() == [("user", "two"), ("assistant", "Other answer.")]
     inspected = await page.request("inspect", index=None)
     assert inspected["turn"]["response_text"] == "Other answer."
@@ -215,8 +217,7 @@ async def test_picking_an_agent_shows_its_own_conversation_and_back():
     assert inspected["turn"]["response_text"] == "First answer."
     assert page.state.gaps == 0
     # A later prompt to it goes on in its own conversation, with its own history.
-    assert (await page.request("studio_send", agent_id="support", text="three"))["ok"]
-    await idle(page)
+    await send(page, "support", "three")
     assert texts() == [*support, ("user", "three"), ("assistant", "Second answer.")]
     assert page.state.transcript() == studio.session.state()
 
@@ -234,10 +235,8 @@ async def test_new_session_clears_every_agents_conversation():
     studio, _ = make_studio()
     page = Page(studio.widget)
     await page.sync()
-    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
-    await idle(page)
-    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
-    await idle(page)
+    await send(page, "support", "one")
+    await send(page, "other", "two")
     assert (await page.request("studio_new_session"))["ok"]
     assert page.state.entries == []
     assert (await page.request("studio_select", agent_id="support"))["ok"]
@@ -315,12 +314,10 @@ async def test_the_saved_copy_labels_each_reply_with_its_agents_name_as_the_page
         """What the saved notebook holds for the Studio's cell now."""
         return outputs.updates()[-1]["data"]
 
-    assert (await page.request("studio_send", agent_id="support", text="one"))["ok"]
-    await idle(page)
+    await send(page, "support", "one")
     assert "Support <desk>: First answer." in saved()["text/plain"]
     assert "<strong>Support &lt;desk&gt;</strong><pre" in saved()["text/html"]
-    assert (await page.request("studio_send", agent_id="other", text="two"))["ok"]
-    await idle(page)
+    await send(page, "other", "two")
     assert saved()["text/plain"].splitlines()[1:] == ["You: two", "other: Other answer."]
     assert "<strong>other</strong><pre" in saved()["text/html"]
     studio.select("support")  # the saved copy follows the picker at once, as the page does
@@ -347,8 +344,7 @@ async def test_a_hostile_agent_name_is_escaped_and_cut_in_the_saved_copy(outputs
     studio.start()
     page = Page(studio.widget)
     await page.sync()
-    assert (await page.request("studio_send", agent_id="evil", text="hello"))["ok"]
-    await idle(page)
+    await send(page, "evil", "hello")
     data = outputs.updates()[-1]["data"]
     html, text = data["text/html"], data["text/plain"]
     assert "<script" not in html
