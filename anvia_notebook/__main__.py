@@ -179,16 +179,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_run(store, args)
         elif args.command == "approve":
             edited = _json_arg(args.args, "--args") if args.args else None
-            store.approve(args.run_id, args.approval_id, reason=args.reason, args=edited)
+            store.approve(args.run_id, args.approval_id, reason=args.reason, args=edited, via="cli")
             print(f"Approved {args.approval_id}.")
         elif args.command == "reject":
-            store.reject(args.run_id, args.approval_id, reason=args.reason)
+            store.reject(args.run_id, args.approval_id, reason=args.reason, via="cli")
             print(f"Rejected {args.approval_id}.")
         elif args.command == "answer":
             answers = _json_arg(args.answers, "--json")
             if not isinstance(answers, list):
                 raise DecisionRefusedError("--json must be a JSON list of answers.")
-            store.answer(args.run_id, args.question_id, answers)
+            store.answer(args.run_id, args.question_id, answers, via="cli")
             print(f"Answered {args.question_id}.")
     except RunNotFoundError as error:
         print(f"error: {error}\n{_WHERE_NOTEBOOKS_STORE}", file=sys.stderr)

@@ -17,8 +17,10 @@ from .events import (
     GenerationStartEvent,
     ReasoningDeltaEvent,
     TextDeltaEvent,
+    ToolApprovalResultEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
+    ToolQuestionResultEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
@@ -43,6 +45,7 @@ from .models.base import (
     TextDelta,
     ToolCall,
 )
+from .records import ApprovalRecord, QuestionRecord
 from .retry import RetryContext
 from .run_state import PromptResponse
 
@@ -163,6 +166,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                     "on_run_end",
                     RunEndEvent(response.text, state.usage, list(state.messages), RUN_CONTROL),
                 )
+                _close_interactions(run, "The run ended before this was decided.")
                 state.status = "success"
                 run.tracer.run_ended("success")
                 run.persist()
@@ -203,6 +207,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         state.cancel_reason = reason
         cancelled = PromptCancelledError(reason, list(state.messages))
         await _run_error_hooks(run, cancelled)
+        _close_interactions(run, reason)
         state.status = "cancelled"
         run.tracer.run_ended("cancelled", cancelled)
         run.persist()
@@ -210,8 +215,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         raise cancelled from None
     except Exception as error:
         await _run_error_hooks(run, error)
-        state.status = "error"
         state.error = str(error) or type(error).__name__
+        _close_interactions(run, f"The run failed: {state.error}")
+        state.status = "error"
         run.tracer.run_ended("error", error)
         run.persist()
         run.emit(
@@ -235,6 +241,30 @@ def _end_tool_round(run: AgentRun, results: list[ToolResultPart]) -> None:
     run.state.messages.append(Message.tool(results))
     run.state.calls.clear()
     run.persist()
+
+
+def _close_interactions(run: AgentRun, reason: str) -> None:
+    """The run ends: an approval or question it leaves open (e.g. one stored before a resume
+    that this run never asked again) is closed as cancelled, recorded and told."""
+    state = run.state
+    records: list[ApprovalRecord | QuestionRecord] = [
+        *state.approvals.values(),
+        *state.questions.values(),
+    ]
+    try:
+        closed = run.interactions.close_all(records, reason)
+    except Exception:  # ending the run must not fail here
+        logger.exception("Closing the run's open interactions failed")
+        return
+    for record in closed:
+        if isinstance(record, ApprovalRecord):
+            state.approvals[record.id] = record
+            run.tracer.approval(record, resolved=True)
+            run.emit(ToolApprovalResultEvent(approval=record.model_copy()))
+        else:
+            state.questions[record.id] = record
+            run.tracer.question(record, resolved=True)
+            run.emit(ToolQuestionResultEvent(question=record.model_copy()))
 
 
 async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:

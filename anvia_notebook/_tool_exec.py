@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -19,8 +20,8 @@ from .approvals import (
     RunInfo,
     ToolApprovalRequest,
     normalize_decision,
-    rejection_text,
 )
+from .decisions import Resolution
 from .errors import (
     PromptCancelledError,
     ToolApprovalRequiredError,
@@ -28,8 +29,6 @@ from .errors import (
     ToolNotFoundError,
 )
 from .events import (
-    ApprovalRecord,
-    QuestionRecord,
     ToolApprovalRequestEvent,
     ToolApprovalResultEvent,
     ToolQuestionRequestEvent,
@@ -47,11 +46,18 @@ from .hooks import (
     call_hooks,
 )
 from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
-from .interactions import Interaction, Interactions, Resolution, record_resolution
+from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultPart
 from .models.base import ToolCall
-from .question_types import Answer, QuestionInput, check_operator_answers
+from .question_types import Answer, QuestionInput
 from .questions import QuestionRequest, QuestionTool
+from .records import (
+    DEFAULT_REJECT_MESSAGE,
+    ApprovalRecord,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+)
 from .run_state import ToolCallProgress
 from .tools import SyncToolAbandoned, Tool, ToolContext, parse_arguments
 from .trace import ToolCallStatus, ToolCallTrace, Trace
@@ -387,10 +393,12 @@ class ToolExecutor:
 
     def _intercepted(self, tool: Tool, call: ToolCall) -> bool:
         """With a human input, a call named ``ask_question`` (whatever tool has that name, as in
-        Anvia's Studio) or of a question tool is put to the person instead of executed."""
-        return self.human_input is not None and (
-            isinstance(tool, QuestionTool) or call.name == "ask_question"
-        )
+        Anvia's Studio) or of a question tool is put to the person instead of executed; on
+        resume, one asked before too (its stored answers stand)."""
+        if not (isinstance(tool, QuestionTool) or call.name == "ask_question"):
+            return False
+        # On resume, a question asked before is answered by its stored answers, if any.
+        return self.human_input is not None or self._earlier(self.state.questions, call.id)
 
     async def _checked_call(
         self,
@@ -451,6 +459,11 @@ class ToolExecutor:
             needs_approval = await tool.approval.required(context)
             if needs_approval:
                 reason, reject_message = await tool.approval.texts(context)
+        earlier = self._earlier(self.state.approvals, call.id)
+        if not needs_approval and earlier is not None:
+            # Asked before a resume: that approval stands, whatever the policy says now.
+            needs_approval = True
+            reason, reject_message = earlier.reason, earlier.reject_message
         if needs_approval:
             request = ToolApprovalRequest(
                 tool_name=call.name,
@@ -473,7 +486,9 @@ class ToolExecutor:
                         tool.name, QuestionInput if intercepted else tool.input, edited
                     )
                 except ToolArgumentsError as error:
-                    return f"Edited arguments were rejected: {error}", True, raw_args
+                    text = f"Edited arguments were rejected: {error}"
+                    self._refused_edit(request.approval_id, text)
+                    return text, True, raw_args
                 raw_args = compact_json(edited)
         if intercepted:
             asked = await self._ask(tool, call, internal_id, args)
@@ -488,89 +503,98 @@ class ToolExecutor:
         result, is_error = await self._execute(tool, call, internal_id, raw_args, args)
         return result, is_error, raw_args
 
-    # -- approvals -----------------------------------------------------------------------------
+    # -- approvals and questions ---------------------------------------------------------------
 
     def _earlier(self, table: dict[str, Any], call_id: str | None) -> Any:
-        """On resume: the stored approval / question of this call, if it had one."""
+        """On resume: the stored approval / question of this call, if it had one (the latest:
+        some servers reuse a tool call id in a later turn, whose call is asked afresh)."""
         if not self.resuming or call_id is None:
             return None
-        for record in table.values():
-            if record.tool_call_id == call_id:
-                return record
-        return None
+        found = [record for record in table.values() if record.tool_call_id == call_id]
+        return max(found, key=lambda record: record.requested_at) if found else None
+
+    def _human_timeout(self) -> float | None:
+        """The time limit of the human input that decides, if any (none for a handler)."""
+        if self.approval_handler is not None or self.human_input is None:
+            return None
+        timeout = getattr(self.human_input, "timeout", None)
+        return float(timeout) if isinstance(timeout, (int, float)) else None
 
     async def _approve(
         self, request: ToolApprovalRequest
     ) -> tuple[bool, str, dict[str, Any] | None]:
         """Decide one approval: the handler, else the human input, or a decision from elsewhere
-        (widget, ``RunHandle.approve``, the run store); recorded and emitted either way."""
+        (widget, ``RunHandle.approve``, the run store, a decision stored before a resume)."""
         earlier = self._earlier(self.state.approvals, request.tool_call_id)
-        if earlier is not None and earlier.status == "approved":
-            request.approval_id = earlier.id
+        if earlier is not None and earlier.status != "pending":
+            request.approval_id = earlier.id  # decided before the interruption, or meanwhile
             self.trace.approval(earlier, resolved=True)
-            return True, "", earlier.edited_args  # decided before the interruption
-        if self.approval_handler is None and self.human_input is None:
-            raise ToolApprovalRequiredError(request)
-        if earlier is not None and earlier.status == "pending":
-            record = earlier  # asked before the interruption: the same approval, still pending
-        else:
-            record = ApprovalRecord(
-                id=new_id("approval"),
-                run_id=self.run_info.run_id,
-                agent_id=self.run_info.agent_id,
-                tool_name=request.tool_name,
-                tool_call_id=request.tool_call_id,
-                internal_call_id=request.internal_call_id,
-                args=_jsonable(request.args),
-                reason=request.reason,
-            )
+            return self._approval_outcome(earlier)
+        record = earlier or ApprovalRecord(
+            id=new_id("approval"),
+            run_id=self.run_info.run_id,
+            agent_id=self.run_info.agent_id,
+            path=[self.run_info.agent_id],
+            tool_name=request.tool_name,
+            tool_call_id=request.tool_call_id,
+            internal_call_id=request.internal_call_id,
+            args=_jsonable(request.args),
+            reason=request.reason,
+            reject_message=request.reject_message,
+        )
         request.approval_id = record.id
-        self.state.approvals[record.id] = record
-        self.trace.approval(record)
-        self.persist(True)  # the conversation that asked is stored before the interaction
-        interaction = self.interactions.open(record, request)
-        self.emit(ToolApprovalRequestEvent(approval=record.model_copy()))
-        if self.approval_handler is not None:
-            source, decided_by = self._handler_decision(request), "handler"
-        else:
-            source, decided_by = self._human_decision(request), "human"
-        try:
-            resolution = await self.interactions.wait(interaction, source, decided_by)
-        except asyncio.CancelledError:
-            self._resolve_approval(
-                interaction, Resolution("cancelled", "runtime", reason=self.cancel_reason())
-            )
-            raise
-        except HumanInputUnavailable:
-            self._resolve_approval(interaction, Resolution("cancelled", "runtime"))
-            raise ToolApprovalRequiredError(request) from None
-        except HumanInputTimeout as timeout:
-            text = (
-                f"Tool approval timed out after {timeout.timeout:g} s without a decision; "
+        timeout = self._human_timeout()
+        interaction = self._open(
+            record,
+            input_model=request.input_model,
+            timeout=timeout,
+            timeout_reason=(
+                f"Tool approval timed out after {timeout:g} s without a decision; "
                 f"{request.tool_name} was not executed."
-            )
-            resolution = self._resolve_approval(
-                interaction, Resolution("timed_out", "runtime", reason=text)
-            )
-            if resolution.status == "timed_out":
-                self._ended[request.tool_call_id or ""] = "timed_out"
-                return False, text, None
-        except (ToolApprovalRequiredError, PromptCancelledError):
-            self._resolve_approval(interaction, Resolution("cancelled", "runtime"))
-            raise
-        except Exception as error:
-            self._resolve_approval(
-                interaction, Resolution("cancelled", "runtime", reason=f"Approval failed: {error}")
-            )
-            raise
+                if timeout is not None
+                else None
+            ),
+        )
+        source: Awaitable[Any] | None
+        by: DecidedBy
+        via: DecidedVia
+        if interaction.pending and self.approval_handler is not None:
+            source, by, via = self._handler_decision(request), "handler", "handler"
+        elif interaction.pending and self.human_input is not None:
+            source, by, via = self._human_decision(request), "human", "human_input"
+        elif interaction.pending:
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            raise ToolApprovalRequiredError(request)
         else:
-            resolution = self._resolve_approval(interaction, resolution)
-        if resolution.status == "approved":
-            return True, "", resolution.args
-        self._ended[request.tool_call_id or ""] = _ENDED.get(resolution.status, "cancelled")
-        if resolution.status == "rejected":
-            return False, rejection_text(resolution.decision(), request), None
-        return False, resolution.reason or rejection_text(resolution.decision(), request), None
+            source, by, via = None, "human", "human_input"
+        ended = await self._wait(interaction, source, by, via)
+        if ended is _UNAVAILABLE:
+            raise ToolApprovalRequiredError(request)
+        assert isinstance(interaction.record, ApprovalRecord)
+        return self._approval_outcome(interaction.record)
+
+    def _approval_outcome(self, record: ApprovalRecord) -> tuple[bool, str, dict[str, Any] | None]:
+        """What a decided approval means for its call: run (with edited arguments) or not, and
+        then what the model is told."""
+        if record.status == "approved":
+            edited = record.edited_args
+            return True, "", edited if isinstance(edited, dict) else None
+        self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
+        return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
+
+    def _refused_edit(self, approval_id: str, text: str) -> None:
+        """Edited arguments decided in another process that the tool's input refuses (only a
+        check the JSON Schema cannot express does): the record says the call was rejected."""
+        record = self.state.approvals.get(approval_id)
+        if record is None or record.status != "approved":
+            return
+        fixed = record.model_copy(
+            update={"status": "rejected", "decision_reason": text, "edited_args": None}
+        )
+        self.state.approvals[approval_id] = fixed
+        self.interactions.correct(fixed)
+        self.trace.interaction(fixed, resolved=True)
+        self.emit(_result_event(fixed))
 
     async def _handler_decision(self, request: ToolApprovalRequest) -> ApprovalDecision:
         assert self.approval_handler is not None
@@ -580,101 +604,162 @@ class ToolExecutor:
         assert self.human_input is not None
         return normalize_decision(await self.human_input.approve(request))
 
-    def _resolve_approval(self, interaction: Interaction, resolution: Resolution) -> Resolution:
-        """Settle the interaction (the first decision wins), record it, emit the result."""
-        resolution = self.interactions.resolve(interaction, resolution)
-        record = record_resolution(interaction, resolution)
-        assert isinstance(record, ApprovalRecord)
-        self.trace.approval(record, resolved=True)
-        self.emit(ToolApprovalResultEvent(approval=record.model_copy()))
-        self.interactions.close(interaction)
-        return resolution
-
-    # -- questions -----------------------------------------------------------------------------
-
     async def _ask(
         self, tool: Tool, call: ToolCall, internal_id: str, args: BaseModel
     ) -> tuple[str, bool] | None:
         """Put the questions to a person; ``None`` means fall back to ``execute``."""
-        assert self.human_input is not None
         questions = QuestionInput.model_validate(args.model_dump()).questions
         earlier = self._earlier(self.state.questions, call.id)
-        if earlier is not None and earlier.status == "answered":
+        if earlier is not None and earlier.status != "pending":
             self.trace.question(earlier, resolved=True)
-            return compact_json({"answers": [a.to_wire() for a in earlier.answers]}), False
-        if earlier is not None and earlier.status == "pending":
-            record = earlier
-        else:
-            record = QuestionRecord(
-                id=new_id("question"),
-                run_id=self.run_info.run_id,
-                agent_id=self.run_info.agent_id,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                questions=questions,
-            )
-        self.state.questions[record.id] = record
-        self.trace.question(record)
-        request = QuestionRequest(
-            question_id=record.id,
+            return self._question_outcome(earlier)
+        record = earlier or QuestionRecord(
+            id=new_id("question"),
+            run_id=self.run_info.run_id,
+            agent_id=self.run_info.agent_id,
+            path=[self.run_info.agent_id],
             tool_name=call.name,
             tool_call_id=call.id,
             internal_call_id=internal_id,
             questions=questions,
-            run=self.run_info,
         )
-        self.persist(True)  # the conversation that asked is stored before the interaction
-        interaction = self.interactions.open(record, request)
-        self.emit(ToolQuestionRequestEvent(question=record.model_copy()))
-        try:
-            resolution = await self.interactions.wait(
-                interaction, self._human_answers(request), "human"
+        timeout = self._human_timeout()
+        interaction = self._open(
+            record,
+            timeout=timeout,
+            timeout_reason=(
+                f"The operator did not answer within {timeout:g} s (timed out); "
+                "no answers were given."
+                if timeout is not None
+                else None
+            ),
+        )
+        source: Awaitable[Any] | None = None
+        if interaction.pending:
+            if self.human_input is None:  # asked before a resume without a person now
+                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+                return None
+            request = QuestionRequest(
+                question_id=record.id,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                internal_call_id=internal_id,
+                questions=questions,
+                run=self.run_info,
             )
+            source = self._human_answers(request)
+        try:
+            ended = await self._wait(interaction, source, "human", "human_input")
         except asyncio.CancelledError:
-            self._resolve_question(interaction, Resolution("cancelled", "runtime"))
             self._interrupted[call.id] = compact_json({"answers": []})
             raise
-        except HumanInputUnavailable:
-            self._resolve_question(interaction, Resolution("cancelled", "runtime"))
+        if ended is _UNAVAILABLE:
             return None
-        except HumanInputTimeout as timeout:
-            resolution = self._resolve_question(interaction, Resolution("timed_out", "runtime"))
-            if resolution.status == "timed_out":
-                self._ended[call.id] = "timed_out"
-                return (
-                    f"The operator did not answer within {timeout.timeout:g} s (timed out); "
-                    "no answers were given.",
-                    True,
-                )
-        except (ValueError, ValidationError) as error:
-            self._resolve_question(interaction, Resolution("cancelled", "runtime"))
-            return f"ToolCallError: the human input returned invalid answers: {error}", True
-        else:
-            resolution = self._resolve_question(interaction, resolution)
-        if resolution.status != "answered":
-            self._ended[call.id] = _ENDED.get(resolution.status, "cancelled")
-            return compact_json({"answers": []}), False
-        return compact_json({"answers": [a.to_wire() for a in resolution.answers]}), False
+        if isinstance(ended, str):
+            status = interaction.record.status
+            self._ended[call.id] = _ENDED.get(status, "cancelled")
+            return ended, True
+        assert isinstance(interaction.record, QuestionRecord)
+        return self._question_outcome(interaction.record, timeout)
+
+    def _question_outcome(
+        self, record: QuestionRecord, timeout: float | None = None
+    ) -> tuple[str, bool]:
+        if record.status == "answered":
+            return compact_json({"answers": [a.to_wire() for a in record.answers]}), False
+        self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
+        if record.status == "timed_out":
+            within = f"within {timeout:g} s" if timeout is not None else "in time"
+            return f"The operator did not answer {within} (timed out); no answers were given.", True
+        return compact_json({"answers": []}), False
 
     async def _human_answers(self, request: QuestionRequest) -> list[Answer]:
         assert self.human_input is not None
-        answers = await self.human_input.ask(request)
-        if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
-            raise ValueError(f"ask() must return a list of answers, not {answers!r}")
-        checked = check_operator_answers(request.questions, answers)
-        if isinstance(checked, str):
-            raise ValueError(checked)
-        return checked
+        return await self.human_input.ask(request)
 
-    def _resolve_question(self, interaction: Interaction, resolution: Resolution) -> Resolution:
-        resolution = self.interactions.resolve(interaction, resolution)
-        record = record_resolution(interaction, resolution)
-        assert isinstance(record, QuestionRecord)
-        self.trace.question(record, resolved=True)
-        self.emit(ToolQuestionResultEvent(question=record.model_copy()))
-        self.interactions.close(interaction)
-        return resolution
+    # -- one interaction, approval or question ---------------------------------------------------
+
+    def _open(self, record: ApprovalRecord | QuestionRecord, **options: Any) -> OpenInteraction:
+        """Open ``record`` (stored with the conversation that asked first) and emit its request
+        (and, when the store already holds a decision for it, the result)."""
+        self._keep(record)
+        self.trace.interaction(record)
+        self.persist(True)  # the conversation that asked is stored before the interaction
+        interaction = self.interactions.open(record, **options)
+        self._keep(interaction.record)
+        self.emit(_request_event(record))
+        if not interaction.pending:
+            self._finish(interaction, None)
+        return interaction
+
+    async def _wait(
+        self,
+        interaction: OpenInteraction,
+        source: Awaitable[Any] | None,
+        decided_by: DecidedBy,
+        decided_via: DecidedVia,
+    ) -> object:
+        """Wait for the interaction's outcome and record it (the record is then decided).
+        Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, a text
+        when its answers were unusable, else None; Stop and failures propagate."""
+        if not interaction.pending:
+            if source is not None:
+                with contextlib.suppress(BaseException):
+                    source.close()  # type: ignore[attr-defined]
+            return None
+        try:
+            resolution = await self.interactions.wait(interaction, source, decided_by, decided_via)
+        except asyncio.CancelledError:
+            reason = self.cancel_reason()
+            self._finish(interaction, Resolution("cancelled", decided_by="stop", reason=reason))
+            raise
+        except HumanInputUnavailable:
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            return _UNAVAILABLE
+        except HumanInputTimeout as timeout:
+            kind = interaction.record.kind
+            text = (
+                f"Tool approval timed out after {timeout.timeout:g} s without a decision; "
+                f"{interaction.record.tool_name} was not executed."
+                if kind == "approval"
+                else f"The operator did not answer within {timeout.timeout:g} s (timed out); "
+                "no answers were given."
+            )
+            self._finish(interaction, Resolution("timed_out", decided_by="timeout", reason=text))
+            return text if kind == "question" else None
+        except (ValueError, ValidationError) as error:
+            if interaction.record.kind != "question":
+                reason = f"Approval failed: {error}"
+                self._finish(interaction, Resolution("cancelled", "runtime", reason=reason))
+                raise
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            return f"ToolCallError: the human input returned invalid answers: {error}"
+        except BaseException as error:
+            reason = None
+            if not isinstance(error, (ToolApprovalRequiredError, PromptCancelledError)):
+                reason = f"Approval failed: {error}"
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime", reason=reason))
+            raise
+        self._finish(interaction, resolution)
+        return None
+
+    def _keep(self, record: ApprovalRecord | QuestionRecord) -> None:
+        """The run's state holds the record as it is now."""
+        if isinstance(record, ApprovalRecord):
+            self.state.approvals[record.id] = record
+        else:
+            self.state.questions[record.id] = record
+
+    def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
+        """Decide the interaction with ``resolution`` unless someone was first (None: it is
+        decided), then record and emit its outcome once."""
+        if resolution is not None and interaction.pending:
+            self.interactions.resolve(interaction, resolution, check=False)
+        record = interaction.record
+        self._keep(record)
+        self.trace.interaction(record, resolved=True)
+        self.emit(_result_event(record))
+        self.interactions.finish(interaction)
 
     # -- execute -------------------------------------------------------------------------------
 
@@ -747,6 +832,22 @@ _ENDED: dict[str, ToolCallStatus] = {
     "timed_out": "timed_out",
     "cancelled": "cancelled",
 }
+
+
+#: What ``_wait`` returns when the human input cannot take that kind of request.
+_UNAVAILABLE = object()
+
+
+def _request_event(record: ApprovalRecord | QuestionRecord) -> Any:
+    if isinstance(record, ApprovalRecord):
+        return ToolApprovalRequestEvent(approval=record.model_copy())
+    return ToolQuestionRequestEvent(question=record.model_copy())
+
+
+def _result_event(record: ApprovalRecord | QuestionRecord) -> Any:
+    if isinstance(record, ApprovalRecord):
+        return ToolApprovalResultEvent(approval=record.model_copy())
+    return ToolQuestionResultEvent(question=record.model_copy())
 
 
 def _jsonable(value: Any) -> Any:

@@ -345,6 +345,15 @@ class TraceRecorder:
     def entry(self, call_id: str | None) -> ToolCallTrace | None:
         return self._calls.get(call_id) if call_id is not None else None
 
+    def interaction(
+        self, record: ApprovalRecord | QuestionRecord, *, resolved: bool = False
+    ) -> None:
+        """An approval or a question was opened (or, ``resolved``, decided) for one of the calls."""
+        if isinstance(record, ApprovalRecord):
+            self.approval(record, resolved=resolved)
+        else:
+            self.question(record, resolved=resolved)
+
     def approval(self, record: ApprovalRecord, *, resolved: bool = False) -> None:
         """An approval was asked for (or, ``resolved``, decided) for one of the calls."""
         entry = self.entry(record.tool_call_id)

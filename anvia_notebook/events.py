@@ -1,19 +1,18 @@
 """Run events: what ``PromptRequest.stream()`` yields, discriminated by ``type``.
 
-Also the approval and question records that those events carry. Every record is plain
-pydantic data so that a pending interaction can be stored and shown again later.
+The approval and question records that some of them carry live in :mod:`.records` (imported
+here too, for code that reads them from this module).
 """
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from .messages import Message, Usage
 from .models.base import ToolCall
-from .question_types import Answer, Question
+from .records import ApprovalRecord, ApprovalStatus, QuestionRecord, QuestionStatus, utc_now
 
 __all__ = [
     "ApprovalRecord",
@@ -38,54 +37,6 @@ __all__ = [
     "TurnStartEvent",
     "utc_now",
 ]
-
-ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
-QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
-
-
-def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class ApprovalRecord(BaseModel):
-    """One approval: asked for a tool call, then decided (or cancelled, or timed out)."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    id: str
-    run_id: str
-    agent_id: str
-    tool_name: str
-    tool_call_id: str | None
-    internal_call_id: str
-    args: Any
-    reason: str | None = None
-    status: ApprovalStatus = "pending"
-    requested_at: datetime = Field(default_factory=utc_now)
-    resolved_at: datetime | None = None
-    decision_reason: str | None = None
-    edited_args: Any = None
-    #: Who decided: ``"handler"``, ``"human"``, ``"policy"`` (e.g. always-allow) or ``"runtime"``.
-    decided_by: str | None = None
-
-
-class QuestionRecord(BaseModel):
-    """One ``ask_question`` call put to a person, and what became of it."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    id: str
-    run_id: str
-    agent_id: str
-    tool_name: str
-    tool_call_id: str | None
-    internal_call_id: str = ""
-    questions: list[Question]
-    status: QuestionStatus = "pending"
-    answers: list[Answer] = Field(default_factory=list)
-    requested_at: datetime = Field(default_factory=utc_now)
-    answered_at: datetime | None = None
-    cancelled_at: datetime | None = None
 
 
 class TurnStartEvent(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TextIO, runtime_checkable
 
 from ._util import maybe_await
@@ -48,14 +48,10 @@ class HumanInput(Protocol):
     async def ask(self, request: QuestionRequest) -> list[Answer]: ...
 
 
-async def with_timeout(awaitable: Awaitable[Any], timeout: float | None) -> Any:
-    """Await with an optional timeout that raises :class:`HumanInputTimeout`."""
-    if timeout is None:
-        return await awaitable
-    try:
-        return await asyncio.wait_for(awaitable, timeout)
-    except asyncio.TimeoutError:
-        raise HumanInputTimeout(timeout) from None
+async def wait_for_a_decision() -> Any:
+    """Wait for ever: the run takes the decision made on the interaction itself (a click, the
+    run store, the command line) or its time limit (the human input's ``timeout``)."""
+    return await asyncio.get_running_loop().create_future()
 
 
 class CallbackHumanInput:
@@ -63,7 +59,8 @@ class CallbackHumanInput:
 
     ``approve(request)`` returns a bool or an :class:`ApprovalDecision`; ``ask(request)`` returns
     a list of :class:`Answer` (or dicts with ``questionId``/``answer``). Leaving one out means this
-    input cannot decide that kind of request. ``timeout`` (seconds) applies to both.
+    input cannot decide that kind of request. ``timeout`` (seconds) applies to both: the run
+    records the request as timed out and stops waiting for your function.
     """
 
     def __init__(
@@ -81,14 +78,12 @@ class CallbackHumanInput:
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         if self._approve is None:
             raise HumanInputUnavailable("CallbackHumanInput was given no approve function")
-        return normalize_decision(
-            await with_timeout(maybe_await(self._approve(request)), self.timeout)
-        )
+        return normalize_decision(await maybe_await(self._approve(request)))
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         if self._ask is None:
             raise HumanInputUnavailable("CallbackHumanInput was given no ask function")
-        answers = await with_timeout(maybe_await(self._ask(request)), self.timeout)
+        answers = await maybe_await(self._ask(request))
         # Dicts are checked and converted by the runtime (``check_operator_answers``, the check
         # the widget and the run store apply too), which refuses a blank, missing or mismatched
         # answer with a clear reason instead of a raw validation error. What is not a collection
@@ -120,7 +115,7 @@ class ConsoleHumanInput:
         print(text, file=self._output or sys.stdout, flush=True)
 
     async def _read(self, prompt: str) -> str:
-        return str(await with_timeout(asyncio.to_thread(self._input, prompt), self.timeout)).strip()
+        return str(await asyncio.to_thread(self._input, prompt)).strip()
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         self._print(f"\nApproval required for {request.tool_name}")
@@ -174,12 +169,8 @@ class StoreHumanInput:
     def __repr__(self) -> str:
         return f"StoreHumanInput(timeout={self.timeout!r})"
 
-    async def _wait(self) -> Any:
-        # Never resolved here: the run takes the decision written to its interaction instead.
-        return await with_timeout(asyncio.get_running_loop().create_future(), self.timeout)
-
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
-        return await self._wait()  # type: ignore[no-any-return]
+        return await wait_for_a_decision()  # type: ignore[no-any-return]
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
-        return await self._wait()  # type: ignore[no-any-return]
+        return await wait_for_a_decision()  # type: ignore[no-any-return]

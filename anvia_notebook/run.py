@@ -171,9 +171,7 @@ class AgentRun:
     def status(self) -> RunStatus:
         """``running``, ``waiting`` (for a person), ``success``, ``error`` or ``cancelled``."""
         status = self.state.status
-        if status == "running" and (
-            self.state.pending_approvals() or self.state.pending_questions()
-        ):
+        if status == "running" and self._waits_for_person():
             return "waiting"
         return status
 
@@ -423,10 +421,9 @@ class AgentRun:
             self._schedule_checkpoint()
 
     def _waits_for_person(self) -> bool:
+        """The state has an interaction pending (it is put there just before it opens)."""
         state = self.state
-        return any(a.status == "pending" for a in state.approvals.values()) or any(
-            q.status == "pending" for q in state.questions.values()
-        )
+        return bool(state.pending_approvals() or state.pending_questions())
 
     def _save_state(self) -> None:
         """Write the state and the new messages (not the events, not the trace) at once."""

@@ -42,15 +42,16 @@ SIZE_L = [{"questionId": "size", "answer": "l", "choice": "l"}]
 
 async def test_the_store_holds_decisions_taken_through_another_store(store_path: Path):
     run, other, approval, question, add = await approval_and_question(store_path)
-    other.approve(run.run_id, approval.id, reason="ok", args={"x": 5, "y": 6}, decided_by="ops")
+    other.approve(run.run_id, approval.id, reason="ok", args={"x": 5, "y": 6}, via="cli")
     other.answer(run.run_id, question.id, SIZE_S)
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == [(5, 6)]
     assert other.decision(approval.id) == (
         "approved",
-        {"approved": True, "reason": "ok", "args": {"x": 5, "y": 6}, "decided_by": "ops"},
+        {"approved": True, "reason": "ok", "args": {"x": 5, "y": 6}, "decided_by": "human"},
     )
     assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "human"})
+    assert [r.decided_via for r in other.interactions(run.run_id)] == ["cli", "store"]
 
 
 async def test_the_store_holds_a_rejection_through_another_store_without_arguments(
@@ -58,14 +59,17 @@ async def test_the_store_holds_a_rejection_through_another_store_without_argumen
 ):
     run, other, approval, question, add = await approval_and_question(store_path)
     other.reject(run.run_id, approval.id, reason="no")
-    other.answer(run.run_id, question.id, SIZE_S, decided_by="ops")
+    other.answer(run.run_id, question.id, SIZE_S, decided_by="policy")
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == []
     assert other.decision(approval.id) == (
         "rejected",
         {"approved": False, "reason": "no", "args": None, "decided_by": "human"},
     )
-    assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "ops"})
+    assert other.decision(question.id) == (
+        "answered",
+        {"answers": SIZE_S, "decided_by": "policy"},
+    )
 
 
 @pytest.mark.parametrize("approved", [True, False])
@@ -120,18 +124,18 @@ async def test_the_store_holds_a_human_input_s_answers_as_a_person_s(store_path:
 class AnotherProcessIsFirst(RunStore):
     """A store where another process decides an interaction just before this process does."""
 
-    first: tuple[str, dict] | None = None
+    first = None  # what the other process does first: first(its store, the record)
 
-    def claim(self, item_id, status, decision, **kwargs):
+    def claim(self, record):
         if self.first is not None:
             first, self.first = self.first, None
-            super().claim(item_id, *first)
-        return super().claim(item_id, status, decision, **kwargs)
+            first(RunStore(self.location), record)
+        return super().claim(record)
 
 
 async def test_a_handler_that_decides_second_follows_the_first_decision(store_path: Path):
     store = AnotherProcessIsFirst(store_path)
-    store.first = ("rejected", {"approved": False, "reason": "not now", "decided_by": "ops"})
+    store.first = lambda other, r: other.reject(r.run_id, r.id, reason="not now", via="cli")
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
     agent = AgentBuilder("a", model).tool(add).approvals(lambda request: True).build()
@@ -139,7 +143,7 @@ async def test_a_handler_that_decides_second_follows_the_first_decision(store_pa
     assert add.calls == []
     assert tool_results(model.requests[1])[0].content == "not now"
     [record] = store.interactions(store.runs()[0].run_id)
-    assert (record.status, record.decided_by) == ("rejected", "ops")
+    assert (record.status, record.decided_by, record.decided_via) == ("rejected", "human", "cli")
 
 
 async def test_a_second_decision_in_the_run_is_refused_when_the_store_had_one(store_path: Path):
@@ -147,7 +151,7 @@ async def test_a_second_decision_in_the_run_is_refused_when_the_store_had_one(st
     request, add, _ = store_agent(call("add", {"x": 1, "y": 2}), "ok")
     run = request.store(store).start()
     [approval] = await pending_of(run)
-    store.first = ("approved", {"approved": True, "args": {"x": 7, "y": 7}, "decided_by": "ops"})
+    store.first = lambda other, r: other.approve(r.run_id, r.id, args={"x": 7, "y": 7})
     with pytest.raises(DecisionRefusedError):
         run.interactions.decide(approval.id, approved=False)
     await asyncio.wait_for(run.wait(), 5)
@@ -159,7 +163,7 @@ async def test_a_second_answer_in_the_run_is_refused_when_the_store_had_one(stor
     request, _, model = store_agent(call("ask_question", THREE_CHOICES), "ok")
     run = request.store(store).start()
     [question] = await pending_of(run)
-    store.first = ("answered", {"answers": SIZE_L, "decided_by": "ops"})
+    store.first = lambda other, r: other.answer(r.run_id, r.id, SIZE_L)
     with pytest.raises(DecisionRefusedError):
         run.interactions.answer(question.id, SIZE_S)
     await asyncio.wait_for(run.wait(), 5)
@@ -195,29 +199,49 @@ def approval_record() -> ApprovalRecord:
     return ApprovalRecord(**ids, agent_id="a", tool_name="add", args={"x": 1, "y": 2})
 
 
+def decide_as_an_older_version(path: Path, item_id: str, decision: dict) -> None:
+    """What earlier versions wrote: the status and the decision, the record left pending."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "UPDATE interactions SET status = 'approved', decision = ? WHERE id = ?",
+            (json.dumps(decision), item_id),
+        )
+
+
 @pytest.mark.parametrize(
-    ("stored", "decided_by"),
+    ("older", "decided_by"),
     [
-        ({"approved": True, "reason": "while away", "decided_by": "ops"}, "ops"),
-        ({"approved": True, "reason": "while away"}, "human"),  # an older writer: a person
+        (False, "handler"),
+        (True, "policy"),  # an older writer's "auto"
     ],
 )
 async def test_an_approval_decided_in_the_store_while_no_process_ran_is_settled_on_reopening(
-    tmp_path: Path, stored: dict, decided_by: str
+    tmp_path: Path, older: bool, decided_by: str
 ):
     store = RunStore(tmp_path / "runs.sqlite")
     record = approval_record()
     store.open_interaction(record)
-    assert RunStore(tmp_path / "runs.sqlite").claim(record.id, "approved", stored)[0]
+    if older:
+        decision = {"approved": True, "reason": "while away", "decided_by": "auto"}
+        decide_as_an_older_version(tmp_path / "runs.sqlite", record.id, decision)
+    else:
+        RunStore(tmp_path / "runs.sqlite").approve(
+            "run_1", record.id, reason="while away", decided_by="handler", via="cli"
+        )
 
     interactions = Interactions("run_1", store)
-    interaction = interactions.open(record, None)
-    resolution = await asyncio.wait_for(interactions.wait(interaction, None, "human"), 5)
+    interaction = interactions.open(record)
+    resolution = await asyncio.wait_for(
+        interactions.wait(interaction, None, "human", "widget"), 5
+    )
     assert (resolution.status, resolution.reason, resolution.decided_by) == (
         "approved",
         "while away",
         decided_by,
     )
+    assert interaction.record.status == "approved"
     with pytest.raises(DecisionRefusedError):
         interactions.decide(record.id, approved=False)
 
@@ -227,7 +251,7 @@ def test_a_decision_after_the_run_s_loop_closed_is_taken_without_an_error():
     record = approval_record()
 
     async def open_it():
-        return interactions.open(record, None)
+        return interactions.open(record)
 
     asyncio.run(open_it())  # the run's loop is gone
     assert interactions.decide(record.id, approved=True).id == record.id
@@ -238,14 +262,14 @@ async def test_a_decision_from_another_thread_reaches_the_waiting_run_safely():
     asyncio.get_running_loop().set_debug(True)  # a loop call from another thread raises
     interactions = Interactions("run_1")
     record = approval_record()
-    interaction = interactions.open(record, None)
-    waiting = asyncio.ensure_future(interactions.wait(interaction, None, "human"))
+    interaction = interactions.open(record)
+    waiting = asyncio.ensure_future(interactions.wait(interaction, None, "human", "human_input"))
     await asyncio.sleep(0)  # the run awaits the decision
     errors: list[BaseException] = []
 
     def click() -> None:
         try:
-            interactions.decide(record.id, approved=True, decided_by="widget")
+            interactions.decide(record.id, approved=True, via="widget")
         except BaseException as error:  # reported below
             errors.append(error)
 
@@ -254,4 +278,4 @@ async def test_a_decision_from_another_thread_reaches_the_waiting_run_safely():
     resolution = await asyncio.wait_for(waiting, 5)
     thread.join(5)
     assert errors == []
-    assert (resolution.status, resolution.decided_by) == ("approved", "widget")
+    assert (resolution.status, resolution.decided_via) == ("approved", "widget")

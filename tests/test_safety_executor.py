@@ -188,21 +188,25 @@ async def test_an_approval_cancelled_elsewhere_without_a_reason_is_a_rejection(s
     run = request.start()
     other = RunStore(store_path)
     [approval] = await pending_in(other, run.run_id)
-    assert other.claim(approval.id, "cancelled", {"decided_by": "ops"})[0]
+    record = other.record(approval.id)
+    won, _ = other.claim(
+        record.model_copy(update={"status": "cancelled", "decided_by": "human", "decided_via": "cli"})
+    )
+    assert won
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == []
     [result] = tool_results(model.requests[1])
     assert result.is_error is False
     assert result.content  # the tool's reject message (or the default one)
     [record] = other.get(run.run_id).approvals.values()
-    assert (record.status, record.decided_by) == ("cancelled", "ops")
+    assert (record.status, record.decided_by, record.decided_via) == ("cancelled", "human", "cli")
 
 
 async def test_an_approval_decided_elsewhere_as_it_times_out_follows_that_decision(
     store_path: Path,
 ):
     store = AnotherProcessIsFirst(store_path)
-    store.first = ("approved", {"approved": True, "decided_by": "ops"})
+    store.first = lambda other, r: other.approve(r.run_id, r.id)
     add = make_add_tool(approval=ToolApproval())
     model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
     human = StoreHumanInput(timeout=0.05)
@@ -239,7 +243,7 @@ async def test_a_question_the_runtime_ends_is_stored_as_ended_by_the_runtime(
     [record] = store.interactions(run.run_id)
     status, decision = store.decision(record.id)
     assert status == ("timed_out" if how == "timeout" else "cancelled")
-    assert decision is not None and decision["decided_by"] == "runtime"
+    assert decision is not None and decision["decided_by"] == {"timeout": "timeout", "stop": "stop"}.get(how, "runtime")
 
 
 # -- resuming after a crash in the middle of a turn ----------------------------------------------------

@@ -257,9 +257,9 @@ class DiesAfterADecision(RunStore):
         self.dead = True
         self.on_death()
 
-    def claim(self, *args, **kwargs):
-        result = super().claim(*args, **kwargs)
-        if self.moment == "claim":
+    def claim(self, record):
+        result = super().claim(record)
+        if self.moment in ("claim", record.status):  # the claim writes the whole record
             self.die()
         return result
 
@@ -358,7 +358,7 @@ async def test_an_approval_stored_just_before_a_crash_is_the_one_the_resumed_run
     run_id, before, ran, model = await crash_and_resume_guarded(
         path,
         lambda interactions, approval_id: interactions.decide(
-            approval_id, approved=True, reason="checked", args={"n": 42}, decided_by="ops"
+            approval_id, approved=True, reason="checked", args={"n": 42}, decided_by="policy"
         ),
         moment,
     )
@@ -367,7 +367,7 @@ async def test_an_approval_stored_just_before_a_crash_is_the_one_the_resumed_run
     [record] = RunStore(path).get(run_id).approvals.values()
     assert (record.status, record.decided_by, record.decision_reason) == (
         "approved",
-        "ops",
+        "policy",
         "checked",
     )
     assert record.edited_args == {"n": 42}
@@ -471,7 +471,8 @@ async def test_a_question_timed_out_just_before_a_crash_stays_timed_out_after_re
     resumed.start()
     await asyncio.wait_for(resumed.wait(), 10)
     result = tool_results(model.requests[0])[0]
-    assert json.loads(result.content) == {"answers": []}  # not asked again, nothing answered
+    # Not asked again: the model is told it timed out, as the run before the crash would have.
+    assert "timed out" in result.content and result.is_error
     [traced] = resumed.trace.tool_calls
     assert (traced.status, traced.question.status) == ("timed_out", "timed_out")
     [record] = RunStore(path).get(run_id).questions.values()
@@ -568,7 +569,7 @@ async def test_a_resumed_run_traces_an_approval_given_before_the_crash_as_decide
 
 
 class FailsOnInteractions(RunStore):
-    def open_interaction(self, record):
+    def open_interaction(self, record, **options):
         raise OSError("disk I/O error")
 
 
@@ -640,11 +641,16 @@ async def test_a_store_approval_brings_its_arguments_and_who_decided_to_the_run(
     run = request.start()
     other = RunStore(store_path)
     [approval] = await pending_in(other, run.run_id)
-    other.approve(run.run_id, approval.id, reason="fine", args={"x": 5, "y": 6}, decided_by="ops")
+    other.approve(run.run_id, approval.id, reason="fine", args={"x": 5, "y": 6}, via="cli")
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == [(5, 6)]
     record = other.get(run.run_id).approvals[approval.id]
-    assert (record.status, record.decided_by, record.decision_reason) == ("approved", "ops", "fine")
+    assert (record.status, record.decided_by, record.decided_via, record.decision_reason) == (
+        "approved",
+        "human",
+        "cli",
+        "fine",
+    )
 
 
 async def test_a_store_rejection_is_a_person_s_and_the_tool_does_not_run(store_path: Path):
@@ -871,7 +877,7 @@ def test_a_json_rule_s_reason_and_default_answer_are_used():
     [approval] = [e.approval for e in events if e.type == "tool_approval_result"]
     assert (approval.status, approval.decided_by, approval.decision_reason) == (
         "approved",
-        "auto",
+        "policy",
         "Scripted CI run",
     )
     assert json.loads(tool_results(model.requests[1])[1].content) == {
@@ -987,11 +993,11 @@ async def test_who_answered_a_question_is_recorded(store_path: Path):
     run = request.store(store).start()
     [question] = await pending_of(run)
     answers = [{"questionId": "size", "answer": "s", "choice": "s"}]
-    run.interactions.answer(question.id, answers, decided_by="night shift")
+    run.interactions.answer(question.id, answers, decided_by="policy", via="handle")
     await asyncio.wait_for(run.wait(), 5)
     status, decision = store.decision(question.id)
     assert status == "answered"
-    assert decision is not None and decision["decided_by"] == "night shift"
+    assert decision is not None and decision["decided_by"] == "policy"
 
 
 async def test_a_rejection_without_a_reason_tells_the_model_the_tool_s_reject_message():
@@ -1173,7 +1179,7 @@ async def test_a_stopped_approval_is_cancelled_by_the_runtime_with_the_stop_reas
     [approval] = [e.approval for e in run.events if e.type == "tool_approval_result"]
     assert (approval.status, approval.decided_by, approval.decision_reason) == (
         "cancelled",
-        "runtime",
+        "stop",
         "Closing time.",
     )
     assert add.calls == []

@@ -96,20 +96,26 @@ class RunHandle:
         return self._run.interactions.pending
 
     def approve(
-        self, approval_id: str, reason: str | None = None, args: dict[str, Any] | None = None
+        self,
+        approval: str | ApprovalRecord,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
     ) -> ApprovalRecord:
-        """Approve a pending approval, as the widget's Approve button does (``args`` replace the
-        call's arguments and are validated). A second decision raises ``DecisionRefusedError``."""
-        return self._run.interactions.decide(approval_id, approved=True, reason=reason, args=args)
+        """Approve a pending approval (its id or its record, e.g. ``handle.pending[0]``), as the
+        widget's Approve button does (``args`` replace the call's arguments and are validated).
+        A second decision raises ``DecisionRefusedError``."""
+        return self._run.interactions.decide(
+            approval, approved=True, reason=reason, args=args, via="handle"
+        )
 
-    def reject(self, approval_id: str, reason: str | None = None) -> ApprovalRecord:
-        """Reject a pending approval; the tool does not run."""
-        return self._run.interactions.decide(approval_id, approved=False, reason=reason)
+    def reject(self, approval: str | ApprovalRecord, reason: str | None = None) -> ApprovalRecord:
+        """Reject a pending approval (its id or its record); the tool does not run."""
+        return self._run.interactions.decide(approval, approved=False, reason=reason, via="handle")
 
-    def answer(self, question_id: str, answers: Sequence[Any]) -> QuestionRecord:
-        """Answer a pending question: one ``{"questionId", "answer", "choice"?, "custom"?}`` (or
-        :class:`~anvia_notebook.Answer`) per question."""
-        return self._run.interactions.answer(question_id, answers)
+    def answer(self, question: str | QuestionRecord, answers: Sequence[Any]) -> QuestionRecord:
+        """Answer a pending question (its id or its record): one ``{"questionId", "answer",
+        "choice"?, "custom"?}`` (or :class:`~anvia_notebook.Answer`) per question."""
+        return self._run.interactions.answer(question, answers, via="handle")
 
     @property
     def trace(self) -> Trace:

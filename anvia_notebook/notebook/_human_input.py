@@ -9,7 +9,7 @@ tools the person chose to "Always allow" in this session, or lets the scripted o
 
 The scripted operator (for headless runs, e.g. nbclient executing the tutorial notebooks): when
 the environment variable ``ANVIA_NOTEBOOK_AUTO`` is set, the input decides by itself, right after
-the request is shown, with ``decided_by="auto"``:
+the request is shown, as a rule (``decided_by="policy"``, ``decided_via="human_input"``):
 
 - ``approve``: approve every call; answer every question with its first choice;
 - ``reject``: reject every call (the model is told the scripted operator rejected it); answer
@@ -33,12 +33,12 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..approvals import ApprovalDecision, ToolApprovalRequest
-from ..human import with_timeout
+from ..human import wait_for_a_decision
 from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
 
@@ -114,7 +114,7 @@ class AutoOperator:
         approved = self.approves(request.tool_name)
         verb = "Approved" if approved else "Rejected"
         reason = self.reason or f"{verb} by the scripted operator ({self.source})."
-        return ApprovalDecision(approved=approved, reason=reason, decided_by="auto")
+        return ApprovalDecision(approved=approved, reason=reason, decided_by="policy")
 
     def answer(self, questions: Sequence[Question]) -> list[Answer]:
         answers = []
@@ -173,14 +173,10 @@ class WidgetHumanInput:
         if self.auto is not None:
             await asyncio.sleep(0)
             return self.auto.decide(request)
-        return await self._wait_for_the_widget()  # type: ignore[no-any-return]
+        return await wait_for_a_decision()  # type: ignore[no-any-return]
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         if self.auto is not None:
             await asyncio.sleep(0)
             return self.auto.answer(request.questions)
-        return await self._wait_for_the_widget()  # type: ignore[no-any-return]
-
-    async def _wait_for_the_widget(self) -> Any:
-        # Never resolved here: the run takes the decision made on its interaction (a click).
-        return await with_timeout(asyncio.get_running_loop().create_future(), self.timeout)
+        return await wait_for_a_decision()  # type: ignore[no-any-return]

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 __all__ = [
     "APPEND_FIELDS",
+    "DECIDED_VIA",
     "DECIDERS",
     "ENTRY_FIELDS",
     "NO_REQUEST_ID",
@@ -112,8 +113,10 @@ TOOL_STATUS_LABELS: dict[str, str] = {
 }
 ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
 QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
-Decider = Literal["you", "handler", "policy", "runtime", "auto"]
-DECIDERS: tuple[str, ...] = ("you", "handler", "policy", "runtime", "auto")
+Decider = Literal["human", "handler", "policy", "timeout", "stop", "runtime"]
+DECIDERS: tuple[str, ...] = ("human", "handler", "policy", "timeout", "stop", "runtime")
+DecidedVia = Literal["widget", "handle", "store", "cli", "handler", "human_input"]
+DECIDED_VIA: tuple[str, ...] = ("widget", "handle", "store", "cli", "handler", "human_input")
 AppendField = Literal["text", "arguments", "output"]
 APPEND_FIELDS: tuple[str, ...] = ("text", "arguments", "output")
 
@@ -164,6 +167,9 @@ class ApprovalView(_Model):
     reason: str | None
     args: Any
     decided_by: Decider | None
+    #: Where the decision came from (the widget, ``RunHandle``, the run store, the command
+    #: line, the approval handler, the human input); absent or None when not known.
+    decided_via: DecidedVia | None = None
     decided_at: str | None
     decision_reason: str | None
     edited_args: dict[str, Any] | None
@@ -196,6 +202,8 @@ class QuestionView(_Model):
     status: QuestionStatus
     questions: list[QuestionItemView]
     answers: list[AnswerView]
+    decided_by: Decider | None = None
+    decided_via: DecidedVia | None = None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
     expires_at: str | None = None
 

@@ -222,6 +222,7 @@ class TranscriptSession:
                 approved=message.approved,
                 reason=message.reason,
                 args=message.edited_args,
+                via="widget",
             )
         except DecisionRefusedError as error:
             if added is not None and self.human_input is not None:
@@ -250,6 +251,7 @@ class TranscriptSession:
                         approved=True,
                         reason=ALWAYS_ALLOWED_REASON,
                         decided_by="policy",
+                        via="widget",
                     )
 
     def _on_question_answers(self, message: QuestionAnswersMsg) -> str | None:
@@ -257,7 +259,9 @@ class TranscriptSession:
         if interactions is None:
             return f"Unknown question {message.question_id!r}."
         try:  # refused there too: a question this run never asked, or one already settled
-            interactions.answer(message.question_id, [a.model_dump() for a in message.answers])
+            interactions.answer(
+                message.question_id, [a.model_dump() for a in message.answers], via="widget"
+            )
         except DecisionRefusedError as error:
             return str(error)
         return None
@@ -291,11 +295,6 @@ class TranscriptSession:
     def attach(self, run: AgentRun) -> None:
         """Show ``run`` in this transcript (call on the run's loop thread, or before it starts)."""
         self.run = run
-        human = self.human_input
-        if human is not None and run.request.active_human_input is human and human.auto is None:
-            self.transcript.decision_timeout = human.timeout
-        else:  # decided elsewhere, or at once: no countdown
-            self.transcript.decision_timeout = None
         self.transcript.begin_run(
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )

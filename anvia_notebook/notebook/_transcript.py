@@ -14,7 +14,7 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -43,7 +43,7 @@ from ..events import (
     TurnStartEvent,
 )
 
-__all__ = ["AppendSink", "OpSink", "Transcript", "approval_view", "question_view"]
+__all__ = ["AppendSink", "OpSink", "Transcript", "interaction_view"]
 
 OpSink = Callable[[dict[str, Any]], None]
 #: ``append(entry_id, field, text)``: an ``append`` op without the dict (the per-delta path).
@@ -55,14 +55,6 @@ SUMMARY_KEYS = ("first_token_ms", "duration_ms")
 _UNFINISHED = frozenset(("running", "approval_required", "input_required", "approved"))
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
-_DECIDERS = {
-    "human": "you",
-    "you": "you",
-    "handler": "handler",
-    "policy": "policy",
-    "runtime": "runtime",
-    "auto": "auto",
-}
 NO_ANSWERS = json.dumps({"answers": []})
 
 
@@ -78,28 +70,31 @@ def _jsonable(value: Any) -> Any:
         return str(value)
 
 
-def approval_view(record: ApprovalRecord) -> dict[str, Any]:
-    """The wire ``ApprovalView`` of an approval record."""
-    edited = record.edited_args if isinstance(record.edited_args, dict) else None
-    return {
+def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
+    """The wire view (``ApprovalView`` or ``QuestionView``) of an interaction record: the one
+    serialiser, so the page shows exactly what the record says."""
+    common = {
         "id": record.id,
         "status": record.status,
+        "decided_by": record.decided_by,
+        "decided_via": record.decided_via,
+    }
+    if record.status == "pending" and record.expires_at is not None:
+        common["expires_at"] = _iso(record.expires_at)
+    if isinstance(record, QuestionRecord):
+        return {
+            **common,
+            "questions": [q.model_dump(mode="json") for q in record.questions],
+            "answers": [a.to_wire() for a in record.answers],
+        }
+    edited = record.edited_args if isinstance(record.edited_args, dict) else None
+    return {
+        **common,
         "reason": record.reason,
         "args": _jsonable(record.args),
-        "decided_by": _DECIDERS.get(record.decided_by or ""),
         "decided_at": None if record.status == "pending" else _iso(record.resolved_at),
         "decision_reason": record.decision_reason,
         "edited_args": _jsonable(edited) if edited is not None else None,
-    }
-
-
-def question_view(record: QuestionRecord) -> dict[str, Any]:
-    """The wire ``QuestionView`` of a question record."""
-    return {
-        "id": record.id,
-        "status": record.status,
-        "questions": [q.model_dump(mode="json") for q in record.questions],
-        "answers": [a.to_wire() for a in record.answers],
     }
 
 
@@ -191,9 +186,6 @@ class Transcript:
         self._growing: set[_Entry] = set()
         self.status: dict[str, Any] = _idle_status(agent_id)
         self._run = _RunView(agent_id=agent_id)
-        #: Seconds an approval or a question waits for a person (``show(timeout=...)``): a
-        #: pending one then carries ``expires_at``, for the page's countdown.
-        self.decision_timeout: float | None = None
         #: The assistant entry the last text delta grew: its turn (None: none), its pieces and
         #: its id. The next delta of that turn is a list append with no lookup; whatever joins
         #: or replaces pieces, or starts a run, forgets it (:meth:`_cool`).
@@ -443,19 +435,12 @@ class Transcript:
                 self._append(entry, "output", "".join(orphan))
         return entry
 
-    def _expiring(self, view: dict[str, Any]) -> dict[str, Any]:
-        """``view`` of a request that now starts to wait, with its deadline if it has one."""
-        if self.decision_timeout is not None and view["status"] == "pending":
-            deadline = datetime.now(timezone.utc) + timedelta(seconds=self.decision_timeout)
-            view["expires_at"] = deadline.isoformat()
-        return view
-
     def _on_tool_approval_request(self, event: ToolApprovalRequestEvent) -> None:
         record: ApprovalRecord = event.approval
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.approvals[record.id] = entry.id
         self._run.pending.add(record.id)
-        view = self._expiring(approval_view(record))
+        view = interaction_view(record)
         self._patch(entry, status="approval_required", approval=view)
         self._activity()
 
@@ -466,7 +451,7 @@ class Transcript:
         status = {"approved": "approved", "rejected": "rejected", "timed_out": "timed_out"}.get(
             record.status, "cancelled"
         )
-        self._patch(entry, status=status, approval=approval_view(record))
+        self._patch(entry, status=status, approval=interaction_view(record))
         self._activity()
 
     def _on_tool_question_request(self, event: ToolQuestionRequestEvent) -> None:
@@ -474,7 +459,7 @@ class Transcript:
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.questions[record.id] = entry.id
         self._run.pending.add(record.id)
-        view = self._expiring(question_view(record))
+        view = interaction_view(record)
         self._patch(entry, status="input_required", question=view)
         self._activity()
 
@@ -483,12 +468,12 @@ class Transcript:
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         self._run.pending.discard(record.id)
         if record.status == "answered":
-            self._patch(entry, status="running", question=question_view(record))
+            self._patch(entry, status="running", question=interaction_view(record))
         elif record.status == "timed_out":
-            self._patch(entry, status="timed_out", question=question_view(record))
+            self._patch(entry, status="timed_out", question=interaction_view(record))
         else:
             self._patch(
-                entry, status="cancelled", question=question_view(record), result=NO_ANSWERS
+                entry, status="cancelled", question=interaction_view(record), result=NO_ANSWERS
             )
         self._activity()
 
@@ -508,7 +493,12 @@ class Transcript:
             changes: dict[str, Any] = {"status": "cancelled"}
             approval = entry.get("approval")
             if approval is not None and approval["status"] == "pending":
-                changes["approval"] = {**approval, "status": "cancelled", "decided_by": "runtime"}
+                changes["approval"] = {
+                    **approval,
+                    "status": "cancelled",
+                    "decided_by": "runtime",
+                    "decided_via": None,
+                }
             question = entry.get("question")
             if question is not None and question["status"] == "pending":
                 changes["question"] = {**question, "status": "cancelled", "answers": []}

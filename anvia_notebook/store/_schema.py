@@ -93,6 +93,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX runs_by_creation ON runs (created_at)",
         ],
     ),
+    (
+        4,
+        [
+            # The JSON Schema of the tool's input, so that edited arguments sent from any
+            # process are checked before they are recorded.
+            "ALTER TABLE interactions ADD COLUMN args_schema TEXT",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

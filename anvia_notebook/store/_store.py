@@ -19,9 +19,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
+from ..decisions import (
+    Resolution,
+    answers_resolution,
+    check_resolution,
+    decided,
+    refused_twice,
+)
+from ..events import RunEvent
 from ..messages import Message
-from ..question_types import describe_validation_error
+from ..question_types import Answer, describe_validation_error
+from ..records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, decider, utc_now
 from ..run_state import RunState
 from ..trace import Trace
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
@@ -159,7 +167,7 @@ class RunStore:
         self._backend = _open_backend(path)
         self.location: str = self._backend.location
         self._watch_lock = threading.Lock()
-        self._watched: dict[str, Callable[[str, dict[str, Any]], None]] = {}
+        self._watched: dict[str, Callable[[Record], None]] = {}
         self._owned: set[str] = set()
         #: Runs this process owns and writes: what of their messages is where.
         self._recent: dict[str, _Recent] = {}
@@ -332,19 +340,21 @@ class RunStore:
 
     def interactions(self, run_id: str) -> list[Record]:
         rows = self._q(
-            "SELECT kind, record FROM interactions WHERE run_id = ? ORDER BY updated_at, id",
+            "SELECT kind, status, record, decision FROM interactions WHERE run_id = ? "
+            "ORDER BY updated_at, id",
             (run_id,),
         )
-        return [_record(kind, text) for kind, text in rows]
+        records = [_row_record(*row) for row in rows]
+        return sorted(records, key=lambda r: r.requested_at)
 
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run, or of every run)."""
-        sql = "SELECT kind, record, status FROM interactions WHERE status = 'pending'"
+        sql = "SELECT kind, status, record, decision FROM interactions WHERE status = 'pending'"
         params: tuple[Any, ...] = ()
         if run_id is not None:
             sql += " AND run_id = ?"
             params = (run_id,)
-        return [_record(kind, text) for kind, text, _ in self._q(sql + " ORDER BY id", params)]
+        return [_row_record(*row) for row in self._q(sql + " ORDER BY id", params)]
 
     def trace(self, run_id: str, *, messages: list[Message] | None = None) -> Trace:
         """The run's stored trace (every model call and tool call so far).
@@ -409,111 +419,103 @@ class RunStore:
     def approve(
         self,
         run_id: str,
-        approval_id: str,
+        approval_id: str | ApprovalRecord,
         reason: str | None = None,
         args: dict[str, Any] | None = None,
         *,
-        decided_by: str = "human",
+        decided_by: DecidedBy = "human",
+        via: DecidedVia = "store",
     ) -> ApprovalRecord:
-        """Approve a pending approval (``args`` replace the call's arguments); first one wins."""
-        if args is not None and not isinstance(args, dict):
-            raise DecisionRefusedError("The edited arguments must be a JSON object.")
-        decision = {"approved": True, "reason": reason, "args": args, "decided_by": decided_by}
-        return self._decide(run_id, approval_id, "approval", "approved", decision)  # type: ignore[return-value]
+        """Approve a pending approval (``args`` replace the call's arguments, checked against
+        the tool's input first); the first decision wins."""
+        resolution = Resolution.approval(
+            True, decided_by=decided_by, decided_via=via, reason=reason, args=args
+        )
+        return self._decide(run_id, _item_id(approval_id), "approval", resolution)  # type: ignore[return-value]
 
     def reject(
-        self, run_id: str, approval_id: str, reason: str | None = None, *, decided_by: str = "human"
+        self,
+        run_id: str,
+        approval_id: str | ApprovalRecord,
+        reason: str | None = None,
+        *,
+        decided_by: DecidedBy = "human",
+        via: DecidedVia = "store",
     ) -> ApprovalRecord:
         """Reject a pending approval; the tool does not run."""
-        decision = {"approved": False, "reason": reason, "args": None, "decided_by": decided_by}
-        return self._decide(run_id, approval_id, "approval", "rejected", decision)  # type: ignore[return-value]
+        resolution = Resolution.approval(
+            False, decided_by=decided_by, decided_via=via, reason=reason
+        )
+        return self._decide(run_id, _item_id(approval_id), "approval", resolution)  # type: ignore[return-value]
 
     def answer(
         self,
         run_id: str,
-        question_id: str,
+        question_id: str | QuestionRecord,
         answers: Sequence[Any],
         *,
-        decided_by: str = "human",
+        decided_by: DecidedBy = "human",
+        via: DecidedVia = "store",
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); first one wins."""
-        from ..question_types import check_operator_answers
+        resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
+        return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
 
+    def _decide(self, run_id: str, item_id: str, kind: str, resolution: Resolution) -> Record:
+        """Check ``resolution`` against the stored record, then claim it (the whole record)."""
         rows = self._q(
-            "SELECT kind, record FROM interactions WHERE id = ? AND run_id = ?",
-            (question_id, run_id),
+            "SELECT kind, status, record, decision, args_schema FROM interactions "
+            "WHERE id = ? AND run_id = ?",
+            (item_id, run_id),
         )
-        if not rows or rows[0][0] != "question":
-            raise DecisionRefusedError(f"Unknown question {question_id!r} in run {run_id!r}.")
-        record = QuestionRecord.model_validate_json(rows[0][1])
-        checked = check_operator_answers(record.questions, answers)
-        if isinstance(checked, str):
-            raise DecisionRefusedError(checked)
-        decision = {"answers": [a.to_wire() for a in checked], "decided_by": decided_by}
-        return self._decide(run_id, question_id, "question", "answered", decision)  # type: ignore[return-value]
-
-    def _decide(
-        self, run_id: str, item_id: str, kind: str, status: str, decision: dict[str, Any]
-    ) -> Record:
-        won, current, _ = self.claim(item_id, status, decision, run_id=run_id, kind=kind)
+        if not rows or rows[0][0] != kind:
+            raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
+        kind_, status, text, legacy, schema = rows[0]
+        record = _row_record(kind_, status, text, legacy)
+        check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
+        won, current = self.claim(decided(record, resolution))
         if not won:
             if current is None:
-                what = "approval" if kind == "approval" else "question"
-                raise DecisionRefusedError(f"Unknown {what} {item_id!r} in run {run_id!r}.")
-            raise DecisionRefusedError(
-                f"This {kind} is already {current.replace('_', ' ')}; a second decision is refused."
-            )
-        rows = self._q("SELECT kind, record FROM interactions WHERE id = ?", (item_id,))
-        record = _record(rows[0][0], rows[0][1])
+                raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
+            raise refused_twice(current)
+        assert current is not None
         if not owner_alive(*self._owner_of(run_id)):
             logger.info(
                 "Run %s has no live process; the decision waits until agent.resume(%r).",
                 run_id,
                 run_id,
             )
-        return record
+        return current
 
-    def claim(
-        self,
-        item_id: str,
-        status: str,
-        decision: dict[str, Any],
-        *,
-        run_id: str | None = None,
-        kind: str | None = None,
-    ) -> tuple[bool, str | None, dict[str, Any] | None]:
-        """Decide ``item_id`` if it is still pending. Returns ``(won, status, decision)``.
-
-        When another decision was there first, ``won`` is False and the winner's status and
-        decision are returned; ``status`` None means there is no such interaction.
-        """
-        sql = "UPDATE interactions SET status = ?, decision = ?, updated_at = ? WHERE id = ? "
-        params: list[Any] = [status, json.dumps(decision), _now(), item_id]
-        if run_id is not None:
-            sql += "AND run_id = ? "
-            params.append(run_id)
-        if kind is not None:
-            sql += "AND kind = ? "
-            params.append(kind)
-        self._q(sql + "AND status = 'pending'", params)
-        if self._backend.rowcount == 1:
-            return True, status, decision
-        rows = self._q(
-            "SELECT status, decision, run_id, kind FROM interactions WHERE id = ?", (item_id,)
+    def claim(self, record: Record) -> tuple[bool, Record | None]:
+        """Write ``record`` (decided) if its interaction is still pending: the status and the
+        whole record in one conditional update. Returns ``(won, record now stored)``; when
+        another decision was there first, ``won`` is False and the stored record is the
+        winner's (None when there is no such interaction)."""
+        self._q(
+            "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
+            "WHERE id = ? AND run_id = ? AND status = 'pending'",
+            (record.status, record.model_dump_json(), _now(), record.id, record.run_id),
         )
-        if (
-            not rows
-            or (run_id is not None and rows[0][2] != run_id)
-            or (kind is not None and rows[0][3] != kind)
-        ):
-            return False, None, None
-        return False, rows[0][0], json.loads(rows[0][1]) if rows[0][1] else None
+        if self._backend.rowcount == 1:
+            return True, record
+        return False, self.record(record.id)
+
+    def record(self, item_id: str) -> Record | None:
+        """The stored record of one interaction (None when there is none)."""
+        rows = self._q(
+            "SELECT kind, status, record, decision FROM interactions WHERE id = ?", (item_id,)
+        )
+        return _row_record(*rows[0]) if rows else None
 
     def decision(self, item_id: str) -> tuple[str, dict[str, Any] | None] | None:
-        rows = self._q("SELECT status, decision FROM interactions WHERE id = ?", (item_id,))
-        if not rows:
+        """``(status, decision as JSON)`` of one interaction (None when there is none)."""
+        record = self.record(item_id)
+        if record is None:
             return None
-        return rows[0][0], json.loads(rows[0][1]) if rows[0][1] else None
+        if record.status == "pending":
+            return "pending", None
+        return record.status, Resolution.of_record(record).stored()
 
     # -- writing (the owning process) ------------------------------------------------------------
 
@@ -623,18 +625,37 @@ class RunStore:
         )
         self._disown(run_id)
 
-    def open_interaction(self, record: Record) -> None:
-        """Record a new pending approval or question (or reopen one on resume)."""
+    def open_interaction(
+        self,
+        record: Record,
+        *,
+        args_schema: dict[str, Any] | None = None,
+    ) -> Record | None:
+        """Record a new pending approval or question, or reopen one on resume (a decision
+        written meanwhile is kept). Returns the record as stored."""
         kind = "approval" if isinstance(record, ApprovalRecord) else "question"
-        self._q(
-            "INSERT INTO interactions (id, run_id, kind, status, record, decision, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (id) DO UPDATE SET "
-            "record = excluded.record, updated_at = excluded.updated_at",
-            (record.id, record.run_id, kind, record.status, record.model_dump_json(), _now()),
-        )
+        schema = json.dumps(args_schema) if args_schema is not None else None
+        with self._backend.transaction():
+            self._q(
+                "INSERT INTO interactions (id, run_id, kind, status, record, decision, "
+                "updated_at, args_schema) VALUES (?, ?, ?, ?, ?, NULL, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET record = excluded.record, "
+                "updated_at = excluded.updated_at, args_schema = excluded.args_schema "
+                "WHERE interactions.status = 'pending'",
+                (
+                    record.id,
+                    record.run_id,
+                    kind,
+                    record.status,
+                    record.model_dump_json(),
+                    _now(),
+                    schema,
+                ),
+            )
+            return self.record(record.id)
 
     def save_interaction(self, record: Record) -> None:
-        """Write the final record (status, times, answers) of an interaction this run resolved."""
+        """Write a record as it is (the owning run correcting what it recorded)."""
         self._q(
             "UPDATE interactions SET status = ?, record = ?, updated_at = ? WHERE id = ?",
             (record.status, record.model_dump_json(), _now(), record.id),
@@ -770,9 +791,9 @@ class RunStore:
 
     # -- watching for decisions from elsewhere, heartbeats ---------------------------------------
 
-    def watch(self, item_id: str, callback: Callable[[str, dict[str, Any]], None]) -> None:
-        """Call ``callback(status, decision)`` (on a background thread) once ``item_id`` is
-        decided in the store by anyone; :meth:`unwatch` stops watching."""
+    def watch(self, item_id: str, callback: Callable[[Record], None]) -> None:
+        """Call ``callback(record)`` (on a background thread) once ``item_id`` is decided in the
+        store by anyone; :meth:`unwatch` stops watching."""
         with self._watch_lock:
             self._watched[item_id] = callback
         self._ensure_watcher()
@@ -848,21 +869,21 @@ class RunStore:
                 (time.time(), run_id, me.pid, me.host),
             )
 
-    def _deliver(self, watched: dict[str, Callable[[str, dict[str, Any]], None]]) -> None:
+    def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
         ids = list(watched)
         marks = ", ".join("?" for _ in ids)
         rows = self._q(
-            f"SELECT id, status, decision FROM interactions WHERE id IN ({marks}) "
+            f"SELECT id, kind, status, record, decision FROM interactions WHERE id IN ({marks}) "
             "AND status <> 'pending'",
             ids,
         )
-        for item_id, status, decision in rows:
+        for item_id, *row in rows:
             with self._watch_lock:
                 callback = self._watched.pop(item_id, None)
             if callback is None:
                 continue
             try:
-                callback(status, json.loads(decision) if decision else {})
+                callback(_row_record(*row))
             except Exception:
                 logger.exception("Delivering a stored decision failed")
 
@@ -883,12 +904,33 @@ def _state_json(state: RunState) -> str:
     return state.model_dump_json(exclude={"approvals", "questions", "messages"})
 
 
-def _record(kind: str, text: str) -> Record:
+def _item_id(item: str | Record) -> str:
+    return item if isinstance(item, str) else item.id
+
+
+def _row_record(kind: str, status: str, text: str, legacy: str | None = None) -> Record:
+    """A stored record. Stores written by earlier versions kept a decision beside a record
+    still saying ``pending``: the decision is written into the record here."""
     try:
+        record: Record
         if kind == "approval":
-            return ApprovalRecord.model_validate_json(text)
-        return QuestionRecord.model_validate_json(text)
+            record = ApprovalRecord.model_validate_json(text)
+        else:
+            record = QuestionRecord.model_validate_json(text)
     except ValidationError as error:
         raise RunStoreError(
             f"A stored {kind} could not be read: {describe_validation_error(error)}"
         ) from None
+    if record.status == "pending" and status != "pending":
+        data = json.loads(legacy) if legacy else {}
+        answers = data.get("answers") or []
+        resolution = Resolution(
+            status=status,  # type: ignore[arg-type]
+            decided_by=decider(data.get("decided_by")),
+            reason=data.get("reason"),
+            args=data.get("args") if status == "approved" else None,
+            answers=[Answer.model_validate(a) for a in answers] if status == "answered" else [],
+            reject_message=data.get("reject_message"),
+        )
+        record = decided(record, resolution)
+    return record

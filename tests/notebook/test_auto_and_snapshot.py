@@ -73,7 +73,7 @@ async def test_the_scripted_operator_decides_by_itself(monkeypatch, value, appro
     question_entry, refund_entry = [e for e in handle.transcript if e["kind"] == "tool"]
     got = {a["questionId"]: a["answer"] for a in question_entry["question"]["answers"]}
     assert got == answers
-    assert refund_entry["approval"]["decided_by"] == "auto"
+    assert refund_entry["approval"]["decided_by"] == "policy"
     assert refund_entry["approval"]["status"] == ("approved" if approved else "rejected")
     assert refund_entry["status"] == ("done" if approved else "rejected")
     assert len(tool.calls) == (1 if approved else 0)
@@ -122,7 +122,7 @@ def test_static_html_is_escaped_and_script_free():
                     "status": "approved",
                     "reason": "<why>",
                     "args": {},
-                    "decided_by": "you",
+                    "decided_by": "human",
                     "decided_at": None,
                     "decision_reason": None,
                     "edited_args": None,

@@ -62,7 +62,7 @@ async def test_always_allow_approves_the_other_pending_calls_of_that_tool_only()
     assert reply["ok"], reply
     await until(lambda: approvals(page)["B"]["status"] == "approved", what="B approved")
     decided = approvals(page)
-    assert decided["A"]["decided_by"] == "you"
+    assert decided["A"]["decided_by"] == "human"
     assert decided["B"]["decided_by"] == "policy"
     assert decided["B"]["decision_reason"]  # the page says why it was approved unasked
     # Another tool is not covered by "Always allow issue_refund".

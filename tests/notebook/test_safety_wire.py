@@ -58,7 +58,7 @@ async def test_rejecting_with_always_allow_ticked_still_asks_for_the_next_call()
     await handle
     await finished(handle)
     assert [c.order_id for c in tool.calls] == ["B"]
-    assert [t["approval"]["decided_by"] for t in page.tools()] == ["you", "you"]
+    assert [t["approval"]["decided_by"] for t in page.tools()] == ["human", "human"]
 
 
 async def test_a_refused_approval_with_always_allow_ticked_allows_nothing():

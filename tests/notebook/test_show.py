@@ -126,7 +126,7 @@ async def test_approve_runs_the_tool_and_the_entry_goes_through_its_statuses():
     tool_entry = page.state.by_id(entry["id"])
     assert tool_entry["status"] == "done"
     assert tool_entry["approval"]["status"] == "approved"
-    assert tool_entry["approval"]["decided_by"] == "you"
+    assert tool_entry["approval"]["decided_by"] == "human"
     assert tool_entry["approval"]["decided_at"]
     assert json.loads(tool_entry["result"])["refund_id"] == "rf_a-1"
     assert tool_entry["output"] == "refunding A-1\n"  # the tool's print
@@ -208,7 +208,7 @@ async def test_always_allow_approves_later_calls_of_that_tool_by_policy():
     await handle
     await finished(handle)
     tools = page.tools()
-    assert [t["approval"]["decided_by"] for t in tools] == ["you", "policy"]
+    assert [t["approval"]["decided_by"] for t in tools] == ["human", "policy"]
     assert [t["status"] for t in tools] == ["done", "done"]
     assert [c.order_id for c in tool.calls] == ["A", "B"]
     approvals = [e for e in handle.events if e.type == "tool_approval_result"]
@@ -345,7 +345,7 @@ async def test_approval_timeout_is_recorded_and_the_model_is_told():
     tool_entry = page.tools()[0]
     assert tool_entry["status"] == "timed_out"
     assert tool_entry["approval"]["status"] == "timed_out"
-    assert tool_entry["approval"]["decided_by"] == "runtime"
+    assert tool_entry["approval"]["decided_by"] == "timeout"
     assert "timed out" in tool_entry["result"]
     assert response.output == "Timed out, sorry."
     late = await page.approve(tool_entry["approval"]["id"])
@@ -616,18 +616,10 @@ async def test_running_a_cell_again_stops_the_run_it_showed_before(cell):
 async def test_a_waiting_approval_carries_its_deadline_for_the_countdown(monkeypatch):
     from datetime import datetime, timedelta, timezone
 
-    from anvia_notebook.notebook import _transcript
+    from anvia_notebook import records
 
     now = datetime(2026, 3, 1, 9, 30, tzinfo=timezone.utc)
-
-    class Clock(datetime):
-        """The transcript's clock, stopped at ``now``."""
-
-        @classmethod
-        def now(cls, tz=None):
-            return now if tz is None else now.astimezone(tz)
-
-    monkeypatch.setattr(_transcript, "datetime", Clock)
+    monkeypatch.setattr(records, "utc_now", lambda: now)  # the records' clock, stopped
     handle = runner.show(refund_agent(refund_model()).prompt("Refund A-1"), timeout=120)
     page = Page(handle.widget)
     await page.sync()

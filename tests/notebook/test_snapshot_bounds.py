@@ -42,7 +42,7 @@ def base() -> dict[str, Any]:
                     "status": "approved",
                     "reason": "Review the refund.",
                     "args": {"order_id": "A1", "amount": 5},
-                    "decided_by": "you",
+                    "decided_by": "human",
                     "decided_at": "2026-05-01T10:00:00+00:00",
                     "decision_reason": "fine",
                     "edited_args": {"order_id": "A1", "amount": 4},

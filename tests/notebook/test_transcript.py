@@ -88,7 +88,7 @@ def test_statuses_of_a_tool_from_deltas_to_done():
     t.apply(ToolApprovalResultEvent(approval=approval("approved", decided_by="human")))
     r.check()
     assert r.page.entries[2]["status"] == "approved"
-    assert r.page.entries[2]["approval"]["decided_by"] == "you"
+    assert r.page.entries[2]["approval"]["decided_by"] == "human"
     assert r.page.status["state"] == "running"
     t.apply(
         ToolResultEvent(

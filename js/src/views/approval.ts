@@ -17,13 +17,38 @@ const STATUS_WORDS: Record<ApprovalView["status"], string> = {
   timed_out: "Timed out",
 };
 
-const DECIDER_WORDS: Record<NonNullable<ApprovalView["decided_by"]>, string> = {
-  you: "you",
-  handler: "the approval handler",
-  policy: "policy",
-  runtime: "the runtime",
-  auto: "the scripted operator",
-};
+/** Who decided and from where, as the decision line says it ("Approved from the terminal"). */
+export function deciderWords(by: ApprovalView["decided_by"], via: ApprovalView["decided_via"]): string {
+  switch (by) {
+    case "human":
+      switch (via) {
+        case "widget":
+          return "by you";
+        case "handle":
+          return "from code in the notebook";
+        case "store":
+          return "through the run store";
+        case "cli":
+          return "from the terminal";
+        case "human_input":
+          return "by the human input";
+        default:
+          return "by a person";
+      }
+    case "handler":
+      return "by the approval handler";
+    case "policy":
+      return via === "widget" ? "by \u201cAlways allow\u201d" : "by a rule";
+    case "timeout":
+      return "";
+    case "stop":
+      return "by Stop";
+    case "runtime":
+      return "by the runtime";
+    default:
+      return "";
+  }
+}
 
 /** Reasons longer than this (or with more lines) are folded. */
 export const REASON_FOLD_CHARS = 400;
@@ -42,7 +67,8 @@ const isLong = (text: string): boolean =>
 export function approvalRecord(a: ApprovalView): HTMLElement {
   const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
   line.append(h("strong", {}, STATUS_WORDS[a.status]));
-  if (a.decided_by) line.append(` by ${DECIDER_WORDS[a.decided_by]}`);
+  const who = deciderWords(a.decided_by, a.decided_via ?? null);
+  if (who) line.append(` ${who}`);
   if (a.decided_at) {
     line.append(" at ", h("time", { datetime: a.decided_at }, formatTime(a.decided_at)));
   }
@@ -91,7 +117,7 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     type: "text",
     class: "anvia-input anvia-reject-reason",
     placeholder: "Reason (optional)",
-    "aria-label": "Reject reason (optional)",
+    "aria-label": "Reason for the decision (optional)",
   });
   const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
   const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
@@ -129,7 +155,7 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     await ctx.submit({
       kind: "approval",
       approved,
-      reason: approved ? null : reasonInput.value.trim() || null,
+      reason: reasonInput.value.trim() || null,
       edited_args: edited,
       always_allow: approved && always.checked,
     });

@@ -1,0 +1,230 @@
+"""Deciding an interaction: one check and one way to write the outcome into its record.
+
+Whoever decides (an approval handler, a human input, a widget click, ``RunHandle``, ``RunStore``
+in any process, the command line, a time limit, Stop, the end of a run) builds a
+:class:`Resolution`; :func:`check_resolution` refuses what the run could not use (edited
+arguments the tool's input does not accept, answers that break the question contract) before
+anything is recorded, and :func:`decided` writes it into the record. The run and the store use
+the same two functions, so they never disagree about what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import DecisionRefusedError
+from .question_types import Answer, check_operator_answers, describe_validation_error
+from .records import (
+    DEFAULT_REJECT_MESSAGE,
+    ApprovalRecord,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    utc_now,
+)
+
+__all__ = [
+    "Resolution",
+    "check_resolution",
+    "decided",
+    "refused_twice",
+]
+
+Record = ApprovalRecord | QuestionRecord
+Status = Literal["approved", "rejected", "answered", "cancelled", "timed_out"]
+
+
+@dataclass
+class Resolution:
+    """How an interaction ends: the status, who decided and from where, and the decision (the
+    reason and edited arguments of an approval, the answers of a question)."""
+
+    status: Status
+    decided_by: DecidedBy = "human"
+    decided_via: DecidedVia | None = None
+    reason: str | None = None
+    args: dict[str, Any] | None = None
+    answers: list[Answer] = field(default_factory=list)
+    reject_message: str | None = None
+
+    @property
+    def approved(self) -> bool:
+        return self.status == "approved"
+
+    @classmethod
+    def approval(
+        cls,
+        approved: bool,
+        *,
+        decided_by: DecidedBy = "human",
+        decided_via: DecidedVia | None = None,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+        reject_message: str | None = None,
+    ) -> Resolution:
+        return cls(
+            status="approved" if approved else "rejected",
+            decided_by=decided_by,
+            decided_via=decided_via,
+            reason=(reason or "").strip() or None,
+            args=args if approved else None,
+            reject_message=reject_message,
+        )
+
+    @classmethod
+    def of_record(cls, record: Record) -> Resolution:
+        """The decision a decided record holds (to apply a stored decision again)."""
+        assert record.status != "pending"
+        if isinstance(record, ApprovalRecord):
+            return cls(
+                status=record.status,
+                decided_by=record.decided_by or "human",
+                decided_via=record.decided_via,
+                reason=record.decision_reason,
+                args=record.edited_args if isinstance(record.edited_args, dict) else None,
+            )
+        return cls(
+            status=record.status,
+            decided_by=record.decided_by or "human",
+            decided_via=record.decided_via,
+            answers=list(record.answers),
+        )
+
+    def stored(self) -> dict[str, Any]:
+        """The decision as JSON (kept beside the record for readers of older stores)."""
+        if self.status == "answered":
+            return {"answers": [a.to_wire() for a in self.answers], "decided_by": self.decided_by}
+        stored = {
+            "approved": self.approved,
+            "reason": self.reason,
+            "args": self.args,
+            "decided_by": self.decided_by,
+        }
+        if self.reject_message is not None:
+            stored["reject_message"] = self.reject_message
+        return stored
+
+
+def check_resolution(
+    record: Record,
+    resolution: Resolution,
+    *,
+    input_model: type[BaseModel] | None = None,
+    args_schema: Mapping[str, Any] | None = None,
+) -> Resolution:
+    """Refuse (``DecisionRefusedError``) what the run could not use; returns the resolution
+    with its answers in question order.
+
+    Edited arguments (with an approval) must be a JSON object that the tool's input model
+    accepts (``input_model`` in the run's process, else its stored JSON Schema
+    ``args_schema``); answers must answer each question exactly once.
+    """
+    if record.status != "pending":
+        raise refused_twice(record)
+    if isinstance(record, ApprovalRecord):
+        if resolution.status == "answered":
+            raise DecisionRefusedError(f"{record.id!r} is an approval, not a question.")
+        if resolution.approved and resolution.args is not None:
+            _check_args(record.tool_name, resolution.args, input_model, args_schema)
+        return resolution
+    if resolution.status in ("approved", "rejected"):
+        raise DecisionRefusedError(f"{record.id!r} is a question, not an approval.")
+    if resolution.status == "answered":
+        checked = check_operator_answers(record.questions, resolution.answers)
+        if isinstance(checked, str):
+            raise DecisionRefusedError(checked)
+        resolution.answers = checked
+    return resolution
+
+
+def answers_resolution(
+    answers: Sequence[Any], *, decided_by: DecidedBy = "human", decided_via: DecidedVia | None
+) -> Resolution:
+    """A resolution answering a question with ``answers`` (checked by :func:`check_resolution`)."""
+    if isinstance(answers, (str, bytes, Mapping)) or not isinstance(answers, Sequence):
+        raise DecisionRefusedError(
+            "Answers must be a list of {questionId, answer, choice?, custom?} objects."
+        )
+    return Resolution(
+        "answered",
+        decided_by=decided_by,
+        decided_via=decided_via,
+        answers=list(answers),
+    )
+
+
+def _check_args(
+    tool_name: str,
+    args: Any,
+    input_model: type[BaseModel] | None,
+    args_schema: Mapping[str, Any] | None,
+) -> None:
+    if not isinstance(args, dict):
+        raise DecisionRefusedError("The edited arguments must be a JSON object.")
+    if input_model is not None:
+        try:
+            input_model.model_validate(args)
+        except ValidationError as error:
+            raise DecisionRefusedError(
+                f"The edited arguments are not valid for {tool_name}: "
+                f"{describe_validation_error(error)}"
+            ) from None
+        return
+    if args_schema is not None:
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(args_schema)
+        problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+        if problems:
+            text = "; ".join(
+                f"{'.'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}"
+                for e in problems[:5]
+            )
+            raise DecisionRefusedError(
+                f"The edited arguments are not valid for {tool_name}: {text}"
+            )
+
+
+def refused_twice(record: Record) -> DecisionRefusedError:
+    kind = "approval" if isinstance(record, ApprovalRecord) else "question"
+    return DecisionRefusedError(
+        f"This {kind} is already {record.status.replace('_', ' ')}; a second decision is refused."
+    )
+
+
+def rejection_text(resolution: Resolution, record: ApprovalRecord) -> str:
+    """What the model is told of a rejected call: the first present of the decision's reject
+    message, its reason, the request's reject message, and the default text (as in Anvia)."""
+    return (
+        resolution.reject_message
+        or resolution.reason
+        or record.reject_message
+        or DEFAULT_REJECT_MESSAGE
+    )
+
+
+def decided(record: Record, resolution: Resolution) -> Record:
+    """A copy of ``record`` with ``resolution`` written in: the status, who decided and from
+    where, when, and the approval's reason and edited arguments or the question's answers."""
+    now = utc_now()
+    update: dict[str, Any] = {
+        "status": resolution.status,
+        "decided_by": resolution.decided_by,
+        "decided_via": resolution.decided_via,
+        "resolved_at": now,
+    }
+    if isinstance(record, ApprovalRecord):
+        if resolution.status == "rejected":
+            update["decision_reason"] = rejection_text(resolution, record)
+        else:
+            update["decision_reason"] = resolution.reason
+        update["edited_args"] = resolution.args if resolution.approved else None
+    else:
+        answered = resolution.status == "answered"
+        update["answers"] = list(resolution.answers) if answered else []
+        update["answered_at" if answered else "cancelled_at"] = now
+    return record.model_copy(update=update, deep=True)

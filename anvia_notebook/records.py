@@ -1,0 +1,114 @@
+"""Interaction records: every approval and every question put to a person, as one record.
+
+An :class:`ApprovalRecord` or a :class:`QuestionRecord` is the single source of truth about one
+interaction: the run, the widget, ``RunHandle``, the run store, the command line and the trace
+all read it. :data:`Interaction` is their union, discriminated by ``kind``. How a record goes
+from ``pending`` to its outcome is :func:`decided` (one function for every decider).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .question_types import Answer, Question
+
+__all__ = [
+    "DEFAULT_REJECT_MESSAGE",
+    "ApprovalRecord",
+    "ApprovalStatus",
+    "DecidedBy",
+    "DecidedVia",
+    "Interaction",
+    "InteractionBase",
+    "QuestionRecord",
+    "QuestionStatus",
+    "decider",
+    "utc_now",
+]
+
+DEFAULT_REJECT_MESSAGE = "Tool approval was rejected."
+
+ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
+QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
+#: Who decided: a person, an approval handler, a rule (always allow, the scripted operator),
+#: the time limit, Stop, or the runtime itself (e.g. the run ended with it still open).
+DecidedBy = Literal["human", "handler", "policy", "timeout", "stop", "runtime"]
+#: Where a decision came from: the widget's buttons, ``RunHandle``, ``RunStore`` (code in any
+#: process), the command line, the run's approval handler, or its human input.
+DecidedVia = Literal["widget", "handle", "store", "cli", "handler", "human_input"]
+
+_DECIDED_BY: tuple[str, ...] = DecidedBy.__args__  # type: ignore[attr-defined]
+
+
+def decider(value: Any, default: DecidedBy = "runtime") -> DecidedBy:
+    """``value`` as a :data:`DecidedBy`: records and decisions of earlier versions said
+    ``"auto"`` for the scripted operator (a rule: ``"policy"``); anything else unknown is
+    ``default``."""
+    if value in _DECIDED_BY:
+        return value  # type: ignore[no-any-return]
+    return "policy" if value == "auto" else default
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class InteractionBase(BaseModel):
+    """What an approval and a question have in common."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    id: str
+    run_id: str
+    agent_id: str
+    #: The agents from the top-level run down to the one that asked (one name for a plain run).
+    path: list[str] = Field(default_factory=list)
+    tool_name: str
+    tool_call_id: str | None
+    internal_call_id: str = ""
+    requested_at: datetime = Field(default_factory=utc_now)
+    resolved_at: datetime | None = None
+    #: When a pending interaction times out, if it has a time limit.
+    expires_at: datetime | None = None
+    decided_by: DecidedBy | None = None
+    decided_via: DecidedVia | None = None
+
+    @field_validator("decided_by", mode="before")
+    @classmethod
+    def _known_decider(cls, value: Any) -> Any:
+        return None if value is None else decider(value)
+
+    @property
+    def pending(self) -> bool:
+        return self.status == "pending"  # type: ignore[attr-defined,no-any-return]
+
+
+class ApprovalRecord(InteractionBase):
+    """One approval: asked for a tool call, then decided (or cancelled, or timed out)."""
+
+    kind: Literal["approval"] = "approval"
+    args: Any
+    reason: str | None = None
+    #: What the model is told if the call is rejected and the decision gives no text.
+    reject_message: str | None = None
+    status: ApprovalStatus = "pending"
+    #: The reason given with the decision; for a rejection, exactly what the model was told.
+    decision_reason: str | None = None
+    edited_args: Any = None
+
+
+class QuestionRecord(InteractionBase):
+    """One ``ask_question`` call put to a person, and what became of it."""
+
+    kind: Literal["question"] = "question"
+    questions: list[Question]
+    status: QuestionStatus = "pending"
+    answers: list[Answer] = Field(default_factory=list)
+    answered_at: datetime | None = None
+    cancelled_at: datetime | None = None
+
+
+Interaction = Annotated[ApprovalRecord | QuestionRecord, Field(discriminator="kind")]
