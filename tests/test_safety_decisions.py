@@ -233,9 +233,7 @@ async def test_an_approval_decided_in_the_store_while_no_process_ran_is_settled_
 
     interactions = Interactions("run_1", store)
     interaction = interactions.open(record)
-    resolution = await asyncio.wait_for(
-        interactions.wait(interaction, None, "human", "widget"), 5
-    )
+    resolution = await asyncio.wait_for(interactions.wait(interaction, None, "human", "widget"), 5)
     assert (resolution.status, resolution.reason, resolution.decided_by) == (
         "approved",
         "while away",

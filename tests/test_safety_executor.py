@@ -190,7 +190,9 @@ async def test_an_approval_cancelled_elsewhere_without_a_reason_is_a_rejection(s
     [approval] = await pending_in(other, run.run_id)
     record = other.record(approval.id)
     won, _ = other.claim(
-        record.model_copy(update={"status": "cancelled", "decided_by": "human", "decided_via": "cli"})
+        record.model_copy(
+            update={"status": "cancelled", "decided_by": "human", "decided_via": "cli"}
+        )
     )
     assert won
     await asyncio.wait_for(run.wait(), 5)
@@ -243,7 +245,10 @@ async def test_a_question_the_runtime_ends_is_stored_as_ended_by_the_runtime(
     [record] = store.interactions(run.run_id)
     status, decision = store.decision(record.id)
     assert status == ("timed_out" if how == "timeout" else "cancelled")
-    assert decision is not None and decision["decided_by"] == {"timeout": "timeout", "stop": "stop"}.get(how, "runtime")
+    assert decision is not None and decision["decided_by"] == {
+        "timeout": "timeout",
+        "stop": "stop",
+    }.get(how, "runtime")
 
 
 # -- resuming after a crash in the middle of a turn ----------------------------------------------------
