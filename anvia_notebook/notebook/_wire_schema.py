@@ -99,7 +99,6 @@ def wire_schema() -> dict[str, Any]:
         "$defs, generated from the pydantic models in anvia_notebook/notebook/_protocol.py (do "
         "not edit). The document itself is no message.",
         "type": "object",
-        "additionalProperties": False,
         "$defs": _json_values(dict(sorted(defs.items()))),
     }
 
