@@ -1,7 +1,9 @@
 """The widget wire protocol, kernel side: one pydantic model per message and entry.
 
-``docs/wire-protocol.md`` is the contract; the page's validators live in ``js/src/protocol.ts``
-(must match). The JSON files in ``tests/fixtures/protocol/`` are checked by both test suites.
+``docs/wire-protocol.md`` is the contract; the page's types are generated from these models
+(``python scripts/wire_schema.py``, then ``npm run gen:wire`` in js/) and its validators live in
+``js/src/protocol.ts`` (must match). The JSON files in ``tests/fixtures/protocol/`` are checked
+by both test suites.
 
 Models are strict (no coercion: ``"1"`` is not an int), unknown extra keys are ignored, like on
 the page. The kernel builds outbound messages as plain dicts (cheap per text delta) with the

@@ -1,9 +1,14 @@
 // The widget wire protocol (docs/wire-protocol.md), page side: types and runtime validators.
-// This is the single definition of the protocol in the front end.
+// The types are generated from the kernel's pydantic models (./generated/wire.ts, by
+// `npm run gen:wire`); this file names them for the rest of the front end and validates
+// messages at run time. Each validator's shape is typed by the generated type it checks, so a
+// field added to, dropped from or made optional in a model fails `npm run typecheck` until the
+// validator follows.
 import {
   arrayOf,
   bool,
   type Check,
+  type Shape,
   count,
   isPlainObject,
   json,
@@ -15,29 +20,76 @@ import {
   obj,
   optional,
   recordOf,
+  shape,
   str,
   union,
 } from "./validate";
 
+import type * as W from "./generated/wire";
+
+export type {
+  AnswerView,
+  ApprovalDecisionMsg,
+  ApprovalView,
+  AppendOp,
+  AddOp,
+  AssistantEntry,
+  ChoiceView,
+  Entry,
+  ErrorEntry,
+  EvalsMetricView,
+  EvalsMsg,
+  EvalsOpenCaseMsg,
+  EvalsRowView,
+  EvalsScoreView,
+  EvalsState,
+  EvalsSummary,
+  EvalsUpdateMsg,
+  InspectMessageView,
+  InspectMsg,
+  InspectReplyMsg,
+  InspectToolCallView,
+  InspectToolView,
+  InspectTurnView,
+  JsonValue,
+  NoticeEntry,
+  QuestionAnswersMsg,
+  QuestionItemView,
+  QuestionView,
+  ReasoningEntry,
+  ReplyMsg,
+  ResetOp,
+  SnapshotMsg,
+  Status,
+  StatusOp,
+  StopMsg,
+  StudioAgent,
+  StudioMsg,
+  StudioNewSessionMsg,
+  StudioOpenSessionMsg,
+  StudioSelectMsg,
+  StudioSendMsg,
+  StudioSessionView,
+  SyncMsg,
+  ToolEntry,
+  TranscriptState,
+  UserEntry,
+} from "./generated/wire";
+
+/** True when A and B are the same type (used below to tie runtime lists to the generated types). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+
 // ---------------------------------------------------------------- transcript state
 
+export type Transcript = W.TranscriptState;
+export type Choice = W.ChoiceView;
+export type Question = W.QuestionItemView;
+export type Answer = W.AnswerView;
+export type JsonObject = { [key: string]: W.JsonValue };
+export type EntryKind = W.Entry["kind"];
+
 export const RUN_STATES = ["idle", "running", "waiting", "success", "error", "cancelled"] as const;
-export type RunState = (typeof RUN_STATES)[number];
-
-export interface Status {
-  state: RunState;
-  turn: number;
-  input_tokens: number;
-  output_tokens: number;
-  error: string | null;
-  agent_id: string;
-  /** The run shown (a Studio's latest); absent or null before the first run. */
-  run_id?: string | null;
-  /** Once the run has ended (from its trace): ms to the first token, and of the whole run. */
-  first_token_ms?: number | null;
-  duration_ms?: number | null;
-}
-
+export type RunState = W.Status["state"];
 export const TOOL_STATUSES = [
   "running",
   "approval_required",
@@ -50,281 +102,49 @@ export const TOOL_STATUSES = [
   "error",
   "skipped",
 ] as const;
-export type ToolStatus = (typeof TOOL_STATUSES)[number];
-
+export type ToolStatus = W.ToolEntry["status"];
 export const APPROVAL_STATUSES = ["pending", "approved", "rejected", "cancelled", "timed_out"] as const;
-export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+export type ApprovalStatus = W.ApprovalView["status"];
 export const DECIDERS = ["you", "handler", "policy", "runtime", "auto"] as const;
-export type Decider = (typeof DECIDERS)[number];
-
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
-
-export interface ApprovalView {
-  id: string;
-  status: ApprovalStatus;
-  reason: string | null;
-  args: JsonValue;
-  decided_by: Decider | null;
-  decided_at: string | null;
-  decision_reason: string | null;
-  edited_args: JsonObject | null;
-  /** While pending with a time limit: when it times out (ISO time). Added later: may be absent. */
-  expires_at?: string | null;
-}
-
+export type Decider = NonNullable<W.ApprovalView["decided_by"]>;
 export const QUESTION_STATUSES = ["pending", "answered", "cancelled", "timed_out"] as const;
-export type QuestionStatus = (typeof QUESTION_STATUSES)[number];
+export type QuestionStatus = W.QuestionView["status"];
+export const APPEND_FIELDS = ["text", "arguments", "output"] as const;
+export type AppendField = W.AppendOp["field"];
+export const EVALS_STATUSES = ["pending", "running", "done", "stopped"] as const;
+export type EvalsStatus = W.EvalsSummary["status"];
+export const EVALS_CASE_STATUSES = ["pending", "running", "success", "error", "cancelled"] as const;
+export type EvalsCaseStatus = W.EvalsRowView["status"];
 
-export interface Choice {
-  label: string;
-  value: string;
-}
-export interface Question {
-  id: string;
-  question: string;
-  choices: Choice[];
-}
-export interface Answer {
-  questionId: string;
-  answer: string;
-  choice?: string | null;
-  custom?: boolean | null;
-}
-export interface QuestionView {
-  id: string;
-  status: QuestionStatus;
-  questions: Question[];
-  answers: Answer[];
-  /** While pending with a time limit: when it times out (ISO time). Added later: may be absent. */
-  expires_at?: string | null;
-}
-
-export interface UserEntry {
-  kind: "user";
-  id: string;
-  text: string;
-}
-export interface AssistantEntry {
-  kind: "assistant";
-  id: string;
-  turn: number;
-  text: string;
-}
-export interface ReasoningEntry {
-  kind: "reasoning";
-  id: string;
-  turn: number;
-  text: string;
-}
-export interface ToolEntry {
-  kind: "tool";
-  id: string;
-  turn: number;
-  tool_name: string;
-  tool_call_id: string;
-  arguments: string;
-  status: ToolStatus;
-  result: string | null;
-  is_error: boolean;
-  output: string;
-  approval: ApprovalView | null;
-  question: QuestionView | null;
-}
-export interface ErrorEntry {
-  kind: "error";
-  id: string;
-  text: string;
-}
-export interface NoticeEntry {
-  kind: "notice";
-  id: string;
-  text: string;
-}
-export type Entry = UserEntry | AssistantEntry | ReasoningEntry | ToolEntry | ErrorEntry | NoticeEntry;
-export type EntryKind = Entry["kind"];
-
-export interface Transcript {
-  entries: Entry[];
-  status: Status;
-  seq: number;
-}
+// Each list above holds exactly the values of its generated type (a compile error otherwise).
+const LISTS_MATCH: [
+  Same<(typeof RUN_STATES)[number], RunState>,
+  Same<(typeof TOOL_STATUSES)[number], ToolStatus>,
+  Same<(typeof APPROVAL_STATUSES)[number], ApprovalStatus>,
+  Same<(typeof DECIDERS)[number], Decider>,
+  Same<(typeof QUESTION_STATUSES)[number], QuestionStatus>,
+  Same<(typeof APPEND_FIELDS)[number], AppendField>,
+  Same<(typeof EVALS_STATUSES)[number], EvalsStatus>,
+  Same<(typeof EVALS_CASE_STATUSES)[number], EvalsCaseStatus>,
+] = [true, true, true, true, true, true, true, true];
+void LISTS_MATCH;
 
 // ---------------------------------------------------------------- kernel to page
 
-export const APPEND_FIELDS = ["text", "arguments", "output"] as const;
-export type AppendField = (typeof APPEND_FIELDS)[number];
+type EntryField = W.Entry extends infer E ? (E extends W.Entry ? Exclude<keyof E, "kind" | "id"> : never) : never;
+type EntryFieldType<K extends EntryField> = W.Entry extends infer E ? (E extends Record<K, infer V> ? V : never) : never;
+/** Fields an entry may have (of any kind), minus `kind` and `id` (which a patch cannot change). */
+export type EntryChanges = { [K in EntryField]?: EntryFieldType<K> };
 
-/** Fields an entry may have, minus `kind` and `id` (which a patch cannot change). */
-export type EntryChanges = Partial<Omit<UserEntry, "kind" | "id">> &
-  Partial<Omit<AssistantEntry, "kind" | "id">> &
-  Partial<Omit<ToolEntry, "kind" | "id">>;
-
-export type Op =
-  | { op: "add"; entry: Entry }
-  | { op: "append"; id: string; field: AppendField; text: string }
-  | { op: "patch"; id: string; changes: EntryChanges }
-  | { op: "status"; status: Status }
-  | { op: "reset" };
-
-export interface StudioAgent {
-  id: string;
-  name: string;
-  description: string | null;
-}
-
-/** An earlier stored Studio session the page offers to open. */
-export interface StudioSessionView {
-  id: string;
-  title: string;
-  agent_id: string;
-  /** ISO date and time of its last run. */
-  updated_at: string;
-}
-
-export type SnapshotMsg = { type: "snapshot"; seq: number; transcript: Transcript };
-export type BatchMsg = { type: "batch"; seq: number; ops: Op[] };
-export type ReplyMsg = { type: "reply"; request_id: string; ok: boolean; error: string | null };
-export type StudioMsg = {
-  type: "studio";
-  agents: StudioAgent[];
-  selected: string;
-  quick_prompts: Record<string, string[]>;
-  busy: boolean;
-  /** Earlier stored sessions, newest first (absent or null: none). */
-  sessions?: StudioSessionView[] | null;
-};
-// ---------------------------------------------------------------- evals (a report's widget)
-
-export const EVALS_STATUSES = ["pending", "running", "done", "stopped"] as const;
-export type EvalsStatus = (typeof EVALS_STATUSES)[number];
-export const EVALS_CASE_STATUSES = ["pending", "running", "success", "error", "cancelled"] as const;
-export type EvalsCaseStatus = (typeof EVALS_CASE_STATUSES)[number];
-
-/** One metric's score of one case: a bool, a number, or null (failed or not scored). */
-export interface EvalsScoreView {
-  metric: string;
-  value: boolean | number | null;
-  passed: boolean | null;
-  error: string | null;
-  reason: string | null;
-}
-/** One case's row (`index` 0-based, in case order); text fields are previews. */
-export interface EvalsRowView {
-  index: number;
-  name: string;
-  input: string;
-  status: EvalsCaseStatus;
-  passed: boolean | null;
-  output: string;
-  error: string | null;
-  duration_ms: number | null;
-  tokens: number | null;
-  run_id: string | null;
-  scores: EvalsScoreView[];
-}
-export interface EvalsSummary {
-  title: string;
-  status: EvalsStatus;
-  total: number;
-  finished: number;
-  errors: number;
-  elapsed_ms: number;
-  eta_ms: number | null;
-  pass_rate: number | null;
-  metrics: { name: string; mean: number | null }[];
-  /** The case whose transcript the widget shows, or null. */
-  open: number | null;
-}
-export type EvalsMsg = { type: "evals"; seq: number; report: { summary: EvalsSummary; rows: EvalsRowView[] } };
-export type EvalsUpdateMsg = { type: "evals_update"; seq: number; summary: EvalsSummary; rows: EvalsRowView[] };
-
-/** One model call of a run's trace, as the Inspect view shows it (texts bounded by the kernel). */
-export interface InspectTurnView {
-  index: number;
-  turn: number;
-  model: string | null;
-  provider: string | null;
-  started_at: string | null;
-  first_token_ms: number | null;
-  duration_ms: number | null;
-  attempts: number;
-  error: string | null;
-  input_tokens: number;
-  output_tokens: number;
-  cached_tokens: number | null;
-  instructions: string | null;
-  /** The tools offered, each with its JSON schema as pretty-printed text. */
-  tools: { name: string; description: string; parameters: string }[];
-  settings: string;
-  /** The last messages of the request, and how many there were. */
-  messages: { role: string; text: string }[];
-  message_count: number;
-  response_text: string;
-  reasoning: string;
-  finish_reason: string | null;
-  response_tool_calls: string;
-  tool_calls: {
-    id: string;
-    name: string;
-    status: string | null;
-    args: string;
-    result: string | null;
-    duration_ms: number | null;
-    approval: string | null;
-    question: string | null;
-  }[];
-}
-export type InspectReplyMsg = {
-  type: "inspect_reply";
-  request_id: string;
-  ok: boolean;
-  error: string | null;
-  /** How many model calls the run made. */
-  count: number;
-  turn: InspectTurnView | null;
-};
-
-export type KernelMessage = SnapshotMsg | BatchMsg | ReplyMsg | StudioMsg | EvalsMsg | EvalsUpdateMsg | InspectReplyMsg;
+/** A `patch` op; its `changes` (any JSON object on the wire) are checked field by field. */
+export type PatchOp = Omit<W.PatchOp, "changes"> & { changes: EntryChanges };
+export type Op = Exclude<W.Op, W.PatchOp> | PatchOp;
+export type BatchMsg = Omit<W.BatchMsg, "ops"> & { ops: Op[] };
+export type KernelMessage = Exclude<W.KernelMessage, W.BatchMsg> | BatchMsg;
 
 // ---------------------------------------------------------------- page to kernel
 
-export type SyncMsg = { type: "sync"; request_id: string };
-export type ApprovalDecisionMsg = {
-  type: "approval_decision";
-  request_id: string;
-  approval_id: string;
-  approved: boolean;
-  reason: string | null;
-  edited_args: JsonObject | null;
-  always_allow: boolean;
-};
-export type QuestionAnswersMsg = {
-  type: "question_answers";
-  request_id: string;
-  question_id: string;
-  answers: Answer[];
-};
-export type StopMsg = { type: "stop"; request_id: string; reason: string | null };
-export type StudioSendMsg = { type: "studio_send"; request_id: string; agent_id: string; text: string };
-/** Show the conversation with `agent_id` (each agent has its own): a snapshot of it follows. */
-export type StudioSelectMsg = { type: "studio_select"; request_id: string; agent_id: string };
-export type StudioNewSessionMsg = { type: "studio_new_session"; request_id: string };
-export type StudioOpenSessionMsg = { type: "studio_open_session"; request_id: string; session_id: string };
-export type EvalsOpenCaseMsg = { type: "evals_open_case"; request_id: string; index: number };
-/** Ask for model call `index` of the run's trace (null: the latest); answered by `inspect_reply`. */
-export type InspectMsg = { type: "inspect"; request_id: string; index: number | null };
-export type PageMessage =
-  | InspectMsg
-  | SyncMsg
-  | ApprovalDecisionMsg
-  | QuestionAnswersMsg
-  | StopMsg
-  | StudioSendMsg
-  | StudioSelectMsg
-  | StudioNewSessionMsg
-  | StudioOpenSessionMsg
-  | EvalsOpenCaseMsg;
+export type PageMessage = W.InboundMessage;
 
 /** A page message before the session stamps its request_id. */
 export type PageRequest = PageMessage extends infer M
@@ -335,7 +155,7 @@ export type PageRequest = PageMessage extends infer M
 
 // ---------------------------------------------------------------- validators
 
-const statusCheck = obj({
+const statusCheck = shape<W.Status>({
   state: literal(...RUN_STATES),
   turn: count,
   input_tokens: count,
@@ -347,7 +167,7 @@ const statusCheck = obj({
   duration_ms: optional(milliseconds),
 });
 
-const approvalCheck = obj({
+const approvalCheck = shape<W.ApprovalView>({
   id: nonEmptyStr,
   status: literal(...APPROVAL_STATUSES),
   reason: nullable(str),
@@ -359,25 +179,29 @@ const approvalCheck = obj({
   expires_at: optional(str),
 });
 
-const answerCheck = obj({
+const answerCheck = shape<W.AnswerView>({
   questionId: str,
   answer: str,
   choice: optional(str),
   custom: optional(bool),
 });
 
-const questionCheck = obj({
+const questionCheck = shape<W.QuestionView>({
   id: nonEmptyStr,
   status: literal(...QUESTION_STATUSES),
   questions: arrayOf(
-    obj({ id: str, question: str, choices: arrayOf(obj({ label: str, value: str })) }),
+    shape<W.QuestionItemView>({
+      id: str,
+      question: str,
+      choices: arrayOf(shape<W.ChoiceView>({ label: str, value: str })),
+    }),
   ),
   answers: arrayOf(answerCheck),
   expires_at: optional(str),
 });
 
 /** Checks per entry field, shared by whole entries and by `patch` changes. */
-const FIELD_CHECKS: Record<string, Check> = {
+const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
   text: str,
   turn: count,
   tool_name: str,
@@ -391,66 +215,68 @@ const FIELD_CHECKS: Record<string, Check> = {
   question: nullable(questionCheck),
 };
 
-const ENTRY_FIELDS: Record<EntryKind, readonly string[]> = {
-  user: ["text"],
-  assistant: ["turn", "text"],
-  reasoning: ["turn", "text"],
-  tool: [
-    "turn",
-    "tool_name",
-    "tool_call_id",
-    "arguments",
-    "status",
-    "result",
-    "is_error",
-    "output",
-    "approval",
-    "question",
-  ],
-  error: ["text"],
-  notice: ["text"],
+/** The fields of each entry kind, but `kind` (the union's tag). */
+const f = FIELD_CHECKS;
+const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>, "kind">> } = {
+  user: { id: nonEmptyStr, text: f.text },
+  assistant: { id: nonEmptyStr, turn: f.turn, text: f.text },
+  reasoning: { id: nonEmptyStr, turn: f.turn, text: f.text },
+  tool: {
+    id: nonEmptyStr,
+    turn: f.turn,
+    tool_name: f.tool_name,
+    tool_call_id: f.tool_call_id,
+    arguments: f.arguments,
+    status: f.status,
+    result: f.result,
+    is_error: f.is_error,
+    output: f.output,
+    approval: f.approval,
+    question: f.question,
+  },
+  error: { id: nonEmptyStr, text: f.text },
+  notice: { id: nonEmptyStr, text: f.text },
 };
 
 export const entryHasField = (kind: EntryKind, field: string): boolean =>
-  ENTRY_FIELDS[kind].includes(field);
-
-const entryShape = (kind: EntryKind): Check =>
-  obj({
-    id: nonEmptyStr,
-    ...Object.fromEntries(ENTRY_FIELDS[kind].map((f) => [f, FIELD_CHECKS[f] as Check])),
-  });
+  field !== "id" && Object.prototype.hasOwnProperty.call(ENTRY_SHAPES[kind], field);
 
 const entryCheck = union(
   "kind",
-  Object.fromEntries(Object.keys(ENTRY_FIELDS).map((k) => [k, entryShape(k as EntryKind)])),
+  Object.fromEntries(Object.entries(ENTRY_SHAPES).map(([k, checks]) => [k, obj(checks as Record<string, Check>)])),
 );
 
+const FIELDS = FIELD_CHECKS as Record<string, Check>;
 const changesCheck: Check = (v, p) => {
   if (!isPlainObject(v)) return `${p}: expected an object`;
   for (const [key, value] of Object.entries(v)) {
-    const check = FIELD_CHECKS[key];
-    if (!check) return `${p}.${key}: not a field a patch can change`;
-    const err = check(value, `${p}.${key}`);
+    if (!Object.prototype.hasOwnProperty.call(FIELDS, key)) return `${p}.${key}: not a field a patch can change`;
+    const err = (FIELDS[key] as Check)(value, `${p}.${key}`);
     if (err) return err;
   }
   return null;
 };
 
-const opCheck = union("op", {
-  add: obj({ entry: entryCheck }),
-  append: obj({ id: nonEmptyStr, field: literal(...APPEND_FIELDS), text: str }),
-  patch: obj({ id: nonEmptyStr, changes: changesCheck }),
-  status: obj({ status: statusCheck }),
-  reset: obj({}),
-});
+/** A union member's fields, but its tag (checked by `union`). */
+type OpBody<T> = Omit<T, "op">;
+type Msg<T> = Omit<T, "type">;
 
-const transcriptCheck = obj({ entries: arrayOf(entryCheck), status: statusCheck, seq: count });
+const OP_CHECKS: Record<W.Op["op"], Check> = {
+  add: shape<OpBody<W.AddOp>>({ entry: entryCheck }),
+  append: shape<OpBody<W.AppendOp>>({ id: nonEmptyStr, field: literal(...APPEND_FIELDS), text: str }),
+  patch: shape<OpBody<W.PatchOp>>({ id: nonEmptyStr, changes: changesCheck }),
+  status: shape<OpBody<W.StatusOp>>({ status: statusCheck }),
+  reset: shape<OpBody<W.ResetOp>>({}),
+};
+const opCheck = union("op", OP_CHECKS);
+
+const transcriptCheck = shape<W.TranscriptState>({ entries: arrayOf(entryCheck), status: statusCheck, seq: count });
 
 /** A finite number (JSON has no NaN or infinity). */
 const finite: Check = (v, p) => (typeof v === "number" && Number.isFinite(v) ? null : `${p}: expected a number`);
 const scoreValue: Check = (v, p) => (v === null || typeof v === "boolean" ? null : finite(v, p));
 
-const evalsSummaryCheck = obj({
+const evalsSummaryCheck = shape<W.EvalsSummary>({
   title: str,
   status: literal(...EVALS_STATUSES),
   total: count,
@@ -459,11 +285,11 @@ const evalsSummaryCheck = obj({
   elapsed_ms: count,
   eta_ms: nullable(count),
   pass_rate: nullable(finite),
-  metrics: arrayOf(obj({ name: str, mean: nullable(finite) })),
+  metrics: arrayOf(shape<W.EvalsMetricView>({ name: str, mean: nullable(finite) })),
   open: nullable(count),
 });
 
-const evalsRowCheck = obj({
+const evalsRowCheck = shape<W.EvalsRowView>({
   index: count,
   name: str,
   input: str,
@@ -475,11 +301,17 @@ const evalsRowCheck = obj({
   tokens: nullable(count),
   run_id: nullable(str),
   scores: arrayOf(
-    obj({ metric: str, value: scoreValue, passed: nullable(bool), error: nullable(str), reason: nullable(str) }),
+    shape<W.EvalsScoreView>({
+      metric: str,
+      value: scoreValue,
+      passed: nullable(bool),
+      error: nullable(str),
+      reason: nullable(str),
+    }),
   ),
 });
 
-const inspectTurnCheck = obj({
+const inspectTurnCheck = shape<W.InspectTurnView>({
   index: count,
   turn: count,
   model: nullable(str),
@@ -493,16 +325,16 @@ const inspectTurnCheck = obj({
   output_tokens: count,
   cached_tokens: nullable(count),
   instructions: nullable(str),
-  tools: arrayOf(obj({ name: str, description: str, parameters: str })),
+  tools: arrayOf(shape<W.InspectToolView>({ name: str, description: str, parameters: str })),
   settings: str,
-  messages: arrayOf(obj({ role: str, text: str })),
+  messages: arrayOf(shape<W.InspectMessageView>({ role: str, text: str })),
   message_count: count,
   response_text: str,
   reasoning: str,
   finish_reason: nullable(str),
   response_tool_calls: str,
   tool_calls: arrayOf(
-    obj({
+    shape<W.InspectToolCallView>({
       id: str,
       name: str,
       status: nullable(str),
@@ -516,19 +348,24 @@ const inspectTurnCheck = obj({
 });
 
 const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
-  snapshot: obj({ seq: count, transcript: transcriptCheck }),
-  batch: obj({ seq: count, ops: arrayOf(opCheck) }),
-  reply: obj({ request_id: nonEmptyStr, ok: bool, error: nullable(str) }),
-  studio: obj({
-    agents: arrayOf(obj({ id: nonEmptyStr, name: str, description: nullable(str) })),
+  snapshot: shape<Msg<W.SnapshotMsg>>({ seq: count, transcript: transcriptCheck }),
+  batch: shape<Msg<W.BatchMsg>>({ seq: count, ops: arrayOf(opCheck) }),
+  reply: shape<Msg<W.ReplyMsg>>({ request_id: nonEmptyStr, ok: bool, error: nullable(str) }),
+  studio: shape<Msg<W.StudioMsg>>({
+    agents: arrayOf(shape<W.StudioAgent>({ id: nonEmptyStr, name: str, description: nullable(str) })),
     selected: str,
     quick_prompts: recordOf(arrayOf(str)),
     busy: bool,
-    sessions: optional(arrayOf(obj({ id: nonEmptyStr, title: str, agent_id: str, updated_at: str }))),
+    sessions: optional(
+      arrayOf(shape<W.StudioSessionView>({ id: nonEmptyStr, title: str, agent_id: str, updated_at: str })),
+    ),
   }),
-  evals: obj({ seq: count, report: obj({ summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }) }),
-  evals_update: obj({ seq: count, summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }),
-  inspect_reply: obj({
+  evals: shape<Msg<W.EvalsMsg>>({
+    seq: count,
+    report: shape<W.EvalsState>({ summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }),
+  }),
+  evals_update: shape<Msg<W.EvalsUpdateMsg>>({ seq: count, summary: evalsSummaryCheck, rows: arrayOf(evalsRowCheck) }),
+  inspect_reply: shape<Msg<W.InspectReplyMsg>>({
     request_id: nonEmptyStr,
     ok: bool,
     error: nullable(str),
@@ -539,8 +376,8 @@ const KERNEL_CHECKS: Record<KernelMessage["type"], Check> = {
 
 const rid = { request_id: nonEmptyStr };
 const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
-  sync: obj(rid),
-  approval_decision: obj({
+  sync: shape<Msg<W.SyncMsg>>(rid),
+  approval_decision: shape<Msg<W.ApprovalDecisionMsg>>({
     ...rid,
     approval_id: nonEmptyStr,
     approved: bool,
@@ -548,14 +385,14 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
     edited_args: nullable(jsonObject),
     always_allow: bool,
   }),
-  question_answers: obj({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
-  stop: obj({ ...rid, reason: nullable(str) }),
-  studio_send: obj({ ...rid, agent_id: nonEmptyStr, text: str }),
-  studio_select: obj({ ...rid, agent_id: nonEmptyStr }),
-  studio_new_session: obj(rid),
-  studio_open_session: obj({ ...rid, session_id: nonEmptyStr }),
-  evals_open_case: obj({ ...rid, index: count }),
-  inspect: obj({ ...rid, index: nullable(count) }),
+  question_answers: shape<Msg<W.QuestionAnswersMsg>>({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
+  stop: shape<Msg<W.StopMsg>>({ ...rid, reason: nullable(str) }),
+  studio_send: shape<Msg<W.StudioSendMsg>>({ ...rid, agent_id: nonEmptyStr, text: str }),
+  studio_select: shape<Msg<W.StudioSelectMsg>>({ ...rid, agent_id: nonEmptyStr }),
+  studio_new_session: shape<Msg<W.StudioNewSessionMsg>>(rid),
+  studio_open_session: shape<Msg<W.StudioOpenSessionMsg>>({ ...rid, session_id: nonEmptyStr }),
+  evals_open_case: shape<Msg<W.EvalsOpenCaseMsg>>({ ...rid, index: count }),
+  inspect: shape<Msg<W.InspectMsg>>({ ...rid, index: nullable(count) }),
 };
 
 export type Validation<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -575,7 +412,7 @@ export const validatePageMessage = (v: unknown): Validation<PageMessage> =>
 export const validateMessage = (v: unknown): Validation<KernelMessage | PageMessage> =>
   run(union("type", { ...KERNEL_CHECKS, ...PAGE_CHECKS }), v);
 
-export const validateEntry = (v: unknown): Validation<Entry> => run(entryCheck, v);
+export const validateEntry = (v: unknown): Validation<W.Entry> => run(entryCheck, v);
 
 export const TOOL_STATUS_LABELS: Record<ToolStatus, string> = {
   running: "Running",

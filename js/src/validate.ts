@@ -93,6 +93,19 @@ export const obj =
     return null;
   };
 
+/** A check for a key every message has: not made with `optional`. */
+type RequiredCheck = Check & { [OPTIONAL]?: never };
+
+/**
+ * Checks for exactly the keys of `T`: an `optional` check where `T`'s key is optional, any
+ * other check where it is required. Missing, unknown or wrongly optional keys do not compile,
+ * so a validator written as `shape<SomeType>({...})` follows its type.
+ */
+export type Shape<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? OptionalCheck : RequiredCheck };
+
+/** `obj` for the keys of a type (see `Shape`). */
+export const shape = <T>(checks: Shape<T>): Check => obj(checks as Record<string, Check>);
+
 /** Discriminated union on `key`. */
 export const union =
   (key: string, variants: Record<string, Check>): Check =>
