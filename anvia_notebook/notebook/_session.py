@@ -26,7 +26,9 @@ from ..events import (
     FinalEvent,
     RunEvent,
     ToolApprovalRequestEvent,
+    ToolApprovalResultEvent,
     ToolQuestionRequestEvent,
+    ToolQuestionResultEvent,
     TurnEndEvent,
 )
 from . import _capture, _display
@@ -57,6 +59,15 @@ __all__ = ["FLUSH_NOW", "LIVE_SLOT_CLASS", "TranscriptSession"]
 
 logger = logging.getLogger("anvia_notebook")
 
+#: Events that open or close an interaction: the saved copy in the cell is rewritten.
+INTERACTION_EVENTS: frozenset[type[Any]] = frozenset(
+    (
+        ToolApprovalRequestEvent,
+        ToolApprovalResultEvent,
+        ToolQuestionRequestEvent,
+        ToolQuestionResultEvent,
+    )
+)
 #: The class of the element around a static copy that a page with the live model covers.
 LIVE_SLOT_CLASS = "anvia-live-slot"
 
@@ -323,6 +334,9 @@ class TranscriptSession:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
             self.batcher.flush()
+        if kind in INTERACTION_EVENTS and self._displays:
+            # A notebook saved now shows what waits (or what was decided), and how to go on.
+            self.refresh_displays()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:
         run = self.run

@@ -1,8 +1,10 @@
 """A static copy of a transcript, for places where no widget runs (GitHub, nbviewer, text).
 
-:func:`render_html` gives escaped HTML without any script, style sheet or event attribute:
-every text (model markdown included) is escaped and shown as preformatted text, and tool calls
-are ``<details>`` blocks. :func:`render_text` gives a plain-text version.
+:func:`render_html` gives HTML without any script, style sheet or event attribute: the model's
+replies are markdown rendered and sanitised as the live view draws them, every other text is
+escaped and shown as preformatted text, and tool calls are ``<details>`` blocks. A copy made
+while the run waits for a person says what waits, the run's id, and how to resume or decide
+it. :func:`render_text` gives a plain-text version.
 
 A reply is labelled as the live page labels it: in a Studio (``agent_names`` given), with the name
 of the agent whose conversation the copy shows (its id when it has no name); "Assistant"
@@ -20,6 +22,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from ._markdown import render_markdown
 from ._protocol import TOOL_STATUS_LABELS
 
 __all__ = ["render_html", "render_text"]
@@ -32,6 +35,14 @@ _STATE_LABELS = {
     "error": "Error",
     "cancelled": "Cancelled",
 }
+_BY_PERSON = {
+    "widget": "by you",
+    "handle": "from code in the notebook",
+    "store": "through the run store",
+    "cli": "from the terminal",
+    "human_input": "by the human input",
+}
+_BY = {"handler": "by the approval handler", "stop": "by Stop", "runtime": "by the runtime"}
 #: The frame, font and colours of the widget (JupyterLab's theme variables where they exist), so
 #: that the copy replacing a finished run's widget looks like it.
 _ROOT = (
@@ -138,6 +149,61 @@ def _pre(text: str, budget: _Budget, style: str = _PRE) -> str:
     return f'<pre style="{style}">{_esc(text, MAX_FIELD, budget, sep=chr(10))}</pre>'
 
 
+def _markdown(text: str, budget: _Budget) -> str:
+    """Model markdown rendered and sanitised as the live view shows it, bounded like a field."""
+    limit = max(0, min(MAX_FIELD, budget.left))
+    kept = text[:limit]
+    html = render_markdown(kept)
+    budget.take(len(html))
+    if len(kept) < len(text):
+        html += f"<p><em>{escape(_more(len(text) - len(kept), ''))}</em></p>"
+    return f'<div class="anvia-static-markdown">{html}</div>'
+
+
+def _waiting_html(transcript: dict[str, Any]) -> str:
+    """For a copy saved while the run waits for a person: what waits, the run's id, and how to
+    go on from a kernel or a terminal."""
+    lines = _waiting_lines(transcript)
+    if not lines:
+        return ""
+    head, *rest = lines
+    items = "".join(f"<li><code>{escape(line)}</code></li>" for line in rest)
+    return (
+        f'<div style="{_BOX};border-color:#bf8700"><strong>{escape(head)}</strong>'
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def _waiting_lines(transcript: dict[str, Any]) -> list[str]:
+    run_id = transcript.get("status", {}).get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        return []
+    waiting = []
+    for entry in transcript.get("entries", []):
+        for field, command in (("approval", "approve"), ("question", "answer")):
+            item = entry.get(field)
+            if isinstance(item, dict) and item.get("status") == "pending":
+                waiting.append((command, str(item.get("id")), str(entry.get("tool_name"))))
+    if not waiting:
+        return []
+    run = _cut(run_id, MAX_SHORT, sep=" ")
+    lines = [
+        f"Run {run} was waiting for a decision when this copy was made. In a notebook, "
+        "resume it with the agent that started it; from a terminal, decide it:",
+        f'agent.resume("{run}").show()',
+    ]
+    for command, item_id, tool in waiting[:MAX_ITEMS]:
+        item = _cut(item_id, MAX_SHORT, sep=" ")
+        if command == "approve":
+            lines.append(f"python -m anvia_notebook approve {run} {item}  (or reject: {tool})")
+        else:
+            lines.append(
+                f"python -m anvia_notebook answer {run} {item} --json "
+                '\'[{"questionId": "...", "answer": "..."}]\''
+            )
+    return lines
+
+
 def _edited_args(entry: dict[str, Any]) -> Any:
     """The arguments a person put in place of the model's before approving (None: none)."""
     approval = entry.get("approval") or {}
@@ -147,10 +213,20 @@ def _edited_args(entry: dict[str, Any]) -> Any:
     return edited
 
 
+def decider_words(by: Any, via: Any) -> str:
+    """Who decided and from where, in the words of the live view ("from the terminal")."""
+    if by == "human":
+        return _BY_PERSON.get(via, "by a person")
+    if by == "policy":
+        return "by \u201cAlways allow\u201d" if via == "widget" else "by a rule"
+    return _BY.get(by, "")
+
+
 def _approval_html(approval: dict[str, Any], budget: _Budget) -> str:
     line = f"Approval: {_esc(approval.get('status'))}"
-    if approval.get("decided_by"):
-        line += f" by {_esc(approval['decided_by'])}"
+    who = decider_words(approval.get("decided_by"), approval.get("decided_via"))
+    if who:
+        line += f" {escape(who)}"
     if approval.get("edited_args") and approval.get("status") == "approved":
         line += " with edited arguments"
     if approval.get("reason"):
@@ -218,7 +294,7 @@ def _entry_html(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     if kind == "user":
         return f'<div style="{_BOX}"><strong>You</strong>{_pre(text, budget)}</div>'
     if kind == "assistant":
-        return f'<div style="{_BOX}"><strong>{reply}</strong>{_pre(text, budget)}</div>'
+        return f'<div style="{_BOX}"><strong>{reply}</strong>{_markdown(text, budget)}</div>'
     if kind == "reasoning":
         return (
             f'<details style="{_BOX}"><summary><em>Reasoning</em></summary>'
@@ -267,7 +343,10 @@ def render_html(
         html = _entry_html(entry, budget, reply)
         budget.take(len(html) - (left - budget.left))  # the markup counts too
         body.append(html)
-    return f'<div class="anvia-static-transcript" style="{_ROOT}">{head}{"".join(body)}</div>'
+    waiting = _waiting_html(transcript)
+    return (
+        f'<div class="anvia-static-transcript" style="{_ROOT}">{head}{"".join(body)}{waiting}</div>'
+    )
 
 
 def render_text(
@@ -291,6 +370,7 @@ def render_text(
         block = _entry_text(entry, budget, reply)
         budget.take(len(block) - (left - budget.left))
         lines.append(block)
+    lines.extend(_waiting_lines(transcript))
     return "\n".join(lines)
 
 
@@ -320,8 +400,9 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     approval = entry.get("approval")
     if approval:
         line = f"  approval: {approval.get('status')}"
-        if approval.get("decided_by"):
-            line += f" by {approval['decided_by']}"
+        who = decider_words(approval.get("decided_by"), approval.get("decided_via"))
+        if who:
+            line += f" {who}"
         if approval.get("reason"):
             line += f"; reason asked: {_cut(approval['reason'], MAX_SHORT, budget, ' ')}"
         if approval.get("decision_reason"):

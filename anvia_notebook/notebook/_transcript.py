@@ -56,6 +56,11 @@ _UNFINISHED = frozenset(("running", "approval_required", "input_required", "appr
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
 NO_ANSWERS = json.dumps({"answers": []})
+#: The tool status an interaction's outcome gives its entry (anything else: cancelled).
+_OUTCOMES = {
+    "approval": {"approved": "approved", "rejected": "rejected", "timed_out": "timed_out"},
+    "question": {"answered": "running", "timed_out": "timed_out"},
+}
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -333,14 +338,10 @@ class Transcript:
                 self._set_status(turn=event.turn)
             case TurnEndEvent():
                 self._on_turn_end(event)
-            case ToolApprovalRequestEvent():
-                self._on_tool_approval_request(event)
-            case ToolApprovalResultEvent():
-                self._on_tool_approval_result(event)
-            case ToolQuestionRequestEvent():
-                self._on_tool_question_request(event)
-            case ToolQuestionResultEvent():
-                self._on_tool_question_result(event)
+            case ToolApprovalRequestEvent() | ToolApprovalResultEvent():
+                self._on_interaction(event.approval)
+            case ToolQuestionRequestEvent() | ToolQuestionResultEvent():
+                self._on_interaction(event.question)
             case ToolResultEvent():
                 self._on_tool_result(event)
             case FinalEvent():
@@ -435,46 +436,25 @@ class Transcript:
                 self._append(entry, "output", "".join(orphan))
         return entry
 
-    def _on_tool_approval_request(self, event: ToolApprovalRequestEvent) -> None:
-        record: ApprovalRecord = event.approval
+    def _on_interaction(self, record: ApprovalRecord | QuestionRecord) -> None:
+        """An approval or a question opened or was decided: its tool entry shows the record."""
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        self._run.approvals[record.id] = entry.id
-        self._run.pending.add(record.id)
         view = interaction_view(record)
-        self._patch(entry, status="approval_required", approval=view)
-        self._activity()
-
-    def _on_tool_approval_result(self, event: ToolApprovalResultEvent) -> None:
-        record: ApprovalRecord = event.approval
-        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        self._run.pending.discard(record.id)
-        status = {"approved": "approved", "rejected": "rejected", "timed_out": "timed_out"}.get(
-            record.status, "cancelled"
-        )
-        self._patch(entry, status=status, approval=interaction_view(record))
-        self._activity()
-
-    def _on_tool_question_request(self, event: ToolQuestionRequestEvent) -> None:
-        record: QuestionRecord = event.question
-        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        self._run.questions[record.id] = entry.id
-        self._run.pending.add(record.id)
-        view = interaction_view(record)
-        self._patch(entry, status="input_required", question=view)
-        self._activity()
-
-    def _on_tool_question_result(self, event: ToolQuestionResultEvent) -> None:
-        record: QuestionRecord = event.question
-        entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        self._run.pending.discard(record.id)
-        if record.status == "answered":
-            self._patch(entry, status="running", question=interaction_view(record))
-        elif record.status == "timed_out":
-            self._patch(entry, status="timed_out", question=interaction_view(record))
+        field = "approval" if isinstance(record, ApprovalRecord) else "question"
+        if record.status == "pending":
+            table = self._run.approvals if field == "approval" else self._run.questions
+            table[record.id] = entry.id
+            self._run.pending.add(record.id)
+            status = "approval_required" if field == "approval" else "input_required"
+            self._patch(entry, status=status, **{field: view})
         else:
-            self._patch(
-                entry, status="cancelled", question=interaction_view(record), result=NO_ANSWERS
-            )
+            self._run.pending.discard(record.id)
+            changes: dict[str, Any] = {field: view, "status": _OUTCOMES[field].get(record.status)}
+            if changes["status"] is None:  # cancelled (Stop, the end of the run, ...)
+                changes["status"] = "cancelled"
+                if field == "question":
+                    changes["result"] = NO_ANSWERS
+            self._patch(entry, **changes)
         self._activity()
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:

@@ -105,8 +105,10 @@ export const TOOL_STATUSES = [
 export type ToolStatus = W.ToolEntry["status"];
 export const APPROVAL_STATUSES = ["pending", "approved", "rejected", "cancelled", "timed_out"] as const;
 export type ApprovalStatus = W.ApprovalView["status"];
-export const DECIDERS = ["you", "handler", "policy", "runtime", "auto"] as const;
+export const DECIDERS = ["human", "handler", "policy", "timeout", "stop", "runtime"] as const;
 export type Decider = NonNullable<W.ApprovalView["decided_by"]>;
+export const DECIDED_VIA = ["widget", "handle", "store", "cli", "handler", "human_input"] as const;
+export type DecidedVia = NonNullable<W.ApprovalView["decided_via"]>;
 export const QUESTION_STATUSES = ["pending", "answered", "cancelled", "timed_out"] as const;
 export type QuestionStatus = W.QuestionView["status"];
 export const APPEND_FIELDS = ["text", "arguments", "output"] as const;
@@ -122,11 +124,12 @@ const LISTS_MATCH: [
   Same<(typeof TOOL_STATUSES)[number], ToolStatus>,
   Same<(typeof APPROVAL_STATUSES)[number], ApprovalStatus>,
   Same<(typeof DECIDERS)[number], Decider>,
+  Same<(typeof DECIDED_VIA)[number], DecidedVia>,
   Same<(typeof QUESTION_STATUSES)[number], QuestionStatus>,
   Same<(typeof APPEND_FIELDS)[number], AppendField>,
   Same<(typeof EVALS_STATUSES)[number], EvalsStatus>,
   Same<(typeof EVALS_CASE_STATUSES)[number], EvalsCaseStatus>,
-] = [true, true, true, true, true, true, true, true];
+] = [true, true, true, true, true, true, true, true, true];
 void LISTS_MATCH;
 
 // ---------------------------------------------------------------- kernel to page
@@ -173,6 +176,7 @@ const approvalCheck = shape<W.ApprovalView>({
   reason: nullable(str),
   args: json,
   decided_by: nullable(literal(...DECIDERS)),
+  decided_via: optional(literal(...DECIDED_VIA)),
   decided_at: nullable(str),
   decision_reason: nullable(str),
   edited_args: nullable(jsonObject),
@@ -197,6 +201,8 @@ const questionCheck = shape<W.QuestionView>({
     }),
   ),
   answers: arrayOf(answerCheck),
+  decided_by: optional(literal(...DECIDERS)),
+  decided_via: optional(literal(...DECIDED_VIA)),
   expires_at: optional(str),
 });
 

@@ -73,7 +73,7 @@ describe("approval card with long model text", () => {
     batch(model, {
       op: "patch",
       id: "t1",
-      changes: { status: "rejected", approval: pending({ status: "rejected", decided_by: "you", decision_reason: decision }) },
+      changes: { status: "rejected", approval: pending({ status: "rejected", decided_by: "human", decided_via: "widget", decision_reason: decision }) },
     });
     const entry = root.querySelector(".anvia-entry-tool") as HTMLElement;
     expect(entry.textContent!.length).toBeLessThan(5_000);
@@ -127,7 +127,7 @@ describe("edited arguments", () => {
         changes: {
           status: "done",
           result: '{"refund_id":"rf_1"}',
-          approval: pending({ status: "approved", decided_by: "you", edited_args: { order_id: "A-1001", amount: 20 } }),
+          approval: pending({ status: "approved", decided_by: "human", decided_via: "widget", edited_args: { order_id: "A-1001", amount: 20 } }),
         },
       },
       // Opened in the editor and approved unchanged: nothing was edited.
@@ -136,7 +136,7 @@ describe("edited arguments", () => {
         id: "t2",
         changes: {
           status: "done",
-          approval: pending({ id: "ap_2", status: "approved", decided_by: "you", edited_args: { order_id: "A-1001", amount: 25.5 } }),
+          approval: pending({ id: "ap_2", status: "approved", decided_by: "human", decided_via: "widget", edited_args: { order_id: "A-1001", amount: 25.5 } }),
         },
       },
     );

@@ -56,6 +56,16 @@ describe("approval panel", () => {
     for (const b of buttons(panel)) expect(b.disabled).toBe(true);
   });
 
+  it("keeps a reason typed before Approve", () => {
+    const { model, panel } = setup();
+    type(byPlaceholder(panel, "Reason (optional)"), " Checked the order history ");
+    byLabel(panel, "Approve").click();
+    expect(model.last("approval_decision")).toMatchObject({
+      approved: true,
+      reason: "Checked the order history",
+    });
+  });
+
   it("rejects without a reason as null", () => {
     const { model, panel } = setup();
     byLabel(panel, "Reject").click();
@@ -131,7 +141,7 @@ describe("approval panel", () => {
       id: "t1",
       changes: {
         status: "rejected",
-        approval: { ...pending, status: "rejected", decided_by: "you", decided_at: "2026-05-01T10:15:00Z", decision_reason: "Amount too high" },
+        approval: { ...pending, status: "rejected", decided_by: "human", decided_via: "widget", decided_at: "2026-05-01T10:15:00Z", decision_reason: "Amount too high" },
       },
     });
     expect(root.querySelector('[role="alertdialog"]')).toBeNull();
@@ -144,12 +154,17 @@ describe("approval panel", () => {
 
   it("says how other decisions were made", () => {
     const cases: [Partial<ApprovalView>, RegExp][] = [
-      [{ status: "approved", decided_by: "you", edited_args: { amount: 1 } }, /^Approved by you with edited arguments\.$/],
-      [{ status: "approved", decided_by: "policy" }, /^Approved by policy\.$/],
+      [{ status: "approved", decided_by: "human", decided_via: "widget", edited_args: { amount: 1 } }, /^Approved by you with edited arguments\.$/],
+      [{ status: "approved", decided_by: "policy", decided_via: "widget" }, /^Approved by “Always allow”\.$/],
+      [{ status: "approved", decided_by: "human", decided_via: "cli" }, /^Approved from the terminal\.$/],
+      [{ status: "rejected", decided_by: "human", decided_via: "store" }, /^Rejected through the run store\.$/],
+      [{ status: "approved", decided_by: "human", decided_via: "handle" }, /^Approved from code in the notebook\.$/],
+      [{ status: "cancelled", decided_by: "stop" }, /^Cancelled by Stop\.$/],
+      [{ status: "timed_out", decided_by: "timeout" }, /^Timed out\.$/],
       [{ status: "approved", decided_by: "handler" }, /^Approved by the approval handler\.$/],
       [{ status: "cancelled", decided_by: "runtime", decision_reason: "Run cancelled" }, /^Cancelled by the runtime\. Reason: Run cancelled$/],
       [{ status: "timed_out", decided_by: null }, /^Timed out\.$/],
-      [{ status: "rejected", decided_by: "auto" }, /^Rejected by the scripted operator\.$/],
+      [{ status: "rejected", decided_by: "policy", decided_via: "human_input" }, /^Rejected by a rule\.$/],
     ];
     for (const [change, text] of cases) {
       const { root } = mount([toolEntry("t1", { approval: { ...pending, ...change } as ApprovalView })]);

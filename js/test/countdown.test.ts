@@ -54,7 +54,7 @@ describe("time left to decide", () => {
     const m = mount([toolEntry("t1", { status: "approval_required", approval: approval({ expires_at: inSeconds(30) }) })], status("waiting"));
     const shown = countdown(m.root)!;
     expect(shown.textContent).toBe("Time left to decide: 0:30");
-    batch(m.model, { op: "patch", id: "t1", changes: { status: "approved", approval: approval({ status: "approved", decided_by: "you" }) } });
+    batch(m.model, { op: "patch", id: "t1", changes: { status: "approved", approval: approval({ status: "approved", decided_by: "human", decided_via: "widget" }) } });
     expect(countdown(m.root)).toBeNull();
     await vi.advanceTimersByTimeAsync(2000);
     expect(shown.textContent).toBe("Time left to decide: 0:30"); // stopped with its form

@@ -99,7 +99,15 @@ async def test_a_pending_run_stays_live_and_its_status_names_the_run(outputs, st
     await page.sync()
     entry = await pending_approval(page)
     assert page.state.status["run_id"] == handle.run_id
-    assert outputs.updates() == []  # nothing replaces the live view while it waits
+    # The copy a notebook saved now keeps says what waits and how to go on; the view stays live.
+    [update] = outputs.updates()
+    assert WIDGET_MIME in update["data"]
+    text = update["data"]["text/plain"]
+    approval_id = entry["approval"]["id"]
+    assert f"Run {handle.run_id} was waiting for a decision" in text
+    assert f'agent.resume("{handle.run_id}").show()' in text
+    assert f"python -m anvia_notebook approve {handle.run_id} {approval_id}" in text
+    assert approval_id in update["data"]["text/html"]
     assert WIDGET_MIME in handle._repr_mimebundle_()[0]
     assert (await page.approve(entry["approval"]["id"]))["ok"]
     await finished(handle)

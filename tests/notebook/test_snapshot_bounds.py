@@ -123,10 +123,12 @@ class _Tags(HTMLParser):
         super().__init__()
         self.tags: set[str] = set()
         self.attrs: set[str] = set()
+        self.hrefs: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.add(tag)
         self.attrs.update(name for name, _ in attrs)
+        self.hrefs += [value.strip() for name, value in attrs if name == "href" and value]
 
 
 def assert_inert(html: str) -> None:
@@ -144,8 +146,14 @@ def assert_inert(html: str) -> None:
         "ul",
         "li",
         "del",
+        # the model's markdown, sanitised as in the live view
+        *("p", "a", "br", "hr", "blockquote", "ol", "s", "h1", "h2", "h3", "h4", "h5", "h6"),
+        *("table", "thead", "tbody", "tr", "th", "td"),
     }
-    assert parser.attrs <= {"class", "style"}
+    assert parser.attrs <= {"class", "style", "href", "target", "rel", "title", "start", "align"}
+    assert not any(
+        href.lower().startswith(("javascript:", "data:", "vbscript:")) for href in parser.hrefs
+    )
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -219,17 +227,21 @@ def test_replies_are_labelled_with_the_agent_whose_conversation_it_is_as_on_the_
     transcript = base()  # the status line's agent is "support"
     names = {"support": "Support desk", "other": "other"}
     html = render_html(transcript, agent_names=names)
-    assert "<strong>Support desk</strong><pre" in html
+    assert '<strong>Support desk</strong><div class="anvia-static-markdown">' in html
     assert "<strong>Assistant</strong>" not in html
     assert _replies(render_text(transcript, agent_names=names)) == ["Support desk"]
     # The other agent's conversation: its name (an agent without one is shown by its id).
     transcript["status"]["agent_id"] = "other"
     assert _replies(render_text(transcript, agent_names=names)) == ["other"]
-    assert "<strong>other</strong><pre" in render_html(transcript, agent_names=names)
+    assert '<strong>other</strong><div class="anvia-static-markdown">' in render_html(
+        transcript, agent_names=names
+    )
     # Not a Studio's (no names), or an agent the names do not know: "Assistant", as the page.
     for agent_names in (None, {}, {"support": "Support desk"}):
         assert _replies(render_text(transcript, agent_names=agent_names)) == ["Assistant"]
-        assert "<strong>Assistant</strong><pre" in render_html(transcript, agent_names=agent_names)
+        assert '<strong>Assistant</strong><div class="anvia-static-markdown">' in render_html(
+            transcript, agent_names=agent_names
+        )
 
 
 def test_a_hostile_agent_name_is_escaped_kept_on_one_line_and_cut():
@@ -251,7 +263,11 @@ def test_a_hostile_agent_name_is_escaped_kept_on_one_line_and_cut():
     assert len(html) < WHOLE, len(html)
     assert "more entries not shown" in html
     assert_inert(html)
-    label = html[html.index("<strong>&lt;b") : html.index("</strong><pre", html.index("&lt;b"))]
+    label = html[
+        html.index("<strong>&lt;b") : html.index(
+            '</strong><div class="anvia-static-markdown">', html.index("&lt;b")
+        )
+    ]
     assert len(label) < 2_100 and label.endswith("more characters)")
     text = render_text(transcript, agent_names=huge)
     assert len(text) < WHOLE, len(text)

@@ -316,10 +316,13 @@ async def test_the_saved_copy_labels_each_reply_with_its_agents_name_as_the_page
 
     await send(page, "support", "one")
     assert "Support <desk>: First answer." in saved()["text/plain"]
-    assert "<strong>Support &lt;desk&gt;</strong><pre" in saved()["text/html"]
+    assert (
+        '<strong>Support &lt;desk&gt;</strong><div class="anvia-static-markdown">'
+        in saved()["text/html"]
+    )
     await send(page, "other", "two")
     assert saved()["text/plain"].splitlines()[1:] == ["You: two", "other: Other answer."]
-    assert "<strong>other</strong><pre" in saved()["text/html"]
+    assert '<strong>other</strong><div class="anvia-static-markdown">' in saved()["text/html"]
     studio.select("support")  # the saved copy follows the picker at once, as the page does
     assert saved()["text/plain"].splitlines()[1:] == ["You: one", "Support <desk>: First answer."]
     await page.request("studio_select", agent_id="other")

@@ -128,7 +128,8 @@ export interface ApprovalView {
   status: "pending" | "approved" | "rejected" | "cancelled" | "timed_out";
   reason: string | null;
   args: JsonValue;
-  decided_by: ("you" | "handler" | "policy" | "runtime" | "auto") | null;
+  decided_by: ("human" | "handler" | "policy" | "timeout" | "stop" | "runtime") | null;
+  decided_via?: ("widget" | "handle" | "store" | "cli" | "handler" | "human_input") | null;
   decided_at: string | null;
   decision_reason: string | null;
   edited_args: {
@@ -145,6 +146,8 @@ export interface QuestionView {
   status: "pending" | "answered" | "cancelled" | "timed_out";
   questions: QuestionItemView[];
   answers: AnswerView[];
+  decided_by?: ("human" | "handler" | "policy" | "timeout" | "stop" | "runtime") | null;
+  decided_via?: ("widget" | "handle" | "store" | "cli" | "handler" | "human_input") | null;
   expires_at?: string | null;
 }
 /**
