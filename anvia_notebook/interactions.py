@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import threading
 from collections.abc import Awaitable, Sequence
@@ -95,7 +96,7 @@ class Interactions:
             self._items[record.id] = interaction
         if self.store is not None:
             try:
-                schema = input_model.model_json_schema() if input_model is not None else None
+                schema = _args_schema(input_model) if input_model is not None else None
                 stored = self.store.open_interaction(record, args_schema=schema)
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
@@ -321,6 +322,13 @@ class Interactions:
 
         store_failed(self.store, error)
         self.store = None
+
+
+@functools.lru_cache(maxsize=256)
+def _args_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a tool's input (kept with the interaction: edited arguments sent
+    from another process are checked against it)."""
+    return model.model_json_schema()
 
 
 def _id_of(item: str | Record) -> str:
