@@ -166,8 +166,8 @@ class TraceRecorder:
                 spans = exporter.run_spans(
                     self, agent_id=agent_id, resumed=resumed, session_id=session_id
                 )
-            except Exception:  # exporting must never stop a run
-                logger.exception("Could not start the OpenTelemetry spans of run %s", trace.run_id)
+            except Exception:  # exporting must never stop a run (a warning, once)
+                exporter.failed(trace.run_id)
             else:
                 self._run_spans = spans
                 # A run the sampler dropped makes no spans per call (each costs the SDK's
