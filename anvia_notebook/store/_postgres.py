@@ -85,6 +85,9 @@ class PostgresBackend:
             connection.execute("SELECT pg_advisory_xact_lock(7426001)")
             yield
 
+    def start_writing(self) -> None:
+        """Nothing to switch on (SQLite turns on its write-ahead log here)."""
+
     def checkpoint(self) -> None:
         """Nothing to do: the server writes its own log to its files."""
 

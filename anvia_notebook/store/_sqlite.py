@@ -49,6 +49,17 @@ class SQLiteBackend:
         self._lock = threading.Lock()
         #: Transactions committed by this process (the background thread checkpoints after).
         self.commits = 0
+        #: False until the file is known to be a run store: nothing changes it before.
+        self._writing = False
+
+    def start_writing(self) -> None:
+        """The file is a run store (or new): switch it to the write-ahead log (a setting kept
+        in the file, so connections opened later find it on)."""
+        self._writing = True
+        try:
+            self._connection().execute("PRAGMA journal_mode=WAL")
+        except sqlite3.Error as error:
+            raise RunStoreError(f"Cannot open the run store {self.location}: {error}") from None
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
@@ -60,7 +71,8 @@ class SQLiteBackend:
                     isolation_level=None,
                     check_same_thread=False,
                 )
-                connection.execute("PRAGMA journal_mode=WAL")
+                if self._writing:
+                    connection.execute("PRAGMA journal_mode=WAL")
                 connection.execute("PRAGMA synchronous=NORMAL")
                 connection.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
             except sqlite3.Error as error:

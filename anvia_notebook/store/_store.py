@@ -181,8 +181,13 @@ class RunStore:
         return self._backend.execute(self._sql(sql), params)  # type: ignore[no-any-return]
 
     def _prepare(self) -> None:
-        """Check that this is a run store (or empty), refuse newer schemas, migrate older ones."""
+        """Check that this is a run store (or empty), refuse newer schemas, migrate older ones.
+
+        The check reads only: a file that is refused is left exactly as it was (SQLite's
+        write-ahead log is switched on only once the file is known to be a run store)."""
         try:
+            self._check(self._backend.table_names())
+            self._backend.start_writing()
             with self._backend.transaction():
                 tables = self._backend.table_names()
                 if not tables:
@@ -190,24 +195,7 @@ class RunStore:
                     self._q("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
                     self._q("INSERT INTO meta VALUES ('schema_version', '0')")
                     tables = {"meta"}
-                if "meta" not in tables:
-                    raise RunStoreError(
-                        f"{self.location} is a database of another application, not an "
-                        "anvia_notebook run store; choose another file with set_store(...)."
-                    )
-                meta = dict(self._q("SELECT key, value FROM meta"))
-                if meta.get("application") != APPLICATION:
-                    raise RunStoreError(
-                        f"{self.location} is not an anvia_notebook run store "
-                        f"(application {meta.get('application')!r})."
-                    )
-                version = int(meta.get("schema_version", "0"))
-                if version > SCHEMA_VERSION:
-                    raise RunStoreError(
-                        f"The run store {self.location} was written by a newer anvia_notebook "
-                        f"(schema {version}; this version reads up to {SCHEMA_VERSION}). "
-                        "Upgrade anvia_notebook to use it."
-                    )
+                version = self._check(tables)
                 for target, statements in MIGRATIONS:
                     if target > version:
                         for statement in statements:
@@ -230,6 +218,32 @@ class RunStore:
                     "damaged, move it away (a new store is created) or choose another file."
                 ) from None
             raise
+
+    def _check(self, tables: set[str]) -> int:
+        """The schema version of a run store with these tables (0 when empty); refuses a
+        database of another application and one written by a newer version."""
+        if not tables:
+            return 0
+        if "meta" not in tables:
+            raise RunStoreError(
+                f"{self.location} is a database of another application, not an "
+                "anvia_notebook run store; choose another file with set_store(...)."
+            )
+        meta = dict(self._q("SELECT key, value FROM meta"))
+        if meta.get("application") != APPLICATION:
+            raise RunStoreError(
+                f"{self.location} is not an anvia_notebook run store "
+                f"(application {meta.get('application')!r}); choose another file with "
+                "set_store(...)."
+            )
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise RunStoreError(
+                f"The run store {self.location} was written by a newer anvia_notebook "
+                f"(schema {version}; this version reads up to {SCHEMA_VERSION}). "
+                "Upgrade anvia_notebook to use it."
+            )
+        return version
 
     @property
     def schema_version(self) -> int:
