@@ -4,11 +4,29 @@ one line, a non-zero exit), never a raw driver error; a refused file is left as 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
 import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 
-from anvia_notebook import RunStore, RunStoreError
+import anvia_notebook as an
+from anvia_notebook import (
+    AgentBuilder,
+    RunStore,
+    RunStoreError,
+    StoreHumanInput,
+    ToolApproval,
+)
+from anvia_notebook.models import ModelResponse, QueueModel
+
+from helpers import call, make_add_tool
 
 
 def foreign_database(path, *tables_and_rows):
@@ -48,3 +66,122 @@ def test_a_new_or_empty_file_becomes_a_store_in_write_ahead_log_mode(tmp_path):
             assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
             assert ("meta",) in db.execute("SELECT name FROM sqlite_master").fetchall()
         db.close()
+
+
+def command_line(*args, env=None):
+    """``python -m anvia_notebook ARGS`` in another process."""
+    root = str(Path(an.__file__).resolve().parents[1])
+    environment = {**os.environ, "PYTHONPATH": root, **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", *args],
+        capture_output=True,
+        env=environment,
+        timeout=120,
+    )
+
+
+def one_line_error(result) -> str:
+    assert result.returncode == 1, result
+    err = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err and result.stdout == b"", err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    return err
+
+
+def test_a_damaged_page_is_a_store_error_from_runs_and_the_command_line(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    agent = AgentBuilder("a", QueueModel(["ok"] * 20)).build()
+    for i in range(20):  # enough runs for the table to fill pages of its own
+        agent.prompt(f"question {i} " * 100).store(path).send_sync()
+    an.store._reset_for_tests()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()
+        (page_size,) = db.execute("PRAGMA page_size").fetchone()
+    with path.open("r+b") as file:  # the table's first page, overwritten
+        file.seek(page_size * (root - 1))
+        file.write(b"\xff" * page_size)
+    store = RunStore(path)  # (the schema's own pages are intact)
+    with pytest.raises(RunStoreError, match=r"is damaged .*malformed.*Move the file away"):
+        store.runs()
+    store.close()
+    err = one_line_error(command_line("runs", "--store", str(path)))
+    assert "is damaged" in err and "malformed" in err
+
+
+def write_locker(path):
+    """Another connection that holds the store's write lock until ``release()``."""
+    locker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    locker.execute("BEGIN IMMEDIATE")
+    return locker
+
+
+async def test_a_store_locked_by_another_writer_refuses_a_decision_clearly(store_path, monkeypatch):
+    from anvia_notebook.store import _sqlite
+
+    tool = make_add_tool(approval=ToolApproval(reason="check"))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+    agent = AgentBuilder("a", model).tool(tool).human_input(StoreHumanInput()).build()
+    run = agent.prompt("add").start()
+    reader = RunStore(store_path)
+    for _ in range(500):
+        pending = reader.pending(run.run_id)
+        if pending:
+            break
+        await asyncio.sleep(0.01)
+    [approval] = pending
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.5)
+    decider = RunStore(store_path)
+    locker = write_locker(store_path)
+    try:
+        with pytest.raises(RunStoreError, match=r"locked by another program .*Try again"):
+            decider.approve(run.run_id, approval.id)
+        # The command line (its own default wait) prints one line and exits with status 1.
+        result = command_line("approve", run.run_id, approval.id, "--store", str(store_path))
+        assert "is locked by another program" in one_line_error(result)
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    decider.approve(run.run_id, approval.id)  # once released, the decision goes through
+    response = await asyncio.wait_for(run.wait(), 10)
+    assert response.output == "3" and tool.calls == [(1, 2)]
+    decider.close()
+    reader.close()
+
+
+def test_a_store_that_is_only_busy_never_fails_a_run(store_path, recwarn):
+    """Another writer holds the lock past SQLite's own wait: the run's writer waits and retries
+    (it says so at DEBUG level, which is what releases the lock here), and the run is stored."""
+    RunStore(store_path).close()
+    waiting = threading.Event()
+
+    class Busy(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "is busy" in record.getMessage():
+                waiting.set()
+
+    handler = Busy(logging.DEBUG)
+    logger = logging.getLogger("anvia_notebook")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    locker = write_locker(store_path)
+
+    def release() -> None:
+        waiting.wait(timeout=60)
+        locker.execute("COMMIT")
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    try:
+        agent = AgentBuilder("a", QueueModel([ModelResponse(text="ok")])).build()
+        response = agent.prompt("x").send_sync()
+    finally:
+        waiting.set()
+        releaser.join()
+        locker.close()
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert response.output == "ok"
+    assert not [w for w in recwarn if "run store" in str(w.message)]
+    assert RunStore(store_path).get(response.run_id).status == "success"

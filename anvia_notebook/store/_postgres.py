@@ -61,17 +61,27 @@ class PostgresBackend:
                 self._all.append(connection)
         return connection
 
+    def error(self, error: BaseException) -> RunStoreError:
+        """A driver error as a sentence for the person using the store."""
+        return RunStoreError(f"The run store {self.location} failed: {error}".rstrip(".") + ".")
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self._connection().execute(sql, tuple(params))
-        self._local.rowcount = cursor.rowcount
-        rows = cursor.fetchall() if cursor.description is not None else []
-        if sql.lstrip().upper().startswith("UPDATE INTERACTIONS") and cursor.rowcount:
-            self._connection().execute(f"NOTIFY {CHANNEL}")
+        try:
+            cursor = self._connection().execute(sql, tuple(params))
+            self._local.rowcount = cursor.rowcount
+            rows = cursor.fetchall() if cursor.description is not None else []
+            if sql.lstrip().upper().startswith("UPDATE INTERACTIONS") and cursor.rowcount:
+                self._connection().execute(f"NOTIFY {CHANNEL}")
+        except self._psycopg.Error as error:
+            raise self.error(error) from error
         return [tuple(r) for r in rows]
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._connection().cursor() as cursor:
-            cursor.executemany(sql, rows)
+        try:
+            with self._connection().cursor() as cursor:
+                cursor.executemany(sql, rows)
+        except self._psycopg.Error as error:
+            raise self.error(error) from error
 
     @property
     def rowcount(self) -> int:
@@ -80,10 +90,13 @@ class PostgresBackend:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         connection = self._connection()
-        with connection.transaction():
-            # One writer at a time for schema changes and ownership claims, as SQLite does.
-            connection.execute("SELECT pg_advisory_xact_lock(7426001)")
-            yield
+        try:
+            with connection.transaction():
+                # One writer at a time for schema changes and ownership claims, as SQLite does.
+                connection.execute("SELECT pg_advisory_xact_lock(7426001)")
+                yield
+        except self._psycopg.Error as error:
+            raise self.error(error) from error
 
     def start_writing(self) -> None:
         """Nothing to switch on (SQLite turns on its write-ahead log here)."""
