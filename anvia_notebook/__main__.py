@@ -148,8 +148,26 @@ def _json_arg(text: str, what: str) -> Any:
         raise DecisionRefusedError(f"{what} is not valid JSON: {error.msg}.") from None
 
 
+def _not_text(args: argparse.Namespace) -> str | None:
+    """The first argument that is not valid text (bytes that are not UTF-8 reach ``sys.argv``
+    as lone surrogates, which no store can look up), as a message; None when all are."""
+    for name, value in vars(args).items():
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = value.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                what = name.replace("_", " ")
+                return f"The {what} '{shown}' is not valid UTF-8 text; check how it was typed."
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    wrong = _not_text(args)
+    if wrong is not None:
+        print(f"error: {wrong}", file=sys.stderr)
+        return 2
     location = args.store or _location()
     if location is None:
         print(f"Runs are not stored ({STORE_ENV} is off); use --store PATH.", file=sys.stderr)

@@ -185,3 +185,15 @@ def test_a_store_that_is_only_busy_never_fails_a_run(store_path, recwarn):
     assert response.output == "ok"
     assert not [w for w in recwarn if "run store" in str(w.message)]
     assert RunStore(store_path).get(response.run_id).status == "success"
+
+
+def test_show_with_a_run_id_that_is_not_utf8_prints_a_clean_error(store_path):
+    AgentBuilder("a", QueueModel(["ok"])).build().prompt("x").send_sync()
+    result = command_line("show", os.fsdecode(b"run_\xff\xfe"), "--store", str(store_path))
+    assert result.returncode == 2
+    err = result.stderr.decode("utf-8", "replace")
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert (
+        err
+        == "error: The run id 'run_\\xff\\xfe' is not valid UTF-8 text; check how it was typed.\n"
+    )
