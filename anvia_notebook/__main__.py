@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     runs = commands.add_parser("runs", parents=[after], help="list runs, newest first")
     runs.add_argument("--status")
     runs.add_argument("--agent")
-    runs.add_argument("--limit", type=int, default=50)
+    runs.add_argument("--limit", type=_count, default=50, help="at most this many (default 50)")
     runs.add_argument("--json", action="store_true", help="print JSON")
     show = commands.add_parser(
         "show", parents=[after], help="show a run and its pending interactions"
@@ -63,6 +63,17 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("question_id")
     answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
     return parser
+
+
+def _count(text: str) -> int:
+    """``--limit``: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs (0 or more)")
+    return value
 
 
 _WHERE_NOTEBOOKS_STORE = (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -197,3 +198,28 @@ def test_show_with_a_run_id_that_is_not_utf8_prints_a_clean_error(store_path):
         err
         == "error: The run id 'run_\\xff\\xfe' is not valid UTF-8 text; check how it was typed.\n"
     )
+
+
+def test_a_limit_of_zero_lists_no_run_and_a_negative_limit_is_refused(store_path):
+    agent = AgentBuilder("a", QueueModel(["one", "two", "three"])).build()
+    for prompt in ("a", "b", "c"):
+        agent.prompt(prompt).send_sync()
+    store = RunStore(store_path)
+    assert store.runs(limit=0) == [] and an.runs(limit=0) == []
+    assert [r.prompt for r in store.runs(limit=1)] == ["c"]
+    assert len(store.runs(limit=3)) == 3
+    for refused in (store.runs, an.runs):
+        with pytest.raises(ValueError, match="0 or more, not -1"):
+            refused(limit=-1)
+        with pytest.raises(TypeError, match="whole number"):
+            refused(limit=1.5)
+    store.close()
+    listed = command_line("runs", "--limit", "0", "--json", "--store", str(store_path))
+    assert listed.returncode == 0 and json.loads(listed.stdout) == []
+    listed = command_line("runs", "--limit", "2", "--json", "--store", str(store_path))
+    assert [r["prompt"] for r in json.loads(listed.stdout)] == ["c", "b"]
+    for wrong in ("-1", "two"):
+        refused = command_line("runs", "--limit", wrong, "--store", str(store_path))
+        err = refused.stderr.decode()
+        assert refused.returncode == 2 and "Traceback" not in err
+        assert "is not a number of runs (0 or more)" in err

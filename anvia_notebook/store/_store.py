@@ -137,6 +137,15 @@ class StudioSession(BaseModel):
     updated_at: datetime
 
 
+def check_limit(limit: int) -> int:
+    """``limit`` (how many to list) if it is a whole number, 0 or more; else a clear error."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit is a whole number of runs, not {type(limit).__name__}.")
+    if limit < 0:
+        raise ValueError(f"limit is the number of runs to list: 0 or more, not {limit}.")
+    return limit
+
+
 def _now() -> str:
     return utc_now().isoformat()
 
@@ -273,6 +282,9 @@ class RunStore:
     ) -> RunList:
         """Runs, newest first; ``interrupted`` when the process that ran it is gone.
         ``session_id``: only the runs of that session (e.g. a Studio conversation)."""
+        out = RunList()
+        if not check_limit(limit):
+            return out
         sql = (
             "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
             "r.updated_at, r.owner_host, r.owner_pid, r.owner_started, r.heartbeat_at, "
@@ -290,7 +302,6 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.created_at DESC, r.run_id DESC"
-        out = RunList()
         for row in self._q(sql, params):
             summary = RunSummary(
                 run_id=row[0],
