@@ -223,3 +223,27 @@ def test_a_limit_of_zero_lists_no_run_and_a_negative_limit_is_refused(store_path
         err = refused.stderr.decode()
         assert refused.returncode == 2 and "Traceback" not in err
         assert "is not a number of runs (0 or more)" in err
+
+
+def test_text_with_nul_characters_is_stored_and_read_back_exactly(store_location, recwarn):
+    """PostgreSQL's text columns cannot hold NUL: the run was kept in memory only there."""
+    nul = "before\x00after \ue000 \ue0001"  # (and the character that escapes it there)
+    tool = make_add_tool()
+    model = QueueModel([call("add", {"x": 1, "y": 2}, id=f"c{nul}"), ModelResponse(text=nul)])
+    agent = AgentBuilder("a", model).tool(tool).build()
+    response = agent.prompt(f"prompt {nul}").session(f"s{nul}").send_sync()
+    assert response.output == nul
+    assert not [w for w in recwarn if "run store" in str(w.message)]
+    store = RunStore(store_location)
+    [summary] = store.runs(session_id=f"s{nul}")
+    assert summary.prompt == f"prompt {nul}" and summary.session_id == f"s{nul}"
+    assert summary.status == "success"
+    state = store.get(response.run_id)
+    assert [m.content for m in state.messages if m.role != "tool"] == [f"prompt {nul}", "", nul]
+    assert state.messages[1].tool_calls[0].id == f"c{nul}"
+    trace = store.trace(response.run_id)
+    assert trace.tool_calls[0].id == f"c{nul}" and trace.turns[-1].response.text == nul
+    assert [e for e in store.events(response.run_id) if e.type == "final"][0].output == nul
+    store.save_session(f"s{nul}", "a", f"title {nul}", [])
+    assert store.session(f"s{nul}").title == f"title {nul}"
+    store.close()
