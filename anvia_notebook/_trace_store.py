@@ -2,7 +2,8 @@
 
 A model call's messages are stored as a count (the run's messages are stored already), and its
 instructions, tools and settings only when they differ from the previous call's, so a long run's
-trace stays small in the store.
+trace stays small in the store. A long tool-call arguments text the stored messages hold already
+(the model's response, a call's arguments) is left to them (see :mod:`._stored_once`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from ._stored_once import STORED, KnownCalls, arguments_in
 from .messages import Message
 from .trace import ToolCallTrace, Trace, TurnRequest, TurnTrace
 
@@ -27,7 +29,9 @@ def encode_run(trace: Trace) -> str:
     return trace.model_dump_json(include=_RUN_FIELDS)
 
 
-def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
+def encode_turn(
+    turn: TurnTrace, previous: TurnTrace | None, known: KnownCalls | None = None
+) -> str:
     request = turn.request
     stored: dict[str, Any] = {"message_count": request.message_count}
     same: list[str] = []
@@ -46,6 +50,14 @@ def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
         stored["messages"] = own
     # The turn without its request, then the request as stored, joined as text: each part is
     # turned into JSON once, by pydantic's serializer (no dict of the turn built in between).
+    calls = turn.response.tool_calls
+    if known is not None and any(known.same(c.id, c.arguments) for c in calls):
+        left = [
+            c.model_copy(update={"arguments": STORED}) if known.same(c.id, c.arguments) else c
+            for c in calls
+        ]
+        response = turn.response.model_copy(update={"tool_calls": left})
+        turn = turn.model_copy(update={"response": response})
     data = turn.model_dump_json(exclude={"request"})
     request_json = to_json(stored, fallback=str).decode()
     return f'{data[:-1]},"request":{request_json}}}'
@@ -55,7 +67,11 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or a == b
 
 
-def encode_call(call: ToolCallTrace) -> str:
+def encode_call(call: ToolCallTrace, *, args_stored: bool = False) -> str:
+    """The call; ``args_stored``: its arguments are the text of its call in the stored messages,
+    decoded (left out, and decoded from there again when read)."""
+    if args_stored:
+        return call.model_copy(update={"args": STORED}).model_dump_json()
     return call.model_dump_json()
 
 
@@ -96,4 +112,23 @@ def decode_trace(
         previous = request
     for index in sorted(calls):
         trace.tool_calls.append(ToolCallTrace.model_validate_json(calls[index]))
+    _restore_arguments(trace, messages)
     return trace
+
+
+def _restore_arguments(trace: Trace, messages: list[Message]) -> None:
+    """Put back the arguments texts left to the stored messages."""
+    from ._tracing import decode_args
+
+    arguments: dict[str, str] | None = None
+    for turn in trace.turns:
+        for call in turn.response.tool_calls:
+            if call.arguments == STORED:
+                if arguments is None:
+                    arguments = arguments_in(messages)
+                call.arguments = arguments.get(call.id, "")
+    for entry in trace.tool_calls:
+        if isinstance(entry.args, str) and entry.args == STORED:
+            if arguments is None:
+                arguments = arguments_in(messages)
+            entry.args = decode_args(arguments.get(entry.id, ""))

@@ -33,6 +33,7 @@ from .trace import (
 )
 
 if TYPE_CHECKING:
+    from ._stored_once import KnownCalls
     from .models.base import CompletionRequest, CompletionResponse, ToolCall
 
 __all__ = ["TraceRecorder", "clock", "decode_args"]
@@ -136,6 +137,9 @@ class TraceRecorder:
         self._dirty_turns: set[int] = set()
         #: The arguments text each running call started with (decoded once if unchanged).
         self._raw_args: dict[int, Any] = {}
+        #: The same, kept while the call's arguments stay the ones the model sent (a stored
+        #: trace row then leaves them to the run's stored messages).
+        self._sent_args: dict[int, Any] = {}
         self._dirty_calls: set[int] = set()
         self._run_dirty = False
         #: This run's OpenTelemetry spans (None when instrumentation is off).
@@ -332,6 +336,7 @@ class TraceRecorder:
         self._calls[call.id] = entry
         self._mark(entry)
         self._raw_args[id(entry)] = raw
+        self._sent_args[id(entry)] = raw
         if started:
             self._call_t0[id(entry)] = now
             if self.spans is not None:
@@ -389,7 +394,10 @@ class TraceRecorder:
         if entry.status is not None:
             return
         if args != self._raw_args.pop(id(entry), None):  # edited on approval, or not JSON
-            _set(entry, args=decode_args(args))
+            decoded = decode_args(args)
+            if decoded != entry.args:  # (not the same data written another way)
+                _set(entry, args=decoded)
+                self._sent_args.pop(id(entry), None)
         started = self._call_t0.pop(id(entry), None)
         duration = _ms(clock() - started) if started is not None else entry.duration_ms
         _set(entry, result=result, status=status, duration_ms=duration)
@@ -417,8 +425,9 @@ class TraceRecorder:
     def dirty(self) -> bool:
         return self._run_dirty or bool(self._dirty_turns) or bool(self._dirty_calls)
 
-    def take_rows(self) -> list[tuple[str, int, str]]:
-        """``(kind, index, JSON)`` rows of what changed since the last call, for the store."""
+    def take_rows(self, known: KnownCalls | None = None) -> list[tuple[str, int, str]]:
+        """``(kind, index, JSON)`` rows of what changed since the last call, for the store
+        (``known``: the long arguments texts the store has with the messages)."""
         from ._trace_store import encode_call, encode_run, encode_turn
 
         rows: list[tuple[str, int, str]] = []
@@ -427,9 +436,11 @@ class TraceRecorder:
             rows.append(("run", 0, encode_run(trace)))
         for index in sorted(self._dirty_turns):
             previous = trace.turns[index - 1] if index > 0 else None
-            rows.append(("turn", index, encode_turn(trace.turns[index], previous)))
+            rows.append(("turn", index, encode_turn(trace.turns[index], previous, known)))
         for index in sorted(self._dirty_calls):
-            rows.append(("tool_call", index, encode_call(trace.tool_calls[index])))
+            call = trace.tool_calls[index]
+            stored = known is not None and known.same(call.id, self._sent_args.get(id(call)))
+            rows.append(("tool_call", index, encode_call(call, args_stored=stored)))
         self._run_dirty = False
         self._dirty_turns.clear()
         self._dirty_calls.clear()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pydantic_core import SchemaSerializer, to_json
 
 from ._loop import run_loop
+from ._stored_once import KnownCalls, compact_events
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
@@ -141,6 +142,8 @@ class AgentRun:
         self._state_dirty = False
         #: Messages already in the store (they are appended, never changed).
         self._saved_messages = len(state.messages)
+        #: The long tool-call arguments of the stored messages (not stored again).
+        self._known = KnownCalls()
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
         self._subscribers: tuple[_Subscription, ...] = ()
@@ -458,7 +461,6 @@ class AgentRun:
             # The events not yet stored as one row (a JSON array from ``start`` on), turned
             # into JSON in one call, not one row and one call per event.
             events = self._events[start:]
-            rows = [(start, _events_json(events))] if events else []
             last = self._events[-1] if self._events else None
             self._saved_upto = (
                 len(self._events) - 1
@@ -470,7 +472,16 @@ class AgentRun:
             messages_from = self._saved_messages
             if state is not None:
                 self._saved_messages = len(state.messages)
-            trace_rows = self.tracer.take_rows() if self.tracer.dirty else []
+            # A long arguments text stored with the messages is not stored again (by the
+            # events and the trace): what is stored by now, this write included.
+            known = self._known
+            conversation = self.state.messages
+            known.update(conversation, self._saved_messages)
+            if events:
+                rows = [(start, _events_json(compact_events(events, known, conversation)))]
+            else:
+                rows = []
+            trace_rows = self.tracer.take_rows(known) if self.tracer.dirty else []
         if state is None and not rows and not trace_rows:
             return
         try:

@@ -19,6 +19,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .._stored_once import (
+    MIN_SHARED,
+    STORED,
+    STORED_COMPACT,
+    KnownCalls,
+    arguments_in,
+    expand_events,
+    restore,
+)
 from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
 from ..messages import Message
 from ..question_types import describe_validation_error
@@ -348,6 +357,11 @@ class RunStore:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         state = RunState.model_validate_json(rows[0][0])
         state.messages = self._messages(run_id)
+        if any(progress.args in (STORED, STORED_COMPACT) for progress in state.calls.values()):
+            arguments = arguments_in(state.messages)
+            for progress in state.calls.values():
+                if progress.args in (STORED, STORED_COMPACT):
+                    progress.args = restore(progress.args, arguments, progress.tool_call_id)
         for record in self.interactions(run_id):
             if isinstance(record, ApprovalRecord):
                 state.approvals[record.id] = record
@@ -427,7 +441,7 @@ class RunStore:
                 log.extend(_EVENTS.validate_json(text))
             else:
                 log.append(_EVENT.validate_json(text))
-        return log
+        return expand_events(log, lambda: self._messages(run_id))
 
     # -- decisions (any process) -----------------------------------------------------------------
 
@@ -904,7 +918,17 @@ def _studio_session(row: Sequence[Any]) -> StudioSession:
 
 
 def _state_json(state: RunState) -> str:
-    """The state without what has tables of its own (messages, approvals, questions)."""
+    """The state without what has tables of its own (messages, approvals, questions); a call's
+    long arguments text, written with the messages, is left to them."""
+    calls = state.calls
+    if calls and any(p.args is not None and len(p.args) >= MIN_SHARED for p in calls.values()):
+        known = KnownCalls()
+        known.update(state.messages, len(state.messages))
+        left = {}
+        for key, progress in calls.items():
+            marker = known.marker(progress.tool_call_id, progress.args)
+            left[key] = progress if marker is None else progress.model_copy(update={"args": marker})
+        state = state.model_copy(update={"calls": left})
     return state.model_dump_json(exclude={"approvals", "questions", "messages"})
 
 

@@ -1,0 +1,172 @@
+"""A long tool-call argument text is written to the run store once, with the run's messages.
+
+The same text is repeated by a run in several places: the assistant message that made the call,
+the ``tool_call`` and ``tool_result`` events, the ``final`` event's conversation, the trace's model
+response and tool call, and the progress of a started call in the run's state. Each of those
+rows stores :data:`STORED` in its place when the text is long (:data:`MIN_SHARED` characters or
+more) and the same call, with the very same arguments, is among the messages written by the same
+write or an earlier one; reading the row puts the text back from the messages. A run with a
+5 MB argument so writes it once instead of about seven times (see
+``benchmarks/store_size_bench.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._util import compact_arguments
+from .messages import Message
+
+__all__ = [
+    "MIN_SHARED",
+    "STORED",
+    "STORED_COMPACT",
+    "KnownCalls",
+    "arguments_in",
+    "compact_events",
+    "expand_events",
+    "restore",
+]
+
+#: Shorter texts are stored where they are used (a reference would save little).
+MIN_SHARED = 1024
+#: What a row holds instead of an arguments text kept in the run's messages. (It starts with
+#: NUL, which no JSON text and no model's arguments in practice start with.)
+STORED = "\x00anvia:in-messages"
+#: The same, for the compact form of that text (``compact_arguments``: what hooks, tools and
+#: the ``tool_result`` event are given).
+STORED_COMPACT = "\x00anvia:in-messages:compact"
+_MARKERS = (STORED, STORED_COMPACT)
+
+
+class KnownCalls:
+    """The long arguments of the tool calls in a run's stored messages, by call id (grown as
+    more of the messages are stored)."""
+
+    __slots__ = ("args", "compact", "count")
+
+    def __init__(self) -> None:
+        self.args: dict[str, str] = {}
+        #: The compact forms asked for so far (made once each).
+        self.compact: dict[str, str] = {}
+        #: How many of the run's messages were looked at.
+        self.count = 0
+
+    def update(self, messages: Sequence[Message], count: int) -> None:
+        """The first ``count`` of ``messages`` are stored."""
+        if count < self.count:  # (the history was replaced: start again)
+            self.args.clear()
+            self.compact.clear()
+            self.count = 0
+        for message in messages[self.count : count]:
+            for call in message.tool_calls:
+                text = call.arguments
+                if isinstance(text, str) and len(text) >= MIN_SHARED:
+                    self.args[call.id] = text
+        self.count = count
+
+    def same(self, call_id: str | None, text: Any) -> bool:
+        """Whether ``text`` is the stored arguments text of call ``call_id``."""
+        return self.marker(call_id, text, compact=False) is not None
+
+    def marker(self, call_id: str | None, text: Any, *, compact: bool = True) -> str | None:
+        """What to store instead of ``text``, the arguments of call ``call_id`` (or their
+        compact form, with ``compact``): :data:`STORED`, :data:`STORED_COMPACT`, or None when
+        ``text`` is to be stored as it is."""
+        if call_id is None or not isinstance(text, str) or len(text) < MIN_SHARED:
+            return None
+        known = self.args.get(call_id)
+        if known is None:
+            return None
+        if known is text or known == text:
+            return STORED
+        if not compact:
+            return None
+        form = self.compact.get(call_id)
+        if form is None:
+            form = self.compact[call_id] = compact_arguments(known)
+        return STORED_COMPACT if form is text or form == text else None
+
+
+def restore(marker: str, arguments: dict[str, str], call_id: str | None) -> str:
+    """The text a stored marker stands for (``arguments``: the stored messages' by call id)."""
+    text = arguments.get(call_id or "", "")
+    return compact_arguments(text) if marker == STORED_COMPACT else text
+
+
+def arguments_in(messages: Sequence[Message]) -> dict[str, str]:
+    """Every tool call's arguments text in ``messages``, by call id (the latest one wins)."""
+    return {
+        call.id: call.arguments
+        for message in messages
+        for call in message.tool_calls
+        if isinstance(call.arguments, str)
+    }
+
+
+def compact_events(events: list[Any], known: KnownCalls, messages: Sequence[Message]) -> list[Any]:
+    """``events`` as the store keeps them (copies where a text is left to the messages).
+    ``known`` and ``messages``: what of the run's conversation is stored (``known.count``)."""
+    out: list[Any] | None = None
+    for index, event in enumerate(events):
+        kind = event.type
+        if kind == "tool_call":
+            call = event.tool_call
+            if not known.same(call.id, call.arguments):
+                continue
+            stored = call.model_copy(update={"arguments": STORED})
+            event = event.model_copy(update={"tool_call": stored})
+        elif kind == "tool_result":
+            marker = known.marker(event.tool_call_id, event.args)
+            if marker is None:
+                continue
+            event = event.model_copy(update={"args": marker})
+        elif kind == "final":
+            sent = event.messages
+            count = known.count
+            if (
+                not sent
+                or len(sent) != count
+                or not all(a is b for a, b in zip(sent, messages[:count], strict=True))
+            ):
+                continue
+            event = event.model_copy(update={"messages": []})  # all of them are stored
+        else:
+            continue
+        if out is None:
+            out = list(events)
+        out[index] = event
+    return events if out is None else out
+
+
+def _left_out(kind: str, event: Any) -> bool:
+    """Whether a stored event left a text to the messages."""
+    if kind == "tool_call":
+        return bool(event.tool_call.arguments == STORED)
+    if kind == "tool_result":
+        return event.args in _MARKERS
+    return kind == "final" and not event.messages
+
+
+def expand_events(log: list[Any], messages: Callable[[], list[Message]]) -> list[Any]:
+    """The events as they were, from the stored ones (``messages()``: the run's messages)."""
+    conversation: list[Message] | None = None
+    arguments: dict[str, str] = {}
+    for index, event in enumerate(log):
+        kind = event.type
+        if not _left_out(kind, event):
+            continue
+        if conversation is None:
+            conversation = messages()
+            arguments = arguments_in(conversation)
+        if kind == "tool_call":
+            text = arguments.get(event.tool_call.id, "")
+            call = event.tool_call.model_copy(update={"arguments": text})
+            log[index] = event.model_copy(update={"tool_call": call})
+        elif kind == "tool_result":
+            text = restore(event.args, arguments, event.tool_call_id)
+            log[index] = event.model_copy(update={"args": text})
+        else:
+            log[index] = event.model_copy(update={"messages": list(conversation)})
+    return log
