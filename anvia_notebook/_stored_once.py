@@ -19,9 +19,11 @@ from ._util import compact_arguments
 from .messages import Message
 
 __all__ = [
+    "MERGED_FIELD",
     "MIN_SHARED",
     "STORED",
     "STORED_COMPACT",
+    "STORED_TEXT",
     "KnownCalls",
     "arguments_in",
     "compact_events",
@@ -29,6 +31,13 @@ __all__ = [
     "restore",
 ]
 
+#: The text field of each event type that grows while a model streams (consecutive deltas are
+#: merged into one event of the log).
+MERGED_FIELD = {
+    "text_delta": "delta",
+    "reasoning_delta": "delta",
+    "tool_call_delta": "arguments_delta",
+}
 #: Shorter texts are stored where they are used (a reference would save little).
 MIN_SHARED = 1024
 #: What a row holds instead of an arguments text kept in the run's messages. (It starts with
@@ -38,6 +47,10 @@ STORED = "\x00anvia:in-messages"
 #: the ``tool_result`` event are given).
 STORED_COMPACT = "\x00anvia:in-messages:compact"
 _MARKERS = (STORED, STORED_COMPACT)
+#: What a row holds instead of a long reply text that is an assistant message's ``content`` in
+#: the stored messages (the last one, for the run's output; the one answering a model call, for
+#: the trace).
+STORED_TEXT = "\x00anvia:in-messages:content"
 
 
 class KnownCalls:
@@ -131,7 +144,10 @@ def compact_events(events: list[Any], known: KnownCalls, messages: Sequence[Mess
                 or not all(a is b for a, b in zip(sent, messages[:count], strict=True))
             ):
                 continue
-            event = event.model_copy(update={"messages": []})  # all of them are stored
+            update: dict[str, Any] = {"messages": []}  # all of them are stored
+            if is_last_reply(event.output, sent):
+                update["output"] = STORED_TEXT
+            event = event.model_copy(update=update)
         else:
             continue
         if out is None:
@@ -168,5 +184,21 @@ def expand_events(log: list[Any], messages: Callable[[], list[Message]]) -> list
             text = restore(event.args, arguments, event.tool_call_id)
             log[index] = event.model_copy(update={"args": text})
         else:
-            log[index] = event.model_copy(update={"messages": list(conversation)})
+            restored: dict[str, Any] = {"messages": list(conversation)}
+            if event.output == STORED_TEXT:
+                restored["output"] = last_reply(conversation)
+            log[index] = event.model_copy(update=restored)
     return log
+
+
+def is_last_reply(text: str | None, messages: Sequence[Message]) -> bool:
+    """Whether ``text`` is long and the content of the last message, the assistant's."""
+    if text is None or len(text) < MIN_SHARED or not messages:
+        return False
+    last = messages[-1]
+    return last.role == "assistant" and (last.content is text or last.content == text)
+
+
+def last_reply(messages: Sequence[Message]) -> str:
+    """The content of the last message (what :data:`STORED_TEXT` stands for in the output)."""
+    return messages[-1].content if messages else ""

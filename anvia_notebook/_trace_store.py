@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from ._stored_once import STORED, KnownCalls, arguments_in
+from ._stored_once import MIN_SHARED, STORED, STORED_TEXT, KnownCalls, arguments_in
 from .messages import Message
 from .trace import ToolCallTrace, Trace, TurnRequest, TurnTrace
 
@@ -50,17 +50,40 @@ def encode_turn(
         stored["messages"] = own
     # The turn without its request, then the request as stored, joined as text: each part is
     # turned into JSON once, by pydantic's serializer (no dict of the turn built in between).
-    calls = turn.response.tool_calls
-    if known is not None and any(known.same(c.id, c.arguments) for c in calls):
-        left = [
-            c.model_copy(update={"arguments": STORED}) if known.same(c.id, c.arguments) else c
-            for c in calls
-        ]
-        response = turn.response.model_copy(update={"tool_calls": left})
-        turn = turn.model_copy(update={"response": response})
+    if known is not None:
+        turn = _left_to_messages(turn, known, own, request.message_count)
     data = turn.model_dump_json(exclude={"request"})
     request_json = to_json(stored, fallback=str).decode()
     return f'{data[:-1]},"request":{request_json}}}'
+
+
+def _left_to_messages(
+    turn: TurnTrace, known: KnownCalls, own: Any, message_count: int
+) -> TurnTrace:
+    """The turn as stored: long texts that the stored messages hold (its response's tool-call
+    arguments; its reply, the content of the message that answered it) left to them."""
+    response = turn.response
+    update: dict[str, Any] = {}
+    calls = response.tool_calls
+    if any(known.same(c.id, c.arguments) for c in calls):
+        update["tool_calls"] = [
+            c.model_copy(update={"arguments": STORED}) if known.same(c.id, c.arguments) else c
+            for c in calls
+        ]
+    text = response.text
+    history = (turn.request.__pydantic_private__ or {}).get("_history")
+    if (
+        own is None
+        and history is not None
+        and len(text) >= MIN_SHARED
+        and message_count < min(known.count, len(history))
+    ):
+        answer = history[message_count]
+        if answer.role == "assistant" and (answer.content is text or answer.content == text):
+            update["text"] = STORED_TEXT
+    if not update:
+        return turn
+    return turn.model_copy(update={"response": response.model_copy(update=update)})
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -122,6 +145,9 @@ def _restore_arguments(trace: Trace, messages: list[Message]) -> None:
 
     arguments: dict[str, str] | None = None
     for turn in trace.turns:
+        if turn.response.text == STORED_TEXT:
+            count = turn.request.message_count
+            turn.response.text = messages[count].content if count < len(messages) else ""
         for call in turn.response.tool_calls:
             if call.arguments == STORED:
                 if arguments is None:

@@ -14,7 +14,8 @@ scenario:
 
 and each divided by ``payload``. Target: ``written`` and ``files, open`` at most 3x (one case
 with a 5 MB argument used to leave about 13x: the arguments were written seven times, in the
-event log three times, the trace twice and the run's state once besides the messages).
+event log three times, the trace twice and the run's state once besides the messages; a streamed
+answer was written five times, and a slow stream's text again at each write).
 
     python benchmarks/store_size_bench.py [--mb 5] [--json out.json]
 """
@@ -22,6 +23,7 @@ event log three times, the trace twice and the run's state once besides the mess
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import tempfile
@@ -34,7 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, RunStore, create_tool
-from anvia_notebook.models import ModelResponse, QueueModel, StreamingQueueModel, ToolCall
+from anvia_notebook import run as run_module
+from anvia_notebook.models import (
+    FunctionModel,
+    ModelResponse,
+    QueueModel,
+    StreamingQueueModel,
+    ToolCall,
+)
 from anvia_notebook.store import _sqlite
 
 
@@ -130,6 +139,22 @@ def streamed_answer(size: int, delta: int = 1000) -> tuple[Callable[[], tuple[An
     return build, delta * len(pieces)
 
 
+def slow_stream(size: int, delta: int = 1000) -> tuple[Callable[[], tuple[Any, str]], int]:
+    """A stream slow enough for a store write after each delta (as a model that streams for
+    minutes gets one each second): the stored text grows by parts, it is not written again."""
+    count = size // delta
+
+    async def stream(request: Any) -> Any:
+        for _ in range(count):
+            await asyncio.sleep(0.001)
+            yield "z" * delta
+
+    def build() -> tuple[Any, str]:
+        return AgentBuilder("writer", FunctionModel(stream)).build(), "Write it out slowly."
+
+    return build, delta * count
+
+
 def five_calls(size: int) -> tuple[Callable[[], tuple[Any, str]], int]:
     each = [json.dumps({"text": str(i) * (size // 5)}) for i in range(5)]
 
@@ -156,6 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "five tool calls, one model turn each": five_calls(size),
     }
     results = {name: measure(build, payload) for name, (build, payload) in scenarios.items()}
+    slow = min(size, 500_000)
+    flush, run_module.STORE_FLUSH_INTERVAL = run_module.STORE_FLUSH_INTERVAL, 0.0
+    try:
+        build, payload = slow_stream(slow)
+        results[f"a slow stream, a write per delta ({slow // 1000} KB)"] = measure(build, payload)
+    finally:
+        run_module.STORE_FLUSH_INTERVAL = flush
     print(
         f"{'scenario':<44} {'payload':>11} {'written':>11} {'files, open':>12} "
         f"{'file, closed':>13}   ratios (target <= 3x)"

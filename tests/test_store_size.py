@@ -139,3 +139,36 @@ def test_a_started_call_keeps_its_arguments_in_the_stored_state(tmp_path):
     raw = store._q("SELECT state FROM runs WHERE run_id = 'run_started'")[0][0]
     assert len(raw) < 1000  # (the arguments are not in the state's row)
     store.close()
+
+
+async def test_a_slow_stream_adds_its_new_text_at_each_write_instead_of_rewriting_it(
+    tmp_path, monkeypatch
+):
+    """A write after every delta (as a model streaming for minutes gets one each second): each
+    write adds what is new; the whole text is not written again each time."""
+    from anvia_notebook import run as run_module
+    from anvia_notebook.models import FunctionModel
+
+    monkeypatch.setattr(run_module, "STORE_FLUSH_INTERVAL", 0.0)
+    monkeypatch.setattr(run_module, "_DELTAS_PER_CLOCK", 1)  # look at the clock at every delta
+    pieces = [f"{i:04d}" + "w" * 996 for i in range(200)]
+
+    async def stream(request):
+        for piece in pieces:
+            yield piece
+
+    folder = tmp_path / "store"
+    RunStore(folder / "runs.sqlite").close()
+    empty = store_bytes(folder)
+    store = RunStore(folder / "runs.sqlite")
+    run = AgentBuilder("writer", FunctionModel(stream)).build().prompt("Go.").store(store).start()
+    response = await run.wait()
+    assert response.output == "".join(pieces)
+    reader = RunStore(folder / "runs.sqlite")
+    [(parts,)] = reader._q("SELECT COUNT(*) FROM event_parts")
+    assert parts >= 100  # (the writes did happen while the text grew)
+    assert_reads_back(reader, run)
+    reader.close()
+    store.close()
+    written = store_bytes(folder) - empty
+    assert written <= 3 * len(response.output), (written, len(response.output))

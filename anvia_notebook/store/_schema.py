@@ -93,6 +93,22 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "CREATE INDEX runs_by_creation ON runs (created_at)",
         ],
     ),
+    (
+        4,
+        [
+            # Text streamed into an event already stored (a growing text_delta, reasoning_delta
+            # or tool_call_delta): each write adds the new text from character ``offset`` on,
+            # instead of writing the whole event again (a long answer was rewritten at each
+            # write). Read: appended to the event at ``seq``, in ``offset`` order.
+            """CREATE TABLE event_parts (
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                offset_chars INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq, offset_chars)
+            )""",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -20,12 +20,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .._stored_once import (
+    MERGED_FIELD,
     MIN_SHARED,
     STORED,
     STORED_COMPACT,
+    STORED_TEXT,
     KnownCalls,
     arguments_in,
     expand_events,
+    is_last_reply,
+    last_reply,
     restore,
 )
 from ..events import ApprovalRecord, QuestionRecord, RunEvent, utc_now
@@ -357,6 +361,8 @@ class RunStore:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         state = RunState.model_validate_json(rows[0][0])
         state.messages = self._messages(run_id)
+        if state.output == STORED_TEXT:
+            state.output = last_reply(state.messages)
         if any(progress.args in (STORED, STORED_COMPACT) for progress in state.calls.values()):
             arguments = arguments_in(state.messages)
             for progress in state.calls.values():
@@ -441,6 +447,15 @@ class RunStore:
                 log.extend(_EVENTS.validate_json(text))
             else:
                 log.append(_EVENT.validate_json(text))
+        parts = self._q(
+            "SELECT seq, text FROM event_parts WHERE run_id = ? ORDER BY seq, offset_chars",
+            (run_id,),
+        )
+        for seq, text in parts:
+            event = log[seq] if 0 <= seq < len(log) else None
+            field = MERGED_FIELD.get(event.type) if event is not None else None
+            if field is not None:
+                setattr(event, field, getattr(event, field) + text)
         return expand_events(log, lambda: self._messages(run_id))
 
     # -- decisions (any process) -----------------------------------------------------------------
@@ -686,11 +701,13 @@ class RunStore:
         events: Sequence[tuple[int, str]],
         messages_from: int = 0,
         trace_rows: Sequence[tuple[str, int, str]] = (),
+        parts: Sequence[tuple[int, int, str]] = (),
     ) -> None:
         """Write the run's state (when given: its messages from index ``messages_from`` on,
         the earlier ones are stored already), ``(seq, JSON)`` rows of its event log (one event,
         or a JSON array of consecutive events from ``seq`` on) and the changed ``(kind, index,
-        JSON)`` rows of its trace, all or nothing.
+        JSON)`` rows of its trace, all or nothing. ``parts``: ``(seq, offset, text)``, text
+        streamed into the stored event at ``seq`` from character ``offset`` on.
 
         The state alone, of a run this process created or claimed and that has not ended, is
         one ``UPDATE`` of the run's row, its new messages kept in the row until the next full
@@ -701,6 +718,7 @@ class RunStore:
             if (
                 not events
                 and not trace_rows
+                and not parts
                 and state.status in ACTIVE
                 and recent.size <= RECENT_LIMIT
             ):
@@ -729,6 +747,15 @@ class RunStore:
                         [m.model_dump_json() for m in state.messages[messages_from:]],
                     )
             self._insert_events(run_id, events)
+            if parts:
+                self._backend.executemany(
+                    self._sql(
+                        "INSERT INTO event_parts (run_id, seq, offset_chars, text) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT (run_id, seq, offset_chars) "
+                        "DO UPDATE SET text = excluded.text"
+                    ),
+                    [(run_id, seq, offset, text) for seq, offset, text in parts],
+                )
             if trace_rows:
                 self._backend.executemany(
                     self._sql(
@@ -754,6 +781,11 @@ class RunStore:
 
     def _insert_events(self, run_id: str, rows: Sequence[tuple[int, str]]) -> None:
         if rows:
+            # (text streamed into the events these rows replace is in the rows)
+            self._q(
+                "DELETE FROM event_parts WHERE run_id = ? AND seq >= ?",
+                (run_id, min(seq for seq, _ in rows)),
+            )
             self._backend.executemany(
                 self._sql(
                     "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?) "
@@ -919,7 +951,9 @@ def _studio_session(row: Sequence[Any]) -> StudioSession:
 
 def _state_json(state: RunState) -> str:
     """The state without what has tables of its own (messages, approvals, questions); a call's
-    long arguments text, written with the messages, is left to them."""
+    long arguments text and a long output, written with the messages, are left to them."""
+    if is_last_reply(state.output, state.messages):
+        state = state.model_copy(update={"output": STORED_TEXT})
     calls = state.calls
     if calls and any(p.args is not None and len(p.args) >= MIN_SHARED for p in calls.values()):
         known = KnownCalls()
