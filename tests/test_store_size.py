@@ -172,3 +172,36 @@ async def test_a_slow_stream_adds_its_new_text_at_each_write_instead_of_rewritin
     store.close()
     written = store_bytes(folder) - empty
     assert written <= 3 * len(response.output), (written, len(response.output))
+
+
+async def test_texts_left_to_the_messages_read_back_exactly_from_either_store(
+    store_location, monkeypatch
+):
+    """SQLite and PostgreSQL: a long argument, a long streamed reply grown by parts."""
+    from anvia_notebook import run as run_module
+    from anvia_notebook.models import FunctionModel
+
+    monkeypatch.setattr(run_module, "STORE_FLUSH_INTERVAL", 0.0)
+    monkeypatch.setattr(run_module, "_DELTAS_PER_CLOCK", 1)
+    arguments = json.dumps({"text": "a\u0000b " * 2000})  # (NUL, escaped in JSON)
+    pieces = [f"{i:03d} reply text, part by part. " * 20 for i in range(60)]
+    turns = iter(["call", "reply"])
+
+    async def model(request):
+        if next(turns) == "call":
+            yield ToolCall(id="c1", name="save", arguments=arguments)
+        else:
+            for piece in pieces:
+                yield piece
+
+    tool = save_tool()
+    agent = AgentBuilder("writer", FunctionModel(model)).tool(tool).build()
+    store = RunStore(store_location)
+    run = agent.prompt("Save, then tell me.").store(store).start()
+    response = await run.wait()
+    assert response.output == "".join(pieces) and tool.saved == [len("a\u0000b " * 2000)]
+    reader = RunStore(store_location)
+    assert_reads_back(reader, run)
+    assert reader.get(run.run_id).output == response.output
+    reader.close()
+    store.close()
