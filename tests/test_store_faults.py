@@ -247,3 +247,10 @@ def test_text_with_nul_characters_is_stored_and_read_back_exactly(store_location
     store.save_session(f"s{nul}", "a", f"title {nul}", [])
     assert store.session(f"s{nul}").title == f"title {nul}"
     store.close()
+
+
+def test_a_run_id_that_is_not_utf8_is_a_store_error_from_the_api(store_location):
+    store = RunStore(store_location)
+    with pytest.raises(RunStoreError, match=r"cannot take 'run_\\xff': it is not valid UTF-8"):
+        store.get(os.fsdecode(b"run_\xff"))
+    store.close()

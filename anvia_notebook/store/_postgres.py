@@ -19,7 +19,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._errors import RunStoreError
+from ._errors import RunStoreError, not_text
 
 __all__ = ["PostgresBackend"]
 
@@ -100,6 +100,8 @@ class PostgresBackend:
                 self._connection().execute(f"NOTIFY {CHANNEL}")
         except self._psycopg.Error as error:
             raise self.error(error) from error
+        except UnicodeEncodeError as error:
+            raise not_text(self.location, error) from None
         return [tuple(map(_get, r)) for r in rows]
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:

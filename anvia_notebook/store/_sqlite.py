@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._errors import RunStoreError
+from ._errors import RunStoreError, not_text
 
 __all__ = ["BUSY_TIMEOUT", "SQLiteBackend"]
 
@@ -107,6 +107,8 @@ class SQLiteBackend:
                 time.sleep(min(0.02, deadline - now))
             except sqlite3.Error as error:
                 raise self.error(error) from error
+            except UnicodeEncodeError as error:  # (a lone surrogate: bytes that were not UTF-8)
+                raise not_text(self.location, error) from None
 
     def error(self, error: sqlite3.Error) -> RunStoreError:
         """A driver error as a sentence for the person using the store."""
