@@ -1,13 +1,15 @@
-"""A long tool-call argument text is written to the run store once, with the run's messages.
+"""A long text is written to the run store once or twice, not at every place that repeats it.
 
-The same text is repeated by a run in several places: the assistant message that made the call,
-the ``tool_call`` and ``tool_result`` events, the ``final`` event's conversation, the trace's model
-response and tool call, and the progress of a started call in the run's state. Each of those
-rows stores :data:`STORED` in its place when the text is long (:data:`MIN_SHARED` characters or
-more) and the same call, with the very same arguments, is among the messages written by the same
-write or an earlier one; reading the row puts the text back from the messages. A run with a
-5 MB argument so writes it once instead of about seven times (see
-``benchmarks/store_size_bench.py``).
+A tool call's arguments are repeated by the assistant message that made the call, the
+``tool_call`` and ``tool_result`` events (the latter in compact form), the ``final`` event's
+conversation, the trace's model response and tool call, and the progress of a started call in
+the run's state; a long reply by its message, the event log, the ``final`` event, the run's
+``output`` and the trace. Each of those rows but the message (and, for a reply, the event log,
+which a transcript replays) stores a marker (:data:`STORED`, :data:`STORED_COMPACT`,
+:data:`STORED_TEXT`) in its place when the text is long (:data:`MIN_SHARED` characters or more)
+and the very same text is in the messages written by the same write or an earlier one; reading
+the row puts the text back from the messages. A run with a 5 MB argument so writes it once
+instead of seven times, a 5 MB reply twice instead of six (``benchmarks/store_size_bench.py``).
 """
 
 from __future__ import annotations
