@@ -15,6 +15,7 @@ from typing import Any
 from pydantic_core import to_json
 
 from ._stored_once import MIN_SHARED, STORED, STORED_TEXT, KnownCalls, arguments_in
+from ._util import decode_args
 from .messages import Message
 from .trace import ToolCallTrace, Trace, TurnRequest, TurnTrace
 
@@ -141,8 +142,6 @@ def decode_trace(
 
 def _restore_arguments(trace: Trace, messages: list[Message]) -> None:
     """Put back the arguments texts left to the stored messages."""
-    from ._tracing import decode_args
-
     arguments: dict[str, str] | None = None
     for turn in trace.turns:
         if turn.response.text == STORED_TEXT:

@@ -9,7 +9,6 @@ off, nothing of OpenTelemetry is imported and each notification costs one ``None
 
 from __future__ import annotations
 
-import json
 import logging
 import operator
 import time
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from ._util import decode_args
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
@@ -53,18 +53,6 @@ OUTPUT_CUT = "\n[... more output not kept]"
 
 #: The request settings a trace shows (when set).
 _SETTINGS = ("temperature", "max_tokens", "tool_choice")
-
-
-def decode_args(arguments: Any) -> Any:
-    """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON) kept."""
-    if not isinstance(arguments, str):
-        return arguments
-    if not arguments.strip():
-        return {}
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
 
 
 def _ms(seconds: float) -> float:
