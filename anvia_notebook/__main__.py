@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     runs = commands.add_parser("runs", parents=[after], help="list runs, newest first")
     runs.add_argument("--status")
     runs.add_argument("--agent")
-    runs.add_argument("--limit", type=int, default=50)
+    runs.add_argument("--limit", type=_count, default=50, help="at most this many (default 50)")
     runs.add_argument("--json", action="store_true", help="print JSON")
     show = commands.add_parser(
         "show", parents=[after], help="show a run and its pending interactions"
@@ -63,6 +63,17 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("question_id")
     answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
     return parser
+
+
+def _count(text: str) -> int:
+    """``--limit``: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of runs (0 or more)")
+    return value
 
 
 _WHERE_NOTEBOOKS_STORE = (
@@ -148,8 +159,26 @@ def _json_arg(text: str, what: str) -> Any:
         raise DecisionRefusedError(f"{what} is not valid JSON: {error.msg}.") from None
 
 
+def _not_text(args: argparse.Namespace) -> str | None:
+    """The first argument that is not valid text (bytes that are not UTF-8 reach ``sys.argv``
+    as lone surrogates, which no store can look up), as a message; None when all are."""
+    for name, value in vars(args).items():
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                shown = value.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+                what = name.replace("_", " ")
+                return f"The {what} '{shown}' is not valid UTF-8 text; check how it was typed."
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    wrong = _not_text(args)
+    if wrong is not None:
+        print(f"error: {wrong}", file=sys.stderr)
+        return 2
     location = args.store or _location()
     if location is None:
         print(f"Runs are not stored ({STORE_ENV} is off); use --store PATH.", file=sys.stderr)

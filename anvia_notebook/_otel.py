@@ -10,7 +10,10 @@ and results, and free-text reasons are attached only with ``capture_content=True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -29,6 +32,24 @@ __all__ = ["OTelExporter"]
 
 OPERATION = "gen_ai.operation.name"
 _UNKNOWN = object()
+logger = logging.getLogger("anvia_notebook")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _guarded(method: _F) -> _F:
+    """Every call into the OpenTelemetry SDK goes through one of these methods: an exception
+    from it (a span processor or exporter that raises in ``on_start``/``on_end``, a broken
+    provider) is logged, once per ``instrument()``, and never reaches the run."""
+
+    @functools.wraps(method)
+    def call(self: RunSpans, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except Exception:
+            self.exporter.failed(self.recorder.trace.run_id)
+            return None
+
+    return cast(_F, call)
 
 
 class OTelExporter:
@@ -39,6 +60,21 @@ class OTelExporter:
             "anvia_notebook", __version__, tracer_provider=tracer_provider
         )
         self.capture_content = capture_content
+        self._warned = False
+
+    def failed(self, run_id: str) -> None:
+        """The SDK raised (call from an ``except`` block): a warning the first time only."""
+        if self._warned:
+            logger.debug("OpenTelemetry failed again (run %s)", run_id, exc_info=True)
+            return
+        self._warned = True
+        logger.warning(
+            "Exporting OpenTelemetry spans failed (run %s); the run goes on, but its spans may "
+            "be incomplete. Check the span processors and exporters given to instrument(). "
+            "Further failures are logged at DEBUG level only.",
+            run_id,
+            exc_info=True,
+        )
 
     def run_spans(
         self,
@@ -64,6 +100,7 @@ class RunSpans:
         resumed: bool,
         session_id: str | None = None,
     ) -> None:
+        self.exporter = exporter
         self.tracer = exporter.tracer
         self.content = exporter.capture_content
         self.recorder = recorder
@@ -112,36 +149,43 @@ class RunSpans:
 
     # -- the run ---------------------------------------------------------------------------------
 
+    @_guarded
     def run_ended(self, status: str, error: BaseException | None) -> None:
         root = self.root
-        if not self.recording:
-            otel_context.detach(self._token)
-            root.end()
-            return
-        summary = self.recorder.trace.summary()
-        root.set_attributes(
-            {
-                "gen_ai.usage.input_tokens": summary["input_tokens"],
-                "gen_ai.usage.output_tokens": summary["output_tokens"],
-                "anvia.run.status": status,
-            }
-        )
-        if status == "cancelled":
-            attributes = {"reason": str(error)} if self.content and error is not None else {}
-            root.add_event("cancelled", attributes)
-        elif error is not None:
-            _record_error(root, error)
-        for span in self._tools.values():  # calls the run did not finish
-            span.end()
-        self._tools.clear()
-        self._tool_args.clear()
-        self._message_json.clear()
-        self._tool_json.clear()
         otel_context.detach(self._token)
-        root.end()
+        if not self.recording:
+            self._end(root)
+            return
+        try:
+            summary = self.recorder.trace.summary()
+            root.set_attributes(
+                {
+                    "gen_ai.usage.input_tokens": summary["input_tokens"],
+                    "gen_ai.usage.output_tokens": summary["output_tokens"],
+                    "anvia.run.status": status,
+                }
+            )
+            if status == "cancelled":
+                attributes = {"reason": str(error)} if self.content and error is not None else {}
+                root.add_event("cancelled", attributes)
+            elif error is not None:
+                _record_error(root, error)
+        finally:  # every span ends, whatever one of them raises
+            for span in self._tools.values():  # calls the run did not finish
+                self._end(span)
+            self._tools.clear()
+            self._tool_args.clear()
+            self._message_json.clear()
+            self._tool_json.clear()
+            self._end(root)
+
+    @_guarded
+    def _end(self, span: Any) -> None:
+        span.end()
 
     # -- model calls -----------------------------------------------------------------------------
 
+    @_guarded
     def chat_started(self, entry: TurnTrace) -> tuple[Any, Any]:
         request = entry.request
         if (entry.model, entry.provider) == self._model:  # (always, for calls of this run)
@@ -207,13 +251,16 @@ class RunSpans:
             parts.append(known[1])
         return "[" + ",".join(parts) + "]"
 
+    @_guarded
     def chat_ended(
         self,
         entry: TurnTrace,
-        started: tuple[Any, Any],
+        started: tuple[Any, Any] | None,
         error: BaseException | None,
         stopped: str | None = None,
     ) -> None:
+        if started is None:  # the span could not be started
+            return
         span, token = started
         otel_context.detach(token)
         if error is not None:
@@ -256,6 +303,7 @@ class RunSpans:
 
     # -- tool calls ------------------------------------------------------------------------------
 
+    @_guarded
     def tool_started(self, entry: ToolCallTrace) -> None:
         attributes: dict[str, Any] = {
             OPERATION: "execute_tool",
@@ -269,7 +317,7 @@ class RunSpans:
             self._tool_args[id(entry)] = entry.args
         previous = self._tools.pop(id(entry), None)
         if previous is not None:
-            previous.end()
+            self._end(previous)
         self._tools[id(entry)] = self.tracer.start_span(
             f"execute_tool {entry.name}",
             context=self.root_context,
@@ -284,20 +332,24 @@ class RunSpans:
             return raw  # (decoded into entry.args, so it is JSON)
         return _json(entry.args)
 
+    @_guarded
     def activate_tool(self, entry: ToolCallTrace) -> Any:
         span = self._tools.get(id(entry))
         if span is None:
             return None
         return otel_context.attach(otel_trace.set_span_in_context(span))
 
+    @_guarded
     def deactivate(self, token: Any) -> None:
         otel_context.detach(token)
 
+    @_guarded
     def tool_exception(self, entry: ToolCallTrace, error: BaseException) -> None:
         span = self._tools.get(id(entry))
         if span is not None:
             span.record_exception(error)
 
+    @_guarded
     def approval(self, entry: ToolCallTrace, record: ApprovalRecord, resolved: bool) -> None:
         attributes: dict[str, Any] = {
             "anvia.approval.id": record.id,
@@ -313,6 +365,7 @@ class RunSpans:
         name = "tool_approval_result" if resolved else "tool_approval_request"
         self._span_of(entry).add_event(name, attributes)
 
+    @_guarded
     def question(self, entry: ToolCallTrace, record: QuestionRecord, resolved: bool) -> None:
         attributes: dict[str, Any] = {
             "anvia.question.id": record.id,
@@ -331,6 +384,7 @@ class RunSpans:
     def _span_of(self, entry: ToolCallTrace) -> Any:
         return self._tools.get(id(entry)) or self.root
 
+    @_guarded
     def tool_ended(self, entry: ToolCallTrace) -> None:
         span = self._tools.pop(id(entry), None)
         if span is None:  # the call never began: nothing ran

@@ -2,7 +2,8 @@
 
 A model call's messages are stored as a count (the run's messages are stored already), and its
 instructions, tools and settings only when they differ from the previous call's, so a long run's
-trace stays small in the store.
+trace stays small in the store. A long tool-call arguments text the stored messages hold already
+(the model's response, a call's arguments) is left to them (see :mod:`._stored_once`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from ._stored_once import MIN_SHARED, STORED, STORED_TEXT, KnownCalls, arguments_in
+from ._util import decode_args
 from .messages import Message
 from .trace import ToolCallTrace, Trace, TurnRequest, TurnTrace
 
@@ -27,7 +30,9 @@ def encode_run(trace: Trace) -> str:
     return trace.model_dump_json(include=_RUN_FIELDS)
 
 
-def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
+def encode_turn(
+    turn: TurnTrace, previous: TurnTrace | None, known: KnownCalls | None = None
+) -> str:
     request = turn.request
     stored: dict[str, Any] = {"message_count": request.message_count}
     same: list[str] = []
@@ -46,16 +51,51 @@ def encode_turn(turn: TurnTrace, previous: TurnTrace | None) -> str:
         stored["messages"] = own
     # The turn without its request, then the request as stored, joined as text: each part is
     # turned into JSON once, by pydantic's serializer (no dict of the turn built in between).
+    if known is not None:
+        turn = _left_to_messages(turn, known, own, request.message_count)
     data = turn.model_dump_json(exclude={"request"})
     request_json = to_json(stored, fallback=str).decode()
     return f'{data[:-1]},"request":{request_json}}}'
+
+
+def _left_to_messages(
+    turn: TurnTrace, known: KnownCalls, own: Any, message_count: int
+) -> TurnTrace:
+    """The turn as stored: long texts that the stored messages hold (its response's tool-call
+    arguments; its reply, the content of the message that answered it) left to them."""
+    response = turn.response
+    update: dict[str, Any] = {}
+    calls = response.tool_calls
+    if any(known.same(c.id, c.arguments) for c in calls):
+        update["tool_calls"] = [
+            c.model_copy(update={"arguments": STORED}) if known.same(c.id, c.arguments) else c
+            for c in calls
+        ]
+    text = response.text
+    history = (turn.request.__pydantic_private__ or {}).get("_history")
+    if (
+        own is None
+        and history is not None
+        and len(text) >= MIN_SHARED
+        and message_count < min(known.count, len(history))
+    ):
+        answer = history[message_count]
+        if answer.role == "assistant" and (answer.content is text or answer.content == text):
+            update["text"] = STORED_TEXT
+    if not update:
+        return turn
+    return turn.model_copy(update={"response": response.model_copy(update=update)})
 
 
 def _same(a: Any, b: Any) -> bool:
     return a is b or a == b
 
 
-def encode_call(call: ToolCallTrace) -> str:
+def encode_call(call: ToolCallTrace, *, args_stored: bool = False) -> str:
+    """The call; ``args_stored``: its arguments are the text of its call in the stored messages,
+    decoded (left out, and decoded from there again when read)."""
+    if args_stored:
+        return call.model_copy(update={"args": STORED}).model_dump_json()
     return call.model_dump_json()
 
 
@@ -96,4 +136,24 @@ def decode_trace(
         previous = request
     for index in sorted(calls):
         trace.tool_calls.append(ToolCallTrace.model_validate_json(calls[index]))
+    _restore_arguments(trace, messages)
     return trace
+
+
+def _restore_arguments(trace: Trace, messages: list[Message]) -> None:
+    """Put back the arguments texts left to the stored messages."""
+    arguments: dict[str, str] | None = None
+    for turn in trace.turns:
+        if turn.response.text == STORED_TEXT:
+            count = turn.request.message_count
+            turn.response.text = messages[count].content if count < len(messages) else ""
+        for call in turn.response.tool_calls:
+            if call.arguments == STORED:
+                if arguments is None:
+                    arguments = arguments_in(messages)
+                call.arguments = arguments.get(call.id, "")
+    for entry in trace.tool_calls:
+        if isinstance(entry.args, str) and entry.args == STORED:
+            if arguments is None:
+                arguments = arguments_in(messages)
+            entry.args = decode_args(arguments.get(entry.id, ""))

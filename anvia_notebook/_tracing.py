@@ -9,7 +9,6 @@ off, nothing of OpenTelemetry is imported and each notification costs one ``None
 
 from __future__ import annotations
 
-import json
 import logging
 import operator
 import time
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
+from ._util import decode_args
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
@@ -33,6 +33,7 @@ from .trace import (
 )
 
 if TYPE_CHECKING:
+    from ._stored_once import KnownCalls
     from .models.base import CompletionRequest, CompletionResponse, ToolCall
 
 __all__ = ["TraceRecorder", "clock", "decode_args"]
@@ -52,18 +53,6 @@ OUTPUT_CUT = "\n[... more output not kept]"
 
 #: The request settings a trace shows (when set).
 _SETTINGS = ("temperature", "max_tokens", "tool_choice")
-
-
-def decode_args(arguments: Any) -> Any:
-    """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON) kept."""
-    if not isinstance(arguments, str):
-        return arguments
-    if not arguments.strip():
-        return {}
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return arguments
 
 
 def _ms(seconds: float) -> float:
@@ -136,6 +125,9 @@ class TraceRecorder:
         self._dirty_turns: set[int] = set()
         #: The arguments text each running call started with (decoded once if unchanged).
         self._raw_args: dict[int, Any] = {}
+        #: The same, kept while the call's arguments stay the ones the model sent (a stored
+        #: trace row then leaves them to the run's stored messages).
+        self._sent_args: dict[int, Any] = {}
         self._dirty_calls: set[int] = set()
         self._run_dirty = False
         #: This run's OpenTelemetry spans (None when instrumentation is off).
@@ -166,8 +158,8 @@ class TraceRecorder:
                 spans = exporter.run_spans(
                     self, agent_id=agent_id, resumed=resumed, session_id=session_id
                 )
-            except Exception:  # exporting must never stop a run
-                logger.exception("Could not start the OpenTelemetry spans of run %s", trace.run_id)
+            except Exception:  # exporting must never stop a run (a warning, once)
+                exporter.failed(trace.run_id)
             else:
                 self._run_spans = spans
                 # A run the sampler dropped makes no spans per call (each costs the SDK's
@@ -332,6 +324,7 @@ class TraceRecorder:
         self._calls[call.id] = entry
         self._mark(entry)
         self._raw_args[id(entry)] = raw
+        self._sent_args[id(entry)] = raw
         if started:
             self._call_t0[id(entry)] = now
             if self.spans is not None:
@@ -398,7 +391,10 @@ class TraceRecorder:
         if entry.status is not None:
             return
         if args != self._raw_args.pop(id(entry), None):  # edited on approval, or not JSON
-            _set(entry, args=decode_args(args))
+            decoded = decode_args(args)
+            if decoded != entry.args:  # (not the same data written another way)
+                _set(entry, args=decoded)
+                self._sent_args.pop(id(entry), None)
         started = self._call_t0.pop(id(entry), None)
         duration = _ms(clock() - started) if started is not None else entry.duration_ms
         _set(entry, result=result, status=status, duration_ms=duration)
@@ -426,8 +422,9 @@ class TraceRecorder:
     def dirty(self) -> bool:
         return self._run_dirty or bool(self._dirty_turns) or bool(self._dirty_calls)
 
-    def take_rows(self) -> list[tuple[str, int, str]]:
-        """``(kind, index, JSON)`` rows of what changed since the last call, for the store."""
+    def take_rows(self, known: KnownCalls | None = None) -> list[tuple[str, int, str]]:
+        """``(kind, index, JSON)`` rows of what changed since the last call, for the store
+        (``known``: the long arguments texts the store has with the messages)."""
         from ._trace_store import encode_call, encode_run, encode_turn
 
         rows: list[tuple[str, int, str]] = []
@@ -436,9 +433,11 @@ class TraceRecorder:
             rows.append(("run", 0, encode_run(trace)))
         for index in sorted(self._dirty_turns):
             previous = trace.turns[index - 1] if index > 0 else None
-            rows.append(("turn", index, encode_turn(trace.turns[index], previous)))
+            rows.append(("turn", index, encode_turn(trace.turns[index], previous, known)))
         for index in sorted(self._dirty_calls):
-            rows.append(("tool_call", index, encode_call(trace.tool_calls[index])))
+            call = trace.tool_calls[index]
+            stored = known is not None and known.same(call.id, self._sent_args.get(id(call)))
+            rows.append(("tool_call", index, encode_call(call, args_stored=stored)))
         self._run_dirty = False
         self._dirty_turns.clear()
         self._dirty_calls.clear()

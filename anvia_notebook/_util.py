@@ -38,6 +38,18 @@ def compact_arguments(raw: str) -> str:
         return raw
 
 
+def decode_args(arguments: Any) -> Any:
+    """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON) kept."""
+    if not isinstance(arguments, str):
+        return arguments
+    if not arguments.strip():
+        return {}
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
 def normalize_result(value: Any) -> str:
     """A tool's return value as the text the model sees.
 

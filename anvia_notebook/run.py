@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pydantic_core import SchemaSerializer, to_json
 
 from ._loop import run_loop
+from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
@@ -33,11 +34,7 @@ Subscriber = Callable[[Any], None]
 TextSubscriber = Callable[[int, str], None]
 
 #: Event types whose consecutive events (same turn, same call) merge into one in the log.
-_MERGED_FIELD = {
-    "text_delta": "delta",
-    "reasoning_delta": "delta",
-    "tool_call_delta": "arguments_delta",
-}
+_MERGED_FIELD = MERGED_FIELD
 #: Streamed text reaches the store at least this often (seconds).
 STORE_FLUSH_INTERVAL = 1.0
 #: Text deltas that come fast (:data:`_FAST` apart or less) are looked at every this many for
@@ -132,6 +129,15 @@ class AgentRun:
         #: Parts of the last (mergeable) event not yet joined into it.
         self._parts: list[str] = []
         self._saved_upto = len(self._events)
+        #: The growing (mergeable) event the store has, and how many characters of its text:
+        #: a later write adds the rest as a part instead of writing the event again.
+        self._stored_growing: tuple[int, int] | None = None
+        last = self._events[-1] if self._events else None
+        if last is not None and last.type in _MERGED_FIELD:
+            self._stored_growing = (
+                len(self._events) - 1,
+                len(getattr(last, _MERGED_FIELD[last.type])),
+            )
         self._last_flush = _clock()
         self._flush_timer: asyncio.TimerHandle | None = None
         #: Text deltas until the next look for a store write (0: at the next one), how many
@@ -141,6 +147,8 @@ class AgentRun:
         self._state_dirty = False
         #: Messages already in the store (they are appended, never changed).
         self._saved_messages = len(state.messages)
+        #: The long tool-call arguments of the stored messages (not stored again).
+        self._known = KnownCalls()
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
         self._subscribers: tuple[_Subscription, ...] = ()
@@ -455,23 +463,46 @@ class AgentRun:
             # The events not yet stored as one row (a JSON array from ``start`` on), turned
             # into JSON in one call, not one row and one call per event.
             events = self._events[start:]
-            rows = [(start, _events_json(events))] if events else []
+            parts: list[tuple[int, int, str]] = []
+            growing = self._stored_growing
+            if growing is not None and growing[0] == start and events:
+                # Text streamed into an event the store has: only what is new.
+                offset = growing[1]
+                text = getattr(events[0], _MERGED_FIELD[events[0].type])
+                if len(text) > offset:
+                    parts.append((start, offset, text[offset:]))
+                start += 1
+                events = events[1:]
             last = self._events[-1] if self._events else None
-            self._saved_upto = (
-                len(self._events) - 1
-                if last is not None and last.type in _MERGED_FIELD
-                else len(self._events)
-            )
+            if last is not None and last.type in _MERGED_FIELD:
+                self._saved_upto = len(self._events) - 1
+                field = getattr(last, _MERGED_FIELD[last.type])
+                self._stored_growing = (self._saved_upto, len(field))
+            else:
+                self._saved_upto = len(self._events)
+                self._stored_growing = None
             state = self.state if self._state_dirty else None
             self._state_dirty = False
             messages_from = self._saved_messages
             if state is not None:
                 self._saved_messages = len(state.messages)
-            trace_rows = self.tracer.take_rows() if self.tracer.dirty else []
-        if state is None and not rows and not trace_rows:
+            # A long arguments text stored with the messages is not stored again (by the
+            # events and the trace): what is stored by now, this write included.
+            known = self._known
+            conversation = self.state.messages
+            known.update(conversation, self._saved_messages)
+            if events:
+                rows = [(start, _events_json(compact_events(events, known, conversation)))]
+            else:
+                rows = []
+            trace_rows = self.tracer.take_rows(known) if self.tracer.dirty else []
+        if state is None and not rows and not trace_rows and not parts:
             return
         try:
-            store.save_run(self.run_id, state, rows, messages_from, trace_rows)
+            if parts:
+                store.save_run(self.run_id, state, rows, messages_from, trace_rows, parts=parts)
+            else:  # (the usual call, as a store that extends save_run expects it)
+                store.save_run(self.run_id, state, rows, messages_from, trace_rows)
         except Exception as error:
             self._store_failed(error)
 

@@ -201,7 +201,7 @@ class Trace(BaseModel):
         else:  # the model reported no usage (an offline one): no count to show
             tokens = "no token counts"
         head = (
-            f"<p><b>Trace</b> of run <code>{escape(self.run_id)}</code> "
+            f"<p><b>Trace</b> of run <code>{escape(_preview(self.run_id))}</code> "
             f"({escape(self.status)}): {_count(summary['turns'], 'model call')}, "
             f"{_count(summary['tool_calls'], 'tool call')}, {tokens}, first token "
             f"{_ms_text(summary['first_token_ms'])}, total {_ms_text(summary['duration_ms'])}</p>"
@@ -215,16 +215,14 @@ class Trace(BaseModel):
                 if row["kind"] == "model" and (row["input_tokens"] or row["output_tokens"])
                 else ""
             )
-            text = str(row["error"] or row["result"] or "")
-            preview = text if len(text) <= 80 else text[:79] + "…"
             values = (
                 row["kind"],
                 str(row["turn"]),
-                str(row["name"]),
-                str(row["status"]),
+                _preview(str(row["name"])),  # (a model may choose a name of any length)
+                _preview(str(row["status"])),
                 _ms_text(row["duration_ms"]),
                 tokens,
-                preview,
+                _preview(str(row["error"] or row["result"] or "")),
             )
             cells.append("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in values) + "</tr>")
         titles = ("kind", "turn", "name", "status", "duration", "tokens in / out", "result")
@@ -327,6 +325,11 @@ class Trace(BaseModel):
 
 #: How many rows a trace shows in a notebook (``to_pandas()`` has them all).
 HTML_ROWS = 200
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    """The start of ``text`` for one cell of the table (the whole of it is in the trace)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _count(count: int, noun: str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 
 import pytest
 from pydantic import BaseModel
@@ -745,3 +746,65 @@ def test_the_notebook_reference_scan_sees_every_form_of_import(tmp_path):
         ("show", "anvia_notebook.notebook"),
         ("show", "anvia_notebook.notebook._evals_view"),
     ]
+
+
+def test_numpy_scores_count_as_bools_and_numbers_and_infinity_is_an_error():
+    np = pytest.importorskip("numpy")
+    cases = [{"input": k, "name": k} for k in "abc"]
+
+    def close(case, output):  # np.bool_, as np.isclose gives
+        return np.isclose(len(output), 3)
+
+    def count(case, output):  # np.int64
+        return np.int64(output.count("y"))
+
+    def ratio(case, output):  # np.float64, and +-inf for two of the cases
+        return {"a": np.float64(0.75), "b": np.float64("inf"), "c": -np.inf}[case.name]
+
+    def scored(case, output):  # a Score carrying infinity
+        return evals.Score(float("inf") if case.name == "a" else 1.0, True)
+
+    report = evals.evaluate_sync(
+        agent_with(answering({"a": "yes", "b": "no", "c": "yes"})),
+        cases,
+        [close, count, ratio, scored],
+    )
+    a, b, c = report.cases
+    assert a.scores["close"] is True and b.scores["close"] is False
+    assert type(a.scores["close"]) is bool and a.details["close"].error is None
+    assert a.scores["count"] == 1.0 and a.details["count"].passed
+    assert b.scores["count"] == 0.0 and not b.details["count"].passed
+    assert a.scores["ratio"] == 0.75
+    for case in (b, c):
+        assert case.scores["ratio"] is None and not case.passed
+        assert "an infinite number); a score is a finite number" in case.details["ratio"].error
+    assert a.scores["scored"] is None and "infinite" in a.details["scored"].error
+    means = report.mean_scores
+    assert means == {
+        "close": pytest.approx(2 / 3),
+        "count": pytest.approx(2 / 3),
+        "ratio": 0.75,
+        "scored": 1.0,
+    }
+    assert all(v is None or math.isfinite(v) for v in means.values())
+
+
+def test_printing_a_comparison_names_the_newly_failing_and_passing_cases():
+    cases = [{"input": k, "name": k} for k in ("refund", "lookup", "greet", "cancel")]
+    before = evals.evaluate_sync(
+        agent_with(answering({"refund": "yes", "lookup": "yes", "greet": "no", "cancel": "no"})),
+        cases,
+        [evals.contains("yes")],
+    )
+    after = evals.evaluate_sync(
+        agent_with(answering({"refund": "no", "lookup": "no", "greet": "yes", "cancel": "no"})),
+        cases,
+        [evals.contains("yes")],
+    )
+    printed = str(evals.compare(before, after))
+    assert printed.splitlines() == [
+        evals.compare(before, after).summary(),
+        "Newly failing: refund, lookup",
+        "Newly passing: greet",
+    ]
+    assert "2 newly failing, 1 newly passing" in printed

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("opentelemetry.sdk")
 
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased, Sampler
@@ -449,4 +449,51 @@ def test_a_broken_tracer_provider_never_stops_a_run(caplog) -> None:
     finally:
         instrument(False)
     assert response.output == "fine" and response.trace.status == "success"
-    assert "Could not start the OpenTelemetry spans" in caplog.text
+    assert "Exporting OpenTelemetry spans failed" in caplog.text
+
+
+class RaisingProcessor(SpanProcessor):
+    def __init__(self, when: str) -> None:
+        self.when = when
+
+    def on_start(self, span, parent_context=None) -> None:
+        if self.when == "start":
+            raise RuntimeError("span processor bug")
+
+    def on_end(self, span) -> None:
+        if self.when == "end":
+            raise RuntimeError("span processor bug")
+
+
+@pytest.mark.parametrize("when", ["start", "end"])
+@pytest.mark.parametrize("content", [False, True])
+def test_a_span_processor_that_raises_never_fails_a_run(caplog, when, content) -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(RaisingProcessor(when))
+    instrument(provider, capture_content=content)
+    try:
+        for _ in range(2):  # the warning is given once per instrument(), not once per run
+            builder, _tool = tool_run(approval=ToolApproval(reason="Check it."))
+            agent = builder.approvals(lambda request: True).build()  # approval events too
+            response = agent.prompt("2 + 3?").send_sync()
+            assert response.output == "It is 5."
+            assert response.trace.status == "success"
+            assert [c.status for c in response.trace.tool_calls] == ["success"]
+    finally:
+        instrument(False)
+    warnings = [r for r in caplog.records if "OpenTelemetry spans failed" in r.getMessage()]
+    assert len(warnings) == 1 and warnings[0].levelname == "WARNING"
+    assert "span processor bug" in caplog.text  # (the traceback, for whoever configured it)
+    # Nothing was left current: a span started now is a root of its own.
+    assert otel_trace.get_current_span() is otel_trace.INVALID_SPAN
+    if when == "end":  # the processor before it got every span
+        names = sorted(span.name for span in exporter.get_finished_spans())
+        one_run = [
+            "invoke_agent Calculator",
+            "chat queue-model",
+            "chat queue-model",
+            "execute_tool add",
+        ]
+        assert names == sorted(one_run * 2)

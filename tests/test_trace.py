@@ -658,3 +658,25 @@ async def test_a_should_retry_that_raises_still_ends_the_model_call() -> None:
         await request.send()
     [turn] = request.trace.turns
     assert turn.error == "ModelError: busy" and request.trace.status == "error"
+
+
+def test_a_tool_name_and_call_id_of_any_length_are_cut_in_inspect_and_the_table() -> None:
+    """The model chooses them: 2,000,000 characters each stay within the Inspect view's bounds
+    and the trace table a saved notebook keeps (the trace itself keeps them whole)."""
+    from anvia_notebook.notebook._inspect import MAX_FIELD, inspect_turn
+
+    name, call_id = "n" * 2_000_000, "i" * 2_000_000
+    model = QueueModel([call(name, {"x": 1}, id=call_id), ModelResponse(text="done")])
+    agent = AgentBuilder("a", model).tool(make_add_tool()).build()
+    trace = agent.prompt("go").send_sync().trace
+    assert trace.tool_calls[0].name == name and trace.tool_calls[0].id == call_id
+    for index in (0, 1):
+        _, view = inspect_turn(trace, index)
+        size = len(json.dumps(view))
+        assert size < 4 * MAX_FIELD, (index, size)
+    _, view = inspect_turn(trace, 0)
+    [shown] = view["tool_calls"]
+    assert shown["name"].startswith("nnn") and "(1,998,000 more characters)" in shown["name"]
+    assert shown["id"].startswith("iii") and "(1,998,000 more characters)" in shown["id"]
+    html = trace._repr_html_()
+    assert len(html) < 5_000 and "n" * 79 + "…" in html

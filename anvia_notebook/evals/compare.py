@@ -181,6 +181,17 @@ class Comparison:
     def __repr__(self) -> str:
         return f"Comparison({self.summary()})"
 
+    def __str__(self) -> str:
+        """The summary, then the cases that changed verdict, by name (``print(comparison)``)."""
+        lines = [self.summary()]
+        for label, names in (
+            ("Newly failing", self.newly_failing),
+            ("Newly passing", self.newly_passing),
+        ):
+            if names:
+                lines.append(f"{label}: {', '.join(names)}")
+        return "\n".join(lines)
+
     def _repr_html_(self) -> str:
         metric_rows = "".join(
             "<tr>"

@@ -1,8 +1,10 @@
 """Metrics: score one case's output. Built-ins, and any plain ``(case, output)`` callable.
 
 A metric returns a bool (passed or not) or a number (passes at ``>= threshold``, 0.5 unless
-the metric says otherwise). A metric that raises gives that one score an error; the report
-goes on.
+the metric says otherwise); numpy's booleans and numbers (``np.isclose(...)``, ``np.int64(1)``)
+count as Python's. A metric that raises, or returns something that is not a score (text, NaN, an
+infinite number), gives that one score an error; the report goes on, and the metric's mean
+leaves that case out.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -77,13 +80,16 @@ class Metric:
     def judge(self, value: Any) -> Score:
         """Turn what the function returned into a :class:`Score`."""
         if isinstance(value, Score):
+            if isinstance(value.value, float) and not math.isfinite(value.value):
+                return Score(None, False, value.reason, _not_finite(value.value))
             return value
+        value = _plain(value)
         if isinstance(value, bool):
             return Score(value, value)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, numbers.Real):
             number = float(value)
-            if math.isnan(number):
-                return Score(None, False, error="The metric returned NaN.")
+            if not math.isfinite(number):
+                return Score(None, False, error=_not_finite(number))
             return Score(number, number >= self.threshold)
         return Score(
             None,
@@ -93,6 +99,19 @@ class Metric:
                 "or a number."
             ),
         )
+
+
+def _plain(value: Any) -> Any:
+    """A numpy boolean or number (or a 0-d array of one) as Python's bool, int or float."""
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind is not None and kind in "biuf" and getattr(value, "shape", None) == ():
+        return value.item()
+    return value
+
+
+def _not_finite(number: float) -> str:
+    what = "NaN" if math.isnan(number) else f"{number} (an infinite number)"
+    return f"The metric returned {what}; a score is a finite number."
 
 
 def _expected_text(case: Case, metric: str) -> str:

@@ -2,8 +2,9 @@
 
 The page asks for one model call at a time (``inspect`` -> ``inspect_reply``), only when a person
 opens the Inspect view, so that streaming and the snapshot carry none of it. Every text is cut at
-:data:`MAX_FIELD` characters (with a note, like the static copy) and the request's conversation
-to its last :data:`MAX_MESSAGES` messages; the page shows all of it as text, folded.
+:data:`MAX_FIELD` characters (with a note, like the static copy), a name or id (chosen by the
+model, so of any length) at :data:`MAX_NAME`, and the request's conversation to its last
+:data:`MAX_MESSAGES` messages; the page shows all of it as text, folded.
 """
 
 from __future__ import annotations
@@ -14,19 +15,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..trace import ToolCallTrace, Trace
 
-__all__ = ["MAX_FIELD", "MAX_MESSAGES", "inspect_turn"]
+__all__ = ["MAX_FIELD", "MAX_MESSAGES", "MAX_NAME", "inspect_turn"]
 
 #: The most characters of one text the Inspect view gets (the rest is cut, with a note).
 MAX_FIELD = 20_000
+#: The most characters of a tool's name or a call's id (shown on one line).
+MAX_NAME = 2_000
 #: The most messages of a request it gets (the last ones; the count says how many there were).
 MAX_MESSAGES = 200
 
 
-def _cut(text: str, limit: int = MAX_FIELD) -> str:
+def _cut(text: str, limit: int = MAX_FIELD, sep: str = "\n") -> str:
     if len(text) <= limit:
         return text
     left = len(text) - limit
-    return f"{text[:limit]}\n… ({left:,} more character{'' if left == 1 else 's'})"
+    return f"{text[:limit]}{sep}… ({left:,} more character{'' if left == 1 else 's'})"
+
+
+def _name(text: str) -> str:
+    return _cut(text, MAX_NAME, " ")
 
 
 def _json(value: Any) -> str:
@@ -59,8 +66,8 @@ def _record(record: Any) -> str | None:
 
 def _tool_call(call: ToolCallTrace) -> dict[str, Any]:
     return {
-        "id": call.id,
-        "name": call.name,
+        "id": _name(call.id),
+        "name": _name(call.name),
         "status": call.status,
         "args": _json(call.args),
         "result": None if call.result is None else _json(call.result),
@@ -89,7 +96,7 @@ def inspect_turn(trace: Trace, index: int | None) -> tuple[int, dict[str, Any]]:
     return count, {
         "index": index,
         "turn": turn.turn,
-        "model": turn.model or None,
+        "model": _name(turn.model) or None,
         "provider": turn.provider,
         "started_at": None if started is None else started.isoformat().replace("+00:00", "Z"),
         "first_token_ms": turn.first_token_ms,
@@ -102,7 +109,7 @@ def inspect_turn(trace: Trace, index: int | None) -> tuple[int, dict[str, Any]]:
         "instructions": None if request.instructions is None else _cut(request.instructions),
         "tools": [
             {
-                "name": tool.name,
+                "name": _name(tool.name),
                 "description": _cut(tool.description),
                 "parameters": _json(tool.parameters),
             }

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
-from ._store import RunList, RunStore, RunSummary, StudioSession
+from ._store import RunList, RunStore, RunSummary, StudioSession, check_limit
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -122,7 +122,9 @@ def _warn_once(key: str, message: str) -> None:
 
 
 def runs(status: str | None = None, agent_id: str | None = None, limit: int = 50) -> RunList:
-    """The stored runs, newest first (an empty list when runs are not stored)."""
+    """The stored runs, newest first (an empty list when runs are not stored); at most
+    ``limit`` of them (0 or more)."""
+    check_limit(limit)
     store = get_store()
     if store is None:
         return RunList()

@@ -4,4 +4,19 @@ from __future__ import annotations
 
 from ..errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
 
-__all__ = ["DecisionRefusedError", "RunNotFoundError", "RunOwnedError", "RunStoreError"]
+__all__ = [
+    "DecisionRefusedError",
+    "RunNotFoundError",
+    "RunOwnedError",
+    "RunStoreError",
+    "not_text",
+]
+
+
+def not_text(location: str, error: UnicodeEncodeError) -> RunStoreError:
+    """A text given to the store that cannot be stored: not valid UTF-8 (a lone surrogate, as
+    bytes that were not UTF-8 become in ``sys.argv`` or a file name)."""
+    shown = error.object.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
+    return RunStoreError(
+        f"The run store {location} cannot take '{shown[:200]}': it is not valid UTF-8 text."
+    )

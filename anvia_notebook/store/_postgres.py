@@ -3,21 +3,47 @@
 Same tables and SQL as SQLite (``?`` placeholders become ``%s``). One connection per thread, in
 autocommit mode; ``transaction()`` opens a real transaction. Decisions are announced with
 ``NOTIFY anvia_notebook_decisions`` so a waiting run hears them at once; the watcher also polls.
+
+PostgreSQL's text columns cannot hold the NUL character, which SQLite stores as any other: text
+going in has it escaped (NUL becomes U+E000 ``0``, U+E000 itself U+E000 ``1``) and text coming out
+is unescaped, so every text reads back exactly as it was written. JSON columns need none of it
+(JSON writes NUL as ``\u0000``), but go through the same two checks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._errors import RunStoreError
+from ._errors import RunStoreError, not_text
 
 __all__ = ["PostgresBackend"]
 
 CHANNEL = "anvia_notebook_decisions"
+_ESCAPE = "\ue000"  # a private-use character: text seldom holds it
+_ESCAPED = re.compile(_ESCAPE + "[01]")
+
+
+def _put(value: Any) -> Any:
+    """A parameter as PostgreSQL can store it (text with NUL escaped)."""
+    if isinstance(value, str) and ("\x00" in value or _ESCAPE in value):
+        return value.replace(_ESCAPE, _ESCAPE + "1").replace("\x00", _ESCAPE + "0")
+    return value
+
+
+def _unescape(match: re.Match[str]) -> str:
+    return _ESCAPE if match.group()[1] == "1" else "\x00"
+
+
+def _get(value: Any) -> Any:
+    """A value read back: the text as it was written."""
+    if isinstance(value, str) and _ESCAPE in value:
+        return _ESCAPED.sub(_unescape, value)
+    return value
 
 
 def _psycopg() -> Any:
@@ -61,17 +87,29 @@ class PostgresBackend:
                 self._all.append(connection)
         return connection
 
+    def error(self, error: BaseException) -> RunStoreError:
+        """A driver error as a sentence for the person using the store."""
+        return RunStoreError(f"The run store {self.location} failed: {error}".rstrip(".") + ".")
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self._connection().execute(sql, tuple(params))
-        self._local.rowcount = cursor.rowcount
-        rows = cursor.fetchall() if cursor.description is not None else []
-        if sql.lstrip().upper().startswith("UPDATE INTERACTIONS") and cursor.rowcount:
-            self._connection().execute(f"NOTIFY {CHANNEL}")
-        return [tuple(r) for r in rows]
+        try:
+            cursor = self._connection().execute(sql, tuple(map(_put, params)))
+            self._local.rowcount = cursor.rowcount
+            rows = cursor.fetchall() if cursor.description is not None else []
+            if sql.lstrip().upper().startswith("UPDATE INTERACTIONS") and cursor.rowcount:
+                self._connection().execute(f"NOTIFY {CHANNEL}")
+        except self._psycopg.Error as error:
+            raise self.error(error) from error
+        except UnicodeEncodeError as error:
+            raise not_text(self.location, error) from None
+        return [tuple(map(_get, r)) for r in rows]
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        with self._connection().cursor() as cursor:
-            cursor.executemany(sql, rows)
+        try:
+            with self._connection().cursor() as cursor:
+                cursor.executemany(sql, [tuple(map(_put, row)) for row in rows])
+        except self._psycopg.Error as error:
+            raise self.error(error) from error
 
     @property
     def rowcount(self) -> int:
@@ -80,10 +118,16 @@ class PostgresBackend:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         connection = self._connection()
-        with connection.transaction():
-            # One writer at a time for schema changes and ownership claims, as SQLite does.
-            connection.execute("SELECT pg_advisory_xact_lock(7426001)")
-            yield
+        try:
+            with connection.transaction():
+                # One writer at a time for schema changes and ownership claims, as SQLite does.
+                connection.execute("SELECT pg_advisory_xact_lock(7426001)")
+                yield
+        except self._psycopg.Error as error:
+            raise self.error(error) from error
+
+    def start_writing(self) -> None:
+        """Nothing to switch on (SQLite turns on its write-ahead log here)."""
 
     def checkpoint(self) -> None:
         """Nothing to do: the server writes its own log to its files."""

@@ -96,6 +96,22 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
     (
         4,
         [
+            # Text streamed into an event already stored (a growing text_delta, reasoning_delta
+            # or tool_call_delta): each write adds the new text from character ``offset`` on,
+            # instead of writing the whole event again (a long answer was rewritten at each
+            # write). Read: appended to the event at ``seq``, in ``offset`` order.
+            """CREATE TABLE event_parts (
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                offset_chars INTEGER NOT NULL,
+                text TEXT NOT NULL,
+                PRIMARY KEY (run_id, seq, offset_chars)
+            )""",
+        ],
+    ),
+    (
+        5,
+        [
             # The JSON Schema of the tool's input, so that edited arguments sent from any
             # process are checked before they are recorded.
             "ALTER TABLE interactions ADD COLUMN args_schema TEXT",

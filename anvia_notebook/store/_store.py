@@ -19,6 +19,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from .._stored_once import (
+    MERGED_FIELD,
+    MIN_SHARED,
+    STORED,
+    STORED_COMPACT,
+    STORED_TEXT,
+    KnownCalls,
+    arguments_in,
+    expand_events,
+    is_last_reply,
+    last_reply,
+    restore,
+)
 from ..decisions import (
     Resolution,
     answers_resolution,
@@ -145,6 +158,15 @@ class StudioSession(BaseModel):
     updated_at: datetime
 
 
+def check_limit(limit: int) -> int:
+    """``limit`` (how many to list) if it is a whole number, 0 or more; else a clear error."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit is a whole number of runs, not {type(limit).__name__}.")
+    if limit < 0:
+        raise ValueError(f"limit is the number of runs to list: 0 or more, not {limit}.")
+    return limit
+
+
 def _now() -> str:
     return utc_now().isoformat()
 
@@ -189,8 +211,13 @@ class RunStore:
         return self._backend.execute(self._sql(sql), params)  # type: ignore[no-any-return]
 
     def _prepare(self) -> None:
-        """Check that this is a run store (or empty), refuse newer schemas, migrate older ones."""
+        """Check that this is a run store (or empty), refuse newer schemas, migrate older ones.
+
+        The check reads only: a file that is refused is left exactly as it was (SQLite's
+        write-ahead log is switched on only once the file is known to be a run store)."""
         try:
+            self._check(self._backend.table_names())
+            self._backend.start_writing()
             with self._backend.transaction():
                 tables = self._backend.table_names()
                 if not tables:
@@ -198,24 +225,7 @@ class RunStore:
                     self._q("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
                     self._q("INSERT INTO meta VALUES ('schema_version', '0')")
                     tables = {"meta"}
-                if "meta" not in tables:
-                    raise RunStoreError(
-                        f"{self.location} is a database of another application, not an "
-                        "anvia_notebook run store; choose another file with set_store(...)."
-                    )
-                meta = dict(self._q("SELECT key, value FROM meta"))
-                if meta.get("application") != APPLICATION:
-                    raise RunStoreError(
-                        f"{self.location} is not an anvia_notebook run store "
-                        f"(application {meta.get('application')!r})."
-                    )
-                version = int(meta.get("schema_version", "0"))
-                if version > SCHEMA_VERSION:
-                    raise RunStoreError(
-                        f"The run store {self.location} was written by a newer anvia_notebook "
-                        f"(schema {version}; this version reads up to {SCHEMA_VERSION}). "
-                        "Upgrade anvia_notebook to use it."
-                    )
+                version = self._check(tables)
                 for target, statements in MIGRATIONS:
                     if target > version:
                         for statement in statements:
@@ -238,6 +248,32 @@ class RunStore:
                     "damaged, move it away (a new store is created) or choose another file."
                 ) from None
             raise
+
+    def _check(self, tables: set[str]) -> int:
+        """The schema version of a run store with these tables (0 when empty); refuses a
+        database of another application and one written by a newer version."""
+        if not tables:
+            return 0
+        if "meta" not in tables:
+            raise RunStoreError(
+                f"{self.location} is a database of another application, not an "
+                "anvia_notebook run store; choose another file with set_store(...)."
+            )
+        meta = dict(self._q("SELECT key, value FROM meta"))
+        if meta.get("application") != APPLICATION:
+            raise RunStoreError(
+                f"{self.location} is not an anvia_notebook run store "
+                f"(application {meta.get('application')!r}); choose another file with "
+                "set_store(...)."
+            )
+        version = int(meta.get("schema_version", "0"))
+        if version > SCHEMA_VERSION:
+            raise RunStoreError(
+                f"The run store {self.location} was written by a newer anvia_notebook "
+                f"(schema {version}; this version reads up to {SCHEMA_VERSION}). "
+                "Upgrade anvia_notebook to use it."
+            )
+        return version
 
     @property
     def schema_version(self) -> int:
@@ -267,6 +303,9 @@ class RunStore:
     ) -> RunList:
         """Runs, newest first; ``interrupted`` when the process that ran it is gone.
         ``session_id``: only the runs of that session (e.g. a Studio conversation)."""
+        out = RunList()
+        if not check_limit(limit):
+            return out
         sql = (
             "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
             "r.updated_at, r.owner_host, r.owner_pid, r.owner_started, r.heartbeat_at, "
@@ -284,7 +323,6 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.created_at DESC, r.run_id DESC"
-        out = RunList()
         for row in self._q(sql, params):
             summary = RunSummary(
                 run_id=row[0],
@@ -331,6 +369,13 @@ class RunStore:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         state = RunState.model_validate_json(rows[0][0])
         state.messages = self._messages(run_id)
+        if state.output == STORED_TEXT:
+            state.output = last_reply(state.messages)
+        if any(progress.args in (STORED, STORED_COMPACT) for progress in state.calls.values()):
+            arguments = arguments_in(state.messages)
+            for progress in state.calls.values():
+                if progress.args in (STORED, STORED_COMPACT):
+                    progress.args = restore(progress.args, arguments, progress.tool_call_id)
         for record in self.interactions(run_id):
             if isinstance(record, ApprovalRecord):
                 state.approvals[record.id] = record
@@ -412,7 +457,16 @@ class RunStore:
                 log.extend(_EVENTS.validate_json(text))
             else:
                 log.append(_EVENT.validate_json(text))
-        return log
+        parts = self._q(
+            "SELECT seq, text FROM event_parts WHERE run_id = ? ORDER BY seq, offset_chars",
+            (run_id,),
+        )
+        for seq, text in parts:
+            event = log[seq] if 0 <= seq < len(log) else None
+            field = MERGED_FIELD.get(event.type) if event is not None else None
+            if field is not None:
+                setattr(event, field, getattr(event, field) + text)
+        return expand_events(log, lambda: self._messages(run_id))
 
     # -- decisions (any process) -----------------------------------------------------------------
 
@@ -668,11 +722,13 @@ class RunStore:
         events: Sequence[tuple[int, str]],
         messages_from: int = 0,
         trace_rows: Sequence[tuple[str, int, str]] = (),
+        parts: Sequence[tuple[int, int, str]] = (),
     ) -> None:
         """Write the run's state (when given: its messages from index ``messages_from`` on,
         the earlier ones are stored already), ``(seq, JSON)`` rows of its event log (one event,
         or a JSON array of consecutive events from ``seq`` on) and the changed ``(kind, index,
-        JSON)`` rows of its trace, all or nothing.
+        JSON)`` rows of its trace, all or nothing. ``parts``: ``(seq, offset, text)``, text
+        streamed into the stored event at ``seq`` from character ``offset`` on.
 
         The state alone, of a run this process created or claimed and that has not ended, is
         one ``UPDATE`` of the run's row, its new messages kept in the row until the next full
@@ -683,6 +739,7 @@ class RunStore:
             if (
                 not events
                 and not trace_rows
+                and not parts
                 and state.status in ACTIVE
                 and recent.size <= RECENT_LIMIT
             ):
@@ -711,6 +768,15 @@ class RunStore:
                         [m.model_dump_json() for m in state.messages[messages_from:]],
                     )
             self._insert_events(run_id, events)
+            if parts:
+                self._backend.executemany(
+                    self._sql(
+                        "INSERT INTO event_parts (run_id, seq, offset_chars, text) "
+                        "VALUES (?, ?, ?, ?) ON CONFLICT (run_id, seq, offset_chars) "
+                        "DO UPDATE SET text = excluded.text"
+                    ),
+                    [(run_id, seq, offset, text) for seq, offset, text in parts],
+                )
             if trace_rows:
                 self._backend.executemany(
                     self._sql(
@@ -736,6 +802,11 @@ class RunStore:
 
     def _insert_events(self, run_id: str, rows: Sequence[tuple[int, str]]) -> None:
         if rows:
+            # (text streamed into the events these rows replace is in the rows)
+            self._q(
+                "DELETE FROM event_parts WHERE run_id = ? AND seq >= ?",
+                (run_id, min(seq for seq, _ in rows)),
+            )
             self._backend.executemany(
                 self._sql(
                     "INSERT INTO events (run_id, seq, event) VALUES (?, ?, ?) "
@@ -900,7 +971,19 @@ def _studio_session(row: Sequence[Any]) -> StudioSession:
 
 
 def _state_json(state: RunState) -> str:
-    """The state without what has tables of its own (messages, approvals, questions)."""
+    """The state without what has tables of its own (messages, approvals, questions); a call's
+    long arguments text and a long output, written with the messages, are left to them."""
+    if is_last_reply(state.output, state.messages):
+        state = state.model_copy(update={"output": STORED_TEXT})
+    calls = state.calls
+    if calls and any(p.args is not None and len(p.args) >= MIN_SHARED for p in calls.values()):
+        known = KnownCalls()
+        known.update(state.messages, len(state.messages))
+        left = {}
+        for key, progress in calls.items():
+            marker = known.marker(progress.tool_call_id, progress.args)
+            left[key] = progress if marker is None else progress.model_copy(update={"args": marker})
+        state = state.model_copy(update={"calls": left})
     return state.model_dump_json(exclude={"approvals", "questions", "messages"})
 
 
