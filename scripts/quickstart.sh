@@ -86,6 +86,17 @@ run "$python" -m pip install -q -e . jupyterlab
 # SDK (the spans in 09).
 run "$python" -m pip install -q pandas "opentelemetry-sdk>=1.20"
 
+# How to use this environment's Python later, in a terminal of one's own (the command line,
+# `python -m anvia_notebook runs`): `python` there may be missing or another one.
+if [ "$python" = .venv/bin/python ]; then
+  venv=$(printf '%q' "$PWD/.venv")
+  echo "Installed into .venv. In a new terminal, activate it first: source $venv/bin/activate"
+  echo "  (or write its full path instead of python: $venv/bin/python -m anvia_notebook runs)"
+else
+  full=$(printf '%q' "$(command -v "$python")")
+  echo "Installed for $full: in a new terminal, run it as $full -m anvia_notebook runs"
+fi
+
 page=/lab/tree/notebooks/01_quickstart.ipynb
 args=(-m jupyter lab --ip=127.0.0.1 "--LabApp.default_url=$page")
 if [ "$(id -u)" -eq 0 ]; then

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import subprocess
 
 import nbformat
 import pytest
@@ -126,3 +128,47 @@ def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
     if path.name not in ("07_studio.ipynb", "10_evaluate_an_agent.ipynb"):
         assert 'class="anvia-static-transcript"' in text
     json.dumps(nbformat.writes(notebook))  # the executed notebook still serialises
+
+
+def test_tutorial_08_after_a_kernel_restart_each_cell_imports_what_it_uses(monkeypatch, tmp_path):
+    """The cells from "After the restart" on run in a fresh kernel, as after Kernel > Restart;
+    the terminal command the tutorial prints works as written, with no `python` on PATH."""
+    monkeypatch.setenv("ANVIA_NOTEBOOK_AUTO", "approve")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.delenv("ANVIA_NOTEBOOK_STORE", raising=False)
+    notebook = nbformat.read(ROOT / "notebooks" / "08_restart_and_resume.ipynb", as_version=4)
+    [restart] = [
+        i for i, c in enumerate(notebook.cells) if c.source.startswith("## After the restart")
+    ]
+    parts = []
+    for cells in (notebook.cells[:restart], notebook.cells[restart:]):
+        part = nbformat.v4.new_notebook(cells=cells, metadata=notebook.metadata)
+        NotebookClient(
+            part,
+            timeout=120,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(tmp_path)}},
+        ).execute()  # a new kernel each time
+        parts.append(part)
+    text = outputs_text(parts[1])
+    assert text.count("refund A1001 25.0") == 1, text[-3000:]
+    [command] = [
+        line.removeprefix("In a terminal: ")
+        for line in text.splitlines()
+        if line.startswith("In a terminal: ")
+    ]
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    environ = {k: v for k, v in os.environ.items() if k != "ANVIA_NOTEBOOK_STORE"}
+    result = subprocess.run(
+        ["/bin/bash", "-c", command],
+        cwd=empty,
+        env={**environ, "PATH": str(empty), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "refund-desk" in result.stdout and "success" in result.stdout

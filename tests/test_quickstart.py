@@ -74,6 +74,20 @@ def test_with_only_python3_outside_a_venv_it_plans_a_repo_venv_and_the_quickstar
     assert (ROOT / ".venv").exists() == had_venv  # a dry run changes nothing
 
 
+def test_it_says_how_to_use_the_environments_python_in_a_new_terminal(tmp_path):
+    """`python -m anvia_notebook ...` fails in a plain terminal after the quickstart made .venv:
+    the script says to activate it, or to write the interpreter's full path."""
+    outside = getattr(sys, "_base_executable", sys.executable)
+    result = quickstart(fake_bin(tmp_path, outside), "--check")
+    assert result.returncode == 0, result.stderr
+    venv = ROOT / ".venv"
+    assert f"activate it first: source {venv}/bin/activate" in result.stdout
+    assert f"{venv}/bin/python -m anvia_notebook runs" in result.stdout
+    lines = result.stdout.splitlines()
+    hint = next(i for i, line in enumerate(lines) if "activate it first" in line)
+    assert hint > max(i for i, line in enumerate(lines) if "pip install" in line)
+
+
 def test_inside_a_virtual_environment_it_installs_there(tmp_path):
     venv = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -82,6 +96,7 @@ def test_inside_a_virtual_environment_it_installs_there(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "-m venv" not in result.stdout
     assert "+ python -m pip install -q -e . jupyterlab" in result.stdout.splitlines()
+    assert f"run it as {venv / 'bin' / 'python'} -m anvia_notebook runs" in result.stdout
 
 
 @pytest.mark.parametrize(
