@@ -25,6 +25,7 @@ import os
 import shlex
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
@@ -97,10 +98,20 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
     if not found:
         print(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")
         return
-    print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {'PENDING':>7}  PROMPT")
+    times = f"{'STARTED':<16} {'UPDATED':<16}"
+    print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {times} {'PENDING':>7}  PROMPT")
     for run in found:
         prompt = " ".join(run.prompt.split())[:60]
-        print(f"{run.run_id:<26} {run.agent_id:<20} {run.status:<12} {run.pending:>7}  {prompt}")
+        times = f"{_local(run.created_at)} {_local(run.updated_at)}"
+        print(
+            f"{run.run_id:<26} {run.agent_id:<20} {run.status:<12} {times} {run.pending:>7}  "
+            f"{prompt}"
+        )
+
+
+def _local(moment: datetime) -> str:
+    """A time in this machine's time zone, to the minute (as a terminal user reads it)."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def _print_run(store: RunStore, args: argparse.Namespace) -> None:

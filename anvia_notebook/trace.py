@@ -309,7 +309,9 @@ class Trace(BaseModel):
             raise ImportError(
                 "Trace.to_pandas() needs pandas, which is not installed: pip install pandas"
             ) from None
-        return pd.DataFrame(self.rows(), columns=ROW_COLUMNS)
+        # Nullable types: token counts stay integers, and a missing value is <NA> in every
+        # column (not NaN in some and None in others).
+        return pd.DataFrame(self.rows(), columns=ROW_COLUMNS).astype(ROW_TYPES)
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows of :meth:`to_pandas` as plain dicts (no pandas needed)."""
@@ -355,6 +357,24 @@ ROW_COLUMNS = [
     "result",
     "error",
 ]
+
+#: The pandas types of ``to_pandas()``'s columns (all but ``started_at``): nullable ones.
+ROW_TYPES = {
+    "kind": "string",
+    "name": "string",
+    "status": "string",
+    "finish_reason": "string",
+    "tool_call_id": "string",
+    "args": "string",
+    "result": "string",
+    "error": "string",
+    "turn": "Int64",
+    "duration_ms": "Float64",
+    "first_token_ms": "Float64",
+    "input_tokens": "Int64",
+    "output_tokens": "Int64",
+    "cached_tokens": "Int64",
+}
 
 
 def _model_row(turn: TurnTrace) -> dict[str, Any]:

@@ -123,3 +123,21 @@ async def test_the_suggested_answer_is_the_documented_form_and_refused_until_fil
         assert store.pending(run.run_id) == []
     finally:
         await stop(run)
+
+
+def test_runs_lists_when_each_run_started_and_was_last_updated(store_file, tmp_path):
+    response = store_agents.agent("plain").prompt("send 5 to a1").send_sync()
+    [summary] = RunStore(store_file).runs()
+    result = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "--store", str(store_file), "runs"],
+        env=terminal(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    header, row = result.stdout.splitlines()
+    assert header.split()[:5] == ["RUN", "AGENT", "STATUS", "STARTED", "UPDATED"]
+    started = summary.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    updated = summary.updated_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    assert row.startswith(response.run_id) and f"success      {started} {updated} " in row
