@@ -55,6 +55,8 @@ TOOL_CALL_STATUSES: tuple[str, ...] = (
 
 #: How much of a tool call's printed output a trace keeps.
 OUTPUT_LIMIT = 100_000
+#: The most characters of a failed tool call's traceback a trace keeps.
+TRACEBACK_LIMIT = 20_000
 
 
 class TraceUsage(BaseModel):
@@ -161,6 +163,10 @@ class ToolCallTrace(BaseModel):
     #: What the tool printed or displayed while it ran, as a notebook view showed it (the first
     #: :data:`OUTPUT_LIMIT` characters).
     output: str = ""
+    #: When the tool raised: the exception's type, message and traceback, as Python prints them
+    #: (at most :data:`TRACEBACK_LIMIT` characters, the end kept). The model is told only
+    #: ``result`` (``ToolCallError: <message>``).
+    traceback: str | None = None
 
 
 class Trace(BaseModel):

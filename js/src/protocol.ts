@@ -273,6 +273,8 @@ export interface InspectTurnView {
     duration_ms: number | null;
     approval: string | null;
     question: string | null;
+    /** When the tool raised: the exception's type and traceback (the model saw only the result). */
+    traceback?: string | null;
   }[];
 }
 export type InspectReplyMsg = {
