@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 import nbformat
@@ -90,6 +92,43 @@ EXPECTED = {
         'class="anvia-eval-report"',  # the saved notebook keeps the report's static table
     ],
 }
+
+#: A notebook's metadata as JupyterLab 4 writes it when it opens one with the ``python3`` kernel
+#: (found by saving the tutorials through a real JupyterLab server). Committed otherwise, a
+#: tutorial opens as modified before anything runs. Only ``language_info.version`` (the kernel's
+#: Python) differs from one machine to another, so it is checked for its form only.
+JUPYTERLAB_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+    },
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_tutorial_is_committed_as_jupyterlab_saves_it_with_no_outputs(path):
+    text = path.read_text(encoding="utf-8")
+    notebook = nbformat.reads(text, as_version=4)
+    fix = f"{path.name}: open it in JupyterLab, clear all outputs and save it"
+    assert (notebook.nbformat, notebook.nbformat_minor) == (4, 5), fix
+    metadata = copy.deepcopy(dict(notebook.metadata))
+    version = metadata["language_info"].pop("version", None)
+    assert isinstance(version, str) and re.fullmatch(r"3\.\d+\.\d+", version), fix
+    assert metadata == JUPYTERLAB_METADATA, fix
+    ids = [cell.get("id") for cell in notebook.cells]
+    assert all(isinstance(i, str) and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", i) for i in ids), fix
+    assert len(set(ids)) == len(ids), fix
+    for cell in notebook.cells:
+        assert cell.metadata == {}, (fix, cell.id)
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, (fix, cell.id)
+    assert text == nbformat.writes(notebook) + "\n", fix  # the server's own layout, byte for byte
+
 
 #: What a tutorial's outputs must never say (wording a notebook user should not see).
 FORBIDDEN = [
