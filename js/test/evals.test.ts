@@ -199,7 +199,10 @@ describe("evaluation report view", () => {
   it("draws a 1,000-case report's first rows at once and the rest in idle time", async () => {
     const msg = report();
     const row = msg.report.rows[0];
-    msg.report.rows = Array.from({ length: 1000 }, (_, i) => ({ ...clone(row), index: i, name: `case-${i + 1}` }));
+    // Plain answers (happy-dom renders Markdown far slower than a browser; the Markdown cost of a
+    // 1,000-row report is measured in Chromium by benchmarks/evals_bench.py), and one in Markdown.
+    msg.report.rows = Array.from({ length: 1000 }, (_, i) => ({ ...clone(row), index: i, name: `case-${i + 1}`, output: `Answer ${i + 1}.` }));
+    msg.report.rows[950].output = "Order **A1951** is shipped.";
     msg.report.summary.total = 1000;
     const s = setup(msg);
     expect(s.rows().length).toBe(EAGER_ROWS);
@@ -211,6 +214,8 @@ describe("evaluation report view", () => {
     expect(s.rows().length).toBe(1000);
     expect(s.cells(999)[1]).toBe("case-1000");
     expect(s.cells(900)[3]).toBe("updated before it was drawn");
+    expect(s.cells(999)[3]).toBe("Answer 1000.");
+    expect(s.rows()[950]!.querySelector(".anvia-eval-output strong")?.textContent).toBe("A1951"); // built in idle time
     expect(s.rows().map((r) => r.querySelector('[role="cell"]')!.textContent)).toEqual(
       Array.from({ length: 1000 }, (_, i) => String(i + 1)),
     );
