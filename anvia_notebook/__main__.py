@@ -4,12 +4,17 @@
     python -m anvia_notebook show RUN_ID [--json]
     python -m anvia_notebook approve RUN_ID APPROVAL_ID [--reason TEXT] [--args JSON]
     python -m anvia_notebook reject RUN_ID APPROVAL_ID [--reason TEXT]
-    python -m anvia_notebook answer RUN_ID QUESTION_ID --json '[{"questionId": ..., "answer": ...}]'
+    python -m anvia_notebook answer RUN_ID QUESTION_ID \
+        --json '[{"questionId": ..., "answer": ..., "choice": ...}]'  # or "custom": true
 
 ``--store PATH`` (or ``ANVIA_NOTEBOOK_STORE``), before or after the command, picks the store; the
 default is ``.anvia/runs.sqlite`` in the current folder. A notebook keeps its runs in
 ``.anvia/runs.sqlite`` next to the notebook, so ``--store notebooks/.anvia/runs.sqlite`` lists the
 runs of the notebooks in ``notebooks/``. A refused decision exits with status 1.
+
+``python`` above is the Python that has this package (after the quickstart, ``.venv/bin/python``,
+or ``python`` once ``.venv`` is activated); the commands the command line suggests name this
+interpreter's full path, so they work as written in any terminal.
 """
 
 from __future__ import annotations
@@ -17,21 +22,31 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
 from .events import ApprovalRecord, QuestionRecord
+from .question_types import Question
 from .store import STORE_ENV, RunStore, _location
 
 __all__ = ["main"]
 
 
+def _command(store: str | None = None) -> str:
+    """How to run this command line again: this interpreter's own path (quoted for a shell), and
+    the store when one was named with ``--store``."""
+    command = f"{shlex.quote(sys.executable or 'python')} -m anvia_notebook"
+    return f"{command} --store {shlex.quote(store)}" if store else command
+
+
 def _parser() -> argparse.ArgumentParser:
     store_help = f"the run store (default: ${STORE_ENV}, else .anvia/runs.sqlite here)"
     parser = argparse.ArgumentParser(
-        prog="python -m anvia_notebook",
+        prog=_command(),
         description="List stored agent runs and decide their pending approvals and questions.",
     )
     parser.add_argument("--store", help=store_help)
@@ -94,10 +109,20 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
     if not found:
         print(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")
         return
-    print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {'PENDING':>7}  PROMPT")
+    times = f"{'STARTED':<16} {'UPDATED':<16}"
+    print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {times} {'PENDING':>7}  PROMPT")
     for run in found:
         prompt = " ".join(run.prompt.split())[:60]
-        print(f"{run.run_id:<26} {run.agent_id:<20} {run.status:<12} {run.pending:>7}  {prompt}")
+        times = f"{_local(run.created_at)} {_local(run.updated_at)}"
+        print(
+            f"{run.run_id:<26} {run.agent_id:<20} {run.status:<12} {times} {run.pending:>7}  "
+            f"{prompt}"
+        )
+
+
+def _local(moment: datetime) -> str:
+    """A time in this machine's time zone, to the minute (as a terminal user reads it)."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
 def _print_run(store: RunStore, args: argparse.Namespace) -> None:
@@ -111,6 +136,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2))
         return
     print(f"Run {state.run_id} of agent {state.agent_id}: {status}")
+    command = _command(args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
     for message in state.messages:
         text = " ".join((message.content or "").split())
@@ -128,19 +154,40 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             print(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
             if record.reason:
                 print(f"  reason: {record.reason}")
-            print(f"  decide: python -m anvia_notebook approve {state.run_id} {record.id}")
-            print(
-                f"      or: python -m anvia_notebook reject {state.run_id} {record.id} --reason ..."
-            )
+            print(f"  decide: {command} approve {state.run_id} {record.id}")
+            print(f"      or: {command} reject {state.run_id} {record.id} --reason ...")
         else:
             print(f"\nPending question {record.id}:")
             for question in record.questions:
                 choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
                 print(f"  [{question.id}] {question.question}  choices: {choices}")
-            example = [{"questionId": q.id, "answer": q.choices[0].value} for q in record.questions]
-            print(
-                f"  answer: python -m anvia_notebook answer {state.run_id} {record.id} "
-                f"--json '{json.dumps(example)}'"
+            picked = [
+                {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)}
+                for q in record.questions
+            ]
+            typed = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
+            prefix = f"{command} answer {state.run_id} {record.id} --json"
+            print(f"  answer: {prefix} {shlex.quote(json.dumps(picked))}")
+            print(f"      or: {prefix} {shlex.quote(json.dumps(typed))}")
+            print("  (replace each <...> first: a choice's value, or a text of your own)")
+
+
+_OWN = "<your own answer>"
+
+
+def _pick(question: Question) -> str:
+    return f"<one of: {', '.join(c.value for c in question.choices)}>"
+
+
+def _refuse_placeholders(answers: list[Any]) -> None:
+    """Refuse the answer command ``show`` suggests when it is sent without filling it in."""
+    for answer in answers:
+        text = answer.get("answer") if isinstance(answer, dict) else None
+        if isinstance(text, str) and (text == _OWN or text.startswith("<one of: ")):
+            raise DecisionRefusedError(
+                f"--json still holds the placeholder {text!r}: replace it with one of the "
+                'question\'s choices (the same value in "answer" and "choice"), or with a '
+                'text of your own (with "custom": true).'
             )
 
 
@@ -185,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if not _is_url(location):
         location = os.path.abspath(os.path.expanduser(location))
+        if args.store:
+            args.store = location  # the commands it suggests work from any folder
         if not os.path.exists(location):
             # Opening the store would create an empty one (and its folder): say where it looked.
             if args.command == "runs":
@@ -217,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             answers = _json_arg(args.answers, "--json")
             if not isinstance(answers, list):
                 raise DecisionRefusedError("--json must be a JSON list of answers.")
+            _refuse_placeholders(answers)
             store.answer(args.run_id, args.question_id, answers, via="cli")
             print(f"Answered {args.question_id}.")
     except RunNotFoundError as error:

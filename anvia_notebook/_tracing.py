@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import operator
 import time
+import traceback
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -19,10 +20,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ._util import decode_args
+from .errors import ToolArgumentsError, ToolNotFoundError
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
     OUTPUT_LIMIT,
+    TRACEBACK_LIMIT,
     ToolCallStatus,
     ToolCallTrace,
     Trace,
@@ -97,6 +100,16 @@ def _build(cls: type[_M], private: dict[str, Any] | None = None, /, **values: An
 #: (Built without validation: importing the package does not build these models' validators.)
 _NOTHING_YET = TurnResponse.model_construct()
 _NO_TOKENS_YET = TraceUsage.model_construct()
+
+
+def _keep_end(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: its start and its end (where a traceback
+    names the exception), with a note of what was left out between them."""
+    if len(text) <= limit:
+        return text
+    head = limit // 10
+    left = len(text) - limit
+    return f"{text[:head]}\n… ({left:,} characters left out) …\n{text[len(text) - limit + head :]}"
 
 
 def _set(model: BaseModel, **values: Any) -> None:
@@ -368,11 +381,27 @@ class TraceRecorder:
             self.spans.question(entry, record, resolved)
 
     def tool_error(self, call_id: str, error: BaseException) -> None:
-        """The tool raised ``error`` (its result tells the model so)."""
+        """The call failed with ``error`` (its result tells the model so). When its tool raised
+        it, the trace keeps the traceback, and it is logged."""
+        entry = self.entry(call_id)
+        if entry is None:
+            return
+        if not isinstance(error, (ToolArgumentsError, ToolNotFoundError)):  # the tool raised
+            text = "".join(traceback.format_exception(error))
+            _set(entry, traceback=_keep_end(text, TRACEBACK_LIMIT))
+            self._mark(entry)
+            logger.warning(
+                "Tool %r (call %s) raised %s: %s; the model is told only the message. The "
+                "traceback is in the run's trace (trace.tool_calls[...].traceback) and its "
+                "Inspect view.",
+                entry.name,
+                call_id,
+                type(error).__name__,
+                error,
+            )
+            logger.debug("Traceback of tool call %s", call_id, exc_info=error)
         if self.spans is not None:
-            entry = self.entry(call_id)
-            if entry is not None:
-                self.spans.tool_exception(entry, error)
+            self.spans.tool_exception(entry, error)
 
     def activate(self, entry: ToolCallTrace) -> Any:
         """While the tool executes, its span is the current one (None when not instrumented)."""

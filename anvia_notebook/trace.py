@@ -55,6 +55,8 @@ TOOL_CALL_STATUSES: tuple[str, ...] = (
 
 #: How much of a tool call's printed output a trace keeps.
 OUTPUT_LIMIT = 100_000
+#: The most characters of a failed tool call's traceback a trace keeps.
+TRACEBACK_LIMIT = 20_000
 
 
 class TraceUsage(BaseModel):
@@ -161,6 +163,10 @@ class ToolCallTrace(BaseModel):
     #: What the tool printed or displayed while it ran, as a notebook view showed it (the first
     #: :data:`OUTPUT_LIMIT` characters).
     output: str = ""
+    #: When the tool raised: the exception's type, message and traceback, as Python prints them
+    #: (at most :data:`TRACEBACK_LIMIT` characters, the end kept). The model is told only
+    #: ``result`` (``ToolCallError: <message>``).
+    traceback: str | None = None
 
 
 class Trace(BaseModel):
@@ -307,7 +313,9 @@ class Trace(BaseModel):
             raise ImportError(
                 "Trace.to_pandas() needs pandas, which is not installed: pip install pandas"
             ) from None
-        return pd.DataFrame(self.rows(), columns=ROW_COLUMNS)
+        # Nullable types: token counts stay integers, and a missing value is <NA> in every
+        # column (not NaN in some and None in others).
+        return pd.DataFrame(self.rows(), columns=ROW_COLUMNS).astype(ROW_TYPES)
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows of :meth:`to_pandas` as plain dicts (no pandas needed)."""
@@ -358,6 +366,24 @@ ROW_COLUMNS = [
     "result",
     "error",
 ]
+
+#: The pandas types of ``to_pandas()``'s columns (all but ``started_at``): nullable ones.
+ROW_TYPES = {
+    "kind": "string",
+    "name": "string",
+    "status": "string",
+    "finish_reason": "string",
+    "tool_call_id": "string",
+    "args": "string",
+    "result": "string",
+    "error": "string",
+    "turn": "Int64",
+    "duration_ms": "Float64",
+    "first_token_ms": "Float64",
+    "input_tokens": "Int64",
+    "output_tokens": "Int64",
+    "cached_tokens": "Int64",
+}
 
 
 def _model_row(turn: TurnTrace) -> dict[str, Any]:

@@ -36,6 +36,25 @@ run() {
   fi
 }
 
+# A line per step, so that a minute of installing is not a minute of silence.
+step=0
+steps=3
+announce() {
+  step=$((step + 1))
+  echo
+  echo "==> [$step/$steps] $*"
+}
+
+# pip, showing a line per package it fetches, builds or installs (not its "Requirement already
+# satisfied" lines); its errors and warnings (stderr) pass through as they are.
+pip_install() {
+  echo "+ $python -m pip install $*"
+  if [ "$dry_run" -eq 0 ]; then
+    "$python" -m pip install --progress-bar off "$@" |
+      { grep --line-buffered -E '^ *(Obtaining|Collecting|Downloading|Preparing|Building|Installing|Successfully|still running)' || true; }
+  fi
+}
+
 # -- Python ----------------------------------------------------------------------------------
 python=""
 for candidate in python python3; do
@@ -81,16 +100,38 @@ if [ ! -f anvia_notebook/static/widget.js ]; then
 fi
 
 # -- install and start -------------------------------------------------------------------------
-run "$python" -m pip install -q -e . jupyterlab
+if [ ! -f anvia_notebook/static/widget.js ]; then
+  # Built here rather than inside pip (which hides npm's output for a minute); pip then finds the
+  # bundle and does not build it again.
+  steps=4
+  announce "Building the notebook widget with npm (about half a minute)"
+  run npm --prefix js ci --no-audit --no-fund
+  run npm --prefix js run build
+fi
+announce "Installing anvia_notebook and JupyterLab with pip (about a minute)"
+pip_install -e . jupyterlab
 # What the tutorials use besides the package: pandas (tables in 09 and 10) and the OpenTelemetry
 # SDK (the spans in 09).
-run "$python" -m pip install -q pandas "opentelemetry-sdk>=1.20"
+announce "Installing pandas and the OpenTelemetry SDK (tutorials 09 and 10)"
+pip_install pandas "opentelemetry-sdk>=1.20"
+
+# How to use this environment's Python later, in a terminal of one's own (the command line,
+# `python -m anvia_notebook runs`): `python` there may be missing or another one.
+if [ "$python" = .venv/bin/python ]; then
+  venv=$(printf '%q' "$PWD/.venv")
+  echo "Installed into .venv. In a new terminal, activate it first: source $venv/bin/activate"
+  echo "  (or write its full path instead of python: $venv/bin/python -m anvia_notebook runs)"
+else
+  full=$(printf '%q' "$(command -v "$python")")
+  echo "Installed for $full: in a new terminal, run it as $full -m anvia_notebook runs"
+fi
 
 page=/lab/tree/notebooks/01_quickstart.ipynb
 args=(-m jupyter lab --ip=127.0.0.1 "--LabApp.default_url=$page")
 if [ "$(id -u)" -eq 0 ]; then
   args+=(--allow-root) # Jupyter refuses to run as root without it (containers, CI boxes)
 fi
+announce "Starting JupyterLab"
 echo "JupyterLab opens http://127.0.0.1:PORT$page (the port and token are printed below)."
 echo "+ $python ${args[*]} $*"
 if [ "$dry_run" -eq 1 ]; then

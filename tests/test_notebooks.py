@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 import pathlib
+import re
+import subprocess
 
 import nbformat
 import pytest
@@ -89,6 +93,43 @@ EXPECTED = {
     ],
 }
 
+#: A notebook's metadata as JupyterLab 4 writes it when it opens one with the ``python3`` kernel
+#: (found by saving the tutorials through a real JupyterLab server). Committed otherwise, a
+#: tutorial opens as modified before anything runs. Only ``language_info.version`` (the kernel's
+#: Python) differs from one machine to another, so it is checked for its form only.
+JUPYTERLAB_METADATA = {
+    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+    "language_info": {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+    },
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_tutorial_is_committed_as_jupyterlab_saves_it_with_no_outputs(path):
+    text = path.read_text(encoding="utf-8")
+    notebook = nbformat.reads(text, as_version=4)
+    fix = f"{path.name}: open it in JupyterLab, clear all outputs and save it"
+    assert (notebook.nbformat, notebook.nbformat_minor) == (4, 5), fix
+    metadata = copy.deepcopy(dict(notebook.metadata))
+    version = metadata["language_info"].pop("version", None)
+    assert isinstance(version, str) and re.fullmatch(r"3\.\d+\.\d+", version), fix
+    assert metadata == JUPYTERLAB_METADATA, fix
+    ids = [cell.get("id") for cell in notebook.cells]
+    assert all(isinstance(i, str) and re.fullmatch(r"[a-zA-Z0-9-_]{1,64}", i) for i in ids), fix
+    assert len(set(ids)) == len(ids), fix
+    for cell in notebook.cells:
+        assert cell.metadata == {}, (fix, cell.id)
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, (fix, cell.id)
+    assert text == nbformat.writes(notebook) + "\n", fix  # the server's own layout, byte for byte
+
+
 #: What a tutorial's outputs must never say (wording a notebook user should not see).
 FORBIDDEN = [
     "Export finished: Tool approval",  # a timed-out export reported as finished
@@ -126,3 +167,47 @@ def test_tutorial_runs_offline(path, monkeypatch, tmp_path):
     if path.name not in ("07_studio.ipynb", "10_evaluate_an_agent.ipynb"):
         assert 'class="anvia-static-transcript"' in text
     json.dumps(nbformat.writes(notebook))  # the executed notebook still serialises
+
+
+def test_tutorial_08_after_a_kernel_restart_each_cell_imports_what_it_uses(monkeypatch, tmp_path):
+    """The cells from "After the restart" on run in a fresh kernel, as after Kernel > Restart;
+    the terminal command the tutorial prints works as written, with no `python` on PATH."""
+    monkeypatch.setenv("ANVIA_NOTEBOOK_AUTO", "approve")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.delenv("ANVIA_NOTEBOOK_STORE", raising=False)
+    notebook = nbformat.read(ROOT / "notebooks" / "08_restart_and_resume.ipynb", as_version=4)
+    [restart] = [
+        i for i, c in enumerate(notebook.cells) if c.source.startswith("## After the restart")
+    ]
+    parts = []
+    for cells in (notebook.cells[:restart], notebook.cells[restart:]):
+        part = nbformat.v4.new_notebook(cells=cells, metadata=notebook.metadata)
+        NotebookClient(
+            part,
+            timeout=120,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(tmp_path)}},
+        ).execute()  # a new kernel each time
+        parts.append(part)
+    text = outputs_text(parts[1])
+    assert text.count("refund A1001 25.0") == 1, text[-3000:]
+    [command] = [
+        line.removeprefix("In a terminal: ")
+        for line in text.splitlines()
+        if line.startswith("In a terminal: ")
+    ]
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    environ = {k: v for k, v in os.environ.items() if k != "ANVIA_NOTEBOOK_STORE"}
+    result = subprocess.run(
+        ["/bin/bash", "-c", command],
+        cwd=empty,
+        env={**environ, "PATH": str(empty), "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "refund-desk" in result.stdout and "success" in result.stdout

@@ -23,7 +23,7 @@ def fake_bin(tmp_path: pathlib.Path, python: str | None, node_version: str = "v2
     """A PATH with the few tools the script uses, a ``python3`` and no ``python``."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("dirname", "id"):
+    for tool in ("dirname", "id", "grep"):
         found = shutil.which(tool)
         assert found, tool
         (bin_dir / tool).symlink_to(found)
@@ -65,13 +65,90 @@ def test_with_only_python3_outside_a_venv_it_plans_a_repo_venv_and_the_quickstar
     lines = result.stdout.splitlines()
     if not had_venv:
         assert "+ python3 -m venv .venv" in lines
-    assert "+ .venv/bin/python -m pip install -q -e . jupyterlab" in lines
+    assert "+ .venv/bin/python -m pip install -e . jupyterlab" in lines
     launch = [line for line in lines if "jupyter lab" in line]
     assert launch[-1].startswith("+ .venv/bin/python -m jupyter lab --ip=127.0.0.1 ")
     assert f"--LabApp.default_url={PAGE}" in launch[-1]
     assert launch[-1].endswith("--no-browser")
     assert f"http://127.0.0.1:PORT{PAGE}" in result.stdout
     assert (ROOT / ".venv").exists() == had_venv  # a dry run changes nothing
+
+
+def test_it_says_how_to_use_the_environments_python_in_a_new_terminal(tmp_path):
+    """`python -m anvia_notebook ...` fails in a plain terminal after the quickstart made .venv:
+    the script says to activate it, or to write the interpreter's full path."""
+    outside = getattr(sys, "_base_executable", sys.executable)
+    result = quickstart(fake_bin(tmp_path, outside), "--check")
+    assert result.returncode == 0, result.stderr
+    venv = ROOT / ".venv"
+    assert f"activate it first: source {venv}/bin/activate" in result.stdout
+    assert f"{venv}/bin/python -m anvia_notebook runs" in result.stdout
+    lines = result.stdout.splitlines()
+    hint = next(i for i, line in enumerate(lines) if "activate it first" in line)
+    assert hint > max(i for i, line in enumerate(lines) if "pip install" in line)
+
+
+FAKE_PYTHON = """#!/bin/sh
+# pip and jupyter as the quickstart sees them; anything else (its probes) is the real Python.
+if [ "$1 $2" = "-m pip" ]; then
+  echo "Obtaining file:///repo"
+  echo "Collecting jupyterlab"
+  echo "Requirement already satisfied: anyio in /env/lib"
+  echo "  Building editable for anvia_notebook (pyproject.toml): started"
+  if [ -n "$FAIL_PIP" ]; then
+    echo "ERROR: No matching distribution found for jupyterlab" >&2
+    exit 1
+  fi
+  echo "Successfully installed anvia_notebook-0.1.0 jupyterlab-4.4.0"
+  exit 0
+fi
+case "$1 $2" in
+  *sysconfig*) dirname "$0"; exit 0 ;;  # its scripts folder: this fake's, which has no jupyter
+esac
+if [ "$1 $2" = "-m jupyter" ]; then
+  echo "jupyter lab started"
+  exit 0
+fi
+exec REAL "$@"
+"""
+
+
+def fake_environment(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A PATH whose `python` answers pip and jupyter like a quiet fake (a conda environment, so
+    that nothing is created), with the real Python for the script's probes."""
+    bin_dir = fake_bin(tmp_path, None)
+    python = bin_dir / "python"
+    python.write_text(FAKE_PYTHON.replace("REAL", sys.executable))
+    python.chmod(0o755)
+    return bin_dir
+
+
+def test_it_shows_a_line_per_step_and_what_pip_installs(tmp_path):
+    """Not a minute of silence: each step is announced, and pip shows a line per package (not
+    its "Requirement already satisfied" lines)."""
+    result = quickstart(fake_environment(tmp_path), "--no-browser", CONDA_PREFIX=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    steps = [line for line in out.splitlines() if line.startswith("==> [")]
+    assert [s.split("] ", 1)[1] for s in steps][-3:] == [
+        "Installing anvia_notebook and JupyterLab with pip (about a minute)",
+        "Installing pandas and the OpenTelemetry SDK (tutorials 09 and 10)",
+        "Starting JupyterLab",
+    ]
+    assert steps[-1].startswith(f"==> [{len(steps)}/{len(steps)}]")
+    assert out.count("Collecting jupyterlab") == 2 and "Successfully installed" in out
+    assert "Building editable for anvia_notebook (pyproject.toml): started" in out
+    assert "Requirement already satisfied" not in out
+    assert out.rstrip().endswith("jupyter lab started")
+
+
+def test_a_failing_pip_stops_it_and_its_error_shows(tmp_path):
+    result = quickstart(
+        fake_environment(tmp_path), "--no-browser", CONDA_PREFIX=str(tmp_path), FAIL_PIP="1"
+    )
+    assert result.returncode == 1
+    assert "No matching distribution found for jupyterlab" in result.stderr
+    assert "jupyter lab started" not in result.stdout
 
 
 def test_inside_a_virtual_environment_it_installs_there(tmp_path):
@@ -81,7 +158,8 @@ def test_inside_a_virtual_environment_it_installs_there(tmp_path):
     result = quickstart(pathlib.Path(f"{venv / 'bin'}{os.pathsep}{bin_dir}"), "--check")
     assert result.returncode == 0, result.stderr
     assert "-m venv" not in result.stdout
-    assert "+ python -m pip install -q -e . jupyterlab" in result.stdout.splitlines()
+    assert "+ python -m pip install -e . jupyterlab" in result.stdout.splitlines()
+    assert f"run it as {venv / 'bin' / 'python'} -m anvia_notebook runs" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -131,6 +131,7 @@ def test_a_tool_call_run_traces_requests_responses_usage_and_the_call(clock: Fak
         "approval": None,
         "question": None,
         "output": "",  # what it printed, as a notebook view captured it
+        "traceback": None,  # the tool did not raise
     }
     assert trace.calls_of(0) == [traced] and trace.calls_of(1) == []
     assert trace.summary() == {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._table import cell, esc, format_score, needs_pandas
+from ._table import cell, esc, format_score, needs_pandas, nullable_frame
 from .report import EvalReport
 
 __all__ = ["CaseChange", "Comparison", "MetricChange", "compare"]
@@ -165,7 +165,14 @@ class Comparison:
             "output_b",
             *(f"{m}_{s}" for m in self.metrics for s in ("a", "b", "delta")),
         ]
-        return pandas.DataFrame(rows, columns=columns)
+        return nullable_frame(
+            pandas,
+            rows,
+            columns,
+            floats=tuple(f"{m}_delta" for m in self.metrics),
+            texts=("name", "change", "status_a", "status_b", "output_a", "output_b"),
+            scores=("passed_a", "passed_b", *(f"{m}_{s}" for m in self.metrics for s in "ab")),
+        )
 
     def summary(self) -> str:
         parts = [f"pass rate {self.pass_rate_a:.0%} -> {self.pass_rate_b:.0%}"]

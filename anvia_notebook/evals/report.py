@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import request as _request
-from ._table import cell, esc, format_score, needs_pandas
+from ._table import cell, esc, format_score, needs_pandas, nullable_frame
 from .cases import Case
 from .metrics import Metric, Score
 
@@ -237,7 +237,15 @@ class EvalReport:
         error, duration_ms, tokens, run_id, then one column per metric."""
         pandas = needs_pandas()
         columns = [*BASE_COLUMNS, *self.metric_names]
-        return pandas.DataFrame([c.row() for c in self.cases], columns=columns)
+        rows = [c.row() for c in self.cases]
+        return nullable_frame(
+            pandas,
+            rows,
+            columns,
+            ints=("duration_ms", "tokens"),
+            texts=("name", "input", "expected", "output", "status", "error", "run_id"),
+            scores=tuple(self.metric_names),
+        )
 
     def summary(self) -> str:
         """One line: cases, pass rate and the mean of each metric."""

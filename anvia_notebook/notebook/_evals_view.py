@@ -44,6 +44,15 @@ def _preview(value: Any, limit: int = PREVIEW) -> str:
     return preview(value, limit)
 
 
+def _markdown_preview(value: str | None, limit: int = PREVIEW) -> str:
+    """An output as the page renders it (Markdown): its line breaks kept, so that lists and
+    paragraphs stay what they are; cut at ``limit`` characters."""
+    if value is None:
+        return ""
+    text = value.replace("\r\n", "\n").strip()
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
 def _number(value: Any) -> Any:
     """A score as the wire carries it: bool, finite number, or None."""
     if isinstance(value, bool) or value is None:
@@ -124,7 +133,7 @@ class EvalsSession(TranscriptSession):
             "input": _preview(result.input),
             "status": result.status,
             "passed": result.passed,
-            "output": _preview(result.output),
+            "output": _markdown_preview(result.output),
             "error": _preview(result.error) if result.error else None,
             "duration_ms": max(0, result.duration_ms),
             "tokens": max(0, result.tokens),

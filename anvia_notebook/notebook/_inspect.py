@@ -74,6 +74,7 @@ def _tool_call(call: ToolCallTrace) -> dict[str, Any]:
         "duration_ms": call.duration_ms,
         "approval": _record(call.approval),
         "question": _record(call.question),
+        "traceback": None if call.traceback is None else _cut(call.traceback),
     }
 
 

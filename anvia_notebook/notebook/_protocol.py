@@ -487,6 +487,8 @@ class InspectToolCallView(_Model):
     duration_ms: Milliseconds | None
     approval: str | None
     question: str | None
+    #: When the tool raised: the exception's type and traceback (the model saw only the result).
+    traceback: str | None = None
 
 
 class InspectTurnView(_Model):

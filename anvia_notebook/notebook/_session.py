@@ -27,8 +27,11 @@ from ..events import (
     RunEvent,
     ToolApprovalRequestEvent,
     ToolApprovalResultEvent,
+    ToolCallDeltaEvent,
+    ToolCallEvent,
     ToolQuestionRequestEvent,
     ToolQuestionResultEvent,
+    ToolResultEvent,
     TurnEndEvent,
 )
 from . import _capture, _display
@@ -90,6 +93,22 @@ RUN_ENDS: frozenset[type[Any]] = frozenset((FinalEvent, CancelledEvent, ErrorEve
 Handler = Callable[[Any], "str | None"]
 
 
+def _call_id(event: RunEvent) -> str | None:
+    """The model's id of the tool call an event draws (its tool entry), if any."""
+    match event:
+        case ToolCallDeltaEvent():
+            return event.id
+        case ToolCallEvent():
+            return event.tool_call.id
+        case ToolApprovalRequestEvent():
+            return event.approval.tool_call_id
+        case ToolQuestionRequestEvent():
+            return event.question.tool_call_id
+        case ToolResultEvent():
+            return event.tool_call_id
+    return None
+
+
 def _running_loop() -> asyncio.AbstractEventLoop | None:
     try:
         return asyncio.get_running_loop()
@@ -124,6 +143,8 @@ class TranscriptSession:
         self.set_loop(loop)
         self._lock = threading.RLock()
         self._unsubscribe: Callable[[], None] | None = None
+        #: A resumed run's calls that wait for a person, until its resume note is drawn.
+        self._resume_note_before: set[str | None] | None = None
         self._done_listeners: list[Callable[[AgentRun], None]] = []
         self._displays: list[tuple[str, dict[str, Any] | None]] = []
         #: A refresh of the displays to come (see :meth:`refresh_displays_later`), and its loop.
@@ -310,18 +331,34 @@ class TranscriptSession:
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )
         _capture.register(run.run_id, self._on_output)
-        self._unsubscribe = run.subscribe(
-            self._on_event, replay=True, on_text=self.transcript.text_delta
-        )
+        on_event = self._on_event
+        if run.resumed:  # the note goes above the first call that waits (drawn by the replay)
+            waiting = {r.tool_call_id for r in run.state.pending_approvals()}
+            waiting |= {r.tool_call_id for r in run.state.pending_questions()}
+            self._resume_note_before = waiting
+            on_event = self._on_replayed_event
+        self._unsubscribe = run.subscribe(on_event, replay=True, on_text=self.transcript.text_delta)
         for call in run.trace.tool_calls:  # what its tools printed before this view
             if call.output:
                 self.transcript.tool_output(run.run_id, call.id, f"trace:{call.id}", call.output)
-        if run.resumed:
-            self.transcript.notice(
-                "Resumed: what ran before is not run again; pending approvals and questions "
-                "are shown again below."
-            )
+        if run.resumed and self._resume_note_before is not None:  # nothing waits: at the end
+            self._resume_note()
         run.add_done_callback(self._on_done)
+
+    def _resume_note(self) -> None:
+        self._resume_note_before = None
+        self.transcript.notice(
+            "Resumed: what ran before is not run again; pending approvals and questions "
+            "are shown again below."
+        )
+
+    def _on_replayed_event(self, event: RunEvent) -> None:
+        """``_on_event`` for a resumed run: the resume note first, before the entry of the
+        first call that still waits for a person."""
+        waiting = self._resume_note_before
+        if waiting is not None and _call_id(event) in waiting:
+            self._resume_note()
+        self._on_event(event)
 
     def add_done_listener(self, listener: Callable[[AgentRun], None]) -> None:
         """Call ``listener(run)`` on the loop after a run has ended and its last batch is out."""

@@ -230,10 +230,18 @@ def _approval_html(approval: dict[str, Any], budget: _Budget) -> str:
     if approval.get("edited_args") and approval.get("status") == "approved":
         line += " with edited arguments"
     if approval.get("reason"):
-        line += f". Reason asked: {_esc(approval['reason'], MAX_SHORT, budget)}"
+        line = _then(line, f"Reason asked: {_esc(approval['reason'], MAX_SHORT, budget)}")
     if approval.get("decision_reason"):
-        line += f". Decision: {_esc(approval['decision_reason'], MAX_SHORT, budget)}"
+        line = _then(line, f"Decision: {_esc(approval['decision_reason'], MAX_SHORT, budget)}")
     return f"<div>{line}</div>"
+
+
+def _then(sentence: str, more: str) -> str:
+    """``more`` as the next sentence (no second full stop after one the text ends with)."""
+    sentence = sentence.rstrip()
+    return (
+        f"{sentence} {more}" if sentence.endswith((".", "!", "?", "…")) else f"{sentence}. {more}"
+    )
 
 
 def _questions_html(question: dict[str, Any], budget: _Budget) -> str:

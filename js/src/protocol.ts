@@ -349,6 +349,7 @@ const inspectTurnCheck = shape<W.InspectTurnView>({
       duration_ms: nullable(milliseconds),
       approval: nullable(str),
       question: nullable(str),
+      traceback: optional(str),
     }),
   ),
 });

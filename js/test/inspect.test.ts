@@ -137,6 +137,34 @@ describe("a model that reports no usage (an offline one)", () => {
     expect(usage?.nextElementSibling?.textContent).toBe("no token counts (the model reported none)");
   });
 
+  it("shows a raised tool's traceback folded, under the short result the model saw", async () => {
+    const v = finishedRun();
+    v.toggle().click();
+    const traceback = [
+      "Traceback (most recent call last):",
+      '  File "shop.py", line 12, in lookup',
+      "    _connect()",
+      "RuntimeError: could not look up <A1>",
+    ].join("\n");
+    const [call] = turn0.tool_calls;
+    const failed = { ...call!, id: "c2", status: "error", result: "ToolCallError: could not look up <A1>", traceback };
+    v.answer({ ...okReply!, turn: { ...turn0, tool_calls: [call!, failed] } });
+    await tick();
+    const calls = v.panel().querySelector(".anvia-inspect-calls") as HTMLDetailsElement;
+    calls.open = true;
+    calls.dispatchEvent(new Event("toggle"));
+    const folds = calls.querySelectorAll<HTMLDetailsElement>(".anvia-inspect-call-traceback");
+    expect(folds).toHaveLength(1); // the call that succeeded has none
+    const fold = folds[0]!;
+    expect(fold.open).toBe(false);
+    expect(fold.querySelector("summary")?.textContent).toBe("Traceback: RuntimeError: could not look up <A1>");
+    expect(fold.querySelector(".anvia-inspect-traceback")?.textContent).toBe(traceback);
+    expect(fold.closest(".anvia-inspect-call")?.querySelector(".anvia-inspect-call-result")?.textContent).toBe(
+      "ToolCallError: could not look up <A1>",
+    );
+    expect(calls.querySelector("script, a")).toBeNull(); // text, never HTML
+  });
+
   it("has no token counts in the run summary once the run has ended", () => {
     const m = mount([], status("running", { turn: 1 }));
     const meta = () => m.root.querySelector(".anvia-status-meta")?.textContent;

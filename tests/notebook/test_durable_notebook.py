@@ -138,6 +138,7 @@ async def test_a_resumed_run_shows_its_earlier_transcript_and_its_pending_approv
     assert entry["approval"]["id"] == approval.id
     kinds = [e["kind"] for e in page.state.transcript()["entries"]]
     assert kinds[0] == "user" and kinds.count("tool") == 1 and "notice" in kinds
+    assert kinds.index("notice") < kinds.index("tool")  # the note comes before what it announces
     reply = await page.approve(approval.id, approved=True)
     assert reply["ok"] is True
     assert "sent" in (await handle).output

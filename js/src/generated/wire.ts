@@ -534,6 +534,7 @@ export interface InspectToolCallView {
   duration_ms: number | null;
   approval: string | null;
   question: string | null;
+  traceback?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -1,12 +1,15 @@
 // The live view of an evaluation report (mode "evals"): a progress bar (n of N, elapsed, time
 // left), Stop, the pass rate and the mean of each metric, one row per case that fills in as it
 // finishes (status, output preview, scores), and the transcript of the case a person opens.
-// Everything shown is text (text nodes and attributes set by code): no model output, input,
-// error or metric name ever reaches innerHTML.
+// Everything shown is text (text nodes and attributes set by code), except a case's output, which
+// is the model's Markdown rendered as the transcript renders it (marked, then sanitised by
+// DOMPurify and our own pass: no script, no handler, no fetched image); no input, error or metric
+// name ever reaches innerHTML.
 import { button, h, plural } from "../dom";
 import type { EvalsCaseStatus, EvalsRowView, EvalsScoreView, EvalsSummary } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { inspectView } from "./inspect";
+import { setMarkdown } from "./markdown";
 import { STATE_LABELS } from "./status";
 import { transcriptView } from "./transcript";
 
@@ -55,6 +58,22 @@ export function formatDuration(ms: number): string {
   if (seconds < 60) return `${seconds < 10 ? seconds.toFixed(1) : Math.round(seconds)} s`;
   const whole = Math.round(seconds);
   return `${Math.floor(whole / 60)} min ${whole % 60} s`;
+}
+
+/** Text that Markdown would change (emphasis, code, links, headings, lists, quotes, tables, line
+ * breaks, HTML or entities); other text is shown as it is, without the renderer's cost. */
+const MARKDOWN_SYNTAX = /[*_`#>[\]|~<&\\\n]|^\s*(?:[-+]|\d+[.)])\s/;
+
+/** A case's output: the model's Markdown, rendered and sanitised as the transcript does. */
+function setOutputMarkdown(cell: HTMLElement, text: string): void {
+  setMarkdown(cell, text);
+  const last = cell.lastChild; // marked ends a block with a line break: not part of the text
+  if (last?.nodeType === Node.TEXT_NODE && !last.textContent?.trim()) last.remove();
+}
+
+/** A metric's column: wide enough for its name (up to a bound), never narrower than a score. */
+export function metricWidth(name: string): string {
+  return `clamp(6.5em, ${name.length + 3}ch, 18em)`;
 }
 
 /** A score as a cell shows it. */
@@ -176,10 +195,11 @@ export function evalsView(session: Session): EvalsView {
     const key = JSON.stringify(names);
     if (key === columns) return;
     columns = key;
-    // Columns: #, case, status, output (the rest of the width), one per metric, time.
+    // Columns: #, case, status, output (the rest of the width), one per metric (as wide as its
+    // name, within bounds: a longer one wraps in its header), time.
     table.style.setProperty(
       "--anvia-eval-columns",
-      `3em 9em 5.5em minmax(10em, 1fr)${" 6.5em".repeat(names.length)} 5.5em`,
+      ["3em 9em 5.5em minmax(10em, 1fr)", ...names.map(metricWidth), "5.5em"].join(" "),
     );
     const th = (label: string, extra: Record<string, string> = {}): HTMLElement =>
       h("div", { class: "anvia-eval-th", role: "columnheader", ...extra }, label);
@@ -209,7 +229,9 @@ export function evalsView(session: Session): EvalsView {
     });
     const td = (cls: string, ...children: (Node | string)[]): HTMLElement =>
       h("div", { class: `anvia-eval-td ${cls}`, role: "cell" }, ...children);
-    const outputCell = td(`anvia-eval-output${row.status === "error" ? " anvia-error-text" : ""}`, output.slice(0, CELL_CHARS));
+    const outputCell = td(`anvia-eval-output${row.status === "error" ? " anvia-error-text" : " anvia-md"}`);
+    if (row.status === "error" || !MARKDOWN_SYNTAX.test(output)) outputCell.textContent = output.slice(0, CELL_CHARS);
+    else setOutputMarkdown(outputCell, output);
     if (output) outputCell.title = output;
     const tr = h(
       "div",

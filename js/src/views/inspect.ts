@@ -136,6 +136,19 @@ function turnBody(turn: InspectTurnView): Node[] {
             if (call.result !== null) parts.push(text("anvia-inspect-call-result", `Result of ${call.name}`, call.result));
             if (call.approval) parts.push(h("div", { class: "anvia-section-label" }, "Approval"), text("anvia-inspect-call-approval", "Approval record", call.approval));
             if (call.question) parts.push(h("div", { class: "anvia-section-label" }, "Question"), text("anvia-inspect-call-question", "Question record", call.question));
+            if (call.traceback) {
+              // Folded: the model saw only the result's message; the traceback is for a person.
+              const lines = call.traceback.trimEnd().split("\n");
+              const last = lines[lines.length - 1] ?? "";
+              parts.push(
+                h(
+                  "details",
+                  { class: "anvia-inspect-call-traceback" },
+                  h("summary", {}, `Traceback: ${last.length > 120 ? `${last.slice(0, 119)}…` : last}`),
+                  text("anvia-inspect-traceback", `Traceback of ${call.name}`, call.traceback),
+                ),
+              );
+            }
             return h("div", { class: "anvia-inspect-call" }, ...parts);
           }),
         "anvia-inspect-calls",

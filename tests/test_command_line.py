@@ -1,0 +1,143 @@
+"""The command line as a person uses it from a terminal of their own: the commands it suggests
+work as written, with no `python` on PATH and from another folder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import store_agents
+
+from anvia_notebook import PromptCancelledError, RunStore
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def store_file(tmp_path, monkeypatch):
+    location = tmp_path / "project" / ".anvia" / "runs.sqlite"
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(location))
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    return location
+
+
+def terminal(tmp_path: Path) -> dict[str, str]:
+    """A terminal's environment with no `python` on PATH (and no store named by the environment):
+    only the interpreter's full path finds the package (importable as an installed one would be)."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    environ = {k: v for k, v in os.environ.items() if k != "ANVIA_NOTEBOOK_STORE"}
+    return {**environ, "PATH": str(empty), "PYTHONPATH": str(ROOT)}
+
+
+def run_line(command: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run a printed command line as written, in a shell, from a folder of its own."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(exist_ok=True)
+    return subprocess.run(
+        ["/bin/bash", "-c", command],
+        cwd=elsewhere,
+        env=terminal(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def show(run_id: str, tmp_path: Path) -> list[str]:
+    """`show` from the project's folder, with the store named relative to it."""
+    result = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "show", run_id, "--store", ".anvia/runs.sqlite"],
+        cwd=tmp_path / "project",
+        env=terminal(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def suggested(lines: list[str], label: str) -> list[str]:
+    return [line.split(": ", 1)[1] for line in lines if line.strip().startswith(f"{label}:")]
+
+
+async def started(store: RunStore, prompt: str):
+    run = store_agents.agent("approval").prompt(prompt).start()
+    for _ in range(1000):
+        if store.pending(run.run_id):
+            return run, store.pending(run.run_id)[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError("nothing pending")
+
+
+async def stop(run) -> None:
+    run.cancel()
+    with pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(run.wait(), 10)
+
+
+async def test_show_suggests_decisions_that_work_as_written_in_a_plain_terminal(
+    store_file, tmp_path
+):
+    store = RunStore(store_file)
+    run, approval = await started(store, "send 5 to a1")
+    try:
+        lines = show(run.run_id, tmp_path)
+        [approve] = suggested(lines, "decide")
+        assert approve.startswith(sys.executable)  # no bare `python`, which may be missing
+        result = run_line(approve, tmp_path)
+        assert result.returncode == 0, (approve, result.stderr)
+        assert f"Approved {approval.id}." in result.stdout
+        assert store.pending(run.run_id) == []  # decided
+    finally:
+        await stop(run)
+
+
+async def test_the_suggested_answer_is_the_documented_form_and_refused_until_filled_in(
+    store_file, tmp_path
+):
+    store = RunStore(store_file)
+    run, question = await started(store, "ask me first")
+    try:
+        lines = show(run.run_id, tmp_path)
+        [picked] = suggested(lines, "answer")
+        [typed] = [s for s in suggested(lines, "or") if "answer" in s]
+        assert '"choice": "<one of: savings>"' in picked
+        assert '"custom": true' in typed
+        for command in (picked, typed):  # sent unchanged: refused, and the question still waits
+            result = run_line(command, tmp_path)
+            assert result.returncode == 1, command
+            assert "still holds the placeholder" in result.stderr
+            assert "replace it with one of the question's choices" in result.stderr
+            assert store.pending(run.run_id)[0].status == "pending"
+        result = run_line(picked.replace("<one of: savings>", "savings"), tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert f"Answered {question.id}." in result.stdout
+        assert store.pending(run.run_id) == []
+    finally:
+        await stop(run)
+
+
+def test_runs_lists_when_each_run_started_and_was_last_updated(store_file, tmp_path):
+    response = store_agents.agent("plain").prompt("send 5 to a1").send_sync()
+    [summary] = RunStore(store_file).runs()
+    result = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "--store", str(store_file), "runs"],
+        env=terminal(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    header, row = result.stdout.splitlines()
+    assert header.split()[:5] == ["RUN", "AGENT", "STATUS", "STARTED", "UPDATED"]
+    started = summary.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    updated = summary.updated_at.astimezone().strftime("%Y-%m-%d %H:%M")
+    assert row.startswith(response.run_id) and f"success      {started} {updated} " in row
