@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from ._util import cli_command
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
 from .events import ApprovalRecord, QuestionRecord
 from .question_types import Question
@@ -36,11 +37,7 @@ from .store import STORE_ENV, RunStore, _location
 __all__ = ["main"]
 
 
-def _command(store: str | None = None) -> str:
-    """How to run this command line again: this interpreter's own path (quoted for a shell), and
-    the store when one was named with ``--store``."""
-    command = f"{shlex.quote(sys.executable or 'python')} -m anvia_notebook"
-    return f"{command} --store {shlex.quote(store)}" if store else command
+_command = cli_command
 
 
 def _parser() -> argparse.ArgumentParser:

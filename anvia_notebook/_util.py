@@ -64,3 +64,13 @@ def normalize_result(value: Any) -> str:
         return compact_json(value)
     except (TypeError, ValueError):
         return str(value)
+
+
+def cli_command(store: str | None = None) -> str:
+    """How to run the command line (``python -m anvia_notebook``) as written in a terminal: this
+    interpreter's own path (quoted for a shell), and ``--store`` when a store is named."""
+    import shlex
+    import sys
+
+    command = f"{shlex.quote(sys.executable or 'python')} -m anvia_notebook"
+    return f"{command} --store {shlex.quote(store)}" if store else command

@@ -13,11 +13,13 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import threading
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
     ApprovalRecord,
@@ -435,11 +437,22 @@ class TranscriptSession:
             'tex2jax_ignore mathjax_ignore">'
         )
         names = self.agent_names
+        cli = self._cli()
         data = {
-            "text/plain": render_text(state, self.title, agent_names=names),
-            "text/html": f"{slot}{render_html(state, self.title, agent_names=names)}</div>",
+            "text/plain": render_text(state, self.title, agent_names=names, cli=cli),
+            "text/html": f"{slot}{render_html(state, self.title, agent_names=names, cli=cli)}"
+            "</div>",
         }
         return data, {}
+
+    def _cli(self) -> str:
+        """How to run the command line on the shown run's store, as written in a terminal (the
+        store named by its absolute path; a PostgreSQL address is not written out)."""
+        store = getattr(self.run, "store", None)
+        location = getattr(store, "location", None)
+        if not isinstance(location, str) or location.startswith(("postgres://", "postgresql://")):
+            return cli_command()
+        return cli_command(os.path.abspath(location))
 
     def bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
         """What a view of this session shows: the widget with a static HTML and text copy of the

@@ -60,6 +60,8 @@ _CODE = "white-space:pre-wrap;word-break:break-word;margin:4px 0"
 MAX_FIELD = 20_000
 #: The same for short fields: names, reasons, questions, answers, the status line.
 MAX_SHORT = 2_000
+#: How a copy says to run the command line when it is not told (``python`` of the kernel).
+DEFAULT_CLI = "python -m anvia_notebook"
 #: The most questions of one tool entry listed.
 MAX_ITEMS = 50
 #: About the most characters of a whole copy: entries after it are left out (one entry may end
@@ -160,10 +162,10 @@ def _markdown(text: str, budget: _Budget) -> str:
     return f'<div class="anvia-static-markdown">{html}</div>'
 
 
-def _waiting_html(transcript: dict[str, Any]) -> str:
+def _waiting_html(transcript: dict[str, Any], cli: str) -> str:
     """For a copy saved while the run waits for a person: what waits, the run's id, and how to
-    go on from a kernel or a terminal."""
-    lines = _waiting_lines(transcript)
+    go on from a kernel or a terminal (``cli``: how to run the command line there)."""
+    lines = _waiting_lines(transcript, cli)
     if not lines:
         return ""
     head, *rest = lines
@@ -174,7 +176,7 @@ def _waiting_html(transcript: dict[str, Any]) -> str:
     )
 
 
-def _waiting_lines(transcript: dict[str, Any]) -> list[str]:
+def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
     run_id = transcript.get("status", {}).get("run_id")
     if not isinstance(run_id, str) or not run_id:
         return []
@@ -195,11 +197,10 @@ def _waiting_lines(transcript: dict[str, Any]) -> list[str]:
     for command, item_id, tool in waiting[:MAX_ITEMS]:
         item = _cut(item_id, MAX_SHORT, sep=" ")
         if command == "approve":
-            lines.append(f"python -m anvia_notebook approve {run} {item}  (or reject: {tool})")
+            lines.append(f"{cli} approve {run} {item}  (or reject: {tool})")
         else:
             lines.append(
-                f"python -m anvia_notebook answer {run} {item} --json "
-                '\'[{"questionId": "...", "answer": "..."}]\''
+                f'{cli} answer {run} {item} --json \'[{{"questionId": "...", "answer": "..."}}]\''
             )
     return lines
 
@@ -328,11 +329,13 @@ def render_html(
     title: str = "Anvia transcript",
     *,
     agent_names: Mapping[str, str] | None = None,
+    cli: str = DEFAULT_CLI,
 ) -> str:
     """The transcript (the wire ``Transcript``) as safe static HTML, bounded in size.
 
     ``agent_names`` (a Studio's: each agent's id to its display name) labels the replies with
-    the name of the agent whose conversation it is, as the page does.
+    the name of the agent whose conversation it is, as the page does; ``cli`` is how the
+    command line runs in a terminal, for a run that waits.
     """
     budget = _Budget()
     reply = _esc(_reply_label(transcript, agent_names))
@@ -351,7 +354,7 @@ def render_html(
         html = _entry_html(entry, budget, reply)
         budget.take(len(html) - (left - budget.left))  # the markup counts too
         body.append(html)
-    waiting = _waiting_html(transcript)
+    waiting = _waiting_html(transcript, cli)
     return (
         f'<div class="anvia-static-transcript" style="{_ROOT}">{head}{"".join(body)}{waiting}</div>'
     )
@@ -362,6 +365,7 @@ def render_text(
     title: str = "Anvia transcript",
     *,
     agent_names: Mapping[str, str] | None = None,
+    cli: str = DEFAULT_CLI,
 ) -> str:
     """The transcript as plain text, bounded in size and labelled like :func:`render_html`."""
     budget = _Budget()
@@ -378,7 +382,7 @@ def render_text(
         block = _entry_text(entry, budget, reply)
         budget.take(len(block) - (left - budget.left))
         lines.append(block)
-    lines.extend(_waiting_lines(transcript))
+    lines.extend(_waiting_lines(transcript, cli))
     return "\n".join(lines)
 
 

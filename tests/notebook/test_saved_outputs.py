@@ -12,6 +12,7 @@ import pytest
 from notebook_helpers import Page, finished, pending_approval, refund_tool, until
 
 from anvia_notebook import AgentBuilder, Studio
+from anvia_notebook._util import cli_command
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook import _runner as runner
 from anvia_notebook.notebook._snapshot import MAX_TOTAL
@@ -106,7 +107,8 @@ async def test_a_pending_run_stays_live_and_its_status_names_the_run(outputs, st
     approval_id = entry["approval"]["id"]
     assert f"Run {handle.run_id} was waiting for a decision" in text
     assert f'agent.resume("{handle.run_id}").show()' in text
-    assert f"python -m anvia_notebook approve {handle.run_id} {approval_id}" in text
+    command = f"{cli_command(str(store_path))} approve {handle.run_id} {approval_id}"
+    assert command in text  # as written in a terminal, wherever it is opened
     assert approval_id in update["data"]["text/html"]
     assert WIDGET_MIME in handle._repr_mimebundle_()[0]
     assert (await page.approve(entry["approval"]["id"]))["ok"]
