@@ -50,7 +50,7 @@ rm -rf "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off)
 "${pip[@]}" "${pins[@]}"
 # As the install cell does: the package on top, its requirements resolved against the pins.
-"${pip[@]}" "$root"
+"${pip[@]}" "$root" jupyterlab notebook  # jupyterlab, notebook: the page side, for the browser tests
 "$venv/bin/python" -c "$check" "${pins[@]}"
 printf '%s' "$wanted" >"$stamp"
 echo "Colab environment made: $venv"

@@ -25,7 +25,7 @@ if ! "$python" -m uv --version >/dev/null 2>&1; then
 fi
 uv=("$python" -m uv)
 
-"${uv[@]}" venv --quiet --allow-existing --python "$python" "$venv"
+"${uv[@]}" venv --quiet --seed --allow-existing --python "$python" "$venv"
 extra_flags=()
 for extra in "${extras[@]}"; do extra_flags+=(--extra "$extra"); done
 "${uv[@]}" pip compile --quiet --no-header pyproject.toml "${extra_flags[@]}" \
