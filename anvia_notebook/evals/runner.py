@@ -276,6 +276,8 @@ async def evaluate(
     runner = _request._notebook_runner() if show is not False else None
     if runner is not None:
         runner.show_evals_report(report)
+        # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits.
+        return await runner.await_serving_widgets(run_report(report))  # type: ignore[no-any-return]
     return await run_report(report)
 
 

@@ -27,6 +27,11 @@ Strategies, chosen by feature detection (``describe_kernel``):
     a kernel whose internals are not recognised: plain wait, with a ``KernelWaitWarning`` that
     recommends ``request.show()`` (or ``await request.send()`` where the kernel supports it).
 
+``await_serving_widgets`` does the same for a cell's top-level ``await`` (``await handle``) on a
+kernel that runs no comm message while a cell awaits (ipykernel < 7.4, so Colab's 6.17.1): it
+pumps between its awaits, and only in the cell's own task (a task the cell started is left alone,
+or it would hold back the next cells while it waits).
+
 In every strategy Kernel > Interrupt (SIGINT, a ``KeyboardInterrupt`` in the main thread) ends the
 wait with ``KeyboardInterrupt``: at once when the signal wakes the main thread, else within
 ``poll_interval``. While the pump runs, the interrupt is held back from the pump's bookkeeping (so
@@ -36,6 +41,7 @@ a wait on a subshell's thread ends when its future does. Cancelling the run is t
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import signal
@@ -43,7 +49,7 @@ import socket
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from types import FrameType
@@ -52,7 +58,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 if TYPE_CHECKING:
     from ._pump_shell import PumpTarget, ShellPump
 
-__all__ = ["KernelInfo", "KernelWaitWarning", "Strategy", "describe_kernel", "wait_for_future"]
+__all__ = [
+    "KernelInfo",
+    "KernelWaitWarning",
+    "Strategy",
+    "await_serving_widgets",
+    "describe_kernel",
+    "wait_for_future",
+]
 
 T = TypeVar("T")
 
@@ -130,6 +143,52 @@ def wait_for_future(
                 waiter.close()
     finally:
         _local.wait = None
+
+
+async def await_serving_widgets(awaitable: Awaitable[T], *, poll_interval: float = 0.05) -> T:
+    """Await ``awaitable``; in a cell on a kernel without native ``await`` support for comm
+    messages, serve the widget's messages meanwhile (see the module docstring).
+
+    Kernel > Interrupt ends the wait with ``KeyboardInterrupt`` (``awaitable`` is cancelled).
+    """
+    future = asyncio.ensure_future(awaitable)
+    target = _cell_pump_target()
+    if target is None:
+        return await future
+    waiter = _PumpedWait(target, poll_interval)
+    _local.wait = waiter
+    try:
+        with waiter.deferring_sigint():
+            try:
+                waiter.start()
+                return await waiter.wait_async(future)
+            finally:
+                waiter.close()
+    finally:
+        _local.wait = None
+        if not future.done():
+            future.cancel()
+
+
+def _cell_pump_target() -> PumpTarget | None:
+    """The pump target when the caller is a cell's top-level await the kernel does not serve."""
+    if getattr(_local, "wait", None) is not None:
+        return None  # already served by a wait further up
+    info, target = _inspect()
+    if target is None or info.native_await or not _in_cell_task():
+        return None
+    return target
+
+
+def _in_cell_task() -> bool:
+    """Whether IPython's ``run_cell_async`` awaits the caller (it is on the task's stack)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "run_cell_async" and "IPython" in code.co_filename:
+            return True
+        frame = frame.f_back
+    return False
 
 
 # -- detection ---------------------------------------------------------------------------------
@@ -256,6 +315,23 @@ class _PumpedWait:
                 self._interrupted = False
                 raise KeyboardInterrupt
             self._poller.poll(self._poll_ms)
+            self._drain_wake()
+
+    async def wait_async(self, future: asyncio.Future[T]) -> T:
+        """``wait`` for a cell that awaits: the loop runs between pumps (and reads the stream)."""
+        poll = self._poll_ms / 1000
+        while True:
+            if not self._pump_failed:
+                try:
+                    self._pump.pump()
+                except Exception:
+                    self._pump_broke("serving")
+            if future.done():
+                return future.result()
+            if self._interrupted:
+                self._interrupted = False
+                raise KeyboardInterrupt
+            await asyncio.wait([future], timeout=poll)
             self._drain_wake()
 
     def _pump_broke(self, doing: str) -> None:

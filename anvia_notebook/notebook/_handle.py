@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import PromptCancelledError
 from . import _display
+from ._blocking import await_serving_widgets
 from ._session import TranscriptSession
 
 if TYPE_CHECKING:
@@ -72,8 +73,10 @@ class RunHandle:
         ``PromptCancelledError`` once the cancellation is recorded in the transcript.
         """
         try:
-            return await self._run.wait()
-        except asyncio.CancelledError:
+            # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits: the
+            # wait serves them, or a run waiting for a click would hang.
+            return await await_serving_widgets(self._run.wait())
+        except (asyncio.CancelledError, KeyboardInterrupt):
             if self._run.done:
                 raise
             self._run.cancel(AWAIT_CANCELLED_REASON)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import PromptCancelledError
 from . import _display
-from ._blocking import wait_for_future
+from ._blocking import await_serving_widgets, wait_for_future
 from ._handle import RunHandle
 from ._human_input import WidgetHumanInput
 from ._session import TranscriptSession
@@ -43,6 +43,7 @@ __all__ = [
     "CELL_RERUN_REASON",
     "INTERRUPT_REASON",
     "STATIC_COPY_DELAY",
+    "await_serving_widgets",
     "evaluate_blocking",
     "send_sync",
     "show",

@@ -7,6 +7,7 @@ not carry the transcript twice and a long run does not resend a growing trait.
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +29,13 @@ export default {
   },
 };
 """
+
+# The anywidget front ends this widget's page code runs on. anywidget asks the page for its own
+# minor version (``~0.9.*`` from anywidget 0.9.21), but JupyterLab and Notebook 7 load the
+# anywidget of the environment the server runs in, which may be newer than the kernel's (a kernel
+# in its own environment, Colab's anywidget 0.9.21 beside a newer JupyterLab): the widget then
+# stayed a static copy. Any 0.9 or later 0.x front end draws it.
+_FRONT_ENDS = ">=0.9.0 <1.0.0"
 
 MessageHandler = Callable[[dict[str, Any]], None]
 
@@ -52,6 +60,14 @@ class AnviaWidget(anywidget.AnyWidget):
     #: of the same model, so the page finds the model's one session by this key.
     _anvia_key = traitlets.Unicode().tag(sync=True)
 
+    @traitlets.default("_model_module_version")
+    def _default_model_module_version(self) -> str:
+        return _front_end_versions()
+
+    @traitlets.default("_view_module_version")
+    def _default_view_module_version(self) -> str:
+        return _front_end_versions()
+
     @traitlets.default("_anvia_key")
     def _default_key(self) -> str:
         return uuid.uuid4().hex
@@ -65,3 +81,15 @@ class AnviaWidget(anywidget.AnyWidget):
         handler = self._anvia_handler
         if handler is not None:
             handler(content)
+
+
+def _front_end_versions() -> str:
+    """The anywidget versions the page may load this widget with (a semver range).
+
+    Colab's widget manager fetches the front end from a CDN at exactly anywidget's own range, so
+    there it is left as it is; elsewhere any 0.x front end from 0.9 on is accepted as well.
+    """
+    own = str(anywidget.AnyWidget._model_module_version.default_value)
+    if "google.colab" in sys.modules:
+        return own
+    return f"{own} || {_FRONT_ENDS}"

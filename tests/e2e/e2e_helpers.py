@@ -61,6 +61,13 @@ QUIET_USER_SETTINGS: dict[str, dict[str, Any]] = {
     },
 }
 
+# Which Pythons run the kernels and the server (default: the one running the tests). A kernel's
+# Python gets a `python3` kernel spec in the server's own data folder, which the notebooks name:
+# `ANVIA_E2E_KERNEL_PYTHON=.venvs/colab/bin/python` runs every notebook on Colab's packages.
+# The server's Python decides the page's side: its JupyterLab, widget manager and anywidget.
+KERNEL_PYTHON_ENV = "ANVIA_E2E_KERNEL_PYTHON"
+SERVER_PYTHON_ENV = "ANVIA_E2E_SERVER_PYTHON"
+
 SERVER_START_TIMEOUT = 90.0
 NAVIGATION_TIMEOUT_MS = 90_000
 KERNEL_READY_TIMEOUT_MS = 90_000
@@ -148,12 +155,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_jupyter_server(workdir: Path) -> JupyterServer:
+def start_jupyter_server(
+    workdir: Path, *, kernel_python: str | None = None, server_python: str | None = None
+) -> JupyterServer:
     """Start ``jupyter lab`` on 127.0.0.1 in its own process group, isolated under ``workdir``.
 
     Configuration, runtime files, IPython profile, user settings and workspaces all live under
     ``workdir``; kernel specs are found as usual (so a kernel registered by the test setup is
-    visible). The repository is put first on the PYTHONPATH, so kernels import this working
+    visible), except that ``kernel_python`` (default: $ANVIA_E2E_KERNEL_PYTHON), when set, is
+    the ``python3`` kernel, and ``server_python`` (default: $ANVIA_E2E_SERVER_PYTHON, else this
+    Python) runs the server. The repository is put first on the PYTHONPATH, so kernels import this working
     tree's ``anvia_notebook``. Widget state saving is left at its default (off).
     """
     root = workdir / "root"
@@ -162,8 +173,12 @@ def start_jupyter_server(workdir: Path) -> JupyterServer:
         target = settings / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values, indent=2))
-    for sub in ("root", "config", "runtime", "ipython", "workspaces"):
+    for sub in ("root", "config", "runtime", "ipython", "workspaces", "data"):
         (workdir / sub).mkdir(parents=True, exist_ok=True)
+    jupyter_path = [str(workdir / "data")]
+    if kernel_python := kernel_python or os.environ.get(KERNEL_PYTHON_ENV):
+        _write_python3_kernel(workdir / "data", kernel_python)
+    server_python = server_python or os.environ.get(SERVER_PYTHON_ENV) or sys.executable
 
     # Kernels import anvia_notebook from this working tree, installed or not.
     pythonpath = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
@@ -172,6 +187,10 @@ def start_jupyter_server(workdir: Path) -> JupyterServer:
         "PYTHONPATH": pythonpath,
         "JUPYTER_CONFIG_DIR": str(workdir / "config"),
         "JUPYTER_RUNTIME_DIR": str(workdir / "runtime"),
+        # Searched before the installed kernel specs: a `python3` here wins.
+        "JUPYTER_PATH": os.pathsep.join(
+            filter(None, [*jupyter_path, os.environ.get("JUPYTER_PATH")])
+        ),
         "IPYTHONDIR": str(workdir / "ipython"),
         "JUPYTERLAB_SETTINGS_DIR": str(settings),
         "JUPYTERLAB_WORKSPACES_DIR": str(workdir / "workspaces"),
@@ -185,7 +204,7 @@ def start_jupyter_server(workdir: Path) -> JupyterServer:
     for _attempt in range(3):  # a free port can be taken between the probe and the bind
         port = _free_port()
         command = [
-            sys.executable,
+            server_python,
             "-m",
             "jupyterlab",
             "--no-browser",
@@ -227,6 +246,19 @@ def start_jupyter_server(workdir: Path) -> JupyterServer:
         last_error = f"exit code {process.poll()}" if process.poll() is not None else "timeout"
         stop_jupyter_server(server)
     raise RuntimeError(f"jupyter lab did not start ({last_error}):\n{server.log_tail()}")
+
+
+def _write_python3_kernel(data_dir: Path, python: str) -> None:
+    """A ``python3`` kernel spec under ``data_dir`` that starts ``python``'s ipykernel."""
+    executable = shutil.which(python)
+    if executable is None:
+        raise RuntimeError(f"{KERNEL_PYTHON_ENV}={python} is not an executable Python")
+    spec = data_dir / "kernels" / "python3"
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [str(Path(executable).absolute()), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    (spec / "kernel.json").write_text(
+        json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}, indent=2)
+    )
 
 
 def stop_jupyter_server(server: JupyterServer) -> None:

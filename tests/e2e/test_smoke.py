@@ -6,12 +6,16 @@ a synced trait that the page shows, with the kernel's pid, which only the kernel
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import sys
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from e2e_helpers import (
+    KERNEL_PYTHON_ENV,
     App,
     JupyterServer,
     cell_output,
@@ -26,8 +30,8 @@ pytestmark = pytest.mark.e2e
 
 CELLS = [
     """
-    import os
-    print("smoke value", 6 * 7, "kernel pid", os.getpid())
+    import os, sys
+    print("smoke value", 6 * 7, "kernel pid", os.getpid(), "python", sys.executable)
     """,
     '''
     import os
@@ -84,6 +88,10 @@ def test_widget_round_trip(
     match = re.search(r"kernel pid (\d+)", printed)
     assert match, printed
     pid = match.group(1)
+    # The notebooks' `python3` kernel is the chosen Python's (ANVIA_E2E_KERNEL_PYTHON), if any.
+    chosen = os.environ.get(KERNEL_PYTHON_ENV)
+    expected = os.path.abspath(shutil.which(chosen) or chosen) if chosen else sys.executable
+    assert printed.split("python ", 1)[1].strip() == expected, printed
 
     widget = cell_output(page, 1)
     status = widget.locator(".smoke-status")

@@ -147,6 +147,37 @@ def test_send_sync_blocks_the_cell_while_the_widget_works(kernel: Kernel) -> Non
     assert late["ok"]
 
 
+def test_await_handle_in_the_showing_cell_keeps_the_widget_working(kernel: Kernel) -> None:
+    # ipykernel < 7.4 (Colab's 6.17.1) runs no comm message while a cell awaits: without the
+    # wait serving them, the view never got its transcript and the approval waited forever.
+    code = "h = agent().prompt('refund A-1').show()\nr = await h\nprint('OUT', r.output)"
+    cell = kernel.execute(code)
+    model_id = kernel.widget_id(cell)
+    approve_when_asked(kernel, model_id)
+    reply = kernel.reply(cell)
+    assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
+    kernel.wait(lambda m: m["msg_type"] == "stream" and "OUT" in m["content"]["text"])
+    assert "OUT Refund issued." in kernel.stdout(cell)
+
+
+def test_a_task_started_by_a_cell_awaits_without_holding_back_the_next_cells(
+    kernel: Kernel,
+) -> None:
+    # Only the cell's own await is served: a background task's wait must not keep the shell.
+    cell = kernel.execute(
+        "import asyncio\nh = agent().prompt('refund A-1').show()\n"
+        "t = asyncio.ensure_future(h.wait())"
+    )
+    assert kernel.reply(cell)["content"]["status"] == "ok"
+    model_id = kernel.widget_id(cell)
+    wait_until_pending(kernel, model_id)
+    later = kernel.execute("print('NEXT', t.done())")
+    assert kernel.reply(later, timeout=30)["content"]["status"] == "ok"
+    kernel.wait(lambda m: m["msg_type"] == "stream" and "NEXT" in m["content"]["text"])
+    assert "NEXT False" in kernel.stdout(later)
+    approve_when_asked(kernel, model_id)
+
+
 def test_send_sync_interrupt_cancels_the_run(kernel: Kernel) -> None:
     cell = kernel.execute("r = agent().prompt('refund A-1').send_sync()", stop_on_error=False)
     model_id = kernel.widget_id(cell)
