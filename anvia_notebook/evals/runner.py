@@ -315,4 +315,4 @@ def evaluate_sync(
             "evaluate_sync() cannot block the event loop running in this thread; use "
             "`await evals.evaluate(...)` instead."
         )
-    return runner.evaluate_blocking(report, show=show is not False)  # type: ignore[no-any-return]
+    return runner.evaluate_blocking(report, run_report, show=show is not False)  # type: ignore[no-any-return]

@@ -22,13 +22,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..evals._table import preview
-from ..evals.report import EvalReport
-from ..evals.runner import run_report
 from ._blocking import wait_for_future
-from ._runner import _LoopThread
+from ._loop_thread import LoopThread
 from ._session import LIVE_SLOT_CLASS, TranscriptSession
 
 if TYPE_CHECKING:
+    from collections.abc import Coroutine
+
+    from ..evals.report import EvalReport
     from ..run import AgentRun
     from ._protocol import EvalsOpenCaseMsg
 
@@ -359,19 +360,26 @@ def _wait(future: concurrent.futures.Future[EvalReport]) -> EvalReport:
     return wait_for_future(future, warn_stacklevel=6)
 
 
-def evaluate_blocking(report: EvalReport, *, show: bool = True) -> EvalReport:
-    """Run ``report`` on a worker thread's loop and block the cell until it ends, its widget
-    (Stop, opening a case) working meanwhile; Kernel > Interrupt stops it.
+def evaluate_blocking(
+    report: EvalReport,
+    run: Callable[[EvalReport], Coroutine[Any, Any, EvalReport]],
+    *,
+    show: bool = True,
+) -> EvalReport:
+    """Run ``report`` (``run(report)``, the evals runner's, handed in so that this view imports
+    nothing of the runtime that would import it back) on a worker thread's loop and block the
+    cell until it ends, its widget (Stop, opening a case) working meanwhile; Kernel > Interrupt
+    stops it.
 
     Called by ``_runner.evaluate_blocking`` for ``evals.evaluate_sync`` in a cell."""
-    worker = _LoopThread(name="anvia-evals")
+    worker = LoopThread(name="anvia-evals")
     session: EvalsSession | None = None
     if show:
         session = _session_for(report, worker.loop)
         session.refresh_on_finish = False
         session.display()
     future: concurrent.futures.Future[EvalReport] = asyncio.run_coroutine_threadsafe(
-        run_report(report), worker.loop
+        run(report), worker.loop
     )
     future.add_done_callback(lambda _f: worker.stop())
     try:

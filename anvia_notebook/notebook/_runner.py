@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import threading
 import time
@@ -31,9 +30,12 @@ from . import _display
 from ._blocking import await_serving_widgets, wait_for_future
 from ._handle import RunHandle
 from ._human_input import WidgetHumanInput
+from ._loop_thread import LoopThread
 from ._session import TranscriptSession
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
     from ..evals.report import EvalReport
     from ..request import PromptRequest
     from ..run import AgentRun
@@ -164,33 +166,6 @@ def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
 # -- send_sync -------------------------------------------------------------------------------
 
 
-class _LoopThread:
-    """A daemon thread running its own event loop until :meth:`stop`."""
-
-    def __init__(self, name: str) -> None:
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._main, name=name, daemon=True)
-        self._thread.start()
-
-    def _main(self) -> None:
-        asyncio.set_event_loop(self.loop)
-        try:
-            self.loop.run_forever()
-            # Run what was handed over just before the stop (late widget requests).
-            for _ in range(3):
-                self.loop.run_until_complete(asyncio.sleep(0))
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-        finally:
-            self.loop.close()
-
-    def stop(self) -> None:
-        with contextlib.suppress(RuntimeError):  # already closed
-            self.loop.call_soon_threadsafe(self.loop.stop)
-
-    def join(self, timeout: float | None = None) -> None:
-        self._thread.join(timeout)
-
-
 def _wait(future: concurrent.futures.Future[T]) -> T:
     """Block the cell until ``future`` is done, still dispatching the widget's messages."""
     # Frames: wait_for_future, _wait, send_sync, PromptRequest.send_sync, the cell.
@@ -225,7 +200,7 @@ def send_sync(request: PromptRequest, *, timeout: float | None = None) -> Prompt
     """
     human = _attach_human_input(request, timeout)
     run = request.create_run()  # raises before any thread starts if the request was used
-    worker = _LoopThread(name="anvia-run")
+    worker = LoopThread(name="anvia-run")
     session = _session(request, worker.loop, human)
     session.add_done_listener(lambda _run: session.set_loop(None))
     session.display()
@@ -263,9 +238,15 @@ def show_evals_report(report: EvalReport) -> None:
     show_report(report)
 
 
-def evaluate_blocking(report: EvalReport, *, show: bool = True) -> EvalReport:
-    """Run the prepared ``report`` on a worker thread and block the cell until it ends (what
-    ``evals.evaluate_sync`` calls inside a kernel); ``show`` displays its widget first."""
+def evaluate_blocking(
+    report: EvalReport,
+    run: Callable[[EvalReport], Coroutine[Any, Any, EvalReport]],
+    *,
+    show: bool = True,
+) -> EvalReport:
+    """Run the prepared ``report`` with ``run`` on a worker thread and block the cell until it
+    ends (what ``evals.evaluate_sync`` calls inside a kernel); ``show`` displays its widget
+    first."""
     from . import _evals_view
 
-    return _evals_view.evaluate_blocking(report, show=show)
+    return _evals_view.evaluate_blocking(report, run, show=show)
