@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 from ._tool_exec import ToolExecutor
 from ._util import maybe_await
-from .approvals import RunInfo
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
 from .events import (
     CancelledEvent,
@@ -47,6 +46,7 @@ from .models.base import (
 )
 from .records import ApprovalRecord, QuestionRecord
 from .retry import RetryContext
+from .run_info import RunInfo
 from .run_state import PromptResponse
 
 if TYPE_CHECKING:

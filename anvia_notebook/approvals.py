@@ -9,6 +9,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from ._util import maybe_await
+from .records import DEFAULT_REJECT_MESSAGE
+from .run_info import RunInfo
 
 __all__ = [
     "ApprovalContext",
@@ -20,20 +22,8 @@ __all__ = [
     "DEFAULT_REJECT_MESSAGE",
 ]
 
-DEFAULT_REJECT_MESSAGE = "Tool approval was rejected."
 
 ArgsT = TypeVar("ArgsT")
-
-
-class RunInfo(BaseModel):
-    """Which run a tool call belongs to."""
-
-    model_config = ConfigDict(defer_build=True, frozen=True)
-
-    agent_id: str
-    run_id: str
-    session_id: str | None = None
-    metadata: dict[str, Any] | None = None
 
 
 @dataclass
@@ -123,14 +113,4 @@ def normalize_decision(value: Any) -> ApprovalDecision:
         return ApprovalDecision.model_validate(value)
     raise TypeError(
         f"An approval handler must return a bool or an ApprovalDecision, not {type(value).__name__}"
-    )
-
-
-def rejection_text(decision: ApprovalDecision, request: ToolApprovalRequest) -> str:
-    """What the model sees for a rejected call: the first present of the documented texts."""
-    return (
-        decision.reject_message
-        or decision.reason
-        or request.reject_message
-        or DEFAULT_REJECT_MESSAGE
     )

@@ -13,7 +13,13 @@ AnviaError
 ├── HumanInputUnavailable      a human input cannot take that request (a NotImplementedError)
 ├── RunStoreError              the run store cannot be used
 │   └── RunNotFoundError       no such run (also a KeyError)
-└── RunOwnedError              another live process owns the run
+├── RunOwnedError              another live process owns the run
+└── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
+
+Every exception is defined here; the modules that raise them import them from here (and some
+re-export theirs: ``anvia_notebook.models.ModelError``, ``anvia_notebook.HumanInputTimeout``).
+One signal is not an error and stays apart: a sync tool abandoned by Stop raises a
+``CancelledError`` of its own (``tools.SyncToolAbandoned``).
 
 Each one that also derives from a built-in exception keeps it, so ``except ValueError`` (say)
 written before it joined the tree still catches it.
@@ -32,6 +38,11 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CANCEL_REASON",
     "AnviaError",
+    "HumanInputTimeout",
+    "HumanInputUnavailable",
+    "ModelError",
+    "ProtocolError",
+    "is_retryable_status",
     "MaxTurnsError",
     "PromptCancelledError",
     "RequestAlreadyUsedError",
@@ -127,3 +138,47 @@ class ToolNotFoundError(AnviaError, LookupError):
 
 class ToolArgumentsError(AnviaError, ValueError):
     """The model's arguments are not JSON or do not match the tool's input schema."""
+
+
+class ModelError(AnviaError):
+    """A provider failed. ``status_code`` (when known) lets the retry policy classify it.
+
+    ``retryable`` says whether trying the same request again may succeed. By default it follows
+    the status: 408, 409, 425, 429 and any 5xx are retryable, anything else (and no status) is
+    not. Providers pass ``retryable=True`` for connection errors and timeouts, which have no status.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retryable: bool | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = is_retryable_status(status_code) if retryable is None else retryable
+
+
+def is_retryable_status(status_code: int | None) -> bool:
+    """Whether an HTTP status means "try again": 408, 409, 425, 429 and any 5xx."""
+    if status_code is None:
+        return False
+    return status_code in (408, 409, 425, 429) or status_code >= 500
+
+
+class HumanInputTimeout(AnviaError, TimeoutError):
+    """Nobody answered in time; the runtime records ``timed_out`` and rejects the call."""
+
+    def __init__(self, timeout: float) -> None:
+        super().__init__(f"No answer from the operator within {timeout:g} s.")
+        self.timeout = timeout
+
+
+class HumanInputUnavailable(AnviaError, NotImplementedError):
+    """This human input cannot handle that kind of request (approval or question)."""
+
+
+class ProtocolError(AnviaError, ValueError):
+    """A widget message that is not valid under the wire protocol; ``request_id`` when one
+    could be read (the reply goes to it)."""
+
+    def __init__(self, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id

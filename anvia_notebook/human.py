@@ -13,7 +13,7 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 from ._util import maybe_await
 from .approvals import ApprovalDecision, ToolApprovalRequest, normalize_decision
-from .errors import AnviaError
+from .errors import HumanInputTimeout, HumanInputUnavailable
 from .question_types import Answer
 from .questions import QuestionRequest
 
@@ -25,18 +25,6 @@ __all__ = [
     "HumanInputUnavailable",
     "StoreHumanInput",
 ]
-
-
-class HumanInputTimeout(AnviaError, TimeoutError):
-    """Nobody answered in time; the runtime records ``timed_out`` and rejects the call."""
-
-    def __init__(self, timeout: float) -> None:
-        super().__init__(f"No answer from the operator within {timeout:g} s.")
-        self.timeout = timeout
-
-
-class HumanInputUnavailable(AnviaError, NotImplementedError):
-    """This human input cannot handle that kind of request (approval or question)."""
 
 
 @runtime_checkable

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .approvals import RunInfo
 from .question_types import Answer, Question, QuestionInput, QuestionOutput
+from .run_info import RunInfo
 from .tools import Tool, ToolContext
 
 __all__ = [

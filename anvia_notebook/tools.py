@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ._sync_pool import SyncToolExecutor
 from ._util import normalize_result
-from .approvals import RunInfo, ToolApproval
+from .approvals import ToolApproval
 from .errors import ToolArgumentsError
 from .models.base import ToolDefinition
 from .question_types import describe_validation_error
+from .run_info import RunInfo
 
 __all__ = ["Tool", "ToolArgumentsError", "ToolContext", "create_tool", "parse_arguments", "tool"]
 

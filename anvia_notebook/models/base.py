@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._util import compact_json
-from ..errors import AnviaError
+from ..errors import ModelError, is_retryable_status
 from ..messages import Message, MessageToolCall, Usage
 
 __all__ = [
@@ -168,29 +168,6 @@ class CompletionResponse(BaseModel):
             self.reasoning or None,
             self.provider_data,
         )
-
-
-class ModelError(AnviaError):
-    """A provider failed. ``status_code`` (when known) lets the retry policy classify it.
-
-    ``retryable`` says whether trying the same request again may succeed. By default it follows
-    the status: 408, 409, 425, 429 and any 5xx are retryable, anything else (and no status) is
-    not. Providers pass ``retryable=True`` for connection errors and timeouts, which have no status.
-    """
-
-    def __init__(
-        self, message: str, *, status_code: int | None = None, retryable: bool | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.retryable = is_retryable_status(status_code) if retryable is None else retryable
-
-
-def is_retryable_status(status_code: int | None) -> bool:
-    """Whether an HTTP status means "try again": 408, 409, 425, 429 and any 5xx."""
-    if status_code is None:
-        return False
-    return status_code in (408, 409, 425, 429) or status_code >= 500
 
 
 @runtime_checkable

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from ..errors import ProtocolError
+
 __all__ = [
     "APPEND_FIELDS",
     "DECIDED_VIA",
@@ -126,14 +128,6 @@ NonNegative = Annotated[int, Field(ge=0)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 #: A duration: a finite number of milliseconds, at least 0 (an int or a float).
 Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-
-class ProtocolError(ValueError):
-    """A message that is not valid under the protocol; ``request_id`` when one could be read."""
-
-    def __init__(self, message: str, request_id: str | None = None) -> None:
-        super().__init__(message)
-        self.request_id = request_id
 
 
 class _Model(BaseModel):
