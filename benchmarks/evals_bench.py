@@ -81,7 +81,7 @@ async def evaluated(n: int, concurrency: int, widget: bool = False, bench: Any =
 
         session = EvalsSession(report, loop=asyncio.get_running_loop())
         session._send = lambda message: json.dumps(message)  # type: ignore[method-assign]
-        report._view = session
+        report.view = session
     started = time.perf_counter()
     await run_report(report)
     took = time.perf_counter() - started

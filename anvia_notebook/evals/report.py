@@ -118,10 +118,12 @@ class EvalReport:
         self._ended: float | None = None
         self._stopping = False
         self._workers: list[asyncio.Task[None]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._view: Any = None
+        #: The loop the cases run on, while they run.
+        self.loop: asyncio.AbstractEventLoop | None = None
+        #: The live widget showing this report, when the notebook layer displayed it.
+        self.view: Any = None
         #: (agent, approvals, max_turns): what each case runs with (set by ``prepare``).
-        self._options: tuple[Any, Any, Any] | None = None
+        self.run_options: tuple[Any, Any, Any] | None = None
 
     # -- results -------------------------------------------------------------------------------
 
@@ -195,6 +197,41 @@ class EvalReport:
             return None
         return self.elapsed / done * (self.total - done)
 
+    # -- running (what the evals runner calls) -------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was asked: no further case starts."""
+        return self._stopping
+
+    def begin(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The cases start running on ``loop`` now."""
+        self.loop = loop
+        if self.view is not None and self.view.loop is None:  # shown before its loop existed
+            self.view.set_loop(loop)
+        self.status = "running"
+        self._started = time.monotonic()
+
+    def run_workers(self, workers: list[asyncio.Task[None]]) -> None:
+        """The tasks that run the cases (cancelled by :meth:`stop`)."""
+        self._workers = workers
+
+    def case_started(self, index: int) -> None:
+        self._notify("start", index)
+
+    def case_ended(self, index: int, result: CaseResult | None = None) -> None:
+        """Case ``index`` finished with ``result``, or (None) was cancelled before it did."""
+        if result is not None:
+            self._results[index] = result
+        self._notify("case", index)
+
+    def end(self, stopped: bool) -> None:
+        """Every case has ended (``stopped``: Stop or a cancellation ended the evaluation)."""
+        self._stopping = self._stopping or stopped
+        self.status = "stopped" if self._stopping else "done"
+        self._ended = time.monotonic()
+        self._notify("end", -1)
+
     # -- control -------------------------------------------------------------------------------
 
     def stop(self) -> bool:
@@ -203,7 +240,7 @@ class EvalReport:
         if self.status != "running" or self._stopping:
             return False
         self._stopping = True
-        loop = self._loop
+        loop = self.loop
         if loop is None:
             return False
         try:

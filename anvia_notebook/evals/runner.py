@@ -116,7 +116,7 @@ def prepare(
         eval_id=new_id("eval"),
         concurrency=concurrency,
     )
-    report._options = (agent, approvals, max_turns)
+    report.run_options = (agent, approvals, max_turns)
     return report
 
 
@@ -128,8 +128,8 @@ async def _score(metrics: list[Metric], case: Case, output: str) -> dict[str, Sc
 
 
 async def _run_case(report: EvalReport, index: int) -> None:
-    assert report._options is not None
-    agent, approvals, max_turns = report._options
+    assert report.run_options is not None
+    agent, approvals, max_turns = report.run_options
     case = report.case_list[index]
     request = agent.prompt(case.input).human_input(NoReviewer())
     request.session(report.eval_id, {"eval_case": case.name})
@@ -141,7 +141,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
     run = request.create_run()
     report.runs[index] = run
     run.start()
-    report._notify("start", index)
+    report.case_started(index)
     output: str | None = None
     error: str | None = None
     try:
@@ -150,7 +150,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         run.cancel(STOP_REASON)
         raise
     except PromptCancelledError as cancelled:
-        if report._stopping:
+        if report.stopping:
             raise asyncio.CancelledError() from None
         error = f"PromptCancelledError: {cancelled.reason}"
     except Exception as failure:
@@ -161,7 +161,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         details = await _score(report.metrics, case, output)
     duration_ms = round((time.perf_counter() - started) * 1000)
     assert case.name is not None
-    report._results[index] = CaseResult(
+    result = CaseResult(
         name=case.name,
         input=case.input,
         expected=case.expected,
@@ -176,7 +176,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         details=details,
         metadata=dict(case.metadata),
     )
-    report._notify("case", index)
+    report.case_ended(index, result)
 
 
 async def run_report(report: EvalReport) -> EvalReport:
@@ -184,46 +184,38 @@ async def run_report(report: EvalReport) -> EvalReport:
     until :meth:`EvalReport.stop`. Cancelling the caller cancels every case."""
     if report.status != "pending":
         raise RuntimeError("This evaluation has already run.")
-    report._loop = asyncio.get_running_loop()
-    view = report._view
-    if view is not None and view.loop is None:  # shown before its loop existed (a script)
-        view.set_loop(report._loop)
-    report.status = "running"
-    report._started = time.monotonic()
+    report.begin(asyncio.get_running_loop())
     next_index = iter(range(report.total))
 
     async def worker() -> None:
         for index in next_index:
-            if report._stopping:
+            if report.stopping:
                 return
             try:
                 await _run_case(report, index)
             except asyncio.CancelledError:
-                report._notify("case", index)  # the row shows it was not finished
+                report.case_ended(index)  # the row shows it was not finished
                 raise
 
-    report._workers = [
+    workers = [
         asyncio.ensure_future(worker()) for _ in range(min(report.concurrency, report.total))
     ]
+    report.run_workers(workers)
     try:
-        await asyncio.gather(*report._workers, return_exceptions=True)
+        await asyncio.gather(*workers, return_exceptions=True)
     except asyncio.CancelledError:
-        report._stopping = True
-        for task in report._workers:
+        report.stop()  # no further case starts
+        for task in workers:
             task.cancel()
         await _settle(report)
-        report.status = "stopped"
-        report._ended = time.monotonic()
-        report._notify("end", -1)
+        report.end(stopped=True)
         await _finish_view(report)
         raise
     await _settle(report)
-    for task in report._workers:
+    for task in workers:
         if not task.cancelled() and task.exception() is not None:
             raise task.exception()  # type: ignore[misc]
-    report.status = "stopped" if report._stopping else "done"
-    report._ended = time.monotonic()
-    report._notify("end", -1)
+    report.end(stopped=False)
     await _finish_view(report)
     return report
 
@@ -231,7 +223,7 @@ async def run_report(report: EvalReport) -> EvalReport:
 async def _finish_view(report: EvalReport) -> None:
     """Let a displayed report's widget send its last update (it is made by the notebook layer,
     never imported here)."""
-    view = report._view
+    view = report.view
     if view is not None:
         try:
             await view.finish()

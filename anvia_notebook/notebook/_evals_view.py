@@ -331,10 +331,10 @@ class EvalsSession(TranscriptSession):
 
 
 def _session_for(report: EvalReport, loop: asyncio.AbstractEventLoop | None) -> EvalsSession:
-    view = report._view
+    view = report.view
     if view is None:
         view = EvalsSession(report, loop=loop)
-        report._view = view
+        report.view = view
     return view  # type: ignore[no-any-return]
 
 
@@ -347,7 +347,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 def show_report(report: EvalReport) -> EvalsSession:
     """Display ``report``'s widget in the current cell (live while it runs)."""
-    loop = report._loop if report.status == "running" else None
+    loop = report.loop if report.status == "running" else None
     session = _session_for(report, loop or _running_loop())
     session.display()
     return session

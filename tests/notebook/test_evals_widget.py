@@ -271,7 +271,7 @@ async def test_evaluate_in_a_kernel_shows_the_widget_unless_told_not_to(in_a_ker
         [evals.contains("hi")],
         show=show,
     )
-    session = report._view
+    session = report.view
     assert isinstance(session, EvalsSession)
     page = EvalsPage(session.widget)
     await page.sync()
@@ -281,23 +281,23 @@ async def test_evaluate_in_a_kernel_shows_the_widget_unless_told_not_to(in_a_ker
 async def test_evaluate_with_show_false_in_a_kernel_displays_nothing(in_a_kernel, outputs):
     agent = agent_with(FunctionModel(lambda r: "hi"))
     report = await evals.evaluate(agent, [{"input": "x"}], [evals.contains("hi")], show=False)
-    assert report.status == "done" and report._view is None and outputs.calls == []
+    assert report.status == "done" and report.view is None and outputs.calls == []
 
 
 @pytest.mark.parametrize("show", [None, True])
 async def test_evaluate_outside_a_kernel_displays_nothing(outputs, show):
     agent = agent_with(FunctionModel(lambda r: "hi"))
     report = await evals.evaluate(agent, [{"input": "x"}], [evals.contains("hi")], show=show)
-    assert report.status == "done" and report._view is None and outputs.calls == []
+    assert report.status == "done" and report.view is None and outputs.calls == []
 
 
 def test_a_report_displayed_in_a_kernel_is_its_widget(in_a_kernel, outputs):
     report = evals.evaluate_sync(
         agent_with(FunctionModel(lambda r: "hi")), [{"input": "x"}], [evals.contains("hi")]
     )
-    assert report._view is None  # a script's loop (no running loop): shown only when asked
+    assert report.view is None  # a script's loop (no running loop): shown only when asked
     report._ipython_display_()
-    assert isinstance(report._view, EvalsSession)
+    assert isinstance(report.view, EvalsSession)
     shown = outputs.shown()[0]["data"]
     assert "application/vnd.jupyter.widget-view+json" in shown
     assert "1/1 cases, pass rate 100%" in shown["text/html"]
@@ -309,7 +309,7 @@ def test_a_report_displayed_outside_a_kernel_prints_its_summary(outputs, capsys)
     )
     report._ipython_display_()
     assert capsys.readouterr().out == f"{report!r}\n"
-    assert report._view is None and outputs.calls == []
+    assert report.view is None and outputs.calls == []
 
 
 @pytest.mark.parametrize("show", [None, False])
@@ -329,9 +329,9 @@ async def test_evaluate_sync_in_a_cell_blocks_on_a_worker_thread(in_a_kernel, ou
     assert report.status == "done" and report.pass_rate == 1.0
     assert threads and cell_thread not in threads
     if show is False:
-        assert report._view is None and outputs.calls == []
+        assert report.view is None and outputs.calls == []
     else:
-        assert isinstance(report._view, EvalsSession)
+        assert isinstance(report.view, EvalsSession)
         assert "1/1 cases, pass rate 100%" in outputs.updates()[-1]["data"]["text/html"]
 
 
@@ -366,20 +366,20 @@ def test_evaluate_blocking_keeps_stop_working_from_another_thread(outputs):
         deadline = time.monotonic() + 5
         while report.finished < 1 and time.monotonic() < deadline:
             time.sleep(0.005)
-        session = report._view
+        session = report.view
         session.handle_message({"type": "stop", "request_id": "page-1", "reason": None})
         release.set()
         stopper_done.set()
 
     threading.Thread(target=stopper, daemon=True).start()
-    result = evaluate_blocking(report)
+    result = evaluate_blocking(report, run_report)
     assert stopper_done.wait(5)
     assert result is report and report.status == "stopped"
     assert [c.name for c in report.cases] == ["case-1"]
-    replies = [m for m in sent(report._view.widget) if m["type"] == "reply"]
+    replies = [m for m in sent(report.view.widget) if m["type"] == "reply"]
     assert replies[-1]["ok"] is True
     # after the evaluation (its loop is gone) a row still opens its case, answered at once
-    page = EvalsPage(report._view.widget)
+    page = EvalsPage(report.view.widget)
     page.post({"type": "sync", "request_id": "page-2"})
     page.post({"type": "evals_open_case", "index": 0, "request_id": "page-3"})
     page.pump()
