@@ -31,7 +31,7 @@ from .errors import (
     ToolArgumentsError,
     ToolNotFoundError,
 )
-from .events import ApprovalRecord, QuestionRecord, RunEvent
+from .events import RunEvent
 from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
 from .human import (
     CallbackHumanInput,
@@ -45,6 +45,7 @@ from .instrumentation import instrument
 from .messages import Message, MessageToolCall, ToolResultPart, Usage
 from .question_types import Answer, Choice, Question
 from .questions import QuestionRequest, ask_question, create_question_tool
+from .records import ApprovalRecord, Interaction, QuestionRecord
 from .request import PromptRequest
 from .run import AgentRun
 from .run_state import PromptResponse, RunState
@@ -84,6 +85,7 @@ __all__ = [
     "ApprovalDecision",
     "ToolApprovalRequest",
     "ApprovalRecord",
+    "Interaction",
     # hooks
     "Hook",
     "RunControl",

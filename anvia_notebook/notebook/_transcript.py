@@ -155,8 +155,6 @@ class _RunView:
     tool_by_call: dict[str, str] = field(default_factory=dict)
     tool_by_internal: dict[str, str] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
-    approvals: dict[str, str] = field(default_factory=dict)
-    questions: dict[str, str] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     orphan_output: dict[str, list[str]] = field(default_factory=dict)
     input_tokens: int = 0
@@ -442,8 +440,6 @@ class Transcript:
         view = interaction_view(record)
         field = "approval" if isinstance(record, ApprovalRecord) else "question"
         if record.status == "pending":
-            table = self._run.approvals if field == "approval" else self._run.questions
-            table[record.id] = entry.id
             self._run.pending.add(record.id)
             status = "approval_required" if field == "approval" else "input_required"
             self._patch(entry, status=status, **{field: view})
