@@ -531,12 +531,7 @@ class ToolExecutor:
             self.trace.approval(earlier, resolved=True)
             return self._approval_outcome(earlier)
         record = earlier or ApprovalRecord(
-            id=new_id("approval"),
-            run_id=self.run_info.run_id,
-            agent_id=self.run_info.agent_id,
-            path=[self.run_info.agent_id],
-            tool_name=request.tool_name,
-            tool_call_id=request.tool_call_id,
+            **self._opening("approval", request.tool_name, request.tool_call_id),
             internal_call_id=request.internal_call_id,
             args=_jsonable(request.args),
             reason=request.reason,
@@ -614,12 +609,7 @@ class ToolExecutor:
             self.trace.question(earlier, resolved=True)
             return self._question_outcome(earlier)
         record = earlier or QuestionRecord(
-            id=new_id("question"),
-            run_id=self.run_info.run_id,
-            agent_id=self.run_info.agent_id,
-            path=[self.run_info.agent_id],
-            tool_name=call.name,
-            tool_call_id=call.id,
+            **self._opening("question", call.name, call.id),
             internal_call_id=internal_id,
             questions=questions,
         )
@@ -678,6 +668,17 @@ class ToolExecutor:
         return await self.human_input.ask(request)
 
     # -- one interaction, approval or question ---------------------------------------------------
+
+    def _opening(self, kind: str, tool_name: str, tool_call_id: str | None) -> dict[str, Any]:
+        """What a new record of this run's call starts with (its id, run, agent and tool)."""
+        return {
+            "id": new_id(kind),
+            "run_id": self.run_info.run_id,
+            "agent_id": self.run_info.agent_id,
+            "path": [self.run_info.agent_id],
+            "tool_name": tool_name,
+            "tool_call_id": tool_call_id,
+        }
 
     def _open(self, record: ApprovalRecord | QuestionRecord, **options: Any) -> OpenInteraction:
         """Open ``record`` (stored with the conversation that asked first) and emit its request

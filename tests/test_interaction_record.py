@@ -17,7 +17,7 @@ import threading
 import pytest
 import store_agents
 import test_resume
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from store_agents import effects, transfer_tool
 from test_property_crash_resume import CrashingStore
 from test_resume import kill, only_run, start_child, wait_until
@@ -324,3 +324,42 @@ async def test_a_later_call_reusing_an_earlier_call_id_is_asked_again_after_a_re
     resumed.interactions.decide(pending, approved=False)
     await asyncio.wait_for(resumed.wait(), 10)
     assert ran == [1]
+
+
+class EvenAmount(BaseModel):
+    amount: int
+
+    @field_validator("amount")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError("the amount must be even")
+        return value
+
+
+async def test_an_edit_only_the_tool_s_own_validator_refuses_is_recorded_as_the_rejection_it_was(
+    store_path,
+):
+    """The store checks edited arguments against the tool's JSON Schema; a rule the schema
+    cannot say (a validator) is found by the run, which then records the call as rejected."""
+    ran: list[int] = []
+    pay = create_tool(
+        name="pay",
+        description="",
+        input=EvenAmount,
+        execute=lambda args, ctx: ran.append(args.amount) or "paid",
+        approval=ToolApproval(),
+    )
+    model = QueueModel([call("pay", {"amount": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(pay).human_input(StoreHumanInput()).build()
+    run = agent.prompt("go").start()
+    [pending] = await pending_of(run)
+    RunStore(store_path).approve(run.run_id, pending.id, args={"amount": 3})  # schema: fine
+    await asyncio.wait_for(run.wait(), 10)
+    assert ran == []
+    [result] = tool_results(model.requests[1])
+    assert result.is_error and "the amount must be even" in result.content
+    [stored] = RunStore(store_path).interactions(run.run_id)
+    assert stored.status == "rejected" and stored.edited_args is None
+    assert "Edited arguments were rejected" in (stored.decision_reason or "")
+    assert run.state.approvals[pending.id] == stored

@@ -10,7 +10,8 @@ def transcript(reason: str, decision: str | None) -> dict:
     approval = {
         "id": "approval_1",
         "status": "rejected",
-        "decided_by": "you",
+        "decided_by": "human",
+        "decided_via": "widget",
         "reason": reason,
         "decision_reason": decision,
     }
