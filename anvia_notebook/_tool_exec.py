@@ -530,6 +530,8 @@ class ToolExecutor:
             request.approval_id = earlier.id  # decided before the interruption, or meanwhile
             self.trace.approval(earlier, resolved=True)
             return self._approval_outcome(earlier)
+        if earlier is None and self.approval_handler is None and self.human_input is None:
+            raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
         record = earlier or ApprovalRecord(
             **self._opening("approval", request.tool_name, request.tool_call_id),
             internal_call_id=request.internal_call_id,
