@@ -71,13 +71,16 @@ _counter = itertools.count()
     decisions=st.lists(st.sampled_from(["approve", "reject", "edit"]), min_size=10, max_size=10),
     crash_at=st.integers(min_value=1, max_value=40),
     concurrency=st.integers(min_value=1, max_value=3),
+    deciders=st.lists(st.sampled_from(["run", "store"]), min_size=10, max_size=10),
 )
-def test_crash_anywhere_then_resume(turns, decisions, crash_at, concurrency):
+def test_crash_anywhere_then_resume(turns, decisions, crash_at, concurrency, deciders):
     with tempfile.TemporaryDirectory(prefix="anvia-crash-", ignore_cleanup_errors=True) as name:
-        crash_and_resume(Path(name), turns, decisions, crash_at, concurrency)
+        crash_and_resume(Path(name), turns, decisions, crash_at, concurrency, deciders)
 
 
-def crash_and_resume(folder, turns, decisions, crash_at, concurrency):
+def crash_and_resume(folder, turns, decisions, crash_at, concurrency, deciders=()):
+    """``deciders``: who takes each decision, the run itself (as the widget or the handle do)
+    or the run store from another connection (as the command line does, also after the crash)."""
     path = folder / "runs.sqlite"
     executed: list[str] = []
     dead = {"now": False}  # after the crash the first process does nothing more
@@ -119,17 +122,23 @@ def crash_and_resume(folder, turns, decisions, crash_at, concurrency):
         )
 
     choices = iter(decisions)
+    who = iter(deciders)
+    other = RunStore(path)  # another connection: it still writes after the "crash"
 
     async def operator(run):
         """Decides whatever becomes pending, in order, until the run ends."""
         while not run.done:
             for record in run.interactions.pending:
                 choice = next(choices, "approve")
+                args = {"n": 42} if choice == "edit" else None
+                decider = next(who, "run")
                 try:
-                    if choice == "edit":
-                        run.interactions.decide(record.id, approved=True, args={"n": 42})
+                    if decider == "store" and choice == "reject":
+                        other.reject(run.run_id, record.id)
+                    elif decider == "store":
+                        other.approve(run.run_id, record.id, args=args)
                     else:
-                        run.interactions.decide(record.id, approved=choice == "approve")
+                        run.interactions.decide(record.id, approved=choice != "reject", args=args)
                 except Exception:
                     pass  # already decided: fine
             await asyncio.sleep(0)
