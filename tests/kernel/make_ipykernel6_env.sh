@@ -12,7 +12,17 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 venv="${ANVIA_IPYKERNEL6_VENV:-$root/.venvs/ipykernel6}"
 python="${PYTHON:-python}"
-packages=(ipykernel==6.17.1 ipywidgets anywidget pydantic)
+# The package's own requirements (read from pyproject.toml) beside the pinned kernel: the kernel
+# imports the package from the source tree.
+read -r -a requirements <<<"$("$python" - "$root/pyproject.toml" <<'PY'
+import re, sys
+
+text = open(sys.argv[1]).read()
+block = re.search(r"^dependencies = \[(.*?)^\]", text, re.S | re.M).group(1)
+print(" ".join(re.findall(r'"([^"]+)"', block)))
+PY
+)"
+packages=(ipykernel==6.17.1 ipywidgets "${requirements[@]}")
 stamp="$venv/.anvia-packages"
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ] \
