@@ -351,10 +351,13 @@ class Studio:
         self._save(run)
         if self.run is run:
             self.session.transcript.set_agent(self.selected)
-            self._send_studio()
         # The cell output keeps the widget (a Studio stays live) with a static copy of the
         # transcript so far: what a saved notebook shows where no widget runs (GitHub, nbviewer).
+        # It goes out before the page hears the Studio is free again, so a notebook saved once
+        # Send is back holds the reply.
         self.session.refresh_displays()
+        if self.run is run:
+            self._send_studio()
 
     # -- stored sessions -----------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """Every tutorial opens in JupyterLab unmodified: nothing to save, no diff, until something runs.
 
 JupyterLab writes the kernel's ``language_info`` into a notebook it opens; the tutorials are
-committed as it writes them. The Python version in it is the committing machine's, so each copy
-opened here carries this kernel's version (the rest is what is committed)."""
+committed as it writes them. It is the committing machine's kernel's (its Python version; an
+older ipykernel, such as Colab's, describes itself a little differently), so each copy opened
+here carries this kernel's ``language_info`` (the rest is what is committed)."""
 
 from __future__ import annotations
 
@@ -25,32 +26,30 @@ STATE = """async (path) => {
   const w = window.__anviaE2E.panel(path);
   const info = await w.sessionContext.session.kernel.info;
   await new Promise((resolve) => requestAnimationFrame(resolve));
-  return { version: info.language_info.version, dirty: w.context.model.dirty };
+  return { info: info.language_info, dirty: w.context.model.dirty };
 }"""
 
 
 def test_each_tutorial_opens_unmodified(page: Page, jupyter_server: JupyterServer):
     root = pathlib.Path(jupyter_server.root_dir)
-    version = None
+    info = None  # this kernel's language_info, once known
     modified = []
     for path in NOTEBOOKS:
         notebook = json.loads(path.read_text(encoding="utf-8"))
-        if version is not None:
-            notebook["metadata"]["language_info"]["version"] = version
+        if info is not None:
+            notebook["metadata"]["language_info"] = info
         name = f"open-{path.name}"
         (root / name).write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
         open_notebook(page, jupyter_server, name)
         state = page.evaluate(STATE, name)
-        if version is None and state["version"] != notebook["metadata"]["language_info"].get(
-            "version"
-        ):
-            version = state["version"]  # another Python here: open this one again with it
-            notebook["metadata"]["language_info"]["version"] = version
+        if info is None and state["info"] != notebook["metadata"]["language_info"]:
+            info = state["info"]  # another kernel here: open this one again with its own
+            notebook["metadata"]["language_info"] = info
             name = f"open-again-{path.name}"
             (root / name).write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
             open_notebook(page, jupyter_server, name)
             state = page.evaluate(STATE, name)
-        version = state["version"]
+        info = state["info"]
         if state["dirty"]:
             modified.append(path.name)
     assert modified == [], "opened as modified: open each in JupyterLab, clear outputs, save"
