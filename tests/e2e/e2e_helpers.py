@@ -249,7 +249,8 @@ def start_jupyter_server(
 
 
 def _write_python3_kernel(data_dir: Path, python: str) -> None:
-    """A ``python3`` kernel spec under ``data_dir`` that starts ``python``'s ipykernel."""
+    """A ``python3`` kernel spec under ``data_dir`` that starts ``python``'s ipykernel, named as
+    ipykernel names its own (what a notebook saved with it records)."""
     executable = shutil.which(python)
     if executable is None:
         raise RuntimeError(f"{KERNEL_PYTHON_ENV}={python} is not an executable Python")
@@ -257,7 +258,10 @@ def _write_python3_kernel(data_dir: Path, python: str) -> None:
     spec.mkdir(parents=True, exist_ok=True)
     argv = [str(Path(executable).absolute()), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(
-        json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}, indent=2)
+        json.dumps(
+            {"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"},
+            indent=2,
+        )
     )
 
 
