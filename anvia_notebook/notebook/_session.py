@@ -372,6 +372,10 @@ class TranscriptSession:
         if kind in FLUSH_NOW:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
+                if self.mode == "studio" and self._displays:
+                    # A Studio stays live: its saved copy holds the reply before the page shows
+                    # it, so a notebook saved as soon as the reply is there keeps it.
+                    self.refresh_displays()
             self.batcher.flush()
         if kind in INTERACTION_EVENTS and self._displays:
             # A notebook saved now shows what waits (or what was decided), and how to go on.
