@@ -50,5 +50,8 @@ for line in open(sys.argv[1]):
     assert version(name) == wanted, f"{name} is {version(name)}, not the lowest {wanted}"
 PY
 
-# The browser tests are left out: they run with the newest packages and with Colab's.
-"$venv/bin/python" -m pytest -m "not e2e" --ignore=tests/e2e -p no:cacheprovider "$@"
+# The browser tests are left out: they run with the newest packages and with Colab's. So is the
+# check that the committed wire schema is current: its exact text is what the newest pydantic
+# writes (an older one words the same schema differently); the main run checks it.
+"$venv/bin/python" -m pytest -m "not e2e" --ignore=tests/e2e -p no:cacheprovider \
+  --deselect tests/notebook/test_wire_schema.py::test_committed_schema_is_the_models_schema "$@"
