@@ -12,11 +12,12 @@ helpers at the bottom; the tests validate them with :func:`parse_outbound`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from ..errors import ProtocolError
+from ..records import DecidedBy, DecidedVia
 
 __all__ = [
     "APPEND_FIELDS",
@@ -117,10 +118,10 @@ TOOL_STATUS_LABELS: dict[str, str] = {
 }
 ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
 QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
-Decider = Literal["human", "handler", "policy", "timeout", "stop", "runtime"]
-DECIDERS: tuple[str, ...] = ("human", "handler", "policy", "timeout", "stop", "runtime")
-DecidedVia = Literal["widget", "handle", "store", "cli", "handler", "human_input"]
-DECIDED_VIA: tuple[str, ...] = ("widget", "handle", "store", "cli", "handler", "human_input")
+#: Who decided an interaction and from where: the record's own values (records.py).
+Decider = DecidedBy
+DECIDERS: tuple[str, ...] = get_args(DecidedBy)
+DECIDED_VIA: tuple[str, ...] = get_args(DecidedVia)
 AppendField = Literal["text", "arguments", "output"]
 APPEND_FIELDS: tuple[str, ...] = ("text", "arguments", "output")
 
