@@ -165,12 +165,14 @@ class Interactions:
         resolution: Resolution,
         *,
         check: bool = True,
+        claim: bool = True,
     ) -> Resolution:
         """Decide ``interaction``: checked, then the first decision wins; returns the winner.
 
         Raises ``DecisionRefusedError`` for a decision the check refuses. A decision that comes
         second is not an error here: the winner is returned (``decide`` and ``answer`` refuse
-        it).
+        it). ``claim=False``: decided here only (the run's end, which the store writes with
+        the run's last state).
         """
         with self._lock:
             record = interaction.record
@@ -179,7 +181,7 @@ class Interactions:
             if check:
                 check_resolution(record, resolution, input_model=interaction.input_model)
             new = decided(record, resolution)
-            if self.store is not None:
+            if claim and self.store is not None:
                 try:
                     won, current = self.store.claim(new)
                 except Exception as error:
@@ -192,7 +194,10 @@ class Interactions:
 
     def close_all(self, records: Sequence[Record], reason: str) -> list[Record]:
         """The run ends: every record still pending (``records``: the run's, opened here or
-        not) is closed as cancelled by the runtime. Returns the records as closed."""
+        not) is closed as cancelled by the runtime. Returns the records as closed.
+
+        Only here, in memory: the store closes them in the run's last write, the same
+        transaction that ends the run (``RunStore.save_run``)."""
         closed: list[Record] = []
         for record in records:
             if record.status != "pending":
@@ -204,7 +209,8 @@ class Interactions:
                 interaction = OpenInteraction(record, future)
                 with self._lock:
                     self._items[record.id] = interaction
-            self.resolve(interaction, resolution, check=False)
+            self.resolve(interaction, resolution, check=False, claim=False)
+            self.finish(interaction)
             closed.append(interaction.record)
         return closed
 

@@ -183,6 +183,68 @@ async def test_a_resume_by_an_agent_without_the_tool_closes_its_pending_approval
     assert "already cancelled" in late.stderr + late.stdout
 
 
+class EndWatchingStore(RunStore):
+    """Records the claims made on it and, for each write of a run's state, the status its
+    interactions had just before (so a test sees in which write they were closed)."""
+
+    def __init__(self, location):
+        super().__init__(location)
+        self.claims: list[str] = []
+        self.before_state_writes: list[tuple[str, list[str]]] = []
+
+    def claim(self, record):
+        self.claims.append(record.id)
+        return super().claim(record)
+
+    def save_run(self, run_id, state, *args, **kwargs):
+        if state is not None:
+            before = [r.status for r in self.interactions(run_id)]
+            self.before_state_writes.append((state.status, before))
+        return super().save_run(run_id, state, *args, **kwargs)
+
+
+@pytest.mark.parametrize("store_location", ["sqlite", "postgres"], indirect=True)
+async def test_an_interaction_left_open_is_closed_by_the_write_that_ends_the_run(
+    env, store_location
+):
+    _, run_id, approval = killed_while_waiting(env, store_location)
+    store = EndWatchingStore(store_location)
+    response = await banker(tools=[ask_question]).resume(run_id).store(store).send()
+    assert "transfer" in response.output
+    assert store.claims == []  # not decided in a write of its own
+    # The last write (the run's end) found it pending and left it closed.
+    assert store.before_state_writes[-1] == ("success", ["pending"])
+    [record] = store.interactions(run_id)
+    assert (record.status, record.decided_by, record.decision_reason) == (
+        "cancelled",
+        "runtime",
+        "The run ended before this was decided.",
+    )
+    assert store.get(run_id).approvals[approval.id] == record  # the state says the same
+
+
+@pytest.mark.parametrize("store_location", ["sqlite", "postgres"], indirect=True)
+async def test_a_decision_that_reaches_the_store_as_the_run_ends_stands_in_the_state_too(
+    env, store_location
+):
+    """A terminal decision lands after the run closed its leftovers in memory but before its
+    last write: the stored decision was first and stands; the state agrees with it."""
+    _, run_id, approval = killed_while_waiting(env, store_location)
+
+    class LateDecision(RunStore):
+        def save_run(self, run_id_, state, *args, **kwargs):
+            if state is not None and state.status == "success":
+                assert cli(store_location, "reject", run_id, approval.id).returncode == 0
+            return super().save_run(run_id_, state, *args, **kwargs)
+
+    store = LateDecision(store_location)
+    await banker(tools=[ask_question]).resume(run_id).store(store).send()
+    [record] = store.interactions(run_id)
+    assert (record.status, record.decided_via) == ("rejected", "cli")
+    assert store.get(run_id).approvals[approval.id] == record
+    assert effects() == []
+
+
 @pytest.mark.parametrize("store_location", ["sqlite"], indirect=True)
 async def test_a_pending_approval_stands_after_its_policy_was_removed(env, store_location):
     store, run_id, approval = killed_while_waiting(env, store_location)

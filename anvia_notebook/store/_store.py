@@ -750,6 +750,8 @@ class RunStore:
                 return
         with self._backend.transaction():
             if state is not None:
+                if state.status not in ACTIVE:
+                    self._close_left_open(run_id, state)
                 if recent is not None:
                     self._q(
                         "UPDATE runs SET status = ?, state = ?, updated_at = ?, "
@@ -789,6 +791,35 @@ class RunStore:
             recent.moved()
         if state is not None and state.status not in ACTIVE:
             self._disown(run_id)
+
+    def _close_left_open(self, run_id: str, state: RunState) -> None:
+        """In the write that ends a run: every interaction of it the store still holds as
+        pending is closed, as the run closed it (its record in ``state``) or else as cancelled
+        by the runtime. A decision that reached the store first stands, and the state's copy
+        of that record becomes the stored one, so the two never disagree."""
+        rows = self._q(
+            "SELECT id, kind, status, record, decision FROM interactions WHERE run_id = ?",
+            (run_id,),
+        )
+        held: dict[str, Record] = {**state.approvals, **state.questions}
+        for item_id, kind, status, text, legacy in rows:
+            ours = held.get(item_id)
+            if status == "pending":
+                closed = ours
+                if closed is None or closed.status == "pending":
+                    closed = decided(
+                        _row_record(kind, status, text, legacy),
+                        Resolution("cancelled", decided_by="runtime", reason=_ENDED_UNDECIDED),
+                    )
+                self._q(
+                    "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
+                    "WHERE id = ? AND status = 'pending'",
+                    (closed.status, closed.model_dump_json(), _now(), item_id),
+                )
+                if ours is not None:
+                    _hold(state, closed)
+            elif ours is not None and ours.status != status:
+                _hold(state, _row_record(kind, status, text, legacy))
 
     def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
         if texts:
@@ -985,6 +1016,17 @@ def _state_json(state: RunState) -> str:
             left[key] = progress if marker is None else progress.model_copy(update={"args": marker})
         state = state.model_copy(update={"calls": left})
     return state.model_dump_json(exclude={"approvals", "questions", "messages"})
+
+
+_ENDED_UNDECIDED = "The run ended before this was decided."
+
+
+def _hold(state: RunState, record: Record) -> None:
+    """Put ``record`` in the state's approvals or questions (by id)."""
+    if isinstance(record, ApprovalRecord):
+        state.approvals[record.id] = record
+    else:
+        state.questions[record.id] = record
 
 
 def _item_id(item: str | Record) -> str:
