@@ -55,6 +55,8 @@ SUMMARY_KEYS = ("first_token_ms", "duration_ms")
 _UNFINISHED = frozenset(("running", "approval_required", "input_required", "approved"))
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
+#: Tool statuses that mean "waiting for a person".
+_AWAITING_PERSON = frozenset(("approval_required", "input_required"))
 NO_ANSWERS = json.dumps({"answers": []})
 #: The tool status an interaction's outcome gives its entry (anything else: cancelled).
 _OUTCOMES = {
@@ -155,7 +157,6 @@ class _RunView:
     tool_by_call: dict[str, str] = field(default_factory=dict)
     tool_by_internal: dict[str, str] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
-    pending: set[str] = field(default_factory=set)
     orphan_output: dict[str, list[str]] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
@@ -354,8 +355,14 @@ class Transcript:
                 assert_never(event)
 
     def _activity(self) -> None:
-        run = self._run
-        self._set_status(state="waiting" if run.pending else "running")
+        """Waiting while a tool entry shows an open approval or question (the entries are what
+        the page shows: no second set of pending ids)."""
+        waiting = any(
+            (entry := self._by_id.get(entry_id)) is not None
+            and entry.get("status") in _AWAITING_PERSON
+            for entry_id in self._run.tools
+        )
+        self._set_status(state="waiting" if waiting else "running")
 
     def _text_entry(self, index: dict[int, _Entry], kind: str, turn: int, delta: str) -> None:
         if not delta:
@@ -440,11 +447,9 @@ class Transcript:
         view = interaction_view(record)
         field = "approval" if isinstance(record, ApprovalRecord) else "question"
         if record.status == "pending":
-            self._run.pending.add(record.id)
             status = "approval_required" if field == "approval" else "input_required"
             self._patch(entry, status=status, **{field: view})
         else:
-            self._run.pending.discard(record.id)
             changes: dict[str, Any] = {field: view, "status": _OUTCOMES[field].get(record.status)}
             if changes["status"] is None:  # cancelled (Stop, the end of the run, ...)
                 changes["status"] = "cancelled"
@@ -480,7 +485,6 @@ class Transcript:
                 changes["question"] = {**question, "status": "cancelled", "answers": []}
                 changes["result"] = NO_ANSWERS
             self._patch(entry, **changes)
-        self._run.pending.clear()
 
     def _on_final(self, event: FinalEvent) -> None:
         self._finish_unfinished()
