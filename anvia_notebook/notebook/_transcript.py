@@ -23,6 +23,7 @@ else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
 from ..events import (
+    AgentToolEvent,
     ApprovalRecord,
     CancelledEvent,
     ErrorEvent,
@@ -350,8 +351,13 @@ class Transcript:
                 self._on_error(event)
             case GenerationStartEvent():
                 pass  # nothing to show: the turn's text and calls follow
+            case AgentToolEvent():
+                self._on_agent_tool_event(event)
             case _:
                 assert_never(event)
+
+    def _on_agent_tool_event(self, event: AgentToolEvent) -> None:
+        """A sub-agent's event (shown inside its tool call's entry)."""
 
     def _activity(self) -> None:
         run = self._run
