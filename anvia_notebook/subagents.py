@@ -29,10 +29,24 @@ if TYPE_CHECKING:
     from .request import PromptRequest
     from .run import AgentRun
 
-__all__ = ["AgentToolInput", "DEFAULT_MAX_DEPTH", "PATH_SEPARATOR", "agent_as_tool", "path_label"]
+__all__ = [
+    "AgentToolInput",
+    "DEFAULT_MAX_DEPTH",
+    "PATH_SEPARATOR",
+    "agent_as_tool",
+    "approval_scope",
+    "path_label",
+]
 
 #: Between the agents of a path as people read it (a single right-pointing angle quote).
 PATH_SEPARATOR = " \u203a "
+
+
+def approval_scope(path: Sequence[str], tool_name: str) -> str:
+    """What an "Always allow" covers: the tool of a top-level run by its name; a sub-agent's
+    tool only on its path (allowing ``run_sql`` for the analyst under the lead allows it there
+    only, not for the lead's own ``run_sql`` or another path's)."""
+    return tool_name if len(path) <= 1 else path_label(path, tool_name)
 
 
 def path_label(path: Sequence[str], tool_name: str | None = None) -> str:
