@@ -326,16 +326,20 @@ class RunStore:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.created_at DESC, r.run_id DESC"
         summaries: list[RunSummary] = []
-        for row in self._q(sql, params):
+        rows = self._q(sql, params)
+        nested = self._nested_pending() if rows else {}
+        for row in rows:
+            # A run's pending count includes its sub-agents' (they wait on it).
+            pending = int(row[11]) + nested.get(row[0], 0)
             summary = RunSummary(
                 run_id=row[0],
                 agent_id=row[1],
                 session_id=row[2],
-                status=self._effective_status(row[3], row[7:11], row[11]),
+                status=self._effective_status(row[3], row[7:11], pending),
                 prompt=row[4],
                 created_at=datetime.fromisoformat(row[5]),
                 updated_at=datetime.fromisoformat(row[6]),
-                pending=int(row[11]),
+                pending=pending,
                 parent_run_id=row[12],
             )
             if status is not None and summary.status != status:
@@ -346,6 +350,26 @@ class RunStore:
             if len(out) >= limit:
                 break
         return out
+
+    def _nested_pending(self) -> dict[str, int]:
+        """For each run with sub-agents' runs: how many interactions are pending below it."""
+        rows = self._q(
+            "SELECT r.run_id, r.parent_run_id, (SELECT COUNT(*) FROM interactions i "
+            "WHERE i.run_id = r.run_id AND i.status = 'pending') FROM runs r "
+            "WHERE r.parent_run_id IS NOT NULL"
+        )
+        parent_of = {row[0]: row[1] for row in rows}
+        below: dict[str, int] = {}
+        for run_id, _, count in rows:
+            if not count:
+                continue
+            seen: set[str] = set()
+            parent = parent_of.get(run_id)
+            while parent is not None and parent not in seen:
+                seen.add(parent)
+                below[parent] = below.get(parent, 0) + int(count)
+                parent = parent_of.get(parent)
+        return below
 
     def sub_runs(self, run_id: str) -> list[RunState]:
         """The stored runs of the sub-agents that ``run_id``'s tool calls started (one level
