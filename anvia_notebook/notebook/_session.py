@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
+    AgentToolEvent,
     ApprovalRecord,
     CancelledEvent,
     ErrorEvent,
@@ -376,6 +377,9 @@ class TranscriptSession:
     def _on_event(self, event: RunEvent) -> None:
         self.transcript.apply(event)
         kind = type(event)  # (by type: the per-delta path reads no field here)
+        if kind is AgentToolEvent:
+            self._on_nested_event(event)  # type: ignore[arg-type]
+            return
         if kind in FLUSH_NOW:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
@@ -387,6 +391,18 @@ class TranscriptSession:
         if kind in INTERACTION_EVENTS and self._displays:
             # A notebook saved now shows what waits (or what was decided), and how to go on.
             self.refresh_displays()
+
+    def _on_nested_event(self, event: AgentToolEvent) -> None:
+        """A sub-agent's event: its approvals and questions go out (and into the saved copy)
+        at once, as the run's own do."""
+        inner: Any = event.event
+        while type(inner) is AgentToolEvent:
+            inner = inner.event
+        kind = type(inner)
+        if kind in INTERACTION_EVENTS:
+            self.batcher.flush()
+            if self._displays:
+                self.refresh_displays()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:
         run = self.run

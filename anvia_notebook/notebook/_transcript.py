@@ -79,7 +79,7 @@ def _jsonable(value: Any) -> Any:
 def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
     """The wire view (``ApprovalView`` or ``QuestionView``) of an interaction record: the one
     serialiser, so the page shows exactly what the record says."""
-    common = {
+    common: dict[str, Any] = {
         "id": record.id,
         "status": record.status,
         "decided_by": record.decided_by,
@@ -87,6 +87,8 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
     }
     if record.status == "pending" and record.expires_at is not None:
         common["expires_at"] = _iso(record.expires_at)
+    if len(record.path) > 1:  # a sub-agent's: the agents from the top-level run down
+        common["path"] = list(record.path)
     if isinstance(record, QuestionRecord):
         return {
             **common,
@@ -134,7 +136,7 @@ class _Entry:
         pieces = self.parts.pop(name, None)
         if pieces is not None:
             self.fields[name] = "".join(pieces)
-        return self.fields[name]
+        return self.fields.get(name)
 
     def set(self, name: str, value: Any) -> None:
         self.parts.pop(name, None)
@@ -160,6 +162,14 @@ class _RunView:
     orphan_output: dict[str, list[str]] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: A sub-agent's run: the id of the tool entry its entries are drawn in (their ``parent``).
+    parent_entry: str | None = None
+    #: The sub-agents' runs started by this run's tool calls, by run id.
+    children: dict[str, _RunView] = field(default_factory=dict)
+
+    def waits(self) -> bool:
+        """An interaction of this run or of a sub-agent's run below it is pending."""
+        return bool(self.pending) or any(child.waits() for child in self.children.values())
 
 
 def _idle_status(agent_id: str) -> dict[str, Any]:
@@ -190,6 +200,8 @@ class Transcript:
         self._growing: set[_Entry] = set()
         self.status: dict[str, Any] = _idle_status(agent_id)
         self._run = _RunView(agent_id=agent_id)
+        #: The top-level run's view (``_run`` is a sub-agent's while its event is folded in).
+        self._top = self._run
         #: The assistant entry the last text delta grew: its turn (None: none), its pieces and
         #: its id. The next delta of that turn is a list append with no lookup; whatever joins
         #: or replaces pieces, or starts a run, forgets it (:meth:`_cool`).
@@ -220,6 +232,8 @@ class Transcript:
 
     def _add(self, kind: str, **fields: Any) -> _Entry:
         self._counter += 1
+        if self._run.parent_entry is not None:  # a sub-agent's entry, inside its tool call's
+            fields["parent"] = self._run.parent_entry
         entry = _Entry(kind, f"e{self._counter}", fields)
         self._entries.append(entry)
         self._by_id[entry.id] = entry
@@ -254,6 +268,8 @@ class Transcript:
         self._emit({"op": "patch", "id": entry.id, "changes": changes})
 
     def _set_status(self, **changes: Any) -> None:
+        if self._run is not self._top:
+            return  # a sub-agent's turns, tokens and end are not the status line's
         status = {**self.status, **changes}
         if status != self.status:
             self.status = status
@@ -267,7 +283,7 @@ class Transcript:
     def begin_run(self, run_id: str, agent_id: str, prompt: str) -> None:
         """A new run starts: the user's prompt, and the status line goes to ``running``."""
         self._cool()
-        self._run = _RunView(run_id=run_id, agent_id=agent_id)
+        self._run = self._top = _RunView(run_id=run_id, agent_id=agent_id)
         self._add("user", text=prompt)
         for key in SUMMARY_KEYS:  # the last run's summary goes with it
             self.status.pop(key, None)
@@ -293,7 +309,7 @@ class Transcript:
         self._entries.clear()
         self._by_id.clear()
         self._growing.clear()
-        self._run = _RunView(agent_id=agent)
+        self._run = self._top = _RunView(agent_id=agent)
         self.status = _idle_status(agent)
         self._emit({"op": "reset"})
 
@@ -357,11 +373,36 @@ class Transcript:
                 assert_never(event)
 
     def _on_agent_tool_event(self, event: AgentToolEvent) -> None:
-        """A sub-agent's event (shown inside its tool call's entry)."""
+        """A sub-agent's event: folded into the sub-agent's own view, whose entries are drawn
+        inside the tool call's entry (their ``parent``); the tool entry names the sub-agent."""
+        outer = self._run
+        child = outer.children.get(event.run_id)
+        if child is None:
+            tool = self._link(event.tool_call_id, event.internal_call_id, event.tool_name)
+            child = _RunView(run_id=event.run_id, agent_id=event.agent_id, parent_entry=tool.id)
+            outer.children[event.run_id] = child
+            self._patch(
+                tool,
+                sub_agent={
+                    "agent_id": event.agent_id,
+                    "agent_name": event.agent_name,
+                    "run_id": event.run_id,
+                },
+            )
+        self._cool()  # text deltas of another run grow another entry
+        self._run = child
+        try:
+            self.apply(event.event)
+        finally:
+            self._cool()
+            self._run = outer
 
     def _activity(self) -> None:
-        run = self._run
-        self._set_status(state="waiting" if run.pending else "running")
+        current, self._run = self._run, self._top
+        try:
+            self._set_status(state="waiting" if self._top.waits() else "running")
+        finally:
+            self._run = current
 
     def _text_entry(self, index: dict[int, _Entry], kind: str, turn: int, delta: str) -> None:
         if not delta:
