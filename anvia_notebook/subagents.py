@@ -14,7 +14,7 @@ that was interrupted takes up the stored sub-run instead of starting again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -143,8 +143,7 @@ class _SubAgentCall:
         self._inherit(request, parent)
         run = request.create_run()
         parent.adopt(run)
-        if self.stream:
-            self._forward(run, parent, ctx)
+        stop_forwarding = self._forward(run, parent, ctx) if self.stream else None
         run.start()
         try:
             response = await run.wait()
@@ -154,6 +153,9 @@ class _SubAgentCall:
             run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
             await _ended(run)
             raise
+        finally:
+            if stop_forwarding is not None and run.done:
+                stop_forwarding()
         return response.output
 
     def _inherit(self, request: PromptRequest, parent: AgentRun) -> None:
@@ -196,26 +198,44 @@ class _SubAgentCall:
             return request
         return None
 
-    def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> None:
-        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event``."""
-        turn = parent.state.turn
-        agent = self.agent
+    def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> Callable[[], None]:
+        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event``;
+        returns the function that stops it."""
         fields: dict[str, Any] = {
-            "turn": turn,
+            "type": "agent_tool_event",
+            "turn": parent.state.turn,
             "tool_name": ctx.tool_name,
             "tool_call_id": ctx.tool_call_id,
             "internal_call_id": ctx.internal_call_id,
-            "agent_id": agent.id,
-            "agent_name": agent.name,
+            "agent_id": self.agent.id,
+            "agent_name": self.agent.name,
             "run_id": run.run_id,
         }
+        emit = parent.emit
 
         def forward(event: Any) -> None:
-            parent.emit(
-                AgentToolEvent.model_construct(type="agent_tool_event", event=event, **fields)
-            )
+            emit(_agent_tool_event(fields, event))
 
-        run.subscribe(forward, replay=False)
+        return run.subscribe(forward, replay=False)
+
+
+_new = object.__new__
+_set = object.__setattr__
+_FIELDS_SET = frozenset(
+    ("turn", "tool_name", "tool_call_id", "internal_call_id", "agent_id", "agent_name", "run_id")
+)
+
+
+def _agent_tool_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
+    """``AgentToolEvent(**fields, event=event)`` for values known valid (the parent's call and
+    the sub-run's own event), built without validation, as ``model_construct`` would: one per
+    event of the sub-run, so the cheapest way."""
+    wrapped = _new(AgentToolEvent)
+    _set(wrapped, "__dict__", {**fields, "event": event})
+    _set(wrapped, "__pydantic_fields_set__", {*_FIELDS_SET, "event"})
+    _set(wrapped, "__pydantic_extra__", None)
+    _set(wrapped, "__pydantic_private__", None)
+    return wrapped
 
 
 async def _ended(run: AgentRun) -> None:
