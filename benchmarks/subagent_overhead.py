@@ -29,7 +29,6 @@ from pydantic import BaseModel
 from anvia_notebook import AgentBuilder, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 
-
 #: The sub-agent tool's ``stream`` (its events passed on to the lead's stream).
 STREAM = True
 
