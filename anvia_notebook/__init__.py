@@ -27,11 +27,12 @@ from .errors import (
     RunNotFoundError,
     RunOwnedError,
     RunStoreError,
+    SubAgentError,
     ToolApprovalRequiredError,
     ToolArgumentsError,
     ToolNotFoundError,
 )
-from .events import RunEvent
+from .events import AgentToolEvent, RunEvent
 from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
 from .human import (
     CallbackHumanInput,
@@ -121,6 +122,7 @@ __all__ = [
     "ToolCallTrace",
     # events
     "RunEvent",
+    "AgentToolEvent",
     # errors
     "AnviaError",
     "MaxTurnsError",
@@ -131,6 +133,7 @@ __all__ = [
     "RunStoreError",
     "RunNotFoundError",
     "RunOwnedError",
+    "SubAgentError",
     "ToolArgumentsError",
     "ToolNotFoundError",
     # lazily imported

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor
 from ._util import maybe_await
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
@@ -84,8 +85,14 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         state.messages = [*history, prompt]
         state.prompt_index = len(history)
     run.persist()
+    CURRENT_RUN.set(run)  # (this task's context: a sub-agent tool finds its parent run)
     run_info = RunInfo(
-        agent_id=agent.id, run_id=state.run_id, session_id=state.session_id, metadata=request.meta
+        agent_id=agent.id,
+        run_id=state.run_id,
+        session_id=state.session_id,
+        metadata=request.meta,
+        path=run.path,
+        parent_run_id=state.parent_run_id,
     )
     executor = ToolExecutor(
         agent=agent,

@@ -677,7 +677,7 @@ class ToolExecutor:
             "id": new_id(kind),
             "run_id": self.run_info.run_id,
             "agent_id": self.run_info.agent_id,
-            "path": [self.run_info.agent_id],
+            "path": list(self.run_info.path) or [self.run_info.agent_id],
             "tool_name": tool_name,
             "tool_call_id": tool_call_id,
         }

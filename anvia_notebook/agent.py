@@ -71,6 +71,36 @@ class Agent:
 
         return PromptRequest(self, prompt)
 
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        max_turns: int | None = None,
+        stream: bool = True,
+        max_depth: int = 5,
+    ) -> Tool:
+        """This agent as another agent's tool (Anvia's ``agent.asTool``): input
+        ``{"prompt": str}``, result this agent's final output.
+
+        ``name`` defaults to the agent's id, ``description`` to the agent's description, else
+        ``"Prompt the {name} agent."``; ``max_turns`` limits the sub-agent's turns. Called from
+        a run, the sub-agent's run is a run of its own (``parent_run_id``, ``parent_call_id``),
+        stored with the parent's; with ``stream`` its events reach the parent's stream as
+        ``agent_tool_event``; its approvals and questions surface on the top-level run. A call
+        that would nest deeper than ``max_depth`` sub-agent levels below the top-level agent is
+        that call's error result; so is the sub-agent's failure.
+        """
+        from .subagents import agent_as_tool
+
+        return agent_as_tool(
+            self,
+            name=name,
+            description=description,
+            max_turns=max_turns,
+            stream=stream,
+            max_depth=max_depth,
+        )
+
     def resume(
         self, run_id: str, store: RunStore | str | os.PathLike[str] | None = None
     ) -> PromptRequest:

@@ -14,6 +14,7 @@ AnviaError
 ├── RunStoreError              the run store cannot be used
 │   └── RunNotFoundError       no such run (also a KeyError)
 ├── RunOwnedError              another live process owns the run
+├── SubAgentError              a sub-agent call could not run (too deep, its run had ended)
 └── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
 
 Every exception is defined here; the modules that raise them import them from here (and some
@@ -51,6 +52,7 @@ __all__ = [
     "RunNotFoundError",
     "RunOwnedError",
     "RunStoreError",
+    "SubAgentError",
     "ToolArgumentsError",
     "ToolNotFoundError",
 ]
@@ -126,6 +128,12 @@ class RunNotFoundError(RunStoreError, KeyError):
 
 class RunOwnedError(AnviaError):
     """The run is owned by another live process (it is still running there)."""
+
+
+class SubAgentError(AnviaError):
+    """A sub-agent call (``agent.as_tool``) could not run: it would nest deeper than its
+    ``max_depth``, or its stored sub-run had ended without an answer. Inside a run it becomes
+    that tool call's error result, which the model reads."""
 
 
 class ToolNotFoundError(AnviaError, LookupError):

@@ -15,6 +15,7 @@ from .models.base import ToolCall
 from .records import ApprovalRecord, ApprovalStatus, QuestionRecord, QuestionStatus, utc_now
 
 __all__ = [
+    "AgentToolEvent",
     "ApprovalRecord",
     "ApprovalStatus",
     "CancelledEvent",
@@ -170,6 +171,25 @@ class ErrorEvent(BaseModel):
     error_type: str = "Exception"
 
 
+class AgentToolEvent(BaseModel):
+    """An event of a sub-agent's run (``agent.as_tool(stream=True)``), passed on in the stream
+    of the run whose tool call started it; ``event`` may itself be one, a level further down."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    type: Literal["agent_tool_event"] = "agent_tool_event"
+    #: The parent's turn, and its tool call that runs the sub-agent.
+    turn: int
+    tool_name: str
+    tool_call_id: str | None
+    internal_call_id: str
+    #: The sub-agent and its run.
+    agent_id: str
+    agent_name: str | None = None
+    run_id: str
+    event: RunEvent
+
+
 RunEvent = Annotated[
     TurnStartEvent
     | GenerationStartEvent
@@ -185,6 +205,7 @@ RunEvent = Annotated[
     | TurnEndEvent
     | FinalEvent
     | CancelledEvent
-    | ErrorEvent,
+    | ErrorEvent
+    | AgentToolEvent,
     Field(discriminator="type"),
 ]

@@ -71,7 +71,33 @@ class Interactions:
         self.run_id = run_id
         self.store = store
         self._items: dict[str, OpenInteraction] = {}
+        #: The interactions of the sub-agents' runs this run started: shown and decided here
+        #: too (by id), so a nested approval surfaces on the top-level run.
+        self._children: list[Interactions] = []
         self._lock = threading.RLock()
+
+    def adopt(self, child: Interactions) -> None:
+        """A sub-agent's run started by this run: its interactions are listed and decided here."""
+        with self._lock:
+            self._children.append(child)
+
+    def _mine(self, item_id: str) -> OpenInteraction | None:
+        with self._lock:
+            return self._items.get(item_id)
+
+    def _owner(self, item_id: str) -> tuple[Interactions, OpenInteraction] | None:
+        """The interaction ``item_id`` of this run or of a sub-agent's run below it, with the
+        interactions that hold it."""
+        with self._lock:
+            found = self._items.get(item_id)
+            children = list(self._children)
+        if found is not None:
+            return self, found
+        for child in children:
+            owned = child._owner(item_id)
+            if owned is not None:
+                return owned
+        return None
 
     # -- the run side ----------------------------------------------------------------------------
 
@@ -202,7 +228,7 @@ class Interactions:
         for record in records:
             if record.status != "pending":
                 continue
-            interaction = self.get(record.id)
+            interaction = self._mine(record.id)
             resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             if interaction is None:
                 future = asyncio.get_running_loop().create_future()
@@ -216,7 +242,7 @@ class Interactions:
 
     def correct(self, record: Record) -> None:
         """The run found a stored decision it cannot carry out: it writes what it did."""
-        interaction = self.get(record.id)
+        interaction = self._mine(record.id)
         if interaction is not None:
             interaction.record = record
         if self.store is not None:
@@ -236,13 +262,19 @@ class Interactions:
     # -- deciding from outside (widget, handle, store) --------------------------------------------
 
     def get(self, item_id: str) -> OpenInteraction | None:
-        with self._lock:
-            return self._items.get(item_id)
+        """The interaction ``item_id`` of this run, or of a sub-agent's run below it."""
+        owned = self._owner(item_id)
+        return None if owned is None else owned[1]
 
     @property
     def pending(self) -> list[Record]:
+        """The pending approvals and questions of this run and of its sub-agents' runs."""
         with self._lock:
-            return [i.record for i in self._items.values() if i.pending]
+            mine = [i.record for i in self._items.values() if i.pending]
+            children = list(self._children)
+        for child in children:
+            mine.extend(child.pending)
+        return mine
 
     def status(self, item_id: str) -> str | None:
         """``pending``, the final status, or None for an id this run never showed."""
@@ -282,13 +314,14 @@ class Interactions:
         return record
 
     def _decide(self, item_id: str, kind: str, resolution: Resolution) -> Record:
-        with self._lock:
-            interaction = self.get(item_id)
-            if interaction is None or interaction.record.kind != kind:
-                raise DecisionRefusedError(f"Unknown {kind} {item_id!r}.")
+        owned = self._owner(item_id)
+        if owned is None or owned[1].record.kind != kind:
+            raise DecisionRefusedError(f"Unknown {kind} {item_id!r}.")
+        owner, interaction = owned
+        with owner._lock:
             if not interaction.pending:
                 raise refused_twice(interaction.record)
-            winner = self.resolve(interaction, resolution)
+            winner = owner.resolve(interaction, resolution)
             if winner is not resolution:
                 raise refused_twice(interaction.record)
             return interaction.record.model_copy(deep=True)
@@ -297,7 +330,7 @@ class Interactions:
 
     def _from_store(self, item_id: str, record: Record) -> None:
         """A decision another process wrote to the store (called on the watcher thread)."""
-        interaction = self.get(item_id)
+        interaction = self._mine(item_id)
         if interaction is None:
             return
         with self._lock:

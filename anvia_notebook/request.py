@@ -59,6 +59,8 @@ class PromptRequest:
         #: False: the default store (``get_store()``); None: memory only.
         self._store: RunStore | Literal[False] | None = False
         self._resumed_state: RunState | None = None
+        #: A sub-agent's run: its ``RunState`` lineage fields (parent ids and path).
+        self._lineage: dict[str, Any] = {}
 
     @classmethod
     def resume(
@@ -203,6 +205,7 @@ class PromptRequest:
             session_id=self.session_id,
             messages=[*self.history, self.prompt_message],
             prompt_index=len(self.history),
+            **self._lineage,
         )
         store = self._run_store()
         if store is not None:

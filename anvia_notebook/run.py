@@ -125,6 +125,12 @@ class AgentRun:
         agent = request.agent
         self.tracer = TraceRecorder(self.trace, model=agent.model, agent_name=agent.display_name)
         self.interactions = Interactions(state.run_id, store)
+        #: A sub-agent's run: the run whose tool call started it (set before it starts).
+        self.parent: AgentRun | None = None
+        #: The sub-agents' runs this run started (``agent.as_tool``), in order.
+        self.children: list[AgentRun] = []
+        #: The turn a resumed run took up (its interrupted sub-agent calls resume their runs).
+        self.resumed_turn: int | None = state.turn if resumed else None
         self._events: list[Any] = list(events or [])
         #: Parts of the last (mergeable) event not yet joined into it.
         self._parts: list[str] = []
@@ -174,6 +180,23 @@ class AgentRun:
     @property
     def run_id(self) -> str:
         return self.state.run_id
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """The agents from the top-level run down to this one."""
+        return tuple(self.state.path) or (self.state.agent_id,)
+
+    @property
+    def depth(self) -> int:
+        """0 for a top-level run, 1 for a sub-agent it called, and so on."""
+        return len(self.path) - 1
+
+    def adopt(self, child: AgentRun) -> None:
+        """``child`` is a sub-agent's run started by one of this run's tool calls: its
+        approvals and questions are this run's to show and decide too."""
+        child.parent = self
+        self.children.append(child)
+        self.interactions.adopt(child.interactions)
 
     @property
     def status(self) -> RunStatus:
@@ -431,7 +454,9 @@ class AgentRun:
     def _waits_for_person(self) -> bool:
         """The state has an interaction pending (it is put there just before it opens)."""
         state = self.state
-        return bool(state.pending_approvals() or state.pending_questions())
+        if state.pending_approvals() or state.pending_questions():
+            return True
+        return any(child._waits_for_person() for child in self.children if not child.done)
 
     def _save_state(self) -> None:
         """Write the state and the new messages (not the events, not the trace) at once."""

@@ -18,3 +18,7 @@ class RunInfo(BaseModel):
     run_id: str
     session_id: str | None = None
     metadata: dict[str, Any] | None = None
+    #: The agents from the top-level run down to this one (just this agent for a plain run).
+    path: tuple[str, ...] = ()
+    #: For a sub-agent's run (``agent.as_tool``): the run that called it.
+    parent_run_id: str | None = None

@@ -68,6 +68,12 @@ class RunState(BaseModel):
     prompt_index: int = 0
     #: The tool calls of the turn in progress, by tool call id.
     calls: dict[str, ToolCallProgress] = Field(default_factory=dict)
+    #: A sub-agent's run (``agent.as_tool``): the run that called it, the internal id of that
+    #: tool call and its tool call id; the agents from the top-level run down to this one.
+    parent_run_id: str | None = None
+    parent_call_id: str | None = None
+    parent_tool_call_id: str | None = None
+    path: list[str] = Field(default_factory=list)
 
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]

@@ -41,6 +41,7 @@ from ..approvals import ApprovalDecision, ToolApprovalRequest
 from ..human import wait_for_a_decision
 from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
+from ..subagents import approval_scope
 
 __all__ = ["AUTO_ENV", "AutoOperator", "WidgetHumanInput"]
 
@@ -159,14 +160,15 @@ class WidgetHumanInput:
             self.auto = AutoOperator.parse(auto)
         else:
             self.auto = auto
-        #: Tools approved for the rest of this session ("Always allow").
+        #: Tools approved for the rest of this session ("Always allow"): a top-level run's by
+        #: name, a sub-agent's by its path (``subagents.approval_scope``).
         self.always_allowed: set[str] = set()
 
     def __repr__(self) -> str:
         return f"WidgetHumanInput(timeout={self.timeout!r}, auto={self.auto is not None})"
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
-        if request.tool_name in self.always_allowed:
+        if approval_scope(request.run.path, request.tool_name) in self.always_allowed:
             return ApprovalDecision(
                 approved=True, reason=ALWAYS_ALLOWED_REASON, decided_by="policy"
             )

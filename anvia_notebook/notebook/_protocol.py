@@ -172,6 +172,8 @@ class ApprovalView(_Model):
     edited_args: dict[str, Any] | None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
     expires_at: str | None = None
+    #: A sub-agent's approval: the agents from the top-level run down (absent for the run's own).
+    path: list[str] | None = None
 
 
 class ChoiceView(_Model):
@@ -203,12 +205,25 @@ class QuestionView(_Model):
     decided_via: DecidedVia | None = None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
     expires_at: str | None = None
+    #: A sub-agent's question: the agents from the top-level run down (absent for the run's own).
+    path: list[str] | None = None
+
+
+class SubAgentView(_Model):
+    """The sub-agent a tool call runs (``agent.as_tool``): its entries have the tool entry as
+    their ``parent``."""
+
+    agent_id: NonEmpty
+    agent_name: str | None = None
+    run_id: NonEmpty
 
 
 class UserEntry(_Model):
     kind: Literal["user"]
     id: NonEmpty
     text: str
+    #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
+    parent: NonEmpty | None = None
 
 
 class AssistantEntry(_Model):
@@ -216,6 +231,8 @@ class AssistantEntry(_Model):
     id: NonEmpty
     turn: NonNegative
     text: str
+    #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
+    parent: NonEmpty | None = None
 
 
 class ReasoningEntry(_Model):
@@ -223,6 +240,8 @@ class ReasoningEntry(_Model):
     id: NonEmpty
     turn: NonNegative
     text: str
+    #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
+    parent: NonEmpty | None = None
 
 
 class ToolEntry(_Model):
@@ -238,18 +257,26 @@ class ToolEntry(_Model):
     output: str
     approval: ApprovalView | None
     question: QuestionView | None
+    #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
+    parent: NonEmpty | None = None
+    #: The sub-agent this call runs, once its first event came (absent: a plain tool).
+    sub_agent: SubAgentView | None = None
 
 
 class ErrorEntry(_Model):
     kind: Literal["error"]
     id: NonEmpty
     text: str
+    #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
+    parent: NonEmpty | None = None
 
 
 class NoticeEntry(_Model):
     kind: Literal["notice"]
     id: NonEmpty
     text: str
+    #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
+    parent: NonEmpty | None = None
 
 
 Entry = Annotated[

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
+    AgentToolEvent,
     ApprovalRecord,
     CancelledEvent,
     ErrorEvent,
@@ -36,6 +37,7 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
 )
+from ..subagents import approval_scope
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
@@ -249,9 +251,10 @@ class TranscriptSession:
             return "This run's approvals are decided by its approval handler, not in this widget."
         always = message.approved and message.always_allow
         # Before the decision: the run may ask about its next call of this tool at once.
-        added = self._always_allow(interaction.record.tool_name) if always else None
+        scope = approval_scope(interaction.record.path, interaction.record.tool_name)
+        added = self._always_allow(scope) if always else None
         try:
-            record = interactions.decide(
+            interactions.decide(
                 message.approval_id,
                 approved=message.approved,
                 reason=message.reason,
@@ -263,22 +266,27 @@ class TranscriptSession:
                 self.human_input.always_allowed.discard(added)
             return str(error)
         if always:
-            self._approve_pending(interactions, record.tool_name)
+            self._approve_pending(interactions, scope)
         return None
 
-    def _always_allow(self, tool_name: str) -> str | None:
-        """The "Always allow <tool> in this session" box: later calls of the tool are approved
-        without asking. Returns ``tool_name`` if this added it (else ``None``)."""
+    def _always_allow(self, scope: str) -> str | None:
+        """The "Always allow <tool> in this session" box: later calls of the tool (on the same
+        path, for a sub-agent's tool) are approved without asking. Returns ``scope`` if this
+        added it (else ``None``)."""
         human = self.human_input
-        if human is None or tool_name in human.always_allowed:
+        if human is None or scope in human.always_allowed:
             return None
-        human.always_allowed.add(tool_name)
-        return tool_name
+        human.always_allowed.add(scope)
+        return scope
 
-    def _approve_pending(self, interactions: Interactions, tool_name: str) -> None:
-        """The same box: the other calls of that tool waiting now are approved too."""
+    def _approve_pending(self, interactions: Interactions, scope: str) -> None:
+        """The same box: the other calls of that tool (on that path) waiting now are approved
+        too."""
         for other in interactions.pending:
-            if isinstance(other, ApprovalRecord) and other.tool_name == tool_name:
+            if (
+                isinstance(other, ApprovalRecord)
+                and approval_scope(other.path, other.tool_name) == scope
+            ):
                 with contextlib.suppress(DecisionRefusedError):
                     interactions.decide(
                         other.id,
@@ -369,6 +377,9 @@ class TranscriptSession:
     def _on_event(self, event: RunEvent) -> None:
         self.transcript.apply(event)
         kind = type(event)  # (by type: the per-delta path reads no field here)
+        if kind is AgentToolEvent:
+            self._on_nested_event(event)  # type: ignore[arg-type]
+            return
         if kind in FLUSH_NOW:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
@@ -380,6 +391,18 @@ class TranscriptSession:
         if kind in INTERACTION_EVENTS and self._displays:
             # A notebook saved now shows what waits (or what was decided), and how to go on.
             self.refresh_displays()
+
+    def _on_nested_event(self, event: AgentToolEvent) -> None:
+        """A sub-agent's event: its approvals and questions go out (and into the saved copy)
+        at once, as the run's own do."""
+        inner: Any = event.event
+        while type(inner) is AgentToolEvent:
+            inner = inner.event
+        kind = type(inner)
+        if kind in INTERACTION_EVENTS:
+            self.batcher.flush()
+            if self._displays:
+                self.refresh_displays()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:
         run = self.run

@@ -23,6 +23,7 @@ else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
 from ..events import (
+    AgentToolEvent,
     ApprovalRecord,
     CancelledEvent,
     ErrorEvent,
@@ -80,7 +81,7 @@ def _jsonable(value: Any) -> Any:
 def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
     """The wire view (``ApprovalView`` or ``QuestionView``) of an interaction record: the one
     serialiser, so the page shows exactly what the record says."""
-    common = {
+    common: dict[str, Any] = {
         "id": record.id,
         "status": record.status,
         "decided_by": record.decided_by,
@@ -88,6 +89,8 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
     }
     if record.status == "pending" and record.expires_at is not None:
         common["expires_at"] = _iso(record.expires_at)
+    if len(record.path) > 1:  # a sub-agent's: the agents from the top-level run down
+        common["path"] = list(record.path)
     if isinstance(record, QuestionRecord):
         return {
             **common,
@@ -135,7 +138,7 @@ class _Entry:
         pieces = self.parts.pop(name, None)
         if pieces is not None:
             self.fields[name] = "".join(pieces)
-        return self.fields[name]
+        return self.fields.get(name)
 
     def set(self, name: str, value: Any) -> None:
         self.parts.pop(name, None)
@@ -160,6 +163,10 @@ class _RunView:
     orphan_output: dict[str, list[str]] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
+    #: A sub-agent's run: the id of the tool entry its entries are drawn in (their ``parent``).
+    parent_entry: str | None = None
+    #: The sub-agents' runs started by this run's tool calls, by run id.
+    children: dict[str, _RunView] = field(default_factory=dict)
 
 
 def _idle_status(agent_id: str) -> dict[str, Any]:
@@ -190,6 +197,8 @@ class Transcript:
         self._growing: set[_Entry] = set()
         self.status: dict[str, Any] = _idle_status(agent_id)
         self._run = _RunView(agent_id=agent_id)
+        #: The top-level run's view (``_run`` is a sub-agent's while its event is folded in).
+        self._top = self._run
         #: The assistant entry the last text delta grew: its turn (None: none), its pieces and
         #: its id. The next delta of that turn is a list append with no lookup; whatever joins
         #: or replaces pieces, or starts a run, forgets it (:meth:`_cool`).
@@ -220,6 +229,8 @@ class Transcript:
 
     def _add(self, kind: str, **fields: Any) -> _Entry:
         self._counter += 1
+        if self._run.parent_entry is not None:  # a sub-agent's entry, inside its tool call's
+            fields["parent"] = self._run.parent_entry
         entry = _Entry(kind, f"e{self._counter}", fields)
         self._entries.append(entry)
         self._by_id[entry.id] = entry
@@ -254,6 +265,8 @@ class Transcript:
         self._emit({"op": "patch", "id": entry.id, "changes": changes})
 
     def _set_status(self, **changes: Any) -> None:
+        if self._run is not self._top:
+            return  # a sub-agent's turns, tokens and end are not the status line's
         status = {**self.status, **changes}
         if status != self.status:
             self.status = status
@@ -267,7 +280,7 @@ class Transcript:
     def begin_run(self, run_id: str, agent_id: str, prompt: str) -> None:
         """A new run starts: the user's prompt, and the status line goes to ``running``."""
         self._cool()
-        self._run = _RunView(run_id=run_id, agent_id=agent_id)
+        self._run = self._top = _RunView(run_id=run_id, agent_id=agent_id)
         self._add("user", text=prompt)
         for key in SUMMARY_KEYS:  # the last run's summary goes with it
             self.status.pop(key, None)
@@ -293,7 +306,7 @@ class Transcript:
         self._entries.clear()
         self._by_id.clear()
         self._growing.clear()
-        self._run = _RunView(agent_id=agent)
+        self._run = self._top = _RunView(agent_id=agent)
         self.status = _idle_status(agent)
         self._emit({"op": "reset"})
 
@@ -351,18 +364,52 @@ class Transcript:
                 self._on_error(event)
             case GenerationStartEvent():
                 pass  # nothing to show: the turn's text and calls follow
+            case AgentToolEvent():
+                self._on_agent_tool_event(event)
             case _:
                 assert_never(event)
 
+    def _on_agent_tool_event(self, event: AgentToolEvent) -> None:
+        """A sub-agent's event: folded into the sub-agent's own view, whose entries are drawn
+        inside the tool call's entry (their ``parent``); the tool entry names the sub-agent."""
+        outer = self._run
+        child = outer.children.get(event.run_id)
+        if child is None:
+            tool = self._link(event.tool_call_id, event.internal_call_id, event.tool_name)
+            child = _RunView(run_id=event.run_id, agent_id=event.agent_id, parent_entry=tool.id)
+            outer.children[event.run_id] = child
+            self._patch(
+                tool,
+                sub_agent={
+                    "agent_id": event.agent_id,
+                    "agent_name": event.agent_name,
+                    "run_id": event.run_id,
+                },
+            )
+        self._cool()  # text deltas of another run grow another entry
+        self._run = child
+        try:
+            self.apply(event.event)
+        finally:
+            self._cool()
+            self._run = outer
+
     def _activity(self) -> None:
-        """Waiting while a tool entry shows an open approval or question (the entries are what
-        the page shows: no second set of pending ids)."""
-        waiting = any(
+        """Waiting while a tool entry of the top-level run or of a sub-agent's run below it
+        shows an open approval or question (the entries are what the page shows: no second
+        set of pending ids)."""
+        current, self._run = self._run, self._top
+        try:
+            self._set_status(state="waiting" if self._waits(self._top) else "running")
+        finally:
+            self._run = current
+
+    def _waits(self, view: _RunView) -> bool:
+        return any(
             (entry := self._by_id.get(entry_id)) is not None
             and entry.get("status") in _AWAITING_PERSON
-            for entry_id in self._run.tools
-        )
-        self._set_status(state="waiting" if waiting else "running")
+            for entry_id in view.tools
+        ) or any(self._waits(child) for child in view.children.values())
 
     def _text_entry(self, index: dict[int, _Entry], kind: str, turn: int, delta: str) -> None:
         if not delta:

@@ -117,6 +117,15 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE interactions ADD COLUMN args_schema TEXT",
         ],
     ),
+    (
+        6,
+        [
+            # A sub-agent's run (agent.as_tool) names the run that called it: runs() lists it
+            # under its parent, and the top-level run's pending interactions include its.
+            "ALTER TABLE runs ADD COLUMN parent_run_id TEXT",
+            "CREATE INDEX runs_by_parent ON runs (parent_run_id)",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

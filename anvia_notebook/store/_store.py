@@ -110,6 +110,8 @@ class RunSummary(BaseModel):
     updated_at: datetime
     pending: int = 0
     session_id: str | None = None
+    #: A sub-agent's run (``agent.as_tool``): the run that called it (listed under it).
+    parent_run_id: str | None = None
 
 
 class RunList(list[RunSummary]):
@@ -310,7 +312,7 @@ class RunStore:
             "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
             "r.updated_at, r.owner_host, r.owner_pid, r.owner_started, r.heartbeat_at, "
             "(SELECT COUNT(*) FROM interactions i WHERE i.run_id = r.run_id "
-            "AND i.status = 'pending') FROM runs r"
+            "AND i.status = 'pending'), r.parent_run_id FROM runs r"
         )
         where: list[str] = []
         params: list[Any] = []
@@ -323,23 +325,75 @@ class RunStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY r.created_at DESC, r.run_id DESC"
-        for row in self._q(sql, params):
+        summaries: list[RunSummary] = []
+        rows = self._q(sql, params)
+        nested = self._nested_pending() if rows else {}
+        for row in rows:
+            # A run's pending count includes its sub-agents' (they wait on it).
+            pending = int(row[11]) + nested.get(row[0], 0)
             summary = RunSummary(
                 run_id=row[0],
                 agent_id=row[1],
                 session_id=row[2],
-                status=self._effective_status(row[3], row[7:11], row[11]),
+                status=self._effective_status(row[3], row[7:11], pending),
                 prompt=row[4],
                 created_at=datetime.fromisoformat(row[5]),
                 updated_at=datetime.fromisoformat(row[6]),
-                pending=int(row[11]),
+                pending=pending,
+                parent_run_id=row[12],
             )
             if status is not None and summary.status != status:
                 continue
+            summaries.append(summary)
+        for summary in _under_parents(summaries):
             out.append(summary)
             if len(out) >= limit:
                 break
         return out
+
+    def _nested_pending(self) -> dict[str, int]:
+        """For each run with sub-agents' runs: how many interactions are pending below it."""
+        rows = self._q(
+            "SELECT r.run_id, r.parent_run_id, (SELECT COUNT(*) FROM interactions i "
+            "WHERE i.run_id = r.run_id AND i.status = 'pending') FROM runs r "
+            "WHERE r.parent_run_id IS NOT NULL"
+        )
+        parent_of = {row[0]: row[1] for row in rows}
+        below: dict[str, int] = {}
+        for run_id, _, count in rows:
+            if not count:
+                continue
+            seen: set[str] = set()
+            parent = parent_of.get(run_id)
+            while parent is not None and parent not in seen:
+                seen.add(parent)
+                below[parent] = below.get(parent, 0) + int(count)
+                parent = parent_of.get(parent)
+        return below
+
+    def sub_runs(self, run_id: str) -> list[RunState]:
+        """The stored runs of the sub-agents that ``run_id``'s tool calls started (one level
+        down), oldest first."""
+        rows = self._q(
+            "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id",
+            (run_id,),
+        )
+        return [self.get(row[0]) for row in rows]
+
+    def run_tree(self, run_id: str) -> list[str]:
+        """``run_id`` and the runs of its sub-agents at every depth (parents first)."""
+        tree = [run_id]
+        level = [run_id]
+        while level:
+            marks = ", ".join("?" for _ in level)
+            rows = self._q(
+                f"SELECT run_id FROM runs WHERE parent_run_id IN ({marks}) "
+                "ORDER BY created_at, run_id",
+                level,
+            )
+            level = [row[0] for row in rows if row[0] not in tree]
+            tree.extend(level)
+        return tree
 
     @staticmethod
     def _effective_status(status: str, owner: Sequence[Any], pending: int) -> str:
@@ -393,12 +447,14 @@ class RunStore:
         return sorted(records, key=lambda r: r.requested_at)
 
     def pending(self, run_id: str | None = None) -> list[Record]:
-        """Pending approvals and questions (of one run, or of every run)."""
+        """Pending approvals and questions (of one run and its sub-agents' runs at every
+        depth, or of every run)."""
         sql = "SELECT kind, status, record, decision FROM interactions WHERE status = 'pending'"
-        params: tuple[Any, ...] = ()
+        params: list[Any] = []
         if run_id is not None:
-            sql += " AND run_id = ?"
-            params = (run_id,)
+            tree = self.run_tree(run_id)
+            sql += f" AND run_id IN ({', '.join('?' for _ in tree)})"
+            params = tree
         return [_row_record(*row) for row in self._q(sql + " ORDER BY id", params)]
 
     def trace(self, run_id: str, *, messages: list[Message] | None = None) -> Trace:
@@ -516,15 +572,21 @@ class RunStore:
         return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
 
     def _decide(self, run_id: str, item_id: str, kind: str, resolution: Resolution) -> Record:
-        """Check ``resolution`` against the stored record, then claim it (the whole record)."""
+        """Check ``resolution`` against the stored record, then claim it (the whole record).
+        ``run_id``: the interaction's run, or a run above it (a sub-agent's interaction is
+        decided given the top-level run's id too)."""
         rows = self._q(
-            "SELECT kind, status, record, decision, args_schema FROM interactions "
-            "WHERE id = ? AND run_id = ?",
-            (item_id, run_id),
+            "SELECT kind, status, record, decision, args_schema, run_id FROM interactions "
+            "WHERE id = ?",
+            (item_id,),
         )
-        if not rows or rows[0][0] != kind:
+        if (
+            not rows
+            or rows[0][0] != kind
+            or (rows[0][5] != run_id and rows[0][5] not in self.run_tree(run_id))
+        ):
             raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
-        kind_, status, text, legacy, schema = rows[0]
+        kind_, status, text, legacy, schema, run_id = rows[0]
         record = _row_record(kind_, status, text, legacy)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
         won, current = self.claim(decided(record, resolution))
@@ -603,7 +665,7 @@ class RunStore:
         self._q(
             "INSERT INTO runs (run_id, agent_id, session_id, status, prompt, created_at, "
             "updated_at, owner_host, owner_pid, owner_started, heartbeat_at, state, "
-            "recent_messages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "recent_messages, parent_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 state.run_id,
                 state.agent_id,
@@ -618,6 +680,7 @@ class RunStore:
                 time.time(),
                 _state_json(state),
                 recent,
+                state.parent_run_id,
             ),
         )
 
@@ -988,6 +1051,27 @@ class RunStore:
                 callback(_row_record(*row))
             except Exception:
                 logger.exception("Delivering a stored decision failed")
+
+
+def _under_parents(summaries: list[RunSummary]) -> list[RunSummary]:
+    """Top-level runs in the order given, each followed by its sub-agents' runs (oldest first,
+    depth first); a sub-run whose parent is not in the list keeps its place."""
+    listed = {summary.run_id for summary in summaries}
+    children: dict[str, list[RunSummary]] = {}
+    for summary in reversed(summaries):  # oldest first under each parent
+        if summary.parent_run_id is not None and summary.parent_run_id in listed:
+            children.setdefault(summary.parent_run_id, []).append(summary)
+    out: list[RunSummary] = []
+
+    def add(summary: RunSummary) -> None:
+        out.append(summary)
+        for child in children.get(summary.run_id, ()):
+            add(child)
+
+    for summary in summaries:
+        if summary.parent_run_id is None or summary.parent_run_id not in listed:
+            add(summary)
+    return out
 
 
 def _studio_session(row: Sequence[Any]) -> StudioSession:

@@ -181,6 +181,7 @@ const approvalCheck = shape<W.ApprovalView>({
   decision_reason: nullable(str),
   edited_args: nullable(jsonObject),
   expires_at: optional(str),
+  path: optional(arrayOf(str)),
 });
 
 const answerCheck = shape<W.AnswerView>({
@@ -204,6 +205,13 @@ const questionCheck = shape<W.QuestionView>({
   decided_by: optional(literal(...DECIDERS)),
   decided_via: optional(literal(...DECIDED_VIA)),
   expires_at: optional(str),
+  path: optional(arrayOf(str)),
+});
+
+const subAgentCheck = shape<W.SubAgentView>({
+  agent_id: nonEmptyStr,
+  agent_name: optional(str),
+  run_id: nonEmptyStr,
 });
 
 /** Checks per entry field, shared by whole entries and by `patch` changes. */
@@ -219,14 +227,18 @@ const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
   output: str,
   approval: nullable(approvalCheck),
   question: nullable(questionCheck),
+  parent: nullable(nonEmptyStr),
+  sub_agent: nullable(subAgentCheck),
 };
+/** A sub-agent's entry names the tool entry it is drawn in; a plain run's has no such key. */
+const parent = optional(nonEmptyStr);
 
 /** The fields of each entry kind, but `kind` (the union's tag). */
 const f = FIELD_CHECKS;
 const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>, "kind">> } = {
-  user: { id: nonEmptyStr, text: f.text },
-  assistant: { id: nonEmptyStr, turn: f.turn, text: f.text },
-  reasoning: { id: nonEmptyStr, turn: f.turn, text: f.text },
+  user: { id: nonEmptyStr, text: f.text, parent },
+  assistant: { id: nonEmptyStr, turn: f.turn, text: f.text, parent },
+  reasoning: { id: nonEmptyStr, turn: f.turn, text: f.text, parent },
   tool: {
     id: nonEmptyStr,
     turn: f.turn,
@@ -239,9 +251,11 @@ const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>
     output: f.output,
     approval: f.approval,
     question: f.question,
+    parent,
+    sub_agent: optional(subAgentCheck),
   },
-  error: { id: nonEmptyStr, text: f.text },
-  notice: { id: nonEmptyStr, text: f.text },
+  error: { id: nonEmptyStr, text: f.text, parent },
+  notice: { id: nonEmptyStr, text: f.text, parent },
 };
 
 export const entryHasField = (kind: EntryKind, field: string): boolean =>

@@ -68,6 +68,7 @@ export interface UserEntry {
   kind: "user";
   id: string;
   text: string;
+  parent?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -78,6 +79,7 @@ export interface AssistantEntry {
   id: string;
   turn: number;
   text: string;
+  parent?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -88,6 +90,7 @@ export interface ReasoningEntry {
   id: string;
   turn: number;
   text: string;
+  parent?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -116,6 +119,8 @@ export interface ToolEntry {
   output: string;
   approval: ApprovalView | null;
   question: QuestionView | null;
+  parent?: string | null;
+  sub_agent?: SubAgentView | null;
 }
 /**
  * An approval as the page shows it (inside a tool entry).
@@ -136,6 +141,7 @@ export interface ApprovalView {
     [k: string]: JsonValue;
   } | null;
   expires_at?: string | null;
+  path?: string[] | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -149,6 +155,7 @@ export interface QuestionView {
   decided_by?: ("human" | "handler" | "policy" | "timeout" | "stop" | "runtime") | null;
   decided_via?: ("widget" | "handle" | "store" | "cli" | "handler" | "human_input") | null;
   expires_at?: string | null;
+  path?: string[] | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -180,6 +187,18 @@ export interface AnswerView {
   custom?: boolean | null;
 }
 /**
+ * The sub-agent a tool call runs (``agent.as_tool``): its entries have the tool entry as
+ * their ``parent``.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SubAgentView".
+ */
+export interface SubAgentView {
+  agent_id: string;
+  agent_name?: string | null;
+  run_id: string;
+}
+/**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "ErrorEntry".
  */
@@ -187,6 +206,7 @@ export interface ErrorEntry {
   kind: "error";
   id: string;
   text: string;
+  parent?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -196,6 +216,7 @@ export interface NoticeEntry {
   kind: "notice";
   id: string;
   text: string;
+  parent?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

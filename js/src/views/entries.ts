@@ -10,6 +10,8 @@ import { toolView } from "./tool";
 
 export interface EntryView {
   el: HTMLElement;
+  /** Where a sub-agent's entries go (a tool entry that runs a sub-agent), if this view has it. */
+  nested?: HTMLElement;
   update(entry: Entry): void;
   append(field: AppendField, text: string): void;
   dispose(): void;

@@ -21,6 +21,15 @@ function editedArgs(e: ToolEntry): JsonObject | null {
 const UNDER_WAY: ReadonlySet<ToolEntry["status"]> = new Set(["running", "approval_required", "input_required", "approved"]);
 const underWay = (e: ToolEntry): boolean => UNDER_WAY.has(e.status) || waitsForSomeone(e);
 
+/** Between the agents of a path and the tool: `lead › analyst › run_sql`. */
+export const PATH_SEPARATOR = " \u203a ";
+
+/** The tool as the approval and the question name it: with the agents from the top-level run
+ * down when a sub-agent asks (`lead › analyst › run_sql`). */
+export function toolLabel(toolName: string, path: readonly string[] | null | undefined): string {
+  return path && path.length > 1 ? [...path, toolName].join(PATH_SEPARATOR) : toolName;
+}
+
 function section(label: string, content: HTMLElement, cls: string): HTMLElement {
   return h("div", { class: `anvia-section ${cls}` }, h("div", { class: "anvia-section-label" }, label), content);
 }
@@ -46,7 +55,11 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   const argsSection = h("div", { class: "anvia-section anvia-section-args" }, argsLabel, args.el, originalBlock);
   const outputSection = section("Output", output.el, "anvia-section-output");
   const resultSection = section("Result", result.el, "anvia-section-result");
-  const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection);
+  // A sub-agent's work (agent.as_tool): its entries are drawn here, in a block of their own.
+  const nestedTitle = h("summary", { class: "anvia-subagent-summary" });
+  const nested = h("div", { class: "anvia-subagent-entries" });
+  const nestedBlock = h("details", { class: "anvia-subagent", hidden: true, open: true }, nestedTitle, nested);
+  const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, nestedBlock, outputSection, resultSection);
   const el = h("details", { class: "anvia-entry anvia-entry-tool" }, summary, body);
   // Only a person's toggles are remembered for redrawn views, not the opening this view does
   // itself when an interaction is pending (its toggle event comes later, as a task).
@@ -92,9 +105,15 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     resultSection.hidden = e.result === null;
     resultSection.classList.toggle("anvia-result-error", e.is_error);
 
+    if (e.sub_agent) {
+      const who = e.sub_agent.agent_name || e.sub_agent.agent_id;
+      const title = `Sub-agent ${who}`;
+      if (nestedTitle.textContent !== title) nestedTitle.textContent = title;
+      nestedBlock.hidden = false;
+    }
     const next = interactionsOf(e).map((i) => {
       const kept = panels.find((p) => p.kind === i.kind && p.id === i.view.id);
-      if (!kept) return interactionPanel(session, e.tool_name, i);
+      if (!kept) return interactionPanel(session, toolLabel(e.tool_name, i.view.path), i);
       kept.update(i);
       return kept;
     });
@@ -118,6 +137,7 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   update(entry);
   return {
     el,
+    nested,
     update: (e) => update(e as ToolEntry),
     append(field: AppendField, text: string) {
       if (field === "output") {

@@ -171,6 +171,15 @@ export function transcriptView(session: Session): TranscriptView {
     return slot;
   }
 
+  /** Where entry `entry` goes: a sub-agent's entry inside its tool call's view (built now if a
+   * stand-in held its place), any other in the list. */
+  function containerOf(entry: Entry): HTMLElement {
+    if (!entry.parent) return list;
+    const parent = views.get(entry.parent) ?? null;
+    const built = parent && !parent.view ? build(entry.parent) : parent;
+    return built?.view?.nested ?? list;
+  }
+
   function buildWhenIdle(): void {
     if (idle || pending.length === 0) return;
     idle = whenIdle((timeLeft) => {
@@ -195,6 +204,20 @@ export function transcriptView(session: Session): TranscriptView {
     let ref: ChildNode | null = list.firstChild;
     entries.forEach((entry, index) => {
       keep.add(entry.id);
+      if (entry.parent) {
+        // A sub-agent's entry: always built, in its tool call's view, in order.
+        let nestedSlot = views.get(entry.id);
+        if (nestedSlot && nestedSlot.kind === entry.kind && nestedSlot.view) nestedSlot.view.update(entry);
+        else {
+          if (nestedSlot) drop(entry.id, nestedSlot);
+          nestedSlot = create(entry);
+        }
+        const container = containerOf(entry);
+        if (nestedSlot.el.parentElement !== container || container.lastElementChild !== nestedSlot.el) {
+          container.appendChild(nestedSlot.el);
+        }
+        return;
+      }
       let slot = views.get(entry.id);
       if (slot && slot.kind === entry.kind) {
         if (slot.view) slot.view.update(entry);
@@ -239,10 +262,12 @@ export function transcriptView(session: Session): TranscriptView {
         }
         break;
       }
-      case "add":
-        list.appendChild(create(ev.entry).el);
+      case "add": {
+        const container = containerOf(ev.entry);
+        container.appendChild(create(ev.entry).el);
         contentChanged();
         break;
+      }
       case "append": {
         const slot = views.get(ev.entry.id);
         if (slot?.view) slot.view.append(ev.field, ev.text);

@@ -1,0 +1,250 @@
+"""Sub-agents: an agent called as another agent's tool (``agent.as_tool(...)``).
+
+The tool's input is ``{"prompt": str}`` and its result the sub-agent's final output, as in
+Anvia's ``agent.asTool``. Called from a run, the sub-agent's run is a run of its own: its
+``RunState`` names the parent run and the parent's tool call, it goes to the parent's run store,
+its approvals and questions are decided by the nearest approval handler up the chain, else by
+the top-level run's human input, and they are listed and decided on the top-level run (its
+interactions adopt the sub-run's). With ``stream=True`` its events reach the parent's stream as
+``agent_tool_event``. Stop, cancel and the human input's time limit reach it through the parent;
+its failure is the tool call's error result. On ``agent.resume(top_run_id)`` a sub-agent call
+that was interrupted takes up the stored sub-run instead of starting again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._run_context import current_run
+from .errors import DEFAULT_CANCEL_REASON, SubAgentError
+from .events import AgentToolEvent
+from .tools import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .request import PromptRequest
+    from .run import AgentRun
+
+__all__ = [
+    "AgentToolInput",
+    "DEFAULT_MAX_DEPTH",
+    "PATH_SEPARATOR",
+    "agent_as_tool",
+    "approval_scope",
+    "path_label",
+]
+
+#: Between the agents of a path as people read it (a single right-pointing angle quote).
+PATH_SEPARATOR = " \u203a "
+
+
+def approval_scope(path: Sequence[str], tool_name: str) -> str:
+    """What an "Always allow" covers: the tool of a top-level run by its name; a sub-agent's
+    tool only on its path (allowing ``run_sql`` for the analyst under the lead allows it there
+    only, not for the lead's own ``run_sql`` or another path's)."""
+    return tool_name if len(path) <= 1 else path_label(path, tool_name)
+
+
+def path_label(path: Sequence[str], tool_name: str | None = None) -> str:
+    """The agents from the top-level run down, then the tool, as people read them (e.g.
+    ``lead``, ``analyst``, ``run_sql`` joined by :data:`PATH_SEPARATOR`)."""
+    return PATH_SEPARATOR.join([*path, *([tool_name] if tool_name else [])])
+
+
+#: How many sub-agent levels below the top-level agent a call may nest by default.
+DEFAULT_MAX_DEPTH = 5
+
+
+class AgentToolInput(BaseModel):
+    """What a sub-agent tool takes: the prompt for the sub-agent."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str = Field(description="The prompt to send to the agent.")
+
+
+def agent_as_tool(
+    agent: Agent,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    max_turns: int | None = None,
+    stream: bool = True,
+    max_depth: int = DEFAULT_MAX_DEPTH,
+) -> Tool:
+    """The :class:`~anvia_notebook.tools.Tool` that runs ``agent`` (see :meth:`Agent.as_tool`)."""
+    if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 0):
+        raise ValueError("max_turns must be zero or more")
+    if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
+        raise ValueError("max_depth must be a positive integer (sub-agent levels)")
+    tool_name = (name or agent.id).strip()
+    if description is not None:
+        text = description
+    else:
+        text = agent.description or f"Prompt the {tool_name} agent."
+    call = _SubAgentCall(agent, tool_name, max_turns, stream, max_depth)
+    return Tool(
+        name=tool_name,
+        description=text,
+        input=AgentToolInput,
+        execute=call.execute,
+        # Run again on resume: the call takes up its stored sub-run, nothing is repeated.
+        idempotent=True,
+    )
+
+
+class _SubAgentCall:
+    """What one sub-agent tool does when it is called."""
+
+    def __init__(
+        self, agent: Agent, tool_name: str, max_turns: int | None, stream: bool, max_depth: int
+    ) -> None:
+        self.agent = agent
+        self.tool_name = tool_name
+        self.max_turns = max_turns
+        self.stream = stream
+        self.max_depth = max_depth
+
+    async def execute(self, args: AgentToolInput, ctx: ToolContext) -> str:
+        parent = current_run()
+        if parent is None:  # called directly, not by a run: as Anvia's tool.call(...)
+            alone = self.agent.prompt(args.prompt)
+            if self.max_turns is not None:
+                alone.max_turns(self.max_turns)
+            return (await alone.send()).output
+        depth = parent.depth + 1
+        if depth > self.max_depth:
+            chain = path_label((*parent.path, self.agent.id))
+            raise SubAgentError(
+                f"{self.tool_name} was not run: calling the {self.agent.id} agent here "
+                f"({chain}) would nest {depth} sub-agent levels below the top-level agent, "
+                f"more than this tool allows ({self.max_depth}). Answer without it."
+            )
+        stored = self._stored(parent, ctx)
+        if isinstance(stored, str):
+            return stored  # the sub-run had finished before the interruption
+        if stored is not None:
+            request = stored
+        else:
+            request = self.agent.prompt(args.prompt)
+            request._lineage = {
+                "parent_run_id": parent.run_id,
+                "parent_call_id": ctx.internal_call_id,
+                "parent_tool_call_id": ctx.tool_call_id,
+                "path": [*parent.path, self.agent.id],
+            }
+            request.store(parent.store)
+            if self.max_turns is not None:
+                request.max_turns(self.max_turns)
+        self._inherit(request, parent)
+        run = request.create_run()
+        parent.adopt(run)
+        stop_forwarding = self._forward(run, parent, ctx) if self.stream else None
+        run.start()
+        try:
+            response = await run.wait()
+        except asyncio.CancelledError:
+            # The parent was stopped: so is the sub-run, with the same reason, and it ends
+            # (recording its own state) before this call does.
+            run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
+            await _ended(run)
+            raise
+        finally:
+            if stop_forwarding is not None and run.done:
+                stop_forwarding()
+        return response.output
+
+    def _inherit(self, request: PromptRequest, parent: AgentRun) -> None:
+        """Who decides the sub-run's approvals and questions: the nearest approval handler up
+        the chain (the sub-agent's own first), else the top-level run's human input."""
+        if self.agent.approval_handler is None:
+            handler = parent.request.active_approval_handler
+            if handler is not None:
+                request.approvals(handler)
+        human = parent.request.active_human_input
+        if human is not None:
+            request.human_input(human)
+        request.session(parent.state.session_id, parent.request.meta)
+
+    def _stored(self, parent: AgentRun, ctx: ToolContext) -> PromptRequest | str | None:
+        """On resume, for the call that was interrupted: the stored sub-run, taken up (a
+        request), or its output when it had finished; None when it has none (start afresh)."""
+        store = parent.store
+        if store is None or parent.resumed_turn is None or parent.state.turn != parent.resumed_turn:
+            return None
+        from .request import PromptRequest
+
+        for state in store.sub_runs(parent.run_id):
+            if state.parent_tool_call_id != ctx.tool_call_id or state.agent_id != self.agent.id:
+                continue
+            if state.status == "success":
+                return state.output or ""
+            if state.status in ("error", "cancelled"):
+                raise SubAgentError(
+                    f"The {self.agent.id} agent's run {state.run_id} had ended "
+                    f"({state.status}) before the interruption: "
+                    f"{state.error or state.cancel_reason or 'no answer'}."
+                )
+            request = PromptRequest.resume(self.agent, state.run_id, store)
+            resumed = request._resumed_state
+            assert resumed is not None
+            resumed.parent_call_id = ctx.internal_call_id
+            if self.max_turns is not None:
+                request.max_turns(self.max_turns)
+            return request
+        return None
+
+    def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> Callable[[], None]:
+        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event``;
+        returns the function that stops it."""
+        fields: dict[str, Any] = {
+            "type": "agent_tool_event",
+            "turn": parent.state.turn,
+            "tool_name": ctx.tool_name,
+            "tool_call_id": ctx.tool_call_id,
+            "internal_call_id": ctx.internal_call_id,
+            "agent_id": self.agent.id,
+            "agent_name": self.agent.name,
+            "run_id": run.run_id,
+        }
+        emit = parent.emit
+
+        def forward(event: Any) -> None:
+            emit(_agent_tool_event(fields, event))
+
+        return run.subscribe(forward, replay=False)
+
+
+_new = object.__new__
+_set = object.__setattr__
+_FIELDS_SET = frozenset(
+    ("turn", "tool_name", "tool_call_id", "internal_call_id", "agent_id", "agent_name", "run_id")
+)
+
+
+def _agent_tool_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
+    """``AgentToolEvent(**fields, event=event)`` for values known valid (the parent's call and
+    the sub-run's own event), built without validation, as ``model_construct`` would: one per
+    event of the sub-run, so the cheapest way."""
+    wrapped = _new(AgentToolEvent)
+    _set(wrapped, "__dict__", {**fields, "event": event})
+    _set(wrapped, "__pydantic_fields_set__", {*_FIELDS_SET, "event"})
+    _set(wrapped, "__pydantic_extra__", None)
+    _set(wrapped, "__pydantic_private__", None)
+    return wrapped
+
+
+async def _ended(run: AgentRun) -> None:
+    """Wait until ``run`` has ended, whatever it ended with (a second Stop does not cut it)."""
+    task = run._task
+    if task is None:
+        return
+    while not task.done():
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            continue

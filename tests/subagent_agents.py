@@ -1,0 +1,101 @@
+"""A lead agent that asks an analyst agent (``as_tool``), whose ``run_sql`` needs approval, for
+the sub-agent crash-and-resume tests: used by a child process and by the test alike.
+
+The child runs ``python -c "import subagent_agents; subagent_agents.run(PROMPT)"`` with
+``ANVIA_NOTEBOOK_STORE`` set; every execution of ``run_sql`` appends a line to the file named by
+``ANVIA_TEST_EFFECTS`` (the side effect that must never happen twice). A prompt with ``ask``
+makes the analyst ask a question first; ``ANVIA_TEST_BLOCK_TOOL=1`` makes ``run_sql`` hang after
+it started (the child is killed in the middle of the call).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from anvia_notebook import AgentBuilder, StoreHumanInput, ToolApproval, ask_question, create_tool
+from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
+
+
+class SqlInput(BaseModel):
+    sql: str
+
+
+def effects() -> list[str]:
+    path = Path(os.environ["ANVIA_TEST_EFFECTS"])
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _run_sql(args: SqlInput, ctx: Any) -> str:
+    path = Path(os.environ["ANVIA_TEST_EFFECTS"])
+    with path.open("a") as out:
+        out.write(f"started {args.sql}\n")
+    if os.environ.get("ANVIA_TEST_BLOCK_TOOL") == "1":
+        time.sleep(3600)
+    with path.open("a") as out:
+        out.write(f"done {args.sql}\n")
+    return f"west +12% ({args.sql})"
+
+
+def _analyst(request: Any) -> ModelResponse:
+    last = request.messages[-1]
+    if last.role == "user":
+        if "ask" in last.content:
+            questions = [{"id": "table", "question": "Which table?", "choices": ["sales"]}]
+            return ModelResponse(
+                tool_calls=[
+                    ToolCall(id="aq", name="ask_question", arguments={"questions": questions})
+                ]
+            )
+        return ModelResponse(
+            tool_calls=[ToolCall(id="s1", name="run_sql", arguments={"sql": "select 1"})]
+        )
+    result = last.tool_results[0]
+    if result.tool_name == "ask_question":
+        table = json.loads(result.content)["answers"][0]["answer"]
+        return ModelResponse(
+            tool_calls=[ToolCall(id="s2", name="run_sql", arguments={"sql": f"from {table}"})]
+        )
+    return ModelResponse(text=f"analyst: {result.content}")
+
+
+def _lead(request: Any) -> ModelResponse:
+    last = request.messages[-1]
+    if last.role == "user":
+        return ModelResponse(
+            tool_calls=[ToolCall(id="a1", name="ask_analyst", arguments={"prompt": last.content})]
+        )
+    return ModelResponse(text=f"lead: {last.tool_results[0].content}")
+
+
+def lead() -> Any:
+    run_sql = create_tool(
+        name="run_sql",
+        description="Run SQL.",
+        input=SqlInput,
+        execute=_run_sql,
+        approval=ToolApproval(reason="Runs a query on the warehouse."),
+    )
+    analyst = AgentBuilder("analyst", FunctionModel(_analyst)).tools([run_sql, ask_question])
+    return (
+        AgentBuilder("lead", FunctionModel(_lead))
+        .tool(analyst.build().as_tool(name="ask_analyst"))
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run(prompt: str) -> None:
+    print("started", flush=True)
+    try:
+        response = lead().prompt(prompt).send_sync()
+    except Exception as error:  # pragma: no cover - shown in the test's failure output
+        print(f"error: {error!r}", file=sys.stderr, flush=True)
+        raise
+    print(f"output: {response.output}", flush=True)

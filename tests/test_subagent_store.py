@@ -1,0 +1,247 @@
+"""Sub-agents in the run store and the traces (API.md section 14): sub-runs stored with their
+parent's ids and listed under it, the top-level run's pending interactions include the nested
+ones, which the store and the command line decide given the top-level run's id or the sub-run's;
+the sub-run's ``invoke_agent`` span nests under the parent's ``execute_tool`` span; a process
+killed with SIGKILL while a nested approval or question waits (or while the sub-agent's tool
+runs) resumes with ``agent.resume(top_run_id)``, the whole tree, nothing run twice."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import subagent_agents
+
+from anvia_notebook import RunStore
+from anvia_notebook.__main__ import main as cli
+
+TESTS = Path(__file__).parent
+pytestmark = pytest.mark.timeout(120)
+
+
+# -- in one process ------------------------------------------------------------------------------
+
+
+async def _until(run: Any, done: Any) -> None:
+    changed = asyncio.Event()
+    unsubscribe = run.subscribe(lambda event: changed.set(), replay=False)
+    try:
+        while not done():
+            changed.clear()
+            await changed.wait()
+    finally:
+        unsubscribe()
+
+
+async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_run_id(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    run = subagent_agents.lead().prompt("which region?").start()
+    await _until(run, lambda: bool(run.interactions.pending))
+    [record] = run.interactions.pending
+    sub = run.children[0]
+    other = RunStore(store_path)  # another connection, as another process would have
+    try:
+        [stored] = other.pending(run.run_id)
+        assert stored.id == record.id and stored.run_id == sub.run_id
+        assert stored.path == ["lead", "analyst"]
+        assert [r.id for r in other.pending(sub.run_id)] == [record.id]
+        top, child = other.runs()[:2]
+        assert (top.run_id, top.parent_run_id, top.pending, top.status) == (
+            run.run_id,
+            None,
+            1,
+            "waiting",
+        )
+        assert (child.run_id, child.parent_run_id, child.agent_id) == (
+            sub.run_id,
+            run.run_id,
+            "analyst",
+        )
+        assert other.get(sub.run_id).parent_run_id == run.run_id
+        assert other.run_tree(run.run_id) == [run.run_id, sub.run_id]
+        decided = other.approve(run.run_id, record.id, reason="fine")  # the top-level id
+        assert decided.status == "approved"
+        response = await asyncio.wait_for(run.wait(), 30)
+        assert response.output == "lead: analyst: west +12% (select 1)"
+        assert subagent_agents.effects() == ["started select 1", "done select 1"]
+        with pytest.raises(Exception, match="Unknown approval"):
+            other.approve("run_unrelated", record.id)
+    finally:
+        other.close()
+
+
+async def test_the_sub_run_s_span_nests_under_the_parent_s_execute_tool_span(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from anvia_notebook import instrument
+
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider)
+    try:
+        response = (
+            await subagent_agents.lead()
+            .prompt("which region?")
+            .approvals(lambda request: True)
+            .store(None)
+            .send()
+        )
+    finally:
+        instrument(False)
+    assert response.output.startswith("lead: analyst:")
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    lead_root = spans["invoke_agent lead"]
+    tool = spans["execute_tool ask_analyst"]
+    analyst_root = spans["invoke_agent analyst"]
+    sql = spans["execute_tool run_sql"]
+    assert tool.parent.span_id == lead_root.context.span_id
+    assert analyst_root.parent.span_id == tool.context.span_id
+    assert sql.parent.span_id == analyst_root.context.span_id
+    assert len({s.context.trace_id for s in exporter.get_finished_spans()}) == 1
+
+
+# -- a process killed with SIGKILL ---------------------------------------------------------------
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    from anvia_notebook import store as store_module
+
+    location = tmp_path / "store" / "runs.sqlite"
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(location))
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    store_module._reset_for_tests()
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
+    yield environ
+    store_module._reset_for_tests()
+
+
+def start_child(environ: dict[str, str], prompt: str, **extra: str) -> subprocess.Popen[str]:
+    code = f"import subagent_agents; subagent_agents.run({prompt!r})"
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        env={**environ, **extra},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_until(condition: Any, child: subprocess.Popen[str], what: str) -> Any:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if child.poll() is not None:
+            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")  # type: ignore[union-attr]
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill(child: subprocess.Popen[str]) -> None:
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def top_run(store: RunStore) -> Any:
+    tops = [run for run in store.runs() if run.parent_run_id is None]
+    return tops[0] if tops else None
+
+
+def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resumed(
+    env: dict[str, str],
+) -> None:
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_child(env, "which region?")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        assert pending.path == ["lead", "analyst"] and pending.tool_name == "run_sql"
+        kill(child)
+        listed = store.runs()
+        assert [(r.agent_id, r.status) for r in listed] == [
+            ("lead", "interrupted"),
+            ("analyst", "interrupted"),
+        ]
+        assert listed[0].pending == 1
+        # the command line decides it given the top-level run's id
+        assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
+        assert cli(["--store", location, "reject", top.run_id, pending.id]) == 1  # refused
+        assert subagent_agents.effects() == []
+        response = subagent_agents.lead().resume(top.run_id).send_sync()
+        assert response.output == "lead: analyst: west +12% (select 1)"
+        assert subagent_agents.effects() == ["started select 1", "done select 1"]
+        sub = store.runs()[1]
+        assert sub.parent_run_id == top.run_id and sub.status == "success"
+        assert store.get(top.run_id).status == "success"
+    finally:
+        store.close()
+
+
+def test_killed_while_a_nested_question_waits_then_answered_and_resumed(
+    env: dict[str, str],
+) -> None:
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_child(env, "ask which table")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        [question] = wait_until(lambda: store.pending(top.run_id), child, "the nested question")
+        assert question.kind == "question" and question.path == ["lead", "analyst"]
+        kill(child)
+        sub_id = question.run_id
+        assert sub_id != top.run_id
+        # answered given the sub-run's id this time
+        store.answer(sub_id, question.id, [{"questionId": "table", "answer": "sales"}])
+        request = subagent_agents.lead().resume(top.run_id).approvals(lambda request: True)
+        response = request.send_sync()
+        assert response.output == "lead: analyst: west +12% (from sales)"
+        assert subagent_agents.effects() == ["started from sales", "done from sales"]
+        # the question was asked once: the resumed sub-run took the stored answers
+        assert len(store.interactions(sub_id)) == 2  # the question and run_sql's approval
+    finally:
+        store.close()
+
+
+def test_killed_while_the_sub_agent_s_tool_runs_it_is_not_run_again(
+    env: dict[str, str],
+) -> None:
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_child(env, "which region?", ANVIA_TEST_BLOCK_TOOL="1")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        store.approve(top.run_id, pending.id)
+        wait_until(lambda: subagent_agents.effects(), child, "run_sql to start")
+        kill(child)
+        response = subagent_agents.lead().resume(top.run_id).send_sync()
+        assert subagent_agents.effects() == ["started select 1"]  # never twice
+        assert response.output.startswith("lead: analyst: ToolCallInterrupted:")
+        tree = store.run_tree(top.run_id)
+        assert len(tree) == 2  # the sub-run was taken up, not started again
+    finally:
+        store.close()
