@@ -24,6 +24,7 @@ from .errors import (
     MaxTurnsError,
     PromptCancelledError,
     RequestAlreadyUsedError,
+    RunEndedError,
     RunNotFoundError,
     RunOwnedError,
     RunStoreError,
@@ -131,6 +132,7 @@ __all__ = [
     "RunStoreError",
     "RunNotFoundError",
     "RunOwnedError",
+    "RunEndedError",
     "ToolArgumentsError",
     "ToolNotFoundError",
     # lazily imported

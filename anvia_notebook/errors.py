@@ -14,6 +14,7 @@ AnviaError
 ├── RunStoreError              the run store cannot be used
 │   └── RunNotFoundError       no such run (also a KeyError)
 ├── RunOwnedError              another live process owns the run
+├── RunEndedError              the run has ended: a message can no longer be steered into it
 └── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
 
 Every exception is defined here; the modules that raise them import them from here (and some
@@ -49,6 +50,7 @@ __all__ = [
     "ToolApprovalRequiredError",
     "DecisionRefusedError",
     "RunNotFoundError",
+    "RunEndedError",
     "RunOwnedError",
     "RunStoreError",
     "ToolArgumentsError",
@@ -126,6 +128,11 @@ class RunNotFoundError(RunStoreError, KeyError):
 
 class RunOwnedError(AnviaError):
     """The run is owned by another live process (it is still running there)."""
+
+
+class RunEndedError(AnviaError):
+    """The run has completed, failed or been cancelled: a steering message (``RunStore.steer``,
+    ``python -m anvia_notebook steer``) can no longer reach it."""
 
 
 class ToolNotFoundError(AnviaError, LookupError):

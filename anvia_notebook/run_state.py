@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._steering import SteeringItem
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message, Usage
 from .trace import Trace
@@ -68,6 +69,11 @@ class RunState(BaseModel):
     prompt_index: int = 0
     #: The tool calls of the turn in progress, by tool call id.
     calls: dict[str, ToolCallProgress] = Field(default_factory=dict)
+    #: Steering messages queued and not delivered yet, in order (``request.steer(...)``).
+    steering: list[SteeringItem] = Field(default_factory=list)
+    #: The id of every steering message the run has taken: one sent through the run store is
+    #: taken once, even when the run is resumed.
+    steered_ids: list[str] = Field(default_factory=list)
 
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]
