@@ -31,6 +31,7 @@ from ..events import (
     QuestionRecord,
     ReasoningDeltaEvent,
     RunEvent,
+    SteeringMessageEvent,
     TextDeltaEvent,
     ToolApprovalRequestEvent,
     ToolApprovalResultEvent,
@@ -348,6 +349,9 @@ class Transcript:
                 self._on_cancelled(event)
             case ErrorEvent():
                 self._on_error(event)
+            case SteeringMessageEvent():
+                self._cool()
+                self._add("user", text=event.message.content, steered=True)
             case GenerationStartEvent():
                 pass  # nothing to show: the turn's text and calls follow
             case _:

@@ -62,6 +62,7 @@ export type {
   SnapshotMsg,
   Status,
   StatusOp,
+  SteerMsg,
   StopMsg,
   StudioAgent,
   StudioMsg,
@@ -209,6 +210,7 @@ const questionCheck = shape<W.QuestionView>({
 /** Checks per entry field, shared by whole entries and by `patch` changes. */
 const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
   text: str,
+  steered: bool,
   turn: count,
   tool_name: str,
   tool_call_id: str,
@@ -224,7 +226,7 @@ const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
 /** The fields of each entry kind, but `kind` (the union's tag). */
 const f = FIELD_CHECKS;
 const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>, "kind">> } = {
-  user: { id: nonEmptyStr, text: f.text },
+  user: { id: nonEmptyStr, text: f.text, steered: optional(f.steered) },
   assistant: { id: nonEmptyStr, turn: f.turn, text: f.text },
   reasoning: { id: nonEmptyStr, turn: f.turn, text: f.text },
   tool: {
@@ -394,6 +396,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
   }),
   question_answers: shape<Msg<W.QuestionAnswersMsg>>({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
   stop: shape<Msg<W.StopMsg>>({ ...rid, reason: nullable(str) }),
+  steer: shape<Msg<W.SteerMsg>>({ ...rid, text: str }),
   studio_send: shape<Msg<W.StudioSendMsg>>({ ...rid, agent_id: nonEmptyStr, text: str }),
   studio_select: shape<Msg<W.StudioSelectMsg>>({ ...rid, agent_id: nonEmptyStr }),
   studio_new_session: shape<Msg<W.StudioNewSessionMsg>>(rid),
