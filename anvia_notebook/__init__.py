@@ -24,6 +24,7 @@ from .errors import (
     MaxTurnsError,
     PromptCancelledError,
     RequestAlreadyUsedError,
+    RunEndedError,
     RunNotFoundError,
     RunOwnedError,
     RunStoreError,
@@ -134,6 +135,7 @@ __all__ = [
     "RunNotFoundError",
     "RunOwnedError",
     "SubAgentError",
+    "RunEndedError",
     "ToolArgumentsError",
     "ToolNotFoundError",
     # lazily imported

@@ -6,11 +6,13 @@
     python -m anvia_notebook reject RUN_ID APPROVAL_ID [--reason TEXT]
     python -m anvia_notebook answer RUN_ID QUESTION_ID \
         --json '[{"questionId": ..., "answer": ..., "choice": ...}]'  # or "custom": true
+    python -m anvia_notebook steer RUN_ID TEXT   # a message to a running or waiting run
 
 ``--store PATH`` (or ``ANVIA_NOTEBOOK_STORE``), before or after the command, picks the store; the
 default is ``.anvia/runs.sqlite`` in the current folder. A notebook keeps its runs in
 ``.anvia/runs.sqlite`` next to the notebook, so ``--store notebooks/.anvia/runs.sqlite`` lists the
-runs of the notebooks in ``notebooks/``. A refused decision exits with status 1.
+runs of the notebooks in ``notebooks/``. A refused decision, or a message to a run that has
+ended, exits with status 1.
 
 ``python`` above is the Python that has this package (after the quickstart, ``.venv/bin/python``,
 or ``python`` once ``.venv`` is activated); the commands the command line suggests name this
@@ -74,6 +76,13 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("run_id")
     answer.add_argument("question_id")
     answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
+    steer = commands.add_parser(
+        "steer",
+        parents=[after],
+        help="send a message to a running or waiting run (it reads it after its current step)",
+    )
+    steer.add_argument("run_id")
+    steer.add_argument("text", help="the message, as the person's own words")
     return parser
 
 
@@ -217,6 +226,20 @@ def _not_text(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _steer(store: RunStore, args: argparse.Namespace) -> None:
+    store.steer(args.run_id, args.text)
+    if store.status(args.run_id) == "interrupted":
+        print(
+            f"Queued for run {args.run_id}. Its process is gone: the message is delivered when "
+            f"the run is resumed (agent.resume({args.run_id!r}))."
+        )
+    else:
+        print(
+            f"Sent to run {args.run_id}: the agent reads it after its current step (or before "
+            "it would finish, and then goes on)."
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     wrong = _not_text(args)
@@ -266,6 +289,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _refuse_placeholders(answers)
             store.answer(args.run_id, args.question_id, answers, via="cli")
             print(f"Answered {args.question_id}.")
+        elif args.command == "steer":
+            _steer(store, args)
+    except ValueError as error:  # (a blank message)
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     except RunNotFoundError as error:
         print(f"error: {error}\n{_WHERE_NOTEBOOKS_STORE}", file=sys.stderr)
         return 1

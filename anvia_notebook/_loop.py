@@ -114,7 +114,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
     max_turns = request.max_turn_count
     run.tracer.run_started(agent_id=agent.id, resumed=run.resumed, session_id=state.session_id)
+    steering = run.steering
     try:
+        steering.start()
         await _lifecycle(
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
         )
@@ -125,6 +127,8 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 interrupted_calls, turn, lambda parts: state.messages.append(Message.tool(parts))
             )
             _end_tool_round(run, results)
+        if run.resumed:  # steering the stored run queued and did not deliver yet
+            steering.deliver(turn + 1)
         executor.resuming = False
         # As in Anvia, the loop runs while the turn counter is at most max_turns + 1.
         while turn <= max_turns + 1:
@@ -167,6 +171,8 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             await _lifecycle(run, "on_turn_end", TurnEndHookEvent(turn, response, RUN_CONTROL))
 
             if not response.tool_calls:
+                if steering.before_end(turn + 1):
+                    continue  # a steering message arrived: the run goes on (as in Anvia)
                 state.output = response.text
                 await _lifecycle(
                     run,
@@ -174,6 +180,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                     RunEndEvent(response.text, state.usage, list(state.messages), RUN_CONTROL),
                 )
                 _close_interactions(run, "The run ended before this was decided.")
+                steering.end()
                 state.status = "success"
                 run.tracer.run_ended("success")
                 run.persist()
@@ -204,8 +211,10 @@ async def run_loop(run: AgentRun) -> PromptResponse:
 
             results = await executor.run_calls(response.tool_calls, turn, keep_partial)
             _end_tool_round(run, results)
+            steering.deliver(turn + 1)
         raise MaxTurnsError(max_turns, list(state.messages), state.messages[-1], state.usage)
     except (asyncio.CancelledError, PromptCancelledError) as error:
+        steering.end()
         reason = (
             error.reason
             if isinstance(error, PromptCancelledError)
@@ -221,6 +230,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         run.emit(CancelledEvent(run_id=state.run_id, reason=reason))
         raise cancelled from None
     except Exception as error:
+        steering.end()
         await _run_error_hooks(run, error)
         state.error = str(error) or type(error).__name__
         _close_interactions(run, f"The run failed: {state.error}")

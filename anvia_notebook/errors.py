@@ -15,6 +15,7 @@ AnviaError
 │   └── RunNotFoundError       no such run (also a KeyError)
 ├── RunOwnedError              another live process owns the run
 ├── SubAgentError              a sub-agent call could not run (too deep, its run had ended)
+├── RunEndedError              the run has ended: a message can no longer be steered into it
 └── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
 
 Every exception is defined here; the modules that raise them import them from here (and some
@@ -50,6 +51,7 @@ __all__ = [
     "ToolApprovalRequiredError",
     "DecisionRefusedError",
     "RunNotFoundError",
+    "RunEndedError",
     "RunOwnedError",
     "RunStoreError",
     "SubAgentError",
@@ -134,6 +136,11 @@ class SubAgentError(AnviaError):
     """A sub-agent call (``agent.as_tool``) could not run: it would nest deeper than its
     ``max_depth``, or its stored sub-run had ended without an answer. Inside a run it becomes
     that tool call's error result, which the model reads."""
+
+
+class RunEndedError(AnviaError):
+    """The run has completed, failed or been cancelled: a steering message (``RunStore.steer``,
+    ``python -m anvia_notebook steer``) can no longer reach it."""
 
 
 class ToolNotFoundError(AnviaError, LookupError):

@@ -26,6 +26,7 @@ __all__ = [
     "QuestionStatus",
     "ReasoningDeltaEvent",
     "RunEvent",
+    "SteeringMessageEvent",
     "TextDeltaEvent",
     "ToolApprovalRequestEvent",
     "ToolApprovalResultEvent",
@@ -144,6 +145,17 @@ class TurnEndEvent(BaseModel):
     usage: Usage
 
 
+class SteeringMessageEvent(BaseModel):
+    """A message steered into the run (``request.steer(...)``, ``RunStore.steer``, the widget's
+    message box) has joined the conversation; ``turn`` is the model call that first sees it."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    type: Literal["steering_message"] = "steering_message"
+    turn: int
+    message: Message
+
+
 class FinalEvent(BaseModel):
     model_config = ConfigDict(defer_build=True)
     type: Literal["final"] = "final"
@@ -203,6 +215,7 @@ RunEvent = Annotated[
     | ToolQuestionResultEvent
     | ToolResultEvent
     | TurnEndEvent
+    | SteeringMessageEvent
     | FinalEvent
     | CancelledEvent
     | ErrorEvent

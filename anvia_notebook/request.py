@@ -9,6 +9,7 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._steering import new_items, steering_messages
 from ._util import new_id
 from .approvals import ApprovalHandler
 from .errors import RequestAlreadyUsedError, RunStoreError
@@ -61,6 +62,8 @@ class PromptRequest:
         self._resumed_state: RunState | None = None
         #: A sub-agent's run: its ``RunState`` lineage fields (parent ids and path).
         self._lineage: dict[str, Any] = {}
+        #: Steering messages sent before the run was made (see :meth:`steer`).
+        self._steering: list[Message] = []
 
     @classmethod
     def resume(
@@ -178,6 +181,22 @@ class PromptRequest:
     def active_human_input(self) -> HumanInput | None:
         return self._human_input or self.agent.human_input
 
+    # -- steering ------------------------------------------------------------------------------
+
+    def steer(self, message: str | Message | Sequence[Message]) -> bool:
+        """Send ``message`` into the run while it goes (any thread), as Anvia's ``steer``.
+
+        Messages are queued in order (also before the run starts) and delivered as given (a
+        string as a user message) after the current turn's tool results, or, when the model
+        answered without tool calls, before the run would end, which then goes on with another
+        turn. Returns True when queued, False once the run has completed, failed or been
+        cancelled. A blank string is refused (``ValueError``).
+        """
+        if self._run is not None:
+            return self._run.steer(message)
+        self._steering.extend(steering_messages(message))
+        return True
+
     # -- running -------------------------------------------------------------------------------
 
     def create_run(self) -> AgentRun:
@@ -198,6 +217,7 @@ class PromptRequest:
 
                     store_failed(store, error)
             self._run = AgentRun(self, state, store=store, events=events, resumed=True, trace=trace)
+            self._hand_over_steering()
             return self._run
         state = RunState(
             run_id=new_id("run"),
@@ -217,7 +237,14 @@ class PromptRequest:
                 store_failed(store, error)
                 store = None
         self._run = AgentRun(self, state, store=store)
+        self._hand_over_steering()
         return self._run
+
+    def _hand_over_steering(self) -> None:
+        """Messages steered before the run was made are the run's first queued ones."""
+        if self._run is not None and self._steering:
+            self._run.steering.queue(new_items(self._steering))
+            self._steering = []
 
     def _run_store(self) -> RunStore | None:
         if self._store is False:

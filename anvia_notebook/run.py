@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pydantic_core import SchemaSerializer, to_json
 
 from ._loop import run_loop
+from ._steering import Steering
 from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
@@ -131,6 +132,8 @@ class AgentRun:
         self.children: list[AgentRun] = []
         #: The turn a resumed run took up (its interrupted sub-agent calls resume their runs).
         self.resumed_turn: int | None = state.turn if resumed else None
+        #: Messages steered into the run while it goes (see :meth:`steer`).
+        self.steering = Steering(self)
         self._events: list[Any] = list(events or [])
         #: Parts of the last (mergeable) event not yet joined into it.
         self._parts: list[str] = []
@@ -627,6 +630,17 @@ class AgentRun:
         else:
             loop.call_soon_threadsafe(self._task.cancel)
         return True
+
+    def steer(self, message: Any) -> bool:
+        """Send ``message`` (a str, a Message or a list of Messages) into the run (any thread).
+
+        As Anvia's ``PromptRequest.steer``: queued in order (also before the run starts) and
+        delivered after the current turn's tool results, or, when the model answered without
+        tool calls, before the run would end, which then goes on with another turn. True when
+        queued; False once the run has completed, failed or been cancelled. A blank string is
+        refused (``ValueError``).
+        """
+        return self.steering.steer(message)
 
     async def wait(self) -> PromptResponse:
         """Wait for the end; returns the response or raises the run's error."""

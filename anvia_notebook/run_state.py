@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._steering import SteeringItem
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message, Usage
 from .trace import Trace
@@ -74,6 +75,11 @@ class RunState(BaseModel):
     parent_call_id: str | None = None
     parent_tool_call_id: str | None = None
     path: list[str] = Field(default_factory=list)
+    #: Steering messages queued and not delivered yet, in order (``request.steer(...)``).
+    steering: list[SteeringItem] = Field(default_factory=list)
+    #: The id of every steering message the run has taken: one sent through the run store is
+    #: taken once, even when the run is resumed.
+    steered_ids: list[str] = Field(default_factory=list)
 
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]

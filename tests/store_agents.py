@@ -104,9 +104,25 @@ async def _slow_stream(request):
     await asyncio.sleep(3600)
 
 
+def _steerable_script(request):
+    """Call transfer once; after that, answer with the result and every message steered in
+    (the user messages after the first)."""
+    if not any(m.role == "tool" for m in request.messages):
+        return _script(request)
+    steered = [m.content for m in request.messages if m.role == "user"][1:]
+    return ModelResponse(text=f"Done; steered: {steered}")
+
+
 def agent(kind: str, *, idempotent: bool = False):
     if kind == "stream":
         return AgentBuilder("streamer", FunctionModel(_slow_stream)).build()
+    if kind == "steerable":
+        return (
+            AgentBuilder("banker", FunctionModel(_steerable_script))
+            .tools([transfer_tool()])
+            .human_input(StoreHumanInput())
+            .build()
+        )
     tools = [transfer_tool(idempotent=idempotent, approval=kind != "plain"), ask_question]
     return (
         AgentBuilder("banker", FunctionModel(_script))

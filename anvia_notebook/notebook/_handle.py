@@ -26,8 +26,8 @@ AWAIT_CANCELLED_REASON = "The cell awaiting this run was interrupted (Kernel > I
 
 
 class RunHandle:
-    """A shown run: ``cancel()``, ``done``, ``status``, ``result()``, ``await handle``, ``events``,
-    ``transcript``.
+    """A shown run: ``cancel()``, ``steer()``, ``done``, ``status``, ``result()``, ``await handle``,
+    ``events``, ``transcript``.
 
     Displaying the handle (in another cell) shows a second live view of the same run; when the
     run ends, every view's cell output also gets a static HTML copy of the final transcript.
@@ -50,6 +50,12 @@ class RunHandle:
     def cancel(self, reason: str | None = None) -> bool:
         """Stop the run (from any thread). Returns False when it had already ended."""
         return self._run.cancel(reason)
+
+    def steer(self, message: Any) -> bool:
+        """Send ``message`` (a str, a Message or a list of Messages) into the run, as
+        ``request.steer``: delivered after the current turn's tool results, or before the run
+        would end (it then goes on). False once the run has ended."""
+        return self._run.steer(message)
 
     @property
     def done(self) -> bool:

@@ -65,6 +65,7 @@ __all__ = [
     "SnapshotMsg",
     "Status",
     "StatusOp",
+    "SteerMsg",
     "StopMsg",
     "StudioAgent",
     "StudioMsg",
@@ -224,6 +225,9 @@ class UserEntry(_Model):
     text: str
     #: A sub-agent's entry: the id of the tool entry it is drawn in (absent: top level).
     parent: NonEmpty | None = None
+    #: True for a message steered into the run while it went (``steer``), shown where the
+    #: run delivered it; absent or False for a prompt.
+    steered: bool = False
 
 
 class AssistantEntry(_Model):
@@ -591,6 +595,16 @@ class StopMsg(_Model):
     reason: str | None
 
 
+class SteerMsg(_Model):
+    """Send ``text`` into the run in progress (``request.steer``): delivered after the current
+    turn's tool results, or before the run would end. Refused when no run goes on, or for a
+    blank text."""
+
+    type: Literal["steer"]
+    request_id: NonEmpty
+    text: str
+
+
 class StudioSendMsg(_Model):
     type: Literal["studio_send"]
     request_id: NonEmpty
@@ -640,6 +654,7 @@ InboundMessage = Annotated[
     | ApprovalDecisionMsg
     | QuestionAnswersMsg
     | StopMsg
+    | SteerMsg
     | StudioSendMsg
     | StudioSelectMsg
     | StudioNewSessionMsg
@@ -657,6 +672,7 @@ _INBOUND_TYPES = frozenset(
         "approval_decision",
         "question_answers",
         "stop",
+        "steer",
         "studio_send",
         "studio_select",
         "studio_new_session",

@@ -47,6 +47,7 @@ from ._protocol import (
     InspectMsg,
     ProtocolError,
     QuestionAnswersMsg,
+    SteerMsg,
     StopMsg,
     inspect_reply_message,
     parse_inbound,
@@ -161,6 +162,7 @@ class TranscriptSession:
             "approval_decision": self._on_approval_decision,
             "question_answers": self._on_question_answers,
             "stop": self._on_stop,
+            "steer": self._on_steer,
         }
 
     # -- threads -------------------------------------------------------------------------------
@@ -330,6 +332,15 @@ class TranscriptSession:
         if run is None or run.done:
             return "No run in progress."
         run.cancel((message.reason or "").strip() or None)
+        return None
+
+    def _on_steer(self, message: SteerMsg) -> str | None:
+        """The message box while a run goes: the text is steered into the run."""
+        run = self.run
+        if not message.text.strip():
+            return "The message is empty."
+        if run is None or run.done or not run.steer(message.text):
+            return "No run in progress: the message was not sent."
         return None
 
     # -- runs ----------------------------------------------------------------------------------

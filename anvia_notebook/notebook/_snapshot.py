@@ -296,12 +296,17 @@ def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     return "".join(parts)
 
 
+#: The label of a message sent into a run while it went (``steer``); the page shows the same.
+USER_LABEL_STEERED = "You (during the run)"
+
+
 def _entry_html(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     """One entry as HTML; ``reply`` is the replies' label, escaped."""
     kind = entry.get("kind")
     text = entry.get("text") or ""
     if kind == "user":
-        return f'<div style="{_BOX}"><strong>You</strong>{_pre(text, budget)}</div>'
+        who = USER_LABEL_STEERED if entry.get("steered") else "You"
+        return f'<div style="{_BOX}"><strong>{who}</strong>{_pre(text, budget)}</div>'
     if kind == "assistant":
         return f'<div style="{_BOX}"><strong>{reply}</strong>{_markdown(text, budget)}</div>'
     if kind == "reasoning":
@@ -390,7 +395,7 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     kind = entry.get("kind")
     text = _cut(entry.get("text") or "", MAX_FIELD, budget)
     if kind == "user":
-        return f"You: {text}"
+        return f"{USER_LABEL_STEERED if entry.get('steered') else 'You'}: {text}"
     if kind == "assistant":
         return f"{reply}: {text}"
     if kind == "reasoning":

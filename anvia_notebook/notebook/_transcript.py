@@ -32,6 +32,7 @@ from ..events import (
     QuestionRecord,
     ReasoningDeltaEvent,
     RunEvent,
+    SteeringMessageEvent,
     TextDeltaEvent,
     ToolApprovalRequestEvent,
     ToolApprovalResultEvent,
@@ -362,6 +363,9 @@ class Transcript:
                 self._on_cancelled(event)
             case ErrorEvent():
                 self._on_error(event)
+            case SteeringMessageEvent():
+                self._cool()
+                self._add("user", text=event.message.content, steered=True)
             case GenerationStartEvent():
                 pass  # nothing to show: the turn's text and calls follow
             case AgentToolEvent():

@@ -16,13 +16,20 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
+from ..errors import (
+    DecisionRefusedError,
+    RunEndedError,
+    RunNotFoundError,
+    RunOwnedError,
+    RunStoreError,
+)
 from ._store import RunList, RunStore, RunSummary, StudioSession, check_limit
 
 __all__ = [
     "DEFAULT_STORE_PATH",
     "STORE_ENV",
     "DecisionRefusedError",
+    "RunEndedError",
     "RunList",
     "RunNotFoundError",
     "RunOwnedError",

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from ..errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
+from ..errors import (
+    DecisionRefusedError,
+    RunEndedError,
+    RunNotFoundError,
+    RunOwnedError,
+    RunStoreError,
+)
 
 __all__ = [
     "DecisionRefusedError",
+    "RunEndedError",
     "RunNotFoundError",
     "RunOwnedError",
     "RunStoreError",

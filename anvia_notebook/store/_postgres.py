@@ -28,6 +28,10 @@ _ESCAPE = "\ue000"  # a private-use character: text seldom holds it
 _ESCAPED = re.compile(_ESCAPE + "[01]")
 
 
+#: Writes that a watcher in another process must hear of at once (a decision, a steered message).
+_ANNOUNCED = ("UPDATE INTERACTIONS", "INSERT INTO STEERING")
+
+
 def _put(value: Any) -> Any:
     """A parameter as PostgreSQL can store it (text with NUL escaped)."""
     if isinstance(value, str) and ("\x00" in value or _ESCAPE in value):
@@ -96,7 +100,7 @@ class PostgresBackend:
             cursor = self._connection().execute(sql, tuple(map(_put, params)))
             self._local.rowcount = cursor.rowcount
             rows = cursor.fetchall() if cursor.description is not None else []
-            if sql.lstrip().upper().startswith("UPDATE INTERACTIONS") and cursor.rowcount:
+            if sql.lstrip().upper().startswith(_ANNOUNCED) and cursor.rowcount:
                 self._connection().execute(f"NOTIFY {CHANNEL}")
         except self._psycopg.Error as error:
             raise self.error(error) from error

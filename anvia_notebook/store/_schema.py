@@ -124,6 +124,20 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             # under its parent, and the top-level run's pending interactions include its.
             "ALTER TABLE runs ADD COLUMN parent_run_id TEXT",
             "CREATE INDEX runs_by_parent ON runs (parent_run_id)",
+            # Messages steered into a run from any process (``RunStore.steer``, the command
+            # line), in order (``seq``): ``queued`` until the run has taken it into its state,
+            # then ``taken``.
+            """CREATE TABLE steering (
+                id TEXT PRIMARY KEY,
+                run_id TEXT NOT NULL,
+                seq INTEGER NOT NULL,
+                message TEXT NOT NULL,
+                status TEXT NOT NULL,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX steering_by_run ON steering (run_id, status)",
+            # Set when the run has decided to end: a message steered after that is refused.
+            "ALTER TABLE runs ADD COLUMN steering_closed INTEGER",
         ],
     ),
 ]

@@ -48,6 +48,7 @@ from ..trace import Trace
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
 from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
+from ._steering import SteeringCallback, SteeringRows
 
 __all__ = ["RunList", "RunStore", "RunSummary", "StudioSession"]
 
@@ -184,7 +185,7 @@ def _open_backend(location: str | os.PathLike[str]) -> Any:
     return SQLiteBackend(text)
 
 
-class RunStore:
+class RunStore(SteeringRows):
     """Runs that outlive the kernel: a SQLite file (default) or ``postgresql://...``."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -192,6 +193,8 @@ class RunStore:
         self.location: str = self._backend.location
         self._watch_lock = threading.Lock()
         self._watched: dict[str, Callable[[Record], None]] = {}
+        #: Runs this process runs, watched for messages steered into them (by run id).
+        self._steering_watched: dict[str, SteeringCallback] = {}
         self._owned: set[str] = set()
         #: Runs this process owns and writes: what of their messages is where.
         self._recent: dict[str, _Recent] = {}
@@ -714,7 +717,7 @@ class RunStore:
                 )
             self._q(
                 "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_started = ?, "
-                "heartbeat_at = ?, updated_at = ? WHERE run_id = ?",
+                "heartbeat_at = ?, updated_at = ?, steering_closed = NULL WHERE run_id = ?",
                 (me.host, me.pid, me.started, time.time(), _now(), run_id),
             )
             # The recent messages of the last owner become rows: this process starts from a
@@ -994,6 +997,7 @@ class RunStore:
         while not self._stop.wait(POLL_INTERVAL):
             with self._watch_lock:
                 watched = dict(self._watched)
+                steered = dict(self._steering_watched)
                 owned = set(self._owned)
             if self._backend.commits != self._checkpointed:
                 # The log written since is copied into the database file here, off the run's
@@ -1003,11 +1007,11 @@ class RunStore:
                     self._backend.checkpoint()
                 except Exception as error:  # a locked or vanished store: try again next time
                     logger.debug("Run store checkpoint: %s", error)
-            if not watched and not owned:
+            if not watched and not owned and not steered:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since > 2.0:
                     with self._watch_lock:
-                        if not self._watched and not self._owned:
+                        if not self._watched and not self._owned and not self._steering_watched:
                             self._watcher = None
                             return
                 continue
@@ -1017,11 +1021,14 @@ class RunStore:
                 if owned and now - last_beat >= HEARTBEAT_INTERVAL:
                     last_beat = now
                     self._beat(owned)
-                if watched:
+                if watched or steered:
                     version = self._backend.data_version()
                     if version != last_version:
                         last_version = version
-                        self._deliver(watched)
+                        if watched:
+                            self._deliver(watched)
+                        if steered:
+                            self._deliver_steering(steered)
             except Exception as error:  # a locked or vanished store: try again next time
                 logger.debug("Run store watcher: %s", error)
 

@@ -62,6 +62,7 @@ export type {
   SnapshotMsg,
   Status,
   StatusOp,
+  SteerMsg,
   StopMsg,
   StudioAgent,
   StudioMsg,
@@ -217,6 +218,7 @@ const subAgentCheck = shape<W.SubAgentView>({
 /** Checks per entry field, shared by whole entries and by `patch` changes. */
 const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
   text: str,
+  steered: bool,
   turn: count,
   tool_name: str,
   tool_call_id: str,
@@ -236,7 +238,7 @@ const parent = optional(nonEmptyStr);
 /** The fields of each entry kind, but `kind` (the union's tag). */
 const f = FIELD_CHECKS;
 const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>, "kind">> } = {
-  user: { id: nonEmptyStr, text: f.text, parent },
+  user: { id: nonEmptyStr, text: f.text, steered: optional(f.steered), parent },
   assistant: { id: nonEmptyStr, turn: f.turn, text: f.text, parent },
   reasoning: { id: nonEmptyStr, turn: f.turn, text: f.text, parent },
   tool: {
@@ -408,6 +410,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
   }),
   question_answers: shape<Msg<W.QuestionAnswersMsg>>({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
   stop: shape<Msg<W.StopMsg>>({ ...rid, reason: nullable(str) }),
+  steer: shape<Msg<W.SteerMsg>>({ ...rid, text: str }),
   studio_send: shape<Msg<W.StudioSendMsg>>({ ...rid, agent_id: nonEmptyStr, text: str }),
   studio_select: shape<Msg<W.StudioSelectMsg>>({ ...rid, agent_id: nonEmptyStr }),
   studio_new_session: shape<Msg<W.StudioNewSessionMsg>>(rid),

@@ -200,11 +200,14 @@ describe("studio", () => {
     type(s.box(), "hi");
     expect(send().disabled).toBe(false);
     batch(s.model, { op: "status", status: status("running") });
-    expect(send().disabled).toBe(true);
+    // While a run goes the box steers it (steer.test.ts): Enter sends no new prompt.
     s.enter();
     expect(s.model.ofType("studio_send")).toHaveLength(0);
-    expect(s.box().value).toBe("hi");
+    expect(s.model.last("steer")).toMatchObject({ type: "steer", text: "hi" });
     batch(s.model, { op: "status", status: status("success") });
+    s.model.reply("steer", false, "No run in progress: the message was not sent.");
+    await tick();
+    expect(s.box().value).toBe("hi");
     s.model.kernel({ ...studioMsg, busy: true });
     expect(send().disabled).toBe(true);
   });

@@ -27,6 +27,7 @@ PAGE_TYPES = {
     "approval_decision",
     "question_answers",
     "stop",
+    "steer",
     "studio_send",
     "studio_select",
     "studio_new_session",

@@ -31,6 +31,7 @@ export type InboundMessage =
   | ApprovalDecisionMsg
   | QuestionAnswersMsg
   | StopMsg
+  | SteerMsg
   | StudioSendMsg
   | StudioSelectMsg
   | StudioNewSessionMsg
@@ -69,6 +70,7 @@ export interface UserEntry {
   id: string;
   text: string;
   parent?: string | null;
+  steered?: boolean;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -421,6 +423,19 @@ export interface StopMsg {
   type: "stop";
   request_id: string;
   reason: string | null;
+}
+/**
+ * Send ``text`` into the run in progress (``request.steer``): delivered after the current
+ * turn's tool results, or before the run would end. Refused when no run goes on, or for a
+ * blank text.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SteerMsg".
+ */
+export interface SteerMsg {
+  type: "steer";
+  request_id: string;
+  text: string;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -45,6 +45,17 @@ function markdownView(entry: Entry & { text: string }, label: string): EntryView
   };
 }
 
+/** A message sent into the run while it went (`steer`): a user bubble, marked as such, where the
+ * run delivered it. */
+function steeredView(entry: Entry & { text: string }): EntryView {
+  const view = markdownView(entry, USER_LABEL_STEERED);
+  view.el.classList.add("anvia-steered");
+  return view;
+}
+
+/** The label of a steered message (the static copy uses the same, in `_snapshot.py`). */
+export const USER_LABEL_STEERED = "You (during the run)";
+
 /** A view whose whole content is one text node: updates and appends touch only that node. */
 function textNodeView(el: HTMLElement, text: Text): EntryView {
   return {
@@ -87,7 +98,7 @@ function lineView(entry: Entry & { text: string }, label: string | null): EntryV
 export function entryView(session: Session, entry: Entry): EntryView {
   switch (entry.kind) {
     case "user":
-      return markdownView(entry, "You");
+      return entry.steered ? steeredView(entry) : markdownView(entry, "You");
     case "assistant":
       return markdownView(entry, session.replyLabel());
     case "reasoning":

@@ -7,6 +7,7 @@ import type { Session, SessionEvent } from "../session";
 import { evalsView } from "./evals";
 import { inspectView } from "./inspect";
 import { statusView } from "./status";
+import { steerBox } from "./steer";
 import { studioControls } from "./studio";
 import { transcriptView } from "./transcript";
 
@@ -53,7 +54,10 @@ export function mountView(session: Session, el: HTMLElement): () => void {
     disposers.push(controls.dispose);
     root.append(status.banner, title, controls.header, transcript.el, inspect.el, controls.prompts, controls.composer, status.el, status.live);
   } else {
-    root.append(status.banner, title, transcript.el, inspect.el, status.el, status.live);
+    // While the run goes, a message box under the transcript steers it (Enter sends).
+    const box = steerBox(session);
+    disposers.push(box.dispose);
+    root.append(status.banner, title, transcript.el, inspect.el, box.el, status.el, status.live);
   }
   el.appendChild(root);
   let unfreeze: (() => void) | null = null;

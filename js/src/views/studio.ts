@@ -5,6 +5,7 @@
 import { button, formatTime, h } from "../dom";
 import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
+import { runGoesOn, steer } from "./steer";
 
 export interface StudioControls {
   header: HTMLElement;
@@ -71,7 +72,29 @@ export function studioControls(session: Session): StudioControls {
     return reply.ok;
   }
 
+  /** While a run goes, the box's message is sent into it (`steer`) instead of starting a run. */
+  const steering = (): boolean => !sending && runGoesOn(session.store.status);
+
+  async function steerText(text: string): Promise<void> {
+    sending = true;
+    setError(null);
+    textarea.value = "";
+    keepDraft();
+    render();
+    const refused = await steer(session, text);
+    sending = false;
+    if (refused) {
+      setError(refused);
+      if (!textarea.value) {
+        textarea.value = text;
+        keepDraft();
+      }
+    }
+    render();
+  }
+
   async function sendText(text: string, fromBox: boolean): Promise<void> {
+    if (fromBox && text.trim() && steering()) return steerText(text);
     const agent = agentId();
     if (!text.trim() || busy()) return;
     if (!agent) {
@@ -221,7 +244,8 @@ export function studioControls(session: Session): StudioControls {
     renderAgents();
     renderSessions();
     renderPrompts();
-    send.disabled = busy() || !textarea.value.trim() || agentId() === null;
+    const steers = steering();
+    send.disabled = (busy() && !steers) || !textarea.value.trim() || agentId() === null;
   }
 
   function onEvent(ev: SessionEvent): void {

@@ -1,0 +1,207 @@
+"""Steering: messages a person sends into a run while it goes (Anvia's ``PromptRequest.steer``).
+
+Messages are queued in order and delivered as given (a string as a user message) after the
+current turn's tool results, or, when the model answered without tool calls, before the run would
+end, which then goes on with another turn. Once the run has completed, failed or been cancelled,
+``steer`` returns False.
+
+The queue lives in the run's state (``RunState.steering``), so a message steered while the run
+waits for a person is stored with it: a resumed run delivers it exactly once. Messages sent from
+another process (``RunStore.steer``, the command line) are rows of the store's ``steering`` table;
+the run takes each row once (by its id, recorded in ``RunState.steered_ids``) and then marks it
+taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ._util import new_id
+from .events import SteeringMessageEvent
+from .messages import Message
+
+if TYPE_CHECKING:
+    from .run import AgentRun
+
+__all__ = ["Steering", "SteeringItem", "steering_messages"]
+
+logger = logging.getLogger("anvia_notebook")
+
+
+class SteeringItem(BaseModel):
+    """One queued steering message and its id (a store row's id when it came from the store)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    id: str
+    message: Message
+
+
+def steering_messages(value: Any) -> list[Message]:
+    """What ``steer(value)`` delivers: a string as one user message, a Message, or a list of
+    Messages as given. A blank string and anything else are refused with a clear error."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise ValueError("A steering message needs some text; this one is empty.")
+        return [Message.user(value)]
+    if isinstance(value, Message):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        if not all(isinstance(item, Message) for item in value):
+            raise TypeError("steer() takes a str, a Message or a list of Messages.")
+        return list(value)
+    raise TypeError(
+        f"steer() takes a str, a Message or a list of Messages, not {type(value).__name__}."
+    )
+
+
+def new_items(messages: Sequence[Message]) -> list[SteeringItem]:
+    return [SteeringItem(id=new_id("steer"), message=message) for message in messages]
+
+
+class Steering:
+    """The steering side of one :class:`~anvia_notebook.run.AgentRun` (thread-safe where said)."""
+
+    def __init__(self, run: AgentRun) -> None:
+        self._run = run
+        #: True once the run has decided to end (or has ended): ``steer`` returns False.
+        self.closed = False
+        self._watched: Any = None  # the store watched for rows (kept if the run drops it)
+
+    # -- queueing (any thread) -------------------------------------------------------------------
+
+    def steer(self, value: Any) -> bool:
+        """Queue ``value``; True when it will be delivered, False when the run has ended."""
+        return self.queue(new_items(steering_messages(value)))
+
+    def queue(self, items: Sequence[SteeringItem]) -> bool:
+        run = self._run
+        with run._lock:
+            if self.closed or run.done:
+                return False
+            state = run.state
+            known = set(state.steered_ids)
+            added = [item for item in items if item.id not in known]
+            state.steering.extend(added)
+            state.steered_ids.extend(item.id for item in added)
+        if added:
+            # Stored before anything else happens to the run: a steer made while it waits
+            # for a person outlives the kernel.
+            self._on_loop(lambda: run.persist(durable=True))
+        return True
+
+    def _on_loop(self, action: Any) -> None:
+        loop = self._run.loop
+        if loop is None or self._run.done:
+            return  # not started: the run's first write stores the state
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            action()
+        else:
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                loop.call_soon_threadsafe(action)
+
+    # -- from the run store ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """On the run's loop, as it starts: take what was sent to it through the store before,
+        and watch for more."""
+        run = self._run
+        store = run.store
+        if store is None:
+            return
+        try:
+            store.watch_steering(run.run_id, self._from_watcher)
+            self._watched = store
+            self._take_stored(store.queued_steering(run.run_id))
+        except Exception as error:
+            run._store_failed(error)
+
+    def stop(self) -> None:
+        store, self._watched = self._watched, None
+        if store is not None:
+            with contextlib.suppress(Exception):
+                store.unwatch_steering(self._run.run_id)
+
+    def _from_watcher(self, items: list[SteeringItem]) -> None:
+        """Rows another process queued (called on the store's watcher thread)."""
+        self._on_loop(lambda: self._take_stored(items))
+
+    def _take_stored(self, items: Sequence[SteeringItem]) -> list[SteeringItem]:
+        """Queue the rows this run has not taken yet, store the state, then mark every row
+        taken (on the run's loop). Returns the rows newly queued."""
+        run = self._run
+        if not items:
+            return []
+        with run._lock:
+            known = set(run.state.steered_ids)
+        fresh = [item for item in items if item.id not in known]
+        if fresh:
+            with run._lock:
+                self.closed = False  # (the run goes on: see before_end)
+            self.queue(fresh)
+        store = run.store
+        if store is not None:
+            try:
+                store.steering_taken(run.run_id, [item.id for item in items])
+            except Exception as error:
+                run._store_failed(error)
+        return fresh
+
+    # -- delivering (the run's loop) -------------------------------------------------------------
+
+    def deliver(self, turn: int) -> bool:
+        """Put the queued messages into the conversation (``turn``: the model call that will
+        first see them); True when there were any."""
+        run = self._run
+        state = run.state
+        with run._lock:
+            items, state.steering = list(state.steering), []
+        for item in items:
+            state.messages.append(item.message)
+        if items:
+            run.persist(durable=True)
+            for item in items:
+                run.emit(SteeringMessageEvent(turn=turn, message=item.message))
+        return bool(items)
+
+    def before_end(self, turn: int) -> bool:
+        """The model answered without tool calls: deliver what is queued (True: the run goes
+        on with another turn), or close the run to steering (False: it ends)."""
+        run = self._run
+        with run._lock:
+            if not run.state.steering:
+                self.closed = True
+        if self.closed and run.store is not None:
+            self._close_in_store()
+        return self.deliver(turn)
+
+    def _close_in_store(self) -> None:
+        """Close the run to ``RunStore.steer``; what another process queued meanwhile is taken
+        (and reopens the run)."""
+        run = self._run
+        store = run.store
+        assert store is not None
+        for _ in range(3):  # rows already taken are marked, then closing is tried again
+            try:
+                rows = store.close_steering(run.run_id)
+            except Exception as error:
+                run._store_failed(error)
+                return
+            if not rows or self._take_stored(rows):
+                return
+
+    def end(self) -> None:
+        """The run has ended (on any path): no more steering."""
+        with self._run._lock:
+            self.closed = True
+        self.stop()

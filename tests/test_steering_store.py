@@ -1,0 +1,247 @@
+"""Steering from outside the process: ``RunStore.steer`` and ``python -m anvia_notebook steer``,
+on SQLite and PostgreSQL. A second ``RunStore`` (its own connections) stands for another process;
+one test kills a real child process while its run waits for an approval, then resumes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import pytest
+import store_agents
+from test_resume import TESTS, kill, start_child, wait_until
+
+from anvia_notebook import (
+    AgentBuilder,
+    AnviaError,
+    Message,
+    RunEndedError,
+    RunNotFoundError,
+    RunStore,
+    StoreHumanInput,
+    ToolApproval,
+    create_tool,
+)
+from anvia_notebook.__main__ import main as cli
+from anvia_notebook.models import FunctionModel, ModelError, QueueModel, TextDelta
+
+from helpers import AddInput, call, make_add_tool
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def env(store_location, tmp_path, monkeypatch):
+    """The environment of a child process that runs an agent against the test's store."""
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    environ = dict(os.environ)
+    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
+    return environ
+
+
+def blocking_agent(started: asyncio.Event, release: asyncio.Event, model: Any):
+    async def work(args: AddInput, ctx: Any) -> int:
+        started.set()
+        await release.wait()
+        return args.x + args.y
+
+    tool = create_tool(name="work", description="Work a while.", input=AddInput, execute=work)
+    return AgentBuilder("worker", model).tool(tool).build()
+
+
+async def taken(run: Any, count: int = 1, within: float = 5.0) -> float:
+    """Seconds until the run has taken ``count`` steered messages (polls its state)."""
+    start = time.monotonic()
+    while len(run.state.steered_ids) < count:
+        if time.monotonic() - start > within:
+            raise AssertionError(f"the run took {run.state.steered_ids} within {within} s")
+        await asyncio.sleep(0.01)
+    return time.monotonic() - start
+
+
+async def test_a_message_from_another_process_reaches_a_working_run_within_a_second(
+    store_location,
+):
+    started, release = asyncio.Event(), asyncio.Event()
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "ok"])
+    run = blocking_agent(started, release, model).prompt("work").start()
+    await started.wait()
+    other = RunStore(store_location)  # another process's view of the same store
+    try:
+        other.steer(run.run_id, "also split it by region")
+        assert await taken(run) < 1.0
+        assert [item.message for item in run.state.steering] == [
+            Message.user("also split it by region")
+        ]
+        release.set()
+        response = await run.wait()
+    finally:
+        other.close()
+    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool", "user"]
+    assert model.requests[1].messages[-1] == Message.user("also split it by region")
+    assert response.output == "ok"
+    stored = RunStore(store_location)
+    try:
+        messages = stored.get(run.run_id).messages
+        assert [m.content for m in messages].count("also split it by region") == 1
+        assert stored.queued_steering(run.run_id) == []
+        [event] = [e for e in stored.events(run.run_id) if e.type == "steering_message"]
+        assert event.turn == 2 and event.message.content == "also split it by region"
+    finally:
+        stored.close()
+
+
+async def test_the_command_line_steers_a_run_waiting_for_an_approval(store_location, capsys):
+    add = make_add_tool(approval=ToolApproval(reason="check"))
+    model = QueueModel([call("add", {"x": 2, "y": 2}), "four, by region"])
+    agent = AgentBuilder("adder", model).tool(add).human_input(StoreHumanInput()).build()
+    run = agent.prompt("add").start()
+    store = RunStore(store_location)
+    try:
+        for _ in range(500):
+            if store.pending(run.run_id):
+                break
+            await asyncio.sleep(0.01)
+        [approval] = store.pending(run.run_id)
+        assert store.status(run.run_id) == "waiting"
+        code = await asyncio.to_thread(
+            cli, ["--store", store_location, "steer", run.run_id, "split it by region"]
+        )
+        assert code == 0
+        assert "Sent to run" in capsys.readouterr().out
+        assert await taken(run) < 1.0
+        assert run.status == "waiting"  # still waiting: the message waits for the tool results
+        assert await asyncio.to_thread(store.approve, run.run_id, approval.id)
+        response = await asyncio.wait_for(run.wait(), 10)
+    finally:
+        store.close()
+    assert add.calls == [(2, 2)]
+    assert [m.role for m in response.messages] == ["user", "assistant", "tool", "user", "assistant"]
+    assert response.messages[3] == Message.user("split it by region")
+
+
+async def test_a_message_sent_while_the_final_answer_streams_keeps_the_run_going(store_location):
+    streaming, go_on = asyncio.Event(), asyncio.Event()
+    answers = iter(["first", "second"])
+
+    async def stream(request: Any):
+        text = next(answers)
+        if text == "first":
+            streaming.set()
+            await go_on.wait()
+        yield TextDelta(delta=text)
+
+    model = FunctionModel(stream)
+    run = AgentBuilder("a", model).build().prompt("hi").start()
+    await streaming.wait()
+    other = RunStore(store_location)
+    try:
+        other.steer(run.run_id, "one more thing")
+        go_on.set()  # at once: the run's closing finds the message if its watcher has not yet
+        response = await asyncio.wait_for(run.wait(), 10)
+    finally:
+        other.close()
+    assert response.output == "second"
+    assert [m.content for m in model.requests[1].messages] == ["hi", "first", "one more thing"]
+
+
+@pytest.mark.parametrize("ending", ["success", "error", "cancelled"])
+async def test_a_run_that_has_ended_refuses_a_message(store_location, ending, capsys):
+    if ending == "success":
+        request = AgentBuilder("a", QueueModel(["done"])).build().prompt("hi")
+        await request.send()
+    elif ending == "error":
+        request = AgentBuilder("a", QueueModel([])).build().prompt("hi")
+        with pytest.raises(ModelError):
+            await request.send()
+    else:
+        started, release = asyncio.Event(), asyncio.Event()
+        request = blocking_agent(started, release, QueueModel([call("work", {"x": 1, "y": 1})]))
+        request = request.prompt("hi")
+        run = request.start()
+        await started.wait()
+        run.cancel("stop")
+        with pytest.raises(AnviaError):
+            await run.wait()
+    assert request.steer("late") is False
+    run_id = request._run.run_id
+    store = RunStore(store_location)
+    try:
+        with pytest.raises(RunEndedError, match=f"has already ended \\({ending}\\)"):
+            store.steer(run_id, "late")
+        assert store.queued_steering(run_id) == []
+    finally:
+        store.close()
+    code = cli(["--store", store_location, "steer", run_id, "late"])
+    assert code == 1
+    assert "has already ended" in capsys.readouterr().err
+
+
+async def test_an_unknown_run_and_a_blank_message_are_refused(store_location, capsys):
+    store = RunStore(store_location)
+    try:
+        with pytest.raises(RunNotFoundError, match="No stored run 'run_nope'"):
+            store.steer("run_nope", "hello")
+        started, release = asyncio.Event(), asyncio.Event()
+        run = blocking_agent(started, release, QueueModel([call("work", {"x": 1, "y": 1}), "ok"]))
+        run = run.prompt("hi").start()
+        await started.wait()
+        with pytest.raises(ValueError, match="empty"):
+            store.steer(run.run_id, "  ")
+        with pytest.raises(TypeError, match="text"):
+            store.steer(run.run_id, Message.user("x"))  # type: ignore[arg-type]
+        assert store.queued_steering(run.run_id) == []
+        assert cli(["--store", store_location, "steer", run.run_id, ""]) == 1
+        assert "empty" in capsys.readouterr().err
+        release.set()
+        response = await run.wait()
+        assert [m.role for m in response.messages] == ["user", "assistant", "tool", "assistant"]
+    finally:
+        store.close()
+    assert cli(["--store", store_location, "steer", "run_nope", "hello"]) == 1
+    assert "No stored run 'run_nope'" in capsys.readouterr().err
+
+
+async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
+    env, store_location, capsys
+):
+    """One message taken by the run before its process died, one sent while no process ran it:
+    after the resume both are delivered after the tool results, once each, in order."""
+    child = start_child(env, "steerable")
+    store = RunStore(store_location)
+    try:
+        [approval] = wait_until(lambda: store.pending(), child, "the approval")
+        run_id = approval.run_id
+        store.steer(run_id, "first: by region")
+        wait_until(lambda: store.get(run_id).steered_ids, child, "the run to take the message")
+        assert store.queued_steering(run_id) == []
+        kill(child)
+        assert store.status(run_id) == "interrupted"
+        assert cli(["--store", store_location, "steer", run_id, "second: in euros"]) == 0
+        assert "resumed" in capsys.readouterr().out
+        request = store_agents.agent("steerable").resume(run_id)
+        run = request.start()
+        for _ in range(1000):
+            if store.pending(run_id) and run.status == "waiting":
+                break
+            await asyncio.sleep(0.01)
+        store.approve(run_id, approval.id)
+        response = await asyncio.wait_for(run.wait(), 20)
+    finally:
+        store.close()
+    contents = [m.content for m in response.messages if m.role == "user"]
+    assert contents == ["send 5 to a1", "first: by region", "second: in euros"]
+    assert [m.role for m in response.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "user",
+        "assistant",
+    ]
+    assert response.output == "Done; steered: ['first: by region', 'second: in euros']"
+    assert store_agents.effects() == ["started a1 5", "done a1 5"]
