@@ -21,7 +21,9 @@ from .approvals import (
 from .errors import (
     AnviaError,
     DecisionRefusedError,
+    ExtractionError,
     MaxTurnsError,
+    OutputValidationError,
     PromptCancelledError,
     RequestAlreadyUsedError,
     RunNotFoundError,
@@ -133,6 +135,8 @@ __all__ = [
     "RunOwnedError",
     "ToolArgumentsError",
     "ToolNotFoundError",
+    "OutputValidationError",
+    "ExtractionError",
     # lazily imported
     "OpenAIModel",
     "AnthropicModel",

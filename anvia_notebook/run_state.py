@@ -6,7 +6,7 @@ lives here; it is updated by the run loop only.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -33,6 +33,16 @@ class PromptResponse(BaseModel):
     status: Literal["success"] = "success"
     #: What the model received and returned on each turn, and what each tool call did.
     trace: Trace | None = Field(default=None, exclude=True, repr=False)
+    #: The validated value of a run with an ``output_type`` (``output`` stays the text); None
+    #: without one.
+    data: Any = None
+
+    def to_pandas(self) -> Any:
+        """The typed result as a pandas ``DataFrame``: a row per item of a list (of models,
+        dataclasses or dicts), one row for a single model. Needs pandas."""
+        from ._output_table import to_pandas
+
+        return to_pandas(self.data)
 
 
 class ToolCallProgress(BaseModel):
@@ -68,6 +78,8 @@ class RunState(BaseModel):
     prompt_index: int = 0
     #: The tool calls of the turn in progress, by tool call id.
     calls: dict[str, ToolCallProgress] = Field(default_factory=dict)
+    #: How many outputs in a row failed validation (a run with an ``output_type``).
+    output_failures: int = 0
 
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]
