@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["MAX_TABLE_ROWS", "markdown_table", "rows_of", "to_pandas"]
+__all__ = ["MAX_TABLE_ROWS", "markdown_table", "rows_of", "to_pandas", "typed_result_markdown"]
 
 #: The transcript's table shows at most this many rows (and says how many more there are).
 MAX_TABLE_ROWS = 50
@@ -113,3 +113,21 @@ def _cell(value: Any) -> str:
     if len(text) > MAX_CELL:
         text = text[: MAX_CELL - 1] + "…"
     return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+#: A typed result that is not a table is shown as JSON of at most this many characters.
+MAX_JSON_SHOWN = 2_000
+
+
+def typed_result_markdown(data: Any) -> str:
+    """How the transcript shows a run's typed result (its JSON data): a table for records, else
+    the JSON in a code block; bounded either way."""
+    table = markdown_table(data)
+    count = len(data) if isinstance(data, list) else 1
+    if table is not None:
+        rows = f"{count} row{'s' if count != 1 else ''}"
+        return f"**Result** ({rows})\n\n{table}"
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    if len(text) > MAX_JSON_SHOWN:
+        text = f"{text[:MAX_JSON_SHOWN]}\n… ({len(text) - MAX_JSON_SHOWN:,} more characters)"
+    return f"**Result**\n\n```json\n{text}\n```"

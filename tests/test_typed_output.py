@@ -453,3 +453,31 @@ async def test_a_turn_with_final_result_and_other_calls_runs_them_all() -> None:
     assert add.calls == [(2, 3)] and response.data.name == "Paris"
     results = response.messages[-1].tool_results
     assert [part.tool_call_id for part in results] == ["c1", "c2"]
+
+
+# -- to_pandas -----------------------------------------------------------------------------------
+
+
+async def test_to_pandas_of_a_list_a_single_model_and_what_is_not_a_table() -> None:
+    pytest.importorskip("pandas")
+    model = QueueModel(
+        [
+            final({"result": [GOOD_CITY, {"name": "Lyon", "population": 500}]}),
+            final(GOOD_CITY),
+            final({"result": 3}),
+            "plain text",
+        ]
+    )
+    agent = AgentBuilder("typed", model).build()
+    many = await agent.prompt("a").output_type(list[City]).store(None).send()
+    frame = many.to_pandas()
+    assert frame.shape == (2, 2) and frame["population"].tolist() == [2_100_000, 500]
+    one = await agent.prompt("b").output_type(City).store(None).send()
+    assert one.to_pandas().to_dict("records") == [GOOD_CITY]
+    number = await agent.prompt("c").output_type(int).store(None).send()
+    with pytest.raises(TypeError, match="needs a list of models"):
+        number.to_pandas()
+    text = await agent.prompt("d").store(None).send()
+    assert text.data is None
+    with pytest.raises(ValueError, match="no typed data"):
+        text.to_pandas()

@@ -22,6 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
+from .._output_table import typed_result_markdown
 from ..events import (
     ApprovalRecord,
     CancelledEvent,
@@ -484,6 +485,8 @@ class Transcript:
 
     def _on_final(self, event: FinalEvent) -> None:
         self._finish_unfinished()
+        if event.data is not None:  # a typed result: shown as a table (or its JSON)
+            self._add("assistant", turn=self._run.turn, text=typed_result_markdown(event.data))
         self._set_status(
             state="success",
             input_tokens=event.usage.input_tokens,
