@@ -18,6 +18,7 @@ from .approvals import (
     ToolApproval,
     ToolApprovalRequest,
 )
+from .completions import ParsedCompletion, create_parsed_completion
 from .errors import (
     AnviaError,
     DecisionRefusedError,
@@ -34,6 +35,7 @@ from .errors import (
     ToolNotFoundError,
 )
 from .events import RunEvent
+from .extractor import ExtractionResponse, Extractor, ExtractorBuilder
 from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
 from .human import (
     CallbackHumanInput,
@@ -137,6 +139,11 @@ __all__ = [
     "ToolNotFoundError",
     "OutputValidationError",
     "ExtractionError",
+    "ExtractorBuilder",
+    "Extractor",
+    "ExtractionResponse",
+    "create_parsed_completion",
+    "ParsedCompletion",
     # lazily imported
     "OpenAIModel",
     "AnthropicModel",

@@ -12,7 +12,7 @@ from .approvals import ApprovalHandler
 from .hooks import Hook
 from .messages import Message
 from .models.base import Model
-from .output_types import FINAL_RESULT, OutputSpec, output_spec
+from .output_types import OutputSpec, check_output_tools, output_spec
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -224,11 +224,3 @@ class AgentBuilder:
             output=self._output,
         )
 
-
-def check_output_tools(output: OutputSpec | None, tools: dict[str, Tool]) -> None:
-    """A ``final_result`` tool of the agent's own would clash with the output type's."""
-    if output is not None and output.mode == "tool" and FINAL_RESULT in tools:
-        raise ValueError(
-            f'The agent has a tool named {FINAL_RESULT!r}, which output_type(mode="tool") '
-            'gives the model to return its result: rename that tool, or use mode="native".'
-        )

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, RootModel, TypeAdapter, ValidationError, create_model
+import pydantic
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
 from .models.base import ResponseFormat, ToolDefinition
@@ -29,6 +31,7 @@ __all__ = [
     "FINAL_RESULT",
     "OutputMode",
     "OutputSpec",
+    "check_output_tools",
     "format_errors",
     "output_spec",
     "type_name",
@@ -110,7 +113,7 @@ class OutputSpec:
     def unwrap(self, parsed: BaseModel) -> Any:
         if self.wrapped:
             return getattr(parsed, WRAPPED_KEY)
-        if isinstance(parsed, RootModel):
+        if isinstance(parsed, pydantic.RootModel):
             return parsed.root
         return parsed
 
@@ -166,6 +169,15 @@ def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> Outpu
     )
 
 
+def check_output_tools(output: OutputSpec | None, tools: Mapping[str, Any]) -> None:
+    """A ``final_result`` tool of the agent's own would clash with the output type's."""
+    if output is not None and output.mode == "tool" and FINAL_RESULT in tools:
+        raise ValueError(
+            f"The agent has a tool named {FINAL_RESULT!r}, which output_type(mode=\"tool\") "
+            "gives the model to return its result: rename that tool, or use mode=\"native\"."
+        )
+
+
 def _input_model(output_type: Any, wrapped: bool) -> type[BaseModel]:
     """What validates ``final_result``'s arguments: the model itself, a root model of an object
     type, or ``{"result": ...}`` around any other type."""
@@ -177,7 +189,7 @@ def _input_model(output_type: Any, wrapped: bool) -> type[BaseModel]:
         return model
     if isinstance(output_type, type) and issubclass(output_type, BaseModel):
         return output_type
-    root: type[BaseModel] = RootModel[output_type]
+    root: type[BaseModel] = pydantic.RootModel[output_type]
     return root
 
 

@@ -15,7 +15,7 @@ from .errors import RequestAlreadyUsedError, RunStoreError
 from .events import RunEvent
 from .hooks import Hook, dropped_tool_call_hooks
 from .messages import Message
-from .output_types import OutputSpec, output_spec
+from .output_types import OutputSpec, check_output_tools, output_spec
 from .retry import CompletionRetries, RetryContext
 from .run import AgentRun
 from .run_state import PromptResponse, RunState
@@ -129,8 +129,6 @@ class PromptRequest:
         """This run produces a validated ``output_type`` (``PromptResponse.data``), instead of
         the agent's (see :meth:`AgentBuilder.output_type`); a type pydantic cannot validate is
         a ``TypeError`` here."""
-        from .agent import check_output_tools
-
         spec = output_spec(output_type, mode, retries)
         check_output_tools(spec, self.agent.tools)
         self._output = spec
