@@ -172,6 +172,9 @@ class ApprovalView(_Model):
     edited_args: dict[str, Any] | None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
     expires_at: str | None = None
+    #: The arguments failed validation (a typed output): the form opens its editor, and
+    #: approving needs arguments that validate (the fix).
+    fix_required: bool = False
 
 
 class ChoiceView(_Model):

@@ -94,7 +94,7 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
             "answers": [a.to_wire() for a in record.answers],
         }
     edited = record.edited_args if isinstance(record.edited_args, dict) else None
-    return {
+    view = {
         **common,
         "reason": record.reason,
         "args": _jsonable(record.args),
@@ -102,6 +102,9 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
         "decision_reason": record.decision_reason,
         "edited_args": _jsonable(edited) if edited is not None else None,
     }
+    if record.fix_required:
+        view["fix_required"] = True
+    return view
 
 
 #: Appended pieces are joined into one string once this many have accumulated.

@@ -181,6 +181,7 @@ const approvalCheck = shape<W.ApprovalView>({
   decision_reason: nullable(str),
   edited_args: nullable(jsonObject),
   expires_at: optional(str),
+  fix_required: optional(bool),
 });
 
 const answerCheck = shape<W.AnswerView>({

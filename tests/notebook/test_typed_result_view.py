@@ -104,6 +104,7 @@ async def test_the_repair_form_of_a_huge_invalid_output_is_bounded() -> None:
     form = tool["approval"]
     assert tool["status"] == "approval_required"
     assert form["args"] == {"result": None} and len(json.dumps(form)) < 5_000
+    assert form["fix_required"] is True  # the page opens its editor
     assert "and 19990 more errors" in form["reason"] and "too long to edit" in form["reason"]
     assert len(render_html(transcript.state(1))) < 250_000
 

@@ -136,6 +136,7 @@ export interface ApprovalView {
     [k: string]: JsonValue;
   } | null;
   expires_at?: string | null;
+  fix_required?: boolean;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
