@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._util import compact_arguments, compact_json, decode_args, new_id
+from ._util import compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .errors import OutputValidationError, ToolApprovalRequiredError
 from .events import ToolResultEvent
@@ -156,7 +156,7 @@ class TypedOutput:
         spec = self.spec
         internal_id = new_id("call")
         self.executor.trace.tool_call(call, turn)
-        raw = compact_arguments(call.arguments_json())
+        raw = call.arguments_json()  # validated as it came (a large output is parsed once)
         try:
             value = spec.validate_arguments(raw)
         except ValidationError as error:
@@ -282,7 +282,7 @@ class TypedOutput:
         """The call's result: emitted, traced and returned as its part of the tool message."""
         trace = self.executor.trace
         entry = trace.entry(call.id) or trace.tool_call(call, turn)
-        args = compact_arguments(call.arguments_json())
+        args = call.arguments_json()
         record = self._decided_record(call.id)
         if accepted is not None and record is not None and record.status == "approved":
             args = compact_json(record.edited_args)

@@ -481,3 +481,18 @@ async def test_to_pandas_of_a_list_a_single_model_and_what_is_not_a_table() -> N
     assert text.data is None
     with pytest.raises(ValueError, match="no typed data"):
         text.to_pandas()
+
+
+async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
+    model = QueueModel([final(BAD_CITY, "a")])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City, retries=0)
+        .human_input(StoreHumanInput(timeout=0.2))
+        .build()
+    )
+    run = agent.prompt("Paris?").store(None).start()
+    with pytest.raises(OutputValidationError, match="the fix asked for was timed out"):
+        await asyncio.wait_for(run.wait(), 30)
+    [record] = run.state.approvals.values()
+    assert record.status == "timed_out" and record.decided_by == "timeout"
