@@ -18,10 +18,13 @@ from .approvals import (
     ToolApproval,
     ToolApprovalRequest,
 )
+from .completions import ParsedCompletion, create_parsed_completion
 from .errors import (
     AnviaError,
     DecisionRefusedError,
+    ExtractionError,
     MaxTurnsError,
+    OutputValidationError,
     PromptCancelledError,
     RequestAlreadyUsedError,
     RunEndedError,
@@ -34,6 +37,7 @@ from .errors import (
     ToolNotFoundError,
 )
 from .events import AgentToolEvent, RunEvent
+from .extractor import ExtractionResponse, Extractor, ExtractorBuilder
 from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
 from .human import (
     CallbackHumanInput,
@@ -138,6 +142,13 @@ __all__ = [
     "RunEndedError",
     "ToolArgumentsError",
     "ToolNotFoundError",
+    "OutputValidationError",
+    "ExtractionError",
+    "ExtractorBuilder",
+    "Extractor",
+    "ExtractionResponse",
+    "create_parsed_completion",
+    "ParsedCompletion",
     # lazily imported
     "OpenAIModel",
     "AnthropicModel",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor
+from ._typed_output import Accepted, TypedOutput
 from ._util import maybe_await
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
 from .events import (
@@ -110,7 +111,11 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         trace=run.tracer,
         logged_results=_logged_results(run) if run.resumed else (),
     )
+    spec = request.active_output_type
+    typed = TypedOutput(run, executor, spec) if spec is not None else None
     tools = [tool.definition() for tool in agent.tools.values()]
+    if typed is not None:
+        tools = typed.tools(tools)
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
     max_turns = request.max_turn_count
     run.tracer.run_started(agent_id=agent.id, resumed=run.resumed, session_id=state.session_id)
@@ -122,7 +127,11 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         )
         turn = state.turn if run.resumed else 0
         interrupted_calls = _unanswered_calls(state.messages) if run.resumed else []
-        if interrupted_calls:  # resume the tool calls of the turn that was interrupted
+        if interrupted_calls and typed is not None and typed.handles(interrupted_calls):
+            accepted = await typed.tool_round(interrupted_calls, turn, state.messages[-1].content)
+            if accepted is not None:
+                return await _succeed(run, accepted)
+        elif interrupted_calls:  # resume the tool calls of the turn that was interrupted
             results = await executor.run_calls(
                 interrupted_calls, turn, lambda parts: state.messages.append(Message.tool(parts))
             )
@@ -149,6 +158,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 temperature=agent.temperature,
                 max_tokens=agent.max_tokens,
                 tool_choice=agent.tool_choice,
+                response_format=typed.response_format() if typed is not None else None,
             )
             await _lifecycle(
                 run,
@@ -173,32 +183,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             if not response.tool_calls:
                 if steering.before_end(turn + 1):
                     continue  # a steering message arrived: the run goes on (as in Anvia)
-                state.output = response.text
-                await _lifecycle(
-                    run,
-                    "on_run_end",
-                    RunEndEvent(response.text, state.usage, list(state.messages), RUN_CONTROL),
-                )
-                _close_interactions(run, "The run ended before this was decided.")
-                steering.end()
-                state.status = "success"
-                run.tracer.run_ended("success")
-                run.persist()
-                run.emit(
-                    FinalEvent(
-                        run_id=state.run_id,
-                        output=response.text,
-                        usage=state.usage,
-                        messages=list(state.messages),
-                    )
-                )
-                return PromptResponse(
-                    output=response.text,
-                    usage=state.usage,
-                    messages=list(state.messages),
-                    run_id=state.run_id,
-                    trace=run.trace,
-                )
+                if typed is None:
+                    return await _succeed(run, response.text)
+                accepted = await typed.answered(response.text, turn)
+                if accepted is None:
+                    continue  # the model was asked again
+                return await _succeed(run, accepted)
             for call in response.tool_calls:
                 if not call.name:
                     raise ValueError(
@@ -209,6 +199,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             def keep_partial(results: list[ToolResultPart]) -> None:
                 state.messages.append(Message.tool(results))
 
+            if typed is not None and typed.handles(response.tool_calls):
+                accepted = await typed.tool_round(response.tool_calls, turn, response.text)
+                if accepted is not None:
+                    return await _succeed(run, accepted)
+                steering.deliver(turn + 1)
+                continue
             results = await executor.run_calls(response.tool_calls, turn, keep_partial)
             _end_tool_round(run, results)
             steering.deliver(turn + 1)
@@ -241,6 +237,39 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(error).__name__)
         )
         raise
+
+
+async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
+    """The run ends with the model's answer (and, with an output type, its validated value)."""
+    state = run.state
+    text = result if isinstance(result, str) else result.text
+    state.output = text
+    await _lifecycle(
+        run, "on_run_end", RunEndEvent(text, state.usage, list(state.messages), RUN_CONTROL)
+    )
+    _close_interactions(run, "The run ended before this was decided.")
+    run.steering.end()
+    state.status = "success"
+    run.tracer.run_ended("success")
+    run.persist()
+    data = None if isinstance(result, str) else result.data
+    run.emit(
+        FinalEvent(
+            run_id=state.run_id,
+            output=text,
+            usage=state.usage,
+            messages=list(state.messages),
+            data=data,
+        )
+    )
+    return PromptResponse(
+        output=text,
+        usage=state.usage,
+        messages=list(state.messages),
+        run_id=state.run_id,
+        trace=run.trace,
+        data=None if isinstance(result, str) else result.value,
+    )
 
 
 def _unanswered_calls(messages: list[Message]) -> list[ToolCall]:

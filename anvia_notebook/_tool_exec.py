@@ -538,6 +538,7 @@ class ToolExecutor:
             args=_jsonable(request.args),
             reason=request.reason,
             reject_message=request.reject_message,
+            fix_required=request.fix_required,
         )
         request.approval_id = record.id
         timeout = self._human_timeout()
@@ -569,6 +570,17 @@ class ToolExecutor:
             raise ToolApprovalRequiredError(request)
         assert isinstance(interaction.record, ApprovalRecord)
         return self._approval_outcome(interaction.record)
+
+    async def approve(
+        self, request: ToolApprovalRequest
+    ) -> tuple[bool, str, dict[str, Any] | None]:
+        """Ask for ``request`` through the run's one interaction record (as for a tool call):
+        whether it was approved, what the model is told otherwise, and edited arguments."""
+        return await self._approve(request)
+
+    def refuse_edit(self, approval_id: str, text: str) -> None:
+        """An approved decision the run cannot carry out: the record says it was rejected."""
+        self._refused_edit(approval_id, text)
 
     def _approval_outcome(self, record: ApprovalRecord) -> tuple[bool, str, dict[str, Any] | None]:
         """What a decided approval means for its call: run (with edited arguments) or not, and

@@ -12,6 +12,7 @@ from .approvals import ApprovalHandler
 from .hooks import Hook
 from .messages import Message
 from .models.base import Model
+from .output_types import OutputSpec, check_output_tools, output_spec
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -48,6 +49,8 @@ class Agent:
     max_tokens: int | None = None
     tool_choice: Any = None
     default_max_turns: int = DEFAULT_MAX_TURNS
+    #: The type every run must produce (``AgentBuilder.output_type``), or None for text.
+    output: OutputSpec | None = None
 
     @property
     def display_name(self) -> str:
@@ -139,6 +142,7 @@ class AgentBuilder:
         self._max_tokens: int | None = None
         self._tool_choice: Any = None
         self._max_turns = DEFAULT_MAX_TURNS
+        self._output: OutputSpec | None = None
         self._adding_many = False
 
     def name(self, name: str) -> AgentBuilder:
@@ -214,7 +218,24 @@ class AgentBuilder:
         self._max_turns = value
         return self
 
+    def output_type(self, output_type: Any, mode: str = "tool", retries: int = 2) -> AgentBuilder:
+        """Make every run produce a validated ``output_type`` (a pydantic model, or any type
+        pydantic can validate, such as ``list[Model]``), as ``PromptResponse.data``.
+
+        ``mode="tool"`` (default) gives the model a ``final_result`` tool whose input is the
+        type's schema (a type that is not an object is wrapped as ``{"result": ...}``), so its
+        other tools stay usable; ``mode="native"`` sends the schema as the provider's JSON-schema
+        response format and validates the text. A value that fails validation goes back to the
+        model with pydantic's errors up to ``retries`` times; then the approval handler or the
+        person is asked to fix it (an approval of the ``final_result`` call), and with nobody
+        there the run raises ``OutputValidationError``. A type pydantic cannot validate is a
+        ``TypeError`` here.
+        """
+        self._output = output_spec(output_type, mode, retries)
+        return self
+
     def build(self) -> Agent:
+        check_output_tools(self._output, self._tools)
         return Agent(
             id=self._id,
             model=self._model,
@@ -230,4 +251,6 @@ class AgentBuilder:
             max_tokens=self._max_tokens,
             tool_choice=self._tool_choice,
             default_max_turns=self._max_turns,
+            output=self._output,
         )
+

@@ -51,6 +51,8 @@ class ToolApprovalRequest(ApprovalContext[Any]):
     approval_id: str = ""
     #: The tool's input model (when known), so edited arguments can be validated.
     input_model: type[BaseModel] | None = field(default=None, repr=False)
+    #: The arguments failed validation (a typed output): approving needs a valid fix.
+    fix_required: bool = False
 
 
 class ApprovalDecision(BaseModel):

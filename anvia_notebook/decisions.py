@@ -128,6 +128,11 @@ def check_resolution(
     if isinstance(record, ApprovalRecord):
         if resolution.status == "answered":
             raise DecisionRefusedError(f"{record.id!r} is an approval, not a question.")
+        if resolution.approved and resolution.args is None and record.fix_required:
+            raise DecisionRefusedError(
+                f"The {record.tool_name} arguments are not valid as they are: approve them with "
+                "edited arguments that fix the errors, or reject them."
+            )
         if resolution.approved and resolution.args is not None:
             _check_args(record.tool_name, resolution.args, input_model, args_schema)
         return resolution

@@ -16,6 +16,8 @@ AnviaError
 ├── RunOwnedError              another live process owns the run
 ├── SubAgentError              a sub-agent call could not run (too deep, its run had ended)
 ├── RunEndedError              the run has ended: a message can no longer be steered into it
+├── OutputValidationError      a run's typed output stayed invalid and nobody could fix it
+├── ExtractionError            an extractor got no valid data from the model
 └── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
 
 Every exception is defined here; the modules that raise them import them from here (and some
@@ -43,6 +45,8 @@ __all__ = [
     "HumanInputTimeout",
     "HumanInputUnavailable",
     "ModelError",
+    "ExtractionError",
+    "OutputValidationError",
     "ProtocolError",
     "is_retryable_status",
     "MaxTurnsError",
@@ -141,6 +145,37 @@ class SubAgentError(AnviaError):
 class RunEndedError(AnviaError):
     """The run has completed, failed or been cancelled: a steering message (``RunStore.steer``,
     ``python -m anvia_notebook steer``) can no longer reach it."""
+class OutputValidationError(AnviaError):
+    """A run with an ``output_type`` could not end with a valid value: the model's last output
+    still failed validation after its retries and no approval handler or person was there to
+    fix it, or the model never gave a result at all.
+
+    ``errors`` is pydantic's list of errors of the last attempt (empty when the model gave no
+    result), ``output`` the model's last raw output (``final_result``'s arguments as JSON text,
+    or its text), ``output_type`` the type asked for.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: list[dict[str, Any]] | None = None,
+        output: str | None = None,
+        output_type: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.errors = list(errors or [])
+        self.output = output
+        self.output_type = output_type
+
+
+class ExtractionError(AnviaError):
+    """An extractor got no valid data from the model (after its retries); ``__cause__`` and
+    ``cause`` hold the last attempt's error."""
+
+    def __init__(self, message: str, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class ToolNotFoundError(AnviaError, LookupError):

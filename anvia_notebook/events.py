@@ -6,7 +6,7 @@ here too, for code that reads them from this module).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -163,6 +163,8 @@ class FinalEvent(BaseModel):
     output: str
     usage: Usage
     messages: list[Message]
+    #: The validated value of a run with an ``output_type``, as JSON data (None without one).
+    data: Any = None
 
 
 class CancelledEvent(BaseModel):

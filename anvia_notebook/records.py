@@ -98,6 +98,9 @@ class ApprovalRecord(InteractionBase):
     #: The reason given with the decision; for a rejection, exactly what the model was told.
     decision_reason: str | None = None
     edited_args: Any = None
+    #: The call's arguments failed validation (a typed output the model could not get right):
+    #: approving it needs edited arguments that validate, the fix.
+    fix_required: bool = False
 
 
 class QuestionRecord(InteractionBase):

@@ -16,6 +16,7 @@ from .errors import RequestAlreadyUsedError, RunStoreError
 from .events import RunEvent
 from .hooks import Hook, dropped_tool_call_hooks
 from .messages import Message
+from .output_types import OutputSpec, check_output_tools, output_spec
 from .retry import CompletionRetries, RetryContext
 from .run import AgentRun
 from .run_state import PromptResponse, RunState
@@ -64,6 +65,7 @@ class PromptRequest:
         self._lineage: dict[str, Any] = {}
         #: Steering messages sent before the run was made (see :meth:`steer`).
         self._steering: list[Message] = []
+        self._output: OutputSpec | None = None
 
     @classmethod
     def resume(
@@ -127,6 +129,20 @@ class PromptRequest:
         the agent's hooks, approval hooks included, still run first."""
         self._extra_hooks = (*self._extra_hooks, hook)
         return self
+
+    def output_type(self, output_type: Any, mode: str = "tool", retries: int = 2) -> PromptRequest:
+        """This run produces a validated ``output_type`` (``PromptResponse.data``), instead of
+        the agent's (see :meth:`AgentBuilder.output_type`); a type pydantic cannot validate is
+        a ``TypeError`` here."""
+        spec = output_spec(output_type, mode, retries)
+        check_output_tools(spec, self.agent.tools)
+        self._output = spec
+        return self
+
+    @property
+    def active_output_type(self) -> OutputSpec | None:
+        """The output type of this run: the request's, else the agent's (None: text)."""
+        return self._output or self.agent.output
 
     def approvals(self, handler: ApprovalHandler) -> PromptRequest:
         self._approvals = handler

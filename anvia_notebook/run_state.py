@@ -6,7 +6,7 @@ lives here; it is updated by the run loop only.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +34,16 @@ class PromptResponse(BaseModel):
     status: Literal["success"] = "success"
     #: What the model received and returned on each turn, and what each tool call did.
     trace: Trace | None = Field(default=None, exclude=True, repr=False)
+    #: The validated value of a run with an ``output_type`` (``output`` stays the text); None
+    #: without one.
+    data: Any = None
+
+    def to_pandas(self) -> Any:
+        """The typed result as a pandas ``DataFrame``: a row per item of a list (of models,
+        dataclasses or dicts), one row for a single model. Needs pandas."""
+        from ._output_table import to_pandas
+
+        return to_pandas(self.data)
 
 
 class ToolCallProgress(BaseModel):
@@ -80,6 +90,8 @@ class RunState(BaseModel):
     #: The id of every steering message the run has taken: one sent through the run store is
     #: taken once, even when the run is resumed.
     steered_ids: list[str] = Field(default_factory=list)
+    #: How many outputs in a row failed validation (a run with an ``output_type``).
+    output_failures: int = 0
 
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]

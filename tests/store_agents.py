@@ -183,3 +183,35 @@ def stepper():
 def run_stepper() -> None:
     print("started", flush=True)
     stepper().prompt("do the steps").send_sync()
+
+
+class CityRow(BaseModel):
+    name: str
+    population: int
+
+
+def _invalid_cities(request):
+    """Give an invalid list of cities through final_result (any retry count is used up at once)."""
+    return ModelResponse(
+        tool_calls=[
+            ToolCall(
+                id="out_1",
+                name="final_result",
+                arguments={"result": [{"name": "Paris", "population": "many"}]},
+            )
+        ]
+    )
+
+
+def typed_agent():
+    """An agent whose typed output the model gets wrong: the repair waits for a person."""
+    return (
+        AgentBuilder("typed-store", FunctionModel(_invalid_cities))
+        .output_type(list[CityRow], retries=0)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run_typed() -> None:
+    asyncio.run(typed_agent().prompt("cities").send())

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
 from ._errors import api_error, connection_error, missing_sdk, transport_error_types
+from ._json_schema import closed_objects
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -26,6 +27,7 @@ from .base import (
     Finish,
     ProviderData,
     ReasoningDelta,
+    ResponseFormat,
     ToolCall,
     ToolCallDelta,
     ToolDefinition,
@@ -151,6 +153,10 @@ class AnthropicModel(CompletionModel):
             options["tools"] = [to_anthropic_tool(tool) for tool in request.tools]
             if request.tool_choice is not None:
                 options["tool_choice"] = to_anthropic_tool_choice(request.tool_choice)
+        if request.response_format is not None:
+            config = dict(options.get("output_config") or {})
+            config["format"] = to_anthropic_output_format(request.response_format)
+            options["output_config"] = config
         if request.temperature is not None:
             if self._sends_temperature:
                 options["temperature"] = request.temperature
@@ -230,6 +236,12 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 
 def to_anthropic_tool(tool: ToolDefinition) -> ToolParam:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def to_anthropic_output_format(response_format: ResponseFormat) -> dict[str, Any]:
+    """The schema as the Messages API's structured output format (``output_config.format``),
+    its objects closed, as the API wants them."""
+    return {"type": "json_schema", "schema": closed_objects(response_format.json_schema)}
 
 
 def to_anthropic_tool_choice(choice: Any) -> Any:

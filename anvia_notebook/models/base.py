@@ -27,6 +27,7 @@ __all__ = [
     "ModelError",
     "ProviderData",
     "ReasoningDelta",
+    "ResponseFormat",
     "TextDelta",
     "ToolCall",
     "ToolCallDelta",
@@ -47,6 +48,16 @@ class ToolDefinition(BaseModel):
     parameters: dict[str, Any]
 
 
+class ResponseFormat(BaseModel):
+    """A JSON Schema the model's answer must follow (the provider's structured-output format):
+    ``name`` names it (letters, digits, ``_`` and ``-``), ``json_schema`` is the schema."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    name: str
+    json_schema: dict[str, Any]
+
+
 class CompletionRequest(BaseModel):
     """Everything a model needs for one turn."""
 
@@ -58,6 +69,8 @@ class CompletionRequest(BaseModel):
     temperature: float | None = None
     max_tokens: int | None = None
     tool_choice: Any = None
+    #: The JSON Schema the answer must follow (``output_type(..., mode="native")``), or None.
+    response_format: ResponseFormat | None = None
 
 
 class TextDelta(BaseModel):

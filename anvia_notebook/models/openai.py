@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, Usage
 from ._errors import api_error, connection_error, missing_sdk, transport_error_types
+from ._json_schema import closed_objects, every_property_required
 from .base import (
     CompletionEvent,
     CompletionModel,
     CompletionRequest,
     Finish,
     ReasoningDelta,
+    ResponseFormat,
     ToolCall,
     ToolCallDelta,
     ToolDefinition,
@@ -133,6 +135,8 @@ class OpenAIModel(CompletionModel):
             options["tools"] = [to_openai_tool(tool) for tool in request.tools]
             if request.tool_choice is not None:
                 options["tool_choice"] = to_openai_tool_choice(request.tool_choice)
+        if request.response_format is not None:
+            options["response_format"] = to_openai_response_format(request.response_format)
         if request.temperature is not None:
             options["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -183,6 +187,21 @@ def to_openai_tool(tool: ToolDefinition) -> ChatCompletionToolParam:
             "name": tool.name,
             "description": tool.description,
             "parameters": tool.parameters,
+        },
+    }
+
+
+def to_openai_response_format(response_format: ResponseFormat) -> dict[str, Any]:
+    """The schema as Chat Completions' ``json_schema`` response format: strict (the answer is
+    guaranteed to follow it) when the schema allows it, i.e. every property is required."""
+    schema = closed_objects(response_format.json_schema)
+    strict = every_property_required(schema)
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": response_format.name,
+            "schema": schema if strict else response_format.json_schema,
+            "strict": strict,
         },
     }
 

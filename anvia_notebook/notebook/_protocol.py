@@ -175,6 +175,9 @@ class ApprovalView(_Model):
     expires_at: str | None = None
     #: A sub-agent's approval: the agents from the top-level run down (absent for the run's own).
     path: list[str] | None = None
+    #: The arguments failed validation (a typed output): the form opens its editor, and
+    #: approving needs arguments that validate (the fix).
+    fix_required: bool = False
 
 
 class ChoiceView(_Model):

@@ -251,7 +251,9 @@ class TranscriptSession:
         assert self.run is not None
         if self.run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
-        always = message.approved and message.always_allow
+        # A fix of a typed output is never "always allowed": each one needs its own fix.
+        fix = isinstance(interaction.record, ApprovalRecord) and interaction.record.fix_required
+        always = message.approved and message.always_allow and not fix
         # Before the decision: the run may ask about its next call of this tool at once.
         scope = approval_scope(interaction.record.path, interaction.record.tool_name)
         added = self._always_allow(scope) if always else None

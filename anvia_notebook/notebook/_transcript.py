@@ -22,6 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
+from .._output_table import typed_result_markdown
 from ..events import (
     AgentToolEvent,
     ApprovalRecord,
@@ -99,7 +100,7 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
             "answers": [a.to_wire() for a in record.answers],
         }
     edited = record.edited_args if isinstance(record.edited_args, dict) else None
-    return {
+    view = {
         **common,
         "reason": record.reason,
         "args": _jsonable(record.args),
@@ -107,6 +108,9 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
         "decision_reason": record.decision_reason,
         "edited_args": _jsonable(edited) if edited is not None else None,
     }
+    if record.fix_required:
+        view["fix_required"] = True
+    return view
 
 
 #: Appended pieces are joined into one string once this many have accumulated.
@@ -539,6 +543,8 @@ class Transcript:
 
     def _on_final(self, event: FinalEvent) -> None:
         self._finish_unfinished()
+        if event.data is not None:  # a typed result: shown as a table (or its JSON)
+            self._add("assistant", turn=self._run.turn, text=typed_result_markdown(event.data))
         self._set_status(
             state="success",
             input_tokens=event.usage.input_tokens,

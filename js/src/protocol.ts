@@ -183,6 +183,7 @@ const approvalCheck = shape<W.ApprovalView>({
   edited_args: nullable(jsonObject),
   expires_at: optional(str),
   path: optional(arrayOf(str)),
+  fix_required: optional(bool),
 });
 
 const answerCheck = shape<W.AnswerView>({

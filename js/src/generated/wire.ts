@@ -144,6 +144,7 @@ export interface ApprovalView {
   } | null;
   expires_at?: string | null;
   path?: string[] | null;
+  fix_required?: boolean;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

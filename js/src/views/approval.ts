@@ -124,6 +124,14 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
   const approve = button("Approve", () => void decide(true), { class: "anvia-button anvia-primary" });
   const reject = button("Reject", () => void decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
+  if (a.fix_required) {
+    // A typed output that failed validation: the fix is the edited arguments, so the editor is
+    // open with the model's value, and a fix is never "always allowed".
+    editor.hidden = false;
+    editor.value = prettyValue(a.args);
+    editToggle.hidden = true;
+    alwaysLabel.hidden = true;
+  }
 
   function setEditError(text: string): void {
     editError.textContent = text;

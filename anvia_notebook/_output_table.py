@@ -1,0 +1,133 @@
+"""A typed result as a table: a pandas ``DataFrame`` (``PromptResponse.to_pandas()``) and the
+markdown table the transcript shows under the run's answer."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = ["MAX_TABLE_ROWS", "markdown_table", "rows_of", "to_pandas", "typed_result_markdown"]
+
+#: The transcript's table shows at most this many rows (and says how many more there are).
+MAX_TABLE_ROWS = 50
+#: At most this many columns are shown.
+MAX_TABLE_COLUMNS = 12
+#: A cell is cut to this many characters.
+MAX_CELL = 80
+
+
+def _record(item: Any) -> dict[str, Any] | None:
+    """One item as a row (a mapping of column to value), or None when it is not record-like."""
+    if isinstance(item, BaseModel):
+        return dict(item)
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return {field.name: getattr(item, field.name) for field in dataclasses.fields(item)}
+    if isinstance(item, Mapping):
+        return {str(key): value for key, value in item.items()}
+    return None
+
+
+def rows_of(data: Any) -> list[dict[str, Any]] | None:
+    """The rows of a typed value: one per item of a list of records, one for a single record;
+    None for a value that is not a table (a number, a text, a list of numbers)."""
+    single = _record(data)
+    if single is not None:
+        return [single]
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)):
+        rows = [_record(item) for item in data]
+        if all(row is not None for row in rows):
+            return [row for row in rows if row is not None]
+    return None
+
+
+def to_pandas(data: Any) -> Any:
+    """``data`` (a list of models, dataclasses or dicts, or one of them) as a ``DataFrame``."""
+    if data is None:
+        raise ValueError(
+            "This response has no typed data: set output_type(...) on the agent or the request."
+        )
+    rows = rows_of(data)
+    if rows is None:
+        raise TypeError(
+            f"to_pandas() needs a list of models (or one model); this response's data is a "
+            f"{type(data).__name__}."
+        )
+    try:
+        pd = importlib.import_module("pandas")
+    except ImportError:
+        raise ImportError(
+            "PromptResponse.to_pandas() needs pandas, which is not installed: pip install pandas"
+        ) from None
+    plain = [
+        {
+            key: value.model_dump() if isinstance(value, BaseModel) else value
+            for key, value in row.items()
+        }
+        for row in rows
+    ]
+    return pd.DataFrame(plain).convert_dtypes()
+
+
+def markdown_table(data: Any) -> str | None:
+    """The JSON data of a typed result as a markdown table (bounded), or None when it is not a
+    table; a value that is not a table is shown as JSON by the caller."""
+    rows = rows_of(data)
+    if not rows:
+        return None
+    columns: list[str] = []
+    for row in rows:
+        for key in row:
+            if key not in columns:
+                columns.append(key)
+    shown_columns = columns[:MAX_TABLE_COLUMNS]
+    lines = [
+        "| " + " | ".join(_cell(name) for name in shown_columns) + " |",
+        "| " + " | ".join("---" for _ in shown_columns) + " |",
+    ]
+    for row in rows[:MAX_TABLE_ROWS]:
+        lines.append("| " + " | ".join(_cell(row.get(name, "")) for name in shown_columns) + " |")
+    notes = []
+    if len(rows) > MAX_TABLE_ROWS:
+        notes.append(f"{len(rows) - MAX_TABLE_ROWS} more rows not shown")
+    if len(columns) > MAX_TABLE_COLUMNS:
+        notes.append(f"{len(columns) - MAX_TABLE_COLUMNS} more columns not shown")
+    table = "\n".join(lines)
+    return (
+        f"{table}\n\n_{'; '.join(notes)} (the full data is in the response)._" if notes else table
+    )
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        text = ""
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    if len(text) > MAX_CELL:
+        text = text[: MAX_CELL - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+#: A typed result that is not a table is shown as JSON of at most this many characters.
+MAX_JSON_SHOWN = 2_000
+
+
+def typed_result_markdown(data: Any) -> str:
+    """How the transcript shows a run's typed result (its JSON data): a table for records, else
+    the JSON in a code block; bounded either way."""
+    table = markdown_table(data)
+    count = len(data) if isinstance(data, list) else 1
+    if table is not None:
+        rows = f"{count} row{'s' if count != 1 else ''}"
+        return f"**Result** ({rows})\n\n{table}"
+    text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    if len(text) > MAX_JSON_SHOWN:
+        text = f"{text[:MAX_JSON_SHOWN]}\n… ({len(text) - MAX_JSON_SHOWN:,} more characters)"
+    return f"**Result**\n\n```json\n{text}\n```"

@@ -1,0 +1,337 @@
+"""The run loop's side of an ``output_type``: validation, retries, and the repair by a person.
+
+A value that fails validation goes back to the model with pydantic's errors, up to the spec's
+``retries`` times in a row. Then, with an approval handler or a human input attached, the
+``final_result`` call is put to them as an approval through the run's one interaction record
+(its ``reason`` carries the errors, ``fix_required`` is set): approving it with edited
+arguments that validate is the fix; approving without a fix is refused; rejecting it sends the
+reason back to the model, which gets its retries again; a timeout or a fix that still fails
+ends the run with ``OutputValidationError``. With nobody attached the run ends with
+``OutputValidationError`` at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ._util import compact_json, decode_args, new_id
+from .approvals import ToolApprovalRequest
+from .errors import OutputValidationError, ToolApprovalRequiredError
+from .events import ToolResultEvent
+from .messages import Message, ToolResultPart
+from .models.base import ResponseFormat, ToolCall, ToolDefinition
+from .output_types import FINAL_RESULT, OutputSpec, error_list, format_errors
+
+if TYPE_CHECKING:
+    from ._tool_exec import ToolExecutor
+    from .run import AgentRun
+
+__all__ = ["Accepted", "TypedOutput"]
+
+#: Arguments longer than this (JSON characters) are not put in a repair form whole.
+MAX_REPAIR_ARGUMENTS = 200_000
+ACCEPTED_RESULT = "Final result accepted."
+FIXED_RESULT = "Final result accepted, as fixed by a person."
+SUPERSEDED_RESULT = "Not used: a later final_result call in the same turn gives the result."
+CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """A valid value: the run ends with it."""
+
+    value: Any
+    #: The value as JSON data.
+    data: Any
+    #: The value's text: the model's text of that turn, else the value as JSON.
+    text: str
+
+
+class TypedOutput:
+    """One run's output type as the loop uses it (see the module's docstring)."""
+
+    def __init__(self, run: AgentRun, executor: ToolExecutor, spec: OutputSpec) -> None:
+        self.run = run
+        self.executor = executor
+        self.spec = spec
+        #: The internal call id of each ``final_result`` call validated this turn.
+        self._internal_ids: dict[str, str] = {}
+
+    # -- the request -----------------------------------------------------------------------------
+
+    def tools(self, tools: list[ToolDefinition]) -> list[ToolDefinition]:
+        if self.spec.mode != "tool":
+            return tools
+        return [*tools, self.spec.tool_definition()]
+
+    def response_format(self) -> ResponseFormat | None:
+        return self.spec.response_format() if self.spec.mode == "native" else None
+
+    # -- the model's answer ------------------------------------------------------------------------
+
+    def handles(self, calls: list[ToolCall]) -> bool:
+        """True when this turn's calls give the result (they include ``final_result``)."""
+        return self.spec.mode == "tool" and any(call.name == FINAL_RESULT for call in calls)
+
+    async def answered(self, text: str, turn: int) -> Accepted | None:
+        """The model answered without tool calls: the result (native mode), or None when the
+        model was asked again (a message was added to the conversation)."""
+        spec = self.spec
+        if spec.mode == "tool":
+            if self._failed():
+                self._tell(
+                    f"You answered without calling {FINAL_RESULT}. Give your result as a "
+                    f"{spec.name} by calling the {FINAL_RESULT} tool."
+                )
+                return None
+            raise OutputValidationError(
+                f"The model answered without calling {FINAL_RESULT}, so the run has no "
+                f"{spec.name} (it was reminded {spec.retries} "
+                f"{'time' if spec.retries == 1 else 'times'}).",
+                output=text,
+                output_type=spec.output_type,
+            )
+        try:
+            value = spec.validate_text(text)
+        except ValidationError as error:
+            if self._failed():
+                self._tell(
+                    f"Your answer is not a valid {spec.name}:\n{format_errors(error)}\n"
+                    "Answer again with only JSON that follows the schema."
+                )
+                return None
+            call = ToolCall(
+                id=f"output_turn_{turn}",
+                name=FINAL_RESULT,
+                arguments=compact_json(spec.as_arguments(text)),
+            )
+            fixed = await self._repair(call, new_id("call"), text, error)
+            if isinstance(fixed, str):
+                self._tell(fixed)
+                return None
+            return fixed
+        self.run.state.output_failures = 0
+        return Accepted(value, spec.dump(value), text)
+
+    async def tool_round(self, calls: list[ToolCall], turn: int, text: str) -> Accepted | None:
+        """Run a turn whose calls include ``final_result``: the other calls first (as usual),
+        then the last ``final_result`` call is validated. The tool message with every call's
+        result is added to the conversation; returns the result, or None to go on."""
+        finals = [call for call in calls if call.name == FINAL_RESULT]
+        others = [call for call in calls if call.name != FINAL_RESULT]
+        parts: dict[str, ToolResultPart] = {}
+
+        def keep(results: list[ToolResultPart]) -> None:  # the run was stopped or failed
+            for part in results:
+                parts[part.tool_call_id] = part
+            self._end_round(calls, parts, interrupted=True)
+
+        if others:
+            for part in await self.executor.run_calls(others, turn, keep):
+                parts[part.tool_call_id] = part
+        for call in finals[:-1]:
+            parts[call.id] = self._result(call, turn, new_id("call"), SUPERSEDED_RESULT, False)
+        call = finals[-1]
+        try:
+            outcome = await self._final_result(call, turn)
+        except BaseException:
+            self._end_round(calls, parts, interrupted=True)
+            raise
+        if isinstance(outcome, Accepted):
+            parts[call.id] = self._done(call, turn, outcome)
+            self._end_round(calls, parts)
+            value_text = text if text.strip() else compact_json(outcome.data)
+            return Accepted(outcome.value, outcome.data, value_text)
+        parts[call.id] = outcome
+        self._end_round(calls, parts)
+        return None
+
+    # -- internals -------------------------------------------------------------------------------
+
+    async def _final_result(self, call: ToolCall, turn: int) -> Accepted | ToolResultPart:
+        """Validate one ``final_result`` call: the value, or the result the model is told."""
+        spec = self.spec
+        internal_id = new_id("call")
+        self.executor.trace.tool_call(call, turn)
+        raw = call.arguments_json()  # validated as it came (a large output is parsed once)
+        try:
+            value = spec.validate_arguments(raw)
+        except ValidationError as error:
+            if self._failed():
+                text = (
+                    f"Invalid {spec.name}:\n{format_errors(error)}\n"
+                    f"Fix these errors and call {FINAL_RESULT} again."
+                )
+                return self._result(call, turn, internal_id, text, True)
+            fixed = await self._repair(call, internal_id, raw, error)
+            if isinstance(fixed, str):
+                return self._result(call, turn, internal_id, fixed, True)
+            self._internal_ids[call.id] = internal_id
+            return Accepted(fixed.value, fixed.data, FIXED_RESULT)
+        self.run.state.output_failures = 0
+        self._internal_ids[call.id] = internal_id
+        return Accepted(value, spec.dump(value), ACCEPTED_RESULT)
+
+    def _done(self, call: ToolCall, turn: int, accepted: Accepted) -> ToolResultPart:
+        internal_id = self._internal_ids.pop(call.id, new_id("call"))
+        return self._result(call, turn, internal_id, accepted.text, False, accepted)
+
+    def _failed(self) -> bool:
+        """Count a failed output; True while the model may try again."""
+        state = self.run.state
+        state.output_failures += 1
+        return state.output_failures <= self.spec.retries
+
+    def _tell(self, text: str) -> None:
+        """Ask the model again: ``text`` as a user message of the conversation."""
+        self.run.state.messages.append(Message.user(text))
+        self.run.persist()
+
+    async def _repair(
+        self, call: ToolCall, internal_id: str, raw: str, error: ValidationError
+    ) -> Accepted | str:
+        """The retries are spent: a person (or the approval handler) fixes the value. Returns
+        the fixed value, or what the model is told when they rejected it."""
+        spec = self.spec
+        errors = error_list(error)
+        retries = f"{spec.retries} {'retry' if spec.retries == 1 else 'retries'}"
+        listed = format_errors(error)
+        args: Any = decode_args(call.arguments_json())
+        note = ""
+        if len(raw) > MAX_REPAIR_ARGUMENTS:
+            note = (
+                f"\nThe model's output is {len(raw):,} characters long, too long to edit here: "
+                "write the fix in full, or reject to ask the model again."
+            )
+            args = {"result": None} if spec.wrapped else {}
+        elif not isinstance(args, dict):
+            args = spec.as_arguments(raw)
+        request = ToolApprovalRequest(
+            tool_name=FINAL_RESULT,
+            args=args,
+            raw_args=raw,
+            tool_call_id=call.id,
+            internal_call_id=internal_id,
+            run=self.executor.run_info,
+            reason=(
+                f"The model's {spec.name} is not valid after {retries}. Approve with edited "
+                f"arguments that fix it, or reject it to ask the model again.\n{listed}{note}"
+            ),
+            input_model=spec.input_model,
+            fix_required=True,
+        )
+        try:
+            approved, text, edited = await self.executor.approve(request)
+        except ToolApprovalRequiredError:
+            raise self._invalid(
+                f"The model's {spec.name} is not valid after {retries}, and there is no "
+                f"approval handler or person to fix it:\n{listed}",
+                errors,
+                raw,
+            ) from None
+        record = self.run.state.approvals.get(request.approval_id)
+        if approved:
+            try:
+                if edited is None:
+                    raise self._invalid(
+                        f"The model's {spec.name} was approved without a fix, and it is not "
+                        f"valid:\n{listed}",
+                        errors,
+                        raw,
+                    )
+                value = spec.validate_arguments(edited)
+            except ValidationError as refused:
+                text = f"The fix is not a valid {spec.name}:\n{format_errors(refused)}"
+                self.executor.refuse_edit(request.approval_id, text)
+                raise self._invalid(text, error_list(refused), compact_json(edited)) from None
+            except OutputValidationError:
+                self.executor.refuse_edit(request.approval_id, "Approved without a fix.")
+                raise
+            self.run.state.output_failures = 0
+            return Accepted(value, spec.dump(value), FIXED_RESULT)
+        if record is not None and record.status == "rejected":
+            self.run.state.output_failures = 0
+            return f"The {spec.name} was rejected: {text} Give a corrected result."
+        status = record.status.replace("_", " ") if record is not None else "not decided"
+        raise self._invalid(
+            f"The model's {spec.name} is not valid after {retries}, and the fix asked for was "
+            f"{status}:\n{listed}",
+            errors,
+            raw,
+        )
+
+    def _invalid(
+        self, message: str, errors: list[dict[str, Any]], output: str
+    ) -> OutputValidationError:
+        return OutputValidationError(
+            message, errors=errors, output=output, output_type=self.spec.output_type
+        )
+
+    def _result(
+        self,
+        call: ToolCall,
+        turn: int,
+        internal_id: str,
+        text: str,
+        is_error: bool,
+        accepted: Accepted | None = None,
+    ) -> ToolResultPart:
+        """The call's result: emitted, traced and returned as its part of the tool message."""
+        trace = self.executor.trace
+        entry = trace.entry(call.id) or trace.tool_call(call, turn)
+        args = call.arguments_json()
+        record = self._decided_record(call.id)
+        if accepted is not None and record is not None and record.status == "approved":
+            args = compact_json(record.edited_args)
+        status = "error" if is_error else "success"
+        if record is not None and record.status == "rejected":
+            status = "rejected"
+        trace.tool_call_done(entry, args, text, status)  # type: ignore[arg-type]
+        self.executor.emit(
+            ToolResultEvent(
+                turn=turn,
+                tool_name=call.name,
+                tool_call_id=call.id,
+                internal_call_id=internal_id,
+                args=args,
+                result=text,
+                is_error=is_error,
+            )
+        )
+        return ToolResultPart(
+            tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
+        )
+
+    def _decided_record(self, call_id: str) -> Any:
+        found = [
+            record
+            for record in self.run.state.approvals.values()
+            if record.tool_call_id == call_id and record.status != "pending"
+        ]
+        return max(found, key=lambda record: record.requested_at) if found else None
+
+    def _end_round(
+        self, calls: list[ToolCall], parts: dict[str, ToolResultPart], interrupted: bool = False
+    ) -> None:
+        """The turn's tool message, a result for every call in call order, joins the history."""
+        state = self.run.state
+        message = Message.tool(
+            [
+                parts.get(call.id)
+                or ToolResultPart(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=CANCELLED_RESULT,
+                    is_error=True,
+                )
+                for call in calls
+            ]
+        )
+        if interrupted and state.messages and state.messages[-1].role == "tool":
+            return  # already added
+        state.messages.append(message)
+        state.calls.clear()
+        self.run.persist()

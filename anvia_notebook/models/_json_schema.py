@@ -1,0 +1,42 @@
+"""JSON Schemas as providers' structured outputs want them.
+
+OpenAI's strict mode and Anthropic's structured outputs need every object closed
+(``"additionalProperties": false``); OpenAI's strict mode also needs every property required.
+Closing the objects only narrows what the model writes: the answer is still validated against
+the output type itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["closed_objects", "every_property_required"]
+
+
+def closed_objects(schema: Any) -> Any:
+    """A copy of ``schema`` with ``"additionalProperties": false`` on every object schema that
+    does not say otherwise."""
+    if isinstance(schema, list):
+        return [closed_objects(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    copy = {key: closed_objects(value) for key, value in schema.items()}
+    if copy.get("type") == "object" and "additionalProperties" not in copy:
+        copy["additionalProperties"] = False
+    return copy
+
+
+def every_property_required(schema: Any) -> bool:
+    """True when every object schema in ``schema`` requires all its properties and admits no
+    others (what OpenAI's strict mode accepts)."""
+    if isinstance(schema, list):
+        return all(every_property_required(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("type") == "object":
+        properties = schema.get("properties") or {}
+        if set(schema.get("required") or ()) != set(properties):
+            return False
+        if schema.get("additionalProperties") not in (False, None):
+            return False
+    return all(every_property_required(value) for value in schema.values())

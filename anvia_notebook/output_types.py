@@ -1,0 +1,234 @@
+"""Typed output: what ``output_type(Model, mode=..., retries=...)`` asks of a run.
+
+An :class:`OutputSpec` holds the type a run must produce, the way the model is asked for it and
+how often a value that fails validation goes back to the model:
+
+- ``mode="tool"`` (default): the model gets a ``final_result`` tool whose input is the type's JSON
+  Schema (a type that is not an object, such as ``list[Model]``, is wrapped as
+  ``{"result": ...}``); its other tools stay usable, and the run ends when ``final_result`` is
+  called with a valid value.
+- ``mode="native"``: the schema goes in the completion request's ``response_format`` (the
+  provider's JSON-schema response format) and the model's text is validated.
+
+The run loop's part (the retries and the repair a person makes) is in ``_typed_output.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
+from .models.base import ResponseFormat, ToolDefinition
+
+__all__ = [
+    "FINAL_RESULT",
+    "OutputMode",
+    "OutputSpec",
+    "check_output_tools",
+    "format_errors",
+    "output_spec",
+    "type_name",
+]
+
+#: The name of the tool the model calls to give its typed result (``mode="tool"``).
+FINAL_RESULT = "final_result"
+#: The key a type that is not a JSON object is wrapped in: ``{"result": ...}``.
+WRAPPED_KEY = "result"
+
+OutputMode = Literal["tool", "native"]
+
+#: At most this many validation errors are listed for the model and the person.
+MAX_LISTED_ERRORS = 10
+#: A value shown in an error is cut to this many characters.
+MAX_ERROR_INPUT = 120
+
+
+def type_name(output_type: Any) -> str:
+    """A readable name of a type: ``Report``, ``list[Report]``, ``dict[str, int]``."""
+    if isinstance(output_type, type) and not getattr(output_type, "__args__", None):
+        return output_type.__name__
+    text = repr(output_type)
+    return re.sub(r"(?:[\w<>]+\.)+(?=\w)", "", text)
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """A run's output type, how it is asked for, and how many retries a failing value gets."""
+
+    output_type: Any
+    mode: OutputMode
+    retries: int
+    #: Validates the value itself (the model's text in ``native`` mode).
+    adapter: TypeAdapter[Any]
+    #: Validates ``final_result``'s arguments (also a person's fix of them).
+    input_model: type[BaseModel]
+    #: The type is not a JSON object: its value travels as ``{"result": ...}``.
+    wrapped: bool
+    #: The type's own JSON Schema.
+    schema: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return type_name(self.output_type)
+
+    def tool_definition(self) -> ToolDefinition:
+        """The ``final_result`` tool the model is given (``mode="tool"``)."""
+        what = f'a {{"result": ...}} object holding a {self.name}' if self.wrapped else self.name
+        return ToolDefinition(
+            name=FINAL_RESULT,
+            description=(
+                f"Give the final result of this task as {what}. Call it once you are done "
+                "(other tools can be called before); the run ends when it is called with a "
+                "valid value."
+            ),
+            parameters=self.input_model.model_json_schema() if self.wrapped else self.schema,
+        )
+
+    def response_format(self) -> ResponseFormat:
+        """The provider's JSON-schema response format (``mode="native"``)."""
+        return ResponseFormat(name=_schema_name(self.schema, self.name), json_schema=self.schema)
+
+    # -- validating ------------------------------------------------------------------------------
+
+    def validate_arguments(self, arguments: str | dict[str, Any]) -> Any:
+        """The value ``final_result``'s arguments (JSON text or data) hold; raises pydantic's
+        ``ValidationError``."""
+        if isinstance(arguments, str):
+            parsed = self.input_model.model_validate_json(arguments or "{}")
+        else:
+            parsed = self.input_model.model_validate(arguments)
+        return self.unwrap(parsed)
+
+    def validate_text(self, text: str) -> Any:
+        """The value the model's text holds (``mode="native"``); raises ``ValidationError``."""
+        return self.adapter.validate_json(text)
+
+    def unwrap(self, parsed: BaseModel) -> Any:
+        if self.wrapped:
+            return getattr(parsed, WRAPPED_KEY)
+        if isinstance(parsed, pydantic.RootModel):
+            return parsed.root
+        return parsed
+
+    def as_arguments(self, text: str) -> dict[str, Any]:
+        """``final_result`` arguments holding the value the model wrote as ``text`` (for a repair
+        of a ``native`` answer): the JSON it holds (wrapped when the type is), else the text."""
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        if self.wrapped:
+            return {WRAPPED_KEY: value}
+        return value if isinstance(value, dict) else {}
+
+    def dump(self, value: Any) -> Any:
+        """The validated value as JSON data (for events, the store and the transcript)."""
+        return self.adapter.dump_python(value, mode="json")
+
+
+def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> OutputSpec:
+    """Check ``output_type`` and the options, at build time: a type pydantic cannot validate, an
+    unknown mode or a negative retry count is a clear error here, not during a run."""
+    if mode not in ("tool", "native"):
+        raise ValueError(f'output_type mode must be "tool" or "native", not {mode!r}.')
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ValueError(
+            f"output_type retries must be a whole number, zero or more, not {retries!r}."
+        )
+    if output_type is None:
+        raise TypeError("output_type needs a type, such as a pydantic model or list[Model].")
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        schema = adapter.json_schema()
+    except (PydanticSchemaGenerationError, PydanticUserError, TypeError, ValueError) as error:
+        text = str(error).strip()
+        first = text.splitlines()[0].split(". ")[0] if text else type(error).__name__
+        first = re.sub(r"(?:[\w<>]+\.)+(?=\w)", "", first)
+        raise TypeError(
+            f"output_type({type_name(output_type)}): pydantic cannot validate this type "
+            f"({first}). Use a pydantic model, a dataclass, a TypedDict, or a type built from "
+            "them, such as list[Model]."
+        ) from None
+    wrapped = schema.get("type") != "object"
+    input_model = _input_model(output_type, wrapped)
+    return OutputSpec(
+        output_type=output_type,
+        mode=mode,  # type: ignore[arg-type]
+        retries=retries,
+        adapter=adapter,
+        input_model=input_model,
+        wrapped=wrapped,
+        schema=schema,
+    )
+
+
+def check_output_tools(output: OutputSpec | None, tools: Mapping[str, Any]) -> None:
+    """A ``final_result`` tool of the agent's own would clash with the output type's."""
+    if output is not None and output.mode == "tool" and FINAL_RESULT in tools:
+        raise ValueError(
+            f"The agent has a tool named {FINAL_RESULT!r}, which output_type(mode=\"tool\") "
+            "gives the model to return its result: rename that tool, or use mode=\"native\"."
+        )
+
+
+def _input_model(output_type: Any, wrapped: bool) -> type[BaseModel]:
+    """What validates ``final_result``'s arguments: the model itself, a root model of an object
+    type, or ``{"result": ...}`` around any other type."""
+    if wrapped:
+        fields: dict[str, Any] = {WRAPPED_KEY: (output_type, ...)}
+        model: type[BaseModel] = create_model(
+            "FinalResult", __config__=ConfigDict(defer_build=True), **fields
+        )
+        return model
+    if isinstance(output_type, type) and issubclass(output_type, BaseModel):
+        return output_type
+    root: type[BaseModel] = pydantic.RootModel[output_type]
+    return root
+
+
+def format_errors(error: ValidationError | list[dict[str, Any]]) -> str:
+    """Pydantic's errors as lines a model and a person can act on, at most
+    :data:`MAX_LISTED_ERRORS` of them, each value cut short (a huge output stays readable)."""
+    items = error.errors(include_url=False) if isinstance(error, ValidationError) else error
+    lines = []
+    for item in items[:MAX_LISTED_ERRORS]:
+        location = ".".join(str(part) for part in item.get("loc", ())) or "value"
+        line = f"- {location}: {item.get('msg', '')}"
+        if "input" in item and item.get("type") != "missing":
+            shown = _short(item["input"])
+            line += f" (got {shown})"
+        lines.append(line)
+    if len(items) > MAX_LISTED_ERRORS:
+        more = len(items) - MAX_LISTED_ERRORS
+        lines.append(f"- … and {more} more error{'s' if more != 1 else ''}")
+    return "\n".join(lines)
+
+
+def error_list(error: ValidationError) -> list[dict[str, Any]]:
+    """Pydantic's list of errors, without the documentation links."""
+    return list(error.errors(include_url=False))  # type: ignore[arg-type]
+
+
+def _short(value: Any) -> str:
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    if len(text) > MAX_ERROR_INPUT:
+        return f"{text[:MAX_ERROR_INPUT]}… ({len(text)} characters)"
+    return text
+
+
+def _schema_name(schema: dict[str, Any], fallback: str) -> str:
+    """A response format's name (letters, digits, ``_`` and ``-``, at most 64 characters)."""
+    title = schema.get("title")
+    name = title if isinstance(title, str) and title else fallback
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", name).strip("_") or "response_schema"
+    return name[:64]

@@ -1,0 +1,142 @@
+"""A run's typed result in the cell: a table under the answer (live view and static copy), the
+repair of an invalid output in the approval's form, bounded however large the output is."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from notebook_helpers import PageState
+from pydantic import BaseModel, Field
+
+from anvia_notebook import AgentBuilder, ApprovalDecision, StoreHumanInput
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.notebook._protocol import parse_outbound
+from anvia_notebook.notebook._snapshot import render_html, render_text
+from anvia_notebook.notebook._transcript import Transcript
+
+
+class City(BaseModel):
+    name: str
+    population: int = Field(gt=0)
+
+
+def final(arguments: Any, id: str = "out_1") -> ModelResponse:
+    return ModelResponse(tool_calls=[ToolCall(id=id, name="final_result", arguments=arguments)])
+
+
+def page_of(events: list[Any], prompt: str = "cities") -> tuple[Transcript, PageState]:
+    """The transcript and the page the run's events make (checked against the wire)."""
+    ops: list[dict[str, Any]] = []
+    transcript = Transcript("typed", emit=ops.append)
+    page = PageState()
+    page.apply({"type": "snapshot", "seq": 0, "transcript": transcript.state(0)})
+    transcript.begin_run("r1", "typed", prompt)
+    for event in events:
+        transcript.apply(event)
+    batch = {"type": "batch", "seq": 1, "ops": list(ops)}
+    parse_outbound(batch)
+    page.apply(batch)
+    assert page.transcript() == transcript.state(1)
+    return transcript, page
+
+
+async def test_a_list_of_models_is_a_table_in_the_cell_and_the_static_copy() -> None:
+    rows = [{"name": "Paris", "population": 2_100_000}, {"name": "Ly|on", "population": 500}]
+    agent = AgentBuilder("typed", QueueModel([final({"result": rows})])).build()
+    request = agent.prompt("cities").output_type(list[City]).store(None)
+    response = await request.send()
+
+    transcript, page = page_of(list(request._run.events))  # type: ignore[union-attr]
+    shown = page.entries[-1]
+    assert shown["kind"] == "assistant"
+    assert shown["text"].startswith("**Result** (2 rows)")
+    assert "| name | population |" in shown["text"]
+    assert "| Ly\\|on | 500 |" in shown["text"]  # a cell cannot break the table
+
+    html = render_html(transcript.state(1))
+    assert "<table>" in html and "<td>Paris</td>" in html and "<td>2100000</td>" in html
+    assert "Paris | 2100000" in render_text(transcript.state(1))
+    frame = response.to_pandas()
+    assert list(frame.columns) == ["name", "population"]
+    assert frame["population"].dtype == "Int64" and list(frame["name"]) == ["Paris", "Ly|on"]
+
+
+async def test_a_large_result_table_is_bounded() -> None:
+    rows = [{"name": "x" * 500, "population": i + 1} for i in range(5_000)]
+    agent = AgentBuilder("typed", QueueModel([final({"result": rows})])).build()
+    request = agent.prompt("cities").output_type(list[City]).store(None)
+    response = await request.send()
+    _, page = page_of(list(request._run.events))  # type: ignore[union-attr]
+    text = page.entries[-1]["text"]
+    assert len(text) < 10_000 and "4950 more rows not shown" in text
+    assert len(response.to_pandas()) == 5_000  # the data itself is whole
+
+
+async def test_a_value_that_is_not_a_table_is_shown_as_json() -> None:
+    agent = AgentBuilder("typed", QueueModel([final({"result": [1, 2, 3]})])).build()
+    request = agent.prompt("numbers").output_type(list[int]).store(None)
+    response = await request.send()
+    _, page = page_of(list(request._run.events))  # type: ignore[union-attr]
+    assert page.entries[-1]["text"].startswith("**Result**\n\n```json")
+    assert response.data == [1, 2, 3]
+
+
+async def test_the_repair_form_of_a_huge_invalid_output_is_bounded() -> None:
+    rows = [{"name": f"c{i}", "population": "many"} for i in range(20_000)]
+    model = QueueModel([final({"result": rows}, "a")])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(list[City], retries=0)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+    request = agent.prompt("cities").store(None)
+    run = request.start()
+    asked = asyncio.Event()
+    run.subscribe(lambda event: event.type == "tool_approval_request" and asked.set())
+    await asyncio.wait_for(asked.wait(), 30)
+    [pending] = run.interactions.pending
+
+    transcript, page = page_of(list(run.events))
+    tool = next(entry for entry in page.entries if entry["kind"] == "tool")
+    form = tool["approval"]
+    assert tool["status"] == "approval_required"
+    assert form["args"] == {"result": None} and len(json.dumps(form)) < 5_000
+    assert form["fix_required"] is True  # the page opens its editor
+    assert "and 19990 more errors" in form["reason"] and "too long to edit" in form["reason"]
+    assert len(render_html(transcript.state(1))) < 250_000
+
+    fixed = {"result": [{"name": "Paris", "population": 2}]}
+    run.interactions.decide(pending.id, approved=True, args=fixed, via="widget")
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.data == [City(name="Paris", population=2)]
+    _, page = page_of(list(run.events))
+    tool = next(entry for entry in page.entries if entry["kind"] == "tool")
+    assert tool["approval"]["status"] == "approved"
+    assert tool["approval"]["edited_args"] == fixed
+    assert page.entries[-1]["text"].startswith("**Result** (1 row)")
+
+
+async def test_a_native_repair_shows_in_the_form_too() -> None:
+    model = QueueModel([json.dumps({"name": "Paris", "population": 0})])
+    decisions: list[Any] = []
+
+    def handler(request: Any) -> ApprovalDecision:
+        decisions.append(request)
+        return ApprovalDecision(approved=True, args={"name": "Paris", "population": 1})
+
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City, mode="native", retries=0)
+        .approvals(handler)
+        .build()
+    )
+    request = agent.prompt("Paris?").store(None)
+    response = await request.send()
+    assert response.data == City(name="Paris", population=1)
+    _, page = page_of(list(request._run.events))  # type: ignore[union-attr]
+    tool = next(entry for entry in page.entries if entry["kind"] == "tool")
+    assert tool["tool_name"] == "final_result" and tool["approval"]["status"] == "approved"
+    assert page.entries[-1]["text"].startswith("**Result** (1 row)")
