@@ -108,6 +108,11 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     max_turns = request.max_turn_count
     run.tracer.run_started(agent_id=agent.id, resumed=run.resumed, session_id=state.session_id)
     try:
+        if agent.mcp_servers:  # connected on the first run; a name clash fails here
+            from .mcp._registry import attach_mcp_tools
+
+            await attach_mcp_tools(agent)
+            tools = [tool.definition() for tool in agent.tools.values()]
         await _lifecycle(
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
         )

@@ -16,6 +16,7 @@ from .tools import Tool
 
 if TYPE_CHECKING:
     from .human import HumanInput
+    from .mcp import McpServerConfig
     from .request import PromptRequest
     from .store import RunStore
 
@@ -48,6 +49,8 @@ class Agent:
     max_tokens: int | None = None
     tool_choice: Any = None
     default_max_turns: int = DEFAULT_MAX_TURNS
+    #: MCP servers whose tools the agent gets on its first run (``AgentBuilder.mcp``).
+    mcp_servers: tuple[McpServerConfig, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -110,6 +113,7 @@ class AgentBuilder:
         self._tool_choice: Any = None
         self._max_turns = DEFAULT_MAX_TURNS
         self._adding_many = False
+        self._mcp_servers: list[McpServerConfig] = []
 
     def name(self, name: str) -> AgentBuilder:
         self._name = name
@@ -151,6 +155,22 @@ class AgentBuilder:
                 self.tool(item)
         finally:
             self._adding_many = False
+        return self
+
+    def mcp(self, servers: Sequence[McpServerConfig]) -> AgentBuilder:
+        """Give the agent the tools of these MCP servers (``mcp.stdio``, ``mcp.http``,
+        ``mcp.sse``). They are connected on the first run, one session per server per kernel;
+        a tool name that clashes with another tool is an error then, before any model call."""
+        from .mcp import McpServerConfig
+
+        for server in servers:
+            if not isinstance(server, McpServerConfig):
+                raise TypeError(
+                    "AgentBuilder.mcp takes servers made by mcp.stdio, mcp.http or mcp.sse, "
+                    f"not {type(server).__name__}."
+                )
+            if server not in self._mcp_servers:
+                self._mcp_servers.append(server)
         return self
 
     def hook(self, hook: Hook) -> AgentBuilder:
@@ -200,4 +220,5 @@ class AgentBuilder:
             max_tokens=self._max_tokens,
             tool_choice=self._tool_choice,
             default_max_turns=self._max_turns,
+            mcp_servers=tuple(self._mcp_servers),
         )
