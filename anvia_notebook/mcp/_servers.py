@@ -9,7 +9,7 @@ import ipaddress
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Union
+from typing import Literal
 from urllib.parse import urlsplit
 
 from ..approvals import ToolApproval
@@ -27,10 +27,10 @@ __all__ = [
 
 #: One policy: from the server's annotations (read-only tools run without approval), always,
 #: never, or a :class:`ToolApproval` of your own.
-ApprovalPolicy = Union[Literal["annotations", "always", "never"], ToolApproval]
+ApprovalPolicy = Literal["annotations", "always", "never"] | ToolApproval
 #: A policy for every tool of the server, or a dict from tool-name pattern (``fnmatch``; the
 #: first matching pattern wins) to policy; a tool matching no pattern uses ``"annotations"``.
-ApprovalSetting = Union[ApprovalPolicy, Mapping[str, ApprovalPolicy]]
+ApprovalSetting = ApprovalPolicy | Mapping[str, ApprovalPolicy]
 
 DEFAULT_TIMEOUT = 60.0
 
