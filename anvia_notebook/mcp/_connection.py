@@ -15,7 +15,10 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import McpConnectionError, McpTimeoutError
+from pydantic import ValidationError
+
+from ..errors import McpConnectionError, McpMalformedResultError, McpTimeoutError
+from ..question_types import describe_validation_error
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 
 if TYPE_CHECKING:
@@ -290,6 +293,11 @@ class Connection:
                     break
             try:
                 return task.result()
+            except ValidationError as error:
+                raise McpMalformedResultError(
+                    f"MCP server {self.config.name!r} answered the call of {name} with something "
+                    f"that is not a valid MCP tool result ({describe_validation_error(error)})."
+                ) from None
             except BaseException as error:
                 if _is_closed(error):
                     await self.close()
