@@ -8,7 +8,6 @@ import asyncio
 import sys
 
 import pytest
-
 from mcp_helpers import SERVERS, TOOLBOX, toolbox
 
 from anvia_notebook import AgentBuilder, mcp
@@ -72,7 +71,7 @@ def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_call_reconnect
 
 def test_a_call_past_its_timeout_is_an_error_result_and_progress_extends_it():
     server = toolbox("slowpoke", timeout=0.6)
-    model, response = _results(
+    model, _ = _results(
         server,
         call("slow", {"seconds": 2}, id="c1"),
         call("slow", {"seconds": 1.5, "progress_every": 0.2}, id="c2"),

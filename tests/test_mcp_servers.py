@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-
 from mcp_helpers import TOOLBOX, alive, processes_running
 
 from anvia_notebook import AgentBuilder, mcp
