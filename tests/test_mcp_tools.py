@@ -231,3 +231,36 @@ def test_a_run_on_another_event_loop_uses_the_same_session():
 
     asyncio.run(again())
     assert tool_results(model.requests[3])[0].content == first
+
+
+def test_trace_and_otel_span_name_the_server_and_the_store_keeps_the_call(tmp_path):
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from anvia_notebook import instrument
+    from anvia_notebook.store import RunStore
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider)
+    try:
+        store = RunStore(tmp_path / "runs.db")
+        model = QueueModel([call("write_note", {"key": "t", "text": "traced"}), "done"])
+        agent = AgentBuilder("a", model).mcp([TOOLBOX]).approvals(lambda r: True).build()
+        request = agent.prompt("go").store(store)
+        response = request.send_sync()
+    finally:
+        instrument(False)
+    span = next(s for s in exporter.get_finished_spans() if s.name == "execute_tool write_note")
+    assert span.attributes["anvia.mcp.server"] == "toolbox"
+    assert span.attributes["mcp.method.name"] == "tools/call"
+    entry = response.trace.tool_calls[0]
+    assert entry.mcp_server == "toolbox" and entry.status == "success"
+    assert entry.approval is not None and entry.approval.status == "approved"
+    stored = store.get(response.run_id)
+    results = [r for m in stored.messages if m.role == "tool" for r in m.tool_results]
+    assert [r.content for r in results] == ["wrote t"]
+    assert [a.status for a in stored.approvals.values()] == ["approved"]
