@@ -156,6 +156,8 @@ __all__ = [
     "Studio",
     # evals (a module: ``from anvia_notebook import evals``)
     "evals",
+    # MCP servers' tools (a module: ``from anvia_notebook import mcp``)
+    "mcp",
 ]
 
 #: Imported on first use, so that ``import anvia_notebook`` stays quick.
@@ -174,7 +176,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("evals", "store"):  # subpackages imported on first use
+    if name in ("evals", "store", "mcp"):  # subpackages imported on first use
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

@@ -122,6 +122,13 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     steering = run.steering
     try:
         steering.start()
+        if agent.mcp_servers:  # connected on the first run; a name clash fails here
+            from .mcp._registry import attach_mcp_tools
+
+            await attach_mcp_tools(agent)
+            tools = [tool.definition() for tool in agent.tools.values()]
+            if typed is not None:
+                tools = typed.tools(tools)
         await _lifecycle(
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
         )

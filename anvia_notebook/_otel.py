@@ -312,6 +312,9 @@ class RunSpans:
             "gen_ai.tool.type": "function",
             "anvia.turn": entry.turn,
         }
+        if entry.mcp_server is not None:  # a tool of an MCP server: which one, and how called
+            attributes["anvia.mcp.server"] = entry.mcp_server
+            attributes["mcp.method.name"] = "tools/call"
         if self.content:
             attributes["gen_ai.tool.call.arguments"] = self._arguments(entry)
             self._tool_args[id(entry)] = entry.args

@@ -215,7 +215,10 @@ class ToolExecutor:
 
     async def _run_call(self, call: ToolCall, turn: int) -> ToolResultPart:
         internal_id = new_id("call")
-        entry = self.trace.tool_call(call, turn)
+        server = getattr(self.agent.get_tool(call.name), "server_name", None)
+        entry = self.trace.tool_call(
+            call, turn, mcp_server=server if isinstance(server, str) else None
+        )
         resumed = self._resumed_result(call, turn, internal_id, entry)
         if resumed is not None:
             return resumed

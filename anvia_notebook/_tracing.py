@@ -311,8 +311,11 @@ class TraceRecorder:
 
     # -- tool calls ----------------------------------------------------------------------------
 
-    def tool_call(self, call: ToolCall, turn: int, *, started: bool = True) -> ToolCallTrace:
-        """A tool call begins (or, with ``started=False``, is recorded without having begun)."""
+    def tool_call(
+        self, call: ToolCall, turn: int, *, started: bool = True, mcp_server: str | None = None
+    ) -> ToolCallTrace:
+        """A tool call begins (or, with ``started=False``, is recorded without having begun);
+        ``mcp_server`` names the MCP server of the call's tool, if it has one."""
         now = clock()
         entry = self._calls.get(call.id)
         if entry is not None and entry.turn == turn:
@@ -331,6 +334,7 @@ class TraceRecorder:
             args=decode_args(raw),
             turn=turn,
             started_at=self._wall(now) if started else None,
+            mcp_server=mcp_server,
         )
         self._call_index[id(entry)] = len(self.trace.tool_calls)
         self.trace.tool_calls.append(entry)

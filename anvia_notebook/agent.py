@@ -17,6 +17,7 @@ from .tools import Tool
 
 if TYPE_CHECKING:
     from .human import HumanInput
+    from .mcp import McpServerConfig
     from .request import PromptRequest
     from .store import RunStore
 
@@ -51,6 +52,8 @@ class Agent:
     default_max_turns: int = DEFAULT_MAX_TURNS
     #: The type every run must produce (``AgentBuilder.output_type``), or None for text.
     output: OutputSpec | None = None
+    #: MCP servers whose tools the agent gets on its first run (``AgentBuilder.mcp``).
+    mcp_servers: tuple[McpServerConfig, ...] = ()
 
     @property
     def display_name(self) -> str:
@@ -144,6 +147,7 @@ class AgentBuilder:
         self._max_turns = DEFAULT_MAX_TURNS
         self._output: OutputSpec | None = None
         self._adding_many = False
+        self._mcp_servers: list[McpServerConfig] = []
 
     def name(self, name: str) -> AgentBuilder:
         self._name = name
@@ -185,6 +189,22 @@ class AgentBuilder:
                 self.tool(item)
         finally:
             self._adding_many = False
+        return self
+
+    def mcp(self, servers: Sequence[McpServerConfig]) -> AgentBuilder:
+        """Give the agent the tools of these MCP servers (``mcp.stdio``, ``mcp.http``,
+        ``mcp.sse``). They are connected on the first run, one session per server per kernel;
+        a tool name that clashes with another tool is an error then, before any model call."""
+        from .mcp import McpServerConfig
+
+        for server in servers:
+            if not isinstance(server, McpServerConfig):
+                raise TypeError(
+                    "AgentBuilder.mcp takes servers made by mcp.stdio, mcp.http or mcp.sse, "
+                    f"not {type(server).__name__}."
+                )
+            if server not in self._mcp_servers:
+                self._mcp_servers.append(server)
         return self
 
     def hook(self, hook: Hook) -> AgentBuilder:
@@ -252,5 +272,6 @@ class AgentBuilder:
             tool_choice=self._tool_choice,
             default_max_turns=self._max_turns,
             output=self._output,
+            mcp_servers=tuple(self._mcp_servers),
         )
 

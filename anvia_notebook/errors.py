@@ -18,7 +18,14 @@ AnviaError
 ├── RunEndedError              the run has ended: a message can no longer be steered into it
 ├── OutputValidationError      a run's typed output stayed invalid and nobody could fix it
 ├── ExtractionError            an extractor got no valid data from the model
-└── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
+├── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
+└── McpError                   an MCP server cannot be used (anvia_notebook.mcp)
+    ├── McpConnectionError     it could not be started or reached, or it went away
+    ├── McpToolNameClashError  two tools would have one name
+    ├── McpPrivateNetworkError ``mcp.http``/``mcp.sse`` to a private or loopback address
+    ├── McpToolError           an MCP tool reported an error (its text is the result)
+    ├── McpTimeoutError        an MCP call past its time limit (a TimeoutError)
+    └── McpMalformedResultError a server answered with no valid tool result
 
 Every exception is defined here; the modules that raise them import them from here (and some
 re-export theirs: ``anvia_notebook.models.ModelError``, ``anvia_notebook.HumanInputTimeout``).
@@ -48,6 +55,13 @@ __all__ = [
     "ExtractionError",
     "OutputValidationError",
     "ProtocolError",
+    "McpError",
+    "McpConnectionError",
+    "McpToolNameClashError",
+    "McpPrivateNetworkError",
+    "McpToolError",
+    "McpTimeoutError",
+    "McpMalformedResultError",
     "is_retryable_status",
     "MaxTurnsError",
     "PromptCancelledError",
@@ -232,3 +246,32 @@ class ProtocolError(AnviaError, ValueError):
     def __init__(self, message: str, request_id: str | None = None) -> None:
         super().__init__(message)
         self.request_id = request_id
+
+
+class McpError(AnviaError):
+    """An MCP server cannot be used."""
+
+
+class McpConnectionError(McpError, ConnectionError):
+    """An MCP server could not be started or reached, or went away during a call."""
+
+
+class McpToolNameClashError(McpError, ValueError):
+    """An MCP server's tool has the name of another tool of the agent (or of another server)."""
+
+
+class McpPrivateNetworkError(McpError, ValueError):
+    """``mcp.http`` or ``mcp.sse`` to a private, loopback or link-local address, refused
+    unless ``allow_private_network=True``."""
+
+
+class McpToolError(McpError):
+    """An MCP tool reported an error (``isError``); its text is the call's error result."""
+
+
+class McpTimeoutError(McpError, TimeoutError):
+    """An MCP tool call got no result (and no progress) within its time limit."""
+
+
+class McpMalformedResultError(McpError, ValueError):
+    """An MCP server answered a call with something that is not a valid tool result."""

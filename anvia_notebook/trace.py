@@ -167,6 +167,8 @@ class ToolCallTrace(BaseModel):
     #: (at most :data:`TRACEBACK_LIMIT` characters, the end kept). The model is told only
     #: ``result`` (``ToolCallError: <message>``).
     traceback: str | None = None
+    #: The MCP server whose tool this is (``anvia_notebook.mcp``), else None.
+    mcp_server: str | None = None
 
 
 class Trace(BaseModel):

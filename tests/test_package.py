@@ -293,3 +293,18 @@ def test_every_module_of_the_notebook_layer_is_private():
         if name in anvia_notebook.__all__:
             assert getattr(anvia_notebook, name) is public
     assert {"RunHandle", "Studio"} <= set(notebook.__all__) & set(anvia_notebook.__all__)
+
+
+def test_mcp_module_imports_no_mcp_sdk_until_a_server_is_used():
+    """``from anvia_notebook import mcp`` and describing servers load nothing of the ``mcp``
+    SDK (an optional extra); connecting does."""
+    code = (
+        "import sys\n"
+        "from anvia_notebook import AgentBuilder, mcp\n"
+        "from anvia_notebook.models import QueueModel\n"
+        "server = mcp.stdio('s', 'python', ['-c', 'pass'])\n"
+        "AgentBuilder('a', QueueModel([])).mcp([server]).build()\n"
+        "print(','.join(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""

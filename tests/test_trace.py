@@ -132,6 +132,7 @@ def test_a_tool_call_run_traces_requests_responses_usage_and_the_call(clock: Fak
         "question": None,
         "output": "",  # what it printed, as a notebook view captured it
         "traceback": None,  # the tool did not raise
+        "mcp_server": None,  # not a tool of an MCP server
     }
     assert trace.calls_of(0) == [traced] and trace.calls_of(1) == []
     assert trace.summary() == {

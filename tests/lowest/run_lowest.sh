@@ -14,11 +14,11 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 venv="${ANVIA_LOWEST_VENV:-$root/.venvs/lowest}"
 python="${PYTHON:-python}"
-extras=(openai anthropic postgres otel)
+extras=(openai anthropic postgres otel mcp)
 # What the tests import beside the package (the dev extra without the linters, the browser
 # tools and the benchmarks' pydantic-ai, which asks for a newer pydantic than the package does).
 tools=(pytest pytest-asyncio pytest-timeout hypothesis httpx pandas ipykernel jupyter_client
-  nbclient nbformat opentelemetry-sdk hatchling)
+  nbclient nbformat opentelemetry-sdk hatchling mcp-server-time)
 
 if ! "$python" -m uv --version >/dev/null 2>&1; then
   "$python" -m pip install --quiet --disable-pip-version-check --progress-bar off uv

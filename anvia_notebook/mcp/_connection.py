@@ -1,0 +1,333 @@
+"""One live session with one MCP server, on the MCP loop: open, list tools, call, close.
+
+A connection opens on first use and stays open for the process (one session per server per
+kernel). A server that dies is noticed by the call it breaks (that call gets an error); the next
+call opens a new session. Everything here runs on the MCP loop (see ``_loop_thread``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..errors import McpConnectionError, McpMalformedResultError, McpTimeoutError
+from ..question_types import describe_validation_error
+from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
+
+if TYPE_CHECKING:
+    import mcp.types as mcp_types
+    from mcp import ClientSession
+
+__all__ = ["Connection", "ElicitFn", "stderr_tail"]
+
+#: Lines of a server's standard error named in an error that it could not start.
+STDERR_LINES = 12
+#: Seconds a server may take to start and answer ``initialize``.
+START_TIMEOUT = 30.0
+
+#: What answers a server's elicitation request during one call (see ``_elicit``).
+ElicitFn = Callable[["mcp_types.ElicitRequestParams"], Awaitable["mcp_types.ElicitResult"]]
+
+
+def stderr_tail(text: str, lines: int = STDERR_LINES) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return "\n".join(kept)
+
+
+def _flatten(error: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups from anyio task groups."""
+    while isinstance(getattr(error, "exceptions", None), (list, tuple)) and error.exceptions:  # type: ignore[attr-defined]
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    return error
+
+
+def _is_closed(error: BaseException) -> bool:
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    error = _flatten(error)
+    if isinstance(error, MCPError):
+        return error.code == CONNECTION_CLOSED
+    import anyio
+
+    return isinstance(
+        error,
+        (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError,
+         EOFError, BrokenPipeError),
+    )
+
+
+def _require_sdk() -> None:
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise ImportError(
+            "MCP servers need the official MCP SDK: pip install 'anvia_notebook[mcp]'"
+        ) from None
+
+
+class Connection:
+    """The session with one server. Use only on the MCP loop."""
+
+    def __init__(self, config: McpServerConfig) -> None:
+        self.config = config
+        self.session: ClientSession | None = None
+        self.tools: list[mcp_types.Tool] = []
+        self._holder: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._opening: asyncio.Lock | None = None
+        #: Who answers elicitations, per call in flight on this session (the latest first).
+        self._askers: list[ElicitFn] = []
+        #: Times the session was opened (a reconnect counts), for tests and messages.
+        self.opened = 0
+
+    # -- open and close ----------------------------------------------------------------------
+
+    async def ensure_open(self) -> ClientSession:
+        _require_sdk()
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self.session is not None and self._holder is not None and not self._holder.done():
+                return self.session
+            await self._open()
+            assert self.session is not None
+            return self.session
+
+    async def _open(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        self._closing = asyncio.Event()
+        self._holder = loop.create_task(self._hold(ready, self._closing))
+        try:
+            await ready
+        except BaseException:
+            self._holder.cancel()
+            with contextlib.suppress(BaseException):
+                await self._holder
+            raise
+        self.opened += 1
+
+    async def close(self) -> None:
+        """End the session (the server process, for stdio, is stopped by the SDK)."""
+        holder, closing = self._holder, self._closing
+        self.session = None
+        if holder is None or closing is None:
+            return
+        closing.set()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(holder), timeout=15)
+        if not holder.done():  # pragma: no cover - the SDK bounds its own shutdown
+            holder.cancel()
+        self._holder = None
+
+    async def _hold(self, ready: asyncio.Future[None], closing: asyncio.Event) -> None:
+        """Enter the transport and the session, list the tools, then keep them open until
+        :meth:`close` (entered and left in this one task, as anyio requires)."""
+        from mcp import ClientSession
+
+        errlog = tempfile.TemporaryFile(  # noqa: SIM115 - closed below, after the session
+            mode="w+", encoding="utf-8", errors="replace"
+        )
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(errlog))
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        read,
+                        write,
+                        elicitation_callback=self._on_elicit,
+                        list_roots_callback=self._roots_callback(),
+                    )
+                )
+                await asyncio.wait_for(session.initialize(), START_TIMEOUT)
+                self.tools = await self._list_tools(session)
+                self.session = session
+                ready.set_result(None)
+                await closing.wait()
+        except BaseException as error:
+            self.session = None
+            if not ready.done():
+                ready.set_exception(self._start_error(error, errlog))
+            elif not isinstance(error, asyncio.CancelledError):
+                return  # the session broke; the call that noticed it reports that
+            else:
+                raise
+        finally:
+            self.session = None
+            errlog.close()
+
+    def _transport(self, errlog: Any) -> Any:
+        config = self.config
+        if isinstance(config, StdioServer):
+            from mcp import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=config.command,
+                args=list(config.args),
+                env=dict(config.env) if config.env is not None else None,
+                cwd=config.cwd,
+            )
+            return stdio_client(params, errlog=errlog)
+        if isinstance(config, SseServer):
+            from mcp.client.sse import sse_client
+
+            return sse_client(config.url, headers=dict(config.headers or {}))
+        if isinstance(config, HttpServer):
+            from mcp.shared._httpx_utils import create_mcp_http_client
+
+            return _http_transport(
+                config.url, create_mcp_http_client(headers=dict(config.headers or {}))
+            )
+        raise TypeError(f"Not an MCP server: {config!r}")  # pragma: no cover
+
+    def _roots_callback(self) -> Any:
+        config = self.config
+        if not isinstance(config, StdioServer) or config.roots is None:
+            return None
+        from pathlib import Path
+
+        roots = [(Path(r).resolve().as_uri(), r) for r in config.roots]
+
+        async def list_roots(context: Any) -> Any:
+            import mcp.types as types
+
+            return types.ListRootsResult(roots=[types.Root(uri=u, name=n) for u, n in roots])
+
+        return list_roots
+
+    @staticmethod
+    async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
+        tools: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        while True:
+            if cursor is None:
+                listing = await session.list_tools()
+            else:
+                import mcp.types as types
+
+                listing = await session.list_tools(
+                    params=types.PaginatedRequestParams(cursor=cursor)
+                )
+            tools.extend(listing.tools)
+            cursor = listing.next_cursor
+            if not cursor:
+                return tools
+
+    def _start_error(self, error: BaseException, errlog: Any) -> McpConnectionError:
+        """A clear error for a server that could not start: the command (or URL), what went
+        wrong and the end of what it wrote to its standard error."""
+        config = self.config
+        inner = _flatten(error)
+        where = config.describe()
+        if isinstance(config, StdioServer):
+            if isinstance(inner, FileNotFoundError) and shutil.which(config.command) is None:
+                what = f"the command {config.command!r} was not found"
+                if config.cwd is not None and not os.path.isdir(config.cwd):
+                    what = f"its working folder {config.cwd!r} does not exist"
+            elif isinstance(inner, (asyncio.TimeoutError, TimeoutError)):
+                what = f"it did not answer within {START_TIMEOUT:g} s"
+            elif _is_closed(inner):
+                what = "it exited before the MCP session started"
+            else:
+                what = f"{type(inner).__name__}: {inner}"
+            message = f"MCP server {config.name!r} could not start ({where}): {what}."
+            with contextlib.suppress(Exception):
+                errlog.flush()
+                errlog.seek(0)
+                tail = stderr_tail(errlog.read())
+                if tail:
+                    message += f"\nThe end of its standard error:\n{tail}"
+            return McpConnectionError(message)
+        return McpConnectionError(
+            f"MCP server {config.name!r} could not be reached at {where}: "
+            f"{type(inner).__name__}: {inner}"
+        )
+
+    # -- calls -------------------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        ask: ElicitFn | None = None,
+    ) -> mcp_types.CallToolResult:
+        """Call one tool. The time limit restarts at each progress notification; a call past
+        it raises :class:`McpTimeoutError`; a session that broke raises
+        :class:`~anvia_notebook.errors.McpConnectionError` (the next call reconnects)."""
+        session = await self.ensure_open()
+        loop = asyncio.get_running_loop()
+        last_progress = loop.time()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal last_progress
+            last_progress = loop.time()
+
+        task = loop.create_task(
+            session.call_tool(name, arguments, progress_callback=on_progress)
+        )
+        if ask is not None:
+            self._askers.append(ask)
+        try:
+            while True:
+                remaining = last_progress + timeout - loop.time()
+                if remaining <= 0:
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+                    raise McpTimeoutError(
+                        f"MCP tool {name} on server {self.config.name!r} gave no result within "
+                        f"{timeout:g} s (the call's time limit; progress from the server would "
+                        "have extended it)."
+                    )
+                done, _ = await asyncio.wait({task}, timeout=remaining)
+                if done:
+                    break
+            try:
+                return task.result()
+            except ValidationError as error:
+                raise McpMalformedResultError(
+                    f"MCP server {self.config.name!r} answered the call of {name} with something "
+                    f"that is not a valid MCP tool result ({describe_validation_error(error)})."
+                ) from None
+            except BaseException as error:
+                if _is_closed(error):
+                    await self.close()
+                    raise McpConnectionError(
+                        f"MCP server {self.config.name!r} went away during the call of {name} "
+                        "(the next call starts it again)."
+                    ) from None
+                raise
+        except asyncio.CancelledError:
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            raise
+        finally:
+            if ask is not None:
+                self._askers.remove(ask)
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """A server asks the person something during a call: the call in flight answers
+        (the latest, if several run at once); with none, the request is declined."""
+        import mcp.types as types
+
+        if not self._askers:
+            return types.ElicitResult(action="decline")
+        return await self._askers[-1](params)
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(url: str, client: Any) -> Any:
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with client, streamable_http_client(url, http_client=client) as streams:
+        yield streams[0], streams[1]

@@ -1,0 +1,107 @@
+"""What an MCP tool result becomes: the text the model reads, and images kept apart.
+
+As in Anvia: text content is the result; structured content is the result as JSON only when
+there is no content; embedded resources become their URI, media type and text; ``isError`` is
+an error result whose text the model reads. Beyond Anvia (which refuses them): resource links
+become their URI, and images (and audio) never reach the model as base64 text: the model reads
+a short placeholder and the image itself is kept for the transcript.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import McpMalformedResultError
+
+__all__ = ["McpResult", "MediaPart", "map_result"]
+
+
+@dataclass(frozen=True)
+class MediaPart:
+    """An image (or audio clip) from a tool result: base64 data and its media type."""
+
+    type: str
+    media_type: str
+    data: str
+
+    @property
+    def size(self) -> int:
+        """Its size in bytes (decoded)."""
+        return len(self.data) * 3 // 4
+
+    def placeholder(self) -> str:
+        return f"[{self.type} {self.media_type}, {_size_text(self.size)}, shown to the user]"
+
+
+@dataclass(frozen=True)
+class McpResult:
+    text: str
+    is_error: bool = False
+    media: tuple[MediaPart, ...] = field(default=())
+
+
+def _size_text(size: int) -> str:
+    if size >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MB"
+    if size >= 1024:
+        return f"{size / 1024:.0f} KB"
+    return f"{size} bytes"
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def map_result(result: Any) -> McpResult:
+    """Map a ``CallToolResult`` (or a dict of its JSON form) to what the run reports."""
+    import mcp.types as types
+
+    if not isinstance(result, types.CallToolResult):
+        try:
+            result = types.CallToolResult.model_validate(result)
+        except Exception as error:  # pydantic's ValidationError, or not a mapping at all
+            raise McpMalformedResultError(
+                f"the server's result is not a valid MCP tool result: {error}"
+            ) from None
+    texts: list[str] = []
+    media: list[MediaPart] = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            texts.append(block.text)
+        elif isinstance(block, (types.ImageContent, types.AudioContent)):
+            part = MediaPart(type=block.type, media_type=block.mime_type, data=block.data)
+            try:
+                base64.b64decode(block.data, validate=True)
+            except (binascii.Error, ValueError):
+                raise McpMalformedResultError(
+                    f"the server's {block.type} content is not valid base64 data"
+                ) from None
+            media.append(part)
+            texts.append(part.placeholder())
+        elif isinstance(block, types.EmbeddedResource):
+            texts.append(_resource_text(block.resource))
+        elif isinstance(block, types.ResourceLink):
+            kind = f"; {block.mime_type}" if block.mime_type else ""
+            texts.append(f"MCP resource link ({block.uri}{kind}): {block.name}")
+    if result.is_error:
+        text = "\n".join(t for t in texts if not t.startswith("[")) or "MCP tool returned an error"
+        return McpResult(text=text, is_error=True, media=tuple(media))
+    if not result.content and result.structured_content is not None:
+        texts.append(_json(result.structured_content))
+    return McpResult(text="\n".join(texts), media=tuple(media))
+
+
+def _resource_text(resource: Any) -> str:
+    import mcp.types as types
+
+    if isinstance(resource, types.TextResourceContents):
+        media_type = resource.mime_type or "text/plain"
+        return f"MCP resource ({resource.uri}; {media_type}; text)\n{resource.text}"
+    media_type = resource.mime_type or "application/octet-stream"
+    size = len(getattr(resource, "blob", "")) * 3 // 4
+    # Binary data is not sent to the model as base64 text.
+    return f"MCP resource ({resource.uri}; {media_type}; binary, {_size_text(size)})"

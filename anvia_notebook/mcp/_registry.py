@@ -1,0 +1,144 @@
+"""The process's MCP sessions: one per server, opened on first use, closed on request or at
+exit; and connecting an agent's servers on its first run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import McpToolNameClashError
+from ._connection import Connection
+from ._loop_thread import on_exit, run_on_mcp_loop
+from ._servers import HttpServer, McpServerConfig, StdioServer
+from ._tool import McpTool
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+
+__all__ = ["McpServer", "attach_mcp_tools", "close_all", "connect"]
+
+#: Open connections by the server's identity (what it runs or where it is, and its name).
+_connections: dict[tuple[Any, ...], Connection] = {}
+_registered_exit = False
+
+
+def _key(config: McpServerConfig) -> tuple[Any, ...]:
+    if isinstance(config, StdioServer):
+        env = tuple(sorted((config.env or {}).items()))
+        where: tuple[Any, ...] = (config.command, config.args, env, config.cwd, config.roots)
+    else:
+        assert isinstance(config, HttpServer)
+        where = (config.url, tuple(sorted((config.headers or {}).items())))
+    return (config.transport, config.name, where)
+
+
+def _connection(config: McpServerConfig) -> Connection:
+    global _registered_exit
+    if not isinstance(config, McpServerConfig):
+        raise TypeError(
+            f"Expected an MCP server from mcp.stdio, mcp.http or mcp.sse, got {config!r}."
+        )
+    key = _key(config)
+    connection = _connections.get(key)
+    if connection is None or connection.config is not config:
+        if connection is None:
+            connection = Connection(config)
+        else:  # same server, new settings (approval, timeout): keep the session
+            connection.config = config
+        _connections[key] = connection
+    if not _registered_exit:
+        on_exit(_close_all_here)
+        _registered_exit = True
+    return connection
+
+
+@dataclass
+class McpServer:
+    """A connected MCP server: its ``name``, its ``tools`` (ready to give an agent) and
+    :meth:`close`."""
+
+    name: str
+    tools: list[McpTool] = field(default_factory=list)
+    _connection: Connection | None = field(default=None, repr=False)
+
+    async def close(self) -> None:
+        """End the session (and stop a stdio server's process); a later call opens a new one."""
+        if self._connection is not None:
+            await run_on_mcp_loop(self._connection.close())
+
+    @property
+    def connected(self) -> bool:
+        return self._connection is not None and self._connection.session is not None
+
+
+async def _open(connection: Connection, config: McpServerConfig) -> list[McpTool]:
+    await connection.ensure_open()
+    return [McpTool(connection, spec, config) for spec in connection.tools]
+
+
+async def connect(server: McpServerConfig) -> McpServer:
+    """Open the session with ``server`` (or reuse this process's open one) and list its tools.
+
+    Two tools of one server with one name is an error here.
+    """
+    connection = _connection(server)
+    tools = await run_on_mcp_loop(_open(connection, server))
+    _check_clashes([(server.name, tools)], {})
+    return McpServer(name=server.name, tools=tools, _connection=connection)
+
+
+async def close_all() -> None:
+    """Close every MCP session of this process (each server process is stopped)."""
+    if _connections:
+        await run_on_mcp_loop(_close_all_here())
+
+
+async def _close_all_here() -> None:
+    connections = list(_connections.values())
+    _connections.clear()
+    await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
+
+
+def _check_clashes(
+    listed: Sequence[tuple[str, list[McpTool]]], own: dict[str, Any]
+) -> dict[str, McpTool]:
+    """Every tool name once: no two servers (nor a server and the agent's own tools) may
+    offer the same name."""
+    seen: dict[str, McpTool] = {}
+    for server_name, tools in listed:
+        for tool in tools:
+            other = seen.get(tool.name)
+            if other is not None:
+                where = (
+                    f"twice by the MCP server {server_name!r}"
+                    if other.server_name == server_name
+                    else f"by the MCP servers {other.server_name!r} and {server_name!r}"
+                )
+                raise McpToolNameClashError(
+                    f"The tool name {tool.name!r} is offered {where}; tool names are unique in "
+                    "an agent. Use only one of these servers in this agent."
+                )
+            mine = own.get(tool.name)
+            if mine is not None and not isinstance(mine, McpTool):
+                raise McpToolNameClashError(
+                    f"The MCP server {server_name!r} offers a tool named {tool.name!r}, and the "
+                    "agent already has a tool of that name; tool names are unique in an agent. "
+                    "Rename the agent's tool or leave this server out."
+                )
+            seen[tool.name] = tool
+    return seen
+
+
+async def attach_mcp_tools(agent: Agent) -> None:
+    """Connect the agent's MCP servers (first run) and give it their tools, checking that no
+    name clashes, before any model call."""
+    listed: list[tuple[str, list[McpTool]]] = []
+    for server in agent.mcp_servers:
+        listed.append((server.name, await run_on_mcp_loop(_open(_connection(server), server))))
+    own = {name: tool for name, tool in agent.tools.items() if not isinstance(tool, McpTool)}
+    tools = _check_clashes(listed, own)
+    for name in [n for n, t in agent.tools.items() if isinstance(t, McpTool)]:
+        del agent.tools[name]
+    agent.tools.update(tools)

@@ -1,0 +1,119 @@
+"""An MCP server's tool as an agent :class:`~anvia_notebook.tools.Tool`.
+
+It runs through the same execution path as every tool (hooks, approval, the run store, resume,
+traces): only its ``execute`` differs, calling the server on the MCP loop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import McpToolError, ToolArgumentsError
+from ..models.base import ToolDefinition
+from ..tools import Tool, ToolContext
+from ._approval import tool_approval
+from ._content import McpResult, map_result
+from ._loop_thread import run_on_mcp_loop
+from ._servers import McpServerConfig
+
+if TYPE_CHECKING:
+    import mcp.types as mcp_types
+
+    from ._connection import Connection
+
+__all__ = ["McpArguments", "McpTool"]
+
+
+class McpArguments(BaseModel):
+    """A call's arguments, as the server's JSON Schema checked them (any fields)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class McpTool(Tool):
+    """One tool of one MCP server. ``server_name`` names the server (traces, approvals)."""
+
+    def __init__(
+        self, connection: Connection, spec: mcp_types.Tool, config: McpServerConfig
+    ) -> None:
+        annotations = spec.annotations
+        super().__init__(
+            name=spec.name,
+            description=spec.description or "",
+            input=McpArguments,
+            execute=self._call,
+            approval=tool_approval(config.approval, config.name, spec.name, annotations),
+            idempotent=bool(getattr(annotations, "idempotent_hint", None) is True),
+        )
+        self.connection = connection
+        self.server_name = config.name
+        self.annotations = annotations
+        self.input_schema: dict[str, Any] = dict(spec.input_schema or {"type": "object"})
+        self.timeout = config.timeout
+        self._validator: Any = None
+
+    def __repr__(self) -> str:
+        return f"McpTool(name={self.name!r}, server={self.server_name!r})"
+
+    def definition(self) -> ToolDefinition:
+        if self._definition is None:
+            self._definition = ToolDefinition(
+                name=self.name, description=self.description, parameters=self.input_schema
+            )
+        return self._definition
+
+    def parse_args(self, raw: str | dict[str, Any]) -> BaseModel:
+        """JSON text or a dict, checked against the server's input schema."""
+        if isinstance(raw, str):
+            try:
+                data = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as error:
+                raise ToolArgumentsError(
+                    f"Invalid arguments for tool {self.name}: not valid JSON ({error.msg} at "
+                    f"position {error.pos}). Call the tool again with a JSON object."
+                ) from None
+        else:
+            data = raw
+        if not isinstance(data, dict):
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {self.name}: expected a JSON object. Call the "
+                "tool again with a JSON object."
+            )
+        problem = self._schema_problem(data)
+        if problem is not None:
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {self.name}: {problem}. Call the tool again with "
+                "corrected arguments."
+            )
+        return McpArguments.model_validate(data)
+
+    def _schema_problem(self, data: dict[str, Any]) -> str | None:
+        if self._validator is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(self.input_schema)
+            try:
+                cls.check_schema(self.input_schema)
+                self._validator = cls(self.input_schema)
+            except jsonschema.SchemaError:
+                self._validator = False  # a schema the server got wrong: the server checks
+        if self._validator is False:
+            return None
+        error = next(iter(self._validator.iter_errors(data)), None)
+        if error is None:
+            return None
+        where = "/".join(str(p) for p in error.absolute_path)
+        return f"{where}: {error.message}" if where else error.message
+
+    async def _call(self, args: BaseModel, ctx: ToolContext) -> str:
+        arguments = args.model_dump()
+        result = await run_on_mcp_loop(
+            self.connection.call_tool(self.name, arguments, self.timeout)
+        )
+        mapped: McpResult = map_result(result)
+        if mapped.is_error:
+            raise McpToolError(mapped.text)
+        return mapped.text

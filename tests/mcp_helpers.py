@@ -1,0 +1,47 @@
+"""Helpers for the MCP tests: the toolbox server (tests/mcp_servers) and process checks."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from anvia_notebook import mcp
+
+SERVERS = Path(__file__).parent / "mcp_servers"
+TOOLBOX = str(SERVERS / "toolbox.py")
+
+
+def toolbox(name: str = "toolbox", env: dict[str, str] | None = None, **options):
+    """The toolbox as a stdio server (a fresh process per distinct ``env``)."""
+    return mcp.stdio(name, sys.executable, [TOOLBOX], env=env, **options)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, dead but not yet reaped, does not count)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def processes_running(script: str) -> list[int]:
+    """Process ids whose command line names ``script`` (from the process list)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                cmdline = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        if script in cmdline and alive(int(entry)):
+            found.append(int(entry))
+    return found

@@ -1,0 +1,160 @@
+"""A small MCP server for the tests, written with the ``mcp`` SDK's MCPServer (FastMCP).
+
+Run as ``python toolbox.py`` (stdio) or ``python toolbox.py http PORT`` (streamable HTTP on
+127.0.0.1). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
+(the tests count calls with it); ``TOOLBOX_CLASH=1`` adds a tool named like the tests' own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import sys
+
+import mcp.types as types
+from mcp.server.mcpserver import Context, MCPServer
+from pydantic import BaseModel, Field
+
+server = MCPServer("toolbox")
+
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
+DESTRUCTIVE = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)
+IDEMPOTENT = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+
+#: A 1x1 PNG.
+PNG = base64.b64encode(
+    bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360f8cf000000030101007e1ff5d60000000049454e44ae426082"
+    )
+).decode()
+
+_notes: dict[str, str] = {"greeting": "hello"}
+
+
+def _log(line: str) -> None:
+    path = os.environ.get("TOOLBOX_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+@server.tool(annotations=READ_ONLY)
+def read_note(key: str) -> str:
+    """Read a note by its key."""
+    return _notes.get(key, f"no note named {key}")
+
+
+@server.tool(annotations=DESTRUCTIVE)
+async def write_note(key: str, text: str) -> str:
+    """Write (or overwrite) a note."""
+    _log(f"write_note {key}")
+    if os.environ.get("TOOLBOX_HANG"):  # the call never ends (tests kill the run meanwhile)
+        await asyncio.Event().wait()
+    _notes[key] = text
+    return f"wrote {key}"
+
+
+@server.tool(annotations=IDEMPOTENT)
+async def set_flag(name: str) -> str:
+    """Set a flag (safe to repeat)."""
+    _log(f"set_flag {name}")
+    if os.environ.get("TOOLBOX_HANG"):
+        await asyncio.Event().wait()
+    return f"flag {name} set"
+
+
+@server.tool()
+def pid() -> str:
+    """The server's process id (declares no hints)."""
+    return str(os.getpid())
+
+
+@server.tool(annotations=READ_ONLY)
+def picture() -> list[types.ContentBlock]:
+    """A tiny picture, with a caption."""
+    return [
+        types.TextContent(text="a red dot"),
+        types.ImageContent(data=PNG, mime_type="image/png"),
+    ]
+
+
+@server.tool(annotations=READ_ONLY)
+def only_structured() -> types.CallToolResult:
+    """Structured content and no text."""
+    return types.CallToolResult(content=[], structured_content={"rows": 3, "ok": True})
+
+
+@server.tool(annotations=READ_ONLY)
+def resources() -> list[types.ContentBlock]:
+    """A resource link and an embedded text resource."""
+    return [
+        types.ResourceLink(uri="file:///data/report.csv", name="report.csv", mime_type="text/csv"),
+        types.EmbeddedResource(
+            resource=types.TextResourceContents(uri="file:///data/notes.txt", text="line one")
+        ),
+    ]
+
+
+@server.tool(annotations=READ_ONLY)
+def fails() -> types.CallToolResult:
+    """Reports an error (isError)."""
+    return types.CallToolResult(
+        content=[types.TextContent(text="disk quota exceeded")], is_error=True
+    )
+
+
+@server.tool(annotations=READ_ONLY)
+async def slow(seconds: float, progress_every: float = 0.0, ctx: Context | None = None) -> str:
+    """Sleep, reporting progress every ``progress_every`` seconds when it is positive."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    step = 0
+    while loop.time() < end:
+        wait = min(end - loop.time(), progress_every if progress_every > 0 else seconds)
+        await asyncio.sleep(wait)
+        step += 1
+        if progress_every > 0 and ctx is not None:
+            await ctx.report_progress(step)
+    return f"slept {seconds:g} s"
+
+
+@server.tool(annotations=READ_ONLY)
+def crash() -> str:
+    """The server dies during this call."""
+    sys.stderr.write("toolbox: crashing on purpose\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+class Booking(BaseModel):
+    size: str = Field(description="Table size", json_schema_extra={"enum": ["small", "large"]})
+    outdoor: bool = Field(description="Sit outside?")
+    guests: int = Field(description="How many guests", ge=1, le=12)
+    note: str | None = Field(default=None, description="Anything else")
+
+
+@server.tool(annotations=READ_ONLY)
+async def book_table(ctx: Context) -> str:
+    """Ask the person for the booking details (elicitation) and report what came back."""
+    result = await ctx.elicit("How should the table be booked?", Booking)
+    if result.action == "accept":
+        data = result.data
+        return f"accept size={data.size!r} outdoor={data.outdoor!r} guests={data.guests!r} note={data.note!r}"
+    return result.action
+
+
+if os.environ.get("TOOLBOX_CLASH"):
+
+    @server.tool(annotations=READ_ONLY)
+    def add(a: int, b: int) -> int:
+        """A tool whose name clashes with the tests' own ``add``."""
+        return a + b
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

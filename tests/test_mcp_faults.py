@@ -1,0 +1,139 @@
+"""MCP faults, each with a clear message: a server that cannot start, one that dies during a
+call, a call past its time limit (progress extends it), a malformed result, a refused private
+address; and how results map (text, structured content, images, resources, isError)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+from mcp_helpers import SERVERS, TOOLBOX, toolbox
+
+from anvia_notebook import AgentBuilder, mcp
+from anvia_notebook.errors import McpConnectionError, McpPrivateNetworkError
+from anvia_notebook.models import QueueModel
+
+from helpers import call, tool_results
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_sessions():
+    yield
+    asyncio.run(mcp.close_all())
+
+
+def _results(server, *calls_and_final):
+    model = QueueModel([*calls_and_final])
+    agent = AgentBuilder("a", model).mcp([server]).approvals(lambda r: True).build()
+    response = agent.prompt("go").send_sync()
+    return model, response
+
+
+def test_a_command_that_does_not_exist_is_named():
+    model = QueueModel(["never asked"])
+    agent = AgentBuilder("a", model).mcp([mcp.stdio("ghost", "no-such-mcp-server-cmd")]).build()
+    with pytest.raises(McpConnectionError) as caught:
+        agent.prompt("go").send_sync()
+    assert "'ghost' could not start" in str(caught.value)
+    assert "the command 'no-such-mcp-server-cmd' was not found" in str(caught.value)
+    assert model.requests == []
+
+
+def test_a_server_that_exits_at_once_shows_the_end_of_its_stderr():
+    script = "import sys; sys.stderr.write('line one\\nbad config: missing TOKEN\\n'); sys.exit(2)"
+    server = mcp.stdio("quitter", sys.executable, ["-c", script])
+    with pytest.raises(McpConnectionError) as caught:
+        asyncio.run(mcp.connect(server))
+    text = str(caught.value)
+    assert "'quitter' could not start" in text and sys.executable in text
+    assert "it exited before the MCP session started" in text
+    assert text.endswith("line one\nbad config: missing TOKEN")
+
+
+def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_call_reconnects():
+    server = toolbox("crashy")
+    model, response = _results(
+        server,
+        call("pid", {}, id="c1"),
+        call("crash", {}, id="c2"),
+        call("pid", {}, id="c3"),
+        "still here",
+    )
+    assert response.output == "still here"
+    crashed = tool_results(model.requests[2])[0]
+    assert crashed.is_error
+    assert "'crashy' went away during the call of crash" in crashed.content
+    before = tool_results(model.requests[1])[0].content
+    after = tool_results(model.requests[3])[0]
+    assert not after.is_error and after.content != before  # a new server process
+
+
+def test_a_call_past_its_timeout_is_an_error_result_and_progress_extends_it():
+    server = toolbox("slowpoke", timeout=0.6)
+    model, _ = _results(
+        server,
+        call("slow", {"seconds": 2}, id="c1"),
+        call("slow", {"seconds": 1.5, "progress_every": 0.2}, id="c2"),
+        "done",
+    )
+    late = tool_results(model.requests[1])[0]
+    assert late.is_error
+    assert "gave no result within 0.6 s" in late.content
+    kept_going = tool_results(model.requests[2])[0]
+    assert not kept_going.is_error and kept_going.content == "slept 1.5 s"
+
+
+def test_a_malformed_result_is_an_error_result_saying_so():
+    server = mcp.stdio("malformed", sys.executable, [str(SERVERS / "malformed.py")])
+    model, _ = _results(server, call("broken", {}), "done")
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert "'malformed' answered the call of broken with something that is not a valid" in result.content
+    assert "content" in result.content
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/mcp",
+        "http://localhost:8000/mcp",
+        "http://[::1]:8000/mcp",
+        "http://10.1.2.3/mcp",
+        "http://192.168.0.10/mcp",
+        "http://172.16.5.4/mcp",
+        "http://169.254.169.254/latest",
+        "https://0.0.0.0/mcp",
+    ],
+)
+def test_private_and_loopback_addresses_are_refused_unless_allowed(url):
+    for make in (mcp.http, mcp.sse):
+        with pytest.raises(McpPrivateNetworkError, match="allow_private_network=True"):
+            make("internal", url)
+        assert make("internal", url, allow_private_network=True).url == url
+
+
+def test_public_addresses_and_bad_urls():
+    assert mcp.http("public", "https://93.184.215.14/mcp").url  # not connected here
+    with pytest.raises(ValueError, match="is not an http:// or https:// URL"):
+        mcp.http("ftp", "ftp://93.184.215.14/mcp")
+
+
+def test_result_mapping_text_structured_resources_images_and_errors():
+    model, _ = _results(
+        mcp.stdio("toolbox", sys.executable, [TOOLBOX]),
+        call("only_structured", {}, id="c1"),
+        call("resources", {}, id="c2"),
+        call("picture", {}, id="c3"),
+        call("fails", {}, id="c4"),
+        "done",
+    )
+    structured, resources, picture, fails = (tool_results(model.requests[i])[0] for i in (1, 2, 3, 4))
+    assert structured.content == '{"rows": 3, "ok": true}'
+    assert resources.content == (
+        "MCP resource link (file:///data/report.csv; text/csv): report.csv\n"
+        "MCP resource (file:///data/notes.txt; text/plain; text)\nline one"
+    )
+    assert picture.content == "a red dot\n[image image/png, 72 bytes, shown to the user]"
+    assert "iVBOR" not in picture.content  # never base64 to the model
+    assert fails.is_error and fails.content == "ToolCallError: disk quota exceeded"

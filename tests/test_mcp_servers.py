@@ -1,0 +1,159 @@
+"""MCP over streamable HTTP (the toolbox on 127.0.0.1), a server others publish
+(``mcp-server-time`` from PyPI, installed with the dev extra), and no server process outliving
+the process that started it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from mcp_helpers import TOOLBOX, alive, processes_running
+
+from anvia_notebook import AgentBuilder, mcp
+from anvia_notebook.models import QueueModel
+
+from helpers import call, tool_results
+
+pytest.importorskip("mcp_server_time", reason="the dev extra installs mcp-server-time")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_sessions():
+    yield
+    asyncio.run(mcp.close_all())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_toolbox():
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, TOOLBOX, "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:  # until it listens
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert process.poll() is None, "the HTTP toolbox exited"
+            assert time.monotonic() < deadline, "the HTTP toolbox did not start listening"
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+def test_streamable_http_server_with_private_network_allowed(http_toolbox):
+    server = mcp.http("web", http_toolbox, allow_private_network=True)
+    seen = []
+    model = QueueModel(
+        [
+            call("read_note", {"key": "greeting"}, id="c1"),
+            call("write_note", {"key": "k", "text": "over http"}, id="c2"),
+            call("read_note", {"key": "k"}, id="c3"),
+            "done",
+        ]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([server])
+        .approvals(lambda r: seen.append(r.reason) or True)
+        .build()
+    )
+    assert agent.prompt("go").send_sync().output == "done"
+    assert [tool_results(model.requests[i])[0].content for i in (1, 2, 3)] == [
+        "hello",
+        "wrote k",
+        "over http",
+    ]
+    assert len(seen) == 1 and "'web'" in seen[0] and "write_note" in seen[0]
+
+
+def test_a_published_server_mcp_server_time():
+    server = mcp.stdio("time", sys.executable, ["-m", "mcp_server_time", "--local-timezone", "UTC"])
+    model = QueueModel(
+        [
+            call(
+                "convert_time",
+                {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+                id="c1",
+            ),
+            call("get_current_time", {"timezone": "Mars/Base"}, id="c2"),
+            "done",
+        ]
+    )
+    # Its tools declare readOnlyHint: true, so no approval is needed (none could be given).
+    agent = AgentBuilder("a", model).mcp([server]).build()
+    agent.prompt("go").send_sync()
+    assert {t.name for t in model.requests[0].tools} == {"get_current_time", "convert_time"}
+    converted = json.loads(tool_results(model.requests[1])[0].content)
+    assert converted["target"]["timezone"] == "Asia/Tokyo"
+    assert converted["target"]["datetime"].endswith("T21:00:00+09:00")
+    assert converted["time_difference"] == "+9.0h"
+    failed = tool_results(model.requests[2])[0]
+    assert failed.is_error and "Invalid timezone" in failed.content
+
+
+_CHILD = """
+import asyncio, os, sys
+sys.path[:0] = {paths!r}
+from anvia_notebook import mcp
+async def main():
+    server = mcp.stdio("toolbox", sys.executable, [{toolbox!r}], env={{"TOOLBOX_TAG": {tag!r}}})
+    connected = await mcp.connect(server)
+    pid_tool = next(t for t in connected.tools if t.name == "pid")
+    print(await pid_tool.call(pid_tool.parse_args({{}}), None), flush=True)
+    {ending}
+asyncio.run(main())
+"""
+
+
+def _child(tag: str, ending: str) -> tuple[subprocess.Popen[str], int]:
+    code = _CHILD.format(paths=sys.path, toolbox=TOOLBOX, tag=tag, ending=ending)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.strip().isdigit(), f"the child printed {line!r}"
+    return child, int(line)
+
+
+def _gone(pid: int, within: float = 20.0) -> bool:
+    deadline = time.monotonic() + within
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_no_server_process_outlives_an_interpreter_that_exits():
+    child, server_pid = _child("exit", "pass  # the interpreter exits with the session open")
+    assert child.wait(timeout=60) == 0
+    assert _gone(server_pid)
+    assert processes_running(TOOLBOX) == [] or server_pid not in processes_running(TOOLBOX)
+
+
+def test_no_server_process_outlives_a_killed_kernel():
+    child, server_pid = _child("killed", "await asyncio.Event().wait()")
+    assert alive(server_pid)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    assert _gone(server_pid)  # its standard input closed: the server ends
+    assert server_pid not in processes_running(TOOLBOX)
