@@ -14,7 +14,7 @@ that was interrupted takes up the stored sub-run instead of starting again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ._run_context import current_run
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .events import AgentToolEvent
+from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -37,23 +38,6 @@ __all__ = [
     "approval_scope",
     "path_label",
 ]
-
-#: Between the agents of a path as people read it (a single right-pointing angle quote).
-PATH_SEPARATOR = " \u203a "
-
-
-def approval_scope(path: Sequence[str], tool_name: str) -> str:
-    """What an "Always allow" covers: the tool of a top-level run by its name; a sub-agent's
-    tool only on its path (allowing ``run_sql`` for the analyst under the lead allows it there
-    only, not for the lead's own ``run_sql`` or another path's)."""
-    return tool_name if len(path) <= 1 else path_label(path, tool_name)
-
-
-def path_label(path: Sequence[str], tool_name: str | None = None) -> str:
-    """The agents from the top-level run down, then the tool, as people read them (e.g.
-    ``lead``, ``analyst``, ``run_sql`` joined by :data:`PATH_SEPARATOR`)."""
-    return PATH_SEPARATOR.join([*path, *([tool_name] if tool_name else [])])
-
 
 #: How many sub-agent levels below the top-level agent a call may nest by default.
 DEFAULT_MAX_DEPTH = 5

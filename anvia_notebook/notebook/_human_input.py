@@ -41,7 +41,7 @@ from ..approvals import ApprovalDecision, ToolApprovalRequest
 from ..human import wait_for_a_decision
 from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
-from ..subagents import approval_scope
+from ..records import approval_scope
 
 __all__ = ["AUTO_ENV", "AutoOperator", "WidgetHumanInput"]
 

@@ -37,7 +37,7 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
 )
-from ..subagents import approval_scope
+from ..records import approval_scope
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
