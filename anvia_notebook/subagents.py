@@ -14,11 +14,12 @@ that was interrupted takes up the stored sub-run instead of starting again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._paths import PATH_SEPARATOR, approval_scope, path_label
 from ._run_context import current_run
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .events import AgentToolEvent
@@ -37,22 +38,6 @@ __all__ = [
     "approval_scope",
     "path_label",
 ]
-
-#: Between the agents of a path as people read it (a single right-pointing angle quote).
-PATH_SEPARATOR = " \u203a "
-
-
-def approval_scope(path: Sequence[str], tool_name: str) -> str:
-    """What an "Always allow" covers: the tool of a top-level run by its name; a sub-agent's
-    tool only on its path (allowing ``run_sql`` for the analyst under the lead allows it there
-    only, not for the lead's own ``run_sql`` or another path's)."""
-    return tool_name if len(path) <= 1 else path_label(path, tool_name)
-
-
-def path_label(path: Sequence[str], tool_name: str | None = None) -> str:
-    """The agents from the top-level run down, then the tool, as people read them (e.g.
-    ``lead``, ``analyst``, ``run_sql`` joined by :data:`PATH_SEPARATOR`)."""
-    return PATH_SEPARATOR.join([*path, *([tool_name] if tool_name else [])])
 
 
 #: How many sub-agent levels below the top-level agent a call may nest by default.
@@ -176,8 +161,6 @@ class _SubAgentCall:
         store = parent.store
         if store is None or parent.resumed_turn is None or parent.state.turn != parent.resumed_turn:
             return None
-        from .request import PromptRequest
-
         for state in store.sub_runs(parent.run_id):
             if state.parent_tool_call_id != ctx.tool_call_id or state.agent_id != self.agent.id:
                 continue
@@ -189,7 +172,7 @@ class _SubAgentCall:
                     f"({state.status}) before the interruption: "
                     f"{state.error or state.cancel_reason or 'no answer'}."
                 )
-            request = PromptRequest.resume(self.agent, state.run_id, store)
+            request = self.agent.resume(state.run_id, store)
             resumed = request._resumed_state
             assert resumed is not None
             resumed.parent_call_id = ctx.internal_call_id

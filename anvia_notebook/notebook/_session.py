@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._paths import approval_scope
 from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
@@ -37,7 +38,6 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
 )
-from ..subagents import approval_scope
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
