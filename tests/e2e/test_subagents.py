@@ -1,5 +1,5 @@
 """A sub-agent's approval in the lead's cell, in a real JupyterLab clicked through in Chromium:
-the analyst's block inside the lead's tool call, its approval named lead › analyst › run_sql,
+the analyst's block inside the lead's tool call, its approval named with the path (lead, analyst, run_sql),
 Approve clicked there; and Stop of the lead while the nested approval waits."""
 
 from __future__ import annotations
