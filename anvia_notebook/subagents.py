@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._paths import PATH_SEPARATOR, approval_scope, path_label
 from ._run_context import current_run
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .events import AgentToolEvent
-from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ __all__ = [
     "approval_scope",
     "path_label",
 ]
+
 
 #: How many sub-agent levels below the top-level agent a call may nest by default.
 DEFAULT_MAX_DEPTH = 5
@@ -160,8 +161,6 @@ class _SubAgentCall:
         store = parent.store
         if store is None or parent.resumed_turn is None or parent.state.turn != parent.resumed_turn:
             return None
-        from .request import PromptRequest
-
         for state in store.sub_runs(parent.run_id):
             if state.parent_tool_call_id != ctx.tool_call_id or state.agent_id != self.agent.id:
                 continue
@@ -173,7 +172,7 @@ class _SubAgentCall:
                     f"({state.status}) before the interruption: "
                     f"{state.error or state.cancel_reason or 'no answer'}."
                 )
-            request = PromptRequest.resume(self.agent, state.run_id, store)
+            request = self.agent.resume(state.run_id, store)
             resumed = request._resumed_state
             assert resumed is not None
             resumed.parent_call_id = ctx.internal_call_id

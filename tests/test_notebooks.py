@@ -91,6 +91,13 @@ EXPECTED = {
         "['refund'] []",
         'class="anvia-eval-report"',  # the saved notebook keeps the report's static table
     ],
+    "11_sub_agents.ipynb": [
+        "According to the analyst: The west grew fastest (west: +12%",
+        "asked by lead \u203a analyst \u203a run_sql",
+        "analyst success   under the lead's run",
+        "  analyst (in ask_analyst): tool_approval_request",
+        "more than this tool allows (2). Answer without it.",
+    ],
 }
 
 #: A notebook's metadata as JupyterLab 4 writes it when it opens one with the ``python3`` kernel

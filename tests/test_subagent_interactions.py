@@ -248,3 +248,29 @@ async def test_stop_cancels_a_nested_approval() -> None:
     assert sub.state.status == "cancelled"
     assert run_sql.ran == []
     assert run.interactions.pending == []
+
+
+async def test_an_eval_case_never_waits_for_a_nested_approval() -> None:
+    from anvia_notebook import evals
+
+    lead, run_sql = build("q1")
+    report = await evals.evaluate(
+        lead, [evals.Case(name="nested", input="go", expected="No reviewer")], [evals.contains()]
+    )
+    assert run_sql.ran == []
+    [case] = report.cases
+    assert case.status == "success" and case.passed
+    assert case.output.startswith("analyst: No reviewer is present in an evaluation")
+
+
+async def test_an_eval_s_approvals_handler_decides_nested_approvals() -> None:
+    from anvia_notebook import evals
+
+    lead, run_sql = build("q1")
+    report = await evals.evaluate(
+        lead,
+        [evals.Case(input="go", expected="rows for q1")],
+        [evals.contains()],
+        approvals=lambda request: request.run.path == ("lead", "analyst"),
+    )
+    assert run_sql.ran == ["q1"] and report.cases[0].passed

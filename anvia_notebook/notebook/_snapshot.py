@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
+from .._paths import path_label
 from ._markdown import render_markdown
 from ._protocol import TOOL_STATUS_LABELS
 
@@ -185,7 +186,7 @@ def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
         for field, command in (("approval", "approve"), ("question", "answer")):
             item = entry.get(field)
             if isinstance(item, dict) and item.get("status") == "pending":
-                waiting.append((command, str(item.get("id")), str(entry.get("tool_name"))))
+                waiting.append((command, str(item.get("id")), _tool_label(entry)))
     if not waiting:
         return []
     run = _cut(run_id, MAX_SHORT, sep=" ")
@@ -267,7 +268,7 @@ def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     label = TOOL_STATUS_LABELS.get(entry.get("status", ""), str(entry.get("status")))
     parts = [
         f'<details style="{_BOX}"><summary><strong>Tool</strong> <code>'
-        f"{_esc(entry.get('tool_name') or '')}</code> — {_esc(label)}</summary>",
+        f"{_esc(_tool_label(entry))}</code> — {_esc(label)}</summary>",
     ]
     arguments = _pretty(entry.get("arguments") or "")
     edited = _edited_args(entry)
@@ -324,6 +325,33 @@ def _entry_html(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     return f"<div><em>{_esc(text, MAX_FIELD, budget)}</em></div>"
 
 
+def _nesting(entries: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    """For a sub-agent's entries (they name their tool entry as ``parent``): how deep each is
+    and the sub-agent's name (its replies are labelled with it)."""
+    by_id = {entry.get("id"): entry for entry in entries}
+    found: dict[str, tuple[int, str]] = {}
+    for entry in entries:
+        parent = by_id.get(entry.get("parent"))
+        if parent is None:
+            continue
+        depth = found.get(str(parent.get("id")), (0, ""))[0] + 1
+        agent = parent.get("sub_agent") or {}
+        name = agent.get("agent_name") or agent.get("agent_id") or str(parent.get("tool_name"))
+        found[str(entry.get("id"))] = (depth, str(name))
+    return found
+
+
+def _tool_label(entry: dict[str, Any]) -> str:
+    """The tool as its approval or question names it (with the path for a sub-agent's)."""
+    name = str(entry.get("tool_name") or "")
+    for field in ("approval", "question"):
+        item = entry.get(field)
+        path = item.get("path") if isinstance(item, dict) else None
+        if isinstance(path, list) and len(path) > 1:
+            return path_label([str(p) for p in path], name)
+    return name
+
+
 def _left_out(count: int) -> str:
     more = f"{count} more entry" if count == 1 else f"{count} more entries"
     return f"… ({more} not shown: the copy is limited to {MAX_TOTAL} characters)"
@@ -351,12 +379,21 @@ def render_html(
     budget.take(len(head))
     body = []
     entries = transcript.get("entries", [])
+    nested = _nesting(entries)
     for index, entry in enumerate(entries):
         if budget.left <= 0:
             body.append(f"<div><em>{escape(_left_out(len(entries) - index))}</em></div>")
             break
         left = budget.left
-        html = _entry_html(entry, budget, reply)
+        inside = nested.get(str(entry.get("id")))
+        if inside is None:
+            html = _entry_html(entry, budget, reply)
+        else:  # a sub-agent's entry: indented under its tool call, its replies named
+            depth, name = inside
+            html = (
+                f'<div style="margin-left:{16 * depth}px">'
+                f"{_entry_html(entry, budget, _esc(name))}</div>"
+            )
         budget.take(len(html) - (left - budget.left))  # the markup counts too
         body.append(html)
     waiting = _waiting_html(transcript, cli)
@@ -379,12 +416,19 @@ def render_text(
     lines = [f"{_cut(title, MAX_SHORT, sep=' ')} — {status}"]
     budget.take(len(lines[0]))
     entries = transcript.get("entries", [])
+    nested = _nesting(entries)
     for index, entry in enumerate(entries):
         if budget.left <= 0:
             lines.append(_left_out(len(entries) - index))
             break
         left = budget.left
-        block = _entry_text(entry, budget, reply)
+        inside = nested.get(str(entry.get("id")))
+        if inside is None:
+            block = _entry_text(entry, budget, reply)
+        else:  # a sub-agent's entry: indented under its tool call, its replies named
+            depth, name = inside
+            block = _entry_text(entry, budget, _cut(name, MAX_SHORT, sep=" "))
+            block = "\n".join("  " * depth + line for line in block.split("\n"))
         budget.take(len(block) - (left - budget.left))
         lines.append(block)
     lines.extend(_waiting_lines(transcript, cli))
@@ -405,7 +449,7 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     if kind != "tool":
         return f"-- {text}"
     label = TOOL_STATUS_LABELS.get(entry.get("status", ""), str(entry.get("status")))
-    name = _cut(entry.get("tool_name") or "", MAX_SHORT, sep=" ")
+    name = _cut(_tool_label(entry), MAX_SHORT, sep=" ")
     edited = _edited_args(entry)
     arguments = entry.get("arguments") or ""
     if edited is not None:

@@ -127,3 +127,72 @@ async def test_three_levels_nest_inside_each_other() -> None:
     assert [e["text"] for e in entries if e["kind"] == "assistant" and "parent" not in e] == [
         "top done"
     ]
+
+
+def test_the_saved_copy_indents_a_sub_agent_s_entries_and_names_the_path() -> None:
+    from anvia_notebook.notebook._snapshot import render_html, render_text
+
+    transcript = {
+        "status": {
+            "state": "waiting",
+            "turn": 1,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "error": None,
+            "agent_id": "lead",
+            "run_id": "run_top",
+        },
+        "entries": [
+            {"kind": "user", "id": "e1", "text": "Which region?"},
+            {
+                "kind": "tool",
+                "id": "e2",
+                "turn": 1,
+                "tool_name": "ask_analyst",
+                "tool_call_id": "a1",
+                "arguments": "{}",
+                "status": "running",
+                "result": None,
+                "is_error": False,
+                "output": "",
+                "approval": None,
+                "question": None,
+                "sub_agent": {"agent_id": "analyst", "agent_name": "Analyst", "run_id": "run_sub"},
+            },
+            {"kind": "assistant", "id": "e3", "turn": 1, "text": "Checking.", "parent": "e2"},
+            {
+                "kind": "tool",
+                "id": "e4",
+                "turn": 1,
+                "tool_name": "run_sql",
+                "tool_call_id": "s1",
+                "arguments": "{}",
+                "status": "approval_required",
+                "result": None,
+                "is_error": False,
+                "output": "",
+                "question": None,
+                "parent": "e2",
+                "approval": {
+                    "id": "approval_1",
+                    "status": "pending",
+                    "reason": "Query?",
+                    "args": {},
+                    "decided_by": None,
+                    "decided_at": None,
+                    "decision_reason": None,
+                    "edited_args": None,
+                    "path": ["lead", "analyst"],
+                },
+            },
+        ],
+        "seq": 1,
+    }
+    text = render_text(transcript)
+    assert "  Analyst: Checking." in text
+    assert "  Tool lead \u203a analyst \u203a run_sql [Approval required]" in text
+    assert "approve run_top approval_1  (or reject: lead \u203a analyst \u203a run_sql)" in text
+    html = render_html(transcript)
+    assert '<div style="margin-left:16px"><div' in html
+    assert "<strong>Analyst</strong>" in html
+    assert "lead \u203a analyst \u203a run_sql</code>" in html
