@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ._tool_exec import CANCELLED_RESULT
 from ._util import compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .errors import OutputValidationError, ToolApprovalRequiredError
@@ -36,7 +37,6 @@ MAX_REPAIR_ARGUMENTS = 200_000
 ACCEPTED_RESULT = "Final result accepted."
 FIXED_RESULT = "Final result accepted, as fixed by a person."
 SUPERSEDED_RESULT = "Not used: a later final_result call in the same turn gives the result."
-CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
 
 
 @dataclass(frozen=True)
