@@ -128,7 +128,7 @@ class TypedOutput:
             if isinstance(fixed, str):
                 self._tell(fixed)
                 return None
-            return fixed
+            return Accepted(fixed.value, fixed.data, compact_json(fixed.data))
         self.run.state.output_failures = 0
         return Accepted(value, spec.dump(value), text)
 

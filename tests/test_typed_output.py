@@ -442,6 +442,7 @@ async def test_native_mode_repair_by_a_handler() -> None:
     )
     response = await agent.prompt("cities").store(None).send()
     assert response.data == [City(**GOOD_CITY)]
+    assert json.loads(response.output) == [GOOD_CITY]  # the fixed value as JSON
     assert asked[0].args == {"result": {"result": [BAD_CITY]}}
 
 
