@@ -107,6 +107,8 @@ async def test_the_repair_form_of_a_huge_invalid_output_is_bounded() -> None:
     assert form["fix_required"] is True  # the page opens its editor
     assert "and 19990 more errors" in form["reason"] and "too long to edit" in form["reason"]
     assert len(render_html(transcript.state(1))) < 250_000
+    copy = render_text(transcript.state(1))  # saved while it waits: how to fix it elsewhere
+    assert f"approve r1 {pending.id} --args '{{...the fixed arguments...}}'" in copy
 
     fixed = {"result": [{"name": "Paris", "population": 2}]}
     run.interactions.decide(pending.id, approved=True, args=fixed, via="widget")
