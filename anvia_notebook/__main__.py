@@ -160,7 +160,11 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             print(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
             if record.reason:
                 print(f"  reason: {record.reason}")
-            print(f"  decide: {command} approve {state.run_id} {record.id}")
+            if record.fix_required:  # a typed output that failed validation: give the fix
+                fix = "'{...the fixed arguments...}'"
+                print(f"  fix it: {command} approve {state.run_id} {record.id} --args {fix}")
+            else:
+                print(f"  decide: {command} approve {state.run_id} {record.id}")
             print(f"      or: {command} reject {state.run_id} {record.id} --reason ...")
         else:
             print(f"\nPending question {record.id}:")

@@ -12,11 +12,13 @@ ends the run with ``OutputValidationError``. With nobody attached the run ends w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from ._tool_exec import CANCELLED_RESULT
 from ._util import compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .errors import OutputValidationError, ToolApprovalRequiredError
@@ -35,8 +37,11 @@ __all__ = ["Accepted", "TypedOutput"]
 MAX_REPAIR_ARGUMENTS = 200_000
 ACCEPTED_RESULT = "Final result accepted."
 FIXED_RESULT = "Final result accepted, as fixed by a person."
+STEERED_RESULT = (
+    "Result received, but new messages from the user follow: take them into account and call "
+    "final_result again with the result."
+)
 SUPERSEDED_RESULT = "Not used: a later final_result call in the same turn gives the result."
-CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,21 @@ class Accepted:
 class TypedOutput:
     """One run's output type as the loop uses it (see the module's docstring)."""
 
-    def __init__(self, run: AgentRun, executor: ToolExecutor, spec: OutputSpec) -> None:
+    def __init__(
+        self,
+        run: AgentRun,
+        executor: ToolExecutor,
+        spec: OutputSpec,
+        steered: Callable[[], bool] | None = None,
+    ) -> None:
         self.run = run
         self.executor = executor
         self.spec = spec
+        #: Called when a valid ``final_result`` would end the run: True when messages sent to
+        #: the running agent wait to be delivered (the run then goes on: the model is told to
+        #: read them and give its result again), False when none wait (and none can be taken
+        #: any more: the run ends). The loop delivers the messages after the turn's results.
+        self.steered = steered
         #: The internal call id of each ``final_result`` call validated this turn.
         self._internal_ids: dict[str, str] = {}
 
@@ -112,7 +128,7 @@ class TypedOutput:
             if isinstance(fixed, str):
                 self._tell(fixed)
                 return None
-            return fixed
+            return Accepted(fixed.value, fixed.data, compact_json(fixed.data))
         self.run.state.output_failures = 0
         return Accepted(value, spec.dump(value), text)
 
@@ -140,6 +156,11 @@ class TypedOutput:
         except BaseException:
             self._end_round(calls, parts, interrupted=True)
             raise
+        if isinstance(outcome, Accepted) and self.steered is not None and self.steered():
+            steered = Accepted(outcome.value, outcome.data, STEERED_RESULT)
+            parts[call.id] = self._done(call, turn, steered)
+            self._end_round(calls, parts)
+            return None
         if isinstance(outcome, Accepted):
             parts[call.id] = self._done(call, turn, outcome)
             self._end_round(calls, parts)

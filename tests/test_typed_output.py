@@ -442,6 +442,7 @@ async def test_native_mode_repair_by_a_handler() -> None:
     )
     response = await agent.prompt("cities").store(None).send()
     assert response.data == [City(**GOOD_CITY)]
+    assert json.loads(response.output) == [GOOD_CITY]  # the fixed value as JSON
     assert asked[0].args == {"result": {"result": [BAD_CITY]}}
 
 
@@ -496,3 +497,38 @@ async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
         await asyncio.wait_for(run.wait(), 30)
     [record] = run.state.approvals.values()
     assert record.status == "timed_out" and record.decided_by == "timeout"
+
+
+async def test_messages_waiting_when_final_result_comes_keep_the_run_going() -> None:
+    """The hook steering uses (``TypedOutput(..., steered=...)``): a valid result that arrives
+    while messages for the running agent wait does not end the run; the model is told to read
+    them and give its result again, and the next valid one ends it."""
+    from anvia_notebook import _typed_output
+    from anvia_notebook.messages import Message
+
+    answers = iter([True, False])
+
+    class Steered(_typed_output.TypedOutput):
+        def __init__(self, run: Any, executor: Any, spec: Any) -> None:
+            super().__init__(run, executor, spec, steered=lambda: next(answers))
+
+        async def tool_round(self, calls: Any, turn: int, text: str) -> Any:
+            accepted = await super().tool_round(calls, turn, text)
+            if accepted is None:  # as the loop delivers them, after the turn's results
+                self.run.state.messages.append(Message.user("Also add Lyon."))
+            return accepted
+
+    model = QueueModel([final(GOOD_CITY, "a"), final({"name": "Lyon", "population": 500}, "b")])
+    agent = AgentBuilder("typed", model).output_type(City).build()
+    original = _typed_output.TypedOutput
+    import anvia_notebook._loop as loop_module
+
+    loop_module.TypedOutput = Steered  # type: ignore[misc]
+    try:
+        response = await agent.prompt("Paris?").store(None).send()
+    finally:
+        loop_module.TypedOutput = original  # type: ignore[misc]
+    assert response.data.name == "Lyon"
+    told = model.requests[1].messages
+    assert told[-2].tool_results[0].content.startswith("Result received, but new messages")
+    assert told[-1].content == "Also add Lyon."

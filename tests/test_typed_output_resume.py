@@ -15,6 +15,7 @@ import pytest
 import store_agents
 
 from anvia_notebook import DecisionRefusedError, RunStore
+from anvia_notebook.__main__ import main as cli
 
 TESTS = Path(__file__).parent
 pytestmark = pytest.mark.timeout(120)
@@ -45,7 +46,7 @@ def start_child() -> subprocess.Popen[str]:
 
 
 async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run(
-    store_location,
+    store_location, capsys
 ):
     child = start_child()
     store = RunStore(store_location)
@@ -59,6 +60,13 @@ async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run
     assert repair.tool_name == "final_result" and repair.fix_required
     assert "result.0.population" in (repair.reason or "")
     [summary] = store.runs()
+
+    # The command line says how to fix it (approving needs the fixed arguments).
+    assert cli(["--store", store_location, "show", summary.run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "fix it: " in shown and f"approve {summary.run_id} {repair.id} --args" in shown
+    assert cli(["--store", store_location, "approve", summary.run_id, repair.id]) == 1
+    assert "edited arguments that fix the errors" in capsys.readouterr().err
 
     # Decided while no process runs the run: checked against the stored schema first.
     with pytest.raises(DecisionRefusedError, match="population"):

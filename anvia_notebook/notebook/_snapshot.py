@@ -186,6 +186,8 @@ def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
         for field, command in (("approval", "approve"), ("question", "answer")):
             item = entry.get(field)
             if isinstance(item, dict) and item.get("status") == "pending":
+                if item.get("fix_required"):  # approving it needs the fixed arguments
+                    command = "fix"
                 waiting.append((command, str(item.get("id")), _tool_label(entry)))
     if not waiting:
         return []
@@ -199,6 +201,11 @@ def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
         item = _cut(item_id, MAX_SHORT, sep=" ")
         if command == "approve":
             lines.append(f"{cli} approve {run} {item}  (or reject: {tool})")
+        elif command == "fix":
+            lines.append(
+                f"{cli} approve {run} {item} --args '{{...the fixed arguments...}}'  "
+                f"(or reject: {tool})"
+            )
         else:
             lines.append(
                 f'{cli} answer {run} {item} --json \'[{{"questionId": "...", "answer": "..."}}]\''

@@ -107,6 +107,8 @@ async def test_the_repair_form_of_a_huge_invalid_output_is_bounded() -> None:
     assert form["fix_required"] is True  # the page opens its editor
     assert "and 19990 more errors" in form["reason"] and "too long to edit" in form["reason"]
     assert len(render_html(transcript.state(1))) < 250_000
+    copy = render_text(transcript.state(1))  # saved while it waits: how to fix it elsewhere
+    assert f"approve r1 {pending.id} --args '{{...the fixed arguments...}}'" in copy
 
     fixed = {"result": [{"name": "Paris", "population": 2}]}
     run.interactions.decide(pending.id, approved=True, args=fixed, via="widget")
@@ -140,3 +142,35 @@ async def test_a_native_repair_shows_in_the_form_too() -> None:
     tool = next(entry for entry in page.entries if entry["kind"] == "tool")
     assert tool["tool_name"] == "final_result" and tool["approval"]["status"] == "approved"
     assert page.entries[-1]["text"].startswith("**Result** (1 row)")
+
+
+async def test_the_widgets_fix_goes_through_the_session_and_is_never_always_allowed() -> None:
+    from notebook_helpers import Page, finished, pending_approval
+
+    from anvia_notebook.notebook import _runner as runner
+
+    bad = {"result": [{"name": "Paris", "population": "many"}]}
+    model = QueueModel([final(bad, "a"), final(bad, "b")])
+    agent = AgentBuilder("typed", model).output_type(list[City], retries=0).build()
+    handle = runner.show(agent.prompt("cities").store(None))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_approval(page)
+    approval_id = entry["approval"]["id"]
+    assert entry["approval"]["fix_required"] is True
+
+    refused = await page.approve(approval_id, always_allow=True)  # no fix
+    assert not refused["ok"] and "edited arguments that fix the errors" in refused["error"]
+    invalid = {"result": [{"name": "Paris", "population": 0}]}
+    refused = await page.approve(approval_id, edited_args=invalid, always_allow=True)
+    assert not refused["ok"] and "Input should be greater than 0" in refused["error"]
+
+    fixed = {"result": [{"name": "Paris", "population": 5}]}
+    reply = await page.approve(approval_id, edited_args=fixed, always_allow=True)
+    assert reply["ok"], reply
+    response = await handle
+    await finished(handle)
+    assert response.data == [City(name="Paris", population=5)]
+    assert "final_result" not in handle.session.human_input.always_allowed
+    page.pump()
+    assert page.state.entries[-1]["text"].startswith("**Result** (1 row)")
