@@ -6,6 +6,7 @@ traces): only its ``execute`` differs, calling the server on the MCP loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -110,9 +111,17 @@ class McpTool(Tool):
 
     async def _call(self, args: BaseModel, ctx: ToolContext) -> str:
         arguments = args.model_dump()
-        result = await run_on_mcp_loop(
-            self.connection.call_tool(self.name, arguments, self.timeout)
-        )
+        from ._elicit import asker_for_this_call
+
+        asker = asker_for_this_call()
+        try:
+            result = await run_on_mcp_loop(
+                self.connection.call_tool(self.name, arguments, self.timeout, asker)
+            )
+        except asyncio.CancelledError:
+            if asker is not None:  # Stop: a question still asked is decided by it, now
+                await asyncio.shield(asker.stop())
+            raise
         mapped: McpResult = map_result(result)
         if mapped.is_error:
             raise McpToolError(mapped.text)

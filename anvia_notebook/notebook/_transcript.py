@@ -89,7 +89,9 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
     if isinstance(record, QuestionRecord):
         return {
             **common,
-            "questions": [q.model_dump(mode="json") for q in record.questions],
+            "questions": [
+                q.model_dump(mode="json", exclude={"answer_schema"}) for q in record.questions
+            ],
             "answers": [a.to_wire() for a in record.answers],
         }
     edited = record.edited_args if isinstance(record.edited_args, dict) else None
