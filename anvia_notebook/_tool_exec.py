@@ -92,6 +92,12 @@ TOOL_CALL_QUESTIONS: contextvars.ContextVar[
     Callable[[list[Question]], Awaitable[QuestionRecord | None]] | None
 ] = contextvars.ContextVar("anvia_tool_call_questions", default=None)
 
+#: Set while a tool's ``execute`` runs: media the tool returns besides its text (an MCP tool's
+#: images) are appended here; they travel in the ``tool_result`` event's ``parts``.
+TOOL_CALL_PARTS: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "anvia_tool_call_parts", default=None
+)
+
 INTERRUPTED_RESULT = (
     "ToolCallInterrupted: the run was interrupted (its kernel stopped) while {name} was running; "
     "it may or may not have completed. Check its effect before calling it again."
@@ -155,6 +161,9 @@ class ToolExecutor:
         #: How calls that ended without executing their tool ended (rejected, timed out,
         #: cancelled), by tool call id, this turn; for the trace.
         self._ended: dict[str, ToolCallStatus] = {}
+        #: Media the calls' tools returned besides their text, by tool call id (see
+        #: :data:`TOOL_CALL_PARTS`).
+        self._parts: dict[str, list[dict[str, Any]]] = {}
         self.trace = trace or TraceRecorder(Trace(run_id=run_info.run_id, agent_id=agent.id))
 
     async def run_calls(
@@ -292,6 +301,7 @@ class ToolExecutor:
                 result=result,
                 is_error=is_error,
                 skipped=skipped,
+                parts=self._parts.pop(call.id, []),
             )
         )
 
@@ -794,10 +804,16 @@ class ToolExecutor:
         asking = TOOL_CALL_QUESTIONS.set(
             functools.partial(self._ask_during_call, call, internal_id)
         )
+        parts: list[dict[str, Any]] = []
+        media = TOOL_CALL_PARTS.set(parts)
         entry = self.trace.entry(call.id)
         active = self.trace.activate(entry) if entry is not None else None
         try:
-            return await tool.call(args, ctx), False
+            try:
+                return await tool.call(args, ctx), False
+            finally:
+                if parts:
+                    self._parts[call.id] = parts
         except SyncToolAbandoned:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
@@ -807,6 +823,7 @@ class ToolExecutor:
         finally:
             self.trace.deactivate(active)
             TOOL_CALL_QUESTIONS.reset(asking)
+            TOOL_CALL_PARTS.reset(media)
             CURRENT_TOOL_CALL.reset(token)
 
     async def _ask_during_call(

@@ -137,3 +137,30 @@ def test_result_mapping_text_structured_resources_images_and_errors():
     assert picture.content == "a red dot\n[image image/png, 72 bytes, shown to the user]"
     assert "iVBOR" not in picture.content  # never base64 to the model
     assert fails.is_error and fails.content == "ToolCallError: disk quota exceeded"
+
+
+def test_images_travel_in_the_tool_result_events_parts_not_in_the_text():
+    PNG = _toolbox_png()
+
+    model = QueueModel([call("picture", {}), call("read_note", {"key": "greeting"}, id="c2"), "done"])
+    agent = AgentBuilder("a", model).mcp([mcp.stdio("toolbox", sys.executable, [TOOLBOX])]).build()
+
+    async def collect():
+        return [e async for e in agent.prompt("go").stream()]
+
+    results = [e for e in asyncio.run(collect()) if e.type == "tool_result"]
+    assert results[0].parts == [{"type": "image", "media_type": "image/png", "data": PNG}]
+    assert PNG not in results[0].result
+    assert results[1].parts == []
+
+
+
+def _toolbox_png() -> str:
+    """The toolbox's picture (loading its module defines the server without running it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("toolbox_module", SERVERS / "toolbox.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.PNG)

@@ -123,6 +123,13 @@ class McpTool(Tool):
                 await asyncio.shield(asker.stop())
             raise
         mapped: McpResult = map_result(result)
+        from .._tool_exec import TOOL_CALL_PARTS
+
+        parts = TOOL_CALL_PARTS.get()
+        if parts is not None:
+            parts.extend(
+                {"type": m.type, "media_type": m.media_type, "data": m.data} for m in mapped.media
+            )
         if mapped.is_error:
             raise McpToolError(mapped.text)
         return mapped.text
