@@ -164,3 +164,32 @@ def _toolbox_png() -> str:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return str(module.PNG)
+
+
+def test_stop_during_a_call_ends_the_run_and_the_session_stays_usable():
+    server = toolbox("stoppable")
+
+    async def main():
+        started = asyncio.Event()
+
+        def on_tool_call(event):
+            started.set()
+
+        from anvia_notebook import create_hook
+
+        model = QueueModel([call("slow", {"seconds": 30}), "never"])
+        hook = create_hook(on_tool_call=on_tool_call)
+        agent = AgentBuilder("a", model).mcp([server]).hook(hook).build()
+        run = agent.prompt("go").start()
+        await asyncio.wait_for(started.wait(), 60)
+        await asyncio.sleep(0.3)  # the call is with the server
+        run.cancel("enough")
+        with pytest.raises(Exception, match="enough"):
+            await asyncio.wait_for(run.wait(), 30)
+        [result] = [r for m in run.state.messages if m.role == "tool" for r in m.tool_results]
+        assert result.is_error and result.content.startswith("ToolCallCancelled")
+        connected = await mcp.connect(server)  # the same session still answers
+        note = next(t for t in connected.tools if t.name == "read_note")
+        assert await asyncio.wait_for(note.call(note.parse_args({"key": "greeting"}), None), 30) == "hello"
+
+    asyncio.run(main())
