@@ -134,7 +134,7 @@ def test_result_mapping_text_structured_resources_images_and_errors():
         "MCP resource link (file:///data/report.csv; text/csv): report.csv\n"
         "MCP resource (file:///data/notes.txt; text/plain; text)\nline one"
     )
-    assert picture.content == "a red dot\n[image image/png, 72 bytes, shown to the user]"
+    assert picture.content == "a red dot\n[image image/png, 70 bytes, shown to the user]"
     assert "iVBOR" not in picture.content  # never base64 to the model
     assert fails.is_error and fails.content == "ToolCallError: disk quota exceeded"
 

@@ -225,6 +225,14 @@ class ReasoningEntry(_Model):
     text: str
 
 
+class ImageView(_Model):
+    """An image a tool returned (an MCP tool's), shown under its result."""
+
+    media_type: str
+    #: The image, base64-encoded.
+    data: str
+
+
 class ToolEntry(_Model):
     kind: Literal["tool"]
     id: NonEmpty
@@ -238,6 +246,8 @@ class ToolEntry(_Model):
     output: str
     approval: ApprovalView | None
     question: QuestionView | None
+    #: Images the tool returned besides its text (present only when there are some).
+    images: list[ImageView] | None = None
 
 
 class ErrorEntry(_Model):

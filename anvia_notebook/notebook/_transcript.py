@@ -53,6 +53,8 @@ AppendSink = Callable[[str, str, str], None]
 SUMMARY_KEYS = ("first_token_ms", "duration_ms")
 #: Tool statuses that mean "not finished yet".
 _UNFINISHED = frozenset(("running", "approval_required", "input_required", "approved"))
+#: Image types a tool's images are shown in (not SVG: it can carry scripts).
+SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
 NO_ANSWERS = json.dumps({"answers": []})
@@ -135,7 +137,7 @@ class _Entry:
         pieces = self.parts.pop(name, None)
         if pieces is not None:
             self.fields[name] = "".join(pieces)
-        return self.fields[name]
+        return self.fields.get(name)  # None for a field an entry has only sometimes (images)
 
     def set(self, name: str, value: Any) -> None:
         self.parts.pop(name, None)
@@ -460,7 +462,13 @@ class Transcript:
         current = entry.get("status")
         done = "skipped" if event.skipped else "error" if event.is_error else "done"
         status = current if current in _STICKY else done
-        self._patch(entry, status=status, result=event.result, is_error=event.is_error)
+        images = [
+            {"media_type": str(part.get("media_type")), "data": str(part.get("data"))}
+            for part in event.parts
+            if part.get("type") == "image" and str(part.get("media_type")) in SHOWN_IMAGE_TYPES
+        ]
+        extra: dict[str, Any] = {"images": images} if images else {}
+        self._patch(entry, status=status, result=event.result, is_error=event.is_error, **extra)
 
     def _finish_unfinished(self) -> None:
         self._compact()

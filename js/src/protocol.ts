@@ -219,6 +219,7 @@ const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
   output: str,
   approval: nullable(approvalCheck),
   question: nullable(questionCheck),
+  images: nullable(arrayOf(shape<W.ImageView>({ media_type: str, data: str }))),
 };
 
 /** The fields of each entry kind, but `kind` (the union's tag). */
@@ -239,6 +240,7 @@ const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>
     output: f.output,
     approval: f.approval,
     question: f.question,
+    images: optional(f.images),
   },
   error: { id: nonEmptyStr, text: f.text },
   notice: { id: nonEmptyStr, text: f.text },

@@ -116,6 +116,7 @@ export interface ToolEntry {
   output: string;
   approval: ApprovalView | null;
   question: QuestionView | null;
+  images?: ImageView[] | null;
 }
 /**
  * An approval as the page shows it (inside a tool entry).
@@ -178,6 +179,16 @@ export interface AnswerView {
   answer: string;
   choice?: string | null;
   custom?: boolean | null;
+}
+/**
+ * An image a tool returned (an MCP tool's), shown under its result.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ImageView".
+ */
+export interface ImageView {
+  media_type: string;
+  data: string;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

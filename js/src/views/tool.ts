@@ -21,6 +21,22 @@ function editedArgs(e: ToolEntry): JsonObject | null {
 const UNDER_WAY: ReadonlySet<ToolEntry["status"]> = new Set(["running", "approval_required", "input_required", "approved"]);
 const underWay = (e: ToolEntry): boolean => UNDER_WAY.has(e.status) || waitsForSomeone(e);
 
+/** Image types shown (not SVG, which can carry scripts); the kernel sends no others. */
+const SHOWN_IMAGES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+/** The images a tool returned (an MCP tool's), each as an <img> of its data. */
+export function toolImages(e: ToolEntry): HTMLElement[] {
+  return (e.images ?? [])
+    .filter((i) => SHOWN_IMAGES.has(i.media_type) && /^[A-Za-z0-9+/]*={0,2}$/.test(i.data))
+    .map((i) =>
+      h("img", {
+        class: "anvia-tool-image",
+        alt: `Image from ${e.tool_name} (${i.media_type})`,
+        src: `data:${i.media_type};base64,${i.data}`,
+      }),
+    );
+}
+
 function section(label: string, content: HTMLElement, cls: string): HTMLElement {
   return h("div", { class: `anvia-section ${cls}` }, h("div", { class: "anvia-section-label" }, label), content);
 }
@@ -46,7 +62,9 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   const argsSection = h("div", { class: "anvia-section anvia-section-args" }, argsLabel, args.el, originalBlock);
   const outputSection = section("Output", output.el, "anvia-section-output");
   const resultSection = section("Result", result.el, "anvia-section-result");
-  const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection);
+  const imagesBox = h("div", { class: "anvia-tool-images" });
+  const imagesSection = section("Images", imagesBox, "anvia-section-images");
+  const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, outputSection, resultSection, imagesSection);
   const el = h("details", { class: "anvia-entry anvia-entry-tool" }, summary, body);
   // Only a person's toggles are remembered for redrawn views, not the opening this view does
   // itself when an interaction is pending (its toggle event comes later, as a task).
@@ -91,6 +109,12 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     result.set(e.result === null ? "" : prettyJson(e.result));
     resultSection.hidden = e.result === null;
     resultSection.classList.toggle("anvia-result-error", e.is_error);
+    const images = toolImages(e);
+    const shown = Array.from(imagesBox.children, (c) => (c as HTMLImageElement).src);
+    if (images.length !== shown.length || images.some((img, i) => (img as HTMLImageElement).src !== shown[i])) {
+      imagesBox.replaceChildren(...images);
+    }
+    imagesSection.hidden = images.length === 0;
 
     const next = interactionsOf(e).map((i) => {
       const kept = panels.find((p) => p.kind === i.kind && p.id === i.view.id);
