@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -49,7 +50,7 @@ from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultPart
 from .models.base import ToolCall
-from .question_types import Answer, QuestionInput
+from .question_types import Answer, Question, QuestionInput
 from .questions import QuestionRequest, QuestionTool
 from .records import (
     DEFAULT_REJECT_MESSAGE,
@@ -82,6 +83,19 @@ class CurrentToolCall:
 #: Set while a tool's ``execute`` runs (also inside worker threads running sync tools).
 CURRENT_TOOL_CALL: contextvars.ContextVar[CurrentToolCall | None] = contextvars.ContextVar(
     "anvia_current_tool_call", default=None
+)
+
+#: Set while a tool's ``execute`` runs: puts questions to the person for this call, through
+#: the run's one interaction record (a ``QuestionRecord`` of the call), and returns the decided
+#: record, or None when nobody can answer. MCP elicitation uses it.
+TOOL_CALL_QUESTIONS: contextvars.ContextVar[
+    Callable[[list[Question]], Awaitable[QuestionRecord | None]] | None
+] = contextvars.ContextVar("anvia_tool_call_questions", default=None)
+
+#: Set while a tool's ``execute`` runs: media the tool returns besides its text (an MCP tool's
+#: images) are appended here; they travel in the ``tool_result`` event's ``parts``.
+TOOL_CALL_PARTS: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "anvia_tool_call_parts", default=None
 )
 
 INTERRUPTED_RESULT = (
@@ -147,6 +161,9 @@ class ToolExecutor:
         #: How calls that ended without executing their tool ended (rejected, timed out,
         #: cancelled), by tool call id, this turn; for the trace.
         self._ended: dict[str, ToolCallStatus] = {}
+        #: Media the calls' tools returned besides their text, by tool call id (see
+        #: :data:`TOOL_CALL_PARTS`).
+        self._parts: dict[str, list[dict[str, Any]]] = {}
         self.trace = trace or TraceRecorder(Trace(run_id=run_info.run_id, agent_id=agent.id))
 
     async def run_calls(
@@ -284,6 +301,7 @@ class ToolExecutor:
                 result=result,
                 is_error=is_error,
                 skipped=skipped,
+                parts=self._parts.pop(call.id, []),
             )
         )
 
@@ -795,10 +813,19 @@ class ToolExecutor:
         token = CURRENT_TOOL_CALL.set(
             CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id)
         )
+        asking = TOOL_CALL_QUESTIONS.set(
+            functools.partial(self._ask_during_call, call, internal_id)
+        )
+        parts: list[dict[str, Any]] = []
+        media = TOOL_CALL_PARTS.set(parts)
         entry = self.trace.entry(call.id)
         active = self.trace.activate(entry) if entry is not None else None
         try:
-            return await tool.call(args, ctx), False
+            try:
+                return await tool.call(args, ctx), False
+            finally:
+                if parts:
+                    self._parts[call.id] = parts
         except SyncToolAbandoned:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
@@ -807,7 +834,52 @@ class ToolExecutor:
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         finally:
             self.trace.deactivate(active)
+            TOOL_CALL_QUESTIONS.reset(asking)
+            TOOL_CALL_PARTS.reset(media)
             CURRENT_TOOL_CALL.reset(token)
+
+    async def _ask_during_call(
+        self, call: ToolCall, internal_id: str, questions: list[Question]
+    ) -> QuestionRecord | None:
+        """Questions a running tool puts to the person (see :data:`TOOL_CALL_QUESTIONS`): the
+        same record, events, store and UI as ``ask_question``. Returns the decided record, or
+        None when no human input can take questions (nothing was asked)."""
+        record = QuestionRecord(
+            **self._opening("question", call.name, call.id),
+            internal_call_id=internal_id,
+            questions=questions,
+        )
+        timeout = self._human_timeout()
+        interaction = self._open(
+            record,
+            timeout=timeout,
+            timeout_reason=(
+                f"The operator did not answer within {timeout:g} s (timed out); "
+                "no answers were given."
+                if timeout is not None
+                else None
+            ),
+        )
+        source: Awaitable[Any] | None = None
+        if interaction.pending:
+            if self.human_input is None:
+                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+                return None
+            source = self._human_answers(
+                QuestionRequest(
+                    question_id=record.id,
+                    tool_name=call.name,
+                    tool_call_id=call.id,
+                    internal_call_id=internal_id,
+                    questions=questions,
+                    run=self.run_info,
+                )
+            )
+        ended = await self._wait(interaction, source, "human", "human_input")
+        if ended is _UNAVAILABLE:
+            return None
+        assert isinstance(interaction.record, QuestionRecord)
+        return interaction.record
 
     async def _tool_error(
         self, call: ToolCall, internal_id: str, raw_args: str, error: BaseException, result: str

@@ -25,7 +25,8 @@ AnviaError
     ├── McpPrivateNetworkError ``mcp.http``/``mcp.sse`` to a private or loopback address
     ├── McpToolError           an MCP tool reported an error (its text is the result)
     ├── McpTimeoutError        an MCP call past its time limit (a TimeoutError)
-    └── McpMalformedResultError a server answered with no valid tool result
+    ├── McpMalformedResultError a server answered with no valid tool result
+    └── McpElicitationStopped  Stop while a person answered a server (answered cancel)
 
 Every exception is defined here; the modules that raise them import them from here (and some
 re-export theirs: ``anvia_notebook.models.ModelError``, ``anvia_notebook.HumanInputTimeout``).
@@ -62,6 +63,7 @@ __all__ = [
     "McpToolError",
     "McpTimeoutError",
     "McpMalformedResultError",
+    "McpElicitationStopped",
     "is_retryable_status",
     "MaxTurnsError",
     "PromptCancelledError",
@@ -275,3 +277,8 @@ class McpTimeoutError(McpError, TimeoutError):
 
 class McpMalformedResultError(McpError, ValueError):
     """An MCP server answered a call with something that is not a valid tool result."""
+
+
+class McpElicitationStopped(McpError):
+    """The run stopped an MCP call while the person was asked for the server's input; the
+    server is answered ``cancel`` (used inside ``anvia_notebook.mcp``)."""

@@ -136,6 +136,10 @@ class ToolResultEvent(BaseModel):
     is_error: bool = False
     #: True when a hook's ``tool.skip(reason)`` decided the result (the tool did not execute).
     skipped: bool = False
+    #: Media the tool returned besides its text (an MCP tool's images): each
+    #: ``{"type": "image", "media_type": ..., "data": <base64>}``. The model reads only a short
+    #: placeholder for each in ``result``.
+    parts: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class TurnEndEvent(BaseModel):

@@ -5,7 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 __all__ = [
     "Answer",
@@ -46,7 +56,22 @@ class Question(BaseModel):
 
     id: str
     question: str
-    choices: list[Choice] = Field(min_length=1)
+    #: For a question from an MCP server's form (elicitation): the JSON Schema a custom answer
+    #: must satisfy, with its JSON type (``string``, ``number``, ``integer``). Not part of the
+    #: ``ask_question`` contract (the model never sees it).
+    answer_schema: SkipJsonSchema[dict[str, Any] | None] = None
+    #: At least one, as in Anvia; only a question with an ``answer_schema`` (a custom answer
+    #: of a form's field) may have none.
+    choices: list[Choice] = Field(json_schema_extra={"minItems": 1})
+
+    @field_validator("choices")
+    @classmethod
+    def _some_choice(cls, value: list[Choice], info: ValidationInfo) -> list[Choice]:
+        if not value and info.data.get("answer_schema") is None:
+            raise PydanticCustomError(
+                "too_short", "List should have at least 1 item after validation, not 0"
+            )
+        return value
 
     @field_validator("id")
     @classmethod
@@ -181,6 +206,8 @@ def answer_refusal(question: Question, text: Any, choice: Any, custom: Any) -> s
     if not isinstance(text, str) or not text.strip():
         return f"The answer to question {question.id!r} is empty."
     if choice is None:
+        if question.answer_schema is not None:
+            return typed_answer_refusal(question, text.strip())
         return None
     if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
         return f"{choice!r} is not a choice of question {question.id!r}."
@@ -195,6 +222,41 @@ def answer_refusal(question: Question, text: Any, choice: Any, custom: Any) -> s
             f"is {text.strip()!r}; an answer that picks a choice must be that choice's value."
         )
     return None
+
+
+def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
+    """A custom answer as the JSON value of its field's type (``ValueError`` when it is not
+    one): a number or an integer parsed, a string as it is."""
+    kind = schema.get("type")
+    if kind == "integer":
+        value = float(text)
+        if not value.is_integer():
+            raise ValueError(f"{text!r} is not a whole number")
+        return int(value)
+    if kind == "number":
+        number = float(text)
+        if number != number or number in (float("inf"), float("-inf")):
+            raise ValueError(f"{text!r} is not a finite number")
+        return int(number) if number.is_integer() and "." not in text else number
+    return text
+
+
+def typed_answer_refusal(question: Question, text: str) -> str | None:
+    """Why a custom answer does not fit the question's ``answer_schema``, or None."""
+    schema = question.answer_schema or {}
+    try:
+        value = typed_answer(schema, text)
+    except ValueError:
+        kind = "a whole number" if schema.get("type") == "integer" else "a number"
+        return f"The answer to question {question.id!r} must be {kind}; got {text!r}."
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(
+        jsonschema.validators.validator_for(schema)(schema).iter_errors(value)
+    )
+    if error is None:
+        return None
+    return f"The answer to question {question.id!r} does not fit: {error.message}."
 
 
 def check_operator_answers(

@@ -134,6 +134,62 @@ def test_result_mapping_text_structured_resources_images_and_errors():
         "MCP resource link (file:///data/report.csv; text/csv): report.csv\n"
         "MCP resource (file:///data/notes.txt; text/plain; text)\nline one"
     )
-    assert picture.content == "a red dot\n[image image/png, 72 bytes, shown to the user]"
+    assert picture.content == "a red dot\n[image image/png, 70 bytes, shown to the user]"
     assert "iVBOR" not in picture.content  # never base64 to the model
     assert fails.is_error and fails.content == "ToolCallError: disk quota exceeded"
+
+
+def test_images_travel_in_the_tool_result_events_parts_not_in_the_text():
+    PNG = _toolbox_png()
+
+    model = QueueModel([call("picture", {}), call("read_note", {"key": "greeting"}, id="c2"), "done"])
+    agent = AgentBuilder("a", model).mcp([mcp.stdio("toolbox", sys.executable, [TOOLBOX])]).build()
+
+    async def collect():
+        return [e async for e in agent.prompt("go").stream()]
+
+    results = [e for e in asyncio.run(collect()) if e.type == "tool_result"]
+    assert results[0].parts == [{"type": "image", "media_type": "image/png", "data": PNG}]
+    assert PNG not in results[0].result
+    assert results[1].parts == []
+
+
+
+def _toolbox_png() -> str:
+    """The toolbox's picture (loading its module defines the server without running it)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("toolbox_module", SERVERS / "toolbox.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return str(module.PNG)
+
+
+def test_stop_during_a_call_ends_the_run_and_the_session_stays_usable():
+    server = toolbox("stoppable")
+
+    async def main():
+        started = asyncio.Event()
+
+        def on_tool_call(event):
+            started.set()
+
+        from anvia_notebook import create_hook
+
+        model = QueueModel([call("slow", {"seconds": 30}), "never"])
+        hook = create_hook(on_tool_call=on_tool_call)
+        agent = AgentBuilder("a", model).mcp([server]).hook(hook).build()
+        run = agent.prompt("go").start()
+        await asyncio.wait_for(started.wait(), 60)
+        await asyncio.sleep(0.3)  # the call is with the server
+        run.cancel("enough")
+        with pytest.raises(Exception, match="enough"):
+            await asyncio.wait_for(run.wait(), 30)
+        [result] = [r for m in run.state.messages if m.role == "tool" for r in m.tool_results]
+        assert result.is_error and result.content.startswith("ToolCallCancelled")
+        connected = await mcp.connect(server)  # the same session still answers
+        note = next(t for t in connected.tools if t.name == "read_note")
+        assert await asyncio.wait_for(note.call(note.parse_args({"key": "greeting"}), None), 30) == "hello"
+
+    asyncio.run(main())

@@ -36,11 +36,10 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def http_toolbox():
+def _serve(transport: str):
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, TOOLBOX, "http", str(port)],
+        [sys.executable, TOOLBOX, transport, str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -53,9 +52,20 @@ def http_toolbox():
             assert process.poll() is None, "the HTTP toolbox exited"
             assert time.monotonic() < deadline, "the HTTP toolbox did not start listening"
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
+    path = "/mcp" if transport == "http" else "/sse"
+    yield f"http://127.0.0.1:{port}{path}"
     process.terminate()
     process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def http_toolbox():
+    yield from _serve("http")
+
+
+@pytest.fixture(scope="module")
+def sse_toolbox():
+    yield from _serve("sse")
 
 
 def test_streamable_http_server_with_private_network_allowed(http_toolbox):
@@ -82,6 +92,15 @@ def test_streamable_http_server_with_private_network_allowed(http_toolbox):
         "over http",
     ]
     assert len(seen) == 1 and "'web'" in seen[0] and "write_note" in seen[0]
+
+
+def test_sse_server_with_private_network_allowed(sse_toolbox):
+    server = mcp.sse("events", sse_toolbox, allow_private_network=True)
+    model = QueueModel([call("read_note", {"key": "greeting"}), call("picture", {}, id="c2"), "done"])
+    agent = AgentBuilder("a", model).mcp([server]).build()
+    assert agent.prompt("go").send_sync().output == "done"
+    assert tool_results(model.requests[1])[0].content == "hello"
+    assert tool_results(model.requests[2])[0].content.startswith("a red dot\n[image image/png")
 
 
 def test_a_published_server_mcp_server_time():

@@ -264,3 +264,13 @@ def test_trace_and_otel_span_name_the_server_and_the_store_keeps_the_call(tmp_pa
     results = [r for m in stored.messages if m.role == "tool" for r in m.tool_results]
     assert [r.content for r in results] == ["wrote t"]
     assert [a.status for a in stored.approvals.values()] == ["approved"]
+
+
+def test_no_roots_are_declared_unless_given(tmp_path):
+    async def listed(server):
+        connected = await mcp.connect(server)
+        tool = next(t for t in connected.tools if t.name == "roots")
+        return await tool.call(tool.parse_args({}), None)
+
+    assert asyncio.run(listed(TOOLBOX)) == "no roots declared"
+    assert asyncio.run(listed(toolbox("rooted", roots=[str(tmp_path)]))) == tmp_path.resolve().as_uri()

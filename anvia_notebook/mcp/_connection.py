@@ -32,8 +32,8 @@ STDERR_LINES = 12
 #: Seconds a server may take to start and answer ``initialize``.
 START_TIMEOUT = 30.0
 
-#: What answers a server's elicitation request during one call (see ``_elicit``).
-ElicitFn = Callable[["mcp_types.ElicitRequestParams"], Awaitable["mcp_types.ElicitResult"]]
+#: Who asks the person during one call (see ``_elicit``); None: nobody can be asked.
+ElicitFn = Callable[[list[Any]], Awaitable[Any]]
 
 
 def stderr_tail(text: str, lines: int = STDERR_LINES) -> str:
@@ -64,6 +64,24 @@ def _is_closed(error: BaseException) -> bool:
     )
 
 
+class _PersonWait:
+    """Whether a call is waiting for a person (an elicitation), with an event per change."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = asyncio.Event()
+
+    def begin(self) -> None:
+        self.count += 1
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def end(self) -> None:
+        self.count -= 1
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+
 def _require_sdk() -> None:
     try:
         import mcp  # noqa: F401
@@ -83,8 +101,9 @@ class Connection:
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
         self._opening: asyncio.Lock | None = None
-        #: Who answers elicitations, per call in flight on this session (the latest first).
-        self._askers: list[ElicitFn] = []
+        #: The calls in flight on this session: who asks the person for each, and whether
+        #: a person is being asked (which pauses its time limit).
+        self._calls: list[tuple[ElicitFn | None, _PersonWait]] = []
         #: Times the session was opened (a reconnect counts), for tests and messages.
         self.opened = 0
 
@@ -274,23 +293,33 @@ class Connection:
         task = loop.create_task(
             session.call_tool(name, arguments, progress_callback=on_progress)
         )
-        if ask is not None:
-            self._askers.append(ask)
+        waiting = _PersonWait()
+        self._calls.append((ask, waiting))
         try:
             while True:
-                remaining = last_progress + timeout - loop.time()
-                if remaining <= 0:
-                    task.cancel()
-                    with contextlib.suppress(BaseException):
-                        await task
-                    raise McpTimeoutError(
-                        f"MCP tool {name} on server {self.config.name!r} gave no result within "
-                        f"{timeout:g} s (the call's time limit; progress from the server would "
-                        "have extended it)."
+                remaining: float | None = None  # no limit while a person is being asked
+                if not waiting.count:
+                    remaining = last_progress + timeout - loop.time()
+                    if remaining <= 0:
+                        task.cancel()
+                        with contextlib.suppress(BaseException):
+                            await task
+                        raise McpTimeoutError(
+                            f"MCP tool {name} on server {self.config.name!r} gave no result "
+                            f"within {timeout:g} s (the call's time limit; progress from the "
+                            "server would have extended it)."
+                        )
+                change = loop.create_task(waiting.changed.wait())
+                try:
+                    done, _ = await asyncio.wait(
+                        {task, change}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
                     )
-                done, _ = await asyncio.wait({task}, timeout=remaining)
-                if done:
+                finally:
+                    change.cancel()
+                if task in done:
                     break
+                if change in done:  # a person began or ended answering: the clock restarts
+                    last_progress = loop.time()
             try:
                 return task.result()
             except ValidationError as error:
@@ -312,17 +341,22 @@ class Connection:
                 await task
             raise
         finally:
-            if ask is not None:
-                self._askers.remove(ask)
+            self._calls.remove((ask, waiting))
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
-        """A server asks the person something during a call: the call in flight answers
-        (the latest, if several run at once); with none, the request is declined."""
-        import mcp.types as types
+        """A server asks the person something during a call: the run of the call in flight
+        asks (the latest call, if several run at once on this session); the call's time limit
+        is paused meanwhile."""
+        from ._elicit import elicit_result
 
-        if not self._askers:
-            return types.ElicitResult(action="decline")
-        return await self._askers[-1](params)
+        if not self._calls:
+            return await elicit_result(None, params, self.config.name)
+        ask, waiting = self._calls[-1]
+        waiting.begin()
+        try:
+            return await elicit_result(ask, params, self.config.name)
+        finally:
+            waiting.end()
 
 
 @contextlib.asynccontextmanager

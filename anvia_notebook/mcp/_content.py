@@ -31,7 +31,7 @@ class MediaPart:
     @property
     def size(self) -> int:
         """Its size in bytes (decoded)."""
-        return len(self.data) * 3 // 4
+        return len(self.data) * 3 // 4 - (len(self.data) - len(self.data.rstrip("=")))
 
     def placeholder(self) -> str:
         return f"[{self.type} {self.media_type}, {_size_text(self.size)}, shown to the user]"

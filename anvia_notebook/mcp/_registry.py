@@ -73,9 +73,20 @@ class McpServer:
         return self._connection is not None and self._connection.session is not None
 
 
+#: The tools made from a connection's listing, per config (a new listing, after a reconnect,
+#: or another config makes them anew): runs reuse them, their schema validators included.
+_tool_cache: dict[tuple[int, int], tuple[McpServerConfig, list[Any], list[McpTool]]] = {}
+
+
 async def _open(connection: Connection, config: McpServerConfig) -> list[McpTool]:
     await connection.ensure_open()
-    return [McpTool(connection, spec, config) for spec in connection.tools]
+    key = (id(connection), id(config))
+    cached = _tool_cache.get(key)
+    if cached is not None and cached[0] is config and cached[1] is connection.tools:
+        return list(cached[2])
+    tools = [McpTool(connection, spec, config) for spec in connection.tools]
+    _tool_cache[key] = (config, connection.tools, tools)
+    return list(tools)
 
 
 async def connect(server: McpServerConfig) -> McpServer:
@@ -98,6 +109,7 @@ async def close_all() -> None:
 async def _close_all_here() -> None:
     connections = list(_connections.values())
     _connections.clear()
+    _tool_cache.clear()
     await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
 

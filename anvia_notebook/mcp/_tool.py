@@ -6,6 +6,7 @@ traces): only its ``execute`` differs, calling the server on the MCP loop.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -110,10 +111,25 @@ class McpTool(Tool):
 
     async def _call(self, args: BaseModel, ctx: ToolContext) -> str:
         arguments = args.model_dump()
-        result = await run_on_mcp_loop(
-            self.connection.call_tool(self.name, arguments, self.timeout)
-        )
+        from ._elicit import asker_for_this_call
+
+        asker = asker_for_this_call()
+        try:
+            result = await run_on_mcp_loop(
+                self.connection.call_tool(self.name, arguments, self.timeout, asker)
+            )
+        except asyncio.CancelledError:
+            if asker is not None:  # Stop: a question still asked is decided by it, now
+                await asyncio.shield(asker.stop())
+            raise
         mapped: McpResult = map_result(result)
+        from .._tool_exec import TOOL_CALL_PARTS
+
+        parts = TOOL_CALL_PARTS.get()
+        if parts is not None:
+            parts.extend(
+                {"type": m.type, "media_type": m.media_type, "data": m.data} for m in mapped.media
+            )
         if mapped.is_error:
             raise McpToolError(mapped.text)
         return mapped.text

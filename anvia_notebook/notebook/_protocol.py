@@ -251,6 +251,14 @@ class ReasoningEntry(_Model):
     parent: NonEmpty | None = None
 
 
+class ImageView(_Model):
+    """An image a tool returned (an MCP tool's), shown under its result."""
+
+    media_type: str
+    #: The image, base64-encoded.
+    data: str
+
+
 class ToolEntry(_Model):
     kind: Literal["tool"]
     id: NonEmpty
@@ -268,6 +276,8 @@ class ToolEntry(_Model):
     parent: NonEmpty | None = None
     #: The sub-agent this call runs, once its first event came (absent: a plain tool).
     sub_agent: SubAgentView | None = None
+    #: Images the tool returned besides its text (present only when there are some).
+    images: list[ImageView] | None = None
 
 
 class ErrorEntry(_Model):

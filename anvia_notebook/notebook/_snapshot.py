@@ -18,6 +18,7 @@ Both go into the saved notebook, so both are bounded: every field is cut (with a
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -68,6 +69,10 @@ MAX_ITEMS = 50
 #: About the most characters of a whole copy: entries after it are left out (one entry may end
 #: past it by its markup, a few kB at most).
 MAX_TOTAL = 200_000
+#: The most base64 characters of one tool image a static copy keeps (about 48 KB of image); a
+#: larger one is named instead. Images count against :data:`MAX_TOTAL` too.
+MAX_IMAGE = 64_000
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 
 class _Budget:
@@ -271,6 +276,25 @@ def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
     return f"<div><em>Questions</em></div><ul>{''.join(items)}</ul>"
 
 
+def _decoded_size(data: str) -> int:
+    """Bytes of base64 ``data`` once decoded."""
+    return len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
+
+
+def _image_html(image: dict[str, Any], budget: _Budget) -> str:
+    """A tool's image, kept when it fits :data:`MAX_IMAGE` and the copy's budget, else named."""
+    media_type, data = str(image.get("media_type", "")), str(image.get("data", ""))
+    size = _decoded_size(data)
+    if len(data) > MAX_IMAGE or len(data) > budget.left or not _BASE64.fullmatch(data):
+        kept = f"Image ({_esc(media_type)}, {size:,} bytes): not kept in this copy"
+        return f"<div><em>{kept}</em></div>"
+    budget.take(len(data))
+    return (
+        f'<div><img alt="Image from the tool ({_esc(media_type)})" '
+        f'style="max-width:100%" src="data:{_esc(media_type)};base64,{data}"></div>'
+    )
+
+
 def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     label = TOOL_STATUS_LABELS.get(entry.get("status", ""), str(entry.get("status")))
     parts = [
@@ -300,6 +324,8 @@ def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     if entry.get("result") is not None:
         parts.append(f"<div><em>{'Error' if entry.get('is_error') else 'Result'}</em></div>")
         parts.append(_pre(entry["result"], budget, _CODE))
+    for image in entry.get("images") or []:
+        parts.append(_image_html(image, budget))
     parts.append("</details>")
     return "".join(parts)
 
@@ -491,4 +517,7 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
         lines.append(f"  output: {_cut(entry['output'], MAX_FIELD, budget).rstrip()}")
     if entry.get("result") is not None:
         lines.append(f"  result: {_cut(entry['result'], MAX_FIELD, budget)}")
+    for image in entry.get("images") or []:
+        size = _decoded_size(str(image.get("data", "")))
+        lines.append(f"  image: {image.get('media_type')}, {size:,} bytes")
     return "\n".join(lines)

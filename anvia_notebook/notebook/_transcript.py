@@ -56,6 +56,8 @@ AppendSink = Callable[[str, str, str], None]
 SUMMARY_KEYS = ("first_token_ms", "duration_ms")
 #: Tool statuses that mean "not finished yet".
 _UNFINISHED = frozenset(("running", "approval_required", "input_required", "approved"))
+#: Image types a tool's images are shown in (not SVG: it can carry scripts).
+SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
 #: Tool statuses that mean "waiting for a person".
@@ -96,7 +98,9 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
     if isinstance(record, QuestionRecord):
         return {
             **common,
-            "questions": [q.model_dump(mode="json") for q in record.questions],
+            "questions": [
+                q.model_dump(mode="json", exclude={"answer_schema"}) for q in record.questions
+            ],
             "answers": [a.to_wire() for a in record.answers],
         }
     edited = record.edited_args if isinstance(record.edited_args, dict) else None
@@ -143,7 +147,7 @@ class _Entry:
         pieces = self.parts.pop(name, None)
         if pieces is not None:
             self.fields[name] = "".join(pieces)
-        return self.fields.get(name)
+        return self.fields.get(name)  # None for a field an entry has only sometimes (images)
 
     def set(self, name: str, value: Any) -> None:
         self.parts.pop(name, None)
@@ -518,7 +522,13 @@ class Transcript:
         current = entry.get("status")
         done = "skipped" if event.skipped else "error" if event.is_error else "done"
         status = current if current in _STICKY else done
-        self._patch(entry, status=status, result=event.result, is_error=event.is_error)
+        images = [
+            {"media_type": str(part.get("media_type")), "data": str(part.get("data"))}
+            for part in event.parts
+            if part.get("type") == "image" and str(part.get("media_type")) in SHOWN_IMAGE_TYPES
+        ]
+        extra: dict[str, Any] = {"images": images} if images else {}
+        self._patch(entry, status=status, result=event.result, is_error=event.is_error, **extra)
 
     def _finish_unfinished(self) -> None:
         self._compact()

@@ -232,6 +232,7 @@ const FIELD_CHECKS: Shape<Required<EntryChanges>> = {
   question: nullable(questionCheck),
   parent: nullable(nonEmptyStr),
   sub_agent: nullable(subAgentCheck),
+  images: nullable(arrayOf(shape<W.ImageView>({ media_type: str, data: str }))),
 };
 /** A sub-agent's entry names the tool entry it is drawn in; a plain run's has no such key. */
 const parent = optional(nonEmptyStr);
@@ -256,6 +257,7 @@ const ENTRY_SHAPES: { [K in EntryKind]: Shape<Omit<Extract<W.Entry, { kind: K }>
     question: f.question,
     parent,
     sub_agent: optional(subAgentCheck),
+    images: optional(f.images),
   },
   error: { id: nonEmptyStr, text: f.text, parent },
   notice: { id: nonEmptyStr, text: f.text, parent },

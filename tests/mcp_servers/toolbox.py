@@ -1,7 +1,7 @@
 """A small MCP server for the tests, written with the ``mcp`` SDK's MCPServer (FastMCP).
 
-Run as ``python toolbox.py`` (stdio) or ``python toolbox.py http PORT`` (streamable HTTP on
-127.0.0.1). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
+Run as ``python toolbox.py`` (stdio), ``python toolbox.py http PORT`` (streamable HTTP on
+127.0.0.1) or ``python toolbox.py sse PORT`` (HTTP with server-sent events, at ``/sse``). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
 (the tests count calls with it); ``TOOLBOX_CLASH=1`` adds a tool named like the tests' own.
 """
 
@@ -145,6 +145,16 @@ async def book_table(ctx: Context) -> str:
     return result.action
 
 
+@server.tool(annotations=READ_ONLY)
+async def roots(ctx: Context) -> str:
+    """The roots the client declares (their URIs, one a line), or that it declares none."""
+    capabilities = ctx.session.client_params.capabilities if ctx.session.client_params else None
+    if capabilities is None or capabilities.roots is None:
+        return "no roots declared"
+    listed = await ctx.session.list_roots()
+    return "\n".join(str(root.uri) for root in listed.roots)
+
+
 if os.environ.get("TOOLBOX_CLASH"):
 
     @server.tool(annotations=READ_ONLY)
@@ -156,5 +166,7 @@ if os.environ.get("TOOLBOX_CLASH"):
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "sse":
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run()

@@ -123,6 +123,7 @@ export interface ToolEntry {
   question: QuestionView | null;
   parent?: string | null;
   sub_agent?: SubAgentView | null;
+  images?: ImageView[] | null;
 }
 /**
  * An approval as the page shows it (inside a tool entry).
@@ -200,6 +201,16 @@ export interface SubAgentView {
   agent_id: string;
   agent_name?: string | null;
   run_id: string;
+}
+/**
+ * An image a tool returned (an MCP tool's), shown under its result.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ImageView".
+ */
+export interface ImageView {
+  media_type: string;
+  data: string;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -30,6 +30,22 @@ export function toolLabel(toolName: string, path: readonly string[] | null | und
   return path && path.length > 1 ? [...path, toolName].join(PATH_SEPARATOR) : toolName;
 }
 
+/** Image types shown (not SVG, which can carry scripts); the kernel sends no others. */
+const SHOWN_IMAGES: ReadonlySet<string> = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+
+/** The images a tool returned (an MCP tool's), each as an <img> of its data. */
+export function toolImages(e: ToolEntry): HTMLElement[] {
+  return (e.images ?? [])
+    .filter((i) => SHOWN_IMAGES.has(i.media_type) && /^[A-Za-z0-9+/]*={0,2}$/.test(i.data))
+    .map((i) =>
+      h("img", {
+        class: "anvia-tool-image",
+        alt: `Image from ${e.tool_name} (${i.media_type})`,
+        src: `data:${i.media_type};base64,${i.data}`,
+      }),
+    );
+}
+
 function section(label: string, content: HTMLElement, cls: string): HTMLElement {
   return h("div", { class: `anvia-section ${cls}` }, h("div", { class: "anvia-section-label" }, label), content);
 }
@@ -59,7 +75,18 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
   const nestedTitle = h("summary", { class: "anvia-subagent-summary" });
   const nested = h("div", { class: "anvia-subagent-entries" });
   const nestedBlock = h("details", { class: "anvia-subagent", hidden: true, open: true }, nestedTitle, nested);
-  const body = h("div", { class: "anvia-tool-body" }, interaction, argsSection, nestedBlock, outputSection, resultSection);
+  const imagesBox = h("div", { class: "anvia-tool-images" });
+  const imagesSection = section("Images", imagesBox, "anvia-section-images");
+  const body = h(
+    "div",
+    { class: "anvia-tool-body" },
+    interaction,
+    argsSection,
+    nestedBlock,
+    outputSection,
+    resultSection,
+    imagesSection,
+  );
   const el = h("details", { class: "anvia-entry anvia-entry-tool" }, summary, body);
   // Only a person's toggles are remembered for redrawn views, not the opening this view does
   // itself when an interaction is pending (its toggle event comes later, as a task).
@@ -104,6 +131,12 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
     result.set(e.result === null ? "" : prettyJson(e.result));
     resultSection.hidden = e.result === null;
     resultSection.classList.toggle("anvia-result-error", e.is_error);
+    const images = toolImages(e);
+    const shown = Array.from(imagesBox.children, (c) => (c as HTMLImageElement).src);
+    if (images.length !== shown.length || images.some((img, i) => (img as HTMLImageElement).src !== shown[i])) {
+      imagesBox.replaceChildren(...images);
+    }
+    imagesSection.hidden = images.length === 0;
 
     if (e.sub_agent) {
       const who = e.sub_agent.agent_name || e.sub_agent.agent_id;

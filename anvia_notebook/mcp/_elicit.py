@@ -1,0 +1,228 @@
+"""Elicitation: a server asks the person for input during a call. Each field of its form is a
+question (section 5) in the run's one interaction record, the same UI and store:
+
+* an ``enum`` (with ``enumNames``, or ``oneOf`` of titled ``const`` values) gives choices;
+* a boolean gives Yes / No;
+* a string, number or integer gives a custom answer only (no choices), checked against the
+  field's schema and sent with its JSON type;
+* an optional field also offers "Leave blank" (the field is then left out).
+
+Answered: ``accept`` with the values. The person cancelling it (a decline in the form) answers
+``decline``; Stop, a timeout or the runtime answers ``cancel``. A form that cannot be shown as
+questions (say, a multi-select field), or a run with nobody to ask, is answered ``decline``
+with a warning. A URL elicitation shows the message and the link, and waits for the person to
+say whether they have done what it asks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from typing import Any
+
+from ..errors import McpElicitationStopped
+from ..question_types import Choice, Question, typed_answer
+from ..records import QuestionRecord
+
+__all__ = ["BLANK", "CallAsker", "asker_for_this_call", "form_questions", "elicit_result"]
+
+#: The value of the "Leave blank" choice of an optional field.
+BLANK = "(blank)"
+DONE, DECLINE = "done", "decline"
+
+Ask = Callable[[list[Question]], Awaitable[QuestionRecord | None]]
+
+
+class FormNotShown(ValueError):
+    """A form field the questions cannot express."""
+
+
+def _label(name: str, spec: dict[str, Any]) -> str:
+    title = spec.get("title") or name
+    description = spec.get("description")
+    return f"{title}: {description}" if description and description != title else str(title)
+
+
+def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
+    if isinstance(spec.get("enum"), list):
+        names = spec.get("enumNames")
+        values = [str(v) for v in spec["enum"]]
+        labels = names if isinstance(names, list) and len(names) == len(values) else values
+        pairs = zip(labels, values, strict=True)
+        return [Choice(label=str(label), value=value) for label, value in pairs]
+    options = spec.get("oneOf") or spec.get("anyOf")
+    if isinstance(options, list) and options and all(
+        isinstance(o, dict) and "const" in o for o in options
+    ):
+        return [
+            Choice(label=str(o.get("title") or o["const"]), value=str(o["const"])) for o in options
+        ]
+    return None
+
+
+def form_questions(message: str, schema: dict[str, Any]) -> list[Question]:
+    """One question per field of the form (raises :class:`FormNotShown` for a field it cannot
+    ask). The server's message heads the first question."""
+    properties = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    questions: list[Question] = []
+    for name, spec in properties.items():
+        if not isinstance(spec, dict):
+            raise FormNotShown(f"field {name!r} has no schema")
+        text = _label(name, spec)
+        if not questions and message.strip():
+            text = f"{message.strip()}\n\n{text}"
+        kind = spec.get("type")
+        choices = _enum_choices(spec)
+        answer_schema: dict[str, Any] | None = None
+        if choices is None and kind == "boolean":
+            choices = [Choice(label="Yes", value="true"), Choice(label="No", value="false")]
+        elif choices is None and kind in ("string", "number", "integer"):
+            choices = []
+            answer_schema = {
+                key: value
+                for key, value in spec.items()
+                if key in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern",
+                           "format", "exclusiveMinimum", "exclusiveMaximum")
+            }
+        elif choices is None:
+            raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
+        if name not in required:
+            choices = [*choices, Choice(label="Leave blank", value=BLANK)]
+        questions.append(
+            Question(id=name, question=text, choices=choices, answer_schema=answer_schema)
+        )
+    return questions
+
+
+def _content(record: QuestionRecord, schema: dict[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties") or {}
+    content: dict[str, Any] = {}
+    for answer in record.answers:
+        spec = properties.get(answer.question_id, {})
+        if answer.choice == BLANK:
+            continue
+        if spec.get("type") == "boolean":
+            content[answer.question_id] = answer.answer == "true"
+        elif answer.choice is None and spec.get("type") in ("number", "integer"):
+            content[answer.question_id] = typed_answer(spec, answer.answer)
+        else:
+            content[answer.question_id] = answer.answer
+    return content
+
+
+def _ended_action(record: QuestionRecord | None) -> str:
+    if record is None:
+        return "decline"
+    if record.status == "cancelled" and record.decided_by == "human":
+        return "decline"  # the person declined the form
+    return "cancel"  # Stop, a timeout, the runtime
+
+
+async def elicit_result(ask: Ask | None, params: Any, server_name: str) -> Any:
+    """Answer one elicitation request with the person's answers (an ``ElicitResult``)."""
+    import mcp.types as types
+
+    if ask is None:
+        warnings.warn(
+            f"The MCP server {server_name!r} asked for input ({getattr(params, 'message', '')!r})"
+            " but this run has nobody to ask (no human input): it was declined.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return types.ElicitResult(action="decline")
+    try:
+        return await _elicit_result(ask, params, server_name)
+    except McpElicitationStopped:
+        return types.ElicitResult(action="cancel")
+
+
+async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
+    import mcp.types as types
+
+    if getattr(params, "mode", "form") == "url":
+        question = Question(
+            id="confirm",
+            question=f"{params.message}\n\n{params.url}\n\nOpen the link, then say when done.",
+            choices=[
+                Choice(label="Done", value=DONE),
+                Choice(label="Decline", value=DECLINE),
+            ],
+        )
+        record = await ask([question])
+        if record is None or record.status != "answered":
+            return types.ElicitResult(action=_ended_action(record))
+        accepted = record.answers[0].answer == DONE
+        return types.ElicitResult(action="accept" if accepted else "decline")
+    schema = dict(params.requested_schema or {})
+    try:
+        questions = form_questions(params.message, schema)
+    except FormNotShown as problem:
+        warnings.warn(
+            f"The MCP server {server_name!r} asked for input with a form that cannot be shown "
+            f"as questions ({problem}): it was declined.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return types.ElicitResult(action="decline")
+    if not questions:
+        return types.ElicitResult(action="accept", content={})
+    record = await ask(questions)
+    if record is None:
+        return await elicit_result(None, params, server_name)
+    if record.status != "answered":
+        return types.ElicitResult(action=_ended_action(record))
+    return types.ElicitResult(action="accept", content=_content(record, schema))
+
+
+class CallAsker:
+    """The current tool call's way to ask the person, callable from the MCP loop: the
+    questions are put on the run's loop. :meth:`stop` cancels what is still being asked
+    (the call was stopped), so the question is decided by the Stop, once."""
+
+    def __init__(self, ask: Ask, run_loop: asyncio.AbstractEventLoop) -> None:
+        self._ask = ask
+        self._run_loop = run_loop
+        self._asking: set[Future[QuestionRecord | None]] = set()
+
+    async def __call__(self, questions: list[Question]) -> QuestionRecord | None:
+        future: Future[QuestionRecord | None] = asyncio.run_coroutine_threadsafe(
+            _awaited(self._ask(questions)), self._run_loop
+        )
+        self._asking.add(future)
+        wrapped = asyncio.wrap_future(future)
+        try:
+            await asyncio.wait({wrapped})  # a CancelledError here: this side was cancelled
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        finally:
+            self._asking.discard(future)
+        if wrapped.cancelled():  # the run stopped the call: the record says so already
+            raise McpElicitationStopped()
+        return wrapped.result()
+
+    async def stop(self) -> None:
+        """On the run's loop: cancel the questions still asked and let them record it."""
+        tasks = []
+        for future in list(self._asking):
+            future.cancel()
+            tasks.append(asyncio.wrap_future(future))
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def asker_for_this_call() -> CallAsker | None:
+    """The current tool call's :class:`CallAsker`; None outside a run's tool call."""
+    from .._tool_exec import TOOL_CALL_QUESTIONS
+
+    ask = TOOL_CALL_QUESTIONS.get()
+    if ask is None:
+        return None
+    return CallAsker(ask, asyncio.get_running_loop())
+
+
+async def _awaited(value: Awaitable[QuestionRecord | None]) -> QuestionRecord | None:
+    return await value

@@ -1,0 +1,112 @@
+"""What an MCP tool call costs through the agent, over the same call with the bare ``mcp``
+client session; and how long connecting takes.
+
+Server: the tests' toolbox (``tests/mcp_servers/toolbox.py``, stdio), tool ``read_note``
+(read-only: no approval). Three ways, taking turns call by call so a busy machine affects all
+alike:
+
+* ``bare``: ``ClientSession.call_tool`` on a session opened with the SDK directly, in the
+  benchmark's own loop;
+* ``tool``: the agent's ``McpTool.call`` (schema check, the hop to the MCP loop, result mapping);
+* ``agent``: a whole agent turn calling the tool (a fake model with no delay), minus the same
+  turn with a plain Python tool (so the figure is what MCP adds to a tool call of the loop).
+
+Figures: medians in milliseconds; "overhead" is ``tool`` minus ``bare`` (the target: at most
+1 ms). Then connection set-up: ``mcp.connect`` of a fresh server (process start, initialize,
+list tools), median of a few.
+
+    python benchmarks/mcp_bench.py [--calls 300] [--connects 3] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TOOLBOX = str(ROOT / "tests" / "mcp_servers" / "toolbox.py")
+
+
+async def bench(calls: int, connects: int) -> dict[str, float]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from anvia_notebook import AgentBuilder, mcp, tool
+    from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+    params = StdioServerParameters(command=sys.executable, args=[TOOLBOX])
+    server = mcp.stdio("toolbox", sys.executable, [TOOLBOX])
+    connected = await mcp.connect(server)
+    read_note = next(t for t in connected.tools if t.name == "read_note")
+    args = read_note.parse_args({"key": "greeting"})
+
+    @tool
+    def local_note(key: str) -> str:
+        """A plain tool, for the baseline turn."""
+        return "hello"
+
+    def turn_agent(name: str):  # one tool call, then an answer
+        asked = ToolCall(id="c", name=name, arguments={"key": "greeting"})
+        model = QueueModel([ModelResponse(tool_calls=[asked]), "ok"])
+        builder = AgentBuilder("bench", model)
+        return (builder.mcp([server]) if name == "read_note" else builder.tool(local_note)).build()
+
+    times: dict[str, list[float]] = {"bare": [], "tool": [], "agent_mcp": [], "agent_plain": []}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for _ in range(20):  # warm up
+            await session.call_tool("read_note", {"key": "greeting"})
+            await read_note.call(args, None)
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            await session.call_tool("read_note", {"key": "greeting"})
+            t1 = time.perf_counter()
+            await read_note.call(args, None)
+            t2 = time.perf_counter()
+            await turn_agent("read_note").prompt("go").send()
+            t3 = time.perf_counter()
+            await turn_agent("local_note").prompt("go").send()
+            t4 = time.perf_counter()
+            times["bare"].append(t1 - t0)
+            times["tool"].append(t2 - t1)
+            times["agent_mcp"].append(t3 - t2)
+            times["agent_plain"].append(t4 - t3)
+    await mcp.close_all()
+    setup = []
+    for index in range(connects):
+        fresh = mcp.stdio(f"fresh-{index}", sys.executable, [TOOLBOX])
+        t0 = time.perf_counter()
+        await mcp.connect(fresh)
+        setup.append(time.perf_counter() - t0)
+        await mcp.close_all()
+    ms = {key: statistics.median(values) * 1000 for key, values in times.items()}
+    return {
+        "bare_call_ms": ms["bare"],
+        "tool_call_ms": ms["tool"],
+        "overhead_ms": ms["tool"] - ms["bare"],
+        "agent_turn_mcp_ms": ms["agent_mcp"],
+        "agent_turn_plain_tool_ms": ms["agent_plain"],
+        "connect_ms": statistics.median(setup) * 1000,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--connects", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    options = parser.parse_args()
+    figures = asyncio.run(bench(options.calls, options.connects))
+    for key, value in figures.items():
+        print(f"{key:28} {value:9.3f}")
+    if options.json:
+        options.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

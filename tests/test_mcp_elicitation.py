@@ -1,0 +1,150 @@
+"""MCP elicitation as questions (section 5) in the one interaction record: one question per
+field, enum -> choices, boolean -> Yes/No, numbers and strings a checked custom answer sent with
+its JSON type, optional fields may be left blank; Stop or a timeout answers ``cancel``; a run
+with nobody to ask answers ``decline`` with a warning."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from mcp_helpers import toolbox
+
+from anvia_notebook import AgentBuilder, CallbackHumanInput, mcp
+from anvia_notebook.models import QueueModel
+
+from helpers import call, tool_results
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_sessions():
+    yield
+    asyncio.run(mcp.close_all())
+
+
+SERVER = toolbox("booker")
+
+
+def _agent(model, human_input):
+    return AgentBuilder("a", model).mcp([SERVER]).human_input(human_input).build()
+
+
+def test_each_field_is_a_question_and_the_answers_reach_the_server_typed():
+    asked = []
+
+    def ask(request):
+        asked.append(request)
+        return [
+            {"questionId": "size", "answer": "large", "choice": "large"},
+            {"questionId": "outdoor", "answer": "true", "choice": "true"},
+            {"questionId": "guests", "answer": "4", "custom": True},
+            {"questionId": "note", "answer": "(blank)", "choice": "(blank)"},
+        ]
+
+    model = QueueModel([call("book_table", {}), "done"])
+    response = _agent(model, CallbackHumanInput(ask=ask)).prompt("book").send_sync()
+    [request] = asked
+    questions = {q.id: q for q in request.questions}
+    assert list(questions) == ["size", "outdoor", "guests", "note"]
+    assert questions["size"].question.startswith("How should the table be booked?\n\n")
+    assert [c.value for c in questions["size"].choices] == ["small", "large"]
+    assert [(c.label, c.value) for c in questions["outdoor"].choices] == [("Yes", "true"), ("No", "false")]
+    assert questions["guests"].choices == []  # a custom answer only
+    assert questions["guests"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 12}
+    assert [c.label for c in questions["note"].choices] == ["Leave blank"]  # optional
+    assert tool_results(model.requests[1])[0].content == (
+        "accept size='large' outdoor=True guests=4 note=None"
+    )
+    record = response.trace.tool_calls[0].question
+    assert record.status == "answered" and record.tool_name == "book_table"
+
+
+def test_a_custom_answer_that_does_not_fit_the_field_is_refused():
+    def ask(request):
+        return [
+            {"questionId": "size", "answer": "small", "choice": "small"},
+            {"questionId": "outdoor", "answer": "false", "choice": "false"},
+            {"questionId": "guests", "answer": "40", "custom": True},
+            {"questionId": "note", "answer": "by the window", "custom": True},
+        ]
+
+    model = QueueModel([call("book_table", {}), "done"])
+    response = _agent(model, CallbackHumanInput(ask=ask)).prompt("book").send_sync()
+    record = response.trace.tool_calls[0].question
+    assert record.status == "cancelled"
+    # The refused answers answer the server "cancel"; the model reads what the server said.
+    assert tool_results(model.requests[1])[0].content == "cancel"
+
+
+def test_a_number_answer_that_is_not_a_number_is_refused_with_a_reason():
+    from anvia_notebook.question_types import Question, check_operator_answers
+
+    question = Question(
+        id="guests", question="How many?", choices=[], answer_schema={"type": "integer", "minimum": 1}
+    )
+    refused = check_operator_answers([question], [{"questionId": "guests", "answer": "four", "custom": True}])
+    assert refused == "The answer to question 'guests' must be a whole number; got 'four'."
+    refused = check_operator_answers([question], [{"questionId": "guests", "answer": "0", "custom": True}])
+    assert "does not fit: 0 is less than the minimum of 1" in refused
+    [ok] = check_operator_answers([question], [{"questionId": "guests", "answer": "3", "custom": True}])
+    assert ok.answer == "3"
+
+
+def test_a_question_timeout_answers_cancel():
+    async def never(request):
+        await asyncio.Event().wait()
+
+    model = QueueModel([call("book_table", {}), "done"])
+    response = _agent(model, CallbackHumanInput(ask=never, timeout=0.3)).prompt("book").send_sync()
+    record = response.trace.tool_calls[0].question
+    assert record.status == "timed_out"
+    assert tool_results(model.requests[1])[0].content == "cancel"
+
+
+def test_stop_while_a_person_is_asked_cancels_the_elicitation_and_the_run():
+    async def main():
+        started = asyncio.Event()
+
+        async def ask(request):
+            started.set()
+            await asyncio.Event().wait()
+
+        model = QueueModel([call("book_table", {}), "done"])
+        run = _agent(model, CallbackHumanInput(ask=ask)).prompt("book").start()
+        await asyncio.wait_for(started.wait(), 60)
+        run.cancel("stopped by the test")
+        with pytest.raises(Exception, match="stopped by the test"):
+            await asyncio.wait_for(run.wait(), 60)
+        questions = [e.question for e in run.events if e.type == "tool_question_result"]
+        assert [q.status for q in questions] == ["cancelled"]
+        assert questions[0].decided_by == "stop"
+
+    asyncio.run(main())
+
+
+def test_nobody_to_ask_declines_with_a_warning():
+    model = QueueModel([call("book_table", {}), "done"])
+    agent = AgentBuilder("a", model).mcp([SERVER]).build()
+    with pytest.warns(UserWarning, match="'booker' asked for input"):
+        agent.prompt("book").send_sync()
+    assert tool_results(model.requests[1])[0].content == "decline"
+
+
+def test_the_call_timeout_does_not_run_while_a_person_answers():
+    server = toolbox("booker-quick", timeout=0.5)
+
+    async def slow_person(request):
+        await asyncio.sleep(1.5)
+        return [
+            {"questionId": "size", "answer": "small", "choice": "small"},
+            {"questionId": "outdoor", "answer": "false", "choice": "false"},
+            {"questionId": "guests", "answer": "2", "custom": True},
+            {"questionId": "note", "answer": "quiet", "custom": True},
+        ]
+
+    model = QueueModel([call("book_table", {}), "done"])
+    agent = AgentBuilder("a", model).mcp([server]).human_input(CallbackHumanInput(ask=slow_person)).build()
+    agent.prompt("book").send_sync()
+    assert tool_results(model.requests[1])[0].content == (
+        "accept size='small' outdoor=False guests=2 note='quiet'"
+    )
