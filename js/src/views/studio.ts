@@ -71,7 +71,15 @@ export function studioControls(session: Session): StudioControls {
     return reply.ok;
   }
 
+  /** Enter was pressed before the kernel said which agents there are (the Studio was just
+   * drawn): the box's text goes as soon as it has. */
+  let sendWhenKnown = false;
+
   async function sendText(text: string, fromBox: boolean): Promise<void> {
+    if (fromBox && !session.studio && text.trim()) {
+      sendWhenKnown = true;
+      return;
+    }
     const agent = agentId();
     if (!text.trim() || busy()) return;
     if (!agent) {
@@ -226,6 +234,10 @@ export function studioControls(session: Session): StudioControls {
 
   function onEvent(ev: SessionEvent): void {
     if (ev.type === "studio" || ev.type === "status" || ev.type === "reset" || ev.type === "add") render();
+    if (ev.type === "studio" && sendWhenKnown) {
+      sendWhenKnown = false;
+      void submit();
+    }
   }
 
   render();
