@@ -218,3 +218,44 @@ def test_tutorial_08_after_a_kernel_restart_each_cell_imports_what_it_uses(monke
     )
     assert result.returncode == 0, result.stderr
     assert "refund-desk" in result.stdout and "success" in result.stdout
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_in_colab_the_install_cell_says_what_pip_left_installed(path, monkeypatch, capsys):
+    """The first cell's Colab branch, with `%pip` played by a stub: it names the version pip left
+    installed, says when the session must restart, and fails clearly when pip installed nothing."""
+    import importlib.metadata
+    import sys
+    import types
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    import anvia_notebook  # noqa: F401  (imported before the cell: it says to restart)
+
+    cells = nbformat.read(path, as_version=4).cells
+    source = next(c.source for c in cells if c.cell_type == "code")
+    code = TransformerManager().transform_cell(source)  # %pip becomes get_ipython().run_line_magic
+    pip_lines: list[str] = []
+
+    def run_line_magic(name: str, line: str) -> None:
+        pip_lines.append(f"%{name} {line}")
+
+    shell = types.SimpleNamespace(run_line_magic=run_line_magic)
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+
+    exec(code, {"get_ipython": lambda: shell})
+    [pip_line] = pip_lines
+    assert pip_line.startswith('%pip install -q "anvia_notebook')
+    assert "@ git+https://github.com/anvia-hq/anvia_notebook" in pip_line
+    out = capsys.readouterr().out
+    installed = importlib.metadata.version("anvia_notebook")
+    assert f"Installed anvia_notebook {installed} from GitHub" in out
+    assert "Restart session" in out  # anvia_notebook was imported in this process already
+
+    def nothing_installed(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", nothing_installed)
+    with pytest.raises(RuntimeError, match="pip could not install anvia_notebook: see its"):
+        exec(code, {"get_ipython": lambda: shell})
+    assert "Installed" not in capsys.readouterr().out

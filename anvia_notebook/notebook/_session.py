@@ -94,6 +94,10 @@ FLUSH_NOW: frozenset[type[Any]] = frozenset(
 #: The events that end a run (the trace has the run's whole time by then).
 RUN_ENDS: frozenset[type[Any]] = frozenset((FinalEvent, CancelledEvent, ErrorEvent))
 
+#: Events before whose batch a Studio's saved copy is refreshed: a turn's text is complete, the
+#: run has ended.
+STUDIO_COPY_EVENTS: frozenset[type[Any]] = RUN_ENDS | {TurnEndEvent}
+
 Handler = Callable[[Any], "str | None"]
 
 
@@ -383,10 +387,12 @@ class TranscriptSession:
         if kind in FLUSH_NOW:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
-                if self.mode == "studio" and self._displays:
-                    # A Studio stays live: its saved copy holds the reply before the page shows
-                    # it, so a notebook saved as soon as the reply is there keeps it.
-                    self.refresh_displays()
+            if kind in STUDIO_COPY_EVENTS and self.mode == "studio" and self._displays:
+                # A Studio stays live: its saved copy holds a turn's complete text, then the
+                # run's end, before the page shows them (the update goes out on the same
+                # channel, before the batch), so a notebook saved as soon as the reply is there
+                # keeps it. The run's end can come long after the reply (hooks, the store).
+                self.refresh_displays()
             self.batcher.flush()
         if kind in INTERACTION_EVENTS and self._displays:
             # A notebook saved now shows what waits (or what was decided), and how to go on.

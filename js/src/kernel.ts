@@ -34,7 +34,7 @@ interface SignalLike {
   disconnect(slot: Slot, thisArg?: unknown): unknown;
 }
 
-const isSignal = (v: unknown): v is SignalLike =>
+export const isSignal = (v: unknown): v is SignalLike =>
   !!v &&
   typeof (v as SignalLike).connect === "function" &&
   typeof (v as SignalLike).disconnect === "function";

@@ -7,9 +7,15 @@
 // widget: model not found": JupyterLab prefers the widget mimetype to the HTML copy, and reports
 // the missing model without falling back.
 //
+// That happens after the page has drawn the view, which takes a while: the kernel's update of a
+// live output (a Studio's copy refreshed at the end of a run) brings the widget mimetype back,
+// and the page draws the new view asynchronously. So the document is also made static the moment
+// it is about to be saved (the document context's `saveState` "started", emitted just before the
+// notebook is read for saving): a notebook saved at any time never holds the widget mimetype.
+//
 // Elsewhere (VS Code, Colab) the output stays as the kernel sent it; a finished run's output is
 // replaced by its static copy by the kernel itself.
-import { read } from "./kernel";
+import { isSignal, read } from "./kernel";
 
 export const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
 
@@ -72,4 +78,21 @@ export function makeOutputsStatic(model: unknown, key: string): number {
     }
   }
   return changed;
+}
+
+/**
+ * Make the outputs of widget `key` static each time the notebook is about to be saved (see the
+ * top of this file); returns the function that stops it. Nothing happens without a document
+ * context that says when it saves.
+ */
+export function keepOutputsStaticOnSave(model: unknown, key: string): () => void {
+  const saveState = read(read(read(model, "widget_manager"), "context"), "saveState");
+  if (!key || !isSignal(saveState)) return () => {};
+  const onSaveState = (_context: unknown, state: unknown): void => {
+    if (state === "started") makeOutputsStatic(model, key);
+  };
+  saveState.connect(onSaveState);
+  return () => {
+    saveState.disconnect(onSaveState);
+  };
 }

@@ -1,6 +1,6 @@
 // anywidget entry point. State lives per model (created in `initialize`, which registers the
 // custom-message listener and asks the kernel for a snapshot); every view renders that state.
-import { makeOutputsStatic } from "./outputs";
+import { keepOutputsStaticOnSave, makeOutputsStatic } from "./outputs";
 import { type WidgetModel, Session } from "./session";
 import { offerSession } from "./slots";
 import { mountView } from "./views/root";
@@ -42,7 +42,10 @@ export default {
     const session = sessionFor(model);
     // A finished run's output is its static copy: while this model lives, it gets a live view.
     const withdraw = offerSession(keyOf(model), session);
+    // JupyterLab, Notebook 7: whatever the page has drawn yet, a save keeps the static copy.
+    const stopKeeping = keepOutputsStaticOnSave(model, keyOf(model));
     return () => {
+      stopKeeping();
       withdraw();
       session.dispose();
       forget(model, session);

@@ -67,6 +67,35 @@ describe("makeOutputsStatic", () => {
     expect(makeOutputsStatic({ widget_manager: { context: { model: { cells: null } } } }, KEY)).toBe(0);
   });
 
+  it("runs the moment the notebook is about to be saved, while the model lives", () => {
+    // The kernel's update of a live output (a Studio's copy refreshed at the end of a run) brings
+    // the widget mimetype back; the page draws its new view later. A save before then must not
+    // keep it: the document context says "started" just before it reads the notebook.
+    const { lists, manager } = notebookWith([bundle(KEY, false)]);
+    const slots = new Set<(sender: unknown, state: unknown) => void>();
+    const saveState = {
+      connect: (slot: (sender: unknown, state: unknown) => void) => slots.add(slot),
+      disconnect: (slot: (sender: unknown, state: unknown) => void) => slots.delete(slot),
+    };
+    Object.assign(manager.context, { saveState });
+    const save = (state: string) => {
+      for (const slot of [...slots]) slot(manager.context, state);
+      return structuredClone(lists[0]!.items[0]!);
+    };
+    const model = new FakeModel({ _anvia_key: KEY }) as FakeModel & { widget_manager: unknown };
+    model.widget_manager = manager;
+    const dispose = widget.initialize({ model }); // no view drawn: the output is not touched
+    lists[0]!.items[0] = bundle(KEY); // the kernel's update, not drawn yet
+    expect(WIDGET_MIME in save("completed").data).toBe(true); // only a save starting counts
+    const saved = save("started");
+    expect(Object.keys(saved.data).sort()).toEqual(["text/html", "text/plain"]);
+    expect(saved.data["text/html"]).toContain(`anvia-key-${KEY}`);
+    dispose(); // the model is gone: its outputs are left as they are
+    expect(slots.size).toBe(0);
+    lists[0]!.items[0] = bundle(KEY);
+    expect(WIDGET_MIME in save("started").data).toBe(true);
+  });
+
   it("runs after a view is drawn", async () => {
     const { lists, manager } = notebookWith([bundle(KEY)]);
     const model = new FakeModel({ _anvia_key: KEY }) as FakeModel & { widget_manager: unknown };

@@ -191,6 +191,22 @@ describe("studio", () => {
     expect(s.box().value).toBe("");
   });
 
+  it("sends what was typed before the kernel said which agents there are once it has", () => {
+    const m = mount([], status("idle", { turn: 0 }), { mode: "studio" });
+    const box = byPlaceholder<HTMLTextAreaElement>(m.root, "Message the agent");
+    type(box, "too early");
+    box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    expect(m.model.ofType("studio_send")).toHaveLength(0);
+    expect(box.value).toBe("too early"); // kept, and no error: the Studio is still being drawn
+    expect(m.root.querySelector(".anvia-composer .anvia-error-text")?.textContent).toBe("");
+    m.model.kernel(studioMsg);
+    expect(m.model.ofType("studio_send")).toHaveLength(1);
+    expect(m.model.last("studio_send").text).toBe("too early");
+    expect(box.value).toBe("");
+    m.model.kernel({ ...studioMsg, busy: false }); // once only
+    expect(m.model.ofType("studio_send")).toHaveLength(1);
+  });
+
   it("does not send empty text, and disables Send while empty or busy", async () => {
     const s = setup();
     const send = () => byLabel(s.root, "Send");

@@ -269,7 +269,11 @@ def test_a_reopened_notebook_shows_a_studio_and_an_unfinished_run_as_copies(
     prompt.fill("Hi there")
     prompt.press("Enter")
     wait_for_text(studio, "Hello from the Studio.")
-    expect(studio.get_by_role("button", name="Send")).to_be_visible()
+    # The reply is there once the run has ended and the Studio takes the next message: its
+    # status says Done and its agent picker is usable again (the text alone shows earlier, with
+    # the end of its turn). A notebook saved then keeps that reply.
+    expect(studio.locator(".anvia-status-label")).to_have_text("Done")
+    expect(studio.get_by_role("combobox", name="Agent")).to_be_enabled()
     save(page)
 
     # Both are still live in the page, yet the notebook on disk holds only their static copies.

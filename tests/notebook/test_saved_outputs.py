@@ -7,15 +7,18 @@ wire status, for a view whose kernel stopped to name it."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
-from notebook_helpers import Page, finished, pending_approval, refund_tool, until
+from notebook_helpers import Page, finished, pending_approval, record_send, refund_tool, until
 
 from anvia_notebook import AgentBuilder, Studio
 from anvia_notebook._util import cli_command
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.notebook import _display
 from anvia_notebook.notebook import _runner as runner
 from anvia_notebook.notebook._snapshot import MAX_TOTAL
+from anvia_notebook.notebook._widget import AnviaWidget
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 #: A whole copy may end past MAX_TOTAL by one entry's markup (see _snapshot.py).
@@ -144,6 +147,64 @@ async def test_a_studio_stays_live_with_a_static_copy_refreshed_after_each_run(o
     await asyncio.sleep(0)
     page.pump()
     assert "run_id" not in page.state.status  # a new session has no run yet
+
+
+async def test_a_studios_copy_holds_the_reply_before_the_page_is_sent_it(outputs, monkeypatch):
+    """The page applies a cell's display update when it gets it, in the order the kernel sent
+    its messages: a Studio's copy is refreshed before the batch that completes the reply, again
+    before the one that says the run is done, and before the Studio says it is free. A notebook
+    saved as soon as the page shows any of these keeps the reply."""
+    timeline: list[tuple[str, Any]] = []
+    publish = _display.publish
+
+    def publish_in_order(data: dict[str, Any], metadata: Any = None, **kwargs: Any) -> None:
+        publish(data, metadata, **kwargs)
+        if kwargs.get("update"):
+            timeline.append(("copy", data["text/html"]))
+
+    def send_in_order(widget: AnviaWidget, content: Any, buffers: Any = None) -> None:
+        record_send(widget, content, buffers)
+        timeline.append(("page", content))
+
+    monkeypatch.setattr(_display, "publish", publish_in_order)
+    monkeypatch.setattr(AnviaWidget, "send", send_in_order)
+    # The reply comes in two pieces, as a model streams it; the run's end comes later (hooks,
+    # the store): the page shows the reply before it hears the run has ended.
+    studio = Studio([agent("Hello from the Studio.")])
+    studio.start()
+    await Page(studio.widget).sync()
+    sent_before = len(timeline)
+    run = studio.send("Hi there")
+    await run.wait()
+    after = timeline[sent_before:]
+
+    def free() -> bool:
+        return any(k == "page" and m["type"] == "studio" and not m["busy"] for k, m in after)
+
+    await until(free, what="the Studio free again")
+    # What the page has been sent of the reply, batch after batch.
+    reply, reply_done, ended, free_at, copies = "", None, None, None, []
+    for i, (kind, message) in enumerate(after):
+        if kind == "copy":
+            copies.append(i)
+            continue
+        for op in message.get("ops", []) if message["type"] == "batch" else []:
+            if op["op"] == "add" and op["entry"]["kind"] == "assistant":
+                reply = op["entry"]["text"]
+            elif op["op"] == "append":
+                reply += op["text"]
+            elif op["op"] == "status" and op["status"]["state"] == "success" and ended is None:
+                ended = i
+        if reply == "Hello from the Studio." and reply_done is None:
+            reply_done = i
+        if message["type"] == "studio" and not message["busy"] and free_at is None:
+            free_at = i
+    assert reply_done is not None and ended is not None and free_at is not None, after
+    assert reply_done < ended < free_at
+    with_reply = [i for i in copies if "Hello from the Studio." in after[i][1]]
+    assert with_reply and with_reply[0] < reply_done  # the copy has it before the page
+    assert any(reply_done < i < ended for i in copies)  # the run's end, before the page hears
+    assert copies[-1] < free_at  # and nothing changes the copy once the Studio is free
 
 
 @pytest.mark.timeout(180)

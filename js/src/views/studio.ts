@@ -93,7 +93,15 @@ export function studioControls(session: Session): StudioControls {
     render();
   }
 
+  /** Enter was pressed before the kernel said which agents there are (the Studio was just
+   * drawn): the box's text goes as soon as it has. */
+  let sendWhenKnown = false;
+
   async function sendText(text: string, fromBox: boolean): Promise<void> {
+    if (fromBox && !session.studio && text.trim()) {
+      sendWhenKnown = true;
+      return;
+    }
     if (fromBox && text.trim() && steering()) return steerText(text);
     const agent = agentId();
     if (!text.trim() || busy()) return;
@@ -250,6 +258,10 @@ export function studioControls(session: Session): StudioControls {
 
   function onEvent(ev: SessionEvent): void {
     if (ev.type === "studio" || ev.type === "status" || ev.type === "reset" || ev.type === "add") render();
+    if (ev.type === "studio" && sendWhenKnown) {
+      sendWhenKnown = false;
+      void submit();
+    }
   }
 
   render();
