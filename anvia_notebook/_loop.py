@@ -112,7 +112,11 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         logged_results=_logged_results(run) if run.resumed else (),
     )
     spec = request.active_output_type
-    typed = TypedOutput(run, executor, spec) if spec is not None else None
+    typed = (
+        TypedOutput(run, executor, spec, steered=run.steering.waits_at_end)
+        if spec is not None
+        else None
+    )
     tools = [tool.definition() for tool in agent.tools.values()]
     if typed is not None:
         tools = typed.tools(tools)

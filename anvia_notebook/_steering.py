@@ -185,6 +185,19 @@ class Steering:
             self._close_in_store()
         return self.deliver(turn)
 
+    def waits_at_end(self) -> bool:
+        """A typed output's ``final_result`` is about to end the run: close the run to steering
+        unless messages wait (True: the run goes on, and they are delivered after this round's
+        tool results, as :meth:`before_end` would)."""
+        run = self._run
+        with run._lock:
+            if not run.state.steering:
+                self.closed = True
+        if self.closed and run.store is not None:
+            self._close_in_store()
+        with run._lock:
+            return bool(run.state.steering)
+
     def _close_in_store(self) -> None:
         """Close the run to ``RunStore.steer``; what another process queued meanwhile is taken
         (and reopens the run)."""

@@ -499,36 +499,30 @@ async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
     assert record.status == "timed_out" and record.decided_by == "timeout"
 
 
-async def test_messages_waiting_when_final_result_comes_keep_the_run_going() -> None:
-    """The hook steering uses (``TypedOutput(..., steered=...)``): a valid result that arrives
-    while messages for the running agent wait does not end the run; the model is told to read
-    them and give its result again, and the next valid one ends it."""
-    from anvia_notebook import _typed_output
-    from anvia_notebook.messages import Message
+async def test_a_message_steered_as_final_result_comes_keeps_the_run_going() -> None:
+    """A valid result that arrives while a steered message waits does not end the run: the
+    model is told to read the message and give its result again, and the next one ends it."""
+    from anvia_notebook import create_hook
 
-    answers = iter([True, False])
+    request: Any = None
+    steered: list[bool] = []
 
-    class Steered(_typed_output.TypedOutput):
-        def __init__(self, run: Any, executor: Any, spec: Any) -> None:
-            super().__init__(run, executor, spec, steered=lambda: next(answers))
-
-        async def tool_round(self, calls: Any, turn: int, text: str) -> Any:
-            accepted = await super().tool_round(calls, turn, text)
-            if accepted is None:  # as the loop delivers them, after the turn's results
-                self.run.state.messages.append(Message.user("Also add Lyon."))
-            return accepted
+    def on_turn_end(event: Any) -> None:
+        if event.turn == 1:
+            steered.append(request.steer("Also add Lyon."))
 
     model = QueueModel([final(GOOD_CITY, "a"), final({"name": "Lyon", "population": 500}, "b")])
-    agent = AgentBuilder("typed", model).output_type(City).build()
-    original = _typed_output.TypedOutput
-    import anvia_notebook._loop as loop_module
-
-    loop_module.TypedOutput = Steered  # type: ignore[misc]
-    try:
-        response = await agent.prompt("Paris?").store(None).send()
-    finally:
-        loop_module.TypedOutput = original  # type: ignore[misc]
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City)
+        .hook(create_hook(on_turn_end=on_turn_end))
+        .build()
+    )
+    request = agent.prompt("Paris?").store(None)
+    response = await request.send()
+    assert steered == [True]
     assert response.data.name == "Lyon"
     told = model.requests[1].messages
     assert told[-2].tool_results[0].content.startswith("Result received, but new messages")
     assert told[-1].content == "Also add Lyon."
+    assert request.steer("too late") is False
