@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ._paths import PATH_SEPARATOR, approval_scope, path_label
 from ._run_context import current_run
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .events import AgentToolEvent
+from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ __all__ = [
     "approval_scope",
     "path_label",
 ]
-
 
 #: How many sub-agent levels below the top-level agent a call may nest by default.
 DEFAULT_MAX_DEPTH = 5

@@ -37,11 +37,11 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._paths import approval_scope
 from ..approvals import ApprovalDecision, ToolApprovalRequest
 from ..human import wait_for_a_decision
 from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
+from ..records import approval_scope
 
 __all__ = ["AUTO_ENV", "AutoOperator", "WidgetHumanInput"]
 

@@ -19,7 +19,6 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .._paths import approval_scope
 from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
@@ -38,6 +37,7 @@ from ..events import (
     ToolResultEvent,
     TurnEndEvent,
 )
+from ..records import approval_scope
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from html import escape
 from typing import Any
 
-from .._paths import path_label
+from ..records import path_label
 from ._markdown import render_markdown
 from ._protocol import TOOL_STATUS_LABELS
 
