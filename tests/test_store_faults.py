@@ -92,11 +92,15 @@ def one_line_error(result) -> str:
 def test_a_damaged_page_is_a_store_error_from_runs_and_the_command_line(tmp_path):
     path = tmp_path / "runs.sqlite"
     agent = AgentBuilder("a", QueueModel(["ok"] * 20)).build()
+    # One store, closed before the damage: no background thread of an open store may checkpoint
+    # meanwhile (the TRUNCATE below then returns busy, and the page is read from the log).
+    writer = RunStore(path)
     for i in range(20):  # enough runs for the table to fill pages of its own
-        agent.prompt(f"question {i} " * 100).store(path).send_sync()
+        agent.prompt(f"question {i} " * 100).store(writer).send_sync()
+    writer.close()
     an.store._reset_for_tests()
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        assert db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # not busy
         (root,) = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'runs'").fetchone()
         (page_size,) = db.execute("PRAGMA page_size").fetchone()
     with path.open("r+b") as file:  # the table's first page, overwritten
