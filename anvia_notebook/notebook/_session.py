@@ -47,6 +47,7 @@ from ._protocol import (
     InspectMsg,
     ProtocolError,
     QuestionAnswersMsg,
+    SteerMsg,
     StopMsg,
     inspect_reply_message,
     parse_inbound,
@@ -165,6 +166,7 @@ class TranscriptSession:
             "approval_decision": self._on_approval_decision,
             "question_answers": self._on_question_answers,
             "stop": self._on_stop,
+            "steer": self._on_steer,
         }
 
     # -- threads -------------------------------------------------------------------------------
@@ -253,7 +255,9 @@ class TranscriptSession:
         assert self.run is not None
         if self.run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
-        always = message.approved and message.always_allow
+        # A fix of a typed output is never "always allowed": each one needs its own fix.
+        fix = isinstance(interaction.record, ApprovalRecord) and interaction.record.fix_required
+        always = message.approved and message.always_allow and not fix
         # Before the decision: the run may ask about its next call of this tool at once.
         scope = approval_scope(interaction.record.path, interaction.record.tool_name)
         added = self._always_allow(scope) if always else None
@@ -334,6 +338,15 @@ class TranscriptSession:
         if run is None or run.done:
             return "No run in progress."
         run.cancel((message.reason or "").strip() or None)
+        return None
+
+    def _on_steer(self, message: SteerMsg) -> str | None:
+        """The message box while a run goes: the text is steered into the run."""
+        run = self.run
+        if not message.text.strip():
+            return "The message is empty."
+        if run is None or run.done or not run.steer(message.text):
+            return "No run in progress: the message was not sent."
         return None
 
     # -- runs ----------------------------------------------------------------------------------
