@@ -116,7 +116,9 @@ def test_stop_while_a_person_is_asked_cancels_the_elicitation_and_the_run():
         with pytest.raises(Exception, match="stopped by the test"):
             await asyncio.wait_for(run.wait(), 60)
         questions = [e.question for e in run.events if e.type == "tool_question_result"]
-        assert [q.status for q in questions] == ["cancelled"]
+        assert [q.status for q in questions] == ["cancelled"], [
+            (e.type, getattr(getattr(e, "question", None), "decided_by", None)) for e in run.events
+        ]
         assert questions[0].decided_by == "stop"
 
     asyncio.run(main())

@@ -179,37 +179,66 @@ async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
 
 class CallAsker:
     """The current tool call's way to ask the person, callable from the MCP loop: the
-    questions are put on the run's loop. :meth:`stop` cancels what is still being asked
-    (the call was stopped), so the question is decided by the Stop, once."""
+    questions are asked by a task on the run's loop. :meth:`stop` (on the run's loop) cancels
+    those tasks and waits for them, so a question still asked is decided by the Stop, once,
+    before the call ends."""
 
     def __init__(self, ask: Ask, run_loop: asyncio.AbstractEventLoop) -> None:
         self._ask = ask
         self._run_loop = run_loop
-        self._asking: set[Future[QuestionRecord | None]] = set()
+        self._tasks: set[asyncio.Task[QuestionRecord | None]] = set()
+        self._stopped = False
 
     async def __call__(self, questions: list[Question]) -> QuestionRecord | None:
-        future: Future[QuestionRecord | None] = asyncio.run_coroutine_threadsafe(
-            _awaited(self._ask(questions)), self._run_loop
-        )
-        self._asking.add(future)
-        wrapped = asyncio.wrap_future(future)
+        result: Future[QuestionRecord | None] = Future()
+        started: list[asyncio.Task[QuestionRecord | None]] = []
+
+        def start() -> None:  # on the run's loop
+            if self._stopped:
+                result.cancel()
+                return
+            task = self._run_loop.create_task(_awaited(self._ask(questions)))
+            started.append(task)
+            self._tasks.add(task)
+            task.add_done_callback(lambda done: self._settle(done, result))
+
+        def cancel() -> None:  # on the run's loop
+            for task in started:
+                task.cancel()
+            if not started:
+                result.cancel()
+
+        self._run_loop.call_soon_threadsafe(start)
+        wrapped = asyncio.wrap_future(result)
         try:
             await asyncio.wait({wrapped})  # a CancelledError here: this side was cancelled
         except asyncio.CancelledError:
-            future.cancel()
+            self._run_loop.call_soon_threadsafe(cancel)
             raise
-        finally:
-            self._asking.discard(future)
         if wrapped.cancelled():  # the run stopped the call: the record says so already
             raise McpElicitationStopped()
         return wrapped.result()
 
+    def _settle(
+        self, task: asyncio.Task[QuestionRecord | None], result: Future[QuestionRecord | None]
+    ) -> None:
+        self._tasks.discard(task)
+        if result.done():
+            return
+        if task.cancelled():
+            result.cancel()
+        elif task.exception() is not None:
+            result.set_exception(task.exception())
+        else:
+            result.set_result(task.result())
+
     async def stop(self) -> None:
-        """On the run's loop: cancel the questions still asked and let them record it."""
-        tasks = []
-        for future in list(self._asking):
-            future.cancel()
-            tasks.append(asyncio.wrap_future(future))
+        """On the run's loop: no more questions; those still asked are cancelled, and this
+        returns once they have recorded it."""
+        self._stopped = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 

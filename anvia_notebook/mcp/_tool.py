@@ -7,6 +7,7 @@ traces): only its ``execute`` differs, calling the server on the MCP loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -119,8 +120,12 @@ class McpTool(Tool):
                 self.connection.call_tool(self.name, arguments, self.timeout, asker)
             )
         except asyncio.CancelledError:
-            if asker is not None:  # Stop: a question still asked is decided by it, now
-                await asyncio.shield(asker.stop())
+            if asker is not None:  # Stop: a question still asked is decided by it, before
+                # the call ends (a second cancel must not leave it for the run's end to close)
+                stopping = asyncio.ensure_future(asker.stop())
+                while not stopping.done():
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await asyncio.shield(stopping)
             raise
         mapped: McpResult = map_result(result)
         from .._tool_exec import TOOL_CALL_PARTS
