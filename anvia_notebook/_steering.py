@@ -177,18 +177,18 @@ class Steering:
     def before_end(self, turn: int) -> bool:
         """The model answered without tool calls: deliver what is queued (True: the run goes
         on with another turn), or close the run to steering (False: it ends)."""
-        run = self._run
-        with run._lock:
-            if not run.state.steering:
-                self.closed = True
-        if self.closed and run.store is not None:
-            self._close_in_store()
+        self._close_unless_queued()
         return self.deliver(turn)
 
     def waits_at_end(self) -> bool:
         """A typed output's ``final_result`` is about to end the run: close the run to steering
         unless messages wait (True: the run goes on, and they are delivered after this round's
         tool results, as :meth:`before_end` would)."""
+        return self._close_unless_queued()
+
+    def _close_unless_queued(self) -> bool:
+        """Close the run to steering when nothing is queued (in the store too, which may hand
+        over what another process sent meanwhile); True when messages wait."""
         run = self._run
         with run._lock:
             if not run.state.steering:

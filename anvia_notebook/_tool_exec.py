@@ -643,36 +643,11 @@ class ToolExecutor:
         if earlier is not None and earlier.status != "pending":
             self.trace.question(earlier, resolved=True)
             return self._question_outcome(earlier)
-        record = earlier or QuestionRecord(
-            **self._opening("question", call.name, call.id),
-            internal_call_id=internal_id,
-            questions=questions,
-        )
         timeout = self._human_timeout()
-        interaction = self._open(
-            record,
-            timeout=timeout,
-            timeout_reason=(
-                f"The operator did not answer within {timeout:g} s (timed out); "
-                "no answers were given."
-                if timeout is not None
-                else None
-            ),
-        )
-        source: Awaitable[Any] | None = None
-        if interaction.pending:
-            if self.human_input is None:  # asked before a resume without a person now
-                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-                return None
-            request = QuestionRequest(
-                question_id=record.id,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                questions=questions,
-                run=self.run_info,
-            )
-            source = self._human_answers(request)
+        opened = self._put_questions(call, internal_id, questions, earlier, timeout)
+        if opened is None:  # asked before a resume without a person now
+            return None
+        interaction, source = opened
         try:
             ended = await self._wait(interaction, source, "human", "human_input")
         except asyncio.CancelledError:
@@ -686,6 +661,46 @@ class ToolExecutor:
             return ended, True
         assert isinstance(interaction.record, QuestionRecord)
         return self._question_outcome(interaction.record, timeout)
+
+    def _put_questions(
+        self,
+        call: ToolCall,
+        internal_id: str,
+        questions: list[Question],
+        earlier: QuestionRecord | None,
+        timeout: float | None,
+    ) -> tuple[OpenInteraction, Awaitable[Any] | None] | None:
+        """Open the question record (``earlier``'s on resume) with its time limit and ask the
+        human input; None when it is still pending and there is nobody to ask (closed)."""
+        record = earlier or QuestionRecord(
+            **self._opening("question", call.name, call.id),
+            internal_call_id=internal_id,
+            questions=questions,
+        )
+        interaction = self._open(
+            record,
+            timeout=timeout,
+            timeout_reason=(
+                f"The operator did not answer within {timeout:g} s (timed out); "
+                "no answers were given."
+                if timeout is not None
+                else None
+            ),
+        )
+        if not interaction.pending:
+            return interaction, None
+        if self.human_input is None:
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            return None
+        request = QuestionRequest(
+            question_id=record.id,
+            tool_name=call.name,
+            tool_call_id=call.id,
+            internal_call_id=internal_id,
+            questions=questions,
+            run=self.run_info,
+        )
+        return interaction, self._human_answers(request)
 
     def _question_outcome(
         self, record: QuestionRecord, timeout: float | None = None
@@ -844,37 +859,10 @@ class ToolExecutor:
         """Questions a running tool puts to the person (see :data:`TOOL_CALL_QUESTIONS`): the
         same record, events, store and UI as ``ask_question``. Returns the decided record, or
         None when no human input can take questions (nothing was asked)."""
-        record = QuestionRecord(
-            **self._opening("question", call.name, call.id),
-            internal_call_id=internal_id,
-            questions=questions,
-        )
-        timeout = self._human_timeout()
-        interaction = self._open(
-            record,
-            timeout=timeout,
-            timeout_reason=(
-                f"The operator did not answer within {timeout:g} s (timed out); "
-                "no answers were given."
-                if timeout is not None
-                else None
-            ),
-        )
-        source: Awaitable[Any] | None = None
-        if interaction.pending:
-            if self.human_input is None:
-                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-                return None
-            source = self._human_answers(
-                QuestionRequest(
-                    question_id=record.id,
-                    tool_name=call.name,
-                    tool_call_id=call.id,
-                    internal_call_id=internal_id,
-                    questions=questions,
-                    run=self.run_info,
-                )
-            )
+        opened = self._put_questions(call, internal_id, questions, None, self._human_timeout())
+        if opened is None:
+            return None
+        interaction, source = opened
         ended = await self._wait(interaction, source, "human", "human_input")
         if ended is _UNAVAILABLE:
             return None
