@@ -159,8 +159,10 @@ def test_a_1000_call_trace_opens_at_its_latest_call(
         ['handle = long_agent(1000).prompt("Check every item.").show()\nawait handle'],
     )
     widget = cell_output(page, 1)
-    wait_for_text(widget, "All checked.")
-    widget.get_by_role("button", name="Inspect").click()
+    wait_for_text(widget, "All checked.", timeout=120_000)
+    # The page has 2,000 entries to draw and lay out: what a person waits for is "Done".
+    expect(widget.locator(".anvia-status-label")).to_have_text("Done", timeout=120_000)
+    widget.get_by_role("button", name="Inspect").click(timeout=120_000)
     # The latest call: 1,999 messages in its request, the last 200 sent.
     expect(widget.locator(".anvia-inspect-where")).to_have_text(
         "Model call 1000 of 1000 (turn 1000)"

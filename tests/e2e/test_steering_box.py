@@ -133,3 +133,70 @@ def test_the_studio_box_steers_while_a_run_goes_then_starts_the_next_one(
     )
     run_cell(page, 2)
     wait_for_text(cell_output(page, 2), "['Sum the sales', 'only Europe']")
+
+
+STREAMING = """
+import asyncio
+
+from anvia_notebook import AgentBuilder
+from anvia_notebook.models import FunctionModel, TextDelta
+
+heard = []
+steered = asyncio.Event()  # set when the run takes a message from the box
+
+
+async def streaming(request):
+    users = [m.content for m in request.messages if m.role == "user"]
+    heard.append(users)
+    if len(heard) == 1:
+        yield TextDelta(delta="Adding up the sales ")
+        await steered.wait()  # the answer is still streaming when the message comes
+        yield TextDelta(delta="of every region.")
+        return
+    yield TextDelta(delta="Also heard: " + " / ".join(users[1:]))
+
+
+handle = AgentBuilder("analyst", FunctionModel(streaming)).build().prompt("Sum the sales").show()
+take = handle.run.steer
+
+
+def steer_and_tell(message):
+    taken = take(message)
+    steered.set()
+    return taken
+
+
+handle.run.steer = steer_and_tell
+"""
+
+
+def test_the_box_steers_a_run_while_its_answer_streams_and_the_model_sees_it(
+    page: Page, jupyter_server: JupyterServer, notebook_name: str
+):
+    write_notebook(
+        jupyter_server.root_dir,
+        notebook_name,
+        [STREAMING, 'print("HEARD", heard, handle.status)'],
+    )
+    open_notebook(page, jupyter_server, notebook_name)
+    run_cell(page, 0)
+    widget = cell_output(page, 0)
+    wait_for_text(widget, "Adding up the sales")
+    box = widget.get_by_placeholder("Message the agent while it works (Enter to send)")
+    expect(box).to_be_visible()
+    box.fill("split it by region")
+    box.press("Enter")
+    wait_for_text(widget, "Also heard: split it by region")
+    steered = widget.locator(".anvia-entry-user.anvia-steered")
+    expect(steered).to_have_count(1)
+    expect(steered).to_contain_text("split it by region")
+    # Delivered after the streamed answer, before the turn that read it.
+    kinds = widget.locator(".anvia-transcript > .anvia-entry").evaluate_all(
+        "els => els.map(e => e.classList.contains('anvia-steered') ? 'steered' : e.className)"
+    )
+    assert kinds.index("steered") == len(kinds) - 2, kinds
+    run_cell(page, 1)
+    wait_for_text(
+        cell_output(page, 1),
+        "HEARD [['Sum the sales'], ['Sum the sales', 'split it by region']] success",
+    )
