@@ -38,7 +38,7 @@ class SubRunEventRef(BaseModel):
     """What the store holds for an ``agent_tool_event`` of the parent's log: the call's fields
     and the place (``index``) of the event in the sub-run's own stored log."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["sub_run_event"] = "sub_run_event"
     turn: int
