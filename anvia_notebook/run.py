@@ -15,6 +15,7 @@ from pydantic_core import SchemaSerializer, to_json
 from ._loop import run_loop
 from ._steering import Steering
 from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
+from ._sub_run_log import innermost, stored_refs
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
@@ -68,6 +69,14 @@ def _events_json(events: list[Any]) -> str:
             cls.model_rebuild(force=True)
         _BUILT.add(cls)
     return to_json(events).decode()
+
+
+def _snapshot(event: Any) -> Any:
+    """``event`` as it is now, when it is an ``agent_tool_event`` whose sub-run's text may
+    still grow (a replay's copy; what follows reaches the subscriber as deltas)."""
+    if event.type == "agent_tool_event" and innermost(event).type in _MERGED_FIELD:
+        return event.model_copy(deep=True)
+    return event
 
 
 def _mergeable(last: Any, event: Any) -> bool:
@@ -158,6 +167,9 @@ class AgentRun:
         self._saved_messages = len(state.messages)
         #: The long tool-call arguments of the stored messages (not stored again).
         self._known = KnownCalls()
+        #: The ``agent_tool_event``s of the log that share a sub-run's log entry: the entry's
+        #: place in the sub-run's log, by the event's ``id`` (the store keeps a reference).
+        self._nested_refs: dict[int, int] = {}
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
         self._subscribers: tuple[_Subscription, ...] = ()
@@ -233,6 +245,8 @@ class AgentRun:
         unsubscribes. A subscriber that raises is logged and kept.
         """
         entry = (callback, on_text)
+        if replay:
+            self._join_children()
         with self._lock:
             self._join_parts()
             past = list(self._events) if replay else []
@@ -240,6 +254,9 @@ class AgentRun:
                 # The log's last event still grows; the subscriber gets it as it is now, and
                 # what follows as deltas of its own (the same object would hold them twice).
                 past[-1] = past[-1].model_copy()
+            if self._nested_refs:
+                # So may a sub-run's text that an ``agent_tool_event`` of the log shares.
+                past = [_snapshot(event) for event in past]
             if self._owns_log():
                 self._install((*self._subscribers, entry))
             else:
@@ -306,9 +323,16 @@ class AgentRun:
     @property
     def events(self) -> list[RunEvent]:
         """The event log so far (consecutive deltas merged)."""
+        self._join_children()
         with self._lock:
             self._join_parts()
             return self._events
+
+    def _join_children(self) -> None:
+        """Join the sub-runs' streamed text into their logs' entries (which ``agent_tool_event``
+        entries of this log share)."""
+        for child in self.children:
+            child.events  # noqa: B018 (joins, under the child's lock)
 
     def _join_parts(self) -> None:
         """Join the last event's parts into it (under the lock). In place: a text delta that
@@ -360,6 +384,25 @@ class AgentRun:
             self._deliver(callback, event)
         if self.store is not None:
             self._record(event.type)
+
+    def emit_nested(self, event: Any, entry: Any, index: int) -> None:
+        """Pass on a sub-run's event (``event``, an ``agent_tool_event``) to subscribers; log
+        ``entry`` (an ``agent_tool_event`` sharing the sub-run's log entry at ``index``) unless
+        it is None (the event only added to an entry this log already shares)."""
+        with self._lock:
+            catch_up = self._take_joining() if self._joining else None
+            if entry is not None:
+                self._join_parts()
+                self._parts = []
+                self._events.append(entry)
+                self._nested_refs[id(entry)] = index
+                self._text_turn = self._fast_turn = None
+            subscribers = self._subscribers
+        self._catch_up(catch_up)
+        for callback, _ in subscribers:
+            self._deliver(callback, event)
+        if entry is not None and self.store is not None:
+            self._record("agent_tool_event")
 
     def emit_text(self, turn: int, delta: str) -> None:
         """``emit(TextDeltaEvent(turn=turn, delta=delta))`` for a model's validated text delta,
@@ -520,6 +563,8 @@ class AgentRun:
             conversation = self.state.messages
             known.update(conversation, self._saved_messages)
             if events:
+                if self._nested_refs:
+                    events = stored_refs(events, self._nested_refs)
                 rows = [(start, _events_json(compact_events(events, known, conversation)))]
             else:
                 rows = []

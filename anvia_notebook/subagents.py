@@ -193,10 +193,21 @@ class _SubAgentCall:
             "agent_name": self.agent.name,
             "run_id": run.run_id,
         }
-        emit = parent.emit
+        emit = parent.emit_nested
+        sub_log = run._events
+        shared: list[Any] = [None]  # the sub-run's log entry the parent's log shares last
 
         def forward(event: Any) -> None:
-            emit(_agent_tool_event(fields, event))
+            # The parent's log keeps one event per entry of the sub-run's log, sharing it (its
+            # text grows with the sub-run's); the stream gets every event.
+            entry = sub_log[-1] if sub_log else event
+            if entry is shared[0]:
+                emit(_agent_tool_event(fields, event), None, 0)
+                return
+            shared[0] = entry
+            logged = _agent_tool_event(fields, entry)
+            wrapped = logged if entry is event else _agent_tool_event(fields, event)
+            emit(wrapped, logged, len(sub_log) - 1)
 
         return run.subscribe(forward, replay=False)
 

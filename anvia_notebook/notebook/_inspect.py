@@ -10,12 +10,23 @@ model, so of any length) at :data:`MAX_NAME`, and the request's conversation to 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..trace import ToolCallTrace, Trace
+    from ..run import AgentRun
+    from ..trace import ToolCallTrace, Trace, TurnTrace
 
-__all__ = ["MAX_FIELD", "MAX_MESSAGES", "MAX_NAME", "inspect_turn"]
+__all__ = [
+    "MAX_FIELD",
+    "MAX_MESSAGES",
+    "MAX_NAME",
+    "MAX_SUB_CALLS",
+    "SubRun",
+    "inspect_turn",
+    "sub_runs_of",
+]
 
 #: The most characters of one text the Inspect view gets (the rest is cut, with a note).
 MAX_FIELD = 20_000
@@ -23,6 +34,68 @@ MAX_FIELD = 20_000
 MAX_NAME = 2_000
 #: The most messages of a request it gets (the last ones; the count says how many there were).
 MAX_MESSAGES = 200
+#: The most model calls of a sub-agent's run shown under the tool call that ran it (the first
+#: ones; the count says how many there were).
+MAX_SUB_CALLS = 50
+
+
+@dataclass(frozen=True)
+class SubRun:
+    """A sub-agent's run that a tool call ran: who, its trace, and its own sub-runs."""
+
+    agent_id: str
+    agent_name: str | None
+    run_id: str
+    trace: Trace
+    #: The sub-runs of its own tool calls, by the tool call's id.
+    sub_runs: Callable[[str | None], SubRun | None]
+
+
+def _none(tool_call_id: str | None) -> SubRun | None:
+    return None
+
+
+def sub_runs_of(run: AgentRun) -> Callable[[str | None], SubRun | None]:
+    """The sub-agents' runs of ``run``'s tool calls, by the tool call's id: the runs in memory
+    (this process started them), else the ones in the run store (a stored or resumed run)."""
+    live: dict[str, AgentRun] = {}
+    for child in run.children:
+        if child.state.parent_tool_call_id:
+            live[child.state.parent_tool_call_id] = child
+    store = run.store
+    stored: dict[str | None, Any] | None = None
+
+    def find(tool_call_id: str | None) -> SubRun | None:
+        nonlocal stored
+        if tool_call_id is None:
+            return None
+        child = live.get(tool_call_id)
+        if child is not None:
+            agent = child.request.agent
+            return SubRun(
+                child.state.agent_id, agent.name, child.run_id, child.trace, sub_runs_of(child)
+            )
+        if store is None:
+            return None
+        if stored is None:
+            stored = {s.parent_tool_call_id: s for s in store.sub_runs(run.run_id)}
+        state = stored.get(tool_call_id)
+        if state is None:
+            return None
+        return _stored_sub_run(store, state)
+
+    return find
+
+
+def _stored_sub_run(store: Any, state: Any) -> SubRun:
+    by_call = {s.parent_tool_call_id: s for s in store.sub_runs(state.run_id)}
+
+    def find(tool_call_id: str | None) -> SubRun | None:
+        found = by_call.get(tool_call_id)
+        return None if found is None else _stored_sub_run(store, found)
+
+    trace = store.trace(state.run_id, messages=state.messages)
+    return SubRun(state.agent_id, None, state.run_id, trace, find)
 
 
 def _cut(text: str, limit: int = MAX_FIELD, sep: str = "\n") -> str:
@@ -64,7 +137,50 @@ def _record(record: Any) -> str | None:
     return None if record is None else _json(record.model_dump(mode="json"))
 
 
-def _tool_call(call: ToolCallTrace) -> dict[str, Any]:
+def _sub_turn(trace: Trace, index: int, turn: TurnTrace, sub: SubRun) -> dict[str, Any]:
+    return {
+        "index": index,
+        "turn": turn.turn,
+        "model": _name(turn.model) or None,
+        "duration_ms": turn.duration_ms,
+        "error": None if turn.error is None else _cut(turn.error),
+        "input_tokens": turn.usage.input_tokens,
+        "output_tokens": turn.usage.output_tokens,
+        "cached_tokens": turn.usage.cached_tokens,
+        "finish_reason": turn.response.finish_reason,
+        "response_text": _cut(turn.response.text),
+        "tool_calls": [
+            {
+                "name": _name(call.name),
+                "status": call.status,
+                "duration_ms": call.duration_ms,
+                "sub_agent": _sub_agent(sub.sub_runs(call.id)),
+            }
+            for call in trace.calls_of(turn)
+        ],
+    }
+
+
+def _sub_agent(sub: SubRun | None) -> dict[str, Any] | None:
+    """The sub-agent's run a tool call ran, for the Inspect view (None: it ran none)."""
+    if sub is None:
+        return None
+    turns = sub.trace.turns
+    return {
+        "agent_id": _name(sub.agent_id),
+        "agent_name": None if sub.agent_name is None else _name(sub.agent_name),
+        "run_id": sub.run_id,
+        "model_calls": [
+            _sub_turn(sub.trace, index, turn, sub)
+            for index, turn in enumerate(turns[:MAX_SUB_CALLS])
+        ],
+        "model_call_count": len(turns),
+    }
+
+
+def _tool_call(
+    call: ToolCallTrace, sub_runs: Callable[[str | None], SubRun | None]
+) -> dict[str, Any]:
     return {
         "id": _name(call.id),
         "name": _name(call.name),
@@ -75,12 +191,19 @@ def _tool_call(call: ToolCallTrace) -> dict[str, Any]:
         "approval": _record(call.approval),
         "question": _record(call.question),
         "traceback": None if call.traceback is None else _cut(call.traceback),
+        "sub_agent": _sub_agent(sub_runs(call.id)),
     }
 
 
-def inspect_turn(trace: Trace, index: int | None) -> tuple[int, dict[str, Any]]:
+def inspect_turn(
+    trace: Trace,
+    index: int | None,
+    sub_runs: Callable[[str | None], SubRun | None] = _none,
+) -> tuple[int, dict[str, Any]]:
     """How many model calls ``trace`` has, and call ``index`` (None: the latest) as the wire's
-    ``InspectTurnView``. Raises IndexError when there is no such call."""
+    ``InspectTurnView``; a tool call that ran a sub-agent (``sub_runs``: by the tool call's id,
+    see :func:`sub_runs_of`) has the sub-agent's model calls under it. Raises IndexError when
+    there is no such call."""
     count = len(trace.turns)
     if index is None:
         index = count - 1
@@ -125,5 +248,5 @@ def inspect_turn(trace: Trace, index: int | None) -> tuple[int, dict[str, Any]]:
         "response_tool_calls": _json(
             [call.model_dump(mode="json") for call in turn.response.tool_calls]
         ),
-        "tool_calls": [_tool_call(call) for call in trace.calls_of(turn)],
+        "tool_calls": [_tool_call(call, sub_runs) for call in trace.calls_of(turn)],
     }

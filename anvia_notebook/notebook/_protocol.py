@@ -515,6 +515,42 @@ class InspectMessageView(_Model):
     text: str
 
 
+class InspectSubCallView(_Model):
+    """A tool call of a sub-agent's model call (name, status, and the sub-agent it ran, if any)."""
+
+    name: str
+    status: str | None
+    duration_ms: Milliseconds | None
+    sub_agent: InspectSubAgentView | None = None
+
+
+class InspectSubTurnView(_Model):
+    """One model call of a sub-agent's run, in short."""
+
+    index: NonNegative
+    turn: NonNegative
+    model: str | None
+    duration_ms: Milliseconds | None
+    error: str | None
+    input_tokens: NonNegative
+    output_tokens: NonNegative
+    cached_tokens: NonNegative | None
+    finish_reason: str | None
+    response_text: str
+    tool_calls: list[InspectSubCallView]
+
+
+class InspectSubAgentView(_Model):
+    """The run of the sub-agent a tool call ran (``agent.as_tool``): its model calls (the first
+    ones, at most a few dozen; ``model_call_count`` says how many there were)."""
+
+    agent_id: str
+    agent_name: str | None
+    run_id: str
+    model_calls: list[InspectSubTurnView]
+    model_call_count: NonNegative
+
+
 class InspectToolCallView(_Model):
     """A tool call the model asked for on this turn, and what came of it."""
 
@@ -528,6 +564,8 @@ class InspectToolCallView(_Model):
     question: str | None
     #: When the tool raised: the exception's type and traceback (the model saw only the result).
     traceback: str | None = None
+    #: When the tool is a sub-agent: the model calls of the sub-agent's run.
+    sub_agent: InspectSubAgentView | None = None
 
 
 class InspectTurnView(_Model):

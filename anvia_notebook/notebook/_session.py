@@ -41,7 +41,7 @@ from ..records import approval_scope
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
-from ._inspect import inspect_turn
+from ._inspect import inspect_turn, sub_runs_of
 from ._protocol import (
     ApprovalDecisionMsg,
     InspectMsg,
@@ -322,7 +322,7 @@ class TranscriptSession:
         if run is None:
             return inspect_reply_message(message.request_id, count=0, error="No run to inspect.")
         try:
-            count, turn = inspect_turn(run.trace, message.index)
+            count, turn = inspect_turn(run.trace, message.index, sub_runs_of(run))
         except IndexError as error:
             count = len(run.trace.turns)
             return inspect_reply_message(message.request_id, count=count, error=str(error))

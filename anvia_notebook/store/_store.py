@@ -15,9 +15,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union, get_args
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from .._stored_once import (
     MERGED_FIELD,
@@ -32,6 +32,7 @@ from .._stored_once import (
     last_reply,
     restore,
 )
+from .._sub_run_log import SubRunEventRef, expand_sub_run_refs
 from ..decisions import (
     Resolution,
     answers_resolution,
@@ -64,8 +65,11 @@ PROMPT_PREVIEW = 200
 #: before a write moves them to the ``messages`` table.
 RECENT_LIMIT = 2000
 
-_EVENT: TypeAdapter[Any] = TypeAdapter(RunEvent)
-_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[RunEvent])
+#: A stored event: a run's event, or a reference to a sub-run's (see ``_sub_run_log``).
+_STORED_KINDS = (*get_args(get_args(RunEvent)[0]), SubRunEventRef)
+_STORED_EVENT: Any = Annotated[Union[_STORED_KINDS], Field(discriminator="type")]  # noqa: UP007
+_EVENT: TypeAdapter[Any] = TypeAdapter(_STORED_EVENT)
+_EVENTS: TypeAdapter[list[Any]] = TypeAdapter(list[_STORED_EVENT])
 
 
 class _Recent:
@@ -525,7 +529,10 @@ class RunStore(SteeringRows):
             field = MERGED_FIELD.get(event.type) if event is not None else None
             if field is not None:
                 setattr(event, field, getattr(event, field) + text)
-        return expand_events(log, lambda: self._messages(run_id))
+        log = expand_events(log, lambda: self._messages(run_id))
+        if any(event.type == "sub_run_event" for event in log):
+            log = expand_sub_run_refs(log, self.events)
+        return log
 
     # -- decisions (any process) -----------------------------------------------------------------
 

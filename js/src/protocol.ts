@@ -48,6 +48,7 @@ export type {
   InspectMessageView,
   InspectMsg,
   InspectReplyMsg,
+  InspectSubAgentView,
   InspectToolCallView,
   InspectToolView,
   InspectTurnView,
@@ -336,6 +337,37 @@ const evalsRowCheck = shape<W.EvalsRowView>({
   ),
 });
 
+/** A sub-agent's run under a tool call (nested: its tool calls may have theirs). */
+const inspectSubAgentCheck: Check = (v, p) =>
+  shape<W.InspectSubAgentView>({
+    agent_id: str,
+    agent_name: nullable(str),
+    run_id: str,
+    model_call_count: count,
+    model_calls: arrayOf(
+      shape<W.InspectSubTurnView>({
+        index: count,
+        turn: count,
+        model: nullable(str),
+        duration_ms: nullable(milliseconds),
+        error: nullable(str),
+        input_tokens: count,
+        output_tokens: count,
+        cached_tokens: nullable(count),
+        finish_reason: nullable(str),
+        response_text: str,
+        tool_calls: arrayOf(
+          shape<W.InspectSubCallView>({
+            name: str,
+            status: nullable(str),
+            duration_ms: nullable(milliseconds),
+            sub_agent: optional(inspectSubAgentCheck),
+          }),
+        ),
+      }),
+    ),
+  })(v, p);
+
 const inspectTurnCheck = shape<W.InspectTurnView>({
   index: count,
   turn: count,
@@ -369,6 +401,7 @@ const inspectTurnCheck = shape<W.InspectTurnView>({
       approval: nullable(str),
       question: nullable(str),
       traceback: optional(str),
+      sub_agent: optional(inspectSubAgentCheck),
     }),
   ),
 });

@@ -583,6 +583,52 @@ export interface InspectToolCallView {
   approval: string | null;
   question: string | null;
   traceback?: string | null;
+  sub_agent?: InspectSubAgentView | null;
+}
+/**
+ * The run of the sub-agent a tool call ran (``agent.as_tool``): its model calls (the first
+ * ones, at most a few dozen; ``model_call_count`` says how many there were).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "InspectSubAgentView".
+ */
+export interface InspectSubAgentView {
+  agent_id: string;
+  agent_name: string | null;
+  run_id: string;
+  model_calls: InspectSubTurnView[];
+  model_call_count: number;
+}
+/**
+ * One model call of a sub-agent's run, in short.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "InspectSubTurnView".
+ */
+export interface InspectSubTurnView {
+  index: number;
+  turn: number;
+  model: string | null;
+  duration_ms: number | null;
+  error: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  cached_tokens: number | null;
+  finish_reason: string | null;
+  response_text: string;
+  tool_calls: InspectSubCallView[];
+}
+/**
+ * A tool call of a sub-agent's model call (name, status, and the sub-agent it ran, if any).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "InspectSubCallView".
+ */
+export interface InspectSubCallView {
+  name: string;
+  status: string | null;
+  duration_ms: number | null;
+  sub_agent?: InspectSubAgentView | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -4,7 +4,7 @@
 // the timings, and the tool calls it asked for. Everything is shown as text (never as HTML) and
 // long texts are folded, like the transcript; the messages are drawn when their section opens.
 import { button, formatTime, h, nextDomId } from "../dom";
-import type { InspectTurnView } from "../protocol";
+import type { InspectSubAgentView, InspectTurnView } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { foldedPre } from "./fold";
 
@@ -72,6 +72,41 @@ function facts(turn: InspectTurnView): HTMLElement {
   return list;
 }
 
+/** The model calls of the sub-agent's run that a tool call ran, each in short (its tools, and
+ * their own sub-agents' calls, nested): folded, built when opened. */
+function subAgentBlock(sub: InspectSubAgentView): HTMLElement {
+  const who = sub.agent_name && sub.agent_name !== sub.agent_id ? `${sub.agent_name} (${sub.agent_id})` : sub.agent_id;
+  const count = sub.model_call_count;
+  const shown = sub.model_calls.length < count ? `the first ${sub.model_calls.length} of ${count} model calls` : `${count} model call${count === 1 ? "" : "s"}`;
+  return section(
+    `Sub-agent ${who}: ${shown}`,
+    false,
+    () =>
+      sub.model_calls.length === 0
+        ? [h("div", { class: "anvia-muted" }, "No model call yet")]
+        : sub.model_calls.map((call) => {
+            const head = [
+              `Model call ${call.index + 1} (turn ${call.turn})`,
+              call.model ?? "",
+              call.duration_ms === null ? "still running" : formatMs(call.duration_ms),
+              usage(call),
+            ]
+              .filter(Boolean)
+              .join(" · ");
+            const parts: Node[] = [h("div", { class: "anvia-section-label" }, head)];
+            if (call.error) parts.push(h("div", { class: "anvia-error-text" }, "Error: ", call.error));
+            parts.push(text("anvia-inspect-sub-response", `Response of ${sub.agent_id}`, call.response_text || "(no text)", true));
+            for (const tool of call.tool_calls) {
+              const line = [tool.name, tool.status ?? "running", tool.duration_ms === null ? "" : formatMs(tool.duration_ms)].filter(Boolean).join(" · ");
+              parts.push(h("div", { class: "anvia-inspect-sub-tool" }, h("code", { class: "anvia-tool-name" }, line)));
+              if (tool.sub_agent) parts.push(subAgentBlock(tool.sub_agent));
+            }
+            return h("div", { class: "anvia-inspect-sub-call" }, ...parts);
+          }),
+    "anvia-inspect-sub-agent",
+  );
+}
+
 function turnBody(turn: InspectTurnView): Node[] {
   const out: Node[] = [facts(turn)];
   if (turn.error) out.push(h("div", { class: "anvia-error-text anvia-inspect-error" }, "Error: ", turn.error));
@@ -134,6 +169,7 @@ function turnBody(turn: InspectTurnView): Node[] {
             const head = [call.name, call.status ?? "running", call.duration_ms === null ? "" : formatMs(call.duration_ms)].filter(Boolean).join(" · ");
             const parts: Node[] = [h("div", { class: "anvia-section-label" }, head), text("anvia-inspect-call-args", `Arguments of ${call.name}`, call.args)];
             if (call.result !== null) parts.push(text("anvia-inspect-call-result", `Result of ${call.name}`, call.result));
+            if (call.sub_agent) parts.push(subAgentBlock(call.sub_agent));
             if (call.approval) parts.push(h("div", { class: "anvia-section-label" }, "Approval"), text("anvia-inspect-call-approval", "Approval record", call.approval));
             if (call.question) parts.push(h("div", { class: "anvia-section-label" }, "Question"), text("anvia-inspect-call-question", "Question record", call.question));
             if (call.traceback) {

@@ -1,0 +1,111 @@
+"""A sub-agent's events in its parent's event log, held once.
+
+A sub-agent's run (``agent.as_tool(stream=True)``) keeps its own event log and, with a run
+store, stores it. Its events also reach the parent's stream as ``agent_tool_event``. The
+parent's log does not keep one of those per streamed delta: it keeps one per entry of the
+sub-run's own log, sharing that entry (so its text grows as the sub-run's does). The store keeps,
+for each of them, only a reference (:class:`SubRunEventRef`: the sub-run and the entry's place in
+its log); reading the parent's log puts the sub-run's stored entries back in their place. A
+sub-agent that streams a long answer so has its text and its messages stored once, with its own
+run, not a second time with the parent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ._stored_once import MERGED_FIELD
+from .events import AgentToolEvent, text_delta_event
+
+__all__ = ["SubRunEventRef", "expand_sub_run_refs", "innermost", "stored_refs"]
+
+#: The fields an ``agent_tool_event`` shares with its reference.
+_CALL_FIELDS = (
+    "turn",
+    "tool_name",
+    "tool_call_id",
+    "internal_call_id",
+    "agent_id",
+    "agent_name",
+    "run_id",
+)
+
+
+class SubRunEventRef(BaseModel):
+    """What the store holds for an ``agent_tool_event`` of the parent's log: the call's fields
+    and the place (``index``) of the event in the sub-run's own stored log."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    type: Literal["sub_run_event"] = "sub_run_event"
+    turn: int
+    tool_name: str
+    tool_call_id: str | None
+    internal_call_id: str
+    agent_id: str
+    agent_name: str | None = None
+    run_id: str
+    index: int
+
+
+def innermost(event: Any) -> Any:
+    """The sub-run's own event inside (possibly nested) ``agent_tool_event`` wrappers."""
+    while event.type == "agent_tool_event":
+        event = event.event
+    return event
+
+
+def stored_refs(events: list[Any], refs: dict[int, int]) -> list[Any]:
+    """``events`` with each ``agent_tool_event`` that shares a sub-run's log entry (``refs``:
+    the place of that entry by the wrapper's ``id``) replaced by its reference."""
+    out: list[Any] | None = None
+    for position, event in enumerate(events):
+        index = refs.get(id(event)) if event.type == "agent_tool_event" else None
+        if index is None:
+            continue
+        if out is None:
+            out = list(events)
+        out[position] = SubRunEventRef(
+            **{name: getattr(event, name) for name in _CALL_FIELDS}, index=index
+        )
+    return events if out is None else out
+
+
+def expand_sub_run_refs(log: list[Any], events_of: Callable[[str], list[Any]]) -> list[Any]:
+    """The stored log with each reference replaced by the sub-run's stored event it stands for
+    (``events_of(run_id)``: a sub-run's stored log), wrapped as the parent's stream had it. One
+    event for one reference (later writes place events by their position in the log)."""
+    logs: dict[str, list[Any]] = {}
+    seen: set[tuple[str, int]] = set()
+    for position, item in enumerate(log):
+        if item.type != "sub_run_event":
+            continue
+        sub_log = logs.get(item.run_id)
+        if sub_log is None:
+            sub_log = logs[item.run_id] = events_of(item.run_id)
+        fields = {name: getattr(item, name) for name in _CALL_FIELDS}
+        key = (item.run_id, item.index)
+        if 0 <= item.index < len(sub_log) and key not in seen:
+            seen.add(key)
+            event = sub_log[item.index]
+        else:
+            # Not stored by the sub-run (its write came later than the parent's), or a second
+            # reference to a text it holds once: an empty text in its place.
+            event = _empty_like(sub_log[item.index] if 0 <= item.index < len(sub_log) else None)
+            if event is None:
+                event = text_delta_event(item.turn, "")
+        log[position] = AgentToolEvent.model_construct(**fields, event=event)
+    return log
+
+
+def _empty_like(event: Any) -> Any:
+    if event is None:
+        return None
+    inner = innermost(event)
+    field = MERGED_FIELD.get(inner.type)
+    if field is None:
+        return None
+    return inner.model_copy(update={field: ""})

@@ -1,0 +1,90 @@
+"""The Inspect view of a run whose tool call ran a sub-agent (API.md section 14): the tool call
+carries the sub-agent's model calls (and, a level down, its own sub-agent's), from the runs in
+memory and, for a stored run, from the run store (no kernel, no browser)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from notebook_helpers import Page, finished
+
+from anvia_notebook import AgentBuilder
+from anvia_notebook.messages import Usage
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.notebook import _inspect as inspect
+from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._protocol import parse_outbound
+from anvia_notebook.store import get_store
+
+
+def three_levels() -> Any:
+    deep = AgentBuilder(
+        "deep",
+        QueueModel([ModelResponse(text="deepest", usage=Usage(input_tokens=5, output_tokens=1))]),
+    ).build()
+    mid_model = QueueModel(
+        [
+            ModelResponse(
+                text="asking deep",
+                tool_calls=[ToolCall(id="d1", name="ask_deep", arguments={"prompt": "go"})],
+                usage=Usage(input_tokens=20, output_tokens=4),
+            ),
+            ModelResponse(text="mid done", usage=Usage(input_tokens=30, output_tokens=2)),
+        ]
+    )
+    mid = AgentBuilder("mid", mid_model).name("Middle").tool(deep.as_tool(name="ask_deep")).build()
+    top_model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=[ToolCall(id="m1", name="ask_mid", arguments={"prompt": "go"})]
+            ),
+            "top done",
+        ]
+    )
+    return AgentBuilder("top", top_model).tool(mid.as_tool(name="ask_mid")).build()
+
+
+def check_nested(turn: dict[str, Any]) -> None:
+    [call] = turn["tool_calls"]
+    assert call["name"] == "ask_mid" and call["result"] is not None
+    sub = call["sub_agent"]
+    assert (sub["agent_id"], sub["model_call_count"]) == ("mid", 2)
+    first, second = sub["model_calls"]
+    assert (first["index"], first["response_text"]) == (0, "asking deep")
+    assert (first["input_tokens"], first["output_tokens"]) == (20, 4)
+    [deep_call] = first["tool_calls"]
+    assert (deep_call["name"], deep_call["status"]) == ("ask_deep", "success")
+    deep = deep_call["sub_agent"]
+    assert deep["agent_id"] == "deep"
+    assert [c["response_text"] for c in deep["model_calls"]] == ["deepest"]
+    assert deep["model_calls"][0]["tool_calls"] == []
+    assert (second["response_text"], second["tool_calls"]) == ("mid done", [])
+
+
+async def test_the_inspect_view_shows_the_sub_agents_model_calls_under_the_tool_call(store_path):
+    handle = runner.show(three_levels().prompt("start"))
+    page = Page(handle.widget)
+    await page.sync()
+    await finished(handle)
+    reply = await page.request("inspect", index=0)
+    parse_outbound(reply)  # the wire protocol validates the nested views
+    assert reply["ok"] and reply["count"] == 2
+    check_nested(reply["turn"])
+    sub = reply["turn"]["tool_calls"][0]["sub_agent"]
+    assert sub["agent_name"] == "Middle"
+    assert sub["run_id"] == handle.run.children[0].run_id
+    # the model's answer (call 2) asked for no tool: nothing nested
+    latest = await page.request("inspect", index=None)
+    assert latest["turn"]["tool_calls"] == []
+
+    # A stored run (its sub-runs not in memory): from the run store.
+    store = get_store()
+    assert store is not None
+    run = handle.run
+    stored = store.trace(run.run_id, messages=run.state.messages)
+
+    shown = SimpleNamespace(run_id=run.run_id, children=[], store=store)
+    _, turn = inspect.inspect_turn(stored, 0, inspect.sub_runs_of(shown))  # type: ignore[arg-type]
+    check_nested(turn)
+    assert turn["tool_calls"][0]["sub_agent"]["agent_name"] is None  # not stored
