@@ -848,6 +848,7 @@ class ToolExecutor:
             **self._opening("question", call.name, call.id),
             internal_call_id=internal_id,
             questions=questions,
+            declinable=True,
         )
         timeout = self._human_timeout()
         interaction = self._open(

@@ -144,6 +144,25 @@ describe("question panel", () => {
     expect(q.root.querySelector(".anvia-tool-status")?.textContent).toBe("Timed out");
   });
 
+  it("has no Decline for ask_question's questions", () => {
+    const q = setup();
+    expect(buttons(q.panel()).map((b) => b.textContent)).not.toContain("Decline");
+  });
+
+  it("offers Decline on a question an MCP server asked, and sends question_decline", async () => {
+    const q = setup({ ...question, declinable: true });
+    expect(buttons(q.panel()).map((b) => b.textContent)).toEqual(["High", "Low", "Back", "Next", "Submit answers", "Decline"]);
+    const decline = byLabel(q.panel(), "Decline");
+    expect(decline.disabled).toBe(false); // no answer needed to decline
+    decline.click();
+    expect(q.model.last("question_decline")).toEqual({ type: "question_decline", request_id: expect.any(String), question_id: "q_1" });
+    for (const b of buttons(q.panel())) expect(b.disabled).toBe(true);
+    q.model.reply("question_decline", false, "Question q_1 is already answered");
+    await tick();
+    expect(byLabel(q.panel(), "Decline").disabled).toBe(false);
+    expect(q.panel().querySelector(".anvia-error-text")?.textContent).toContain("already answered");
+  });
+
   it("Enter in the custom input moves on, but not while composing", () => {
     const q = setup();
     type(q.custom(), "P1");

@@ -1,7 +1,8 @@
 // What is particular to a question (ask_question), drawn by the interaction panel
 // (interaction.ts): the pending form, one question at a time, choices as buttons that record and
 // advance, a custom answer that overrides the choice, Back / Next, "n/N answered", and "Submit
-// answers" once every question has an answer; and the record of the answers once settled.
+// answers" once every question has an answer; a question an MCP server asked (`declinable`) also
+// has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
 import type { Answer, QuestionView } from "../protocol";
 import type { DecisionForm, FormContext } from "./interaction";
@@ -62,6 +63,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
   const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
+  const decline = q.declinable ? button("Decline", () => void ctx.submit({ kind: "decline" })) : null;
 
   const current = () => q.questions[index]!;
   const draft = (id: string): Draft => {
@@ -82,6 +84,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
     submit.disabled = busy || n < total;
     back.disabled = busy || index === 0;
     next.disabled = busy || index >= total - 1;
+    if (decline) decline.disabled = busy;
   }
 
   function render(): void {
@@ -138,7 +141,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
     text,
     choices,
     custom,
-    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit),
+    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit, decline),
   );
   return {
     el,
