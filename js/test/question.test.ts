@@ -163,6 +163,16 @@ describe("question panel", () => {
     expect(q.panel().querySelector(".anvia-error-text")?.textContent).toContain("already answered");
   });
 
+  it("shows a declined question as Declined, a stopped one as Cancelled", () => {
+    const declinedView: QuestionView = { ...question, declinable: true, status: "cancelled", decided_by: "human", decided_via: "widget" };
+    let q = setup(declinedView);
+    expect(q.panel().querySelector(".anvia-question-state")?.textContent).toBe("Declined");
+    expect(buttons(q.panel())).toHaveLength(0);
+    document.body.replaceChildren();
+    q = setup({ ...declinedView, decided_by: "stop", decided_via: null });
+    expect(q.panel().querySelector(".anvia-question-state")?.textContent).toBe("Cancelled");
+  });
+
   it("Enter in the custom input moves on, but not while composing", () => {
     const q = setup();
     type(q.custom(), "P1");

@@ -15,6 +15,7 @@ from anvia_notebook._tool_exec import TOOL_CALL_QUESTIONS
 from anvia_notebook.errors import DecisionRefusedError
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook import _runner as runner
+from anvia_notebook.notebook._snapshot import render_html
 from anvia_notebook.question_types import Choice, Question
 
 seen: list[tuple[str, str | None, str | None]] = []
@@ -64,6 +65,7 @@ async def test_a_question_a_tool_asks_is_declinable_and_decline_closes_it_for_th
     assert question["status"] == "cancelled"
     assert (question["decided_by"], question["decided_via"]) == ("human", "widget")
     assert seen == [("cancelled", "human", "widget")]
+    assert "Go ahead? — <em>declined</em>" in render_html(page.state.transcript())
     assert model.requests[1].messages[-1].tool_results[0].content == "declined"
     # Declined once: a second decline (or an answer) is refused.
     again = await page.request("question_decline", question_id=entry["question"]["id"])

@@ -27,11 +27,14 @@ const STATUS_TEXT: Record<QuestionView["status"], string> = {
   timed_out: "Timed out",
 };
 
+/** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
+const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
+
 export function questionRecord(q: QuestionView): HTMLElement {
   const box = h(
     "div",
     { class: `anvia-question anvia-question-${q.status}` },
-    h("div", { class: "anvia-question-state" }, STATUS_TEXT[q.status]),
+    h("div", { class: "anvia-question-state" }, declined(q) ? "Declined" : STATUS_TEXT[q.status]),
   );
   if (q.answers.length > 0) {
     const list = h("dl", { class: "anvia-answers" });
