@@ -842,8 +842,9 @@ class ToolExecutor:
         self, call: ToolCall, internal_id: str, questions: list[Question]
     ) -> QuestionRecord | None:
         """Questions a running tool puts to the person (see :data:`TOOL_CALL_QUESTIONS`): the
-        same record, events, store and UI as ``ask_question``. Returns the decided record, or
-        None when no human input can take questions (nothing was asked)."""
+        same record, events, store and UI as ``ask_question``, but the person may also decline
+        them (``declinable``). Returns the decided record, or None when no human input can take
+        questions (nothing was asked)."""
         record = QuestionRecord(
             **self._opening("question", call.name, call.id),
             internal_call_id=internal_id,
