@@ -6,6 +6,7 @@
     python -m anvia_notebook reject RUN_ID APPROVAL_ID [--reason TEXT]
     python -m anvia_notebook answer RUN_ID QUESTION_ID \
         --json '[{"questionId": ..., "answer": ..., "choice": ...}]'  # or "custom": true
+    python -m anvia_notebook decline RUN_ID QUESTION_ID   # a question an MCP server asked
     python -m anvia_notebook steer RUN_ID TEXT   # a message to a running or waiting run
 
 ``--store PATH`` (or ``ANVIA_NOTEBOOK_STORE``), before or after the command, picks the store; the
@@ -76,6 +77,11 @@ def _parser() -> argparse.ArgumentParser:
     answer.add_argument("run_id")
     answer.add_argument("question_id")
     answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
+    decline = commands.add_parser(
+        "decline", parents=[after], help="decline a pending question an MCP server asked"
+    )
+    decline.add_argument("run_id")
+    decline.add_argument("question_id")
     steer = commands.add_parser(
         "steer",
         parents=[after],
@@ -179,6 +185,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             prefix = f"{command} answer {state.run_id} {record.id} --json"
             print(f"  answer: {prefix} {shlex.quote(json.dumps(picked))}")
             print(f"      or: {prefix} {shlex.quote(json.dumps(typed))}")
+            if record.declinable:
+                print(f"      or: {command} decline {state.run_id} {record.id}")
             print("  (replace each <...> first: a choice's value, or a text of your own)")
 
 
@@ -293,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _refuse_placeholders(answers)
             store.answer(args.run_id, args.question_id, answers, via="cli")
             print(f"Answered {args.question_id}.")
+        elif args.command == "decline":
+            store.decline(args.run_id, args.question_id, via="cli")
+            print(f"Declined {args.question_id}.")
         elif args.command == "steer":
             _steer(store, args)
     except ValueError as error:  # (a blank message)

@@ -669,13 +669,17 @@ class ToolExecutor:
         questions: list[Question],
         earlier: QuestionRecord | None,
         timeout: float | None,
+        *,
+        declinable: bool = False,
     ) -> tuple[OpenInteraction, Awaitable[Any] | None] | None:
         """Open the question record (``earlier``'s on resume) with its time limit and ask the
-        human input; None when it is still pending and there is nobody to ask (closed)."""
+        human input; None when it is still pending and there is nobody to ask (closed).
+        ``declinable``: the person may decline instead of answering (a tool's questions)."""
         record = earlier or QuestionRecord(
             **self._opening("question", call.name, call.id),
             internal_call_id=internal_id,
             questions=questions,
+            declinable=declinable,
         )
         interaction = self._open(
             record,
@@ -857,9 +861,12 @@ class ToolExecutor:
         self, call: ToolCall, internal_id: str, questions: list[Question]
     ) -> QuestionRecord | None:
         """Questions a running tool puts to the person (see :data:`TOOL_CALL_QUESTIONS`): the
-        same record, events, store and UI as ``ask_question``. Returns the decided record, or
-        None when no human input can take questions (nothing was asked)."""
-        opened = self._put_questions(call, internal_id, questions, None, self._human_timeout())
+        same record, events, store and UI as ``ask_question``, but the person may also decline
+        them (``declinable``). Returns the decided record, or None when no human input can take
+        questions (nothing was asked)."""
+        opened = self._put_questions(
+            call, internal_id, questions, None, self._human_timeout(), declinable=True
+        )
         if opened is None:
             return None
         interaction, source = opened

@@ -30,6 +30,7 @@ from .records import (
 __all__ = [
     "Resolution",
     "check_resolution",
+    "decline_resolution",
     "decided",
     "refused_twice",
 ]
@@ -138,6 +139,12 @@ def check_resolution(
         return resolution
     if resolution.status in ("approved", "rejected"):
         raise DecisionRefusedError(f"{record.id!r} is a question, not an approval.")
+    if resolution.status == "cancelled" and resolution.decided_by == "human":
+        if not record.declinable:
+            raise DecisionRefusedError(
+                f"The question {record.id!r} cannot be declined: answer it (or stop the run)."
+            )
+        return resolution
     if resolution.status == "answered":
         checked = check_operator_answers(record.questions, resolution.answers)
         if isinstance(checked, str):
@@ -160,6 +167,12 @@ def answers_resolution(
         decided_via=decided_via,
         answers=list(answers),
     )
+
+
+def decline_resolution(decided_via: DecidedVia | None) -> Resolution:
+    """A person declining a question that may be declined (checked by :func:`check_resolution`):
+    it ends ``cancelled``, decided by the person, with no answers."""
+    return Resolution("cancelled", decided_by="human", decided_via=decided_via)
 
 
 def _check_args(

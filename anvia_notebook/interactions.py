@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .approvals import ApprovalDecision
-from .decisions import Resolution, answers_resolution, check_resolution, decided, refused_twice
+from .decisions import (
+    Resolution,
+    answers_resolution,
+    check_resolution,
+    decided,
+    decline_resolution,
+    refused_twice,
+)
 from .errors import DecisionRefusedError
 from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, decider
 
@@ -310,6 +317,16 @@ class Interactions:
         """Answer a pending question (each of its questions exactly once); raises when refused."""
         resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
         record = self._decide(_id_of(question_id), "question", resolution)
+        assert isinstance(record, QuestionRecord)
+        return record
+
+    def decline(
+        self, question_id: str | QuestionRecord, *, via: DecidedVia | None = None
+    ) -> QuestionRecord:
+        """Decline a pending question that may be declined (one an MCP server asked): it ends
+        ``cancelled``, decided by the person, and the server is told ``decline``. Raises when
+        refused (an ``ask_question`` question, one already settled)."""
+        record = self._decide(_id_of(question_id), "question", decline_resolution(via))
         assert isinstance(record, QuestionRecord)
         return record
 

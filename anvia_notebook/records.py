@@ -116,6 +116,10 @@ class QuestionRecord(InteractionBase):
     answers: list[Answer] = Field(default_factory=list)
     answered_at: datetime | None = None
     cancelled_at: datetime | None = None
+    #: The person may decline it instead of answering (a question an MCP server asked during a
+    #: call): declining closes it ``cancelled``, decided by the person, and the server is told
+    #: ``decline``. ``ask_question``'s own questions cannot be declined.
+    declinable: bool = False
 
 
 Interaction = Annotated[ApprovalRecord | QuestionRecord, Field(discriminator="kind")]

@@ -150,3 +150,88 @@ def test_the_call_timeout_does_not_run_while_a_person_answers():
     assert tool_results(model.requests[1])[0].content == (
         "accept size='small' outdoor=False guests=2 note='quiet'"
     )
+
+
+def test_declining_the_form_answers_the_server_decline():
+    """The person's Decline (the form's button, the handle, the store all close the one record
+    the same way: ``cancelled`` decided by the person) reaches the server as ``decline``."""
+
+    async def main():
+        async def ask(request):
+            await asyncio.Event().wait()  # the person declines from the record instead
+
+        model = QueueModel([call("book_table", {}), "done"])
+        run = _agent(model, CallbackHumanInput(ask=ask)).prompt("book").start()
+        record = await _pending(run)
+        assert record.declinable
+        declined = run.interactions.decline(record, via="widget")
+        assert (declined.status, declined.decided_by) == ("cancelled", "human")
+        await asyncio.wait_for(run.wait(), 60)
+        assert tool_results(model.requests[1])[0].content == "decline"
+
+    asyncio.run(main())
+
+
+async def _pending(run, timeout: float = 60.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not run.interactions.pending:
+        assert loop.time() < deadline, "no question was asked"
+        await asyncio.sleep(0.01)
+    [record] = run.interactions.pending
+    return record
+
+
+@pytest.mark.parametrize(("choice", "action"), [("done", "accept"), ("decline", "decline")])
+def test_a_url_elicitation_shows_the_link_and_answers_what_the_person_says(choice, action):
+    asked = []
+
+    def ask(request):
+        asked.append(request)
+        return [{"questionId": "confirm", "answer": choice, "choice": choice}]
+
+    model = QueueModel([call("connect_account", {}), "done"])
+    response = _agent(model, CallbackHumanInput(ask=ask)).prompt("sign in").send_sync()
+    [request] = asked
+    [question] = request.questions
+    assert "Sign in to the booking service." in question.question
+    assert "https://example.com/sign-in?code=42" in question.question
+    assert [(c.label, c.value) for c in question.choices] == [("Done", "done"), ("Decline", "decline")]
+    assert tool_results(model.requests[1])[0].content == action
+    assert response.trace.tool_calls[0].question.status == "answered"
+
+
+def test_a_url_elicitation_declined_in_the_form_or_timed_out():
+    async def never(request):
+        await asyncio.Event().wait()
+
+    model = QueueModel([call("connect_account", {}), "done"])
+    _agent(model, CallbackHumanInput(ask=never, timeout=0.3)).prompt("sign in").send_sync()
+    assert tool_results(model.requests[1])[0].content == "cancel"
+
+    async def main():
+        model = QueueModel([call("connect_account", {}), "done"])
+        run = _agent(model, CallbackHumanInput(ask=never)).prompt("sign in").start()
+        run.interactions.decline(await _pending(run), via="handle")
+        await asyncio.wait_for(run.wait(), 60)
+        assert tool_results(model.requests[1])[0].content == "decline"
+
+    asyncio.run(main())
+
+
+async def test_the_command_line_declines_a_question_a_server_asked(store_location, capsys):
+    from anvia_notebook import RunStore, StoreHumanInput
+    from anvia_notebook.__main__ import main
+
+    model = QueueModel([call("book_table", {}), "done"])
+    run = _agent(model, StoreHumanInput()).prompt("book").start()
+    record = await _pending(run)
+    store = RunStore(store_location)
+    assert main(["show", run.run_id, "--store", store_location]) == 0
+    assert f"decline {run.run_id} {record.id}" in capsys.readouterr().out
+    assert main(["decline", run.run_id, record.id, "--store", store_location]) == 0
+    assert f"Declined {record.id}." in capsys.readouterr().out
+    await asyncio.wait_for(run.wait(), 60)
+    assert tool_results(model.requests[1])[0].content == "decline"
+    stored = store.get(run.run_id).questions[record.id]
+    assert (stored.status, stored.decided_by, stored.decided_via) == ("cancelled", "human", "cli")

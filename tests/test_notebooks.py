@@ -98,6 +98,16 @@ EXPECTED = {
         "  analyst (in ask_analyst): tool_approval_request",
         "more than this tool allows (2). Answer without it.",
     ],
+    "12_mcp_tools_behind_approvals.ipynb": [
+        "read_note: Read one note. (runs without approval)",
+        "delete_note: Delete one note for good. (needs your approval)",
+        "Waiting for you: delete_note from the MCP server 'notes' (declares: not read-only, "
+        "destructive)",
+        "Done: Deleted 'groceries'.",
+        "read_note({'name': 'groceries'}): success, no approval needed",
+        "delete_note({'name': 'groceries'}): success, approved",
+        "Closed.",
+    ],
 }
 
 #: A notebook's metadata as JupyterLab 4 writes it when it opens one with the ``python3`` kernel

@@ -176,6 +176,8 @@ async def test_questions_are_answered_through_the_store_and_checked(store_locati
         store.answer(
             run.run_id, question.id, [{"questionId": "priority", "answer": "x", "choice": "high"}]
         )
+    with pytest.raises(DecisionRefusedError, match="cannot be declined"):
+        store.decline(run.run_id, question.id)  # ask_question's questions are answered
     assert store.pending(run.run_id)[0].id == question.id  # refused answers change nothing
     store.answer(
         run.run_id, question.id, [{"questionId": "priority", "answer": "urgent", "custom": True}]

@@ -7,8 +7,10 @@ question (section 5) in the run's one interaction record, the same UI and store:
   field's schema and sent with its JSON type;
 * an optional field also offers "Leave blank" (the field is then left out).
 
-Answered: ``accept`` with the values. The person cancelling it (a decline in the form) answers
-``decline``; Stop, a timeout or the runtime answers ``cancel``. A form that cannot be shown as
+Answered: ``accept`` with the values. The questions are ``declinable``: the person's Decline (the
+form's button, ``RunHandle.decline``, ``RunStore.decline``, the command line) closes the record
+``cancelled`` by the person, which answers ``decline``; Stop, a timeout or the runtime answers
+``cancel``. A form that cannot be shown as
 questions (say, a multi-select field), or a run with nobody to ask, is answered ``decline``
 with a warning. A URL elicitation shows the message and the link, and waits for the person to
 say whether they have done what it asks.

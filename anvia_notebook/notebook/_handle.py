@@ -126,6 +126,12 @@ class RunHandle:
         "choice"?, "custom"?}`` (or :class:`~anvia_notebook.Answer`) per question."""
         return self._run.interactions.answer(question, answers, via="handle")
 
+    def decline(self, question: str | QuestionRecord) -> QuestionRecord:
+        """Decline a pending question an MCP server asked (its id or its record), as the
+        widget's Decline button does: the server is told ``decline``. ``ask_question``'s
+        questions cannot be declined (``DecisionRefusedError``)."""
+        return self._run.interactions.decline(question, via="handle")
+
     @property
     def trace(self) -> Trace:
         """What the model received and returned on each turn, and what each tool call did (as

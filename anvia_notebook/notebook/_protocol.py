@@ -56,6 +56,7 @@ __all__ = [
     "PatchOp",
     "ProtocolError",
     "QuestionAnswersMsg",
+    "QuestionDeclineMsg",
     "QuestionItemView",
     "QuestionView",
     "ReasoningEntry",
@@ -211,6 +212,8 @@ class QuestionView(_Model):
     expires_at: str | None = None
     #: A sub-agent's question: the agents from the top-level run down (absent for the run's own).
     path: list[str] | None = None
+    #: The person may decline it (a question an MCP server asked): the form shows Decline.
+    declinable: bool = False
 
 
 class SubAgentView(_Model):
@@ -640,6 +643,15 @@ class QuestionAnswersMsg(_Model):
     answers: list[AnswerView]
 
 
+class QuestionDeclineMsg(_Model):
+    """Decline a question that may be declined (``QuestionView.declinable``: one an MCP server
+    asked); the server is told ``decline``."""
+
+    type: Literal["question_decline"]
+    request_id: NonEmpty
+    question_id: NonEmpty
+
+
 class StopMsg(_Model):
     type: Literal["stop"]
     request_id: NonEmpty
@@ -704,6 +716,7 @@ InboundMessage = Annotated[
     SyncMsg
     | ApprovalDecisionMsg
     | QuestionAnswersMsg
+    | QuestionDeclineMsg
     | StopMsg
     | SteerMsg
     | StudioSendMsg
@@ -722,6 +735,7 @@ _INBOUND_TYPES = frozenset(
         "sync",
         "approval_decision",
         "question_answers",
+        "question_decline",
         "stop",
         "steer",
         "studio_send",

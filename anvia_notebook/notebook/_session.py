@@ -47,6 +47,7 @@ from ._protocol import (
     InspectMsg,
     ProtocolError,
     QuestionAnswersMsg,
+    QuestionDeclineMsg,
     SteerMsg,
     StopMsg,
     inspect_reply_message,
@@ -165,6 +166,7 @@ class TranscriptSession:
             "sync": self._on_sync,
             "approval_decision": self._on_approval_decision,
             "question_answers": self._on_question_answers,
+            "question_decline": self._on_question_decline,
             "stop": self._on_stop,
             "steer": self._on_steer,
         }
@@ -312,6 +314,16 @@ class TranscriptSession:
             interactions.answer(
                 message.question_id, [a.model_dump() for a in message.answers], via="widget"
             )
+        except DecisionRefusedError as error:
+            return str(error)
+        return None
+
+    def _on_question_decline(self, message: QuestionDeclineMsg) -> str | None:
+        interactions = self._interactions()
+        if interactions is None:
+            return f"Unknown question {message.question_id!r}."
+        try:  # refused there too: an ask_question question, or one already settled
+            interactions.decline(message.question_id, via="widget")
         except DecisionRefusedError as error:
             return str(error)
         return None

@@ -260,6 +260,9 @@ def _then(sentence: str, more: str) -> str:
 
 def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
     answers = {a.get("questionId"): a.get("answer") for a in question.get("answers", [])}
+    status = question.get("status", "")
+    if status == "cancelled" and question.get("decided_by") == "human":
+        status = "declined"  # the person's Decline (a question an MCP server asked)
     items = []
     questions = question.get("questions", [])
     for item in questions[:MAX_ITEMS]:
@@ -267,7 +270,7 @@ def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
         shown = (
             _esc(answer, MAX_SHORT, budget)
             if answer
-            else f"<em>{_esc(question.get('status', ''))}</em>"
+            else f"<em>{_esc(status)}</em>"
         )
         items.append(f"<li>{_esc(item.get('question', ''), MAX_SHORT, budget)} — {shown}</li>")
     if len(questions) > MAX_ITEMS:

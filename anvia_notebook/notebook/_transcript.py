@@ -102,6 +102,7 @@ def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
                 q.model_dump(mode="json", exclude={"answer_schema"}) for q in record.questions
             ],
             "answers": [a.to_wire() for a in record.answers],
+            **({"declinable": True} if record.declinable else {}),
         }
     edited = record.edited_args if isinstance(record.edited_args, dict) else None
     view = {

@@ -38,6 +38,7 @@ from ..decisions import (
     answers_resolution,
     check_resolution,
     decided,
+    decline_resolution,
     refused_twice,
 )
 from ..events import RunEvent
@@ -579,6 +580,14 @@ class RunStore(SteeringRows):
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); first one wins."""
         resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
+        return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
+
+    def decline(
+        self, run_id: str, question_id: str | QuestionRecord, *, via: DecidedVia = "store"
+    ) -> QuestionRecord:
+        """Decline a pending question that may be declined (one an MCP server asked; the server
+        is told ``decline``); ``ask_question``'s questions are refused. First decision wins."""
+        resolution = decline_resolution(via)
         return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
 
     def _decide(self, run_id: str, item_id: str, kind: str, resolution: Resolution) -> Record:

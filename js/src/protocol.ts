@@ -55,6 +55,7 @@ export type {
   JsonValue,
   NoticeEntry,
   QuestionAnswersMsg,
+  QuestionDeclineMsg,
   QuestionItemView,
   QuestionView,
   ReasoningEntry,
@@ -209,6 +210,7 @@ const questionCheck = shape<W.QuestionView>({
   decided_via: optional(literal(...DECIDED_VIA)),
   expires_at: optional(str),
   path: optional(arrayOf(str)),
+  declinable: optional(bool),
 });
 
 const subAgentCheck = shape<W.SubAgentView>({
@@ -445,6 +447,7 @@ const PAGE_CHECKS: Record<PageMessage["type"], Check> = {
     always_allow: bool,
   }),
   question_answers: shape<Msg<W.QuestionAnswersMsg>>({ ...rid, question_id: nonEmptyStr, answers: arrayOf(answerCheck) }),
+  question_decline: shape<Msg<W.QuestionDeclineMsg>>({ ...rid, question_id: nonEmptyStr }),
   stop: shape<Msg<W.StopMsg>>({ ...rid, reason: nullable(str) }),
   steer: shape<Msg<W.SteerMsg>>({ ...rid, text: str }),
   studio_send: shape<Msg<W.StudioSendMsg>>({ ...rid, agent_id: nonEmptyStr, text: str }),

@@ -17,7 +17,7 @@ const invalid = fixtureFiles(join(FIXTURES, "invalid"));
 const name = (p: string) => p.slice(FIXTURES.length);
 
 const KERNEL_TYPES = ["snapshot", "batch", "reply", "studio", "evals", "evals_update", "inspect_reply"];
-const PAGE_TYPES = ["sync", "approval_decision", "question_answers", "stop", "steer", "studio_send", "studio_select", "studio_new_session", "studio_open_session", "evals_open_case", "inspect"];
+const PAGE_TYPES = ["sync", "approval_decision", "question_answers", "question_decline", "stop", "steer", "studio_send", "studio_select", "studio_new_session", "studio_open_session", "evals_open_case", "inspect"];
 
 describe("protocol fixtures", () => {
   it("has fixtures", () => {

@@ -144,6 +144,35 @@ describe("question panel", () => {
     expect(q.root.querySelector(".anvia-tool-status")?.textContent).toBe("Timed out");
   });
 
+  it("has no Decline for ask_question's questions", () => {
+    const q = setup();
+    expect(buttons(q.panel()).map((b) => b.textContent)).not.toContain("Decline");
+  });
+
+  it("offers Decline on a question an MCP server asked, and sends question_decline", async () => {
+    const q = setup({ ...question, declinable: true });
+    expect(buttons(q.panel()).map((b) => b.textContent)).toEqual(["High", "Low", "Back", "Next", "Submit answers", "Decline"]);
+    const decline = byLabel(q.panel(), "Decline");
+    expect(decline.disabled).toBe(false); // no answer needed to decline
+    decline.click();
+    expect(q.model.last("question_decline")).toEqual({ type: "question_decline", request_id: expect.any(String), question_id: "q_1" });
+    for (const b of buttons(q.panel())) expect(b.disabled).toBe(true);
+    q.model.reply("question_decline", false, "Question q_1 is already answered");
+    await tick();
+    expect(byLabel(q.panel(), "Decline").disabled).toBe(false);
+    expect(q.panel().querySelector(".anvia-error-text")?.textContent).toContain("already answered");
+  });
+
+  it("shows a declined question as Declined, a stopped one as Cancelled", () => {
+    const declinedView: QuestionView = { ...question, declinable: true, status: "cancelled", decided_by: "human", decided_via: "widget" };
+    let q = setup(declinedView);
+    expect(q.panel().querySelector(".anvia-question-state")?.textContent).toBe("Declined");
+    expect(buttons(q.panel())).toHaveLength(0);
+    document.body.replaceChildren();
+    q = setup({ ...declinedView, decided_by: "stop", decided_via: null });
+    expect(q.panel().querySelector(".anvia-question-state")?.textContent).toBe("Cancelled");
+  });
+
   it("Enter in the custom input moves on, but not while composing", () => {
     const q = setup();
     type(q.custom(), "P1");

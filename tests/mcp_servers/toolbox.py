@@ -146,6 +146,15 @@ async def book_table(ctx: Context) -> str:
 
 
 @server.tool(annotations=READ_ONLY)
+async def connect_account(ctx: Context) -> str:
+    """Send the person to a web page (a URL elicitation) and report what came back."""
+    result = await ctx.elicit_url(
+        "Sign in to the booking service.", "https://example.com/sign-in?code=42", "sign-in-1"
+    )
+    return result.action
+
+
+@server.tool(annotations=READ_ONLY)
 async def roots(ctx: Context) -> str:
     """The roots the client declares (their URIs, one a line), or that it declares none."""
     capabilities = ctx.session.client_params.capabilities if ctx.session.client_params else None

@@ -26,6 +26,7 @@ PAGE_TYPES = {
     "sync",
     "approval_decision",
     "question_answers",
+    "question_decline",
     "stop",
     "steer",
     "studio_send",

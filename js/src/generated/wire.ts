@@ -30,6 +30,7 @@ export type InboundMessage =
   | SyncMsg
   | ApprovalDecisionMsg
   | QuestionAnswersMsg
+  | QuestionDeclineMsg
   | StopMsg
   | SteerMsg
   | StudioSendMsg
@@ -160,6 +161,7 @@ export interface QuestionView {
   decided_via?: ("widget" | "handle" | "store" | "cli" | "handler" | "human_input") | null;
   expires_at?: string | null;
   path?: string[] | null;
+  declinable?: boolean;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -426,6 +428,18 @@ export interface QuestionAnswersMsg {
   request_id: string;
   question_id: string;
   answers: AnswerView[];
+}
+/**
+ * Decline a question that may be declined (``QuestionView.declinable``: one an MCP server
+ * asked); the server is told ``decline``.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "QuestionDeclineMsg".
+ */
+export interface QuestionDeclineMsg {
+  type: "question_decline";
+  request_id: string;
+  question_id: string;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -22,7 +22,8 @@ export type InteractionKind = Interaction["kind"];
 /** What a person decided, before it is addressed to an interaction. */
 export type Decision =
   | { kind: "approval"; approved: boolean; reason: string | null; edited_args: JsonObject | null; always_allow: boolean }
-  | { kind: "question"; answers: Answer[] };
+  | { kind: "question"; answers: Answer[] }
+  | { kind: "decline" };
 
 /** What a form gets from its panel. */
 export interface FormContext {
@@ -104,6 +105,8 @@ export function sendDecision(session: Session, id: string, decision: Decision): 
       });
     case "question":
       return session.request({ type: "question_answers", question_id: id, answers: decision.answers });
+    case "decline":
+      return session.request({ type: "question_decline", question_id: id });
   }
 }
 

@@ -1,7 +1,8 @@
 // What is particular to a question (ask_question), drawn by the interaction panel
 // (interaction.ts): the pending form, one question at a time, choices as buttons that record and
 // advance, a custom answer that overrides the choice, Back / Next, "n/N answered", and "Submit
-// answers" once every question has an answer; and the record of the answers once settled.
+// answers" once every question has an answer; a question an MCP server asked (`declinable`) also
+// has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
 import type { Answer, QuestionView } from "../protocol";
 import type { DecisionForm, FormContext } from "./interaction";
@@ -26,11 +27,14 @@ const STATUS_TEXT: Record<QuestionView["status"], string> = {
   timed_out: "Timed out",
 };
 
+/** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
+const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
+
 export function questionRecord(q: QuestionView): HTMLElement {
   const box = h(
     "div",
     { class: `anvia-question anvia-question-${q.status}` },
-    h("div", { class: "anvia-question-state" }, STATUS_TEXT[q.status]),
+    h("div", { class: "anvia-question-state" }, declined(q) ? "Declined" : STATUS_TEXT[q.status]),
   );
   if (q.answers.length > 0) {
     const list = h("dl", { class: "anvia-answers" });
@@ -62,6 +66,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
   const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
+  const decline = q.declinable ? button("Decline", () => void ctx.submit({ kind: "decline" })) : null;
 
   const current = () => q.questions[index]!;
   const draft = (id: string): Draft => {
@@ -82,6 +87,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
     submit.disabled = busy || n < total;
     back.disabled = busy || index === 0;
     next.disabled = busy || index >= total - 1;
+    if (decline) decline.disabled = busy;
   }
 
   function render(): void {
@@ -138,7 +144,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
     text,
     choices,
     custom,
-    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit),
+    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit, decline),
   );
   return {
     el,

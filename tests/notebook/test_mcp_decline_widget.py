@@ -1,0 +1,47 @@
+"""An MCP server's elicitation in the widget: its question offers Decline, and the form's
+Decline reaches the server as ``decline``."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from mcp_helpers import toolbox
+from notebook_helpers import Page, finished, pending_question
+
+from anvia_notebook import AgentBuilder, mcp
+from anvia_notebook.models import QueueModel
+from anvia_notebook.notebook import _runner as runner
+
+from helpers import call, tool_results
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_sessions():
+    yield
+    asyncio.run(mcp.close_all())
+
+
+async def test_decline_in_the_form_answers_the_server_decline():
+    model = QueueModel([call("book_table", {}), "done"])
+    agent = AgentBuilder("a", model).mcp([toolbox("booker-widget")]).build()
+    handle = runner.show(agent.prompt("book"))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_question(page, timeout=60)
+    question = entry["question"]
+    assert question["declinable"] is True
+    assert [q["id"] for q in question["questions"]] == ["size", "outdoor", "guests", "note"]
+    reply = await page.request("question_decline", question_id=question["id"])
+    assert reply["ok"], reply
+    await asyncio.wait_for(handle.wait(), 60)
+    await finished(handle)
+    assert tool_results(model.requests[1])[0].content == "decline"
+    page.pump()
+    shown = page.state.by_id(entry["id"])["question"]
+    assert (shown["status"], shown["decided_by"], shown["decided_via"]) == (
+        "cancelled",
+        "human",
+        "widget",
+    )
+    await mcp.close_all()
