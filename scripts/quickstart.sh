@@ -110,9 +110,9 @@ if [ ! -f anvia_notebook/static/widget.js ]; then
 fi
 announce "Installing anvia_notebook and JupyterLab with pip (about a minute)"
 pip_install -e . jupyterlab
-# What the tutorials use besides the package: pandas (tables in 09 and 10) and the OpenTelemetry
+# What the tutorials use besides the package: pandas (tables in 09, 10 and 13) and the OpenTelemetry
 # SDK (the spans in 09).
-announce "Installing pandas and the OpenTelemetry SDK (tutorials 09 and 10)"
+announce "Installing pandas and the OpenTelemetry SDK (tutorials 09, 10 and 13)"
 pip_install pandas "opentelemetry-sdk>=1.20"
 
 # How to use this environment's Python later, in a terminal of one's own (the command line,

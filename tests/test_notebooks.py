@@ -108,6 +108,21 @@ EXPECTED = {
         "delete_note({'name': 'groceries'}): success, approved",
         "Closed.",
     ],
+    "13_steer_and_typed_results.ipynb": [
+        "steered: True",
+        "You (during the run): Also split it by region.",  # where the agent read it
+        "['user', 'assistant', 'tool', 'user', 'assistant', 'tool', 'assistant']",
+        "after the end: False",
+        "delivered: And by region, please.",
+        "has already ended (success); a message can no longer be sent to it.",
+        "region='west' sales_musd=1.2 growth_pct=12.0\nfastest growth: west",
+        "0   west         1.2          12",  # to_pandas()
+        "Summary(best_region='west', total_musd=2.8)",
+        'result.0.growth_pct: Input should be a valid number, unable to parse string as a number (got "about twelve")',
+        "refused: The final_result arguments are not valid as they are",
+        "[RegionSales(region='west', sales_musd=1.2, growth_pct=12.0)]",
+        "Contact(name='Maria', office='east', quarter='Q3')",
+    ],
 }
 
 #: A notebook's metadata as JupyterLab 4 writes it when it opens one with the ``python3`` kernel

@@ -132,7 +132,7 @@ def test_it_shows_a_line_per_step_and_what_pip_installs(tmp_path):
     steps = [line for line in out.splitlines() if line.startswith("==> [")]
     assert [s.split("] ", 1)[1] for s in steps][-3:] == [
         "Installing anvia_notebook and JupyterLab with pip (about a minute)",
-        "Installing pandas and the OpenTelemetry SDK (tutorials 09 and 10)",
+        "Installing pandas and the OpenTelemetry SDK (tutorials 09, 10 and 13)",
         "Starting JupyterLab",
     ]
     assert steps[-1].startswith(f"==> [{len(steps)}/{len(steps)}]")
