@@ -116,6 +116,9 @@ class AnthropicModel(CompletionModel):
         self.max_tokens = max_tokens
         self.request_options = request_options
         self._sends_temperature = _has_parameter(self.client.messages.create, "temperature")
+        # Older SDKs (before structured outputs) have no ``output_config`` argument: it goes in
+        # the request body as it is, which the API reads the same way.
+        self._takes_output_config = _has_parameter(self.client.messages.create, "output_config")
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
@@ -157,6 +160,10 @@ class AnthropicModel(CompletionModel):
             config = dict(options.get("output_config") or {})
             config["format"] = to_anthropic_output_format(request.response_format)
             options["output_config"] = config
+        if "output_config" in options and not self._takes_output_config:
+            extra = dict(options.get("extra_body") or {})
+            extra["output_config"] = options.pop("output_config")
+            options["extra_body"] = extra
         if request.temperature is not None:
             if self._sends_temperature:
                 options["temperature"] = request.temperature
