@@ -107,8 +107,7 @@ async def test_inspect_refuses_a_call_that_is_not_there_and_a_malformed_request(
 async def test_the_status_line_gets_the_run_summary_when_the_run_ends():
     handle = runner.show(inventory_agent().prompt("Is item 7 in stock?"))
     page = Page(handle.widget)
-    await page.sync()
-    assert "duration_ms" not in page.state.status
+    await page.sync()  # (the one-millisecond run may have ended by now: no check before)
     await finished(handle)
     page.pump()
     status = page.state.status
