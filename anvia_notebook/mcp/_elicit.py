@@ -5,15 +5,17 @@ question (section 5) in the run's one interaction record, the same UI and store:
 * a boolean gives Yes / No;
 * a string, number or integer gives a custom answer only (no choices), checked against the
   field's schema and sent with its JSON type;
-* an optional field also offers "Leave blank" (the field is then left out).
+* an optional field also offers "Leave blank" (the field is then left out);
+* an optional field a question cannot ask (say, a multi-select list) is left out of the
+  questions, with a warning: the server gets no value for it, as if left blank.
 
 Answered: ``accept`` with the values. The questions are ``declinable``: the person's Decline (the
 form's button, ``RunHandle.decline``, ``RunStore.decline``, the command line) closes the record
 ``cancelled`` by the person, which answers ``decline``; Stop, a timeout or the runtime answers
 ``cancel``. A form that cannot be shown as
-questions (say, a multi-select field), or a run with nobody to ask, is answered ``decline``
-with a warning. A URL elicitation shows the message and the link, and waits for the person to
-say whether they have done what it asks.
+questions (a required field a question cannot ask, say a multi-select one), or a run with
+nobody to ask, is answered ``decline`` with a warning. A URL elicitation shows the message and
+the link, and waits for the person to say whether they have done what it asks.
 """
 
 from __future__ import annotations
@@ -64,39 +66,53 @@ def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
     return None
 
 
-def form_questions(message: str, schema: dict[str, Any]) -> list[Question]:
-    """One question per field of the form (raises :class:`FormNotShown` for a field it cannot
-    ask). The server's message heads the first question."""
+def form_questions(
+    message: str, schema: dict[str, Any], left_out: list[str] | None = None
+) -> list[Question]:
+    """One question per field of the form; the server's message heads the first question.
+
+    A field no question can ask raises :class:`FormNotShown`, unless ``left_out`` is given
+    and the field is optional: its name is then appended to ``left_out`` and it is skipped."""
     properties = schema.get("properties") or {}
     required = set(schema.get("required") or [])
     questions: list[Question] = []
     for name, spec in properties.items():
-        if not isinstance(spec, dict):
-            raise FormNotShown(f"field {name!r} has no schema")
-        text = _label(name, spec)
-        if not questions and message.strip():
-            text = f"{message.strip()}\n\n{text}"
-        kind = spec.get("type")
-        choices = _enum_choices(spec)
-        answer_schema: dict[str, Any] | None = None
-        if choices is None and kind == "boolean":
-            choices = [Choice(label="Yes", value="true"), Choice(label="No", value="false")]
-        elif choices is None and kind in ("string", "number", "integer"):
-            choices = []
-            answer_schema = {
-                key: value
-                for key, value in spec.items()
-                if key in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern",
-                           "format", "exclusiveMinimum", "exclusiveMaximum")
-            }
-        elif choices is None:
-            raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
-        if name not in required:
-            choices = [*choices, Choice(label="Leave blank", value=BLANK)]
-        questions.append(
-            Question(id=name, question=text, choices=choices, answer_schema=answer_schema)
-        )
+        try:
+            question = _field_question(name, spec, name in required, message, not questions)
+        except FormNotShown:
+            if left_out is None or name in required:
+                raise
+            left_out.append(name)
+            continue
+        questions.append(question)
     return questions
+
+
+def _field_question(name: str, spec: Any, required: bool, message: str, first: bool) -> Question:
+    """The question for one field (the server's message heads the ``first`` one)."""
+    if not isinstance(spec, dict):
+        raise FormNotShown(f"field {name!r} has no schema")
+    text = _label(name, spec)
+    if first and message.strip():
+        text = f"{message.strip()}\n\n{text}"
+    kind = spec.get("type")
+    choices = _enum_choices(spec)
+    answer_schema: dict[str, Any] | None = None
+    if choices is None and kind == "boolean":
+        choices = [Choice(label="Yes", value="true"), Choice(label="No", value="false")]
+    elif choices is None and kind in ("string", "number", "integer"):
+        choices = []
+        answer_schema = {
+            key: value
+            for key, value in spec.items()
+            if key in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern",
+                       "format", "exclusiveMinimum", "exclusiveMaximum")
+        }
+    elif choices is None:
+        raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
+    if not required:
+        choices = [*choices, Choice(label="Leave blank", value=BLANK)]
+    return Question(id=name, question=text, choices=choices, answer_schema=answer_schema)
 
 
 def _content(record: QuestionRecord, schema: dict[str, Any]) -> dict[str, Any]:
@@ -159,8 +175,11 @@ async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
         accepted = record.answers[0].answer == DONE
         return types.ElicitResult(action="accept" if accepted else "decline")
     schema = dict(params.requested_schema or {})
+    left_out: list[str] = []
     try:
-        questions = form_questions(params.message, schema)
+        questions = form_questions(params.message, schema, left_out)
+        if left_out and not questions:
+            raise FormNotShown(f"no field of it is one a question can ask ({', '.join(left_out)})")
     except FormNotShown as problem:
         warnings.warn(
             f"The MCP server {server_name!r} asked for input with a form that cannot be shown "
@@ -171,6 +190,13 @@ async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
         return types.ElicitResult(action="decline")
     if not questions:
         return types.ElicitResult(action="accept", content={})
+    if left_out:
+        warnings.warn(
+            f"The MCP server {server_name!r} asked for input with optional fields a question "
+            f"cannot ask ({', '.join(left_out)}): they are left out, as if left blank.",
+            UserWarning,
+            stacklevel=2,
+        )
     record = await ask(questions)
     if record is None:
         return await elicit_result(None, params, server_name)

@@ -1,0 +1,209 @@
+"""A server others publish on npm: ``@modelcontextprotocol/server-everything`` (the MCP
+project's reference server), pinned in ``tests/mcp_servers/npm/package.json`` and installed by
+``.ci/run`` with ``npm ci`` in that folder. It runs offline once installed.
+
+Through the agent: approvals from the annotations it declares (read-only tools run without
+approval, the others ask), its image shown in the transcript, its elicitation form asked as
+questions, and no ``node`` process left once the session is closed or the interpreter exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mcp_helpers import SERVERS, alive, processes_running
+
+from anvia_notebook import AgentBuilder, CallbackHumanInput, mcp
+from anvia_notebook.models import QueueModel
+from anvia_notebook.notebook._transcript import Transcript
+
+from helpers import call, tool_results
+
+NPM_FOLDER = SERVERS / "npm"
+EVERYTHING = (
+    NPM_FOLDER / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
+
+
+def _everything_script() -> str:
+    """The installed server's entry point; missing: a failure in CI, else a skip saying how."""
+    if EVERYTHING.is_file() and shutil.which("node"):
+        return str(EVERYTHING)
+    how = f"run `npm ci` in {NPM_FOLDER.relative_to(Path(__file__).parent.parent)} (.ci/run does)"
+    if os.environ.get("CI"):
+        pytest.fail(f"@modelcontextprotocol/server-everything is not installed: {how}")
+    pytest.skip(f"@modelcontextprotocol/server-everything is not installed: {how}")
+
+
+@pytest.fixture(scope="module")
+def everything():
+    script = _everything_script()
+    yield mcp.stdio("everything", "node", [script, "stdio"])
+    asyncio.run(mcp.close_all())
+
+
+def test_read_only_tools_run_without_approval_and_the_others_ask(everything):
+    asked = []
+    model = QueueModel(
+        [
+            call("get-sum", {"a": 2, "b": 3}, id="c1"),
+            call("toggle-simulated-logging", {}, id="c2"),
+            call("toggle-simulated-logging", {}, id="c3"),
+            "done",
+        ]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([everything])
+        .approvals(lambda request: asked.append(request.reason) or True)
+        .build()
+    )
+    assert agent.prompt("go").send_sync().output == "done"
+    assert tool_results(model.requests[1])[0].content == "The sum of 2 and 3 is 5."
+    assert "Started simulated" in tool_results(model.requests[2])[0].content
+    assert "Stopped simulated" in tool_results(model.requests[3])[0].content
+    # get-sum declares readOnlyHint: true; toggle-simulated-logging declares readOnlyHint: false.
+    assert asked == [
+        "toggle-simulated-logging from the MCP server 'everything' (declares: not read-only, "
+        "not destructive, not idempotent, closed world)"
+    ] * 2
+
+
+def test_its_image_is_shown_in_the_transcript_and_the_model_reads_a_placeholder(everything):
+    model = QueueModel([call("get-tiny-image", {}), "done"])
+    agent = AgentBuilder("a", model).mcp([everything]).build()
+
+    async def collect():
+        return [e async for e in agent.prompt("draw").stream()]
+
+    events = asyncio.run(collect())
+    [result] = [e for e in events if e.type == "tool_result"]
+    [image] = result.parts
+    assert (image["type"], image["media_type"]) == ("image", "image/png")
+    assert image["data"].startswith("iVBOR") and image["data"] not in result.result
+    seen = tool_results(model.requests[1])[0].content
+    assert seen.startswith("Here's the image you requested:\n[image image/png, ")
+    assert seen.endswith(", shown to the user]\nThe image above is the MCP logo.")
+
+    transcript = Transcript("a", emit=lambda op: None)
+    transcript.begin_run("r1", "a", "draw")
+    for event in events:
+        transcript.apply(event)
+    [tool] = [e for e in transcript.state(1)["entries"] if e["kind"] == "tool"]
+    assert tool["images"] == [{"media_type": "image/png", "data": image["data"]}]
+
+
+def test_its_elicitation_form_is_asked_as_questions_and_the_answers_reach_it(everything):
+    requests = []
+
+    def ask(request):
+        requests.append(request)
+        answers = {
+            "name": {"answer": "Ada Lovelace", "custom": True},
+            "check": {"answer": "true", "choice": "true"},
+            "integer": {"answer": "7", "custom": True},
+            "untitledSingleSelectEnum": {"answer": "Joey", "choice": "Joey"},
+            "titledSingleSelectEnum": {"answer": "hero-3", "choice": "hero-3"},
+            "legacyTitledEnum": {"answer": "pet-2", "choice": "pet-2"},
+        }
+        return [
+            {"questionId": q.id, **answers.get(q.id, {"answer": "(blank)", "choice": "(blank)"})}
+            for q in request.questions
+        ]
+
+    model = QueueModel([call("trigger-elicitation-request", {}), "done"])
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([everything])
+        .approvals(lambda request: True)  # the tool declares readOnlyHint: false
+        .human_input(CallbackHumanInput(ask=ask))
+        .build()
+    )
+    with pytest.warns(UserWarning, match="untitledMultipleSelectEnum, titledMultipleSelectEnum"):
+        response = agent.prompt("ask me").send_sync()
+    [request] = requests
+    questions = {q.id: q for q in request.questions}
+    # Multi-select lists (optional) cannot be asked: left out, with the warning above.
+    assert list(questions) == [
+        "name", "check", "firstLine", "email", "homepage", "birthdate", "integer", "number",
+        "untitledSingleSelectEnum", "titledSingleSelectEnum", "legacyTitledEnum",
+    ]
+    assert questions["name"].choices == []  # required: a custom answer only
+    assert [c.label for c in questions["titledSingleSelectEnum"].choices] == [
+        "Superman", "Green Lantern", "Wonder Woman", "Leave blank",
+    ]
+    assert [c.label for c in questions["legacyTitledEnum"].choices][:2] == ["Cats", "Dogs"]
+    assert questions["integer"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 100}
+    seen = tool_results(model.requests[1])[0].content
+    assert "✅ User provided the requested information!" in seen
+    for line in (
+        '"name": "Ada Lovelace"',
+        '"check": true',
+        '"integer": 7',
+        '"untitledSingleSelectEnum": "Joey"',
+        '"titledSingleSelectEnum": "hero-3"',
+        '"legacyTitledEnum": "pet-2"',
+    ):
+        assert line in seen, seen
+    assert '"email"' not in seen  # left blank: not sent
+    assert response.trace.tool_calls[0].question.status == "answered"
+
+
+def _node_processes() -> list[int]:
+    return processes_running(str(EVERYTHING))
+
+
+def _gone(pids: list[int], within: float = 20.0) -> bool:
+    deadline = time.monotonic() + within
+    while any(alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_closing_the_session_leaves_no_node_process():
+    script = _everything_script()
+    before = set(_node_processes())
+    server = mcp.stdio("everything-closed", "node", [script, "stdio"])
+    model = QueueModel([call("echo", {"message": "hi"}), "done"])
+    AgentBuilder("a", model).mcp([server]).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content == "Echo: hi"
+    started = [pid for pid in _node_processes() if pid not in before]
+    assert len(started) == 1
+    asyncio.run(mcp.close_all())
+    assert _gone(started)
+
+
+_CHILD = """
+import asyncio, sys
+sys.path[:0] = {paths!r}
+from anvia_notebook import mcp
+async def main():
+    connected = await mcp.connect(mcp.stdio("everything", "node", [{script!r}, "stdio"]))
+    echo = next(t for t in connected.tools if t.name == "echo")
+    print(await echo.call(echo.parse_args({{"message": "up"}}), None), flush=True)
+asyncio.run(main())  # the interpreter exits with the session open
+"""
+
+
+def test_an_interpreter_that_exits_leaves_no_node_process():
+    script = _everything_script()
+    before = set(_node_processes())
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD.format(paths=sys.path, script=script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "Echo: up"
+    assert child.wait(timeout=60) == 0
+    assert _gone([pid for pid in _node_processes() if pid not in before])
+    assert [pid for pid in _node_processes() if pid not in before] == []
