@@ -48,7 +48,7 @@ from .hooks import (
 )
 from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
 from .interactions import Interactions, OpenInteraction
-from .messages import ToolResultPart
+from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
 from .question_types import Answer, Question, QuestionInput
 from .questions import QuestionRequest, QuestionTool
@@ -264,6 +264,7 @@ class ToolExecutor:
             self._landed[call.id] = (result, is_error, effective_args)
             self._report_landed(call, turn, internal_id)
             raise
+        returned = self._parts.get(call.id, [])  # the tool's media (popped by the event)
         self._emit_result(
             call,
             turn,
@@ -278,7 +279,11 @@ class ToolExecutor:
         )
         self._progress(call, turn, "done", effective_args, result, is_error)
         return ToolResultPart(
-            tool_call_id=call.id, tool_name=call.name, content=result, is_error=is_error
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=result,
+            is_error=is_error,
+            media=[] if is_error else ToolResultMedia.from_parts(returned),
         )
 
     def _emit_result(

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Message", "MessageToolCall", "ToolResultPart", "Usage"]
+__all__ = ["Message", "MessageToolCall", "ToolResultMedia", "ToolResultPart", "Usage"]
 
 
 class Usage(BaseModel):
@@ -45,8 +45,30 @@ class MessageToolCall(BaseModel):
         return json.loads(self.arguments)
 
 
+class ToolResultMedia(BaseModel):
+    """An image (or audio clip) a tool returned besides its text (an MCP tool's): its media
+    type and base64 data. Providers that take images in tool results send them with the
+    result; the others read only the short placeholder in the result's text."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    type: Literal["image", "audio"]
+    media_type: str
+    data: str = Field(repr=False)
+
+    @classmethod
+    def from_parts(cls, parts: list[dict[str, Any]]) -> list[ToolResultMedia]:
+        """The images and audio among a ``tool_result`` event's ``parts``."""
+        return [
+            cls(type=part["type"], media_type=str(part["media_type"]), data=str(part["data"]))
+            for part in parts
+            if part.get("type") in ("image", "audio") and part.get("data")
+        ]
+
+
 class ToolResultPart(BaseModel):
-    """The result of one tool call, as the model sees it on the next turn."""
+    """The result of one tool call, as the model sees it on the next turn: ``content`` is its
+    text; ``media`` the images (or audio) it returned besides, each also named in the text."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -54,6 +76,7 @@ class ToolResultPart(BaseModel):
     tool_name: str
     content: str
     is_error: bool = False
+    media: list[ToolResultMedia] = Field(default_factory=list)
 
 
 class Message(BaseModel):

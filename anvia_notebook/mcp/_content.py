@@ -3,8 +3,9 @@
 As in Anvia: text content is the result; structured content is the result as JSON only when
 there is no content; embedded resources become their URI, media type and text; ``isError`` is
 an error result whose text the model reads. Beyond Anvia (which refuses them): resource links
-become their URI, and images (and audio) never reach the model as base64 text: the model reads
-a short placeholder and the image itself is kept for the transcript.
+become their URI, and images (and audio) never reach the model as base64 text: the text holds a
+short placeholder, and the image itself is kept apart, for the transcript and for the providers
+that take images with a tool result (see ``ToolResultMedia``).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..messages import Message, Usage
 from ._errors import api_error, connection_error, missing_sdk, transport_error_types
 from ._json_schema import closed_objects
+from ._media import images_to_send
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -38,9 +39,11 @@ if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
     from anthropic.types import (
         ContentBlockParam,
+        ImageBlockParam,
         MessageParam,
         RawMessageStreamEvent,
         RedactedThinkingBlockParam,
+        TextBlockParam,
         ThinkingBlockParam,
         ToolParam,
         ToolResultBlockParam,
@@ -75,7 +78,9 @@ class AnthropicModel(CompletionModel):
     ``model`` is the model id (also the :attr:`name`). The key comes from ``api_key`` or the
     ``ANTHROPIC_API_KEY`` environment variable. ``client`` replaces the ``AsyncAnthropic`` client
     this model would build (its options, such as ``max_retries``, are then left as they are).
-    ``max_tokens`` caps each completion unless the request sets its own cap. Other keyword
+    ``max_tokens`` caps each completion unless the request sets its own cap. Images a tool
+    returned (an MCP tool's) go in its ``tool_result`` as image blocks, which every Claude model
+    reads; ``tool_result_images=False`` sends only the text placeholder naming them. Other keyword
     arguments are sent with every request (``thinking={"type": "adaptive"}``,
     ``stop_sequences=[...]``, ...); the request's own ``tool_choice`` wins over them. The request's
     ``temperature`` is sent only through an SDK that still has the parameter: the 2.x SDK dropped
@@ -101,6 +106,8 @@ class AnthropicModel(CompletionModel):
         api_key: str | None = None,
         client: AsyncAnthropic | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        *,
+        tool_result_images: bool = True,
         **request_options: Any,
     ) -> None:
         try:
@@ -114,6 +121,7 @@ class AnthropicModel(CompletionModel):
         self.model = model
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
         self.max_tokens = max_tokens
+        self.tool_result_images = tool_result_images
         self.request_options = request_options
         self._sends_temperature = _has_parameter(self.client.messages.create, "temperature")
         # Older SDKs (before structured outputs) have no ``output_config`` argument: it goes in
@@ -126,7 +134,7 @@ class AnthropicModel(CompletionModel):
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import anthropic
 
-        messages = to_anthropic_messages(request.messages)
+        messages = to_anthropic_messages(request.messages, images=self.tool_result_images)
         options = self._options(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         assembler = _EventAssembler()
@@ -184,10 +192,11 @@ def _has_parameter(function: Any, name: str) -> bool:
         return False
 
 
-def to_anthropic_messages(messages: list[Message]) -> list[MessageParam]:
+def to_anthropic_messages(messages: list[Message], images: bool = True) -> list[MessageParam]:
     """The conversation as Messages API messages.
 
-    Tool results go back as a user message of ``tool_result`` blocks; consecutive messages of one
+    Tool results go back as a user message of ``tool_result`` blocks (with ``images``, a
+    result's images as image blocks after its text); consecutive messages of one
     role are merged (so a user message after tool results joins them, after the results); blank
     text is left out, as the API refuses it. Reasoning text is never sent back; the signed thinking
     blocks in an assistant message's ``provider_data`` are, first in their turn.
@@ -215,7 +224,24 @@ def to_anthropic_messages(messages: list[Message]) -> list[MessageParam]:
                 "tool_use_id": part.tool_call_id,
                 "is_error": part.is_error,
             }
-            if part.content:
+            sent = images_to_send(part) if images else []
+            if sent:
+                content: list[TextBlockParam | ImageBlockParam] = []
+                if part.content:
+                    content.append({"type": "text", "text": part.content})
+                content.extend(
+                    {
+                        "type": "image",
+                        "source": {
+                            "type": "base64",
+                            "media_type": media.media_type,  # type: ignore[typeddict-item]
+                            "data": media.data,
+                        },
+                    }
+                    for media in sent
+                )
+                result["content"] = content
+            elif part.content:
                 result["content"] = part.content
             blocks.append(result)
         if not blocks:

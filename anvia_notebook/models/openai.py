@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..messages import Message, Usage
 from ._errors import api_error, connection_error, missing_sdk, transport_error_types
 from ._json_schema import closed_objects, every_property_required
+from ._media import images_to_send
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -33,8 +34,10 @@ if TYPE_CHECKING:
     from openai.types.chat import (
         ChatCompletionAssistantMessageParam,
         ChatCompletionChunk,
+        ChatCompletionContentPartParam,
         ChatCompletionMessageParam,
         ChatCompletionToolParam,
+        ChatCompletionUserMessageParam,
     )
 
 __all__ = ["OpenAIModel"]
@@ -61,6 +64,12 @@ class OpenAIModel(CompletionModel):
     (``top_p=0.9``, ``reasoning_effort="low"``, ``extra_body={...}``); the request's own
     ``temperature``, ``max_tokens`` and ``tool_choice`` win over them.
 
+    Tool messages take only text, so images a tool returned (an MCP tool's) follow the turn's
+    tool messages in a user message, as pydantic-ai does; the tool message keeps the placeholder
+    naming them. That is on for OpenAI's own API and off for other servers (where many models
+    read no images: they get the placeholder only); ``tool_result_images=True`` or ``False``
+    decides instead (``False`` for an OpenAI model that reads no images).
+
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
 
@@ -76,6 +85,8 @@ class OpenAIModel(CompletionModel):
         api_key: str | None = None,
         base_url: str | None = None,
         client: AsyncOpenAI | None = None,
+        *,
+        tool_result_images: bool | None = None,
         **request_options: Any,
     ) -> None:
         try:
@@ -96,6 +107,7 @@ class OpenAIModel(CompletionModel):
         # OpenAI's reasoning models refuse the older `max_tokens`, the one compatible servers know.
         is_openai = client.base_url.host == OPENAI_API_HOST
         self.max_tokens_field = "max_completion_tokens" if is_openai else "max_tokens"
+        self.tool_result_images = is_openai if tool_result_images is None else tool_result_images
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={str(self.client.base_url)!r})"
@@ -103,7 +115,9 @@ class OpenAIModel(CompletionModel):
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import openai
 
-        messages = to_openai_messages(request.instructions, request.messages)
+        messages = to_openai_messages(
+            request.instructions, request.messages, images=self.tool_result_images
+        )
         options = self._options(request)
         assembler = _ChunkAssembler()
         try:
@@ -147,10 +161,11 @@ class OpenAIModel(CompletionModel):
 
 
 def to_openai_messages(
-    instructions: str | None, messages: list[Message]
+    instructions: str | None, messages: list[Message], images: bool = False
 ) -> list[ChatCompletionMessageParam]:
     """The conversation as Chat Completions messages: the instructions first, as a system message,
-    and one ``tool`` message per tool result. Reasoning is never sent back."""
+    and one ``tool`` message per tool result (with ``images``, then a user message with the
+    images those results returned). Reasoning is never sent back."""
     result: list[ChatCompletionMessageParam] = []
     if instructions:
         result.append({"role": "system", "content": instructions})
@@ -177,7 +192,37 @@ def to_openai_messages(
                 {"role": "tool", "tool_call_id": part.tool_call_id, "content": part.content}
                 for part in message.tool_results
             )
+            if images:
+                shown = _tool_images_message(message)
+                if shown is not None:
+                    result.append(shown)
     return result
+
+
+def _tool_images_message(message: Message) -> ChatCompletionUserMessageParam | None:
+    """The images a turn's tool results returned, as one user message (tool messages take only
+    text), each result's introduced by a line naming its tool and call."""
+    content: list[ChatCompletionContentPartParam] = []
+    for part in message.tool_results:
+        sent = images_to_send(part)
+        if not sent:
+            continue
+        what = "image" if len(sent) == 1 else f"{len(sent)} images"
+        content.append(
+            {
+                "type": "text",
+                "text": f"The {what} returned by the tool {part.tool_name} "
+                f"(call {part.tool_call_id}):",
+            }
+        )
+        content.extend(
+            {
+                "type": "image_url",
+                "image_url": {"url": f"data:{media.media_type};base64,{media.data}"},
+            }
+            for media in sent
+        )
+    return {"role": "user", "content": content} if content else None
 
 
 def to_openai_tool(tool: ToolDefinition) -> ChatCompletionToolParam:
