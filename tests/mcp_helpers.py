@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +48,33 @@ def processes_running(script: str) -> list[int]:
         if script in cmdline and alive(int(entry)):
             found.append(int(entry))
     return found
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def serve_toolbox(transport: str):
+    """Run the toolbox over HTTP (``"http"``: streamable HTTP, or ``"sse"``) on 127.0.0.1;
+    yields its URL, stops it after (a generator for a fixture)."""
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, TOOLBOX, transport, str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:  # until it listens
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            assert process.poll() is None, "the HTTP toolbox exited"
+            assert time.monotonic() < deadline, "the HTTP toolbox did not start listening"
+            time.sleep(0.1)
+    path = "/mcp" if transport == "http" else "/sse"
+    yield f"http://127.0.0.1:{port}{path}"
+    process.terminate()
+    process.wait(timeout=10)

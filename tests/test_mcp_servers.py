@@ -8,13 +8,12 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
 import pytest
-from mcp_helpers import TOOLBOX, alive, processes_running
+from mcp_helpers import TOOLBOX, alive, processes_running, serve_toolbox
 
 from anvia_notebook import AgentBuilder, mcp
 from anvia_notebook.models import QueueModel
@@ -30,32 +29,8 @@ def _close_sessions():
     asyncio.run(mcp.close_all())
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _serve(transport: str):
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, TOOLBOX, transport, str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while True:  # until it listens
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert process.poll() is None, "the HTTP toolbox exited"
-            assert time.monotonic() < deadline, "the HTTP toolbox did not start listening"
-            time.sleep(0.1)
-    path = "/mcp" if transport == "http" else "/sse"
-    yield f"http://127.0.0.1:{port}{path}"
-    process.terminate()
-    process.wait(timeout=10)
+    yield from serve_toolbox(transport)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from ..errors import McpConnectionError, McpMalformedResultError, McpTimeoutError
 from ..question_types import describe_validation_error
+from ._call_slots import CallSlots
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 
 if TYPE_CHECKING:
@@ -104,6 +105,8 @@ class Connection:
         #: The calls in flight on this session: who asks the person for each, and whether
         #: a person is being asked (which pauses its time limit).
         self._calls: list[tuple[ElicitFn | None, _PersonWait]] = []
+        #: Admission: a call that can ask someone runs alone (see ``_call_slots``).
+        self._slots = CallSlots()
         #: Times the session was opened (a reconnect counts), for tests and messages.
         self.opened = 0
 
@@ -282,6 +285,14 @@ class Connection:
         """Call one tool. The time limit restarts at each progress notification; a call past
         it raises :class:`McpTimeoutError`; a session that broke raises
         :class:`~anvia_notebook.errors.McpConnectionError` (the next call reconnects)."""
+        # A call that can ask someone runs alone on the session, so a server's question during
+        # it is its own (see _call_slots); its time limit starts once it is admitted.
+        async with self._slots.hold(exclusive=ask is not None):
+            return await self._call_admitted(name, arguments, timeout, ask)
+
+    async def _call_admitted(
+        self, name: str, arguments: dict[str, Any], timeout: float, ask: ElicitFn | None
+    ) -> mcp_types.CallToolResult:
         session = await self.ensure_open()
         loop = asyncio.get_running_loop()
         last_progress = loop.time()
@@ -344,14 +355,16 @@ class Connection:
             self._calls.remove((ask, waiting))
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
-        """A server asks the person something during a call: the run of the call in flight
-        asks (the latest call, if several run at once on this session); the call's time limit
-        is paused meanwhile."""
+        """A server asks the person something during a call: the run of the call that can ask
+        someone asks (such a call runs alone on the session, so it is the call that caused
+        the question); the call's time limit is paused meanwhile. With only calls that have
+        nobody to ask in flight (or none), it is declined with a warning."""
         from ._elicit import elicit_result
 
-        if not self._calls:
+        asking = [(ask, waiting) for ask, waiting in self._calls if ask is not None]
+        if not asking:
             return await elicit_result(None, params, self.config.name)
-        ask, waiting = self._calls[-1]
+        [(ask, waiting)] = asking
         waiting.begin()
         try:
             return await elicit_result(ask, params, self.config.name)

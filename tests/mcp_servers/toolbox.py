@@ -145,6 +145,19 @@ async def book_table(ctx: Context) -> str:
     return result.action
 
 
+class Name(BaseModel):
+    name: str = Field(description="A name")
+
+
+@server.tool(annotations=READ_ONLY)
+async def ask_name(label: str, ctx: Context) -> str:
+    """Ask the person for a name for ``label`` (elicitation); report it with the label."""
+    result = await ctx.elicit(f"Which name for {label}?", Name)
+    if result.action == "accept":
+        return f"{label}: {result.data.name}"
+    return f"{label}: {result.action}"
+
+
 @server.tool(annotations=READ_ONLY)
 async def connect_account(ctx: Context) -> str:
     """Send the person to a web page (a URL elicitation) and report what came back."""
