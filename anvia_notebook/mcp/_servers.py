@@ -9,7 +9,7 @@ import ipaddress
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from ..approvals import ToolApproval
@@ -34,8 +34,11 @@ ApprovalSetting = ApprovalPolicy | Mapping[str, ApprovalPolicy]
 
 DEFAULT_TIMEOUT = 60.0
 
+_Remote = TypeVar("_Remote", bound="HttpServer")
 
-def _check_common(name: str, approval: ApprovalSetting, timeout: float) -> None:
+
+def _common(name: str, approval: ApprovalSetting, timeout: float) -> dict[str, Any]:
+    """The settings every transport shares, checked: the fields of any :class:`McpServerConfig`."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("An MCP server needs a non-empty name, e.g. mcp.stdio('files', ...).")
     policies = list(approval.values()) if isinstance(approval, Mapping) else [approval]
@@ -47,6 +50,27 @@ def _check_common(name: str, approval: ApprovalSetting, timeout: float) -> None:
             )
     if not isinstance(timeout, (int, float)) or timeout <= 0:
         raise ValueError(f"MCP server {name!r}: timeout must be a positive number of seconds.")
+    return {"name": name.strip(), "approval": approval, "timeout": float(timeout)}
+
+
+def _remote(
+    kind: type[_Remote],
+    name: str,
+    url: str,
+    headers: Mapping[str, str] | None,
+    approval: ApprovalSetting,
+    timeout: float,
+    allow_private_network: bool,
+) -> _Remote:
+    """A server reached over HTTP (``kind``: streamable HTTP or SSE), its URL checked."""
+    common = _common(name, approval, timeout)
+    check_url(name, url, allow_private_network)
+    return kind(
+        **common,
+        url=url,
+        headers=dict(headers) if headers is not None else None,
+        allow_private_network=allow_private_network,
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,15 +151,13 @@ def stdio(
     ``env`` is added to a minimal environment (as the ``mcp`` SDK does); ``roots`` are the
     folders declared to the server (none unless given).
     """
-    _check_common(name, approval, timeout)
+    common = _common(name, approval, timeout)
     if not isinstance(command, str) or not command.strip():
         raise ValueError(f"MCP server {name!r}: command must be a non-empty string.")
     if isinstance(args, str):
         raise TypeError(f"MCP server {name!r}: args must be a list of strings, not one string.")
     return StdioServer(
-        name=name.strip(),
-        approval=approval,
-        timeout=float(timeout),
+        **common,
         command=command,
         args=tuple(str(a) for a in args),
         env=dict(env) if env is not None else None,
@@ -157,16 +179,7 @@ def http(
     As in Anvia, private, loopback and link-local addresses are refused unless
     ``allow_private_network=True``.
     """
-    _check_common(name, approval, timeout)
-    check_url(name, url, allow_private_network)
-    return HttpServer(
-        name=name.strip(),
-        approval=approval,
-        timeout=float(timeout),
-        url=url,
-        headers=dict(headers) if headers is not None else None,
-        allow_private_network=allow_private_network,
-    )
+    return _remote(HttpServer, name, url, headers, approval, timeout, allow_private_network)
 
 
 def sse(
@@ -178,16 +191,7 @@ def sse(
     allow_private_network: bool = False,
 ) -> SseServer:
     """An MCP server reached over HTTP with server-sent events (the older transport)."""
-    _check_common(name, approval, timeout)
-    check_url(name, url, allow_private_network)
-    return SseServer(
-        name=name.strip(),
-        approval=approval,
-        timeout=float(timeout),
-        url=url,
-        headers=dict(headers) if headers is not None else None,
-        allow_private_network=allow_private_network,
-    )
+    return _remote(SseServer, name, url, headers, approval, timeout, allow_private_network)
 
 
 def check_url(name: str, url: str, allow_private_network: bool) -> None:

@@ -1,0 +1,60 @@
+"""Describing MCP servers (``mcp.stdio``, ``mcp.http``, ``mcp.sse``): the settings they share are
+checked the same way, with clear errors, and nothing is connected yet."""
+
+from __future__ import annotations
+
+import pytest
+
+from anvia_notebook import ToolApproval, mcp
+from anvia_notebook.errors import McpPrivateNetworkError
+
+URL = "https://mcp.example.com/mcp"
+FACTORIES = {
+    "stdio": lambda **kw: mcp.stdio(command="python", **kw),
+    "http": lambda **kw: mcp.http(url=URL, **kw),
+    "sse": lambda **kw: mcp.sse(url=URL, **kw),
+}
+
+
+@pytest.mark.parametrize("kind", FACTORIES)
+def test_shared_settings_are_checked_alike(kind):
+    make = FACTORIES[kind]
+    with pytest.raises(ValueError, match="needs a non-empty name"):
+        make(name="  ")
+    with pytest.raises(ValueError, match="'files': approval must be 'annotations', 'always', 'never'"):
+        make(name="files", approval="sometimes")
+    with pytest.raises(ValueError, match="approval must be"):
+        make(name="files", approval={"read_*": "never", "*": 3})
+    with pytest.raises(ValueError, match="'files': timeout must be a positive number of seconds"):
+        make(name="files", timeout=0)
+    policy = ToolApproval(when=True)
+    server = make(name=" files ", approval={"read_*": "never", "*": policy}, timeout=5)
+    assert (server.name, server.timeout, server.transport) == ("files", 5.0, kind)
+    assert isinstance(server.timeout, float)
+    assert server.approval == {"read_*": "never", "*": policy}
+
+
+def test_stdio_settings():
+    server = mcp.stdio("files", "npx", ["-y", 3], env={"A": "1"}, cwd=".", roots=["/data"])
+    assert (server.command, server.args, server.env, server.cwd, server.roots) == (
+        "npx", ("-y", "3"), {"A": "1"}, ".", ("/data",),
+    )
+    assert server.describe() == "npx -y 3"
+    with pytest.raises(ValueError, match="command must be a non-empty string"):
+        mcp.stdio("files", " ")
+    with pytest.raises(TypeError, match="args must be a list of strings, not one string"):
+        mcp.stdio("files", "npx", "-y")
+
+
+@pytest.mark.parametrize(("factory", "cls"), [(mcp.http, mcp.HttpServer), (mcp.sse, mcp.SseServer)])
+def test_remote_settings(factory, cls):
+    headers = {"Authorization": "Bearer x"}
+    server = factory("web", URL, headers=headers)
+    assert type(server) is cls
+    assert server.headers == headers and server.headers is not headers
+    assert server.describe() == URL and not server.allow_private_network
+    with pytest.raises(ValueError, match="is not an http:// or https:// URL"):
+        factory("web", "ftp://example.com/mcp")
+    with pytest.raises(McpPrivateNetworkError, match="allow_private_network=True"):
+        factory("web", "http://127.0.0.1:9/mcp")
+    assert factory("web", "http://127.0.0.1:9/mcp", allow_private_network=True).allow_private_network
