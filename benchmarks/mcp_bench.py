@@ -12,8 +12,11 @@ alike:
   turn with a plain Python tool (so the figure is what MCP adds to a tool call of the loop).
 
 Figures: medians in milliseconds; "overhead" is ``tool`` minus ``bare`` (the target: at most
-1 ms). Then connection set-up: ``mcp.connect`` of a fresh server (process start, initialize,
-list tools), median of a few.
+1 ms); "agent overhead" is what an MCP call adds to an agent turn beyond the bare call
+(``agent`` minus ``bare``). Then connection set-up: ``mcp.connect`` of a fresh server (process
+start, initialize, list tools), median of a few: the toolbox (Python), and the MCP project's
+reference server from npm (``@modelcontextprotocol/server-everything``, Node.js) when
+``tests/mcp_servers/npm`` has it installed (``npm ci`` there).
 
     python benchmarks/mcp_bench.py [--calls 300] [--connects 3] [--json out.json]
 """
@@ -23,14 +26,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 TOOLBOX = str(ROOT / "tests" / "mcp_servers" / "toolbox.py")
+EVERYTHING = (
+    ROOT / "tests" / "mcp_servers" / "npm" / "node_modules" / "@modelcontextprotocol"
+    / "server-everything" / "dist" / "index.js"
+)
 
 
 async def bench(calls: int, connects: int) -> dict[str, float]:
@@ -77,22 +87,39 @@ async def bench(calls: int, connects: int) -> dict[str, float]:
             times["agent_mcp"].append(t3 - t2)
             times["agent_plain"].append(t4 - t3)
     await mcp.close_all()
-    setup = []
-    for index in range(connects):
-        fresh = mcp.stdio(f"fresh-{index}", sys.executable, [TOOLBOX])
-        t0 = time.perf_counter()
-        await mcp.connect(fresh)
-        setup.append(time.perf_counter() - t0)
-        await mcp.close_all()
+    setup = await _connect_times(
+        lambda index: mcp.stdio(f"fresh-{index}", sys.executable, [TOOLBOX]), connects
+    )
     ms = {key: statistics.median(values) * 1000 for key, values in times.items()}
-    return {
+    figures = {
         "bare_call_ms": ms["bare"],
         "tool_call_ms": ms["tool"],
         "overhead_ms": ms["tool"] - ms["bare"],
         "agent_turn_mcp_ms": ms["agent_mcp"],
         "agent_turn_plain_tool_ms": ms["agent_plain"],
-        "connect_ms": statistics.median(setup) * 1000,
+        "agent_overhead_ms": ms["agent_mcp"] - ms["agent_plain"] - ms["bare"],
+        "connect_ms": setup,
     }
+    if EVERYTHING.is_file() and shutil.which("node"):
+        figures["connect_npm_everything_ms"] = await _connect_times(
+            lambda index: mcp.stdio(f"everything-{index}", "node", [str(EVERYTHING), "stdio"]),
+            connects,
+        )
+    return figures
+
+
+async def _connect_times(server: Callable[[int], Any], connects: int) -> float:
+    """The median time ``mcp.connect`` takes for a fresh server, in milliseconds."""
+    from anvia_notebook import mcp
+
+    setup = []
+    for index in range(connects):
+        fresh = server(index)
+        t0 = time.perf_counter()
+        await mcp.connect(fresh)
+        setup.append(time.perf_counter() - t0)
+        await mcp.close_all()
+    return statistics.median(setup) * 1000
 
 
 def main() -> None:
