@@ -170,3 +170,54 @@ async def test_call_slots_admit_first_come_first_served():
     assert tasks["x2"].cancelled()
     async with slots.hold(True):  # nothing is left held
         pass
+
+
+def _ask_name_agent(server, label: str, ask):
+    model = QueueModel([call("ask_name", {"label": label}, id=f"call-{label}"), "done"])
+    agent = AgentBuilder(label, model).mcp([server]).human_input(CallbackHumanInput(ask=ask)).build()
+    return agent, model
+
+
+async def _queued(connection: Connection, count: int = 1) -> None:
+    """Until ``count`` calls wait for their turn on the connection."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while len(connection._slots._waiting) < count:
+        assert loop.time() < deadline, "no call waited for its turn"
+        await asyncio.sleep(0.01)
+
+
+def test_a_call_waiting_its_turn_has_no_time_limit_yet_and_stop_ends_the_wait():
+    server = mcp.stdio("turns", sys.executable, [TOOLBOX], timeout=0.3)
+
+    async def main():
+        connection = (await mcp.connect(server))._connection
+        assert connection is not None
+        first_asked, go_on = asyncio.Event(), asyncio.Event()
+
+        async def first_person(request):
+            first_asked.set()
+            await go_on.wait()
+            return [{"questionId": "name", "answer": "Ada", "custom": True}]
+
+        def second_person(request):
+            return [{"questionId": "name", "answer": "Bob", "custom": True}]
+
+        first, first_model = _ask_name_agent(server, "first", first_person)
+        second, second_model = _ask_name_agent(server, "second", second_person)
+        third, _ = _ask_name_agent(server, "third", second_person)
+        first_run = first.prompt("go").start()
+        await asyncio.wait_for(first_asked.wait(), 60)
+        second_run, third_run = second.prompt("go").start(), third.prompt("go").start()
+        await _queued(connection, 2)
+        third_run.cancel("not now")  # Stop while it waits for its turn
+        with pytest.raises(Exception, match="not now"):
+            await asyncio.wait_for(third_run.wait(), 30)
+        await asyncio.sleep(0.6)  # longer than the time limit, while the second waits its turn
+        go_on.set()
+        await asyncio.wait_for(asyncio.gather(first_run.wait(), second_run.wait()), 60)
+        assert tool_results(first_model.requests[1])[0].content == "first: Ada"
+        assert tool_results(second_model.requests[1])[0].content == "second: Bob"
+        assert not connection._slots._waiting and not connection._calls
+
+    asyncio.run(main())

@@ -1,0 +1,68 @@
+"""Elicitation forms a question cannot fully ask: an optional field it cannot ask (a multi-select
+list) is left out with a warning; a required one, or a form with nothing left to ask, is
+declined with a warning."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed")
+
+from anvia_notebook.mcp._elicit import FormNotShown, elicit_result, form_questions
+
+MULTI = {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}
+FORM = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "tags": MULTI},
+    "required": ["name"],
+}
+
+
+def _params(schema):
+    return SimpleNamespace(mode="form", message="Tell me", requested_schema=schema)
+
+
+def _answered(*answers):
+    return SimpleNamespace(
+        status="answered",
+        answers=[SimpleNamespace(question_id=q, choice=None, answer=a) for q, a in answers],
+    )
+
+
+def test_an_optional_field_no_question_can_ask_is_left_out():
+    left_out: list[str] = []
+    assert [q.id for q in form_questions("Tell me", FORM, left_out)] == ["name"]
+    assert left_out == ["tags"]
+    with pytest.raises(FormNotShown, match="'tags' is of a kind a question cannot ask"):
+        form_questions("Tell me", FORM)  # without a list to note it in: refused as before
+
+
+async def test_the_rest_of_the_form_is_asked_and_answered_with_a_warning():
+    asked = []
+
+    async def ask(questions):
+        asked.append([q.id for q in questions])
+        return _answered(("name", "Ada"))
+
+    with pytest.warns(UserWarning, match=r"optional fields a question cannot ask \(tags\)"):
+        result = await elicit_result(ask, _params(FORM), "forms")
+    assert asked == [["name"]]
+    assert (result.action, result.content) == ("accept", {"name": "Ada"})
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"tags": MULTI}, "required": ["tags"]},  # required
+        {"type": "object", "properties": {"tags": MULTI}},  # nothing else to ask
+    ],
+)
+async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):
+    async def ask(questions):  # pragma: no cover - never asked
+        raise AssertionError("asked")
+
+    with pytest.warns(UserWarning, match="cannot be shown as questions"):
+        result = await elicit_result(ask, _params(schema), "forms")
+    assert result.action == "decline"
