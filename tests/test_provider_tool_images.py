@@ -3,9 +3,8 @@ real HTTP path with a mock transport; never the network).
 
 * Anthropic: the ``tool_result`` holds the text (with its placeholder) and an image block.
 * OpenAI Chat Completions: tool messages take only text, so the tool message keeps the
-  placeholder and a user message with the image follows the turn's tool messages (as pydantic-ai
-  does), on OpenAI's own API; other OpenAI-compatible servers get the placeholder only unless
-  ``tool_result_images=True``.
+  placeholder; with ``tool_result_images=True`` a user message with the image follows the turn's
+  tool messages (as pydantic-ai does), on OpenAI's API as on any compatible server.
 * Models that take no images (scripted ones, ``tool_result_images=False``) read the placeholder.
 """
 
@@ -102,7 +101,7 @@ def test_anthropic_without_tool_result_images_reads_the_placeholder(monkeypatch)
 
 
 def test_openai_gets_the_image_in_a_user_message_after_the_tool_messages(monkeypatch):
-    server, model = _openai(monkeypatch)
+    server, model = _openai(monkeypatch, tool_result_images=True)
     _run_picture(model)
     messages = server.body(1)["messages"]
     assert messages[-2:] == [
@@ -120,11 +119,12 @@ def test_openai_gets_the_image_in_a_user_message_after_the_tool_messages(monkeyp
     ]
 
 
-def test_an_openai_compatible_server_reads_the_placeholder_unless_told_otherwise(monkeypatch):
-    server, model = _openai(monkeypatch, base_url="http://localhost:11434/v1")
-    _run_picture(model)
-    last = server.body(1)["messages"][-1]
-    assert last == {"role": "tool", "tool_call_id": "call_Pc4Ws8Dn2Fg6Hj9Kl3Mq7r", "content": PLACEHOLDER}
+def test_openai_reads_the_placeholder_unless_told_otherwise(monkeypatch):
+    for options in ({}, {"base_url": "http://localhost:11434/v1"}):
+        server, model = _openai(monkeypatch, **options)
+        _run_picture(model)
+        last = server.body(1)["messages"][-1]
+        assert last == {"role": "tool", "tool_call_id": "call_Pc4Ws8Dn2Fg6Hj9Kl3Mq7r", "content": PLACEHOLDER}
 
     server, model = _openai(monkeypatch, base_url="http://localhost:11434/v1", tool_result_images=True)
     _run_picture(model)

@@ -64,11 +64,10 @@ class OpenAIModel(CompletionModel):
     (``top_p=0.9``, ``reasoning_effort="low"``, ``extra_body={...}``); the request's own
     ``temperature``, ``max_tokens`` and ``tool_choice`` win over them.
 
-    Tool messages take only text, so images a tool returned (an MCP tool's) follow the turn's
-    tool messages in a user message, as pydantic-ai does; the tool message keeps the placeholder
-    naming them. That is on for OpenAI's own API and off for other servers (where many models
-    read no images: they get the placeholder only); ``tool_result_images=True`` or ``False``
-    decides instead (``False`` for an OpenAI model that reads no images).
+    Tool messages take only text, so the model reads a short placeholder naming an image a tool
+    returned (an MCP tool's). With ``tool_result_images=True`` the images also follow the turn's
+    tool messages in a user message, as pydantic-ai does (for a model that reads images; off by
+    default, on OpenAI's API as on any compatible server).
 
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
@@ -86,7 +85,7 @@ class OpenAIModel(CompletionModel):
         base_url: str | None = None,
         client: AsyncOpenAI | None = None,
         *,
-        tool_result_images: bool | None = None,
+        tool_result_images: bool = False,
         **request_options: Any,
     ) -> None:
         try:
@@ -107,7 +106,7 @@ class OpenAIModel(CompletionModel):
         # OpenAI's reasoning models refuse the older `max_tokens`, the one compatible servers know.
         is_openai = client.base_url.host == OPENAI_API_HOST
         self.max_tokens_field = "max_completion_tokens" if is_openai else "max_tokens"
-        self.tool_result_images = is_openai if tool_result_images is None else tool_result_images
+        self.tool_result_images = bool(tool_result_images)
 
     def __repr__(self) -> str:
         return f"OpenAIModel({self.model!r}, base_url={str(self.client.base_url)!r})"
