@@ -246,3 +246,63 @@ async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
     ]
     assert response.output == "Done; steered: ['first: by region', 'second: in euros']"
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
+def test_the_command_line_steers_only_into_a_run_store_of_its_version(tmp_path, capsys):
+    """The steer command opens only the store's connection when the file is a run store of this
+    version; any other file goes through RunStore: an older store is migrated first, a newer,
+    foreign or damaged one is refused as RunStore refuses it, and left as it was."""
+    import sqlite3
+
+    from anvia_notebook.store._store import SCHEMA_VERSION
+
+    older = tmp_path / "older.sqlite"
+    with sqlite3.connect(older) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('application', 'anvia_notebook')")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+    assert cli(["--store", str(older), "steer", "run_nope", "hello"]) == 1
+    assert "No stored run 'run_nope'" in capsys.readouterr().err
+    with sqlite3.connect(older) as db:
+        [(version,)] = db.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+    assert version == str(SCHEMA_VERSION)
+
+    newer = tmp_path / "newer.sqlite"
+    RunStore(newer).close()
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    assert cli(["--store", str(newer), "steer", "run_x", "hello"]) == 1
+    assert "newer anvia_notebook" in capsys.readouterr().err
+
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE customers (id INTEGER)")
+    assert cli(["--store", str(foreign), "steer", "run_x", "hello"]) == 1
+    assert "another application" in capsys.readouterr().err
+    with sqlite3.connect(foreign) as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("customers",)]
+
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"this is not a database" * 100)
+    assert cli(["--store", str(damaged), "steer", "run_x", "hello"]) == 1
+    assert "damaged" in capsys.readouterr().err
+    assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+async def test_a_message_from_the_command_line_reads_back_as_the_person_wrote_it(
+    store_location, capsys
+):
+    """The row the command writes (without loading the runtime) is ``Message.user(text)``,
+    non-ASCII text and all."""
+    started, release = asyncio.Event(), asyncio.Event()
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "ok"])
+    run = blocking_agent(started, release, model).prompt("hi").start()
+    await started.wait()
+    text = 'par région, en € — "quoted"\nand a second line'
+    code = await asyncio.to_thread(cli, ["--store", store_location, "steer", run.run_id, text])
+    assert code == 0
+    await taken(run)
+    release.set()
+    response = await asyncio.wait_for(run.wait(), 10)
+    assert response.messages[3] == Message.user(text)
+    assert model.requests[1].messages[-1] == Message.user(text)
