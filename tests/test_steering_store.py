@@ -207,20 +207,31 @@ async def test_an_unknown_run_and_a_blank_message_are_refused(store_location, ca
     assert "No stored run 'run_nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("left_queued", [False, True])
 async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
-    env, store_location, capsys
+    env, store_location, capsys, left_queued
 ):
     """One message taken by the run before its process died, one sent while no process ran it:
-    after the resume both are delivered after the tool results, once each, in order."""
+    after the resume both are delivered after the tool results, once each, in order. Also when
+    the process died after storing the taken message in its state but before marking its row
+    taken (``left_queued``): the resumed run finds the row again and skips it."""
     child = start_child(env, "steerable")
     store = RunStore(store_location)
     try:
         [approval] = wait_until(lambda: store.pending(), child, "the approval")
         run_id = approval.run_id
         store.steer(run_id, "first: by region")
-        wait_until(lambda: store.get(run_id).steered_ids, child, "the run to take the message")
-        assert store.queued_steering(run_id) == []
+        # The run stores the message in its state, then marks the row taken (a row still
+        # queued at a kill between the two is not delivered twice: its id is in the state).
+        wait_until(
+            lambda: store.get(run_id).steered_ids and not store.queued_steering(run_id),
+            child,
+            "the run to take the message",
+        )
         kill(child)
+        if left_queued:
+            store._q("UPDATE steering SET status = 'queued' WHERE run_id = ?", (run_id,))
+            assert len(store.queued_steering(run_id)) == 1
         assert store.status(run_id) == "interrupted"
         assert cli(["--store", store_location, "steer", run_id, "second: in euros"]) == 0
         assert "resumed" in capsys.readouterr().out
