@@ -317,3 +317,42 @@ async def test_a_message_from_the_command_line_reads_back_as_the_person_wrote_it
     response = await asyncio.wait_for(run.wait(), 10)
     assert response.messages[3] == Message.user(text)
     assert model.requests[1].messages[-1] == Message.user(text)
+
+
+async def test_a_typed_run_reminded_to_give_its_result_still_takes_a_message(store_location):
+    """A typed run whose model answered without its result goes on (it is reminded): the run
+    store does not refuse a message sent then as if the run were ending, and the model sees it
+    before the run ends with the result."""
+    from pydantic import BaseModel
+
+    from anvia_notebook.models import ModelResponse, ToolCall
+
+    class City(BaseModel):
+        name: str
+
+    asked_again, go_on = asyncio.Event(), asyncio.Event()
+    seen: list[list[str]] = []
+
+    async def script(request: Any) -> ModelResponse:
+        seen.append([m.content for m in request.messages if m.role == "user"])
+        if len(seen) == 1:
+            return ModelResponse(text="It is Paris.")  # no final_result: reminded
+        if len(seen) == 2:
+            asked_again.set()
+            await go_on.wait()
+        name = "Lyon" if "Lyon, please." in seen[-1] else "Paris"
+        call = ToolCall(id=f"f{len(seen)}", name="final_result", arguments={"name": name})
+        return ModelResponse(tool_calls=[call])
+
+    agent = AgentBuilder("typed", FunctionModel(script)).output_type(City, retries=1).build()
+    run = agent.prompt("Which city?").start()
+    await asyncio.wait_for(asked_again.wait(), 10)
+    other = RunStore(store_location)
+    try:
+        other.steer(run.run_id, "Lyon, please.")
+        go_on.set()
+        response = await asyncio.wait_for(run.wait(), 10)
+    finally:
+        other.close()
+    assert response.data == City(name="Lyon")
+    assert seen[-1][-1] == "Lyon, please."

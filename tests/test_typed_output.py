@@ -399,6 +399,31 @@ async def test_a_huge_invalid_output_is_bounded_in_the_request() -> None:
     assert len(told) < 3_000
 
 
+async def test_a_huge_invalid_native_answer_is_bounded_in_the_request_too() -> None:
+    rows = [{"name": f"c{i}", "population": "x"} for i in range(20_000)]
+    model = QueueModel([json.dumps(rows), json.dumps([GOOD_CITY])])
+    asked: list[Any] = []
+
+    def handler(request: Any) -> bool:
+        asked.append(request)
+        return False
+
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(list[City], "native", retries=0)
+        .approvals(handler)
+        .build()
+    )
+    response = await agent.prompt("cities").store(None).send()
+    assert response.data == [City(**GOOD_CITY)]
+    (request,) = asked
+    assert request.tool_name == "final_result" and request.fix_required
+    assert len(request.reason) < 3_000 and "too long to edit here" in request.reason
+    assert request.args == {"result": None}
+    told = model.requests[1].messages[-1]
+    assert told.role == "user" and len(told.content) < 3_000
+
+
 # -- native mode ---------------------------------------------------------------------------------
 
 

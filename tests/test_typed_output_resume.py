@@ -69,6 +69,11 @@ async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run
     assert "fix it: " in shown and f"approve {summary.run_id} {repair.id} --args" in shown
     assert cli(["--store", store_location, "approve", summary.run_id, repair.id]) == 1
     assert "edited arguments that fix the errors" in capsys.readouterr().err
+    invalid = '{"result": [{"name": "P", "population": "x"}]}'
+    args = ["--store", store_location, "approve", summary.run_id, repair.id, "--args", invalid]
+    assert cli(args) == 1  # a fix that is itself invalid: refused with its errors
+    assert "population" in capsys.readouterr().err
+    assert [r.id for r in store.pending(summary.run_id)] == [repair.id]  # still to fix
 
     # Decided while no process runs the run: checked against the stored schema first.
     with pytest.raises(DecisionRefusedError, match="population"):
