@@ -2,7 +2,9 @@
 
 The runtime (tools, hooks, approvals, questions, the run loop, models) never imports Jupyter;
 the notebook layer (``anvia_notebook.notebook``) is imported only when a run is shown in a
-kernel. Real providers (``OpenAIModel``, ``AnthropicModel``) are imported only when used.
+kernel. Every name below is imported on first use (``from anvia_notebook import Agent`` loads
+the runtime, ``RunStore`` only the run store), and real providers (``OpenAIModel``,
+``AnthropicModel``) only when used.
 """
 
 from __future__ import annotations
@@ -10,60 +12,60 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .agent import Agent, AgentBuilder
-from .approvals import (
-    ApprovalContext,
-    ApprovalDecision,
-    RunInfo,
-    ToolApproval,
-    ToolApprovalRequest,
-)
-from .completions import ParsedCompletion, create_parsed_completion
-from .errors import (
-    AnviaError,
-    DecisionRefusedError,
-    ExtractionError,
-    MaxTurnsError,
-    OutputValidationError,
-    PromptCancelledError,
-    RequestAlreadyUsedError,
-    RunEndedError,
-    RunNotFoundError,
-    RunOwnedError,
-    RunStoreError,
-    SubAgentError,
-    ToolApprovalRequiredError,
-    ToolArgumentsError,
-    ToolNotFoundError,
-)
-from .events import AgentToolEvent, RunEvent
-from .extractor import ExtractionResponse, Extractor, ExtractorBuilder
-from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
-from .human import (
-    CallbackHumanInput,
-    ConsoleHumanInput,
-    HumanInput,
-    HumanInputTimeout,
-    HumanInputUnavailable,
-    StoreHumanInput,
-)
-from .instrumentation import instrument
-from .messages import Message, MessageToolCall, ToolResultPart, Usage
-from .question_types import Answer, Choice, Question
-from .questions import QuestionRequest, ask_question, create_question_tool
-from .records import ApprovalRecord, Interaction, QuestionRecord
-from .request import PromptRequest
-from .run import AgentRun
-from .run_state import PromptResponse, RunState
-from .tools import Tool, ToolContext, create_tool, tool
-from .trace import ToolCallTrace, Trace, TurnTrace
 
 if TYPE_CHECKING:
+    from .agent import Agent, AgentBuilder
+    from .approvals import (
+        ApprovalContext,
+        ApprovalDecision,
+        RunInfo,
+        ToolApproval,
+        ToolApprovalRequest,
+    )
+    from .completions import ParsedCompletion, create_parsed_completion
+    from .errors import (
+        AnviaError,
+        DecisionRefusedError,
+        ExtractionError,
+        MaxTurnsError,
+        OutputValidationError,
+        PromptCancelledError,
+        RequestAlreadyUsedError,
+        RunEndedError,
+        RunNotFoundError,
+        RunOwnedError,
+        RunStoreError,
+        SubAgentError,
+        ToolApprovalRequiredError,
+        ToolArgumentsError,
+        ToolNotFoundError,
+    )
+    from .events import AgentToolEvent, RunEvent
+    from .extractor import ExtractionResponse, Extractor, ExtractorBuilder
+    from .hooks import Hook, RunControl, ToolCallControl, compose_hooks, create_hook
+    from .human import (
+        CallbackHumanInput,
+        ConsoleHumanInput,
+        HumanInput,
+        HumanInputTimeout,
+        HumanInputUnavailable,
+        StoreHumanInput,
+    )
+    from .instrumentation import instrument
+    from .messages import Message, MessageToolCall, ToolResultPart, Usage
     from .models.anthropic import AnthropicModel
     from .models.openai import OpenAIModel
     from .notebook._handle import RunHandle
     from .notebook._studio import Studio
+    from .question_types import Answer, Choice, Question
+    from .questions import QuestionRequest, ask_question, create_question_tool
+    from .records import ApprovalRecord, Interaction, QuestionRecord
+    from .request import PromptRequest
+    from .run import AgentRun
+    from .run_state import PromptResponse, RunState
     from .store import RunList, RunStore, RunSummary, get_store, runs, set_store
+    from .tools import Tool, ToolContext, create_tool, tool
+    from .trace import ToolCallTrace, Trace, TurnTrace
 
 __all__ = [
     "__version__",
@@ -160,29 +162,92 @@ __all__ = [
     "mcp",
 ]
 
-#: Imported on first use, so that ``import anvia_notebook`` stays quick.
-_LAZY = {
-    "RunStore": ("store", "RunStore"),
-    "RunSummary": ("store", "RunSummary"),
-    "RunList": ("store", "RunList"),
-    "runs": ("store", "runs"),
-    "set_store": ("store", "set_store"),
-    "get_store": ("store", "get_store"),
-    "OpenAIModel": ("models.openai", "OpenAIModel"),
-    "AnthropicModel": ("models.anthropic", "AnthropicModel"),
-    "RunHandle": ("notebook._handle", "RunHandle"),
-    "Studio": ("notebook._studio", "Studio"),
+#: Where each export lives: every one is imported on first use, so that ``import anvia_notebook``
+#: (and the command line, ``python -m anvia_notebook``) loads only what is used.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "agent": ("Agent", "AgentBuilder"),
+    "approvals": (
+        "ApprovalContext",
+        "ApprovalDecision",
+        "RunInfo",
+        "ToolApproval",
+        "ToolApprovalRequest",
+    ),
+    "completions": ("ParsedCompletion", "create_parsed_completion"),
+    "errors": (
+        "AnviaError",
+        "DecisionRefusedError",
+        "ExtractionError",
+        "MaxTurnsError",
+        "OutputValidationError",
+        "PromptCancelledError",
+        "RequestAlreadyUsedError",
+        "RunEndedError",
+        "RunNotFoundError",
+        "RunOwnedError",
+        "RunStoreError",
+        "SubAgentError",
+        "ToolApprovalRequiredError",
+        "ToolArgumentsError",
+        "ToolNotFoundError",
+    ),
+    "events": ("AgentToolEvent", "RunEvent"),
+    "extractor": ("ExtractionResponse", "Extractor", "ExtractorBuilder"),
+    "hooks": ("Hook", "RunControl", "ToolCallControl", "compose_hooks", "create_hook"),
+    "human": (
+        "CallbackHumanInput",
+        "ConsoleHumanInput",
+        "HumanInput",
+        "HumanInputTimeout",
+        "HumanInputUnavailable",
+        "StoreHumanInput",
+    ),
+    "instrumentation": ("instrument",),
+    "messages": ("Message", "MessageToolCall", "ToolResultPart", "Usage"),
+    "question_types": ("Answer", "Choice", "Question"),
+    "questions": ("QuestionRequest", "ask_question", "create_question_tool"),
+    "records": ("ApprovalRecord", "Interaction", "QuestionRecord"),
+    "request": ("PromptRequest",),
+    "run": ("AgentRun",),
+    "run_state": ("PromptResponse", "RunState"),
+    "tools": ("Tool", "ToolContext", "create_tool", "tool"),
+    "trace": ("ToolCallTrace", "Trace", "TurnTrace"),
+    "models.anthropic": ("AnthropicModel",),
+    "models.openai": ("OpenAIModel",),
+    "notebook._handle": ("RunHandle",),
+    "notebook._studio": ("Studio",),
+    "store": ("RunList", "RunStore", "RunSummary", "get_store", "runs", "set_store"),
 }
+_LAZY = {name: module for module, names in _EXPORTS.items() for name in names}
+
+
+#: Subpackages reached as attributes (``from anvia_notebook import evals``).
+_SUBPACKAGES = ("evals", "store", "mcp")
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("evals", "store", "mcp"):  # subpackages imported on first use
-        import importlib
+    import importlib
 
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value  # found directly from now on
+        return value
+    if name in _SUBPACKAGES or (not name.startswith("__") and _is_submodule(name)):
+        # A module as an attribute (``anvia_notebook.models``), as when the package imported
+        # its modules at once.
         return importlib.import_module(f".{name}", __name__)
-    if name in _LAZY:
-        import importlib
-
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(f".{module}", __name__), attr)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_submodule(name: str) -> bool:
+    from importlib.util import find_spec
+
+    try:
+        return find_spec(f"{__name__}.{name}") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -29,13 +29,16 @@ import shlex
 import sys
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._util import cli_command
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
-from .events import ApprovalRecord, QuestionRecord
-from .question_types import Question
-from .store import STORE_ENV, RunStore, _location
+from .store import STORE_ENV, _location
+
+if TYPE_CHECKING:
+    from .question_types import Question
+    from .records import QuestionRecord
+    from .store import RunStore
 
 __all__ = ["main"]
 
@@ -138,6 +141,8 @@ def _local(moment: datetime) -> str:
 
 
 def _print_run(store: RunStore, args: argparse.Namespace) -> None:
+    from .records import ApprovalRecord
+
     state = store.get(args.run_id)
     status = store.status(args.run_id)
     pending = store.pending(args.run_id)
@@ -238,9 +243,24 @@ def _not_text(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _steer(store: RunStore, args: argparse.Namespace) -> None:
-    store.steer(args.run_id, args.text)
-    if store.status(args.run_id) == "interrupted":
+def _steer(location: str, args: argparse.Namespace) -> None:
+    """Only the store's connection is opened (the runtime is not loaded): a message from the
+    terminal reaches the run within a second, even on a busy machine."""
+    from .store._steer_write import steer_stored
+
+    sent = steer_stored(location, args.run_id, args.text)
+    if sent is None:  # an older store (migrated first), or not a run store (RunStore says so)
+        from .store import RunStore
+
+        store = RunStore(location)
+        try:
+            store.steer(args.run_id, args.text)
+            status = store.status(args.run_id)
+        finally:
+            store.close()
+    else:
+        status = sent[1]
+    if status == "interrupted":
         print(
             f"Queued for run {args.run_id}. Its process is gone: the message is delivered when "
             f"the run is resumed (agent.resume({args.run_id!r}))."
@@ -282,6 +302,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 1
     try:
+        if args.command == "steer":
+            _steer(location, args)
+            return 0
+        from .store import RunStore
+
         store = RunStore(location)
         if args.command == "runs":
             _print_runs(store, args)
@@ -304,8 +329,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "decline":
             store.decline(args.run_id, args.question_id, via="cli")
             print(f"Declined {args.question_id}.")
-        elif args.command == "steer":
-            _steer(store, args)
     except ValueError as error:  # (a blank message)
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -147,6 +147,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 interrupted_calls, turn, lambda parts: state.messages.append(Message.tool(parts))
             )
             _end_tool_round(run, results)
+        elif run.resumed and typed is not None and _unchecked_answer(state.messages):
+            # The model's last answer was being checked when the run stopped (in native mode,
+            # its repair may be waiting for a person): checked again, the same repair offered.
+            accepted = await _check_answer(typed, steering, state.messages[-1].content, turn)
+            if accepted is not None:
+                return await _succeed(run, accepted)
         if run.resumed:  # steering the stored run queued and did not deliver yet
             steering.deliver(turn + 1)
         executor.resuming = False
@@ -192,14 +198,16 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             await _lifecycle(run, "on_turn_end", TurnEndHookEvent(turn, response, RUN_CONTROL))
 
             if not response.tool_calls:
+                if typed is not None:
+                    if steering.deliver(turn + 1):
+                        continue  # messages came: the model reads them before giving its result
+                    accepted = await _check_answer(typed, steering, response.text, turn)
+                    if accepted is None:
+                        continue  # the model was asked again (or a message came meanwhile)
+                    return await _succeed(run, accepted)
                 if steering.before_end(turn + 1):
                     continue  # a steering message arrived: the run goes on (as in Anvia)
-                if typed is None:
-                    return await _succeed(run, response.text)
-                accepted = await typed.answered(response.text, turn)
-                if accepted is None:
-                    continue  # the model was asked again
-                return await _succeed(run, accepted)
+                return await _succeed(run, response.text)
             for call in response.tool_calls:
                 if not call.name:
                     raise ValueError(
@@ -281,6 +289,28 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
         trace=run.trace,
         data=None if isinstance(result, str) else result.value,
     )
+
+
+async def _check_answer(
+    typed: TypedOutput, steering: Any, text: str, turn: int
+) -> Accepted | None:
+    """A typed run's answer without tool calls, checked (native mode: validated, retried, maybe
+    repaired by a person; tool mode: a reminder to call ``final_result``) while the run stays
+    open to steering. The result, or None when the run goes on: the model was asked again
+    (with what was steered meanwhile), or a message came before the run could end."""
+    accepted = await typed.answered(text, turn)
+    if accepted is None:
+        steering.deliver(turn + 1)
+        return None
+    if steering.before_end(turn + 1):
+        return None
+    return accepted
+
+
+def _unchecked_answer(messages: list[Message]) -> bool:
+    """The history ends with the model's answer without tool calls (a stored run whose answer
+    was being checked, or repaired, when its process stopped)."""
+    return bool(messages) and messages[-1].role == "assistant" and not messages[-1].tool_calls
 
 
 def _unanswered_calls(messages: list[Message]) -> list[ToolCall]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ._util import new_id
+from ._util import check_steering_text, new_id
 from .events import SteeringMessageEvent
 from .messages import Message
 
@@ -47,8 +47,7 @@ def steering_messages(value: Any) -> list[Message]:
     """What ``steer(value)`` delivers: a string as one user message, a Message, or a list of
     Messages as given. A blank string and anything else are refused with a clear error."""
     if isinstance(value, str):
-        if not value.strip():
-            raise ValueError("A steering message needs some text; this one is empty.")
+        check_steering_text(value)
         return [Message.user(value)]
     if isinstance(value, Message):
         return [value]

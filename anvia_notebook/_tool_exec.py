@@ -608,6 +608,24 @@ class ToolExecutor:
         """An approved decision the run cannot carry out: the record says it was rejected."""
         self._refused_edit(approval_id, text)
 
+    # The hooks of a call the run handles itself (a typed output's ``final_result``), in the
+    # order a tool's call meets them: on_tool_call, then on_tool_error (a value that failed
+    # validation) and on_tool_result.
+
+    async def call_decision(self, call: ToolCall, internal_id: str, raw_args: str) -> Any:
+        """``on_tool_call`` of every hook: the first decision other than ``run()``."""
+        return await self._tool_call_decision(call, internal_id, raw_args)
+
+    async def call_failed(
+        self, call: ToolCall, internal_id: str, raw_args: str, error: BaseException, result: str
+    ) -> str:
+        """``on_tool_error`` of every hook (after the trace notes the error)."""
+        return await self._tool_error(call, internal_id, raw_args, error, result)
+
+    async def call_result(self, call: ToolCall, internal_id: str, args: str, result: str) -> str:
+        """``on_tool_result`` of every hook."""
+        return await self._after_result(call, internal_id, args, result)
+
     def _approval_outcome(self, record: ApprovalRecord) -> tuple[bool, str, dict[str, Any] | None]:
         """What a decided approval means for its call: run (with edited arguments) or not, and
         then what the model is told."""

@@ -8,6 +8,14 @@ arguments that validate is the fix; approving without a fix is refused; rejectin
 reason back to the model, which gets its retries again; a timeout or a fix that still fails
 ends the run with ``OutputValidationError``. With nobody attached the run ends with
 ``OutputValidationError`` at once.
+
+Hooks see the ``final_result`` call as any tool call (it is one, in the transcript): its
+``on_tool_call`` decides first (``skip`` sends its reason back to the model, ``cancel`` ends the
+run, ``request_approval`` puts a valid value to a person before the run ends with it), a value
+that fails validation is an ``on_tool_error`` (an :class:`OutputValidationError`), and
+``on_tool_result`` sees the result the model is told. A turn's earlier ``final_result`` calls,
+superseded by its last, are not run and do not reach hooks; in native mode there is no tool
+call, and no tool hook.
 """
 
 from __future__ import annotations
@@ -19,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ._tool_exec import CANCELLED_RESULT
-from ._util import compact_json, decode_args, new_id
+from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
-from .errors import OutputValidationError, ToolApprovalRequiredError
+from .errors import OutputValidationError, PromptCancelledError, ToolApprovalRequiredError
 from .events import ToolResultEvent
 from .messages import Message, ToolResultPart
 from .models.base import ResponseFormat, ToolCall, ToolDefinition
@@ -158,11 +166,11 @@ class TypedOutput:
             raise
         if isinstance(outcome, Accepted) and self.steered is not None and self.steered():
             steered = Accepted(outcome.value, outcome.data, STEERED_RESULT)
-            parts[call.id] = self._done(call, turn, steered)
+            parts[call.id] = await self._hooked_done(call, turn, steered, calls, parts)
             self._end_round(calls, parts)
             return None
         if isinstance(outcome, Accepted):
-            parts[call.id] = self._done(call, turn, outcome)
+            parts[call.id] = await self._hooked_done(call, turn, outcome, calls, parts)
             self._end_round(calls, parts)
             value_text = text if text.strip() else compact_json(outcome.data)
             return Accepted(outcome.value, outcome.data, value_text)
@@ -178,23 +186,101 @@ class TypedOutput:
         internal_id = new_id("call")
         self.executor.trace.tool_call(call, turn)
         raw = call.arguments_json()  # validated as it came (a large output is parsed once)
+        decision = await self.executor.call_decision(call, internal_id, compact_arguments(raw))
+        if decision.type == "cancel":
+            raise PromptCancelledError(decision.reason or "Cancelled by a hook.")
+        if decision.type == "skip":
+            skipped = decision.reason or "Tool call skipped."
+            return await self._told(call, turn, internal_id, skipped)
         try:
             value = spec.validate_arguments(raw)
         except ValidationError as error:
+            text = (
+                f"Invalid {spec.name}:\n{format_errors(error)}\n"
+                f"Fix these errors and call {FINAL_RESULT} again."
+            )
+            invalid = self._invalid(text, error_list(error), raw)
+            await self.executor.call_failed(call, internal_id, raw, invalid, text)
             if self._failed():
-                text = (
-                    f"Invalid {spec.name}:\n{format_errors(error)}\n"
-                    f"Fix these errors and call {FINAL_RESULT} again."
-                )
-                return self._result(call, turn, internal_id, text, True)
+                return await self._told(call, turn, internal_id, text, True)
             fixed = await self._repair(call, internal_id, raw, error)
             if isinstance(fixed, str):
-                return self._result(call, turn, internal_id, fixed, True)
+                return await self._told(call, turn, internal_id, fixed, True)
             self._internal_ids[call.id] = internal_id
             return Accepted(fixed.value, fixed.data, FIXED_RESULT)
         self.run.state.output_failures = 0
+        if decision.type == "approval_request":
+            asked = await self._hook_approval(call, internal_id, raw, decision)
+            if isinstance(asked, str):
+                return await self._told(call, turn, internal_id, asked)
+            if asked is not None:
+                self._internal_ids[call.id] = internal_id
+                return asked
         self._internal_ids[call.id] = internal_id
         return Accepted(value, spec.dump(value), ACCEPTED_RESULT)
+
+    async def _hook_approval(
+        self, call: ToolCall, internal_id: str, raw: str, decision: Any
+    ) -> Accepted | str | None:
+        """A hook asked for the approval of a valid value: None when approved as it is, the
+        fixed value when approved with edited arguments that validate, else what the model is
+        told (the rejection, or why the edit was refused)."""
+        spec = self.spec
+        request = ToolApprovalRequest(
+            tool_name=FINAL_RESULT,
+            args=decode_args(raw),
+            raw_args=raw,
+            tool_call_id=call.id,
+            internal_call_id=internal_id,
+            run=self.executor.run_info,
+            reason=decision.reason,
+            reject_message=decision.reject_message,
+            input_model=spec.input_model,
+        )
+        approved, text, edited = await self.executor.approve(request)
+        if not approved:
+            return text
+        if edited is None:
+            return None
+        try:
+            value = spec.validate_arguments(edited)
+        except ValidationError as refused:
+            told = f"Edited arguments were rejected:\n{format_errors(refused)}"
+            self.executor.refuse_edit(request.approval_id, told)
+            return told
+        return Accepted(value, spec.dump(value), FIXED_RESULT)
+
+    async def _told(
+        self, call: ToolCall, turn: int, internal_id: str, text: str, is_error: bool = False
+    ) -> ToolResultPart:
+        """A result that does not end the run: ``on_tool_result`` hooks, then the result."""
+        text = await self.executor.call_result(call, internal_id, self._args(call), text)
+        return self._result(call, turn, internal_id, text, is_error)
+
+    async def _hooked_done(
+        self,
+        call: ToolCall,
+        turn: int,
+        accepted: Accepted,
+        calls: list[ToolCall],
+        parts: dict[str, ToolResultPart],
+    ) -> ToolResultPart:
+        """The accepted value's result: ``on_tool_result`` hooks, then the result (a hook that
+        ends the run leaves the turn's results in the history)."""
+        internal_id = self._internal_ids.setdefault(call.id, new_id("call"))
+        try:
+            await self.executor.call_result(call, internal_id, self._args(call), accepted.text)
+        except BaseException:
+            self._end_round(calls, parts, interrupted=True)
+            raise
+        return self._done(call, turn, accepted)
+
+    def _args(self, call: ToolCall) -> str:
+        """The call's arguments as hooks see them: a person's fix when one was approved."""
+        record = self._decided_record(call.id)
+        if record is not None and record.status == "approved" and record.edited_args is not None:
+            return compact_json(record.edited_args)
+        return compact_arguments(call.arguments_json())
 
     def _done(self, call: ToolCall, turn: int, accepted: Accepted) -> ToolResultPart:
         internal_id = self._internal_ids.pop(call.id, new_id("call"))
@@ -306,7 +392,7 @@ class TypedOutput:
         args = call.arguments_json()
         record = self._decided_record(call.id)
         if accepted is not None and record is not None and record.status == "approved":
-            args = compact_json(record.edited_args)
+            args = self._args(call)  # (a person's fix; a hook's approval may have none)
         status = "error" if is_error else "success"
         if record is not None and record.status == "rejected":
             status = "rejected"

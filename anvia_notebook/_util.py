@@ -7,8 +7,6 @@ import json
 import os
 from typing import Any
 
-from pydantic import BaseModel
-
 
 async def maybe_await(value: Any) -> Any:
     """Await ``value`` when it is awaitable; return it unchanged otherwise."""
@@ -20,6 +18,12 @@ async def maybe_await(value: Any) -> Any:
 def new_id(prefix: str) -> str:
     """``prefix`` and 20 random hex digits (80 random bits, as ``uuid4().hex[:20]`` had)."""
     return f"{prefix}_{os.urandom(10).hex()}"
+
+
+def check_steering_text(text: str) -> None:
+    """Refuse a blank steering message (the one rule its text follows, wherever it is sent)."""
+    if not text.strip():
+        raise ValueError("A steering message needs some text; this one is empty.")
 
 
 def compact_json(value: Any) -> str:
@@ -58,6 +62,8 @@ def normalize_result(value: Any) -> str:
     """
     if isinstance(value, str):
         return value
+    from pydantic import BaseModel  # (here: the command line imports this module, not pydantic)
+
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     try:

@@ -41,11 +41,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .messages import Usage
-
 if TYPE_CHECKING:
     from .approvals import ToolApprovalRequest
-    from .messages import Message
+    from .messages import Message, Usage
 
 __all__ = [
     "DEFAULT_CANCEL_REASON",
@@ -106,7 +104,11 @@ class MaxTurnsError(AnviaError):
         self.max_turns = max_turns
         self.messages = messages
         self.prompt = prompt
-        self.usage = usage if usage is not None else Usage()
+        if usage is None:
+            from .messages import Usage  # (imported here: the command line needs no pydantic)
+
+            usage = Usage()
+        self.usage = usage
 
 
 class PromptCancelledError(AnviaError):

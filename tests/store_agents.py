@@ -203,10 +203,10 @@ def _invalid_cities(request):
     )
 
 
-def typed_agent():
+def typed_agent(model=None):
     """An agent whose typed output the model gets wrong: the repair waits for a person."""
     return (
-        AgentBuilder("typed-store", FunctionModel(_invalid_cities))
+        AgentBuilder("typed-store", model or FunctionModel(_invalid_cities))
         .output_type(list[CityRow], retries=0)
         .human_input(StoreHumanInput())
         .build()
@@ -215,3 +215,23 @@ def typed_agent():
 
 def run_typed() -> None:
     asyncio.run(typed_agent().prompt("cities").send())
+
+
+def _invalid_cities_text(request):
+    """Answer with an invalid list of cities as JSON text (native mode: no tool call)."""
+    return ModelResponse(text=json.dumps([{"name": "Paris", "population": "many"}]))
+
+
+def native_typed_agent(model=None):
+    """An agent whose typed output (mode="native") the model gets wrong: the repair waits for
+    a person."""
+    return (
+        AgentBuilder("typed-native-store", model or FunctionModel(_invalid_cities_text))
+        .output_type(list[CityRow], mode="native", retries=0)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run_native_typed() -> None:
+    asyncio.run(native_typed_agent().prompt("cities").send())

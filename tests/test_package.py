@@ -71,11 +71,16 @@ def test_import_does_not_load_providers_or_jupyter():
 
 
 def test_import_defers_the_work_a_first_use_needs():
-    """``import anvia_notebook`` builds no pydantic validator and loads neither the run store
-    nor the offline models (see benchmarks/runtime_overhead.py for the time it takes); all of
-    it happens on first use, where the objects still work."""
+    """``import anvia_notebook`` loads nothing but the package (each name is imported on first
+    use); importing the runtime's names builds no pydantic validator and loads neither the run
+    store nor the offline models (see benchmarks/runtime_overhead.py for the time it takes); all
+    of it happens on first use, where the objects still work."""
     code = (
         "import sys, pydantic, anvia_notebook\n"
+        "first = ','.join(sorted(m for m in sys.modules if m.startswith('anvia_notebook')))\n"
+        "runtime = [n for m, names in anvia_notebook._EXPORTS.items()\n"
+        "           if m.split('.')[0] not in ('store', 'models', 'notebook') for n in names]\n"
+        "exec(f'from anvia_notebook import {\", \".join(runtime)}')\n"
         "models = [cls for name, module in list(sys.modules.items())\n"
         "          if name.startswith('anvia_notebook') for cls in vars(module).values()\n"
         "          if isinstance(cls, type) and issubclass(cls, pydantic.BaseModel)]\n"
@@ -88,18 +93,60 @@ def test_import_defers_the_work_a_first_use_needs():
         "agent = AgentBuilder('a', QueueModel(['hi'])).tool(ask_question).build()\n"
         "assert agent.prompt('hello').send_sync().output == 'hi'\n"
         "assert ask_question.definition().parameters['required'] == ['questions']\n"
-        "print(len(models), built, loaded, callable(runs))"
+        "print(first, len(models), built, loaded, callable(runs))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    count, rest = out.stdout.strip().split(" ", 1)
+    first, count, rest = out.stdout.strip().split(" ", 2)
+    assert first == "anvia_notebook,anvia_notebook._version"
     assert int(count) > 30  # the runtime's models were seen
     assert rest == "[] [] True"
     code = (
         "import anvia_notebook as an\n"
-        "print(an.store.RunStore is an.RunStore, an.models.testing.QueueModel.__name__)"
+        "print(an.store.RunStore is an.RunStore, an.models.testing.QueueModel.__name__,\n"
+        "      an.errors.AnviaError is an.AnviaError, 'Agent' in dir(an))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "QueueModel"]  # modules reached as attributes too
+    # modules reached as attributes too, as when the package imported them at once
+    assert out.stdout.split() == ["True", "QueueModel", "True", "True"]
+
+
+def test_every_export_is_mapped_to_its_module_once():
+    """The lazy package's table names every export of ``__all__`` (but the version and the
+    subpackages), each once, and each is the object its module defines."""
+    import importlib
+
+    names = [n for names in anvia_notebook._EXPORTS.values() for n in names]
+    assert len(names) == len(set(names))
+    assert set(names) == set(anvia_notebook.__all__) - {"__version__", "evals", "mcp"}
+    for module, exported in anvia_notebook._EXPORTS.items():
+        if module.startswith("models."):
+            continue  # the providers' SDKs are optional
+        source = importlib.import_module(f"anvia_notebook.{module}")
+        for name in exported:
+            assert getattr(anvia_notebook, name) is getattr(source, name), name
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'NoSuchName'"):
+        anvia_notebook.NoSuchName  # noqa: B018
+
+
+def test_the_steer_command_loads_neither_pydantic_nor_the_runtime(tmp_path):
+    """``python -m anvia_notebook steer`` opens the store's connection and writes one row: it
+    starts in a fraction of the time the runtime's imports take (benchmarks/steer_bench.py)."""
+    from anvia_notebook import RunStore
+
+    RunStore(tmp_path / "runs.sqlite").close()
+    code = (
+        "import sys\n"
+        "from anvia_notebook.__main__ import main\n"
+        f"code = main(['--store', {str(tmp_path / 'runs.sqlite')!r}, 'steer', 'run_x', 'hi'])\n"
+        "heavy = ('pydantic', 'asyncio', 'anvia_notebook.messages', 'anvia_notebook._loop',\n"
+        "         'anvia_notebook.store._store', 'anvia_notebook.records')\n"
+        "print(code, sorted(m for m in heavy if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split(" ", 1) == ["1", "[]\n"]  # (no run run_x: refused, exit status 1)
+    assert "No stored run 'run_x'" in out.stderr
 
 
 def test_opentelemetry_is_not_imported_while_instrumentation_is_off():

@@ -207,20 +207,31 @@ async def test_an_unknown_run_and_a_blank_message_are_refused(store_location, ca
     assert "No stored run 'run_nope'" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("left_queued", [False, True])
 async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
-    env, store_location, capsys
+    env, store_location, capsys, left_queued
 ):
     """One message taken by the run before its process died, one sent while no process ran it:
-    after the resume both are delivered after the tool results, once each, in order."""
+    after the resume both are delivered after the tool results, once each, in order. Also when
+    the process died after storing the taken message in its state but before marking its row
+    taken (``left_queued``): the resumed run finds the row again and skips it."""
     child = start_child(env, "steerable")
     store = RunStore(store_location)
     try:
         [approval] = wait_until(lambda: store.pending(), child, "the approval")
         run_id = approval.run_id
         store.steer(run_id, "first: by region")
-        wait_until(lambda: store.get(run_id).steered_ids, child, "the run to take the message")
-        assert store.queued_steering(run_id) == []
+        # The run stores the message in its state, then marks the row taken (a row still
+        # queued at a kill between the two is not delivered twice: its id is in the state).
+        wait_until(
+            lambda: store.get(run_id).steered_ids and not store.queued_steering(run_id),
+            child,
+            "the run to take the message",
+        )
         kill(child)
+        if left_queued:
+            store._q("UPDATE steering SET status = 'queued' WHERE run_id = ?", (run_id,))
+            assert len(store.queued_steering(run_id)) == 1
         assert store.status(run_id) == "interrupted"
         assert cli(["--store", store_location, "steer", run_id, "second: in euros"]) == 0
         assert "resumed" in capsys.readouterr().out
@@ -246,3 +257,102 @@ async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
     ]
     assert response.output == "Done; steered: ['first: by region', 'second: in euros']"
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
+def test_the_command_line_steers_only_into_a_run_store_of_its_version(tmp_path, capsys):
+    """The steer command opens only the store's connection when the file is a run store of this
+    version; any other file goes through RunStore: an older store is migrated first, a newer,
+    foreign or damaged one is refused as RunStore refuses it, and left as it was."""
+    import sqlite3
+
+    from anvia_notebook.store._store import SCHEMA_VERSION
+
+    older = tmp_path / "older.sqlite"
+    with sqlite3.connect(older) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('application', 'anvia_notebook')")
+        db.execute("INSERT INTO meta VALUES ('schema_version', '0')")
+    assert cli(["--store", str(older), "steer", "run_nope", "hello"]) == 1
+    assert "No stored run 'run_nope'" in capsys.readouterr().err
+    with sqlite3.connect(older) as db:
+        [(version,)] = db.execute("SELECT value FROM meta WHERE key = 'schema_version'")
+    assert version == str(SCHEMA_VERSION)
+
+    newer = tmp_path / "newer.sqlite"
+    RunStore(newer).close()
+    with sqlite3.connect(newer) as db:
+        db.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+    assert cli(["--store", str(newer), "steer", "run_x", "hello"]) == 1
+    assert "newer anvia_notebook" in capsys.readouterr().err
+
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE customers (id INTEGER)")
+    assert cli(["--store", str(foreign), "steer", "run_x", "hello"]) == 1
+    assert "another application" in capsys.readouterr().err
+    with sqlite3.connect(foreign) as db:
+        assert db.execute("SELECT name FROM sqlite_master").fetchall() == [("customers",)]
+
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"this is not a database" * 100)
+    assert cli(["--store", str(damaged), "steer", "run_x", "hello"]) == 1
+    assert "damaged" in capsys.readouterr().err
+    assert damaged.read_bytes() == b"this is not a database" * 100
+
+
+async def test_a_message_from_the_command_line_reads_back_as_the_person_wrote_it(
+    store_location, capsys
+):
+    """The row the command writes (without loading the runtime) is ``Message.user(text)``,
+    non-ASCII text and all."""
+    started, release = asyncio.Event(), asyncio.Event()
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "ok"])
+    run = blocking_agent(started, release, model).prompt("hi").start()
+    await started.wait()
+    text = 'par région, en € — "quoted"\nand a second line'
+    code = await asyncio.to_thread(cli, ["--store", store_location, "steer", run.run_id, text])
+    assert code == 0
+    await taken(run)
+    release.set()
+    response = await asyncio.wait_for(run.wait(), 10)
+    assert response.messages[3] == Message.user(text)
+    assert model.requests[1].messages[-1] == Message.user(text)
+
+
+async def test_a_typed_run_reminded_to_give_its_result_still_takes_a_message(store_location):
+    """A typed run whose model answered without its result goes on (it is reminded): the run
+    store does not refuse a message sent then as if the run were ending, and the model sees it
+    before the run ends with the result."""
+    from pydantic import BaseModel
+
+    from anvia_notebook.models import ModelResponse, ToolCall
+
+    class City(BaseModel):
+        name: str
+
+    asked_again, go_on = asyncio.Event(), asyncio.Event()
+    seen: list[list[str]] = []
+
+    async def script(request: Any) -> ModelResponse:
+        seen.append([m.content for m in request.messages if m.role == "user"])
+        if len(seen) == 1:
+            return ModelResponse(text="It is Paris.")  # no final_result: reminded
+        if len(seen) == 2:
+            asked_again.set()
+            await go_on.wait()
+        name = "Lyon" if "Lyon, please." in seen[-1] else "Paris"
+        call = ToolCall(id=f"f{len(seen)}", name="final_result", arguments={"name": name})
+        return ModelResponse(tool_calls=[call])
+
+    agent = AgentBuilder("typed", FunctionModel(script)).output_type(City, retries=1).build()
+    run = agent.prompt("Which city?").start()
+    await asyncio.wait_for(asked_again.wait(), 10)
+    other = RunStore(store_location)
+    try:
+        other.steer(run.run_id, "Lyon, please.")
+        go_on.set()
+        response = await asyncio.wait_for(run.wait(), 10)
+    finally:
+        other.close()
+    assert response.data == City(name="Lyon")
+    assert seen[-1][-1] == "Lyon, please."

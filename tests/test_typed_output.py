@@ -399,6 +399,31 @@ async def test_a_huge_invalid_output_is_bounded_in_the_request() -> None:
     assert len(told) < 3_000
 
 
+async def test_a_huge_invalid_native_answer_is_bounded_in_the_request_too() -> None:
+    rows = [{"name": f"c{i}", "population": "x"} for i in range(20_000)]
+    model = QueueModel([json.dumps(rows), json.dumps([GOOD_CITY])])
+    asked: list[Any] = []
+
+    def handler(request: Any) -> bool:
+        asked.append(request)
+        return False
+
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(list[City], "native", retries=0)
+        .approvals(handler)
+        .build()
+    )
+    response = await agent.prompt("cities").store(None).send()
+    assert response.data == [City(**GOOD_CITY)]
+    (request,) = asked
+    assert request.tool_name == "final_result" and request.fix_required
+    assert len(request.reason) < 3_000 and "too long to edit here" in request.reason
+    assert request.args == {"result": None}
+    told = model.requests[1].messages[-1]
+    assert told.role == "user" and len(told.content) < 3_000
+
+
 # -- native mode ---------------------------------------------------------------------------------
 
 
@@ -526,3 +551,59 @@ async def test_a_message_steered_as_final_result_comes_keeps_the_run_going() -> 
     assert told[-2].tool_results[0].content.startswith("Result received, but new messages")
     assert told[-1].content == "Also add Lyon."
     assert request.steer("too late") is False
+
+
+async def test_a_message_steered_while_a_native_repair_waits_is_delivered_after_the_fix() -> None:
+    """In native mode the repair of the model's answer waits for a person, and the run stays
+    open to steering meanwhile (as while any approval waits): the message is delivered after
+    the fix, and the model, having read it, gives the result."""
+    model = QueueModel([json.dumps(BAD_CITY), json.dumps({"name": "Lyon", "population": 500})])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City, "native", retries=0)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+    run = agent.prompt("Paris?").store(None).start()
+    asked = await wait_for(run, "tool_approval_request")
+    assert run.steer("Also add Lyon.") is True
+    run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.data == City(name="Lyon", population=500)
+    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "user"]
+    assert model.requests[1].messages[-1].content == "Also add Lyon."
+    [steered] = [e for e in run.events if e.type == "steering_message"]
+    assert steered.turn == 2
+    assert run.steer("too late") is False
+
+
+@pytest.mark.parametrize("mode", ["tool", "native"])
+async def test_the_run_stays_open_to_steering_while_the_model_is_asked_again(mode: str) -> None:
+    """An answer that is not the result (no final_result call, or invalid JSON) sends the model
+    back with a reminder: the run goes on, so a message steered then is taken and delivered."""
+    from anvia_notebook import create_hook
+
+    request: Any = None
+    steered: list[bool] = []
+
+    def on_turn_start(event: Any) -> None:
+        if event.turn == 2:
+            steered.append(request.steer("Round the population."))
+
+    first = "It is Paris." if mode == "tool" else "not json"
+    second = final(GOOD_CITY, "a") if mode == "tool" else json.dumps(GOOD_CITY)
+    model = QueueModel([first, second, final(GOOD_CITY, "b"), json.dumps(GOOD_CITY)])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City, mode, retries=1)  # type: ignore[arg-type]
+        .hook(create_hook(on_turn_start=on_turn_start))
+        .build()
+    )
+    request = agent.prompt("Paris?").store(None)
+    response = await request.send()
+    assert steered == [True]
+    assert response.data == City(**GOOD_CITY)
+    # Delivered: after the final_result call's result in tool mode (the run then goes on),
+    # before the run would end in native mode.
+    seen = [m.content for m in model.requests[2].messages if m.role == "user"]
+    assert seen[-1] == "Round the population."

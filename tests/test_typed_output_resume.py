@@ -10,12 +10,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import store_agents
 
-from anvia_notebook import DecisionRefusedError, RunStore
+from anvia_notebook import ApprovalRecord, DecisionRefusedError, RunStore
 from anvia_notebook.__main__ import main as cli
+from anvia_notebook.models import FunctionModel
 
 TESTS = Path(__file__).parent
 pytestmark = pytest.mark.timeout(120)
@@ -33,11 +35,11 @@ def wait_until(condition, child, what, timeout=30.0):
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def start_child() -> subprocess.Popen[str]:
+def start_child(kind: str = "run_typed") -> subprocess.Popen[str]:
     environ = dict(os.environ)
     environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
     return subprocess.Popen(
-        [sys.executable, "-c", "import store_agents; store_agents.run_typed()"],
+        [sys.executable, "-c", f"import store_agents; store_agents.{kind}()"],
         env=environ,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -67,6 +69,11 @@ async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run
     assert "fix it: " in shown and f"approve {summary.run_id} {repair.id} --args" in shown
     assert cli(["--store", store_location, "approve", summary.run_id, repair.id]) == 1
     assert "edited arguments that fix the errors" in capsys.readouterr().err
+    invalid = '{"result": [{"name": "P", "population": "x"}]}'
+    args = ["--store", store_location, "approve", summary.run_id, repair.id, "--args", invalid]
+    assert cli(args) == 1  # a fix that is itself invalid: refused with its errors
+    assert "population" in capsys.readouterr().err
+    assert [r.id for r in store.pending(summary.run_id)] == [repair.id]  # still to fix
 
     # Decided while no process runs the run: checked against the stored schema first.
     with pytest.raises(DecisionRefusedError, match="population"):
@@ -83,3 +90,109 @@ async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run
     assert store.runs()[0].status == "success"
     [stored] = [r for r in store.interactions(summary.run_id) if r.id == repair.id]
     assert stored.status == "approved" and stored.edited_args == fixed
+
+
+FIXED = {"result": [{"name": "Paris", "population": 2}]}
+
+
+def killed_at_the_repair(store: RunStore, mode: str) -> ApprovalRecord:
+    """A child process runs the typed agent of ``mode`` until its repair waits, then is killed
+    (SIGKILL): the repair stays pending in the store."""
+    child = start_child("run_native_typed" if mode == "native" else "run_typed")
+    try:
+        [repair] = wait_until(lambda: store.pending(), child, "the repair")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        child.stdout.close()
+        child.stderr.close()
+    assert repair.tool_name == "final_result" and repair.fix_required
+    assert "population" in (repair.reason or "")
+    return repair
+
+
+def _not_asked_again(request: Any) -> Any:
+    raise AssertionError("the model was asked again instead of the person")
+
+
+def resumable(mode: str) -> tuple[Any, FunctionModel]:
+    """The agent of ``mode`` as the resuming process builds it, and its model, which must not
+    be asked again (the run would fail): the person's fix is the output."""
+    model = FunctionModel(_not_asked_again)
+    if mode == "native":
+        return store_agents.native_typed_agent(model), model
+    return store_agents.typed_agent(model), model
+
+
+def assert_fixed_once(
+    response: Any, run_events: list[Any], mode: str, repair_id: str, seen: bool = True
+) -> None:
+    """The fix is the data, applied once: one decision (seen as it is made, when the run was
+    waiting for it), one final event, the model's answer once in the history (and in tool mode
+    one result of final_result, the fixed one)."""
+    assert response.data == [store_agents.CityRow(name="Paris", population=2)]
+    roles = [m.role for m in response.messages]
+    assert roles == (["user", "assistant"] if mode == "native" else ["user", "assistant", "tool"])
+    if mode == "tool":
+        [part] = response.messages[-1].tool_results
+        assert part.tool_name == "final_result" and not part.is_error
+        assert part.content == "Final result accepted, as fixed by a person."
+        results = [e for e in run_events if e.type == "tool_result"]
+        assert [(e.tool_name, e.is_error) for e in results] == [("final_result", False)]
+    decided = [
+        e.approval.status
+        for e in run_events
+        if e.type == "tool_approval_result" and e.approval.id == repair_id
+    ]
+    assert decided == (["approved"] if seen else [])
+    assert [e.type for e in run_events].count("final") == 1
+
+
+@pytest.mark.parametrize("mode", ["native", "tool"])
+async def test_a_repair_pending_at_a_kill_is_offered_again_on_resume(store_location, mode):
+    """Resumed while the repair waits: the same repair is offered again (no new one, the model
+    is not asked again), and the person's fix ends the run once."""
+    store = RunStore(store_location)
+    try:
+        repair = killed_at_the_repair(store, mode)
+        agent, model = resumable(mode)
+        run = agent.resume(repair.run_id).start()
+        for _ in range(1000):
+            if run.status == "waiting":
+                break
+            await asyncio.sleep(0.01)
+        assert run.status == "waiting"
+        [pending] = store.pending(repair.run_id)
+        assert pending.id == repair.id and pending.fix_required
+        assert [r.id for r in run.state.approvals.values()] == [repair.id]
+        store.approve(repair.run_id, repair.id, args=FIXED)
+        response = await asyncio.wait_for(run.wait(), 30)
+        assert model.requests == []
+        assert_fixed_once(response, list(run.events), mode, repair.id)
+        [stored] = store.interactions(repair.run_id)
+        assert stored.id == repair.id and stored.status == "approved"
+        assert stored.edited_args == FIXED
+        assert store.runs()[0].status == "success"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("mode", ["native", "tool"])
+async def test_a_repair_fixed_while_no_process_runs_the_run_ends_it_on_resume(
+    store_location, mode
+):
+    store = RunStore(store_location)
+    try:
+        repair = killed_at_the_repair(store, mode)
+        store.approve(repair.run_id, repair.id, args=FIXED)
+        agent, model = resumable(mode)
+        run = agent.resume(repair.run_id).start()
+        response = await asyncio.wait_for(run.wait(), 30)
+        assert model.requests == []
+        # (decided before the run was resumed: as for any approval, the decision is in the
+        # store, and the resumed run's events show only what it does with it)
+        assert_fixed_once(response, list(run.events), mode, repair.id, seen=False)
+        [stored] = store.interactions(repair.run_id)
+        assert stored.id == repair.id and stored.status == "approved"
+    finally:
+        store.close()

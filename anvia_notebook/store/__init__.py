@@ -14,7 +14,7 @@ import os
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     DecisionRefusedError,
@@ -23,7 +23,9 @@ from ..errors import (
     RunOwnedError,
     RunStoreError,
 )
-from ._store import RunList, RunStore, RunSummary, StudioSession, check_limit
+
+if TYPE_CHECKING:
+    from ._store import RunList, RunStore, RunSummary, StudioSession
 
 __all__ = [
     "DEFAULT_STORE_PATH",
@@ -51,6 +53,21 @@ STORE_ENV = "ANVIA_NOTEBOOK_STORE"
 DEFAULT_STORE_PATH = Path(".anvia") / "runs.sqlite"
 _OFF = ("", "none", "off", "memory", "0", "false", "no")
 
+#: Imported on first use (the store's module loads the runtime's records, events and traces;
+#: the command line's ``steer`` needs none of them).
+_FROM_STORE = ("RunList", "RunStore", "RunSummary", "StudioSession", "check_limit")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_STORE:
+        from . import _store
+
+        value = getattr(_store, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _lock = threading.Lock()
 _chosen: RunStore | bool | None = False  # False: not chosen yet (use the environment)
 _opened: dict[str, RunStore | None] = {}
@@ -60,6 +77,8 @@ _warned: set[str] = set()
 def as_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | None:
     """``store`` as a :class:`RunStore`: a store as is, a path (``str`` or ``pathlib.Path``) or
     ``postgresql://...`` opened, None kept; anything else is refused with a clear error."""
+    from ._store import RunStore
+
     if store is None or isinstance(store, RunStore):
         return store
     if isinstance(store, (str, os.PathLike)):
@@ -102,6 +121,8 @@ def get_store() -> RunStore | None:
         if location is None:
             return None
         if location not in _opened:
+            from ._store import RunStore
+
             try:
                 _opened[location] = RunStore(location)
             except RunStoreError as error:
@@ -131,6 +152,8 @@ def _warn_once(key: str, message: str) -> None:
 def runs(status: str | None = None, agent_id: str | None = None, limit: int = 50) -> RunList:
     """The stored runs, newest first (an empty list when runs are not stored); at most
     ``limit`` of them (0 or more)."""
+    from ._store import RunList, check_limit
+
     check_limit(limit)
     store = get_store()
     if store is None:

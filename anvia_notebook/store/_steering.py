@@ -1,12 +1,12 @@
 """Steering through the run store: a message sent into a run from any process.
 
 ``RunStore.steer(run_id, text)`` (and ``python -m anvia_notebook steer``) writes a ``queued`` row
-of the ``steering`` table; the process that runs the run hears of it from its store watcher
-(within :data:`~anvia_notebook.store._store.POLL_INTERVAL`), takes it into the run's state and
-marks it ``taken``. A run that has ended, or has decided to end (``runs.steering_closed``),
-refuses it with :class:`RunEndedError`. The check and the write are one transaction, and so is
-the run's closing (both take the store's write lock), so a message is either refused or
-delivered, never silently left behind.
+of the ``steering`` table (in :mod:`._steer_write`); the process that runs the run hears of it
+from its store watcher (within :data:`~anvia_notebook.store._store.POLL_INTERVAL`), takes it
+into the run's state and marks it ``taken``. A run that has ended, or has decided to end
+(``runs.steering_closed``), refuses it with :class:`RunEndedError`. The check and the write are
+one transaction, and so is the run's closing (both take the store's write lock), so a message is
+either refused or delivered, never silently left behind.
 """
 
 from __future__ import annotations
@@ -14,15 +14,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._steering import SteeringItem, steering_messages
-from .._util import new_id
+from .._steering import SteeringItem
 from ..messages import Message
-from ..records import utc_now
-from ._errors import RunEndedError, RunNotFoundError
+from ._steer_write import write_steering
 
 __all__ = ["SteeringRows"]
-
-ACTIVE = ("pending", "running", "waiting")
 
 SteeringCallback = Callable[[list[SteeringItem]], None]
 
@@ -49,35 +45,7 @@ class SteeringRows:
         that has completed, failed or been cancelled, ``ValueError`` for a blank text. A run
         whose process is gone (``interrupted``) keeps the message until it is resumed.
         """
-        if not isinstance(text, str):
-            kind = type(text).__name__
-            raise TypeError(f"RunStore.steer() takes the message's text, not {kind}.")
-        [message] = steering_messages(text)
-        item_id = new_id("steer")
-        with self._backend.transaction():
-            rows = self._q("SELECT status, steering_closed FROM runs WHERE run_id = ?", (run_id,))
-            if not rows:
-                raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
-            status, closed = rows[0]
-            if status not in ACTIVE or closed:
-                ended = status if status not in ACTIVE else "ending"
-                raise RunEndedError(
-                    f"Run {run_id!r} has already ended ({ended}); a message can no longer be "
-                    "sent to it. Start a new run with its history to go on."
-                )
-            seq = self._q("SELECT COALESCE(MAX(seq), 0) FROM steering WHERE run_id = ?", (run_id,))
-            self._q(
-                "INSERT INTO steering (id, run_id, seq, message, status, created_at) "
-                "VALUES (?, ?, ?, ?, 'queued', ?)",
-                (
-                    item_id,
-                    run_id,
-                    int(seq[0][0]) + 1,
-                    message.model_dump_json(),
-                    utc_now().isoformat(),
-                ),
-            )
-        return item_id
+        return write_steering(self._backend, self._sql, self.location, run_id, text)[0]
 
     def queued_steering(self, run_id: str) -> list[SteeringItem]:
         """The messages sent to ``run_id`` through the store that it has not taken, in order."""

@@ -126,3 +126,34 @@ async def test_the_box_is_refused_for_a_blank_text_without_a_run_and_after_the_e
     ok, error = answered["p4"]  # refused at once, before it reaches the run
     assert not ok and "text" in (error or "")
     assert [k for k in kinds(session) if k[2]] == []
+
+
+async def test_the_handle_steers_the_run_and_refuses_once_it_has_ended():
+    """``RunHandle.steer`` (what ``show()`` returns) is ``request.steer``: True while the run
+    goes, the message delivered after the turn's tool results; False once it has ended."""
+    from notebook_helpers import finished
+
+    from anvia_notebook.notebook import _runner as runner
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def work(args: AddInput, ctx: Any) -> int:
+        started.set()
+        await release.wait()
+        return args.x + args.y
+
+    tool = create_tool(name="work", description="Work a while.", input=AddInput, execute=work)
+    model = QueueModel([call("work", {"x": 1, "y": 2}), "3, in words: three"])
+    handle = runner.show(AgentBuilder("a", model).tool(tool).build().prompt("go").store(None))
+    await started.wait()
+    assert handle.steer("and in words") is True
+    with pytest.raises(ValueError, match="empty"):
+        handle.steer(" ")
+    release.set()
+    response = await handle
+    await finished(handle)
+    assert [m.role for m in response.messages] == ["user", "assistant", "tool", "user", "assistant"]
+    assert model.requests[1].messages[-1].content == "and in words"
+    assert handle.steer("too late") is False
+    steered = [e for e in handle.transcript if e["kind"] == "user" and e.get("steered")]
+    assert [e["text"] for e in steered] == ["and in words"]

@@ -1,0 +1,125 @@
+"""Writing a steering message into the run store, with nothing of the runtime loaded.
+
+:meth:`RunStore.steer <anvia_notebook.store.RunStore.steer>` and ``python -m anvia_notebook steer``
+both end in :func:`write_steering`. The command line calls :func:`steer_stored`, which opens only
+the store's connection (no pydantic, no run loop, no records: a terminal's message reaches a
+waiting or working run well within a second even on a busy machine); when the file is not a run
+store of this very schema version, it uses a full :class:`RunStore` (which creates, checks and
+migrates the schema) instead.
+
+A row holds the message as JSON: ``{"role": "user", "content": text}``, which reads back as
+``Message.user(text)`` (the fields left out are the message's defaults).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from .._util import check_steering_text, new_id
+from ._errors import RunEndedError, RunNotFoundError
+from ._owner import owner_alive
+from ._schema import APPLICATION, SCHEMA_VERSION
+
+__all__ = ["steer_stored", "write_steering"]
+
+#: A run in one of these (stored) states takes messages, unless it has decided to end.
+ACTIVE = ("pending", "running", "waiting")
+
+
+def write_steering(
+    backend: Any, sql: Callable[[str], str], location: str, run_id: str, text: str
+) -> tuple[str, str]:
+    """Queue ``text`` for the run ``run_id`` in one transaction; returns the message's id and
+    the run's status (``interrupted`` when its process is gone: the message waits for the run
+    to be resumed). Refuses an unknown run (:class:`RunNotFoundError`), one that has ended or
+    decided to end (:class:`RunEndedError`), a text that is not a ``str`` (``TypeError``) and a
+    blank one (``ValueError``). ``sql`` puts a statement in the backend's placeholder style."""
+    if not isinstance(text, str):
+        kind = type(text).__name__
+        raise TypeError(f"RunStore.steer() takes the message's text, not {kind}.")
+    check_steering_text(text)
+    item_id = new_id("steer")
+    message = json.dumps({"role": "user", "content": text}, ensure_ascii=False)
+    with backend.transaction():
+        rows = backend.execute(
+            sql(
+                "SELECT status, steering_closed, owner_host, owner_pid, owner_started, "
+                "heartbeat_at FROM runs WHERE run_id = ?"
+            ),
+            (run_id,),
+        )
+        if not rows:
+            raise RunNotFoundError(f"No stored run {run_id!r} in {location}.")
+        status, closed, *owner = rows[0]
+        if status not in ACTIVE or closed:
+            ended = status if status not in ACTIVE else "ending"
+            raise RunEndedError(
+                f"Run {run_id!r} has already ended ({ended}); a message can no longer be "
+                "sent to it. Start a new run with its history to go on."
+            )
+        seq = backend.execute(
+            sql("SELECT COALESCE(MAX(seq), 0) FROM steering WHERE run_id = ?"), (run_id,)
+        )
+        backend.execute(
+            sql(
+                "INSERT INTO steering (id, run_id, seq, message, status, created_at) "
+                "VALUES (?, ?, ?, ?, 'queued', ?)"
+            ),
+            (
+                item_id,
+                run_id,
+                int(seq[0][0]) + 1,
+                message,
+                datetime.now(timezone.utc).isoformat(),
+            ),
+        )
+    return item_id, str(status) if owner_alive(*owner) else "interrupted"
+
+
+def steer_stored(location: str, run_id: str, text: str) -> tuple[str, str] | None:
+    """:func:`write_steering` into the store at ``location`` (a file or ``postgresql://...``),
+    opening only its connection; None (nothing written) when it is not a run store of this
+    very schema version: :class:`RunStore` then makes or migrates the schema, or says what is
+    wrong."""
+    check_steering_text(text)  # (before any file is opened)
+    backend = _open_backend(location)
+    try:
+        if not _current(backend):
+            return None
+        return write_steering(backend, _placeholders(backend), backend.location, run_id, text)
+    finally:
+        backend.close()
+
+
+def _open_backend(location: str) -> Any:
+    if location.startswith(("postgresql://", "postgres://")):
+        from ._postgres import PostgresBackend
+
+        return PostgresBackend(location)
+    from ._sqlite import SQLiteBackend
+
+    return SQLiteBackend(os.fspath(location))
+
+
+def _placeholders(backend: Any) -> Callable[[str], str]:
+    if backend.placeholder == "?":
+        return lambda statement: statement
+    return lambda statement: statement.replace("?", backend.placeholder)
+
+
+def _current(backend: Any) -> bool:
+    """True when the store is a run store of exactly this schema version (read only)."""
+    try:
+        if "meta" not in backend.table_names():
+            return False
+        meta = dict(backend.execute("SELECT key, value FROM meta"))
+    except Exception:  # a file that is not a database, a locked one...: RunStore says so
+        return False
+    return bool(
+        meta.get("application") == APPLICATION
+        and meta.get("schema_version") == str(SCHEMA_VERSION)
+    )
