@@ -55,8 +55,10 @@ def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
         pairs = zip(labels, values, strict=True)
         return [Choice(label=str(label), value=value) for label, value in pairs]
     options = spec.get("oneOf") or spec.get("anyOf")
-    if isinstance(options, list) and options and all(
-        isinstance(o, dict) and "const" in o for o in options
+    if (
+        isinstance(options, list)
+        and options
+        and all(isinstance(o, dict) and "const" in o for o in options)
     ):
         return [
             Choice(label=str(o.get("title") or o["const"]), value=str(o["const"])) for o in options
@@ -86,8 +88,18 @@ def form_questions(message: str, schema: dict[str, Any]) -> list[Question]:
             answer_schema = {
                 key: value
                 for key, value in spec.items()
-                if key in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern",
-                           "format", "exclusiveMinimum", "exclusiveMaximum")
+                if key
+                in (
+                    "type",
+                    "minimum",
+                    "maximum",
+                    "minLength",
+                    "maxLength",
+                    "pattern",
+                    "format",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                )
             }
         elif choices is None:
             raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
