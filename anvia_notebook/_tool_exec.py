@@ -261,7 +261,7 @@ class ToolExecutor:
             self._landed[call.id] = (result, is_error, effective_args)
             self._report_landed(call, turn, internal_id)
             raise
-        self._emit_result(
+        self.emit_result(
             call,
             turn,
             internal_id,
@@ -278,7 +278,7 @@ class ToolExecutor:
             tool_call_id=call.id, tool_name=call.name, content=result, is_error=is_error
         )
 
-    def _emit_result(
+    def emit_result(
         self,
         call: ToolCall,
         turn: int,
@@ -288,6 +288,7 @@ class ToolExecutor:
         is_error: bool,
         skipped: bool = False,
     ) -> None:
+        """Emit the ``tool_result`` event of ``call`` (with the media its tool returned)."""
         self.emit(
             ToolResultEvent(
                 turn=turn,
@@ -322,7 +323,7 @@ class ToolExecutor:
             stopped = result == STOPPED_RUNNING_RESULT.format(name=call.name)
             status: ToolCallStatus = "cancelled" if stopped else "error" if is_error else "success"
             self.trace.tool_call_done(entry, args, result, status)
-        self._emit_result(call, turn, internal_id, args, result, is_error)
+        self.emit_result(call, turn, internal_id, args, result, is_error)
 
     # -- progress, for resuming ----------------------------------------------------------------
 
@@ -361,7 +362,7 @@ class ToolExecutor:
             if call.id not in self.logged_results:
                 # The call ended after the last write of the event log: the transcript of the
                 # resumed run shows its result as the store recorded it.
-                self._emit_result(
+                self.emit_result(
                     call, turn, internal_id, args, progress.result or "", progress.is_error
                 )
             self.trace.tool_call_done(
@@ -378,7 +379,7 @@ class ToolExecutor:
             return None
         result = INTERRUPTED_RESULT.format(name=call.name)
         args = progress.args or compact_arguments(call.arguments_json())
-        self._emit_result(call, turn, internal_id, args, result, True)
+        self.emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
         return ToolResultPart(

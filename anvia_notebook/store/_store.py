@@ -439,10 +439,7 @@ class RunStore(SteeringRows):
                 if progress.args in (STORED, STORED_COMPACT):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
         for record in self.interactions(run_id):
-            if isinstance(record, ApprovalRecord):
-                state.approvals[record.id] = record
-            else:
-                state.questions[record.id] = record
+            state.hold(record)
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
@@ -899,9 +896,9 @@ class RunStore(SteeringRows):
                     (closed.status, closed.model_dump_json(), _now(), item_id),
                 )
                 if ours is not None:
-                    _hold(state, closed)
+                    state.hold(closed)
             elif ours is not None and ours.status != status:
-                _hold(state, _row_record(kind, status, text, legacy))
+                state.hold(_row_record(kind, status, text, legacy))
 
     def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
         if texts:
@@ -1126,14 +1123,6 @@ def _state_json(state: RunState) -> str:
 
 
 _ENDED_UNDECIDED = "The run ended before this was decided."
-
-
-def _hold(state: RunState, record: Record) -> None:
-    """Put ``record`` in the state's approvals or questions (by id)."""
-    if isinstance(record, ApprovalRecord):
-        state.approvals[record.id] = record
-    else:
-        state.questions[record.id] = record
 
 
 def _item_id(item: str | Record) -> str:
