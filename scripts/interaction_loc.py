@@ -112,6 +112,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
         "store/_store.py",
         [
             "RunStore.interactions",
+            "RunStore._records",
             "RunStore.pending",
             "RunStore.approve",
             "RunStore.reject",
@@ -119,6 +120,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "RunStore.decline",
             "RunStore._decide",
             "RunStore.claim",
+            "RunStore._write_decided",
             "RunStore.record",
             "RunStore.decision",
             "RunStore.open_interaction",
@@ -164,6 +166,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "TranscriptSession._on_question_answers",
             "TranscriptSession._on_question_decline",
             "TranscriptSession._on_decision",
+            "TranscriptSession._on_question",
         ],
     ),
     (

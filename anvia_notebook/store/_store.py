@@ -443,24 +443,24 @@ class RunStore(SteeringRows):
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
-        rows = self._q(
-            "SELECT kind, status, record, decision FROM interactions WHERE run_id = ? "
-            "ORDER BY updated_at, id",
-            (run_id,),
-        )
-        records = [_row_record(*row) for row in rows]
+        records = self._records("run_id = ? ORDER BY updated_at, id", (run_id,))
         return sorted(records, key=lambda r: r.requested_at)
 
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run and its sub-agents' runs at every
         depth, or of every run)."""
-        sql = "SELECT kind, status, record, decision FROM interactions WHERE status = 'pending'"
+        where = "status = 'pending'"
         params: list[Any] = []
         if run_id is not None:
             tree = self.run_tree(run_id)
-            sql += f" AND run_id IN ({', '.join('?' for _ in tree)})"
+            where += f" AND run_id IN ({', '.join('?' for _ in tree)})"
             params = tree
-        return [_row_record(*row) for row in self._q(sql + " ORDER BY id", params)]
+        return self._records(where + " ORDER BY id", params)
+
+    def _records(self, where: str, params: Sequence[Any] = ()) -> list[Record]:
+        """The stored records of the interactions ``where`` (an SQL condition) selects."""
+        sql = f"SELECT kind, status, record, decision FROM interactions WHERE {where}"
+        return [_row_record(*row) for row in self._q(sql, params)]
 
     def trace(self, run_id: str, *, messages: list[Message] | None = None) -> Trace:
         """The run's stored trace (every model call and tool call so far).
@@ -624,21 +624,23 @@ class RunStore(SteeringRows):
         whole record in one conditional update. Returns ``(won, record now stored)``; when
         another decision was there first, ``won`` is False and the stored record is the
         winner's (None when there is no such interaction)."""
+        if self._write_decided(record):
+            return True, record
+        return False, self.record(record.id)
+
+    def _write_decided(self, record: Record) -> bool:
+        """Write ``record`` (decided) if its interaction is still pending; whether it was."""
         self._q(
             "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
             "WHERE id = ? AND run_id = ? AND status = 'pending'",
             (record.status, record.model_dump_json(), _now(), record.id, record.run_id),
         )
-        if self._backend.rowcount == 1:
-            return True, record
-        return False, self.record(record.id)
+        return bool(self._backend.rowcount == 1)
 
     def record(self, item_id: str) -> Record | None:
         """The stored record of one interaction (None when there is none)."""
-        rows = self._q(
-            "SELECT kind, status, record, decision FROM interactions WHERE id = ?", (item_id,)
-        )
-        return _row_record(*rows[0]) if rows else None
+        found = self._records("id = ?", (item_id,))
+        return found[0] if found else None
 
     def decision(self, item_id: str) -> tuple[str, dict[str, Any] | None] | None:
         """``(status, decision as JSON)`` of one interaction (None when there is none)."""
@@ -876,29 +878,21 @@ class RunStore(SteeringRows):
         pending is closed, as the run closed it (its record in ``state``) or else as cancelled
         by the runtime. A decision that reached the store first stands, and the state's copy
         of that record becomes the stored one, so the two never disagree."""
-        rows = self._q(
-            "SELECT id, kind, status, record, decision FROM interactions WHERE run_id = ?",
-            (run_id,),
-        )
         held: dict[str, Record] = {**state.approvals, **state.questions}
-        for item_id, kind, status, text, legacy in rows:
-            ours = held.get(item_id)
-            if status == "pending":
+        for stored in self._records("run_id = ?", (run_id,)):
+            ours = held.get(stored.id)
+            if stored.status == "pending":
                 closed = ours
                 if closed is None or closed.status == "pending":
                     closed = decided(
-                        _row_record(kind, status, text, legacy),
+                        stored,
                         Resolution("cancelled", decided_by="runtime", reason=_ENDED_UNDECIDED),
                     )
-                self._q(
-                    "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
-                    "WHERE id = ? AND status = 'pending'",
-                    (closed.status, closed.model_dump_json(), _now(), item_id),
-                )
+                self._write_decided(closed)
                 if ours is not None:
                     state.hold(closed)
-            elif ours is not None and ours.status != status:
-                state.hold(_row_record(kind, status, text, legacy))
+            elif ours is not None and ours.status != stored.status:
+                state.hold(stored)
 
     def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
         if texts:
@@ -1055,20 +1049,14 @@ class RunStore(SteeringRows):
             )
 
     def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
-        ids = list(watched)
-        marks = ", ".join("?" for _ in ids)
-        rows = self._q(
-            f"SELECT id, kind, status, record, decision FROM interactions WHERE id IN ({marks}) "
-            "AND status <> 'pending'",
-            ids,
-        )
-        for item_id, *row in rows:
+        marks = ", ".join("?" for _ in watched)
+        for record in self._records(f"id IN ({marks}) AND status <> 'pending'", list(watched)):
             with self._watch_lock:
-                callback = self._watched.pop(item_id, None)
+                callback = self._watched.pop(record.id, None)
             if callback is None:
                 continue
             try:
-                callback(_row_record(*row))
+                callback(record)
             except Exception:
                 logger.exception("Delivering a stored decision failed")
 
