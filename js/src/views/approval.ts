@@ -161,7 +161,7 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     }
     setEditError("");
     await ctx.submit({
-      kind: "approval",
+      type: "approval_decision",
       approved,
       reason: reasonInput.value.trim() || null,
       edited_args: edited,
