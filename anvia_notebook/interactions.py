@@ -34,7 +34,15 @@ from .decisions import (
     refused_twice,
 )
 from .errors import DecisionRefusedError
-from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, decider
+from .records import (
+    ApprovalRecord,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    RecordT,
+    decider,
+    id_of,
+)
 from .run_state import RunState
 
 if TYPE_CHECKING:
@@ -312,9 +320,7 @@ class Interactions:
         resolution = Resolution.approval(
             approved, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
-        record = self._decide(_id_of(approval_id), "approval", resolution)
-        assert isinstance(record, ApprovalRecord)
-        return record
+        return self._decide(approval_id, ApprovalRecord, resolution)
 
     def answer(
         self,
@@ -326,9 +332,7 @@ class Interactions:
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); raises when refused."""
         resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
-        record = self._decide(_id_of(question_id), "question", resolution)
-        assert isinstance(record, QuestionRecord)
-        return record
+        return self._decide(question_id, QuestionRecord, resolution)
 
     def decline(
         self, question_id: str | QuestionRecord, *, via: DecidedVia | None = None
@@ -336,22 +340,22 @@ class Interactions:
         """Decline a pending question that may be declined (one an MCP server asked): it ends
         ``cancelled``, decided by the person, and the server is told ``decline``. Raises when
         refused (an ``ask_question`` question, one already settled)."""
-        record = self._decide(_id_of(question_id), "question", decline_resolution(via))
-        assert isinstance(record, QuestionRecord)
-        return record
+        return self._decide(question_id, QuestionRecord, decline_resolution(via))
 
-    def _decide(self, item_id: str, kind: str, resolution: Resolution) -> Record:
+    def _decide(self, item: str | Record, kind: type[RecordT], resolution: Resolution) -> RecordT:
+        item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
         owned = self._owner(item_id)
-        if owned is None or owned[1].record.kind != kind:
-            raise DecisionRefusedError(f"Unknown {kind} {item_id!r}.")
+        if owned is None or not isinstance(owned[1].record, kind):
+            raise DecisionRefusedError(f"Unknown {name} {item_id!r}.")
         owner, interaction = owned
         with owner._lock:
             if not interaction.pending:
                 raise refused_twice(interaction.record)
             winner = owner.resolve(interaction, resolution)
-            if winner is not resolution:
-                raise refused_twice(interaction.record)
-            return interaction.record.model_copy(deep=True)
+            record = interaction.record
+            if winner is not resolution or not isinstance(record, kind):
+                raise refused_twice(record)
+            return record.model_copy(deep=True)
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -395,10 +399,6 @@ def _args_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of a tool's input (kept with the interaction: edited arguments sent
     from another process are checked against it)."""
     return model.model_json_schema()
-
-
-def _id_of(item: str | Record) -> str:
-    return item if isinstance(item, str) else item.id
 
 
 def _after(seconds: float) -> Any:

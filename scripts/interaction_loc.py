@@ -133,6 +133,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_ENDED_UNDECIDED",
             "_hold",
             "_item_id",
+            "_id_of",
             "_row_record",
             "_legacy_decision",
         ],

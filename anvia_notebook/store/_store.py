@@ -44,7 +44,16 @@ from ..decisions import (
 from ..events import RunEvent
 from ..messages import Message
 from ..question_types import Answer, describe_validation_error
-from ..records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, decider, utc_now
+from ..records import (
+    ApprovalRecord,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    RecordT,
+    decider,
+    id_of,
+    utc_now,
+)
 from ..run_state import RunState
 from ..trace import Trace
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
@@ -549,7 +558,7 @@ class RunStore(SteeringRows):
         resolution = Resolution.approval(
             True, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
-        return self._decide(run_id, _item_id(approval_id), "approval", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, approval_id, ApprovalRecord, resolution)
 
     def reject(
         self,
@@ -564,7 +573,7 @@ class RunStore(SteeringRows):
         resolution = Resolution.approval(
             False, decided_by=decided_by, decided_via=via, reason=reason
         )
-        return self._decide(run_id, _item_id(approval_id), "approval", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, approval_id, ApprovalRecord, resolution)
 
     def answer(
         self,
@@ -577,7 +586,7 @@ class RunStore(SteeringRows):
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); first one wins."""
         resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
-        return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, question_id, QuestionRecord, resolution)
 
     def decline(
         self, run_id: str, question_id: str | QuestionRecord, *, via: DecidedVia = "store"
@@ -585,12 +594,15 @@ class RunStore(SteeringRows):
         """Decline a pending question that may be declined (one an MCP server asked; the server
         is told ``decline``); ``ask_question``'s questions are refused. First decision wins."""
         resolution = decline_resolution(via)
-        return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, question_id, QuestionRecord, resolution)
 
-    def _decide(self, run_id: str, item_id: str, kind: str, resolution: Resolution) -> Record:
+    def _decide(
+        self, run_id: str, item: str | Record, kind: type[RecordT], resolution: Resolution
+    ) -> RecordT:
         """Check ``resolution`` against the stored record, then claim it (the whole record).
         ``run_id``: the interaction's run, or a run above it (a sub-agent's interaction is
         decided given the top-level run's id too)."""
+        item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
         rows = self._q(
             "SELECT kind, status, record, decision, args_schema, run_id FROM interactions "
             "WHERE id = ?",
@@ -598,19 +610,19 @@ class RunStore(SteeringRows):
         )
         if (
             not rows
-            or rows[0][0] != kind
+            or rows[0][0] != name
             or (rows[0][5] != run_id and rows[0][5] not in self.run_tree(run_id))
         ):
-            raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
+            raise DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
         kind_, status, text, legacy, schema, run_id = rows[0]
         record = _row_record(kind_, status, text, legacy)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
         won, current = self.claim(decided(record, resolution))
         if not won:
             if current is None:
-                raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
+                raise DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
             raise refused_twice(current)
-        assert current is not None
+        assert isinstance(current, kind)
         if not owner_alive(*self._owner_of(run_id)):
             logger.info(
                 "Run %s has no live process; the decision waits until agent.resume(%r).",
@@ -1111,10 +1123,6 @@ def _state_json(state: RunState) -> str:
 
 
 _ENDED_UNDECIDED = "The run ended before this was decided."
-
-
-def _item_id(item: str | Record) -> str:
-    return item if isinstance(item, str) else item.id
 
 
 def _row_record(kind: str, status: str, text: str, legacy: str | None = None) -> Record:
