@@ -249,22 +249,38 @@ TYPESCRIPT: list[tuple[str, str, list[str] | None]] = [
     ),
 ]
 
-#: Where interaction state is held (by the code as it stands at the end of issue 18's work);
-#: printed for the record. "copy" means a second, independently updated copy of a record or
-#: of its status; "derived" means read from the one holder when needed.
-STATE_HOLDERS = {
-    "ba850d5": [
-        "kernel: RunState.approvals / RunState.questions (the record; run_state.py)",
-        "kernel: OpenInteraction.record in Interactions._items (a second reference, replaced "
-        "on each decision, written back to the run state by the executor's _keep)",
-        "kernel: the run store's interactions row (status column + record; durable copy)",
-        "kernel: the transcript's tool entries (approval/question views and the entry status "
-        "approval_required / input_required, patched from events)",
+#: Where interaction state is held, written by hand from a read of the code (a script cannot
+#: tell a copy from a reference); which list applies is told by the marker: a tree whose
+#: ``interactions.py`` keeps records through the run state (``self.state.hold(``) has the
+#: second list. "copy" means a second, separately updated copy of a record or of its status.
+STATE_HOLDERS: dict[str, list[str]] = {
+    "records kept by Interactions and the run state (ba850d5 and before)": [
+        "kernel, in memory: RunState.approvals / RunState.questions (the record)",
+        "kernel, in memory: OpenInteraction.record in Interactions._items (copy: replaced on "
+        "each decision, written back into the run state later by the executor's _keep; the "
+        "run end wrote it back per kind in _loop)",
+        "kernel, durable: the run store's interactions row (status column and record)",
+        "kernel, views: the transcript's tool entries (the wire view of each record and the "
+        "entry status approval_required / input_required, from events)",
+        "kernel, trace: ToolCallTrace.approval / .question (the record as of the last event)",
         "page: TranscriptStore.entries (js/src/store.ts)",
-        "page: each interaction panel's last shown view (views/interaction.ts `shown`) and "
-        "the tool view's wasPending (views/tool.ts)",
+        "page: each interaction panel's JSON copy of the last view shown (views/interaction.ts)",
+    ],
+    "records kept by the run state only (this redesign)": [
+        "kernel, in memory: RunState.approvals / RunState.questions, the one holder: "
+        "Interactions writes every decision there (RunState.hold) and keeps only what waits "
+        "by id (future, timer, input model); OpenInteraction.record reads the run state",
+        "kernel, durable: the run store's interactions row (status column and record, written "
+        "whole in the claim's conditional update)",
+        "kernel, views: the transcript's tool entries (wire views made from the record by one "
+        "serialiser, from events; the page's snapshot source)",
+        "kernel, trace: ToolCallTrace.approval / .question (a reference to the record of the "
+        "last event, for Inspect and the stored trace)",
+        "page: TranscriptStore.entries (js/src/store.ts), the one copy: the panel keeps a "
+        "reference to the store's view, not a copy",
     ],
 }
+_NEW_HOLDERS_MARK = "self.state.hold("
 
 
 @dataclass
@@ -506,6 +522,11 @@ def main(argv: list[str] | None = None) -> int:
         totals[language] = sum(count.lines for _, _, count in rows)
         print(f"  {'total':<22} {totals[language]:>5}")
     print(f"\nAll: {sum(totals.values())}")
+    interactions = read(PKG + "interactions.py", args.rev) or ""
+    title, holders = list(STATE_HOLDERS.items())[_NEW_HOLDERS_MARK in interactions]
+    print(f"\nPlaces that hold interaction state ({title}): {len(holders)}")
+    for holder in holders:
+        print(f"  - {holder}")
     return 0
 
 
