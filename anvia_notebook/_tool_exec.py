@@ -710,7 +710,8 @@ class ToolExecutor:
     ) -> object:
         """Wait for the interaction's outcome and record it (the record is then decided).
         Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, the
-        question's id when its answers were unusable, else None; Stop and failures propagate."""
+        text the model is told when a question's answers were unusable or timed out, else
+        None; Stop and failures propagate."""
         question = interaction.record.kind == "question"
         try:
             resolution = await self.interactions.wait(interaction, source, decided_by, decided_via)
