@@ -367,9 +367,7 @@ class TranscriptSession:
         _capture.register(run.run_id, self._on_output)
         on_event = self._on_event
         if run.resumed:  # the note goes above the first call that waits (drawn by the replay)
-            waiting = {r.tool_call_id for r in run.state.pending_approvals()}
-            waiting |= {r.tool_call_id for r in run.state.pending_questions()}
-            self._resume_note_before = waiting
+            self._resume_note_before = {r.tool_call_id for r in run.state.pending()}
             on_event = self._on_replayed_event
         self._unsubscribe = run.subscribe(on_event, replay=True, on_text=self.transcript.text_delta)
         for call in run.trace.tool_calls:  # what its tools printed before this view
