@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ._run_context import CURRENT_RUN
-from ._tool_exec import ToolExecutor
+from ._tool_exec import ToolExecutor, result_event
 from ._typed_output import Accepted, TypedOutput
 from ._util import maybe_await
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
@@ -18,10 +18,8 @@ from .events import (
     GenerationStartEvent,
     ReasoningDeltaEvent,
     TextDeltaEvent,
-    ToolApprovalResultEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
-    ToolQuestionResultEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
@@ -46,7 +44,6 @@ from .models.base import (
     TextDelta,
     ToolCall,
 )
-from .records import ApprovalRecord, QuestionRecord
 from .retry import RetryContext
 from .run_info import RunInfo
 from .run_state import PromptResponse
@@ -333,25 +330,14 @@ def _end_tool_round(run: AgentRun, results: list[ToolResultPart]) -> None:
 def _close_interactions(run: AgentRun, reason: str) -> None:
     """The run ends: an approval or question it leaves open (e.g. one stored before a resume
     that this run never asked again) is closed as cancelled, recorded and told."""
-    state = run.state
-    records: list[ApprovalRecord | QuestionRecord] = [
-        *state.approvals.values(),
-        *state.questions.values(),
-    ]
     try:
-        closed = run.interactions.close_all(records, reason)
+        closed = run.interactions.close_all(reason)
     except Exception:  # ending the run must not fail here
         logger.exception("Closing the run's open interactions failed")
         return
     for record in closed:
-        if isinstance(record, ApprovalRecord):
-            state.approvals[record.id] = record
-            run.tracer.approval(record, resolved=True)
-            run.emit(ToolApprovalResultEvent(approval=record.model_copy()))
-        else:
-            state.questions[record.id] = record
-            run.tracer.question(record, resolved=True)
-            run.emit(ToolQuestionResultEvent(question=record.model_copy()))
+        run.tracer.interaction(record, resolved=True)
+        run.emit(result_event(record))
 
 
 async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:

@@ -353,35 +353,30 @@ class RunSpans:
             span.record_exception(error)
 
     @_guarded
-    def approval(self, entry: ToolCallTrace, record: ApprovalRecord, resolved: bool) -> None:
+    def interaction(
+        self, entry: ToolCallTrace, record: ApprovalRecord | QuestionRecord, resolved: bool
+    ) -> None:
+        kind = record.kind
         attributes: dict[str, Any] = {
-            "anvia.approval.id": record.id,
-            "anvia.approval.status": record.status,
+            f"anvia.{kind}.id": record.id,
+            f"anvia.{kind}.status": record.status,
         }
-        if record.decided_by:
-            attributes["anvia.approval.decided_by"] = record.decided_by
-        if self.content:
-            if record.reason:
+        if record.kind == "approval":
+            if record.decided_by:
+                attributes["anvia.approval.decided_by"] = record.decided_by
+            if self.content and record.reason:
                 attributes["anvia.approval.reason"] = record.reason
-            if record.decision_reason:
+            if self.content and record.decision_reason:
                 attributes["anvia.approval.decision_reason"] = record.decision_reason
-        name = "tool_approval_result" if resolved else "tool_approval_request"
-        self._span_of(entry).add_event(name, attributes)
-
-    @_guarded
-    def question(self, entry: ToolCallTrace, record: QuestionRecord, resolved: bool) -> None:
-        attributes: dict[str, Any] = {
-            "anvia.question.id": record.id,
-            "anvia.question.status": record.status,
-            "anvia.question.count": len(record.questions),
-        }
-        if self.content:
-            attributes["anvia.question.questions"] = _dumps(
-                [q.model_dump(mode="json") for q in record.questions]
-            )
-            if resolved:
+        else:
+            attributes["anvia.question.count"] = len(record.questions)
+            if self.content:
+                attributes["anvia.question.questions"] = _dumps(
+                    [q.model_dump(mode="json") for q in record.questions]
+                )
+            if self.content and resolved:
                 attributes["anvia.question.answers"] = _dumps([a.to_wire() for a in record.answers])
-        name = "tool_question_result" if resolved else "tool_question_request"
+        name = f"tool_{kind}_result" if resolved else f"tool_{kind}_request"
         self._span_of(entry).add_event(name, attributes)
 
     def _span_of(self, entry: ToolCallTrace) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Collection, Sequence
@@ -16,11 +15,9 @@ from ._tracing import TraceRecorder
 from ._util import compact_arguments, compact_json, maybe_await, new_id
 from .approvals import (
     ApprovalContext,
-    ApprovalDecision,
     ApprovalHandler,
     RunInfo,
     ToolApprovalRequest,
-    normalize_decision,
 )
 from .decisions import Resolution
 from .errors import (
@@ -50,7 +47,7 @@ from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
-from .question_types import Answer, Question, QuestionInput
+from .question_types import Question, QuestionInput
 from .questions import QuestionRequest, QuestionTool
 from .records import (
     DEFAULT_REJECT_MESSAGE,
@@ -67,7 +64,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .run_state import RunState
 
-__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor"]
+__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor", "result_event"]
 
 
 @dataclass(frozen=True)
@@ -147,7 +144,7 @@ class ToolExecutor:
         self.concurrency = max(1, concurrency)
         self.emit = emit
         self.cancel_reason = cancel_reason
-        self.interactions = interactions or Interactions(run_info.run_id)
+        self.interactions = interactions or Interactions(run_info.run_id, state=state)
         self.persist = persist or (lambda durable: None)
         #: True while the first turn of a resumed run re-runs its interrupted tool calls.
         self.resuming = resuming
@@ -265,7 +262,7 @@ class ToolExecutor:
             self._report_landed(call, turn, internal_id)
             raise
         returned = self._parts.get(call.id, [])  # the tool's media (popped by the event)
-        self._emit_result(
+        self.emit_result(
             call,
             turn,
             internal_id,
@@ -286,7 +283,7 @@ class ToolExecutor:
             media=[] if is_error else ToolResultMedia.from_parts(returned),
         )
 
-    def _emit_result(
+    def emit_result(
         self,
         call: ToolCall,
         turn: int,
@@ -296,6 +293,7 @@ class ToolExecutor:
         is_error: bool,
         skipped: bool = False,
     ) -> None:
+        """Emit the ``tool_result`` event of ``call`` (with the media its tool returned)."""
         self.emit(
             ToolResultEvent(
                 turn=turn,
@@ -330,7 +328,7 @@ class ToolExecutor:
             stopped = result == STOPPED_RUNNING_RESULT.format(name=call.name)
             status: ToolCallStatus = "cancelled" if stopped else "error" if is_error else "success"
             self.trace.tool_call_done(entry, args, result, status)
-        self._emit_result(call, turn, internal_id, args, result, is_error)
+        self.emit_result(call, turn, internal_id, args, result, is_error)
 
     # -- progress, for resuming ----------------------------------------------------------------
 
@@ -369,7 +367,7 @@ class ToolExecutor:
             if call.id not in self.logged_results:
                 # The call ended after the last write of the event log: the transcript of the
                 # resumed run shows its result as the store recorded it.
-                self._emit_result(
+                self.emit_result(
                     call, turn, internal_id, args, progress.result or "", progress.is_error
                 )
             self.trace.tool_call_done(
@@ -386,7 +384,7 @@ class ToolExecutor:
             return None
         result = INTERRUPTED_RESULT.format(name=call.name)
         args = progress.args or compact_arguments(call.arguments_json())
-        self._emit_result(call, turn, internal_id, args, result, True)
+        self.emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
         return ToolResultPart(
@@ -503,7 +501,7 @@ class ToolExecutor:
                 # An intercepted call's arguments are questions, whatever the tool's own input.
                 input_model=QuestionInput if intercepted else tool.input,
             )
-            approved, text, edited = await self._approve(request)
+            approved, text, edited = await self.approve(request)
             if not approved:
                 return text, False, raw_args
             if edited is not None:
@@ -513,7 +511,7 @@ class ToolExecutor:
                     )
                 except ToolArgumentsError as error:
                     text = f"Edited arguments were rejected: {error}"
-                    self._refused_edit(request.approval_id, text)
+                    self.refuse_edit(request.approval_id, text)
                     return text, True, raw_args
                 raw_args = compact_json(edited)
         if intercepted:
@@ -546,15 +544,17 @@ class ToolExecutor:
         timeout = getattr(self.human_input, "timeout", None)
         return float(timeout) if isinstance(timeout, (int, float)) else None
 
-    async def _approve(
+    async def approve(
         self, request: ToolApprovalRequest
     ) -> tuple[bool, str, dict[str, Any] | None]:
-        """Decide one approval: the handler, else the human input, or a decision from elsewhere
-        (widget, ``RunHandle.approve``, the run store, a decision stored before a resume)."""
+        """Decide one approval through the run's one interaction record (as for a tool call):
+        the handler, else the human input, or a decision from elsewhere (widget,
+        ``RunHandle.approve``, the run store, a decision stored before a resume). Returns
+        whether it was approved, what the model is told otherwise, and edited arguments."""
         earlier = self._earlier(self.state.approvals, request.tool_call_id)
         if earlier is not None and earlier.status != "pending":
             request.approval_id = earlier.id  # decided before the interruption, or meanwhile
-            self.trace.approval(earlier, resolved=True)
+            self.trace.interaction(earlier, resolved=True)
             return self._approval_outcome(earlier)
         if earlier is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
@@ -567,46 +567,14 @@ class ToolExecutor:
             fix_required=request.fix_required,
         )
         request.approval_id = record.id
-        timeout = self._human_timeout()
-        interaction = self._open(
-            record,
-            input_model=request.input_model,
-            timeout=timeout,
-            timeout_reason=(
-                f"Tool approval timed out after {timeout:g} s without a decision; "
-                f"{request.tool_name} was not executed."
-                if timeout is not None
-                else None
-            ),
-        )
-        source: Awaitable[Any] | None
-        by: DecidedBy
-        via: DecidedVia
-        if interaction.pending and self.approval_handler is not None:
-            source, by, via = self._handler_decision(request), "handler", "handler"
-        elif interaction.pending and self.human_input is not None:
-            source, by, via = self._human_decision(request), "human", "human_input"
-        elif interaction.pending:
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            raise ToolApprovalRequiredError(request)
+        if self.approval_handler is not None:
+            ended = await self._interact(record, self.approval_handler, request, "handler")
         else:
-            source, by, via = None, "human", "human_input"
-        ended = await self._wait(interaction, source, by, via)
+            ask = None if self.human_input is None else self.human_input.approve
+            ended = await self._interact(record, ask, request, "human_input")
         if ended is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
-        assert isinstance(interaction.record, ApprovalRecord)
-        return self._approval_outcome(interaction.record)
-
-    async def approve(
-        self, request: ToolApprovalRequest
-    ) -> tuple[bool, str, dict[str, Any] | None]:
-        """Ask for ``request`` through the run's one interaction record (as for a tool call):
-        whether it was approved, what the model is told otherwise, and edited arguments."""
-        return await self._approve(request)
-
-    def refuse_edit(self, approval_id: str, text: str) -> None:
-        """An approved decision the run cannot carry out: the record says it was rejected."""
-        self._refused_edit(approval_id, text)
+        return self._approval_outcome(self.state.approvals[record.id])
 
     # The hooks of a call the run handles itself (a typed output's ``final_result``), in the
     # order a tool's call meets them: on_tool_call, then on_tool_error (a value that failed
@@ -635,27 +603,19 @@ class ToolExecutor:
         self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
         return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
 
-    def _refused_edit(self, approval_id: str, text: str) -> None:
-        """Edited arguments decided in another process that the tool's input refuses (only a
-        check the JSON Schema cannot express does): the record says the call was rejected."""
+    def refuse_edit(self, approval_id: str, text: str) -> None:
+        """An approved decision the run cannot carry out (edited arguments decided in another
+        process that the tool's input refuses: only a check the JSON Schema cannot express
+        does): the record says the call was rejected."""
         record = self.state.approvals.get(approval_id)
         if record is None or record.status != "approved":
             return
         fixed = record.model_copy(
             update={"status": "rejected", "decision_reason": text, "edited_args": None}
         )
-        self.state.approvals[approval_id] = fixed
         self.interactions.correct(fixed)
         self.trace.interaction(fixed, resolved=True)
-        self.emit(_result_event(fixed))
-
-    async def _handler_decision(self, request: ToolApprovalRequest) -> ApprovalDecision:
-        assert self.approval_handler is not None
-        return normalize_decision(await maybe_await(self.approval_handler(request)))
-
-    async def _human_decision(self, request: ToolApprovalRequest) -> ApprovalDecision:
-        assert self.human_input is not None
-        return normalize_decision(await self.human_input.approve(request))
+        self.emit(result_event(fixed))
 
     async def _ask(
         self, tool: Tool, call: ToolCall, internal_id: str, args: BaseModel
@@ -664,61 +624,39 @@ class ToolExecutor:
         questions = QuestionInput.model_validate(args.model_dump()).questions
         earlier = self._earlier(self.state.questions, call.id)
         if earlier is not None and earlier.status != "pending":
-            self.trace.question(earlier, resolved=True)
+            self.trace.interaction(earlier, resolved=True)
             return self._question_outcome(earlier)
-        timeout = self._human_timeout()
-        opened = self._put_questions(call, internal_id, questions, earlier, timeout)
-        if opened is None:  # asked before a resume without a person now
-            return None
-        interaction, source = opened
         try:
-            ended = await self._wait(interaction, source, "human", "human_input")
+            record, ended = await self._put_questions(call, internal_id, questions, earlier)
         except asyncio.CancelledError:
             self._interrupted[call.id] = compact_json({"answers": []})
             raise
         if ended is _UNAVAILABLE:
             return None
         if isinstance(ended, str):
-            status = interaction.record.status
-            self._ended[call.id] = _ENDED.get(status, "cancelled")
+            self._ended[call.id] = _ENDED.get(record.status, "cancelled")
             return ended, True
-        assert isinstance(interaction.record, QuestionRecord)
-        return self._question_outcome(interaction.record, timeout)
+        return self._question_outcome(record, self._human_timeout())
 
-    def _put_questions(
+    async def _put_questions(
         self,
         call: ToolCall,
         internal_id: str,
         questions: list[Question],
-        earlier: QuestionRecord | None,
-        timeout: float | None,
+        earlier: QuestionRecord | None = None,
         *,
         declinable: bool = False,
-    ) -> tuple[OpenInteraction, Awaitable[Any] | None] | None:
-        """Open the question record (``earlier``'s on resume) with its time limit and ask the
-        human input; None when it is still pending and there is nobody to ask (closed).
-        ``declinable``: the person may decline instead of answering (a tool's questions)."""
+    ) -> tuple[QuestionRecord, object]:
+        """Put the question record (``earlier``'s on resume) to the human input and wait:
+        the record as it ended, and what :meth:`_interact` returned (``_UNAVAILABLE`` when
+        nobody here can answer). ``declinable``: the person may decline instead of answering
+        (a tool's questions)."""
         record = earlier or QuestionRecord(
             **self._opening("question", call.name, call.id),
             internal_call_id=internal_id,
             questions=questions,
             declinable=declinable,
         )
-        interaction = self._open(
-            record,
-            timeout=timeout,
-            timeout_reason=(
-                f"The operator did not answer within {timeout:g} s (timed out); "
-                "no answers were given."
-                if timeout is not None
-                else None
-            ),
-        )
-        if not interaction.pending:
-            return interaction, None
-        if self.human_input is None:
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return None
         request = QuestionRequest(
             question_id=record.id,
             tool_name=call.name,
@@ -727,7 +665,9 @@ class ToolExecutor:
             questions=questions,
             run=self.run_info,
         )
-        return interaction, self._human_answers(request)
+        ask = None if self.human_input is None else self.human_input.ask
+        ended = await self._interact(record, ask, request, "human_input")
+        return self.state.questions[record.id], ended
 
     def _question_outcome(
         self, record: QuestionRecord, timeout: float | None = None
@@ -736,13 +676,8 @@ class ToolExecutor:
             return compact_json({"answers": [a.to_wire() for a in record.answers]}), False
         self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
         if record.status == "timed_out":
-            within = f"within {timeout:g} s" if timeout is not None else "in time"
-            return f"The operator did not answer {within} (timed out); no answers were given.", True
+            return _timed_out_text(record, timeout), True
         return compact_json({"answers": []}), False
-
-    async def _human_answers(self, request: QuestionRequest) -> list[Answer]:
-        assert self.human_input is not None
-        return await self.human_input.ask(request)
 
     # -- one interaction, approval or question ---------------------------------------------------
 
@@ -757,34 +692,50 @@ class ToolExecutor:
             "tool_call_id": tool_call_id,
         }
 
-    def _open(self, record: ApprovalRecord | QuestionRecord, **options: Any) -> OpenInteraction:
-        """Open ``record`` (stored with the conversation that asked first) and emit its request
-        (and, when the store already holds a decision for it, the result)."""
-        self._keep(record)
+    async def _interact(
+        self,
+        record: ApprovalRecord | QuestionRecord,
+        ask: Callable[[Any], Any] | None,
+        request: ToolApprovalRequest | QuestionRequest,
+        via: DecidedVia,
+    ) -> object:
+        """Open ``record`` (stored with the conversation that asked first) with the human
+        input's time limit, emit its request, and wait for its outcome: ``ask(request)``
+        (the approval handler's or the human input's answer), or a decision from elsewhere.
+        Returns what :meth:`_wait` returns; ``_UNAVAILABLE`` when there is nobody to ask
+        (the record is then closed)."""
+        self.state.hold(record)
         self.trace.interaction(record)
         self.persist(True)  # the conversation that asked is stored before the interaction
-        interaction = self.interactions.open(record, **options)
-        self._keep(interaction.record)
+        timeout = self._human_timeout()
+        interaction = self.interactions.open(
+            record,
+            input_model=getattr(request, "input_model", None),
+            timeout=timeout,
+            timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
+        )
         self.emit(_request_event(record))
         if not interaction.pending:
             self._finish(interaction, None)
-        return interaction
+            return None
+        if ask is None:
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            return _UNAVAILABLE
+        by: DecidedBy = "handler" if via == "handler" else "human"
+        return await self._wait(interaction, _asked(ask, request), by, via)
 
     async def _wait(
         self,
         interaction: OpenInteraction,
-        source: Awaitable[Any] | None,
+        source: Awaitable[Any],
         decided_by: DecidedBy,
         decided_via: DecidedVia,
     ) -> object:
         """Wait for the interaction's outcome and record it (the record is then decided).
-        Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, a text
-        when its answers were unusable, else None; Stop and failures propagate."""
-        if not interaction.pending:
-            if source is not None:
-                with contextlib.suppress(BaseException):
-                    source.close()  # type: ignore[attr-defined]
-            return None
+        Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, the
+        text the model is told when a question's answers were unusable or timed out, else
+        None; Stop and failures propagate."""
+        question = interaction.record.kind == "question"
         try:
             resolution = await self.interactions.wait(interaction, source, decided_by, decided_via)
         except asyncio.CancelledError:
@@ -795,18 +746,11 @@ class ToolExecutor:
             self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
             return _UNAVAILABLE
         except HumanInputTimeout as timeout:
-            kind = interaction.record.kind
-            text = (
-                f"Tool approval timed out after {timeout.timeout:g} s without a decision; "
-                f"{interaction.record.tool_name} was not executed."
-                if kind == "approval"
-                else f"The operator did not answer within {timeout.timeout:g} s (timed out); "
-                "no answers were given."
-            )
+            text = _timed_out_text(interaction.record, timeout.timeout)
             self._finish(interaction, Resolution("timed_out", decided_by="timeout", reason=text))
-            return text if kind == "question" else None
+            return text if question else None
         except (ValueError, ValidationError) as error:
-            if interaction.record.kind != "question":
+            if not question:
                 reason = f"Approval failed: {error}"
                 self._finish(interaction, Resolution("cancelled", "runtime", reason=reason))
                 raise
@@ -821,22 +765,14 @@ class ToolExecutor:
         self._finish(interaction, resolution)
         return None
 
-    def _keep(self, record: ApprovalRecord | QuestionRecord) -> None:
-        """The run's state holds the record as it is now."""
-        if isinstance(record, ApprovalRecord):
-            self.state.approvals[record.id] = record
-        else:
-            self.state.questions[record.id] = record
-
     def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
         """Decide the interaction with ``resolution`` unless someone was first (None: it is
         decided), then record and emit its outcome once."""
         if resolution is not None and interaction.pending:
             self.interactions.resolve(interaction, resolution, check=False)
         record = interaction.record
-        self._keep(record)
         self.trace.interaction(record, resolved=True)
-        self.emit(_result_event(record))
+        self.emit(result_event(record))
         self.interactions.finish(interaction)
 
     # -- execute -------------------------------------------------------------------------------
@@ -887,17 +823,8 @@ class ToolExecutor:
         same record, events, store and UI as ``ask_question``, but the person may also decline
         them (``declinable``). Returns the decided record, or None when no human input can take
         questions (nothing was asked)."""
-        opened = self._put_questions(
-            call, internal_id, questions, None, self._human_timeout(), declinable=True
-        )
-        if opened is None:
-            return None
-        interaction, source = opened
-        ended = await self._wait(interaction, source, "human", "human_input")
-        if ended is _UNAVAILABLE:
-            return None
-        assert isinstance(interaction.record, QuestionRecord)
-        return interaction.record
+        record, ended = await self._put_questions(call, internal_id, questions, declinable=True)
+        return None if ended is _UNAVAILABLE else record
 
     async def _tool_error(
         self, call: ToolCall, internal_id: str, raw_args: str, error: BaseException, result: str
@@ -946,13 +873,32 @@ _ENDED: dict[str, ToolCallStatus] = {
 _UNAVAILABLE = object()
 
 
+def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | None) -> str:
+    """What the model is told of ``record`` timing out (``timeout``: the limit, if known)."""
+    limit = f"{timeout:g} s" if timeout is not None else None
+    if isinstance(record, ApprovalRecord):
+        return (
+            f"Tool approval timed out after {limit} without a decision; "
+            f"{record.tool_name} was not executed."
+        )
+    within = f"within {limit}" if limit is not None else "in time"
+    return f"The operator did not answer {within} (timed out); no answers were given."
+
+
+async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
+    """``ask(request)`` (a handler's or human input's answer), awaited if need be, inside the
+    task that waits for it."""
+    return await maybe_await(ask(request))
+
+
 def _request_event(record: ApprovalRecord | QuestionRecord) -> Any:
     if isinstance(record, ApprovalRecord):
         return ToolApprovalRequestEvent(approval=record.model_copy())
     return ToolQuestionRequestEvent(question=record.model_copy())
 
 
-def _result_event(record: ApprovalRecord | QuestionRecord) -> Any:
+def result_event(record: ApprovalRecord | QuestionRecord) -> Any:
+    """The event telling that ``record`` was decided (or closed)."""
     if isinstance(record, ApprovalRecord):
         return ToolApprovalResultEvent(approval=record.model_copy())
     return ToolQuestionResultEvent(question=record.model_copy())

@@ -359,30 +359,16 @@ class TraceRecorder:
         self, record: ApprovalRecord | QuestionRecord, *, resolved: bool = False
     ) -> None:
         """An approval or a question was opened (or, ``resolved``, decided) for one of the calls."""
+        entry = self.entry(record.tool_call_id)
+        if entry is None:
+            return
         if isinstance(record, ApprovalRecord):
-            self.approval(record, resolved=resolved)
+            entry.approval = record
         else:
-            self.question(record, resolved=resolved)
-
-    def approval(self, record: ApprovalRecord, *, resolved: bool = False) -> None:
-        """An approval was asked for (or, ``resolved``, decided) for one of the calls."""
-        entry = self.entry(record.tool_call_id)
-        if entry is None:
-            return
-        entry.approval = record
+            entry.question = record
         self._mark(entry)
         if self.spans is not None:
-            self.spans.approval(entry, record, resolved)
-
-    def question(self, record: QuestionRecord, *, resolved: bool = False) -> None:
-        """Questions were put to a person (or, ``resolved``, answered or given up) for a call."""
-        entry = self.entry(record.tool_call_id)
-        if entry is None:
-            return
-        entry.question = record
-        self._mark(entry)
-        if self.spans is not None:
-            self.spans.question(entry, record, resolved)
+            self.spans.interaction(entry, record, resolved)
 
     def tool_error(self, call_id: str, error: BaseException) -> None:
         """The call failed with ``error`` (its result tells the model so). When its tool raised

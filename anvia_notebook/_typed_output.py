@@ -30,7 +30,6 @@ from ._tool_exec import CANCELLED_RESULT
 from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .errors import OutputValidationError, PromptCancelledError, ToolApprovalRequiredError
-from .events import ToolResultEvent
 from .messages import Message, ToolResultPart
 from .models.base import ResponseFormat, ToolCall, ToolDefinition
 from .output_types import FINAL_RESULT, OutputSpec, error_list, format_errors
@@ -397,17 +396,7 @@ class TypedOutput:
         if record is not None and record.status == "rejected":
             status = "rejected"
         trace.tool_call_done(entry, args, text, status)  # type: ignore[arg-type]
-        self.executor.emit(
-            ToolResultEvent(
-                turn=turn,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                args=args,
-                result=text,
-                is_error=is_error,
-            )
-        )
+        self.executor.emit_result(call, turn, internal_id, args, text, is_error)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
         )

@@ -274,4 +274,3 @@ class AgentBuilder:
             output=self._output,
             mcp_servers=tuple(self._mcp_servers),
         )
-

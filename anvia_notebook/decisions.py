@@ -80,20 +80,11 @@ class Resolution:
     def of_record(cls, record: Record) -> Resolution:
         """The decision a decided record holds (to apply a stored decision again)."""
         assert record.status != "pending"
+        by: DecidedBy = record.decided_by or "human"
         if isinstance(record, ApprovalRecord):
-            return cls(
-                status=record.status,
-                decided_by=record.decided_by or "human",
-                decided_via=record.decided_via,
-                reason=record.decision_reason,
-                args=record.edited_args if isinstance(record.edited_args, dict) else None,
-            )
-        return cls(
-            status=record.status,
-            decided_by=record.decided_by or "human",
-            decided_via=record.decided_via,
-            answers=list(record.answers),
-        )
+            edited = record.edited_args if isinstance(record.edited_args, dict) else None
+            return cls(record.status, by, record.decided_via, record.decision_reason, edited)
+        return cls(record.status, by, record.decided_via, answers=list(record.answers))
 
     def stored(self) -> dict[str, Any]:
         """The decision as JSON (kept beside the record for readers of older stores)."""

@@ -163,6 +163,8 @@ class SubAgentError(AnviaError):
 class RunEndedError(AnviaError):
     """The run has completed, failed or been cancelled: a steering message (``RunStore.steer``,
     ``python -m anvia_notebook steer``) can no longer reach it."""
+
+
 class OutputValidationError(AnviaError):
     """A run with an ``output_type`` could not end with a valid value: the model's last output
     still failed validation after its retries and no approval handler or person was there to

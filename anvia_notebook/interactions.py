@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .approvals import ApprovalDecision
+from .approvals import normalize_decision
 from .decisions import (
     Resolution,
     answers_resolution,
@@ -34,7 +34,16 @@ from .decisions import (
     refused_twice,
 )
 from .errors import DecisionRefusedError
-from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, decider
+from .records import (
+    ApprovalRecord,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    RecordT,
+    decider,
+    id_of,
+)
+from .run_state import RunState
 
 if TYPE_CHECKING:
     from .store import RunStore
@@ -53,18 +62,22 @@ Record = ApprovalRecord | QuestionRecord
 
 @dataclass
 class OpenInteraction:
-    """One interaction the run has opened: its record (replaced by the decided record once
-    decided), the future the run awaits, and what checks a decision."""
+    """One interaction the run has opened: the future the run awaits and what checks a
+    decision. Its record is read from the run's state, the one copy in this process."""
 
-    record: Record
+    id: str
+    state: RunState
     future: asyncio.Future[Resolution]
     #: The tool's input model, to check edited arguments (approvals).
     input_model: type[BaseModel] | None = None
     timer: asyncio.TimerHandle | None = None
 
     @property
-    def id(self) -> str:
-        return self.record.id
+    def record(self) -> Record:
+        """The record as it is now (pending, or decided)."""
+        record = self.state.record(self.id)
+        assert record is not None
+        return record
 
     @property
     def pending(self) -> bool:
@@ -72,11 +85,17 @@ class OpenInteraction:
 
 
 class Interactions:
-    """The approvals and questions of one run (thread-safe; futures live on the run's loop)."""
+    """The approvals and questions of one run (thread-safe; futures live on the run's loop).
 
-    def __init__(self, run_id: str, store: RunStore | None = None) -> None:
+    The records are the run state's (``state.approvals`` and ``state.questions``): this keeps
+    only what waits on them (a future, a timer, the tool's input model), by id."""
+
+    def __init__(
+        self, run_id: str, store: RunStore | None = None, state: RunState | None = None
+    ) -> None:
         self.run_id = run_id
         self.store = store
+        self.state = state if state is not None else RunState(run_id=run_id, agent_id="")
         self._items: dict[str, OpenInteraction] = {}
         #: The interactions of the sub-agents' runs this run started: shown and decided here
         #: too (by id), so a nested approval surfaces on the top-level run.
@@ -124,8 +143,9 @@ class Interactions:
         loop = asyncio.get_running_loop()
         if timeout is not None:
             record.expires_at = _after(timeout)
-        interaction = OpenInteraction(record, loop.create_future(), input_model)
+        interaction = OpenInteraction(record.id, self.state, loop.create_future(), input_model)
         with self._lock:
+            self.state.hold(record)
             self._items[record.id] = interaction
         if self.store is not None:
             try:
@@ -174,7 +194,8 @@ class Interactions:
                 await task
             return interaction.future.result()
         value = task.result()  # raises the source's error
-        if isinstance(value, ApprovalDecision):
+        if interaction.record.kind == "approval":
+            value = normalize_decision(value)
             # Edited arguments of a handler or human input are checked when the call parses
             # them (a refusal there rejects the call and corrects the record).
             resolution = Resolution.approval(
@@ -225,23 +246,21 @@ class Interactions:
             self._settle(interaction, new, resolution)
             return resolution
 
-    def close_all(self, records: Sequence[Record], reason: str) -> list[Record]:
-        """The run ends: every record still pending (``records``: the run's, opened here or
-        not) is closed as cancelled by the runtime. Returns the records as closed.
+    def close_all(self, reason: str) -> list[Record]:
+        """The run ends: every record of its state still pending (opened here or not) is
+        closed as cancelled by the runtime. Returns the records as closed.
 
         Only here, in memory: the store closes them in the run's last write, the same
         transaction that ends the run (``RunStore.save_run``)."""
         closed: list[Record] = []
-        for record in records:
-            if record.status != "pending":
-                continue
+        for record in self.state.pending():
             interaction = self._mine(record.id)
-            resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             if interaction is None:
                 future = asyncio.get_running_loop().create_future()
-                interaction = OpenInteraction(record, future)
+                interaction = OpenInteraction(record.id, self.state, future)
                 with self._lock:
                     self._items[record.id] = interaction
+            resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             self.resolve(interaction, resolution, check=False, claim=False)
             self.finish(interaction)
             closed.append(interaction.record)
@@ -249,9 +268,8 @@ class Interactions:
 
     def correct(self, record: Record) -> None:
         """The run found a stored decision it cannot carry out: it writes what it did."""
-        interaction = self._mine(record.id)
-        if interaction is not None:
-            interaction.record = record
+        with self._lock:
+            self.state.hold(record)
         if self.store is not None:
             try:
                 self.store.save_interaction(record)
@@ -302,9 +320,7 @@ class Interactions:
         resolution = Resolution.approval(
             approved, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
-        record = self._decide(_id_of(approval_id), "approval", resolution)
-        assert isinstance(record, ApprovalRecord)
-        return record
+        return self._decide(approval_id, ApprovalRecord, resolution)
 
     def answer(
         self,
@@ -316,9 +332,7 @@ class Interactions:
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); raises when refused."""
         resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
-        record = self._decide(_id_of(question_id), "question", resolution)
-        assert isinstance(record, QuestionRecord)
-        return record
+        return self._decide(question_id, QuestionRecord, resolution)
 
     def decline(
         self, question_id: str | QuestionRecord, *, via: DecidedVia | None = None
@@ -326,22 +340,22 @@ class Interactions:
         """Decline a pending question that may be declined (one an MCP server asked): it ends
         ``cancelled``, decided by the person, and the server is told ``decline``. Raises when
         refused (an ``ask_question`` question, one already settled)."""
-        record = self._decide(_id_of(question_id), "question", decline_resolution(via))
-        assert isinstance(record, QuestionRecord)
-        return record
+        return self._decide(question_id, QuestionRecord, decline_resolution(via))
 
-    def _decide(self, item_id: str, kind: str, resolution: Resolution) -> Record:
+    def _decide(self, item: str | Record, kind: type[RecordT], resolution: Resolution) -> RecordT:
+        item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
         owned = self._owner(item_id)
-        if owned is None or owned[1].record.kind != kind:
-            raise DecisionRefusedError(f"Unknown {kind} {item_id!r}.")
+        if owned is None or not isinstance(owned[1].record, kind):
+            raise DecisionRefusedError(f"Unknown {name} {item_id!r}.")
         owner, interaction = owned
         with owner._lock:
             if not interaction.pending:
                 raise refused_twice(interaction.record)
             winner = owner.resolve(interaction, resolution)
-            if winner is not resolution:
-                raise refused_twice(interaction.record)
-            return interaction.record.model_copy(deep=True)
+            record = interaction.record
+            if winner is not resolution or not isinstance(record, kind):
+                raise refused_twice(record)
+            return record.model_copy(deep=True)
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -355,7 +369,7 @@ class Interactions:
                 self._settle(interaction, record, Resolution.of_record(record))
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
-        interaction.record = record
+        self.state.hold(record)
         future = interaction.future
 
         def apply() -> None:
@@ -385,10 +399,6 @@ def _args_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON Schema of a tool's input (kept with the interaction: edited arguments sent
     from another process are checked against it)."""
     return model.model_json_schema()
-
-
-def _id_of(item: str | Record) -> str:
-    return item if isinstance(item, str) else item.id
 
 
 def _after(seconds: float) -> Any:

@@ -173,8 +173,8 @@ def check_output_tools(output: OutputSpec | None, tools: Mapping[str, Any]) -> N
     """A ``final_result`` tool of the agent's own would clash with the output type's."""
     if output is not None and output.mode == "tool" and FINAL_RESULT in tools:
         raise ValueError(
-            f"The agent has a tool named {FINAL_RESULT!r}, which output_type(mode=\"tool\") "
-            "gives the model to return its result: rename that tool, or use mode=\"native\"."
+            f'The agent has a tool named {FINAL_RESULT!r}, which output_type(mode="tool") '
+            'gives the model to return its result: rename that tool, or use mode="native".'
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,8 +27,10 @@ __all__ = [
     "InteractionBase",
     "QuestionRecord",
     "QuestionStatus",
+    "RecordT",
     "approval_scope",
     "decider",
+    "id_of",
     "path_label",
     "utc_now",
 ]
@@ -123,6 +125,13 @@ class QuestionRecord(InteractionBase):
 
 
 Interaction = Annotated[ApprovalRecord | QuestionRecord, Field(discriminator="kind")]
+#: One kind of record (what deciding an approval or a question returns).
+RecordT = TypeVar("RecordT", ApprovalRecord, QuestionRecord)
+
+
+def id_of(item: str | ApprovalRecord | QuestionRecord) -> str:
+    """The id of an interaction given by its id or its record."""
+    return item if isinstance(item, str) else item.id
 
 
 #: Between the agents of a path as people read it (a single right-pointing angle quote).

@@ -134,7 +134,7 @@ class AgentRun:
         self.trace = trace or Trace(run_id=state.run_id, agent_id=state.agent_id)
         agent = request.agent
         self.tracer = TraceRecorder(self.trace, model=agent.model, agent_name=agent.display_name)
-        self.interactions = Interactions(state.run_id, store)
+        self.interactions = Interactions(state.run_id, store, state)
         #: A sub-agent's run: the run whose tool call started it (set before it starts).
         self.parent: AgentRun | None = None
         #: The sub-agents' runs this run started (``agent.as_tool``), in order.
@@ -499,8 +499,7 @@ class AgentRun:
 
     def _waits_for_person(self) -> bool:
         """The state has an interaction pending (it is put there just before it opens)."""
-        state = self.state
-        if state.pending_approvals() or state.pending_questions():
+        if self.state.pending():
             return True
         return any(child._waits_for_person() for child in self.children if not child.done)
 

@@ -93,6 +93,22 @@ class RunState(BaseModel):
     #: How many outputs in a row failed validation (a run with an ``output_type``).
     output_failures: int = 0
 
+    def record(self, item_id: str) -> ApprovalRecord | QuestionRecord | None:
+        """The approval or question ``item_id`` of this run (None when it has none)."""
+        return self.approvals.get(item_id) or self.questions.get(item_id)
+
+    def hold(self, record: ApprovalRecord | QuestionRecord) -> None:
+        """Keep ``record`` as this run's approval or question (by id): the one copy a run
+        holds, which the run, its interactions, the store and the views read."""
+        if isinstance(record, ApprovalRecord):
+            self.approvals[record.id] = record
+        else:
+            self.questions[record.id] = record
+
+    def pending(self) -> list[ApprovalRecord | QuestionRecord]:
+        """The approvals and questions of this run still waiting for a decision."""
+        return [*self.pending_approvals(), *self.pending_questions()]
+
     def pending_approvals(self) -> list[ApprovalRecord]:
         return [a for a in self.approvals.values() if a.status == "pending"]
 

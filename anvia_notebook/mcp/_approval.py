@@ -50,9 +50,7 @@ def tool_approval(
 ) -> ToolApproval | None:
     """The :class:`ToolApproval` of one MCP tool (``None``: it runs without approval)."""
     policy = policy_for(setting, tool_name)
-    reason = (
-        f"{tool_name} from the MCP server {server_name!r} ({describe_hints(annotations)})"
-    )
+    reason = f"{tool_name} from the MCP server {server_name!r} ({describe_hints(annotations)})"
     if policy == "never":
         return None
     if policy == "annotations":

@@ -60,8 +60,14 @@ def _is_closed(error: BaseException) -> bool:
 
     return isinstance(
         error,
-        (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError,
-         EOFError, BrokenPipeError),
+        (
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.EndOfStream,
+            ConnectionError,
+            EOFError,
+            BrokenPipeError,
+        ),
     )
 
 
@@ -301,9 +307,7 @@ class Connection:
             nonlocal last_progress
             last_progress = loop.time()
 
-        task = loop.create_task(
-            session.call_tool(name, arguments, progress_callback=on_progress)
-        )
+        task = loop.create_task(session.call_tool(name, arguments, progress_callback=on_progress))
         waiting = _PersonWait()
         self._calls.append((ask, waiting))
         try:

@@ -31,8 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -54,7 +53,9 @@ T = TypeVar("T")
 
 
 class _Rule(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    """A scripted operator's rule as written (in ``ANVIA_NOTEBOOK_AUTO`` or in code)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
     approve: bool | dict[str, bool] = True
     answers: dict[str, str] = {}
@@ -62,14 +63,10 @@ class _Rule(BaseModel):
     reason: str | None = None
 
 
-@dataclass(frozen=True)
-class AutoOperator:
+class AutoOperator(_Rule):
     """A scripted operator: how to decide approvals and answer questions without a person."""
 
-    approve: bool | Mapping[str, bool] = True
-    answers: Mapping[str, str] = field(default_factory=dict)
-    default_answer: str = FIRST_CHOICE
-    reason: str | None = None
+    #: Where the rule came from (named in the reason of each decision).
     source: str = "code"
 
     @classmethod
@@ -94,13 +91,7 @@ class AutoOperator:
             raise ValueError(
                 f"{AUTO_ENV} has an invalid JSON rule: {describe_validation_error(error)}"
             ) from None
-        return cls(
-            approve=rule.approve,
-            answers=dict(rule.answers),
-            default_answer=rule.default_answer,
-            reason=rule.reason,
-            source=source,
-        )
+        return cls(**dict(rule), source=source)
 
     @classmethod
     def from_env(cls) -> AutoOperator | None:

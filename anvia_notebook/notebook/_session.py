@@ -165,8 +165,8 @@ class TranscriptSession:
         self.handlers: dict[str, Handler] = {
             "sync": self._on_sync,
             "approval_decision": self._on_approval_decision,
-            "question_answers": self._on_question_answers,
-            "question_decline": self._on_question_decline,
+            "question_answers": self._on_question,
+            "question_decline": self._on_question,
             "stop": self._on_stop,
             "steer": self._on_steer,
         }
@@ -306,24 +306,19 @@ class TranscriptSession:
                         via="widget",
                     )
 
-    def _on_question_answers(self, message: QuestionAnswersMsg) -> str | None:
+    def _on_question(self, message: QuestionAnswersMsg | QuestionDeclineMsg) -> str | None:
+        """Answers to a question, or the person declining it. Refused by the run's interactions
+        too: a question this run never asked, one already settled, answers that break the
+        question contract, or an ``ask_question`` question declined."""
         interactions = self._interactions()
         if interactions is None:
             return f"Unknown question {message.question_id!r}."
-        try:  # refused there too: a question this run never asked, or one already settled
-            interactions.answer(
-                message.question_id, [a.model_dump() for a in message.answers], via="widget"
-            )
-        except DecisionRefusedError as error:
-            return str(error)
-        return None
-
-    def _on_question_decline(self, message: QuestionDeclineMsg) -> str | None:
-        interactions = self._interactions()
-        if interactions is None:
-            return f"Unknown question {message.question_id!r}."
-        try:  # refused there too: an ask_question question, or one already settled
-            interactions.decline(message.question_id, via="widget")
+        try:
+            if isinstance(message, QuestionDeclineMsg):
+                interactions.decline(message.question_id, via="widget")
+            else:
+                answers = [a.model_dump() for a in message.answers]
+                interactions.answer(message.question_id, answers, via="widget")
         except DecisionRefusedError as error:
             return str(error)
         return None
@@ -372,9 +367,7 @@ class TranscriptSession:
         _capture.register(run.run_id, self._on_output)
         on_event = self._on_event
         if run.resumed:  # the note goes above the first call that waits (drawn by the replay)
-            waiting = {r.tool_call_id for r in run.state.pending_approvals()}
-            waiting |= {r.tool_call_id for r in run.state.pending_questions()}
-            self._resume_note_before = waiting
+            self._resume_note_before = {r.tool_call_id for r in run.state.pending()}
             on_event = self._on_replayed_event
         self._unsubscribe = run.subscribe(on_event, replay=True, on_text=self.transcript.text_delta)
         for call in run.trace.tool_calls:  # what its tools printed before this view

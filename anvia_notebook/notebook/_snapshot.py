@@ -267,11 +267,7 @@ def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
     questions = question.get("questions", [])
     for item in questions[:MAX_ITEMS]:
         answer = answers.get(item.get("id"))
-        shown = (
-            _esc(answer, MAX_SHORT, budget)
-            if answer
-            else f"<em>{_esc(status)}</em>"
-        )
+        shown = _esc(answer, MAX_SHORT, budget) if answer else f"<em>{_esc(status)}</em>"
         items.append(f"<li>{_esc(item.get('question', ''), MAX_SHORT, budget)} — {shown}</li>")
     if len(questions) > MAX_ITEMS:
         more = _plural(len(questions) - MAX_ITEMS, "more question")

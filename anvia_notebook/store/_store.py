@@ -44,7 +44,16 @@ from ..decisions import (
 from ..events import RunEvent
 from ..messages import Message
 from ..question_types import Answer, describe_validation_error
-from ..records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, decider, utc_now
+from ..records import (
+    ApprovalRecord,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    RecordT,
+    decider,
+    id_of,
+    utc_now,
+)
 from ..run_state import RunState
 from ..trace import Trace
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
@@ -439,31 +448,28 @@ class RunStore(SteeringRows):
                 if progress.args in (STORED, STORED_COMPACT):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
         for record in self.interactions(run_id):
-            if isinstance(record, ApprovalRecord):
-                state.approvals[record.id] = record
-            else:
-                state.questions[record.id] = record
+            state.hold(record)
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
-        rows = self._q(
-            "SELECT kind, status, record, decision FROM interactions WHERE run_id = ? "
-            "ORDER BY updated_at, id",
-            (run_id,),
-        )
-        records = [_row_record(*row) for row in rows]
+        records = self._records("run_id = ? ORDER BY updated_at, id", (run_id,))
         return sorted(records, key=lambda r: r.requested_at)
 
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run and its sub-agents' runs at every
         depth, or of every run)."""
-        sql = "SELECT kind, status, record, decision FROM interactions WHERE status = 'pending'"
+        where = "status = 'pending'"
         params: list[Any] = []
         if run_id is not None:
             tree = self.run_tree(run_id)
-            sql += f" AND run_id IN ({', '.join('?' for _ in tree)})"
+            where += f" AND run_id IN ({', '.join('?' for _ in tree)})"
             params = tree
-        return [_row_record(*row) for row in self._q(sql + " ORDER BY id", params)]
+        return self._records(where + " ORDER BY id", params)
+
+    def _records(self, where: str, params: Sequence[Any] = ()) -> list[Record]:
+        """The stored records of the interactions ``where`` (an SQL condition) selects."""
+        sql = f"SELECT kind, status, record, decision FROM interactions WHERE {where}"
+        return [_row_record(*row) for row in self._q(sql, params)]
 
     def trace(self, run_id: str, *, messages: list[Message] | None = None) -> Trace:
         """The run's stored trace (every model call and tool call so far).
@@ -552,7 +558,7 @@ class RunStore(SteeringRows):
         resolution = Resolution.approval(
             True, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
-        return self._decide(run_id, _item_id(approval_id), "approval", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, approval_id, ApprovalRecord, resolution)
 
     def reject(
         self,
@@ -567,7 +573,7 @@ class RunStore(SteeringRows):
         resolution = Resolution.approval(
             False, decided_by=decided_by, decided_via=via, reason=reason
         )
-        return self._decide(run_id, _item_id(approval_id), "approval", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, approval_id, ApprovalRecord, resolution)
 
     def answer(
         self,
@@ -580,7 +586,7 @@ class RunStore(SteeringRows):
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); first one wins."""
         resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
-        return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, question_id, QuestionRecord, resolution)
 
     def decline(
         self, run_id: str, question_id: str | QuestionRecord, *, via: DecidedVia = "store"
@@ -588,12 +594,15 @@ class RunStore(SteeringRows):
         """Decline a pending question that may be declined (one an MCP server asked; the server
         is told ``decline``); ``ask_question``'s questions are refused. First decision wins."""
         resolution = decline_resolution(via)
-        return self._decide(run_id, _item_id(question_id), "question", resolution)  # type: ignore[return-value]
+        return self._decide(run_id, question_id, QuestionRecord, resolution)
 
-    def _decide(self, run_id: str, item_id: str, kind: str, resolution: Resolution) -> Record:
+    def _decide(
+        self, run_id: str, item: str | Record, kind: type[RecordT], resolution: Resolution
+    ) -> RecordT:
         """Check ``resolution`` against the stored record, then claim it (the whole record).
         ``run_id``: the interaction's run, or a run above it (a sub-agent's interaction is
         decided given the top-level run's id too)."""
+        item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
         rows = self._q(
             "SELECT kind, status, record, decision, args_schema, run_id FROM interactions "
             "WHERE id = ?",
@@ -601,19 +610,19 @@ class RunStore(SteeringRows):
         )
         if (
             not rows
-            or rows[0][0] != kind
+            or rows[0][0] != name
             or (rows[0][5] != run_id and rows[0][5] not in self.run_tree(run_id))
         ):
-            raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
+            raise DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
         kind_, status, text, legacy, schema, run_id = rows[0]
         record = _row_record(kind_, status, text, legacy)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
         won, current = self.claim(decided(record, resolution))
         if not won:
             if current is None:
-                raise DecisionRefusedError(f"Unknown {kind} {item_id!r} in run {run_id!r}.")
+                raise DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
             raise refused_twice(current)
-        assert current is not None
+        assert isinstance(current, kind)
         if not owner_alive(*self._owner_of(run_id)):
             logger.info(
                 "Run %s has no live process; the decision waits until agent.resume(%r).",
@@ -627,21 +636,23 @@ class RunStore(SteeringRows):
         whole record in one conditional update. Returns ``(won, record now stored)``; when
         another decision was there first, ``won`` is False and the stored record is the
         winner's (None when there is no such interaction)."""
+        if self._write_decided(record):
+            return True, record
+        return False, self.record(record.id)
+
+    def _write_decided(self, record: Record) -> bool:
+        """Write ``record`` (decided) if its interaction is still pending; whether it was."""
         self._q(
             "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
             "WHERE id = ? AND run_id = ? AND status = 'pending'",
             (record.status, record.model_dump_json(), _now(), record.id, record.run_id),
         )
-        if self._backend.rowcount == 1:
-            return True, record
-        return False, self.record(record.id)
+        return bool(self._backend.rowcount == 1)
 
     def record(self, item_id: str) -> Record | None:
         """The stored record of one interaction (None when there is none)."""
-        rows = self._q(
-            "SELECT kind, status, record, decision FROM interactions WHERE id = ?", (item_id,)
-        )
-        return _row_record(*rows[0]) if rows else None
+        found = self._records("id = ?", (item_id,))
+        return found[0] if found else None
 
     def decision(self, item_id: str) -> tuple[str, dict[str, Any] | None] | None:
         """``(status, decision as JSON)`` of one interaction (None when there is none)."""
@@ -879,29 +890,21 @@ class RunStore(SteeringRows):
         pending is closed, as the run closed it (its record in ``state``) or else as cancelled
         by the runtime. A decision that reached the store first stands, and the state's copy
         of that record becomes the stored one, so the two never disagree."""
-        rows = self._q(
-            "SELECT id, kind, status, record, decision FROM interactions WHERE run_id = ?",
-            (run_id,),
-        )
         held: dict[str, Record] = {**state.approvals, **state.questions}
-        for item_id, kind, status, text, legacy in rows:
-            ours = held.get(item_id)
-            if status == "pending":
+        for stored in self._records("run_id = ?", (run_id,)):
+            ours = held.get(stored.id)
+            if stored.status == "pending":
                 closed = ours
                 if closed is None or closed.status == "pending":
                     closed = decided(
-                        _row_record(kind, status, text, legacy),
+                        stored,
                         Resolution("cancelled", decided_by="runtime", reason=_ENDED_UNDECIDED),
                     )
-                self._q(
-                    "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
-                    "WHERE id = ? AND status = 'pending'",
-                    (closed.status, closed.model_dump_json(), _now(), item_id),
-                )
+                self._write_decided(closed)
                 if ours is not None:
-                    _hold(state, closed)
-            elif ours is not None and ours.status != status:
-                _hold(state, _row_record(kind, status, text, legacy))
+                    state.hold(closed)
+            elif ours is not None and ours.status != stored.status:
+                state.hold(stored)
 
     def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
         if texts:
@@ -1058,20 +1061,14 @@ class RunStore(SteeringRows):
             )
 
     def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
-        ids = list(watched)
-        marks = ", ".join("?" for _ in ids)
-        rows = self._q(
-            f"SELECT id, kind, status, record, decision FROM interactions WHERE id IN ({marks}) "
-            "AND status <> 'pending'",
-            ids,
-        )
-        for item_id, *row in rows:
+        marks = ", ".join("?" for _ in watched)
+        for record in self._records(f"id IN ({marks}) AND status <> 'pending'", list(watched)):
             with self._watch_lock:
-                callback = self._watched.pop(item_id, None)
+                callback = self._watched.pop(record.id, None)
             if callback is None:
                 continue
             try:
-                callback(_row_record(*row))
+                callback(record)
             except Exception:
                 logger.exception("Delivering a stored decision failed")
 
@@ -1126,18 +1123,6 @@ def _state_json(state: RunState) -> str:
 
 
 _ENDED_UNDECIDED = "The run ended before this was decided."
-
-
-def _hold(state: RunState, record: Record) -> None:
-    """Put ``record`` in the state's approvals or questions (by id)."""
-    if isinstance(record, ApprovalRecord):
-        state.approvals[record.id] = record
-    else:
-        state.questions[record.id] = record
-
-
-def _item_id(item: str | Record) -> str:
-    return item if isinstance(item, str) else item.id
 
 
 def _row_record(kind: str, status: str, text: str, legacy: str | None = None) -> Record:

@@ -4,7 +4,7 @@
 // and can be any length: they are folded (and bounded in height once unfolded) so that the
 // decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
-import type { ApprovalView, JsonObject } from "../protocol";
+import type { ApprovalView, DecidedVia, Decider, JsonObject } from "../protocol";
 import { isPlainObject } from "../validate";
 import { foldedPre, prettyValue } from "./fold";
 import type { DecisionForm, FormContext } from "./interaction";
@@ -17,37 +17,29 @@ const STATUS_WORDS: Record<ApprovalView["status"], string> = {
   timed_out: "Timed out",
 };
 
+/** A person's decision, by where it came from. */
+const BY_A_PERSON: Partial<Record<DecidedVia, string>> = {
+  widget: "by you",
+  handle: "from code in the notebook",
+  store: "through the run store",
+  cli: "from the terminal",
+  human_input: "by the human input",
+};
+
+const BY: Record<Decider, string> = {
+  human: "by a person",
+  handler: "by the approval handler",
+  policy: "by a rule",
+  timeout: "",
+  stop: "by Stop",
+  runtime: "by the runtime",
+};
+
 /** Who decided and from where, as the decision line says it ("Approved from the terminal"). */
 export function deciderWords(by: ApprovalView["decided_by"], via: ApprovalView["decided_via"]): string {
-  switch (by) {
-    case "human":
-      switch (via) {
-        case "widget":
-          return "by you";
-        case "handle":
-          return "from code in the notebook";
-        case "store":
-          return "through the run store";
-        case "cli":
-          return "from the terminal";
-        case "human_input":
-          return "by the human input";
-        default:
-          return "by a person";
-      }
-    case "handler":
-      return "by the approval handler";
-    case "policy":
-      return via === "widget" ? "by \u201cAlways allow\u201d" : "by a rule";
-    case "timeout":
-      return "";
-    case "stop":
-      return "by Stop";
-    case "runtime":
-      return "by the runtime";
-    default:
-      return "";
-  }
+  if (by === "human" && via) return BY_A_PERSON[via] ?? BY.human;
+  if (by === "policy" && via === "widget") return "by \u201cAlways allow\u201d";
+  return by ? (BY[by] ?? "") : "";
 }
 
 /** Reasons longer than this (or with more lines) are folded. */
@@ -161,7 +153,7 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     }
     setEditError("");
     await ctx.submit({
-      kind: "approval",
+      type: "approval_decision",
       approved,
       reason: reasonInput.value.trim() || null,
       edited_args: edited,

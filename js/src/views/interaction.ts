@@ -11,7 +11,15 @@
 // What differs between approvals and questions (the fields of the form, the words of the
 // record) lives in approval.ts and question.ts, which never talk to the session themselves.
 import { h } from "../dom";
-import type { Answer, ApprovalView, Entry, JsonObject, QuestionView, ToolEntry } from "../protocol";
+import type {
+  ApprovalDecisionMsg,
+  ApprovalView,
+  Entry,
+  QuestionAnswersMsg,
+  QuestionDeclineMsg,
+  QuestionView,
+  ToolEntry,
+} from "../protocol";
 import type { RequestResult, Session } from "../session";
 import { approvalForm, approvalRecord } from "./approval";
 import { questionForm, questionRecord } from "./question";
@@ -19,11 +27,11 @@ import { questionForm, questionRecord } from "./question";
 export type Interaction = { kind: "approval"; view: ApprovalView } | { kind: "question"; view: QuestionView };
 export type InteractionKind = Interaction["kind"];
 
-/** What a person decided, before it is addressed to an interaction. */
+/** What a person decided: the page message without its ids (the panel adds the interaction's). */
 export type Decision =
-  | { kind: "approval"; approved: boolean; reason: string | null; edited_args: JsonObject | null; always_allow: boolean }
-  | { kind: "question"; answers: Answer[] }
-  | { kind: "decline" };
+  | Omit<ApprovalDecisionMsg, "request_id" | "approval_id">
+  | Omit<QuestionAnswersMsg, "request_id" | "question_id">
+  | Omit<QuestionDeclineMsg, "request_id" | "question_id">;
 
 /** What a form gets from its panel. */
 export interface FormContext {
@@ -93,21 +101,9 @@ export const coversArguments = (entry: ToolEntry): boolean =>
 
 /** Send a person's decision on the interaction `id` to the kernel; its reply. */
 export function sendDecision(session: Session, id: string, decision: Decision): Promise<RequestResult> {
-  switch (decision.kind) {
-    case "approval":
-      return session.request({
-        type: "approval_decision",
-        approval_id: id,
-        approved: decision.approved,
-        reason: decision.reason,
-        edited_args: decision.edited_args,
-        always_allow: decision.always_allow,
-      });
-    case "question":
-      return session.request({ type: "question_answers", question_id: id, answers: decision.answers });
-    case "decline":
-      return session.request({ type: "question_decline", question_id: id });
-  }
+  return session.request(
+    decision.type === "approval_decision" ? { ...decision, approval_id: id } : { ...decision, question_id: id },
+  );
 }
 
 export interface InteractionPanel {
@@ -121,15 +117,15 @@ export interface InteractionPanel {
 export function interactionPanel(session: Session, toolName: string, interaction: Interaction): InteractionPanel {
   const { kind, view } = interaction;
   const el = h("div", { class: `anvia-${kind}-slot` });
-  let shown: { status: string; key: string } | null = null;
+  // The view shown: the page store's own object (it replaces a view when it changes), no copy.
+  let shown: Interaction["view"] | null = null;
   let stopForm = (): void => {};
 
   function update(next: Interaction): void {
-    const key = JSON.stringify(next.view);
     const status = next.view.status;
     // A pending form keeps what the person typed; a settled record is redrawn when it changes.
-    if (shown && shown.status === status && (status === "pending" || shown.key === key)) return;
-    shown = { status, key };
+    if (shown && shown.status === status && (status === "pending" || shown === next.view)) return;
+    shown = next.view;
     const k = kindView(next);
     stopForm();
     stopForm = () => {};

@@ -66,7 +66,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
   const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
-  const decline = q.declinable ? button("Decline", () => void ctx.submit({ kind: "decline" })) : null;
+  const decline = q.declinable ? button("Decline", () => void ctx.submit({ type: "question_decline" })) : null;
 
   const current = () => q.questions[index]!;
   const draft = (id: string): Draft => {
@@ -133,7 +133,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   async function send(): Promise<void> {
     const all = answers();
     if (all.some((a) => a === null)) return;
-    await ctx.submit({ kind: "question", answers: all as Answer[] });
+    await ctx.submit({ type: "question_answers", answers: all as Answer[] });
   }
 
   render();
