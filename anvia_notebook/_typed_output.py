@@ -189,8 +189,8 @@ class TypedOutput:
         if decision.type == "cancel":
             raise PromptCancelledError(decision.reason or "Cancelled by a hook.")
         if decision.type == "skip":
-            skipped = decision.reason or "Tool call skipped."
-            return await self._told(call, turn, internal_id, skipped)
+            reason = decision.reason or "Tool call skipped."
+            return await self._told(call, turn, internal_id, reason, skipped=True)
         try:
             value = spec.validate_arguments(raw)
         except ValidationError as error:
@@ -250,11 +250,18 @@ class TypedOutput:
         return Accepted(value, spec.dump(value), FIXED_RESULT)
 
     async def _told(
-        self, call: ToolCall, turn: int, internal_id: str, text: str, is_error: bool = False
+        self,
+        call: ToolCall,
+        turn: int,
+        internal_id: str,
+        text: str,
+        is_error: bool = False,
+        skipped: bool = False,
     ) -> ToolResultPart:
-        """A result that does not end the run: ``on_tool_result`` hooks, then the result."""
+        """A result that does not end the run: ``on_tool_result`` hooks, then the result
+        (``skipped``: a hook skipped the call, as for any tool)."""
         text = await self.executor.call_result(call, internal_id, self._args(call), text)
-        return self._result(call, turn, internal_id, text, is_error)
+        return self._result(call, turn, internal_id, text, is_error, skipped=skipped)
 
     async def _hooked_done(
         self,
@@ -384,6 +391,7 @@ class TypedOutput:
         text: str,
         is_error: bool,
         accepted: Accepted | None = None,
+        skipped: bool = False,
     ) -> ToolResultPart:
         """The call's result: emitted, traced and returned as its part of the tool message."""
         trace = self.executor.trace
@@ -395,8 +403,10 @@ class TypedOutput:
         status = "error" if is_error else "success"
         if record is not None and record.status == "rejected":
             status = "rejected"
+        elif skipped:
+            status = "skipped"
         trace.tool_call_done(entry, args, text, status)  # type: ignore[arg-type]
-        self.executor.emit_result(call, turn, internal_id, args, text, is_error)
+        self.executor.emit_result(call, turn, internal_id, args, text, is_error, skipped)
         return ToolResultPart(
             tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
         )

@@ -123,11 +123,19 @@ async def test_a_hook_that_skips_final_result_sends_its_reason_back_and_the_run_
 
     recorder = Recorder(on_call)
     model = QueueModel([final(GOOD, "a"), final({"name": "Paris", "population": 5}, "b")])
-    response = await run_with(recorder, model)
+    agent = AgentBuilder("typed", model).output_type(City)
+    events: list[Any] = []
+    request = agent.hook(recorder.hook()).build().prompt("Paris?").store(None)
+    run = request.start()
+    run.subscribe(lambda event: events.append(event) if event.type == "tool_result" else None)
+    response = await run.wait()
     assert skipped == ["a"]
     assert response.data == City(name="Paris", population=5)
     [told] = tool_results(model.requests[1])
     assert told.content == "Check the 2024 census first." and not told.is_error
+    # Marked skipped like any tool call a hook skips: in its event and in the trace.
+    assert [(e.tool_call_id, e.skipped) for e in events] == [("a", True), ("b", False)]
+    assert [call.status for call in response.trace.tool_calls] == ["skipped", "success"]
 
 
 async def test_a_hook_that_cancels_at_final_result_ends_the_run() -> None:
