@@ -20,7 +20,15 @@ from pydantic import BaseModel, ConfigDict
 from ._stored_once import MERGED_FIELD
 from .events import AgentToolEvent, text_delta_event
 
-__all__ = ["SubRunEventRef", "expand_sub_run_refs", "innermost", "stored_refs"]
+__all__ = [
+    "SubRunEventRef",
+    "expand_sub_run_refs",
+    "innermost",
+    "innermost_run_id",
+    "stored_refs",
+    "with_text",
+    "wrap_event",
+]
 
 #: The fields an ``agent_tool_event`` shares with its reference.
 _CALL_FIELDS = (
@@ -56,6 +64,41 @@ def innermost(event: Any) -> Any:
     while event.type == "agent_tool_event":
         event = event.event
     return event
+
+
+def innermost_run_id(event: Any) -> str:
+    """The run whose own event is inside the ``agent_tool_event`` wrappers of ``event``."""
+    run_id: str = event.run_id
+    event = event.event
+    while event.type == "agent_tool_event":
+        run_id, event = event.run_id, event.event
+    return run_id
+
+
+_new = object.__new__
+_set = object.__setattr__
+_FIELDS_SET = frozenset(_CALL_FIELDS)
+
+
+def wrap_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
+    """``AgentToolEvent(**fields, event=event)`` for values known valid (the parent's call and
+    the sub-run's own event), built without validation, as ``model_construct`` would: one per
+    event of a sub-run, so the cheapest way."""
+    wrapped = _new(AgentToolEvent)
+    _set(wrapped, "__dict__", {**fields, "event": event})
+    _set(wrapped, "__pydantic_fields_set__", {*_FIELDS_SET, "event"})
+    _set(wrapped, "__pydantic_extra__", None)
+    _set(wrapped, "__pydantic_private__", None)
+    return wrapped
+
+
+def with_text(event: Any, text: str) -> Any:
+    """A copy of ``event`` (a growing event, possibly inside ``agent_tool_event`` wrappers)
+    whose innermost event holds ``text``: the wrappers are copied, the logged ones untouched."""
+    if event.type != "agent_tool_event":
+        return event.model_copy(update={MERGED_FIELD[event.type]: text})
+    fields = {"type": "agent_tool_event", **{name: getattr(event, name) for name in _CALL_FIELDS}}
+    return wrap_event(fields, with_text(event.event, text))
 
 
 def stored_refs(events: list[Any], refs: dict[int, int]) -> list[Any]:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
+from ._sub_run_log import wrap_event
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
-from .events import AgentToolEvent
 from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
 
@@ -194,6 +194,7 @@ class _SubAgentCall:
             "run_id": run.run_id,
         }
         emit = parent.emit_nested
+        grow = parent.emit_nested_delta
         sub_log = run._events
         shared: list[Any] = [None]  # the sub-run's log entry the parent's log shares last
 
@@ -202,33 +203,19 @@ class _SubAgentCall:
             # text grows with the sub-run's); the stream gets every event.
             entry = sub_log[-1] if sub_log else event
             if entry is shared[0]:
-                emit(_agent_tool_event(fields, event), None, 0)
+                grow(fields, event)
                 return
             shared[0] = entry
-            logged = _agent_tool_event(fields, entry)
-            wrapped = logged if entry is event else _agent_tool_event(fields, event)
+            logged = wrap_event(fields, entry)
+            wrapped = logged if entry is event else wrap_event(fields, event)
             emit(wrapped, logged, len(sub_log) - 1)
 
-        return run.subscribe(forward, replay=False)
+        def forward_text(turn: int, delta: str) -> None:
+            # The sub-run's text delta that continues its logged text (which the parent's log
+            # shares): its fast path, with no event built unless the parent has subscribers.
+            parent.emit_nested_text(fields, turn, delta)
 
-
-_new = object.__new__
-_set = object.__setattr__
-_FIELDS_SET = frozenset(
-    ("turn", "tool_name", "tool_call_id", "internal_call_id", "agent_id", "agent_name", "run_id")
-)
-
-
-def _agent_tool_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
-    """``AgentToolEvent(**fields, event=event)`` for values known valid (the parent's call and
-    the sub-run's own event), built without validation, as ``model_construct`` would: one per
-    event of the sub-run, so the cheapest way."""
-    wrapped = _new(AgentToolEvent)
-    _set(wrapped, "__dict__", {**fields, "event": event})
-    _set(wrapped, "__pydantic_fields_set__", {*_FIELDS_SET, "event"})
-    _set(wrapped, "__pydantic_extra__", None)
-    _set(wrapped, "__pydantic_private__", None)
-    return wrapped
+        return run.subscribe(forward, replay=False, on_text=forward_text)
 
 
 async def _ended(run: AgentRun) -> None:
