@@ -77,7 +77,9 @@ def innermost_run_id(event: Any) -> str:
 
 _new = object.__new__
 _set = object.__setattr__
-_FIELDS_SET = frozenset(_CALL_FIELDS)
+#: The fields set of every wrapper built here (all of them): one set, shared (pydantic adds a
+#: field's name to it on assignment, a name it already holds).
+_FIELDS_SET = {*_CALL_FIELDS, "event"}
 
 
 def wrap_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
@@ -85,8 +87,10 @@ def wrap_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
     the sub-run's own event), built without validation, as ``model_construct`` would: one per
     event of a sub-run, so the cheapest way."""
     wrapped = _new(AgentToolEvent)
-    _set(wrapped, "__dict__", {**fields, "event": event})
-    _set(wrapped, "__pydantic_fields_set__", {*_FIELDS_SET, "event"})
+    values = fields.copy()
+    values["event"] = event
+    _set(wrapped, "__dict__", values)
+    _set(wrapped, "__pydantic_fields_set__", _FIELDS_SET)
     _set(wrapped, "__pydantic_extra__", None)
     _set(wrapped, "__pydantic_private__", None)
     return wrapped
@@ -111,10 +115,25 @@ def stored_refs(events: list[Any], refs: dict[int, int]) -> list[Any]:
             continue
         if out is None:
             out = list(events)
-        out[position] = SubRunEventRef(
-            **{name: getattr(event, name) for name in _CALL_FIELDS}, index=index
-        )
+        out[position] = _ref(event, index)
     return events if out is None else out
+
+
+_REF_FIELDS_SET = {"type", *_CALL_FIELDS, "index"}
+
+
+def _ref(event: Any, index: int) -> SubRunEventRef:
+    """``SubRunEventRef(**the call's fields of event, index=index)``, built without validation
+    (the values come from a wrapper built from valid ones): one per event a sub-run shares."""
+    values = {name: value for name, value in event.__dict__.items() if name != "event"}
+    values["type"] = "sub_run_event"
+    values["index"] = index
+    ref = _new(SubRunEventRef)
+    _set(ref, "__dict__", values)
+    _set(ref, "__pydantic_fields_set__", _REF_FIELDS_SET)
+    _set(ref, "__pydantic_extra__", None)
+    _set(ref, "__pydantic_private__", None)
+    return ref
 
 
 def expand_sub_run_refs(log: list[Any], events_of: Callable[[str], list[Any]]) -> list[Any]:

@@ -454,9 +454,10 @@ class AgentRun:
         if self.store is not None:
             self._record(event.type)
 
-    def emit_nested(self, event: Any, entry: Any, index: int) -> None:
-        """Pass on a sub-run's event (``event``, an ``agent_tool_event``) to subscribers and
-        log ``entry`` (an ``agent_tool_event`` sharing the sub-run's log entry at ``index``)."""
+    def emit_nested(self, fields: dict[str, Any], event: Any, entry: Any, index: int) -> None:
+        """Log ``entry`` (an ``agent_tool_event`` sharing the sub-run's log entry at ``index``)
+        and pass on the sub-run's ``event`` to subscribers, as an ``agent_tool_event`` with
+        ``fields`` (``entry`` itself when it wraps that event)."""
         with self._lock:
             catch_up = self._take_joining() if self._joining else None
             self._join_parts()
@@ -466,8 +467,10 @@ class AgentRun:
             self._text_turn = self._fast_turn = None
             subscribers = self._subscribers
         self._catch_up(catch_up)
-        for callback, _ in subscribers:
-            self._deliver(callback, event)
+        if subscribers:
+            wrapped = entry if entry.event is event else wrap_event(fields, event)
+            for callback, _ in subscribers:
+                self._deliver(callback, wrapped)
         if self.store is not None:
             self._record("agent_tool_event")
 

@@ -206,9 +206,7 @@ class _SubAgentCall:
                 grow(fields, event)
                 return
             shared[0] = entry
-            logged = wrap_event(fields, entry)
-            wrapped = logged if entry is event else wrap_event(fields, event)
-            emit(wrapped, logged, len(sub_log) - 1)
+            emit(fields, event, wrap_event(fields, entry), len(sub_log) - 1)
 
         def forward_text(turn: int, delta: str) -> None:
             # The sub-run's text delta that continues its logged text (which the parent's log
