@@ -84,6 +84,8 @@ def _mergeable(last: Any, event: Any) -> bool:
 
 #: A subscriber: its callback, and its text-delta fast path (or None).
 _Subscription: TypeAlias = "tuple[Subscriber, TextSubscriber | None]"
+
+
 class _CatchUp:
     """What subscribers added from another thread missed: the run's own streaming text (its
     turn, and each subscriber's missing text), and sub-runs' text (events, one a subscriber)."""
@@ -460,8 +462,10 @@ class AgentRun:
         ``fields`` (``entry`` itself when it wraps that event)."""
         with self._lock:
             catch_up = self._take_joining() if self._joining else None
-            self._join_parts()
-            self._parts = []
+            if self._parts:  # the log's last event is done growing
+                if len(self._parts) > 1:
+                    self._join_parts()
+                self._parts = []
             self._events.append(entry)
             self._nested_refs[id(entry)] = index
             self._text_turn = self._fast_turn = None
