@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -208,11 +209,9 @@ class _SubAgentCall:
             shared[0] = entry
             emit(fields, event, wrap_event(fields, entry), len(sub_log) - 1)
 
-        def forward_text(turn: int, delta: str) -> None:
-            # The sub-run's text delta that continues its logged text (which the parent's log
-            # shares): its fast path, with no event built unless the parent has subscribers.
-            parent.emit_nested_text(fields, turn, delta)
-
+        # The sub-run's text delta that continues its logged text (which the parent's log
+        # shares): its fast path, with no event built unless the parent has subscribers.
+        forward_text = partial(parent.emit_nested_text, fields)
         return run.subscribe(forward, replay=False, on_text=forward_text)
 
 
