@@ -90,7 +90,7 @@ class _CatchUp:
     """What subscribers added from another thread missed: the run's own streaming text (its
     turn, and each subscriber's missing text), and sub-runs' text (events, one a subscriber)."""
 
-    __slots__ = ("turn", "texts", "events")
+    __slots__ = ("events", "texts", "turn")
 
     def __init__(self, turn: int | None) -> None:
         self.turn = turn
@@ -104,7 +104,7 @@ class _SharedText:
     (``owner``, the innermost), its own log entry (``inner``), the log's event (``logged``) and
     how many characters the replay held."""
 
-    __slots__ = ("owner", "inner", "logged", "length")
+    __slots__ = ("inner", "length", "logged", "owner")
 
     def __init__(self, owner: AgentRun, inner: Any, logged: Any, length: int) -> None:
         self.owner = owner
@@ -126,7 +126,7 @@ class _Joining:
     """A subscriber added from another thread, the length of the streaming text its replay
     held (None: no text was streaming), and the sub-runs' growing texts it held."""
 
-    __slots__ = ("entry", "text_length", "shared")
+    __slots__ = ("entry", "shared", "text_length")
 
     def __init__(
         self, entry: _Subscription, text_length: int | None, shared: list[_SharedText]
