@@ -125,7 +125,8 @@ _REF_FIELDS_SET = {"type", *_CALL_FIELDS, "index"}
 def _ref(event: Any, index: int) -> SubRunEventRef:
     """``SubRunEventRef(**the call's fields of event, index=index)``, built without validation
     (the values come from a wrapper built from valid ones): one per event a sub-run shares."""
-    values = {name: value for name, value in event.__dict__.items() if name != "event"}
+    values = event.__dict__.copy()  # the call's fields (its ``type`` replaced), no event
+    del values["event"]
     values["type"] = "sub_run_event"
     values["index"] = index
     ref = _new(SubRunEventRef)
