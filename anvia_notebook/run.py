@@ -470,7 +470,8 @@ class AgentRun:
             self._nested_refs[id(entry)] = index
             self._text_turn = self._fast_turn = None
             subscribers = self._subscribers
-        self._catch_up(catch_up)
+        if catch_up is not None:
+            self._catch_up(catch_up)
         if subscribers:
             wrapped = entry if entry.event is event else wrap_event(fields, event)
             for callback, _ in subscribers:

@@ -128,7 +128,9 @@ class _SubAgentCall:
         self._inherit(request, parent)
         run = request.create_run()
         parent.adopt(run)
-        stop_forwarding = self._forward(run, parent, ctx) if self.stream else None
+        if self.stream:
+            # (Kept for the sub-run's life: an ended run sends nothing more.)
+            self._forward(run, parent, ctx)
         run.start()
         try:
             response = await run.wait()
@@ -138,9 +140,6 @@ class _SubAgentCall:
             run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
             await _ended(run)
             raise
-        finally:
-            if stop_forwarding is not None and run.done:
-                stop_forwarding()
         return response.output
 
     def _inherit(self, request: PromptRequest, parent: AgentRun) -> None:
@@ -182,8 +181,8 @@ class _SubAgentCall:
         return None
 
     def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> Callable[[], None]:
-        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event``;
-        returns the function that stops it."""
+        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event`` (and
+        log); returns the function that stops it."""
         fields: dict[str, Any] = {
             "type": "agent_tool_event",
             "turn": parent.state.turn,
@@ -197,16 +196,17 @@ class _SubAgentCall:
         emit = parent.emit_nested
         grow = parent.emit_nested_delta
         sub_log = run._events
-        shared: list[Any] = [None]  # the sub-run's log entry the parent's log shares last
+        shared: Any = None  # the sub-run's log entry the parent's log shares last
 
         def forward(event: Any) -> None:
             # The parent's log keeps one event per entry of the sub-run's log, sharing it (its
             # text grows with the sub-run's); the stream gets every event.
+            nonlocal shared
             entry = sub_log[-1] if sub_log else event
-            if entry is shared[0]:
+            if entry is shared:
                 grow(fields, event)
                 return
-            shared[0] = entry
+            shared = entry
             emit(fields, event, wrap_event(fields, entry), len(sub_log) - 1)
 
         # The sub-run's text delta that continues its logged text (which the parent's log
