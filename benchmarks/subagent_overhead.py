@@ -18,7 +18,7 @@ the same model kind), reported as a share of ``direct``; the target is at most 1
 settings are measured, side by side: runs kept in memory only (the store off) and a SQLite run
 store (every run and sub-run stored).
 
-    python benchmarks/subagent_overhead.py [--runs 400] [--json out.json]
+    python benchmarks/subagent_overhead.py [--runs 4000] [--cpu] [--no-stream] [--json out.json]
 """
 
 from __future__ import annotations
@@ -140,8 +140,15 @@ def main() -> None:
         help="time with the process's CPU clock (a machine shared with other work) instead of "
         "the wall clock",
     )
+    parser.add_argument(
+        "--no-stream",
+        action="store_true",
+        help="the sub-agent tool with stream=False (its events not passed on to the lead's)",
+    )
     parser.add_argument("--json", default=None, help="also write the figures here")
     args = parser.parse_args()
+    global STREAM
+    STREAM = not args.no_stream
     from anvia_notebook import RunStore
 
     clock = time.process_time if args.cpu else time.perf_counter
