@@ -20,7 +20,15 @@ from pydantic import BaseModel, ConfigDict
 from ._stored_once import MERGED_FIELD
 from .events import AgentToolEvent, text_delta_event
 
-__all__ = ["SubRunEventRef", "expand_sub_run_refs", "innermost", "stored_refs"]
+__all__ = [
+    "SubRunEventRef",
+    "expand_sub_run_refs",
+    "innermost",
+    "innermost_run_id",
+    "stored_refs",
+    "with_text",
+    "wrap_event",
+]
 
 #: The fields an ``agent_tool_event`` shares with its reference.
 _CALL_FIELDS = (
@@ -58,6 +66,45 @@ def innermost(event: Any) -> Any:
     return event
 
 
+def innermost_run_id(event: Any) -> str:
+    """The run whose own event is inside the ``agent_tool_event`` wrappers of ``event``."""
+    run_id: str = event.run_id
+    event = event.event
+    while event.type == "agent_tool_event":
+        run_id, event = event.run_id, event.event
+    return run_id
+
+
+_new = object.__new__
+_set = object.__setattr__
+#: The fields set of every wrapper built here (all of them): one set, shared (pydantic adds a
+#: field's name to it on assignment, a name it already holds).
+_FIELDS_SET = {*_CALL_FIELDS, "event"}
+
+
+def wrap_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
+    """``AgentToolEvent(**fields, event=event)`` for values known valid (the parent's call and
+    the sub-run's own event), built without validation, as ``model_construct`` would: one per
+    event of a sub-run, so the cheapest way."""
+    wrapped = _new(AgentToolEvent)
+    values = fields.copy()
+    values["event"] = event
+    _set(wrapped, "__dict__", values)
+    _set(wrapped, "__pydantic_fields_set__", _FIELDS_SET)
+    _set(wrapped, "__pydantic_extra__", None)
+    _set(wrapped, "__pydantic_private__", None)
+    return wrapped
+
+
+def with_text(event: Any, text: str) -> Any:
+    """A copy of ``event`` (a growing event, possibly inside ``agent_tool_event`` wrappers)
+    whose innermost event holds ``text``: the wrappers are copied, the logged ones untouched."""
+    if event.type != "agent_tool_event":
+        return event.model_copy(update={MERGED_FIELD[event.type]: text})
+    fields = {"type": "agent_tool_event", **{name: getattr(event, name) for name in _CALL_FIELDS}}
+    return wrap_event(fields, with_text(event.event, text))
+
+
 def stored_refs(events: list[Any], refs: dict[int, int]) -> list[Any]:
     """``events`` with each ``agent_tool_event`` that shares a sub-run's log entry (``refs``:
     the place of that entry by the wrapper's ``id``) replaced by its reference."""
@@ -68,10 +115,26 @@ def stored_refs(events: list[Any], refs: dict[int, int]) -> list[Any]:
             continue
         if out is None:
             out = list(events)
-        out[position] = SubRunEventRef(
-            **{name: getattr(event, name) for name in _CALL_FIELDS}, index=index
-        )
+        out[position] = _ref(event, index)
     return events if out is None else out
+
+
+_REF_FIELDS_SET = {"type", *_CALL_FIELDS, "index"}
+
+
+def _ref(event: Any, index: int) -> SubRunEventRef:
+    """``SubRunEventRef(**the call's fields of event, index=index)``, built without validation
+    (the values come from a wrapper built from valid ones): one per event a sub-run shares."""
+    values = event.__dict__.copy()  # the call's fields (its ``type`` replaced), no event
+    del values["event"]
+    values["type"] = "sub_run_event"
+    values["index"] = index
+    ref = _new(SubRunEventRef)
+    _set(ref, "__dict__", values)
+    _set(ref, "__pydantic_fields_set__", _REF_FIELDS_SET)
+    _set(ref, "__pydantic_extra__", None)
+    _set(ref, "__pydantic_private__", None)
+    return ref
 
 
 def expand_sub_run_refs(log: list[Any], events_of: Callable[[str], list[Any]]) -> list[Any]:

@@ -15,7 +15,7 @@ from pydantic_core import SchemaSerializer, to_json
 from ._loop import run_loop
 from ._steering import Steering
 from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
-from ._sub_run_log import innermost, stored_refs
+from ._sub_run_log import innermost_run_id, stored_refs, with_text, wrap_event
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
@@ -71,14 +71,6 @@ def _events_json(events: list[Any]) -> str:
     return to_json(events).decode()
 
 
-def _snapshot(event: Any) -> Any:
-    """``event`` as it is now, when it is an ``agent_tool_event`` whose sub-run's text may
-    still grow (a replay's copy; what follows reaches the subscriber as deltas)."""
-    if event.type == "agent_tool_event" and innermost(event).type in _MERGED_FIELD:
-        return event.model_copy(deep=True)
-    return event
-
-
 def _mergeable(last: Any, event: Any) -> bool:
     kind = event.type
     return (
@@ -92,19 +84,56 @@ def _mergeable(last: Any, event: Any) -> bool:
 
 #: A subscriber: its callback, and its text-delta fast path (or None).
 _Subscription: TypeAlias = "tuple[Subscriber, TextSubscriber | None]"
-#: The turn and the text that subscribers added from another thread missed, or None.
-_CatchUp: TypeAlias = "tuple[int, list[tuple[_Subscription, str]]] | None"
+
+
+class _CatchUp:
+    """What subscribers added from another thread missed: the run's own streaming text (its
+    turn, and each subscriber's missing text), and sub-runs' text (events, one a subscriber)."""
+
+    __slots__ = ("events", "texts", "turn")
+
+    def __init__(self, turn: int | None) -> None:
+        self.turn = turn
+        self.texts: list[tuple[_Subscription, str]] = []
+        self.events: list[tuple[_Subscription, Any]] = []
+
+
+class _SharedText:
+    """A sub-run's text that an ``agent_tool_event`` of the log shares and that was still
+    growing when a replay from another thread copied it: the sub-run that streams it
+    (``owner``, the innermost), its own log entry (``inner``), the log's event (``logged``) and
+    how many characters the replay held."""
+
+    __slots__ = ("inner", "length", "logged", "owner")
+
+    def __init__(self, owner: AgentRun, inner: Any, logged: Any, length: int) -> None:
+        self.owner = owner
+        self.inner = inner
+        self.logged = logged
+        self.length = length
+
+    def missed(self) -> str:
+        """On the loop thread: the text streamed since the replay (a delta being passed on
+        now included: the subscriber gets it here, not with the others)."""
+        owner = self.owner
+        with owner._lock:
+            owner._join_parts()
+            text: str = getattr(self.inner, _MERGED_FIELD[self.inner.type])
+        return text[self.length :]
 
 
 class _Joining:
-    """A subscriber added from another thread, and the length of the streaming text its replay
-    held (None: no text was streaming)."""
+    """A subscriber added from another thread, the length of the streaming text its replay
+    held (None: no text was streaming), and the sub-runs' growing texts it held."""
 
-    __slots__ = ("entry", "text_length")
+    __slots__ = ("entry", "shared", "text_length")
 
-    def __init__(self, entry: _Subscription, text_length: int | None) -> None:
+    def __init__(
+        self, entry: _Subscription, text_length: int | None, shared: list[_SharedText]
+    ) -> None:
         self.entry = entry
         self.text_length = text_length
+        self.shared = shared
 
 
 class AgentRun:
@@ -254,16 +283,19 @@ class AgentRun:
                 # The log's last event still grows; the subscriber gets it as it is now, and
                 # what follows as deltas of its own (the same object would hold them twice).
                 past[-1] = past[-1].model_copy()
-            if self._nested_refs:
+            shared: list[_SharedText] = []
+            if self._nested_refs and past:
                 # So may a sub-run's text that an ``agent_tool_event`` of the log shares.
-                past = [_snapshot(event) for event in past]
+                self._freeze_shared(past, shared)
             if self._owns_log():
                 self._install((*self._subscribers, entry))
             else:
-                # The loop thread appends text deltas without the lock: it adds this subscriber
-                # itself, with the text appended after this replay (nothing twice, nothing lost).
+                # The loop thread appends text deltas without the lock (and passes on the
+                # sub-runs' without it): it adds this subscriber itself, with the text appended
+                # after this replay (nothing twice, nothing lost).
                 last = self._events[-1] if self._text_turn is not None else None
-                self._joining.append(_Joining(entry, None if last is None else len(last.delta)))
+                length = None if last is None else len(last.delta)
+                self._joining.append(_Joining(entry, length, shared))
                 self._fast_turn = None
         for event in past:
             self._deliver(callback, event)
@@ -277,6 +309,37 @@ class AgentRun:
                     self._install(tuple(subscribers))
 
         return unsubscribe
+
+    def _freeze_shared(self, past: list[Any], shared: list[_SharedText]) -> None:
+        """Replace in ``past`` each ``agent_tool_event`` whose sub-run's text still grows by a
+        copy holding the text as it is now, and list those texts in ``shared``."""
+        for position, event in enumerate(past):
+            if event.type != "agent_tool_event":
+                continue
+            inner = event.event
+            while inner.type == "agent_tool_event":
+                inner = inner.event
+            field = _MERGED_FIELD.get(inner.type)
+            if field is None:
+                continue
+            owner = self._descendant(innermost_run_id(event))
+            # The entry grows while it is its run's last (looked at before its text is read:
+            # an entry that is no longer the last holds its whole text).
+            if owner is None or not owner._events or owner._events[-1] is not inner:
+                continue
+            text = getattr(inner, field)
+            past[position] = with_text(event, text)
+            shared.append(_SharedText(owner, inner, event, len(text)))
+
+    def _descendant(self, run_id: str) -> AgentRun | None:
+        """The sub-run ``run_id`` among the sub-runs this run started, at any depth."""
+        for child in list(self.children):
+            if child.run_id == run_id:
+                return child
+            found = child._descendant(run_id)
+            if found is not None:
+                return found
+        return None
 
     def _owns_log(self) -> bool:
         """True on the thread that appends to the log (the run's loop), or when no thread
@@ -295,30 +358,38 @@ class AgentRun:
             catch_up = self._take_joining()
         self._catch_up(catch_up)
 
-    def _take_joining(self) -> _CatchUp:
-        """Under the lock: add the joining subscribers, and say what text each missed."""
+    def _take_joining(self) -> _CatchUp | None:
+        """Under the lock: add the joining subscribers, and say what text each missed (of this
+        run's streaming text, and of the sub-runs' texts its replay held)."""
         joining, self._joining = self._joining, []
         self._join_parts()
         turn = self._text_turn
-        missed: list[tuple[_Subscription, str]] = []
+        missed = _CatchUp(turn)
         for item in joining:
             if item.text_length is not None and turn is not None:
                 # The text event of the replay is still the last (events are appended under
                 # the lock, after the joining subscribers are added).
                 text = self._events[-1].delta[item.text_length :]
                 if text:
-                    missed.append((item.entry, text))
+                    missed.texts.append((item.entry, text))
+            for shared in item.shared:
+                text = shared.missed()
+                if text:
+                    missed.events.append((item.entry, with_text(shared.logged, text)))
             self._install((*self._subscribers, item.entry))
         self._fast_turn = turn
-        if not missed or turn is None:
+        if not missed.texts and not missed.events:
             return None
-        return turn, missed
+        return missed
 
-    def _catch_up(self, catch_up: _CatchUp) -> None:
+    def _catch_up(self, catch_up: _CatchUp | None) -> None:
         if catch_up is not None:
-            turn, missed = catch_up
-            for entry, text in missed:
-                self._fan_out_text((entry,), turn, text)
+            for (callback, _), event in catch_up.events:
+                self._deliver(callback, event)
+            turn = catch_up.turn
+            if turn is not None:
+                for entry, text in catch_up.texts:
+                    self._fan_out_text((entry,), turn, text)
 
     @property
     def events(self) -> list[RunEvent]:
@@ -385,24 +456,53 @@ class AgentRun:
         if self.store is not None:
             self._record(event.type)
 
-    def emit_nested(self, event: Any, entry: Any, index: int) -> None:
-        """Pass on a sub-run's event (``event``, an ``agent_tool_event``) to subscribers; log
-        ``entry`` (an ``agent_tool_event`` sharing the sub-run's log entry at ``index``) unless
-        it is None (the event only added to an entry this log already shares)."""
+    def emit_nested(self, fields: dict[str, Any], event: Any, entry: Any, index: int) -> None:
+        """Log ``entry`` (an ``agent_tool_event`` sharing the sub-run's log entry at ``index``)
+        and pass on the sub-run's ``event`` to subscribers, as an ``agent_tool_event`` with
+        ``fields`` (``entry`` itself when it wraps that event)."""
         with self._lock:
             catch_up = self._take_joining() if self._joining else None
-            if entry is not None:
-                self._join_parts()
+            if self._parts:  # the log's last event is done growing
+                if len(self._parts) > 1:
+                    self._join_parts()
                 self._parts = []
-                self._events.append(entry)
-                self._nested_refs[id(entry)] = index
-                self._text_turn = self._fast_turn = None
+            self._events.append(entry)
+            self._nested_refs[id(entry)] = index
+            self._text_turn = self._fast_turn = None
             subscribers = self._subscribers
-        self._catch_up(catch_up)
-        for callback, _ in subscribers:
-            self._deliver(callback, event)
-        if entry is not None and self.store is not None:
+        if catch_up is not None:
+            self._catch_up(catch_up)
+        if subscribers:
+            wrapped = entry if entry.event is event else wrap_event(fields, event)
+            for callback, _ in subscribers:
+                self._deliver(callback, wrapped)
+        if self.store is not None:
             self._record("agent_tool_event")
+
+    def emit_nested_delta(self, fields: dict[str, Any], event: Any) -> None:
+        """Pass on a sub-run's event that only added to an entry this log already shares (its
+        text grew): to subscribers, as an ``agent_tool_event`` with ``fields``, built only when
+        there is one. The per-delta path of a sub-run (on the loop thread, no lock)."""
+        subscribers = self._subscribers
+        if self._joining:
+            # The sub-run's text holds this delta already: a subscriber that joined from
+            # another thread gets it with what it missed since its replay, not twice.
+            self._adopt_joining()
+        if subscribers:
+            wrapped = wrap_event(fields, event)
+            for callback, _ in subscribers:
+                self._deliver(callback, wrapped)
+
+    def emit_nested_text(self, fields: dict[str, Any], turn: int, delta: str) -> None:
+        """``emit_nested_delta`` for the sub-run's own text delta (its text fast path): the
+        event is built only when a subscriber takes it."""
+        subscribers = self._subscribers
+        if self._joining:
+            self._adopt_joining()  # (as in emit_nested_delta)
+        if subscribers:
+            wrapped = wrap_event(fields, text_delta_event(turn, delta))
+            for callback, _ in subscribers:
+                self._deliver(callback, wrapped)
 
     def emit_text(self, turn: int, delta: str) -> None:
         """``emit(TextDeltaEvent(turn=turn, delta=delta))`` for a model's validated text delta,

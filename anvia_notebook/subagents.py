@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
+from ._sub_run_log import wrap_event
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
-from .events import AgentToolEvent
 from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
 
@@ -127,7 +128,9 @@ class _SubAgentCall:
         self._inherit(request, parent)
         run = request.create_run()
         parent.adopt(run)
-        stop_forwarding = self._forward(run, parent, ctx) if self.stream else None
+        if self.stream:
+            # (Kept for the sub-run's life: an ended run sends nothing more.)
+            self._forward(run, parent, ctx)
         run.start()
         try:
             response = await run.wait()
@@ -137,9 +140,6 @@ class _SubAgentCall:
             run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
             await _ended(run)
             raise
-        finally:
-            if stop_forwarding is not None and run.done:
-                stop_forwarding()
         return response.output
 
     def _inherit(self, request: PromptRequest, parent: AgentRun) -> None:
@@ -181,8 +181,8 @@ class _SubAgentCall:
         return None
 
     def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> Callable[[], None]:
-        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event``;
-        returns the function that stops it."""
+        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event`` (and
+        log); returns the function that stops it."""
         fields: dict[str, Any] = {
             "type": "agent_tool_event",
             "turn": parent.state.turn,
@@ -194,41 +194,25 @@ class _SubAgentCall:
             "run_id": run.run_id,
         }
         emit = parent.emit_nested
+        grow = parent.emit_nested_delta
         sub_log = run._events
-        shared: list[Any] = [None]  # the sub-run's log entry the parent's log shares last
+        shared: Any = None  # the sub-run's log entry the parent's log shares last
 
         def forward(event: Any) -> None:
             # The parent's log keeps one event per entry of the sub-run's log, sharing it (its
             # text grows with the sub-run's); the stream gets every event.
+            nonlocal shared
             entry = sub_log[-1] if sub_log else event
-            if entry is shared[0]:
-                emit(_agent_tool_event(fields, event), None, 0)
+            if entry is shared:
+                grow(fields, event)
                 return
-            shared[0] = entry
-            logged = _agent_tool_event(fields, entry)
-            wrapped = logged if entry is event else _agent_tool_event(fields, event)
-            emit(wrapped, logged, len(sub_log) - 1)
+            shared = entry
+            emit(fields, event, wrap_event(fields, entry), len(sub_log) - 1)
 
-        return run.subscribe(forward, replay=False)
-
-
-_new = object.__new__
-_set = object.__setattr__
-_FIELDS_SET = frozenset(
-    ("turn", "tool_name", "tool_call_id", "internal_call_id", "agent_id", "agent_name", "run_id")
-)
-
-
-def _agent_tool_event(fields: dict[str, Any], event: Any) -> AgentToolEvent:
-    """``AgentToolEvent(**fields, event=event)`` for values known valid (the parent's call and
-    the sub-run's own event), built without validation, as ``model_construct`` would: one per
-    event of the sub-run, so the cheapest way."""
-    wrapped = _new(AgentToolEvent)
-    _set(wrapped, "__dict__", {**fields, "event": event})
-    _set(wrapped, "__pydantic_fields_set__", {*_FIELDS_SET, "event"})
-    _set(wrapped, "__pydantic_extra__", None)
-    _set(wrapped, "__pydantic_private__", None)
-    return wrapped
+        # The sub-run's text delta that continues its logged text (which the parent's log
+        # shares): its fast path, with no event built unless the parent has subscribers.
+        forward_text = partial(parent.emit_nested_text, fields)
+        return run.subscribe(forward, replay=False, on_text=forward_text)
 
 
 async def _ended(run: AgentRun) -> None:

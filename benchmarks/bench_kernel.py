@@ -403,3 +403,86 @@ def long_run(tag: str, entries: int) -> Any:
 
     session.add_done_listener(done)
     return handle
+
+
+#: Sub-agent levels below the lead in :func:`nested_long_run`.
+NESTED_LEVELS = 3
+
+
+def nested_long_run(tag: str, entries: int) -> Any:
+    """A finished-looking run of about ``entries`` entries with three levels of sub-agents: per
+    turn the lead writes a line and asks ``ask_level1``, which asks ``ask_level2``, which asks
+    ``ask_level3``, whose agent answers; each level then answers with what it heard. One turn is
+    seven entries (the lead's line and tool call, one tool call and one answer per level below,
+    the innermost's answer once). Shown in the background; returns the RunHandle."""
+    per_turn = 2 + 2 * NESTED_LEVELS - 1
+    turns = max(1, -(-(entries - 2) // per_turn))
+    started = time.time()
+    handle = nested_lead(turns).prompt("Check every item through the three levels.").show()
+    session = handle.session
+
+    def done(_run: Any) -> None:
+        snapshot = json.dumps(session.state())
+        write_result(
+            tag,
+            {
+                "t_start": started,
+                "t_done": time.time(),
+                "entries": len(session.transcript),
+                "nested_entries": sum(1 for e in session.state()["entries"] if e.get("parent")),
+                "snapshot_bytes": len(snapshot.encode()),
+            },
+        )
+
+    session.add_done_listener(done)
+    return handle
+
+
+def nested_lead(turns: int) -> Any:
+    """The lead of :func:`nested_long_run`, for ``turns`` turns."""
+
+    def relay(level: int) -> FunctionModel:
+        """A sub-agent that asks the level below (if any), then answers with what it heard."""
+
+        def respond(request: Any) -> ModelResponse:
+            last = request.messages[-1]
+            if level == NESTED_LEVELS:
+                return ModelResponse(text=f"Level {level} found item **{last.content}** in stock.")
+            if last.role == "tool":
+                return ModelResponse(text=f"Level {level}: {last.tool_results[0].content}")
+            return ModelResponse(
+                tool_calls=[
+                    ToolCall(
+                        id=f"l{level}",
+                        name=f"ask_level{level + 1}",
+                        arguments={"prompt": last.content},
+                    )
+                ]
+            )
+
+        return FunctionModel(respond)
+
+    agent: Any = None
+    for level in range(NESTED_LEVELS, 0, -1):
+        builder = AgentBuilder(f"level{level}", relay(level)).name(f"Level {level} agent")
+        if agent is not None:
+            builder = builder.tool(agent.as_tool(name=f"ask_level{level + 1}"))
+        agent = builder.build()
+
+    def lead(request: Any) -> ModelResponse:
+        done = sum(1 for m in request.messages if m.role == "tool")
+        if done < turns:
+            return ModelResponse(
+                text=f"Step {done + 1}: asking about item **{done + 1}**.",
+                tool_calls=[
+                    ToolCall(id=f"c{done}", name="ask_level1", arguments={"prompt": str(done + 1)})
+                ],
+            )
+        return ModelResponse(text=f"All {turns} items checked.")
+
+    return (
+        AgentBuilder("lead", FunctionModel(lead))
+        .tool(agent.as_tool(name="ask_level1"))
+        .default_max_turns(turns + 5)
+        .build()
+    )

@@ -13,7 +13,9 @@ run as the figure it is compared with, so the ratios hold on a noisy machine.
   background (``show()``) and ``send_sync`` mode, against the click-to-handler time of a trivial
   anywidget button in the same page and kernel.
 - Long transcripts: 1,000 entries; first render of a fresh view (the RunHandle displayed again in
-  a new cell) and the page's JS heap.
+  a new cell) and the page's JS heap. The same with three levels of sub-agents (``nested``: about
+  1,000 entries, 70 % of them inside the sub-agents' collapsible blocks), against the same
+  targets.
 - Kernel side (``kernel_cost.py``, no browser): per-delta CPU of Transcript + Batcher; and the
   size of a saved notebook after a 20,000-token run with widget state saving on.
 
@@ -535,29 +537,48 @@ def bench_clicks(bench: Bench, log: Callable[[str], None], store: str = "on") ->
 # --------------------------------------------------------------------------------------------
 
 ENTRY_SELECTOR = ".anvia-transcript > .anvia-entry"
+#: Every entry of a view, a sub-agent's (inside its tool call's block, at any depth) included.
+ANY_ENTRY_SELECTOR = ".anvia-transcript .anvia-entry"
 #: An older entry of a long view that is not built yet (a plain-text stand-in).
 PENDING_SELECTOR = ".anvia-entry-pending"
 
 
 def bench_long(bench: Bench, log: Callable[[str], None], store: str = "on") -> dict[str, Any]:
+    return _long_views(bench, store, "long", "long_run")
+
+
+def bench_nested(bench: Bench, log: Callable[[str], None], store: str = "on") -> dict[str, Any]:
+    """A long transcript with three levels of sub-agents (bench_kernel.nested_long_run): the
+    first render is every top-level entry drawn (a stand-in holds the place of an older entry
+    with the sub-agents' block inside it), as for the flat one; every entry at every depth
+    built is the second figure."""
+    return _long_views(bench, store, "nested", "nested_long_run")
+
+
+def _long_views(bench: Bench, store: str, name: str, kernel_call: str) -> dict[str, Any]:
+    """A long run shown in cell 1, then displayed again in fresh views (cell 2): how soon each
+    shows all its top-level entries (stand-ins count), and builds every entry."""
     config = bench.config
     entries = config.long_entries
     tab = bench.new_tab()
     page = tab.page
     try:
-        bench.open(tab, f"long-store-{store}.ipynb", ["pass", "h"], store)
+        bench.open(tab, f"{name}-store-{store}.ipynb", ["pass", "h"], store)
         heap_before = heap_used(tab.cdp)
-        tag = f"long-{uuid.uuid4().hex[:8]}"
-        bench.set_source(tab, 1, f"h = bk.long_run({tag!r}, {entries})")
+        tag = f"{name}-{uuid.uuid4().hex[:8]}"
+        bench.set_source(tab, 1, f"h = bk.{kernel_call}({tag!r}, {entries})")
         run_cell(page, 1)
         kernel = bench.wait_result(tab, tag, 300)
         if kernel is None:
-            raise RuntimeError("the long run did not finish in time")
+            raise RuntimeError(f"the {name} run did not finish in time")
+        # The kernel's count: the entries at every depth, and those inside sub-agents' blocks.
+        total = kernel["entries"] if "nested_entries" in kernel else entries
+        entries = total - kernel.get("nested_entries", 0)
         bench.settle(tab, quiet=1.0, limit=30)
         # The run's own view is drawn again at its end: let it finish (older entries included).
         page.evaluate(
             "([k, n, s, p]) => window.__bench.watchCount(k, 1, s, n, p)",
-            [tag, entries, ENTRY_SELECTOR, PENDING_SELECTOR],
+            [tag, total, ANY_ENTRY_SELECTOR, PENDING_SELECTOR],
         )
         if not bench.watch(tab, tag, 120)["found"]:
             raise RuntimeError("the run's own view never showed all its entries")
@@ -567,13 +588,13 @@ def bench_long(bench: Bench, log: Callable[[str], None], store: str = "on") -> d
             key = f"{tag}-view{index}"
             clear_output(tab, 2)
             page.evaluate(
-                """([k, n, s, p]) => {
+                """([k, n, s, t, a, p]) => {
                   window.__bench.watchCount(k, 2, s, n);
-                  window.__bench.watchCount(k + "-all", 2, s, n, p);
+                  window.__bench.watchCount(k + "-all", 2, a, t, p);
                 }""",
-                [key, entries, ENTRY_SELECTOR, PENDING_SELECTOR],
+                [key, entries, ENTRY_SELECTOR, total, ANY_ENTRY_SELECTOR, PENDING_SELECTOR],
             )
-            with bench.tracing(tab, f"long-view-{index}-store-{store}"):
+            with bench.tracing(tab, f"{name}-view-{index}-store-{store}"):
                 started = page_now(page)
                 run_cell(page, 2, wait=False)
                 watch = bench.watch(tab, key, 60)
@@ -595,6 +616,7 @@ def bench_long(bench: Bench, log: Callable[[str], None], store: str = "on") -> d
     return {
         "store": store,
         "entries": kernel["entries"],
+        "nested_entries": kernel.get("nested_entries", 0),
         "run_s": kernel["t_done"] - kernel["t_start"],
         "snapshot_bytes": kernel["snapshot_bytes"],
         "views": views,
@@ -728,7 +750,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("kernel", "streaming", "clicks", "long", "saved"),
+        choices=("kernel", "streaming", "clicks", "long", "nested", "saved"),
         action="append",
         help="run only these parts (repeatable)",
     )
@@ -756,7 +778,7 @@ def main(argv: list[str] | None = None) -> int:
         config.repeats = args.repeats
     if args.flat:
         config.paces = ("flat",)
-    parts = args.only or ["kernel", "streaming", "clicks", "long", "saved"]
+    parts = args.only or ["kernel", "streaming", "clicks", "long", "nested", "saved"]
     started = time.monotonic()
 
     def log(line: str) -> None:
@@ -794,6 +816,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("streaming", bench_streaming),
                 ("clicks", bench_clicks),
                 ("long", bench_long),
+                ("nested", bench_nested),
             ]
             try:
                 for name, step in by_store:

@@ -102,6 +102,23 @@ async def test_registers_multiple_wrapped_agents_as_distinct_tools() -> None:
     assert await second.call(second.parse_args({"prompt": "run"}), _ctx()) == "two"
 
 
+def test_isolates_built_agents_from_later_builder_collection_changes() -> None:
+    """agent-tool.test.ts: "isolates built agents from later builder collection changes" (its
+    middlewares, observers and guardrails are hooks here; dynamic contexts have no counterpart).
+    A built agent, and so its ``as_tool``, keeps what it was built with."""
+    from anvia_notebook import create_hook
+
+    builder = AgentBuilder("test-agent", QueueModel([])).context("initial context")
+    agent = builder.build()
+    tool = agent.as_tool(name="ask")
+    builder.context("late context").tools([make_add_tool()]).hook(create_hook())
+    builder.instructions("Late instructions.").approvals(lambda request: True)
+    assert [doc.text for doc in agent.context_documents] == ["initial context"]
+    assert agent.tools == {} and agent.hooks == ()
+    assert agent.instruction_blocks == () and agent.approval_handler is None
+    assert tool.name == "ask" and tool.description == "Prompt the ask agent."
+
+
 # -- Anvia's streaming.test.ts, agent-tool part -------------------------------------------------
 
 

@@ -1,7 +1,7 @@
 // A sub-agent's entries (agent.as_tool) drawn inside the tool call that runs it, in a block of
 // their own, with a nested approval that names the path (lead › analyst › run_sql) and decides
 // by its id, as the top-level run's own do.
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApprovalView, Entry } from "../src/protocol";
 import { batch, byLabel, mount, status, tick, toolEntry } from "./helpers";
 
@@ -94,5 +94,72 @@ describe("sub-agent block", () => {
   it("a plain tool call shows no sub-agent block", () => {
     const { root } = mount([toolEntry("t1")], status("running"));
     expect((root.querySelector(".anvia-subagent") as HTMLElement).hidden).toBe(true);
+  });
+});
+
+/** `turns` turns of a lead whose tool call runs a sub-agent that runs another (two levels). */
+function nestedTranscript(turns: number): Entry[] {
+  const out: Entry[] = [{ kind: "user", id: "u0", text: "Check every item." }];
+  for (let i = 1; i <= turns; i++) {
+    out.push({ kind: "assistant", id: `a${i}`, turn: i, text: `Step ${i}.` });
+    out.push(toolEntry(`t${i}`, { turn: i, status: "done", tool_name: "ask_mid",
+      sub_agent: { agent_id: "mid", agent_name: null, run_id: `rm${i}` } }));
+    out.push(toolEntry(`m${i}`, { turn: 1, status: "done", tool_name: "ask_deep", parent: `t${i}`,
+      sub_agent: { agent_id: "deep", agent_name: null, run_id: `rd${i}` } }));
+    out.push({ kind: "assistant", id: `d${i}`, turn: 1, text: `deep ${i}`, parent: `m${i}` });
+    out.push({ kind: "assistant", id: `s${i}`, turn: 2, text: `mid ${i}`, parent: `t${i}` });
+  }
+  return out;
+}
+
+describe("a long transcript with sub-agents", () => {
+  const top = (root: HTMLElement) => [...root.querySelectorAll<HTMLElement>(".anvia-transcript > .anvia-entry")];
+  const deepText = (el: Element) =>
+    [...el.querySelectorAll(".anvia-entry-assistant .anvia-md")].map((e) => e.textContent?.trim() ?? "");
+
+  it("a stand-in holds the place of an older sub-agent block; the newest blocks are built", () => {
+    const { root } = mount(nestedTranscript(60));
+    const rows = top(root);
+    expect(rows).toHaveLength(1 + 60 * 2); // the sub-agents' entries are inside their blocks
+    const oldest = rows[2]!;
+    expect(oldest.classList.contains("anvia-entry-pending")).toBe(true);
+    expect(oldest.querySelector(".anvia-entry")).toBeNull(); // nothing built inside a stand-in
+    const newest = rows.at(-1)!;
+    expect(newest.classList.contains("anvia-entry-pending")).toBe(false);
+    expect(deepText(newest)).toEqual(["deep 60", "mid 60"]);
+  });
+
+  it("building an older block builds its sub-agents' entries, in order, at every depth", async () => {
+    const { root } = mount(nestedTranscript(60));
+    await vi.waitFor(() => expect(root.querySelectorAll(".anvia-entry-pending").length).toBe(0), { timeout: 5000 });
+    const oldest = top(root)[2]!;
+    expect(deepText(oldest)).toEqual(["deep 1", "mid 1"]);
+    const deep = [...oldest.querySelectorAll(".anvia-entry-assistant")][0]!;
+    expect(deep.closest(".anvia-entry-tool")?.querySelector(".anvia-tool-name")?.textContent).toBe("ask_deep");
+    expect(root.querySelectorAll(".anvia-transcript .anvia-entry").length).toBe(1 + 60 * 5);
+  });
+
+  it("a sub-agent's entry that changes or is added inside an older block builds that block", () => {
+    const { model, root } = mount(nestedTranscript(60));
+    batch(
+      model,
+      { op: "append", id: "d1", field: "text", text: " more" },
+      { op: "add", entry: { kind: "assistant", id: "x1", turn: 3, text: "later", parent: "m1" } },
+    );
+    const oldest = top(root)[2]!;
+    expect(oldest.classList.contains("anvia-entry-pending")).toBe(false);
+    expect(deepText(oldest)).toEqual(["deep 1 more", "later", "mid 1"]);
+    expect(oldest.querySelectorAll(".anvia-entry-assistant")).toHaveLength(3);
+  });
+
+  it("an older block where a sub-agent's approval waits is built at once", () => {
+    const entries = nestedTranscript(60);
+    const index = entries.findIndex((e) => e.id === "m2");
+    entries[index] = toolEntry("m2", { tool_name: "run_sql", parent: "t2", status: "approval_required",
+      approval: nestedApproval });
+    const { root } = mount(entries, status("waiting"));
+    const block = top(root)[4]!;
+    expect(block.classList.contains("anvia-entry-pending")).toBe(false);
+    expect(block.querySelector('[role="alertdialog"]')).not.toBeNull();
   });
 });

@@ -3,6 +3,8 @@
 // Deliberately not a live region: status changes are announced by the status view.
 // A view drawn from a long transcript builds its newest entries at once and older ones when they
 // come near the viewport or the page is idle (a plain-text stand-in holds their place meanwhile).
+// A sub-agent's entries (in their tool call's block, at any depth) are built with the top-level
+// entry they are inside of: a stand-in holds the place of the whole block.
 // What comes near the viewport is found when the list scrolls (a binary search over the stand-ins,
 // which are in document order), not by observing every stand-in: an IntersectionObserver with a
 // thousand targets costs every frame until the last one is built.
@@ -159,7 +161,8 @@ export function transcriptView(session: Session): TranscriptView {
     return slot;
   }
 
-  /** Build the entry `id` now if a stand-in holds its place; its slot. */
+  /** Build the entry `id` now if a stand-in holds its place (and the sub-agents' entries inside
+   * it); its slot. */
   function build(id: string): Slot | undefined {
     const slot = views.get(id);
     const entry = session.store.get(id);
@@ -168,7 +171,34 @@ export function transcriptView(session: Session): TranscriptView {
     slot.el.replaceWith(view.el);
     slot.view = view;
     slot.el = view.el;
+    if (!entry.parent) buildNested(id);
     return slot;
+  }
+
+  /** The top-level entry that `entry` (a sub-agent's, at any depth) is inside of. */
+  function topOf(entry: Entry): Entry {
+    let top = entry;
+    while (top.parent) {
+      const up = session.store.get(top.parent);
+      if (!up || up === top) break;
+      top = up;
+    }
+    return top;
+  }
+
+  /** A sub-agent's entry whose top-level entry is a stand-in: it is built with that one. */
+  function deferred(entry: Entry): boolean {
+    if (!entry.parent) return false;
+    const slot = views.get(topOf(entry).id);
+    return slot !== undefined && slot.view === null;
+  }
+
+  /** Build the sub-agents' entries inside the top-level entry `id`, just built, in order. */
+  function buildNested(id: string): void {
+    for (const entry of session.store.entries) {
+      if (!entry.parent || views.has(entry.id) || topOf(entry).id !== id) continue;
+      containerOf(entry).appendChild(create(entry).el);
+    }
   }
 
   /** Where entry `entry` goes: a sub-agent's entry inside its tool call's view (built now if a
@@ -205,7 +235,16 @@ export function transcriptView(session: Session): TranscriptView {
     entries.forEach((entry, index) => {
       keep.add(entry.id);
       if (entry.parent) {
-        // A sub-agent's entry: always built, in its tool call's view, in order.
+        // A sub-agent's entry: in its tool call's view, in order; built with its top-level
+        // entry (at once when an approval or a question waits in it).
+        if (deferred(entry)) {
+          if (!waitsForSomeone(entry)) {
+            const old = views.get(entry.id);
+            if (old) drop(entry.id, old);
+            return;
+          }
+          build(topOf(entry).id);
+        }
         let nestedSlot = views.get(entry.id);
         if (nestedSlot && nestedSlot.kind === entry.kind && nestedSlot.view) nestedSlot.view.update(entry);
         else {
@@ -263,8 +302,9 @@ export function transcriptView(session: Session): TranscriptView {
         break;
       }
       case "add": {
-        const container = containerOf(ev.entry);
-        container.appendChild(create(ev.entry).el);
+        // Inside a top-level entry that a stand-in holds: that one is built now, with it.
+        if (deferred(ev.entry)) build(topOf(ev.entry).id);
+        if (!views.has(ev.entry.id)) containerOf(ev.entry).appendChild(create(ev.entry).el);
         contentChanged();
         break;
       }
