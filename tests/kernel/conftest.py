@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -205,6 +207,7 @@ class KernelHandle:
             self.kc.stop_channels()
         finally:
             self.km.shutdown_kernel(now=True)
+            shutil.rmtree(os.path.dirname(self.km.ip), ignore_errors=True)
 
 
 def _start(python: Path, specs: Path, name: str) -> KernelHandle:
@@ -231,8 +234,14 @@ def _start(python: Path, specs: Path, name: str) -> KernelHandle:
             }
         )
     )
+    # ZeroMQ over local sockets in a short temporary folder (removed at shutdown): no TCP port
+    # that another process could take between the choice of a free port and the kernel's bind.
+    sockets = tempfile.mkdtemp(prefix="anvia-kernel-")
     km = KernelManager(
-        kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)])
+        kernel_name=name,
+        kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)]),
+        transport="ipc",
+        ip=os.path.join(sockets, "k"),
     )
     km.start_kernel()
     return KernelHandle(km, _kernel_version(python))

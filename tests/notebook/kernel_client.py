@@ -11,7 +11,9 @@ import contextlib
 import json
 import os
 import queue
+import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -51,8 +53,14 @@ class Kernel:
                 }
             )
         )
+        # ZeroMQ over local sockets in a short temporary folder: no TCP port that another
+        # process could take between the choice of a free port and the kernel's bind.
+        self._sockets = tempfile.mkdtemp(prefix="anvia-kernel-")
         self.km = KernelManager(
-            kernel_name=name, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)])
+            kernel_name=name,
+            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(specs)]),
+            transport="ipc",
+            ip=os.path.join(self._sockets, "k"),
         )
         self.km.start_kernel()
         self.kc = self.km.client()
@@ -67,6 +75,7 @@ class Kernel:
             self.kc.stop_channels()
         finally:
             self.km.shutdown_kernel(now=True)
+            shutil.rmtree(self._sockets, ignore_errors=True)
 
     def _drain(self, timeout: float) -> None:
         with contextlib.suppress(queue.Empty):
