@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ._util import decode_args
-from .errors import SubAgentError, ToolArgumentsError, ToolNotFoundError
+from .errors import OutputValidationError, SubAgentError, ToolArgumentsError, ToolNotFoundError
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
@@ -376,8 +376,10 @@ class TraceRecorder:
         entry = self.entry(call_id)
         if entry is None:
             return
-        # (A sub-agent call refused by its depth limit is a rule, not a failure of the tool.)
-        if not isinstance(error, (ToolArgumentsError, ToolNotFoundError, SubAgentError)):
+        # (A sub-agent call refused by its depth limit is a rule, not a failure of the tool; a
+        # typed output that fails validation is the model's to fix, or the person's.)
+        refused = (ToolArgumentsError, ToolNotFoundError, SubAgentError, OutputValidationError)
+        if not isinstance(error, refused):
             text = "".join(traceback.format_exception(error))
             _set(entry, traceback=_keep_end(text, TRACEBACK_LIMIT))
             self._mark(entry)

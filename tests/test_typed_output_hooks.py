@@ -6,6 +6,7 @@ model is told, before the ``tool_result`` event. In native mode there is no tool
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -110,6 +111,19 @@ async def test_an_invalid_value_is_a_tool_error_then_a_result() -> None:
         ("event", "final_result"),
     ]
     assert recorder.seen[2][2].startswith("Invalid City:")
+
+
+async def test_an_invalid_value_is_not_logged_as_a_tool_that_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The model's invalid value is for the model (or a person) to fix: no tool failure warning
+    in the cell, no traceback in the trace."""
+    model = QueueModel([final(BAD, "a"), final(GOOD, "b")])
+    with caplog.at_level(logging.WARNING, logger="anvia_notebook"):
+        response = await run_with(Recorder(), model, retries=1)
+    assert response.data == City(**GOOD)
+    assert not [r for r in caplog.records if "raised" in r.getMessage()]
+    assert [call.traceback for call in response.trace.tool_calls] == [None, None]
 
 
 async def test_a_hook_that_skips_final_result_sends_its_reason_back_and_the_run_goes_on() -> None:
