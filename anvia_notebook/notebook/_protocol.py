@@ -12,12 +12,14 @@ helpers at the bottom; the tests validate them with :func:`parse_outbound`.
 
 from __future__ import annotations
 
+import json
+from datetime import datetime
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from ..errors import ProtocolError
-from ..records import DecidedBy, DecidedVia
+from ..records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord
 
 __all__ = [
     "APPEND_FIELDS",
@@ -82,6 +84,7 @@ __all__ = [
     "UserEntry",
     "batch_message",
     "inspect_reply_message",
+    "interaction_view",
     "parse_inbound",
     "parse_message",
     "parse_outbound",
@@ -180,6 +183,24 @@ class ApprovalView(_Model):
     #: approving needs arguments that validate (the fix).
     fix_required: bool = False
 
+    @classmethod
+    def from_record(cls, record: ApprovalRecord) -> ApprovalView:
+        """The page's view of ``record`` (see :func:`interaction_view`)."""
+        edited = record.edited_args if isinstance(record.edited_args, dict) else None
+        return cls.model_construct(
+            **_common(record),
+            reason=record.reason,
+            args=_jsonable(record.args),
+            decided_at=None if record.status == "pending" else _iso(record.resolved_at),
+            decision_reason=record.decision_reason,
+            edited_args=_jsonable(edited) if edited is not None else None,
+            **({"fix_required": True} if record.fix_required else {}),
+        )
+
+    def wire(self) -> dict[str, Any]:
+        """The view as the page gets it (what :meth:`from_record` left unset is absent)."""
+        return self.model_dump(exclude_unset=True)
+
 
 class ChoiceView(_Model):
     label: str
@@ -214,6 +235,70 @@ class QuestionView(_Model):
     path: list[str] | None = None
     #: The person may decline it (a question an MCP server asked): the form shows Decline.
     declinable: bool = False
+
+    @classmethod
+    def from_record(cls, record: QuestionRecord) -> QuestionView:
+        """The page's view of ``record`` (see :func:`interaction_view`): the questions without
+        their ``answer_schema``, the answers in their wire form."""
+        return cls.model_construct(
+            **_common(record),
+            questions=[
+                QuestionItemView.model_construct(
+                    id=q.id,
+                    question=q.question,
+                    choices=[
+                        ChoiceView.model_construct(label=c.label, value=c.value) for c in q.choices
+                    ],
+                )
+                for q in record.questions
+            ],
+            answers=[AnswerView.model_construct(**a.to_wire()) for a in record.answers],
+            **({"declinable": True} if record.declinable else {}),
+        )
+
+    def wire(self) -> dict[str, Any]:
+        """The view as the page gets it (what :meth:`from_record` left unset is absent)."""
+        return self.model_dump(exclude_unset=True)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def _jsonable(value: Any) -> Any:
+    """A JSON-native copy of ``value`` (anything exotic becomes its string)."""
+    try:
+        return json.loads(json.dumps(value, default=str))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _common(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
+    """The fields of both views; ``expires_at`` only while pending with a time limit, ``path``
+    only for a sub-agent's interaction (the agents from the top-level run down)."""
+    common: dict[str, Any] = {
+        "id": record.id,
+        "status": record.status,
+        "decided_by": record.decided_by,
+        "decided_via": record.decided_via,
+    }
+    if record.status == "pending" and record.expires_at is not None:
+        common["expires_at"] = _iso(record.expires_at)
+    if len(record.path) > 1:
+        common["path"] = list(record.path)
+    return common
+
+
+def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
+    """The wire view (``ApprovalView`` or ``QuestionView``) of an interaction record, as the
+    page gets it: the one serialiser, so the page shows exactly what the record says.
+
+    The view is built without validating again (``model_construct``): the record is valid
+    already, and the view is made on every interaction event; the tests check that each view
+    the kernel sends validates."""
+    if isinstance(record, QuestionRecord):
+        return QuestionView.from_record(record).wire()
+    return ApprovalView.from_record(record).wire()
 
 
 class SubAgentView(_Model):
