@@ -4,8 +4,10 @@ interactions a run's log leaves open made from their records too."""
 
 from __future__ import annotations
 
+import json
 import warnings
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,9 +164,7 @@ CASES: dict[str, tuple[ApprovalRecord | QuestionRecord, dict[str, Any]]] = {
         },
     ),
     "question pending, expiring": (
-        QuestionRecord(
-            id="q1", questions=[SIZE], expires_at=NOW + timedelta(seconds=30), **BASE
-        ),
+        QuestionRecord(id="q1", questions=[SIZE], expires_at=NOW + timedelta(seconds=30), **BASE),
         {
             "id": "q1",
             "status": "pending",
@@ -299,3 +299,41 @@ def test_a_log_that_ends_with_interactions_open_closes_them_from_their_records()
     }
     assert tools[1]["result"] == '{"answers": []}'
     assert t._open == {}  # nothing held for interactions that are closed
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "protocol"
+
+
+def _views(node: Any) -> list[tuple[str, dict[str, Any]]]:
+    """The approval and question views anywhere in a fixture."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("approval", "question") and isinstance(value, dict):
+                found.append((key, value))
+            found += _views(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _views(value)
+    return found
+
+
+def test_the_shared_fixtures_views_are_views_the_serialiser_makes() -> None:
+    """Each approval and question view in the valid wire fixtures is one the serialiser could
+    have made: unchanged through its model, and absent what it leaves out (``expires_at`` once
+    decided, ``path`` of the run's own, ``fix_required`` and ``declinable`` when false)."""
+    views = [
+        view
+        for path in sorted(FIXTURES.glob("*.json"))
+        for view in _views(json.loads(path.read_text(encoding="utf-8")))
+    ]
+    assert {kind for kind, _ in views} == {"approval", "question"}
+    for kind, view in views:
+        model = ApprovalView if kind == "approval" else QuestionView
+        assert model.model_validate(view).wire() == view
+        if view["status"] != "pending":
+            assert "expires_at" not in view, view
+        assert len(view.get("path", [0, 0])) > 1, view
+        assert view.get("fix_required", True) is True, view
+        assert view.get("declinable", True) is True, view
+        assert "answer_schema" not in str(view.get("questions", "")), view
