@@ -7,7 +7,9 @@ by both test suites.
 
 Models are strict (no coercion: ``"1"`` is not an int), unknown extra keys are ignored, like on
 the page. The kernel builds outbound messages as plain dicts (cheap per text delta) with the
-helpers at the bottom; the tests validate them with :func:`parse_outbound`.
+helpers at the bottom, but for the view of an approval or a question, which its model makes from
+the record (:func:`interaction_view`, the one serialiser); the tests validate them with
+:func:`parse_outbound`.
 """
 
 from __future__ import annotations
