@@ -181,12 +181,12 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_iso",
             "_jsonable",
             "interaction_view",
-            "Transcript.__init__[self._open: dict..]",
+            "_Entry.__init__[self.records..]",
             "Transcript._activity",
             "Transcript._waits",
             "Transcript._on_interaction",
             "Transcript._finish_unfinished[approval = entry.get..self._patch(entry, **changes)]",
-            'Transcript._finish_unfinished[for kind in ("approval"..self._patch(entry, **changes)]',
+            "Transcript._finish_unfinished[for kind, record in..self._patch(entry, **changes)]",
         ],
     ),
     (
@@ -282,7 +282,8 @@ STATE_HOLDERS: dict[str, list[str]] = {
         "whole in the claim's conditional update)",
         "kernel, views: the transcript's tool entries (wire views made from the record by one "
         "serialiser, ApprovalView/QuestionView.from_record, from events; the page's snapshot "
-        "source; the records still open, by reference, to close them if a log ends open)",
+        "source; each entry keeps a reference to the record it shows, to close it if a log ends "
+        "with it open)",
         "kernel, trace: ToolCallTrace.approval / .question (a reference to the record of the "
         "last event, for Inspect and the stored trace)",
         "page: TranscriptStore.entries (js/src/store.ts), the one copy: the panel keeps a "

@@ -81,13 +81,16 @@ _JOIN_EVERY = 512
 class _Entry:
     """One entry; appended fields are kept as pieces until read (or until there are many)."""
 
-    __slots__ = ("fields", "id", "kind", "parts")
+    __slots__ = ("fields", "id", "kind", "parts", "records")
 
     def __init__(self, kind: str, entry_id: str, fields: dict[str, Any]) -> None:
         self.kind = kind
         self.id = entry_id
         self.fields = fields
         self.parts: dict[str, list[str]] = {}
+        #: A tool entry's interactions by field (``approval``, ``question``): the record whose
+        #: view the field holds (a reference, to close it if the run's log ends with it open).
+        self.records: dict[str, ApprovalRecord | QuestionRecord] = {}
 
     def append(self, name: str, text: str) -> bool:
         """Append ``text`` to a text field; True when the field had no pieces yet."""
@@ -171,9 +174,6 @@ class Transcript:
         self._hot_turn: int | None = None
         self._hot_pieces: list[str] = []
         self._hot_id = ""
-        #: The records of the interactions the entries show open, by id: a run's log that ends
-        #: without closing one (see :meth:`_finish_unfinished`) has it closed from its record.
-        self._open: dict[str, ApprovalRecord | QuestionRecord] = {}
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -275,7 +275,6 @@ class Transcript:
         self._entries.clear()
         self._by_id.clear()
         self._growing.clear()
-        self._open.clear()
         self._run = self._top = _RunView(agent_id=agent)
         self.status = _idle_status(agent)
         self._emit({"op": "reset"})
@@ -466,12 +465,11 @@ class Transcript:
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         view = interaction_view(record)
         field = "approval" if isinstance(record, ApprovalRecord) else "question"
+        entry.records[field] = record
         if record.status == "pending":
-            self._open[record.id] = record
             status = "approval_required" if field == "approval" else "input_required"
             self._patch(entry, status=status, **{field: view})
         else:
-            self._open.pop(record.id, None)
             changes: dict[str, Any] = {field: view, "status": _OUTCOMES[field].get(record.status)}
             if changes["status"] is None:  # cancelled (Stop, the end of the run, ...)
                 changes["status"] = "cancelled"
@@ -500,13 +498,12 @@ class Transcript:
             if entry is None or entry.get("status") not in _UNFINISHED:
                 continue
             changes: dict[str, Any] = {"status": "cancelled"}
-            for kind in ("approval", "question"):
-                view = entry.get(kind)
-                record = self._open.pop(view["id"], None) if view is not None else None
-                if record is None:
+            for kind, record in entry.records.items():
+                if not record.pending:
                     continue
                 # Closed as the run's end closes it, from its record; when is not known.
                 closed = decided(record, _LEFT_OPEN).model_copy(update={"resolved_at": None})
+                entry.records[kind] = closed
                 changes[kind] = interaction_view(closed)
                 if kind == "question":
                     changes["result"] = NO_ANSWERS
