@@ -211,7 +211,6 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "QuestionView",
             "_RecordView",
             "_iso",
-            "_jsonable",
             "_common",
             "interaction_view",
             "ApprovalDecisionMsg",
