@@ -177,13 +177,16 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_AWAITING_PERSON",
             "NO_ANSWERS",
             "_OUTCOMES",
+            "_LEFT_OPEN",
             "_iso",
             "_jsonable",
             "interaction_view",
+            "_Entry.__init__[self.records..]",
             "Transcript._activity",
             "Transcript._waits",
             "Transcript._on_interaction",
             "Transcript._finish_unfinished[approval = entry.get..self._patch(entry, **changes)]",
+            "Transcript._finish_unfinished[for kind, record in..self._patch(entry, **changes)]",
         ],
     ),
     (
@@ -206,6 +209,10 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "QuestionItemView",
             "AnswerView",
             "QuestionView",
+            "_RecordView",
+            "_iso",
+            "_common",
+            "interaction_view",
             "ApprovalDecisionMsg",
             "QuestionAnswersMsg",
             "QuestionDeclineMsg",
@@ -273,7 +280,9 @@ STATE_HOLDERS: dict[str, list[str]] = {
         "kernel, durable: the run store's interactions row (status column and record, written "
         "whole in the claim's conditional update)",
         "kernel, views: the transcript's tool entries (wire views made from the record by one "
-        "serialiser, from events; the page's snapshot source)",
+        "serialiser, ApprovalView/QuestionView.from_record, from events; the page's snapshot "
+        "source; each entry keeps a reference to the record it shows, to close it if a log ends "
+        "with it open)",
         "kernel, trace: ToolCallTrace.approval / .question (a reference to the record of the "
         "last event, for Inspect and the stored trace)",
         "page: TranscriptStore.entries (js/src/store.ts), the one copy: the panel keeps a "

@@ -14,7 +14,6 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 if sys.version_info >= (3, 11):
@@ -23,6 +22,7 @@ else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
 from .._output_table import typed_result_markdown
+from ..decisions import Resolution, decided
 from ..events import (
     AgentToolEvent,
     ApprovalRecord,
@@ -45,8 +45,9 @@ from ..events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._protocol import interaction_view
 
-__all__ = ["AppendSink", "OpSink", "Transcript", "interaction_view"]
+__all__ = ["AppendSink", "OpSink", "Transcript"]
 
 OpSink = Callable[[dict[str, Any]], None]
 #: ``append(entry_id, field, text)``: an ``append`` op without the dict (the per-delta path).
@@ -68,54 +69,9 @@ _OUTCOMES = {
     "approval": {"approved": "approved", "rejected": "rejected", "timed_out": "timed_out"},
     "question": {"answered": "running", "timed_out": "timed_out"},
 }
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _jsonable(value: Any) -> Any:
-    """A JSON-native copy of ``value`` (anything exotic becomes its string)."""
-    try:
-        return json.loads(json.dumps(value, default=str))
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
-    """The wire view (``ApprovalView`` or ``QuestionView``) of an interaction record: the one
-    serialiser, so the page shows exactly what the record says."""
-    common: dict[str, Any] = {
-        "id": record.id,
-        "status": record.status,
-        "decided_by": record.decided_by,
-        "decided_via": record.decided_via,
-    }
-    if record.status == "pending" and record.expires_at is not None:
-        common["expires_at"] = _iso(record.expires_at)
-    if len(record.path) > 1:  # a sub-agent's: the agents from the top-level run down
-        common["path"] = list(record.path)
-    if isinstance(record, QuestionRecord):
-        return {
-            **common,
-            "questions": [
-                q.model_dump(mode="json", exclude={"answer_schema"}) for q in record.questions
-            ],
-            "answers": [a.to_wire() for a in record.answers],
-            **({"declinable": True} if record.declinable else {}),
-        }
-    edited = record.edited_args if isinstance(record.edited_args, dict) else None
-    view = {
-        **common,
-        "reason": record.reason,
-        "args": _jsonable(record.args),
-        "decided_at": None if record.status == "pending" else _iso(record.resolved_at),
-        "decision_reason": record.decision_reason,
-        "edited_args": _jsonable(edited) if edited is not None else None,
-    }
-    if record.fix_required:
-        view["fix_required"] = True
-    return view
+#: How the transcript closes an interaction a run's log leaves open (an older version's log,
+#: or a run that did not finish): cancelled by the runtime.
+_LEFT_OPEN = Resolution("cancelled", decided_by="runtime")
 
 
 #: Appended pieces are joined into one string once this many have accumulated.
@@ -125,13 +81,16 @@ _JOIN_EVERY = 512
 class _Entry:
     """One entry; appended fields are kept as pieces until read (or until there are many)."""
 
-    __slots__ = ("fields", "id", "kind", "parts")
+    __slots__ = ("fields", "id", "kind", "parts", "records")
 
     def __init__(self, kind: str, entry_id: str, fields: dict[str, Any]) -> None:
         self.kind = kind
         self.id = entry_id
         self.fields = fields
         self.parts: dict[str, list[str]] = {}
+        #: A tool entry's interactions by field (``approval``, ``question``): the record whose
+        #: view the field holds (a reference, to close it if the run's log ends with it open).
+        self.records: dict[str, ApprovalRecord | QuestionRecord] = {}
 
     def append(self, name: str, text: str) -> bool:
         """Append ``text`` to a text field; True when the field had no pieces yet."""
@@ -506,6 +465,7 @@ class Transcript:
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
         view = interaction_view(record)
         field = "approval" if isinstance(record, ApprovalRecord) else "question"
+        entry.records[field] = record
         if record.status == "pending":
             status = "approval_required" if field == "approval" else "input_required"
             self._patch(entry, status=status, **{field: view})
@@ -538,18 +498,15 @@ class Transcript:
             if entry is None or entry.get("status") not in _UNFINISHED:
                 continue
             changes: dict[str, Any] = {"status": "cancelled"}
-            approval = entry.get("approval")
-            if approval is not None and approval["status"] == "pending":
-                changes["approval"] = {
-                    **approval,
-                    "status": "cancelled",
-                    "decided_by": "runtime",
-                    "decided_via": None,
-                }
-            question = entry.get("question")
-            if question is not None and question["status"] == "pending":
-                changes["question"] = {**question, "status": "cancelled", "answers": []}
-                changes["result"] = NO_ANSWERS
+            for kind, record in entry.records.items():
+                if not record.pending:
+                    continue
+                # Closed as the run's end closes it, from its record; when is not known.
+                closed = decided(record, _LEFT_OPEN).model_copy(update={"resolved_at": None})
+                entry.records[kind] = closed
+                changes[kind] = interaction_view(closed)
+                if kind == "question":
+                    changes["result"] = NO_ANSWERS
             self._patch(entry, **changes)
 
     def _on_final(self, event: FinalEvent) -> None:

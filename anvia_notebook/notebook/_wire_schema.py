@@ -5,9 +5,11 @@
 compares the committed file with :func:`wire_schema_text`, so a model changed without
 regenerating fails the suite.
 
-Validation mode for both directions: the kernel never serialises these models (it builds plain
-dicts and the tests check them with ``parse_outbound``), so the contract is what the models
-accept, e.g. ``Status.run_id`` may be absent, as the page must allow.
+Validation mode for both directions: the kernel builds most messages as plain dicts (the tests
+check them with ``parse_outbound``), so the contract is what the models accept, e.g.
+``Status.run_id`` may be absent, as the page must allow. The views of approvals and questions,
+which the kernel does serialise (``interaction_view``), are validated as they are made and leave
+out only fields the schema lets be absent.
 """
 
 from __future__ import annotations
