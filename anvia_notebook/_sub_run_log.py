@@ -3,25 +3,34 @@
 A sub-agent's run (``agent.as_tool(stream=True)``) keeps its own event log and, with a run
 store, stores it. Its events also reach the parent's stream as ``agent_tool_event``. The
 parent's log does not keep one of those per streamed delta: it keeps one per entry of the
-sub-run's own log, sharing that entry (so its text grows as the sub-run's does). The store keeps,
-for each of them, only a reference (:class:`SubRunEventRef`: the sub-run and the entry's place in
-its log); reading the parent's log puts the sub-run's stored entries back in their place. A
-sub-agent that streams a long answer so has its text and its messages stored once, with its own
-run, not a second time with the parent's.
+sub-run's own log, sharing that entry (so its text grows as the sub-run's does). Until someone
+reads the parent's log, such an entry is the sub-run's :class:`NestLink` (the same object for
+each of its entries, the entry's place in the sub-run's log kept aside by the parent): the
+``agent_tool_event`` is built when the log is read, and an event for subscribers only when the
+parent (or a run above it) has one. The store keeps, for each of them, only a reference
+(:class:`SubRunEventRef`: the sub-run and the entry's place in its log); reading the parent's
+log puts the sub-run's stored entries back in their place. A sub-agent that streams a long
+answer so has its text and its messages stored once, with its own run, not a second time with
+the parent's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from ._stored_once import MERGED_FIELD
 from .events import AgentToolEvent, text_delta_event
 
+if TYPE_CHECKING:
+    from .run import AgentRun
+
 __all__ = [
+    "NestLink",
     "SubRunEventRef",
+    "built",
     "expand_sub_run_refs",
     "innermost",
     "innermost_run_id",
@@ -105,36 +114,66 @@ def with_text(event: Any, text: str) -> Any:
     return wrap_event(fields, with_text(event.event, text))
 
 
-def stored_refs(events: list[Any], refs: dict[int, int]) -> list[Any]:
-    """``events`` with each ``agent_tool_event`` that shares a sub-run's log entry (``refs``:
-    the place of that entry by the wrapper's ``id``) replaced by its reference."""
+class NestLink:
+    """A sub-run's link to its parent's log (``agent.as_tool(stream=True)``): the fields of the
+    parent's ``agent_tool_event`` for it, and the sub-run's log entry the parent's log shares
+    last. In the parent's log it stands for an ``agent_tool_event`` not built yet (its ``type``
+    says so); the entry's place in the sub-run's log is the parent's to keep."""
+
+    __slots__ = ("fields", "parent", "run", "shared")
+
+    #: What the parent's log entry it stands for is.
+    type = "agent_tool_event"
+
+    def __init__(self, parent: AgentRun, run: AgentRun, fields: dict[str, Any]) -> None:
+        self.parent = parent
+        self.run = run
+        #: ``AgentToolEvent``'s fields but ``event`` (with its ``type``).
+        self.fields = fields
+        #: The sub-run's log entry the parent's log has an entry for last.
+        self.shared: Any = None
+
+
+def built(event: Any) -> Any:
+    """The event a sub-run's event passed up its parents stands for: ``event`` itself, or, for
+    what is not built yet, ``(fields, inner)`` (an ``agent_tool_event`` with ``fields`` around
+    ``inner``, itself one of these) or ``(turn, delta)`` (a text delta)."""
+    if type(event) is not tuple:
+        return event
+    first, inner = event
+    if type(first) is dict:
+        return wrap_event(first, built(inner))
+    return text_delta_event(first, inner)
+
+
+def stored_refs(events: list[Any], start: int, nested: dict[int, int]) -> list[Any]:
+    """``events`` (the log's from place ``start`` on) with each entry that stands for a
+    sub-run's log entry (``nested``: that entry's place in the sub-run's log, by the place in
+    this log) replaced by its reference, as what the store's JSON holds (a dict)."""
     out: list[Any] | None = None
-    for position, event in enumerate(events):
-        index = refs.get(id(event)) if event.type == "agent_tool_event" else None
+    for offset, event in enumerate(events):
+        if event.type != "agent_tool_event":
+            continue
+        index = nested.get(start + offset)
         if index is None:
             continue
         if out is None:
             out = list(events)
-        out[position] = _ref(event, index)
+        out[offset] = _ref(event, index)
     return events if out is None else out
 
 
-_REF_FIELDS_SET = {"type", *_CALL_FIELDS, "index"}
-
-
-def _ref(event: Any, index: int) -> SubRunEventRef:
-    """``SubRunEventRef(**the call's fields of event, index=index)``, built without validation
-    (the values come from a wrapper built from valid ones): one per event a sub-run shares."""
-    values = event.__dict__.copy()  # the call's fields (its ``type`` replaced), no event
-    del values["event"]
+def _ref(event: Any, index: int) -> dict[str, Any]:
+    """``SubRunEventRef(**the call's fields of event, index=index)`` as the store's JSON holds
+    it: a dict, built from the fields of a :class:`NestLink` or of a wrapper built from them."""
+    if type(event) is NestLink:
+        values = event.fields.copy()
+    else:
+        values = event.__dict__.copy()  # the call's fields (its ``type`` replaced), no event
+        del values["event"]
     values["type"] = "sub_run_event"
     values["index"] = index
-    ref = _new(SubRunEventRef)
-    _set(ref, "__dict__", values)
-    _set(ref, "__pydantic_fields_set__", _REF_FIELDS_SET)
-    _set(ref, "__pydantic_extra__", None)
-    _set(ref, "__pydantic_private__", None)
-    return ref
+    return values
 
 
 def expand_sub_run_refs(log: list[Any], events_of: Callable[[str], list[Any]]) -> list[Any]:

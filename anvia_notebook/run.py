@@ -15,7 +15,7 @@ from pydantic_core import SchemaSerializer, to_json
 from ._loop import run_loop
 from ._steering import Steering
 from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
-from ._sub_run_log import innermost_run_id, stored_refs, with_text, wrap_event
+from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_text, wrap_event
 from ._tracing import TraceRecorder
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
@@ -58,8 +58,9 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-#: Event classes whose serializer is built (their models defer building it until first used).
-_BUILT: set[type] = set()
+#: Event classes whose serializer is built (their models defer building it until first used),
+#: and ``dict`` (a sub-run's entry stored as a reference, see ``stored_refs``).
+_BUILT: set[type] = {dict}
 
 
 def _events_json(events: list[Any]) -> str:
@@ -196,9 +197,14 @@ class AgentRun:
         self._saved_messages = len(state.messages)
         #: The long tool-call arguments of the stored messages (not stored again).
         self._known = KnownCalls()
-        #: The ``agent_tool_event``s of the log that share a sub-run's log entry: the entry's
-        #: place in the sub-run's log, by the event's ``id`` (the store keeps a reference).
-        self._nested_refs: dict[int, int] = {}
+        #: A sub-agent's run whose events reach its parent's log and stream: its link there.
+        self._nest: NestLink | None = None
+        #: The entries of the log that stand for a sub-run's log entries: the entry's place in
+        #: the sub-run's log, by the place in this log (the store keeps a reference).
+        self._nested: dict[int, int] = {}
+        #: The first place of the log that may hold a :class:`NestLink` (an ``agent_tool_event``
+        #: not built yet), or None.
+        self._unbuilt_from: int | None = None
         #: Subscribers with their text-delta fast path (or None), copied on change, never on
         #: an event (the per-delta path iterates the tuple as it is).
         self._subscribers: tuple[_Subscription, ...] = ()
@@ -278,13 +284,15 @@ class AgentRun:
             self._join_children()
         with self._lock:
             self._join_parts()
+            if replay:
+                self._build_nested()
             past = list(self._events) if replay else []
             if past and past[-1].type in _MERGED_FIELD:
                 # The log's last event still grows; the subscriber gets it as it is now, and
                 # what follows as deltas of its own (the same object would hold them twice).
                 past[-1] = past[-1].model_copy()
             shared: list[_SharedText] = []
-            if self._nested_refs and past:
+            if self._nested and past:
                 # So may a sub-run's text that an ``agent_tool_event`` of the log shares.
                 self._freeze_shared(past, shared)
             if self._owns_log():
@@ -397,7 +405,31 @@ class AgentRun:
         self._join_children()
         with self._lock:
             self._join_parts()
+            self._build_nested()
             return self._events
+
+    def _build_nested(self) -> None:
+        """Build the ``agent_tool_event``s that the log holds as a sub-run's
+        :class:`NestLink` (under the lock): each shares the sub-run's log entry (built first,
+        when it stands for one of its own sub-runs' entries)."""
+        start = self._unbuilt_from
+        if start is None:
+            return
+        events = self._events
+        nested = self._nested
+        for position in range(start, len(events)):
+            link = events[position]
+            if type(link) is not NestLink:
+                continue
+            sub = link.run
+            index = nested[position]
+            entry = sub._events[index]
+            if type(entry) is NestLink:
+                with sub._lock:
+                    sub._build_nested()
+                entry = sub._events[index]
+            events[position] = wrap_event(link.fields, entry)
+        self._unbuilt_from = None
 
     def _join_children(self) -> None:
         """Join the sub-runs' streamed text into their logs' entries (which ``agent_tool_event``
@@ -453,56 +485,87 @@ class AgentRun:
         self._catch_up(catch_up)
         for callback, _ in subscribers:
             self._deliver(callback, event)
+        nest = self._nest
+        if nest is not None:
+            # A sub-agent's run: on to its parent's log (an entry for a new one of this log's)
+            # and stream. (Only the loop thread appends to the log: its last entry is this
+            # event's.)
+            events = self._events
+            entry = events[-1]
+            if entry is nest.shared:
+                nest.parent.nested_event(nest, event, -1)
+            else:
+                nest.shared = entry
+                nest.parent.nested_event(nest, event, len(events) - 1)
         if self.store is not None:
             self._record(event.type)
 
-    def emit_nested(self, fields: dict[str, Any], event: Any, entry: Any, index: int) -> None:
-        """Log ``entry`` (an ``agent_tool_event`` sharing the sub-run's log entry at ``index``)
-        and pass on the sub-run's ``event`` to subscribers, as an ``agent_tool_event`` with
-        ``fields`` (``entry`` itself when it wraps that event)."""
-        with self._lock:
-            catch_up = self._take_joining() if self._joining else None
-            if self._parts:  # the log's last event is done growing
-                if len(self._parts) > 1:
-                    self._join_parts()
-                self._parts = []
-            self._events.append(entry)
-            self._nested_refs[id(entry)] = index
-            self._text_turn = self._fast_turn = None
+    def nested_event(self, link: NestLink, event: Any, index: int) -> None:
+        """A sub-run's event (``link``: the sub-run's link to this run), on the loop thread.
+
+        ``index``: the place in the sub-run's log of the entry the event added, which this
+        log gets an entry for (``link`` itself, standing for its ``agent_tool_event`` until
+        the log is read), or -1 when it only added to the last one (whose text grows, shared).
+        Subscribers get it as an ``agent_tool_event`` (built only when there is one); so does
+        this run's parent when this run is a sub-agent's (``event`` may stand for what is not
+        built yet: see ``built``)."""
+        if index < 0:
             subscribers = self._subscribers
-        if catch_up is not None:
-            self._catch_up(catch_up)
+            if self._joining:
+                # The sub-run's text holds this delta already: a subscriber that joined from
+                # another thread gets it with what it missed since its replay, not twice.
+                self._adopt_joining()
+            up = self._nest
+            if not subscribers and up is None:
+                return
+            position = -1
+        else:
+            with self._lock:
+                # Under the lock: a subscriber from another thread has either replayed this
+                # entry or is added now, before the event goes out.
+                catch_up = self._take_joining() if self._joining else None
+                if self._parts:  # the log's last event is done growing
+                    if len(self._parts) > 1:
+                        self._join_parts()
+                    self._parts = []
+                events = self._events
+                position = len(events)
+                events.append(link)
+                self._nested[position] = index
+                if self._unbuilt_from is None:
+                    self._unbuilt_from = position
+                self._text_turn = self._fast_turn = None
+                subscribers = self._subscribers
+            if catch_up is not None:
+                self._catch_up(catch_up)
+            up = self._nest
+        wrapped = None
         if subscribers:
-            wrapped = entry if entry.event is event else wrap_event(fields, event)
+            wrapped = wrap_event(link.fields, built(event))
             for callback, _ in subscribers:
                 self._deliver(callback, wrapped)
-        if self.store is not None:
+        if up is not None:
+            up.parent.nested_event(
+                up, (link.fields, event) if wrapped is None else wrapped, position
+            )
+        if position >= 0 and self.store is not None:
             self._record("agent_tool_event")
 
-    def emit_nested_delta(self, fields: dict[str, Any], event: Any) -> None:
-        """Pass on a sub-run's event that only added to an entry this log already shares (its
-        text grew): to subscribers, as an ``agent_tool_event`` with ``fields``, built only when
-        there is one. The per-delta path of a sub-run (on the loop thread, no lock)."""
+    def nested_text(self, link: NestLink, turn: int, delta: str) -> None:
+        """``nested_event`` for a text delta that continues a sub-run's streaming text (its
+        per-delta path): the event is built only when a subscriber takes it."""
         subscribers = self._subscribers
         if self._joining:
-            # The sub-run's text holds this delta already: a subscriber that joined from
-            # another thread gets it with what it missed since its replay, not twice.
-            self._adopt_joining()
+            self._adopt_joining()  # (as in nested_event)
+        up = self._nest
         if subscribers:
-            wrapped = wrap_event(fields, event)
+            wrapped = wrap_event(link.fields, text_delta_event(turn, delta))
             for callback, _ in subscribers:
                 self._deliver(callback, wrapped)
-
-    def emit_nested_text(self, fields: dict[str, Any], turn: int, delta: str) -> None:
-        """``emit_nested_delta`` for the sub-run's own text delta (its text fast path): the
-        event is built only when a subscriber takes it."""
-        subscribers = self._subscribers
-        if self._joining:
-            self._adopt_joining()  # (as in emit_nested_delta)
-        if subscribers:
-            wrapped = wrap_event(fields, text_delta_event(turn, delta))
-            for callback, _ in subscribers:
-                self._deliver(callback, wrapped)
+            if up is not None:
+                up.parent.nested_event(up, wrapped, -1)
+        elif up is not None:
+            up.parent.nested_event(up, (link.fields, (turn, delta)), -1)
 
     def emit_text(self, turn: int, delta: str) -> None:
         """``emit(TextDeltaEvent(turn=turn, delta=delta))`` for a model's validated text delta,
@@ -525,6 +588,11 @@ class AgentRun:
                 logger.exception("An event subscriber failed on text_delta")
         elif self._subscribers:
             self._fan_out_text(self._subscribers, turn, delta)
+        nest = self._nest
+        if nest is not None:  # a sub-agent's run: on to its parent's stream, when it has one
+            parent = nest.parent
+            if parent._subscribers or parent._joining or parent._nest is not None:
+                parent.nested_text(nest, turn, delta)
         if self.store is not None:
             countdown = self._store_countdown
             if countdown:
@@ -662,9 +730,10 @@ class AgentRun:
             conversation = self.state.messages
             known.update(conversation, self._saved_messages)
             if events:
-                if self._nested_refs:
-                    events = stored_refs(events, self._nested_refs)
-                rows = [(start, _events_json(compact_events(events, known, conversation)))]
+                events = compact_events(events, known, conversation)
+                if self._nested:
+                    events = stored_refs(events, start, self._nested)
+                rows = [(start, _events_json(events))]
             else:
                 rows = []
             trace_rows = self.tracer.take_rows(known) if self.tracer.dirty else []

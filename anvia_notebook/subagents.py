@@ -14,14 +14,12 @@ that was interrupted takes up the stored sub-run instead of starting again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
-from ._sub_run_log import wrap_event
+from ._sub_run_log import NestLink
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
@@ -129,7 +127,6 @@ class _SubAgentCall:
         run = request.create_run()
         parent.adopt(run)
         if self.stream:
-            # (Kept for the sub-run's life: an ended run sends nothing more.)
             self._forward(run, parent, ctx)
         run.start()
         try:
@@ -180,9 +177,9 @@ class _SubAgentCall:
             return request
         return None
 
-    def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> Callable[[], None]:
-        """Pass the sub-run's events on to the parent's stream as ``agent_tool_event`` (and
-        log); returns the function that stops it."""
+    def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> None:
+        """Pass the sub-run's events on to the parent's log and stream as ``agent_tool_event``
+        (for the sub-run's life: an ended run sends nothing more)."""
         fields: dict[str, Any] = {
             "type": "agent_tool_event",
             "turn": parent.state.turn,
@@ -193,26 +190,7 @@ class _SubAgentCall:
             "agent_name": self.agent.name,
             "run_id": run.run_id,
         }
-        emit = parent.emit_nested
-        grow = parent.emit_nested_delta
-        sub_log = run._events
-        shared: Any = None  # the sub-run's log entry the parent's log shares last
-
-        def forward(event: Any) -> None:
-            # The parent's log keeps one event per entry of the sub-run's log, sharing it (its
-            # text grows with the sub-run's); the stream gets every event.
-            nonlocal shared
-            entry = sub_log[-1] if sub_log else event
-            if entry is shared:
-                grow(fields, event)
-                return
-            shared = entry
-            emit(fields, event, wrap_event(fields, entry), len(sub_log) - 1)
-
-        # The sub-run's text delta that continues its logged text (which the parent's log
-        # shares): its fast path, with no event built unless the parent has subscribers.
-        forward_text = partial(parent.emit_nested_text, fields)
-        return run.subscribe(forward, replay=False, on_text=forward_text)
+        run._nest = NestLink(parent, run, fields)
 
 
 async def _ended(run: AgentRun) -> None:
