@@ -2,6 +2,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { afterEach } from "vitest";
 import type { Entry, Status } from "../src/protocol";
 import type { WidgetModel } from "../src/session";
 import widget from "../src/widget";
@@ -87,6 +88,14 @@ export interface Mounted {
   another(): HTMLElement;
 }
 
+/** The cleanups of every widget mounted by the current test, run after it: a view's timers
+ * (the idle-time build of older entries) must not outlive the test's document. */
+const mountedCleanups = new Set<() => void>();
+afterEach(() => {
+  for (const cleanup of mountedCleanups) cleanup();
+  mountedCleanups.clear();
+});
+
 /** Initialise the widget with a fake model, answer its sync with a snapshot, render one view. */
 export function mount(entries: Entry[] = [], st: Status = status(), attrs: Record<string, unknown> = {}): Mounted {
   const model = new FakeModel(attrs);
@@ -100,12 +109,17 @@ export function mount(entries: Entry[] = [], st: Status = status(), attrs: Recor
     return el;
   };
   const el = view();
+  const cleanup = (): void => {
+    if (!mountedCleanups.delete(cleanup)) return; // once
+    disposers.reverse().forEach((d) => d());
+  };
+  mountedCleanups.add(cleanup);
   return {
     model,
     el,
     root: el.querySelector(".anvia-root") as HTMLElement,
     another: view,
-    cleanup: () => disposers.reverse().forEach((d) => d()),
+    cleanup,
   };
 }
 
