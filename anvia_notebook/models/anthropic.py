@@ -14,13 +14,12 @@ import inspect
 import json
 import warnings
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
-from ._errors import api_error, connection_error, missing_sdk, transport_error_types
 from ._json_schema import closed_objects
 from ._media import images_to_send
+from ._provider import PendingCall, provider_errors, provider_sdk
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -29,7 +28,6 @@ from .base import (
     ProviderData,
     ReasoningDelta,
     ResponseFormat,
-    ToolCall,
     ToolCallDelta,
     ToolDefinition,
     UsageUpdate,
@@ -110,13 +108,7 @@ class AnthropicModel(CompletionModel):
         tool_result_images: bool = True,
         **request_options: Any,
     ) -> None:
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise missing_sdk("anthropic") from exc
-        reserved = RESERVED_OPTIONS.intersection(request_options)
-        if reserved:
-            raise TypeError(f"AnthropicModel sets {', '.join(sorted(reserved))} itself")
+        anthropic = provider_sdk("anthropic", "AnthropicModel", RESERVED_OPTIONS, request_options)
         self.name = model
         self.model = model
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
@@ -138,7 +130,7 @@ class AnthropicModel(CompletionModel):
         options = self._options(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         assembler = _EventAssembler()
-        try:
+        with provider_errors("Anthropic", anthropic):
             stream = await self.client.messages.create(
                 model=self.model, max_tokens=max_tokens, messages=messages, stream=True, **options
             )
@@ -146,12 +138,6 @@ class AnthropicModel(CompletionModel):
                 async for event in stream:
                     for completion_event in assembler.feed(event):
                         yield completion_event
-        except anthropic.APIConnectionError as exc:
-            raise connection_error("Anthropic", exc) from exc
-        except anthropic.APIError as exc:
-            raise api_error("Anthropic", exc) from exc
-        except transport_error_types() as exc:
-            raise connection_error("Anthropic", exc) from exc
         if assembler.first_call_id is not None and assembler.thinking:
             yield ProviderData(data={THINKING_KEY: assembler.thinking})
         yield assembler.finish()
@@ -291,13 +277,6 @@ def to_anthropic_tool_choice(choice: Any) -> Any:
     return choice
 
 
-@dataclass
-class _PendingCall:
-    id: str
-    name: str
-    arguments: list[str] = field(default_factory=list)
-
-
 class _EventAssembler:
     """Turns the raw Messages API stream events into completion events.
 
@@ -307,7 +286,7 @@ class _EventAssembler:
     """
 
     def __init__(self) -> None:
-        self._calls: dict[int, _PendingCall] = {}
+        self._calls: dict[int, PendingCall] = {}
         self._thinking_blocks: dict[int, ThinkingBlockParam] = {}
         self._token_counts: dict[str, int] = {}
         self._reported = Usage()
@@ -329,7 +308,7 @@ class _EventAssembler:
         elif event.type == "content_block_start":
             block = event.content_block
             if block.type == "tool_use":
-                call = self._calls[event.index] = _PendingCall(id=block.id, name=block.name)
+                call = self._calls[event.index] = PendingCall(id=block.id, name=block.name)
                 if self.first_call_id is None:
                     self.first_call_id = block.id
                 yield ToolCallDelta(id=call.id, name=call.name)
@@ -349,9 +328,7 @@ class _EventAssembler:
         elif event.type == "content_block_stop":
             done = self._calls.pop(event.index, None)
             if done is not None:
-                yield ToolCall(
-                    id=done.id, name=done.name, arguments="".join(done.arguments) or "{}"
-                )
+                yield done.complete()
         elif event.type == "message_delta":
             if event.delta.stop_reason:
                 self._stop_reason = event.delta.stop_reason

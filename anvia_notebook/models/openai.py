@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..messages import Message, Usage
-from ._errors import api_error, connection_error, missing_sdk, transport_error_types
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
+from ._provider import PendingCall, provider_errors, provider_sdk
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -23,7 +22,6 @@ from .base import (
     Finish,
     ReasoningDelta,
     ResponseFormat,
-    ToolCall,
     ToolCallDelta,
     ToolDefinition,
     UsageUpdate,
@@ -88,13 +86,7 @@ class OpenAIModel(CompletionModel):
         tool_result_images: bool = False,
         **request_options: Any,
     ) -> None:
-        try:
-            import openai
-        except ImportError as exc:
-            raise missing_sdk("openai") from exc
-        reserved = RESERVED_OPTIONS.intersection(request_options)
-        if reserved:
-            raise TypeError(f"OpenAIModel sets {', '.join(sorted(reserved))} itself")
+        openai = provider_sdk("openai", "OpenAIModel", RESERVED_OPTIONS, request_options)
         if client is None:
             if base_url is not None and api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 api_key = NO_API_KEY
@@ -119,7 +111,7 @@ class OpenAIModel(CompletionModel):
         )
         options = self._options(request)
         assembler = _ChunkAssembler()
-        try:
+        with provider_errors("OpenAI", openai):
             stream = await self.client.chat.completions.create(
                 model=self.model, messages=messages, stream=True, **options
             )
@@ -132,12 +124,6 @@ class OpenAIModel(CompletionModel):
                         continue
                     for event in feed(chunk):
                         yield event
-        except openai.APIConnectionError as exc:
-            raise connection_error("OpenAI", exc) from exc
-        except openai.APIError as exc:
-            raise api_error("OpenAI", exc) from exc
-        except transport_error_types() as exc:
-            raise connection_error("OpenAI", exc) from exc
         for event in assembler.finish():
             yield event
 
@@ -260,13 +246,6 @@ def to_openai_tool_choice(choice: Any) -> Any:
     return choice
 
 
-@dataclass
-class _PendingCall:
-    id: str
-    name: str
-    arguments: list[str] = field(default_factory=list)
-
-
 class _ChunkAssembler:
     """Turns streamed ``chat.completion.chunk`` objects into completion events.
 
@@ -275,7 +254,7 @@ class _ChunkAssembler:
     """
 
     def __init__(self) -> None:
-        self._calls: dict[int | str, _PendingCall] = {}
+        self._calls: dict[int | str, PendingCall] = {}
         self._usage: Usage | None = None
         self._cached: int | None = None
         self._finish_reason: str | None = None
@@ -345,7 +324,7 @@ class _ChunkAssembler:
         arguments: str = getattr(function, "arguments", None) or ""
         call = self._calls.get(key)
         if call is None:
-            call = self._calls[key] = _PendingCall(
+            call = self._calls[key] = PendingCall(
                 id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name or ""
             )
         elif name and not call.name:
@@ -360,7 +339,7 @@ class _ChunkAssembler:
 
     def finish(self) -> Iterator[CompletionEvent]:
         for call in self._calls.values():
-            yield ToolCall(id=call.id, name=call.name, arguments="".join(call.arguments) or "{}")
+            yield call.complete()
         if self._usage is not None:
             yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
         default = "tool_calls" if self._calls else "stop"

@@ -1,0 +1,60 @@
+"""What the provider models (OpenAI's, Anthropic's) share: importing the SDK when a model is
+built, the SDK's errors as :class:`~anvia_notebook.models.base.ModelError`, and a tool call
+whose arguments are still streaming."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._errors import api_error, connection_error, missing_sdk, transport_error_types
+from .base import ToolCall
+
+__all__ = ["PendingCall", "provider_errors", "provider_sdk"]
+
+
+def provider_sdk(
+    package: str, model_class: str, reserved: frozenset[str], request_options: Mapping[str, Any]
+) -> Any:
+    """The provider's SDK module, imported now (an ImportError with the install hint when it is
+    missing), once ``request_options`` are known to leave alone the arguments ``model_class``
+    sets itself (``reserved``: a ``TypeError`` names them)."""
+    try:
+        sdk = importlib.import_module(package)
+    except ImportError as exc:
+        raise missing_sdk(package) from exc
+    taken = reserved.intersection(request_options)
+    if taken:
+        raise TypeError(f"{model_class} sets {', '.join(sorted(taken))} itself")
+    return sdk
+
+
+@contextmanager
+def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
+    """The SDK's errors met in the block (and a transport error that escapes the SDK) raised as
+    ``ModelError``, from the original: a connection error or timeout as retryable, an error
+    the API answered with carrying its HTTP status."""
+    try:
+        yield
+    except sdk.APIConnectionError as exc:
+        raise connection_error(provider, exc) from exc
+    except sdk.APIError as exc:
+        raise api_error(provider, exc) from exc
+    except transport_error_types() as exc:
+        raise connection_error(provider, exc) from exc
+
+
+@dataclass
+class PendingCall:
+    """A tool call being streamed: its id, name and the argument fragments so far."""
+
+    id: str
+    name: str
+    arguments: list[str] = field(default_factory=list)
+
+    def complete(self) -> ToolCall:
+        """The whole call (``{}`` when no argument text came)."""
+        return ToolCall(id=self.id, name=self.name, arguments="".join(self.arguments) or "{}")
