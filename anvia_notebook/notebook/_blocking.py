@@ -132,17 +132,8 @@ def wait_for_future(
             warnings.warn(info.warning, KernelWaitWarning, stacklevel=warn_stacklevel)
         return _plain_wait(future, poll_interval)
 
-    waiter = _PumpedWait(target, poll_interval)
-    _local.wait = waiter
-    try:
-        with waiter.deferring_sigint():
-            try:
-                waiter.start()
-                return waiter.wait(future)
-            finally:
-                waiter.close()
-    finally:
-        _local.wait = None
+    with _pumping(target, poll_interval) as waiter:
+        return waiter.wait(future)
 
 
 async def await_serving_widgets(awaitable: Awaitable[T], *, poll_interval: float = 0.05) -> T:
@@ -155,19 +146,29 @@ async def await_serving_widgets(awaitable: Awaitable[T], *, poll_interval: float
     target = _cell_pump_target()
     if target is None:
         return await future
+    try:
+        with _pumping(target, poll_interval) as waiter:
+            return await waiter.wait_async(future)
+    finally:
+        if not future.done():
+            future.cancel()
+
+
+@contextmanager
+def _pumping(target: PumpTarget, poll_interval: float) -> Iterator[_PumpedWait]:
+    """A started :class:`_PumpedWait`, this thread's wait (so a nested wait shares it) with
+    SIGINT deferred, until the block ends; then closed."""
     waiter = _PumpedWait(target, poll_interval)
     _local.wait = waiter
     try:
         with waiter.deferring_sigint():
             try:
                 waiter.start()
-                return await waiter.wait_async(future)
+                yield waiter
             finally:
                 waiter.close()
     finally:
         _local.wait = None
-        if not future.done():
-            future.cancel()
 
 
 def _cell_pump_target() -> PumpTarget | None:
@@ -304,16 +305,10 @@ class _PumpedWait:
     def wait(self, future: concurrent.futures.Future[T]) -> T:
         future.add_done_callback(self._wake)
         while True:
-            if not self._pump_failed:
-                try:
-                    self._pump.pump()
-                except Exception:  # e.g. the stream was closed by a kernel shutdown
-                    self._pump_broke("serving")
+            self._serve()
             if future.done():
                 return future.result()
-            if self._interrupted:
-                self._interrupted = False
-                raise KeyboardInterrupt
+            self._raise_if_interrupted()
             self._poller.poll(self._poll_ms)
             self._drain_wake()
 
@@ -321,18 +316,25 @@ class _PumpedWait:
         """``wait`` for a cell that awaits: the loop runs between pumps (and reads the stream)."""
         poll = self._poll_ms / 1000
         while True:
-            if not self._pump_failed:
-                try:
-                    self._pump.pump()
-                except Exception:
-                    self._pump_broke("serving")
+            self._serve()
             if future.done():
                 return future.result()
-            if self._interrupted:
-                self._interrupted = False
-                raise KeyboardInterrupt
+            self._raise_if_interrupted()
             await asyncio.wait([future], timeout=poll)
             self._drain_wake()
+
+    def _serve(self) -> None:
+        """Handle the widget messages waiting, unless the pump broke."""
+        if not self._pump_failed:
+            try:
+                self._pump.pump()
+            except Exception:  # e.g. the stream was closed by a kernel shutdown
+                self._pump_broke("serving")
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupted:
+            self._interrupted = False
+            raise KeyboardInterrupt
 
     def _pump_broke(self, doing: str) -> None:
         # Unexpected internals or a closing kernel: keep waiting without the pump (close()
