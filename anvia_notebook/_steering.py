@@ -14,7 +14,6 @@ taken.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ._util import check_steering_text, new_id
+from ._util import check_steering_text, new_id, running_loop
 from .events import SteeringMessageEvent
 from .messages import Message
 
@@ -99,11 +98,7 @@ class Steering:
         loop = self._run.loop
         if loop is None or self._run.done:
             return  # not started: the run's first write stores the state
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
+        if running_loop() is loop:
             action()
         else:
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile

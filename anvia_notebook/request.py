@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._steering import new_items, steering_messages
-from ._util import new_id
+from ._util import new_id, running_loop
 from .approvals import ApprovalHandler
 from .errors import RequestAlreadyUsedError, RunStoreError
 from .events import RunEvent
@@ -305,13 +305,7 @@ class PromptRequest:
         In a notebook the live transcript is shown too; ``timeout`` (seconds) limits how long
         its approval and question prompts wait for a click.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            running = False
-        else:
-            running = True
-        if not running:  # (outside the except block: the run's errors get no false context)
+        if running_loop() is None:
             return asyncio.run(self.send())
         runner = _notebook_runner()
         if runner is None:

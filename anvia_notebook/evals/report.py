@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .. import request as _request
+from .._util import running_loop
 from ._table import cell, esc, format_score, needs_pandas, nullable_frame
 from .cases import Case
 from .metrics import Metric, Score
@@ -243,10 +244,7 @@ class EvalReport:
         loop = self.loop
         if loop is None:
             return False
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
+        running = running_loop()
         for task in list(self._workers):
             if running is loop:
                 task.cancel()

@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import request as _request
-from .._util import new_id
+from .._util import new_id, running_loop
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
 from ..errors import PromptCancelledError
 from ..human import HumanInputUnavailable
@@ -292,13 +292,7 @@ def evaluate_sync(
     """
     report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
     runner = _request._notebook_runner()
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:  # a script, or a thread of the kernel
+    if running_loop() is None:  # a script, or a thread of the kernel
         if show and runner is not None:
             runner.show_evals_report(report)
         return asyncio.run(run_report(report))

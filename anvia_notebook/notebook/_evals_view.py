@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._util import running_loop
 from ..evals._table import preview
 from ._blocking import wait_for_future
 from ._loop_thread import LoopThread
@@ -338,17 +339,10 @@ def _session_for(report: EvalReport, loop: asyncio.AbstractEventLoop | None) -> 
     return view  # type: ignore[no-any-return]
 
 
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
 def show_report(report: EvalReport) -> EvalsSession:
     """Display ``report``'s widget in the current cell (live while it runs)."""
     loop = report.loop if report.status == "running" else None
-    session = _session_for(report, loop or _running_loop())
+    session = _session_for(report, loop or running_loop())
     session.display()
     return session
 
