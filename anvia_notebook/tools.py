@@ -112,19 +112,24 @@ class Tool:
         return normalize_result(value)
 
 
+def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
+    """Raw arguments as data: JSON text decoded (blank text is ``{}``), a dict as it is; text
+    that is not JSON raises :class:`ToolArgumentsError` with a reason the model can act on."""
+    if not isinstance(raw, str):
+        return raw
+    try:
+        return json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as error:
+        raise ToolArgumentsError(
+            f"Invalid arguments for tool {tool_name}: not valid JSON ({error.msg} at "
+            f"position {error.pos}). Call the tool again with a JSON object."
+        ) from None
+
+
 def parse_arguments(tool_name: str, model: type[BaseModel], raw: str | dict[str, Any]) -> BaseModel:
     """Validate raw arguments (JSON text or a dict) against ``model``; raises
     :class:`ToolArgumentsError` with a reason the model can act on."""
-    if isinstance(raw, str):
-        try:
-            data = json.loads(raw) if raw.strip() else {}
-        except json.JSONDecodeError as error:
-            raise ToolArgumentsError(
-                f"Invalid arguments for tool {tool_name}: not valid JSON ({error.msg} at "
-                f"position {error.pos}). Call the tool again with a JSON object."
-            ) from None
-    else:
-        data = raw
+    data = decode_arguments(tool_name, raw)
     try:
         return model.model_validate(data)
     except ValidationError as error:

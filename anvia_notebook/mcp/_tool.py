@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import McpToolError, ToolArgumentsError
 from ..models.base import ToolDefinition
-from ..tools import Tool, ToolContext
+from ..tools import Tool, ToolContext, decode_arguments
 from ._approval import tool_approval
 from ._content import McpResult, map_result
 from ._loop_thread import run_on_mcp_loop
@@ -69,16 +68,7 @@ class McpTool(Tool):
 
     def parse_args(self, raw: str | dict[str, Any]) -> BaseModel:
         """JSON text or a dict, checked against the server's input schema."""
-        if isinstance(raw, str):
-            try:
-                data = json.loads(raw) if raw.strip() else {}
-            except json.JSONDecodeError as error:
-                raise ToolArgumentsError(
-                    f"Invalid arguments for tool {self.name}: not valid JSON ({error.msg} at "
-                    f"position {error.pos}). Call the tool again with a JSON object."
-                ) from None
-        else:
-            data = raw
+        data = decode_arguments(self.name, raw)
         if not isinstance(data, dict):
             raise ToolArgumentsError(
                 f"Invalid arguments for tool {self.name}: expected a JSON object. Call the "
