@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
 from ._stored_once import MERGED_FIELD
-from .events import AgentToolEvent, text_delta_event
+from .events import AgentToolCall, AgentToolEvent, text_delta_event
 
 if TYPE_CHECKING:
     from .run import AgentRun
@@ -40,31 +40,16 @@ __all__ = [
 ]
 
 #: The fields an ``agent_tool_event`` shares with its reference.
-_CALL_FIELDS = (
-    "turn",
-    "tool_name",
-    "tool_call_id",
-    "internal_call_id",
-    "agent_id",
-    "agent_name",
-    "run_id",
-)
+_CALL_FIELDS = tuple(name for name in AgentToolCall.model_fields if name != "type")
 
 
-class SubRunEventRef(BaseModel):
+class SubRunEventRef(AgentToolCall):
     """What the store holds for an ``agent_tool_event`` of the parent's log: the call's fields
     and the place (``index``) of the event in the sub-run's own stored log."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     type: Literal["sub_run_event"] = "sub_run_event"
-    turn: int
-    tool_name: str
-    tool_call_id: str | None
-    internal_call_id: str
-    agent_id: str
-    agent_name: str | None = None
-    run_id: str
     index: int
 
 

@@ -189,13 +189,13 @@ class ErrorEvent(BaseModel):
     error_type: str = "Exception"
 
 
-class AgentToolEvent(BaseModel):
-    """An event of a sub-agent's run (``agent.as_tool(stream=True)``), passed on in the stream
-    of the run whose tool call started it; ``event`` may itself be one, a level further down."""
+class AgentToolCall(BaseModel):
+    """The fields of an ``agent_tool_event`` that say which tool call of the parent run runs
+    which sub-agent's run (the store's reference to such an event has them too)."""
 
     model_config = ConfigDict(defer_build=True)
 
-    type: Literal["agent_tool_event"] = "agent_tool_event"
+    type: str
     #: The parent's turn, and its tool call that runs the sub-agent.
     turn: int
     tool_name: str
@@ -205,6 +205,13 @@ class AgentToolEvent(BaseModel):
     agent_id: str
     agent_name: str | None = None
     run_id: str
+
+
+class AgentToolEvent(AgentToolCall):
+    """An event of a sub-agent's run (``agent.as_tool(stream=True)``), passed on in the stream
+    of the run whose tool call started it; ``event`` may itself be one, a level further down."""
+
+    type: Literal["agent_tool_event"] = "agent_tool_event"
     event: RunEvent
 
 
