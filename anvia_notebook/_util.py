@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 async def maybe_await(value: Any) -> Any:
@@ -18,6 +20,8 @@ async def maybe_await(value: Any) -> Any:
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop running in this thread, or None."""
+    import asyncio  # here: the steer command imports this module and not asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
