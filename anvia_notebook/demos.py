@@ -163,92 +163,59 @@ ESCALATION_QUESTIONS: dict[str, Any] = {
 }
 
 
+def _tool_call_then(
+    match: str, text: str, call_id: str, tool: str, arguments: dict[str, Any], *then: Any
+) -> Script:
+    """A scenario: the model says ``text`` and calls ``tool`` once; ``then`` are its next steps
+    (what it says once the result is back)."""
+    call = ToolCall(id=call_id, name=tool, arguments=arguments)
+    return Script(match, [ModelResponse(text=text, tool_calls=[call]), *then])
+
+
 def support_demo(delay: float = 0.015) -> DemoModel:
     """The offline model that plays every tutorial scenario."""
     return DemoModel(
         [
-            Script(
+            _tool_call_then(
                 r"where is|status of|track",
-                [
-                    ModelResponse(
-                        text="Let me look that up.",
-                        tool_calls=[
-                            ToolCall(
-                                id="call_status",
-                                name="get_order_status",
-                                arguments={"order_id": "A1001"},
-                            )
-                        ],
-                    ),
-                    _order_status,
-                ],
+                "Let me look that up.",
+                "call_status",
+                "get_order_status",
+                {"order_id": "A1001"},
+                _order_status,
             ),
-            Script(
+            _tool_call_then(
                 r"refund",
-                [
-                    ModelResponse(
-                        text="I'll issue the refund; it needs a reviewer's approval.",
-                        tool_calls=[
-                            ToolCall(
-                                id="call_refund",
-                                name="issue_refund",
-                                arguments={
-                                    "order_id": "A1001",
-                                    "amount": 25.0,
-                                    "reason": "Item arrived damaged",
-                                },
-                            )
-                        ],
-                    ),
-                    _refund_outcome,
-                ],
+                "I'll issue the refund; it needs a reviewer's approval.",
+                "call_refund",
+                "issue_refund",
+                {"order_id": "A1001", "amount": 25.0, "reason": "Item arrived damaged"},
+                _refund_outcome,
             ),
-            Script(
+            _tool_call_then(
                 r"cancel",
-                [
-                    ModelResponse(
-                        text="I'll cancel it.",
-                        tool_calls=[
-                            ToolCall(
-                                id="call_cancel",
-                                name="cancel_order",
-                                arguments={"order_id": "A1002"},
-                            )
-                        ],
-                    ),
-                    _cancel_outcome,
-                ],
+                "I'll cancel it.",
+                "call_cancel",
+                "cancel_order",
+                {"order_id": "A1002"},
+                _cancel_outcome,
             ),
-            Script(
+            _tool_call_then(
                 r"escalat",
-                [
-                    ModelResponse(
-                        text="I need a few details before I escalate.",
-                        tool_calls=[
-                            ToolCall(
-                                id="call_questions",
-                                name="ask_question",
-                                arguments=ESCALATION_QUESTIONS,
-                            )
-                        ],
-                    ),
-                    _escalate,
-                    _escalation_done,
-                ],
+                "I need a few details before I escalate.",
+                "call_questions",
+                "ask_question",
+                ESCALATION_QUESTIONS,
+                _escalate,
+                _escalation_done,
             ),
-            Script(
+            _tool_call_then(
                 r"export",
-                [
-                    ModelResponse(
-                        text="Starting the export; it takes a while.",
-                        tool_calls=[
-                            ToolCall(
-                                id="call_export", name="export_orders", arguments={"seconds": 30}
-                            )
-                        ],
-                    ),
-                    _export_outcome,
-                ],
+                "Starting the export; it takes a while.",
+                "call_export",
+                "export_orders",
+                {"seconds": 30},
+                _export_outcome,
             ),
             Script(
                 r"hello|hi\b|help",
