@@ -14,6 +14,7 @@ that was interrupted takes up the stored sub-run instead of starting again.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -80,17 +81,15 @@ def agent_as_tool(
     )
 
 
+@dataclass(eq=False)
 class _SubAgentCall:
     """What one sub-agent tool does when it is called."""
 
-    def __init__(
-        self, agent: Agent, tool_name: str, max_turns: int | None, stream: bool, max_depth: int
-    ) -> None:
-        self.agent = agent
-        self.tool_name = tool_name
-        self.max_turns = max_turns
-        self.stream = stream
-        self.max_depth = max_depth
+    agent: Agent
+    tool_name: str
+    max_turns: int | None
+    stream: bool
+    max_depth: int
 
     async def execute(self, args: AgentToolInput, ctx: ToolContext) -> str:
         parent = current_run()
