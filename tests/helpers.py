@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
@@ -58,6 +60,18 @@ def call(name: str, arguments: Any = None, id: str = "call_1") -> ModelResponse:
 
 def calls(*items: tuple[str, Any, str]) -> ModelResponse:
     return ModelResponse(tool_calls=[ToolCall(id=i, name=n, arguments=a) for n, a, i in items])
+
+
+async def wait_on_events(run: Any, done: Callable[[], Any]) -> None:
+    """Wait, on the run's events (no clock), until ``done()`` is true."""
+    changed = asyncio.Event()
+    unsubscribe = run.subscribe(lambda event: changed.set(), replay=False)
+    try:
+        while not done():
+            changed.clear()
+            await changed.wait()
+    finally:
+        unsubscribe()
 
 
 def tool_results(request) -> list:

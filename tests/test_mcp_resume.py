@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import mcp_store_agents
 import pytest
+from child_processes import child_environ, kill, start_python, wait_until
 from mcp_helpers import alive
 
 from anvia_notebook import RunStore, mcp
 
-TESTS = Path(__file__).parent
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -30,9 +27,7 @@ def _close_sessions():
 
 def _environ(tmp_path, monkeypatch):
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    return environ
+    return child_environ()
 
 
 @pytest.fixture
@@ -66,28 +61,7 @@ def effects() -> list[str]:
 
 def start_child(environ, tool, **options):
     code = f"import mcp_store_agents; mcp_store_agents.run({tool!r}, **{options!r})"
-    return subprocess.Popen(
-        [sys.executable, "-c", code], env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def wait_until(condition, child, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if child.poll() is not None:
-            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def kill(child):
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    child.stdout.close()
-    child.stderr.close()
+    return start_python(code, environ)
 
 
 async def settle(run, store):

@@ -8,20 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 import store_agents
+from child_processes import child_environ, kill, start_python, wait_until
 from store_agents import effects
 
 from anvia_notebook import PromptCancelledError, RunOwnedError, RunStore, RunStoreError, runs
 from anvia_notebook.__main__ import main as cli
 
-TESTS = Path(__file__).parent
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -30,39 +27,12 @@ def env(store_location, tmp_path, monkeypatch):
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
     monkeypatch.delenv("ANVIA_TEST_FAST", raising=False)
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    return environ
+    return child_environ()
 
 
 def start_child(environ, kind, prompt="send 5 to a1", **extra):
     code = f"import store_agents; store_agents.run({kind!r}, {prompt!r})"
-    return subprocess.Popen(
-        [sys.executable, "-c", code],
-        env={**environ, **extra},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_until(condition, child, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if child.poll() is not None:
-            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def kill(child):
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    child.stdout.close()
-    child.stderr.close()
+    return start_python(code, {**environ, **extra})
 
 
 def only_run(store):

@@ -23,6 +23,8 @@ from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 from anvia_notebook.notebook._human_input import WidgetHumanInput
 
+from helpers import wait_on_events
+
 
 class SqlInput(BaseModel):
     sql: str
@@ -92,21 +94,9 @@ def build(*prompts: str, analyst_handler: Any = None, lead_handler: Any = None) 
     return lead.build(), run_sql
 
 
-async def _until(run: Any, done: Any) -> None:
-    """Wait, on the run's events (no clock), until ``done()`` is true."""
-    changed = asyncio.Event()
-    unsubscribe = run.subscribe(lambda event: changed.set(), replay=False)
-    try:
-        while not done():
-            changed.clear()
-            await changed.wait()
-    finally:
-        unsubscribe()
-
-
 async def _pending(run: Any, count: int = 1) -> list[Any]:
     """Wait until ``count`` interactions are pending on ``run`` (its sub-runs' included)."""
-    await _until(run, lambda: len(run.interactions.pending) >= count)
+    await wait_on_events(run, lambda: len(run.interactions.pending) >= count)
     return run.interactions.pending
 
 
@@ -200,7 +190,7 @@ async def test_two_nested_approvals_in_one_turn_decided_in_reverse_order() -> No
     assert all(record.path == ["lead", "analyst"] for record in pending)
     assert len({record.run_id for record in pending}) == 2  # two sub-runs
     run.interactions.decide(by_sql["q2"].id, approved=True)
-    await _until(run, lambda: "q2" in run_sql.ran)
+    await wait_on_events(run, lambda: "q2" in run_sql.ran)
     assert run_sql.ran == ["q2"]
     run.interactions.decide(by_sql["q1"].id, approved=False, reason="too broad")
     response = await run.wait()

@@ -8,36 +8,23 @@ runs) resumes with ``agent.resume(top_run_id)``, the whole tree, nothing run twi
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import subagent_agents
+from child_processes import child_environ, kill, start_python, wait_until
 
 from anvia_notebook import RunStore
 from anvia_notebook.__main__ import main as cli
 
-TESTS = Path(__file__).parent
+from helpers import wait_on_events
+
 pytestmark = pytest.mark.timeout(120)
 
 
 # -- in one process ------------------------------------------------------------------------------
-
-
-async def _until(run: Any, done: Any) -> None:
-    changed = asyncio.Event()
-    unsubscribe = run.subscribe(lambda event: changed.set(), replay=False)
-    try:
-        while not done():
-            changed.clear()
-            await changed.wait()
-    finally:
-        unsubscribe()
 
 
 async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_run_id(
@@ -45,7 +32,7 @@ async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_ru
 ) -> None:
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     run = subagent_agents.lead().prompt("which region?").start()
-    await _until(run, lambda: bool(run.interactions.pending))
+    await wait_on_events(run, lambda: bool(run.interactions.pending))
     [record] = run.interactions.pending
     sub = run.children[0]
     other = RunStore(store_path)  # another connection, as another process would have
@@ -120,49 +107,16 @@ async def test_the_sub_run_s_span_nests_under_the_parent_s_execute_tool_span(
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    from anvia_notebook import store as store_module
-
-    location = tmp_path / "store" / "runs.sqlite"
-    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(location))
+def env(store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A child's environment: the test's store (SQLite), its effects file."""
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
-    store_module._reset_for_tests()
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    yield environ
-    store_module._reset_for_tests()
+    return child_environ()
 
 
 def start_child(environ: dict[str, str], prompt: str, **extra: str) -> subprocess.Popen[str]:
     code = f"import subagent_agents; subagent_agents.run({prompt!r})"
-    return subprocess.Popen(
-        [sys.executable, "-c", code],
-        env={**environ, **extra},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_until(condition: Any, child: subprocess.Popen[str], what: str) -> Any:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if child.poll() is not None:
-            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")  # type: ignore[union-attr]
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def kill(child: subprocess.Popen[str]) -> None:
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
-    for stream in (child.stdout, child.stderr):
-        if stream is not None:
-            stream.close()
+    return start_python(code, {**environ, **extra})
 
 
 def top_run(store: RunStore) -> Any:

@@ -6,23 +6,20 @@ the nested block back; the live stream still gets every delta."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import subagent_stream_agents as agents
+from child_processes import child_environ, kill, start_python, wait_until
 
 from anvia_notebook import PromptCancelledError, RunStore
 from anvia_notebook.notebook._transcript import Transcript
 from anvia_notebook.store import get_store
 
-TESTS = Path(__file__).parent
+from helpers import wait_on_events
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -54,17 +51,6 @@ def drawn_nested_text(log: list[Any], run_id: str) -> list[str]:
     return [e["text"] for e in entries if e.get("parent") == tool["id"]]
 
 
-async def _until(run: Any, done: Any) -> None:
-    changed = asyncio.Event()
-    unsubscribe = run.subscribe(lambda event: changed.set(), replay=False)
-    try:
-        while not done():
-            changed.clear()
-            await changed.wait()
-    finally:
-        unsubscribe()
-
-
 async def test_the_parent_s_stored_log_holds_the_sub_run_s_deltas_and_messages_once(
     store_path: Path,
 ) -> None:
@@ -73,7 +59,7 @@ async def test_the_parent_s_stored_log_holds_the_sub_run_s_deltas_and_messages_o
     run = request.create_run()
     run.subscribe(streamed.append)
     run.start()
-    await _until(run, lambda: bool(run.interactions.pending))
+    await wait_on_events(run, lambda: bool(run.interactions.pending))
     [record] = run.interactions.pending
     store = get_store()
     assert store is not None
@@ -143,7 +129,7 @@ async def test_a_view_subscribed_while_the_sub_agent_streams_gets_its_text_once(
 
     run.subscribe(on_event)
     run.start()
-    await _until(run, lambda: bool(run.interactions.pending))
+    await wait_on_events(run, lambda: bool(run.interactions.pending))
     assert subscribed
     assert nested_text(late) == agents.ANSWER
     run.cancel("done with the test")
@@ -155,51 +141,22 @@ async def test_a_view_subscribed_while_the_sub_agent_streams_gets_its_text_once(
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    from anvia_notebook import store as store_module
-
-    location = tmp_path / "store" / "runs.sqlite"
-    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(location))
-    store_module._reset_for_tests()
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    yield environ
-    store_module._reset_for_tests()
-
-
-def wait_until(condition: Any, child: subprocess.Popen[str], what: str) -> Any:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if child.poll() is not None:
-            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")  # type: ignore[union-attr]
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
+def env(store_path: Path) -> dict[str, str]:
+    """A child's environment, with the test's store (SQLite)."""
+    return child_environ()
 
 
 def test_a_resumed_run_shows_the_nested_block_once_and_stores_what_follows_in_place(
     env: dict[str, str],
 ) -> None:
     location = env["ANVIA_NOTEBOOK_STORE"]
-    child = subprocess.Popen(
-        [sys.executable, "-c", "import subagent_stream_agents; subagent_stream_agents.run()"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    child = start_python("import subagent_stream_agents; subagent_stream_agents.run()", env)
     store = RunStore(location)
     try:
         tops = lambda: [r for r in store.runs() if r.parent_run_id is None]  # noqa: E731
         [top] = wait_until(tops, child, "the lead's run")
         [pending] = wait_until(lambda: store.pending(top.run_id), child, "the approval")
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-        for stream in (child.stdout, child.stderr):
-            if stream is not None:
-                stream.close()
+        kill(child)
         before = store.events(top.run_id)
         assert nested_text(before) == agents.ANSWER
         assert drawn_nested_text(before, top.run_id) == [agents.ANSWER]

@@ -4,47 +4,22 @@ after the process that asked was killed; the resumed run takes the fix made in t
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
-import sys
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 import store_agents
+from child_processes import child_environ, kill, start_python, wait_until
 
 from anvia_notebook import ApprovalRecord, DecisionRefusedError, RunStore
 from anvia_notebook.__main__ import main as cli
 from anvia_notebook.models import FunctionModel
 
-TESTS = Path(__file__).parent
 pytestmark = pytest.mark.timeout(120)
 
 
-def wait_until(condition, child, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        if child.poll() is not None:
-            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def start_child(kind: str = "run_typed") -> subprocess.Popen[str]:
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    return subprocess.Popen(
-        [sys.executable, "-c", f"import store_agents; store_agents.{kind}()"],
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return start_python(f"import store_agents; store_agents.{kind}()", child_environ())
 
 
 async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run(
@@ -55,10 +30,7 @@ async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run
     try:
         [repair] = wait_until(lambda: store.pending(), child, "the repair")
     finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-        child.stdout.close()
-        child.stderr.close()
+        kill(child)
     assert repair.tool_name == "final_result" and repair.fix_required
     assert "result.0.population" in (repair.reason or "")
     [summary] = store.runs()
@@ -102,10 +74,7 @@ def killed_at_the_repair(store: RunStore, mode: str) -> ApprovalRecord:
     try:
         [repair] = wait_until(lambda: store.pending(), child, "the repair")
     finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(10)
-        child.stdout.close()
-        child.stderr.close()
+        kill(child)
     assert repair.tool_name == "final_result" and repair.fix_required
     assert "population" in (repair.reason or "")
     return repair

@@ -1,0 +1,56 @@
+"""Child Python processes that run a test agent against the test's run store, to be killed
+(SIGKILL) at a chosen point and resumed here: shared by the tests of runs that outlive their
+process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).parent
+
+
+def child_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (this process's environment by default) with the tests folder first on
+    ``PYTHONPATH``, so a child can import the test agents."""
+    child = dict(os.environ if environ is None else environ)
+    child["PYTHONPATH"] = os.pathsep.join([str(TESTS), child.get("PYTHONPATH", "")])
+    return child
+
+
+def start_python(code: str, env: Mapping[str, str], **popen: Any) -> subprocess.Popen[str]:
+    """``python -c code`` with ``env``, its output read through pipes (unless ``popen`` says
+    otherwise)."""
+    options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **popen}
+    return subprocess.Popen([sys.executable, "-c", code], env=env, text=True, **options)
+
+
+def wait_until(
+    condition: Callable[[], Any], child: subprocess.Popen[str], what: str, timeout: float = 60.0
+) -> Any:
+    """Poll ``condition`` until it gives a true value, which is returned; fail when the child
+    ends first (with its error output) or after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if child.poll() is not None:
+            raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")  # type: ignore[union-attr]
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def kill(child: subprocess.Popen[str]) -> None:
+    """SIGKILL the child, wait for it, close its pipes."""
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
