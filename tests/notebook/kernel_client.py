@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -69,6 +70,11 @@ class Kernel:
         self.iopub: list[dict[str, Any]] = []
         self.replies: dict[str, dict[str, Any]] = {}
         self._seen = 0
+
+    def kill(self) -> None:
+        """SIGKILL the kernel's process, as a crash would, and wait until it is gone."""
+        os.kill(self.km.provisioner.process.pid, signal.SIGKILL)
+        wait_for(lambda: not self.km.is_alive(), "the kernel to die", timeout=30)
 
     def close(self) -> None:
         try:
@@ -164,6 +170,18 @@ class Kernel:
                 and m["content"]["data"].get("content", {}).get("request_id") == request_id
             )
         )["content"]["data"]["content"]
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """Poll ``condition`` until it gives a true value, which is returned (fails after
+    ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def this_python() -> Path:

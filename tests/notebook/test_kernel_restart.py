@@ -4,13 +4,10 @@ lists the run, resumes it and approves it from the widget: the tool runs exactly
 from __future__ import annotations
 
 import json
-import os
-import signal
-import time
 from pathlib import Path
 
 import pytest
-from kernel_client import Kernel, this_python
+from kernel_client import Kernel, this_python, wait_for
 from test_in_kernel import SETUP, approve_when_asked
 
 from anvia_notebook import RunStore
@@ -26,16 +23,6 @@ def refund(args, ctx):
 tool = create_tool(name="issue_refund", description="Refund.", input=RefundInput,
                    execute=refund, approval=ToolApproval(reason="Check the refund."))
 """
-
-
-def wait_for(condition, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def printed(kernel: Kernel, code: str) -> str:
@@ -63,8 +50,7 @@ def test_kill_the_kernel_with_an_approval_pending_then_resume_in_a_new_kernel(
         first.run(SETUP + EFFECT, timeout=60)
         first.execute("handle = agent().prompt('refund A-1').show()")
         wait_for(lambda: store_file.exists() and RunStore(store_file).pending(), "the approval")
-        os.kill(first.km.provisioner.process.pid, signal.SIGKILL)
-        wait_for(lambda: not first.km.is_alive(), "the kernel to die", timeout=30)
+        first.kill()
     finally:
         first.close()
     store = RunStore(store_file)

@@ -4,14 +4,11 @@ asked once) is answered in the lead's widget, and the sub-agent's tool runs exac
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_client import Kernel, this_python
+from kernel_client import Kernel, this_python, wait_for
 
 from anvia_notebook import RunStore
 
@@ -19,16 +16,6 @@ pytestmark = pytest.mark.timeout(240)
 
 TESTS = Path(__file__).resolve().parent.parent
 IMPORT = f"import sys\nsys.path.insert(0, {str(TESTS)!r})\nimport subagent_agents\n"
-
-
-def wait_for(condition: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_kill_the_kernel_with_a_nested_question_pending_then_answer_it_in_a_new_kernel(
@@ -55,8 +42,7 @@ def test_kill_the_kernel_with_a_nested_question_pending_then_answer_it_in_a_new_
         first.run(IMPORT, timeout=60)
         first.execute("handle = subagent_agents.lead().prompt('ask which table').show()")
         [question] = wait_for(pending, "the analyst's question")
-        os.kill(first.km.provisioner.process.pid, signal.SIGKILL)
-        wait_for(lambda: not first.km.is_alive(), "the kernel to die", timeout=30)
+        first.kill()
     finally:
         first.close()
     assert question.kind == "question" and question.path == ["lead", "analyst"]
