@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from anvia_notebook import ApprovalDecision, create_tool
 from anvia_notebook.notebook._protocol import ENTRY_FIELDS, parse_outbound
+from anvia_notebook.notebook._transcript import Transcript
 from anvia_notebook.notebook._widget import AnviaWidget
 
 _ids = itertools.count(1)
@@ -83,6 +84,26 @@ class PageState:
 
     def transcript(self) -> dict[str, Any]:
         return {"entries": self.entries, "status": self.status, "seq": self.seq}
+
+
+class Recorder:
+    """A transcript (of the agent ``agent_id``) and a page kept in step with it by its ops."""
+
+    def __init__(self, agent_id: str = "agent") -> None:
+        self.ops: list[dict[str, Any]] = []
+        self.transcript = Transcript(agent_id, emit=self.ops.append)
+        self.page = PageState()
+        self.page.apply({"type": "snapshot", "seq": 0, "transcript": self.transcript.state(0)})
+        self.seq = 0
+
+    def check(self) -> None:
+        """The ops so far, as one batch, bring a page to the same state."""
+        self.seq += 1
+        batch = {"type": "batch", "seq": self.seq, "ops": list(self.ops)}
+        self.ops.clear()
+        parse_outbound(batch)
+        self.page.apply(batch)
+        assert self.page.transcript() == self.transcript.state(self.seq)
 
 
 def sent(widget: AnviaWidget) -> list[dict[str, Any]]:
@@ -257,6 +278,7 @@ __all__ = [
     "ApprovalDecision",
     "Page",
     "PageState",
+    "Recorder",
     "finished",
     "pending_approval",
     "pending_question",

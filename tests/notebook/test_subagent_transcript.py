@@ -10,39 +10,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from notebook_helpers import PageState
+from notebook_helpers import Recorder
 
 from anvia_notebook import CallbackHumanInput
 from anvia_notebook.human import wait_for_a_decision
-from anvia_notebook.notebook._protocol import parse_outbound
-from anvia_notebook.notebook._transcript import Transcript
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import subagent_agents
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.ops: list[dict[str, Any]] = []
-        self.transcript = Transcript("lead", emit=self.ops.append)
-        self.page = PageState()
-        self.page.apply({"type": "snapshot", "seq": 0, "transcript": self.transcript.state(0)})
-        self.seq = 0
-
-    def check(self) -> None:
-        self.seq += 1
-        batch = {"type": "batch", "seq": self.seq, "ops": list(self.ops)}
-        self.ops.clear()
-        parse_outbound(batch)
-        self.page.apply(batch)
-        assert self.page.transcript() == self.transcript.state(self.seq)
 
 
 async def test_a_nested_approval_is_drawn_inside_the_sub_agent_s_tool_call(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    recorder = Recorder()
+    recorder = Recorder("lead")
     transcript = recorder.transcript
     waiting = asyncio.Event()
     human = CallbackHumanInput(approve=lambda request: wait_for_a_decision())
@@ -107,7 +88,7 @@ async def test_three_levels_nest_inside_each_other() -> None:
     top = AgentBuilder("top", QueueModel([call("ask_mid", {"prompt": "y"}), "top done"])).tool(
         mid.build().as_tool(name="ask_mid")
     )
-    recorder = Recorder()
+    recorder = Recorder("lead")
     transcript = recorder.transcript
     run = top.build().prompt("go").store(None).create_run()
     transcript.begin_run(run.run_id, "top", "go")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from test_transcript import Recorder
+from notebook_helpers import Recorder
 
 from anvia_notebook.events import ToolCallEvent, ToolResultEvent, TurnStartEvent
 from anvia_notebook.models import ToolCall

@@ -7,7 +7,7 @@ import tracemalloc
 from collections import Counter
 from typing import Any
 
-from notebook_helpers import PageState
+from notebook_helpers import Recorder
 
 from anvia_notebook.events import (
     ApprovalRecord,
@@ -26,27 +26,8 @@ from anvia_notebook.events import (
 )
 from anvia_notebook.messages import Usage
 from anvia_notebook.models import ToolCall
-from anvia_notebook.notebook._protocol import parse_outbound
 from anvia_notebook.notebook._transcript import Transcript
 from anvia_notebook.question_types import Question
-
-
-class Recorder:
-    def __init__(self) -> None:
-        self.ops: list[dict[str, Any]] = []
-        self.transcript = Transcript("agent", emit=self.ops.append)
-        self.page = PageState()
-        self.page.apply({"type": "snapshot", "seq": 0, "transcript": self.transcript.state(0)})
-        self.seq = 0
-
-    def check(self) -> None:
-        """The ops so far, as one batch, bring a page to the same state."""
-        self.seq += 1
-        batch = {"type": "batch", "seq": self.seq, "ops": list(self.ops)}
-        self.ops.clear()
-        parse_outbound(batch)
-        self.page.apply(batch)
-        assert self.page.transcript() == self.transcript.state(self.seq)
 
 
 def approval(status: str = "pending", **kw: Any) -> ApprovalRecord:
