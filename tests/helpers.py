@@ -31,6 +31,22 @@ def make_add_tool(**kwargs: Any):
     return tool
 
 
+def make_gated_tool(name: str, description: str) -> Any:
+    """An add tool that, once called, sets ``tool.started`` and waits for ``tool.release``
+    (asyncio events) before it answers: it holds a run inside a tool call until the test lets
+    it go on."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    async def execute(args: AddInput, ctx: Any) -> int:
+        started.set()
+        await release.wait()
+        return args.x + args.y
+
+    tool = create_tool(name=name, description=description, input=AddInput, execute=execute)
+    tool.started, tool.release = started, release  # type: ignore[attr-defined]
+    return tool
+
+
 class NoteInput(BaseModel):
     text: str
 

@@ -19,11 +19,10 @@ from anvia_notebook import (
     PromptCancelledError,
     ToolApproval,
     create_hook,
-    create_tool,
 )
 from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel, TextDelta
 
-from helpers import AddInput, call, make_add_tool
+from helpers import call, make_add_tool, make_gated_tool
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -134,14 +133,8 @@ async def test_continues_when_steering_arrives_before_a_no_tool_response_finaliz
 
 
 async def test_appends_steering_after_tool_results_before_the_next_completion_turn():
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def slow_add(args: AddInput, ctx: Any) -> int:
-        started.set()
-        await release.wait()
-        return args.x + args.y
-
-    tool = create_tool(name="slow_add", description="Add slowly", input=AddInput, execute=slow_add)
+    tool = make_gated_tool("slow_add", "Add slowly")
+    started, release = tool.started, tool.release
     model = QueueModel([call("slow_add", {"x": 2, "y": 5}), "done"])
     request = AgentBuilder("test-agent", model).tool(tool).build().prompt("add").store(None)
     events: list[Any] = []
@@ -226,14 +219,8 @@ async def test_a_message_steered_before_the_run_starts_is_queued_and_delivered_i
 
 
 async def test_agent_run_steer_is_the_same_queue_and_works_from_another_thread():
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def wait_tool(args: AddInput, ctx: Any) -> int:
-        started.set()
-        await release.wait()
-        return 0
-
-    tool = create_tool(name="wait", description="Wait", input=AddInput, execute=wait_tool)
+    tool = make_gated_tool("wait", "Wait")
+    started, release = tool.started, tool.release
     model = QueueModel([call("wait", {"x": 0, "y": 0}), "ok"])
     run = AgentBuilder("a", model).tool(tool).build().prompt("go").store(None).start()
     await started.wait()

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from anvia_notebook import AgentBuilder, ToolApproval, create_tool
+from anvia_notebook import AgentBuilder, ToolApproval
 from anvia_notebook.models import QueueModel
 from anvia_notebook.notebook._protocol import parse_outbound
 from anvia_notebook.notebook._session import TranscriptSession
 from anvia_notebook.notebook._snapshot import USER_LABEL_STEERED, render_html, render_text
 
-from helpers import AddInput, call, make_add_tool
+from helpers import call, make_add_tool, make_gated_tool
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -43,14 +43,8 @@ def kinds(session: TranscriptSession) -> list[tuple[str, str, bool]]:
 
 
 async def test_a_message_from_the_box_is_steered_into_the_run_and_shown_where_delivered():
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def work(args: AddInput, ctx: Any) -> int:
-        started.set()
-        await release.wait()
-        return 2
-
-    tool = create_tool(name="work", description="Work.", input=AddInput, execute=work)
+    tool = make_gated_tool("work", "Work.")
+    started, release = tool.started, tool.release
     model = QueueModel([call("work", {"x": 1, "y": 1}), "Two, split by region."])
     session, sent = session_on_this_loop()
     run = AgentBuilder("a", model).tool(tool).build().prompt("sum it").store(None).create_run()
@@ -135,14 +129,8 @@ async def test_the_handle_steers_the_run_and_refuses_once_it_has_ended():
 
     from anvia_notebook.notebook import _runner as runner
 
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def work(args: AddInput, ctx: Any) -> int:
-        started.set()
-        await release.wait()
-        return args.x + args.y
-
-    tool = create_tool(name="work", description="Work a while.", input=AddInput, execute=work)
+    tool = make_gated_tool("work", "Work a while.")
+    started, release = tool.started, tool.release
     model = QueueModel([call("work", {"x": 1, "y": 2}), "3, in words: three"])
     handle = runner.show(AgentBuilder("a", model).tool(tool).build().prompt("go").store(None))
     await started.wait()
