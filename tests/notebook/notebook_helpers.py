@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from anvia_notebook import ApprovalDecision, create_tool
+from anvia_notebook.models import FunctionModel, TextDelta
 from anvia_notebook.notebook._protocol import ENTRY_FIELDS, parse_outbound
 from anvia_notebook.notebook._transcript import Transcript
 from anvia_notebook.notebook._widget import AnviaWidget
@@ -104,6 +105,18 @@ class Recorder:
         parse_outbound(batch)
         self.page.apply(batch)
         assert self.page.transcript() == self.transcript.state(self.seq)
+
+
+def gated_model(gate: asyncio.Event) -> FunctionModel:
+    """A model that streams "working", waits for ``gate``, then streams " done": a run that
+    stays in progress until the test opens the gate."""
+
+    async def stream(request: Any) -> Any:
+        yield TextDelta(delta="working")
+        await gate.wait()
+        yield TextDelta(delta=" done")
+
+    return FunctionModel(stream)
 
 
 def sent(widget: AnviaWidget) -> list[dict[str, Any]]:
@@ -280,6 +293,7 @@ __all__ = [
     "PageState",
     "Recorder",
     "finished",
+    "gated_model",
     "pending_approval",
     "pending_question",
     "record_send",

@@ -6,10 +6,10 @@ import asyncio
 import copy
 
 import pytest
-from notebook_helpers import Page, pending_approval, refund_tool, sent, until
+from notebook_helpers import Page, gated_model, pending_approval, refund_tool, sent, until
 
 from anvia_notebook import AgentBuilder, Studio
-from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook._studio import BUSY
 
 
@@ -84,13 +84,7 @@ async def test_quick_prompt_then_a_second_prompt_carries_the_history():
 
 async def test_busy_refusal_and_stop():
     gate = asyncio.Event()
-
-    async def slow(request):
-        yield TextDelta(delta="working")
-        await gate.wait()
-        yield TextDelta(delta=" done")
-
-    agent = AgentBuilder("slow", FunctionModel(slow)).build()
+    agent = AgentBuilder("slow", gated_model(gate)).build()
     studio = Studio([agent])
     page = Page(studio.widget)
     await page.sync()
@@ -256,15 +250,9 @@ def test_studio_validates_its_arguments():
 
 async def test_picking_an_agent_while_a_run_is_in_progress_is_refused_and_changes_nothing():
     gate = asyncio.Event()
-
-    async def slow(request):
-        yield TextDelta(delta="working")
-        await gate.wait()
-        yield TextDelta(delta=" done")
-
     studio = Studio(
         [
-            AgentBuilder("slow", FunctionModel(slow)).build(),
+            AgentBuilder("slow", gated_model(gate)).build(),
             AgentBuilder("other", QueueModel([])).build(),
         ]
     )

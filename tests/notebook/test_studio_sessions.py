@@ -6,11 +6,11 @@ import asyncio
 import warnings
 
 import pytest
-from notebook_helpers import Page, pending_approval, refund_tool, sent, until
+from notebook_helpers import Page, gated_model, pending_approval, refund_tool, sent, until
 
 from anvia_notebook import AgentBuilder, Studio, get_store
 from anvia_notebook.messages import Message
-from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook._protocol import parse_outbound
 from anvia_notebook.notebook._studio import BUSY, session_title
 from anvia_notebook.store import RunStore
@@ -156,13 +156,7 @@ async def test_latest_and_open_session_in_python_then_new_session_starts_fresh(s
 
 async def test_open_is_refused_while_busy_and_for_unknown_ids(store_path):
     gate = asyncio.Event()
-
-    async def slow(request):
-        yield TextDelta(delta="working")
-        await gate.wait()
-        yield TextDelta(delta=" done")
-
-    agent = AgentBuilder("slow", FunctionModel(slow)).build()
+    agent = AgentBuilder("slow", gated_model(gate)).build()
     studio = Studio([agent])
     page = Page(studio.widget)
     await page.sync()
