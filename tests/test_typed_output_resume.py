@@ -25,13 +25,8 @@ def start_child(kind: str = "run_typed") -> subprocess.Popen[str]:
 async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run(
     store_location, capsys
 ):
-    child = start_child()
     store = RunStore(store_location)
-    try:
-        [repair] = wait_until(lambda: store.pending(), child, "the repair")
-    finally:
-        kill(child)
-    assert repair.tool_name == "final_result" and repair.fix_required
+    repair = killed_at_the_repair(store, "tool")
     assert "result.0.population" in (repair.reason or "")
     [summary] = store.runs()
 
