@@ -35,6 +35,22 @@ def start_child(environ, kind, prompt="send 5 to a1", **extra):
     return start_python(code, {**environ, **extra})
 
 
+def killed_at_the_approval(env, store):
+    """A child runs the approval agent until its approval waits, then is killed (SIGKILL):
+    what is pending then."""
+    child = start_child(env, "approval")
+    pending = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    return pending
+
+
+def killed_while_the_tool_runs(env):
+    """A child runs the plain agent until its tool has started, then is killed (SIGKILL)."""
+    child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
+    wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
+    kill(child)
+
+
 def only_run(store):
     [summary] = store.runs()
     return summary
@@ -52,10 +68,8 @@ async def settle(request_run, store, kind=None):
 async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_once(
     env, store_location
 ):
-    child = start_child(env, "approval")
     store = RunStore(store_location)
-    [approval] = wait_until(lambda: store.pending(), child, "the approval")
-    kill(child)
+    [approval] = killed_at_the_approval(env, store)
     summary = only_run(store)
     assert summary.status == "interrupted"
     assert runs(status="interrupted")[0].run_id == summary.run_id
@@ -72,10 +86,8 @@ async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_onc
 
 
 async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env, store_location):
-    child = start_child(env, "approval")
     store = RunStore(store_location)
-    [approval] = wait_until(lambda: store.pending(), child, "the approval")
-    kill(child)
+    [approval] = killed_at_the_approval(env, store)
     run_id = only_run(store).run_id
     assert cli(["--store", store_location, "approve", run_id, approval.id]) == 0
     assert cli(["--store", store_location, "reject", run_id, approval.id]) == 1  # second: refused
@@ -85,9 +97,7 @@ async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env
 
 
 async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env, store_location):
-    child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
-    wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
-    kill(child)
+    killed_while_the_tool_runs(env)
     store = RunStore(store_location)
     run_id = only_run(store).run_id
     model_agent = store_agents.agent("plain")
@@ -99,9 +109,7 @@ async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env
 
 
 async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_location):
-    child = start_child(env, "plain", ANVIA_TEST_BLOCK_TOOL="1")
-    wait_until(lambda: effects() == ["started a1 5"], child, "the tool to start")
-    kill(child)
+    killed_while_the_tool_runs(env)
     store = RunStore(store_location)
     run_id = only_run(store).run_id
     agent = store_agents.agent("plain", idempotent=True)
@@ -172,10 +180,8 @@ async def test_resuming_a_run_a_live_process_owns_is_refused(env, store_location
 
 
 def test_two_resumers_one_wins(env, store_location):
-    child = start_child(env, "approval")
     store = RunStore(store_location)
-    wait_until(lambda: store.pending(), child, "the approval")
-    kill(child)
+    killed_at_the_approval(env, store)
     run_id = only_run(store).run_id
     code = (
         "import sys, store_agents\n"
@@ -212,10 +218,8 @@ def test_a_finished_run_cannot_be_resumed(env, store_location):
 
 
 def test_the_command_line_lists_and_shows(env, store_location, capsys):
-    child = start_child(env, "approval")
     store = RunStore(store_location)
-    [approval] = wait_until(lambda: store.pending(), child, "the approval")
-    kill(child)
+    [approval] = killed_at_the_approval(env, store)
     run_id = only_run(store).run_id
     assert cli(["--store", store_location, "runs"]) == 0
     listing = capsys.readouterr().out
