@@ -6,6 +6,7 @@ before), so the helpers take that module; ``Recorded`` binds them to one SDK.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -76,6 +77,12 @@ class Recorded:
 
     def client(self, server: Server) -> Any:
         return self.http.AsyncClient(transport=self.http.MockTransport(server))
+
+    def route(self, monkeypatch: Any, sdk: Any, client_class: str, server: Server) -> None:
+        """Make the clients a model builds itself (``sdk.<client_class>``, such as
+        ``openai.AsyncOpenAI``) talk to ``server``, for the rest of the test."""
+        built = functools.partial(getattr(sdk, client_class), http_client=self.client(server))
+        monkeypatch.setattr(sdk, client_class, built)
 
 
 def ask(text: str = "Hi", **fields: Any) -> CompletionRequest:

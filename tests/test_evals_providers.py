@@ -5,7 +5,6 @@ A rate-limit (429) response is retried by the judge, so it is not counted as a f
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import anthropic
@@ -34,15 +33,9 @@ def agent() -> Any:
 
 def judge_for(provider: str, server: Server, monkeypatch: pytest.MonkeyPatch) -> Any:
     if provider == "openai":
-        client = openai_http.client(server)
-        monkeypatch.setattr(
-            openai, "AsyncOpenAI", functools.partial(openai.AsyncOpenAI, http_client=client)
-        )
+        openai_http.route(monkeypatch, openai, "AsyncOpenAI", server)
         return OpenAIModel("gpt-4o-mini", api_key="sk-test")
-    client = anthropic_http.client(server)
-    monkeypatch.setattr(
-        anthropic, "AsyncAnthropic", functools.partial(anthropic.AsyncAnthropic, http_client=client)
-    )
+    anthropic_http.route(monkeypatch, anthropic, "AsyncAnthropic", server)
     return AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -65,12 +64,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
 
     def serve(*responses: Any) -> Server:
         server = Server(*responses)
-        http_client = recorded.client(server)
-        monkeypatch.setattr(
-            anthropic,
-            "AsyncAnthropic",
-            functools.partial(anthropic.AsyncAnthropic, http_client=http_client),
-        )
+        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
         return server
 
     return serve

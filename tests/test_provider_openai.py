@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -57,10 +56,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
 
     def serve(*responses: Any) -> Server:
         server = Server(*responses)
-        http_client = recorded.client(server)
-        monkeypatch.setattr(
-            openai, "AsyncOpenAI", functools.partial(openai.AsyncOpenAI, http_client=http_client)
-        )
+        recorded.route(monkeypatch, openai, "AsyncOpenAI", server)
         return server
 
     return serve

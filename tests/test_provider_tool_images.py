@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 import sys
 from typing import Any
 
@@ -58,15 +57,13 @@ def _run_picture(model: Any) -> None:
 
 def _anthropic(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Server, AnthropicModel]:
     server = Server(ANTHROPIC.sse("anthropic_tool_picture.sse"), ANTHROPIC.sse("anthropic_text.sse"))
-    client = functools.partial(anthropic.AsyncAnthropic, http_client=ANTHROPIC.client(server))
-    monkeypatch.setattr(anthropic, "AsyncAnthropic", client)
+    ANTHROPIC.route(monkeypatch, anthropic, "AsyncAnthropic", server)
     return server, AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", **options)
 
 
 def _openai(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Server, OpenAIModel]:
     server = Server(OPENAI.sse("openai_tool_picture.sse"), OPENAI.sse("openai_text.sse"))
-    client = functools.partial(openai.AsyncOpenAI, http_client=OPENAI.client(server))
-    monkeypatch.setattr(openai, "AsyncOpenAI", client)
+    OPENAI.route(monkeypatch, openai, "AsyncOpenAI", server)
     return server, OpenAIModel("gpt-4o", api_key="sk-test", **options)
 
 

@@ -6,13 +6,13 @@ one test kills a real child process while its run waits for an approval, then re
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import Any
 
 import pytest
 import store_agents
-from test_resume import TESTS, kill, start_child, wait_until
+from child_processes import child_environ
+from test_resume import kill, start_child, wait_until
 
 from anvia_notebook import (
     AgentBuilder,
@@ -38,9 +38,7 @@ def env(store_location, tmp_path, monkeypatch):
     """The environment of a child process that runs an agent against the test's store."""
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
-    environ = dict(os.environ)
-    environ["PYTHONPATH"] = os.pathsep.join([str(TESTS), environ.get("PYTHONPATH", "")])
-    return environ
+    return child_environ()
 
 
 def blocking_agent(started: asyncio.Event, release: asyncio.Event, model: Any):

@@ -4,8 +4,6 @@ streamed text is validated (and, when invalid, sent back with pydantic's errors)
 
 from __future__ import annotations
 
-import functools
-
 import anthropic
 import httpx
 import openai
@@ -36,18 +34,12 @@ class Loose(BaseModel):
 
 
 def openai_model(server: Server, monkeypatch: pytest.MonkeyPatch) -> OpenAIModel:
-    client = openai_http.client(server)
-    monkeypatch.setattr(
-        openai, "AsyncOpenAI", functools.partial(openai.AsyncOpenAI, http_client=client)
-    )
+    openai_http.route(monkeypatch, openai, "AsyncOpenAI", server)
     return OpenAIModel("gpt-4o-mini", api_key="sk-test")
 
 
 def anthropic_model(server: Server, monkeypatch: pytest.MonkeyPatch) -> AnthropicModel:
-    client = anthropic_http.client(server)
-    monkeypatch.setattr(
-        anthropic, "AsyncAnthropic", functools.partial(anthropic.AsyncAnthropic, http_client=client)
-    )
+    anthropic_http.route(monkeypatch, anthropic, "AsyncAnthropic", server)
     return AnthropicModel(
         "claude-sonnet-4-6", api_key="sk-ant-test", output_config={"effort": "low"}
     )
