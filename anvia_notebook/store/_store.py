@@ -43,7 +43,7 @@ from ..decisions import (
 )
 from ..events import RunEvent
 from ..messages import Message
-from ..question_types import Answer, describe_validation_error
+from ..question_types import describe_validation_error
 from ..records import (
     ApprovalRecord,
     DecidedBy,
@@ -1101,6 +1101,10 @@ _ENDED_UNDECIDED = Resolution(
 )
 
 
+#: A decision as stores of earlier versions kept it (beside the record).
+_LEGACY_DECISION: TypeAdapter[Resolution] = TypeAdapter(Resolution)
+
+
 def _columns(record: Record) -> tuple[str, str, str, str, str]:
     """A record's row: ``status, record, updated_at, id, run_id``."""
     return record.status, record.model_dump_json(), _now(), record.id, record.run_id
@@ -1108,24 +1112,17 @@ def _columns(record: Record) -> tuple[str, str, str, str, str]:
 
 def _row_record(kind: str, status: str, text: str, legacy: str | None = None) -> Record:
     """A stored record. Stores written by earlier versions kept a decision beside a record
-    still saying ``pending``: the decision is written into the record here."""
+    still saying ``pending`` (``legacy``, as :meth:`Resolution.stored` writes it): the decision
+    is written into the record here."""
     model = ApprovalRecord if kind == "approval" else QuestionRecord
     try:
         record: Record = model.model_validate_json(text)
+        if record.status == "pending" and status != "pending":
+            data = json.loads(legacy or "{}")
+            data.update(status=status, decided_by=decider(data.get("decided_by")))
+            record = decided(record, _LEGACY_DECISION.validate_python(data))
     except ValidationError as error:
         raise RunStoreError(
             f"A stored {kind} could not be read: {describe_validation_error(error)}"
         ) from None
-    if record.status == "pending" and status != "pending":
-        data = json.loads(legacy or "{}")
-        answers = (data.get("answers") or []) if status == "answered" else []
-        resolution = Resolution(
-            status=status,  # type: ignore[arg-type]
-            decided_by=decider(data.get("decided_by")),
-            reason=data.get("reason"),
-            args=data.get("args"),  # (used only when approved: see ``decided``)
-            answers=[Answer.model_validate(a) for a in answers],
-            reject_message=data.get("reject_message"),
-        )
-        record = decided(record, resolution)
     return record
