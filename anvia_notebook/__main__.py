@@ -172,10 +172,9 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             print(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
             if record.reason:
                 print(f"  reason: {record.reason}")
-            if record.fix_required:  # a typed output that failed validation: give the fix
-                print(f"  fix it: {command} approve {ids} --args '{{...the fixed arguments...}}'")
-            else:
-                print(f"  decide: {command} approve {ids}")
+            # A typed output that failed validation: approving it needs the fix.
+            fix = " --args '{...the fixed arguments...}'" if record.fix_required else ""
+            print(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
             print(f"      or: {command} reject {ids} --reason ...")
             continue
         print(f"\nPending question {record.id}:")

@@ -593,8 +593,7 @@ class RunStore(SteeringRows):
     ) -> QuestionRecord:
         """Decline a pending question that may be declined (one an MCP server asked; the server
         is told ``decline``); ``ask_question``'s questions are refused. First decision wins."""
-        resolution = decline_resolution(via)
-        return self._decide(run_id, question_id, QuestionRecord, resolution)
+        return self._decide(run_id, question_id, QuestionRecord, decline_resolution(via))
 
     def _decide(
         self, run_id: str, item: str | Record, kind: type[RecordT], resolution: Resolution
@@ -868,14 +867,10 @@ class RunStore(SteeringRows):
         pending is closed, as the run closed it (its record in ``state``) or else as cancelled
         by the runtime. A decision that reached the store first stands, and the state's copy
         of that record becomes the stored one, so the two never disagree."""
-        held: dict[str, Record] = {**state.approvals, **state.questions}
         for closed in self._records("run_id = ?", (run_id,)):
-            ours = held.get(closed.id)
+            ours = state.record(closed.id)
             if closed.pending:
-                if ours is not None and not ours.pending:
-                    closed = ours
-                else:
-                    closed = decided(closed, _ENDED_UNDECIDED)
+                closed = ours if ours and not ours.pending else decided(closed, _ENDED_UNDECIDED)
                 self._write_decided(closed, if_pending=True)
             if ours is not None and ours.status != closed.status:
                 state.hold(closed)
