@@ -8,6 +8,7 @@ the command line) and every later one is refused.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -1096,8 +1097,11 @@ _ENDED_UNDECIDED = Resolution(
 )
 
 
-#: A decision as stores of earlier versions kept it (beside the record).
-_LEGACY_DECISION: TypeAdapter[Resolution] = TypeAdapter(Resolution)
+@functools.cache
+def _legacy_decision() -> TypeAdapter[Resolution]:
+    """Reads a decision as stores of earlier versions kept it, beside the record (built when
+    first needed: it costs tens of milliseconds)."""
+    return TypeAdapter(Resolution)
 
 
 def _columns(record: Record) -> tuple[str, str, str, str, str]:
@@ -1115,7 +1119,7 @@ def _row_record(kind: str, status: str, text: str, legacy: str | None = None) ->
         if record.status == "pending" and status != "pending":
             data = json.loads(legacy or "{}")
             data.update(status=status, decided_by=decider(data.get("decided_by")))
-            record = decided(record, _LEGACY_DECISION.validate_python(data))
+            record = decided(record, _legacy_decision().validate_python(data))
     except ValidationError as error:
         raise RunStoreError(
             f"A stored {kind} could not be read: {describe_validation_error(error)}"
