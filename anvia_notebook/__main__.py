@@ -76,7 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("run_id")
     show.add_argument("--json", action="store_true", help="print JSON")
-    decide = {}
+    decide: dict[str, argparse.ArgumentParser] = {}
     for command, (item_id, what, _) in DECISIONS.items():
         decide[command] = commands.add_parser(command, parents=[after], help=what)
         decide[command].add_argument("run_id")
