@@ -46,6 +46,15 @@ __all__ = ["main"]
 _command = cli_command
 
 
+#: The commands that decide an interaction: the id they take, their help, what they print.
+DECISIONS = {
+    "approve": ("approval_id", "approve a pending approval", "Approved"),
+    "reject": ("approval_id", "reject a pending approval", "Rejected"),
+    "answer": ("question_id", "answer a pending question", "Answered"),
+    "decline": ("question_id", "decline a pending question an MCP server asked", "Declined"),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
     store_help = f"the run store (default: ${STORE_ENV}, else .anvia/runs.sqlite here)"
     parser = argparse.ArgumentParser(
@@ -67,24 +76,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     show.add_argument("run_id")
     show.add_argument("--json", action="store_true", help="print JSON")
-    approve = commands.add_parser("approve", parents=[after], help="approve a pending approval")
-    approve.add_argument("run_id")
-    approve.add_argument("approval_id")
-    approve.add_argument("--reason")
-    approve.add_argument("--args", help="edited arguments, a JSON object")
-    reject = commands.add_parser("reject", parents=[after], help="reject a pending approval")
-    reject.add_argument("run_id")
-    reject.add_argument("approval_id")
-    reject.add_argument("--reason")
-    answer = commands.add_parser("answer", parents=[after], help="answer a pending question")
-    answer.add_argument("run_id")
-    answer.add_argument("question_id")
-    answer.add_argument("--json", required=True, dest="answers", help="the answers, a JSON list")
-    decline = commands.add_parser(
-        "decline", parents=[after], help="decline a pending question an MCP server asked"
+    decide: dict[str, argparse.ArgumentParser] = {}
+    for command, (item_id, what, _) in DECISIONS.items():
+        decide[command] = commands.add_parser(command, parents=[after], help=what)
+        decide[command].add_argument("run_id")
+        decide[command].add_argument(item_id)
+    decide["approve"].add_argument("--reason")
+    decide["approve"].add_argument("--args", help="edited arguments, a JSON object")
+    decide["reject"].add_argument("--reason")
+    decide["answer"].add_argument(
+        "--json", required=True, dest="answers", help="the answers, a JSON list"
     )
-    decline.add_argument("run_id")
-    decline.add_argument("question_id")
     steer = commands.add_parser(
         "steer",
         parents=[after],
@@ -141,8 +143,6 @@ def _local(moment: datetime) -> str:
 
 
 def _print_run(store: RunStore, args: argparse.Namespace) -> None:
-    from .records import ApprovalRecord
-
     state = store.get(args.run_id)
     status = store.status(args.run_id)
     pending = store.pending(args.run_id)
@@ -167,32 +167,29 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     if not pending:
         print("No pending approvals or questions.")
     for record in pending:
-        if isinstance(record, ApprovalRecord):
+        ids = f"{state.run_id} {record.id}"
+        if record.kind == "approval":
             print(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
             if record.reason:
                 print(f"  reason: {record.reason}")
-            if record.fix_required:  # a typed output that failed validation: give the fix
-                fix = "'{...the fixed arguments...}'"
-                print(f"  fix it: {command} approve {state.run_id} {record.id} --args {fix}")
-            else:
-                print(f"  decide: {command} approve {state.run_id} {record.id}")
-            print(f"      or: {command} reject {state.run_id} {record.id} --reason ...")
-        else:
-            print(f"\nPending question {record.id}:")
-            for question in record.questions:
-                choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
-                print(f"  [{question.id}] {question.question}  choices: {choices}")
-            picked = [
-                {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)}
-                for q in record.questions
-            ]
-            typed = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
-            prefix = f"{command} answer {state.run_id} {record.id} --json"
-            print(f"  answer: {prefix} {shlex.quote(json.dumps(picked))}")
-            print(f"      or: {prefix} {shlex.quote(json.dumps(typed))}")
-            if record.declinable:
-                print(f"      or: {command} decline {state.run_id} {record.id}")
-            print("  (replace each <...> first: a choice's value, or a text of your own)")
+            # A typed output that failed validation: approving it needs the fix.
+            fix = " --args '{...the fixed arguments...}'" if record.fix_required else ""
+            print(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
+            print(f"      or: {command} reject {ids} --reason ...")
+            continue
+        print(f"\nPending question {record.id}:")
+        for question in record.questions:
+            choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
+            print(f"  [{question.id}] {question.question}  choices: {choices}")
+        picked = [
+            {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} for q in record.questions
+        ]
+        typed = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
+        for lead, example in (("answer", picked), ("    or", typed)):
+            print(f"  {lead}: {command} answer {ids} --json {shlex.quote(json.dumps(example))}")
+        if record.declinable:
+            print(f"      or: {command} decline {ids}")
+        print("  (replace each <...> first: a choice's value, or a text of your own)")
 
 
 _OWN = "<your own answer>"
@@ -227,6 +224,23 @@ def _json_arg(text: str, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise DecisionRefusedError(f"{what} is not valid JSON: {error.msg}.") from None
+
+
+def _decide(store: RunStore, args: argparse.Namespace) -> None:
+    """Approve, reject, answer or decline (``RunStore``'s method of the command's name)."""
+    item_id, _, done = DECISIONS[args.command]
+    given: dict[str, Any] = {"via": "cli"}
+    if args.command in ("approve", "reject"):
+        given["reason"] = args.reason
+    if args.command == "approve" and args.args:
+        given["args"] = _json_arg(args.args, "--args")
+    if args.command == "answer":
+        given["answers"] = _json_arg(args.answers, "--json")
+        if not isinstance(given["answers"], list):
+            raise DecisionRefusedError("--json must be a JSON list of answers.")
+        _refuse_placeholders(given["answers"])
+    getattr(store, args.command)(args.run_id, getattr(args, item_id), **given)
+    print(f"{done} {getattr(args, item_id)}.")
 
 
 def _not_text(args: argparse.Namespace) -> str | None:
@@ -312,31 +326,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_runs(store, args)
         elif args.command == "show":
             _print_run(store, args)
-        elif args.command == "approve":
-            edited = _json_arg(args.args, "--args") if args.args else None
-            store.approve(args.run_id, args.approval_id, reason=args.reason, args=edited, via="cli")
-            print(f"Approved {args.approval_id}.")
-        elif args.command == "reject":
-            store.reject(args.run_id, args.approval_id, reason=args.reason, via="cli")
-            print(f"Rejected {args.approval_id}.")
-        elif args.command == "answer":
-            answers = _json_arg(args.answers, "--json")
-            if not isinstance(answers, list):
-                raise DecisionRefusedError("--json must be a JSON list of answers.")
-            _refuse_placeholders(answers)
-            store.answer(args.run_id, args.question_id, answers, via="cli")
-            print(f"Answered {args.question_id}.")
-        elif args.command == "decline":
-            store.decline(args.run_id, args.question_id, via="cli")
-            print(f"Declined {args.question_id}.")
-    except ValueError as error:  # (a blank message)
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    except RunNotFoundError as error:
-        print(f"error: {error}\n{_WHERE_NOTEBOOKS_STORE}", file=sys.stderr)
-        return 1
-    except AnviaError as error:
-        print(f"error: {error}", file=sys.stderr)
+        elif args.command in DECISIONS:
+            _decide(store, args)
+    except (ValueError, AnviaError) as error:  # (ValueError: a blank message)
+        hint = f"\n{_WHERE_NOTEBOOKS_STORE}" if isinstance(error, RunNotFoundError) else ""
+        print(f"error: {error}{hint}", file=sys.stderr)
         return 1
     return 0
 

@@ -67,14 +67,10 @@ class SteeringRows:
         """The run is about to end: refuse later messages, unless some are queued (returned,
         and the run stays open: it takes them and goes on)."""
         with self._backend.transaction():
-            rows = self._q(
-                "SELECT id, message FROM steering WHERE run_id = ? AND status = 'queued' "
-                "ORDER BY seq",
-                (run_id,),
-            )
-            if not rows:
+            queued = self.queued_steering(run_id)
+            if not queued:
                 self._q("UPDATE runs SET steering_closed = 1 WHERE run_id = ?", (run_id,))
-        return [_item(row) for row in rows]
+        return queued
 
     def watch_steering(self, run_id: str, callback: SteeringCallback) -> None:
         """Call ``callback(items)`` (on a background thread) when messages are queued for

@@ -8,12 +8,13 @@ the command line) and every later one is refused.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union, get_args
 
@@ -43,7 +44,7 @@ from ..decisions import (
 )
 from ..events import RunEvent
 from ..messages import Message
-from ..question_types import Answer, describe_validation_error
+from ..question_types import describe_validation_error
 from ..records import (
     ApprovalRecord,
     DecidedBy,
@@ -186,6 +187,11 @@ def check_limit(limit: int) -> int:
 
 def _now() -> str:
     return utc_now().isoformat()
+
+
+def _marks(items: Sized) -> str:
+    """One SQL placeholder for each of ``items`` (``?, ?, ?``)."""
+    return ", ".join("?" * len(items))
 
 
 def _open_backend(location: str | os.PathLike[str]) -> Any:
@@ -402,9 +408,8 @@ class RunStore(SteeringRows):
         tree = [run_id]
         level = [run_id]
         while level:
-            marks = ", ".join("?" for _ in level)
             rows = self._q(
-                f"SELECT run_id FROM runs WHERE parent_run_id IN ({marks}) "
+                f"SELECT run_id FROM runs WHERE parent_run_id IN ({_marks(level)}) "
                 "ORDER BY created_at, run_id",
                 level,
             )
@@ -458,13 +463,9 @@ class RunStore(SteeringRows):
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run and its sub-agents' runs at every
         depth, or of every run)."""
-        where = "status = 'pending'"
-        params: list[Any] = []
-        if run_id is not None:
-            tree = self.run_tree(run_id)
-            where += f" AND run_id IN ({', '.join('?' for _ in tree)})"
-            params = tree
-        return self._records(where + " ORDER BY id", params)
+        tree = [] if run_id is None else self.run_tree(run_id)
+        where = f" AND run_id IN ({_marks(tree)})" if tree else ""
+        return self._records(f"status = 'pending'{where} ORDER BY id", tree)
 
     def _records(self, where: str, params: Sequence[Any] = ()) -> list[Record]:
         """The stored records of the interactions ``where`` (an SQL condition) selects."""
@@ -593,8 +594,7 @@ class RunStore(SteeringRows):
     ) -> QuestionRecord:
         """Decline a pending question that may be declined (one an MCP server asked; the server
         is told ``decline``); ``ask_question``'s questions are refused. First decision wins."""
-        resolution = decline_resolution(via)
-        return self._decide(run_id, question_id, QuestionRecord, resolution)
+        return self._decide(run_id, question_id, QuestionRecord, decline_resolution(via))
 
     def _decide(
         self, run_id: str, item: str | Record, kind: type[RecordT], resolution: Resolution
@@ -603,31 +603,26 @@ class RunStore(SteeringRows):
         ``run_id``: the interaction's run, or a run above it (a sub-agent's interaction is
         decided given the top-level run's id too)."""
         item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
+        unknown = DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
         rows = self._q(
-            "SELECT kind, status, record, decision, args_schema, run_id FROM interactions "
-            "WHERE id = ?",
-            (item_id,),
+            "SELECT run_id, args_schema, kind, status, record, decision FROM interactions "
+            "WHERE id = ? AND kind = ?",
+            (item_id, name),
         )
-        if (
-            not rows
-            or rows[0][0] != name
-            or (rows[0][5] != run_id and rows[0][5] not in self.run_tree(run_id))
-        ):
-            raise DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
-        kind_, status, text, legacy, schema, run_id = rows[0]
-        record = _row_record(kind_, status, text, legacy)
+        if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
+            raise unknown
+        owner_run, schema, *row = rows[0]
+        record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
         won, current = self.claim(decided(record, resolution))
-        if not won:
-            if current is None:
-                raise DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
-            raise refused_twice(current)
+        if not won:  # (no row: never, as interactions are not deleted)
+            raise unknown if current is None else refused_twice(current)
         assert isinstance(current, kind)
-        if not owner_alive(*self._owner_of(run_id)):
+        if not owner_alive(*self._owner_of(owner_run)):
             logger.info(
                 "Run %s has no live process; the decision waits until agent.resume(%r).",
-                run_id,
-                run_id,
+                owner_run,
+                owner_run,
             )
         return current
 
@@ -636,16 +631,17 @@ class RunStore(SteeringRows):
         whole record in one conditional update. Returns ``(won, record now stored)``; when
         another decision was there first, ``won`` is False and the stored record is the
         winner's (None when there is no such interaction)."""
-        if self._write_decided(record):
+        if self._write_decided(record, if_pending=True):
             return True, record
         return False, self.record(record.id)
 
-    def _write_decided(self, record: Record) -> bool:
-        """Write ``record`` (decided) if its interaction is still pending; whether it was."""
+    def _write_decided(self, record: Record, *, if_pending: bool) -> bool:
+        """Write ``record`` (only if its interaction is still pending); whether it was written."""
+        only = " AND status = 'pending'" if if_pending else ""
         self._q(
             "UPDATE interactions SET status = ?, record = ?, updated_at = ? "
-            "WHERE id = ? AND run_id = ? AND status = 'pending'",
-            (record.status, record.model_dump_json(), _now(), record.id, record.run_id),
+            f"WHERE id = ? AND run_id = ?{only}",
+            _columns(record),
         )
         return bool(self._backend.rowcount == 1)
 
@@ -659,9 +655,7 @@ class RunStore(SteeringRows):
         record = self.record(item_id)
         if record is None:
             return None
-        if record.status == "pending":
-            return "pending", None
-        return record.status, Resolution.of_record(record).stored()
+        return record.status, None if record.pending else Resolution.of_record(record).stored()
 
     # -- writing (the owning process) ------------------------------------------------------------
 
@@ -773,40 +767,24 @@ class RunStore(SteeringRows):
         self._disown(run_id)
 
     def open_interaction(
-        self,
-        record: Record,
-        *,
-        args_schema: dict[str, Any] | None = None,
+        self, record: Record, *, args_schema: dict[str, Any] | None = None
     ) -> Record | None:
         """Record a new pending approval or question, or reopen one on resume (a decision
         written meanwhile is kept). Returns the record as stored."""
-        kind = "approval" if isinstance(record, ApprovalRecord) else "question"
         schema = json.dumps(args_schema) if args_schema is not None else None
         with self._backend.transaction():
             self._q(
-                "INSERT INTO interactions (id, run_id, kind, status, record, decision, "
-                "updated_at, args_schema) VALUES (?, ?, ?, ?, ?, NULL, ?, ?) "
-                "ON CONFLICT (id) DO UPDATE SET record = excluded.record, "
-                "updated_at = excluded.updated_at, args_schema = excluded.args_schema "
-                "WHERE interactions.status = 'pending'",
-                (
-                    record.id,
-                    record.run_id,
-                    kind,
-                    record.status,
-                    record.model_dump_json(),
-                    _now(),
-                    schema,
-                ),
+                "INSERT INTO interactions (status, record, updated_at, id, run_id, kind, "
+                "args_schema) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "record = excluded.record, updated_at = excluded.updated_at, "
+                "args_schema = excluded.args_schema WHERE interactions.status = 'pending'",
+                (*_columns(record), record.kind, schema),
             )
             return self.record(record.id)
 
     def save_interaction(self, record: Record) -> None:
         """Write a record as it is (the owning run correcting what it recorded)."""
-        self._q(
-            "UPDATE interactions SET status = ?, record = ?, updated_at = ? WHERE id = ?",
-            (record.status, record.model_dump_json(), _now(), record.id),
-        )
+        self._write_decided(record, if_pending=False)
 
     def save_run(
         self,
@@ -890,21 +868,13 @@ class RunStore(SteeringRows):
         pending is closed, as the run closed it (its record in ``state``) or else as cancelled
         by the runtime. A decision that reached the store first stands, and the state's copy
         of that record becomes the stored one, so the two never disagree."""
-        held: dict[str, Record] = {**state.approvals, **state.questions}
-        for stored in self._records("run_id = ?", (run_id,)):
-            ours = held.get(stored.id)
-            if stored.status == "pending":
-                closed = ours
-                if closed is None or closed.status == "pending":
-                    closed = decided(
-                        stored,
-                        Resolution("cancelled", decided_by="runtime", reason=_ENDED_UNDECIDED),
-                    )
-                self._write_decided(closed)
-                if ours is not None:
-                    state.hold(closed)
-            elif ours is not None and ours.status != stored.status:
-                state.hold(stored)
+        for closed in self._records("run_id = ?", (run_id,)):
+            ours = state.record(closed.id)
+            if closed.pending:
+                closed = ours if ours and not ours.pending else decided(closed, _ENDED_UNDECIDED)
+                self._write_decided(closed, if_pending=True)
+            if ours is not None and ours.status != closed.status:
+                state.hold(closed)
 
     def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
         if texts:
@@ -1061,14 +1031,13 @@ class RunStore(SteeringRows):
             )
 
     def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
-        marks = ", ".join("?" for _ in watched)
-        for record in self._records(f"id IN ({marks}) AND status <> 'pending'", list(watched)):
+        where = f"id IN ({_marks(watched)}) AND status <> 'pending'"
+        for record in self._records(where, list(watched)):
             with self._watch_lock:
                 callback = self._watched.pop(record.id, None)
-            if callback is None:
-                continue
             try:
-                callback(record)
+                if callback is not None:
+                    callback(record)
             except Exception:
                 logger.exception("Delivering a stored decision failed")
 
@@ -1122,32 +1091,37 @@ def _state_json(state: RunState) -> str:
     return state.model_dump_json(exclude={"approvals", "questions", "messages"})
 
 
-_ENDED_UNDECIDED = "The run ended before this was decided."
+#: How the end of a run closes what it left open.
+_ENDED_UNDECIDED = Resolution(
+    "cancelled", decided_by="runtime", reason="The run ended before this was decided."
+)
+
+
+@functools.cache
+def _legacy_decision() -> TypeAdapter[Resolution]:
+    """Reads a decision as stores of earlier versions kept it, beside the record (built when
+    first needed: it costs tens of milliseconds)."""
+    return TypeAdapter(Resolution)
+
+
+def _columns(record: Record) -> tuple[str, str, str, str, str]:
+    """A record's row: ``status, record, updated_at, id, run_id``."""
+    return record.status, record.model_dump_json(), _now(), record.id, record.run_id
 
 
 def _row_record(kind: str, status: str, text: str, legacy: str | None = None) -> Record:
     """A stored record. Stores written by earlier versions kept a decision beside a record
-    still saying ``pending``: the decision is written into the record here."""
+    still saying ``pending`` (``legacy``, as :meth:`Resolution.stored` writes it): the decision
+    is written into the record here."""
+    model = ApprovalRecord if kind == "approval" else QuestionRecord
     try:
-        record: Record
-        if kind == "approval":
-            record = ApprovalRecord.model_validate_json(text)
-        else:
-            record = QuestionRecord.model_validate_json(text)
+        record: Record = model.model_validate_json(text)
+        if record.status == "pending" and status != "pending":
+            data = json.loads(legacy or "{}")
+            data.update(status=status, decided_by=decider(data.get("decided_by")))
+            record = decided(record, _legacy_decision().validate_python(data))
     except ValidationError as error:
         raise RunStoreError(
             f"A stored {kind} could not be read: {describe_validation_error(error)}"
         ) from None
-    if record.status == "pending" and status != "pending":
-        data = json.loads(legacy) if legacy else {}
-        answers = data.get("answers") or []
-        resolution = Resolution(
-            status=status,  # type: ignore[arg-type]
-            decided_by=decider(data.get("decided_by")),
-            reason=data.get("reason"),
-            args=data.get("args") if status == "approved" else None,
-            answers=[Answer.model_validate(a) for a in answers] if status == "answered" else [],
-            reject_message=data.get("reject_message"),
-        )
-        record = decided(record, resolution)
     return record
