@@ -6,8 +6,8 @@
 import { button, formatTime, h, nextDomId } from "../dom";
 import type { ApprovalView, DecidedVia, Decider, JsonObject } from "../protocol";
 import { isPlainObject } from "../validate";
-import { foldedPre, prettyValue } from "./fold";
-import type { DecisionForm, FormContext } from "./interaction";
+import { foldedPre, foldPoint, prettyValue } from "./fold";
+import { type DecisionForm, errorLine, type Submit } from "./interaction";
 
 const STATUS_WORDS: Record<ApprovalView["status"], string> = {
   pending: "Pending",
@@ -52,9 +52,6 @@ const foldedReason = (className: string, label: string, text: string, id?: strin
   return block.el;
 };
 
-const isLong = (text: string): boolean =>
-  text.length > REASON_FOLD_CHARS || text.split("\n", REASON_FOLD_LINES + 1).length > REASON_FOLD_LINES;
-
 /** "Approved by you at <time> with edited arguments." plus the reason. */
 export function approvalRecord(a: ApprovalView): HTMLElement {
   const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
@@ -66,18 +63,15 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
   }
   if (a.status === "approved" && a.edited_args) line.append(" with edited arguments");
   line.append(".");
-  if (a.decision_reason && isLong(a.decision_reason)) {
-    line.append(" ", h("span", { class: "anvia-decision-reason" }, "Reason:"));
-    return h("div", {}, line, foldedReason("anvia-decision-reason-text", "Decision reason", a.decision_reason));
-  }
-  if (a.decision_reason) {
-    line.append(" ", h("span", { class: "anvia-decision-reason" }, `Reason: ${a.decision_reason}`));
-  }
-  return line;
+  const reason = a.decision_reason;
+  if (!reason) return line;
+  // A long reason goes in a folded block under the line.
+  const long = foldPoint(reason, REASON_FOLD_CHARS, REASON_FOLD_LINES) !== null;
+  line.append(" ", h("span", { class: "anvia-decision-reason" }, long ? "Reason:" : `Reason: ${reason}`));
+  return long ? h("div", {}, line, foldedReason("anvia-decision-reason-text", "Decision reason", reason)) : line;
 }
 
-export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
-  const { toolName } = ctx;
+export function approvalForm(a: ApprovalView, toolName: string, submit: Submit): DecisionForm {
   const reasonId = nextDomId("approval-reason");
   const args = foldedPre("anvia-approval-args", "Arguments");
   args.set(prettyValue(a.args));
@@ -90,20 +84,19 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
   });
   // Problems with the edited arguments show right under the editor (the error line by the
   // buttons can be out of view when the editor is tall).
-  const editErrorId = nextDomId("approval-edit-error");
-  const editError = h("div", { class: "anvia-error-text anvia-edit-error", id: editErrorId, role: "alert", hidden: true });
-  editor.setAttribute("aria-describedby", editErrorId);
+  const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
+  editor.setAttribute("aria-describedby", editError.el.id);
+  const clearEditError = (): void => {
+    editError.set("");
+    editor.removeAttribute("aria-invalid");
+  };
   const editToggle = button("Edit arguments", () => {
     const open = editor.hidden;
     editor.hidden = !open;
     editToggle.setAttribute("aria-expanded", String(open));
-    if (open) {
-      if (!editor.value) editor.value = prettyValue(a.args);
-      editor.focus();
-    } else {
-      setEditError("");
-      editor.removeAttribute("aria-invalid");
-    }
+    if (!open) return clearEditError();
+    if (!editor.value) editor.value = prettyValue(a.args);
+    editor.focus();
   }, { class: "anvia-button anvia-link-button", "aria-expanded": "false" });
   const reasonInput = h("input", {
     type: "text",
@@ -113,8 +106,8 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
   });
   const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
   const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
-  const approve = button("Approve", () => void decide(true), { class: "anvia-button anvia-primary" });
-  const reject = button("Reject", () => void decide(false), { class: "anvia-button anvia-danger" });
+  const approve = button("Approve", () => decide(true), { class: "anvia-button anvia-primary" });
+  const reject = button("Reject", () => decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
   if (a.fix_required) {
     // A typed output that failed validation: the fix is the edited arguments, so the editor is
@@ -125,38 +118,29 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     alwaysLabel.hidden = true;
   }
 
-  function setEditError(text: string): void {
-    editError.textContent = text;
-    editError.hidden = !text;
-    if (!text) return;
+  /** Refuse the edited arguments: say why under the editor, and put the cursor back in it. */
+  const invalidEdit = (text: string): void => {
     editor.setAttribute("aria-invalid", "true");
     editor.focus();
-    editError.scrollIntoView?.({ block: "nearest" });
-  }
+    editError.set(text);
+  };
 
-  async function decide(approved: boolean): Promise<void> {
-    let edited: JsonObject | null = null;
+  function decide(approved: boolean): void {
+    let edited: unknown = null;
     if (approved && !editor.hidden) {
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(editor.value);
+        edited = JSON.parse(editor.value);
       } catch (err) {
-        setEditError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
-        return;
+        return invalidEdit(`The edited arguments are not valid JSON: ${(err as Error).message}`);
       }
-      if (!isPlainObject(parsed)) {
-        setEditError("The edited arguments must be a JSON object.");
-        return;
-      }
-      editor.removeAttribute("aria-invalid");
-      edited = parsed as JsonObject;
+      if (!isPlainObject(edited)) return invalidEdit("The edited arguments must be a JSON object.");
     }
-    setEditError("");
-    await ctx.submit({
+    clearEditError();
+    submit({
       type: "approval_decision",
       approved,
       reason: reasonInput.value.trim() || null,
-      edited_args: edited,
+      edited_args: edited as JsonObject | null,
       always_allow: approved && always.checked,
     });
   }
@@ -170,7 +154,7 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     args.el,
     editToggle,
     editor,
-    editError,
+    editError.el,
     h("div", { class: "anvia-row" }, reasonInput),
     alwaysLabel,
     h("div", { class: "anvia-row anvia-actions" }, approve, reject),

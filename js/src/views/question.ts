@@ -5,7 +5,7 @@
 // has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
 import type { Answer, QuestionView } from "../protocol";
-import type { DecisionForm, FormContext } from "./interaction";
+import type { DecisionForm, Submit } from "./interaction";
 
 interface Draft {
   choice?: string;
@@ -13,11 +13,10 @@ interface Draft {
 }
 
 /** The answer a draft gives, if any: non-empty custom text wins over the chosen value. */
-export function draftAnswer(questionId: string, d: Draft | undefined): Answer | null {
-  const custom = d?.custom.trim() ?? "";
+export function draftAnswer(questionId: string, d: Draft): Answer | null {
+  const custom = d.custom.trim();
   if (custom) return { questionId, answer: custom, custom: true };
-  if (d?.choice !== undefined && d.choice !== "") return { questionId, answer: d.choice, choice: d.choice };
-  return null;
+  return d.choice ? { questionId, answer: d.choice, choice: d.choice } : null;
 }
 
 const STATUS_TEXT: Record<QuestionView["status"], string> = {
@@ -47,8 +46,9 @@ export function questionRecord(q: QuestionView): HTMLElement {
   return box;
 }
 
-export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
-  const drafts = new Map<string, Draft>();
+export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
+  // What the person chose or typed for each question, by the question's place.
+  const drafts: Draft[] = q.questions.map(() => ({ custom: "" }));
   const total = q.questions.length;
   let index = 0;
   let busy = false;
@@ -65,16 +65,10 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   const back = button("Back", () => go(index - 1));
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
-  const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
-  const decline = q.declinable ? button("Decline", () => void ctx.submit({ type: "question_decline" })) : null;
+  const send = button("Submit answers", () => sendAnswers(), { class: "anvia-button anvia-primary" });
+  const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline" })) : null;
 
-  const current = () => q.questions[index]!;
-  const draft = (id: string): Draft => {
-    let d = drafts.get(id);
-    if (!d) drafts.set(id, (d = { custom: "" }));
-    return d;
-  };
-  const answers = () => q.questions.map((x) => draftAnswer(x.id, drafts.get(x.id)));
+  const answers = () => q.questions.map((x, i) => draftAnswer(x.id, drafts[i]!));
 
   function go(i: number): void {
     index = Math.max(0, Math.min(total - 1, i));
@@ -84,29 +78,29 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   function refreshCounts(): void {
     const n = answers().filter((a) => a !== null).length;
     count.textContent = `${n}/${total} answered`;
-    submit.disabled = busy || n < total;
+    send.disabled = busy || n < total;
     back.disabled = busy || index === 0;
     next.disabled = busy || index >= total - 1;
     if (decline) decline.disabled = busy;
   }
 
   function render(): void {
-    const cur = current();
-    const d = drafts.get(cur.id);
+    const cur = q.questions[index]!;
+    const d = drafts[index]!;
     progress.textContent = `Question ${index + 1} of ${total}`;
     text.textContent = cur.question;
     choices.replaceChildren(
       ...cur.choices.map((c) => {
         const b = button(c.label, () => {
-          draft(cur.id).choice = c.value;
+          d.choice = c.value;
           if (index < total - 1) go(index + 1);
           else render();
           const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
           (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
-        }, { class: "anvia-button anvia-choice", "aria-pressed": String(d?.choice === c.value) });
+        }, { class: "anvia-button anvia-choice", "aria-pressed": String(d.choice === c.value) });
         // The chosen one is filled and ticked, unlike a focus ring (the tick is for the eye: the
         // pressed state says it to assistive tech).
-        if (d?.choice === c.value) {
+        if (d.choice === c.value) {
           b.classList.add("anvia-choice-selected");
           b.prepend(h("span", { class: "anvia-choice-check", "aria-hidden": "true" }, "\u2713"));
         }
@@ -114,26 +108,25 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
         return b;
       }),
     );
-    custom.value = d?.custom ?? "";
+    custom.value = d.custom;
     custom.disabled = busy;
     refreshCounts();
   }
 
   custom.addEventListener("input", () => {
-    draft(current().id).custom = custom.value;
+    drafts[index]!.custom = custom.value;
     refreshCounts();
   });
   custom.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter" || ev.isComposing || ev.keyCode === 229) return;
     ev.preventDefault();
     if (index < total - 1) go(index + 1);
-    else if (!submit.disabled) void send();
+    else if (!send.disabled) sendAnswers();
   });
 
-  async function send(): Promise<void> {
+  function sendAnswers(): void {
     const all = answers();
-    if (all.some((a) => a === null)) return;
-    await ctx.submit({ type: "question_answers", answers: all as Answer[] });
+    if (all.every((a) => a !== null)) submit({ type: "question_answers", answers: all });
   }
 
   render();
@@ -144,7 +137,7 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
     text,
     choices,
     custom,
-    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit, decline),
+    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, send, decline),
   );
   return {
     el,
