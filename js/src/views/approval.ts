@@ -4,18 +4,10 @@
 // and can be any length: they are folded (and bounded in height once unfolded) so that the
 // decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
-import type { ApprovalView, DecidedVia, Decider, JsonObject } from "../protocol";
+import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS } from "../protocol";
 import { isPlainObject } from "../validate";
 import { foldedPre, foldPoint, prettyValue } from "./fold";
 import { type DecisionForm, errorLine, type Submit } from "./interaction";
-
-const STATUS_WORDS: Record<ApprovalView["status"], string> = {
-  pending: "Pending",
-  approved: "Approved",
-  rejected: "Rejected",
-  cancelled: "Cancelled",
-  timed_out: "Timed out",
-};
 
 /** A person's decision, by where it came from. */
 const BY_A_PERSON: Partial<Record<DecidedVia, string>> = {
@@ -55,7 +47,8 @@ const foldedReason = (className: string, label: string, text: string, id?: strin
 /** "Approved by you at <time> with edited arguments." plus the reason. */
 export function approvalRecord(a: ApprovalView): HTMLElement {
   const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
-  line.append(h("strong", {}, STATUS_WORDS[a.status]));
+  // The status in the words of the tool entry's ("Approved", "Timed out"; a record is never pending).
+  line.append(h("strong", {}, a.status === "pending" ? "Pending" : TOOL_STATUS_LABELS[a.status]));
   const who = deciderWords(a.decided_by, a.decided_via ?? null);
   if (who) line.append(` ${who}`);
   if (a.decided_at) {
@@ -138,6 +131,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     clearEditError();
     submit({
       type: "approval_decision",
+      approval_id: a.id,
       approved,
       reason: reasonInput.value.trim() || null,
       edited_args: edited as JsonObject | null,

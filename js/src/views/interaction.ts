@@ -11,26 +11,15 @@
 // What differs between approvals and questions (the fields of the form, the words of the
 // record) lives in approval.ts and question.ts, which never talk to the session themselves.
 import { h } from "../dom";
-import type {
-  ApprovalDecisionMsg,
-  ApprovalView,
-  Entry,
-  QuestionAnswersMsg,
-  QuestionDeclineMsg,
-  QuestionView,
-  ToolEntry,
-} from "../protocol";
+import type { ApprovalView, Entry, PageRequest, QuestionView, ToolEntry } from "../protocol";
 import type { Session } from "../session";
 import { approvalForm, approvalRecord } from "./approval";
 import { questionForm, questionRecord } from "./question";
 
 export type Interaction = { kind: "approval"; view: ApprovalView } | { kind: "question"; view: QuestionView };
 
-/** What a person decided: the page message without its ids (the panel adds the interaction's). */
-export type Decision =
-  | Omit<ApprovalDecisionMsg, "request_id" | "approval_id">
-  | Omit<QuestionAnswersMsg, "request_id" | "question_id">
-  | Omit<QuestionDeclineMsg, "request_id" | "question_id">;
+/** What a person decided: the page message without its request id (the session adds it). */
+export type Decision = Extract<PageRequest, { type: "approval_decision" | "question_answers" | "question_decline" }>;
 
 /** How a form sends its decision. The form is made busy while it is on its way; a refusal makes
  * it usable again and shows why. */
@@ -74,8 +63,7 @@ export const coversArguments = (entry: ToolEntry): boolean =>
 export interface InteractionPanel {
   el: HTMLElement;
   readonly kind: Interaction["kind"];
-  readonly id: string;
-  /** Show the interaction's new state (same kind and id). */
+  /** Show the interaction's new state (of the same kind; another id draws it anew). */
   update(interaction: Interaction): void;
 }
 
@@ -89,7 +77,8 @@ export function interactionPanel(session: Session, toolName: string, interaction
   function update(next: Interaction): void {
     const { view } = next;
     // A pending form keeps what the person typed; a settled record is redrawn when it changes.
-    if (shown && shown.status === view.status && (view.status === "pending" || shown === view)) return;
+    const same = shown?.id === view.id && shown.status === view.status;
+    if (same && (view.status === "pending" || shown === view)) return;
     shown = view;
     stopClock();
     stopClock = () => {};
@@ -104,9 +93,7 @@ export function interactionPanel(session: Session, toolName: string, interaction
       sending = true;
       error.set("");
       form.setBusy(true);
-      const reply = await session.request(
-        decision.type === "approval_decision" ? { ...decision, approval_id: view.id } : { ...decision, question_id: view.id },
-      );
+      const reply = await session.request(decision);
       if (reply.ok) return;
       sending = false;
       form.setBusy(false);
@@ -124,7 +111,7 @@ export function interactionPanel(session: Session, toolName: string, interaction
   }
 
   update(interaction);
-  return { el, kind, id: interaction.view.id, update };
+  return { el, kind, update };
 }
 
 /** m:ss (or h:mm:ss) of a number of whole seconds. */
@@ -151,14 +138,11 @@ function countdown(expiresAt: string, kind: Interaction["kind"]): { el: HTMLElem
     if (el.isConnected) seen = true;
     else if (seen) return; // the view went away
     const left = (end - Date.now()) / 1000;
-    if (left <= 0) {
-      el.textContent = "Time is up.";
-      el.classList.add("anvia-countdown-over");
-      return;
-    }
-    el.textContent = `Time left to ${kind === "approval" ? "decide" : "answer"}: ${formatLeft(left)}`;
+    const over = left <= 0;
+    el.textContent = over ? "Time is up." : `Time left to ${kind === "approval" ? "decide" : "answer"}: ${formatLeft(left)}`;
+    el.classList.toggle("anvia-countdown-over", over);
     // Next when the shown second changes.
-    timer = setTimeout(tick, (left - Math.ceil(left) + 1) * 1000);
+    if (!over) timer = setTimeout(tick, (left - Math.ceil(left) + 1) * 1000);
   };
   tick();
   return { el, stop: () => clearTimeout(timer) };

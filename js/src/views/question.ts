@@ -66,7 +66,7 @@ export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
   const send = button("Submit answers", () => sendAnswers(), { class: "anvia-button anvia-primary" });
-  const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline" })) : null;
+  const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline", question_id: q.id })) : null;
 
   const answers = () => q.questions.map((x, i) => draftAnswer(x.id, drafts[i]!));
 
@@ -93,8 +93,7 @@ export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
       ...cur.choices.map((c) => {
         const b = button(c.label, () => {
           d.choice = c.value;
-          if (index < total - 1) go(index + 1);
-          else render();
+          go(index + 1); // the last question stays
           const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
           (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
         }, { class: "anvia-button anvia-choice", "aria-pressed": String(d.choice === c.value) });
@@ -126,7 +125,7 @@ export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
 
   function sendAnswers(): void {
     const all = answers();
-    if (all.every((a) => a !== null)) submit({ type: "question_answers", answers: all });
+    if (all.every((a) => a !== null)) submit({ type: "question_answers", question_id: q.id, answers: all });
   }
 
   render();

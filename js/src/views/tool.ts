@@ -145,10 +145,9 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
       nestedBlock.hidden = false;
     }
     const next = interactionsOf(e).map((i) => {
-      const kept = panels.find((p) => p.kind === i.kind && p.id === i.view.id);
-      if (!kept) return interactionPanel(session, toolLabel(e.tool_name, i.view.path), i);
-      kept.update(i);
-      return kept;
+      const kept = panels.find((p) => p.kind === i.kind);
+      kept?.update(i);
+      return kept ?? interactionPanel(session, toolLabel(e.tool_name, i.view.path), i);
     });
     if (next.length !== panels.length || next.some((p, i) => panels[i] !== p)) {
       interaction.replaceChildren(...next.map((p) => p.el));
