@@ -65,6 +65,9 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
 }
 
 export function approvalForm(a: ApprovalView, toolName: string, submit: Submit): DecisionForm {
+  // A typed output that failed validation (`fix_required`): the fix is the edited arguments, so
+  // the editor is open with the model's value, and a fix is never "always allowed".
+  const fix = a.fix_required === true;
   const reasonId = nextDomId("approval-reason");
   const args = foldedPre("anvia-approval-args", "Arguments");
   args.set(prettyValue(a.args));
@@ -73,8 +76,9 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     "aria-label": `Edited arguments for ${toolName} (JSON object)`,
     rows: 6,
     spellcheck: "false",
-    hidden: true,
+    hidden: !fix,
   });
+  if (fix) editor.value = prettyValue(a.args);
   // Problems with the edited arguments show right under the editor (the error line by the
   // buttons can be out of view when the editor is tall).
   const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
@@ -90,7 +94,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     if (!open) return clearEditError();
     if (!editor.value) editor.value = prettyValue(a.args);
     editor.focus();
-  }, { class: "anvia-button anvia-link-button", "aria-expanded": "false" });
+  }, { class: "anvia-button anvia-link-button", "aria-expanded": "false", hidden: fix });
   const reasonInput = h("input", {
     type: "text",
     class: "anvia-input anvia-reject-reason",
@@ -98,18 +102,10 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     "aria-label": "Reason for the decision (optional)",
   });
   const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
-  const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
+  const alwaysLabel = h("label", { class: "anvia-checkbox", hidden: fix }, always, ` Always allow ${toolName} in this session`);
   const approve = button("Approve", () => decide(true), { class: "anvia-button anvia-primary" });
   const reject = button("Reject", () => decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
-  if (a.fix_required) {
-    // A typed output that failed validation: the fix is the edited arguments, so the editor is
-    // open with the model's value, and a fix is never "always allowed".
-    editor.hidden = false;
-    editor.value = prettyValue(a.args);
-    editToggle.hidden = true;
-    alwaysLabel.hidden = true;
-  }
 
   /** Refuse the edited arguments: say why under the editor, and put the cursor back in it. */
   const invalidEdit = (text: string): void => {

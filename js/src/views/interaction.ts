@@ -10,7 +10,7 @@
 //
 // What differs between approvals and questions (the fields of the form, the words of the
 // record) lives in approval.ts and question.ts, which never talk to the session themselves.
-import { h } from "../dom";
+import { append, h } from "../dom";
 import type { ApprovalView, Entry, PageRequest, QuestionView, ToolEntry } from "../protocol";
 import type { Session } from "../session";
 import { approvalForm, approvalRecord } from "./approval";
@@ -60,19 +60,13 @@ export const waitsForSomeone = (entry: Entry): boolean =>
 export const coversArguments = (entry: ToolEntry): boolean =>
   entry.approval?.status === "pending" || entry.question != null;
 
-export interface InteractionPanel {
-  el: HTMLElement;
-  readonly kind: Interaction["kind"];
-  /** Show the interaction's new state (of the same kind; another id draws it anew). */
-  update(interaction: Interaction): void;
-}
-
-export function interactionPanel(session: Session, toolName: string, interaction: Interaction): InteractionPanel {
+/** The panel of one interaction; `update` shows its new state (of the same kind; another id
+ * draws it anew). */
+export function interactionPanel(session: Session, toolName: string, interaction: Interaction) {
   const { kind } = interaction;
   const el = h("div", { class: `anvia-${kind}-slot` });
   // The view shown: the page store's own object (it replaces a view when it changes), no copy.
   let shown: Interaction["view"] | null = null;
-  let stopClock = (): void => {};
 
   function update(next: Interaction): void {
     const { view } = next;
@@ -80,8 +74,6 @@ export function interactionPanel(session: Session, toolName: string, interaction
     const same = shown?.id === view.id && shown.status === view.status;
     if (same && (view.status === "pending" || shown === view)) return;
     shown = view;
-    stopClock();
-    stopClock = () => {};
     if (view.status !== "pending" || (next.kind === "question" && next.view.questions.length === 0)) {
       el.replaceChildren(next.kind === "approval" ? approvalRecord(next.view) : questionRecord(next.view));
       return;
@@ -101,12 +93,8 @@ export function interactionPanel(session: Session, toolName: string, interaction
       error.set(`${refused}: ${reply.error ?? "unknown error"}`);
     };
     const form = next.kind === "approval" ? approvalForm(next.view, toolName, submit) : questionForm(next.view, submit);
-    const clock = view.expires_at ? countdown(view.expires_at, kind) : null;
-    if (clock) {
-      form.el.append(clock.el);
-      stopClock = clock.stop;
-    }
-    form.el.append(error.el);
+    // The countdown stops once this form is no longer the one shown.
+    append(form.el, countdown(view.expires_at, kind, () => shown === view), error.el);
     el.replaceChildren(form.el);
   }
 
@@ -125,25 +113,25 @@ export function formatLeft(seconds: number): string {
 
 /**
  * "Time left to decide: 1:05", counting down each second to the time the kernel gives up
- * waiting (`show(timeout=...)`); it stops when the form is gone. Not a live region: a screen
- * reader would read every second. A time that does not parse shows nothing.
+ * waiting (`show(timeout=...)`), while `live()` says its form is shown and until the view goes
+ * away. Not a live region: a screen reader would read every second. No time limit, or one that
+ * does not parse, shows nothing.
  */
-function countdown(expiresAt: string, kind: Interaction["kind"]): { el: HTMLElement; stop: () => void } | null {
-  const end = Date.parse(expiresAt);
+function countdown(expiresAt: string | null | undefined, kind: Interaction["kind"], live: () => boolean): HTMLElement | null {
+  const end = Date.parse(expiresAt ?? "");
   if (Number.isNaN(end)) return null;
   const el = h("div", { class: "anvia-countdown" });
-  let timer: ReturnType<typeof setTimeout> | undefined;
   let seen = false;
   const tick = (): void => {
-    if (el.isConnected) seen = true;
-    else if (seen) return; // the view went away
+    if (!live() || (seen && !el.isConnected)) return;
+    seen ||= el.isConnected;
     const left = (end - Date.now()) / 1000;
     const over = left <= 0;
     el.textContent = over ? "Time is up." : `Time left to ${kind === "approval" ? "decide" : "answer"}: ${formatLeft(left)}`;
     el.classList.toggle("anvia-countdown-over", over);
     // Next when the shown second changes.
-    if (!over) timer = setTimeout(tick, (left - Math.ceil(left) + 1) * 1000);
+    if (!over) setTimeout(tick, (left - Math.ceil(left) + 1) * 1000);
   };
   tick();
-  return { el, stop: () => clearTimeout(timer) };
+  return el;
 }

@@ -30,20 +30,17 @@ const STATUS_TEXT: Record<QuestionView["status"], string> = {
 const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
 
 export function questionRecord(q: QuestionView): HTMLElement {
-  const box = h(
+  // Each answer under its question's text.
+  const answers = q.answers.flatMap((a) => [
+    h("dt", {}, q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId),
+    h("dd", {}, a.answer, a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null),
+  ]);
+  return h(
     "div",
     { class: `anvia-question anvia-question-${q.status}` },
     h("div", { class: "anvia-question-state" }, declined(q) ? "Declined" : STATUS_TEXT[q.status]),
+    answers.length > 0 ? h("dl", { class: "anvia-answers" }, ...answers) : null,
   );
-  if (q.answers.length > 0) {
-    const list = h("dl", { class: "anvia-answers" });
-    for (const a of q.answers) {
-      const text = q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId;
-      list.append(h("dt", {}, text), h("dd", {}, a.answer, a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null));
-    }
-    box.append(list);
-  }
-  return box;
 }
 
 export function questionForm(q: QuestionView, submit: Submit): DecisionForm {

@@ -8,7 +8,7 @@ import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry }
 import type { Session } from "../session";
 import type { EntryView } from "./entries";
 import { foldedPre, prettyJson, prettyValue } from "./fold";
-import { coversArguments, type InteractionPanel, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
+import { coversArguments, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
 
 /** The arguments a person put in place of the model's before approving (null: none). */
 function editedArgs(e: ToolEntry): JsonObject | null {
@@ -107,7 +107,7 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
 
   let current = entry;
   /** The interaction panels shown, in order (an approval first, then a question). */
-  let panels: InteractionPanel[] = [];
+  let panels: ReturnType<typeof interactionPanel>[] = [];
   let wasPending = waitsForSomeone(entry);
   let wasUnderWay = underWay(entry);
 
