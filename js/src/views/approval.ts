@@ -7,7 +7,7 @@ import { button, formatTime, h, nextDomId } from "../dom";
 import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS } from "../protocol";
 import { isPlainObject } from "../validate";
 import { foldedPre, foldPoint, prettyValue } from "./fold";
-import { type DecisionForm, errorLine, type Submit } from "./interaction";
+import { errorLine, type Submit } from "./interaction";
 
 /** A person's decision, by where it came from. */
 const BY_A_PERSON: Partial<Record<DecidedVia, string>> = {
@@ -64,7 +64,7 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
   return long ? h("div", {}, line, foldedReason("anvia-decision-reason-text", "Decision reason", reason)) : line;
 }
 
-export function approvalForm(a: ApprovalView, toolName: string, submit: Submit): DecisionForm {
+export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) {
   // A typed output that failed validation (`fix_required`): the fix is the edited arguments, so
   // the editor is open with the model's value, and a fix is never "always allowed".
   const fix = a.fix_required === true;
@@ -83,15 +83,18 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
   // buttons can be out of view when the editor is tall).
   const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
   editor.setAttribute("aria-describedby", editError.el.id);
-  const clearEditError = (): void => {
-    editError.set("");
-    editor.removeAttribute("aria-invalid");
+  /** Say what is wrong with the edited arguments ("": nothing), with the cursor back in them. */
+  const setEditError = (text: string): void => {
+    if (text) editor.setAttribute("aria-invalid", "true");
+    else editor.removeAttribute("aria-invalid");
+    if (text) editor.focus(); // before the error is scrolled into view, so that it stays in view
+    editError.set(text);
   };
   const editToggle = button("Edit arguments", () => {
     const open = editor.hidden;
     editor.hidden = !open;
     editToggle.setAttribute("aria-expanded", String(open));
-    if (!open) return clearEditError();
+    if (!open) return setEditError("");
     if (!editor.value) editor.value = prettyValue(a.args);
     editor.focus();
   }, { class: "anvia-button anvia-link-button", "aria-expanded": "false", hidden: fix });
@@ -107,24 +110,17 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
   const reject = button("Reject", () => decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
 
-  /** Refuse the edited arguments: say why under the editor, and put the cursor back in it. */
-  const invalidEdit = (text: string): void => {
-    editor.setAttribute("aria-invalid", "true");
-    editor.focus();
-    editError.set(text);
-  };
-
   function decide(approved: boolean): void {
     let edited: unknown = null;
     if (approved && !editor.hidden) {
       try {
         edited = JSON.parse(editor.value);
       } catch (err) {
-        return invalidEdit(`The edited arguments are not valid JSON: ${(err as Error).message}`);
+        return setEditError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
       }
-      if (!isPlainObject(edited)) return invalidEdit("The edited arguments must be a JSON object.");
+      if (!isPlainObject(edited)) return setEditError("The edited arguments must be a JSON object.");
     }
-    clearEditError();
+    setEditError("");
     submit({
       type: "approval_decision",
       approval_id: a.id,
@@ -151,7 +147,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
   );
   return {
     el: panel,
-    setBusy(busy) {
+    setBusy(busy: boolean) {
       for (const c of controls) c.disabled = busy;
     },
   };

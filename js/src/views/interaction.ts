@@ -25,12 +25,6 @@ export type Decision = Extract<PageRequest, { type: "approval_decision" | "quest
  * it usable again and shows why. */
 export type Submit = (decision: Decision) => void;
 
-/** The pending form of one interaction: the panel appends the countdown and the refusal line to
- * `el`; `setBusy` disables (or enables again) every control of the form. */
-export interface DecisionForm {
-  el: HTMLElement;
-  setBusy(busy: boolean): void;
-}
 
 /** A line for an error, read out when it appears and hidden while empty. */
 export function errorLine(className: string, id?: string): { el: HTMLElement; set(text: string): void } {
@@ -92,6 +86,8 @@ export function interactionPanel(session: Session, toolName: string, interaction
       const refused = kind === "approval" ? "The decision was not accepted" : "The answers were not accepted";
       error.set(`${refused}: ${reply.error ?? "unknown error"}`);
     };
+    // A form is its element (the countdown and the refusal line go at its end) and `setBusy`,
+    // which disables (or enables again) each of its controls.
     const form = next.kind === "approval" ? approvalForm(next.view, toolName, submit) : questionForm(next.view, submit);
     // The countdown stops once this form is no longer the one shown.
     append(form.el, countdown(view.expires_at, kind, () => shown === view), error.el);

@@ -4,8 +4,8 @@
 // answers" once every question has an answer; a question an MCP server asked (`declinable`) also
 // has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
-import type { Answer, QuestionView } from "../protocol";
-import type { DecisionForm, Submit } from "./interaction";
+import { type Answer, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
+import type { Submit } from "./interaction";
 
 interface Draft {
   choice?: string;
@@ -19,11 +19,11 @@ export function draftAnswer(questionId: string, d: Draft): Answer | null {
   return d.choice ? { questionId, answer: d.choice, choice: d.choice } : null;
 }
 
+/** The state of a question in words: a closed one's as its tool entry says it ("Timed out"). */
 const STATUS_TEXT: Record<QuestionView["status"], string> = {
+  ...TOOL_STATUS_LABELS,
   pending: "Waiting for answers",
   answered: "Answered",
-  cancelled: "Cancelled",
-  timed_out: "Timed out",
 };
 
 /** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
@@ -43,7 +43,7 @@ export function questionRecord(q: QuestionView): HTMLElement {
   );
 }
 
-export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
+export function questionForm(q: QuestionView, submit: Submit) {
   // What the person chose or typed for each question, by the question's place.
   const drafts: Draft[] = q.questions.map(() => ({ custom: "" }));
   const total = q.questions.length;
@@ -88,19 +88,20 @@ export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
     text.textContent = cur.question;
     choices.replaceChildren(
       ...cur.choices.map((c) => {
+        const chosen = d.choice === c.value;
         const b = button(c.label, () => {
           d.choice = c.value;
           go(index + 1); // the last question stays
           const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
           (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
-        }, { class: "anvia-button anvia-choice", "aria-pressed": String(d.choice === c.value) });
+        }, {
+          class: chosen ? "anvia-button anvia-choice anvia-choice-selected" : "anvia-button anvia-choice",
+          "aria-pressed": String(chosen),
+          disabled: busy,
+        });
         // The chosen one is filled and ticked, unlike a focus ring (the tick is for the eye: the
         // pressed state says it to assistive tech).
-        if (d.choice === c.value) {
-          b.classList.add("anvia-choice-selected");
-          b.prepend(h("span", { class: "anvia-choice-check", "aria-hidden": "true" }, "\u2713"));
-        }
-        b.disabled = busy;
+        if (chosen) b.prepend(h("span", { class: "anvia-choice-check", "aria-hidden": "true" }, "\u2713"));
         return b;
       }),
     );
@@ -137,7 +138,7 @@ export function questionForm(q: QuestionView, submit: Submit): DecisionForm {
   );
   return {
     el,
-    setBusy(value) {
+    setBusy(value: boolean) {
       busy = value;
       render();
     },
