@@ -46,9 +46,9 @@ const foldedReason = (className: string, label: string, text: string, id?: strin
 
 /** "Approved by you at <time> with edited arguments." plus the reason. */
 export function approvalRecord(a: ApprovalView): HTMLElement {
-  const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
   // The status in the words of the tool entry's ("Approved", "Timed out"; a record is never pending).
-  line.append(h("strong", {}, a.status === "pending" ? "Pending" : TOOL_STATUS_LABELS[a.status]));
+  const status = a.status === "pending" ? "Pending" : TOOL_STATUS_LABELS[a.status];
+  const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` }, h("strong", {}, status));
   const who = deciderWords(a.decided_by, a.decided_via ?? null);
   if (who) line.append(` ${who}`);
   if (a.decided_at) {
@@ -71,18 +71,18 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) 
   const reasonId = nextDomId("approval-reason");
   const args = foldedPre("anvia-approval-args", "Arguments");
   args.set(prettyValue(a.args));
+  // Problems with the edited arguments show right under the editor (the error line by the
+  // buttons can be out of view when the editor is tall).
+  const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
   const editor = h("textarea", {
     class: "anvia-approval-editor",
     "aria-label": `Edited arguments for ${toolName} (JSON object)`,
+    "aria-describedby": editError.el.id,
     rows: 6,
     spellcheck: "false",
     hidden: !fix,
   });
   if (fix) editor.value = prettyValue(a.args);
-  // Problems with the edited arguments show right under the editor (the error line by the
-  // buttons can be out of view when the editor is tall).
-  const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
-  editor.setAttribute("aria-describedby", editError.el.id);
   /** Say what is wrong with the edited arguments ("": nothing), with the cursor back in them. */
   const setEditError = (text: string): void => {
     if (text) editor.setAttribute("aria-invalid", "true");
