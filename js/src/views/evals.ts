@@ -11,7 +11,7 @@ import type { EvalsCaseStatus, EvalsRowView, EvalsScoreView, EvalsSummary } from
 import type { Session, SessionEvent } from "../session";
 import { inspectView } from "./inspect";
 import { setMarkdown } from "./markdown";
-import { STATE_LABELS } from "./status";
+import { requestStop, STATE_LABELS } from "./status";
 import { transcriptView } from "./transcript";
 
 export interface EvalsView {
@@ -85,7 +85,10 @@ export function evalsView(session: Session): EvalsView {
   const progress = h("progress", { class: "anvia-eval-progress", max: 1, value: 0, "aria-label": "Cases finished" });
   const count = h("span", { class: "anvia-eval-count" });
   const timing = h("span", { class: "anvia-eval-timing" });
-  const stop = button("Stop", () => void doStop(), { class: "anvia-button anvia-stop" });
+  const stop = button("Stop", () => void requestStop(session, error, "Could not stop the evaluation", (on) => {
+    stopping = on;
+    renderHeader();
+  }), { class: "anvia-button anvia-stop" });
   const error = h("span", { class: "anvia-error-text", hidden: true });
   const header = h("div", { class: "anvia-eval-header" }, progress, count, timing, error, stop);
   const passRate = h("span", { class: "anvia-eval-pass-rate" });
@@ -311,19 +314,6 @@ export function evalsView(session: Session): EvalsView {
     } else if (!running() && ticker !== null) {
       clearInterval(ticker);
       ticker = null;
-    }
-  }
-
-  async function doStop(): Promise<void> {
-    stopping = true;
-    error.hidden = true;
-    renderHeader();
-    const reply = await session.request({ type: "stop", reason: null });
-    if (!reply.ok) {
-      stopping = false;
-      error.textContent = reply.error ?? "Could not stop the evaluation";
-      error.hidden = false;
-      renderHeader();
     }
   }
 
