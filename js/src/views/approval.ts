@@ -6,7 +6,7 @@
 import { button, formatTime, h, nextDomId } from "../dom";
 import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS } from "../protocol";
 import { isPlainObject } from "../validate";
-import { foldedPre, foldPoint, prettyValue } from "./fold";
+import { type FoldOptions, foldedPre, foldPoint, prettyValue } from "./fold";
 import { errorLine, type Submit } from "./interaction";
 
 /** A person's decision, by where it came from. */
@@ -37,9 +37,11 @@ export function deciderWords(by: ApprovalView["decided_by"], via: ApprovalView["
 /** Reasons longer than this (or with more lines) are folded. */
 export const REASON_FOLD_CHARS = 400;
 export const REASON_FOLD_LINES = 6;
+const REASON: FoldOptions = { prose: true, chars: REASON_FOLD_CHARS, lines: REASON_FOLD_LINES };
 
-const foldedReason = (className: string, label: string, text: string, id?: string): HTMLElement => {
-  const block = foldedPre(className, label, { prose: true, chars: REASON_FOLD_CHARS, lines: REASON_FOLD_LINES, id });
+/** A folded block of `text` (a reason, unless other options are given). */
+const folded = (className: string, label: string, text: string, options = REASON): HTMLElement => {
+  const block = foldedPre(className, label, options);
   block.set(text);
   return block.el;
 };
@@ -61,7 +63,7 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
   // A long reason goes in a folded block under the line.
   const long = foldPoint(reason, REASON_FOLD_CHARS, REASON_FOLD_LINES) !== null;
   line.append(" ", h("span", { class: "anvia-decision-reason" }, long ? "Reason:" : `Reason: ${reason}`));
-  return long ? h("div", {}, line, foldedReason("anvia-decision-reason-text", "Decision reason", reason)) : line;
+  return long ? h("div", {}, line, folded("anvia-decision-reason-text", "Decision reason", reason)) : line;
 }
 
 export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) {
@@ -69,8 +71,6 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) 
   // the editor is open with the model's value, and a fix is never "always allowed".
   const fix = a.fix_required === true;
   const reasonId = nextDomId("approval-reason");
-  const args = foldedPre("anvia-approval-args", "Arguments");
-  args.set(prettyValue(a.args));
   // Problems with the edited arguments show right under the editor (the error line by the
   // buttons can be out of view when the editor is tall).
   const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
@@ -135,9 +135,9 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) 
     "div",
     { class: "anvia-approval", role: "alertdialog", "aria-label": `Approval required for ${toolName}`, "aria-describedby": a.reason ? reasonId : null },
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
-    a.reason ? foldedReason("anvia-approval-reason", "Reason", a.reason, reasonId) : null,
+    a.reason ? folded("anvia-approval-reason", "Reason", a.reason, { ...REASON, id: reasonId }) : null,
     h("div", { class: "anvia-section-label" }, "Arguments"),
-    args.el,
+    folded("anvia-approval-args", "Arguments", prettyValue(a.args), {}),
     editToggle,
     editor,
     editError.el,

@@ -18,13 +18,10 @@ import { questionForm, questionRecord } from "./question";
 
 export type Interaction = { kind: "approval"; view: ApprovalView } | { kind: "question"; view: QuestionView };
 
-/** What a person decided: the page message without its request id (the session adds it). */
-export type Decision = Extract<PageRequest, { type: "approval_decision" | "question_answers" | "question_decline" }>;
-
-/** How a form sends its decision. The form is made busy while it is on its way; a refusal makes
- * it usable again and shows why. */
-export type Submit = (decision: Decision) => void;
-
+/** How a form sends what a person decided: the page message without its request id (the session
+ * adds it). The form is made busy while it is on its way; a refusal makes it usable again and
+ * shows why. */
+export type Submit = (decision: Extract<PageRequest, { type: "approval_decision" | "question_answers" | "question_decline" }>) => void;
 
 /** A line for an error, read out when it appears and hidden while empty. */
 export function errorLine(className: string, id?: string): { el: HTMLElement; set(text: string): void } {

@@ -7,18 +7,6 @@ import { button, h } from "../dom";
 import { type Answer, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
 import type { Submit } from "./interaction";
 
-interface Draft {
-  choice?: string;
-  custom: string;
-}
-
-/** The answer a draft gives, if any: non-empty custom text wins over the chosen value. */
-export function draftAnswer(questionId: string, d: Draft): Answer | null {
-  const custom = d.custom.trim();
-  if (custom) return { questionId, answer: custom, custom: true };
-  return d.choice ? { questionId, answer: d.choice, choice: d.choice } : null;
-}
-
 /** The state of a question in words: a closed one's as its tool entry says it ("Timed out"). */
 const STATUS_TEXT: Record<QuestionView["status"], string> = {
   ...TOOL_STATUS_LABELS,
@@ -45,7 +33,7 @@ export function questionRecord(q: QuestionView): HTMLElement {
 
 export function questionForm(q: QuestionView, submit: Submit) {
   // What the person chose or typed for each question, by the question's place.
-  const drafts: Draft[] = q.questions.map(() => ({ custom: "" }));
+  const drafts: { choice?: string; custom: string }[] = q.questions.map(() => ({ custom: "" }));
   const total = q.questions.length;
   let index = 0;
   let busy = false;
@@ -65,7 +53,13 @@ export function questionForm(q: QuestionView, submit: Submit) {
   const send = button("Submit answers", () => sendAnswers(), { class: "anvia-button anvia-primary" });
   const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline", question_id: q.id })) : null;
 
-  const answers = () => q.questions.map((x, i) => draftAnswer(x.id, drafts[i]!));
+  // Each question's answer, if it has one: non-empty custom text wins over the chosen value.
+  const answers = (): (Answer | null)[] =>
+    q.questions.map(({ id: questionId }, i) => {
+      const { choice, custom } = drafts[i]!;
+      if (custom.trim()) return { questionId, answer: custom.trim(), custom: true };
+      return choice ? { questionId, answer: choice, choice } : null;
+    });
 
   function go(i: number): void {
     index = Math.max(0, Math.min(total - 1, i));
