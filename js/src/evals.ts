@@ -2,6 +2,7 @@
 // (`evals_update`: the new summary and the rows that changed). A gap in the numbering means a
 // message was lost: the update is ignored and the session asks for the whole report again.
 import type { EvalsMsg, EvalsRowView, EvalsSummary, EvalsUpdateMsg } from "./protocol";
+import { Listeners } from "./listeners";
 
 export type EvalsEvent = { type: "evals"; rows: number[] | null };
 
@@ -12,21 +13,10 @@ export class EvalsStore {
   seq: number | null = null;
   /** `performance.now()` when the summary came (the view adds the time since to `elapsed_ms`). */
   receivedAt = 0;
-  private listeners = new Set<(ev: EvalsEvent) => void>();
+  private readonly listeners = new Listeners<EvalsEvent>("report view update");
 
   subscribe(fn: (ev: EvalsEvent) => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-
-  private emit(ev: EvalsEvent): void {
-    for (const fn of [...this.listeners]) {
-      try {
-        fn(ev);
-      } catch (err) {
-        console.error("anvia: report view update failed", err);
-      }
-    }
+    return this.listeners.subscribe(fn);
   }
 
   applyReport(msg: EvalsMsg): void {
@@ -34,7 +24,7 @@ export class EvalsStore {
     this.rows = [...msg.report.rows].sort((a, b) => a.index - b.index);
     this.seq = msg.seq;
     this.receivedAt = now();
-    this.emit({ type: "evals", rows: null });
+    this.listeners.emit({ type: "evals", rows: null });
   }
 
   /** Apply an update; false when it does not follow the last one (ask for the report again). */
@@ -53,7 +43,7 @@ export class EvalsStore {
       this.rows[row.index] = row;
       changed.push(row.index);
     }
-    this.emit({ type: "evals", rows: changed });
+    this.listeners.emit({ type: "evals", rows: changed });
     return true;
   }
 }

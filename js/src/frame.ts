@@ -1,4 +1,4 @@
-// Coalesce work to at most once per animation frame, per key.
+// Coalesce work to at most once per animation frame, per key; and run work when the page is idle.
 
 const queue = new Map<object, () => void>();
 let scheduled = false;
@@ -62,4 +62,26 @@ export function scheduleLeading(key: object, fn: () => void): void {
     return;
   }
   schedule(key, run);
+}
+
+/** How long one idle slice may spend building (older entries, a report's rows), in ms. */
+const SLICE_MS = 8;
+
+export type IdleHandle = { cancel(): void };
+
+/** Run `fn` when the page is idle; `fn` works while `timeLeft()` (at most SLICE_MS: an idle
+ * period may last 50 ms, and a click must not wait that long). */
+export function whenIdle(fn: (timeLeft: () => boolean) => void): IdleHandle {
+  if (typeof requestIdleCallback === "function") {
+    const id = requestIdleCallback((d) => {
+      const end = performance.now() + SLICE_MS;
+      fn(() => d.timeRemaining() > 1 && performance.now() < end);
+    });
+    return { cancel: () => cancelIdleCallback(id) };
+  }
+  const id = setTimeout(() => {
+    const end = performance.now() + SLICE_MS;
+    fn(() => performance.now() < end);
+  }, 16);
+  return { cancel: () => clearTimeout(id) };
 }

@@ -12,6 +12,7 @@ import {
 import { EvalsStore } from "./evals";
 import { watchKernel } from "./kernel";
 import { type StoreEvent, TranscriptStore } from "./store";
+import { Listeners } from "./listeners";
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Callback = (...args: any[]) => void;
@@ -87,7 +88,7 @@ export class Session {
   /** Which entries a person opened or closed, so a redrawn view (the output re-rendered, a
    * second view, VS Code's lazy views) shows them the same way; keyed by `entryKey`. */
   readonly openEntries = new Map<string, boolean>();
-  private listeners = new Set<(ev: SessionEvent) => void>();
+  private readonly listeners = new Listeners<SessionEvent>("view update");
   private pending = new Map<string, { resolve: Resolve; timer: ReturnType<typeof setTimeout> }>();
   private syncId: string | null = null;
   private syncTimer: ReturnType<typeof setTimeout> | null = null;
@@ -102,8 +103,8 @@ export class Session {
   private readonly onCustom = (msg: unknown): void => this.receive(msg);
 
   constructor(private readonly model: WidgetModel) {
-    this.unsubscribeStore = this.store.subscribe((ev) => this.emit(ev));
-    this.unsubscribeEvals = this.evals.subscribe((ev) => this.emit(ev));
+    this.unsubscribeStore = this.store.subscribe((ev) => this.listeners.emit(ev));
+    this.unsubscribeEvals = this.evals.subscribe((ev) => this.listeners.emit(ev));
     model.on("msg:custom", this.onCustom);
     this.unwatchKernel = watchKernel(
       model,
@@ -114,18 +115,7 @@ export class Session {
   }
 
   subscribe(fn: (ev: SessionEvent) => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-
-  private emit(ev: SessionEvent): void {
-    for (const fn of [...this.listeners]) {
-      try {
-        fn(ev);
-      } catch (err) {
-        console.error("anvia: view update failed", err);
-      }
-    }
+    return this.listeners.subscribe(fn);
   }
 
   /** A string trait of the model ("" when missing). */
@@ -255,7 +245,7 @@ export class Session {
     this.syncId = null;
     const waiting = [...this.pending.values()];
     this.pending.clear();
-    this.emit({ type: "connection" });
+    this.listeners.emit({ type: "connection" });
     for (const { resolve, timer } of waiting) {
       clearTimeout(timer);
       resolve({ ok: false, error: KERNEL_STOPPED });
@@ -265,7 +255,7 @@ export class Session {
   private setDisconnected(value: boolean): void {
     if (this.disconnected === value) return;
     this.disconnected = value;
-    this.emit({ type: "connection" });
+    this.listeners.emit({ type: "connection" });
   }
 
   /** Handle one custom message from the kernel. */
@@ -292,7 +282,7 @@ export class Session {
         break;
       case "studio":
         this.studio = msg;
-        this.emit({ type: "studio" });
+        this.listeners.emit({ type: "studio" });
         break;
       case "evals":
         this.evals.applyReport(msg);

@@ -10,6 +10,7 @@ import {
   type Status,
   validateEntry,
 } from "./protocol";
+import { Listeners } from "./listeners";
 
 export type StoreEvent =
   | { type: "reset" }
@@ -38,25 +39,14 @@ export class TranscriptStore {
   /** Seq of the last snapshot or batch applied; null until the first snapshot. */
   seq: number | null = null;
   private byId = new Map<string, Entry>();
-  private listeners = new Set<(ev: StoreEvent) => void>();
+  private readonly listeners = new Listeners<StoreEvent>("view update");
 
   subscribe(fn: (ev: StoreEvent) => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
+    return this.listeners.subscribe(fn);
   }
 
   get(id: string): Entry | undefined {
     return this.byId.get(id);
-  }
-
-  private emit(ev: StoreEvent): void {
-    for (const fn of [...this.listeners]) {
-      try {
-        fn(ev);
-      } catch (err) {
-        console.error("anvia: view update failed", err);
-      }
-    }
   }
 
   applySnapshot(msg: SnapshotMsg): void {
@@ -71,8 +61,8 @@ export class TranscriptStore {
     const previous = this.status;
     this.status = clone(msg.transcript.status);
     this.seq = msg.seq;
-    this.emit({ type: "reset" });
-    this.emit({ type: "status", status: this.status, previous });
+    this.listeners.emit({ type: "reset" });
+    this.listeners.emit({ type: "status", status: this.status, previous });
   }
 
   applyBatch(msg: BatchMsg): BatchResult {
@@ -96,7 +86,7 @@ export class TranscriptStore {
         const entry = clone(op.entry);
         this.entries.push(entry);
         this.byId.set(entry.id, entry);
-        this.emit({ type: "add", entry });
+        this.listeners.emit({ type: "add", entry });
         return true;
       }
       case "append": {
@@ -104,7 +94,7 @@ export class TranscriptStore {
         if (!entry || !entryHasField(entry.kind, op.field)) return false;
         const rec = entry as unknown as Record<string, string>;
         rec[op.field] = (rec[op.field] ?? "") + op.text;
-        this.emit({ type: "append", entry, field: op.field, text: op.text });
+        this.listeners.emit({ type: "append", entry, field: op.field, text: op.text });
         return true;
       }
       case "patch": {
@@ -114,13 +104,13 @@ export class TranscriptStore {
         const next = { ...entry, ...clone(op.changes) };
         if (!validateEntry(next).ok) return false;
         Object.assign(entry, clone(op.changes));
-        this.emit({ type: "patch", entry, changes: op.changes });
+        this.listeners.emit({ type: "patch", entry, changes: op.changes });
         return true;
       }
       case "status": {
         const previous = this.status;
         this.status = clone(op.status);
-        this.emit({ type: "status", status: this.status, previous });
+        this.listeners.emit({ type: "status", status: this.status, previous });
         return true;
       }
       case "reset": {
@@ -128,8 +118,8 @@ export class TranscriptStore {
         this.byId.clear();
         const previous = this.status;
         this.status = idleStatus(previous.agent_id);
-        this.emit({ type: "reset" });
-        this.emit({ type: "status", status: this.status, previous });
+        this.listeners.emit({ type: "reset" });
+        this.listeners.emit({ type: "status", status: this.status, previous });
         return true;
       }
     }

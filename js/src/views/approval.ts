@@ -4,18 +4,10 @@
 // and can be any length: they are folded (and bounded in height once unfolded) so that the
 // decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
-import type { ApprovalView, DecidedVia, Decider, JsonObject } from "../protocol";
+import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS } from "../protocol";
 import { isPlainObject } from "../validate";
-import { foldedPre, prettyValue } from "./fold";
-import type { DecisionForm, FormContext } from "./interaction";
-
-const STATUS_WORDS: Record<ApprovalView["status"], string> = {
-  pending: "Pending",
-  approved: "Approved",
-  rejected: "Rejected",
-  cancelled: "Cancelled",
-  timed_out: "Timed out",
-};
+import { type FoldOptions, foldedPre, foldPoint, prettyValue } from "./fold";
+import { errorLine, type Submit } from "./interaction";
 
 /** A person's decision, by where it came from. */
 const BY_A_PERSON: Partial<Record<DecidedVia, string>> = {
@@ -45,20 +37,20 @@ export function deciderWords(by: ApprovalView["decided_by"], via: ApprovalView["
 /** Reasons longer than this (or with more lines) are folded. */
 export const REASON_FOLD_CHARS = 400;
 export const REASON_FOLD_LINES = 6;
+const REASON: FoldOptions = { prose: true, chars: REASON_FOLD_CHARS, lines: REASON_FOLD_LINES };
 
-const foldedReason = (className: string, label: string, text: string, id?: string): HTMLElement => {
-  const block = foldedPre(className, label, { prose: true, chars: REASON_FOLD_CHARS, lines: REASON_FOLD_LINES, id });
+/** A folded block of `text` (a reason, unless other options are given). */
+const folded = (className: string, label: string, text: string, options = REASON): HTMLElement => {
+  const block = foldedPre(className, label, options);
   block.set(text);
   return block.el;
 };
 
-const isLong = (text: string): boolean =>
-  text.length > REASON_FOLD_CHARS || text.split("\n", REASON_FOLD_LINES + 1).length > REASON_FOLD_LINES;
-
 /** "Approved by you at <time> with edited arguments." plus the reason. */
 export function approvalRecord(a: ApprovalView): HTMLElement {
-  const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` });
-  line.append(h("strong", {}, STATUS_WORDS[a.status]));
+  // The status in the words of the tool entry's ("Approved", "Timed out"; a record is never pending).
+  const status = a.status === "pending" ? "Pending" : TOOL_STATUS_LABELS[a.status];
+  const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` }, h("strong", {}, status));
   const who = deciderWords(a.decided_by, a.decided_via ?? null);
   if (who) line.append(` ${who}`);
   if (a.decided_at) {
@@ -66,45 +58,46 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
   }
   if (a.status === "approved" && a.edited_args) line.append(" with edited arguments");
   line.append(".");
-  if (a.decision_reason && isLong(a.decision_reason)) {
-    line.append(" ", h("span", { class: "anvia-decision-reason" }, "Reason:"));
-    return h("div", {}, line, foldedReason("anvia-decision-reason-text", "Decision reason", a.decision_reason));
-  }
-  if (a.decision_reason) {
-    line.append(" ", h("span", { class: "anvia-decision-reason" }, `Reason: ${a.decision_reason}`));
-  }
-  return line;
+  const reason = a.decision_reason;
+  if (!reason) return line;
+  // A long reason goes in a folded block under the line.
+  const long = foldPoint(reason, REASON_FOLD_CHARS, REASON_FOLD_LINES) !== null;
+  line.append(" ", h("span", { class: "anvia-decision-reason" }, long ? "Reason:" : `Reason: ${reason}`));
+  return long ? h("div", {}, line, folded("anvia-decision-reason-text", "Decision reason", reason)) : line;
 }
 
-export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
-  const { toolName } = ctx;
+export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) {
+  // A typed output that failed validation (`fix_required`): the fix is the edited arguments, so
+  // the editor is open with the model's value, and a fix is never "always allowed".
+  const fix = a.fix_required === true;
   const reasonId = nextDomId("approval-reason");
-  const args = foldedPre("anvia-approval-args", "Arguments");
-  args.set(prettyValue(a.args));
+  // Problems with the edited arguments show right under the editor (the error line by the
+  // buttons can be out of view when the editor is tall).
+  const editError = errorLine("anvia-edit-error", nextDomId("approval-edit-error"));
   const editor = h("textarea", {
     class: "anvia-approval-editor",
     "aria-label": `Edited arguments for ${toolName} (JSON object)`,
+    "aria-describedby": editError.el.id,
     rows: 6,
     spellcheck: "false",
-    hidden: true,
+    hidden: !fix,
   });
-  // Problems with the edited arguments show right under the editor (the error line by the
-  // buttons can be out of view when the editor is tall).
-  const editErrorId = nextDomId("approval-edit-error");
-  const editError = h("div", { class: "anvia-error-text anvia-edit-error", id: editErrorId, role: "alert", hidden: true });
-  editor.setAttribute("aria-describedby", editErrorId);
+  if (fix) editor.value = prettyValue(a.args);
+  /** Say what is wrong with the edited arguments ("": nothing), with the cursor back in them. */
+  const setEditError = (text: string): void => {
+    if (text) editor.setAttribute("aria-invalid", "true");
+    else editor.removeAttribute("aria-invalid");
+    if (text) editor.focus(); // before the error is scrolled into view, so that it stays in view
+    editError.set(text);
+  };
   const editToggle = button("Edit arguments", () => {
     const open = editor.hidden;
     editor.hidden = !open;
     editToggle.setAttribute("aria-expanded", String(open));
-    if (open) {
-      if (!editor.value) editor.value = prettyValue(a.args);
-      editor.focus();
-    } else {
-      setEditError("");
-      editor.removeAttribute("aria-invalid");
-    }
-  }, { class: "anvia-button anvia-link-button", "aria-expanded": "false" });
+    if (!open) return setEditError("");
+    if (!editor.value) editor.value = prettyValue(a.args);
+    editor.focus();
+  }, { class: "anvia-button anvia-link-button", "aria-expanded": "false", hidden: fix });
   const reasonInput = h("input", {
     type: "text",
     class: "anvia-input anvia-reject-reason",
@@ -112,51 +105,28 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     "aria-label": "Reason for the decision (optional)",
   });
   const always = h("input", { type: "checkbox", class: "anvia-always-allow" });
-  const alwaysLabel = h("label", { class: "anvia-checkbox" }, always, ` Always allow ${toolName} in this session`);
-  const approve = button("Approve", () => void decide(true), { class: "anvia-button anvia-primary" });
-  const reject = button("Reject", () => void decide(false), { class: "anvia-button anvia-danger" });
+  const alwaysLabel = h("label", { class: "anvia-checkbox", hidden: fix }, always, ` Always allow ${toolName} in this session`);
+  const approve = button("Approve", () => decide(true), { class: "anvia-button anvia-primary" });
+  const reject = button("Reject", () => decide(false), { class: "anvia-button anvia-danger" });
   const controls = [approve, reject, editToggle, reasonInput, always, editor];
-  if (a.fix_required) {
-    // A typed output that failed validation: the fix is the edited arguments, so the editor is
-    // open with the model's value, and a fix is never "always allowed".
-    editor.hidden = false;
-    editor.value = prettyValue(a.args);
-    editToggle.hidden = true;
-    alwaysLabel.hidden = true;
-  }
 
-  function setEditError(text: string): void {
-    editError.textContent = text;
-    editError.hidden = !text;
-    if (!text) return;
-    editor.setAttribute("aria-invalid", "true");
-    editor.focus();
-    editError.scrollIntoView?.({ block: "nearest" });
-  }
-
-  async function decide(approved: boolean): Promise<void> {
-    let edited: JsonObject | null = null;
+  function decide(approved: boolean): void {
+    let edited: unknown = null;
     if (approved && !editor.hidden) {
-      let parsed: unknown;
       try {
-        parsed = JSON.parse(editor.value);
+        edited = JSON.parse(editor.value);
       } catch (err) {
-        setEditError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
-        return;
+        return setEditError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
       }
-      if (!isPlainObject(parsed)) {
-        setEditError("The edited arguments must be a JSON object.");
-        return;
-      }
-      editor.removeAttribute("aria-invalid");
-      edited = parsed as JsonObject;
+      if (!isPlainObject(edited)) return setEditError("The edited arguments must be a JSON object.");
     }
     setEditError("");
-    await ctx.submit({
+    submit({
       type: "approval_decision",
+      approval_id: a.id,
       approved,
       reason: reasonInput.value.trim() || null,
-      edited_args: edited,
+      edited_args: edited as JsonObject | null,
       always_allow: approved && always.checked,
     });
   }
@@ -165,19 +135,19 @@ export function approvalForm(ctx: FormContext, a: ApprovalView): DecisionForm {
     "div",
     { class: "anvia-approval", role: "alertdialog", "aria-label": `Approval required for ${toolName}`, "aria-describedby": a.reason ? reasonId : null },
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
-    a.reason ? foldedReason("anvia-approval-reason", "Reason", a.reason, reasonId) : null,
+    a.reason ? folded("anvia-approval-reason", "Reason", a.reason, { ...REASON, id: reasonId }) : null,
     h("div", { class: "anvia-section-label" }, "Arguments"),
-    args.el,
+    folded("anvia-approval-args", "Arguments", prettyValue(a.args), {}),
     editToggle,
     editor,
-    editError,
+    editError.el,
     h("div", { class: "anvia-row" }, reasonInput),
     alwaysLabel,
     h("div", { class: "anvia-row anvia-actions" }, approve, reject),
   );
   return {
     el: panel,
-    setBusy(busy) {
+    setBusy(busy: boolean) {
       for (const c of controls) c.disabled = busy;
     },
   };

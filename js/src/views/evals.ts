@@ -6,11 +6,12 @@
 // DOMPurify and our own pass: no script, no handler, no fetched image); no input, error or metric
 // name ever reaches innerHTML.
 import { button, h, plural } from "../dom";
+import { type IdleHandle, whenIdle } from "../frame";
 import type { EvalsCaseStatus, EvalsRowView, EvalsScoreView, EvalsSummary } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { inspectView } from "./inspect";
 import { setMarkdown } from "./markdown";
-import { STATE_LABELS } from "./status";
+import { requestStop, STATE_LABELS } from "./status";
 import { transcriptView } from "./transcript";
 
 export interface EvalsView {
@@ -21,27 +22,8 @@ export interface EvalsView {
 /** Rows a fresh view builds at once; the rest are built in idle time (a few ms at a time), so a
  * 1,000-case report shows its first rows at once and stays responsive while the rest come. */
 export const EAGER_ROWS = 100;
-/** How long one idle slice may spend building rows (ms). */
-const SLICE_MS = 8;
 /** Characters of an output a cell holds (it shows one line; the tooltip has the whole preview). */
 const CELL_CHARS = 160;
-
-type IdleHandle = { cancel(): void };
-
-function whenIdle(fn: (timeLeft: () => boolean) => void): IdleHandle {
-  if (typeof requestIdleCallback === "function") {
-    const id = requestIdleCallback((d) => {
-      const end = performance.now() + SLICE_MS;
-      fn(() => d.timeRemaining() > 1 && performance.now() < end);
-    });
-    return { cancel: () => cancelIdleCallback(id) };
-  }
-  const id = setTimeout(() => {
-    const end = performance.now() + SLICE_MS;
-    fn(() => performance.now() < end);
-  }, 16);
-  return { cancel: () => clearTimeout(id) };
-}
 
 export const CASE_STATUS_LABELS: Record<EvalsCaseStatus, string> = {
   pending: "Pending",
@@ -103,7 +85,10 @@ export function evalsView(session: Session): EvalsView {
   const progress = h("progress", { class: "anvia-eval-progress", max: 1, value: 0, "aria-label": "Cases finished" });
   const count = h("span", { class: "anvia-eval-count" });
   const timing = h("span", { class: "anvia-eval-timing" });
-  const stop = button("Stop", () => void doStop(), { class: "anvia-button anvia-stop" });
+  const stop = button("Stop", () => void requestStop(session, error, "Could not stop the evaluation", (on) => {
+    stopping = on;
+    renderHeader();
+  }), { class: "anvia-button anvia-stop" });
   const error = h("span", { class: "anvia-error-text", hidden: true });
   const header = h("div", { class: "anvia-eval-header" }, progress, count, timing, error, stop);
   const passRate = h("span", { class: "anvia-eval-pass-rate" });
@@ -329,19 +314,6 @@ export function evalsView(session: Session): EvalsView {
     } else if (!running() && ticker !== null) {
       clearInterval(ticker);
       ticker = null;
-    }
-  }
-
-  async function doStop(): Promise<void> {
-    stopping = true;
-    error.hidden = true;
-    renderHeader();
-    const reply = await session.request({ type: "stop", reason: null });
-    if (!reply.ok) {
-      stopping = false;
-      error.textContent = reply.error ?? "Could not stop the evaluation";
-      error.hidden = false;
-      renderHeader();
     }
   }
 

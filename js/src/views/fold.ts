@@ -26,7 +26,8 @@ export function prettyValue(value: unknown): string {
   }
 }
 
-function foldPoint(text: string, chars = FOLD_CHARS, maxLines = FOLD_LINES): number | null {
+/** Where a text is cut when folded (null: it is short enough to show whole). */
+export function foldPoint(text: string, chars = FOLD_CHARS, maxLines = FOLD_LINES): number | null {
   let cut = text.length > chars ? chars : null;
   let lines = 0;
   for (let i = 0; i < text.length && (cut === null || i < cut); i++) {

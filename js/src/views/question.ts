@@ -4,51 +4,36 @@
 // answers" once every question has an answer; a question an MCP server asked (`declinable`) also
 // has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
-import type { Answer, QuestionView } from "../protocol";
-import type { DecisionForm, FormContext } from "./interaction";
+import { type Answer, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
+import type { Submit } from "./interaction";
 
-interface Draft {
-  choice?: string;
-  custom: string;
-}
-
-/** The answer a draft gives, if any: non-empty custom text wins over the chosen value. */
-export function draftAnswer(questionId: string, d: Draft | undefined): Answer | null {
-  const custom = d?.custom.trim() ?? "";
-  if (custom) return { questionId, answer: custom, custom: true };
-  if (d?.choice !== undefined && d.choice !== "") return { questionId, answer: d.choice, choice: d.choice };
-  return null;
-}
-
+/** The state of a question in words: a closed one's as its tool entry says it ("Timed out"). */
 const STATUS_TEXT: Record<QuestionView["status"], string> = {
+  ...TOOL_STATUS_LABELS,
   pending: "Waiting for answers",
   answered: "Answered",
-  cancelled: "Cancelled",
-  timed_out: "Timed out",
 };
 
 /** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
 const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
 
 export function questionRecord(q: QuestionView): HTMLElement {
-  const box = h(
+  // Each answer under its question's text.
+  const answers = q.answers.flatMap((a) => [
+    h("dt", {}, q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId),
+    h("dd", {}, a.answer, a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null),
+  ]);
+  return h(
     "div",
     { class: `anvia-question anvia-question-${q.status}` },
     h("div", { class: "anvia-question-state" }, declined(q) ? "Declined" : STATUS_TEXT[q.status]),
+    answers.length > 0 ? h("dl", { class: "anvia-answers" }, ...answers) : null,
   );
-  if (q.answers.length > 0) {
-    const list = h("dl", { class: "anvia-answers" });
-    for (const a of q.answers) {
-      const text = q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId;
-      list.append(h("dt", {}, text), h("dd", {}, a.answer, a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null));
-    }
-    box.append(list);
-  }
-  return box;
 }
 
-export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
-  const drafts = new Map<string, Draft>();
+export function questionForm(q: QuestionView, submit: Submit) {
+  // What the person chose or typed for each question, by the question's place.
+  const drafts: { choice?: string; custom: string }[] = q.questions.map(() => ({ custom: "" }));
   const total = q.questions.length;
   let index = 0;
   let busy = false;
@@ -65,16 +50,16 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   const back = button("Back", () => go(index - 1));
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
-  const submit = button("Submit answers", () => void send(), { class: "anvia-button anvia-primary" });
-  const decline = q.declinable ? button("Decline", () => void ctx.submit({ type: "question_decline" })) : null;
+  const send = button("Submit answers", () => sendAnswers(), { class: "anvia-button anvia-primary" });
+  const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline", question_id: q.id })) : null;
 
-  const current = () => q.questions[index]!;
-  const draft = (id: string): Draft => {
-    let d = drafts.get(id);
-    if (!d) drafts.set(id, (d = { custom: "" }));
-    return d;
-  };
-  const answers = () => q.questions.map((x) => draftAnswer(x.id, drafts.get(x.id)));
+  // Each question's answer, if it has one: non-empty custom text wins over the chosen value.
+  const answers = (): (Answer | null)[] =>
+    q.questions.map(({ id: questionId }, i) => {
+      const { choice, custom } = drafts[i]!;
+      if (custom.trim()) return { questionId, answer: custom.trim(), custom: true };
+      return choice ? { questionId, answer: choice, choice } : null;
+    });
 
   function go(i: number): void {
     index = Math.max(0, Math.min(total - 1, i));
@@ -84,56 +69,55 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
   function refreshCounts(): void {
     const n = answers().filter((a) => a !== null).length;
     count.textContent = `${n}/${total} answered`;
-    submit.disabled = busy || n < total;
+    send.disabled = busy || n < total;
     back.disabled = busy || index === 0;
     next.disabled = busy || index >= total - 1;
     if (decline) decline.disabled = busy;
   }
 
   function render(): void {
-    const cur = current();
-    const d = drafts.get(cur.id);
+    const cur = q.questions[index]!;
+    const d = drafts[index]!;
     progress.textContent = `Question ${index + 1} of ${total}`;
     text.textContent = cur.question;
     choices.replaceChildren(
       ...cur.choices.map((c) => {
+        const chosen = d.choice === c.value;
         const b = button(c.label, () => {
-          draft(cur.id).choice = c.value;
-          if (index < total - 1) go(index + 1);
-          else render();
+          d.choice = c.value;
+          go(index + 1); // the last question stays
           const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
           (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
-        }, { class: "anvia-button anvia-choice", "aria-pressed": String(d?.choice === c.value) });
+        }, {
+          class: chosen ? "anvia-button anvia-choice anvia-choice-selected" : "anvia-button anvia-choice",
+          "aria-pressed": String(chosen),
+          disabled: busy,
+        });
         // The chosen one is filled and ticked, unlike a focus ring (the tick is for the eye: the
         // pressed state says it to assistive tech).
-        if (d?.choice === c.value) {
-          b.classList.add("anvia-choice-selected");
-          b.prepend(h("span", { class: "anvia-choice-check", "aria-hidden": "true" }, "\u2713"));
-        }
-        b.disabled = busy;
+        if (chosen) b.prepend(h("span", { class: "anvia-choice-check", "aria-hidden": "true" }, "\u2713"));
         return b;
       }),
     );
-    custom.value = d?.custom ?? "";
+    custom.value = d.custom;
     custom.disabled = busy;
     refreshCounts();
   }
 
   custom.addEventListener("input", () => {
-    draft(current().id).custom = custom.value;
+    drafts[index]!.custom = custom.value;
     refreshCounts();
   });
   custom.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter" || ev.isComposing || ev.keyCode === 229) return;
     ev.preventDefault();
     if (index < total - 1) go(index + 1);
-    else if (!submit.disabled) void send();
+    else if (!send.disabled) sendAnswers();
   });
 
-  async function send(): Promise<void> {
+  function sendAnswers(): void {
     const all = answers();
-    if (all.some((a) => a === null)) return;
-    await ctx.submit({ type: "question_answers", answers: all as Answer[] });
+    if (all.every((a) => a !== null)) submit({ type: "question_answers", question_id: q.id, answers: all });
   }
 
   render();
@@ -144,11 +128,11 @@ export function questionForm(ctx: FormContext, q: QuestionView): DecisionForm {
     text,
     choices,
     custom,
-    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, submit, decline),
+    h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, send, decline),
   );
   return {
     el,
-    setBusy(value) {
+    setBusy(value: boolean) {
       busy = value;
       render();
     },

@@ -31,52 +31,47 @@ export function freezeControls(root: HTMLElement): () => void {
 }
 
 export function mountView(session: Session, el: HTMLElement): () => void {
-  if (session.mode === "evals") return mountEvals(session, el);
-  const studio = session.mode === "studio";
-  const root = h("div", { class: `anvia-root ${studio ? "anvia-studio" : "anvia-transcript-mode"}` });
-  // Ours, set by code: keeps notebook keyboard shortcuts from firing while typing in the widget.
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
-  // The `title` trait (the agent's name), as text.
-  const title = h("div", { class: "anvia-title" });
-  const showTitle = (): void => {
-    title.textContent = session.trait("title");
-    title.hidden = !title.textContent;
-  };
-  showTitle();
-  const status = statusView(session);
-  const transcript = transcriptView(session);
-  // Inspect: its toggle in the status bar (before Stop), its panel under the transcript.
-  const inspect = inspectView(session);
-  status.el.insertBefore(inspect.button, status.el.querySelector(".anvia-stop"));
-  const disposers = [status.dispose, transcript.dispose, inspect.dispose, session.onTrait("title", showTitle)];
-  if (studio) {
-    const controls = studioControls(session);
-    disposers.push(controls.dispose);
-    root.append(status.banner, title, controls.header, transcript.el, inspect.el, controls.prompts, controls.composer, status.el, status.live);
-  } else {
-    // While the run goes, a message box under the transcript steers it (Enter sends).
-    const box = steerBox(session);
-    disposers.push(box.dispose);
-    root.append(status.banner, title, transcript.el, inspect.el, box.el, status.el, status.live);
+  if (session.mode === "evals") {
+    // An evaluation report's view: its own header, table and case transcript (views/evals.ts).
+    return mountRoot(session, el, "anvia-evals-mode", (root, title) => {
+      const view = evalsView(session);
+      root.append(title, view.el);
+      return [view.dispose];
+    });
   }
-  el.appendChild(root);
-  let unfreeze: (() => void) | null = null;
-  const onConnection = (ev: SessionEvent): void => {
-    if (ev.type !== "connection" || !session.kernelStopped || unfreeze) return;
-    root.classList.add("anvia-kernel-stopped");
-    unfreeze = freezeControls(root);
-  };
-  onConnection({ type: "connection" });
-  disposers.push(session.subscribe(onConnection), () => unfreeze?.());
-  return () => {
-    for (const d of disposers) d();
-    root.remove();
-  };
+  const studio = session.mode === "studio";
+  return mountRoot(session, el, studio ? "anvia-studio" : "anvia-transcript-mode", (root, title) => {
+    const status = statusView(session);
+    const transcript = transcriptView(session);
+    // Inspect: its toggle in the status bar (before Stop), its panel under the transcript.
+    const inspect = inspectView(session);
+    status.el.insertBefore(inspect.button, status.el.querySelector(".anvia-stop"));
+    const disposers = [status.dispose, transcript.dispose, inspect.dispose];
+    if (studio) {
+      const controls = studioControls(session);
+      disposers.push(controls.dispose);
+      root.append(status.banner, title, controls.header, transcript.el, inspect.el, controls.prompts, controls.composer, status.el, status.live);
+    } else {
+      // While the run goes, a message box under the transcript steers it (Enter sends).
+      const box = steerBox(session);
+      disposers.push(box.dispose);
+      root.append(status.banner, title, transcript.el, inspect.el, box.el, status.el, status.live);
+    }
+    return disposers;
+  });
 }
 
-/** An evaluation report's view: its own header, table and case transcript (views/evals.ts). */
-function mountEvals(session: Session, el: HTMLElement): () => void {
-  const root = h("div", { class: "anvia-root anvia-evals-mode" });
+/** The root of one view in `el`, with the `title` trait (the agent's name, as text) that `build`
+ * places among the parts it adds (it returns their disposers); once the kernel stopped, its
+ * controls are turned off. Returns the function that takes the view down. */
+function mountRoot(
+  session: Session,
+  el: HTMLElement,
+  mode: string,
+  build: (root: HTMLElement, title: HTMLElement) => (() => void)[],
+): () => void {
+  const root = h("div", { class: `anvia-root ${mode}` });
+  // Ours, set by code: keeps notebook keyboard shortcuts from firing while typing in the widget.
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   const title = h("div", { class: "anvia-title" });
   const showTitle = (): void => {
@@ -84,8 +79,7 @@ function mountEvals(session: Session, el: HTMLElement): () => void {
     title.hidden = !title.textContent;
   };
   showTitle();
-  const view = evalsView(session);
-  root.append(title, view.el);
+  const disposers = build(root, title);
   el.appendChild(root);
   let unfreeze: (() => void) | null = null;
   const onConnection = (ev: SessionEvent): void => {
@@ -94,7 +88,7 @@ function mountEvals(session: Session, el: HTMLElement): () => void {
     unfreeze = freezeControls(root);
   };
   onConnection({ type: "connection" });
-  const disposers = [view.dispose, session.onTrait("title", showTitle), session.subscribe(onConnection), () => unfreeze?.()];
+  disposers.push(session.onTrait("title", showTitle), session.subscribe(onConnection), () => unfreeze?.());
   return () => {
     for (const d of disposers) d();
     root.remove();

@@ -72,12 +72,32 @@ export interface StatusView {
   dispose(): void;
 }
 
+/** Ask the kernel to stop (the run, the evaluation): `setStopping(true)` until the reply; a
+ * refusal shows in `error` with the kernel's reason (or `failed`) and sets it back to false. */
+export async function requestStop(
+  session: Session,
+  error: HTMLElement,
+  failed: string,
+  setStopping: (on: boolean) => void,
+): Promise<void> {
+  error.hidden = true;
+  setStopping(true);
+  const reply = await session.request({ type: "stop", reason: null });
+  if (reply.ok) return;
+  error.textContent = reply.error ?? failed;
+  error.hidden = false;
+  setStopping(false);
+}
+
 export function statusView(session: Session): StatusView {
   const dot = h("span", { class: "anvia-status-dot", "aria-hidden": "true" });
   const label = h("span", { class: "anvia-status-label" });
   const meta = h("span", { class: "anvia-status-meta" });
   const error = h("span", { class: "anvia-error-text", hidden: true });
-  const stop = button("Stop", () => void doStop(), { class: "anvia-button anvia-stop" });
+  const stop = button("Stop", () => void requestStop(session, error, "Could not stop the run", (on) => {
+    stopping = on;
+    render();
+  }), { class: "anvia-button anvia-stop" });
   const el = h("div", { class: "anvia-statusbar" }, dot, label, meta, error, stop);
   const banner = h("div", { class: "anvia-disconnected", hidden: true }, "Kernel disconnected");
   const live = h("div", { class: "anvia-visually-hidden", "aria-live": "polite", "aria-atomic": "true" });
@@ -116,19 +136,6 @@ export function statusView(session: Session): StatusView {
       banner.classList.toggle("anvia-kernel-stopped-notice", shows === "stopped");
     }
     banner.hidden = shows === "none";
-  }
-
-  async function doStop(): Promise<void> {
-    stopping = true;
-    error.hidden = true;
-    render();
-    const reply = await session.request({ type: "stop", reason: null });
-    if (!reply.ok) {
-      stopping = false;
-      error.textContent = reply.error ?? "Could not stop the run";
-      error.hidden = false;
-      render();
-    }
   }
 
   function onEvent(ev: SessionEvent): void {

@@ -8,7 +8,7 @@ import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry }
 import type { Session } from "../session";
 import type { EntryView } from "./entries";
 import { foldedPre, prettyJson, prettyValue } from "./fold";
-import { coversArguments, type InteractionPanel, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
+import { coversArguments, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
 
 /** The arguments a person put in place of the model's before approving (null: none). */
 function editedArgs(e: ToolEntry): JsonObject | null {
@@ -107,7 +107,7 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
 
   let current = entry;
   /** The interaction panels shown, in order (an approval first, then a question). */
-  let panels: InteractionPanel[] = [];
+  let panels: ReturnType<typeof interactionPanel>[] = [];
   let wasPending = waitsForSomeone(entry);
   let wasUnderWay = underWay(entry);
 
@@ -145,10 +145,9 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
       nestedBlock.hidden = false;
     }
     const next = interactionsOf(e).map((i) => {
-      const kept = panels.find((p) => p.kind === i.kind && p.id === i.view.id);
-      if (!kept) return interactionPanel(session, toolLabel(e.tool_name, i.view.path), i);
-      kept.update(i);
-      return kept;
+      const kept = panels.find((p) => p.kind === i.kind);
+      kept?.update(i);
+      return kept ?? interactionPanel(session, toolLabel(e.tool_name, i.view.path), i);
     });
     if (next.length !== panels.length || next.some((p, i) => panels[i] !== p)) {
       interaction.replaceChildren(...next.map((p) => p.el));

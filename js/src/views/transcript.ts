@@ -9,7 +9,7 @@
 // which are in document order), not by observing every stand-in: an IntersectionObserver with a
 // thousand targets costs every frame until the last one is built.
 import { button, h } from "../dom";
-import { cancelScheduled, schedule } from "../frame";
+import { cancelScheduled, type IdleHandle, schedule, whenIdle } from "../frame";
 import { type Entry, TOOL_STATUS_LABELS } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 import { type EntryView, entryView } from "./entries";
@@ -29,8 +29,6 @@ const PIN_SLACK = 32;
 export const EAGER_ENTRIES = 24;
 /** Stand-ins this close (px) above or below the visible part of the list are built. */
 const NEAR = 800;
-/** How long one idle slice may spend building older entries (ms). */
-const SLICE_MS = 8;
 
 interface Slot {
   kind: Entry["kind"];
@@ -45,25 +43,6 @@ const standInText = (entry: Entry): string =>
 /** The cheap stand-in of an entry not built yet: its plain text, in the entry's box. */
 function standIn(entry: Entry): HTMLElement {
   return h("div", { class: `anvia-entry anvia-entry-${entry.kind} anvia-entry-pending` }, standInText(entry));
-}
-
-type IdleHandle = { cancel(): void };
-
-/** Run `fn` when the page is idle; `fn` works while `timeLeft()` (at most SLICE_MS: an idle
- * period may last 50 ms, and a click must not wait that long). */
-function whenIdle(fn: (timeLeft: () => boolean) => void): IdleHandle {
-  if (typeof requestIdleCallback === "function") {
-    const id = requestIdleCallback((d) => {
-      const end = performance.now() + SLICE_MS;
-      fn(() => d.timeRemaining() > 1 && performance.now() < end);
-    });
-    return { cancel: () => cancelIdleCallback(id) };
-  }
-  const id = setTimeout(() => {
-    const end = performance.now() + SLICE_MS;
-    fn(() => performance.now() < end);
-  }, 16);
-  return { cancel: () => clearTimeout(id) };
 }
 
 export function transcriptView(session: Session): TranscriptView {
