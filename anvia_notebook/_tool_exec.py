@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from ._tracing import TraceRecorder
 from ._util import compact_arguments, compact_json, maybe_await, new_id
@@ -469,6 +470,8 @@ class ToolExecutor:
         intercepted: bool,
     ) -> tuple[str, bool, str]:
         """Approval (hook request or policy), then the question flow or ``execute``."""
+        # An intercepted call's arguments are questions, whatever the tool's own input.
+        input_model = QuestionInput if intercepted else tool.input
         context = ApprovalContext(
             tool_name=call.name,
             args=args,
@@ -490,32 +493,24 @@ class ToolExecutor:
             reason, reject_message = earlier.reason, earlier.reject_message
         if needs_approval:
             request = ToolApprovalRequest(
-                tool_name=call.name,
-                args=args,
-                raw_args=raw_args,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                run=self.run_info,
+                **vars(context),
                 reason=reason,
                 reject_message=reject_message,
-                # An intercepted call's arguments are questions, whatever the tool's own input.
-                input_model=QuestionInput if intercepted else tool.input,
+                input_model=input_model,
             )
             approved, text, edited = await self.approve(request)
             if not approved:
                 return text, False, raw_args
             if edited is not None:
                 try:
-                    args = parse_arguments(
-                        tool.name, QuestionInput if intercepted else tool.input, edited
-                    )
+                    args = parse_arguments(tool.name, input_model, edited)
                 except ToolArgumentsError as error:
                     text = f"Edited arguments were rejected: {error}"
                     self.refuse_edit(request.approval_id, text)
                     return text, True, raw_args
                 raw_args = compact_json(edited)
         if intercepted:
-            asked = await self._ask(tool, call, internal_id, args)
+            asked = await self._ask(call, internal_id, args)
             if asked is not None:
                 return asked[0], asked[1], raw_args
             if not isinstance(args, tool.input):  # the fallback is the tool's own execute
@@ -534,8 +529,7 @@ class ToolExecutor:
         some servers reuse a tool call id in a later turn, whose call is asked afresh)."""
         if not self.resuming or call_id is None:
             return None
-        found = [record for record in table.values() if record.tool_call_id == call_id]
-        return max(found, key=lambda record: record.requested_at) if found else None
+        return latest_record(table.values(), call_id)
 
     def _human_timeout(self) -> float | None:
         """The time limit of the human input that decides, if any (none for a handler)."""
@@ -551,30 +545,27 @@ class ToolExecutor:
         the handler, else the human input, or a decision from elsewhere (widget,
         ``RunHandle.approve``, the run store, a decision stored before a resume). Returns
         whether it was approved, what the model is told otherwise, and edited arguments."""
-        earlier = self._earlier(self.state.approvals, request.tool_call_id)
-        if earlier is not None and earlier.status != "pending":
-            request.approval_id = earlier.id  # decided before the interruption, or meanwhile
-            self.trace.interaction(earlier, resolved=True)
-            return self._approval_outcome(earlier)
-        if earlier is None and self.approval_handler is None and self.human_input is None:
+        record = self._earlier(self.state.approvals, request.tool_call_id)
+        if record is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
-        record = earlier or ApprovalRecord(
-            **self._opening("approval", request.tool_name, request.tool_call_id),
-            internal_call_id=request.internal_call_id,
-            args=_jsonable(request.args),
+        record = record or ApprovalRecord(
+            **self._opening(
+                "approval", request.tool_name, request.tool_call_id, request.internal_call_id
+            ),
+            args=to_jsonable_python(request.args, by_alias=False),
             reason=request.reason,
             reject_message=request.reject_message,
             fix_required=request.fix_required,
         )
         request.approval_id = record.id
-        if self.approval_handler is not None:
-            ended = await self._interact(record, self.approval_handler, request, "handler")
-        else:
-            ask = None if self.human_input is None else self.human_input.approve
-            ended = await self._interact(record, ask, request, "human_input")
-        if ended is _UNAVAILABLE:
+        if await self._interact(record, request) is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
-        return self._approval_outcome(self.state.approvals[record.id])
+        record = self.state.approvals[record.id]
+        if record.status == "approved":
+            edited = record.edited_args
+            return True, "", edited if isinstance(edited, dict) else None
+        self._ended[record.tool_call_id or ""] = _ended_status(record)
+        return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
 
     # The hooks of a call the run handles itself (a typed output's ``final_result``), in the
     # order a tool's call meets them: on_tool_call, then on_tool_error (a value that failed
@@ -594,15 +585,6 @@ class ToolExecutor:
         """``on_tool_result`` of every hook."""
         return await self._after_result(call, internal_id, args, result)
 
-    def _approval_outcome(self, record: ApprovalRecord) -> tuple[bool, str, dict[str, Any] | None]:
-        """What a decided approval means for its call: run (with edited arguments) or not, and
-        then what the model is told."""
-        if record.status == "approved":
-            edited = record.edited_args
-            return True, "", edited if isinstance(edited, dict) else None
-        self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
-        return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
-
     def refuse_edit(self, approval_id: str, text: str) -> None:
         """An approved decision the run cannot carry out (edited arguments decided in another
         process that the tool's input refuses: only a check the JSON Schema cannot express
@@ -618,25 +600,26 @@ class ToolExecutor:
         self.emit(result_event(fixed))
 
     async def _ask(
-        self, tool: Tool, call: ToolCall, internal_id: str, args: BaseModel
+        self, call: ToolCall, internal_id: str, args: BaseModel
     ) -> tuple[str, bool] | None:
         """Put the questions to a person; ``None`` means fall back to ``execute``."""
         questions = QuestionInput.model_validate(args.model_dump()).questions
         earlier = self._earlier(self.state.questions, call.id)
-        if earlier is not None and earlier.status != "pending":
-            self.trace.interaction(earlier, resolved=True)
-            return self._question_outcome(earlier)
+        # A question decided before a resume is told as it was then (no time limit known).
+        timeout = None if earlier is not None and not earlier.pending else self._human_timeout()
         try:
-            record, ended = await self._put_questions(call, internal_id, questions, earlier)
+            record, told = await self._put_questions(call, internal_id, questions, earlier)
         except asyncio.CancelledError:
             self._interrupted[call.id] = compact_json({"answers": []})
             raise
-        if ended is _UNAVAILABLE:
+        if told is _UNAVAILABLE:
             return None
-        if isinstance(ended, str):
-            self._ended[call.id] = _ENDED.get(record.status, "cancelled")
-            return ended, True
-        return self._question_outcome(record, self._human_timeout())
+        if told is None and record.status == "answered":
+            return compact_json({"answers": [a.to_wire() for a in record.answers]}), False
+        self._ended[call.id] = _ended_status(record)
+        if isinstance(told, str) or record.status == "timed_out":
+            return told if isinstance(told, str) else _timed_out_text(record, timeout), True
+        return compact_json({"answers": []}), False
 
     async def _put_questions(
         self,
@@ -652,8 +635,7 @@ class ToolExecutor:
         nobody here can answer). ``declinable``: the person may decline instead of answering
         (a tool's questions)."""
         record = earlier or QuestionRecord(
-            **self._opening("question", call.name, call.id),
-            internal_call_id=internal_id,
+            **self._opening("question", call.name, call.id, internal_id),
             questions=questions,
             declinable=declinable,
         )
@@ -665,24 +647,15 @@ class ToolExecutor:
             questions=questions,
             run=self.run_info,
         )
-        ask = None if self.human_input is None else self.human_input.ask
-        ended = await self._interact(record, ask, request, "human_input")
-        return self.state.questions[record.id], ended
-
-    def _question_outcome(
-        self, record: QuestionRecord, timeout: float | None = None
-    ) -> tuple[str, bool]:
-        if record.status == "answered":
-            return compact_json({"answers": [a.to_wire() for a in record.answers]}), False
-        self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
-        if record.status == "timed_out":
-            return _timed_out_text(record, timeout), True
-        return compact_json({"answers": []}), False
+        told = await self._interact(record, request)
+        return self.state.questions[record.id], told
 
     # -- one interaction, approval or question ---------------------------------------------------
 
-    def _opening(self, kind: str, tool_name: str, tool_call_id: str | None) -> dict[str, Any]:
-        """What a new record of this run's call starts with (its id, run, agent and tool)."""
+    def _opening(
+        self, kind: str, tool_name: str, tool_call_id: str | None, internal_call_id: str
+    ) -> dict[str, Any]:
+        """What a new record of this run's call starts with (its id, run, agent and call)."""
         return {
             "id": new_id(kind),
             "run_id": self.run_info.run_id,
@@ -690,20 +663,33 @@ class ToolExecutor:
             "path": list(self.run_info.path) or [self.run_info.agent_id],
             "tool_name": tool_name,
             "tool_call_id": tool_call_id,
+            "internal_call_id": internal_call_id,
         }
+
+    def _decider(
+        self, record: ApprovalRecord | QuestionRecord
+    ) -> tuple[Callable[[Any], Any] | None, DecidedVia]:
+        """Who is asked: an approval's handler, else the human input (None: nobody here)."""
+        approval = isinstance(record, ApprovalRecord)
+        if approval and self.approval_handler is not None:
+            return self.approval_handler, "handler"
+        if self.human_input is None:
+            return None, "human_input"
+        return (self.human_input.approve if approval else self.human_input.ask), "human_input"
 
     async def _interact(
         self,
         record: ApprovalRecord | QuestionRecord,
-        ask: Callable[[Any], Any] | None,
         request: ToolApprovalRequest | QuestionRequest,
-        via: DecidedVia,
     ) -> object:
         """Open ``record`` (stored with the conversation that asked first) with the human
-        input's time limit, emit its request, and wait for its outcome: ``ask(request)``
-        (the approval handler's or the human input's answer), or a decision from elsewhere.
-        Returns what :meth:`_wait` returns; ``_UNAVAILABLE`` when there is nobody to ask
-        (the record is then closed)."""
+        input's time limit, emit its request, and wait for its outcome: the answer of whoever
+        :meth:`_decider` names, or a decision from elsewhere. A record decided already (before
+        a resume) is only traced. Returns what :meth:`_wait` returns; ``_UNAVAILABLE`` when
+        there is nobody to ask (the record is then closed)."""
+        if not record.pending:  # decided before the interruption, or meanwhile
+            self.trace.interaction(record, resolved=True)
+            return None
         self.state.hold(record)
         self.trace.interaction(record)
         self.persist(True)  # the conversation that asked is stored before the interaction
@@ -715,29 +701,25 @@ class ToolExecutor:
             timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
         )
         self.emit(_request_event(record))
+        ask, via = self._decider(record)
         if not interaction.pending:
             self._finish(interaction, None)
             return None
         if ask is None:
             self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
             return _UNAVAILABLE
-        by: DecidedBy = "handler" if via == "handler" else "human"
-        return await self._wait(interaction, _asked(ask, request), by, via)
+        return await self._wait(interaction, _asked(ask, request), via)
 
     async def _wait(
-        self,
-        interaction: OpenInteraction,
-        source: Awaitable[Any],
-        decided_by: DecidedBy,
-        decided_via: DecidedVia,
+        self, interaction: OpenInteraction, source: Awaitable[Any], via: DecidedVia
     ) -> object:
         """Wait for the interaction's outcome and record it (the record is then decided).
         Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, the
-        text the model is told when a question's answers were unusable or timed out, else
+        text the model is told when it timed out or a question's answers were unusable, else
         None; Stop and failures propagate."""
-        question = interaction.record.kind == "question"
+        by: DecidedBy = "handler" if via == "handler" else "human"
         try:
-            resolution = await self.interactions.wait(interaction, source, decided_by, decided_via)
+            resolution = await self.interactions.wait(interaction, source, by, via)
         except asyncio.CancelledError:
             reason = self.cancel_reason()
             self._finish(interaction, Resolution("cancelled", decided_by="stop", reason=reason))
@@ -748,15 +730,11 @@ class ToolExecutor:
         except HumanInputTimeout as timeout:
             text = _timed_out_text(interaction.record, timeout.timeout)
             self._finish(interaction, Resolution("timed_out", decided_by="timeout", reason=text))
-            return text if question else None
-        except (ValueError, ValidationError) as error:
-            if not question:
-                reason = f"Approval failed: {error}"
-                self._finish(interaction, Resolution("cancelled", "runtime", reason=reason))
-                raise
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return f"ToolCallError: the human input returned invalid answers: {error}"
-        except BaseException as error:
+            return text
+        except BaseException as error:  # (a ValidationError is a ValueError)
+            if interaction.record.kind == "question" and isinstance(error, ValueError):
+                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+                return f"ToolCallError: the human input returned invalid answers: {error}"
             reason = None
             if not isinstance(error, (ToolApprovalRequiredError, PromptCancelledError)):
                 reason = f"Approval failed: {error}"
@@ -861,16 +839,22 @@ class ToolExecutor:
         return result
 
 
-#: Trace statuses of interactions that ended a call without running its tool.
-_ENDED: dict[str, ToolCallStatus] = {
-    "rejected": "rejected",
-    "timed_out": "timed_out",
-    "cancelled": "cancelled",
-}
-
-
 #: What ``_wait`` returns when the human input cannot take that kind of request.
 _UNAVAILABLE = object()
+
+
+def latest_record(records: Iterable[Any], call_id: str | None) -> Any:
+    """The latest of ``records`` asked for the tool call ``call_id`` (some servers reuse a tool
+    call id in a later turn), or None."""
+    found = [record for record in records if record.tool_call_id == call_id]
+    return max(found, key=lambda record: record.requested_at, default=None)
+
+
+def _ended_status(record: ApprovalRecord | QuestionRecord) -> ToolCallStatus:
+    """How a call whose interaction ended it without running its tool ended, for the trace
+    (its record is rejected, timed out or cancelled)."""
+    status = record.status
+    return status if status in ("rejected", "timed_out") else "cancelled"
 
 
 def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | None) -> str:
@@ -902,9 +886,3 @@ def result_event(record: ApprovalRecord | QuestionRecord) -> Any:
     if isinstance(record, ApprovalRecord):
         return ToolApprovalResultEvent(approval=record.model_copy())
     return ToolQuestionResultEvent(question=record.model_copy())
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return value

@@ -81,6 +81,8 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_timed_out_text",
             "_asked",
             "_jsonable",
+            "latest_record",
+            "_ended_status",
         ],
     ),
     (
