@@ -548,15 +548,8 @@ class ToolExecutor:
         record = self._earlier(self.state.approvals, request.tool_call_id)
         if record is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
-        record = record or ApprovalRecord(
-            **self._opening(
-                "approval", request.tool_name, request.tool_call_id, request.internal_call_id
-            ),
-            args=to_jsonable_python(request.args, by_alias=False),
-            reason=request.reason,
-            reject_message=request.reject_message,
-            fix_required=request.fix_required,
-        )
+        args = to_jsonable_python(request.args, by_alias=False)
+        record = record or ApprovalRecord.model_validate(self._opening(request, args=args))
         request.approval_id = record.id
         if await self._interact(record, request) is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
@@ -589,10 +582,7 @@ class ToolExecutor:
         """An approved decision the run cannot carry out (edited arguments decided in another
         process that the tool's input refuses: only a check the JSON Schema cannot express
         does): the record says the call was rejected."""
-        record = self.state.approvals.get(approval_id)
-        if record is None or record.status != "approved":
-            return
-        fixed = record.model_copy(
+        fixed = self.state.approvals[approval_id].model_copy(
             update={"status": "rejected", "decision_reason": text, "edited_args": None}
         )
         self.interactions.correct(fixed)
@@ -634,37 +624,32 @@ class ToolExecutor:
         the record as it ended, and what :meth:`_interact` returned (``_UNAVAILABLE`` when
         nobody here can answer). ``declinable``: the person may decline instead of answering
         (a tool's questions)."""
-        record = earlier or QuestionRecord(
-            **self._opening("question", call.name, call.id, internal_id),
-            questions=questions,
-            declinable=declinable,
-        )
         request = QuestionRequest(
-            question_id=record.id,
+            question_id="",
             tool_name=call.name,
             tool_call_id=call.id,
             internal_call_id=internal_id,
             questions=questions,
             run=self.run_info,
         )
+        record = earlier or QuestionRecord.model_validate(
+            self._opening(request, declinable=declinable)
+        )
+        request.question_id = record.id
         told = await self._interact(record, request)
         return self.state.questions[record.id], told
 
     # -- one interaction, approval or question ---------------------------------------------------
 
-    def _opening(
-        self, kind: str, tool_name: str, tool_call_id: str | None, internal_call_id: str
-    ) -> dict[str, Any]:
-        """What a new record of this run's call starts with (its id, run, agent and call)."""
-        return {
-            "id": new_id(kind),
-            "run_id": self.run_info.run_id,
-            "agent_id": self.run_info.agent_id,
-            "path": list(self.run_info.path) or [self.run_info.agent_id],
-            "tool_name": tool_name,
-            "tool_call_id": tool_call_id,
-            "internal_call_id": internal_call_id,
-        }
+    def _opening(self, request: ToolApprovalRequest | QuestionRequest, **fields: Any) -> Any:
+        """A new record's fields: its request's (the call, the reason and reject message or the
+        questions), a new id, this run and its agent, then ``fields``; what is not a record's
+        field (the run's details, the input model) is left out when the record validates it."""
+        kind = "approval" if isinstance(request, ToolApprovalRequest) else "question"
+        info = self.run_info
+        path = list(info.path) or [info.agent_id]
+        own = {"id": new_id(kind), "run_id": info.run_id, "agent_id": info.agent_id, "path": path}
+        return {**vars(request), **own, **fields}
 
     def _decider(
         self, record: ApprovalRecord | QuestionRecord
