@@ -201,20 +201,12 @@ class ToolExecutor:
                 landed = self._landed.get(call.id)
                 if part is None and landed is not None:
                     # The tool ran (or was still running) when the run was cancelled: say so.
-                    part = ToolResultPart(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=landed[0],
-                        is_error=landed[1],
-                    )
+                    part = result_part(call, landed[0], landed[1])
                 if part is None:
                     # A question cancelled by Stop resolves with no answers, as in Anvia.
                     content = self._interrupted.get(call.id)
-                    part = ToolResultPart(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=content if content is not None else CANCELLED_RESULT,
-                        is_error=content is None,
+                    part = result_part(
+                        call, CANCELLED_RESULT if content is None else content, content is None
                     )
                 parts.append(part)
                 # The trace ends each call still open (one that never began is recorded too).
@@ -276,13 +268,8 @@ class ToolExecutor:
             entry, effective_args, result, self._status(call, decision, is_error)
         )
         self._progress(call, turn, "done", effective_args, result, is_error)
-        return ToolResultPart(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=result,
-            is_error=is_error,
-            media=[] if is_error else ToolResultMedia.from_parts(returned),
-        )
+        media = [] if is_error else ToolResultMedia.from_parts(returned)
+        return result_part(call, result, is_error, media=media)
 
     def emit_result(
         self,
@@ -298,9 +285,7 @@ class ToolExecutor:
         self.emit(
             ToolResultEvent(
                 turn=turn,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
+                **call_fields(call, internal_id),
                 args=args,
                 result=result,
                 is_error=is_error,
@@ -374,12 +359,7 @@ class ToolExecutor:
             self.trace.tool_call_done(
                 entry, args, progress.result or "", "error" if progress.is_error else "success"
             )
-            return ToolResultPart(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=progress.result or "",
-                is_error=progress.is_error,
-            )
+            return result_part(call, progress.result or "", progress.is_error)
         tool = self.agent.get_tool(call.name)
         if tool is not None and tool.idempotent:
             return None
@@ -388,18 +368,14 @@ class ToolExecutor:
         self.emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
-        return ToolResultPart(
-            tool_call_id=call.id, tool_name=call.name, content=result, is_error=True
-        )
+        return result_part(call, result, True)
 
     async def _tool_call_decision(
         self, call: ToolCall, internal_id: str, raw_args: str
     ) -> ToolCallDecision:
         """Hooks in order; the first decision other than ``run()`` wins."""
         event = ToolCallHookEvent(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             args=raw_args,
             tool=TOOL_CALL_CONTROL,
         )
@@ -473,12 +449,7 @@ class ToolExecutor:
         # An intercepted call's arguments are questions, whatever the tool's own input.
         input_model = QuestionInput if intercepted else tool.input
         context = ApprovalContext(
-            tool_name=call.name,
-            args=args,
-            raw_args=raw_args,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
-            run=self.run_info,
+            **call_fields(call, internal_id), args=args, raw_args=raw_args, run=self.run_info
         )
         needs_approval = decision.type == "approval_request"
         reason, reject_message = decision.reason, decision.reject_message
@@ -625,12 +596,7 @@ class ToolExecutor:
         nobody here can answer). ``declinable``: the person may decline instead of answering
         (a tool's questions)."""
         request = QuestionRequest(
-            question_id="",
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
-            questions=questions,
-            run=self.run_info,
+            question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
         )
         record = earlier or QuestionRecord.model_validate(
             self._opening(request, declinable=declinable)
@@ -744,9 +710,7 @@ class ToolExecutor:
         self, tool: Tool, call: ToolCall, internal_id: str, raw_args: str, args: BaseModel
     ) -> tuple[str, bool]:
         ctx = ToolContext(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             raw_args=raw_args,
             run=self.run_info,
         )
@@ -796,9 +760,7 @@ class ToolExecutor:
         arguments): the ``on_tool_error`` hooks are told, as in Anvia; returns the call's result."""
         self.trace.tool_error(call.id, error)
         event = ToolErrorEvent(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             args=raw_args,
             error=error,
             run=RUN_CONTROL,
@@ -812,9 +774,7 @@ class ToolExecutor:
 
     async def _after_result(self, call: ToolCall, internal_id: str, args: str, result: str) -> str:
         event = ToolResultHookEvent(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             args=args,
             result=result,
             run=RUN_CONTROL,
@@ -840,6 +800,20 @@ def _ended_status(record: ApprovalRecord | QuestionRecord) -> ToolCallStatus:
     (its record is rejected, timed out or cancelled)."""
     status = record.status
     return status if status in ("rejected", "timed_out") else "cancelled"
+
+
+def call_fields(call: ToolCall, internal_id: str) -> dict[str, Any]:
+    """Which call an event, a request or a context is about: the tool's name, the model's id of
+    the call and the run's own id of it."""
+    return {"tool_name": call.name, "tool_call_id": call.id, "internal_call_id": internal_id}
+
+
+def result_part(call: ToolCall, content: str, is_error: bool, **media: Any) -> ToolResultPart:
+    """The result of ``call`` as the tool message of the conversation holds it (``media``: the
+    media its tool returned, if any)."""
+    return ToolResultPart(
+        tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error, **media
+    )
 
 
 def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | None) -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._tool_exec import CANCELLED_RESULT, latest_record
+from ._tool_exec import CANCELLED_RESULT, call_fields, latest_record, result_part
 from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .errors import OutputValidationError, PromptCancelledError, ToolApprovalRequiredError
@@ -226,11 +226,9 @@ class TypedOutput:
         told (the rejection, or why the edit was refused)."""
         spec = self.spec
         request = ToolApprovalRequest(
-            tool_name=FINAL_RESULT,
+            **call_fields(call, internal_id),
             args=decode_args(raw),
             raw_args=raw,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
             run=self.executor.run_info,
             reason=decision.reason,
             reject_message=decision.reject_message,
@@ -327,11 +325,9 @@ class TypedOutput:
         elif not isinstance(args, dict):
             args = spec.as_arguments(raw)
         request = ToolApprovalRequest(
-            tool_name=FINAL_RESULT,
+            **call_fields(call, internal_id),
             args=args,
             raw_args=raw,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
             run=self.executor.run_info,
             reason=(
                 f"{invalid}. Approve with edited arguments that fix it, or reject it to ask the "
@@ -397,9 +393,7 @@ class TypedOutput:
             status = "skipped"
         trace.tool_call_done(entry, args, text, status)  # type: ignore[arg-type]
         self.executor.emit_result(call, turn, internal_id, args, text, is_error, skipped)
-        return ToolResultPart(
-            tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
-        )
+        return result_part(call, text, is_error)
 
     def _decided_record(self, call_id: str) -> Any:
         approvals = self.run.state.approvals.values()
@@ -411,16 +405,7 @@ class TypedOutput:
         """The turn's tool message, a result for every call in call order, joins the history."""
         state = self.run.state
         message = Message.tool(
-            [
-                parts.get(call.id)
-                or ToolResultPart(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=CANCELLED_RESULT,
-                    is_error=True,
-                )
-                for call in calls
-            ]
+            [parts.get(call.id) or result_part(call, CANCELLED_RESULT, True) for call in calls]
         )
         if interrupted and state.messages and state.messages[-1].role == "tool":
             return  # already added

@@ -83,6 +83,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_jsonable",
             "latest_record",
             "_ended_status",
+            "call_fields",
         ],
     ),
     (
