@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .run_state import RunState
 
-__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor", "result_event"]
+__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor", "interaction_event"]
 
 
 @dataclass(frozen=True)
@@ -451,24 +451,17 @@ class ToolExecutor:
         context = ApprovalContext(
             **call_fields(call, internal_id), args=args, raw_args=raw_args, run=self.run_info
         )
-        needs_approval = decision.type == "approval_request"
-        reason, reject_message = decision.reason, decision.reject_message
-        if not needs_approval and tool.approval is not None:
-            needs_approval = await tool.approval.required(context)
-            if needs_approval:
-                reason, reject_message = await tool.approval.texts(context)
-        earlier = self._earlier(self.state.approvals, call.id)
-        if not needs_approval and earlier is not None:
+        texts: tuple[str | None, str | None] | None = None  # the reason and reject message
+        if decision.type == "approval_request":
+            texts = decision.reason, decision.reject_message
+        elif tool.approval is not None and await tool.approval.required(context):
+            texts = await tool.approval.texts(context)
+        elif (earlier := self._earlier(self.state.approvals, call.id)) is not None:
             # Asked before a resume: that approval stands, whatever the policy says now.
-            needs_approval = True
-            reason, reject_message = earlier.reason, earlier.reject_message
-        if needs_approval:
-            request = ToolApprovalRequest(
-                **vars(context),
-                reason=reason,
-                reject_message=reject_message,
-                input_model=input_model,
-            )
+            texts = earlier.reason, earlier.reject_message
+        if texts is not None:
+            request = ToolApprovalRequest(**vars(context), input_model=input_model)
+            request.reason, request.reject_message = texts
             approved, text, edited = await self.approve(request)
             if not approved:
                 return text, False, raw_args
@@ -558,7 +551,7 @@ class ToolExecutor:
         )
         self.interactions.correct(fixed)
         self.trace.interaction(fixed, resolved=True)
-        self.emit(result_event(fixed))
+        self.emit(interaction_event(fixed, decided=True))
 
     async def _ask(
         self, call: ToolCall, internal_id: str, args: BaseModel
@@ -617,27 +610,14 @@ class ToolExecutor:
         own = {"id": new_id(kind), "run_id": info.run_id, "agent_id": info.agent_id, "path": path}
         return {**vars(request), **own, **fields}
 
-    def _decider(
-        self, record: ApprovalRecord | QuestionRecord
-    ) -> tuple[Callable[[Any], Any] | None, DecidedVia]:
-        """Who is asked: an approval's handler, else the human input (None: nobody here)."""
-        approval = isinstance(record, ApprovalRecord)
-        if approval and self.approval_handler is not None:
-            return self.approval_handler, "handler"
-        if self.human_input is None:
-            return None, "human_input"
-        return (self.human_input.approve if approval else self.human_input.ask), "human_input"
-
     async def _interact(
         self,
         record: ApprovalRecord | QuestionRecord,
         request: ToolApprovalRequest | QuestionRequest,
     ) -> object:
         """Open ``record`` (stored with the conversation that asked first) with the human
-        input's time limit, emit its request, and wait for its outcome: the answer of whoever
-        :meth:`_decider` names, or a decision from elsewhere. A record decided already (before
-        a resume) is only traced. Returns what :meth:`_wait` returns; ``_UNAVAILABLE`` when
-        there is nobody to ask (the record is then closed)."""
+        input's time limit, emit its request, and wait for its outcome (see :meth:`_wait`). A
+        record decided already (before a resume) is only traced."""
         if not record.pending:  # decided before the interruption, or meanwhile
             self.trace.interaction(record, resolved=True)
             return None
@@ -651,26 +631,34 @@ class ToolExecutor:
             timeout=timeout,
             timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
         )
-        self.emit(_request_event(record))
-        ask, via = self._decider(record)
-        if not interaction.pending:
+        self.emit(interaction_event(record, decided=False))
+        if not interaction.pending:  # a decision stored before a resume
             self._finish(interaction, None)
             return None
-        if ask is None:
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return _UNAVAILABLE
-        return await self._wait(interaction, _asked(ask, request), via)
+        return await self._wait(interaction, request)
 
     async def _wait(
-        self, interaction: OpenInteraction, source: Awaitable[Any], via: DecidedVia
+        self, interaction: OpenInteraction, request: ToolApprovalRequest | QuestionRequest
     ) -> object:
-        """Wait for the interaction's outcome and record it (the record is then decided).
-        Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, the
+        """Ask whoever decides here (an approval's handler, else the human input) and wait for
+        the first decision, theirs or one from elsewhere; record it (the record is then
+        decided). Returns ``_UNAVAILABLE`` when nobody here can take this kind of request, the
         text the model is told when it timed out or a question's answers were unusable, else
         None; Stop and failures propagate."""
-        by: DecidedBy = "handler" if via == "handler" else "human"
+        approval = isinstance(interaction.record, ApprovalRecord)
+        human = self.human_input
+        ask: Callable[[Any], Any]
+        by: DecidedBy
+        via: DecidedVia
+        if approval and self.approval_handler is not None:
+            ask, by, via = self.approval_handler, "handler", "handler"
+        elif human is not None:
+            ask, by, via = (human.approve if approval else human.ask), "human", "human_input"
+        else:
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            return _UNAVAILABLE
         try:
-            resolution = await self.interactions.wait(interaction, source, by, via)
+            resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError:
             reason = self.cancel_reason()
             self._finish(interaction, Resolution("cancelled", decided_by="stop", reason=reason))
@@ -701,7 +689,7 @@ class ToolExecutor:
             self.interactions.resolve(interaction, resolution, check=False)
         record = interaction.record
         self.trace.interaction(record, resolved=True)
-        self.emit(result_event(record))
+        self.emit(interaction_event(record, decided=True))
         self.interactions.finish(interaction)
 
     # -- execute -------------------------------------------------------------------------------
@@ -834,14 +822,14 @@ async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
     return await maybe_await(ask(request))
 
 
-def _request_event(record: ApprovalRecord | QuestionRecord) -> Any:
-    if isinstance(record, ApprovalRecord):
-        return ToolApprovalRequestEvent(approval=record.model_copy())
-    return ToolQuestionRequestEvent(question=record.model_copy())
+#: The events that tell of an interaction, by kind: it was asked, it was decided (or closed).
+_EVENTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "approval": (ToolApprovalRequestEvent, ToolApprovalResultEvent),
+    "question": (ToolQuestionRequestEvent, ToolQuestionResultEvent),
+}
 
 
-def result_event(record: ApprovalRecord | QuestionRecord) -> Any:
-    """The event telling that ``record`` was decided (or closed)."""
-    if isinstance(record, ApprovalRecord):
-        return ToolApprovalResultEvent(approval=record.model_copy())
-    return ToolQuestionResultEvent(question=record.model_copy())
+def interaction_event(record: ApprovalRecord | QuestionRecord, decided: bool) -> Any:
+    """The event telling that ``record`` was asked, or (``decided``) decided or closed; it holds
+    a copy of the record as it is now."""
+    return _EVENTS[record.kind][decided].model_validate({record.kind: record.model_copy()})

@@ -84,6 +84,8 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "latest_record",
             "_ended_status",
             "call_fields",
+            "_EVENTS",
+            "interaction_event",
         ],
     ),
     (
