@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
-from pydantic_core import to_jsonable_python
 
 from ._tracing import TraceRecorder
 from ._util import compact_arguments, compact_json, maybe_await, new_id
@@ -512,7 +511,8 @@ class ToolExecutor:
         record = self._earlier(self.state.approvals, request.tool_call_id)
         if record is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
-        args = to_jsonable_python(request.args, by_alias=False)
+        args = request.args
+        args = args.model_dump(mode="json") if isinstance(args, BaseModel) else args
         record = record or ApprovalRecord.model_validate(self._opening(request, args=args))
         request.approval_id = record.id
         if await self._interact(record, request) is _UNAVAILABLE:
