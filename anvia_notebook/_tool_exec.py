@@ -647,16 +647,15 @@ class ToolExecutor:
         None; Stop and failures propagate."""
         approval = isinstance(interaction.record, ApprovalRecord)
         human = self.human_input
-        ask: Callable[[Any], Any]
-        by: DecidedBy
-        via: DecidedVia
+        asker: tuple[Callable[[Any], Any], DecidedBy, DecidedVia]  # who, as recorded
         if approval and self.approval_handler is not None:
-            ask, by, via = self.approval_handler, "handler", "handler"
+            asker = self.approval_handler, "handler", "handler"
         elif human is not None:
-            ask, by, via = (human.approve if approval else human.ask), "human", "human_input"
+            asker = (human.approve if approval else human.ask), "human", "human_input"
         else:
             self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
             return _UNAVAILABLE
+        ask, by, via = asker
         try:
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError:
