@@ -7,7 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ._run_context import CURRENT_RUN
-from ._tool_exec import ToolExecutor, result_event
+from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
 from ._util import maybe_await
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
@@ -288,9 +288,7 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
     )
 
 
-async def _check_answer(
-    typed: TypedOutput, steering: Any, text: str, turn: int
-) -> Accepted | None:
+async def _check_answer(typed: TypedOutput, steering: Any, text: str, turn: int) -> Accepted | None:
     """A typed run's answer without tool calls, checked (native mode: validated, retried, maybe
     repaired by a person; tool mode: a reminder to call ``final_result``) while the run stays
     open to steering. The result, or None when the run goes on: the model was asked again
@@ -337,7 +335,7 @@ def _close_interactions(run: AgentRun, reason: str) -> None:
         return
     for record in closed:
         run.tracer.interaction(record, resolved=True)
-        run.emit(result_event(record))
+        run.emit(interaction_event(record, decided=True))
 
 
 async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:

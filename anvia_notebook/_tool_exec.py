@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ._tracing import TraceRecorder
 from ._util import compact_arguments, compact_json, maybe_await, new_id
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .run_state import RunState
 
-__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor", "result_event"]
+__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor", "interaction_event"]
 
 
 @dataclass(frozen=True)
@@ -200,20 +200,12 @@ class ToolExecutor:
                 landed = self._landed.get(call.id)
                 if part is None and landed is not None:
                     # The tool ran (or was still running) when the run was cancelled: say so.
-                    part = ToolResultPart(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=landed[0],
-                        is_error=landed[1],
-                    )
+                    part = result_part(call, landed[0], landed[1])
                 if part is None:
                     # A question cancelled by Stop resolves with no answers, as in Anvia.
                     content = self._interrupted.get(call.id)
-                    part = ToolResultPart(
-                        tool_call_id=call.id,
-                        tool_name=call.name,
-                        content=content if content is not None else CANCELLED_RESULT,
-                        is_error=content is None,
+                    part = result_part(
+                        call, CANCELLED_RESULT if content is None else content, content is None
                     )
                 parts.append(part)
                 # The trace ends each call still open (one that never began is recorded too).
@@ -275,13 +267,8 @@ class ToolExecutor:
             entry, effective_args, result, self._status(call, decision, is_error)
         )
         self._progress(call, turn, "done", effective_args, result, is_error)
-        return ToolResultPart(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=result,
-            is_error=is_error,
-            media=[] if is_error else ToolResultMedia.from_parts(returned),
-        )
+        media = [] if is_error else ToolResultMedia.from_parts(returned)
+        return result_part(call, result, is_error, media=media)
 
     def emit_result(
         self,
@@ -297,9 +284,7 @@ class ToolExecutor:
         self.emit(
             ToolResultEvent(
                 turn=turn,
-                tool_name=call.name,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
+                **call_fields(call, internal_id),
                 args=args,
                 result=result,
                 is_error=is_error,
@@ -373,12 +358,7 @@ class ToolExecutor:
             self.trace.tool_call_done(
                 entry, args, progress.result or "", "error" if progress.is_error else "success"
             )
-            return ToolResultPart(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                content=progress.result or "",
-                is_error=progress.is_error,
-            )
+            return result_part(call, progress.result or "", progress.is_error)
         tool = self.agent.get_tool(call.name)
         if tool is not None and tool.idempotent:
             return None
@@ -387,18 +367,14 @@ class ToolExecutor:
         self.emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
-        return ToolResultPart(
-            tool_call_id=call.id, tool_name=call.name, content=result, is_error=True
-        )
+        return result_part(call, result, True)
 
     async def _tool_call_decision(
         self, call: ToolCall, internal_id: str, raw_args: str
     ) -> ToolCallDecision:
         """Hooks in order; the first decision other than ``run()`` wins."""
         event = ToolCallHookEvent(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             args=raw_args,
             tool=TOOL_CALL_CONTROL,
         )
@@ -469,53 +445,35 @@ class ToolExecutor:
         intercepted: bool,
     ) -> tuple[str, bool, str]:
         """Approval (hook request or policy), then the question flow or ``execute``."""
+        # An intercepted call's arguments are questions, whatever the tool's own input.
+        input_model = QuestionInput if intercepted else tool.input
         context = ApprovalContext(
-            tool_name=call.name,
-            args=args,
-            raw_args=raw_args,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
-            run=self.run_info,
+            **call_fields(call, internal_id), args=args, raw_args=raw_args, run=self.run_info
         )
-        needs_approval = decision.type == "approval_request"
-        reason, reject_message = decision.reason, decision.reject_message
-        if not needs_approval and tool.approval is not None:
-            needs_approval = await tool.approval.required(context)
-            if needs_approval:
-                reason, reject_message = await tool.approval.texts(context)
-        earlier = self._earlier(self.state.approvals, call.id)
-        if not needs_approval and earlier is not None:
+        texts: tuple[str | None, str | None] | None = None  # the reason and reject message
+        if decision.type == "approval_request":
+            texts = decision.reason, decision.reject_message
+        elif tool.approval is not None and await tool.approval.required(context):
+            texts = await tool.approval.texts(context)
+        elif (earlier := self._earlier(self.state.approvals, call.id)) is not None:
             # Asked before a resume: that approval stands, whatever the policy says now.
-            needs_approval = True
-            reason, reject_message = earlier.reason, earlier.reject_message
-        if needs_approval:
-            request = ToolApprovalRequest(
-                tool_name=call.name,
-                args=args,
-                raw_args=raw_args,
-                tool_call_id=call.id,
-                internal_call_id=internal_id,
-                run=self.run_info,
-                reason=reason,
-                reject_message=reject_message,
-                # An intercepted call's arguments are questions, whatever the tool's own input.
-                input_model=QuestionInput if intercepted else tool.input,
-            )
+            texts = earlier.reason, earlier.reject_message
+        if texts is not None:
+            request = ToolApprovalRequest(**vars(context), input_model=input_model)
+            request.reason, request.reject_message = texts
             approved, text, edited = await self.approve(request)
             if not approved:
                 return text, False, raw_args
             if edited is not None:
                 try:
-                    args = parse_arguments(
-                        tool.name, QuestionInput if intercepted else tool.input, edited
-                    )
+                    args = parse_arguments(tool.name, input_model, edited)
                 except ToolArgumentsError as error:
                     text = f"Edited arguments were rejected: {error}"
                     self.refuse_edit(request.approval_id, text)
                     return text, True, raw_args
                 raw_args = compact_json(edited)
         if intercepted:
-            asked = await self._ask(tool, call, internal_id, args)
+            asked = await self._ask(call, internal_id, args)
             if asked is not None:
                 return asked[0], asked[1], raw_args
             if not isinstance(args, tool.input):  # the fallback is the tool's own execute
@@ -534,8 +492,7 @@ class ToolExecutor:
         some servers reuse a tool call id in a later turn, whose call is asked afresh)."""
         if not self.resuming or call_id is None:
             return None
-        found = [record for record in table.values() if record.tool_call_id == call_id]
-        return max(found, key=lambda record: record.requested_at) if found else None
+        return latest_record(table.values(), call_id)
 
     def _human_timeout(self) -> float | None:
         """The time limit of the human input that decides, if any (none for a handler)."""
@@ -551,30 +508,21 @@ class ToolExecutor:
         the handler, else the human input, or a decision from elsewhere (widget,
         ``RunHandle.approve``, the run store, a decision stored before a resume). Returns
         whether it was approved, what the model is told otherwise, and edited arguments."""
-        earlier = self._earlier(self.state.approvals, request.tool_call_id)
-        if earlier is not None and earlier.status != "pending":
-            request.approval_id = earlier.id  # decided before the interruption, or meanwhile
-            self.trace.interaction(earlier, resolved=True)
-            return self._approval_outcome(earlier)
-        if earlier is None and self.approval_handler is None and self.human_input is None:
+        record = self._earlier(self.state.approvals, request.tool_call_id)
+        if record is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
-        record = earlier or ApprovalRecord(
-            **self._opening("approval", request.tool_name, request.tool_call_id),
-            internal_call_id=request.internal_call_id,
-            args=_jsonable(request.args),
-            reason=request.reason,
-            reject_message=request.reject_message,
-            fix_required=request.fix_required,
-        )
+        args = request.args
+        args = args.model_dump(mode="json") if isinstance(args, BaseModel) else args
+        record = record or ApprovalRecord.model_validate(self._opening(request, args=args))
         request.approval_id = record.id
-        if self.approval_handler is not None:
-            ended = await self._interact(record, self.approval_handler, request, "handler")
-        else:
-            ask = None if self.human_input is None else self.human_input.approve
-            ended = await self._interact(record, ask, request, "human_input")
-        if ended is _UNAVAILABLE:
+        if await self._interact(record, request) is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
-        return self._approval_outcome(self.state.approvals[record.id])
+        record = self.state.approvals[record.id]
+        if record.status == "approved":
+            edited = record.edited_args
+            return True, "", edited if isinstance(edited, dict) else None
+        self._ended[record.tool_call_id or ""] = _ended_status(record)
+        return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
 
     # The hooks of a call the run handles itself (a typed output's ``final_result``), in the
     # order a tool's call meets them: on_tool_call, then on_tool_error (a value that failed
@@ -594,49 +542,38 @@ class ToolExecutor:
         """``on_tool_result`` of every hook."""
         return await self._after_result(call, internal_id, args, result)
 
-    def _approval_outcome(self, record: ApprovalRecord) -> tuple[bool, str, dict[str, Any] | None]:
-        """What a decided approval means for its call: run (with edited arguments) or not, and
-        then what the model is told."""
-        if record.status == "approved":
-            edited = record.edited_args
-            return True, "", edited if isinstance(edited, dict) else None
-        self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
-        return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
-
     def refuse_edit(self, approval_id: str, text: str) -> None:
         """An approved decision the run cannot carry out (edited arguments decided in another
         process that the tool's input refuses: only a check the JSON Schema cannot express
         does): the record says the call was rejected."""
-        record = self.state.approvals.get(approval_id)
-        if record is None or record.status != "approved":
-            return
-        fixed = record.model_copy(
+        fixed = self.state.approvals[approval_id].model_copy(
             update={"status": "rejected", "decision_reason": text, "edited_args": None}
         )
         self.interactions.correct(fixed)
         self.trace.interaction(fixed, resolved=True)
-        self.emit(result_event(fixed))
+        self.emit(interaction_event(fixed, decided=True))
 
     async def _ask(
-        self, tool: Tool, call: ToolCall, internal_id: str, args: BaseModel
+        self, call: ToolCall, internal_id: str, args: BaseModel
     ) -> tuple[str, bool] | None:
         """Put the questions to a person; ``None`` means fall back to ``execute``."""
         questions = QuestionInput.model_validate(args.model_dump()).questions
         earlier = self._earlier(self.state.questions, call.id)
-        if earlier is not None and earlier.status != "pending":
-            self.trace.interaction(earlier, resolved=True)
-            return self._question_outcome(earlier)
+        # A question decided before a resume is told as it was then (no time limit known).
+        timeout = None if earlier is not None and not earlier.pending else self._human_timeout()
         try:
-            record, ended = await self._put_questions(call, internal_id, questions, earlier)
+            record, told = await self._put_questions(call, internal_id, questions, earlier)
         except asyncio.CancelledError:
             self._interrupted[call.id] = compact_json({"answers": []})
             raise
-        if ended is _UNAVAILABLE:
+        if told is _UNAVAILABLE:
             return None
-        if isinstance(ended, str):
-            self._ended[call.id] = _ENDED.get(record.status, "cancelled")
-            return ended, True
-        return self._question_outcome(record, self._human_timeout())
+        if told is None and record.status == "answered":
+            return compact_json({"answers": [a.to_wire() for a in record.answers]}), False
+        self._ended[call.id] = _ended_status(record)
+        if isinstance(told, str) or record.status == "timed_out":
+            return told if isinstance(told, str) else _timed_out_text(record, timeout), True
+        return compact_json({"answers": []}), False
 
     async def _put_questions(
         self,
@@ -651,59 +588,39 @@ class ToolExecutor:
         the record as it ended, and what :meth:`_interact` returned (``_UNAVAILABLE`` when
         nobody here can answer). ``declinable``: the person may decline instead of answering
         (a tool's questions)."""
-        record = earlier or QuestionRecord(
-            **self._opening("question", call.name, call.id),
-            internal_call_id=internal_id,
-            questions=questions,
-            declinable=declinable,
-        )
         request = QuestionRequest(
-            question_id=record.id,
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
-            questions=questions,
-            run=self.run_info,
+            question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
         )
-        ask = None if self.human_input is None else self.human_input.ask
-        ended = await self._interact(record, ask, request, "human_input")
-        return self.state.questions[record.id], ended
-
-    def _question_outcome(
-        self, record: QuestionRecord, timeout: float | None = None
-    ) -> tuple[str, bool]:
-        if record.status == "answered":
-            return compact_json({"answers": [a.to_wire() for a in record.answers]}), False
-        self._ended[record.tool_call_id or ""] = _ENDED.get(record.status, "cancelled")
-        if record.status == "timed_out":
-            return _timed_out_text(record, timeout), True
-        return compact_json({"answers": []}), False
+        record = earlier or QuestionRecord.model_validate(
+            self._opening(request, declinable=declinable)
+        )
+        request.question_id = record.id
+        told = await self._interact(record, request)
+        return self.state.questions[record.id], told
 
     # -- one interaction, approval or question ---------------------------------------------------
 
-    def _opening(self, kind: str, tool_name: str, tool_call_id: str | None) -> dict[str, Any]:
-        """What a new record of this run's call starts with (its id, run, agent and tool)."""
-        return {
-            "id": new_id(kind),
-            "run_id": self.run_info.run_id,
-            "agent_id": self.run_info.agent_id,
-            "path": list(self.run_info.path) or [self.run_info.agent_id],
-            "tool_name": tool_name,
-            "tool_call_id": tool_call_id,
-        }
+    def _opening(self, request: ToolApprovalRequest | QuestionRequest, **fields: Any) -> Any:
+        """A new record's fields: its request's (the call, the reason and reject message or the
+        questions), a new id, this run and its agent, then ``fields``; what is not a record's
+        field (the run's details, the input model) is left out when the record validates it."""
+        kind = "approval" if isinstance(request, ToolApprovalRequest) else "question"
+        info = self.run_info
+        path = list(info.path) or [info.agent_id]
+        own = {"id": new_id(kind), "run_id": info.run_id, "agent_id": info.agent_id, "path": path}
+        return {**vars(request), **own, **fields}
 
     async def _interact(
         self,
         record: ApprovalRecord | QuestionRecord,
-        ask: Callable[[Any], Any] | None,
         request: ToolApprovalRequest | QuestionRequest,
-        via: DecidedVia,
     ) -> object:
         """Open ``record`` (stored with the conversation that asked first) with the human
-        input's time limit, emit its request, and wait for its outcome: ``ask(request)``
-        (the approval handler's or the human input's answer), or a decision from elsewhere.
-        Returns what :meth:`_wait` returns; ``_UNAVAILABLE`` when there is nobody to ask
-        (the record is then closed)."""
+        input's time limit, emit its request, and wait for its outcome (see :meth:`_wait`). A
+        record decided already (before a resume) is only traced."""
+        if not record.pending:  # decided before the interruption, or meanwhile
+            self.trace.interaction(record, resolved=True)
+            return None
         self.state.hold(record)
         self.trace.interaction(record)
         self.persist(True)  # the conversation that asked is stored before the interaction
@@ -714,30 +631,33 @@ class ToolExecutor:
             timeout=timeout,
             timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
         )
-        self.emit(_request_event(record))
-        if not interaction.pending:
+        self.emit(interaction_event(record, decided=False))
+        if not interaction.pending:  # a decision stored before a resume
             self._finish(interaction, None)
             return None
-        if ask is None:
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return _UNAVAILABLE
-        by: DecidedBy = "handler" if via == "handler" else "human"
-        return await self._wait(interaction, _asked(ask, request), by, via)
+        return await self._wait(interaction, request)
 
     async def _wait(
-        self,
-        interaction: OpenInteraction,
-        source: Awaitable[Any],
-        decided_by: DecidedBy,
-        decided_via: DecidedVia,
+        self, interaction: OpenInteraction, request: ToolApprovalRequest | QuestionRequest
     ) -> object:
-        """Wait for the interaction's outcome and record it (the record is then decided).
-        Returns ``_UNAVAILABLE`` when the human input cannot take this kind of request, the
-        text the model is told when a question's answers were unusable or timed out, else
+        """Ask whoever decides here (an approval's handler, else the human input) and wait for
+        the first decision, theirs or one from elsewhere; record it (the record is then
+        decided). Returns ``_UNAVAILABLE`` when nobody here can take this kind of request, the
+        text the model is told when it timed out or a question's answers were unusable, else
         None; Stop and failures propagate."""
-        question = interaction.record.kind == "question"
+        approval = isinstance(interaction.record, ApprovalRecord)
+        human = self.human_input
+        asker: tuple[Callable[[Any], Any], DecidedBy, DecidedVia]  # who, as recorded
+        if approval and self.approval_handler is not None:
+            asker = self.approval_handler, "handler", "handler"
+        elif human is not None:
+            asker = (human.approve if approval else human.ask), "human", "human_input"
+        else:
+            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+            return _UNAVAILABLE
+        ask, by, via = asker
         try:
-            resolution = await self.interactions.wait(interaction, source, decided_by, decided_via)
+            resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError:
             reason = self.cancel_reason()
             self._finish(interaction, Resolution("cancelled", decided_by="stop", reason=reason))
@@ -748,15 +668,11 @@ class ToolExecutor:
         except HumanInputTimeout as timeout:
             text = _timed_out_text(interaction.record, timeout.timeout)
             self._finish(interaction, Resolution("timed_out", decided_by="timeout", reason=text))
-            return text if question else None
-        except (ValueError, ValidationError) as error:
-            if not question:
-                reason = f"Approval failed: {error}"
-                self._finish(interaction, Resolution("cancelled", "runtime", reason=reason))
-                raise
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return f"ToolCallError: the human input returned invalid answers: {error}"
-        except BaseException as error:
+            return text
+        except BaseException as error:  # (a ValidationError is a ValueError)
+            if interaction.record.kind == "question" and isinstance(error, ValueError):
+                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
+                return f"ToolCallError: the human input returned invalid answers: {error}"
             reason = None
             if not isinstance(error, (ToolApprovalRequiredError, PromptCancelledError)):
                 reason = f"Approval failed: {error}"
@@ -772,7 +688,7 @@ class ToolExecutor:
             self.interactions.resolve(interaction, resolution, check=False)
         record = interaction.record
         self.trace.interaction(record, resolved=True)
-        self.emit(result_event(record))
+        self.emit(interaction_event(record, decided=True))
         self.interactions.finish(interaction)
 
     # -- execute -------------------------------------------------------------------------------
@@ -781,9 +697,7 @@ class ToolExecutor:
         self, tool: Tool, call: ToolCall, internal_id: str, raw_args: str, args: BaseModel
     ) -> tuple[str, bool]:
         ctx = ToolContext(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             raw_args=raw_args,
             run=self.run_info,
         )
@@ -833,9 +747,7 @@ class ToolExecutor:
         arguments): the ``on_tool_error`` hooks are told, as in Anvia; returns the call's result."""
         self.trace.tool_error(call.id, error)
         event = ToolErrorEvent(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             args=raw_args,
             error=error,
             run=RUN_CONTROL,
@@ -849,9 +761,7 @@ class ToolExecutor:
 
     async def _after_result(self, call: ToolCall, internal_id: str, args: str, result: str) -> str:
         event = ToolResultHookEvent(
-            tool_name=call.name,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
+            **call_fields(call, internal_id),
             args=args,
             result=result,
             run=RUN_CONTROL,
@@ -861,16 +771,36 @@ class ToolExecutor:
         return result
 
 
-#: Trace statuses of interactions that ended a call without running its tool.
-_ENDED: dict[str, ToolCallStatus] = {
-    "rejected": "rejected",
-    "timed_out": "timed_out",
-    "cancelled": "cancelled",
-}
-
-
 #: What ``_wait`` returns when the human input cannot take that kind of request.
 _UNAVAILABLE = object()
+
+
+def latest_record(records: Iterable[Any], call_id: str | None) -> Any:
+    """The latest of ``records`` asked for the tool call ``call_id`` (some servers reuse a tool
+    call id in a later turn), or None."""
+    found = [record for record in records if record.tool_call_id == call_id]
+    return max(found, key=lambda record: record.requested_at, default=None)
+
+
+def _ended_status(record: ApprovalRecord | QuestionRecord) -> ToolCallStatus:
+    """How a call whose interaction ended it without running its tool ended, for the trace
+    (its record is rejected, timed out or cancelled)."""
+    status = record.status
+    return status if status in ("rejected", "timed_out") else "cancelled"
+
+
+def call_fields(call: ToolCall, internal_id: str) -> dict[str, Any]:
+    """Which call an event, a request or a context is about: the tool's name, the model's id of
+    the call and the run's own id of it."""
+    return {"tool_name": call.name, "tool_call_id": call.id, "internal_call_id": internal_id}
+
+
+def result_part(call: ToolCall, content: str, is_error: bool, **media: Any) -> ToolResultPart:
+    """The result of ``call`` as the tool message of the conversation holds it (``media``: the
+    media its tool returned, if any)."""
+    return ToolResultPart(
+        tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error, **media
+    )
 
 
 def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | None) -> str:
@@ -891,20 +821,14 @@ async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
     return await maybe_await(ask(request))
 
 
-def _request_event(record: ApprovalRecord | QuestionRecord) -> Any:
-    if isinstance(record, ApprovalRecord):
-        return ToolApprovalRequestEvent(approval=record.model_copy())
-    return ToolQuestionRequestEvent(question=record.model_copy())
+#: The events that tell of an interaction, by kind: it was asked, it was decided (or closed).
+_EVENTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "approval": (ToolApprovalRequestEvent, ToolApprovalResultEvent),
+    "question": (ToolQuestionRequestEvent, ToolQuestionResultEvent),
+}
 
 
-def result_event(record: ApprovalRecord | QuestionRecord) -> Any:
-    """The event telling that ``record`` was decided (or closed)."""
-    if isinstance(record, ApprovalRecord):
-        return ToolApprovalResultEvent(approval=record.model_copy())
-    return ToolQuestionResultEvent(question=record.model_copy())
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    return value
+def interaction_event(record: ApprovalRecord | QuestionRecord, decided: bool) -> Any:
+    """The event telling that ``record`` was asked, or (``decided``) decided or closed; it holds
+    a copy of the record as it is now."""
+    return _EVENTS[record.kind][decided].model_validate({record.kind: record.model_copy()})

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._tool_exec import CANCELLED_RESULT
+from ._tool_exec import CANCELLED_RESULT, call_fields, latest_record, result_part
 from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .errors import OutputValidationError, PromptCancelledError, ToolApprovalRequiredError
@@ -226,11 +226,9 @@ class TypedOutput:
         told (the rejection, or why the edit was refused)."""
         spec = self.spec
         request = ToolApprovalRequest(
-            tool_name=FINAL_RESULT,
+            **call_fields(call, internal_id),
             args=decode_args(raw),
             raw_args=raw,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
             run=self.executor.run_info,
             reason=decision.reason,
             reject_message=decision.reject_message,
@@ -308,10 +306,14 @@ class TypedOutput:
     ) -> Accepted | str:
         """The retries are spent: a person (or the approval handler) fixes the value. Returns
         the fixed value, or what the model is told when they rejected it."""
-        spec = self.spec
-        errors = error_list(error)
+        spec, listed = self.spec, format_errors(error)
         retries = f"{spec.retries} {'retry' if spec.retries == 1 else 'retries'}"
-        listed = format_errors(error)
+        invalid = f"The model's {spec.name} is not valid after {retries}"
+
+        def unfixed(message: str) -> OutputValidationError:
+            """The run ends with the model's value as it was: ``message`` and its errors."""
+            return self._invalid(f"{message}:\n{listed}", error_list(error), raw)
+
         args: Any = decode_args(call.arguments_json())
         note = ""
         if len(raw) > MAX_REPAIR_ARGUMENTS:
@@ -323,15 +325,13 @@ class TypedOutput:
         elif not isinstance(args, dict):
             args = spec.as_arguments(raw)
         request = ToolApprovalRequest(
-            tool_name=FINAL_RESULT,
+            **call_fields(call, internal_id),
             args=args,
             raw_args=raw,
-            tool_call_id=call.id,
-            internal_call_id=internal_id,
             run=self.executor.run_info,
             reason=(
-                f"The model's {spec.name} is not valid after {retries}. Approve with edited "
-                f"arguments that fix it, or reject it to ask the model again.\n{listed}{note}"
+                f"{invalid}. Approve with edited arguments that fix it, or reject it to ask the "
+                f"model again.\n{listed}{note}"
             ),
             input_model=spec.input_model,
             fix_required=True,
@@ -339,42 +339,28 @@ class TypedOutput:
         try:
             approved, text, edited = await self.executor.approve(request)
         except ToolApprovalRequiredError:
-            raise self._invalid(
-                f"The model's {spec.name} is not valid after {retries}, and there is no "
-                f"approval handler or person to fix it:\n{listed}",
-                errors,
-                raw,
+            raise unfixed(
+                f"{invalid}, and there is no approval handler or person to fix it"
             ) from None
-        record = self.run.state.approvals.get(request.approval_id)
-        if approved:
-            try:
-                if edited is None:
-                    raise self._invalid(
-                        f"The model's {spec.name} was approved without a fix, and it is not "
-                        f"valid:\n{listed}",
-                        errors,
-                        raw,
-                    )
-                value = spec.validate_arguments(edited)
-            except ValidationError as refused:
-                text = f"The fix is not a valid {spec.name}:\n{format_errors(refused)}"
-                self.executor.refuse_edit(request.approval_id, text)
-                raise self._invalid(text, error_list(refused), compact_json(edited)) from None
-            except OutputValidationError:
-                self.executor.refuse_edit(request.approval_id, "Approved without a fix.")
-                raise
-            self.run.state.output_failures = 0
-            return Accepted(value, spec.dump(value), FIXED_RESULT)
-        if record is not None and record.status == "rejected":
+        status = self.run.state.approvals[request.approval_id].status
+        if status == "rejected":
             self.run.state.output_failures = 0
             return f"The {spec.name} was rejected: {text} Give a corrected result."
-        status = record.status.replace("_", " ") if record is not None else "not decided"
-        raise self._invalid(
-            f"The model's {spec.name} is not valid after {retries}, and the fix asked for was "
-            f"{status}:\n{listed}",
-            errors,
-            raw,
-        )
+        if not approved:  # timed out, or cancelled
+            raise unfixed(f"{invalid}, and the fix asked for was {status.replace('_', ' ')}")
+        if edited is None:  # (an approval handler or a human input may approve it as it is)
+            self.executor.refuse_edit(request.approval_id, "Approved without a fix.")
+            raise unfixed(
+                f"The model's {spec.name} was approved without a fix, and it is not valid"
+            )
+        try:
+            value = spec.validate_arguments(edited)
+        except ValidationError as refused:
+            text = f"The fix is not a valid {spec.name}:\n{format_errors(refused)}"
+            self.executor.refuse_edit(request.approval_id, text)
+            raise self._invalid(text, error_list(refused), compact_json(edited)) from None
+        self.run.state.output_failures = 0
+        return Accepted(value, spec.dump(value), FIXED_RESULT)
 
     def _invalid(
         self, message: str, errors: list[dict[str, Any]], output: str
@@ -407,17 +393,11 @@ class TypedOutput:
             status = "skipped"
         trace.tool_call_done(entry, args, text, status)  # type: ignore[arg-type]
         self.executor.emit_result(call, turn, internal_id, args, text, is_error, skipped)
-        return ToolResultPart(
-            tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
-        )
+        return result_part(call, text, is_error)
 
     def _decided_record(self, call_id: str) -> Any:
-        found = [
-            record
-            for record in self.run.state.approvals.values()
-            if record.tool_call_id == call_id and record.status != "pending"
-        ]
-        return max(found, key=lambda record: record.requested_at) if found else None
+        approvals = self.run.state.approvals.values()
+        return latest_record((r for r in approvals if r.status != "pending"), call_id)
 
     def _end_round(
         self, calls: list[ToolCall], parts: dict[str, ToolResultPart], interrupted: bool = False
@@ -425,16 +405,7 @@ class TypedOutput:
         """The turn's tool message, a result for every call in call order, joins the history."""
         state = self.run.state
         message = Message.tool(
-            [
-                parts.get(call.id)
-                or ToolResultPart(
-                    tool_call_id=call.id,
-                    tool_name=call.name,
-                    content=CANCELLED_RESULT,
-                    is_error=True,
-                )
-                for call in calls
-            ]
+            [parts.get(call.id) or result_part(call, CANCELLED_RESULT, True) for call in calls]
         )
         if interrupted and state.messages and state.messages[-1].role == "tool":
             return  # already added

@@ -81,6 +81,11 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_timed_out_text",
             "_asked",
             "_jsonable",
+            "latest_record",
+            "_ended_status",
+            "call_fields",
+            "_EVENTS",
+            "interaction_event",
         ],
     ),
     (

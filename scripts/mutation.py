@@ -85,7 +85,6 @@ MODULES = [
             "ToolExecutor._progress",
             "ToolExecutor._resumed_result",
             "ToolExecutor._after_result",
-            "_jsonable",
         ),
     ),
     Module("approvals", "anvia_notebook/approvals.py", "approval policies and decisions"),
