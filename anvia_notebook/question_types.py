@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -24,15 +25,18 @@ __all__ = [
     "QuestionInput",
     "QuestionOutput",
     "check_operator_answers",
-    "answer_refusal",
 ]
 
 
-def _strip_non_empty(value: str, what: str) -> str:
-    text = value.strip()
-    if not text:
-        raise ValueError(f"{what} must be a non-empty string")
-    return text
+def _non_empty(what: str) -> AfterValidator:
+    """A text stripped of surrounding blanks that must not be empty (``what`` names it)."""
+
+    def strip(value: str) -> str:
+        if not value.strip():
+            raise ValueError(f"{what} must be a non-empty string")
+        return value.strip()
+
+    return AfterValidator(strip)
 
 
 class Choice(BaseModel):
@@ -40,13 +44,8 @@ class Choice(BaseModel):
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    label: str
-    value: str
-
-    @field_validator("label", "value")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "choice label and value")
+    label: Annotated[str, _non_empty("choice label and value")]
+    value: Annotated[str, _non_empty("choice label and value")]
 
 
 class Question(BaseModel):
@@ -54,8 +53,8 @@ class Question(BaseModel):
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    id: str
-    question: str
+    id: Annotated[str, _non_empty("question id")]
+    question: Annotated[str, _non_empty("question text")]
     #: For a question from an MCP server's form (elicitation): the JSON Schema a custom answer
     #: must satisfy, with its JSON type (``string``, ``number``, ``integer``). Not part of the
     #: ``ask_question`` contract (the model never sees it).
@@ -72,16 +71,6 @@ class Question(BaseModel):
                 "too_short", "List should have at least 1 item after validation, not 0"
             )
         return value
-
-    @field_validator("id")
-    @classmethod
-    def _id_non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "question id")
-
-    @field_validator("question")
-    @classmethod
-    def _text_non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "question text")
 
 
 def _choice(raw: Any) -> dict[str, str] | None:
@@ -152,15 +141,10 @@ class Answer(BaseModel):
 
     model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="forbid")
 
-    question_id: str = Field(alias="questionId")
-    answer: str
+    question_id: Annotated[str, _non_empty("questionId and answer")] = Field(alias="questionId")
+    answer: Annotated[str, _non_empty("questionId and answer")]
     choice: str | None = None
     custom: bool | None = None
-
-    @field_validator("question_id", "answer")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "questionId and answer")
 
     def to_wire(self) -> dict[str, Any]:
         """The Anvia wire shape: ``{"questionId", "answer", "choice"?, "custom"?}``."""
@@ -187,39 +171,43 @@ def describe_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _field(answer: Mapping[str, Any] | Any, name: str) -> Any:
+def _given(answer: Any) -> tuple[Any, Any, Any, Any]:
+    """``(question id, text, choice, custom)`` of an answer as given: a dict (keyed
+    ``questionId``, or the Python name), an :class:`Answer` or another object."""
     if isinstance(answer, BaseModel):
         answer = answer.model_dump(by_alias=True)
-    if isinstance(answer, Mapping):
-        return answer.get(name)
-    return getattr(answer, name, None)
+    get = answer.get if isinstance(answer, Mapping) else lambda name: getattr(answer, name, None)
+    question_id = get("questionId")
+    if question_id is None:
+        question_id = get("question_id")
+    return question_id, get("answer"), get("choice"), get("custom")
 
 
-def answer_refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | None:
+def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | None:
     """Why one answer to ``question`` is refused, or ``None`` when it is acceptable.
 
     The one rule every path applies (the widget, a ``HumanInput``, the run store): the answer
     text is non-empty; a claimed ``choice`` is one of the question's declared values and the
-    answer is that value (so a free text cannot pass itself off as a choice); and an answer is
-    either a choice or ``custom``, never both.
+    answer is that value (so a free text cannot pass itself off as a choice); an answer is
+    either a choice or ``custom``, never both; and a custom answer to a question with an
+    ``answer_schema`` fits it.
     """
+    name = f"The answer to question {question.id!r}"
     if not isinstance(text, str) or not text.strip():
-        return f"The answer to question {question.id!r} is empty."
+        return f"{name} is empty."
     if choice is None:
-        if question.answer_schema is not None:
-            return typed_answer_refusal(question, text.strip())
-        return None
+        return None if question.answer_schema is None else _unfit(question, text.strip())
     if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
         return f"{choice!r} is not a choice of question {question.id!r}."
     if custom is True:
         return (
-            f"The answer to question {question.id!r} claims the choice {choice!r} and is marked "
-            "custom; an answer is either a declared choice or a custom text, not both."
+            f"{name} claims the choice {choice!r} and is marked custom; an answer is either "
+            "a declared choice or a custom text, not both."
         )
     if text.strip() != choice:
         return (
-            f"The answer to question {question.id!r} claims the choice {choice!r} but its text "
-            f"is {text.strip()!r}; an answer that picks a choice must be that choice's value."
+            f"{name} claims the choice {choice!r} but its text is {text.strip()!r}; an answer "
+            "that picks a choice must be that choice's value."
         )
     return None
 
@@ -241,22 +229,23 @@ def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
     return text
 
 
-def typed_answer_refusal(question: Question, text: str) -> str | None:
+def _unfit(question: Question, text: str) -> str | None:
     """Why a custom answer does not fit the question's ``answer_schema``, or None."""
+    import jsonschema
+
     schema = question.answer_schema or {}
     try:
         value = typed_answer(schema, text)
     except ValueError:
         kind = "a whole number" if schema.get("type") == "integer" else "a number"
         return f"The answer to question {question.id!r} must be {kind}; got {text!r}."
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(
-        jsonschema.validators.validator_for(schema)(schema).iter_errors(value)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    return (
+        None
+        if error is None
+        else f"The answer to question {question.id!r} does not fit: {error.message}."
     )
-    if error is None:
-        return None
-    return f"The answer to question {question.id!r} does not fit: {error.message}."
 
 
 def check_operator_answers(
@@ -266,26 +255,18 @@ def check_operator_answers(
     by_id = {q.id: q for q in questions}
     seen: dict[str, Answer] = {}
     for raw in answers:
-        question_id = _field(raw, "questionId")
-        if question_id is None:  # (a dict may use the Python name)
-            question_id = _field(raw, "question_id")
-        text = _field(raw, "answer")
-        choice = _field(raw, "choice")
-        custom = _field(raw, "custom")
+        question_id, text, choice, custom = _given(raw)
         if not isinstance(question_id, str) or question_id.strip() not in by_id:
             return f"Unknown question {question_id!r}."
-        question_id = question_id.strip()
-        if question_id in seen:
-            return f"Question {question_id!r} is answered more than once."
-        refusal = answer_refusal(by_id[question_id], text, choice, custom)
+        question = by_id[question_id.strip()]
+        if question.id in seen:
+            return f"Question {question.id!r} is answered more than once."
+        refusal = _refusal(question, text, choice, custom)
         if refusal is not None:
             return refusal
-        assert isinstance(text, str)
-        seen[question_id] = Answer(
-            question_id=question_id,
-            answer=text.strip(),
-            choice=choice,
-            custom=custom if isinstance(custom, bool) else None,
+        custom = custom if isinstance(custom, bool) else None
+        seen[question.id] = Answer(
+            question_id=question.id, answer=text.strip(), choice=choice, custom=custom
         )
     missing = [q.id for q in questions if q.id not in seen]
     if missing:
