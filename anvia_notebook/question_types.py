@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 from pydantic import (
@@ -146,6 +146,13 @@ class Answer(BaseModel):
     choice: str | None = None
     custom: bool | None = None
 
+    @classmethod
+    def picking(cls, question: Question, choice: Choice | None, text: str = "") -> Answer:
+        """The answer to ``question`` that picks ``choice``, or (None) the custom ``text``."""
+        if choice is None:
+            return cls(question_id=question.id, answer=text, custom=True)
+        return cls(question_id=question.id, answer=choice.value, choice=choice.value)
+
     def to_wire(self) -> dict[str, Any]:
         """The Anvia wire shape: ``{"questionId", "answer", "choice"?, "custom"?}``."""
         return self.model_dump(by_alias=True, exclude_none=True)
@@ -176,7 +183,9 @@ def _given(answer: Any) -> tuple[Any, Any, Any, Any]:
     ``questionId``, or the Python name), an :class:`Answer` or another object."""
     if isinstance(answer, BaseModel):
         answer = answer.model_dump(by_alias=True)
-    get = answer.get if isinstance(answer, Mapping) else lambda name: getattr(answer, name, None)
+    get: Callable[[str], Any] = (
+        answer.get if isinstance(answer, Mapping) else lambda name: getattr(answer, name, None)
+    )
     question_id = get("questionId")
     if question_id is None:
         question_id = get("question_id")
