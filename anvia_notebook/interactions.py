@@ -16,9 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -40,8 +39,6 @@ __all__ = [
     "OpenInteraction",
     "Resolution",
 ]
-
-logger = logging.getLogger("anvia_notebook")
 
 Record = ApprovalRecord | QuestionRecord
 
@@ -125,15 +122,13 @@ class Interactions:
             self.state.hold(record)
             self._items[record.id] = interaction
         if self.store is not None:
-            try:
+            with self._storing():
                 schema = _args_schema(input_model) if input_model is not None else None
                 stored = self.store.open_interaction(record, args_schema=schema)
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction
                 self.store.watch(record.id, lambda decided: self._from_store(record.id, decided))
-            except Exception as error:
-                self._store_failed(error)
         if timeout is not None:
             reason = timeout_reason or f"No decision within {timeout:g} s (timed out)."
             interaction.timer = loop.call_later(
@@ -207,11 +202,8 @@ class Interactions:
                 decisions.check_resolution(record, resolution, input_model=interaction.input_model)
             new = decisions.decided(record, resolution)
             if claim and self.store is not None:
-                try:
+                with self._storing():
                     won, current = self.store.claim(new)
-                except Exception as error:
-                    self._store_failed(error)
-                else:
                     if not won and current is not None and current.status != "pending":
                         new, resolution = current, Resolution.of_record(current)
             self._settle(interaction, new, resolution)
@@ -226,12 +218,10 @@ class Interactions:
         closed: list[Record] = []
         for record in self.state.pending():
             with self._lock:
-                interaction = self._items.setdefault(
-                    record.id,
-                    OpenInteraction(
-                        record.id, self.state, asyncio.get_running_loop().create_future()
-                    ),
-                )
+                if record.id not in self._items:
+                    future = asyncio.get_running_loop().create_future()
+                    self._items[record.id] = OpenInteraction(record.id, self.state, future)
+                interaction = self._items[record.id]
             resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             self.resolve(interaction, resolution, check=False, claim=False)
             self.finish(interaction)
@@ -243,10 +233,8 @@ class Interactions:
         with self._lock:
             self.state.hold(record)
         if self.store is not None:
-            try:
+            with self._storing():
                 self.store.save_interaction(record)
-            except Exception as error:
-                self._store_failed(error)
 
     def finish(self, interaction: OpenInteraction) -> None:
         """The run has taken the outcome: stop its timer and stop watching the store."""
@@ -340,11 +328,16 @@ class Interactions:
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
             future.get_loop().call_soon_threadsafe(_set_result, future, resolution)
 
-    def _store_failed(self, error: BaseException) -> None:
-        from .store import store_failed
+    @contextlib.contextmanager
+    def _storing(self) -> Iterator[None]:
+        """A failing store is reported once and left: the run goes on without it."""
+        try:
+            yield
+        except Exception as error:
+            from .store import store_failed
 
-        store_failed(self.store, error)
-        self.store = None
+            store_failed(self.store, error)
+            self.store = None
 
 
 @functools.lru_cache(maxsize=256)
