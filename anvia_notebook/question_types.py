@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -73,20 +74,29 @@ class Question(BaseModel):
         return value
 
 
+def _text(value: Any) -> str | None:
+    """``value`` trimmed, if it is a text that is not blank."""
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
 def _choice(raw: Any) -> dict[str, str] | None:
     """A choice as Anvia's Studio reads it, or None for one it drops (no usable label)."""
-    if isinstance(raw, str):
-        text = raw.strip()
-        return {"label": text, "value": text} if text else None
+    raw = {"label": raw} if isinstance(raw, str) else raw
+    label = _text(raw.get("label")) if isinstance(raw, dict) else None
+    return None if label is None else {"label": label, "value": _text(raw.get("value")) or label}
+
+
+def _question(raw: Any, position: int) -> Any:
+    """A question as Anvia's Studio reads it (see :meth:`QuestionInput._normalise`)."""
     if not isinstance(raw, dict):
-        return None
-    label, value = raw.get("label"), raw.get("value")
-    if not isinstance(label, str) or not label.strip():
-        return None
-    label = label.strip()
+        return raw
+    choices = raw.get("choices")
     return {
-        "label": label,
-        "value": value.strip() if isinstance(value, str) and value.strip() else label,
+        "id": _text(raw.get("id")) or f"q{position}",
+        "question": raw.get("question"),
+        "choices": [c for c in map(_choice, choices) if c]
+        if isinstance(choices, list)
+        else choices,
     }
 
 
@@ -107,24 +117,8 @@ class QuestionInput(BaseModel):
         trimmed and keys Anvia does not know are ignored."""
         if not isinstance(data, dict):
             return data
-        raw_questions = data["questions"] if isinstance(data.get("questions"), list) else [data]
-        questions = []
-        for index, raw in enumerate(raw_questions, start=1):
-            if isinstance(raw, dict):
-                question_id = raw.get("id")
-                question: dict[str, Any] = {
-                    "id": question_id.strip()
-                    if isinstance(question_id, str) and question_id.strip()
-                    else f"q{index}",
-                    "question": raw.get("question"),
-                    "choices": raw.get("choices"),
-                }
-                if isinstance(question["choices"], list):
-                    choices = (_choice(c) for c in question["choices"])
-                    question["choices"] = [c for c in choices if c is not None]
-                raw = question
-            questions.append(raw)
-        return {"questions": questions}
+        raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
+        return {"questions": [_question(question, n) for n, question in enumerate(raw, start=1)]}
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuestionInput:
@@ -225,17 +219,14 @@ def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
     """A custom answer as the JSON value of its field's type (``ValueError`` when it is not
     one): a number or an integer parsed, a string as it is."""
     kind = schema.get("type")
-    if kind == "integer":
-        value = float(text)
-        if not value.is_integer():
-            raise ValueError(f"{text!r} is not a whole number")
-        return int(value)
-    if kind == "number":
-        number = float(text)
-        if number != number or number in (float("inf"), float("-inf")):
-            raise ValueError(f"{text!r} is not a finite number")
-        return int(number) if number.is_integer() and "." not in text else number
-    return text
+    if kind not in ("integer", "number"):
+        return text
+    number = float(text)
+    if kind == "integer" and not number.is_integer():
+        raise ValueError(f"{text!r} is not a whole number")
+    if not math.isfinite(number):
+        raise ValueError(f"{text!r} is not a finite number")
+    return int(number) if kind == "integer" or (number.is_integer() and "." not in text) else number
 
 
 def _unfit(question: Question, text: str) -> str | None:
