@@ -24,7 +24,6 @@ __all__ = [
     "Choice",
     "Question",
     "QuestionInput",
-    "QuestionOutput",
     "check_operator_answers",
 ]
 
@@ -150,17 +149,6 @@ class Answer(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """The Anvia wire shape: ``{"questionId", "answer", "choice"?, "custom"?}``."""
         return self.model_dump(by_alias=True, exclude_none=True)
-
-
-class QuestionOutput(BaseModel):
-    """The result of an ``ask_question`` call."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    answers: list[Answer]
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"answers": [answer.to_wire() for answer in self.answers]}
 
 
 def describe_validation_error(error: ValidationError) -> str:

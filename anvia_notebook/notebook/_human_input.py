@@ -32,7 +32,7 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -48,8 +48,6 @@ __all__ = ["AUTO_ENV", "AutoOperator", "WidgetHumanInput"]
 AUTO_ENV = "ANVIA_NOTEBOOK_AUTO"
 FIRST_CHOICE = "first-choice"
 ALWAYS_ALLOWED_REASON = "Always allowed in this session."
-
-T = TypeVar("T")
 
 
 class _Rule(BaseModel):
