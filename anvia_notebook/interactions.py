@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from . import decisions
+from . import decisions, records
 from .decisions import Resolution
 from .errors import DecisionRefusedError
-from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of, utc_now
+from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
 from .run_state import RunState
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Interactions:
         """
         loop = asyncio.get_running_loop()
         if timeout is not None:
-            record.expires_at = utc_now() + timedelta(seconds=timeout)
+            record.expires_at = records.utc_now() + timedelta(seconds=timeout)  # (its clock)
         interaction = OpenInteraction(record.id, self.state, loop.create_future(), input_model)
         with self._lock:
             self.state.hold(record)
