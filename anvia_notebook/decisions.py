@@ -55,10 +55,6 @@ class Resolution:
     answers: list[Answer] = field(default_factory=list)
     reject_message: str | None = None
 
-    @property
-    def approved(self) -> bool:
-        return self.status == "approved"
-
     @classmethod
     def approval(
         cls, approved: bool, *, reason: str | None = None, args: Any = None, **by: Any
@@ -99,7 +95,7 @@ class Resolution:
         if self.status == "answered":
             return {"answers": [a.to_wire() for a in self.answers], "decided_by": self.decided_by}
         return {
-            "approved": self.approved,
+            "approved": self.status == "approved",
             "reason": self.reason,
             "args": self.args,
             "decided_by": self.decided_by,
