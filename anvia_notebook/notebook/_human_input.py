@@ -91,6 +91,10 @@ class AutoOperator(_Rule):
             ) from None
         return cls(**dict(rule), source=source)
 
+    @classmethod
+    def from_env(cls) -> AutoOperator | None:
+        return cls.parse(os.environ.get(AUTO_ENV, ""))
+
     def approves(self, tool_name: str) -> bool:
         if isinstance(self.approve, bool):
             return self.approve
@@ -130,8 +134,10 @@ class WidgetHumanInput(StoreHumanInput):
         auto: AutoOperator | str | Literal[False] | None = None,
     ) -> None:
         super().__init__(timeout)
-        if auto is None or isinstance(auto, str):
-            auto = AutoOperator.parse(os.environ.get(AUTO_ENV, "") if auto is None else auto)
+        if auto is None:
+            auto = AutoOperator.from_env()
+        elif isinstance(auto, str):
+            auto = AutoOperator.parse(auto)
         self.auto = auto or None
         #: Tools approved for the rest of this session ("Always allow"): a top-level run's by
         #: name, a sub-agent's by its path (``subagents.approval_scope``).

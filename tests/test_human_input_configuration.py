@@ -1,5 +1,7 @@
-"""The terminal's answers to questions: a blank line asks again, a number beside a choice picks
-it, anything else (a number no choice has included) is the person's own answer."""
+"""The shipped human inputs: the terminal's answers to questions (a blank line asks again, a
+number beside a choice picks it, anything else, a number no choice has included, is the person's
+own answer), the time limit every waiting input checks, and the widget's input as the waiting
+input configured with a scripted operator rule."""
 
 from __future__ import annotations
 
@@ -56,3 +58,13 @@ def test_a_time_limit_that_is_not_positive_is_refused(timeout: float):
     with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
         StoreHumanInput(timeout=timeout)
     assert repr(StoreHumanInput(timeout=2)) == "StoreHumanInput(timeout=2)"
+
+
+def test_a_widget_input_given_a_rule_that_is_off_ignores_the_environment(monkeypatch):
+    from anvia_notebook.notebook._human_input import AUTO_ENV, WidgetHumanInput
+
+    monkeypatch.setenv(AUTO_ENV, "approve")
+    assert WidgetHumanInput().auto is not None
+    assert WidgetHumanInput(auto="off").auto is None
+    assert WidgetHumanInput(auto=False).auto is None
+    assert isinstance(WidgetHumanInput(timeout=3), StoreHumanInput)
