@@ -107,11 +107,9 @@ async def _text(value: TextOrFn, ctx: ApprovalContext[Any]) -> str | None:
 
 def normalize_decision(value: Any) -> ApprovalDecision:
     """Accept ``bool`` or :class:`ApprovalDecision` (or its dict form) from a handler."""
-    if isinstance(value, ApprovalDecision):
-        return value
     if isinstance(value, bool):
-        return ApprovalDecision(approved=value)
-    if isinstance(value, dict):
+        value = {"approved": value}
+    if isinstance(value, (ApprovalDecision, dict)):
         return ApprovalDecision.model_validate(value)
     raise TypeError(
         f"An approval handler must return a bool or an ApprovalDecision, not {type(value).__name__}"

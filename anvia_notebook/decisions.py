@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from .approvals import normalize_decision
 from .errors import DecisionRefusedError
 from .question_types import Answer, check_operator_answers, describe_validation_error
 from .records import (
@@ -24,11 +25,13 @@ from .records import (
     DecidedBy,
     DecidedVia,
     QuestionRecord,
+    decider,
     utc_now,
 )
 
 __all__ = [
     "Resolution",
+    "answers_resolution",
     "check_resolution",
     "decline_resolution",
     "decided",
@@ -52,28 +55,29 @@ class Resolution:
     answers: list[Answer] = field(default_factory=list)
     reject_message: str | None = None
 
-    @property
-    def approved(self) -> bool:
-        return self.status == "approved"
-
     @classmethod
     def approval(
-        cls,
-        approved: bool,
-        *,
-        decided_by: DecidedBy = "human",
-        decided_via: DecidedVia | None = None,
-        reason: str | None = None,
-        args: dict[str, Any] | None = None,
-        reject_message: str | None = None,
+        cls, approved: bool, *, reason: str | None = None, args: Any = None, **by: Any
     ) -> Resolution:
+        """Approving (with ``args``, edited arguments, if any) or rejecting; ``by`` holds
+        ``decided_by``, ``decided_via`` and ``reject_message``. A blank reason is none."""
+        status: Status = "approved" if approved else "rejected"
         return cls(
-            status="approved" if approved else "rejected",
-            decided_by=decided_by,
+            status, reason=(reason or "").strip() or None, args=args if approved else None, **by
+        )
+
+    @classmethod
+    def of_decision(cls, value: Any, decided_by: DecidedBy, decided_via: DecidedVia) -> Resolution:
+        """What an approval handler or a human input returned (a bool, an
+        ``ApprovalDecision`` or its dict form); its own ``decided_by`` wins when it is known."""
+        decision = normalize_decision(value)
+        return cls.approval(
+            decision.approved,
+            reason=decision.reason,
+            args=decision.args,
+            reject_message=decision.reject_message,
+            decided_by=decider(decision.decided_by or decided_by, decided_by),
             decided_via=decided_via,
-            reason=(reason or "").strip() or None,
-            args=args if approved else None,
-            reject_message=reject_message,
         )
 
     @classmethod
@@ -90,15 +94,12 @@ class Resolution:
         """The decision as JSON (kept beside the record for readers of older stores)."""
         if self.status == "answered":
             return {"answers": [a.to_wire() for a in self.answers], "decided_by": self.decided_by}
-        stored = {
-            "approved": self.approved,
+        return {
+            "approved": self.status == "approved",
             "reason": self.reason,
             "args": self.args,
             "decided_by": self.decided_by,
         }
-        if self.reject_message is not None:
-            stored["reject_message"] = self.reject_message
-        return stored
 
 
 def check_resolution(
@@ -113,30 +114,29 @@ def check_resolution(
 
     Edited arguments (with an approval) must be a JSON object that the tool's input model
     accepts (``input_model`` in the run's process, else its stored JSON Schema
-    ``args_schema``); answers must answer each question exactly once.
+    ``args_schema``); answers must answer each question exactly once; only a question that
+    may be declined is declined by a person.
     """
     if record.status != "pending":
         raise refused_twice(record)
+    status = resolution.status
     if isinstance(record, ApprovalRecord):
-        if resolution.status == "answered":
+        if status == "answered":
             raise DecisionRefusedError(f"{record.id!r} is an approval, not a question.")
-        if resolution.approved and resolution.args is None and record.fix_required:
+        if status == "approved" and resolution.args is not None:
+            _check_args(record.tool_name, resolution.args, input_model, args_schema)
+        elif status == "approved" and record.fix_required:
             raise DecisionRefusedError(
                 f"The {record.tool_name} arguments are not valid as they are: approve them with "
                 "edited arguments that fix the errors, or reject them."
             )
-        if resolution.approved and resolution.args is not None:
-            _check_args(record.tool_name, resolution.args, input_model, args_schema)
-        return resolution
-    if resolution.status in ("approved", "rejected"):
+    elif status in ("approved", "rejected"):
         raise DecisionRefusedError(f"{record.id!r} is a question, not an approval.")
-    if resolution.status == "cancelled" and resolution.decided_by == "human":
-        if not record.declinable:
-            raise DecisionRefusedError(
-                f"The question {record.id!r} cannot be declined: answer it (or stop the run)."
-            )
-        return resolution
-    if resolution.status == "answered":
+    elif status == "cancelled" and resolution.decided_by == "human" and not record.declinable:
+        raise DecisionRefusedError(
+            f"The question {record.id!r} cannot be declined: answer it (or stop the run)."
+        )
+    elif status == "answered":
         checked = check_operator_answers(record.questions, resolution.answers)
         if isinstance(checked, str):
             raise DecisionRefusedError(checked)
@@ -152,12 +152,7 @@ def answers_resolution(
         raise DecisionRefusedError(
             "Answers must be a list of {questionId, answer, choice?, custom?} objects."
         )
-    return Resolution(
-        "answered",
-        decided_by=decided_by,
-        decided_via=decided_via,
-        answers=list(answers),
-    )
+    return Resolution("answered", decided_by, decided_via, answers=list(answers))
 
 
 def decline_resolution(decided_via: DecidedVia | None) -> Resolution:
@@ -172,36 +167,34 @@ def _check_args(
     input_model: type[BaseModel] | None,
     args_schema: Mapping[str, Any] | None,
 ) -> None:
+    """Edited arguments must be a JSON object the tool's input model (else, in another
+    process, its JSON Schema) accepts."""
     if not isinstance(args, dict):
         raise DecisionRefusedError("The edited arguments must be a JSON object.")
+    problems = ""
     if input_model is not None:
         try:
             input_model.model_validate(args)
         except ValidationError as error:
-            raise DecisionRefusedError(
-                f"The edited arguments are not valid for {tool_name}: "
-                f"{describe_validation_error(error)}"
-            ) from None
-        return
-    if args_schema is not None:
+            problems = describe_validation_error(error)
+    elif args_schema is not None:
         import jsonschema
 
-        validator = jsonschema.Draft202012Validator(args_schema)
-        problems = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
-        if problems:
-            text = "; ".join(
-                f"{'.'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}"
-                for e in problems[:5]
-            )
-            raise DecisionRefusedError(
-                f"The edited arguments are not valid for {tool_name}: {text}"
-            )
+        errors = jsonschema.Draft202012Validator(args_schema).iter_errors(args)
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}"
+            for e in sorted(errors, key=lambda e: list(e.absolute_path))[:5]
+        )
+    if problems:
+        raise DecisionRefusedError(
+            f"The edited arguments are not valid for {tool_name}: {problems}"
+        )
 
 
 def refused_twice(record: Record) -> DecisionRefusedError:
-    kind = "approval" if isinstance(record, ApprovalRecord) else "question"
+    status = record.status.replace("_", " ")
     return DecisionRefusedError(
-        f"This {kind} is already {record.status.replace('_', ' ')}; a second decision is refused."
+        f"This {record.kind} is already {status}; a second decision is refused."
     )
 
 
@@ -219,21 +212,21 @@ def rejection_text(resolution: Resolution, record: ApprovalRecord) -> str:
 def decided(record: Record, resolution: Resolution) -> Record:
     """A copy of ``record`` with ``resolution`` written in: the status, who decided and from
     where, when, and the approval's reason and edited arguments or the question's answers."""
-    now = utc_now()
+    now, status = utc_now(), resolution.status
     update: dict[str, Any] = {
-        "status": resolution.status,
+        "status": status,
         "decided_by": resolution.decided_by,
         "decided_via": resolution.decided_via,
         "resolved_at": now,
     }
     if isinstance(record, ApprovalRecord):
-        if resolution.status == "rejected":
-            update["decision_reason"] = rejection_text(resolution, record)
-        else:
-            update["decision_reason"] = resolution.reason
-        update["edited_args"] = resolution.args if resolution.approved else None
+        rejected = status == "rejected"
+        update["decision_reason"] = (
+            rejection_text(resolution, record) if rejected else resolution.reason
+        )
+        update["edited_args"] = resolution.args if status == "approved" else None
     else:
-        answered = resolution.status == "answered"
+        answered = status == "answered"
         update["answers"] = list(resolution.answers) if answered else []
         update["answered_at" if answered else "cancelled_at"] = now
     return record.model_copy(update=update, deep=True)

@@ -13,18 +13,12 @@ from typing import Any, Protocol, TextIO, runtime_checkable
 
 from ._util import maybe_await
 from .approvals import ApprovalDecision, ToolApprovalRequest, normalize_decision
-from .errors import HumanInputTimeout, HumanInputUnavailable
+from .errors import HumanInputTimeout as HumanInputTimeout  # (re-exported)
+from .errors import HumanInputUnavailable as HumanInputUnavailable
 from .question_types import Answer
 from .questions import QuestionRequest
 
-__all__ = [
-    "CallbackHumanInput",
-    "ConsoleHumanInput",
-    "HumanInput",
-    "HumanInputTimeout",
-    "HumanInputUnavailable",
-    "StoreHumanInput",
-]
+__all__ = ["CallbackHumanInput", "ConsoleHumanInput", "HumanInput", "StoreHumanInput"]
 
 
 @runtime_checkable
@@ -42,6 +36,13 @@ async def wait_for_a_decision() -> Any:
     return await asyncio.get_running_loop().create_future()
 
 
+def positive_timeout(timeout: float | None) -> float | None:
+    """A human input's time limit: none, or a positive number of seconds."""
+    if timeout is not None and timeout <= 0:
+        raise ValueError("timeout must be a positive number of seconds")
+    return timeout
+
+
 class CallbackHumanInput:
     """Delegates to your own (sync or async) functions.
 
@@ -57,11 +58,9 @@ class CallbackHumanInput:
         ask: Callable[[QuestionRequest], Any] | None = None,
         timeout: float | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
         self._approve = approve
         self._ask = ask
-        self.timeout = timeout
+        self.timeout = positive_timeout(timeout)
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         if self._approve is None:
@@ -125,18 +124,12 @@ class ConsoleHumanInput:
             self._print(f"\nQuestion {index} of {len(request.questions)}: {question.question}")
             for number, choice in enumerate(question.choices, start=1):
                 self._print(f"  {number}. {choice.label}")
-            while True:
-                raw = await self._read("Choice number or a custom answer: ")
-                if raw.isdigit() and 1 <= int(raw) <= len(question.choices):
-                    choice = question.choices[int(raw) - 1]
-                    answers.append(
-                        Answer(question_id=question.id, answer=choice.value, choice=choice.value)
-                    )
-                    break
-                if raw:
-                    answers.append(Answer(question_id=question.id, answer=raw, custom=True))
-                    break
+            prompt = "Choice number or a custom answer: "
+            while not (raw := await self._read(prompt)):
                 self._print("Please pick a choice or type an answer.")
+            number = int(raw) if raw.isdigit() and 1 <= int(raw) <= len(question.choices) else 0
+            picked = question.choices[number - 1] if number else None
+            answers.append(Answer.picking(question, picked, raw))
         return answers
 
 
@@ -150,12 +143,10 @@ class StoreHumanInput:
     """
 
     def __init__(self, timeout: float | None = None) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
-        self.timeout = timeout
+        self.timeout = positive_timeout(timeout)
 
     def __repr__(self) -> str:
-        return f"StoreHumanInput(timeout={self.timeout!r})"
+        return f"{type(self).__name__}(timeout={self.timeout!r})"
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         return await wait_for_a_decision()  # type: ignore[no-any-return]

@@ -16,33 +16,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
-from .approvals import normalize_decision
-from .decisions import (
-    Resolution,
-    answers_resolution,
-    check_resolution,
-    decided,
-    decline_resolution,
-    refused_twice,
-)
+from . import decisions, records
+from .decisions import Resolution
 from .errors import DecisionRefusedError
-from .records import (
-    ApprovalRecord,
-    DecidedBy,
-    DecidedVia,
-    QuestionRecord,
-    RecordT,
-    decider,
-    id_of,
-)
+from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
 from .run_state import RunState
 
 if TYPE_CHECKING:
@@ -54,8 +39,6 @@ __all__ = [
     "OpenInteraction",
     "Resolution",
 ]
-
-logger = logging.getLogger("anvia_notebook")
 
 Record = ApprovalRecord | QuestionRecord
 
@@ -107,23 +90,14 @@ class Interactions:
         with self._lock:
             self._children.append(child)
 
-    def _mine(self, item_id: str) -> OpenInteraction | None:
-        with self._lock:
-            return self._items.get(item_id)
-
     def _owner(self, item_id: str) -> tuple[Interactions, OpenInteraction] | None:
         """The interaction ``item_id`` of this run or of a sub-agent's run below it, with the
         interactions that hold it."""
         with self._lock:
-            found = self._items.get(item_id)
+            if item_id in self._items:
+                return self, self._items[item_id]
             children = list(self._children)
-        if found is not None:
-            return self, found
-        for child in children:
-            owned = child._owner(item_id)
-            if owned is not None:
-                return owned
-        return None
+        return next(filter(None, (child._owner(item_id) for child in children)), None)
 
     # -- the run side ----------------------------------------------------------------------------
 
@@ -142,21 +116,19 @@ class Interactions:
         """
         loop = asyncio.get_running_loop()
         if timeout is not None:
-            record.expires_at = _after(timeout)
+            record.expires_at = records.utc_now() + timedelta(seconds=timeout)  # (its clock)
         interaction = OpenInteraction(record.id, self.state, loop.create_future(), input_model)
         with self._lock:
             self.state.hold(record)
             self._items[record.id] = interaction
         if self.store is not None:
-            try:
+            with self._storing():
                 schema = _args_schema(input_model) if input_model is not None else None
                 stored = self.store.open_interaction(record, args_schema=schema)
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction
                 self.store.watch(record.id, lambda decided: self._from_store(record.id, decided))
-            except Exception as error:
-                self._store_failed(error)
         if timeout is not None:
             reason = timeout_reason or f"No decision within {timeout:g} s (timed out)."
             interaction.timer = loop.call_later(
@@ -195,21 +167,15 @@ class Interactions:
             return interaction.future.result()
         value = task.result()  # raises the source's error
         if interaction.record.kind == "approval":
-            value = normalize_decision(value)
             # Edited arguments of a handler or human input are checked when the call parses
             # them (a refusal there rejects the call and corrects the record).
-            resolution = Resolution.approval(
-                value.approved,
-                decided_by=decider(value.decided_by or decided_by, decided_by),
-                decided_via=decided_via,
-                reason=value.reason,
-                args=value.args,
-                reject_message=value.reject_message,
-            )
+            resolution = Resolution.of_decision(value, decided_by, decided_via)
             return self.resolve(interaction, resolution, check=False)
         try:
-            resolution = answers_resolution(value, decided_by=decided_by, decided_via=decided_via)
-            return self.resolve(interaction, resolution)
+            answered = decisions.answers_resolution(
+                value, decided_by=decided_by, decided_via=decided_via
+            )
+            return self.resolve(interaction, answered)
         except DecisionRefusedError as error:
             raise ValueError(str(error)) from None
 
@@ -233,14 +199,11 @@ class Interactions:
             if record.status != "pending":
                 return Resolution.of_record(record)
             if check:
-                check_resolution(record, resolution, input_model=interaction.input_model)
-            new = decided(record, resolution)
+                decisions.check_resolution(record, resolution, input_model=interaction.input_model)
+            new = decisions.decided(record, resolution)
             if claim and self.store is not None:
-                try:
+                with self._storing():
                     won, current = self.store.claim(new)
-                except Exception as error:
-                    self._store_failed(error)
-                else:
                     if not won and current is not None and current.status != "pending":
                         new, resolution = current, Resolution.of_record(current)
             self._settle(interaction, new, resolution)
@@ -254,12 +217,11 @@ class Interactions:
         transaction that ends the run (``RunStore.save_run``)."""
         closed: list[Record] = []
         for record in self.state.pending():
-            interaction = self._mine(record.id)
-            if interaction is None:
-                future = asyncio.get_running_loop().create_future()
-                interaction = OpenInteraction(record.id, self.state, future)
-                with self._lock:
-                    self._items[record.id] = interaction
+            with self._lock:
+                if record.id not in self._items:
+                    future = asyncio.get_running_loop().create_future()
+                    self._items[record.id] = OpenInteraction(record.id, self.state, future)
+                interaction = self._items[record.id]
             resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             self.resolve(interaction, resolution, check=False, claim=False)
             self.finish(interaction)
@@ -271,10 +233,8 @@ class Interactions:
         with self._lock:
             self.state.hold(record)
         if self.store is not None:
-            try:
+            with self._storing():
                 self.store.save_interaction(record)
-            except Exception as error:
-                self._store_failed(error)
 
     def finish(self, interaction: OpenInteraction) -> None:
         """The run has taken the outcome: stop its timer and stop watching the store."""
@@ -297,9 +257,7 @@ class Interactions:
         with self._lock:
             mine = [i.record for i in self._items.values() if i.pending]
             children = list(self._children)
-        for child in children:
-            mine.extend(child.pending)
-        return mine
+        return mine + [record for child in children for record in child.pending]
 
     def status(self, item_id: str) -> str | None:
         """``pending``, the final status, or None for an id this run never showed."""
@@ -318,7 +276,7 @@ class Interactions:
     ) -> ApprovalRecord:
         """Approve or reject a pending approval (from any thread); raises when refused."""
         resolution = Resolution.approval(
-            approved, decided_by=decided_by, decided_via=via, reason=reason, args=args
+            approved, reason=reason, args=args, decided_by=decided_by, decided_via=via
         )
         return self._decide(approval_id, ApprovalRecord, resolution)
 
@@ -331,7 +289,7 @@ class Interactions:
         via: DecidedVia | None = None,
     ) -> QuestionRecord:
         """Answer a pending question (each of its questions exactly once); raises when refused."""
-        resolution = answers_resolution(answers, decided_by=decided_by, decided_via=via)
+        resolution = decisions.answers_resolution(answers, decided_by=decided_by, decided_via=via)
         return self._decide(question_id, QuestionRecord, resolution)
 
     def decline(
@@ -340,58 +298,46 @@ class Interactions:
         """Decline a pending question that may be declined (one an MCP server asked): it ends
         ``cancelled``, decided by the person, and the server is told ``decline``. Raises when
         refused (an ``ask_question`` question, one already settled)."""
-        return self._decide(question_id, QuestionRecord, decline_resolution(via))
+        return self._decide(question_id, QuestionRecord, decisions.decline_resolution(via))
 
     def _decide(self, item: str | Record, kind: type[RecordT], resolution: Resolution) -> RecordT:
-        item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
-        owned = self._owner(item_id)
+        """Decide ``item`` of this run or below it; a decision that is not the first is refused."""
+        owned = self._owner(id_of(item))
         if owned is None or not isinstance(owned[1].record, kind):
-            raise DecisionRefusedError(f"Unknown {name} {item_id!r}.")
+            name = "approval" if kind is ApprovalRecord else "question"
+            raise DecisionRefusedError(f"Unknown {name} {id_of(item)!r}.")
         owner, interaction = owned
         with owner._lock:
-            if not interaction.pending:
-                raise refused_twice(interaction.record)
-            winner = owner.resolve(interaction, resolution)
-            record = interaction.record
-            if winner is not resolution or not isinstance(record, kind):
-                raise refused_twice(record)
-            return record.model_copy(deep=True)
+            if owner.resolve(interaction, resolution) is not resolution:
+                raise decisions.refused_twice(interaction.record)
+            return cast(RecordT, interaction.record.model_copy(deep=True))
 
     # -- internals -------------------------------------------------------------------------------
 
     def _from_store(self, item_id: str, record: Record) -> None:
         """A decision another process wrote to the store (called on the watcher thread)."""
-        interaction = self._mine(item_id)
-        if interaction is None:
-            return
         with self._lock:
-            if interaction.pending:
+            interaction = self._items.get(item_id)
+            if interaction is not None and interaction.pending:
                 self._settle(interaction, record, Resolution.of_record(record))
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
+        """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""
         self.state.hold(record)
         future = interaction.future
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
+            future.get_loop().call_soon_threadsafe(_set_result, future, resolution)
 
-        def apply() -> None:
-            if not future.done():
-                future.set_result(resolution)
-
-        loop = future.get_loop()
+    @contextlib.contextmanager
+    def _storing(self) -> Iterator[None]:
+        """A failing store is reported once and left: the run goes on without it."""
         try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            apply()
-        else:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-                loop.call_soon_threadsafe(apply)
+            yield
+        except Exception as error:
+            from .store import store_failed
 
-    def _store_failed(self, error: BaseException) -> None:
-        from .store import store_failed
-
-        store_failed(self.store, error)
-        self.store = None
+            store_failed(self.store, error)
+            self.store = None
 
 
 @functools.lru_cache(maxsize=256)
@@ -401,9 +347,6 @@ def _args_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
-def _after(seconds: float) -> Any:
-    from datetime import timedelta
-
-    from .records import utc_now
-
-    return utc_now() + timedelta(seconds=seconds)
+def _set_result(future: asyncio.Future[Resolution], resolution: Resolution) -> None:
+    if not future.done():
+        future.set_result(resolution)

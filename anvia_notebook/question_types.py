@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -22,17 +24,19 @@ __all__ = [
     "Choice",
     "Question",
     "QuestionInput",
-    "QuestionOutput",
     "check_operator_answers",
-    "answer_refusal",
 ]
 
 
-def _strip_non_empty(value: str, what: str) -> str:
-    text = value.strip()
-    if not text:
-        raise ValueError(f"{what} must be a non-empty string")
-    return text
+def _non_empty(what: str) -> AfterValidator:
+    """A text stripped of surrounding blanks that must not be empty (``what`` names it)."""
+
+    def strip(value: str) -> str:
+        if not value.strip():
+            raise ValueError(f"{what} must be a non-empty string")
+        return value.strip()
+
+    return AfterValidator(strip)
 
 
 class Choice(BaseModel):
@@ -40,13 +44,8 @@ class Choice(BaseModel):
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    label: str
-    value: str
-
-    @field_validator("label", "value")
-    @classmethod
-    def _non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "choice label and value")
+    label: Annotated[str, _non_empty("choice label and value")]
+    value: Annotated[str, _non_empty("choice label and value")]
 
 
 class Question(BaseModel):
@@ -54,8 +53,8 @@ class Question(BaseModel):
 
     model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    id: str
-    question: str
+    id: Annotated[str, _non_empty("question id")]
+    question: Annotated[str, _non_empty("question text")]
     #: For a question from an MCP server's form (elicitation): the JSON Schema a custom answer
     #: must satisfy, with its JSON type (``string``, ``number``, ``integer``). Not part of the
     #: ``ask_question`` contract (the model never sees it).
@@ -73,31 +72,30 @@ class Question(BaseModel):
             )
         return value
 
-    @field_validator("id")
-    @classmethod
-    def _id_non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "question id")
 
-    @field_validator("question")
-    @classmethod
-    def _text_non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "question text")
+def _text(value: Any) -> str | None:
+    """``value`` trimmed, if it is a text that is not blank."""
+    return (value.strip() or None) if isinstance(value, str) else None
 
 
 def _choice(raw: Any) -> dict[str, str] | None:
     """A choice as Anvia's Studio reads it, or None for one it drops (no usable label)."""
-    if isinstance(raw, str):
-        text = raw.strip()
-        return {"label": text, "value": text} if text else None
+    raw = {"label": raw} if isinstance(raw, str) else raw
+    label = _text(raw.get("label")) if isinstance(raw, dict) else None
+    return None if label is None else {"label": label, "value": _text(raw.get("value")) or label}
+
+
+def _question(raw: Any, position: int) -> Any:
+    """A question as Anvia's Studio reads it (see :meth:`QuestionInput._normalise`)."""
     if not isinstance(raw, dict):
-        return None
-    label, value = raw.get("label"), raw.get("value")
-    if not isinstance(label, str) or not label.strip():
-        return None
-    label = label.strip()
+        return raw
+    choices = raw.get("choices")
     return {
-        "label": label,
-        "value": value.strip() if isinstance(value, str) and value.strip() else label,
+        "id": _text(raw.get("id")) or f"q{position}",
+        "question": raw.get("question"),
+        "choices": [c for c in map(_choice, choices) if c]
+        if isinstance(choices, list)
+        else choices,
     }
 
 
@@ -118,24 +116,8 @@ class QuestionInput(BaseModel):
         trimmed and keys Anvia does not know are ignored."""
         if not isinstance(data, dict):
             return data
-        raw_questions = data["questions"] if isinstance(data.get("questions"), list) else [data]
-        questions = []
-        for index, raw in enumerate(raw_questions, start=1):
-            if isinstance(raw, dict):
-                question_id = raw.get("id")
-                question: dict[str, Any] = {
-                    "id": question_id.strip()
-                    if isinstance(question_id, str) and question_id.strip()
-                    else f"q{index}",
-                    "question": raw.get("question"),
-                    "choices": raw.get("choices"),
-                }
-                if isinstance(question["choices"], list):
-                    choices = (_choice(c) for c in question["choices"])
-                    question["choices"] = [c for c in choices if c is not None]
-                raw = question
-            questions.append(raw)
-        return {"questions": questions}
+        raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
+        return {"questions": [_question(question, n) for n, question in enumerate(raw, start=1)]}
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuestionInput:
@@ -152,30 +134,21 @@ class Answer(BaseModel):
 
     model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="forbid")
 
-    question_id: str = Field(alias="questionId")
-    answer: str
+    question_id: Annotated[str, _non_empty("questionId and answer")] = Field(alias="questionId")
+    answer: Annotated[str, _non_empty("questionId and answer")]
     choice: str | None = None
     custom: bool | None = None
 
-    @field_validator("question_id", "answer")
     @classmethod
-    def _non_empty(cls, value: str) -> str:
-        return _strip_non_empty(value, "questionId and answer")
+    def picking(cls, question: Question, choice: Choice | None, text: str = "") -> Answer:
+        """The answer to ``question`` that picks ``choice``, or (None) the custom ``text``."""
+        if choice is None:
+            return cls(question_id=question.id, answer=text, custom=True)
+        return cls(question_id=question.id, answer=choice.value, choice=choice.value)
 
     def to_wire(self) -> dict[str, Any]:
         """The Anvia wire shape: ``{"questionId", "answer", "choice"?, "custom"?}``."""
         return self.model_dump(by_alias=True, exclude_none=True)
-
-
-class QuestionOutput(BaseModel):
-    """The result of an ``ask_question`` call."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    answers: list[Answer]
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"answers": [answer.to_wire() for answer in self.answers]}
 
 
 def describe_validation_error(error: ValidationError) -> str:
@@ -187,39 +160,45 @@ def describe_validation_error(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _field(answer: Mapping[str, Any] | Any, name: str) -> Any:
+def _given(answer: Any) -> tuple[Any, Any, Any, Any]:
+    """``(question id, text, choice, custom)`` of an answer as given: a dict (keyed
+    ``questionId``, or the Python name), an :class:`Answer` or another object."""
     if isinstance(answer, BaseModel):
         answer = answer.model_dump(by_alias=True)
-    if isinstance(answer, Mapping):
-        return answer.get(name)
-    return getattr(answer, name, None)
+    get: Callable[[str], Any] = (
+        answer.get if isinstance(answer, Mapping) else lambda name: getattr(answer, name, None)
+    )
+    question_id = get("questionId")
+    if question_id is None:
+        question_id = get("question_id")
+    return question_id, get("answer"), get("choice"), get("custom")
 
 
-def answer_refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | None:
+def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | None:
     """Why one answer to ``question`` is refused, or ``None`` when it is acceptable.
 
     The one rule every path applies (the widget, a ``HumanInput``, the run store): the answer
     text is non-empty; a claimed ``choice`` is one of the question's declared values and the
-    answer is that value (so a free text cannot pass itself off as a choice); and an answer is
-    either a choice or ``custom``, never both.
+    answer is that value (so a free text cannot pass itself off as a choice); an answer is
+    either a choice or ``custom``, never both; and a custom answer to a question with an
+    ``answer_schema`` fits it.
     """
+    name = f"The answer to question {question.id!r}"
     if not isinstance(text, str) or not text.strip():
-        return f"The answer to question {question.id!r} is empty."
+        return f"{name} is empty."
     if choice is None:
-        if question.answer_schema is not None:
-            return typed_answer_refusal(question, text.strip())
-        return None
+        return None if question.answer_schema is None else _unfit(question, text.strip())
     if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
         return f"{choice!r} is not a choice of question {question.id!r}."
     if custom is True:
         return (
-            f"The answer to question {question.id!r} claims the choice {choice!r} and is marked "
-            "custom; an answer is either a declared choice or a custom text, not both."
+            f"{name} claims the choice {choice!r} and is marked custom; an answer is either "
+            "a declared choice or a custom text, not both."
         )
     if text.strip() != choice:
         return (
-            f"The answer to question {question.id!r} claims the choice {choice!r} but its text "
-            f"is {text.strip()!r}; an answer that picks a choice must be that choice's value."
+            f"{name} claims the choice {choice!r} but its text is {text.strip()!r}; an answer "
+            "that picks a choice must be that choice's value."
         )
     return None
 
@@ -228,35 +207,33 @@ def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
     """A custom answer as the JSON value of its field's type (``ValueError`` when it is not
     one): a number or an integer parsed, a string as it is."""
     kind = schema.get("type")
-    if kind == "integer":
-        value = float(text)
-        if not value.is_integer():
-            raise ValueError(f"{text!r} is not a whole number")
-        return int(value)
-    if kind == "number":
-        number = float(text)
-        if number != number or number in (float("inf"), float("-inf")):
-            raise ValueError(f"{text!r} is not a finite number")
-        return int(number) if number.is_integer() and "." not in text else number
-    return text
+    if kind not in ("integer", "number"):
+        return text
+    number = float(text)
+    if kind == "integer" and not number.is_integer():
+        raise ValueError(f"{text!r} is not a whole number")
+    if not math.isfinite(number):
+        raise ValueError(f"{text!r} is not a finite number")
+    return int(number) if kind == "integer" or (number.is_integer() and "." not in text) else number
 
 
-def typed_answer_refusal(question: Question, text: str) -> str | None:
+def _unfit(question: Question, text: str) -> str | None:
     """Why a custom answer does not fit the question's ``answer_schema``, or None."""
+    import jsonschema
+
     schema = question.answer_schema or {}
     try:
         value = typed_answer(schema, text)
     except ValueError:
         kind = "a whole number" if schema.get("type") == "integer" else "a number"
         return f"The answer to question {question.id!r} must be {kind}; got {text!r}."
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(
-        jsonschema.validators.validator_for(schema)(schema).iter_errors(value)
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    return (
+        None
+        if error is None
+        else f"The answer to question {question.id!r} does not fit: {error.message}."
     )
-    if error is None:
-        return None
-    return f"The answer to question {question.id!r} does not fit: {error.message}."
 
 
 def check_operator_answers(
@@ -266,26 +243,18 @@ def check_operator_answers(
     by_id = {q.id: q for q in questions}
     seen: dict[str, Answer] = {}
     for raw in answers:
-        question_id = _field(raw, "questionId")
-        if question_id is None:  # (a dict may use the Python name)
-            question_id = _field(raw, "question_id")
-        text = _field(raw, "answer")
-        choice = _field(raw, "choice")
-        custom = _field(raw, "custom")
+        question_id, text, choice, custom = _given(raw)
         if not isinstance(question_id, str) or question_id.strip() not in by_id:
             return f"Unknown question {question_id!r}."
-        question_id = question_id.strip()
-        if question_id in seen:
-            return f"Question {question_id!r} is answered more than once."
-        refusal = answer_refusal(by_id[question_id], text, choice, custom)
+        question = by_id[question_id.strip()]
+        if question.id in seen:
+            return f"Question {question.id!r} is answered more than once."
+        refusal = _refusal(question, text, choice, custom)
         if refusal is not None:
             return refusal
-        assert isinstance(text, str)
-        seen[question_id] = Answer(
-            question_id=question_id,
-            answer=text.strip(),
-            choice=choice,
-            custom=custom if isinstance(custom, bool) else None,
+        custom = custom if isinstance(custom, bool) else None
+        seen[question.id] = Answer(
+            question_id=question.id, answer=text.strip(), choice=choice, custom=custom
         )
     missing = [q.id for q in questions if q.id not in seen]
     if missing:

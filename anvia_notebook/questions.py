@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .question_types import Answer, Question, QuestionInput, QuestionOutput
+from .question_types import Answer, Question, QuestionInput
 from .run_info import RunInfo
 from .tools import Tool, ToolContext
 
@@ -41,12 +41,6 @@ class QuestionTool(Tool):
     """A tool whose calls a human input intercepts; its own ``execute`` is the fallback."""
 
 
-def _fallback(args: QuestionInput) -> QuestionOutput:
-    return QuestionOutput(
-        answers=[Answer(question_id=q.id, answer=NO_HUMAN_ANSWER) for q in args.questions]
-    )
-
-
 def create_question_tool(
     name: str = "ask_question", description: str = _DEFAULT_DESCRIPTION
 ) -> QuestionTool:
@@ -55,7 +49,8 @@ def create_question_tool(
     def execute(args: QuestionInput, ctx: ToolContext) -> str:
         import json
 
-        return json.dumps(_fallback(args).to_wire())
+        answers = [Answer(question_id=q.id, answer=NO_HUMAN_ANSWER) for q in args.questions]
+        return json.dumps({"answers": [answer.to_wire() for answer in answers]})
 
     return QuestionTool(name=name, description=description, input=QuestionInput, execute=execute)
 

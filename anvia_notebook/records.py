@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from .question_types import Answer, Question
 
@@ -79,13 +79,11 @@ class InteractionBase(BaseModel):
     resolved_at: datetime | None = None
     #: When a pending interaction times out, if it has a time limit.
     expires_at: datetime | None = None
-    decided_by: DecidedBy | None = None
+    #: (An unknown decider of an earlier version is read as :func:`decider` reads it.)
+    decided_by: Annotated[
+        DecidedBy | None, BeforeValidator(lambda value: None if value is None else decider(value))
+    ] = None
     decided_via: DecidedVia | None = None
-
-    @field_validator("decided_by", mode="before")
-    @classmethod
-    def _known_decider(cls, value: Any) -> Any:
-        return None if value is None else decider(value)
 
     @property
     def pending(self) -> bool:

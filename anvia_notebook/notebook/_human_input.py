@@ -32,12 +32,12 @@ import asyncio
 import json
 import os
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..approvals import ApprovalDecision, ToolApprovalRequest
-from ..human import wait_for_a_decision
+from ..human import StoreHumanInput
 from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
 from ..records import approval_scope
@@ -48,8 +48,6 @@ __all__ = ["AUTO_ENV", "AutoOperator", "WidgetHumanInput"]
 AUTO_ENV = "ANVIA_NOTEBOOK_AUTO"
 FIRST_CHOICE = "first-choice"
 ALWAYS_ALLOWED_REASON = "Always allowed in this session."
-
-T = TypeVar("T")
 
 
 class _Rule(BaseModel):
@@ -109,22 +107,17 @@ class AutoOperator(_Rule):
         return ApprovalDecision(approved=approved, reason=reason, decided_by="policy")
 
     def answer(self, questions: Sequence[Question]) -> list[Answer]:
-        answers = []
-        for question in questions:
-            wanted = self.answers.get(question.id, self.default_answer)
-            if wanted == FIRST_CHOICE:
-                wanted = question.choices[0].value
-            choice = next((c for c in question.choices if wanted in (c.value, c.label)), None)
-            if choice is not None:
-                answers.append(
-                    Answer(question_id=question.id, answer=choice.value, choice=choice.value)
-                )
-            else:
-                answers.append(Answer(question_id=question.id, answer=wanted, custom=True))
-        return answers
+        return [self._answer(question) for question in questions]
+
+    def _answer(self, question: Question) -> Answer:
+        wanted = self.answers.get(question.id, self.default_answer)
+        if wanted == FIRST_CHOICE:
+            wanted = question.choices[0].value
+        choice = next((c for c in question.choices if wanted in (c.value, c.label)), None)
+        return Answer.picking(question, choice, wanted)
 
 
-class WidgetHumanInput:
+class WidgetHumanInput(StoreHumanInput):
     """A :class:`~anvia_notebook.HumanInput` answered from the notebook widget.
 
     It asks nothing itself: each approval and question waits, as the run's pending interaction,
@@ -140,17 +133,12 @@ class WidgetHumanInput:
         *,
         auto: AutoOperator | str | Literal[False] | None = None,
     ) -> None:
-        if timeout is not None and timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
-        self.timeout = timeout
+        super().__init__(timeout)
         if auto is None:
-            self.auto = AutoOperator.from_env()
-        elif auto is False:
-            self.auto = None
+            auto = AutoOperator.from_env()
         elif isinstance(auto, str):
-            self.auto = AutoOperator.parse(auto)
-        else:
-            self.auto = auto
+            auto = AutoOperator.parse(auto)
+        self.auto = auto or None
         #: Tools approved for the rest of this session ("Always allow"): a top-level run's by
         #: name, a sub-agent's by its path (``subagents.approval_scope``).
         self.always_allowed: set[str] = set()
@@ -166,10 +154,10 @@ class WidgetHumanInput:
         if self.auto is not None:
             await asyncio.sleep(0)
             return self.auto.decide(request)
-        return await wait_for_a_decision()  # type: ignore[no-any-return]
+        return await super().approve(request)
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         if self.auto is not None:
             await asyncio.sleep(0)
             return self.auto.answer(request.questions)
-        return await wait_for_a_decision()  # type: ignore[no-any-return]
+        return await super().ask(request)

@@ -1,0 +1,70 @@
+"""The shipped human inputs: the terminal's answers to questions (a blank line asks again, a
+number beside a choice picks it, anything else, a number no choice has included, is the person's
+own answer), the time limit every waiting input checks, and the widget's input as the waiting
+input configured with a scripted operator rule."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from anvia_notebook import AgentBuilder, create_question_tool
+from anvia_notebook.human import ConsoleHumanInput, StoreHumanInput
+from anvia_notebook.models import QueueModel
+
+from helpers import call, tool_results
+
+SIZES = [{"label": label, "value": label[0].lower()} for label in ("Small", "Medium", "Large")]
+QUESTIONS = {
+    "questions": [
+        {"id": "size", "question": "Which size?", "choices": SIZES},
+        {"id": "note", "question": "Anything else?", "choices": SIZES},
+    ]
+}
+
+
+def answered(lines: list[str]) -> tuple[list[dict[str, object]], str]:
+    typed = iter(lines)
+    out = io.StringIO()
+    human = ConsoleHumanInput(input_fn=lambda prompt: next(typed), output=out)
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    agent = AgentBuilder("a", model).tool(create_question_tool()).human_input(human).build()
+    agent.prompt("go").send_sync()
+    return json.loads(tool_results(model.requests[1])[0].content)["answers"], out.getvalue()
+
+
+def test_a_blank_line_asks_again_and_a_number_picks_its_choice():
+    answers, shown = answered(["", "  ", "2", "gift wrap"])
+    assert shown.count("Please pick a choice or type an answer.") == 2
+    assert answers == [
+        {"questionId": "size", "answer": "m", "choice": "m"},
+        {"questionId": "note", "answer": "gift wrap", "custom": True},
+    ]
+
+
+@pytest.mark.parametrize("typed", ["0", "4", "12"])
+def test_a_number_no_choice_has_is_the_persons_own_answer(typed: str):
+    answers, _ = answered([typed, "1"])
+    assert answers == [
+        {"questionId": "size", "answer": typed, "custom": True},
+        {"questionId": "note", "answer": "s", "choice": "s"},
+    ]
+
+
+@pytest.mark.parametrize("timeout", [0, -1.5])
+def test_a_time_limit_that_is_not_positive_is_refused(timeout: float):
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        StoreHumanInput(timeout=timeout)
+    assert repr(StoreHumanInput(timeout=2)) == "StoreHumanInput(timeout=2)"
+
+
+def test_a_widget_input_given_a_rule_that_is_off_ignores_the_environment(monkeypatch):
+    from anvia_notebook.notebook._human_input import AUTO_ENV, WidgetHumanInput
+
+    monkeypatch.setenv(AUTO_ENV, "approve")
+    assert WidgetHumanInput().auto is not None
+    assert WidgetHumanInput(auto="off").auto is None
+    assert WidgetHumanInput(auto=False).auto is None
+    assert isinstance(WidgetHumanInput(timeout=3), StoreHumanInput)
