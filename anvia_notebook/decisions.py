@@ -57,13 +57,24 @@ class Resolution:
 
     @classmethod
     def approval(
-        cls, approved: bool, *, reason: str | None = None, args: Any = None, **by: Any
+        cls,
+        approved: bool,
+        *,
+        reason: str | None = None,
+        args: Any = None,
+        decided_by: DecidedBy = "human",
+        decided_via: DecidedVia | None = None,
+        reject_message: str | None = None,
     ) -> Resolution:
-        """Approving (with ``args``, edited arguments, if any) or rejecting; ``by`` holds
-        ``decided_by``, ``decided_via`` and ``reject_message``. A blank reason is none."""
-        status: Status = "approved" if approved else "rejected"
+        """Approving (with ``args``, edited arguments, if any) or rejecting. A blank reason is
+        none."""
         return cls(
-            status, reason=(reason or "").strip() or None, args=args if approved else None, **by
+            "approved" if approved else "rejected",
+            decided_by,
+            decided_via,
+            reason=(reason or "").strip() or None,
+            args=args if approved else None,
+            reject_message=reject_message,
         )
 
     @classmethod
