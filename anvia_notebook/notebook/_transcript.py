@@ -61,8 +61,9 @@ _UNFINISHED = frozenset(("running", "approval_required", "input_required", "appr
 SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
-#: Tool statuses that mean "waiting for a person".
-_AWAITING_PERSON = frozenset(("approval_required", "input_required"))
+#: The tool status of an entry whose approval or question waits for a person.
+_WAITING = {"approval": "approval_required", "question": "input_required"}
+_AWAITING_PERSON = frozenset(_WAITING.values())
 NO_ANSWERS = json.dumps({"answers": []})
 #: The tool status an interaction's outcome gives its entry (anything else: cancelled).
 _OUTCOMES = {
@@ -463,19 +464,15 @@ class Transcript:
     def _on_interaction(self, record: ApprovalRecord | QuestionRecord) -> None:
         """An approval or a question opened or was decided: its tool entry shows the record."""
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        view = interaction_view(record)
-        field = "approval" if isinstance(record, ApprovalRecord) else "question"
-        entry.records[field] = record
-        if record.status == "pending":
-            status = "approval_required" if field == "approval" else "input_required"
-            self._patch(entry, status=status, **{field: view})
-        else:
-            changes: dict[str, Any] = {field: view, "status": _OUTCOMES[field].get(record.status)}
-            if changes["status"] is None:  # cancelled (Stop, the end of the run, ...)
-                changes["status"] = "cancelled"
-                if field == "question":
-                    changes["result"] = NO_ANSWERS
-            self._patch(entry, **changes)
+        kind, view = record.kind, interaction_view(record)
+        entry.records[kind] = record
+        # (The ops as they always were: the status first while it waits, the view first after.)
+        changes: dict[str, Any] = {"status": _WAITING[kind], kind: view}
+        if record.status != "pending":  # decided; anything but an outcome: cancelled (Stop, ...)
+            changes = {kind: view, "status": _OUTCOMES[kind].get(record.status, "cancelled")}
+        if changes["status"] == "cancelled" and kind == "question":
+            changes["result"] = NO_ANSWERS
+        self._patch(entry, **changes)
         self._activity()
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:
@@ -503,7 +500,6 @@ class Transcript:
                     continue
                 # Closed as the run's end closes it, from its record; when is not known.
                 closed = decided(record, _LEFT_OPEN).model_copy(update={"resolved_at": None})
-                entry.records[kind] = closed
                 changes[kind] = interaction_view(closed)
                 if kind == "question":
                     changes["result"] = NO_ANSWERS
