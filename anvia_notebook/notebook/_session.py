@@ -257,12 +257,19 @@ class TranscriptSession:
         assert self.run is not None
         if self.run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
+        record = interaction.record
         # A fix of a typed output is never "always allowed": each one needs its own fix.
-        fix = isinstance(interaction.record, ApprovalRecord) and interaction.record.fix_required
+        fix = isinstance(record, ApprovalRecord) and record.fix_required
         always = message.approved and message.always_allow and not fix
-        # Before the decision: the run may ask about its next call of this tool at once.
-        scope = approval_scope(interaction.record.path, interaction.record.tool_name)
-        added = self._always_allow(scope) if always else None
+        # The "Always allow <tool> in this session" box: later calls of the tool (on the same
+        # path, for a sub-agent's tool) are approved without asking; added before the decision,
+        # as the run may ask about its next call of this tool at once.
+        scope = approval_scope(record.path, record.tool_name)
+        # (Without a widget human input nothing is always allowed: a set of its own then.)
+        allowed = self.human_input.always_allowed if self.human_input is not None else set()
+        added = always and scope not in allowed
+        if added:
+            allowed.add(scope)
         try:
             interactions.decide(
                 message.approval_id,
@@ -272,22 +279,12 @@ class TranscriptSession:
                 via="widget",
             )
         except DecisionRefusedError as error:
-            if added is not None and self.human_input is not None:
-                self.human_input.always_allowed.discard(added)
+            if added:
+                allowed.discard(scope)
             return str(error)
         if always:
             self._approve_pending(interactions, scope)
         return None
-
-    def _always_allow(self, scope: str) -> str | None:
-        """The "Always allow <tool> in this session" box: later calls of the tool (on the same
-        path, for a sub-agent's tool) are approved without asking. Returns ``scope`` if this
-        added it (else ``None``)."""
-        human = self.human_input
-        if human is None or scope in human.always_allowed:
-            return None
-        human.always_allowed.add(scope)
-        return scope
 
     def _approve_pending(self, interactions: Interactions, scope: str) -> None:
         """The same box: the other calls of that tool (on that path) waiting now are approved
