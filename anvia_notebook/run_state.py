@@ -107,5 +107,5 @@ class RunState(BaseModel):
 
     def pending(self) -> list[ApprovalRecord | QuestionRecord]:
         """The approvals and questions of this run still waiting for a decision."""
-        records = (*self.approvals.values(), *self.questions.values())
-        return [record for record in records if record.status == "pending"]
+        approvals = [a for a in self.approvals.values() if a.status == "pending"]
+        return [*approvals, *(q for q in self.questions.values() if q.status == "pending")]
