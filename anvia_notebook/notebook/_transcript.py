@@ -234,8 +234,10 @@ class Transcript:
             entry.set(key, value)
         self._emit({"op": "patch", "id": entry.id, "changes": changes})
 
-    def _set_status(self, **changes: Any) -> None:
-        if self._run is not self._top:
+    def _set_status(self, *, whole_run: bool = False, **changes: Any) -> None:
+        """Change the status line (``whole_run``: a state of the whole run, sub-agents' runs
+        included, such as waiting for a person)."""
+        if self._run is not self._top and not whole_run:
             return  # a sub-agent's turns, tokens and end are not the status line's
         status = {**self.status, **changes}
         if status != self.status:
@@ -371,11 +373,7 @@ class Transcript:
         """Waiting while a tool entry of the top-level run or of a sub-agent's run below it
         shows an open approval or question (the entries are what the page shows: no second
         set of pending ids)."""
-        current, self._run = self._run, self._top
-        try:
-            self._set_status(state="waiting" if self._waits(self._top) else "running")
-        finally:
-            self._run = current
+        self._set_status(state="waiting" if self._waits(self._top) else "running", whole_run=True)
 
     def _waits(self, view: _RunView) -> bool:
         return any(
@@ -467,8 +465,10 @@ class Transcript:
         kind, view = record.kind, interaction_view(record)
         entry.records[kind] = record
         # (The ops as they always were: the status first while it waits, the view first after.)
-        changes: dict[str, Any] = {"status": _WAITING[kind], kind: view}
-        if record.status != "pending":  # decided; anything but an outcome: cancelled (Stop, ...)
+        changes: dict[str, Any]
+        if record.status == "pending":
+            changes = {"status": _WAITING[kind], kind: view}
+        else:  # anything but an outcome is cancelled (Stop, the end of the run, ...)
             changes = {kind: view, "status": _OUTCOMES[kind].get(record.status, "cancelled")}
         if changes["status"] == "cancelled" and kind == "question":
             changes["result"] = NO_ANSWERS
