@@ -30,11 +30,8 @@ from ..events import (
     RunEvent,
     ToolApprovalRequestEvent,
     ToolApprovalResultEvent,
-    ToolCallDeltaEvent,
-    ToolCallEvent,
     ToolQuestionRequestEvent,
     ToolQuestionResultEvent,
-    ToolResultEvent,
     TurnEndEvent,
 )
 from ..records import approval_scope
@@ -102,21 +99,11 @@ STUDIO_COPY_EVENTS: frozenset[type[Any]] = RUN_ENDS | {TurnEndEvent}
 
 Handler = Callable[[Any], "str | None"]
 
-
-def _call_id(event: RunEvent) -> str | None:
-    """The model's id of the tool call an event draws (its tool entry), if any."""
-    match event:
-        case ToolCallDeltaEvent():
-            return event.id
-        case ToolCallEvent():
-            return event.tool_call.id
-        case ToolApprovalRequestEvent():
-            return event.approval.tool_call_id
-        case ToolQuestionRequestEvent():
-            return event.question.tool_call_id
-        case ToolResultEvent():
-            return event.tool_call_id
-    return None
+#: The note above the first call of a resumed run that waits for a person.
+RESUMED_NOTE = (
+    "Resumed: what ran before is not run again; pending approvals and questions are shown "
+    "again below."
+)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -153,8 +140,6 @@ class TranscriptSession:
         self.set_loop(loop)
         self._lock = threading.RLock()
         self._unsubscribe: Callable[[], None] | None = None
-        #: A resumed run's calls that wait for a person, until its resume note is drawn.
-        self._resume_note_before: set[str | None] | None = None
         self._done_listeners: list[Callable[[AgentRun], None]] = []
         self._displays: list[tuple[str, dict[str, Any] | None]] = []
         #: A refresh of the displays to come (see :meth:`refresh_displays_later`), and its loop.
@@ -362,32 +347,17 @@ class TranscriptSession:
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )
         _capture.register(run.run_id, self._on_output)
-        on_event = self._on_event
         if run.resumed:  # the note goes above the first call that waits (drawn by the replay)
-            self._resume_note_before = {r.tool_call_id for r in run.state.pending()}
-            on_event = self._on_replayed_event
-        self._unsubscribe = run.subscribe(on_event, replay=True, on_text=self.transcript.text_delta)
+            waiting = {r.tool_call_id for r in run.state.pending()}
+            self.transcript.notice_before(waiting, RESUMED_NOTE)
+        self._unsubscribe = run.subscribe(
+            self._on_event, replay=True, on_text=self.transcript.text_delta
+        )
         for call in run.trace.tool_calls:  # what its tools printed before this view
             if call.output:
                 self.transcript.tool_output(run.run_id, call.id, f"trace:{call.id}", call.output)
-        if run.resumed and self._resume_note_before is not None:  # nothing waits: at the end
-            self._resume_note()
+        self.transcript.place_notice()  # nothing waits: at the end
         run.add_done_callback(self._on_done)
-
-    def _resume_note(self) -> None:
-        self._resume_note_before = None
-        self.transcript.notice(
-            "Resumed: what ran before is not run again; pending approvals and questions "
-            "are shown again below."
-        )
-
-    def _on_replayed_event(self, event: RunEvent) -> None:
-        """``_on_event`` for a resumed run: the resume note first, before the entry of the
-        first call that still waits for a person."""
-        waiting = self._resume_note_before
-        if waiting is not None and _call_id(event) in waiting:
-            self._resume_note()
-        self._on_event(event)
 
     def add_done_listener(self, listener: Callable[[AgentRun], None]) -> None:
         """Call ``listener(run)`` on the loop after a run has ended and its last batch is out."""

@@ -175,6 +175,9 @@ class Transcript:
         self._hot_turn: int | None = None
         self._hot_pieces: list[str] = []
         self._hot_id = ""
+        #: A notice to draw above the top-level run's first tool entry of one of these calls
+        #: (see :meth:`notice_before`), and its text.
+        self._notice_before: tuple[set[str | None], str] | None = None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -246,6 +249,21 @@ class Transcript:
 
     def notice(self, text: str) -> None:
         self._add("notice", text=text)
+
+    def notice_before(self, call_ids: set[str | None], text: str) -> None:
+        """Draw the notice ``text`` above the first tool entry of one of ``call_ids`` (calls of
+        the top-level run) drawn from now on, else at :meth:`place_notice`; at once when one of
+        them has no id (above whatever comes next)."""
+        self._notice_before = (call_ids, text)
+        if None in call_ids:
+            self.place_notice()
+
+    def place_notice(self) -> None:
+        """Draw the notice :meth:`notice_before` keeps now, unless it is drawn already."""
+        if self._notice_before is not None:
+            text = self._notice_before[1]
+            self._notice_before = None
+            self.notice(text)
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -394,6 +412,9 @@ class Transcript:
         self._emit_append(entry.id, "text", delta)
 
     def _tool_entry(self, turn: int, call_id: str, name: str, arguments: str) -> _Entry:
+        before = self._notice_before
+        if before is not None and call_id in before[0] and self._run is self._top:
+            self.place_notice()
         entry = self._add(
             "tool",
             turn=turn,
