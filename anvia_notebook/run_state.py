@@ -107,5 +107,10 @@ class RunState(BaseModel):
 
     def pending(self) -> list[ApprovalRecord | QuestionRecord]:
         """The approvals and questions of this run still waiting for a decision."""
-        approvals = [a for a in self.approvals.values() if a.status == "pending"]
-        return [*approvals, *(q for q in self.questions.values() if q.status == "pending")]
+        return [*self.pending_approvals(), *self.pending_questions()]
+
+    def pending_approvals(self) -> list[ApprovalRecord]:
+        return [a for a in self.approvals.values() if a.status == "pending"]
+
+    def pending_questions(self) -> list[QuestionRecord]:
+        return [q for q in self.questions.values() if q.status == "pending"]
