@@ -364,7 +364,7 @@ class TraceRecorder:
         entry = self.entry(record.tool_call_id)
         if entry is None:
             return
-        setattr(entry, record.kind, record)  # (through pydantic: the field is set, as before)
+        entry.__dict__[record.kind] = record  # its ``approval`` or ``question`` (as ``_set``)
         self._mark(entry)
         if self.spans is not None:
             self.spans.interaction(entry, record, resolved)
