@@ -358,14 +358,13 @@ class TraceRecorder:
     def interaction(
         self, record: ApprovalRecord | QuestionRecord, *, resolved: bool = False
     ) -> None:
-        """An approval or a question was opened (or, ``resolved``, decided) for one of the calls."""
+        """An approval or a question was opened (or, ``resolved``, decided) for one of the calls:
+        its ``approval`` or ``question`` is the record this event carried (the trace is the
+        run's log of what happened; the run's state holds the live record)."""
         entry = self.entry(record.tool_call_id)
         if entry is None:
             return
-        if isinstance(record, ApprovalRecord):
-            entry.approval = record
-        else:
-            entry.question = record
+        entry.__dict__[record.kind] = record  # its ``approval`` or ``question`` (as ``_set``)
         self._mark(entry)
         if self.spans is not None:
             self.spans.interaction(entry, record, resolved)

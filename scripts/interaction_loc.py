@@ -180,6 +180,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
         "notebook/_transcript.py",
         [
             "_AWAITING_PERSON",
+            "_WAITING",
             "NO_ANSWERS",
             "_OUTCOMES",
             "_LEFT_OPEN",
@@ -293,8 +294,33 @@ STATE_HOLDERS: dict[str, list[str]] = {
         "page: TranscriptStore.entries (js/src/store.ts), the one copy: the panel keeps a "
         "reference to the store's view, not a copy",
     ],
+    "records kept by the run state only; the transcript and the trace are views of them": [
+        "kernel, in memory: RunState.approvals / RunState.questions, the one holder: "
+        "Interactions writes every decision there (RunState.hold) and keeps only what waits "
+        "by id (future, timer, input model); OpenInteraction.record, RunHandle.pending and the "
+        "widget's decisions read it there",
+        "kernel, durable: the run store's interactions row (status column and record, written "
+        "whole in the claim's conditional update)",
+        "page: TranscriptStore.entries (js/src/store.ts), the one copy: the panel keeps a "
+        "reference to the store's view, not a copy",
+    ],
 }
+#: What is made from the records and holds no state of its own (nothing reads it to decide,
+#: nothing writes it back): logs of the events, each keeping the record an event carried (an
+#: immutable value, replaced by the next event's), and the views made from them. Listed for
+#: the tree whose holders are the third list above.
+DERIVED_VIEWS: list[str] = [
+    "kernel, views: the transcript's tool entries: the wire view of each event's record (one "
+    "serialiser, ApprovalView/QuestionView.from_record), the page's snapshot source and the "
+    "status line's waiting state; an entry keeps the record its last event carried, only to "
+    "close it if a log ends with it open (a stored log replayed without a run)",
+    "kernel, log: ToolCallTrace.approval / .question: the record its last event carried, "
+    "for Inspect and the stored trace rows (a trace loaded from the store has it from there)",
+]
 _NEW_HOLDERS_MARK = "self.state.hold("
+#: A transcript that takes each interaction's view from its event's record by kind (and no
+#: longer writes a record back): its tool entries and the trace are the views listed apart.
+_VIEWS_MARK = "kind, view = record.kind, interaction_view(record)"
 
 
 @dataclass
@@ -537,10 +563,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {'total':<22} {totals[language]:>5}")
     print(f"\nAll: {sum(totals.values())}")
     interactions = read(PKG + "interactions.py", args.rev) or ""
-    title, holders = list(STATE_HOLDERS.items())[_NEW_HOLDERS_MARK in interactions]
+    transcript = read(PKG + "notebook/_transcript.py", args.rev) or ""
+    views = _NEW_HOLDERS_MARK in interactions and _VIEWS_MARK in transcript
+    title, holders = list(STATE_HOLDERS.items())[(_NEW_HOLDERS_MARK in interactions) + views]
     print(f"\nPlaces that hold interaction state ({title}): {len(holders)}")
     for holder in holders:
         print(f"  - {holder}")
+    if views:
+        print(f"\nMade from the records, holding no state of their own: {len(DERIVED_VIEWS)}")
+        for view in DERIVED_VIEWS:
+            print(f"  - {view}")
     return 0
 
 

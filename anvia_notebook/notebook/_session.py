@@ -30,11 +30,8 @@ from ..events import (
     RunEvent,
     ToolApprovalRequestEvent,
     ToolApprovalResultEvent,
-    ToolCallDeltaEvent,
-    ToolCallEvent,
     ToolQuestionRequestEvent,
     ToolQuestionResultEvent,
-    ToolResultEvent,
     TurnEndEvent,
 )
 from ..records import approval_scope
@@ -102,21 +99,11 @@ STUDIO_COPY_EVENTS: frozenset[type[Any]] = RUN_ENDS | {TurnEndEvent}
 
 Handler = Callable[[Any], "str | None"]
 
-
-def _call_id(event: RunEvent) -> str | None:
-    """The model's id of the tool call an event draws (its tool entry), if any."""
-    match event:
-        case ToolCallDeltaEvent():
-            return event.id
-        case ToolCallEvent():
-            return event.tool_call.id
-        case ToolApprovalRequestEvent():
-            return event.approval.tool_call_id
-        case ToolQuestionRequestEvent():
-            return event.question.tool_call_id
-        case ToolResultEvent():
-            return event.tool_call_id
-    return None
+#: The note above the first call of a resumed run that waits for a person.
+RESUMED_NOTE = (
+    "Resumed: what ran before is not run again; pending approvals and questions are shown "
+    "again below."
+)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -153,8 +140,6 @@ class TranscriptSession:
         self.set_loop(loop)
         self._lock = threading.RLock()
         self._unsubscribe: Callable[[], None] | None = None
-        #: A resumed run's calls that wait for a person, until its resume note is drawn.
-        self._resume_note_before: set[str | None] | None = None
         self._done_listeners: list[Callable[[AgentRun], None]] = []
         self._displays: list[tuple[str, dict[str, Any] | None]] = []
         #: A refresh of the displays to come (see :meth:`refresh_displays_later`), and its loop.
@@ -257,12 +242,19 @@ class TranscriptSession:
         assert self.run is not None
         if self.run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
+        record = interaction.record
         # A fix of a typed output is never "always allowed": each one needs its own fix.
-        fix = isinstance(interaction.record, ApprovalRecord) and interaction.record.fix_required
+        fix = isinstance(record, ApprovalRecord) and record.fix_required
         always = message.approved and message.always_allow and not fix
-        # Before the decision: the run may ask about its next call of this tool at once.
-        scope = approval_scope(interaction.record.path, interaction.record.tool_name)
-        added = self._always_allow(scope) if always else None
+        # The "Always allow <tool> in this session" box: later calls of the tool (on the same
+        # path, for a sub-agent's tool) are approved without asking; added before the decision,
+        # as the run may ask about its next call of this tool at once.
+        scope = approval_scope(record.path, record.tool_name)
+        # (Without a widget human input nothing is always allowed: a set of its own then.)
+        allowed = self.human_input.always_allowed if self.human_input is not None else set()
+        added = always and scope not in allowed
+        if added:
+            allowed.add(scope)
         try:
             interactions.decide(
                 message.approval_id,
@@ -272,22 +264,12 @@ class TranscriptSession:
                 via="widget",
             )
         except DecisionRefusedError as error:
-            if added is not None and self.human_input is not None:
-                self.human_input.always_allowed.discard(added)
+            if added:
+                allowed.discard(scope)
             return str(error)
         if always:
             self._approve_pending(interactions, scope)
         return None
-
-    def _always_allow(self, scope: str) -> str | None:
-        """The "Always allow <tool> in this session" box: later calls of the tool (on the same
-        path, for a sub-agent's tool) are approved without asking. Returns ``scope`` if this
-        added it (else ``None``)."""
-        human = self.human_input
-        if human is None or scope in human.always_allowed:
-            return None
-        human.always_allowed.add(scope)
-        return scope
 
     def _approve_pending(self, interactions: Interactions, scope: str) -> None:
         """The same box: the other calls of that tool (on that path) waiting now are approved
@@ -365,32 +347,17 @@ class TranscriptSession:
             run.run_id, run.request.agent.id, run.request.prompt_message.content
         )
         _capture.register(run.run_id, self._on_output)
-        on_event = self._on_event
         if run.resumed:  # the note goes above the first call that waits (drawn by the replay)
-            self._resume_note_before = {r.tool_call_id for r in run.state.pending()}
-            on_event = self._on_replayed_event
-        self._unsubscribe = run.subscribe(on_event, replay=True, on_text=self.transcript.text_delta)
+            waiting = {r.tool_call_id for r in run.state.pending()}
+            self.transcript.notice_before(waiting, RESUMED_NOTE)
+        self._unsubscribe = run.subscribe(
+            self._on_event, replay=True, on_text=self.transcript.text_delta
+        )
         for call in run.trace.tool_calls:  # what its tools printed before this view
             if call.output:
                 self.transcript.tool_output(run.run_id, call.id, f"trace:{call.id}", call.output)
-        if run.resumed and self._resume_note_before is not None:  # nothing waits: at the end
-            self._resume_note()
+        self.transcript.place_notice()  # nothing waits: at the end
         run.add_done_callback(self._on_done)
-
-    def _resume_note(self) -> None:
-        self._resume_note_before = None
-        self.transcript.notice(
-            "Resumed: what ran before is not run again; pending approvals and questions "
-            "are shown again below."
-        )
-
-    def _on_replayed_event(self, event: RunEvent) -> None:
-        """``_on_event`` for a resumed run: the resume note first, before the entry of the
-        first call that still waits for a person."""
-        waiting = self._resume_note_before
-        if waiting is not None and _call_id(event) in waiting:
-            self._resume_note()
-        self._on_event(event)
 
     def add_done_listener(self, listener: Callable[[AgentRun], None]) -> None:
         """Call ``listener(run)`` on the loop after a run has ended and its last batch is out."""

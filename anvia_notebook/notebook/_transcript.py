@@ -61,8 +61,9 @@ _UNFINISHED = frozenset(("running", "approval_required", "input_required", "appr
 SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 #: Tool statuses a later ``tool_result`` keeps (the result then explains the outcome).
 _STICKY = frozenset(("rejected", "timed_out", "cancelled"))
-#: Tool statuses that mean "waiting for a person".
-_AWAITING_PERSON = frozenset(("approval_required", "input_required"))
+#: The tool status of an entry whose approval or question waits for a person.
+_WAITING = {"approval": "approval_required", "question": "input_required"}
+_AWAITING_PERSON = frozenset(_WAITING.values())
 NO_ANSWERS = json.dumps({"answers": []})
 #: The tool status an interaction's outcome gives its entry (anything else: cancelled).
 _OUTCOMES = {
@@ -174,6 +175,9 @@ class Transcript:
         self._hot_turn: int | None = None
         self._hot_pieces: list[str] = []
         self._hot_id = ""
+        #: A notice to draw above the top-level run's first tool entry of one of these calls
+        #: (see :meth:`notice_before`), and its text.
+        self._notice_before: tuple[set[str | None], str] | None = None
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -233,8 +237,10 @@ class Transcript:
             entry.set(key, value)
         self._emit({"op": "patch", "id": entry.id, "changes": changes})
 
-    def _set_status(self, **changes: Any) -> None:
-        if self._run is not self._top:
+    def _set_status(self, *, whole_run: bool = False, **changes: Any) -> None:
+        """Change the status line (``whole_run``: a state of the whole run, sub-agents' runs
+        included, such as waiting for a person)."""
+        if self._run is not self._top and not whole_run:
             return  # a sub-agent's turns, tokens and end are not the status line's
         status = {**self.status, **changes}
         if status != self.status:
@@ -243,6 +249,21 @@ class Transcript:
 
     def notice(self, text: str) -> None:
         self._add("notice", text=text)
+
+    def notice_before(self, call_ids: set[str | None], text: str) -> None:
+        """Draw the notice ``text`` above the first tool entry of one of ``call_ids`` (calls of
+        the top-level run) drawn from now on, else at :meth:`place_notice`; at once when one of
+        them has no id (above whatever comes next)."""
+        self._notice_before = (call_ids, text)
+        if None in call_ids:
+            self.place_notice()
+
+    def place_notice(self) -> None:
+        """Draw the notice :meth:`notice_before` keeps now, unless it is drawn already."""
+        if self._notice_before is not None:
+            text = self._notice_before[1]
+            self._notice_before = None
+            self.notice(text)
 
     # -- runs ----------------------------------------------------------------------------------
 
@@ -370,11 +391,7 @@ class Transcript:
         """Waiting while a tool entry of the top-level run or of a sub-agent's run below it
         shows an open approval or question (the entries are what the page shows: no second
         set of pending ids)."""
-        current, self._run = self._run, self._top
-        try:
-            self._set_status(state="waiting" if self._waits(self._top) else "running")
-        finally:
-            self._run = current
+        self._set_status(state="waiting" if self._waits(self._top) else "running", whole_run=True)
 
     def _waits(self, view: _RunView) -> bool:
         return any(
@@ -395,6 +412,9 @@ class Transcript:
         self._emit_append(entry.id, "text", delta)
 
     def _tool_entry(self, turn: int, call_id: str, name: str, arguments: str) -> _Entry:
+        before = self._notice_before
+        if before is not None and call_id in before[0] and self._run is self._top:
+            self.place_notice()
         entry = self._add(
             "tool",
             turn=turn,
@@ -463,19 +483,17 @@ class Transcript:
     def _on_interaction(self, record: ApprovalRecord | QuestionRecord) -> None:
         """An approval or a question opened or was decided: its tool entry shows the record."""
         entry = self._link(record.tool_call_id, record.internal_call_id, record.tool_name)
-        view = interaction_view(record)
-        field = "approval" if isinstance(record, ApprovalRecord) else "question"
-        entry.records[field] = record
+        kind, view = record.kind, interaction_view(record)
+        entry.records[kind] = record
+        # (The ops as they always were: the status first while it waits, the view first after.)
+        changes: dict[str, Any]
         if record.status == "pending":
-            status = "approval_required" if field == "approval" else "input_required"
-            self._patch(entry, status=status, **{field: view})
-        else:
-            changes: dict[str, Any] = {field: view, "status": _OUTCOMES[field].get(record.status)}
-            if changes["status"] is None:  # cancelled (Stop, the end of the run, ...)
-                changes["status"] = "cancelled"
-                if field == "question":
-                    changes["result"] = NO_ANSWERS
-            self._patch(entry, **changes)
+            changes = {"status": _WAITING[kind], kind: view}
+        else:  # anything but an outcome is cancelled (Stop, the end of the run, ...)
+            changes = {kind: view, "status": _OUTCOMES[kind].get(record.status, "cancelled")}
+        if changes["status"] == "cancelled" and kind == "question":
+            changes["result"] = NO_ANSWERS
+        self._patch(entry, **changes)
         self._activity()
 
     def _on_tool_result(self, event: ToolResultEvent) -> None:
@@ -503,7 +521,6 @@ class Transcript:
                     continue
                 # Closed as the run's end closes it, from its record; when is not known.
                 closed = decided(record, _LEFT_OPEN).model_copy(update={"resolved_at": None})
-                entry.records[kind] = closed
                 changes[kind] = interaction_view(closed)
                 if kind == "question":
                     changes["result"] = NO_ANSWERS
