@@ -141,12 +141,14 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_id_of",
             "_row_record",
             "_legacy_decision",
+            "_columns",
         ],
     ),
     (
         "command line",
         "__main__.py",
         [
+            "_parser[decide: dict..steer = commands]",
             "_parser[approve = commands..steer = commands]",
             "_print_run[for record in pending..]",
             "_OWN",
