@@ -513,11 +513,9 @@ class ToolExecutor:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
         args = request.args
         args = args.model_dump(mode="json") if isinstance(args, BaseModel) else args
-        record = record or ApprovalRecord.model_validate(self._opening(request, args=args))
-        request.approval_id = record.id
-        if await self._interact(record, request) is _UNAVAILABLE:
+        record, told = await self._interact(request, record, args=args)
+        if told is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
-        record = self.state.approvals[record.id]
         if record.status == "approved":
             edited = record.edited_args
             return True, "", edited if isinstance(edited, dict) else None
@@ -561,8 +559,11 @@ class ToolExecutor:
         earlier = self._earlier(self.state.questions, call.id)
         # A question decided before a resume is told as it was then (no time limit known).
         timeout = None if earlier is not None and not earlier.pending else self._human_timeout()
+        request = QuestionRequest(
+            question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
+        )
         try:
-            record, told = await self._put_questions(call, internal_id, questions, earlier)
+            record, told = await self._interact(request, earlier)
         except asyncio.CancelledError:
             self._interrupted[call.id] = compact_json({"answers": []})
             raise
@@ -575,52 +576,30 @@ class ToolExecutor:
             return told if isinstance(told, str) else _timed_out_text(record, timeout), True
         return compact_json({"answers": []}), False
 
-    async def _put_questions(
-        self,
-        call: ToolCall,
-        internal_id: str,
-        questions: list[Question],
-        earlier: QuestionRecord | None = None,
-        *,
-        declinable: bool = False,
-    ) -> tuple[QuestionRecord, object]:
-        """Put the question record (``earlier``'s on resume) to the human input and wait:
-        the record as it ended, and what :meth:`_interact` returned (``_UNAVAILABLE`` when
-        nobody here can answer). ``declinable``: the person may decline instead of answering
-        (a tool's questions)."""
-        request = QuestionRequest(
-            question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
-        )
-        record = earlier or QuestionRecord.model_validate(
-            self._opening(request, declinable=declinable)
-        )
-        request.question_id = record.id
-        told = await self._interact(record, request)
-        return self.state.questions[record.id], told
-
     # -- one interaction, approval or question ---------------------------------------------------
 
-    def _opening(self, request: ToolApprovalRequest | QuestionRequest, **fields: Any) -> Any:
-        """A new record's fields: its request's (the call, the reason and reject message or the
-        questions), a new id, this run and its agent, then ``fields``; what is not a record's
-        field (the run's details, the input model) is left out when the record validates it."""
-        kind = "approval" if isinstance(request, ToolApprovalRequest) else "question"
-        info = self.run_info
-        path = list(info.path) or [info.agent_id]
-        own = {"id": new_id(kind), "run_id": info.run_id, "agent_id": info.agent_id, "path": path}
-        return {**vars(request), **own, **fields}
-
     async def _interact(
-        self,
-        record: ApprovalRecord | QuestionRecord,
-        request: ToolApprovalRequest | QuestionRequest,
-    ) -> object:
-        """Open ``record`` (stored with the conversation that asked first) with the human
-        input's time limit, emit its request, and wait for its outcome (see :meth:`_wait`). A
-        record decided already (before a resume) is only traced."""
+        self, request: ToolApprovalRequest | QuestionRequest, earlier: Any, **fields: Any
+    ) -> tuple[Any, object]:
+        """Open the record of ``request`` (``earlier``'s, asked before a resume, else a new one
+        made of the request's fields, a new id, this run and its agent, then ``fields``), stored
+        with the conversation that asked first, with the human input's time limit; emit its
+        request and wait for its outcome (see :meth:`_wait`). A record decided already (before
+        a resume) is only traced. Returns the record as it ended and what :meth:`_wait`
+        returned (None when it did not wait)."""
+        record = earlier
+        if record is None:  # (what is not a record's field, e.g. the input model, is left out)
+            approval = isinstance(request, ToolApprovalRequest)
+            info, kind = self.run_info, "approval" if approval else "question"
+            own: dict[str, Any] = {"id": new_id(kind), "run_id": info.run_id}
+            own.update(agent_id=info.agent_id, path=list(info.path) or [info.agent_id])
+            made = ApprovalRecord if approval else QuestionRecord
+            record = made.model_validate({**vars(request), **own, **fields})
+        setattr(request, f"{record.kind}_id", record.id)
+        told: object = None
         if not record.pending:  # decided before the interruption, or meanwhile
             self.trace.interaction(record, resolved=True)
-            return None
+            return record, told
         self.state.hold(record)
         self.trace.interaction(record)
         self.persist(True)  # the conversation that asked is stored before the interaction
@@ -632,10 +611,11 @@ class ToolExecutor:
             timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
         )
         self.emit(interaction_event(record, decided=False))
-        if not interaction.pending:  # a decision stored before a resume
+        if interaction.pending:
+            told = await self._wait(interaction, request)
+        else:  # a decision stored before a resume
             self._finish(interaction, None)
-            return None
-        return await self._wait(interaction, request)
+        return interaction.record, told
 
     async def _wait(
         self, interaction: OpenInteraction, request: ToolApprovalRequest | QuestionRequest
@@ -647,16 +627,15 @@ class ToolExecutor:
         None; Stop and failures propagate."""
         approval = isinstance(interaction.record, ApprovalRecord)
         human = self.human_input
-        asker: tuple[Callable[[Any], Any], DecidedBy, DecidedVia]  # who, as recorded
+        asker: tuple[Callable[[Any], Any], DecidedBy, DecidedVia] | None = None  # as recorded
         if approval and self.approval_handler is not None:
             asker = self.approval_handler, "handler", "handler"
         elif human is not None:
             asker = (human.approve if approval else human.ask), "human", "human_input"
-        else:
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return _UNAVAILABLE
-        ask, by, via = asker
         try:
+            if asker is None:  # nobody here can take it
+                raise HumanInputUnavailable
+            ask, by, via = asker
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError:
             reason = self.cancel_reason()
@@ -737,8 +716,11 @@ class ToolExecutor:
         same record, events, store and UI as ``ask_question``, but the person may also decline
         them (``declinable``). Returns the decided record, or None when no human input can take
         questions (nothing was asked)."""
-        record, ended = await self._put_questions(call, internal_id, questions, declinable=True)
-        return None if ended is _UNAVAILABLE else record
+        request = QuestionRequest(
+            question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
+        )
+        record, told = await self._interact(request, None, declinable=True)
+        return None if told is _UNAVAILABLE else record
 
     async def _tool_error(
         self, call: ToolCall, internal_id: str, raw_args: str, error: BaseException, result: str
