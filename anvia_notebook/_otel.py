@@ -356,26 +356,20 @@ class RunSpans:
     def interaction(
         self, entry: ToolCallTrace, record: ApprovalRecord | QuestionRecord, resolved: bool
     ) -> None:
-        kind = record.kind
-        attributes: dict[str, Any] = {
-            f"anvia.{kind}.id": record.id,
-            f"anvia.{kind}.status": record.status,
-        }
+        kind, content = record.kind, self.content
+        shown: dict[str, Any] = {"id": record.id, "status": record.status}
         if record.kind == "approval":
-            if record.decided_by:
-                attributes["anvia.approval.decided_by"] = record.decided_by
-            if self.content and record.reason:
-                attributes["anvia.approval.reason"] = record.reason
-            if self.content and record.decision_reason:
-                attributes["anvia.approval.decision_reason"] = record.decision_reason
+            shown["decided_by"] = record.decided_by
+            if content:
+                shown.update(reason=record.reason, decision_reason=record.decision_reason)
         else:
-            attributes["anvia.question.count"] = len(record.questions)
-            if self.content:
-                attributes["anvia.question.questions"] = _dumps(
-                    [q.model_dump(mode="json") for q in record.questions]
-                )
-            if self.content and resolved:
-                attributes["anvia.question.answers"] = _dumps([a.to_wire() for a in record.answers])
+            shown["count"] = len(record.questions)
+            if content:
+                shown["questions"] = _dumps([q.model_dump(mode="json") for q in record.questions])
+            if content and resolved:
+                shown["answers"] = _dumps([a.to_wire() for a in record.answers])
+        # (an approval's texts and decider only when it has them)
+        attributes = {f"anvia.{kind}.{k}": v for k, v in shown.items() if v not in (None, "")}
         name = f"tool_{kind}_result" if resolved else f"tool_{kind}_request"
         self._span_of(entry).add_event(name, attributes)
 

@@ -667,9 +667,8 @@ class AgentRun:
 
     def _waits_for_person(self) -> bool:
         """The state has an interaction pending (it is put there just before it opens)."""
-        if self.state.pending():
-            return True
-        return any(child._waits_for_person() for child in self.children if not child.done)
+        waiting = (c._waits_for_person() for c in self.children if not c.done)
+        return bool(self.state.pending()) or any(waiting)
 
     def _save_state(self) -> None:
         """Write the state and the new messages (not the events, not the trace) at once."""
