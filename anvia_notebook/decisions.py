@@ -119,9 +119,9 @@ def check_resolution(
     *,
     input_model: type[BaseModel] | None = None,
     args_schema: Mapping[str, Any] | None = None,
-) -> Resolution:
-    """Refuse (``DecisionRefusedError``) what the run could not use; returns the resolution
-    with its answers in question order.
+) -> None:
+    """Refuse (``DecisionRefusedError``) what the run could not use; puts the resolution's
+    answers in question order.
 
     Edited arguments (with an approval) must be a JSON object that the tool's input model
     accepts (``input_model`` in the run's process, else its stored JSON Schema
@@ -152,7 +152,6 @@ def check_resolution(
         if isinstance(checked, str):
             raise DecisionRefusedError(checked)
         resolution.answers = checked
-    return resolution
 
 
 def answers_resolution(
