@@ -219,6 +219,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "AnswerView",
             "QuestionView",
             "_RecordView",
+            "IsoTime",
             "_iso",
             "_common",
             "interaction_view",
