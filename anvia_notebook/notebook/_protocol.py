@@ -28,7 +28,15 @@ from pydantic import (
 )
 
 from ..errors import ProtocolError
-from ..records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord
+from ..question_types import describe_validation_error
+from ..records import (
+    ApprovalRecord,
+    ApprovalStatus,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    QuestionStatus,
+)
 
 __all__ = [
     "APPEND_FIELDS",
@@ -130,8 +138,6 @@ TOOL_STATUS_LABELS: dict[str, str] = {
     "error": "Error",
     "skipped": "Skipped",
 }
-ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
-QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
 #: Who decided an interaction and from where: the record's own values (records.py).
 Decider = DecidedBy
 DECIDERS: tuple[str, ...] = get_args(DecidedBy)
@@ -828,14 +834,6 @@ _OUTBOUND_TYPES = frozenset(
 )
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors(include_url=False):
-        location = ".".join(str(part) for part in item["loc"]) or "message"
-        parts.append(f"{location}: {item['msg']}")
-    return "; ".join(parts[:5])
-
-
 def _request_id(raw: Any) -> str | None:
     if isinstance(raw, dict):
         value = raw.get("request_id")
@@ -854,7 +852,10 @@ def _parse(adapter: TypeAdapter[Any], types: frozenset[str], raw: Any) -> Any:
     try:
         return adapter.validate_python(raw)
     except ValidationError as error:
-        raise ProtocolError(f"Malformed {kind} message: {_describe(error)}", request_id) from None
+        raise ProtocolError(
+            f"Malformed {kind} message: {describe_validation_error(error, 'message', most=5)}",
+            request_id,
+        ) from None
 
 
 def parse_inbound(raw: Any) -> Any:
