@@ -23,7 +23,6 @@ from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
     AgentToolEvent,
-    ApprovalRecord,
     CancelledEvent,
     ErrorEvent,
     FinalEvent,
@@ -257,11 +256,8 @@ class TranscriptSession:
             scope = approval_scope(record.path, record.tool_name)
             if self.human_input is not None:
                 self.human_input.always_allowed.add(scope)
-            for other in run.interactions.pending:
-                if (
-                    isinstance(other, ApprovalRecord)
-                    and approval_scope(other.path, other.tool_name) == scope
-                ):
+            for other in run.interactions.pending:  # (a question's decision is refused)
+                if approval_scope(other.path, other.tool_name) == scope:
                     with contextlib.suppress(DecisionRefusedError):
                         run.interactions.decide(
                             other.id,
