@@ -15,7 +15,7 @@ the record (:func:`interaction_view`, the one serialiser); the tests validate th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, Self, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from pydantic import (
     BaseModel,
@@ -184,11 +184,14 @@ def _iso(value: Any) -> Any:
 IsoTime = Annotated[str, BeforeValidator(_iso)]
 
 
+_View = TypeVar("_View", bound="_RecordView")
+
+
 class _RecordView(_Model):
     """The page's view of an interaction record (see :func:`interaction_view`)."""
 
     @classmethod
-    def _of(cls, record: ApprovalRecord | QuestionRecord, **own: Any) -> Self:
+    def _of(cls: type[_View], record: ApprovalRecord | QuestionRecord, **own: Any) -> _View:
         """The view of ``record``: pydantic copies the record's values of the view's field
         names, and ``own`` gives the rest. Left unset (absent on the wire) when they say
         nothing: ``expires_at`` but while pending with a time limit, ``path`` but for a
