@@ -151,13 +151,15 @@ class Answer(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
-def describe_validation_error(error: ValidationError) -> str:
-    """A compact, model-readable summary of a pydantic validation error."""
-    parts = []
-    for item in error.errors(include_url=False):
-        location = ".".join(str(part) for part in item["loc"]) or "arguments"
-        parts.append(f"{location}: {item['msg']}")
-    return "; ".join(parts)
+def describe_validation_error(
+    error: ValidationError, whole: str = "arguments", most: int | None = None
+) -> str:
+    """A compact, readable summary of a pydantic validation error (of its first ``most``
+    problems); ``whole`` names the value itself where a problem is not in one of its parts."""
+    return "; ".join(
+        f"{'.'.join(map(str, item['loc'])) or whole}: {item['msg']}"
+        for item in error.errors(include_url=False)[:most]
+    )
 
 
 def _given(answer: Any) -> tuple[Any, Any, Any, Any]:

@@ -175,6 +175,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "TranscriptSession._on_question_decline",
             "TranscriptSession._on_decision",
             "TranscriptSession._on_question",
+            "TranscriptSession._dispatch[except DecisionRefusedError..except Exception]",
         ],
     ),
     (
@@ -218,6 +219,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "AnswerView",
             "QuestionView",
             "_RecordView",
+            "IsoTime",
             "_iso",
             "_common",
             "interaction_view",

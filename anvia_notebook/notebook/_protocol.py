@@ -15,12 +15,28 @@ the record (:func:`interaction_view`, the one serialiser); the tests validate th
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+)
 
 from ..errors import ProtocolError
-from ..records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord
+from ..question_types import describe_validation_error
+from ..records import (
+    ApprovalRecord,
+    ApprovalStatus,
+    DecidedBy,
+    DecidedVia,
+    QuestionRecord,
+    QuestionStatus,
+)
 
 __all__ = [
     "APPEND_FIELDS",
@@ -122,8 +138,6 @@ TOOL_STATUS_LABELS: dict[str, str] = {
     "error": "Error",
     "skipped": "Skipped",
 }
-ApprovalStatus = Literal["pending", "approved", "rejected", "cancelled", "timed_out"]
-QuestionStatus = Literal["pending", "answered", "cancelled", "timed_out"]
 #: Who decided an interaction and from where: the record's own values (records.py).
 Decider = DecidedBy
 DECIDERS: tuple[str, ...] = get_args(DecidedBy)
@@ -162,8 +176,36 @@ class Status(_Model):
     duration_ms: Milliseconds | None = None
 
 
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+#: A time on the wire: ISO text (made from the record's ``datetime``).
+IsoTime = Annotated[str, BeforeValidator(_iso)]
+
+
+_View = TypeVar("_View", bound="_RecordView")
+
+
 class _RecordView(_Model):
     """The page's view of an interaction record (see :func:`interaction_view`)."""
+
+    @classmethod
+    def _of(cls: type[_View], record: ApprovalRecord | QuestionRecord, **own: Any) -> _View:
+        """The view of ``record``: pydantic copies the record's values of the view's field
+        names, and ``own`` gives the rest. Left unset (absent on the wire) when they say
+        nothing: ``expires_at`` but while pending with a time limit, ``path`` but for a
+        sub-agent's interaction (the agents from the top-level run down), a flag that is
+        false."""
+        unsaid = {
+            "expires_at": not record.pending or record.expires_at is None,
+            "path": len(record.path) <= 1,
+            "fix_required": not getattr(record, "fix_required", False),
+            "declinable": not getattr(record, "declinable", False),
+        }
+        names = [n for n in cls.model_fields if hasattr(record, n) and not unsaid.get(n)]
+        data = {name: getattr(record, name) for name in names}
+        return cls.model_validate({**data, **own}, from_attributes=True)
 
     def wire(self) -> dict[str, Any]:
         """The view as the page gets it: fresh JSON values (arguments that are not JSON, e.g.
@@ -183,11 +225,11 @@ class ApprovalView(_RecordView):
     #: Where the decision came from (the widget, ``RunHandle``, the run store, the command
     #: line, the approval handler, the human input); absent or None when not known.
     decided_via: DecidedVia | None = None
-    decided_at: str | None
+    decided_at: IsoTime | None
     decision_reason: str | None
     edited_args: dict[str, Any] | None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
-    expires_at: str | None = None
+    expires_at: IsoTime | None = None
     #: A sub-agent's approval: the agents from the top-level run down (absent for the run's own).
     path: list[str] | None = None
     #: The arguments failed validation (a typed output): the form opens its editor, and
@@ -196,20 +238,15 @@ class ApprovalView(_RecordView):
 
     @classmethod
     def from_record(cls, record: ApprovalRecord) -> ApprovalView:
+        """``decided_at`` is the record's ``resolved_at`` once decided; the edited arguments
+        are an object's (its keys strings, as JSON has them) or None."""
         edited = record.edited_args
-        return cls.model_validate(
-            {
-                **_common(record),
-                "reason": record.reason,
-                "args": record.args,
-                "decided_at": None if record.pending else _iso(record.resolved_at),
-                "decision_reason": record.decision_reason,
-                # An object's keys are strings on the wire, as JSON has them.
-                "edited_args": {str(k): v for k, v in edited.items()}
-                if isinstance(edited, dict)
-                else None,
-                **({"fix_required": True} if record.fix_required else {}),
-            }
+        return cls._of(
+            record,
+            decided_at=None if record.pending else record.resolved_at,
+            edited_args={str(k): v for k, v in edited.items()}
+            if isinstance(edited, dict)
+            else None,
         )
 
 
@@ -241,7 +278,7 @@ class QuestionView(_RecordView):
     decided_by: Decider | None = None
     decided_via: DecidedVia | None = None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
-    expires_at: str | None = None
+    expires_at: IsoTime | None = None
     #: A sub-agent's question: the agents from the top-level run down (absent for the run's own).
     path: list[str] | None = None
     #: The person may decline it (a question an MCP server asked): the form shows Decline.
@@ -251,35 +288,7 @@ class QuestionView(_RecordView):
     def from_record(cls, record: QuestionRecord) -> QuestionView:
         """The questions are read from the record's (their ``answer_schema`` is no field of
         the view), the answers are given in their wire form."""
-        return cls.model_validate(
-            {
-                **_common(record),
-                "questions": record.questions,
-                "answers": [answer.to_wire() for answer in record.answers],
-                **({"declinable": True} if record.declinable else {}),
-            },
-            from_attributes=True,
-        )
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
-def _common(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
-    """The fields of both views; ``expires_at`` only while pending with a time limit, ``path``
-    only for a sub-agent's interaction (the agents from the top-level run down)."""
-    common: dict[str, Any] = {
-        "id": record.id,
-        "status": record.status,
-        "decided_by": record.decided_by,
-        "decided_via": record.decided_via,
-    }
-    if record.pending and record.expires_at is not None:
-        common["expires_at"] = _iso(record.expires_at)
-    if len(record.path) > 1:
-        common["path"] = list(record.path)
-    return common
+        return cls._of(record, answers=[answer.to_wire() for answer in record.answers])
 
 
 def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:
@@ -828,14 +837,6 @@ _OUTBOUND_TYPES = frozenset(
 )
 
 
-def _describe(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors(include_url=False):
-        location = ".".join(str(part) for part in item["loc"]) or "message"
-        parts.append(f"{location}: {item['msg']}")
-    return "; ".join(parts[:5])
-
-
 def _request_id(raw: Any) -> str | None:
     if isinstance(raw, dict):
         value = raw.get("request_id")
@@ -854,7 +855,10 @@ def _parse(adapter: TypeAdapter[Any], types: frozenset[str], raw: Any) -> Any:
     try:
         return adapter.validate_python(raw)
     except ValidationError as error:
-        raise ProtocolError(f"Malformed {kind} message: {_describe(error)}", request_id) from None
+        raise ProtocolError(
+            f"Malformed {kind} message: {describe_validation_error(error, 'message', most=5)}",
+            request_id,
+        ) from None
 
 
 def parse_inbound(raw: Any) -> Any:

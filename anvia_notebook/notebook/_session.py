@@ -23,7 +23,6 @@ from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
     AgentToolEvent,
-    ApprovalRecord,
     CancelledEvent,
     ErrorEvent,
     FinalEvent,
@@ -58,7 +57,6 @@ from ._widget import AnviaWidget
 
 if TYPE_CHECKING:
     from .._tool_exec import CurrentToolCall
-    from ..interactions import Interactions
     from ..run import AgentRun
 
 __all__ = ["FLUSH_NOW", "LIVE_SLOT_CLASS", "TranscriptSession"]
@@ -221,6 +219,8 @@ class TranscriptSession:
                 error: str | None = f"This widget does not handle {message.type} messages."
             else:
                 error = handler(message)
+        except DecisionRefusedError as refused:  # an approval's or a question's decision
+            error = str(refused)
         except Exception as exc:
             logger.exception("Handling a %s message failed", message.type)
             error = f"Internal error: {exc}"
@@ -230,79 +230,55 @@ class TranscriptSession:
         self.send_snapshot()
         return None
 
-    def _interactions(self) -> Interactions | None:
-        run = self.run
-        return run.interactions if run is not None else None
-
     def _on_approval_decision(self, message: ApprovalDecisionMsg) -> str | None:
-        interactions = self._interactions()
-        interaction = interactions.get(message.approval_id) if interactions else None
-        if interactions is None or interaction is None:
+        """A click on an approval's form, decided through the run's interactions (which refuse
+        a decision that is not the first, or edited arguments the tool's input model rejects:
+        the refusal is the reply)."""
+        run = self.run
+        interaction = run.interactions.get(message.approval_id) if run is not None else None
+        if run is None or interaction is None:
             return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
-        assert self.run is not None
-        if self.run.request.active_approval_handler is not None:
+        if run.request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
-        record = interaction.record
-        # A fix of a typed output is never "always allowed": each one needs its own fix.
-        fix = isinstance(record, ApprovalRecord) and record.fix_required
-        always = message.approved and message.always_allow and not fix
-        # The "Always allow <tool> in this session" box: later calls of the tool (on the same
-        # path, for a sub-agent's tool) are approved without asking; added before the decision,
-        # as the run may ask about its next call of this tool at once.
-        scope = approval_scope(record.path, record.tool_name)
-        # (Without a widget human input nothing is always allowed: a set of its own then.)
-        allowed = self.human_input.always_allowed if self.human_input is not None else set()
-        added = always and scope not in allowed
-        if added:
-            allowed.add(scope)
-        try:
-            interactions.decide(
-                message.approval_id,
-                approved=message.approved,
-                reason=message.reason,
-                args=message.edited_args,
-                via="widget",
-            )
-        except DecisionRefusedError as error:
-            if added:
-                allowed.discard(scope)
-            return str(error)
-        if always:
-            self._approve_pending(interactions, scope)
+        record = run.interactions.decide(
+            message.approval_id,
+            approved=message.approved,
+            reason=message.reason,
+            args=message.edited_args,
+            via="widget",
+        )
+        # The "Always allow <tool> in this session" box (never for the fix of a typed output:
+        # each one needs its own fix): later calls of the tool, on the same path for a
+        # sub-agent's tool, are approved without asking, and those waiting now are approved
+        # too. (The run goes on only after this handler: it runs on the run's loop.) Without a
+        # widget human input only those waiting now are.
+        if message.approved and message.always_allow and not record.fix_required:
+            scope = approval_scope(record.path, record.tool_name)
+            if self.human_input is not None:
+                self.human_input.always_allowed.add(scope)
+            for other in run.interactions.pending:  # (a question's decision is refused)
+                if approval_scope(other.path, other.tool_name) == scope:
+                    with contextlib.suppress(DecisionRefusedError):
+                        run.interactions.decide(
+                            other.id,
+                            approved=True,
+                            reason=ALWAYS_ALLOWED_REASON,
+                            decided_by="policy",
+                            via="widget",
+                        )
         return None
-
-    def _approve_pending(self, interactions: Interactions, scope: str) -> None:
-        """The same box: the other calls of that tool (on that path) waiting now are approved
-        too."""
-        for other in interactions.pending:
-            if (
-                isinstance(other, ApprovalRecord)
-                and approval_scope(other.path, other.tool_name) == scope
-            ):
-                with contextlib.suppress(DecisionRefusedError):
-                    interactions.decide(
-                        other.id,
-                        approved=True,
-                        reason=ALWAYS_ALLOWED_REASON,
-                        decided_by="policy",
-                        via="widget",
-                    )
 
     def _on_question(self, message: QuestionAnswersMsg | QuestionDeclineMsg) -> str | None:
         """Answers to a question, or the person declining it. Refused by the run's interactions
         too: a question this run never asked, one already settled, answers that break the
         question contract, or an ``ask_question`` question declined."""
-        interactions = self._interactions()
-        if interactions is None:
+        if self.run is None:
             return f"Unknown question {message.question_id!r}."
-        try:
-            if isinstance(message, QuestionDeclineMsg):
-                interactions.decline(message.question_id, via="widget")
-            else:
-                answers = [a.model_dump() for a in message.answers]
-                interactions.answer(message.question_id, answers, via="widget")
-        except DecisionRefusedError as error:
-            return str(error)
+        if isinstance(message, QuestionDeclineMsg):
+            self.run.interactions.decline(message.question_id, via="widget")
+        else:
+            answers = [a.model_dump() for a in message.answers]
+            self.run.interactions.answer(message.question_id, answers, via="widget")
         return None
 
     def _on_inspect(self, message: InspectMsg) -> dict[str, Any]:

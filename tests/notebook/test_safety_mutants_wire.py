@@ -263,3 +263,38 @@ async def test_work_handed_to_the_session_s_loop_runs_outside_the_caller_s_tool_
     thread.join(5)
     await asyncio.wait_for(done.wait(), 5)
     assert seen == [None]
+
+
+async def test_a_refused_always_allow_decision_allows_nothing():
+    """An "Always allow" decision the run refuses (edited arguments its tool rejects) is the
+    reply, and leaves the tool asked again: not the other waiting call, not a later one."""
+    refunds = refund_tool()
+    model = QueueModel(
+        [
+            ModelResponse(tool_calls=[refund("c1", "A"), refund("c2", "B")]),
+            ModelResponse(tool_calls=[refund("c3", "C")]),
+            "Done.",
+        ]
+    )
+    agent = AgentBuilder("shop", model).tools([refunds]).build()
+    handle = runner.show(agent.prompt("refunds").with_tool_concurrency(2))
+    page = Page(handle.widget)
+    await page.sync()
+    shown = await until(lambda: len(approvals(page)) == 2 and approvals(page), what="approvals")
+
+    bad = {"order_id": "A", "amount": "not a number"}
+    reply = await page.approve(shown["A"]["id"], edited_args=bad, always_allow=True)
+    assert not reply["ok"] and "amount" in reply["error"], reply
+    human = handle.session.human_input
+    assert human is not None and human.always_allowed == set()
+    assert (await page.approve(shown["A"]["id"]))["ok"]
+    await until(lambda: len(refunds.calls) == 1, what="A refunded")
+    assert approvals(page)["B"]["status"] == "pending"
+
+    assert (await page.approve(shown["B"]["id"]))["ok"]
+    later = await until(lambda: approvals(page).get("C"), what="C asked")
+    assert later["status"] == "pending"
+    assert (await page.approve(later["id"], approved=False))["ok"]
+    await handle
+    await finished(handle)
+    assert [c.order_id for c in refunds.calls] == ["A", "B"]
