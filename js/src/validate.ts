@@ -1,119 +1,99 @@
-// A tiny runtime-validation kit for the wire protocol (no dependency).
-// A Check returns null when the value is fine, else a message naming the path.
+// Runtime validation of wire messages by the protocol's JSON Schema: the one written from the
+// kernel's pydantic models (src/generated/wire-schema.json), from which the page's types are also
+// generated, so that the types and the checks cannot drift apart. No dependency: this reads the
+// part of JSON Schema that pydantic writes for these models (`$ref` into `$defs`, `anyOf`,
+// `oneOf` with a `discriminator`, `type`, `const`, `enum`, `minLength`, `minimum`, `properties`,
+// `required`, `items`, `additionalProperties`); other keywords (`title`, `default`, ...) say
+// nothing about validity. Keys a model does not list are ignored (docs/wire-protocol.md), unless
+// its schema says `additionalProperties: false`.
 
-export type Check = (value: unknown, path: string) => string | null;
+/** A JSON Schema, in the keywords read here. */
+export type Schema = {
+  $ref?: string;
+  anyOf?: Schema[];
+  discriminator?: { propertyName: string; mapping: Record<string, string> };
+  type?: string;
+  const?: unknown;
+  enum?: unknown[];
+  minLength?: number;
+  minimum?: number;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  additionalProperties?: Schema | boolean;
+};
 
-const OPTIONAL = Symbol("optional");
-type OptionalCheck = Check & { [OPTIONAL]: true };
+/** Null when the value is fine, else a message naming the path of the first problem
+ * (`$.ops[0].text: expected a string`). */
+export type Check = (value: unknown, path?: string) => string | null;
 
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-export const str: Check = (v, p) => (typeof v === "string" ? null : `${p}: expected a string`);
-
-export const nonEmptyStr: Check = (v, p) =>
-  typeof v === "string" && v.length > 0 ? null : `${p}: expected a non-empty string`;
-
-export const bool: Check = (v, p) => (typeof v === "boolean" ? null : `${p}: expected a boolean`);
-
-/** A non-negative integer. */
-export const count: Check = (v, p) =>
-  typeof v === "number" && Number.isInteger(v) && v >= 0 ? null : `${p}: expected an integer >= 0`;
-
-/** A duration in milliseconds: a finite number >= 0 (an integer or not). */
-export const milliseconds: Check = (v, p) =>
-  typeof v === "number" && Number.isFinite(v) && v >= 0 ? null : `${p}: expected a number >= 0`;
-
-export const literal =
-  (...values: readonly string[]): Check =>
-  (v, p) =>
-    typeof v === "string" && values.includes(v) ? null : `${p}: expected one of ${values.join(", ")}`;
-
-export const nullable =
-  (check: Check): Check =>
-  (v, p) =>
-    v === null ? null : check(v, p);
-
-/** A key that may be absent (or null); when present it must pass `check`. */
-export const optional = (check: Check): OptionalCheck => {
-  const c = ((v: unknown, p: string) => (v === null || v === undefined ? null : check(v, p))) as OptionalCheck;
-  c[OPTIONAL] = true;
-  return c;
+/** Each JSON type: its test and its name in a message. A JSON number is finite (no NaN). */
+const TYPES: Record<string, [(v: unknown) => boolean, string]> = {
+  string: [(v) => typeof v === "string", "a string"],
+  boolean: [(v) => typeof v === "boolean", "a boolean"],
+  null: [(v) => v === null, "null"],
+  integer: [(v) => Number.isInteger(v), "an integer"],
+  number: [(v) => typeof v === "number" && Number.isFinite(v), "a number"],
+  array: [Array.isArray, "an array"],
+  object: [isPlainObject, "an object"],
 };
 
-export const arrayOf =
-  (check: Check): Check =>
-  (v, p) => {
-    if (!Array.isArray(v)) return `${p}: expected an array`;
-    for (let i = 0; i < v.length; i++) {
-      const err = check(v[i], `${p}[${i}]`);
-      if (err) return err;
-    }
-    return null;
-  };
+const has = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
 
-/** Any JSON value (what JSON.parse can return). */
-export const json: Check = (v, p) => {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return null;
-  if (typeof v === "number") return Number.isFinite(v) ? null : `${p}: not a JSON number`;
-  if (Array.isArray(v)) return arrayOf(json)(v, p);
-  if (isPlainObject(v)) {
-    for (const [k, x] of Object.entries(v)) {
-      const err = json(x, `${p}.${k}`);
+/** A check of values against `schema`, its `$ref`s resolved in `defs` (`#/$defs/Name`). */
+export function schemaCheck(defs: Record<string, Schema>, schema: Schema): Check {
+  const resolve = (ref: string): Schema => defs[ref.slice(ref.lastIndexOf("/") + 1)] as Schema;
+
+  function check(s: Schema, v: unknown, p: string): string | null {
+    if (s.$ref) return check(resolve(s.$ref), v, p);
+    if (s.discriminator) {
+      const { propertyName: key, mapping } = s.discriminator;
+      if (!isPlainObject(v)) return `${p}: expected an object`;
+      const tag = v[key];
+      if (typeof tag !== "string" || !has(mapping, tag)) return `${p}.${key}: unknown ${key} ${JSON.stringify(tag)}`;
+      return check(resolve(mapping[tag] as string), v, p);
+    }
+    if (s.anyOf) {
+      // The first branch's problem, unless another branch got further into the value.
+      const errors = s.anyOf.map((b) => check(b, v, p));
+      if (errors.includes(null)) return null;
+      return errors.find((e) => !e!.startsWith(`${p}:`)) ?? (errors[0] as string);
+    }
+    const type = s.type ? TYPES[s.type] : undefined;
+    if (type && !type[0](v)) return `${p}: expected ${type[1]}`;
+    if (has(s, "const") && v !== s.const) return `${p}: expected ${JSON.stringify(s.const)}`;
+    if (s.enum && !s.enum.includes(v)) return `${p}: expected one of ${s.enum.join(", ")}`;
+    if (s.minLength !== undefined && [...(v as string)].length < s.minLength) {
+      return `${p}: expected at least ${s.minLength} character(s)`;
+    }
+    if (s.minimum !== undefined && (v as number) < s.minimum) return `${p}: expected a number >= ${s.minimum}`;
+    if (s.items) {
+      for (const [i, x] of (v as unknown[]).entries()) {
+        const err = check(s.items, x, `${p}[${i}]`);
+        if (err) return err;
+      }
+    }
+    if (s.type === "object") return checkObject(s, v as Record<string, unknown>, p);
+    return null;
+  }
+
+  /** A listed key whose value is `undefined` counts as absent (JSON has no `undefined`). */
+  function checkObject(s: Schema, v: Record<string, unknown>, p: string): string | null {
+    const properties = s.properties ?? {};
+    for (const key of s.required ?? []) if (v[key] === undefined) return `${p}.${key}: missing`;
+    for (const [key, x] of Object.entries(v)) {
+      const known = has(properties, key);
+      if (known && x === undefined) continue;
+      if (!known && s.additionalProperties === false) return `${p}.${key}: not a field here`;
+      const sub = known ? properties[key] : s.additionalProperties;
+      const err = typeof sub === "object" ? check(sub, x, `${p}.${key}`) : null;
       if (err) return err;
     }
     return null;
   }
-  return `${p}: not a JSON value`;
-};
 
-export const jsonObject: Check = (v, p) => (isPlainObject(v) ? json(v, p) : `${p}: expected an object`);
-
-export const recordOf =
-  (check: Check): Check =>
-  (v, p) => {
-    if (!isPlainObject(v)) return `${p}: expected an object`;
-    for (const [k, x] of Object.entries(v)) {
-      const err = check(x, `${p}.${k}`);
-      if (err) return err;
-    }
-    return null;
-  };
-
-/** An object with these keys; unknown extra keys are ignored (see docs/wire-protocol.md). */
-export const obj =
-  (shape: Record<string, Check>): Check =>
-  (v, p) => {
-    if (!isPlainObject(v)) return `${p}: expected an object`;
-    for (const [key, check] of Object.entries(shape)) {
-      if (!(key in v) && !(OPTIONAL in check)) return `${p}.${key}: missing`;
-      const err = check(v[key], `${p}.${key}`);
-      if (err) return err;
-    }
-    return null;
-  };
-
-/** A check for a key every message has: not made with `optional`. */
-type RequiredCheck = Check & { [OPTIONAL]?: never };
-
-/**
- * Checks for exactly the keys of `T`: an `optional` check where `T`'s key is optional, any
- * other check where it is required. Missing, unknown or wrongly optional keys do not compile,
- * so a validator written as `shape<SomeType>({...})` follows its type.
- */
-export type Shape<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? OptionalCheck : RequiredCheck };
-
-/** `obj` for the keys of a type (see `Shape`). */
-export const shape = <T>(checks: Shape<T>): Check => obj(checks as Record<string, Check>);
-
-/** Discriminated union on `key`. */
-export const union =
-  (key: string, variants: Record<string, Check>): Check =>
-  (v, p) => {
-    if (!isPlainObject(v)) return `${p}: expected an object`;
-    const tag = v[key];
-    if (typeof tag !== "string" || !Object.prototype.hasOwnProperty.call(variants, tag)) {
-      return `${p}.${key}: unknown ${key} ${JSON.stringify(tag)}`;
-    }
-    return (variants[tag] as Check)(v, p);
-  };
+  return (value, path = "$") => check(schema, value, path);
+}
