@@ -43,57 +43,105 @@ const TYPES: Record<string, [(v: unknown) => boolean, string]> = {
 
 const has = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
 
-/** A check of values against `schema`, its `$ref`s resolved in `defs` (`#/$defs/Name`). */
-export function schemaCheck(defs: Record<string, Schema>, schema: Schema): Check {
-  const resolve = (ref: string): Schema => defs[ref.slice(ref.lastIndexOf("/") + 1)] as Schema;
+type PathCheck = (value: unknown, path: string) => string | null;
 
-  function check(s: Schema, v: unknown, p: string): string | null {
-    if (s.$ref) return check(resolve(s.$ref), v, p);
+/** A check of values against `schema`, its `$ref`s (`#/$defs/Name`) resolved in `defs`. The
+ * schema is turned into functions once; each named schema once, when first used. */
+export function schemaCheck(defs: Record<string, Schema>, schema: Schema): Check {
+  const named = new Map<string, PathCheck>();
+  const ref = (ref: string): PathCheck => {
+    const name = ref.slice(ref.lastIndexOf("/") + 1);
+    let c = named.get(name);
+    if (!c) {
+      // Made on first use, so that a schema may refer to itself (JSON values, sub-agents).
+      let made: PathCheck | undefined;
+      c = (v, p) => (made ??= compile(defs[name] as Schema))(v, p);
+      named.set(name, c);
+    }
+    return c;
+  };
+
+  function compile(s: Schema): PathCheck {
+    if (s.$ref) return ref(s.$ref);
     if (s.discriminator) {
       const { propertyName: key, mapping } = s.discriminator;
-      if (!isPlainObject(v)) return `${p}: expected an object`;
-      const tag = v[key];
-      if (typeof tag !== "string" || !has(mapping, tag)) return `${p}.${key}: unknown ${key} ${JSON.stringify(tag)}`;
-      return check(resolve(mapping[tag] as string), v, p);
+      const variants = new Map(Object.entries(mapping).map(([tag, r]) => [tag, ref(r)]));
+      return (v, p) => {
+        if (!isPlainObject(v)) return `${p}: expected an object`;
+        const variant = typeof v[key] === "string" ? variants.get(v[key] as string) : undefined;
+        return variant ? variant(v, p) : `${p}.${key}: unknown ${key} ${JSON.stringify(v[key])}`;
+      };
     }
     if (s.anyOf) {
-      // The first branch's problem, unless another branch got further into the value.
-      const errors = s.anyOf.map((b) => check(b, v, p));
-      if (errors.includes(null)) return null;
-      return errors.find((e) => !e!.startsWith(`${p}:`)) ?? (errors[0] as string);
+      const branches = s.anyOf.map(compile);
+      return (v, p) => {
+        const errors: string[] = [];
+        for (const branch of branches) {
+          const err = branch(v, p);
+          if (err === null) return null;
+          errors.push(err);
+        }
+        // The first branch's problem, unless another branch got further into the value.
+        return errors.find((e) => !e.startsWith(`${p}:`)) ?? (errors[0] as string);
+      };
     }
+    const steps: PathCheck[] = [];
     const type = s.type ? TYPES[s.type] : undefined;
-    if (type && !type[0](v)) return `${p}: expected ${type[1]}`;
-    if (has(s, "const") && v !== s.const) return `${p}: expected ${JSON.stringify(s.const)}`;
-    if (s.enum && !s.enum.includes(v)) return `${p}: expected one of ${s.enum.join(", ")}`;
-    if (s.minLength !== undefined && [...(v as string)].length < s.minLength) {
-      return `${p}: expected at least ${s.minLength} character(s)`;
+    if (type) steps.push((v, p) => (type[0](v) ? null : `${p}: expected ${type[1]}`));
+    if (has(s, "const")) steps.push((v, p) => (v === s.const ? null : `${p}: expected ${JSON.stringify(s.const)}`));
+    const { enum: values, minLength, minimum, items } = s;
+    if (values) steps.push((v, p) => (values.includes(v) ? null : `${p}: expected one of ${values.join(", ")}`));
+    if (minLength !== undefined) {
+      steps.push((v, p) => ([...(v as string)].length >= minLength ? null : `${p}: expected at least ${minLength} character(s)`));
     }
-    if (s.minimum !== undefined && (v as number) < s.minimum) return `${p}: expected a number >= ${s.minimum}`;
-    if (s.items) {
-      for (const [i, x] of (v as unknown[]).entries()) {
-        const err = check(s.items, x, `${p}[${i}]`);
+    if (minimum !== undefined) steps.push((v, p) => ((v as number) >= minimum ? null : `${p}: expected a number >= ${minimum}`));
+    if (items) {
+      const item = compile(items);
+      steps.push((v, p) => {
+        for (const [i, x] of (v as unknown[]).entries()) {
+          const err = item(x, `${p}[${i}]`);
+          if (err) return err;
+        }
+        return null;
+      });
+    }
+    if (s.type === "object") steps.push(compileObject(s));
+    return (v, p) => {
+      for (const step of steps) {
+        const err = step(v, p);
         if (err) return err;
       }
-    }
-    if (s.type === "object") return checkObject(s, v as Record<string, unknown>, p);
-    return null;
+      return null;
+    };
   }
 
   /** A listed key whose value is `undefined` counts as absent (JSON has no `undefined`). */
-  function checkObject(s: Schema, v: Record<string, unknown>, p: string): string | null {
+  function compileObject(s: Schema): PathCheck {
     const properties = s.properties ?? {};
-    for (const key of s.required ?? []) if (v[key] === undefined) return `${p}.${key}: missing`;
-    for (const [key, x] of Object.entries(v)) {
-      const known = has(properties, key);
-      if (known && x === undefined) continue;
-      if (!known && s.additionalProperties === false) return `${p}.${key}: not a field here`;
-      const sub = known ? properties[key] : s.additionalProperties;
-      const err = typeof sub === "object" ? check(sub, x, `${p}.${key}`) : null;
-      if (err) return err;
-    }
-    return null;
+    const listed = Object.entries(properties).map(([key, sub]) => [key, compile(sub)] as const);
+    const required = new Set(s.required ?? []);
+    const extra = s.additionalProperties;
+    const other = typeof extra === "object" ? compile(extra) : undefined;
+    return (v, p) => {
+      const o = v as Record<string, unknown>;
+      for (const [key, check] of listed) {
+        if (o[key] === undefined) {
+          if (required.has(key)) return `${p}.${key}: missing`;
+        } else {
+          const err = check(o[key], `${p}.${key}`);
+          if (err) return err;
+        }
+      }
+      if (extra === undefined || extra === true) return null;
+      for (const key of Object.keys(o)) {
+        if (has(properties, key)) continue;
+        const err = other ? other(o[key], `${p}.${key}`) : `${p}.${key}: not a field here`;
+        if (err) return err;
+      }
+      return null;
+    };
   }
 
-  return (value, path = "$") => check(schema, value, path);
+  const check = compile(schema);
+  return (value, path = "$") => check(value, path);
 }
