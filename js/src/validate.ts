@@ -11,6 +11,8 @@
 export type Schema = {
   $ref?: string;
   anyOf?: Schema[];
+  /** Pydantic writes a tagged union as `oneOf` with a `discriminator`, which is what is read. */
+  oneOf?: Schema[];
   discriminator?: { propertyName: string; mapping: Record<string, string> };
   type?: string;
   const?: unknown;
