@@ -61,8 +61,8 @@ export type {
   UserEntry,
 } from "./generated/wire";
 
-/** True when A and B are the same type (used below to tie runtime lists to the generated types). */
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** The protocol's JSON Schema: its models and unions by name. */
+const RAW = (WIRE_SCHEMA as unknown as { $defs: Record<string, Schema> }).$defs;
 
 // ---------------------------------------------------------------- transcript state
 
@@ -74,36 +74,19 @@ export type JsonObject = { [key: string]: W.JsonValue };
 export type EntryKind = W.Entry["kind"];
 
 export type RunState = W.Status["state"];
-export const TOOL_STATUSES = [
-  "running",
-  "approval_required",
-  "input_required",
-  "approved",
-  "rejected",
-  "cancelled",
-  "timed_out",
-  "done",
-  "error",
-  "skipped",
-] as const;
 export type ToolStatus = W.ToolEntry["status"];
-export const APPROVAL_STATUSES = ["pending", "approved", "rejected", "cancelled", "timed_out"] as const;
+/** The values of a model's enum field, in the schema's order. */
+const valuesOf = <T>(model: string, field: string): readonly T[] => RAW[model]!.properties![field]!.enum as T[];
+export const TOOL_STATUSES = valuesOf<ToolStatus>("ToolEntry", "status");
 export type ApprovalStatus = W.ApprovalView["status"];
+export const APPROVAL_STATUSES = valuesOf<ApprovalStatus>("ApprovalView", "status");
 export type Decider = NonNullable<W.ApprovalView["decided_by"]>;
 export type DecidedVia = NonNullable<W.ApprovalView["decided_via"]>;
-export const QUESTION_STATUSES = ["pending", "answered", "cancelled", "timed_out"] as const;
 export type QuestionStatus = W.QuestionView["status"];
+export const QUESTION_STATUSES = valuesOf<QuestionStatus>("QuestionView", "status");
 export type AppendField = W.AppendOp["field"];
 export type EvalsStatus = W.EvalsSummary["status"];
 export type EvalsCaseStatus = W.EvalsRowView["status"];
-
-// Each list above holds exactly the values of its generated type (a compile error otherwise).
-const LISTS_MATCH: [
-  Same<(typeof TOOL_STATUSES)[number], ToolStatus>,
-  Same<(typeof APPROVAL_STATUSES)[number], ApprovalStatus>,
-  Same<(typeof QUESTION_STATUSES)[number], QuestionStatus>,
-] = [true, true, true];
-void LISTS_MATCH;
 
 // ---------------------------------------------------------------- kernel to page
 
@@ -132,7 +115,6 @@ export type PageRequest = PageMessage extends infer M
 // ---------------------------------------------------------------- validators
 
 // Messages are checked against the JSON Schema the types above are generated from.
-const RAW = (WIRE_SCHEMA as unknown as { $defs: Record<string, Schema> }).$defs;
 const mappingOf = (name: string): Record<string, string> => RAW[name]!.discriminator!.mapping;
 /** Each entry kind's schema name (`tool` → `#/$defs/ToolEntry`). */
 const ENTRY_SCHEMAS = mappingOf("Entry");
