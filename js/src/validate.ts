@@ -1,119 +1,149 @@
-// A tiny runtime-validation kit for the wire protocol (no dependency).
-// A Check returns null when the value is fine, else a message naming the path.
+// Runtime validation of wire messages by the protocol's JSON Schema: the one written from the
+// kernel's pydantic models (src/generated/wire-schema.json), from which the page's types are also
+// generated, so that the types and the checks cannot drift apart. No dependency: this reads the
+// part of JSON Schema that pydantic writes for these models (`$ref` into `$defs`, `anyOf`,
+// `oneOf` with a `discriminator`, `type`, `const`, `enum`, `minLength`, `minimum`, `properties`,
+// `required`, `items`, `additionalProperties`); other keywords (`title`, `default`, ...) say
+// nothing about validity. Keys a model does not list are ignored (docs/wire-protocol.md), unless
+// its schema says `additionalProperties: false`.
 
-export type Check = (value: unknown, path: string) => string | null;
+/** A JSON Schema, in the keywords read here. */
+export type Schema = {
+  $ref?: string;
+  anyOf?: Schema[];
+  /** Pydantic writes a tagged union as `oneOf` with a `discriminator`, which is what is read. */
+  oneOf?: Schema[];
+  discriminator?: { propertyName: string; mapping: Record<string, string> };
+  type?: string;
+  const?: unknown;
+  enum?: unknown[];
+  minLength?: number;
+  minimum?: number;
+  properties?: Record<string, Schema>;
+  required?: string[];
+  items?: Schema;
+  additionalProperties?: Schema | boolean;
+};
 
-const OPTIONAL = Symbol("optional");
-type OptionalCheck = Check & { [OPTIONAL]: true };
+/** Null when the value is fine, else a message naming the path of the first problem
+ * (`$.ops[0].text: expected a string`). */
+export type Check = (value: unknown, path?: string) => string | null;
 
 export const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
-export const str: Check = (v, p) => (typeof v === "string" ? null : `${p}: expected a string`);
-
-export const nonEmptyStr: Check = (v, p) =>
-  typeof v === "string" && v.length > 0 ? null : `${p}: expected a non-empty string`;
-
-export const bool: Check = (v, p) => (typeof v === "boolean" ? null : `${p}: expected a boolean`);
-
-/** A non-negative integer. */
-export const count: Check = (v, p) =>
-  typeof v === "number" && Number.isInteger(v) && v >= 0 ? null : `${p}: expected an integer >= 0`;
-
-/** A duration in milliseconds: a finite number >= 0 (an integer or not). */
-export const milliseconds: Check = (v, p) =>
-  typeof v === "number" && Number.isFinite(v) && v >= 0 ? null : `${p}: expected a number >= 0`;
-
-export const literal =
-  (...values: readonly string[]): Check =>
-  (v, p) =>
-    typeof v === "string" && values.includes(v) ? null : `${p}: expected one of ${values.join(", ")}`;
-
-export const nullable =
-  (check: Check): Check =>
-  (v, p) =>
-    v === null ? null : check(v, p);
-
-/** A key that may be absent (or null); when present it must pass `check`. */
-export const optional = (check: Check): OptionalCheck => {
-  const c = ((v: unknown, p: string) => (v === null || v === undefined ? null : check(v, p))) as OptionalCheck;
-  c[OPTIONAL] = true;
-  return c;
+/** Each JSON type: its test and its name in a message. A JSON number is finite (no NaN). */
+const TYPES: Record<string, [(v: unknown) => boolean, string]> = {
+  string: [(v) => typeof v === "string", "a string"],
+  boolean: [(v) => typeof v === "boolean", "a boolean"],
+  null: [(v) => v === null, "null"],
+  integer: [(v) => Number.isInteger(v), "an integer"],
+  number: [(v) => typeof v === "number" && Number.isFinite(v), "a number"],
+  array: [Array.isArray, "an array"],
+  object: [isPlainObject, "an object"],
 };
 
-export const arrayOf =
-  (check: Check): Check =>
-  (v, p) => {
-    if (!Array.isArray(v)) return `${p}: expected an array`;
-    for (let i = 0; i < v.length; i++) {
-      const err = check(v[i], `${p}[${i}]`);
-      if (err) return err;
+const has = (o: object, key: string): boolean => Object.prototype.hasOwnProperty.call(o, key);
+
+type PathCheck = (value: unknown, path: string) => string | null;
+
+/** A check of values against `schema`, its `$ref`s (`#/$defs/Name`) resolved in `defs`. The
+ * schema is turned into functions once; each named schema once, when first used. */
+export function schemaCheck(defs: Record<string, Schema>, schema: Schema): Check {
+  const named = new Map<string, PathCheck>();
+  const ref = (ref: string): PathCheck => {
+    const name = ref.slice(ref.lastIndexOf("/") + 1);
+    let c = named.get(name);
+    if (!c) {
+      // Made on first use, so that a schema may refer to itself (JSON values, sub-agents).
+      let made: PathCheck | undefined;
+      c = (v, p) => (made ??= compile(defs[name] as Schema))(v, p);
+      named.set(name, c);
     }
-    return null;
+    return c;
   };
 
-/** Any JSON value (what JSON.parse can return). */
-export const json: Check = (v, p) => {
-  if (v === null || typeof v === "string" || typeof v === "boolean") return null;
-  if (typeof v === "number") return Number.isFinite(v) ? null : `${p}: not a JSON number`;
-  if (Array.isArray(v)) return arrayOf(json)(v, p);
-  if (isPlainObject(v)) {
-    for (const [k, x] of Object.entries(v)) {
-      const err = json(x, `${p}.${k}`);
-      if (err) return err;
+  function compile(s: Schema): PathCheck {
+    if (s.$ref) return ref(s.$ref);
+    if (s.discriminator) {
+      const { propertyName: key, mapping } = s.discriminator;
+      const variants = new Map(Object.entries(mapping).map(([tag, r]) => [tag, ref(r)]));
+      return (v, p) => {
+        if (!isPlainObject(v)) return `${p}: expected an object`;
+        const variant = typeof v[key] === "string" ? variants.get(v[key] as string) : undefined;
+        return variant ? variant(v, p) : `${p}.${key}: unknown ${key} ${JSON.stringify(v[key])}`;
+      };
     }
-    return null;
+    if (s.anyOf) {
+      const branches = s.anyOf.map(compile);
+      return (v, p) => {
+        const errors: string[] = [];
+        for (const branch of branches) {
+          const err = branch(v, p);
+          if (err === null) return null;
+          errors.push(err);
+        }
+        // The first branch's problem, unless another branch got further into the value.
+        return errors.find((e) => !e.startsWith(`${p}:`)) ?? (errors[0] as string);
+      };
+    }
+    const steps: PathCheck[] = [];
+    const type = s.type ? TYPES[s.type] : undefined;
+    if (type) steps.push((v, p) => (type[0](v) ? null : `${p}: expected ${type[1]}`));
+    if (has(s, "const")) steps.push((v, p) => (v === s.const ? null : `${p}: expected ${JSON.stringify(s.const)}`));
+    const { enum: values, minLength, minimum, items } = s;
+    if (values) steps.push((v, p) => (values.includes(v) ? null : `${p}: expected one of ${values.join(", ")}`));
+    if (minLength !== undefined) {
+      steps.push((v, p) => ([...(v as string)].length >= minLength ? null : `${p}: expected at least ${minLength} character(s)`));
+    }
+    if (minimum !== undefined) steps.push((v, p) => ((v as number) >= minimum ? null : `${p}: expected a number >= ${minimum}`));
+    if (items) {
+      const item = compile(items);
+      steps.push((v, p) => {
+        for (const [i, x] of (v as unknown[]).entries()) {
+          const err = item(x, `${p}[${i}]`);
+          if (err) return err;
+        }
+        return null;
+      });
+    }
+    if (s.type === "object") steps.push(compileObject(s));
+    return (v, p) => {
+      for (const step of steps) {
+        const err = step(v, p);
+        if (err) return err;
+      }
+      return null;
+    };
   }
-  return `${p}: not a JSON value`;
-};
 
-export const jsonObject: Check = (v, p) => (isPlainObject(v) ? json(v, p) : `${p}: expected an object`);
+  /** A listed key whose value is `undefined` counts as absent (JSON has no `undefined`). */
+  function compileObject(s: Schema): PathCheck {
+    const properties = s.properties ?? {};
+    const listed = Object.entries(properties).map(([key, sub]) => [key, compile(sub)] as const);
+    const required = new Set(s.required ?? []);
+    const extra = s.additionalProperties;
+    const other = typeof extra === "object" ? compile(extra) : undefined;
+    return (v, p) => {
+      const o = v as Record<string, unknown>;
+      for (const [key, check] of listed) {
+        if (o[key] === undefined) {
+          if (required.has(key)) return `${p}.${key}: missing`;
+        } else {
+          const err = check(o[key], `${p}.${key}`);
+          if (err) return err;
+        }
+      }
+      if (extra === undefined || extra === true) return null;
+      for (const key of Object.keys(o)) {
+        if (has(properties, key)) continue;
+        const err = other ? other(o[key], `${p}.${key}`) : `${p}.${key}: not a field here`;
+        if (err) return err;
+      }
+      return null;
+    };
+  }
 
-export const recordOf =
-  (check: Check): Check =>
-  (v, p) => {
-    if (!isPlainObject(v)) return `${p}: expected an object`;
-    for (const [k, x] of Object.entries(v)) {
-      const err = check(x, `${p}.${k}`);
-      if (err) return err;
-    }
-    return null;
-  };
-
-/** An object with these keys; unknown extra keys are ignored (see docs/wire-protocol.md). */
-export const obj =
-  (shape: Record<string, Check>): Check =>
-  (v, p) => {
-    if (!isPlainObject(v)) return `${p}: expected an object`;
-    for (const [key, check] of Object.entries(shape)) {
-      if (!(key in v) && !(OPTIONAL in check)) return `${p}.${key}: missing`;
-      const err = check(v[key], `${p}.${key}`);
-      if (err) return err;
-    }
-    return null;
-  };
-
-/** A check for a key every message has: not made with `optional`. */
-type RequiredCheck = Check & { [OPTIONAL]?: never };
-
-/**
- * Checks for exactly the keys of `T`: an `optional` check where `T`'s key is optional, any
- * other check where it is required. Missing, unknown or wrongly optional keys do not compile,
- * so a validator written as `shape<SomeType>({...})` follows its type.
- */
-export type Shape<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? OptionalCheck : RequiredCheck };
-
-/** `obj` for the keys of a type (see `Shape`). */
-export const shape = <T>(checks: Shape<T>): Check => obj(checks as Record<string, Check>);
-
-/** Discriminated union on `key`. */
-export const union =
-  (key: string, variants: Record<string, Check>): Check =>
-  (v, p) => {
-    if (!isPlainObject(v)) return `${p}: expected an object`;
-    const tag = v[key];
-    if (typeof tag !== "string" || !Object.prototype.hasOwnProperty.call(variants, tag)) {
-      return `${p}.${key}: unknown ${key} ${JSON.stringify(tag)}`;
-    }
-    return (variants[tag] as Check)(v, p);
-  };
+  const check = compile(schema);
+  return (value, path = "$") => check(value, path);
+}

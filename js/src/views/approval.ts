@@ -9,30 +9,25 @@ import { isPlainObject } from "../validate";
 import { type FoldOptions, foldedPre, foldPoint, prettyValue } from "./fold";
 import { errorLine, type Submit } from "./interaction";
 
-/** A person's decision, by where it came from. */
-const BY_A_PERSON: Partial<Record<DecidedVia, string>> = {
-  widget: "by you",
-  handle: "from code in the notebook",
-  store: "through the run store",
-  cli: "from the terminal",
-  human_input: "by the human input",
-};
-
-const BY: Record<Decider, string> = {
+/** Who decided, by the decider and, where it tells more, by the decider and where it came from
+ * (a timeout says nothing more than its status). */
+const WHO: Partial<Record<Decider | `${Decider} ${DecidedVia}`, string>> = {
+  "human widget": "by you",
+  "human handle": "from code in the notebook",
+  "human store": "through the run store",
+  "human cli": "from the terminal",
+  "human human_input": "by the human input",
+  "policy widget": "by \u201cAlways allow\u201d",
   human: "by a person",
   handler: "by the approval handler",
   policy: "by a rule",
-  timeout: "",
   stop: "by Stop",
   runtime: "by the runtime",
 };
 
 /** Who decided and from where, as the decision line says it ("Approved from the terminal"). */
-export function deciderWords(by: ApprovalView["decided_by"], via: ApprovalView["decided_via"]): string {
-  if (by === "human" && via) return BY_A_PERSON[via] ?? BY.human;
-  if (by === "policy" && via === "widget") return "by \u201cAlways allow\u201d";
-  return by ? (BY[by] ?? "") : "";
-}
+export const deciderWords = (by: ApprovalView["decided_by"], via: ApprovalView["decided_via"]): string =>
+  by ? (WHO[`${by} ${via ?? ""}` as `${Decider} ${DecidedVia}`] ?? WHO[by] ?? "") : "";
 
 /** Reasons longer than this (or with more lines) are folded. */
 export const REASON_FOLD_CHARS = 400;
