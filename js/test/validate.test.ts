@@ -45,3 +45,34 @@ describe("schemaCheck", () => {
     expect(check("Fixed")({ a: "yes" })).toBe("$.a: expected a boolean");
   });
 });
+
+describe("the protocol's schema", () => {
+  // The reader ignores keywords it does not know, so a model that starts writing one (say
+  // `maxLength` or a `oneOf` without a tag) would be accepted unchecked: fail here instead.
+  const READ = new Set(["$ref", "anyOf", "oneOf", "discriminator", "type", "const", "enum", "minLength", "minimum", "properties", "required", "items", "additionalProperties"]);
+  const SAY_NOTHING = new Set(["$schema", "$defs", "title", "description", "default"]);
+
+  function keywords(node: unknown, found: Set<string>, untagged: string[], at: string): void {
+    if (Array.isArray(node)) return node.forEach((n, i) => keywords(n, found, untagged, `${at}[${i}]`));
+    if (typeof node !== "object" || node === null) return;
+    const schema = node as Record<string, unknown>;
+    if (schema.oneOf && !schema.discriminator) untagged.push(at);
+    for (const [key, value] of Object.entries(schema)) {
+      found.add(key);
+      if (key === "properties" || key === "$defs") {
+        for (const [name, sub] of Object.entries(value as object)) keywords(sub, found, untagged, `${at}.${name}`);
+      } else if (key !== "discriminator" && key !== "const" && key !== "enum" && key !== "default") {
+        keywords(value, found, untagged, `${at}.${key}`);
+      }
+    }
+  }
+
+  it("uses only keywords the reader reads or that say nothing about validity", async () => {
+    const schema = (await import("../src/generated/wire-schema.json")).default;
+    const found = new Set<string>();
+    const untagged: string[] = [];
+    keywords(schema, found, untagged, "$");
+    expect([...found].filter((k) => !READ.has(k) && !SAY_NOTHING.has(k))).toEqual([]);
+    expect(untagged).toEqual([]);
+  });
+});
