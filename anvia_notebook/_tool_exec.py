@@ -55,6 +55,7 @@ from .records import (
     DecidedBy,
     DecidedVia,
     QuestionRecord,
+    RecordT,
 )
 from .run_state import ToolCallProgress
 from .tools import SyncToolAbandoned, Tool, ToolContext, parse_arguments
@@ -513,7 +514,7 @@ class ToolExecutor:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
         args = request.args
         args = args.model_dump(mode="json") if isinstance(args, BaseModel) else args
-        record, told = await self._interact(request, record, args=args)
+        record, told = await self._interact(ApprovalRecord, request, record, args=args)
         if told is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
         if record.status == "approved":
@@ -563,7 +564,7 @@ class ToolExecutor:
             question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
         )
         try:
-            record, told = await self._interact(request, earlier)
+            record, told = await self._interact(QuestionRecord, request, earlier)
         except asyncio.CancelledError:
             self._interrupted[call.id] = compact_json({"answers": []})
             raise
@@ -579,22 +580,28 @@ class ToolExecutor:
     # -- one interaction, approval or question ---------------------------------------------------
 
     async def _interact(
-        self, request: ToolApprovalRequest | QuestionRequest, earlier: Any, **fields: Any
-    ) -> tuple[Any, object]:
-        """Open the record of ``request`` (``earlier``'s, asked before a resume, else a new one
-        made of the request's fields, a new id, this run and its agent, then ``fields``), stored
-        with the conversation that asked first, with the human input's time limit; emit its
-        request and wait for its outcome (see :meth:`_wait`). A record decided already (before
-        a resume) is only traced. Returns the record as it ended and what :meth:`_wait`
-        returned (None when it did not wait)."""
+        self,
+        kind: type[RecordT],
+        request: ToolApprovalRequest | QuestionRequest,
+        earlier: RecordT | None,
+        **fields: Any,
+    ) -> tuple[RecordT, object]:
+        """Open the ``kind`` record of ``request`` (``earlier``'s, asked before a resume, else a
+        new one made of the request's fields, a new id, this run and its agent, then
+        ``fields``), stored with the conversation that asked first, with the human input's time
+        limit; emit its request and wait for its outcome (see :meth:`_wait`). A record decided
+        already (before a resume) is only traced. Returns the record as it ended and what
+        :meth:`_wait` returned (None when it did not wait)."""
         record = earlier
         if record is None:  # (what is not a record's field, e.g. the input model, is left out)
-            approval = isinstance(request, ToolApprovalRequest)
-            info, kind = self.run_info, "approval" if approval else "question"
-            own: dict[str, Any] = {"id": new_id(kind), "run_id": info.run_id}
-            own.update(agent_id=info.agent_id, path=list(info.path) or [info.agent_id])
-            made = ApprovalRecord if approval else QuestionRecord
-            record = made.model_validate({**vars(request), **own, **fields})
+            info = self.run_info
+            own = {
+                "id": new_id(kind.model_fields["kind"].default),  # approval_... or question_...
+                "run_id": info.run_id,
+                "agent_id": info.agent_id,
+                "path": list(info.path) or [info.agent_id],
+            }
+            record = kind.model_validate({**vars(request), **own, **fields})
         setattr(request, f"{record.kind}_id", record.id)
         told: object = None
         if not record.pending:  # decided before the interruption, or meanwhile
@@ -615,7 +622,9 @@ class ToolExecutor:
             told = await self._wait(interaction, request)
         else:  # a decision stored before a resume
             self._finish(interaction, None)
-        return interaction.record, told
+        ended = interaction.record
+        assert isinstance(ended, kind)
+        return ended, told
 
     async def _wait(
         self, interaction: OpenInteraction, request: ToolApprovalRequest | QuestionRequest
@@ -719,7 +728,7 @@ class ToolExecutor:
         request = QuestionRequest(
             question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
         )
-        record, told = await self._interact(request, None, declinable=True)
+        record, told = await self._interact(QuestionRecord, request, None, declinable=True)
         return None if told is _UNAVAILABLE else record
 
     async def _tool_error(
