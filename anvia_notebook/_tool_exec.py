@@ -766,7 +766,7 @@ class ToolExecutor:
 _UNAVAILABLE = object()
 
 
-def latest_record(records: Iterable[Any], call_id: str | None) -> Any:
+def latest_record(records: Iterable[RecordT], call_id: str | None) -> RecordT | None:
     """The latest of ``records`` asked for the tool call ``call_id`` (some servers reuse a tool
     call id in a later turn), or None."""
     found = [record for record in records if record.tool_call_id == call_id]
@@ -786,11 +786,17 @@ def call_fields(call: ToolCall, internal_id: str) -> dict[str, Any]:
     return {"tool_name": call.name, "tool_call_id": call.id, "internal_call_id": internal_id}
 
 
-def result_part(call: ToolCall, content: str, is_error: bool, **media: Any) -> ToolResultPart:
+def result_part(
+    call: ToolCall, content: str, is_error: bool, media: list[ToolResultMedia] | None = None
+) -> ToolResultPart:
     """The result of ``call`` as the tool message of the conversation holds it (``media``: the
     media its tool returned, if any)."""
     return ToolResultPart(
-        tool_call_id=call.id, tool_name=call.name, content=content, is_error=is_error, **media
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=content,
+        is_error=is_error,
+        media=media or [],
     )
 
 
