@@ -19,7 +19,7 @@ from .approvals import (
     RunInfo,
     ToolApprovalRequest,
 )
-from .decisions import Resolution
+from .decisions import EDIT_REFUSED, Resolution
 from .errors import (
     PromptCancelledError,
     ToolApprovalRequiredError,
@@ -47,7 +47,7 @@ from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
-from .question_types import Question, QuestionInput
+from .question_types import Question, QuestionInput, question_args_schema
 from .questions import QuestionRequest, QuestionTool
 from .records import (
     DEFAULT_REJECT_MESSAGE,
@@ -460,16 +460,23 @@ class ToolExecutor:
             # Asked before a resume: that approval stands, whatever the policy says now.
             texts = earlier.reason, earlier.reject_message
         if texts is not None:
-            request = ToolApprovalRequest(**vars(context), input_model=input_model)
+            schema = question_args_schema() if intercepted else tool.definition().parameters
+            request = ToolApprovalRequest(
+                **vars(context), input_model=input_model, args_schema=schema
+            )
             request.reason, request.reject_message = texts
             approved, text, edited = await self.approve(request)
-            if not approved:
-                return text, False, raw_args
+            if not approved:  # (edited arguments that did not fit: an error, as invalid ones)
+                return text, text.startswith(EDIT_REFUSED), raw_args
             if edited is not None:
                 try:
-                    args = parse_arguments(tool.name, input_model, edited)
+                    args = (
+                        parse_arguments(tool.name, input_model, edited)
+                        if intercepted
+                        else tool.parse_args(edited)
+                    )
                 except ToolArgumentsError as error:
-                    text = f"Edited arguments were rejected: {error}"
+                    text = f"{EDIT_REFUSED}{error}"
                     self.refuse_edit(request.approval_id, text)
                     return text, True, raw_args
                 raw_args = compact_json(edited)
@@ -614,6 +621,7 @@ class ToolExecutor:
         interaction = self.interactions.open(
             record,
             input_model=getattr(request, "input_model", None),
+            args_schema=getattr(request, "args_schema", None),
             timeout=timeout,
             timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
         )

@@ -49,8 +49,10 @@ class ToolApprovalRequest(ApprovalContext[Any]):
     reason: str | None = None
     reject_message: str | None = None
     approval_id: str = ""
-    #: The tool's input model (when known), so edited arguments can be validated.
+    #: The tool's input model and (when it has its own) JSON Schema, so edited arguments can be
+    #: validated: the schema is kept with the interaction for deciders in other processes.
     input_model: type[BaseModel] | None = field(default=None, repr=False)
+    args_schema: dict[str, Any] | None = field(default=None, repr=False)
     #: The arguments failed validation (a typed output): approving needs a valid fix.
     fix_required: bool = False
 

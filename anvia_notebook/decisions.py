@@ -16,9 +16,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from ._schema_check import schema_problems
 from .approvals import normalize_decision
 from .errors import DecisionRefusedError
-from .question_types import Answer, check_operator_answers, describe_validation_error
+from .question_types import (
+    READ_AS_QUESTIONS,
+    Answer,
+    check_operator_answers,
+    describe_validation_error,
+    read_questions,
+)
 from .records import (
     DEFAULT_REJECT_MESSAGE,
     ApprovalRecord,
@@ -123,9 +130,9 @@ def check_resolution(
     """Refuse (``DecisionRefusedError``) what the run could not use; puts the resolution's
     answers in question order.
 
-    Edited arguments (with an approval) must be a JSON object that the tool's input model
-    accepts (``input_model`` in the run's process, else its stored JSON Schema
-    ``args_schema``); answers must answer each question exactly once; only a question that
+    Edited arguments (with an approval) must be a JSON object that fits the tool's JSON Schema
+    ``args_schema`` (kept with the interaction) and, in the run's process, its input model
+    ``input_model``; answers must answer each question exactly once; only a question that
     may be declined is declined by a person.
     """
     if record.status != "pending":
@@ -154,6 +161,36 @@ def check_resolution(
         resolution.answers = checked
 
 
+#: How what the model is told of a call begins when its approval came with edited arguments
+#: that do not fit the tool.
+EDIT_REFUSED = "Edited arguments were rejected: "
+
+
+def refusing_bad_edit(
+    record: Record,
+    resolution: Resolution,
+    input_model: type[BaseModel] | None,
+    args_schema: Mapping[str, Any] | None,
+) -> Resolution:
+    """An approval handler's or human input's ``resolution`` as it can be recorded: an approval
+    whose edited arguments :func:`check_resolution` would refuse becomes the rejection of the
+    call, saying why (code cannot be asked again, as a person is). A typed output's fix is
+    left to the run, whose refusal of it ends the run with the fix's errors."""
+    if resolution.status != "approved" or resolution.args is None:
+        return resolution
+    if isinstance(record, ApprovalRecord) and record.fix_required:
+        return resolution
+    problems = edit_problems(resolution.args, input_model, args_schema)
+    if problems is None:
+        return resolution
+    said = f"Invalid arguments for tool {record.tool_name}: expected {problems}"
+    if problems != NOT_AN_OBJECT:
+        said = f"Invalid arguments for tool {record.tool_name}: {problems}"
+    return Resolution(
+        "rejected", resolution.decided_by, resolution.decided_via, reason=EDIT_REFUSED + said
+    )
+
+
 def answers_resolution(
     answers: Sequence[Any], *, decided_by: DecidedBy = "human", decided_via: DecidedVia | None
 ) -> Resolution:
@@ -177,28 +214,37 @@ def _check_args(
     input_model: type[BaseModel] | None,
     args_schema: Mapping[str, Any] | None,
 ) -> None:
-    """Edited arguments must be a JSON object the tool's input model (else, in another
-    process, its JSON Schema) accepts."""
-    if not isinstance(args, dict):
-        raise DecisionRefusedError("The edited arguments must be a JSON object.")
-    problems = ""
-    if input_model is not None:
-        try:
-            input_model.model_validate(args)
-        except ValidationError as error:
-            problems = describe_validation_error(error)
-    elif args_schema is not None:
-        import jsonschema
-
-        errors = jsonschema.Draft202012Validator(args_schema).iter_errors(args)
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.absolute_path) or 'arguments'}: {e.message}"
-            for e in sorted(errors, key=lambda e: list(e.absolute_path))[:5]
-        )
+    problems = edit_problems(args, input_model, args_schema)
+    if problems == NOT_AN_OBJECT:
+        raise DecisionRefusedError(f"The edited arguments must be {NOT_AN_OBJECT}.")
     if problems:
         raise DecisionRefusedError(
             f"The edited arguments are not valid for {tool_name}: {problems}"
         )
+
+
+NOT_AN_OBJECT = "a JSON object"
+
+
+def edit_problems(
+    args: Any, input_model: type[BaseModel] | None, args_schema: Mapping[str, Any] | None
+) -> str | None:
+    """Why edited arguments do not fit the tool, or None: they must be a JSON object that fits
+    its JSON Schema (the same check in every process: the schema is kept with the interaction)
+    and, in the run's process, that its input model accepts (a rule the schema cannot say,
+    such as a validator)."""
+    if not isinstance(args, dict):
+        return NOT_AN_OBJECT
+    problems = ""
+    if args_schema is not None:
+        read = read_questions(args) if args_schema.get(READ_AS_QUESTIONS) else args
+        problems = "; ".join(schema_problems(args_schema, read))
+    if not problems and input_model is not None:
+        try:
+            input_model.model_validate(args)
+        except ValidationError as error:
+            problems = describe_validation_error(error)
+    return problems or None
 
 
 def refused_twice(record: Record) -> DecisionRefusedError:

@@ -51,8 +51,9 @@ class OpenInteraction:
     id: str
     state: RunState
     future: asyncio.Future[Resolution]
-    #: The tool's input model, to check edited arguments (approvals).
+    #: The tool's input model and JSON Schema, to check edited arguments (approvals).
     input_model: type[BaseModel] | None = None
+    args_schema: dict[str, Any] | None = None
     timer: asyncio.TimerHandle | None = None
 
     @property
@@ -106,25 +107,31 @@ class Interactions:
         record: Record,
         *,
         input_model: type[BaseModel] | None = None,
+        args_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         timeout_reason: str | None = None,
     ) -> OpenInteraction:
         """Register a pending interaction (call on the run's loop); persisted when stored.
 
+        ``input_model`` and ``args_schema`` (by default the model's) check edited arguments;
+        the schema is stored with the record, for deciders in other processes.
         ``timeout`` (seconds) arms the record's time limit (``expires_at``). On resume the same
         record is opened again: a decision written to the store meanwhile decides it at once.
         """
         loop = asyncio.get_running_loop()
         if timeout is not None:
             record.expires_at = records.utc_now() + timedelta(seconds=timeout)  # (its clock)
-        interaction = OpenInteraction(record.id, self.state, loop.create_future(), input_model)
+        if args_schema is None and input_model is not None:
+            args_schema = _model_schema(input_model)
+        interaction = OpenInteraction(
+            record.id, self.state, loop.create_future(), input_model, args_schema
+        )
         with self._lock:
             self.state.hold(record)
             self._items[record.id] = interaction
         if self.store is not None:
             with self._storing():
-                schema = _args_schema(input_model) if input_model is not None else None
-                stored = self.store.open_interaction(record, args_schema=schema)
+                stored = self.store.open_interaction(record, args_schema=args_schema)
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction
@@ -167,9 +174,14 @@ class Interactions:
             return interaction.future.result()
         value = task.result()  # raises the source's error
         if interaction.record.kind == "approval":
-            # Edited arguments of a handler or human input are checked when the call parses
-            # them (a refusal there rejects the call and corrects the record).
-            resolution = Resolution.of_decision(value, decided_by, decided_via)
+            # Edited arguments are checked as any decider's are, before anything is recorded:
+            # a handler's or human input's that do not fit reject the call.
+            resolution = decisions.refusing_bad_edit(
+                interaction.record,
+                Resolution.of_decision(value, decided_by, decided_via),
+                interaction.input_model,
+                interaction.args_schema,
+            )
             return self.resolve(interaction, resolution, check=False)
         try:
             answered = decisions.answers_resolution(
@@ -199,7 +211,12 @@ class Interactions:
             if record.status != "pending":
                 return Resolution.of_record(record)
             if check:
-                decisions.check_resolution(record, resolution, input_model=interaction.input_model)
+                decisions.check_resolution(
+                    record,
+                    resolution,
+                    input_model=interaction.input_model,
+                    args_schema=interaction.args_schema,
+                )
             new = decisions.decided(record, resolution)
             if claim and self.store is not None:
                 with self._storing():
@@ -341,9 +358,8 @@ class Interactions:
 
 
 @functools.lru_cache(maxsize=256)
-def _args_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of a tool's input (kept with the interaction: edited arguments sent
-    from another process are checked against it)."""
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of a tool's input model (made once per model)."""
     return model.model_json_schema()
 
 

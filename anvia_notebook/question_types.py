@@ -25,6 +25,8 @@ __all__ = [
     "Question",
     "QuestionInput",
     "check_operator_answers",
+    "question_args_schema",
+    "read_questions",
 ]
 
 
@@ -99,6 +101,26 @@ def _question(raw: Any, position: int) -> Any:
     }
 
 
+def read_questions(data: Any) -> Any:
+    """``ask_question`` arguments as Anvia's Studio reads them (see
+    :meth:`QuestionInput._normalise`); anything but a JSON object is left as it is."""
+    if not isinstance(data, dict):
+        return data
+    raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
+    return {"questions": [_question(question, n) for n, question in enumerate(raw, start=1)]}
+
+
+#: Marks the JSON Schema kept with an approval of an ``ask_question`` call: its edited
+#: arguments are read as questions (:func:`read_questions`) before the schema checks them, in
+#: every process, as the run reads them.
+READ_AS_QUESTIONS = "x-anvia-read-as-questions"
+
+
+def question_args_schema() -> dict[str, Any]:
+    """The JSON Schema that edited ``ask_question`` arguments are checked against."""
+    return {**QuestionInput.model_json_schema(), READ_AS_QUESTIONS: True}
+
+
 class QuestionInput(BaseModel):
     """The arguments of an ``ask_question`` call."""
 
@@ -114,10 +136,7 @@ class QuestionInput(BaseModel):
         missing or blank ``value`` takes the label, a choice without a label is dropped, a
         missing or blank question id is filled (``q1``, ``q2``, ... by position), texts are
         trimmed and keys Anvia does not know are ignored."""
-        if not isinstance(data, dict):
-            return data
-        raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
-        return {"questions": [_question(question, n) for n, question in enumerate(raw, start=1)]}
+        return read_questions(data)
 
     @model_validator(mode="after")
     def _unique_ids(self) -> QuestionInput:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from functools import partial
 
 import pytest
 from mcp_helpers import alive, toolbox
@@ -274,3 +275,55 @@ def test_no_roots_are_declared_unless_given(tmp_path):
 
     assert asyncio.run(listed(TOOLBOX)) == "no roots declared"
     assert asyncio.run(listed(toolbox("rooted", roots=[str(tmp_path)]))) == tmp_path.resolve().as_uri()
+
+
+def test_a_handlers_edit_that_breaks_the_servers_schema_never_reaches_the_server():
+    """Edited arguments are checked against the server's own input schema, as the model's are:
+    an approval handler's that do not fit reject the call before the server is called."""
+    model = QueueModel([call("write_note", {"key": "k", "text": "v"}), "done"])
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([TOOLBOX])
+        .approvals(lambda r: ApprovalDecision(approved=True, args={"key": "edited-k", "text": 5}))
+        .build()
+    )
+    response = _run(agent)
+    [result] = tool_results(model.requests[1])
+    assert result.is_error
+    assert result.content == (
+        "Edited arguments were rejected: Invalid arguments for tool write_note: text: 5 is not "
+        "of type 'string'"
+    )
+    [approval] = [entry.approval for entry in response.trace.tool_calls]
+    assert approval is not None and approval.status == "rejected"
+    read = QueueModel([call("read_note", {"key": "edited-k"}), "done"])
+    _run(AgentBuilder("a", read).mcp([TOOLBOX]).build())
+    assert tool_results(read.requests[1])[0].content == "no note named edited-k"
+
+
+@pytest.mark.parametrize("front", ["run", "store"])
+async def test_an_edit_that_breaks_the_servers_schema_is_refused_the_same_way_from_anywhere(
+    store_path, front
+):
+    from test_safety_mutants import pending_in
+
+    from anvia_notebook import DecisionRefusedError, StoreHumanInput
+    from anvia_notebook.store import RunStore
+
+    model = QueueModel([call("write_note", {"key": "k", "text": "v"}), "done"])
+    agent = AgentBuilder("a", model).mcp([TOOLBOX]).human_input(StoreHumanInput()).build()
+    run = agent.prompt("go").start()
+    store = RunStore(store_path)
+    [approval] = await pending_in(store, run.run_id)
+    approve = {
+        "run": partial(run.interactions.decide, approved=True),
+        "store": partial(store.approve, run.run_id),
+    }[front]
+    with pytest.raises(DecisionRefusedError) as refused:
+        approve(approval.id, args={"key": "k"})
+    assert str(refused.value) == (
+        "The edited arguments are not valid for write_note: 'text' is a required property"
+    )
+    assert [r.id for r in store.pending(run.run_id)] == [approval.id]
+    run.cancel("done")
+    await asyncio.wait_for(asyncio.gather(run.wait(), return_exceptions=True), 5)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._schema_check import schema_problems
 from ..errors import McpToolError, ToolArgumentsError
 from ..models.base import ToolDefinition
 from ..tools import Tool, ToolContext, decode_arguments
@@ -54,7 +55,6 @@ class McpTool(Tool):
         self.annotations = annotations
         self.input_schema: dict[str, Any] = dict(spec.input_schema or {"type": "object"})
         self.timeout = config.timeout
-        self._validator: Any = None
 
     def __repr__(self) -> str:
         return f"McpTool(name={self.name!r}, server={self.server_name!r})"
@@ -74,31 +74,13 @@ class McpTool(Tool):
                 f"Invalid arguments for tool {self.name}: expected a JSON object. Call the "
                 "tool again with a JSON object."
             )
-        problem = self._schema_problem(data)
-        if problem is not None:
+        problems = schema_problems(self.input_schema, data, limit=1)
+        if problems:
             raise ToolArgumentsError(
-                f"Invalid arguments for tool {self.name}: {problem}. Call the tool again with "
-                "corrected arguments."
+                f"Invalid arguments for tool {self.name}: {problems[0]}. Call the tool again "
+                "with corrected arguments."
             )
         return McpArguments.model_validate(data)
-
-    def _schema_problem(self, data: dict[str, Any]) -> str | None:
-        if self._validator is None:
-            import jsonschema
-
-            cls = jsonschema.validators.validator_for(self.input_schema)
-            try:
-                cls.check_schema(self.input_schema)
-                self._validator = cls(self.input_schema)
-            except jsonschema.SchemaError:
-                self._validator = False  # a schema the server got wrong: the server checks
-        if self._validator is False:
-            return None
-        error = next(iter(self._validator.iter_errors(data)), None)
-        if error is None:
-            return None
-        where = "/".join(str(p) for p in error.absolute_path)
-        return f"{where}: {error.message}" if where else error.message
 
     async def _call(self, args: BaseModel, ctx: ToolContext) -> str:
         arguments = args.model_dump()

@@ -1,0 +1,40 @@
+"""Checking a JSON value against a JSON Schema (a tool's arguments, in any process)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["schema_problems"]
+
+
+@functools.lru_cache(maxsize=256)
+def _validator(schema_text: str) -> Any:
+    """The validator of the schema's own draft, or None for a schema that is not valid (then
+    whoever wrote it checks the value)."""
+    import jsonschema
+
+    schema = json.loads(schema_text)
+    cls = jsonschema.validators.validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return cls(schema)
+
+
+def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> list[str]:
+    """What in ``value`` breaks ``schema`` (at most ``limit``, by where they are), each as
+    ``path: message`` (just the message at the top level); empty when it fits."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if validator is None:
+        return []
+    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    return [
+        f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
+        if e.absolute_path
+        else e.message
+        for e in errors[:limit]
+    ]
