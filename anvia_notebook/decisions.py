@@ -180,15 +180,12 @@ def refusing_bad_edit(
         return resolution
     if isinstance(record, ApprovalRecord) and record.fix_required:
         return resolution
-    problems = edit_problems(resolution.args, input_model, args_schema)
-    if problems is None:
-        return resolution
-    said = f"Invalid arguments for tool {record.tool_name}: expected {problems}"
-    if problems != NOT_AN_OBJECT:
-        said = f"Invalid arguments for tool {record.tool_name}: {problems}"
-    return Resolution(
-        "rejected", resolution.decided_by, resolution.decided_via, reason=EDIT_REFUSED + said
-    )
+    try:
+        _check_args(record.tool_name, resolution.args, input_model, args_schema)
+    except DecisionRefusedError as error:
+        by, via = resolution.decided_by, resolution.decided_via
+        return Resolution("rejected", by, via, reason=f"{EDIT_REFUSED}{error}")
+    return resolution
 
 
 def answers_resolution(
@@ -214,27 +211,11 @@ def _check_args(
     input_model: type[BaseModel] | None,
     args_schema: Mapping[str, Any] | None,
 ) -> None:
-    problems = edit_problems(args, input_model, args_schema)
-    if problems == NOT_AN_OBJECT:
-        raise DecisionRefusedError(f"The edited arguments must be {NOT_AN_OBJECT}.")
-    if problems:
-        raise DecisionRefusedError(
-            f"The edited arguments are not valid for {tool_name}: {problems}"
-        )
-
-
-NOT_AN_OBJECT = "a JSON object"
-
-
-def edit_problems(
-    args: Any, input_model: type[BaseModel] | None, args_schema: Mapping[str, Any] | None
-) -> str | None:
-    """Why edited arguments do not fit the tool, or None: they must be a JSON object that fits
-    its JSON Schema (the same check in every process: the schema is kept with the interaction)
-    and, in the run's process, that its input model accepts (a rule the schema cannot say,
-    such as a validator)."""
+    """Edited arguments must be a JSON object that fits the tool's JSON Schema (the same check
+    in every process: the schema is kept with the interaction) and, in the run's process, that
+    its input model accepts (a rule the schema cannot say, such as a validator)."""
     if not isinstance(args, dict):
-        return NOT_AN_OBJECT
+        raise DecisionRefusedError("The edited arguments must be a JSON object.")
     problems = ""
     if args_schema is not None:
         read = read_questions(args) if args_schema.get(READ_AS_QUESTIONS) else args
@@ -244,7 +225,10 @@ def edit_problems(
             input_model.model_validate(args)
         except ValidationError as error:
             problems = describe_validation_error(error)
-    return problems or None
+    if problems:
+        raise DecisionRefusedError(
+            f"The edited arguments are not valid for {tool_name}: {problems}"
+        )
 
 
 def refused_twice(record: Record) -> DecisionRefusedError:

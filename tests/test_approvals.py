@@ -144,7 +144,7 @@ def test_edited_arguments_replace_the_call_and_are_validated_again():
     second = tool_results(model.requests[2])[0]
     assert second.is_error
     assert second.content.startswith(
-        "Edited arguments were rejected: Invalid arguments for tool add"
+        "Edited arguments were rejected: The edited arguments are not valid for add: x: "
     )
     results = [e for e in events if e.type == "tool_result"]
     assert results[0].args == '{"x":10,"y":20}'

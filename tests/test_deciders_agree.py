@@ -158,8 +158,8 @@ async def test_a_handlers_edit_that_does_not_fit_is_refused_as_a_persons_is_befo
     [result] = tool_results(model.requests[1])
     assert result.is_error
     assert result.content == (
-        "Edited arguments were rejected: Invalid arguments for tool add: x: '5' is not of type "
-        "'integer'"
+        "Edited arguments were rejected: The edited arguments are not valid for add: x: '5' is "
+        "not of type 'integer'"
     )
     decided = [e.approval for e in events if e.type == "tool_approval_result"]
     assert [(a.status, a.decided_by, a.edited_args) for a in decided] == [
@@ -169,9 +169,7 @@ async def test_a_handlers_edit_that_does_not_fit_is_refused_as_a_persons_is_befo
     run, store, approval, _, _ = await approval_and_question(store_path)
     with pytest.raises(DecisionRefusedError) as refused:
         store.approve(run.run_id, approval.id, args={"x": "5", "y": 1})
-    assert str(refused.value) == "The edited arguments are not valid for add: " + (
-        "x: '5' is not of type 'integer'"
-    )
+    assert f"Edited arguments were rejected: {refused.value}" == result.content
     run.cancel("done")
     await asyncio.wait_for(asyncio.gather(run.wait(), return_exceptions=True), 5)
 

@@ -155,7 +155,11 @@ def test_dict_policy_first_matching_pattern_wins():
 
 def test_approved_call_with_edited_arguments_reaches_the_server():
     model = QueueModel(
-        [call("write_note", {"key": "k", "text": "v"}), call("read_note", {"key": "k2"}, id="c2"), "done"]
+        [
+            call("write_note", {"key": "k", "text": "v"}),
+            call("read_note", {"key": "k2"}, id="c2"),
+            "done",
+        ]
     )
     agent = (
         AgentBuilder("a", model)
@@ -176,7 +180,11 @@ def test_hooks_see_mcp_calls_and_can_skip_them():
         return event.tool.skip("not today") if event.tool_name == "write_note" else None
 
     model = QueueModel(
-        [call("read_note", {"key": "greeting"}), call("write_note", {"key": "k", "text": "v"}, id="c2"), "done"]
+        [
+            call("read_note", {"key": "greeting"}),
+            call("write_note", {"key": "k", "text": "v"}, id="c2"),
+            "done",
+        ]
     )
     agent = (
         AgentBuilder("a", model)
@@ -274,7 +282,9 @@ def test_no_roots_are_declared_unless_given(tmp_path):
         return await tool.call(tool.parse_args({}), None)
 
     assert asyncio.run(listed(TOOLBOX)) == "no roots declared"
-    assert asyncio.run(listed(toolbox("rooted", roots=[str(tmp_path)]))) == tmp_path.resolve().as_uri()
+    assert (
+        asyncio.run(listed(toolbox("rooted", roots=[str(tmp_path)]))) == tmp_path.resolve().as_uri()
+    )
 
 
 def test_a_handlers_edit_that_breaks_the_servers_schema_never_reaches_the_server():
@@ -291,8 +301,8 @@ def test_a_handlers_edit_that_breaks_the_servers_schema_never_reaches_the_server
     [result] = tool_results(model.requests[1])
     assert result.is_error
     assert result.content == (
-        "Edited arguments were rejected: Invalid arguments for tool write_note: text: 5 is not "
-        "of type 'string'"
+        "Edited arguments were rejected: The edited arguments are not valid for write_note: "
+        "text: 5 is not of type 'string'"
     )
     [approval] = [entry.approval for entry in response.trace.tool_calls]
     assert approval is not None and approval.status == "rejected"
