@@ -102,8 +102,8 @@ def _question(raw: Any, position: int) -> Any:
 
 
 def read_questions(data: Any) -> Any:
-    """``ask_question`` arguments as Anvia's Studio reads them (see
-    :meth:`QuestionInput._normalise`); anything but a JSON object is left as it is."""
+    """``ask_question`` arguments as the run reads them (see :meth:`QuestionInput._normalise`);
+    anything but a JSON object is left as it is."""
     if not isinstance(data, dict):
         return data
     raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
