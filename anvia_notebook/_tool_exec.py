@@ -520,7 +520,7 @@ class ToolExecutor:
         if record is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
         args = request.args
-        args = args.model_dump(mode="json") if isinstance(args, BaseModel) else args
+        args = args.model_dump(mode="json", by_alias=True) if isinstance(args, BaseModel) else args
         record, told = await self._interact(ApprovalRecord, request, record, args=args)
         if told is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)

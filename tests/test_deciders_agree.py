@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from test_safety_mutants import THREE_CHOICES, approval_and_question, pending_in
 
 from anvia_notebook import (
@@ -207,3 +207,33 @@ async def test_questions_edited_with_plain_choices_are_read_as_the_run_reads_the
     ]
     store.answer(run.run_id, question.id, [{"questionId": "fit", "answer": "m", "choice": "m"}])
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+
+
+class Refund(BaseModel):
+    order_id: str = Field(alias="orderId")
+    amount: int
+
+
+@pytest.mark.parametrize("front", FRONTS)
+async def test_the_arguments_shown_are_the_ones_sent_and_an_edit_of_them_is_accepted(
+    store_path: Path, front: str
+):
+    """A tool whose input has aliases: the approval shows the arguments as the model sent them
+    (the names its JSON Schema gives), so a person edits those and the edit fits, from anywhere."""
+    refunds: list[Refund] = []
+    refund = create_tool(
+        name="refund",
+        description="Refund an order.",
+        input=Refund,
+        execute=lambda args, ctx: refunds.append(args) or "refunded",
+        approval=ToolApproval(),
+    )
+    model = QueueModel([call("refund", {"orderId": "A1", "amount": 5}), "done"])
+    agent = AgentBuilder("a", model).tool(refund).human_input(StoreHumanInput()).build()
+    run = agent.prompt("go").start()
+    store = RunStore(store_path)
+    [approval] = await pending_in(store, run.run_id)
+    assert approval.args == {"orderId": "A1", "amount": 5}
+    _front(front, run, store)["approve"](approval.id, args={**approval.args, "amount": 3})
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert refunds == [Refund(orderId="A1", amount=3)]
