@@ -207,3 +207,40 @@ def test_an_interpreter_that_exits_leaves_no_node_process():
     assert child.wait(timeout=60) == 0
     assert _gone([pid for pid in _node_processes() if pid not in before])
     assert [pid for pid in _node_processes() if pid not in before] == []
+
+
+async def test_an_edit_on_approval_is_checked_against_the_published_servers_own_schema(
+    store_path,
+):
+    """Edited arguments of a published server's tool are checked against the schema that
+    server declares, by the run and by another process alike, before anything is recorded;
+    an edit that fits reaches the server."""
+    from test_safety_mutants import pending_in
+
+    from anvia_notebook import DecisionRefusedError, StoreHumanInput
+    from anvia_notebook.store import RunStore
+
+    script = _everything_script()
+    server = mcp.stdio("everything-asks", "node", [script, "stdio"], approval="always")
+    try:
+        model = QueueModel([call("get-sum", {"a": 2, "b": 3}), "done"])
+        agent = AgentBuilder("a", model).mcp([server]).human_input(StoreHumanInput()).build()
+        run = agent.prompt("go").start()
+        store = RunStore(store_path)
+        [approval] = await pending_in(store, run.run_id)
+        assert approval.args == {"a": 2, "b": 3}
+        refusals = []
+        for decide in (
+            lambda args: run.interactions.decide(approval.id, approved=True, args=args),
+            lambda args: store.approve(run.run_id, approval.id, args=args),
+        ):
+            with pytest.raises(DecisionRefusedError) as refused:
+                decide({"a": "2", "b": 3})
+            refusals.append(str(refused.value))
+        assert refusals[0] == refusals[1]
+        assert refusals[0].startswith("The edited arguments are not valid for get-sum: a: '2' is")
+        store.approve(run.run_id, approval.id, args={"a": 20, "b": 3})
+        assert (await asyncio.wait_for(run.wait(), 30)).output == "done"
+        assert "23" in tool_results(model.requests[1])[0].content
+    finally:
+        await mcp.close_all()
