@@ -13,7 +13,12 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
-from test_safety_mutants import THREE_CHOICES, approval_and_question, pending_in
+from test_safety_mutants import (
+    THREE_CHOICES,
+    approval_and_question,
+    guarded_ask_question,
+    pending_in,
+)
 
 from anvia_notebook import (
     AgentBuilder,
@@ -180,17 +185,7 @@ async def test_questions_edited_with_plain_choices_are_read_as_the_run_reads_the
 ):
     """An approval-guarded ask_question: its edited questions may give choices as plain strings
     (as the model may); the run and another process read them the same way."""
-
-    class Legacy(BaseModel):  # any input: an ask_question call's arguments are questions
-        prompt: str
-
-    own = create_tool(
-        name="ask_question",
-        description="Ask the operator.",
-        input=Legacy,
-        execute=lambda args, ctx: "unused",
-        approval=ToolApproval(),
-    )
+    own = guarded_ask_question()
     model = QueueModel([call("ask_question", THREE_CHOICES), "done"])
     agent = AgentBuilder("a", model).tool(own).human_input(StoreHumanInput()).build()
     run = agent.prompt("go").start()

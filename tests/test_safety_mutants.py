@@ -1322,6 +1322,22 @@ def test_answers_that_are_not_a_list_are_refused_and_the_run_goes_on(returned):
 # -- an approval-guarded ask_question of one's own, its questions edited on approval --------------
 
 
+class _Legacy(BaseModel):
+    prompt: str
+
+
+def guarded_ask_question():
+    """A tool of one's own named ask_question, behind an approval, whose own input is not
+    questions (its calls' arguments are read as questions all the same)."""
+    return create_tool(
+        name="ask_question",
+        description="Ask the operator.",
+        input=_Legacy,
+        execute=lambda args, ctx: "unused",
+        approval=ToolApproval(),
+    )
+
+
 @pytest.mark.parametrize("through", ["handler", "run"])
 async def test_questions_edited_on_approval_are_the_ones_asked(through: str):
     """Any tool named ask_question is put to the person (as in Anvia). Its arguments are
@@ -1329,16 +1345,7 @@ async def test_questions_edited_on_approval_are_the_ones_asked(through: str):
     too, and checked as questions when a person edits it."""
     from anvia_notebook import ApprovalDecision, CallbackHumanInput
 
-    class Legacy(BaseModel):
-        prompt: str
-
-    own = create_tool(
-        name="ask_question",
-        description="Ask the operator.",
-        input=Legacy,
-        execute=lambda args, ctx: "unused",
-        approval=ToolApproval(),
-    )
+    own = guarded_ask_question()
     asked: list[str] = []
     edited = {"questions": [{"id": "size", "question": "Size, really?", "choices": ["s", "m"]}]}
 
