@@ -19,7 +19,7 @@ from .approvals import (
     RunInfo,
     ToolApprovalRequest,
 )
-from .decisions import EDIT_REFUSED, Resolution
+from .decisions import EDIT_REFUSED, RefusedFix, Resolution
 from .errors import (
     PromptCancelledError,
     ToolApprovalRequiredError,
@@ -65,7 +65,13 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .run_state import RunState
 
-__all__ = ["CURRENT_TOOL_CALL", "CurrentToolCall", "ToolExecutor", "interaction_event"]
+__all__ = [
+    "CURRENT_TOOL_CALL",
+    "ApprovalOutcome",
+    "CurrentToolCall",
+    "ToolExecutor",
+    "interaction_event",
+]
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,20 @@ STOPPED_RUNNING_RESULT = (
     "(its effects may have happened) but its result was not received. Check before calling it "
     "again."
 )
+
+
+@dataclass(frozen=True)
+class ApprovalOutcome:
+    """How one approval ended, as the run carries it out."""
+
+    approved: bool
+    #: What the model is told of a call that was not approved.
+    told: str = ""
+    #: The edited arguments it was approved with, if any.
+    edited: dict[str, Any] | None = None
+    #: A typed output's repair that code approved with a fix missing or refused: recorded as
+    #: rejected, and the run ends with it.
+    refused_fix: RefusedFix | None = None
 
 
 @dataclass
@@ -465,10 +485,10 @@ class ToolExecutor:
                 **vars(context), input_model=input_model, args_schema=schema
             )
             request.reason, request.reject_message = texts
-            approved, text, edited = await self.approve(request)
-            if not approved:  # (edited arguments that did not fit: an error, as invalid ones)
-                return text, text.startswith(EDIT_REFUSED), raw_args
-            if edited is not None:
+            outcome = await self.approve(request)
+            if not outcome.approved:  # (edited arguments that did not fit: an error)
+                return outcome.told, outcome.told.startswith(EDIT_REFUSED), raw_args
+            if (edited := outcome.edited) is not None:
                 try:
                     args = (
                         parse_arguments(tool.name, input_model, edited)
@@ -509,9 +529,7 @@ class ToolExecutor:
         timeout = getattr(self.human_input, "timeout", None)
         return float(timeout) if isinstance(timeout, (int, float)) else None
 
-    async def approve(
-        self, request: ToolApprovalRequest
-    ) -> tuple[bool, str, dict[str, Any] | None]:
+    async def approve(self, request: ToolApprovalRequest) -> ApprovalOutcome:
         """Decide one approval through the run's one interaction record (as for a tool call):
         the handler, else the human input, or a decision from elsewhere (widget,
         ``RunHandle.approve``, the run store, a decision stored before a resume). Returns
@@ -526,9 +544,11 @@ class ToolExecutor:
             raise ToolApprovalRequiredError(request)
         if record.status == "approved":
             edited = record.edited_args
-            return True, "", edited if isinstance(edited, dict) else None
+            return ApprovalOutcome(True, edited=edited if isinstance(edited, dict) else None)
         self._ended[record.tool_call_id or ""] = _ended_status(record)
-        return False, record.decision_reason or DEFAULT_REJECT_MESSAGE, None
+        told_model = record.decision_reason or DEFAULT_REJECT_MESSAGE
+        refused = told if isinstance(told, RefusedFix) else None
+        return ApprovalOutcome(False, told_model, refused_fix=refused)
 
     # The hooks of a call the run handles itself (a typed output's ``final_result``), in the
     # order a tool's call meets them: on_tool_call, then on_tool_error (a value that failed
@@ -549,9 +569,13 @@ class ToolExecutor:
         return await self._after_result(call, internal_id, args, result)
 
     def refuse_edit(self, approval_id: str, text: str) -> None:
-        """An approved decision the run cannot carry out (edited arguments decided in another
-        process that the tool's input refuses: only a check the JSON Schema cannot express
-        does): the record says the call was rejected."""
+        """An approved decision the run cannot carry out, found after it was recorded: edited
+        arguments decided in another process (the run store, the command line, checked there
+        against the tool's JSON Schema only) that the tool's own model refuses (a rule the
+        schema cannot say, such as a validator). The record says the call was rejected, and the
+        rejection is announced after the approval. Every decider in this process is checked
+        before its decision is recorded (:func:`~anvia_notebook.decisions.check_resolution`,
+        :func:`~anvia_notebook.decisions.refusing_bad_edit`), so never needs this."""
         fixed = self.state.approvals[approval_id].model_copy(
             update={"status": "rejected", "decision_reason": text, "edited_args": None}
         )
@@ -640,7 +664,8 @@ class ToolExecutor:
         """Ask whoever decides here (an approval's handler, else the human input) and wait for
         the first decision, theirs or one from elsewhere; record it (the record is then
         decided). Returns ``_UNAVAILABLE`` when nobody here can take this kind of request, the
-        text the model is told when it timed out or a question's answers were unusable, else
+        text the model is told when it timed out or a question's answers were unusable, the
+        :class:`RefusedFix` of a typed output's repair the check turned into a rejection, else
         None; Stop and failures propagate."""
         approval = isinstance(interaction.record, ApprovalRecord)
         human = self.human_input
@@ -675,7 +700,7 @@ class ToolExecutor:
             self._finish(interaction, Resolution("cancelled", decided_by="runtime", reason=reason))
             raise
         self._finish(interaction, resolution)
-        return None
+        return resolution.refused_fix
 
     def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
         """Decide the interaction with ``resolution`` unless someone was first (None: it is

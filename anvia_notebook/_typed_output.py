@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from ._tool_exec import CANCELLED_RESULT, call_fields, latest_record, result_part
 from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
+from .decisions import RefusedFix
 from .errors import OutputValidationError, PromptCancelledError, ToolApprovalRequiredError
 from .messages import Message, ToolResultPart
 from .models.base import ResponseFormat, ToolCall, ToolDefinition
@@ -223,7 +224,8 @@ class TypedOutput:
     ) -> Accepted | str | None:
         """A hook asked for the approval of a valid value: None when approved as it is, the
         fixed value when approved with edited arguments that validate, else what the model is
-        told (the rejection, or why the edit was refused)."""
+        told (the rejection, or why the edit was refused: before it was recorded, or, for an
+        edit decided in another process that the output type's own rules refuse, after)."""
         spec = self.spec
         request = ToolApprovalRequest(
             **call_fields(call, internal_id),
@@ -234,13 +236,13 @@ class TypedOutput:
             reject_message=decision.reject_message,
             input_model=spec.input_model,
         )
-        approved, text, edited = await self.executor.approve(request)
-        if not approved:
-            return text
-        if edited is None:
+        outcome = await self.executor.approve(request)
+        if not outcome.approved:
+            return outcome.told
+        if outcome.edited is None:
             return None
         try:
-            value = spec.validate_arguments(edited)
+            value = spec.validate_arguments(outcome.edited)
         except ValidationError as refused:
             told = f"Edited arguments were rejected:\n{format_errors(refused)}"
             self.executor.refuse_edit(request.approval_id, told)
@@ -337,30 +339,48 @@ class TypedOutput:
             fix_required=True,
         )
         try:
-            approved, text, edited = await self.executor.approve(request)
+            outcome = await self.executor.approve(request)
         except ToolApprovalRequiredError:
             raise unfixed(
                 f"{invalid}, and there is no approval handler or person to fix it"
             ) from None
-        status = self.run.state.approvals[request.approval_id].status
-        if status == "rejected":
-            self.run.state.output_failures = 0
-            return f"The {spec.name} was rejected: {text} Give a corrected result."
-        if not approved:  # timed out, or cancelled
-            raise unfixed(f"{invalid}, and the fix asked for was {status.replace('_', ' ')}")
-        if edited is None:  # (an approval handler or a human input may approve it as it is)
-            self.executor.refuse_edit(request.approval_id, "Approved without a fix.")
+        # Code's fix, found missing or invalid before it was recorded; else a person's approved.
+        refused = outcome.refused_fix
+        if refused is None and outcome.approved:
+            checked = self._approved_fix(request.approval_id, outcome.edited)
+            if isinstance(checked, Accepted):
+                return checked
+            refused = checked
+        if refused is not None and refused.error is None:
             raise unfixed(
                 f"The model's {spec.name} was approved without a fix, and it is not valid"
             )
+        if refused is not None and refused.error is not None:
+            text = f"The fix is not a valid {spec.name}:\n{format_errors(refused.error)}"
+            raise self._invalid(text, error_list(refused.error), compact_json(refused.args))
+        status = self.run.state.approvals[request.approval_id].status
+        if status == "rejected":
+            self.run.state.output_failures = 0
+            return f"The {spec.name} was rejected: {outcome.told} Give a corrected result."
+        raise unfixed(f"{invalid}, and the fix asked for was {status.replace('_', ' ')}")
+
+    def _approved_fix(
+        self, approval_id: str, edited: dict[str, Any] | None
+    ) -> Accepted | RefusedFix:
+        """The value of an approved fix. Every decider in this process was checked before it was
+        recorded; a fix decided in another process (the run store, the command line) was checked
+        there against the output type's JSON Schema only, so the output type's own rules (a
+        validator) may still refuse it: the record is then corrected to the rejection it was."""
         try:
-            value = spec.validate_arguments(edited)
-        except ValidationError as refused:
-            text = f"The fix is not a valid {spec.name}:\n{format_errors(refused)}"
-            self.executor.refuse_edit(request.approval_id, text)
-            raise self._invalid(text, error_list(refused), compact_json(edited)) from None
-        self.run.state.output_failures = 0
-        return Accepted(value, spec.dump(value), FIXED_RESULT)
+            if edited is not None:
+                value = self.spec.validate_arguments(edited)
+                self.run.state.output_failures = 0
+                return Accepted(value, self.spec.dump(value), FIXED_RESULT)
+            refused = RefusedFix()  # (refused by every check: a record saying so is corrected)
+        except ValidationError as error:
+            refused = RefusedFix(edited, error)
+        self.executor.refuse_edit(approval_id, refused.reason)
+        return refused
 
     def _invalid(
         self, message: str, errors: list[dict[str, Any]], output: str

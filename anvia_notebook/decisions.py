@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._schema_check import schema_problems
 from .approvals import normalize_decision
 from .errors import DecisionRefusedError
+from .output_types import format_errors
 from .question_types import (
     READ_AS_QUESTIONS,
     Answer,
@@ -37,6 +38,7 @@ from .records import (
 )
 
 __all__ = [
+    "RefusedFix",
     "Resolution",
     "answers_resolution",
     "check_resolution",
@@ -54,6 +56,10 @@ class Resolution:
     """How an interaction ends: the status, who decided and from where, and the decision (the
     reason and edited arguments of an approval, the answers of a question)."""
 
+    #: pydantic reads it too (a decision as stores of earlier versions kept it); a refused
+    #: fix holds pydantic's error.
+    __pydantic_config__ = ConfigDict(arbitrary_types_allowed=True)
+
     status: Status
     decided_by: DecidedBy = "human"
     decided_via: DecidedVia | None = None
@@ -61,6 +67,9 @@ class Resolution:
     args: dict[str, Any] | None = None
     answers: list[Answer] = field(default_factory=list)
     reject_message: str | None = None
+    #: Set when the check turned a code decider's approval of a typed output's repair into
+    #: this rejection (:func:`refusing_bad_edit`): the run ends with it.
+    refused_fix: RefusedFix | None = None
 
     @classmethod
     def approval(
@@ -120,6 +129,22 @@ class Resolution:
         }
 
 
+@dataclass(frozen=True)
+class RefusedFix:
+    """A typed output's repair approved by code with a fix its output type refuses (``args``,
+    with pydantic's ``error``), or with none (both None)."""
+
+    args: dict[str, Any] | None = None
+    error: ValidationError | None = None
+
+    @property
+    def reason(self) -> str:
+        """What the rejected record says."""
+        if self.error is None:
+            return FIX_MISSING
+        return f"The fix is not valid:\n{format_errors(self.error)}"
+
+
 def check_resolution(
     record: Record,
     resolution: Resolution,
@@ -164,6 +189,8 @@ def check_resolution(
 #: How what the model is told of a call begins when its approval came with edited arguments
 #: that do not fit the tool.
 EDIT_REFUSED = "Edited arguments were rejected: "
+#: What a typed output's repair approved by code without a fix is recorded with.
+FIX_MISSING = "Approved without a fix."
 
 
 def refusing_bad_edit(
@@ -174,18 +201,37 @@ def refusing_bad_edit(
 ) -> Resolution:
     """An approval handler's or human input's ``resolution`` as it can be recorded: an approval
     whose edited arguments :func:`check_resolution` would refuse becomes the rejection of the
-    call, saying why (code cannot be asked again, as a person is). A typed output's fix is
-    left to the run, whose refusal of it ends the run with the fix's errors."""
-    if resolution.status != "approved" or resolution.args is None:
+    call, saying why (code cannot be asked again, as a person is). A typed output's repair
+    needs a fix its output type (``input_model``, as the run validates it) accepts: one
+    missing or refused is a rejection that keeps what was refused (``refused_fix``), with which
+    the run ends."""
+    if resolution.status != "approved":
         return resolution
+    by, via = resolution.decided_by, resolution.decided_via
     if isinstance(record, ApprovalRecord) and record.fix_required:
+        refused = _refused_fix(resolution.args, input_model)
+        if refused is None:
+            return resolution
+        return Resolution("rejected", by, via, reason=refused.reason, refused_fix=refused)
+    if resolution.args is None:
         return resolution
     try:
         _check_args(record.tool_name, resolution.args, input_model, args_schema)
     except DecisionRefusedError as error:
-        by, via = resolution.decided_by, resolution.decided_via
         return Resolution("rejected", by, via, reason=f"{EDIT_REFUSED}{error}")
     return resolution
+
+
+def _refused_fix(args: Any, input_model: type[BaseModel] | None) -> RefusedFix | None:
+    """None when ``args`` is a fix the output type's model accepts, else what was refused."""
+    if not isinstance(args, dict):
+        return RefusedFix()
+    try:
+        if input_model is not None:
+            input_model.model_validate(args)
+    except ValidationError as error:
+        return RefusedFix(args, error)
+    return None
 
 
 def answers_resolution(
