@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { type ApprovalView, type QuestionView, validatePageMessage } from "../src/protocol";
 import { interactionsOf, waitsForSomeone } from "../src/views/interaction";
-import { batch, buttons, byLabel, mount, status, tick, toolEntry } from "./helpers";
+import { batch, buttons, byLabel, byPlaceholder, mount, status, tick, toolEntry, type } from "./helpers";
 
 afterEach(() => document.body.replaceChildren());
 
@@ -98,5 +98,68 @@ describe("interactions of a tool entry", () => {
     const slot = root.querySelector(".anvia-question-slot") as HTMLElement;
     expect(slot.textContent).toBe("AnsweredWhat priority?high");
     expect(buttons(slot)).toHaveLength(0);
+  });
+});
+
+const controls = (root: ParentNode) => [...root.querySelectorAll<HTMLInputElement | HTMLButtonElement | HTMLTextAreaElement>("input, textarea, button")];
+
+// While a decision is on its way the panel disables the form's controls (not a fold's "Show
+// more"); a refusal enables them again as the form had them.
+describe("a decision on its way", () => {
+  const longReason: ApprovalView = { ...approval, reason: "Check this refund. ".repeat(100) };
+  const twoQuestions: QuestionView = {
+    ...question,
+    questions: [question.questions[0]!, { id: "c", question: "Which channel?", choices: [{ label: "Email", value: "email" }] }],
+    declinable: true,
+  };
+
+  it("disables every control of an approval but its folds' Show more", () => {
+    const { root } = mount([toolEntry("t1", { status: "approval_required", approval: longReason })], status("waiting"));
+    const panel = root.querySelector('[role="alertdialog"]') as HTMLElement;
+    const more = byLabel(panel, "Show more");
+    byLabel(panel, "Approve").click();
+    const disabled = controls(panel).filter((c) => c.disabled);
+    expect(disabled.map((c) => c.textContent || c.className)).toEqual([
+      "Edit arguments",
+      "anvia-approval-editor",
+      "anvia-input anvia-reject-reason",
+      "anvia-always-allow",
+      "Approve",
+      "Reject",
+    ]);
+    expect(more.disabled).toBe(false);
+    more.click();
+    expect(byLabel(panel, "Show less")).toBe(more);
+  });
+
+  it("enables a refused question's controls as they were: Back on the first question and Submit stay off", async () => {
+    const { model, root } = mount([toolEntry("t1", { tool_name: "ask_question", status: "input_required", question: twoQuestions })], status("waiting"));
+    const panel = root.querySelector(".anvia-question") as HTMLElement;
+    const before = controls(panel).map((c) => c.disabled);
+    expect(before).toEqual([false, false, true, false, true, false]); // High, custom, Back, Next, Submit, Decline
+    byLabel(panel, "Decline").click();
+    expect(controls(panel).every((c) => c.disabled)).toBe(true);
+    model.reply("question_decline", false, "Question q_1 is already answered");
+    await tick();
+    expect(controls(panel).map((c) => c.disabled)).toEqual(before);
+    expect(buttons(panel).map((b) => b.textContent)).toEqual(["High", "Back", "Next", "Submit answers", "Decline"]);
+  });
+
+  it("submits with Enter on the last question only once every question has an answer", () => {
+    const { model, root } = mount([toolEntry("t1", { tool_name: "ask_question", status: "input_required", question: twoQuestions })], status("waiting"));
+    const panel = root.querySelector(".anvia-question") as HTMLElement;
+    const custom = byPlaceholder(panel, "Type a custom answer");
+    const enter = () => custom.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+    byLabel(panel, "Next").click();
+    type(custom, "By phone");
+    enter();
+    expect(model.ofType("question_answers")).toHaveLength(0); // the first question has no answer
+    byLabel(panel, "Back").click();
+    byLabel(panel, "High").click();
+    enter();
+    expect(model.last("question_answers").answers).toEqual([
+      { questionId: "p", answer: "high", choice: "high" },
+      { questionId: "c", answer: "By phone", custom: true },
+    ]);
   });
 });

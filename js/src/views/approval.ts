@@ -4,10 +4,10 @@
 // and can be any length: they are folded (and bounded in height once unfolded) so that the
 // decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
-import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS } from "../protocol";
+import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS, type ToolStatus } from "../protocol";
 import { isPlainObject } from "../validate";
 import { type FoldOptions, foldedPre, foldPoint, prettyValue } from "./fold";
-import { errorLine, type Submit } from "./interaction";
+import { errorLine, type Form, type Submit } from "./interaction";
 
 /** Who decided, by the decider and, where it tells more, by the decider and where it came from
  * (a timeout says nothing more than its status). */
@@ -30,12 +30,10 @@ export const deciderWords = (by: ApprovalView["decided_by"], via: ApprovalView["
   by ? (WHO[`${by} ${via ?? ""}` as `${Decider} ${DecidedVia}`] ?? WHO[by] ?? "") : "";
 
 /** Reasons longer than this (or with more lines) are folded. */
-export const REASON_FOLD_CHARS = 400;
-export const REASON_FOLD_LINES = 6;
-const REASON: FoldOptions = { prose: true, chars: REASON_FOLD_CHARS, lines: REASON_FOLD_LINES };
+const REASON = { prose: true, chars: 400, lines: 6 } satisfies FoldOptions;
 
 /** A folded block of `text` (a reason, unless other options are given). */
-const folded = (className: string, label: string, text: string, options = REASON): HTMLElement => {
+const folded = (className: string, label: string, text: string, options: FoldOptions = REASON): HTMLElement => {
   const block = foldedPre(className, label, options);
   block.set(text);
   return block.el;
@@ -43,8 +41,9 @@ const folded = (className: string, label: string, text: string, options = REASON
 
 /** "Approved by you at <time> with edited arguments." plus the reason. */
 export function approvalRecord(a: ApprovalView): HTMLElement {
-  // The status in the words of the tool entry's ("Approved", "Timed out"; a record is never pending).
-  const status = a.status === "pending" ? "Pending" : TOOL_STATUS_LABELS[a.status];
+  // The status in the words of the tool entry's ("Approved", "Timed out"): a record is never
+  // pending (the interaction panel draws a pending approval as its form).
+  const status = TOOL_STATUS_LABELS[a.status as ToolStatus];
   const line = h("div", { class: `anvia-decision anvia-decision-${a.status}` }, h("strong", {}, status));
   const who = deciderWords(a.decided_by, a.decided_via ?? null);
   if (who) line.append(` ${who}`);
@@ -56,12 +55,12 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
   const reason = a.decision_reason;
   if (!reason) return line;
   // A long reason goes in a folded block under the line.
-  const long = foldPoint(reason, REASON_FOLD_CHARS, REASON_FOLD_LINES) !== null;
+  const long = foldPoint(reason, REASON.chars, REASON.lines) !== null;
   line.append(" ", h("span", { class: "anvia-decision-reason" }, long ? "Reason:" : `Reason: ${reason}`));
   return long ? h("div", {}, line, folded("anvia-decision-reason-text", "Decision reason", reason)) : line;
 }
 
-export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) {
+export function approvalForm(a: ApprovalView, toolName: string, submit: Submit): Form {
   // A typed output that failed validation (`fix_required`): the fix is the edited arguments, so
   // the editor is open with the model's value, and a fix is never "always allowed".
   const fix = a.fix_required === true;
@@ -103,7 +102,6 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) 
   const alwaysLabel = h("label", { class: "anvia-checkbox", hidden: fix }, always, ` Always allow ${toolName} in this session`);
   const approve = button("Approve", () => decide(true), { class: "anvia-button anvia-primary" });
   const reject = button("Reject", () => decide(false), { class: "anvia-button anvia-danger" });
-  const controls = [approve, reject, editToggle, reasonInput, always, editor];
 
   function decide(approved: boolean): void {
     let edited: unknown = null;
@@ -126,7 +124,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) 
     });
   }
 
-  const panel = h(
+  const el = h(
     "div",
     { class: "anvia-approval", role: "alertdialog", "aria-label": `Approval required for ${toolName}`, "aria-describedby": a.reason ? reasonId : null },
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
@@ -140,10 +138,5 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit) 
     alwaysLabel,
     h("div", { class: "anvia-row anvia-actions" }, approve, reject),
   );
-  return {
-    el: panel,
-    setBusy(busy: boolean) {
-      for (const c of controls) c.disabled = busy;
-    },
-  };
+  return { el };
 }

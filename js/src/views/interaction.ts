@@ -4,9 +4,9 @@
 //   them is pending (the transcript builds such an entry at once, the tool view opens it).
 // - `interactionPanel` renders one interaction: while it is pending, its form with the decision
 //   controls; once settled, the record of what was decided. It keeps what a person typed across
-//   updates that do not change the interaction, disables the form while a decision is on its way,
-//   and re-enables it with the reason when the kernel refuses the decision. It is the only place
-//   that sends a decision to the kernel (through the session).
+//   updates that do not change the interaction, disables the form's controls while a decision is
+//   on its way, and re-enables them with the reason when the kernel refuses the decision. It is the
+//   only place that sends a decision to the kernel (through the session).
 //
 // What differs between approvals and questions (the fields of the form, the words of the
 // record) lives in approval.ts and question.ts, which never talk to the session themselves.
@@ -19,9 +19,16 @@ import { questionForm, questionRecord } from "./question";
 export type Interaction = { kind: "approval"; view: ApprovalView } | { kind: "question"; view: QuestionView };
 
 /** How a form sends what a person decided: the page message without its request id (the session
- * adds it). The form is made busy while it is on its way; a refusal makes it usable again and
- * shows why. */
+ * adds it). The form's controls are disabled while it is on its way; a refusal enables them again
+ * and shows why. */
 export type Submit = (decision: Extract<PageRequest, { type: "approval_decision" | "question_answers" | "question_decline" }>) => void;
+
+/** A pending interaction's form: its element, and how it sets again the state of the controls it
+ * disables itself (as "Next" on the last question) once a refusal has enabled them all. */
+export type Form = { el: HTMLElement; refresh?: () => void };
+
+/** The controls of a form that a decision on its way disables: all but a fold's "Show more". */
+const CONTROLS = "input, textarea, button:not(.anvia-fold-toggle)";
 
 /** A line for an error, read out when it appears and hidden while empty. */
 export function errorLine(className: string, id?: string): { el: HTMLElement; set(text: string): void } {
@@ -71,21 +78,23 @@ export function interactionPanel(session: Session, toolName: string, interaction
     }
     const error = errorLine(`anvia-${kind}-error`);
     let sending = false;
+    const setSending = (on: boolean): void => {
+      sending = on;
+      for (const c of form.el.querySelectorAll<HTMLInputElement | HTMLTextAreaElement | HTMLButtonElement>(CONTROLS)) c.disabled = on;
+      if (!on) form.refresh?.();
+    };
     const submit: Submit = async (decision) => {
       if (sending) return;
-      sending = true;
+      setSending(true);
       error.set("");
-      form.setBusy(true);
       const reply = await session.request(decision);
       if (reply.ok) return;
-      sending = false;
-      form.setBusy(false);
+      setSending(false);
       const refused = kind === "approval" ? "The decision was not accepted" : "The answers were not accepted";
       error.set(`${refused}: ${reply.error ?? "unknown error"}`);
     };
-    // A form is its element (the countdown and the refusal line go at its end) and `setBusy`,
-    // which disables (or enables again) each of its controls.
-    const form = next.kind === "approval" ? approvalForm(next.view, toolName, submit) : questionForm(next.view, submit);
+    // The countdown and the refusal line go at the end of the form.
+    const form: Form = next.kind === "approval" ? approvalForm(next.view, toolName, submit) : questionForm(next.view, submit);
     // The countdown stops once this form is no longer the one shown.
     append(form.el, countdown(view.expires_at, kind, () => shown === view), error.el);
     el.replaceChildren(form.el);

@@ -5,7 +5,7 @@
 // has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
 import { type Answer, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
-import type { Submit } from "./interaction";
+import type { Form, Submit } from "./interaction";
 
 /** The state of a question in words: a closed one's as its tool entry says it ("Timed out"). */
 const STATUS_TEXT: Record<QuestionView["status"], string> = {
@@ -31,12 +31,11 @@ export function questionRecord(q: QuestionView): HTMLElement {
   );
 }
 
-export function questionForm(q: QuestionView, submit: Submit) {
+export function questionForm(q: QuestionView, submit: Submit): Form {
   // What the person chose or typed for each question, by the question's place.
   const drafts: { choice?: string; custom: string }[] = q.questions.map(() => ({ custom: "" }));
   const total = q.questions.length;
   let index = 0;
-  let busy = false;
 
   const progress = h("div", { class: "anvia-question-progress" });
   const text = h("div", { class: "anvia-question-text" });
@@ -50,7 +49,10 @@ export function questionForm(q: QuestionView, submit: Submit) {
   const back = button("Back", () => go(index - 1));
   const next = button("Next", () => go(index + 1));
   const count = h("span", { class: "anvia-question-count" });
-  const send = button("Submit answers", () => sendAnswers(), { class: "anvia-button anvia-primary" });
+  const send = button("Submit answers", () => {
+    const all = answers();
+    if (all.every((a) => a !== null)) submit({ type: "question_answers", question_id: q.id, answers: all });
+  }, { class: "anvia-button anvia-primary" });
   const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline", question_id: q.id })) : null;
 
   // Each question's answer, if it has one: non-empty custom text wins over the chosen value.
@@ -69,10 +71,9 @@ export function questionForm(q: QuestionView, submit: Submit) {
   function refreshCounts(): void {
     const n = answers().filter((a) => a !== null).length;
     count.textContent = `${n}/${total} answered`;
-    send.disabled = busy || n < total;
-    back.disabled = busy || index === 0;
-    next.disabled = busy || index >= total - 1;
-    if (decline) decline.disabled = busy;
+    send.disabled = n < total;
+    back.disabled = index === 0;
+    next.disabled = index >= total - 1;
   }
 
   function render(): void {
@@ -91,7 +92,6 @@ export function questionForm(q: QuestionView, submit: Submit) {
         }, {
           class: chosen ? "anvia-button anvia-choice anvia-choice-selected" : "anvia-button anvia-choice",
           "aria-pressed": String(chosen),
-          disabled: busy,
         });
         // The chosen one is filled and ticked, unlike a focus ring (the tick is for the eye: the
         // pressed state says it to assistive tech).
@@ -100,7 +100,6 @@ export function questionForm(q: QuestionView, submit: Submit) {
       }),
     );
     custom.value = d.custom;
-    custom.disabled = busy;
     refreshCounts();
   }
 
@@ -112,13 +111,8 @@ export function questionForm(q: QuestionView, submit: Submit) {
     if (ev.key !== "Enter" || ev.isComposing || ev.keyCode === 229) return;
     ev.preventDefault();
     if (index < total - 1) go(index + 1);
-    else if (!send.disabled) sendAnswers();
+    else send.click(); // nothing while Submit is disabled
   });
-
-  function sendAnswers(): void {
-    const all = answers();
-    if (all.every((a) => a !== null)) submit({ type: "question_answers", question_id: q.id, answers: all });
-  }
 
   render();
   const el = h(
@@ -130,11 +124,5 @@ export function questionForm(q: QuestionView, submit: Submit) {
     custom,
     h("div", { class: "anvia-row anvia-question-nav" }, back, next, count, send, decline),
   );
-  return {
-    el,
-    setBusy(value: boolean) {
-      busy = value;
-      render();
-    },
-  };
+  return { el, refresh: refreshCounts };
 }
