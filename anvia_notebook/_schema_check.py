@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import functools
+import ipaddress
 import json
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +25,40 @@ def _validator(schema_text: str) -> Any:
         cls.check_schema(schema)
     except jsonschema.SchemaError:
         return None
-    return cls(schema)
+    return cls(schema, format_checker=_format_checker())
+
+
+#: The formats pydantic writes in a tool's JSON Schema for these types (``format: date-time``
+#: for a ``datetime``, ...).
+_FORMATS: dict[str, Any] = {
+    "date-time": datetime.datetime,
+    "date": datetime.date,
+    "time": datetime.time,
+    "duration": datetime.timedelta,
+    "uuid": uuid.UUID,
+    "ipv4": ipaddress.IPv4Address,
+    "ipv6": ipaddress.IPv6Address,
+}
+
+
+@functools.cache
+def _format_checker() -> Any:
+    """Checks those formats of a text as the tool's pydantic model reads it (no stricter), so
+    another process refuses the text the run would refuse, before it is recorded."""
+    import jsonschema
+    from pydantic import TypeAdapter, ValidationError
+
+    checker = jsonschema.FormatChecker(formats=())
+    for name, kind in _FORMATS.items():
+        adapter = TypeAdapter(kind)
+
+        def check(value: Any, adapter: TypeAdapter[Any] = adapter) -> bool:
+            if isinstance(value, str):
+                adapter.validate_python(value)
+            return True
+
+        checker.checks(name, raises=ValidationError)(check)
+    return checker
 
 
 def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> list[str]:

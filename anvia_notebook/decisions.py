@@ -10,6 +10,7 @@ the same two functions, so they never disagree about what happened.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -23,6 +24,7 @@ from .output_types import format_errors
 from .question_types import (
     READ_AS_QUESTIONS,
     Answer,
+    QuestionInput,
     check_operator_answers,
     describe_validation_error,
     read_questions,
@@ -262,10 +264,16 @@ def _check_args(
     its input model accepts (a rule the schema cannot say, such as a validator)."""
     if not isinstance(args, dict):
         raise DecisionRefusedError("The edited arguments must be a JSON object.")
+    not_json = _not_json(args)
+    if not_json is not None:
+        raise DecisionRefusedError(f"The edited arguments must be JSON: {not_json}.")
     problems = ""
     if args_schema is not None:
-        read = read_questions(args) if args_schema.get(READ_AS_QUESTIONS) else args
+        as_questions = bool(args_schema.get(READ_AS_QUESTIONS))
+        read = read_questions(args) if as_questions else args
         problems = "; ".join(schema_problems(args_schema, read))
+        if as_questions and input_model is None:  # (their own rules are known everywhere)
+            input_model = QuestionInput
     if not problems and input_model is not None:
         try:
             input_model.model_validate(args)
@@ -275,6 +283,29 @@ def _check_args(
         raise DecisionRefusedError(
             f"The edited arguments are not valid for {tool_name}: {problems}"
         )
+
+
+#: How deep edited arguments may nest (the record that keeps them must be written as JSON).
+MAX_ARGS_DEPTH = 100
+
+
+def _not_json(args: dict[str, Any]) -> str | None:
+    """Why ``args`` cannot be kept as the same JSON in every process (NaN or Infinity, which
+    JSON has no numbers for; nesting deeper than :data:`MAX_ARGS_DEPTH`), or None."""
+    level: list[Any] = [args]
+    for _ in range(MAX_ARGS_DEPTH):
+        inner: list[Any] = []
+        for value in level:
+            if isinstance(value, float) and not math.isfinite(value):
+                return "NaN and Infinity are not JSON numbers"
+            if isinstance(value, dict):
+                inner.extend(value.values())
+            elif isinstance(value, (list, tuple)):
+                inner.extend(value)
+        if not inner:
+            return None
+        level = inner
+    return f"they are nested more than {MAX_ARGS_DEPTH} levels deep"
 
 
 def refused_twice(record: Record) -> DecisionRefusedError:
