@@ -224,6 +224,8 @@ def _json_arg(text: str, what: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as error:
         raise DecisionRefusedError(f"{what} is not valid JSON: {error.msg}.") from None
+    except RecursionError:
+        raise DecisionRefusedError(f"{what} is nested too deeply to be read.") from None
 
 
 def _decide(store: RunStore, args: argparse.Namespace) -> None:
@@ -232,8 +234,10 @@ def _decide(store: RunStore, args: argparse.Namespace) -> None:
     given: dict[str, Any] = {"via": "cli"}
     if args.command in ("approve", "reject"):
         given["reason"] = args.reason
-    if args.command == "approve" and args.args:
+    if args.command == "approve" and args.args is not None:
         given["args"] = _json_arg(args.args, "--args")
+        if not isinstance(given["args"], dict):  # (null would approve the call unedited)
+            raise DecisionRefusedError("--args must be a JSON object.")
     if args.command == "answer":
         given["answers"] = _json_arg(args.answers, "--json")
         if not isinstance(given["answers"], list):
