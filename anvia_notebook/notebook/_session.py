@@ -238,7 +238,7 @@ class TranscriptSession:
         interaction = run.interactions.get(message.approval_id) if run is not None else None
         if run is None or interaction is None:
             return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
-        if run.request.active_approval_handler is not None:
+        if _asking_run(run, message.approval_id).request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
         record = run.interactions.decide(
             message.approval_id,
@@ -507,3 +507,12 @@ class TranscriptSession:
                 _display.publish(data, metadata, display_id=display_id, update=True, parent=parent)
             except Exception:
                 logger.exception("Could not update the transcript's cell output")
+
+
+def _asking_run(run: AgentRun, item_id: str) -> AgentRun:
+    """The run that asked ``item_id``: ``run``, or the sub-agent's run below it that did (whose
+    own approval handler, if it has one, decides its approvals)."""
+    for child in run.children:
+        if child.interactions.get(item_id) is not None:
+            return _asking_run(child, item_id)
+    return run
