@@ -51,7 +51,7 @@ def compact_arguments(raw: str) -> str:
         return "{}"
     try:
         return compact_json(json.loads(raw))
-    except ValueError:
+    except (ValueError, RecursionError):
         return raw
 
 
@@ -63,7 +63,7 @@ def decode_args(arguments: Any) -> Any:
         return {}
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
 
 

@@ -118,12 +118,21 @@ def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
-        return json.loads(raw) if raw.strip() else {}
+        return json.loads(raw, parse_constant=_not_a_number) if raw.strip() else {}
     except json.JSONDecodeError as error:
-        raise ToolArgumentsError(
-            f"Invalid arguments for tool {tool_name}: not valid JSON ({error.msg} at "
-            f"position {error.pos}). Call the tool again with a JSON object."
-        ) from None
+        why = f"{error.msg} at position {error.pos}"
+    except (ValueError, RecursionError) as error:
+        why = str(error) if isinstance(error, ValueError) else "nested too deeply"
+    raise ToolArgumentsError(
+        f"Invalid arguments for tool {tool_name}: not valid JSON ({why}). Call the tool again "
+        "with a JSON object."
+    )
+
+
+def _not_a_number(name: str) -> Any:
+    """``NaN``, ``Infinity``: Python reads them, JSON (and Anvia, with ``JSON.parse``) does not;
+    a person approving the call would be shown them as ``null``."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse_arguments(tool_name: str, model: type[BaseModel], raw: str | dict[str, Any]) -> BaseModel:
