@@ -64,10 +64,17 @@ def _format_checker() -> Any:
 def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> list[str]:
     """What in ``value`` breaks ``schema`` (at most ``limit``, by where they are), each as
     ``path: message`` (just the message at the top level); empty when it fits."""
+    from referencing.exceptions import Unresolvable
+
     validator = _validator(json.dumps(schema, sort_keys=True))
     if validator is None:
         return []
-    errors = sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path])
+    try:
+        errors = sorted(
+            validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]
+        )
+    except Unresolvable:  # a $ref to nowhere: a schema that is not usable, as above
+        return []
     return [
         f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
         if e.absolute_path

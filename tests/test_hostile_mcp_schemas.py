@@ -1,0 +1,85 @@
+"""An MCP server's tools whose input schemas a validator finds odd. A schema that refers to a
+definition it does not have cannot check anything: the server checks the arguments, as it does
+for a schema that is not valid (the call, and an edit on approval, are not an internal failure).
+A draft-07 schema checks an edit the same way in the run and in another process."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+from mcp_helpers import SERVERS
+from test_safety_mutants import pending_in
+
+from anvia_notebook import AgentBuilder, DecisionRefusedError, StoreHumanInput, mcp
+from anvia_notebook.models import QueueModel
+from anvia_notebook.store import RunStore
+
+from helpers import call, tool_results
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def odd(**options):
+    return mcp.stdio("odd", sys.executable, [str(SERVERS / "odd_schemas.py")], **options)
+
+
+async def test_a_tool_whose_schema_refers_to_nowhere_can_be_called():
+    model = QueueModel([call("dangling", {"order": {"id": "A1"}}), "done"])
+    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
+    try:
+        assert (await agent.prompt("go").send()).output == "done"
+    finally:
+        await mcp.close_all()
+    [result] = tool_results(model.requests[1])
+    assert (result.is_error, result.content) == (False, '{"order": {"id": "A1"}}')
+
+
+@pytest.mark.parametrize("front", ["run", "store"])
+async def test_an_edit_of_such_a_call_is_decided_as_the_server_will_check_it(store_path, front):
+    model = QueueModel([call("dangling", {"order": {"id": "A1"}}), "done"])
+    server = odd(approval="always")
+    agent = AgentBuilder("a", model).mcp([server]).human_input(StoreHumanInput()).build()
+    try:
+        run = agent.prompt("go").start()
+        store = RunStore(store_path)
+        [approval] = await pending_in(store, run.run_id)
+        edit = {"order": {"id": "B2"}}
+        if front == "run":
+            run.interactions.decide(approval.id, approved=True, args=edit)
+        else:
+            store.approve(run.run_id, approval.id, args=edit)
+        assert (await asyncio.wait_for(run.wait(), 30)).output == "done"
+    finally:
+        await mcp.close_all()
+    assert tool_results(model.requests[1])[0].content == '{"order": {"id": "B2"}}'
+
+
+async def test_a_draft_07_schema_checks_an_edit_alike_in_the_run_and_in_another_process(
+    store_path,
+):
+    args = {"when": "2025-01-02T10:00:00Z", "seats": 2}
+    model = QueueModel([call("booking", args), "done"])
+    server = odd(approval="always")
+    agent = AgentBuilder("a", model).mcp([server]).human_input(StoreHumanInput()).build()
+    try:
+        run = agent.prompt("go").start()
+        store = RunStore(store_path)
+        [approval] = await pending_in(store, run.run_id)
+        for edit in ({**args, "when": "next week"}, {**args, "seats": "2"}):
+            said = []
+            for decide in (
+                lambda a: run.interactions.decide(approval.id, approved=True, args=a),
+                lambda a: store.approve(run.run_id, approval.id, args=a),
+            ):
+                with pytest.raises(DecisionRefusedError) as refused:
+                    decide(edit)
+                said.append(str(refused.value).replace(f" in run {run.run_id!r}", ""))
+            assert said[0] == said[1]
+            assert [p.id for p in store.pending(run.run_id)] == [approval.id]
+        store.approve(run.run_id, approval.id, args={**args, "seats": 3})
+        assert (await asyncio.wait_for(run.wait(), 30)).output == "done"
+    finally:
+        await mcp.close_all()
+    assert '"seats": 3' in tool_results(model.requests[1])[0].content
