@@ -239,8 +239,9 @@ def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
 
 
 def _unfit(question: Question, text: str) -> str | None:
-    """Why a custom answer does not fit the question's ``answer_schema``, or None."""
-    import jsonschema
+    """Why a custom answer does not fit the question's ``answer_schema``, or None (a schema
+    a validator cannot use checks only the answer's type: the server checks the rest)."""
+    from ._schema_check import schema_problems
 
     schema = question.answer_schema or {}
     try:
@@ -248,12 +249,11 @@ def _unfit(question: Question, text: str) -> str | None:
     except ValueError:
         kind = "a whole number" if schema.get("type") == "integer" else "a number"
         return f"The answer to question {question.id!r} must be {kind}; got {text!r}."
-    validator = jsonschema.validators.validator_for(schema)(schema)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    problems = schema_problems(schema, value, limit=1)
     return (
-        None
-        if error is None
-        else f"The answer to question {question.id!r} does not fit: {error.message}."
+        f"The answer to question {question.id!r} does not fit: {problems[0]}."
+        if problems
+        else None
     )
 
 

@@ -6,7 +6,11 @@ A draft-07 schema checks an edit the same way in the run and in another process.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from mcp_helpers import SERVERS
@@ -19,6 +23,17 @@ from anvia_notebook.store import RunStore
 from helpers import call, tool_results
 
 pytestmark = pytest.mark.timeout(60)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def command_line(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def odd(**options):
@@ -83,3 +98,33 @@ async def test_a_draft_07_schema_checks_an_edit_alike_in_the_run_and_in_another_
     finally:
         await mcp.close_all()
     assert '"seats": 3' in tool_results(model.requests[1])[0].content
+
+
+async def test_answers_to_a_form_whose_fields_a_validator_cannot_use_reach_the_server(
+    store_path, tmp_path
+):
+    """A form field with a ``pattern`` that is not a regular expression and a ``minimum`` given
+    as text: the answers are checked by their type only (the server checks the rest), from the
+    run, the store and the command line alike, with no internal failure."""
+    model = QueueModel([call("ask_room", {}), "done"])
+    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).human_input(StoreHumanInput())
+    try:
+        run = agent.build().prompt("go").start()
+        store = RunStore(store_path)
+        [question] = await pending_in(store, run.run_id)
+        answers = [
+            {"questionId": "room", "answer": "B-12", "custom": True},
+            {"questionId": "floor", "answer": "3", "custom": True},
+        ]
+        with pytest.raises(DecisionRefusedError, match="must be a whole number"):
+            run.interactions.answer(question.id, [answers[0], {**answers[1], "answer": "3rd"}])
+        result = command_line(
+            "--store", str(store_path), "answer", run.run_id, question.id,
+            "--json", json.dumps(answers),
+        )  # fmt: skip
+        assert (result.returncode, result.stderr) == (0, ""), result.stderr
+        assert (await asyncio.wait_for(run.wait(), 30)).output == "done"
+    finally:
+        await mcp.close_all()
+    told = json.loads(tool_results(model.requests[1])[0].content)
+    assert told == {"action": "accept", "content": {"floor": 3, "room": "B-12"}}

@@ -1,6 +1,9 @@
 """A stdio MCP server written by hand whose tools declare input schemas a validator finds odd:
 ``dangling`` refers to a definition it does not have (``$ref`` to nowhere); ``booking`` is a
-draft-07 schema (``definitions``, a ``date-time``). Each call answers with its arguments."""
+draft-07 schema (``definitions``, a ``date-time``). Each call answers with its arguments.
+``ask_room`` asks the person (elicitation) with a form whose fields a validator cannot use (a
+``pattern`` that is not a regular expression, a ``minimum`` given as text) and answers with what
+came back."""
 
 from __future__ import annotations
 
@@ -26,7 +29,17 @@ TOOLS = [
             "definitions": {"When": {"type": "string", "format": "date-time"}},
         },
     },
+    {"name": "ask_room", "inputSchema": {"type": "object"}},
 ]
+
+FORM = {
+    "type": "object",
+    "properties": {
+        "room": {"type": "string", "title": "Room", "pattern": "[A-"},
+        "floor": {"type": "integer", "title": "Floor", "minimum": "1"},
+    },
+    "required": ["room", "floor"],
+}
 
 
 def reply(message_id: object, result: object) -> None:
@@ -50,6 +63,16 @@ for line in sys.stdin:
         )
     elif method == "tools/list":
         reply(message_id, {"tools": TOOLS})
+    elif method == "tools/call" and message["params"]["name"] == "ask_room":
+        params = {"mode": "form", "message": "Which room?", "requestedSchema": FORM}
+        asking = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": params}
+        sys.stdout.write(json.dumps(asking) + "\n")
+        sys.stdout.flush()
+        for answer in map(json.loads, sys.stdin):
+            if answer.get("id") == "ask-1":
+                break
+        text = json.dumps(answer.get("result", answer.get("error")), sort_keys=True)
+        reply(message_id, {"content": [{"type": "text", "text": text}]})
     elif method == "tools/call":
         text = json.dumps(message["params"].get("arguments"), sort_keys=True)
         reply(message_id, {"content": [{"type": "text", "text": text}]})

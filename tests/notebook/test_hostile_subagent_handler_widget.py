@@ -49,5 +49,5 @@ async def test_the_widget_refuses_a_click_on_a_sub_agent_s_approval_its_handler_
     await handle
     await finished(handle)
     assert refund.calls == []
-    [record] = [r for r in handle.run.children[0].state.approvals.values()]
+    [record] = list(handle.run.children[0].state.approvals.values())
     assert (record.status, record.decided_by) == ("rejected", "handler")
