@@ -205,6 +205,8 @@ def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | N
     ``answer_schema`` fits it.
     """
     name = f"The answer to question {question.id!r}"
+    if text is not None and not isinstance(text, str):
+        return f"{name} must be a text, not {text!r}."
     if not isinstance(text, str) or not text.strip():
         return f"{name} is empty."
     if choice is None:
@@ -265,6 +267,11 @@ def check_operator_answers(
     seen: dict[str, Answer] = {}
     for raw in answers:
         question_id, text, choice, custom = _given(raw)
+        if question_id is None:
+            return (
+                "Each answer is an object with a questionId and an answer (and choice or "
+                f"custom); got {raw!r}."
+            )
         if not isinstance(question_id, str) or question_id.strip() not in by_id:
             return f"Unknown question {question_id!r}."
         question = by_id[question_id.strip()]
