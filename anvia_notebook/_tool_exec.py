@@ -9,10 +9,10 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ._tracing import TraceRecorder
-from ._util import compact_arguments, compact_json, maybe_await, new_id
+from ._util import compact_arguments, compact_json, decode_args, maybe_await, new_id
 from .approvals import (
     ApprovalContext,
     ApprovalHandler,
@@ -537,8 +537,7 @@ class ToolExecutor:
         record = self._earlier(self.state.approvals, request.tool_call_id)
         if record is None and self.approval_handler is None and self.human_input is None:
             raise ToolApprovalRequiredError(request)  # nothing can decide it (as in Anvia)
-        args = request.args
-        args = args.model_dump(mode="json", by_alias=True) if isinstance(args, BaseModel) else args
+        args = _shown_args(request.args, request.raw_args)
         record, told = await self._interact(ApprovalRecord, request, record, args=args)
         if told is _UNAVAILABLE:
             raise ToolApprovalRequiredError(request)
@@ -843,6 +842,22 @@ def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | No
         )
     within = f"within {limit}" if limit is not None else "in time"
     return f"The operator did not answer {within} (timed out); no answers were given."
+
+
+def _shown_args(args: Any, raw_args: str) -> Any:
+    """The arguments an approval shows, which a person edits: the parsed input by its aliases
+    (with its defaults) when that reads back as the same input; else the arguments as the model
+    sent them (a field with only a validation alias, a computed field, a masked secret would
+    not)."""
+    if not isinstance(args, BaseModel):
+        return args
+    shown = args.model_dump(mode="json", by_alias=True)
+    try:
+        if type(args).model_validate(shown) == args:
+            return shown
+    except ValidationError:
+        pass
+    return decode_args(raw_args)
 
 
 async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
