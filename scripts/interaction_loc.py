@@ -43,6 +43,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
     ("approvals", "approvals.py", None),
     ("questions", "questions.py", None),
     ("question_types", "question_types.py", None),
+    ("edit checks", "_schema_check.py", None),
     ("human", "human.py", None),
     ("widget human input", "notebook/_human_input.py", None),
     (
@@ -86,6 +87,8 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "call_fields",
             "_EVENTS",
             "interaction_event",
+            "ApprovalOutcome",
+            "_shown_args",
         ],
     ),
     (
@@ -110,7 +113,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
     (
         "typed output fix",
         "_typed_output.py",
-        ["TypedOutput._repair", "TypedOutput._decided_record"],
+        ["TypedOutput._repair", "TypedOutput._decided_record", "TypedOutput._approved_fix"],
     ),
     (
         "store",
