@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
+
+from hand_written import reply, serve
 
 TOOLS = [
     {
@@ -42,28 +45,11 @@ FORM = {
 }
 
 
-def reply(message_id: object, result: object) -> None:
-    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message_id, "result": result}) + "\n")
-    sys.stdout.flush()
-
-
-for line in sys.stdin:
-    message = json.loads(line)
-    method, message_id = message.get("method"), message.get("id")
-    if message_id is None:
-        continue  # a notification
-    if method == "initialize":
-        reply(
-            message_id,
-            {
-                "protocolVersion": message["params"]["protocolVersion"],
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "odd-schemas", "version": "0"},
-            },
-        )
-    elif method == "tools/list":
-        reply(message_id, {"tools": TOOLS})
-    elif method == "tools/call" and message["params"]["name"] == "ask_room":
+def call(message: dict[str, Any]) -> None:
+    """``ask_room`` asks the person and answers with what came back; the others answer with
+    their arguments."""
+    result: Any = message["params"].get("arguments")
+    if message["params"]["name"] == "ask_room":
         params = {"mode": "form", "message": "Which room?", "requestedSchema": FORM}
         asking = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": params}
         sys.stdout.write(json.dumps(asking) + "\n")
@@ -71,10 +57,9 @@ for line in sys.stdin:
         for answer in map(json.loads, sys.stdin):
             if answer.get("id") == "ask-1":
                 break
-        text = json.dumps(answer.get("result", answer.get("error")), sort_keys=True)
-        reply(message_id, {"content": [{"type": "text", "text": text}]})
-    elif method == "tools/call":
-        text = json.dumps(message["params"].get("arguments"), sort_keys=True)
-        reply(message_id, {"content": [{"type": "text", "text": text}]})
-    else:
-        reply(message_id, {})
+        result = answer.get("result", answer.get("error"))
+    text = json.dumps(result, sort_keys=True)
+    reply(message["id"], {"content": [{"type": "text", "text": text}]})
+
+
+serve("odd-schemas", TOOLS, call)
