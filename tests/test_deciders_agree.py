@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
+from test_hostile_edits import waiting_for_approval
 from test_safety_mutants import (
     THREE_CHOICES,
     approval_and_question,
@@ -26,7 +27,6 @@ from anvia_notebook import (
     DecisionRefusedError,
     StoreHumanInput,
     ToolApproval,
-    create_tool,
 )
 from anvia_notebook.models import QueueModel
 from anvia_notebook.store import RunStore
@@ -215,19 +215,9 @@ async def test_the_arguments_shown_are_the_ones_sent_and_an_edit_of_them_is_acce
 ):
     """A tool whose input has aliases: the approval shows the arguments as the model sent them
     (the names its JSON Schema gives), so a person edits those and the edit fits, from anywhere."""
-    refunds: list[Refund] = []
-    refund = create_tool(
-        name="refund",
-        description="Refund an order.",
-        input=Refund,
-        execute=lambda args, ctx: refunds.append(args) or "refunded",
-        approval=ToolApproval(),
+    run, store, approval, refunds, _ = await waiting_for_approval(
+        store_path, Refund, {"orderId": "A1", "amount": 5}
     )
-    model = QueueModel([call("refund", {"orderId": "A1", "amount": 5}), "done"])
-    agent = AgentBuilder("a", model).tool(refund).human_input(StoreHumanInput()).build()
-    run = agent.prompt("go").start()
-    store = RunStore(store_path)
-    [approval] = await pending_in(store, run.run_id)
     assert approval.args == {"orderId": "A1", "amount": 5}
     _front(front, run, store)["approve"](approval.id, args={**approval.args, "amount": 3})
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"

@@ -39,7 +39,7 @@ def _approve(front: str, run: Any, store: RunStore) -> Any:
     return partial(store.approve, run.run_id)
 
 
-async def _started(store_path: Path, input_model: type[BaseModel], args: dict[str, Any]):
+async def waiting_for_approval(store_path: Path, input_model: type[BaseModel], args: dict[str, Any]):
     """A run waiting for the approval of a call of ``t`` (input ``input_model``), another store
     object, the approval, the calls the tool got and the model."""
     ran: list[BaseModel] = []
@@ -65,7 +65,7 @@ async def _refusals(
     nothing (the approval still pending, in the run and in the store; the tool not run)."""
     said: dict[str, list[str]] = {}
     for front in FRONTS:
-        run, store, approval, ran, _ = await _started(store_path, input_model, args)
+        run, store, approval, ran, _ = await waiting_for_approval(store_path, input_model, args)
         said[front] = []
         for edit in edits:
             with pytest.raises(DecisionRefusedError) as refused:
@@ -102,7 +102,7 @@ async def test_nan_and_infinity_are_refused_by_every_decider(store_path: Path):
 
 @pytest.mark.parametrize("front", FRONTS)
 async def test_the_tool_runs_with_the_edit_that_was_approved(store_path: Path, front: str):
-    run, store, approval, ran, _ = await _started(store_path, Limits, {"limit": 5.0})
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Limits, {"limit": 5.0})
     with pytest.raises(DecisionRefusedError):
         _approve(front, run, store)(approval.id, args={"limit": math.nan})
     _approve(front, run, store)(approval.id, args={"limit": 2.5})
@@ -131,7 +131,7 @@ async def test_a_deeply_nested_edit_is_refused_by_every_decider(store_path: Path
 async def test_after_a_deep_edit_is_refused_the_run_and_its_store_go_on(
     store_path: Path, front: str
 ):
-    run, store, approval, ran, _ = await _started(store_path, Limits, {"limit": 5.0})
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Limits, {"limit": 5.0})
     with pytest.raises(DecisionRefusedError):
         _approve(front, run, store)(approval.id, args={"note": _nested(600)})
     _approve(front, run, store)(approval.id, args={"note": _nested(20)})
@@ -165,7 +165,7 @@ async def test_dates_and_ids_that_do_not_parse_are_refused_by_every_decider(stor
 
 @pytest.mark.parametrize("front", FRONTS)
 async def test_dates_the_tool_accepts_are_accepted_by_every_decider(store_path: Path, front: str):
-    run, store, approval, ran, _ = await _started(store_path, Booking, BOOKED)
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Booking, BOOKED)
     edit = {
         "when": "2024-05-02 09:30",  # no zone, a space: the tool's model reads it
         "day": "2024-05-02",
@@ -230,7 +230,7 @@ async def test_edited_questions_the_run_refuses_are_refused_by_every_decider(sto
 async def test_a_refused_edit_tells_the_model_nothing_and_a_later_approval_runs_the_tool(
     store_path: Path,
 ):
-    run, store, approval, ran, model = await _started(store_path, Booking, BOOKED)
+    run, store, approval, ran, model = await waiting_for_approval(store_path, Booking, BOOKED)
     with pytest.raises(DecisionRefusedError):
         store.approve(run.run_id, approval.id, args={"when": "tomorrow"})
     store.approve(run.run_id, approval.id)

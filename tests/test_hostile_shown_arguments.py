@@ -18,13 +18,7 @@ from pydantic import (
     SecretStr,
     computed_field,
 )
-from test_safety_mutants import pending_in
-
-from anvia_notebook import AgentBuilder, StoreHumanInput, ToolApproval, create_tool
-from anvia_notebook.models import QueueModel
-from anvia_notebook.store import RunStore
-
-from helpers import call
+from test_hostile_edits import waiting_for_approval
 
 
 class ByValidationAlias(BaseModel):
@@ -59,19 +53,7 @@ CASES = [
 async def test_the_shown_arguments_sent_back_unchanged_run_the_call_as_sent(
     store_path: Path, front: str, model: type[BaseModel], sent: dict[str, Any]
 ):
-    got: list[BaseModel] = []
-    tool = create_tool(
-        name="t",
-        description="A protected tool.",
-        input=model,
-        execute=lambda args, ctx: got.append(args) or "ran",
-        approval=ToolApproval(),
-    )
-    queue = QueueModel([call("t", sent), "done"])
-    agent = AgentBuilder("a", queue).tool(tool).human_input(StoreHumanInput()).build()
-    run = agent.prompt("go").start()
-    store = RunStore(store_path)
-    [approval] = await pending_in(store, run.run_id)
+    run, store, approval, got, _ = await waiting_for_approval(store_path, model, sent)
     edit = dict(approval.args)  # the edit form, opened and approved as it is
     if front == "run":
         run.interactions.decide(approval.id, approved=True, args=edit)
