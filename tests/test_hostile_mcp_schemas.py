@@ -40,6 +40,18 @@ def odd(**options):
     return mcp.stdio("odd", sys.executable, [str(SERVERS / "odd_schemas.py")], **options)
 
 
+async def waiting(store_path, tool: str, args: dict, approval: str):
+    """A run of one call of the odd server's ``tool`` waiting for a person (the store's human
+    input), another store object, what waits, and the model."""
+    model = QueueModel([call(tool, args), "done"])
+    server = odd(approval=approval)
+    agent = AgentBuilder("a", model).mcp([server]).human_input(StoreHumanInput()).build()
+    run = agent.prompt("go").start()
+    store = RunStore(store_path)
+    [pending] = await pending_in(store, run.run_id)
+    return run, store, pending, model
+
+
 async def test_a_tool_whose_schema_refers_to_nowhere_can_be_called():
     model = QueueModel([call("dangling", {"order": {"id": "A1"}}), "done"])
     agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
@@ -53,13 +65,10 @@ async def test_a_tool_whose_schema_refers_to_nowhere_can_be_called():
 
 @pytest.mark.parametrize("front", ["run", "store"])
 async def test_an_edit_of_such_a_call_is_decided_as_the_server_will_check_it(store_path, front):
-    model = QueueModel([call("dangling", {"order": {"id": "A1"}}), "done"])
-    server = odd(approval="always")
-    agent = AgentBuilder("a", model).mcp([server]).human_input(StoreHumanInput()).build()
     try:
-        run = agent.prompt("go").start()
-        store = RunStore(store_path)
-        [approval] = await pending_in(store, run.run_id)
+        run, store, approval, model = await waiting(
+            store_path, "dangling", {"order": {"id": "A1"}}, "always"
+        )
         edit = {"order": {"id": "B2"}}
         if front == "run":
             run.interactions.decide(approval.id, approved=True, args=edit)
@@ -75,13 +84,8 @@ async def test_a_draft_07_schema_checks_an_edit_alike_in_the_run_and_in_another_
     store_path,
 ):
     args = {"when": "2025-01-02T10:00:00Z", "seats": 2}
-    model = QueueModel([call("booking", args), "done"])
-    server = odd(approval="always")
-    agent = AgentBuilder("a", model).mcp([server]).human_input(StoreHumanInput()).build()
     try:
-        run = agent.prompt("go").start()
-        store = RunStore(store_path)
-        [approval] = await pending_in(store, run.run_id)
+        run, store, approval, model = await waiting(store_path, "booking", args, "always")
         for edit in ({**args, "when": "next week"}, {**args, "seats": "2"}):
             said = []
             for decide in (
@@ -106,12 +110,8 @@ async def test_answers_to_a_form_whose_fields_a_validator_cannot_use_reach_the_s
     """A form field with a ``pattern`` that is not a regular expression and a ``minimum`` given
     as text: the answers are checked by their type only (the server checks the rest), from the
     run, the store and the command line alike, with no internal failure."""
-    model = QueueModel([call("ask_room", {}), "done"])
-    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).human_input(StoreHumanInput())
     try:
-        run = agent.build().prompt("go").start()
-        store = RunStore(store_path)
-        [question] = await pending_in(store, run.run_id)
+        run, _, question, model = await waiting(store_path, "ask_room", {}, "never")
         answers = [
             {"questionId": "room", "answer": "B-12", "custom": True},
             {"questionId": "floor", "answer": "3", "custom": True},

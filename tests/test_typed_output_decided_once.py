@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, field_validator
+from test_typed_output_hooks import City, final
 
 from anvia_notebook import (
     AgentBuilder,
@@ -23,26 +24,15 @@ from anvia_notebook import (
     StoreHumanInput,
     create_hook,
 )
-from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.models import QueueModel
 
 from helpers import tool_results
 
 pytestmark = pytest.mark.timeout(60)
 
 
-class City(BaseModel):
-    name: str
-    population: int = Field(gt=0)
-
-
 BAD_CITY = {"name": "Paris", "population": "many"}
 INVALID_FIX = {"name": "Paris", "population": -1}
-
-
-def final(arguments: Any, id: str = "out_1") -> ModelResponse:
-    return ModelResponse(
-        text="", tool_calls=[ToolCall(id=id, name="final_result", arguments=arguments)]
-    )
 
 
 def decided_events(run: Any) -> list[Any]:
