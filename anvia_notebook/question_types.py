@@ -210,7 +210,7 @@ def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | N
     if not isinstance(text, str) or not text.strip():
         return f"{name} is empty."
     if choice is None:
-        return None if question.answer_schema is None else _unfit(question, text.strip())
+        return None if question.answer_schema is None else _unfit(question, text.strip(), name)
     if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
         return f"{choice!r} is not a choice of question {question.id!r}."
     if custom is True:
@@ -240,9 +240,10 @@ def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
     return int(number) if kind == "integer" or (number.is_integer() and "." not in text) else number
 
 
-def _unfit(question: Question, text: str) -> str | None:
-    """Why a custom answer does not fit the question's ``answer_schema``, or None (a schema
-    a validator cannot use checks only the answer's type: the server checks the rest)."""
+def _unfit(question: Question, text: str, name: str) -> str | None:
+    """Why a custom answer (``name``: "The answer to question ...") does not fit the question's
+    ``answer_schema``, or None (a schema a validator cannot use checks only the answer's type:
+    the server checks the rest)."""
     from ._schema_check import schema_problems
 
     schema = question.answer_schema or {}
@@ -250,13 +251,9 @@ def _unfit(question: Question, text: str) -> str | None:
         value = typed_answer(schema, text)
     except ValueError:
         kind = "a whole number" if schema.get("type") == "integer" else "a number"
-        return f"The answer to question {question.id!r} must be {kind}; got {text!r}."
+        return f"{name} must be {kind}; got {text!r}."
     problems = schema_problems(schema, value, limit=1)
-    return (
-        f"The answer to question {question.id!r} does not fit: {problems[0]}."
-        if problems
-        else None
-    )
+    return f"{name} does not fit: {problems[0]}." if problems else None
 
 
 def check_operator_answers(
