@@ -69,6 +69,7 @@ __all__ = [
     "CURRENT_TOOL_CALL",
     "ApprovalOutcome",
     "CurrentToolCall",
+    "INTERACTION_EVENTS",
     "ToolExecutor",
     "interaction_event",
 ]
@@ -871,6 +872,10 @@ _EVENTS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
     "approval": (ToolApprovalRequestEvent, ToolApprovalResultEvent),
     "question": (ToolQuestionRequestEvent, ToolQuestionResultEvent),
 }
+#: The events that open or close an interaction (a saved notebook's copy is rewritten on each).
+INTERACTION_EVENTS: frozenset[type[BaseModel]] = frozenset(
+    event for pair in _EVENTS.values() for event in pair
+)
 
 
 def interaction_event(record: ApprovalRecord | QuestionRecord, decided: bool) -> Any:

@@ -86,6 +86,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "_ended_status",
             "call_fields",
             "_EVENTS",
+            "INTERACTION_EVENTS",
             "interaction_event",
             "ApprovalOutcome",
             "_shown_args",

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .._tool_exec import INTERACTION_EVENTS
 from .._util import cli_command
 from ..errors import DecisionRefusedError
 from ..events import (
@@ -28,9 +29,7 @@ from ..events import (
     FinalEvent,
     RunEvent,
     ToolApprovalRequestEvent,
-    ToolApprovalResultEvent,
     ToolQuestionRequestEvent,
-    ToolQuestionResultEvent,
     TurnEndEvent,
 )
 from ..records import approval_scope
@@ -63,15 +62,6 @@ __all__ = ["FLUSH_NOW", "LIVE_SLOT_CLASS", "TranscriptSession"]
 
 logger = logging.getLogger("anvia_notebook")
 
-#: Events that open or close an interaction: the saved copy in the cell is rewritten.
-INTERACTION_EVENTS: frozenset[type[Any]] = frozenset(
-    (
-        ToolApprovalRequestEvent,
-        ToolApprovalResultEvent,
-        ToolQuestionRequestEvent,
-        ToolQuestionResultEvent,
-    )
-)
 #: The class of the element around a static copy that a page with the live model covers.
 LIVE_SLOT_CLASS = "anvia-live-slot"
 
@@ -235,8 +225,7 @@ class TranscriptSession:
         a decision that is not the first, or edited arguments the tool's input model rejects:
         the refusal is the reply)."""
         run = self.run
-        interaction = run.interactions.get(message.approval_id) if run is not None else None
-        if run is None or interaction is None:
+        if run is None or run.interactions.get(message.approval_id) is None:
             return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
         if _asking_run(run, message.approval_id).request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
@@ -276,9 +265,8 @@ class TranscriptSession:
             return f"Unknown question {message.question_id!r}."
         if isinstance(message, QuestionDeclineMsg):
             self.run.interactions.decline(message.question_id, via="widget")
-        else:
-            answers = [a.model_dump() for a in message.answers]
-            self.run.interactions.answer(message.question_id, answers, via="widget")
+        else:  # (the answers are read as any decider's are: no copy of them is made here)
+            self.run.interactions.answer(message.question_id, message.answers, via="widget")
         return None
 
     def _on_inspect(self, message: InspectMsg) -> dict[str, Any]:
