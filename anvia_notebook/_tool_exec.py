@@ -442,10 +442,7 @@ class ToolExecutor:
             )
         intercepted = self._intercepted(tool, call)
         try:
-            if intercepted:
-                args = parse_arguments(tool.name, QuestionInput, raw_args)
-            else:
-                args = tool.parse_args(raw_args)
+            args = _parsed(tool, raw_args, intercepted)
         except ToolArgumentsError as error:
             return (
                 await self._tool_error(call, internal_id, raw_args, error, str(error)),
@@ -491,11 +488,7 @@ class ToolExecutor:
                 return outcome.told, outcome.told.startswith(EDIT_REFUSED), raw_args
             if (edited := outcome.edited) is not None:
                 try:
-                    args = (
-                        parse_arguments(tool.name, input_model, edited)
-                        if intercepted
-                        else tool.parse_args(edited)
-                    )
+                    args = _parsed(tool, edited, intercepted)
                 except ToolArgumentsError as error:
                     text = f"{EDIT_REFUSED}{error}"
                     self.refuse_edit(request.approval_id, text)
@@ -811,6 +804,12 @@ def _ended_status(record: ApprovalRecord | QuestionRecord) -> ToolCallStatus:
     (its record is rejected, timed out or cancelled)."""
     status = record.status
     return status if status in ("rejected", "timed_out") else "cancelled"
+
+
+def _parsed(tool: Tool, raw: str | dict[str, Any], as_questions: bool) -> BaseModel:
+    """A call's arguments validated (``ToolArgumentsError`` when they do not fit): as questions
+    for a call put to a person (:meth:`ToolExecutor._intercepted`), else as the tool's input."""
+    return parse_arguments(tool.name, QuestionInput, raw) if as_questions else tool.parse_args(raw)
 
 
 def call_fields(call: ToolCall, internal_id: str) -> dict[str, Any]:

@@ -90,6 +90,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "interaction_event",
             "ApprovalOutcome",
             "_shown_args",
+            "_parsed",
         ],
     ),
     (
