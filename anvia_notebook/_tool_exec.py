@@ -7,7 +7,7 @@ import contextvars
 import functools
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -579,8 +579,9 @@ class ToolExecutor:
     async def _ask(
         self, call: ToolCall, internal_id: str, args: BaseModel
     ) -> tuple[str, bool] | None:
-        """Put the questions to a person; ``None`` means fall back to ``execute``."""
-        questions = QuestionInput.model_validate(args.model_dump()).questions
+        """Put the questions to a person; ``None`` means fall back to ``execute``. (``args``
+        are the call's, read as questions: see :func:`_parsed`.)"""
+        questions = cast(QuestionInput, args).questions
         earlier = self._earlier(self.state.questions, call.id)
         # A question decided before a resume is told as it was then (no time limit known).
         timeout = None if earlier is not None and not earlier.pending else self._human_timeout()
@@ -640,16 +641,14 @@ class ToolExecutor:
             input_model=getattr(request, "input_model", None),
             args_schema=getattr(request, "args_schema", None),
             timeout=timeout,
-            timeout_reason=None if timeout is None else _timed_out_text(record, timeout),
+            timeout_reason=_timed_out_text(record, timeout),
         )
         self.emit(interaction_event(record, decided=False))
         if interaction.pending:
             told = await self._wait(interaction, request)
         else:  # a decision stored before a resume
             self._finish(interaction, None)
-        ended = interaction.record
-        assert isinstance(ended, kind)
-        return ended, told
+        return cast(RecordT, interaction.record), told
 
     async def _wait(
         self, interaction: OpenInteraction, request: ToolApprovalRequest | QuestionRequest
