@@ -147,17 +147,26 @@ async def test_run_store_approve_in_another_process_is_decided_by_the_run(
     store.close()
 
 
+@pytest.mark.parametrize("head_start", [False, True])
 async def test_an_edited_approval_racing_a_rejection_from_a_third_process_has_one_winner(
-    store_location: str, effects: Path, tmp_path: Path
+    store_location: str, effects: Path, tmp_path: Path, head_start: bool
 ) -> None:
+    """Sent together (the rejection, which needs no run, mostly wins), or the rejection once
+    the run has taken the approval (it meets the run's claim, which mostly wins)."""
     store = RunStore(store_location)
     run, approval = await waiting(store)
-    go = tmp_path / "go"
+    go, then = tmp_path / "go", tmp_path / "then"
     approving = decide_in_child(
         store_location, "approve", run.run_id, approval.id, go, args={"amount": 8}
     )
-    rejecting = decide_in_child(store_location, "reject", run.run_id, approval.id, go, reason="no")
+    rejecting = decide_in_child(
+        store_location, "reject", run.run_id, approval.id, then, reason="no"
+    )
     go.touch()
+    if head_start:
+        taken = lambda: store._q("SELECT id FROM decision_requests WHERE status <> 'queued'")  # noqa: E731
+        await asyncio.to_thread(wait_until, taken, approving, "the run to take the approval")
+    then.touch()
     approved, rejected = await asyncio.gather(
         asyncio.to_thread(said, approving), asyncio.to_thread(said, rejecting)
     )

@@ -68,7 +68,7 @@ class DecisionRequests:
         owner = self._owner_of(owner_run)
         me = this_process()
         if not owner_alive(*owner) or (owner[0], owner[1]) == (me.host, me.pid):
-            return None  # (in the run's own process the run hears of it through the store)
+            return None  # (in the run's own process: claimed here, checked when the run hears)
         request_id = new_id("decide")
         decision = {key: getattr(resolution, key) for key in _SENT}
         self._q(
@@ -83,17 +83,16 @@ class DecisionRequests:
             )
             if status == "refused":
                 raise DecisionRefusedError(answer)
-            if status == "done":
-                return self.record(record.id)
             alive = owner_alive(*self._owner_of(owner_run))
             late = time.monotonic() - deadline
-            gone = not alive or late > 0 or not getattr(self.record(record.id), "pending", 0)
-            if status == "queued" and gone:
+            # (read last: what the run's process did before it answered or died is in it)
+            stored = self.record(record.id)
+            if status == "done" or (status == "taken" and (not alive or late > CONFIRM_TIMEOUT)):
+                return stored
+            if status == "queued" and (not alive or late > 0 or not (stored and stored.pending)):
                 if self._withdraw(request_id):
                     return None
                 continue  # taken meanwhile: wait for the answer
-            if status == "taken" and (not alive or late > CONFIRM_TIMEOUT):
-                return self.record(record.id)  # what it claimed before it died, if anything
             time.sleep(poll)
 
     def _withdraw(self, request_id: str) -> bool:
