@@ -13,7 +13,8 @@
 default is ``.anvia/runs.sqlite`` in the current folder. A notebook keeps its runs in
 ``.anvia/runs.sqlite`` next to the notebook, so ``--store notebooks/.anvia/runs.sqlite`` lists the
 runs of the notebooks in ``notebooks/``. A refused decision, or a message to a run that has
-ended, exits with status 1.
+ended, exits with status 1. ``approve --args`` of a run whose process is alive is checked by that
+process (the tool's own rules too) before it is recorded; a refused edit prints the run's words.
 
 ``python`` above is the Python that has this package (after the quickstart, ``.venv/bin/python``,
 or ``python`` once ``.venv`` is activated); the commands the command line suggests name this
@@ -82,7 +83,8 @@ def _parser() -> argparse.ArgumentParser:
         decide[command].add_argument("run_id")
         decide[command].add_argument(item_id)
     decide["approve"].add_argument("--reason")
-    decide["approve"].add_argument("--args", help="edited arguments, a JSON object")
+    edits = "edited arguments, a JSON object (checked by the run's process while it is alive)"
+    decide["approve"].add_argument("--args", help=edits)
     decide["reject"].add_argument("--reason")
     decide["answer"].add_argument(
         "--json", required=True, dest="answers", help="the answers, a JSON list"

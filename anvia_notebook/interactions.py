@@ -135,7 +135,11 @@ class Interactions:
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction
-                self.store.watch(record.id, lambda decided: self._from_store(record.id, decided))
+                self.store.watch(
+                    record.id,
+                    lambda decided: self._from_store(record.id, decided),
+                    lambda resolution: self._confirm(record.id, resolution),
+                )
         if timeout is not None:
             reason = timeout_reason or f"No decision within {timeout:g} s (timed out)."
             interaction.timer = loop.call_later(
@@ -337,6 +341,15 @@ class Interactions:
             interaction = self._items.get(item_id)
             if interaction is not None and interaction.pending:
                 self._settle(interaction, record, Resolution.of_record(record))
+
+    def _confirm(self, item_id: str, resolution: Resolution) -> None:
+        """An approval with edited arguments another process sent this run to decide (on the
+        watcher thread): checked and claimed as any decider's here (a decision that comes second
+        loses); raises ``DecisionRefusedError`` when the check refuses it."""
+        with self._lock:
+            interaction = self._items.get(item_id)
+        if interaction is not None:
+            self.resolve(interaction, resolution)
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""

@@ -112,6 +112,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "RunState.hold",
         ],
     ),
+    ("edits sent to the run", "store/_confirm.py", None),
     (
         "typed output fix",
         "_typed_output.py",

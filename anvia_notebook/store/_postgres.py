@@ -28,8 +28,9 @@ _ESCAPE = "\ue000"  # a private-use character: text seldom holds it
 _ESCAPED = re.compile(_ESCAPE + "[01]")
 
 
-#: Writes that a watcher in another process must hear of at once (a decision, a steered message).
-_ANNOUNCED = ("UPDATE INTERACTIONS", "INSERT INTO STEERING")
+#: Writes that a watcher in another process must hear of at once (a decision, a steered message,
+#: a decision sent to the run's process to check).
+_ANNOUNCED = ("UPDATE INTERACTIONS", "INSERT INTO STEERING", "INSERT INTO DECISION_REQUESTS")
 
 
 def _put(value: Any) -> Any:

@@ -140,6 +140,27 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "ALTER TABLE runs ADD COLUMN steering_closed INTEGER",
         ],
     ),
+    (
+        7,
+        [
+            # An approval with edited arguments decided in another process while the run's
+            # process is alive: sent to that process, which checks it with the tool's own model
+            # and claims it or refuses it (``store/_confirm.py``). ``decision``: the approval as
+            # JSON; ``status``: ``queued``, ``taken`` (by the run's process), ``done`` (decided
+            # there), ``refused`` (``answer``: the run's words) or ``withdrawn`` (by the sender,
+            # which gave up waiting).
+            """CREATE TABLE decision_requests (
+                id TEXT PRIMARY KEY,
+                interaction_id TEXT NOT NULL,
+                decision TEXT NOT NULL,
+                status TEXT NOT NULL,
+                answer TEXT,
+                created_at TEXT NOT NULL
+            )""",
+            "CREATE INDEX decision_requests_by_interaction ON decision_requests "
+            "(interaction_id, status)",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -57,6 +57,7 @@ from ..records import (
 )
 from ..run_state import RunState
 from ..trace import Trace
+from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
 from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
@@ -205,7 +206,7 @@ def _open_backend(location: str | os.PathLike[str]) -> Any:
     return SQLiteBackend(text)
 
 
-class RunStore(SteeringRows):
+class RunStore(SteeringRows, DecisionRequests):
     """Runs that outlive the kernel: a SQLite file (default) or ``postgresql://...``."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -213,6 +214,8 @@ class RunStore(SteeringRows):
         self.location: str = self._backend.location
         self._watch_lock = threading.Lock()
         self._watched: dict[str, Callable[[Record], None]] = {}
+        #: The run's check of an approval with edited arguments sent by another process (by id).
+        self._confirming: dict[str, ConfirmCallback] = {}
         #: Runs this process runs, watched for messages steered into them (by run id).
         self._steering_watched: dict[str, SteeringCallback] = {}
         self._owned: set[str] = set()
@@ -554,8 +557,15 @@ class RunStore(SteeringRows):
         decided_by: DecidedBy = "human",
         via: DecidedVia = "store",
     ) -> ApprovalRecord:
-        """Approve a pending approval (``args`` replace the call's arguments, checked against
-        the tool's input first); the first decision wins."""
+        """Approve a pending approval; the first decision wins.
+
+        ``args`` replace the call's arguments. They are checked against the tool's JSON Schema
+        here; while the run's process is alive (and is another process), the approval is sent
+        to it, which checks them with the tool's own input model too (a validator) and records
+        the approval, or refuses it with ``DecisionRefusedError`` in the words the run gives a
+        refused edit (nothing is recorded: the approval still waits). When that process is gone,
+        or dies before it answers, the approval is recorded here and the run checks the edit
+        when it is resumed (an edit it refuses then rejects the call)."""
         resolution = Resolution.approval(
             True, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
@@ -599,9 +609,10 @@ class RunStore(SteeringRows):
     def _decide(
         self, run_id: str, item: str | Record, kind: type[RecordT], resolution: Resolution
     ) -> RecordT:
-        """Check ``resolution`` against the stored record, then claim it (the whole record).
-        ``run_id``: the interaction's run, or a run above it (a sub-agent's interaction is
-        decided given the top-level run's id too)."""
+        """Check ``resolution`` against the stored record, then claim it (the whole record);
+        an approval with edited arguments is decided by the run's live process, if another
+        (``_confirm``). ``run_id``: the interaction's run, or a run above it (a sub-agent's
+        interaction is decided given the top-level run's id too)."""
         item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
         unknown = DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
         rows = self._q(
@@ -614,7 +625,15 @@ class RunStore(SteeringRows):
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
-        won, current = self.claim(decided(record, resolution))
+        ours = decided(record, resolution)
+        if resolution.status == "approved" and resolution.args is not None:
+            confirmed = self._decided_by_owner(owner_run, record, resolution, POLL_INTERVAL)
+            if confirmed is not None and not confirmed.pending:
+                if not same_decision(confirmed, ours):
+                    raise refused_twice(confirmed)
+                assert isinstance(confirmed, kind)
+                return confirmed
+        won, current = self.claim(ours)
         if not won:  # (no row: never, as interactions are not deleted)
             raise unknown if current is None else refused_twice(current)
         assert isinstance(current, kind)
@@ -948,16 +967,25 @@ class RunStore(SteeringRows):
 
     # -- watching for decisions from elsewhere, heartbeats ---------------------------------------
 
-    def watch(self, item_id: str, callback: Callable[[Record], None]) -> None:
+    def watch(
+        self,
+        item_id: str,
+        callback: Callable[[Record], None],
+        confirm: ConfirmCallback | None = None,
+    ) -> None:
         """Call ``callback(record)`` (on a background thread) once ``item_id`` is decided in the
-        store by anyone; :meth:`unwatch` stops watching."""
+        store by anyone; :meth:`unwatch` stops watching. ``confirm(resolution)`` (the run's
+        process) decides an approval with edited arguments another process sent it."""
         with self._watch_lock:
             self._watched[item_id] = callback
+            if confirm is not None:
+                self._confirming[item_id] = confirm
         self._ensure_watcher()
 
     def unwatch(self, item_id: str) -> None:
         with self._watch_lock:
             self._watched.pop(item_id, None)
+            self._confirming.pop(item_id, None)
 
     def _own(self, run_id: str) -> None:
         with self._watch_lock:
@@ -986,6 +1014,7 @@ class RunStore(SteeringRows):
         while not self._stop.wait(POLL_INTERVAL):
             with self._watch_lock:
                 watched = dict(self._watched)
+                confirming = dict(self._confirming)
                 steered = dict(self._steering_watched)
                 owned = set(self._owned)
             if self._backend.commits != self._checkpointed:
@@ -1014,6 +1043,8 @@ class RunStore(SteeringRows):
                     version = self._backend.data_version()
                     if version != last_version:
                         last_version = version
+                        if confirming:
+                            self._deliver_requests(confirming)
                         if watched:
                             self._deliver(watched)
                         if steered:
@@ -1035,6 +1066,7 @@ class RunStore(SteeringRows):
         for record in self._records(where, list(watched)):
             with self._watch_lock:
                 callback = self._watched.pop(record.id, None)
+                self._confirming.pop(record.id, None)
             try:
                 if callback is not None:
                     callback(record)
