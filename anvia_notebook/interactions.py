@@ -343,9 +343,9 @@ class Interactions:
                 self._settle(interaction, record, Resolution.of_record(record))
 
     def _confirm(self, item_id: str, resolution: Resolution) -> None:
-        """An approval with edited arguments another process sent this run to decide (on the
-        watcher thread): checked and claimed as any decider's here (a decision that comes second
-        loses); raises ``DecisionRefusedError`` when the check refuses it."""
+        """An approval with edited arguments sent through a run store for this run to decide (on
+        the watcher thread): checked and claimed as any decider's here (a decision that comes
+        second loses); raises ``DecisionRefusedError`` when the check refuses it."""
         with self._lock:
             interaction = self._items.get(item_id)
         if interaction is not None:

@@ -399,11 +399,13 @@ class EvenAmount(BaseModel):
         return value
 
 
-async def test_an_edit_only_the_tool_s_own_validator_refuses_is_recorded_as_the_rejection_it_was(
+async def test_an_edit_only_the_tool_s_own_validator_refuses_is_refused_before_it_is_recorded(
     store_path,
 ):
     """The store checks edited arguments against the tool's JSON Schema; a rule the schema
-    cannot say (a validator) is found by the run, which then records the call as rejected."""
+    cannot say (a validator) is the run's: a ``RunStore`` of the run's own process sends the
+    edit to the run, which refuses it in the words every decider gets. Nothing is recorded, the
+    approval still waits, and a valid edit then runs the tool with it."""
     ran: list[int] = []
     pay = create_tool(
         name="pay",
@@ -416,12 +418,16 @@ async def test_an_edit_only_the_tool_s_own_validator_refuses_is_recorded_as_the_
     agent = AgentBuilder("a", model).tool(pay).human_input(StoreHumanInput()).build()
     run = agent.prompt("go").start()
     [pending] = await pending_of(run)
-    RunStore(store_path).approve(run.run_id, pending.id, args={"amount": 3})  # schema: fine
-    await asyncio.wait_for(run.wait(), 10)
-    assert ran == []
-    [result] = tool_results(model.requests[1])
-    assert result.is_error and "the amount must be even" in result.content
+    store = RunStore(store_path)
+    with pytest.raises(DecisionRefusedError, match=r"not valid for pay.*the amount must be even"):
+        await asyncio.to_thread(store.approve, run.run_id, pending.id, args={"amount": 3})
     [stored] = RunStore(store_path).interactions(run.run_id)
-    assert stored.status == "rejected" and stored.edited_args is None
-    assert "Edited arguments were rejected" in (stored.decision_reason or "")
-    assert run.state.approvals[pending.id] == stored
+    assert stored.status == "pending" and run.state.approvals[pending.id].status == "pending"
+    approved = await asyncio.to_thread(store.approve, run.run_id, pending.id, args={"amount": 4})
+    assert approved.status == "approved" and approved.edited_args == {"amount": 4}
+    await asyncio.wait_for(run.wait(), 10)
+    assert ran == [4]
+    [result] = tool_results(model.requests[1])
+    assert not result.is_error and result.content == "paid"
+    [stored] = RunStore(store_path).interactions(run.run_id)
+    assert stored == approved == run.state.approvals[pending.id]

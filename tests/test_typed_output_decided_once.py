@@ -19,6 +19,7 @@ from anvia_notebook import (
     AgentBuilder,
     ApprovalDecision,
     CallbackHumanInput,
+    DecisionRefusedError,
     OutputValidationError,
     RunStore,
     StoreHumanInput,
@@ -168,12 +169,12 @@ class EvenCity(BaseModel):
         return value
 
 
-async def test_a_stored_fix_only_the_output_types_own_rule_refuses_ends_the_run(
+async def test_a_stored_fix_only_the_output_types_own_rule_refuses_is_refused_before_it_is_recorded(
     store_path: Path,
 ) -> None:
     """The run store checks a fix against the output type's JSON Schema; a rule the schema
-    cannot say (a validator) is found by the run, which then records the repair as rejected
-    (the one decision corrected after it was recorded: it was written by another process)."""
+    cannot say (a validator) is the run's: the fix is sent to the run, which refuses it
+    (nothing recorded, the repair still waits); a valid fix then ends the run with it."""
     model = QueueModel([final({"name": "Paris", "population": "many"})])
     agent = (
         AgentBuilder("typed", model)
@@ -187,12 +188,16 @@ async def test_a_stored_fix_only_the_output_types_own_rule_refuses_ends_the_run(
     run.start()
     await asyncio.wait_for(asked.wait(), 30)
     [pending] = run.interactions.pending
-    fix = {"name": "Paris", "population": 3}
-    RunStore(store_path).approve(run.run_id, pending.id, args=fix)  # schema: fine
-    with pytest.raises(OutputValidationError, match="The fix is not a valid EvenCity") as caught:
-        await asyncio.wait_for(run.wait(), 30)
-    assert "the population must be even" in str(caught.value)
+    store = RunStore(store_path)
+    odd, even = {"name": "Paris", "population": 3}, {"name": "Paris", "population": 4}
+    with pytest.raises(DecisionRefusedError, match="the population must be even"):
+        await asyncio.to_thread(store.approve, run.run_id, pending.id, args=odd)
     [stored] = RunStore(store_path).interactions(run.run_id)
-    assert stored.status == "rejected" and stored.edited_args is None
+    assert stored.status == "pending" and run.state.approvals[pending.id].status == "pending"
+    await asyncio.to_thread(store.approve, run.run_id, pending.id, args=even)
+    result = await asyncio.wait_for(run.wait(), 30)
+    assert result.data == EvenCity(name="Paris", population=4)
+    [stored] = RunStore(store_path).interactions(run.run_id)
+    assert stored.status == "approved" and stored.edited_args == even
     assert run.state.approvals[pending.id] == stored
     assert decided_events(run)[-1] == stored  # what the page shows last is what happened

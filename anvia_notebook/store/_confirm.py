@@ -1,15 +1,15 @@
-"""Edited arguments decided in another process, checked and recorded by the run's own process.
+"""Edited arguments decided through the run store, checked and recorded by the run's process.
 
 ``RunStore.approve(..., args=...)`` and ``python -m anvia_notebook approve --args`` check an edit
-against the tool's JSON Schema, kept with the interaction; only the process that runs the run has
-the tool's model, which may refuse more (a validator). So while that process is alive (and is
-not this one), the approval is not claimed here: it is queued in ``decision_requests``; the run's
-store watcher hands it to the run (``Interactions.resolve``: the one check, then the claim, first
-decision wins) and marks the request ``done``, or ``refused`` with the run's words (nothing is
-recorded: the approval still waits). The sender waits for that answer (polling, within
-:data:`CONFIRM_TIMEOUT`). When the run's process dies first, or does not take the request in
-time, the sender withdraws it and claims the approval itself, as without a live process: the run
-then checks the edit when it is resumed.
+against the tool's JSON Schema, kept with the interaction; only the run, in the process that runs
+it, has the tool's model, which may refuse more (a validator). So while that process is alive
+(another process, or this one), the approval is not claimed by the store: it is queued in
+``decision_requests``; the run's store watcher hands it to the run (``Interactions.resolve``: the
+one check, then the claim, first decision wins) and marks the request ``done``, or ``refused`` with
+the run's words (nothing is recorded: the approval still waits). The sender waits for that answer
+(polling, within :data:`CONFIRM_TIMEOUT`). When the run's process dies first, or does not take the
+request in time, the sender withdraws it and claims the approval itself, as without a live process:
+the run then checks the edit when it is resumed.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from .._util import new_id
 from ..decisions import Resolution
 from ..errors import DecisionRefusedError
 from ..records import ApprovalRecord, QuestionRecord, utc_now
-from ._owner import owner_alive, this_process
+from ._owner import owner_alive
 
 __all__ = ["CONFIRM_TIMEOUT", "ConfirmCallback", "DecisionRequests", "same_decision"]
 
@@ -66,9 +66,8 @@ class DecisionRequests:
         it did not take the request (then the caller claims it). Raises
         ``DecisionRefusedError`` with the run's words when it refused."""
         owner = self._owner_of(owner_run)
-        me = this_process()
-        if not owner_alive(*owner) or (owner[0], owner[1]) == (me.host, me.pid):
-            return None  # (in the run's own process: claimed here, checked when the run hears)
+        if not owner_alive(*owner):
+            return None
         request_id = new_id("decide")
         decision = {key: getattr(resolution, key) for key in _SENT}
         self._q(

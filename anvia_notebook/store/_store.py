@@ -214,7 +214,7 @@ class RunStore(SteeringRows, DecisionRequests):
         self.location: str = self._backend.location
         self._watch_lock = threading.Lock()
         self._watched: dict[str, Callable[[Record], None]] = {}
-        #: The run's check of an approval with edited arguments sent by another process (by id).
+        #: The run's check of an approval with edited arguments sent through a store (by id).
         self._confirming: dict[str, ConfirmCallback] = {}
         #: Runs this process runs, watched for messages steered into them (by run id).
         self._steering_watched: dict[str, SteeringCallback] = {}
@@ -560,12 +560,12 @@ class RunStore(SteeringRows, DecisionRequests):
         """Approve a pending approval; the first decision wins.
 
         ``args`` replace the call's arguments. They are checked against the tool's JSON Schema
-        here; while the run's process is alive (and is another process), the approval is sent
-        to it, which checks them with the tool's own input model too (a validator) and records
+        here; while the run's process is alive (another process, or this one), the approval is sent
+        to the run, which checks them with the tool's own input model too (a validator) and records
         the approval, or refuses it with ``DecisionRefusedError`` in the words the run gives a
-        refused edit (nothing is recorded: the approval still waits). When that process is gone,
-        or dies before it answers, the approval is recorded here and the run checks the edit
-        when it is resumed (an edit it refuses then rejects the call)."""
+        refused edit (nothing is recorded: the approval still waits). When that process is gone, or
+        dies before it answers, the approval is recorded here and the run checks the edit when it
+        is resumed (an edit it refuses then rejects the call)."""
         resolution = Resolution.approval(
             True, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
@@ -975,7 +975,7 @@ class RunStore(SteeringRows, DecisionRequests):
     ) -> None:
         """Call ``callback(record)`` (on a background thread) once ``item_id`` is decided in the
         store by anyone; :meth:`unwatch` stops watching. ``confirm(resolution)`` (the run's
-        process) decides an approval with edited arguments another process sent it."""
+        process) decides an approval with edited arguments sent through a store."""
         with self._watch_lock:
             self._watched[item_id] = callback
             if confirm is not None:
