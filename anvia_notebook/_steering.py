@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ._util import check_steering_text, new_id, running_loop
+from ._util import check_steering_text, check_valid_text, new_id, running_loop
 from .events import SteeringMessageEvent
 from .messages import Message
 
@@ -49,14 +49,36 @@ def steering_messages(value: Any) -> list[Message]:
         check_steering_text(value)
         return [Message.user(value)]
     if isinstance(value, Message):
-        return [value]
+        return [_storable(value)]
     if isinstance(value, (list, tuple)):
         if not all(isinstance(item, Message) for item in value):
             raise TypeError("steer() takes a str, a Message or a list of Messages.")
-        return list(value)
+        return [_storable(item) for item in value]
     raise TypeError(
         f"steer() takes a str, a Message or a list of Messages, not {type(value).__name__}."
     )
+
+
+def _storable(message: Message) -> Message:
+    """``message``, refused when its texts are not valid text (the run's store could not keep
+    it, and the run would go on unstored)."""
+    try:
+        message.model_dump_json()
+    except Exception:
+        for text in _texts(message.model_dump()):
+            check_valid_text(text, "A steered message")
+        raise
+    return message
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _texts(item)]
+    return []
 
 
 def new_items(messages: Sequence[Message]) -> list[SteeringItem]:

@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._util import check_valid_text
 from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
@@ -302,6 +303,10 @@ class Studio:
         text = text.strip()
         if not text:
             return "Type a message first."
+        try:  # (a store cannot keep it: the run and the session would go unstored)
+            check_valid_text(text, "The message")
+        except ValueError as error:
+            return str(error)
         session = self.session
         self._show(agent.id)
         self.selected = agent.id
