@@ -1,0 +1,103 @@
+"""Evals with hostile metrics and DataFrames: what a metric returns that is not a score, a
+DataFrame whose columns or cells are odd. Each problem is that score's (or that case's) error,
+said in words; the evaluation and its report (table, ``to_pandas``) never break."""
+
+from __future__ import annotations
+
+import decimal
+
+import pytest
+
+from anvia_notebook import AgentBuilder, evals
+from anvia_notebook.models import FunctionModel
+
+pytestmark = pytest.mark.timeout(60)
+
+CASES = [{"input": "a", "name": "a"}, {"input": "b", "name": "b"}]
+
+
+def agent(answer: str = "7"):
+    return AgentBuilder("evals-hostile", FunctionModel(lambda request: answer)).build()
+
+
+def shown(report: evals.EvalReport) -> None:
+    """Every way of showing the report works."""
+    html = report._repr_html_()
+    assert "<table>" in html
+    frame = report.to_pandas() if _has_pandas() else None
+    assert frame is None or len(frame) == len(report.cases)
+    assert report.summary()
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_a_number_too_large_for_a_score_is_that_scores_error_and_the_others_are_kept():
+    def huge(case, output):  # an int no float can hold
+        return 10**400 if case.name == "a" else 0.75
+
+    def fine(case, output):
+        return True
+
+    report = evals.evaluate_sync(agent(), CASES, [huge, fine], show=False)
+    assert report.status == "done"
+    a, b = report.cases
+    assert a.scores["huge"] is None and not a.passed
+    assert "too large" in a.details["huge"].error
+    assert a.scores["fine"] is True
+    assert b.scores["huge"] == 0.75 and b.passed
+    assert report.mean_scores["huge"] == 0.75
+    shown(report)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("yes", "returned str"),
+        (10**400, "too large"),
+        ({"score": 1}, "returned dict"),
+        (float("nan"), "NaN"),
+    ],
+    ids=["text", "huge", "dict", "nan"],
+)
+def test_a_score_object_carrying_something_that_is_not_a_score_is_an_error(value, words):
+    def scored(case, output):
+        return evals.Score(value if case.name == "a" else 0.9, True, reason="why")
+
+    report = evals.evaluate_sync(agent(), CASES, [scored], show=False)
+    a, b = report.cases
+    assert a.scores["scored"] is None and not a.passed
+    assert words in a.details["scored"].error
+    assert a.details["scored"].reason == "why"
+    assert b.scores["scored"] == 0.9 and b.passed
+    shown(report)
+
+
+def test_a_decimal_is_a_number():
+    def exact(case, output):
+        return {"a": decimal.Decimal("0.75"), "b": decimal.Decimal("NaN")}[case.name]
+
+    report = evals.evaluate_sync(agent(), CASES, [exact], show=False)
+    a, b = report.cases
+    assert a.scores["exact"] == 0.75 and a.passed and a.details["exact"].error is None
+    assert b.scores["exact"] is None and "NaN" in b.details["exact"].error
+    shown(report)
+
+
+def test_a_number_whose_conversion_fails_is_that_scores_error():
+    class Broken(float):
+        def __float__(self) -> float:
+            raise RuntimeError("no float for you")
+
+    def broken(case, output):
+        return Broken(0.5)
+
+    report = evals.evaluate_sync(agent(), CASES, [broken], show=False)
+    assert report.status == "done" and len(report.cases) == 2
+    assert all(c.scores["broken"] is None and c.details["broken"].error for c in report.cases)
+    shown(report)
