@@ -101,3 +101,42 @@ def test_a_number_whose_conversion_fails_is_that_scores_error():
     assert report.status == "done" and len(report.cases) == 2
     assert all(c.scores["broken"] is None and c.details["broken"].error for c in report.cases)
     shown(report)
+
+
+# -- DataFrames ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("twice", ["input", "expected", "name"])
+def test_a_dataframe_with_two_columns_of_the_same_name_is_refused(twice):
+    pandas = pytest.importorskip("pandas")
+    columns = ["input", "expected", "name"]
+    frame = pandas.DataFrame([["a", "7", "first", "other"]], columns=[*columns, twice])
+    # pandas would keep one of the two silently (a warning at most): the other's data lost
+    with pytest.raises(ValueError, match=f"two columns named '{twice}'"):
+        evals.evaluate_sync(agent(), frame, [evals.contains()], show=False)
+
+
+def test_empty_cells_of_every_kind_are_missing_values():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(
+        {
+            "input": ["a", "b", "c"],
+            "expected": pandas.Series(["7", pandas.NA, "8"], dtype="object"),
+            "name": ["first", pandas.NA, None],
+            "metadata": [{"k": 1}, pandas.NA, pandas.NaT],
+        }
+    )
+    report = evals.evaluate_sync(agent(), frame, [evals.exact_match()], show=False)
+    first, second, third = report.cases
+    assert [c.name for c in report.cases] == ["first", "case-2", "case-3"]
+    assert second.expected is None and second.metadata == {} and third.metadata == {}
+    assert "has none" in second.details["exact_match"].error  # as for a NaN cell
+    assert first.passed and not third.passed
+    shown(report)
+    dates = pandas.DataFrame({"input": ["a"], "expected": [pandas.NaT]})
+    [case] = evals.evaluate_sync(agent(), dates, [evals.exact_match()], show=False).cases
+    assert case.expected is None and "has none" in case.details["exact_match"].error
+    with pytest.raises(ValueError, match="Row 1 of the DataFrame has no input"):
+        evals.evaluate_sync(
+            agent(), pandas.DataFrame({"input": [pandas.NA]}), [evals.contains()], show=False
+        )

@@ -30,8 +30,20 @@ class Case(BaseModel):
 
 
 def _missing(value: Any) -> bool:
-    """A DataFrame cell left empty (None or NaN)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """A DataFrame cell left empty: None, NaN, or pandas' ``NA`` / ``NaT`` (or numpy's)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    kind = type(value)
+    if kind.__module__.startswith("pandas") and kind.__name__ in ("NAType", "NaTType"):
+        return True
+    if kind.__module__ == "numpy":  # a numpy NaN or NaT is not equal to itself
+        try:
+            return bool(value != value)
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def _from_mapping(raw: Mapping[str, Any], where: str) -> Case:
@@ -71,6 +83,12 @@ def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> C
 
 def _rows_of_frame(frame: Any) -> list[Case]:
     columns = [str(c) for c in frame.columns]
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:  # (pandas would keep one of them, and the other's cells would be lost)
+        raise ValueError(
+            f"The DataFrame of cases has two columns named {twice[0]!r}; keep one of them "
+            "(or rename the other)."
+        )
     if "input" not in columns:
         raise ValueError(
             "The DataFrame of cases has no 'input' column (it has: "
