@@ -115,10 +115,9 @@ def _score_value(value: Any) -> tuple[bool | float | None, str | None]:
         try:
             number = float(value)
         except OverflowError:
-            digits = len(str(abs(int(value))))
             return None, (
-                f"The metric returned a number too large for a score ({digits} digits); a score "
-                "is a finite number."
+                "The metric returned a number too large for a score (beyond a float's range); "
+                "a score is a finite number."
             )
         except ValueError:  # (a signaling NaN)
             number = math.nan
