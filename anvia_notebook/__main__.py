@@ -282,7 +282,7 @@ def _not_text(args: argparse.Namespace) -> str | None:
 def _steer(location: str, args: argparse.Namespace) -> None:
     """Only the store's connection is opened (the runtime is not loaded): a message from the
     terminal reaches the run within a second, even on a busy machine."""
-    from .store._steer_write import steer_stored
+    from .store._steer_write import steer_stored, top_run
 
     sent = steer_stored(location, args.run_id, args.text)
     if sent is None:  # an older store (migrated first), or not a run store (RunStore says so)
@@ -292,11 +292,20 @@ def _steer(location: str, args: argparse.Namespace) -> None:
         try:
             store.steer(args.run_id, args.text)
             status = store.status(args.run_id)
+            top = top_run(store._backend, store._sql, args.run_id)
         finally:
             store.close()
     else:
-        status = sent[1]
-    if status == "interrupted":
+        _, status, top = sent
+    if status == "interrupted" and top is not None:
+        # A sub-agent's run goes on only inside its top-level run: resuming it alone would
+        # answer nobody.
+        print(
+            f"Queued for run {args.run_id}, a sub-agent's run inside run {top[0]}. Its process "
+            f"is gone: the message is delivered when that run is resumed with its agent "
+            f"{top[1]!r} (agent.resume({top[0]!r}))."
+        )
+    elif status == "interrupted":
         print(
             f"Queued for run {args.run_id}. Its process is gone: the message is delivered when "
             f"the run is resumed (agent.resume({args.run_id!r}))."

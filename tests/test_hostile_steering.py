@@ -12,8 +12,11 @@ import asyncio
 from typing import Any
 
 import pytest
+import subagent_agents
+from child_processes import child_environ, kill, start_python, wait_until
 
 from anvia_notebook import AgentBuilder, Message, RunStore, create_tool
+from anvia_notebook.__main__ import main as cli
 from anvia_notebook.models import QueueModel
 
 from helpers import AddInput, call
@@ -75,3 +78,42 @@ async def test_a_request_refuses_such_a_text_before_the_run_starts(store_path):
         request.steer(LONE)
     response = await request.send()
     assert [m.content for m in response.messages] == ["hi", "done"]
+
+
+# -- a sub-agent's run, its process killed with SIGKILL -------------------------------------------
+
+
+def test_a_message_to_a_killed_sub_agent_s_run_says_to_resume_the_top_level_run(
+    tmp_path, store_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    env = child_environ()
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import subagent_agents; subagent_agents.run('which region?')", env)
+        top = wait_until(
+            lambda: next((r for r in store.runs() if r.parent_run_id is None), None),
+            child,
+            "the lead's run",
+        )
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        kill(child)
+        sub_id = pending.run_id
+        assert sub_id != top.run_id
+        capsys.readouterr()
+        assert cli(["--store", location, "steer", sub_id, "only the west, please"]) == 0
+        said = capsys.readouterr().out
+        # Resuming the sub-agent's run alone would answer nobody: the lead's run is resumed.
+        assert f"agent.resume({sub_id!r})" not in said
+        assert f"resume({top.run_id!r})" in said and "'lead'" in said
+        store.approve(top.run_id, pending.id)
+        request = subagent_agents.lead().resume(top.run_id).approvals(lambda request: True)
+        response = request.send_sync()
+        assert response.output == "lead: analyst: west +12% (select 1)"
+        messages = [m.content for m in store.get(sub_id).messages]
+        assert messages.count("only the west, please") == 1
+        assert store.queued_steering(sub_id) == []
+    finally:
+        store.close()

@@ -24,7 +24,7 @@ from ._errors import RunEndedError, RunNotFoundError
 from ._owner import owner_alive
 from ._schema import APPLICATION, SCHEMA_VERSION
 
-__all__ = ["steer_stored", "write_steering"]
+__all__ = ["steer_stored", "top_run", "write_steering"]
 
 #: A run in one of these (stored) states takes messages, unless it has decided to end.
 ACTIVE = ("pending", "running", "waiting")
@@ -80,17 +80,44 @@ def write_steering(
     return item_id, str(status) if owner_alive(*owner) else "interrupted"
 
 
-def steer_stored(location: str, run_id: str, text: str) -> tuple[str, str] | None:
+def top_run(backend: Any, sql: Callable[[str], str], run_id: str) -> tuple[str, str] | None:
+    """The top-level run (its id and agent) of ``run_id`` when that is a sub-agent's run (what
+    is resumed to go on with it), else None."""
+    top: tuple[str, str] | None = None
+    seen = {run_id}
+    parent = _parent(backend, sql, run_id)
+    while parent is not None and parent not in seen:  # (a loop of parents ends the walk)
+        seen.add(parent)
+        rows = backend.execute(
+            sql("SELECT agent_id, parent_run_id FROM runs WHERE run_id = ?"), (parent,)
+        )
+        if not rows:
+            break
+        top = (parent, str(rows[0][0]))
+        parent = rows[0][1]
+    return top
+
+
+def _parent(backend: Any, sql: Callable[[str], str], run_id: str) -> str | None:
+    rows = backend.execute(sql("SELECT parent_run_id FROM runs WHERE run_id = ?"), (run_id,))
+    return rows[0][0] if rows and rows[0][0] else None
+
+
+def steer_stored(
+    location: str, run_id: str, text: str
+) -> tuple[str, str, tuple[str, str] | None] | None:
     """:func:`write_steering` into the store at ``location`` (a file or ``postgresql://...``),
-    opening only its connection; None (nothing written) when it is not a run store of this
-    very schema version: :class:`RunStore` then makes or migrates the schema, or says what is
-    wrong."""
+    opening only its connection, and the run's :func:`top_run`; None (nothing written) when it
+    is not a run store of this very schema version: :class:`RunStore` then makes or migrates
+    the schema, or says what is wrong."""
     check_steering_text(text)  # (before any file is opened)
     backend = _open_backend(location)
     try:
         if not _current(backend):
             return None
-        return write_steering(backend, _placeholders(backend), backend.location, run_id, text)
+        sql = _placeholders(backend)
+        item_id, status = write_steering(backend, sql, backend.location, run_id, text)
+        return item_id, status, top_run(backend, sql, run_id)
     finally:
         backend.close()
 
