@@ -4,6 +4,7 @@ said in words; the evaluation and its report (table, ``to_pandas``) never break.
 
 from __future__ import annotations
 
+import asyncio
 import decimal
 
 import pytest
@@ -140,3 +141,51 @@ def test_empty_cells_of_every_kind_are_missing_values():
         evals.evaluate_sync(
             agent(), pandas.DataFrame({"input": [pandas.NA]}), [evals.contains()], show=False
         )
+
+
+# -- compare, with a report that was stopped ---------------------------------------------------
+
+
+async def test_compare_says_not_run_for_the_cases_stop_cut_off_not_removed():
+    gate = asyncio.Event()
+
+    async def respond(request):
+        if request.messages[-1].content != "a":
+            await gate.wait()  # never set: still running at Stop
+        return "yes"
+
+    cases = [{"input": k, "name": k} for k in "abc"]
+    before = await evals.evaluate(agent("yes"), cases, [evals.contains("yes")], show=False)
+    after = evals.runner.prepare(
+        AgentBuilder("evals-hostile", FunctionModel(respond)).build(),
+        cases,
+        [evals.contains("yes")],
+        concurrency=3,
+    )
+    finished = asyncio.Event()
+    after.subscribe(lambda kind, index: finished.set() if kind == "case" else None)
+    task = asyncio.ensure_future(evals.runner.run_report(after))
+    await asyncio.wait_for(finished.wait(), 10)
+    assert after.stop()
+    await asyncio.wait_for(task, 10)
+    assert after.not_run == ["b", "c"]
+    comparison = evals.compare(before, after)
+    changes = {c.name: c.change for c in comparison.cases}
+    assert changes == {"a": "unchanged", "b": "not run", "c": "not run"}
+    backwards = {c.name: c.change for c in evals.compare(after, before).cases}
+    assert backwards == {"a": "unchanged", "b": "not run", "c": "not run"}
+    assert "not run" in comparison._repr_html_()
+    if _has_pandas():
+        assert list(comparison.to_pandas()["change"]) == ["not run", "not run", "unchanged"]
+    # a case Stop cut off, missing from the other report: removed (or added), as any other
+    fewer = await evals.evaluate(agent("yes"), cases[:1], [evals.contains("yes")], show=False)
+    assert {c.name: c.change for c in evals.compare(after, fewer).cases} == {
+        "a": "unchanged",
+        "b": "removed",
+        "c": "removed",
+    }
+    assert {c.name: c.change for c in evals.compare(fewer, after).cases} == {
+        "a": "unchanged",
+        "b": "added",
+        "c": "added",
+    }
