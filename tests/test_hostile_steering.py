@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import hostile_steer_agents
 import pytest
 import subagent_agents
 from child_processes import child_environ, kill, start_python, wait_until
@@ -115,5 +116,35 @@ def test_a_message_to_a_killed_sub_agent_s_run_says_to_resume_the_top_level_run(
         messages = [m.content for m in store.get(sub_id).messages]
         assert messages.count("only the west, please") == 1
         assert store.queued_steering(sub_id) == []
+    finally:
+        store.close()
+
+
+def test_a_run_killed_as_it_ended_takes_a_message_and_reads_it_once_resumed(
+    tmp_path, store_path, monkeypatch, capsys
+):
+    """Killed after it closed itself to steering (in its on_run_end hook), before it was stored
+    as ended: the run is interrupted and resumable, so a message is queued for it (it was refused
+    as if the run had ended, with the advice to start a new run)."""
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(effects))
+    env = {**child_environ(), "ANVIA_TEST_BLOCK_END": "1"}
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import hostile_steer_agents as a; a.run('hello')", env)
+        wait_until(effects.exists, child, "the run's end")
+        [summary] = store.runs()
+        kill(child)
+        assert store.runs()[0].status == "interrupted"
+        capsys.readouterr()
+        assert cli(["--store", location, "steer", summary.run_id, "one more thing"]) == 0
+        assert "Its process is gone" in capsys.readouterr().out
+        agent, model = hostile_steer_agents.closer("second answer")
+        response = agent.resume(summary.run_id).send_sync()
+        assert response.output == "second answer"
+        assert model.requests[-1].messages[-1].content == "one more thing"
+        assert [m.content for m in response.messages].count("one more thing") == 1
+        assert store.status(summary.run_id) == "success"
     finally:
         store.close()

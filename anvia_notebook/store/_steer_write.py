@@ -36,8 +36,9 @@ def write_steering(
     """Queue ``text`` for the run ``run_id`` in one transaction; returns the message's id and
     the run's status (``interrupted`` when its process is gone: the message waits for the run
     to be resumed). Refuses an unknown run (:class:`RunNotFoundError`), one that has ended or
-    decided to end (:class:`RunEndedError`), a text that is not a ``str`` (``TypeError``) and a
-    blank one (``ValueError``). ``sql`` puts a statement in the backend's placeholder style."""
+    decided to end in a live process (:class:`RunEndedError`), a text that is not a ``str``
+    (``TypeError``) and a blank or invalid one (``ValueError``). ``sql`` puts a statement in the
+    backend's placeholder style."""
     if not isinstance(text, str):
         kind = type(text).__name__
         raise TypeError(f"RunStore.steer() takes the message's text, not {kind}.")
@@ -55,7 +56,10 @@ def write_steering(
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {location}.")
         status, closed, *owner = rows[0]
-        if status not in ACTIVE or closed:
+        alive = owner_alive(*owner)
+        # A run closed to steering whose process died before it was stored as ended is
+        # interrupted: resuming it reopens it, so the message waits for that.
+        if status not in ACTIVE or (closed and alive):
             ended = status if status not in ACTIVE else "ending"
             raise RunEndedError(
                 f"Run {run_id!r} has already ended ({ended}); a message can no longer be "
@@ -77,7 +81,7 @@ def write_steering(
                 datetime.now(timezone.utc).isoformat(),
             ),
         )
-    return item_id, str(status) if owner_alive(*owner) else "interrupted"
+    return item_id, str(status) if alive else "interrupted"
 
 
 def top_run(backend: Any, sql: Callable[[str], str], run_id: str) -> tuple[str, str] | None:
