@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     after.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", required=True)
     runs = commands.add_parser("runs", parents=[after], help="list runs, newest first")
-    runs.add_argument("--status")
+    runs.add_argument("--status", choices=RUN_STATUSES, help="only the runs in this state")
     runs.add_argument("--agent")
     runs.add_argument("--limit", type=_count, default=50, help="at most this many (default 50)")
     runs.add_argument("--json", action="store_true", help="print JSON")
@@ -109,6 +109,9 @@ def _count(text: str) -> int:
     return value
 
 
+#: What ``runs --status`` takes: a stored run's states, and ``interrupted`` (its process is gone).
+RUN_STATUSES = ("pending", "running", "waiting", "interrupted", "success", "error", "cancelled")
+
 _WHERE_NOTEBOOKS_STORE = (
     "A notebook keeps its runs in .anvia/runs.sqlite next to the notebook: pass that file, "
     "e.g. --store notebooks/.anvia/runs.sqlite."
@@ -140,6 +143,13 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
     found = store.runs(status=args.status, agent_id=args.agent, limit=args.limit)
     if args.json:
         print(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
+        return
+    if not found and (args.status or args.agent is not None) and store.runs(limit=1):
+        # The store has runs, none of them these: no advice to look for another store.
+        which = (f" with status {args.status}" if args.status else "") + (
+            f" of agent {args.agent!r}" if args.agent is not None else ""
+        )
+        _say(f"No stored runs{which} in {store.location}.")
         return
     if not found:
         _say(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")

@@ -109,3 +109,29 @@ async def test_show_and_runs_print_control_characters_as_visible_escapes(tmp_pat
     assert response.output == "sent"
     after = await asyncio.to_thread(command_line, location, "show", run.run_id)
     assert controls(after.stdout) == [] and "done\\x1b[2J" in after.stdout
+
+
+async def test_runs_with_a_filter_that_matches_nothing_says_so_and_refuses_unknown_statuses(
+    tmp_path,
+):
+    location = str(tmp_path / "runs.sqlite")
+    store = RunStore(location)
+    try:
+        agent = AgentBuilder("payer", QueueModel(["hi"])).build()
+        await agent.prompt("hello").store(store).send()
+    finally:
+        store.close()
+    unknown = await asyncio.to_thread(command_line, location, "runs", "--status", "bogus")
+    assert unknown.returncode == 2 and "Traceback" not in unknown.stderr
+    assert "bogus" in unknown.stderr and "interrupted" in unknown.stderr  # the statuses it knows
+    for args, words in (
+        (("--status", "error"), "No stored runs with status error in"),
+        (("--agent", "nobody"), "No stored runs of agent 'nobody' in"),
+    ):
+        listed = await asyncio.to_thread(command_line, location, "runs", *args)
+        assert listed.returncode == 0, listed.stderr
+        assert words in listed.stdout
+        # the store has runs: no advice to look for another store
+        assert ".anvia/runs.sqlite next to the notebook" not in listed.stdout
+    listed = await asyncio.to_thread(command_line, location, "runs", "--status", "success")
+    assert "payer" in listed.stdout
