@@ -208,12 +208,18 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         _say(f"\nPending question {record.id}:")
         for question in record.questions:
             choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
-            _say(f"  [{question.id}] {question.question}  choices: {choices}")
-        picked = [
-            {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} for q in record.questions
-        ]
+            offered = f"choices: {choices}" if choices else "(no choices: a text of your own)"
+            _say(f"  [{question.id}] {question.question}  {offered}")
+        # A question without choices (a form's text or number field) takes an own answer only.
         typed = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
-        for lead, example in (("answer", picked), ("    or", typed)):
+        picked = [
+            {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} if q.choices else own
+            for q, own in zip(record.questions, typed, strict=True)
+        ]
+        examples = [("answer", picked), ("    or", typed)]
+        if picked == typed:
+            examples = [("answer", typed)]
+        for lead, example in examples:
             _say(f"  {lead}: {command} answer {ids} --json {shlex.quote(json.dumps(example))}")
         if record.declinable:
             _say(f"      or: {command} decline {ids}")
