@@ -59,6 +59,23 @@ def session_title(messages: Sequence[Message]) -> str:
     return "Untitled session"
 
 
+def _quick_prompts(agent_id: str, given: Any) -> list[str]:
+    """The quick prompts given for ``agent_id``, checked: each one a button that sends it."""
+    if isinstance(given, str) or not isinstance(given, Sequence):
+        raise TypeError(
+            f"quick_prompts[{agent_id!r}] is a list of prompts, e.g. [{given!r}], not a "
+            f"{type(given).__name__}."
+        )
+    for prompt in given:
+        if not isinstance(prompt, str):
+            raise TypeError(
+                f"A quick prompt of {agent_id!r} is a text, not {type(prompt).__name__}."
+            )
+        if not prompt.strip():
+            raise ValueError(f"A quick prompt of {agent_id!r} is blank; give it some text.")
+    return list(given)
+
+
 class Studio:
     """The notebook Playground for ``agents``; display it (or call :meth:`start`) in a cell.
 
@@ -87,13 +104,24 @@ class Studio:
             if agent.id in self.agents:
                 raise ValueError(f"Two agents have the id {agent.id!r}.")
             self.agents[agent.id] = agent
+        if quick_prompts is not None and not isinstance(quick_prompts, Mapping):
+            raise TypeError(
+                "quick_prompts maps an agent id to its prompts, e.g. "
+                f'{{"{agents[0].id}": ["..."]}}, not a {type(quick_prompts).__name__}.'
+            )
         prompts = dict(quick_prompts or {})
         unknown = sorted(set(prompts) - set(self.agents))
         if unknown:
             raise ValueError(f"quick_prompts names unknown agents: {', '.join(unknown)}.")
         self.quick_prompts: dict[str, list[str]] = {
-            k: [str(p) for p in v] for k, v in prompts.items()
+            k: _quick_prompts(k, v) for k, v in prompts.items()
         }
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+        ):
+            raise TypeError(
+                f"timeout is a number of seconds (or None), not {type(timeout).__name__}."
+            )
         self.timeout = timeout
         self.selected: str = agents[0].id
         self.human_input = WidgetHumanInput(timeout=timeout)

@@ -66,3 +66,28 @@ async def test_a_message_box_text_that_is_not_valid_unicode_is_refused_and_the_r
         assert store.status(studio.run.run_id) == "success"
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "words"),
+    [
+        ({"quick_prompts": {"support": "Where is my order?"}}, TypeError, "a list of prompts"),
+        ({"quick_prompts": ["Where is my order?"]}, TypeError, "maps an agent id"),
+        ({"quick_prompts": {"support": ["Hi", None]}}, TypeError, "not NoneType"),
+        ({"quick_prompts": {"support": ["Hi", "  "]}}, ValueError, "blank"),
+        ({"timeout": "30"}, TypeError, "number of seconds"),
+    ],
+    ids=["a-text-not-a-list", "a-list-not-a-dict", "none", "blank", "timeout-text"],
+)
+def test_studio_refuses_quick_prompts_and_timeouts_it_would_show_wrong(arguments, error, words):
+    # (a text given as the list became one quick prompt per letter; None a prompt "None")
+    agent = AgentBuilder("support", QueueModel(["Hello."])).build()
+    with pytest.raises(error, match=words):
+        Studio([agent], **arguments)
+
+
+def test_studio_keeps_good_quick_prompts_as_given():
+    agent = AgentBuilder("support", QueueModel(["Hello."])).build()
+    studio = Studio([agent], quick_prompts={"support": ("Where is my order?", "Refund A1")})
+    assert studio.quick_prompts == {"support": ["Where is my order?", "Refund A1"]}
+    assert Studio([agent], timeout=2.5).timeout == 2.5
