@@ -49,8 +49,9 @@ def check_valid_text(text: str, what: str) -> None:
     except UnicodeEncodeError as error:
         code = f"\\u{ord(text[error.start]):04x}"
         raise ValueError(
-            f"{what} is not valid text: it holds {code} at position {error.start}, half of a "
-            "character pair, which cannot be stored. Retype or paste it again."
+            f"{what} is not valid text: it holds {code} at position {error.start}, which is "
+            "not a character (half of a surrogate pair, or a byte that was not UTF-8) and "
+            "cannot be stored."
         ) from None
 
 

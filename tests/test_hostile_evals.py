@@ -189,3 +189,20 @@ async def test_compare_says_not_run_for_the_cases_stop_cut_off_not_removed():
         "b": "added",
         "c": "added",
     }
+
+
+@pytest.mark.parametrize("field", ["input", "name"])
+def test_a_case_whose_text_is_not_valid_unicode_is_refused_before_any_case_runs(field):
+    # (a CSV read with encoding_errors="surrogateescape" gives such texts: the case's run could
+    # not be stored, against "every case is a stored run")
+    case = {"input": "add 2 and 5", "name": "sum", field: "caf\udce9"}
+    model_calls = []
+    model = FunctionModel(lambda request: model_calls.append(request) or "7")
+    with pytest.raises(ValueError, match=rf"Case 2: its {field} is not valid text"):
+        evals.evaluate_sync(
+            AgentBuilder("evals-hostile", model).build(),
+            [{"input": "fine"}, case],
+            [evals.contains("7")],
+            show=False,
+        )
+    assert model_calls == []

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._util import check_valid_text
+
 __all__ = ["Case", "normalize_cases"]
 
 _FIELDS = ("input", "expected", "name", "metadata")
@@ -73,6 +75,10 @@ def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> C
         raise ValueError(f"{where} has a name that is not a non-empty string: {name!r}.")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"{where} has metadata that is not a dict: {metadata!r}.")
+    # (a text no store can keep: the case would not be a stored run)
+    check_valid_text(value, f"{where}: its input")
+    if isinstance(name, str):
+        check_valid_text(name, f"{where}: its name")
     return Case(
         input=value,
         expected=expected,
