@@ -93,6 +93,7 @@ class Steering:
         #: True once the run has decided to end (or has ended): ``steer`` returns False.
         self.closed = False
         self._watched: Any = None  # the store watched for rows (kept if the run drops it)
+        self._closed_in_store = False  # the store refuses messages to this run already
 
     # -- queueing (any thread) -------------------------------------------------------------------
 
@@ -226,11 +227,21 @@ class Steering:
             except Exception as error:
                 run._store_failed(error)
                 return
-            if not rows or self._take_stored(rows):
+            if not rows:
+                self._closed_in_store = True
+                return
+            if self._take_stored(rows):
                 return
 
     def end(self) -> None:
-        """The run has ended (on any path): no more steering."""
-        with self._run._lock:
+        """The run has ended, or is ending (on any path: its error hooks may still run): no
+        more steering, from this process or through the store."""
+        run = self._run
+        with run._lock:
             self.closed = True
         self.stop()
+        if run.store is not None and not self._closed_in_store:
+            try:
+                run.store.end_steering(run.run_id)
+            except Exception as error:
+                run._store_failed(error)

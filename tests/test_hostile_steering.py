@@ -16,11 +16,19 @@ import pytest
 import subagent_agents
 from child_processes import child_environ, kill, start_python, wait_until
 
-from anvia_notebook import AgentBuilder, Message, RunStore, create_tool
+from anvia_notebook import (
+    AgentBuilder,
+    Message,
+    PromptCancelledError,
+    RunEndedError,
+    RunStore,
+    create_hook,
+    create_tool,
+)
 from anvia_notebook.__main__ import main as cli
-from anvia_notebook.models import QueueModel
+from anvia_notebook.models import FunctionModel, QueueModel
 
-from helpers import AddInput, call
+from helpers import AddInput, call, wait_on_events
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -148,3 +156,48 @@ def test_a_run_killed_as_it_ended_takes_a_message_and_reads_it_once_resumed(
         assert store.status(summary.run_id) == "success"
     finally:
         store.close()
+
+
+# -- from another process, while the run is being stopped or is failing ------------------------
+
+
+@pytest.mark.parametrize("ending", ["stopped", "failed"])
+async def test_a_message_sent_while_the_run_ends_by_stop_or_failure_is_refused_not_dropped(
+    store_location, ending
+):
+    """The run's on_run_error hook runs after it has decided to end (stopped, or failed) and
+    before it is stored as ended: a message from another process then was accepted ("Sent to
+    run") and never read. It is refused as for a run that has ended, as ``run.steer`` is."""
+    in_error_hook, release = asyncio.Event(), asyncio.Event()
+
+    async def on_run_error(event: Any) -> None:
+        in_error_hook.set()
+        await release.wait()
+
+    async def respond(request: Any) -> str:
+        if ending == "failed":
+            raise RuntimeError("the model broke")
+        await asyncio.Event().wait()  # until stopped
+        return "never"
+
+    agent = (
+        AgentBuilder("ender", FunctionModel(respond))
+        .hook(create_hook(on_run_error=on_run_error))
+        .build()
+    )
+    run = agent.prompt("go").start()
+    if ending == "stopped":
+        await wait_on_events(run, lambda: run.state.turn >= 1)
+        run.cancel()
+    await asyncio.wait_for(in_error_hook.wait(), 10)
+    assert run.steer("too late") is False  # in this process: refused
+    other = RunStore(store_location)
+    try:
+        with pytest.raises(RunEndedError, match="has already ended"):
+            await asyncio.to_thread(other.steer, run.run_id, "too late")
+        assert other.queued_steering(run.run_id) == []
+    finally:
+        other.close()
+    release.set()
+    with pytest.raises((PromptCancelledError, RuntimeError)):
+        await asyncio.wait_for(run.wait(), 10)
