@@ -94,6 +94,8 @@ class Steering:
         self.closed = False
         self._watched: Any = None  # the store watched for rows (kept if the run drops it)
         self._closed_in_store = False  # the store refuses messages to this run already
+        #: True once Stop was asked: the run will end without reading another message.
+        self.stopping = False
 
     # -- queueing (any thread) -------------------------------------------------------------------
 
@@ -104,7 +106,7 @@ class Steering:
     def queue(self, items: Sequence[SteeringItem]) -> bool:
         run = self._run
         with run._lock:
-            if self.closed or run.done:
+            if self.closed or self.stopping or run.done:
                 return False
             state = run.state
             known = set(state.steered_ids)
@@ -157,7 +159,7 @@ class Steering:
         """Queue the rows this run has not taken yet, store the state, then mark every row
         taken (on the run's loop). Returns the rows newly queued."""
         run = self._run
-        if not items:
+        if not items or self.stopping:  # (left queued: the store refuses them once it ends)
             return []
         with run._lock:
             known = set(run.state.steered_ids)
@@ -232,6 +234,12 @@ class Steering:
                 return
             if self._take_stored(rows):
                 return
+
+    def stop_asked(self) -> None:
+        """Stop was asked (any thread): from now on ``steer`` returns False, as it will once
+        the run has ended cancelled (a message queued now would never be read)."""
+        with self._run._lock:
+            self.stopping = True
 
     def end(self) -> None:
         """The run has ended, or is ending (on any path: its error hooks may still run): no

@@ -91,3 +91,22 @@ def test_studio_keeps_good_quick_prompts_as_given():
     studio = Studio([agent], quick_prompts={"support": ("Where is my order?", "Refund A1")})
     assert studio.quick_prompts == {"support": ["Where is my order?", "Refund A1"]}
     assert Studio([agent], timeout=2.5).timeout == 2.5
+
+
+async def test_a_message_right_after_stop_is_refused_not_reported_sent_and_dropped():
+    """Stop, then a message from the box before the run has wound down (both reach the kernel
+    in one go): the message was answered "ok" and never read (the run ended cancelled). It is
+    refused: the run is stopping."""
+    gate = asyncio.Event()
+    studio = Studio([AgentBuilder("slow", gated_model(gate)).build()])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="slow", text="go"))["ok"]
+    stop = page.post({"type": "stop", "reason": None})
+    steer = page.post({"type": "steer", "text": "and also this"})
+    assert (await page.reply_to(stop))["ok"]
+    refused = await page.reply_to(steer)
+    assert refused["ok"] is False and "No run in progress" in refused["error"]
+    await idle(page)
+    assert studio.run is not None and studio.run.state.status == "cancelled"
+    assert studio.run.steer("later") is False  # and in Python, as for any run stopped
