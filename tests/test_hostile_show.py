@@ -135,3 +135,15 @@ async def test_runs_with_a_filter_that_matches_nothing_says_so_and_refuses_unkno
         assert ".anvia/runs.sqlite next to the notebook" not in listed.stdout
     listed = await asyncio.to_thread(command_line, location, "runs", "--status", "success")
     assert "payer" in listed.stdout
+
+
+@pytest.mark.parametrize("command", [("runs",), ("show", "run_x"), ("steer", "run_x", "hi")])
+def test_a_folder_given_as_the_store_is_named_as_a_folder(tmp_path, command):
+    folder = tmp_path / ".anvia"
+    folder.mkdir()
+    (folder / "runs.sqlite").touch()
+    result = command_line(str(folder), *command)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"{folder} is a folder" in result.stderr
+    assert "runs.sqlite" in result.stderr  # the file to pass instead
+    assert sorted(p.name for p in folder.iterdir()) == ["runs.sqlite"]  # nothing made in it
