@@ -13,6 +13,7 @@ from typing import Any
 
 import hostile_steer_agents
 import pytest
+import store_agents
 import subagent_agents
 from child_processes import child_environ, kill, start_python, wait_until
 
@@ -201,3 +202,39 @@ async def test_a_message_sent_while_the_run_ends_by_stop_or_failure_is_refused_n
     release.set()
     with pytest.raises((PromptCancelledError, RuntimeError)):
         await asyncio.wait_for(run.wait(), 10)
+
+
+def test_steered_while_a_tool_runs_then_killed_is_read_once_after_the_interrupted_call(
+    tmp_path, store_path, monkeypatch, capsys
+):
+    """A message taken while the tool ran, and one sent from the terminal once the process was
+    gone: after the resume the call is reported interrupted (never run twice) and both messages
+    follow its result, once each."""
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    env = {**child_environ(), "ANVIA_TEST_BLOCK_TOOL": "1"}
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import store_agents; store_agents.run('steerable')", env)
+        [approval] = wait_until(lambda: store.pending(), child, "the approval")
+        run_id = approval.run_id
+        store.approve(run_id, approval.id)
+        wait_until(lambda: store_agents.effects() == ["started a1 5"], child, "the tool")
+        assert cli(["--store", location, "steer", run_id, "first: by region"]) == 0
+        wait_until(
+            lambda: store.get(run_id).steered_ids and not store.queued_steering(run_id),
+            child,
+            "the run to take the message",
+        )
+        kill(child)
+        assert cli(["--store", location, "steer", run_id, "second: in euros"]) == 0
+        assert "Its process is gone" in capsys.readouterr().out
+        monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+        response = store_agents.agent("steerable").resume(run_id).send_sync()
+    finally:
+        store.close()
+    assert store_agents.effects() == ["started a1 5"]  # not run again
+    roles = [m.role for m in response.messages]
+    assert roles == ["user", "assistant", "tool", "user", "user", "assistant"]
+    assert "interrupted" in response.messages[2].tool_results[0].content.lower()
+    assert response.output == "Done; steered: ['first: by region', 'second: in euros']"
