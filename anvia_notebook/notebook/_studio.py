@@ -76,6 +76,19 @@ def _quick_prompts(agent_id: str, given: Any) -> list[str]:
     return list(given)
 
 
+def _refusing_bad_text(steer: Any) -> Any:
+    """The message box's handler, with a text ``steer`` refuses (not valid Unicode) told as
+    the reply, not as an internal error."""
+
+    def checked(message: Any) -> str | None:
+        try:
+            return steer(message)  # type: ignore[no-any-return]
+        except ValueError as error:
+            return str(error)
+
+    return checked
+
+
 class Studio:
     """The notebook Playground for ``agents``; display it (or call :meth:`start`) in a cell.
 
@@ -198,6 +211,7 @@ class Studio:
             session.handlers["studio_select"] = self._on_select
             session.handlers["studio_new_session"] = self._on_new_session
             session.handlers["studio_open_session"] = self._on_open_session
+            session.handlers["steer"] = _refusing_bad_text(session.handlers["steer"])
             session.add_done_listener(self._on_run_done)
             session.agent_names = {a.id: a.display_name for a in self.agents.values()}
             self._session = session
