@@ -206,3 +206,20 @@ def test_a_case_whose_text_is_not_valid_unicode_is_refused_before_any_case_runs(
             show=False,
         )
     assert model_calls == []
+
+
+def test_whole_numbers_in_an_expected_column_with_gaps_stay_whole():
+    """pandas stores a column of whole numbers with an empty cell as floats (7 becomes 7.0):
+    the case expected "7.0" and failed on the answer "7". Such a column's numbers are whole
+    again; a column with a fraction in it stays as it is."""
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"input": ["a", "b", "c"], "expected": [7, None, 8]})
+    assert str(frame["expected"].dtype) == "float64"  # (what pandas did)
+    report = evals.evaluate_sync(agent("7"), frame, [evals.exact_match()], show=False)
+    first, second, third = report.cases
+    assert first.expected == 7 and type(first.expected) is int and first.passed
+    assert second.expected is None and third.expected == 8 and not third.passed
+    fractions = pandas.DataFrame({"input": ["a", "b"], "expected": [7.5, 7.0]})
+    report = evals.evaluate_sync(agent("7.0"), fractions, [evals.exact_match()], show=False)
+    assert [c.expected for c in report.cases] == [7.5, 7.0]
+    assert [c.passed for c in report.cases] == [False, True]

@@ -108,10 +108,29 @@ def _rows_of_frame(frame: Any) -> list[Case]:
             "(input, expected, name, metadata); drop them or move them into a 'metadata' column "
             "of dicts."
         )
+    records = frame.to_dict("records")
+    if "expected" in columns:
+        _whole_again(records, "expected")
     cases = []
-    for position, record in enumerate(frame.to_dict("records"), start=1):
+    for position, record in enumerate(records, start=1):
         cases.append(_from_mapping(record, f"Row {position} of the DataFrame"))
     return cases
+
+
+def _whole_again(records: list[dict[Any, Any]], column: str) -> None:
+    """pandas keeps a column of whole numbers with an empty cell as floats (7 becomes 7.0, so
+    a case would expect "7.0"): when every value of ``column`` is a float, some are missing and
+    the others are whole, they are made whole again (a column with a fraction is left alone)."""
+    values = [record[column] for record in records]
+    present = [v for v in values if not _missing(v)]
+    if (
+        len(present) < len(values)
+        and present
+        and all(isinstance(v, float) and v.is_integer() for v in present)
+    ):
+        for record in records:
+            if not _missing(record[column]):
+                record[column] = int(record[column])
 
 
 def _is_frame(value: Any) -> bool:
