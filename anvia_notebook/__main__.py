@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -68,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     after.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", required=True)
     runs = commands.add_parser("runs", parents=[after], help="list runs, newest first")
-    runs.add_argument("--status")
+    runs.add_argument("--status", choices=RUN_STATUSES, help="only the runs in this state")
     runs.add_argument("--agent")
     runs.add_argument("--limit", type=_count, default=50, help="at most this many (default 50)")
     runs.add_argument("--json", action="store_true", help="print JSON")
@@ -110,6 +111,9 @@ def _count(text: str) -> int:
     return value
 
 
+#: What ``runs --status`` takes: a stored run's states, and ``interrupted`` (its process is gone).
+RUN_STATUSES = ("pending", "running", "waiting", "interrupted", "success", "error", "cancelled")
+
 _WHERE_NOTEBOOKS_STORE = (
     "A notebook keeps its runs in .anvia/runs.sqlite next to the notebook: pass that file, "
     "e.g. --store notebooks/.anvia/runs.sqlite."
@@ -120,20 +124,44 @@ def _is_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
+#: Characters a terminal acts on instead of showing (escape sequences, carriage return, bell,
+#: the C1 controls, and the bidirectional overrides that make text read backwards); a line's end
+#: and a tab are kept.
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(text: str) -> str:
+    """``text`` with its control characters as visible escapes (``\\x1b``): a model's, a tool's
+    or a prompt's text must not clear the screen or rewrite what a line says."""
+    return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _say(text: str = "") -> None:
+    """Print a line of ``runs`` or ``show`` as text (their ``--json`` escapes by itself)."""
+    print(_visible(text))
+
+
 def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
     found = store.runs(status=args.status, agent_id=args.agent, limit=args.limit)
     if args.json:
         print(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
         return
+    if not found and (args.status or args.agent is not None) and store.runs(limit=1):
+        # The store has runs, none of them these: no advice to look for another store.
+        which = (f" with status {args.status}" if args.status else "") + (
+            f" of agent {args.agent!r}" if args.agent is not None else ""
+        )
+        _say(f"No stored runs{which} in {store.location}.")
+        return
     if not found:
-        print(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")
+        _say(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")
         return
     times = f"{'STARTED':<16} {'UPDATED':<16}"
-    print(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {times} {'PENDING':>7}  PROMPT")
+    _say(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {times} {'PENDING':>7}  PROMPT")
     for run in found:
         prompt = " ".join(run.prompt.split())[:60]
         times = f"{_local(run.created_at)} {_local(run.updated_at)}"
-        print(
+        _say(
             f"{run.run_id:<26} {run.agent_id:<20} {run.status:<12} {times} {run.pending:>7}  "
             f"{prompt}"
         )
@@ -154,7 +182,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         data["pending"] = [p.model_dump(mode="json") for p in pending]
         print(json.dumps(data, indent=2))
         return
-    print(f"Run {state.run_id} of agent {state.agent_id}: {status}")
+    _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
     command = _command(args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
     for message in state.messages:
@@ -165,33 +193,39 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         )
         if message.role == "tool":
             text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
-        print(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
+        _say(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
     if not pending:
-        print("No pending approvals or questions.")
+        _say("No pending approvals or questions.")
     for record in pending:
         ids = f"{state.run_id} {record.id}"
         if record.kind == "approval":
-            print(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
+            _say(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
             if record.reason:
-                print(f"  reason: {record.reason}")
+                _say(f"  reason: {record.reason}")
             # A typed output that failed validation: approving it needs the fix.
             fix = " --args '{...the fixed arguments...}'" if record.fix_required else ""
-            print(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
-            print(f"      or: {command} reject {ids} --reason ...")
+            _say(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
+            _say(f"      or: {command} reject {ids} --reason ...")
             continue
-        print(f"\nPending question {record.id}:")
+        _say(f"\nPending question {record.id}:")
         for question in record.questions:
             choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
-            print(f"  [{question.id}] {question.question}  choices: {choices}")
-        picked = [
-            {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} for q in record.questions
-        ]
+            offered = f"choices: {choices}" if choices else "(no choices: a text of your own)"
+            _say(f"  [{question.id}] {question.question}  {offered}")
+        # A question without choices (a form's text or number field) takes an own answer only.
         typed = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
-        for lead, example in (("answer", picked), ("    or", typed)):
-            print(f"  {lead}: {command} answer {ids} --json {shlex.quote(json.dumps(example))}")
+        picked = [
+            {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} if q.choices else own
+            for q, own in zip(record.questions, typed, strict=True)
+        ]
+        examples = [("answer", picked), ("    or", typed)]
+        if picked == typed:
+            examples = [("answer", typed)]
+        for lead, example in examples:
+            _say(f"  {lead}: {command} answer {ids} --json {shlex.quote(json.dumps(example))}")
         if record.declinable:
-            print(f"      or: {command} decline {ids}")
-        print("  (replace each <...> first: a choice's value, or a text of your own)")
+            _say(f"      or: {command} decline {ids}")
+        _say("  (replace each <...> first: a choice's value, or a text of your own)")
 
 
 _OWN = "<your own answer>"
@@ -266,7 +300,7 @@ def _not_text(args: argparse.Namespace) -> str | None:
 def _steer(location: str, args: argparse.Namespace) -> None:
     """Only the store's connection is opened (the runtime is not loaded): a message from the
     terminal reaches the run within a second, even on a busy machine."""
-    from .store._steer_write import steer_stored
+    from .store._steer_write import steer_stored, top_run
 
     sent = steer_stored(location, args.run_id, args.text)
     if sent is None:  # an older store (migrated first), or not a run store (RunStore says so)
@@ -276,11 +310,20 @@ def _steer(location: str, args: argparse.Namespace) -> None:
         try:
             store.steer(args.run_id, args.text)
             status = store.status(args.run_id)
+            top = top_run(store._backend, store._sql, args.run_id)
         finally:
             store.close()
     else:
-        status = sent[1]
-    if status == "interrupted":
+        _, status, top = sent
+    if status == "interrupted" and top is not None:
+        # A sub-agent's run goes on only inside its top-level run: resuming it alone would
+        # answer nobody.
+        print(
+            f"Queued for run {args.run_id}, a sub-agent's run inside run {top[0]}. Its process "
+            f"is gone: the message is delivered when that run is resumed with its agent "
+            f"{top[1]!r} (agent.resume({top[0]!r}))."
+        )
+    elif status == "interrupted":
         print(
             f"Queued for run {args.run_id}. Its process is gone: the message is delivered when "
             f"the run is resumed (agent.resume({args.run_id!r}))."

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ._util import check_steering_text, new_id, running_loop
+from ._util import check_steering_text, check_valid_text, new_id, running_loop
 from .events import SteeringMessageEvent
 from .messages import Message
 
@@ -49,14 +49,36 @@ def steering_messages(value: Any) -> list[Message]:
         check_steering_text(value)
         return [Message.user(value)]
     if isinstance(value, Message):
-        return [value]
+        return [_storable(value)]
     if isinstance(value, (list, tuple)):
         if not all(isinstance(item, Message) for item in value):
             raise TypeError("steer() takes a str, a Message or a list of Messages.")
-        return list(value)
+        return [_storable(item) for item in value]
     raise TypeError(
         f"steer() takes a str, a Message or a list of Messages, not {type(value).__name__}."
     )
+
+
+def _storable(message: Message) -> Message:
+    """``message``, refused when its texts are not valid text (the run's store could not keep
+    it, and the run would go on unstored)."""
+    try:
+        message.model_dump_json()
+    except Exception:
+        for text in _texts(message.model_dump()):
+            check_valid_text(text, "A steered message")
+        raise
+    return message
+
+
+def _texts(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for item in value.values() for t in _texts(item)]
+    if isinstance(value, (list, tuple)):
+        return [t for item in value for t in _texts(item)]
+    return []
 
 
 def new_items(messages: Sequence[Message]) -> list[SteeringItem]:
@@ -71,6 +93,9 @@ class Steering:
         #: True once the run has decided to end (or has ended): ``steer`` returns False.
         self.closed = False
         self._watched: Any = None  # the store watched for rows (kept if the run drops it)
+        self._closed_in_store = False  # the store refuses messages to this run already
+        #: True once Stop was asked: the run will end without reading another message.
+        self.stopping = False
 
     # -- queueing (any thread) -------------------------------------------------------------------
 
@@ -81,7 +106,7 @@ class Steering:
     def queue(self, items: Sequence[SteeringItem]) -> bool:
         run = self._run
         with run._lock:
-            if self.closed or run.done:
+            if self.closed or self.stopping or run.done:
                 return False
             state = run.state
             known = set(state.steered_ids)
@@ -134,7 +159,7 @@ class Steering:
         """Queue the rows this run has not taken yet, store the state, then mark every row
         taken (on the run's loop). Returns the rows newly queued."""
         run = self._run
-        if not items:
+        if not items or self.stopping:  # (left queued: the store refuses them once it ends)
             return []
         with run._lock:
             known = set(run.state.steered_ids)
@@ -204,11 +229,27 @@ class Steering:
             except Exception as error:
                 run._store_failed(error)
                 return
-            if not rows or self._take_stored(rows):
+            if not rows:
+                self._closed_in_store = True
+                return
+            if self._take_stored(rows):
                 return
 
-    def end(self) -> None:
-        """The run has ended (on any path): no more steering."""
+    def stop_asked(self) -> None:
+        """Stop was asked (any thread): from now on ``steer`` returns False, as it will once
+        the run has ended cancelled (a message queued now would never be read)."""
         with self._run._lock:
+            self.stopping = True
+
+    def end(self) -> None:
+        """The run has ended, or is ending (on any path: its error hooks may still run): no
+        more steering, from this process or through the store."""
+        run = self._run
+        with run._lock:
             self.closed = True
         self.stop()
+        if run.store is not None and not self._closed_in_store:
+            try:
+                run.store.end_steering(run.run_id)
+            except Exception as error:
+                run._store_failed(error)

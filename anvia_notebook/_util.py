@@ -34,9 +34,25 @@ def new_id(prefix: str) -> str:
 
 
 def check_steering_text(text: str) -> None:
-    """Refuse a blank steering message (the one rule its text follows, wherever it is sent)."""
+    """Refuse a blank steering message, or one that is not valid text (the rules its text
+    follows, wherever it is sent)."""
     if not text.strip():
         raise ValueError("A steering message needs some text; this one is empty.")
+    check_valid_text(text, "The steering message")
+
+
+def check_valid_text(text: str, what: str) -> None:
+    """Refuse ``text`` that is not valid Unicode (a lone surrogate such as ``\\ud800``, from a
+    bad paste or JSON's ``"\\ud800"``): no store can keep it, so the run would go on unstored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = f"\\u{ord(text[error.start]):04x}"
+        raise ValueError(
+            f"{what} is not valid text: it holds {code} at position {error.start}, which is "
+            "not a character (half of a surrogate pair, or a byte that was not UTF-8) and "
+            "cannot be stored."
+        ) from None
 
 
 def compact_json(value: Any) -> str:

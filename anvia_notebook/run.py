@@ -831,6 +831,7 @@ class AgentRun:
             return False
         if self.state.cancel_reason is None:
             self.state.cancel_reason = reason or DEFAULT_CANCEL_REASON
+        self.steering.stop_asked()
         loop = self._loop
         assert loop is not None
         try:

@@ -12,6 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._util import check_valid_text
+
 __all__ = ["Case", "normalize_cases"]
 
 _FIELDS = ("input", "expected", "name", "metadata")
@@ -30,8 +32,20 @@ class Case(BaseModel):
 
 
 def _missing(value: Any) -> bool:
-    """A DataFrame cell left empty (None or NaN)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """A DataFrame cell left empty: None, NaN, or pandas' ``NA`` / ``NaT`` (or numpy's)."""
+    if value is None:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    kind = type(value)
+    if kind.__module__.startswith("pandas") and kind.__name__ in ("NAType", "NaTType"):
+        return True
+    if kind.__module__ == "numpy":  # a numpy NaN or NaT is not equal to itself
+        try:
+            return bool(value != value)
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def _from_mapping(raw: Mapping[str, Any], where: str) -> Case:
@@ -61,6 +75,10 @@ def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> C
         raise ValueError(f"{where} has a name that is not a non-empty string: {name!r}.")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"{where} has metadata that is not a dict: {metadata!r}.")
+    # (a text no store can keep: the case would not be a stored run)
+    check_valid_text(value, f"{where}: its input")
+    if isinstance(name, str):
+        check_valid_text(name, f"{where}: its name")
     return Case(
         input=value,
         expected=expected,
@@ -71,6 +89,12 @@ def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> C
 
 def _rows_of_frame(frame: Any) -> list[Case]:
     columns = [str(c) for c in frame.columns]
+    twice = sorted({c for c in columns if columns.count(c) > 1})
+    if twice:  # (pandas would keep one of them, and the other's cells would be lost)
+        raise ValueError(
+            f"The DataFrame of cases has two columns named {twice[0]!r}; keep one of them "
+            "(or rename the other)."
+        )
     if "input" not in columns:
         raise ValueError(
             "The DataFrame of cases has no 'input' column (it has: "
@@ -84,10 +108,29 @@ def _rows_of_frame(frame: Any) -> list[Case]:
             "(input, expected, name, metadata); drop them or move them into a 'metadata' column "
             "of dicts."
         )
+    records = frame.to_dict("records")
+    if "expected" in columns:
+        _whole_again(records, "expected")
     cases = []
-    for position, record in enumerate(frame.to_dict("records"), start=1):
+    for position, record in enumerate(records, start=1):
         cases.append(_from_mapping(record, f"Row {position} of the DataFrame"))
     return cases
+
+
+def _whole_again(records: list[dict[Any, Any]], column: str) -> None:
+    """pandas keeps a column of whole numbers with an empty cell as floats (7 becomes 7.0, so
+    a case would expect "7.0"): when every value of ``column`` is a float, some are missing and
+    the others are whole, they are made whole again (a column with a fraction is left alone)."""
+    values = [record[column] for record in records]
+    present = [v for v in values if not _missing(v)]
+    if (
+        len(present) < len(values)
+        and present
+        and all(isinstance(v, float) and v.is_integer() for v in present)
+    ):
+        for record in records:
+            if not _missing(record[column]):
+                record[column] = int(record[column])
 
 
 def _is_frame(value: Any) -> bool:

@@ -15,6 +15,7 @@ Change = Literal[
     "newly passing",
     "score changed",
     "still failing",
+    "not run",
     "removed",
     "added",
     "unchanged",
@@ -25,9 +26,10 @@ _ORDER: dict[str, int] = {
     "newly passing": 1,
     "score changed": 2,
     "still failing": 3,
-    "removed": 4,
-    "added": 5,
-    "unchanged": 6,
+    "not run": 4,
+    "removed": 5,
+    "added": 6,
+    "unchanged": 7,
 }
 
 
@@ -48,7 +50,8 @@ class MetricChange:
 
 @dataclass(frozen=True)
 class CaseChange:
-    """One case (matched by name) in both reports: ``change`` says what happened to it."""
+    """One case (matched by name) in both reports: ``change`` says what happened to it
+    (``"not run"``: Stop ended one of the evaluations before the case finished)."""
 
     name: str
     change: Change
@@ -96,14 +99,27 @@ class Comparison:
             self.metrics[name] = MetricChange(name, means_a.get(name), means_b.get(name))
         by_name_a = {c.name: c for c in a.cases}
         by_name_b = {c.name: c for c in b.cases}
+        # A case Stop cut off is in its report, but not run: neither removed nor added.
+        cut_off = {*a.not_run, *b.not_run}
+        given_a = {c.name for c in a.case_list}
+        given_b = {c.name for c in b.case_list}
         names = [*by_name_a, *(n for n in by_name_b if n not in by_name_a)]
+        names += [n for n in (*a.not_run, *b.not_run) if n not in names]
+        names = list(dict.fromkeys(names))
         changes = []
         for name in names:
             ca, cb = by_name_a.get(name), by_name_b.get(name)
+            change: Change
+            if name not in given_b:
+                change = "removed"
+            elif name not in given_a:
+                change = "added"
+            else:
+                change = "not run" if name in cut_off else _change(ca, cb)
             changes.append(
                 CaseChange(
                     name=name,
-                    change=_change(ca, cb),
+                    change=change,
                     passed_a=ca.passed if ca else None,
                     passed_b=cb.passed if cb else None,
                     status_a=ca.status if ca else None,

@@ -9,13 +9,14 @@ leaves that case out.
 
 from __future__ import annotations
 
+import decimal
 import inspect
 import json
 import math
 import numbers
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -75,30 +76,59 @@ class Metric:
                 value = await value
         except Exception as error:
             return Score(None, False, error=f"{type(error).__name__}: {error}")
-        return self.judge(value)
+        try:
+            return self.judge(value)
+        except Exception as error:  # (a number whose conversion fails)
+            return Score(
+                None,
+                False,
+                error=(
+                    f"The metric returned {type(value).__name__}, which could not be read as a "
+                    f"score ({type(error).__name__}: {error})."
+                ),
+            )
 
     def judge(self, value: Any) -> Score:
         """Turn what the function returned into a :class:`Score`."""
         if isinstance(value, Score):
-            if isinstance(value.value, float) and not math.isfinite(value.value):
-                return Score(None, False, value.reason, _not_finite(value.value))
-            return value
-        value = _plain(value)
-        if isinstance(value, bool):
-            return Score(value, value)
-        if isinstance(value, numbers.Real):
+            if value.value is None:
+                return value
+            number, error = _score_value(value.value)
+            if error is not None:
+                return Score(None, False, value.reason, error)
+            return replace(value, value=number)
+        number, error = _score_value(value)
+        if error is not None:
+            return Score(None, False, error=error)
+        if isinstance(number, bool):
+            return Score(number, number)
+        assert number is not None
+        return Score(number, number >= self.threshold)
+
+
+def _score_value(value: Any) -> tuple[bool | float | None, str | None]:
+    """A score's value as a bool or a finite float, or the error saying why it is not one."""
+    value = _plain(value)
+    if isinstance(value, bool):
+        return value, None
+    if isinstance(value, (numbers.Real, decimal.Decimal)):
+        try:
             number = float(value)
-            if not math.isfinite(number):
-                return Score(None, False, error=_not_finite(number))
-            return Score(number, number >= self.threshold)
-        return Score(
-            None,
-            False,
-            error=(
-                f"The metric returned {type(value).__name__} {value!r}; a metric returns a bool "
-                "or a number."
-            ),
-        )
+        except OverflowError:
+            return None, (
+                "The metric returned a number too large for a score (beyond a float's range); "
+                "a score is a finite number."
+            )
+        except ValueError:  # (a signaling NaN)
+            number = math.nan
+        if not math.isfinite(number):
+            return None, _not_finite(number)
+        return number, None
+    shown = repr(value)
+    shown = shown if len(shown) <= 80 else shown[:79] + "\u2026"
+    return None, (
+        f"The metric returned {type(value).__name__} {shown}; a metric returns a bool or a number."
+    )
 
 
 def _plain(value: Any) -> Any:

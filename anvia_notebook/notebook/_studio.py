@@ -25,6 +25,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._util import check_valid_text
 from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
@@ -58,6 +59,36 @@ def session_title(messages: Sequence[Message]) -> str:
     return "Untitled session"
 
 
+def _quick_prompts(agent_id: str, given: Any) -> list[str]:
+    """The quick prompts given for ``agent_id``, checked: each one a button that sends it."""
+    if isinstance(given, str) or not isinstance(given, Sequence):
+        raise TypeError(
+            f"quick_prompts[{agent_id!r}] is a list of prompts, e.g. [{given!r}], not a "
+            f"{type(given).__name__}."
+        )
+    for prompt in given:
+        if not isinstance(prompt, str):
+            raise TypeError(
+                f"A quick prompt of {agent_id!r} is a text, not {type(prompt).__name__}."
+            )
+        if not prompt.strip():
+            raise ValueError(f"A quick prompt of {agent_id!r} is blank; give it some text.")
+    return list(given)
+
+
+def _refusing_bad_text(steer: Any) -> Any:
+    """The message box's handler, with a text ``steer`` refuses (not valid Unicode) told as
+    the reply, not as an internal error."""
+
+    def checked(message: Any) -> str | None:
+        try:
+            return steer(message)  # type: ignore[no-any-return]
+        except ValueError as error:
+            return str(error)
+
+    return checked
+
+
 class Studio:
     """The notebook Playground for ``agents``; display it (or call :meth:`start`) in a cell.
 
@@ -86,13 +117,24 @@ class Studio:
             if agent.id in self.agents:
                 raise ValueError(f"Two agents have the id {agent.id!r}.")
             self.agents[agent.id] = agent
+        if quick_prompts is not None and not isinstance(quick_prompts, Mapping):
+            raise TypeError(
+                "quick_prompts maps an agent id to its prompts, e.g. "
+                f'{{"{agents[0].id}": ["..."]}}, not a {type(quick_prompts).__name__}.'
+            )
         prompts = dict(quick_prompts or {})
         unknown = sorted(set(prompts) - set(self.agents))
         if unknown:
             raise ValueError(f"quick_prompts names unknown agents: {', '.join(unknown)}.")
         self.quick_prompts: dict[str, list[str]] = {
-            k: [str(p) for p in v] for k, v in prompts.items()
+            k: _quick_prompts(k, v) for k, v in prompts.items()
         }
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+        ):
+            raise TypeError(
+                f"timeout is a number of seconds (or None), not {type(timeout).__name__}."
+            )
         self.timeout = timeout
         self.selected: str = agents[0].id
         self.human_input = WidgetHumanInput(timeout=timeout)
@@ -169,6 +211,7 @@ class Studio:
             session.handlers["studio_select"] = self._on_select
             session.handlers["studio_new_session"] = self._on_new_session
             session.handlers["studio_open_session"] = self._on_open_session
+            session.handlers["steer"] = _refusing_bad_text(session.handlers["steer"])
             session.add_done_listener(self._on_run_done)
             session.agent_names = {a.id: a.display_name for a in self.agents.values()}
             self._session = session
@@ -302,6 +345,10 @@ class Studio:
         text = text.strip()
         if not text:
             return "Type a message first."
+        try:  # (a store cannot keep it: the run and the session would go unstored)
+            check_valid_text(text, "The message")
+        except ValueError as error:
+            return str(error)
         session = self.session
         self._show(agent.id)
         self.selected = agent.id

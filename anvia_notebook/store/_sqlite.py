@@ -132,6 +132,12 @@ class SQLiteBackend:
                 f"The run store {self.location} cannot be written ({text}): check the "
                 "permissions of the file and its folder, or choose another store."
             )
+        if os.path.isdir(self.location):  # (e.g. --store notebooks/.anvia)
+            inside = os.path.join(self.location, "runs.sqlite")
+            return RunStoreError(
+                f"The run store {self.location} is a folder, not a store file: pass the file "
+                f"(a notebook keeps its runs in .anvia/runs.sqlite, e.g. {inside})."
+            )
         return RunStoreError(f"The run store {self.location} failed: {text}.")
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:

@@ -24,7 +24,7 @@ from ._errors import RunEndedError, RunNotFoundError
 from ._owner import owner_alive
 from ._schema import APPLICATION, SCHEMA_VERSION
 
-__all__ = ["steer_stored", "write_steering"]
+__all__ = ["steer_stored", "top_run", "write_steering"]
 
 #: A run in one of these (stored) states takes messages, unless it has decided to end.
 ACTIVE = ("pending", "running", "waiting")
@@ -36,8 +36,9 @@ def write_steering(
     """Queue ``text`` for the run ``run_id`` in one transaction; returns the message's id and
     the run's status (``interrupted`` when its process is gone: the message waits for the run
     to be resumed). Refuses an unknown run (:class:`RunNotFoundError`), one that has ended or
-    decided to end (:class:`RunEndedError`), a text that is not a ``str`` (``TypeError``) and a
-    blank one (``ValueError``). ``sql`` puts a statement in the backend's placeholder style."""
+    decided to end in a live process (:class:`RunEndedError`), a text that is not a ``str``
+    (``TypeError``) and a blank or invalid one (``ValueError``). ``sql`` puts a statement in the
+    backend's placeholder style."""
     if not isinstance(text, str):
         kind = type(text).__name__
         raise TypeError(f"RunStore.steer() takes the message's text, not {kind}.")
@@ -55,7 +56,10 @@ def write_steering(
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {location}.")
         status, closed, *owner = rows[0]
-        if status not in ACTIVE or closed:
+        alive = owner_alive(*owner)
+        # A run closed to steering whose process died before it was stored as ended is
+        # interrupted: resuming it reopens it, so the message waits for that.
+        if status not in ACTIVE or (closed and alive):
             ended = status if status not in ACTIVE else "ending"
             raise RunEndedError(
                 f"Run {run_id!r} has already ended ({ended}); a message can no longer be "
@@ -77,20 +81,47 @@ def write_steering(
                 datetime.now(timezone.utc).isoformat(),
             ),
         )
-    return item_id, str(status) if owner_alive(*owner) else "interrupted"
+    return item_id, str(status) if alive else "interrupted"
 
 
-def steer_stored(location: str, run_id: str, text: str) -> tuple[str, str] | None:
+def top_run(backend: Any, sql: Callable[[str], str], run_id: str) -> tuple[str, str] | None:
+    """The top-level run (its id and agent) of ``run_id`` when that is a sub-agent's run (what
+    is resumed to go on with it), else None."""
+    top: tuple[str, str] | None = None
+    seen = {run_id}
+    parent = _parent(backend, sql, run_id)
+    while parent is not None and parent not in seen:  # (a loop of parents ends the walk)
+        seen.add(parent)
+        rows = backend.execute(
+            sql("SELECT agent_id, parent_run_id FROM runs WHERE run_id = ?"), (parent,)
+        )
+        if not rows:
+            break
+        top = (parent, str(rows[0][0]))
+        parent = rows[0][1]
+    return top
+
+
+def _parent(backend: Any, sql: Callable[[str], str], run_id: str) -> str | None:
+    rows = backend.execute(sql("SELECT parent_run_id FROM runs WHERE run_id = ?"), (run_id,))
+    return rows[0][0] if rows and rows[0][0] else None
+
+
+def steer_stored(
+    location: str, run_id: str, text: str
+) -> tuple[str, str, tuple[str, str] | None] | None:
     """:func:`write_steering` into the store at ``location`` (a file or ``postgresql://...``),
-    opening only its connection; None (nothing written) when it is not a run store of this
-    very schema version: :class:`RunStore` then makes or migrates the schema, or says what is
-    wrong."""
+    opening only its connection, and the run's :func:`top_run`; None (nothing written) when it
+    is not a run store of this very schema version: :class:`RunStore` then makes or migrates
+    the schema, or says what is wrong."""
     check_steering_text(text)  # (before any file is opened)
     backend = _open_backend(location)
     try:
         if not _current(backend):
             return None
-        return write_steering(backend, _placeholders(backend), backend.location, run_id, text)
+        sql = _placeholders(backend)
+        item_id, status = write_steering(backend, sql, backend.location, run_id, text)
+        return item_id, status, top_run(backend, sql, run_id)
     finally:
         backend.close()
 

@@ -72,6 +72,11 @@ class SteeringRows:
                 self._q("UPDATE runs SET steering_closed = 1 WHERE run_id = ?", (run_id,))
         return queued
 
+    def end_steering(self, run_id: str) -> None:
+        """The run is ending (stopped, failed, or done): refuse later messages, as for a run
+        that has ended (what is queued stays unread: the run will not take another turn)."""
+        self._q("UPDATE runs SET steering_closed = 1 WHERE run_id = ?", (run_id,))
+
     def watch_steering(self, run_id: str, callback: SteeringCallback) -> None:
         """Call ``callback(items)`` (on a background thread) when messages are queued for
         ``run_id`` by any process (maybe again for the same ones until they are taken)."""

@@ -1,0 +1,225 @@
+"""Evals with hostile metrics and DataFrames: what a metric returns that is not a score, a
+DataFrame whose columns or cells are odd. Each problem is that score's (or that case's) error,
+said in words; the evaluation and its report (table, ``to_pandas``) never break."""
+
+from __future__ import annotations
+
+import asyncio
+import decimal
+
+import pytest
+
+from anvia_notebook import AgentBuilder, evals
+from anvia_notebook.models import FunctionModel
+
+pytestmark = pytest.mark.timeout(60)
+
+CASES = [{"input": "a", "name": "a"}, {"input": "b", "name": "b"}]
+
+
+def agent(answer: str = "7"):
+    return AgentBuilder("evals-hostile", FunctionModel(lambda request: answer)).build()
+
+
+def shown(report: evals.EvalReport) -> None:
+    """Every way of showing the report works."""
+    html = report._repr_html_()
+    assert "<table>" in html
+    frame = report.to_pandas() if _has_pandas() else None
+    assert frame is None or len(frame) == len(report.cases)
+    assert report.summary()
+
+
+def _has_pandas() -> bool:
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_a_number_too_large_for_a_score_is_that_scores_error_and_the_others_are_kept():
+    def huge(case, output):  # an int no float can hold
+        return 10**400 if case.name == "a" else 0.75
+
+    def fine(case, output):
+        return True
+
+    report = evals.evaluate_sync(agent(), CASES, [huge, fine], show=False)
+    assert report.status == "done"
+    a, b = report.cases
+    assert a.scores["huge"] is None and not a.passed
+    assert "too large" in a.details["huge"].error
+    assert a.scores["fine"] is True
+    assert b.scores["huge"] == 0.75 and b.passed
+    assert report.mean_scores["huge"] == 0.75
+    shown(report)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("yes", "returned str"),
+        (10**400, "too large"),
+        ({"score": 1}, "returned dict"),
+        (float("nan"), "NaN"),
+    ],
+    ids=["text", "huge", "dict", "nan"],
+)
+def test_a_score_object_carrying_something_that_is_not_a_score_is_an_error(value, words):
+    def scored(case, output):
+        return evals.Score(value if case.name == "a" else 0.9, True, reason="why")
+
+    report = evals.evaluate_sync(agent(), CASES, [scored], show=False)
+    a, b = report.cases
+    assert a.scores["scored"] is None and not a.passed
+    assert words in a.details["scored"].error
+    assert a.details["scored"].reason == "why"
+    assert b.scores["scored"] == 0.9 and b.passed
+    shown(report)
+
+
+def test_a_decimal_is_a_number():
+    def exact(case, output):
+        return {"a": decimal.Decimal("0.75"), "b": decimal.Decimal("NaN")}[case.name]
+
+    report = evals.evaluate_sync(agent(), CASES, [exact], show=False)
+    a, b = report.cases
+    assert a.scores["exact"] == 0.75 and a.passed and a.details["exact"].error is None
+    assert b.scores["exact"] is None and "NaN" in b.details["exact"].error
+    shown(report)
+
+
+def test_a_number_whose_conversion_fails_is_that_scores_error():
+    class Broken(float):
+        def __float__(self) -> float:
+            raise RuntimeError("no float for you")
+
+    def broken(case, output):
+        return Broken(0.5)
+
+    report = evals.evaluate_sync(agent(), CASES, [broken], show=False)
+    assert report.status == "done" and len(report.cases) == 2
+    assert all(c.scores["broken"] is None and c.details["broken"].error for c in report.cases)
+    shown(report)
+
+
+# -- DataFrames ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("twice", ["input", "expected", "name"])
+def test_a_dataframe_with_two_columns_of_the_same_name_is_refused(twice):
+    pandas = pytest.importorskip("pandas")
+    columns = ["input", "expected", "name"]
+    frame = pandas.DataFrame([["a", "7", "first", "other"]], columns=[*columns, twice])
+    # pandas would keep one of the two silently (a warning at most): the other's data lost
+    with pytest.raises(ValueError, match=f"two columns named '{twice}'"):
+        evals.evaluate_sync(agent(), frame, [evals.contains()], show=False)
+
+
+def test_empty_cells_of_every_kind_are_missing_values():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(
+        {
+            "input": ["a", "b", "c"],
+            "expected": pandas.Series(["7", pandas.NA, "8"], dtype="object"),
+            "name": ["first", pandas.NA, None],
+            "metadata": [{"k": 1}, pandas.NA, pandas.NaT],
+        }
+    )
+    report = evals.evaluate_sync(agent(), frame, [evals.exact_match()], show=False)
+    first, second, third = report.cases
+    assert [c.name for c in report.cases] == ["first", "case-2", "case-3"]
+    assert second.expected is None and second.metadata == {} and third.metadata == {}
+    assert "has none" in second.details["exact_match"].error  # as for a NaN cell
+    assert first.passed and not third.passed
+    shown(report)
+    dates = pandas.DataFrame({"input": ["a"], "expected": [pandas.NaT]})
+    [case] = evals.evaluate_sync(agent(), dates, [evals.exact_match()], show=False).cases
+    assert case.expected is None and "has none" in case.details["exact_match"].error
+    with pytest.raises(ValueError, match="Row 1 of the DataFrame has no input"):
+        evals.evaluate_sync(
+            agent(), pandas.DataFrame({"input": [pandas.NA]}), [evals.contains()], show=False
+        )
+
+
+# -- compare, with a report that was stopped ---------------------------------------------------
+
+
+async def test_compare_says_not_run_for_the_cases_stop_cut_off_not_removed():
+    gate = asyncio.Event()
+
+    async def respond(request):
+        if request.messages[-1].content != "a":
+            await gate.wait()  # never set: still running at Stop
+        return "yes"
+
+    cases = [{"input": k, "name": k} for k in "abc"]
+    before = await evals.evaluate(agent("yes"), cases, [evals.contains("yes")], show=False)
+    after = evals.runner.prepare(
+        AgentBuilder("evals-hostile", FunctionModel(respond)).build(),
+        cases,
+        [evals.contains("yes")],
+        concurrency=3,
+    )
+    finished = asyncio.Event()
+    after.subscribe(lambda kind, index: finished.set() if kind == "case" else None)
+    task = asyncio.ensure_future(evals.runner.run_report(after))
+    await asyncio.wait_for(finished.wait(), 10)
+    assert after.stop()
+    await asyncio.wait_for(task, 10)
+    assert after.not_run == ["b", "c"]
+    comparison = evals.compare(before, after)
+    changes = {c.name: c.change for c in comparison.cases}
+    assert changes == {"a": "unchanged", "b": "not run", "c": "not run"}
+    backwards = {c.name: c.change for c in evals.compare(after, before).cases}
+    assert backwards == {"a": "unchanged", "b": "not run", "c": "not run"}
+    assert "not run" in comparison._repr_html_()
+    if _has_pandas():
+        assert list(comparison.to_pandas()["change"]) == ["not run", "not run", "unchanged"]
+    # a case Stop cut off, missing from the other report: removed (or added), as any other
+    fewer = await evals.evaluate(agent("yes"), cases[:1], [evals.contains("yes")], show=False)
+    assert {c.name: c.change for c in evals.compare(after, fewer).cases} == {
+        "a": "unchanged",
+        "b": "removed",
+        "c": "removed",
+    }
+    assert {c.name: c.change for c in evals.compare(fewer, after).cases} == {
+        "a": "unchanged",
+        "b": "added",
+        "c": "added",
+    }
+
+
+@pytest.mark.parametrize("field", ["input", "name"])
+def test_a_case_whose_text_is_not_valid_unicode_is_refused_before_any_case_runs(field):
+    # (a CSV read with encoding_errors="surrogateescape" gives such texts: the case's run could
+    # not be stored, against "every case is a stored run")
+    case = {"input": "add 2 and 5", "name": "sum", field: "caf\udce9"}
+    model_calls = []
+    model = FunctionModel(lambda request: model_calls.append(request) or "7")
+    with pytest.raises(ValueError, match=rf"Case 2: its {field} is not valid text"):
+        evals.evaluate_sync(
+            AgentBuilder("evals-hostile", model).build(),
+            [{"input": "fine"}, case],
+            [evals.contains("7")],
+            show=False,
+        )
+    assert model_calls == []
+
+
+def test_whole_numbers_in_an_expected_column_with_gaps_stay_whole():
+    """pandas stores a column of whole numbers with an empty cell as floats (7 becomes 7.0):
+    the case expected "7.0" and failed on the answer "7". Such a column's numbers are whole
+    again; a column with a fraction in it stays as it is."""
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"input": ["a", "b", "c"], "expected": [7, None, 8]})
+    assert str(frame["expected"].dtype) == "float64"  # (what pandas did)
+    report = evals.evaluate_sync(agent("7"), frame, [evals.exact_match()], show=False)
+    first, second, third = report.cases
+    assert first.expected == 7 and type(first.expected) is int and first.passed
+    assert second.expected is None and third.expected == 8 and not third.passed
+    fractions = pandas.DataFrame({"input": ["a", "b"], "expected": [7.5, 7.0]})
+    report = evals.evaluate_sync(agent("7.0"), fractions, [evals.exact_match()], show=False)
+    assert [c.expected for c in report.cases] == [7.5, 7.0]
+    assert [c.passed for c in report.cases] == [False, True]

@@ -1,0 +1,240 @@
+"""Steering with hostile input: text that is not valid Unicode (a lone surrogate, as a page's
+JSON "\\ud800" or a bad paste gives), through ``steer``, ``RunStore.steer`` and a Message.
+
+Such a text cannot be written to the run store: before, ``steer`` took it, the run's next write
+failed and the run went on in memory only (its stored copy stayed "running" forever, not
+resumable). Now it is refused with a clear error, and the run stays stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import hostile_steer_agents
+import pytest
+import store_agents
+import subagent_agents
+from child_processes import child_environ, kill, start_python, wait_until
+
+from anvia_notebook import (
+    AgentBuilder,
+    Message,
+    PromptCancelledError,
+    RunEndedError,
+    RunStore,
+    create_hook,
+    create_tool,
+)
+from anvia_notebook.__main__ import main as cli
+from anvia_notebook.models import FunctionModel, QueueModel
+
+from helpers import AddInput, call, wait_on_events
+
+pytestmark = pytest.mark.timeout(60)
+
+LONE = "split it by region \ud800 please"
+
+
+def blocking_agent(started: asyncio.Event, release: asyncio.Event, model: Any):
+    async def work(args: AddInput, ctx: Any) -> int:
+        started.set()
+        await release.wait()
+        return args.x + args.y
+
+    tool = create_tool(name="work", description="Work a while.", input=AddInput, execute=work)
+    return AgentBuilder("worker", model).tool(tool).build()
+
+
+async def test_a_steered_text_that_is_not_valid_unicode_is_refused_and_the_run_stays_stored(
+    store_location, recwarn
+):
+    started, release = asyncio.Event(), asyncio.Event()
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "ok"])
+    run = blocking_agent(started, release, model).prompt("work").start()
+    await started.wait()
+    with pytest.raises(ValueError, match="not valid text"):
+        run.steer(LONE)
+    with pytest.raises(ValueError, match="not valid text"):
+        run.steer(Message.user(LONE))
+    with pytest.raises(ValueError, match="not valid text"):
+        run.steer([Message.user("fine"), Message.user(LONE)])
+    assert run.state.steering == []  # nothing queued, not even the valid message before it
+    assert run.steer("by region, please")  # a valid message still goes in
+    other = RunStore(store_location)
+    try:
+        with pytest.raises(ValueError, match="not valid text"):
+            other.steer(run.run_id, LONE)
+        assert other.queued_steering(run.run_id) == []
+    finally:
+        other.close()
+    release.set()
+    response = await run.wait()
+    assert response.output == "ok"
+    assert [m.content for m in model.requests[1].messages][-1] == "by region, please"
+    assert not [w for w in recwarn if "run store" in str(w.message)]
+    stored = RunStore(store_location)
+    try:
+        assert stored.status(run.run_id) == "success"  # not left "running" in the store
+        assert stored.get(run.run_id).messages == response.messages
+    finally:
+        stored.close()
+
+
+async def test_a_request_refuses_such_a_text_before_the_run_starts(store_path):
+    model = QueueModel(["done"])
+    request = AgentBuilder("a", model).build().prompt("hi")
+    with pytest.raises(ValueError, match="not valid text"):
+        request.steer(LONE)
+    response = await request.send()
+    assert [m.content for m in response.messages] == ["hi", "done"]
+
+
+# -- a sub-agent's run, its process killed with SIGKILL -------------------------------------------
+
+
+def test_a_message_to_a_killed_sub_agent_s_run_says_to_resume_the_top_level_run(
+    tmp_path, store_path, monkeypatch, capsys
+):
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    env = child_environ()
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import subagent_agents; subagent_agents.run('which region?')", env)
+        top = wait_until(
+            lambda: next((r for r in store.runs() if r.parent_run_id is None), None),
+            child,
+            "the lead's run",
+        )
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        kill(child)
+        sub_id = pending.run_id
+        assert sub_id != top.run_id
+        capsys.readouterr()
+        assert cli(["--store", location, "steer", sub_id, "only the west, please"]) == 0
+        said = capsys.readouterr().out
+        # Resuming the sub-agent's run alone would answer nobody: the lead's run is resumed.
+        assert f"agent.resume({sub_id!r})" not in said
+        assert f"resume({top.run_id!r})" in said and "'lead'" in said
+        store.approve(top.run_id, pending.id)
+        request = subagent_agents.lead().resume(top.run_id).approvals(lambda request: True)
+        response = request.send_sync()
+        assert response.output == "lead: analyst: west +12% (select 1)"
+        messages = [m.content for m in store.get(sub_id).messages]
+        assert messages.count("only the west, please") == 1
+        assert store.queued_steering(sub_id) == []
+    finally:
+        store.close()
+
+
+def test_a_run_killed_as_it_ended_takes_a_message_and_reads_it_once_resumed(
+    tmp_path, store_path, monkeypatch, capsys
+):
+    """Killed after it closed itself to steering (in its on_run_end hook), before it was stored
+    as ended: the run is interrupted and resumable, so a message is queued for it (it was refused
+    as if the run had ended, with the advice to start a new run)."""
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(effects))
+    env = {**child_environ(), "ANVIA_TEST_BLOCK_END": "1"}
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import hostile_steer_agents as a; a.run('hello')", env)
+        wait_until(effects.exists, child, "the run's end")
+        [summary] = store.runs()
+        kill(child)
+        assert store.runs()[0].status == "interrupted"
+        capsys.readouterr()
+        assert cli(["--store", location, "steer", summary.run_id, "one more thing"]) == 0
+        assert "Its process is gone" in capsys.readouterr().out
+        agent, model = hostile_steer_agents.closer("second answer")
+        response = agent.resume(summary.run_id).send_sync()
+        assert response.output == "second answer"
+        assert model.requests[-1].messages[-1].content == "one more thing"
+        assert [m.content for m in response.messages].count("one more thing") == 1
+        assert store.status(summary.run_id) == "success"
+    finally:
+        store.close()
+
+
+# -- from another process, while the run is being stopped or is failing ------------------------
+
+
+@pytest.mark.parametrize("ending", ["stopped", "failed"])
+async def test_a_message_sent_while_the_run_ends_by_stop_or_failure_is_refused_not_dropped(
+    store_location, ending
+):
+    """The run's on_run_error hook runs after it has decided to end (stopped, or failed) and
+    before it is stored as ended: a message from another process then was accepted ("Sent to
+    run") and never read. It is refused as for a run that has ended, as ``run.steer`` is."""
+    in_error_hook, release = asyncio.Event(), asyncio.Event()
+
+    async def on_run_error(event: Any) -> None:
+        in_error_hook.set()
+        await release.wait()
+
+    async def respond(request: Any) -> str:
+        if ending == "failed":
+            raise RuntimeError("the model broke")
+        await asyncio.Event().wait()  # until stopped
+        return "never"
+
+    agent = (
+        AgentBuilder("ender", FunctionModel(respond))
+        .hook(create_hook(on_run_error=on_run_error))
+        .build()
+    )
+    run = agent.prompt("go").start()
+    if ending == "stopped":
+        await wait_on_events(run, lambda: run.state.turn >= 1)
+        run.cancel()
+    await asyncio.wait_for(in_error_hook.wait(), 10)
+    assert run.steer("too late") is False  # in this process: refused
+    other = RunStore(store_location)
+    try:
+        with pytest.raises(RunEndedError, match="has already ended"):
+            await asyncio.to_thread(other.steer, run.run_id, "too late")
+        assert other.queued_steering(run.run_id) == []
+    finally:
+        other.close()
+    release.set()
+    with pytest.raises((PromptCancelledError, RuntimeError)):
+        await asyncio.wait_for(run.wait(), 10)
+
+
+def test_steered_while_a_tool_runs_then_killed_is_read_once_after_the_interrupted_call(
+    tmp_path, store_path, monkeypatch, capsys
+):
+    """A message taken while the tool ran, and one sent from the terminal once the process was
+    gone: after the resume the call is reported interrupted (never run twice) and both messages
+    follow its result, once each."""
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    env = {**child_environ(), "ANVIA_TEST_BLOCK_TOOL": "1"}
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import store_agents; store_agents.run('steerable')", env)
+        [approval] = wait_until(lambda: store.pending(), child, "the approval")
+        run_id = approval.run_id
+        store.approve(run_id, approval.id)
+        wait_until(lambda: store_agents.effects() == ["started a1 5"], child, "the tool")
+        assert cli(["--store", location, "steer", run_id, "first: by region"]) == 0
+        wait_until(
+            lambda: store.get(run_id).steered_ids and not store.queued_steering(run_id),
+            child,
+            "the run to take the message",
+        )
+        kill(child)
+        assert cli(["--store", location, "steer", run_id, "second: in euros"]) == 0
+        assert "Its process is gone" in capsys.readouterr().out
+        monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+        response = store_agents.agent("steerable").resume(run_id).send_sync()
+    finally:
+        store.close()
+    assert store_agents.effects() == ["started a1 5"]  # not run again
+    roles = [m.role for m in response.messages]
+    assert roles == ["user", "assistant", "tool", "user", "user", "assistant"]
+    assert "interrupted" in response.messages[2].tool_results[0].content.lower()
+    assert response.output == "Done; steered: ['first: by region', 'second: in euros']"
