@@ -300,7 +300,7 @@ def _not_text(args: argparse.Namespace) -> str | None:
 def _steer(location: str, args: argparse.Namespace) -> None:
     """Only the store's connection is opened (the runtime is not loaded): a message from the
     terminal reaches the run within a second, even on a busy machine."""
-    from .store._steer_write import steer_stored, top_run
+    from .store._steer_write import steer_stored
 
     sent = steer_stored(location, args.run_id, args.text)
     if sent is None:  # an older store (migrated first), or not a run store (RunStore says so)
@@ -310,7 +310,7 @@ def _steer(location: str, args: argparse.Namespace) -> None:
         try:
             store.steer(args.run_id, args.text)
             status = store.status(args.run_id)
-            top = top_run(store._backend, store._sql, args.run_id)
+            top = store.top_run(args.run_id)
         finally:
             store.close()
     else:

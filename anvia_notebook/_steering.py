@@ -28,7 +28,7 @@ from .messages import Message
 if TYPE_CHECKING:
     from .run import AgentRun
 
-__all__ = ["Steering", "SteeringItem", "steering_messages"]
+__all__ = ["Steering", "SteeringItem", "steering_messages", "storable"]
 
 logger = logging.getLogger("anvia_notebook")
 
@@ -49,24 +49,24 @@ def steering_messages(value: Any) -> list[Message]:
         check_steering_text(value)
         return [Message.user(value)]
     if isinstance(value, Message):
-        return [_storable(value)]
+        return [storable(value)]
     if isinstance(value, (list, tuple)):
         if not all(isinstance(item, Message) for item in value):
             raise TypeError("steer() takes a str, a Message or a list of Messages.")
-        return [_storable(item) for item in value]
+        return [storable(item) for item in value]
     raise TypeError(
         f"steer() takes a str, a Message or a list of Messages, not {type(value).__name__}."
     )
 
 
-def _storable(message: Message) -> Message:
+def storable(message: Message, what: str = "A steered message") -> Message:
     """``message``, refused when its texts are not valid text (the run's store could not keep
-    it, and the run would go on unstored)."""
+    it, and the run would go on unstored); ``what`` names it in the error."""
     try:
         message.model_dump_json()
     except Exception:
         for text in _texts(message.model_dump()):
-            check_valid_text(text, "A steered message")
+            check_valid_text(text, what)
         raise
     return message
 

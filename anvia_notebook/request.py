@@ -9,7 +9,7 @@ import warnings
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._steering import new_items, steering_messages
+from ._steering import new_items, steering_messages, storable
 from ._util import new_id, running_loop
 from .approvals import ApprovalHandler
 from .errors import RequestAlreadyUsedError, RunStoreError
@@ -48,6 +48,8 @@ class PromptRequest:
             if not all(isinstance(m, Message) for m in messages):
                 raise TypeError("agent.prompt() takes a str, a Message or a list of Messages.")
             self.prompt_message, self.history = messages[-1], messages[:-1]
+        for message in (*self.history, self.prompt_message):
+            storable(message, "The prompt")  # (text no store can keep: refused now, not later)
         self.max_turn_count = agent.default_max_turns
         self._hooks: tuple[Hook, ...] | None = None
         self._extra_hooks: tuple[Hook, ...] = ()

@@ -90,6 +90,18 @@ async def test_a_request_refuses_such_a_text_before_the_run_starts(store_path):
     assert [m.content for m in response.messages] == ["hi", "done"]
 
 
+def test_a_prompt_that_is_not_valid_unicode_is_refused_before_any_run_is_made(store_path):
+    agent = AgentBuilder("a", QueueModel(["done"])).build()
+    for prompt in (LONE, Message.user(LONE), [Message.user(LONE), Message.user("fine")]):
+        with pytest.raises(ValueError, match=r"The prompt is not valid text.*\\ud800"):
+            agent.prompt(prompt)
+    store = RunStore(store_path)
+    try:
+        assert store.runs() == []  # nothing started unstored
+    finally:
+        store.close()
+
+
 # -- a sub-agent's run, its process killed with SIGKILL -------------------------------------------
 
 

@@ -298,9 +298,11 @@ class TranscriptSession:
         run = self.run
         if not message.text.strip():
             return "The message is empty."
-        if run is None or run.done or not run.steer(message.text):
-            return "No run in progress: the message was not sent."
-        return None
+        try:
+            sent = run is not None and not run.done and run.steer(message.text)
+        except ValueError as error:  # text that is not valid Unicode: told, not an internal error
+            return str(error)
+        return None if sent else "No run in progress: the message was not sent."
 
     # -- runs ----------------------------------------------------------------------------------
 

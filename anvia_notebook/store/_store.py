@@ -61,6 +61,7 @@ from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
 from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
+from ._steer_write import top_run
 from ._steering import SteeringCallback, SteeringRows
 
 __all__ = ["RunList", "RunStore", "RunSummary", "StudioSession"]
@@ -420,6 +421,11 @@ class RunStore(SteeringRows, DecisionRequests):
             tree.extend(level)
         return tree
 
+    def top_run(self, run_id: str) -> tuple[str, str] | None:
+        """``(run id, agent id)`` of the top-level run above ``run_id`` when that is a
+        sub-agent's run (the run to resume to go on with it), else None."""
+        return top_run(self._backend, self._sql, run_id)
+
     @staticmethod
     def _effective_status(status: str, owner: Sequence[Any], pending: int) -> str:
         if status in ACTIVE:
@@ -638,10 +644,11 @@ class RunStore(SteeringRows, DecisionRequests):
             raise unknown if current is None else refused_twice(current)
         assert isinstance(current, kind)
         if not owner_alive(*self._owner_of(owner_run)):
+            resumed = (self.top_run(owner_run) or (owner_run,))[0]  # (a sub-agent's: its top)
             logger.info(
                 "Run %s has no live process; the decision waits until agent.resume(%r).",
                 owner_run,
-                owner_run,
+                resumed,
             )
         return current
 

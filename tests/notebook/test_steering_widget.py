@@ -145,3 +145,23 @@ async def test_the_handle_steers_the_run_and_refuses_once_it_has_ended():
     assert handle.steer("too late") is False
     steered = [e for e in handle.transcript if e["kind"] == "user" and e.get("steered")]
     assert [e["text"] for e in steered] == ["and in words"]
+
+
+async def test_a_message_box_text_that_is_not_valid_unicode_is_told_not_an_internal_error():
+    tool = make_gated_tool("work", "Work.")
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "Two."])
+    session, sent = session_on_this_loop()
+    run = AgentBuilder("a", model).tool(tool).build().prompt("sum it").store(None).create_run()
+    session.attach(run)
+    run.start()
+    await tool.started.wait()
+    session.handle_message({"type": "steer", "request_id": "p1", "text": "by region \ud800"})
+    session.handle_message({"type": "steer", "request_id": "p2", "text": "by region"})
+    await settle()
+    [(_, ok, error), second] = replies(sent)
+    assert not ok and error is not None and "not valid text" in error
+    assert not error.startswith("Internal error")
+    assert second == ("p2", True, None)
+    tool.release.set()
+    await run.wait()
+    assert [m.content for m in model.requests[1].messages][-1] == "by region"
