@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._util import cli_command
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
-from .store import STORE_ENV, _location
+from .store import STORE_ENV, default_location
 
 if TYPE_CHECKING:
     from .question_types import Question
@@ -341,7 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if wrong is not None:
         print(f"error: {wrong}", file=sys.stderr)
         return 2
-    location = args.store or _location()
+    location = args.store or default_location()
     if location is None:
         print(f"Runs are not stored ({STORE_ENV} is off); use --store PATH.", file=sys.stderr)
         return 2

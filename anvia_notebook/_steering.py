@@ -105,7 +105,7 @@ class Steering:
 
     def queue(self, items: Sequence[SteeringItem]) -> bool:
         run = self._run
-        with run._lock:
+        with run.lock:
             if self.closed or self.stopping or run.done:
                 return False
             state = run.state
@@ -143,7 +143,7 @@ class Steering:
             self._watched = store
             self._take_stored(store.queued_steering(run.run_id))
         except Exception as error:
-            run._store_failed(error)
+            run.store_failed(error)
 
     def stop(self) -> None:
         store, self._watched = self._watched, None
@@ -161,11 +161,11 @@ class Steering:
         run = self._run
         if not items or self.stopping:  # (left queued: the store refuses them once it ends)
             return []
-        with run._lock:
+        with run.lock:
             known = set(run.state.steered_ids)
         fresh = [item for item in items if item.id not in known]
         if fresh:
-            with run._lock:
+            with run.lock:
                 self.closed = False  # (the run goes on: see before_end)
             self.queue(fresh)
         store = run.store
@@ -173,7 +173,7 @@ class Steering:
             try:
                 store.steering_taken(run.run_id, [item.id for item in items])
             except Exception as error:
-                run._store_failed(error)
+                run.store_failed(error)
         return fresh
 
     # -- delivering (the run's loop) -------------------------------------------------------------
@@ -183,7 +183,7 @@ class Steering:
         first see them); True when there were any."""
         run = self._run
         state = run.state
-        with run._lock:
+        with run.lock:
             items, state.steering = list(state.steering), []
         for item in items:
             state.messages.append(item.message)
@@ -209,12 +209,12 @@ class Steering:
         """Close the run to steering when nothing is queued (in the store too, which may hand
         over what another process sent meanwhile); True when messages wait."""
         run = self._run
-        with run._lock:
+        with run.lock:
             if not run.state.steering:
                 self.closed = True
         if self.closed and run.store is not None:
             self._close_in_store()
-        with run._lock:
+        with run.lock:
             return bool(run.state.steering)
 
     def _close_in_store(self) -> None:
@@ -227,7 +227,7 @@ class Steering:
             try:
                 rows = store.close_steering(run.run_id)
             except Exception as error:
-                run._store_failed(error)
+                run.store_failed(error)
                 return
             if not rows:
                 self._closed_in_store = True
@@ -238,18 +238,18 @@ class Steering:
     def stop_asked(self) -> None:
         """Stop was asked (any thread): from now on ``steer`` returns False, as it will once
         the run has ended cancelled (a message queued now would never be read)."""
-        with self._run._lock:
+        with self._run.lock:
             self.stopping = True
 
     def end(self) -> None:
         """The run has ended, or is ending (on any path: its error hooks may still run): no
         more steering, from this process or through the store."""
         run = self._run
-        with run._lock:
+        with run.lock:
             self.closed = True
         self.stop()
         if run.store is not None and not self._closed_in_store:
             try:
                 run.store.end_steering(run.run_id)
             except Exception as error:
-                run._store_failed(error)
+                run.store_failed(error)

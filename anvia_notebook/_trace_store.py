@@ -44,9 +44,7 @@ def encode_turn(
             stored[name] = value
     if same:
         stored["same_as_previous"] = same
-    # (Read from the private attributes' dict: attribute access to one goes through pydantic's
-    # slow ``__getattr__``.)
-    own = (request.__pydantic_private__ or {}).get("_own")
+    own = request.own_messages
     if own is not None:
         stored["messages"] = own
     # The turn without its request, then the request as stored, joined as text: each part is
@@ -72,7 +70,7 @@ def _left_to_messages(
             for c in calls
         ]
     text = response.text
-    history = (turn.request.__pydantic_private__ or {}).get("_history")
+    history = turn.request.shared_history
     if (
         own is None
         and history is not None
@@ -128,9 +126,9 @@ def decode_trace(
                 stored[name] = getattr(previous, name)
         request = TurnRequest.model_validate(stored)
         if own is not None:
-            request._own = [Message.model_validate(m) for m in own]
+            request.use_messages(own=[Message.model_validate(m) for m in own])
         else:
-            request._history = messages
+            request.use_messages(history=messages)
         turn = TurnTrace.model_validate({**data, "request": request})
         trace.turns.append(turn)
         previous = request

@@ -211,9 +211,9 @@ class TraceRecorder:
         now = clock()
         sent = request.messages
         if len(sent) <= len(history) and all(map(operator.is_, sent, history)):
-            private = {"_history": history, "_own": None}
+            private = TurnRequest.private_values(history=history)
         else:  # a hook changed the messages: keep what was really sent
-            private = {"_history": None, "_own": list(sent)}
+            private = TurnRequest.private_values(own=list(sent))
         turn_request = _build(
             TurnRequest,
             private,

@@ -96,6 +96,19 @@ class PromptRequest:
         request._resumed_state = state
         return request
 
+    @property
+    def resumed_state(self) -> RunState | None:
+        """The stored state this request continues (None for a new run). Package-internal: a
+        sub-agent's resumed run is tied to its parent's call through it."""
+        return self._resumed_state
+
+    def sub_run_of(self, lineage: dict[str, Any]) -> PromptRequest:
+        """Package-internal (:mod:`~anvia_notebook.subagents`): the run this request makes is a
+        sub-agent's, with these ``RunState`` lineage fields (``parent_run_id``,
+        ``parent_call_id``, ``parent_tool_call_id``, ``path``)."""
+        self._lineage = lineage
+        return self
+
     # -- options -------------------------------------------------------------------------------
 
     def max_turns(self, value: int) -> PromptRequest:
@@ -334,6 +347,12 @@ class PromptRequest:
         return (
             f"PromptRequest(agent={self.agent.id!r}, prompt={self.prompt_message.content[:40]!r})"
         )
+
+
+def notebook_runner() -> Any:
+    """The notebook runner inside a Jupyter kernel, else None: the runtime's one seam into the
+    notebook layer (package-internal: evaluations show their report through it too)."""
+    return _notebook_runner()
 
 
 def _notebook_runner() -> Any:

@@ -264,6 +264,18 @@ class AgentRun:
     def loop(self) -> asyncio.AbstractEventLoop | None:
         return self._loop
 
+    @property
+    def lock(self) -> threading.RLock:
+        """The lock that guards the run's state and log (package-internal: the run's steering
+        takes it to queue and deliver messages)."""
+        return self._lock
+
+    def nest_in(self, parent: AgentRun, fields: dict[str, Any]) -> None:
+        """This sub-agent's run passes its events on to ``parent``'s log and stream as
+        ``agent_tool_event`` with ``fields`` (package-internal: :mod:`~anvia_notebook.subagents`
+        calls it before the run starts)."""
+        self._nest = NestLink(parent, self, fields)
+
     # -- events --------------------------------------------------------------------------------
 
     def subscribe(
@@ -683,7 +695,7 @@ class AgentRun:
         try:
             store.save_run(self.run_id, state, (), messages_from)
         except Exception as error:
-            self._store_failed(error)
+            self.store_failed(error)
 
     def checkpoint(self) -> None:
         """Write the changed state, the events and the trace not yet stored, all or nothing."""
@@ -744,7 +756,7 @@ class AgentRun:
             else:  # (the usual call, as a store that extends save_run expects it)
                 store.save_run(self.run_id, state, rows, messages_from, trace_rows)
         except Exception as error:
-            self._store_failed(error)
+            self.store_failed(error)
 
     def record_output(self, tool_call_id: str | None, text: str) -> None:
         """Text a tool printed or displayed while it ran (as a notebook view captured it): kept
@@ -761,7 +773,9 @@ class AgentRun:
         if self.store is not None and self.tracer.dirty:
             self._schedule_checkpoint()
 
-    def _store_failed(self, error: BaseException) -> None:
+    def store_failed(self, error: BaseException) -> None:
+        """A write to the run's store failed: one warning, and the run goes on in memory
+        (package-internal: the run's steering calls it too)."""
         from .store import store_failed
 
         store_failed(self.store, error)
@@ -877,6 +891,18 @@ class AgentRun:
         if self._task.cancelled():
             raise PromptCancelledError(self.state.cancel_reason or DEFAULT_CANCEL_REASON)
         return self._task.result()
+
+    async def ended(self) -> None:
+        """Wait until the run has ended, whatever it ended with (a second Stop does not cut
+        the wait short); at once when it has not started."""
+        task = self._task
+        if task is None:
+            return
+        while not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                continue
 
     def __await__(self) -> Any:
         return self.wait().__await__()

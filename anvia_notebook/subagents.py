@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
-from ._sub_run_log import NestLink
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
@@ -113,12 +112,14 @@ class _SubAgentCall:
             request = stored
         else:
             request = self.agent.prompt(args.prompt)
-            request._lineage = {
-                "parent_run_id": parent.run_id,
-                "parent_call_id": ctx.internal_call_id,
-                "parent_tool_call_id": ctx.tool_call_id,
-                "path": [*parent.path, self.agent.id],
-            }
+            request.sub_run_of(
+                {
+                    "parent_run_id": parent.run_id,
+                    "parent_call_id": ctx.internal_call_id,
+                    "parent_tool_call_id": ctx.tool_call_id,
+                    "path": [*parent.path, self.agent.id],
+                }
+            )
             request.store(parent.store)
             if self.max_turns is not None:
                 request.max_turns(self.max_turns)
@@ -134,7 +135,7 @@ class _SubAgentCall:
             # The parent was stopped: so is the sub-run, with the same reason, and it ends
             # (recording its own state) before this call does.
             run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
-            await _ended(run)
+            await run.ended()
             raise
         return response.output
 
@@ -168,7 +169,7 @@ class _SubAgentCall:
                     f"{state.error or state.cancel_reason or 'no answer'}."
                 )
             request = self.agent.resume(state.run_id, store)
-            resumed = request._resumed_state
+            resumed = request.resumed_state
             assert resumed is not None
             resumed.parent_call_id = ctx.internal_call_id
             if self.max_turns is not None:
@@ -189,16 +190,4 @@ class _SubAgentCall:
             "agent_name": self.agent.name,
             "run_id": run.run_id,
         }
-        run._nest = NestLink(parent, run, fields)
-
-
-async def _ended(run: AgentRun) -> None:
-    """Wait until ``run`` has ended, whatever it ended with (a second Stop does not cut it)."""
-    task = run._task
-    if task is None:
-        return
-    while not task.done():
-        try:
-            await asyncio.wait({task})
-        except asyncio.CancelledError:
-            continue
+        run.nest_in(parent, fields)

@@ -103,6 +103,38 @@ class TurnRequest(BaseModel):
         history = private.get("_history")
         return history[: self.message_count] if history is not None else []
 
+    # Package-internal: how the trace recorder and the store keep a request's messages (the
+    # private attributes above), without going through pydantic's slow private-attribute access.
+
+    @staticmethod
+    def private_values(
+        *, history: list[Message] | None = None, own: list[Message] | None = None
+    ) -> dict[str, Any]:
+        """The private values of a request built without validation: sharing the run's
+        conversation (``history``), or keeping the messages a hook changed (``own``)."""
+        return {"_history": history, "_own": own}
+
+    def use_messages(
+        self, *, history: list[Message] | None = None, own: list[Message] | None = None
+    ) -> None:
+        """Share the run's conversation (``history``) or keep ``own`` messages (a request
+        read back from the store)."""
+        self._history = history
+        self._own = own
+
+    @property
+    def shared_history(self) -> list[Message] | None:
+        """The run's conversation this request shares (None when it keeps its own)."""
+        history: list[Message] | None = (self.__pydantic_private__ or {}).get("_history")
+        return history
+
+    @property
+    def own_messages(self) -> list[Message] | None:
+        """The messages this request keeps because a hook changed them (None: it shares the
+        run's conversation)."""
+        own: list[Message] | None = (self.__pydantic_private__ or {}).get("_own")
+        return own
+
 
 class TurnResponse(BaseModel):
     """What the model returned (so far, when the call failed or was stopped)."""

@@ -10,7 +10,7 @@ evals.compare(report_a, report_b)
 ```
 
 The runtime part never imports Jupyter nor the notebook layer: a report is shown in a kernel
-through the notebook runner (``request._notebook_runner()``), which loads the live widget then.
+through the notebook runner (``request.notebook_runner()``), which loads the live widget then.
 """
 
 from __future__ import annotations

@@ -324,7 +324,7 @@ class EvalReport:
         )
 
     def _ipython_display_(self) -> None:
-        runner = _request._notebook_runner()
+        runner = _request.notebook_runner()
         if runner is None:  # IPython outside a kernel (a terminal): the one-line summary
             print(repr(self))
             return

@@ -7,7 +7,7 @@ on. Protected tool calls are decided by ``approvals=`` (a handler as for
 rejected with a message that no reviewer is present; questions (``ask_question``) get no answer.
 No case ever waits for a person: a human input attached to the agent is not used.
 
-The live report is shown through the notebook runner (``request._notebook_runner()``, the
+The live report is shown through the notebook runner (``request.notebook_runner()``, the
 runtime's one way into the notebook layer, which exists only inside a kernel): nothing here
 imports the notebook layer or Jupyter.
 """
@@ -265,7 +265,7 @@ async def evaluate(
     notebook there is nothing to display it in). Bad arguments raise before any case runs.
     """
     report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
-    runner = _request._notebook_runner() if show is not False else None
+    runner = _request.notebook_runner() if show is not False else None
     if runner is not None:
         runner.show_evals_report(report)
         # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits.
@@ -291,7 +291,7 @@ def evaluate_sync(
     ``await evals.evaluate(...)``.
     """
     report = prepare(agent, cases, metrics, concurrency, approvals, max_turns)
-    runner = _request._notebook_runner()
+    runner = _request.notebook_runner()
     if running_loop() is None:  # a script, or a thread of the kernel
         if show and runner is not None:
             runner.show_evals_report(report)

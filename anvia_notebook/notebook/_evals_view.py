@@ -322,7 +322,7 @@ class EvalsSession(TranscriptSession):
 
     def static_bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
         slot = (
-            f'<div class="{LIVE_SLOT_CLASS} anvia-key-{self.widget._anvia_key} '
+            f'<div class="{LIVE_SLOT_CLASS} anvia-key-{self.widget.anvia_key} '
             'tex2jax_ignore mathjax_ignore">'
         )
         return {

@@ -155,6 +155,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
 
 
+#: The base of every model of the protocol (package-internal: the wire schema lists the models
+#: by it).
+WireModel = _Model
+
+
 # ---------------------------------------------------------------- transcript state
 
 

@@ -1,6 +1,6 @@
 """Running a request in a notebook cell: ``show`` (background) and ``send_sync`` (blocking).
 
-This module is the runtime's one way into the notebook layer: ``request._notebook_runner()``
+This module is the runtime's one way into the notebook layer: ``request.notebook_runner()``
 returns it inside a kernel (and None elsewhere). Evals reach their report's widget through it
 too (:func:`show_evals_report`, :func:`evaluate_blocking`), so no runtime module imports the
 notebook layer itself.

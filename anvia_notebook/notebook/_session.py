@@ -178,6 +178,11 @@ class TranscriptSession:
         except Exception:  # a closed comm must not break the run
             logger.exception("Could not send a %s message to the widget", message.get("type"))
 
+    def send(self, message: dict[str, Any]) -> None:
+        """Send ``message`` to the widget's pages as it is (package-internal: Studio sends its
+        own messages through its transcript's session); a closed comm is logged, not raised."""
+        self._send(message)
+
     def send_snapshot(self) -> None:
         """Send the whole transcript. Every page of this widget gets it (the kernel's messages
         go to all of them), so what waits for the next batch goes in it instead of before it."""
@@ -417,7 +422,7 @@ class TranscriptSession:
         # the page shows a live view of it instead (see js/src/slots.ts); elsewhere the copy is
         # all there is. Its text is never typeset as math ("$25 and $30" stays as written).
         slot = (
-            f'<div class="{LIVE_SLOT_CLASS} anvia-key-{self.widget._anvia_key} '
+            f'<div class="{LIVE_SLOT_CLASS} anvia-key-{self.widget.anvia_key} '
             'tex2jax_ignore mathjax_ignore">'
         )
         names = self.agent_names

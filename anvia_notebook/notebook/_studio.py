@@ -261,7 +261,7 @@ class Studio:
         }
 
     def _send_studio(self) -> None:
-        self.session._send(self.studio_message())
+        self.session.send(self.studio_message())
 
     # -- requests from the page (on the loop) --------------------------------------------------
 
@@ -416,11 +416,11 @@ class Studio:
         return get_store()
 
     def _store_failed(self, store: RunStore, error: BaseException) -> None:
-        from ..store import _warn_once
+        from ..store import warn_once
 
         self._storing = False
         self._earlier = []
-        _warn_once(
+        warn_once(
             f"studio:{store.location}",
             f"Could not use the run store {store.location} for Studio sessions: {error}. "
             "This Studio goes on in memory: its sessions are not stored.",

@@ -72,6 +72,12 @@ class AnviaWidget(anywidget.AnyWidget):
     def _default_key(self) -> str:
         return uuid.uuid4().hex
 
+    @property
+    def anvia_key(self) -> str:
+        """This widget's key (see ``_anvia_key``): a static copy's slot names it, so a page that
+        has the live model shows it there instead."""
+        return str(self._anvia_key)
+
     def __init__(self, handler: MessageHandler | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._anvia_handler = handler

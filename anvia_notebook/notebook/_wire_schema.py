@@ -35,7 +35,7 @@ ROOTS: dict[str, Any] = {
     **{
         name: getattr(p, name)
         for name in sorted(p.__all__)
-        if isinstance(getattr(p, name), type) and issubclass(getattr(p, name), p._Model)
+        if isinstance(getattr(p, name), type) and issubclass(getattr(p, name), p.WireModel)
     },
 }
 

@@ -99,7 +99,10 @@ def set_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | Non
     return chosen
 
 
-def _location() -> str | None:
+def default_location() -> str | None:
+    """Where new runs are stored unless :func:`set_store` chose: ``ANVIA_NOTEBOOK_STORE``'s
+    value, else :data:`DEFAULT_STORE_PATH` in the working folder; None when the variable turns
+    storing off (package-internal: the command line reads it too)."""
     value = os.environ.get(STORE_ENV)
     if value is None:
         return str(Path.cwd() / DEFAULT_STORE_PATH)
@@ -117,7 +120,7 @@ def get_store() -> RunStore | None:
     with _lock:
         if _chosen is not False:
             return _chosen  # type: ignore[return-value]
-        location = _location()
+        location = default_location()
         if location is None:
             return None
         if location not in _opened:
@@ -127,21 +130,23 @@ def get_store() -> RunStore | None:
                 _opened[location] = RunStore(location)
             except RunStoreError as error:
                 _opened[location] = None
-                _warn_once(location, f"{error} Runs stay in memory only (nothing is stored).")
+                warn_once(location, f"{error} Runs stay in memory only (nothing is stored).")
         return _opened[location]
 
 
 def store_failed(store: RunStore | None, error: BaseException) -> None:
     """A write to ``store`` failed during a run: one warning, and the run goes on in memory."""
     location = store.location if store is not None else "the run store"
-    _warn_once(
+    warn_once(
         f"write:{location}",
         f"Could not write to the run store {location}: {error}. This run goes on in memory; "
         "it will not be listed or resumable after the kernel stops.",
     )
 
 
-def _warn_once(key: str, message: str) -> None:
+def warn_once(key: str, message: str) -> None:
+    """Warn with ``message`` the first time for ``key``, log it at debug level afterwards
+    (package-internal: Studio warns this way when it cannot store its sessions)."""
     if key in _warned:
         logger.debug("%s", message)
         return
