@@ -70,6 +70,7 @@ def map_result(result: Any) -> McpResult:
             ) from None
     texts: list[str] = []
     media: list[MediaPart] = []
+    placeholders: set[int] = set()  # where in ``texts`` an image's placeholder is
     for block in result.content:
         if isinstance(block, types.TextContent):
             texts.append(block.text)
@@ -82,6 +83,7 @@ def map_result(result: Any) -> McpResult:
                     f"the server's {block.type} content is not valid base64 data"
                 ) from None
             media.append(part)
+            placeholders.add(len(texts))
             texts.append(part.placeholder())
         elif isinstance(block, types.EmbeddedResource):
             texts.append(_resource_text(block.resource))
@@ -89,7 +91,8 @@ def map_result(result: Any) -> McpResult:
             kind = f"; {block.mime_type}" if block.mime_type else ""
             texts.append(f"MCP resource link ({block.uri}{kind}): {block.name}")
     if result.is_error:
-        text = "\n".join(t for t in texts if not t.startswith("[")) or "MCP tool returned an error"
+        told = [t for i, t in enumerate(texts) if i not in placeholders]  # the server's words
+        text = "\n".join(told) or "MCP tool returned an error"
         return McpResult(text=text, is_error=True, media=tuple(media))
     if not result.content and result.structured_content is not None:
         texts.append(_json(result.structured_content))

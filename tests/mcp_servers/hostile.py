@@ -1,0 +1,61 @@
+"""A stdio "MCP server" written by hand that misbehaves as its first argument says, for the
+hostile MCP tests:
+
+- ``bracket_error``: its one tool answers ``isError`` with a text that starts with ``[``, as
+  Python's OS errors do (``[Errno 2] ...``);
+- ``silent_listing``: it answers ``initialize`` but never ``tools/list``;
+- ``endless_listing``: every page of its tool list names the same next page;
+- ``final_result``: it offers a tool named ``final_result``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from hand_written import reply, serve
+
+MODE = sys.argv[1]
+TOOL = {"name": "read_file", "inputSchema": {"type": "object"}}
+
+
+def bracket_error(message: dict[str, Any]) -> None:
+    text = "[Errno 2] No such file or directory: 'notes.txt'"
+    reply(message["id"], {"content": [{"type": "text", "text": text}], "isError": True})
+
+
+def answered(message: dict[str, Any]) -> None:
+    reply(message["id"], {"content": [{"type": "text", "text": "done"}]})
+
+
+if MODE == "bracket_error":
+    serve("hostile", [TOOL], bracket_error)
+elif MODE == "final_result":
+    serve(
+        "hostile",
+        [TOOL, {"name": "final_result", "inputSchema": {"type": "object"}}],
+        answered,
+    )
+else:
+    import json
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        method, message_id = request.get("method"), request.get("id")
+        if message_id is None:
+            continue
+        if method == "initialize":
+            reply(
+                message_id,
+                {
+                    "protocolVersion": request["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "hostile", "version": "0"},
+                },
+            )
+        elif method == "tools/list" and MODE == "endless_listing":
+            reply(message_id, {"tools": [TOOL], "nextCursor": "page-2"})
+        elif method == "tools/list":
+            continue  # silent_listing: never answered
+        else:
+            reply(message_id, {})
