@@ -11,6 +11,8 @@ import pytest
 from mcp_helpers import SERVERS
 
 from anvia_notebook import AgentBuilder, mcp
+from anvia_notebook.errors import McpConnectionError
+from anvia_notebook.mcp import _connection
 from anvia_notebook.models import QueueModel
 
 from helpers import call, tool_results
@@ -36,3 +38,26 @@ def test_an_error_text_that_starts_with_a_bracket_reaches_the_model_whole():
     assert result.is_error
     assert "[Errno 2] No such file or directory: 'notes.txt'" in result.content
     assert "MCP tool returned an error" not in result.content
+
+
+def test_a_server_that_never_lists_its_tools_is_a_clear_error_not_a_hang(monkeypatch):
+    monkeypatch.setattr(_connection, "START_TIMEOUT", 1.0)
+    model = QueueModel(["never asked"])
+    agent = AgentBuilder("a", model).mcp([hostile("silent_listing")]).build()
+    with pytest.raises(McpConnectionError) as caught:
+        agent.prompt("go").send_sync()
+    text = str(caught.value)
+    assert "'hostile-silent_listing' could not start" in text
+    assert "did not answer within 1 s" in text
+    assert model.requests == []
+
+
+def test_a_tool_list_whose_pages_never_end_is_a_clear_error_not_a_hang():
+    model = QueueModel(["never asked"])
+    agent = AgentBuilder("a", model).mcp([hostile("endless_listing")]).build()
+    with pytest.raises(McpConnectionError) as caught:
+        agent.prompt("go").send_sync()
+    text = str(caught.value)
+    assert "'hostile-endless_listing' could not start" in text
+    assert "its list of tools" in text and "'page-2'" in text
+    assert model.requests == []

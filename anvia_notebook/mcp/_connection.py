@@ -30,7 +30,7 @@ __all__ = ["Connection", "ElicitFn", "stderr_tail"]
 
 #: Lines of a server's standard error named in an error that it could not start.
 STDERR_LINES = 12
-#: Seconds a server may take to start and answer ``initialize``.
+#: Seconds a server may take to start, answer ``initialize`` and list its tools.
 START_TIMEOUT = 30.0
 
 #: Who asks the person during one call (see ``_elicit``); None: nobody can be asked.
@@ -175,8 +175,7 @@ class Connection:
                         list_roots_callback=self._roots_callback(),
                     )
                 )
-                await asyncio.wait_for(session.initialize(), START_TIMEOUT)
-                self.tools = await self._list_tools(session)
+                self.tools = await asyncio.wait_for(self._start(session), START_TIMEOUT)
                 self.session = session
                 ready.set_result(None)
                 await closing.wait()
@@ -231,10 +230,15 @@ class Connection:
 
         return list_roots
 
+    async def _start(self, session: ClientSession) -> list[mcp_types.Tool]:
+        await session.initialize()
+        return await self._list_tools(session)
+
     @staticmethod
     async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
         tools: list[mcp_types.Tool] = []
         cursor: str | None = None
+        seen: set[str] = set()
         while True:
             if cursor is None:
                 listing = await session.list_tools()
@@ -248,6 +252,12 @@ class Connection:
             cursor = listing.next_cursor
             if not cursor:
                 return tools
+            if cursor in seen:
+                raise McpConnectionError(  # told as why the server could not start
+                    f"its list of tools never ends (it named the page {cursor!r} again after "
+                    f"{len(tools)} tools)"
+                )
+            seen.add(cursor)
 
     def _start_error(self, error: BaseException, errlog: Any) -> McpConnectionError:
         """A clear error for a server that could not start: the command (or URL), what went
@@ -262,6 +272,8 @@ class Connection:
                     what = f"its working folder {config.cwd!r} does not exist"
             elif isinstance(inner, (asyncio.TimeoutError, TimeoutError)):
                 what = f"it did not answer within {START_TIMEOUT:g} s"
+            elif isinstance(inner, McpConnectionError):
+                what = str(inner)
             elif _is_closed(inner):
                 what = "it exited before the MCP session started"
             else:
@@ -274,9 +286,13 @@ class Connection:
                 if tail:
                     message += f"\nThe end of its standard error:\n{tail}"
             return McpConnectionError(message)
+        what = (
+            str(inner)
+            if isinstance(inner, McpConnectionError)
+            else f"{type(inner).__name__}: {inner}"
+        )
         return McpConnectionError(
-            f"MCP server {config.name!r} could not be reached at {where}: "
-            f"{type(inner).__name__}: {inner}"
+            f"MCP server {config.name!r} could not be reached at {where}: {what}"
         )
 
     # -- calls -------------------------------------------------------------------------------
