@@ -44,6 +44,7 @@ from .models.base import (
     TextDelta,
     ToolCall,
 )
+from .output_types import check_output_tools
 from .retry import RetryContext
 from .run_info import RunInfo
 from .run_state import PromptResponse
@@ -127,6 +128,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             from .mcp._registry import attach_mcp_tools
 
             await attach_mcp_tools(agent)
+            check_output_tools(spec, agent.tools)  # a server's tool named final_result
             tools = [tool.definition() for tool in agent.tools.values()]
             if typed is not None:
                 tools = typed.tools(tools)

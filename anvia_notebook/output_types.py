@@ -25,6 +25,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
+from .errors import McpToolNameClashError
 from .models.base import ResponseFormat, ToolDefinition
 
 __all__ = [
@@ -171,11 +172,19 @@ def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> Outpu
 
 def check_output_tools(output: OutputSpec | None, tools: Mapping[str, Any]) -> None:
     """A ``final_result`` tool of the agent's own would clash with the output type's."""
-    if output is not None and output.mode == "tool" and FINAL_RESULT in tools:
-        raise ValueError(
-            f'The agent has a tool named {FINAL_RESULT!r}, which output_type(mode="tool") '
-            'gives the model to return its result: rename that tool, or use mode="native".'
+    if output is None or output.mode != "tool" or FINAL_RESULT not in tools:
+        return
+    server = getattr(tools[FINAL_RESULT], "server_name", None)
+    if server is not None:  # an MCP server's tool, known once the server is connected
+        raise McpToolNameClashError(
+            f"The MCP server {server!r} offers a tool named {FINAL_RESULT!r}, which "
+            'output_type(mode="tool") gives the model to return its result: leave this server '
+            'out of the agent, or use mode="native".'
         )
+    raise ValueError(
+        f'The agent has a tool named {FINAL_RESULT!r}, which output_type(mode="tool") '
+        'gives the model to return its result: rename that tool, or use mode="native".'
+    )
 
 
 def _input_model(output_type: Any, wrapped: bool) -> type[BaseModel]:

@@ -9,9 +9,10 @@ import sys
 
 import pytest
 from mcp_helpers import SERVERS
+from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, mcp
-from anvia_notebook.errors import McpConnectionError
+from anvia_notebook.errors import McpConnectionError, McpToolNameClashError
 from anvia_notebook.mcp import _connection
 from anvia_notebook.models import QueueModel
 
@@ -61,3 +62,24 @@ def test_a_tool_list_whose_pages_never_end_is_a_clear_error_not_a_hang():
     assert "'hostile-endless_listing' could not start" in text
     assert "its list of tools" in text and "'page-2'" in text
     assert model.requests == []
+
+
+class City(BaseModel):
+    name: str
+
+
+def test_a_server_tool_named_final_result_clashes_with_a_typed_output_before_any_model_call():
+    model = QueueModel(["never asked"])
+    agent = AgentBuilder("a", model).mcp([hostile("final_result")]).output_type(City).build()
+    with pytest.raises(McpToolNameClashError) as caught:
+        agent.prompt("go").send_sync()
+    text = str(caught.value)
+    assert "'hostile-final_result'" in text and "'final_result'" in text
+    assert 'mode="native"' in text
+    assert model.requests == []
+    # In native mode there is no final_result tool of the run's: the server's tool is usable.
+    native = QueueModel([call("final_result", {}), '{"name": "Paris"}'])
+    agent = AgentBuilder("a", native).mcp([hostile("final_result")]).approvals(lambda r: True)
+    response = agent.output_type(City, mode="native").build().prompt("go").send_sync()
+    assert response.data == City(name="Paris")
+    assert [t.name for t in native.requests[0].tools].count("final_result") == 1
