@@ -1,0 +1,100 @@
+"""Sub-agents as a hostile user would try them: three levels deep, the process killed with
+SIGKILL while the deepest one waits for an approval, decided from the command line of another
+process, then resumed: nothing runs twice and no level starts again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import subagent_agents
+import subagent_deep_agents
+from child_processes import child_environ, kill, start_python, wait_until
+
+from anvia_notebook import RunStore
+from anvia_notebook.__main__ import main as cli
+
+
+@pytest.fixture
+def env(store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    return child_environ()
+
+
+def _top(store: RunStore) -> Any:
+    tops = [run for run in store.runs() if run.parent_run_id is None]
+    return tops[0] if tops else None
+
+
+def test_three_levels_killed_at_the_deepest_approval_then_decided_and_resumed(
+    env: dict[str, str],
+) -> None:
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        code = "import subagent_deep_agents; subagent_deep_agents.run('select')"
+        child = start_python(code, env)
+        top = wait_until(lambda: _top(store), child, "the lead's run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the deepest approval")
+        assert pending.path == ["lead", "manager", "analyst"]
+        kill(child)
+        assert sorted(r.status for r in store.runs()) == ["interrupted"] * 3
+        assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
+        resumed = subagent_deep_agents.lead().resume(top.run_id).approvals(lambda r: True)
+        response = resumed.send_sync()
+        assert response.output == (
+            "lead: manager: analyst: west +12% (select 1) | analyst: west +12% (select 2)"
+        )
+        assert subagent_agents.effects() == [
+            "started select 1",
+            "done select 1",
+            "started select 2",
+            "done select 2",
+        ]
+        tree = [store.get(run_id) for run_id in store.run_tree(top.run_id)]
+        assert sorted(state.agent_id for state in tree) == [
+            "analyst",
+            "analyst",
+            "lead",
+            "manager",
+        ]
+        assert {state.status for state in tree} == {"success"}
+    finally:
+        store.close()
+
+
+def test_killed_between_two_sub_agent_calls_of_one_turn_the_finished_one_is_not_run_again(
+    env: dict[str, str],
+) -> None:
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        code = "import subagent_deep_agents; subagent_deep_agents.run('select')"
+        child = start_python(code, env)
+        top = wait_until(lambda: _top(store), child, "the lead's run")
+        [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
+        store.approve(top.run_id, first.id)
+
+        def second() -> Any:
+            waiting = [p for p in store.pending(top.run_id) if p.id != first.id]
+            return waiting[0] if waiting else None
+
+        later = wait_until(second, child, "the second analyst's approval")
+        assert subagent_agents.effects() == ["started select 1", "done select 1"]
+        kill(child)
+        store.approve(later.run_id, later.id)  # given the sub-run's id this time
+        response = subagent_deep_agents.lead().resume(top.run_id).send_sync()
+        assert response.output == (
+            "lead: manager: analyst: west +12% (select 1) | analyst: west +12% (select 2)"
+        )
+        assert subagent_agents.effects() == [
+            "started select 1",
+            "done select 1",
+            "started select 2",
+            "done select 2",
+        ]
+        assert len(store.run_tree(top.run_id)) == 4
+    finally:
+        store.close()
