@@ -41,6 +41,17 @@ def test_an_error_text_that_starts_with_a_bracket_reaches_the_model_whole():
     assert "MCP tool returned an error" not in result.content
 
 
+def test_the_model_is_told_which_media_the_person_sees_and_which_not():
+    model = QueueModel([call("read_file", {}), "ok"])
+    agent = AgentBuilder("a", model).mcp([hostile("odd_media")]).approvals(lambda r: True)
+    agent.build().prompt("show me").send_sync()
+    [result] = tool_results(model.requests[1])
+    svg, audio, png = result.content.splitlines()
+    assert svg.startswith("[image image/svg+xml, 8 bytes, not shown")
+    assert audio.startswith("[audio audio/wav, 8 bytes, not shown")
+    assert png == "[image image/png, 8 bytes, shown to the user]"
+
+
 def test_a_server_that_never_lists_its_tools_is_a_clear_error_not_a_hang(monkeypatch):
     monkeypatch.setattr(_connection, "START_TIMEOUT", 1.0)
     model = QueueModel(["never asked"])

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import McpMalformedResultError
+from ..models._media import SENT_IMAGE_TYPES
 
 __all__ = ["McpResult", "MediaPart", "map_result"]
 
@@ -35,7 +36,13 @@ class MediaPart:
         return len(self.data) * 3 // 4 - (len(self.data) - len(self.data.rstrip("=")))
 
     def placeholder(self) -> str:
-        return f"[{self.type} {self.media_type}, {_size_text(self.size)}, shown to the user]"
+        """What the model reads of it: whether the person sees it (the transcript shows only
+        the image types every provider takes), so the model does not refer to what nobody saw."""
+        if self.type == "image" and self.media_type in SENT_IMAGE_TYPES:
+            seen = "shown to the user"
+        else:
+            seen = "not shown: only PNG, JPEG, GIF and WebP images are shown to the user"
+        return f"[{self.type} {self.media_type}, {_size_text(self.size)}, {seen}]"
 
 
 @dataclass(frozen=True)

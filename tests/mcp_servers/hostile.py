@@ -5,7 +5,8 @@ hostile MCP tests:
   Python's OS errors do (``[Errno 2] ...``);
 - ``silent_listing``: it answers ``initialize`` but never ``tools/list``;
 - ``endless_listing``: every page of its tool list names the same next page;
-- ``final_result``: it offers a tool named ``final_result``.
+- ``final_result``: it offers a tool named ``final_result``;
+- ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image.
 """
 
 from __future__ import annotations
@@ -24,12 +25,24 @@ def bracket_error(message: dict[str, Any]) -> None:
     reply(message["id"], {"content": [{"type": "text", "text": text}], "isError": True})
 
 
+def odd_media(message: dict[str, Any]) -> None:
+    data = "iVBORw0KGgo="  # (eight bytes: enough for the test, no image is drawn)
+    content = [
+        {"type": "image", "mimeType": "image/svg+xml", "data": data},
+        {"type": "audio", "mimeType": "audio/wav", "data": data},
+        {"type": "image", "mimeType": "image/png", "data": data},
+    ]
+    reply(message["id"], {"content": content})
+
+
 def answered(message: dict[str, Any]) -> None:
     reply(message["id"], {"content": [{"type": "text", "text": "done"}]})
 
 
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
+elif MODE == "odd_media":
+    serve("hostile", [TOOL], odd_media)
 elif MODE == "final_result":
     serve(
         "hostile",
