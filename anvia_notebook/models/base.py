@@ -7,7 +7,7 @@ models subclass :class:`CompletionModel`, which derives ``complete``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Container
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -225,6 +225,8 @@ class CompletionAccumulator:
                 names.append(event.name)
             args.append(event.arguments_delta)
         elif kind == "tool_call":
+            if self._calls.get(event.id) is not None:  # a second whole call with one id:
+                event = event.model_copy(update={"id": unique_call_id(event.id, self._calls)})
             partial = self._partial.get(event.id)
             if partial is not None and _blank(event.arguments) and "".join(partial[1]).strip():
                 # A complete call without arguments after streamed ones: keep what streamed.
@@ -264,6 +266,15 @@ class CompletionAccumulator:
             finish_reason=self._finish,
             provider_data=self._provider_data,
         )
+
+
+def unique_call_id(call_id: str, taken: Container[str]) -> str:
+    """``call_id``, made unique in a response that gave it to another call already (some
+    servers repeat an id: each call must keep its own result, none may replace another)."""
+    number = 2
+    while f"{call_id}_{number}" in taken:
+        number += 1
+    return f"{call_id}_{number}"
 
 
 def _blank(arguments: Any) -> bool:

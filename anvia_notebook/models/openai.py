@@ -25,6 +25,7 @@ from .base import (
     ToolCallDelta,
     ToolDefinition,
     UsageUpdate,
+    unique_call_id,
 )
 
 if TYPE_CHECKING:
@@ -324,9 +325,11 @@ class _ChunkAssembler:
         arguments: str = getattr(function, "arguments", None) or ""
         call = self._calls.get(key)
         if call is None:
-            call = self._calls[key] = PendingCall(
-                id=call_id or f"call_{uuid.uuid4().hex[:24]}", name=name or ""
-            )
+            new_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
+            taken = {pending.id for pending in self._calls.values()}
+            if new_id in taken:  # another index's call has this id already
+                new_id = unique_call_id(new_id, taken)
+            call = self._calls[key] = PendingCall(id=new_id, name=name or "")
         elif name and not call.name:
             call.name = name
         elif arguments:
