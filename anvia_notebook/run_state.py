@@ -84,6 +84,8 @@ class RunState(BaseModel):
     parent_run_id: str | None = None
     parent_call_id: str | None = None
     parent_tool_call_id: str | None = None
+    #: The parent's turn that made that call (a model may give calls of two turns one id).
+    parent_turn: int | None = None
     path: list[str] = Field(default_factory=list)
     #: Steering messages queued and not delivered yet, in order (``request.steer(...)``).
     steering: list[SteeringItem] = Field(default_factory=list)

@@ -117,6 +117,7 @@ class _SubAgentCall:
                     "parent_run_id": parent.run_id,
                     "parent_call_id": ctx.internal_call_id,
                     "parent_tool_call_id": ctx.tool_call_id,
+                    "parent_turn": parent.state.turn,
                     "path": [*parent.path, self.agent.id],
                 }
             )
@@ -160,6 +161,8 @@ class _SubAgentCall:
         for state in store.sub_runs(parent.run_id):
             if state.parent_tool_call_id != ctx.tool_call_id or state.agent_id != self.agent.id:
                 continue
+            if state.parent_turn is not None and state.parent_turn != parent.state.turn:
+                continue  # an earlier turn's call that had the same id
             if state.status == "success":
                 return state.output or ""
             if state.status in ("error", "cancelled"):

@@ -77,3 +77,37 @@ def run(prompt: str) -> None:
         print(f"error: {error!r}", file=sys.stderr, flush=True)
         raise
     print(f"output: {response.output}", flush=True)
+
+
+def _repeating_lead(request: Any) -> ModelResponse:
+    """Asks the analyst in two turns, with the same call id each time (as some servers do)."""
+    asked = [m for m in request.messages if m.role == "tool"]
+    if len(asked) < 2:
+        prompt = f"turn {len(asked) + 1}"
+        return ModelResponse(
+            tool_calls=[ToolCall(id="call_0", name="ask_analyst", arguments={"prompt": prompt})]
+        )
+    return ModelResponse(text="lead: " + " | ".join(m.tool_results[0].content for m in asked))
+
+
+def repeating_lead() -> Any:
+    """``lead`` whose model gives its two sub-agent calls (one per turn) the same id."""
+    run_sql = create_tool(
+        name="run_sql",
+        description="Run SQL.",
+        input=SqlInput,
+        execute=_run_sql,
+        approval=ToolApproval(reason="Runs a query on the warehouse."),
+    )
+    analyst = AgentBuilder("analyst", FunctionModel(_analyst)).tool(run_sql).build()
+    return (
+        AgentBuilder("lead", FunctionModel(_repeating_lead))
+        .tool(analyst.as_tool(name="ask_analyst"))
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run_repeating() -> None:
+    print("started", flush=True)
+    print(f"output: {repeating_lead().prompt('go').send_sync().output}", flush=True)

@@ -98,3 +98,38 @@ def test_killed_between_two_sub_agent_calls_of_one_turn_the_finished_one_is_not_
         assert len(store.run_tree(top.run_id)) == 4
     finally:
         store.close()
+
+
+def test_a_sub_agent_call_with_an_earlier_turn_s_call_id_is_taken_up_not_answered_from_it(
+    env: dict[str, str],
+) -> None:
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python(
+            "import subagent_deep_agents; subagent_deep_agents.run_repeating()", env
+        )
+        top = wait_until(lambda: _top(store), child, "the lead's run")
+        [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
+        store.approve(top.run_id, first.id)
+
+        def second() -> Any:
+            waiting = [p for p in store.pending(top.run_id) if p.id != first.id]
+            return waiting[0] if waiting else None
+
+        later = wait_until(second, child, "the second turn's approval")
+        kill(child)
+        store.approve(top.run_id, later.id)
+        response = subagent_deep_agents.repeating_lead().resume(top.run_id).send_sync()
+        assert response.output == (
+            "lead: analyst: west +12% (turn 1) | analyst: west +12% (turn 2)"
+        )
+        assert subagent_agents.effects() == [
+            "started turn 1",
+            "done turn 1",
+            "started turn 2",
+            "done turn 2",
+        ]
+        assert len(store.run_tree(top.run_id)) == 3
+    finally:
+        store.close()
