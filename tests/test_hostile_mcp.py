@@ -5,6 +5,7 @@ output's ``final_result``. Each gives a clear error or result, never a hang."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 
 import pytest
@@ -50,6 +51,21 @@ def test_the_model_is_told_which_media_the_person_sees_and_which_not():
     assert svg.startswith("[image image/svg+xml, 8 bytes, not shown")
     assert audio.startswith("[audio audio/wav, 8 bytes, not shown")
     assert png == "[image image/png, 8 bytes, shown to the user]"
+
+
+def test_a_server_that_prints_to_its_output_works_and_each_line_is_one_short_warning(caplog):
+    model = QueueModel([call("read_file", {}), "ok"])
+    agent = AgentBuilder("a", model).mcp([hostile("noisy")]).approvals(lambda r: True)
+    with caplog.at_level(logging.WARNING):
+        agent.build().prompt("go").send_sync()
+    assert [part.content for part in tool_results(model.requests[1])] == ["done"]
+    stray = [record for record in caplog.records if record.name == "mcp.client.stdio"]
+    assert [record.getMessage().rsplit(": ", 1)[1] for record in stray] == [
+        "'Starting the hostile server v0 ...'",
+        "'working...'",
+    ]
+    assert all(record.levelname == "WARNING" and not record.exc_info for record in stray)
+    assert "not an MCP message to its standard output" in stray[0].getMessage()
 
 
 def test_a_server_that_never_lists_its_tools_is_a_clear_error_not_a_hang(monkeypatch):

@@ -196,6 +196,9 @@ class Connection:
         if isinstance(config, StdioServer):
             from mcp import StdioServerParameters, stdio_client
 
+            from ._stdout_noise import quiet_stray_output
+
+            quiet_stray_output()
             params = StdioServerParameters(
                 command=config.command,
                 args=list(config.args),

@@ -6,6 +6,7 @@ hostile MCP tests:
 - ``silent_listing``: it answers ``initialize`` but never ``tools/list``;
 - ``endless_listing``: every page of its tool list names the same next page;
 - ``final_result``: it offers a tool named ``final_result``;
+- ``noisy``: it prints a banner, and a line at each call, to its standard output;
 - ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image.
 """
 
@@ -41,6 +42,9 @@ def answered(message: dict[str, Any]) -> None:
 
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
+elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
+    print("Starting the hostile server v0 ...", flush=True)
+    serve("hostile", [TOOL], lambda message: (print("working...", flush=True), answered(message)))
 elif MODE == "odd_media":
     serve("hostile", [TOOL], odd_media)
 elif MODE == "final_result":
