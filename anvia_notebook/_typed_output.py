@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._tool_exec import CANCELLED_RESULT, call_fields, latest_record, result_part
+from ._tool_exec import CANCELLED_RESULT, call_fields, result_part
 from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .decisions import RefusedFix
@@ -83,6 +83,9 @@ class TypedOutput:
         self.steered = steered
         #: The internal call id of each ``final_result`` call validated this turn.
         self._internal_ids: dict[str, str] = {}
+        #: The approval asked for each ``final_result`` call this turn (a model may give a
+        #: call of a later turn the same id: an earlier turn's decision is not its own).
+        self._asked: dict[str, str] = {}
 
     # -- the request -----------------------------------------------------------------------------
 
@@ -144,6 +147,7 @@ class TypedOutput:
         """Run a turn whose calls include ``final_result``: the other calls first (as usual),
         then the last ``final_result`` call is validated. The tool message with every call's
         result is added to the conversation; returns the result, or None to go on."""
+        self._asked.clear()
         finals = [call for call in calls if call.name == FINAL_RESULT]
         others = [call for call in calls if call.name != FINAL_RESULT]
         parts: dict[str, ToolResultPart] = {}
@@ -237,6 +241,7 @@ class TypedOutput:
             input_model=spec.input_model,
         )
         outcome = await self.executor.approve(request)
+        self._asked[call.id] = request.approval_id
         if not outcome.approved:
             return outcome.told
         if outcome.edited is None:
@@ -340,6 +345,7 @@ class TypedOutput:
         )
         try:
             outcome = await self.executor.approve(request)
+            self._asked[call.id] = request.approval_id
         except ToolApprovalRequiredError:
             raise unfixed(
                 f"{invalid}, and there is no approval handler or person to fix it"
@@ -416,8 +422,8 @@ class TypedOutput:
         return result_part(call, text, is_error)
 
     def _decided_record(self, call_id: str) -> Any:
-        approvals = self.run.state.approvals.values()
-        return latest_record((r for r in approvals if r.status != "pending"), call_id)
+        record = self.run.state.approvals.get(self._asked.get(call_id, ""))
+        return record if record is not None and record.status != "pending" else None
 
     def _end_round(
         self, calls: list[ToolCall], parts: dict[str, ToolResultPart], interrupted: bool = False
