@@ -71,6 +71,12 @@ def _logged_results(run: AgentRun) -> set[str]:
     }
 
 
+def _ended_calls(run: AgentRun) -> set[str]:
+    """The internal ids of the calls whose result the stored event log holds (calls that ended:
+    an interaction of theirs is not the one of a later call with the same tool call id)."""
+    return {event.internal_call_id for event in run.events if isinstance(event, ToolResultEvent)}
+
+
 async def run_loop(run: AgentRun) -> PromptResponse:
     request = run.request
     agent = request.agent
@@ -108,6 +114,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         resuming=run.resumed,
         trace=run.tracer,
         logged_results=_logged_results(run) if run.resumed else (),
+        ended_calls=_ended_calls(run) if run.resumed else (),
     )
     spec = request.active_output_type
     typed = (

@@ -156,6 +156,7 @@ class ToolExecutor:
         resuming: bool = False,
         trace: TraceRecorder | None = None,
         logged_results: Collection[str] = (),
+        ended_calls: Collection[str] = (),
     ) -> None:
         self.agent = agent
         self.state = state
@@ -172,6 +173,8 @@ class ToolExecutor:
         self.resuming = resuming
         #: Tool call ids whose result the stored event log of a resumed run already holds.
         self.logged_results = frozenset(logged_results)
+        #: Internal ids of the calls whose result that log holds (their interactions are done).
+        self.ended_calls = frozenset(ended_calls)
         #: Results for calls interrupted by a cancellation (by tool call id), this turn.
         self._interrupted: dict[str, str] = {}
         #: What really happened to calls whose tool ran before the run was cancelled (by tool
@@ -511,10 +514,12 @@ class ToolExecutor:
 
     def _earlier(self, table: dict[str, Any], call_id: str | None) -> Any:
         """On resume: the stored approval / question of this call, if it had one (the latest:
-        some servers reuse a tool call id in a later turn, whose call is asked afresh)."""
+        some servers reuse a tool call id in a later turn, whose call is asked afresh: an
+        interaction of a call that ended is never another call's)."""
         if not self.resuming or call_id is None:
             return None
-        return latest_record(table.values(), call_id)
+        records = (r for r in table.values() if r.internal_call_id not in self.ended_calls)
+        return latest_record(records, call_id)
 
     def _human_timeout(self) -> float | None:
         """The time limit of the human input that decides, if any (none for a handler)."""

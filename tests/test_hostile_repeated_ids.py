@@ -1,0 +1,53 @@
+"""A model that gives every turn's call the same id, and a process killed with SIGKILL after
+the first call was approved (with edited arguments) and before the second call's approval was
+asked: on resume the second call is asked for afresh, never decided by the first call's
+approval, and its own arguments are the ones run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import repeated_id_agents
+from child_processes import child_environ, kill, start_python, wait_until
+
+from anvia_notebook import RunStore
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_later_call_with_the_same_id_is_not_decided_by_the_earlier_approval_on_resume(
+    store_path: Path, tmp_path: Path
+) -> None:
+    held = tmp_path / "held"
+    env = child_environ()
+    env["ANVIA_TEST_HOLD"] = str(held)
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_python("import repeated_id_agents; repeated_id_agents.run()", env)
+        [first] = wait_until(lambda: store.pending(), child, "the first approval")
+        run_id = first.run_id
+        store.approve(run_id, first.id, args={"x": 10, "y": 10})
+        wait_until(held.exists, child, "the second call to be held")
+
+        def second_turn_stored() -> bool:
+            return len([m for m in store.get(run_id).messages if m.role == "assistant"]) == 2
+
+        wait_until(second_turn_stored, child, "the second turn to be stored")
+        kill(child)
+        asked: list[Any] = []
+
+        def handler(request: Any) -> bool:
+            asked.append(request.args)
+            return True
+
+        ran: list[tuple[int, int]] = []
+        resumed = repeated_id_agents.agent(ran).resume(run_id).approvals(handler)
+        response = resumed.send_sync()
+        assert [(a.x, a.y) for a in asked] == [(2, 1)]  # asked afresh, with its own arguments
+        assert ran == [(2, 1)]
+        assert response.output == "20 | 3"
+    finally:
+        store.close()
