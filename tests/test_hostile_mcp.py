@@ -91,6 +91,20 @@ def test_a_tool_list_whose_pages_never_end_is_a_clear_error_not_a_hang():
     assert model.requests == []
 
 
+def test_a_tool_list_that_is_not_valid_mcp_is_named_without_pydantic_jargon():
+    model = QueueModel(["never asked"])
+    agent = AgentBuilder("a", model).mcp([hostile("bad_listing")]).build()
+    with pytest.raises(McpConnectionError) as caught:
+        agent.prompt("go").send_sync()
+    text = str(caught.value)
+    assert "'hostile-bad_listing' could not start" in text
+    assert text.endswith(
+        "its answer to ListTools is not valid MCP (tools.2.inputSchema: Field required)."
+    )
+    assert "errors.pydantic.dev" not in text
+    assert model.requests == []
+
+
 class City(BaseModel):
     name: str
 

@@ -71,6 +71,13 @@ def _is_closed(error: BaseException) -> bool:
     )
 
 
+def _not_mcp(error: ValidationError) -> str:
+    """What is wrong with an answer of the server's that is not valid MCP (its tool list)."""
+    title = error.title.removesuffix("Result")
+    listed = describe_validation_error(error, "answer", most=3)
+    return f"its answer to {title} is not valid MCP ({listed})"
+
+
 class _PersonWait:
     """Whether a call is waiting for a person (an elicitation), with an event per change."""
 
@@ -277,6 +284,8 @@ class Connection:
                 what = f"it did not answer within {START_TIMEOUT:g} s"
             elif isinstance(inner, McpConnectionError):
                 what = str(inner)
+            elif isinstance(inner, ValidationError):
+                what = _not_mcp(inner)
             elif _is_closed(inner):
                 what = "it exited before the MCP session started"
             else:
@@ -289,11 +298,12 @@ class Connection:
                 if tail:
                     message += f"\nThe end of its standard error:\n{tail}"
             return McpConnectionError(message)
-        what = (
-            str(inner)
-            if isinstance(inner, McpConnectionError)
-            else f"{type(inner).__name__}: {inner}"
-        )
+        if isinstance(inner, McpConnectionError):
+            what = str(inner)
+        elif isinstance(inner, ValidationError):
+            what = _not_mcp(inner)
+        else:
+            what = f"{type(inner).__name__}: {inner}"
         return McpConnectionError(
             f"MCP server {config.name!r} could not be reached at {where}: {what}"
         )

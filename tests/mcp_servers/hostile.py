@@ -6,6 +6,7 @@ hostile MCP tests:
 - ``silent_listing``: it answers ``initialize`` but never ``tools/list``;
 - ``endless_listing``: every page of its tool list names the same next page;
 - ``final_result``: it offers a tool named ``final_result``;
+- ``bad_listing``: its tool list is not valid MCP (a tool without an input schema);
 - ``noisy``: it prints a banner, and a line at each call, to its standard output;
 - ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image.
 """
@@ -45,6 +46,13 @@ if MODE == "bracket_error":
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
     print("Starting the hostile server v0 ...", flush=True)
     serve("hostile", [TOOL], lambda message: (print("working...", flush=True), answered(message)))
+elif MODE == "bad_listing":  # a tool whose hint is not a boolean, one without a schema
+    bad = {
+        "name": "wipe",
+        "inputSchema": {"type": "object"},
+        "annotations": {"readOnlyHint": "yes"},
+    }
+    serve("hostile", [TOOL, bad, {"name": "schemaless"}], answered)
 elif MODE == "odd_media":
     serve("hostile", [TOOL], odd_media)
 elif MODE == "final_result":
