@@ -105,7 +105,7 @@ class PromptRequest:
     def sub_run_of(self, lineage: dict[str, Any]) -> PromptRequest:
         """Package-internal (:mod:`~anvia_notebook.subagents`): the run this request makes is a
         sub-agent's, with these ``RunState`` lineage fields (``parent_run_id``,
-        ``parent_call_id``, ``parent_tool_call_id``, ``path``)."""
+        ``parent_call_id``, ``parent_tool_call_id``, ``parent_turn``, ``path``)."""
         self._lineage = lineage
         return self
 
