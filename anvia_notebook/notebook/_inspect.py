@@ -10,7 +10,7 @@ model, so of any length) at :data:`MAX_NAME`, and the request's conversation to 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,10 @@ MAX_MESSAGES = 200
 MAX_SUB_CALLS = 50
 
 
+#: Finds the sub-agent's run a tool call ran, by the tool call's id and turn.
+SubRunFinder = Callable[[str | None, int], "SubRun | None"]
+
+
 @dataclass(frozen=True)
 class SubRun:
     """A sub-agent's run that a tool call ran: who, its trace, and its own sub-runs."""
@@ -47,29 +51,41 @@ class SubRun:
     agent_name: str | None
     run_id: str
     trace: Trace
-    #: The sub-runs of its own tool calls, by the tool call's id.
-    sub_runs: Callable[[str | None], SubRun | None]
+    #: The sub-runs of its own tool calls, by the tool call's id and turn.
+    sub_runs: SubRunFinder
 
 
-def _none(tool_call_id: str | None) -> SubRun | None:
+def _none(tool_call_id: str | None, turn: int) -> SubRun | None:
     return None
 
 
-def sub_runs_of(run: AgentRun) -> Callable[[str | None], SubRun | None]:
-    """The sub-agents' runs of ``run``'s tool calls, by the tool call's id: the runs in memory
-    (this process started them), else the ones in the run store (a stored or resumed run)."""
-    live: dict[str, AgentRun] = {}
-    for child in run.children:
-        if child.state.parent_tool_call_id:
-            live[child.state.parent_tool_call_id] = child
-    store = run.store
-    stored: dict[str | None, Any] | None = None
+def _by_call(
+    items: Iterable[Any], state_of: Callable[[Any], Any]
+) -> Callable[[str | None, int], Any]:
+    """Look ``items`` (sub-runs, or their stored states) up by the parent's tool call id and
+    turn: a model may give calls of two turns one id. A sub-run stored before the turn was
+    kept (``parent_turn`` None) is found by the id alone."""
+    found: dict[tuple[str, int | None], Any] = {}
+    for item in items:
+        state = state_of(item)
+        if state.parent_tool_call_id:
+            found[(state.parent_tool_call_id, state.parent_turn)] = item
+    return lambda call_id, turn: (
+        None if call_id is None else found.get((call_id, turn), found.get((call_id, None)))
+    )
 
-    def find(tool_call_id: str | None) -> SubRun | None:
+
+def sub_runs_of(run: AgentRun) -> SubRunFinder:
+    """The sub-agents' runs of ``run``'s tool calls, by the tool call's id and turn: the runs in
+    memory (this process started them), else the ones in the run store (a stored or resumed
+    run)."""
+    live = _by_call(run.children, lambda child: child.state)
+    store = run.store
+    stored: Callable[[str | None, int], Any] | None = None
+
+    def find(tool_call_id: str | None, turn: int) -> SubRun | None:
         nonlocal stored
-        if tool_call_id is None:
-            return None
-        child = live.get(tool_call_id)
+        child = live(tool_call_id, turn)
         if child is not None:
             agent = child.request.agent
             return SubRun(
@@ -78,20 +94,18 @@ def sub_runs_of(run: AgentRun) -> Callable[[str | None], SubRun | None]:
         if store is None:
             return None
         if stored is None:
-            stored = {s.parent_tool_call_id: s for s in store.sub_runs(run.run_id)}
-        state = stored.get(tool_call_id)
-        if state is None:
-            return None
-        return _stored_sub_run(store, state)
+            stored = _by_call(store.sub_runs(run.run_id), lambda state: state)
+        state = stored(tool_call_id, turn)
+        return None if state is None else _stored_sub_run(store, state)
 
     return find
 
 
 def _stored_sub_run(store: Any, state: Any) -> SubRun:
-    by_call = {s.parent_tool_call_id: s for s in store.sub_runs(state.run_id)}
+    by_call = _by_call(store.sub_runs(state.run_id), lambda sub: sub)
 
-    def find(tool_call_id: str | None) -> SubRun | None:
-        found = by_call.get(tool_call_id)
+    def find(tool_call_id: str | None, turn: int) -> SubRun | None:
+        found = by_call(tool_call_id, turn)
         return None if found is None else _stored_sub_run(store, found)
 
     trace = store.trace(state.run_id, messages=state.messages)
@@ -154,7 +168,7 @@ def _sub_turn(trace: Trace, index: int, turn: TurnTrace, sub: SubRun) -> dict[st
                 "name": _name(call.name),
                 "status": call.status,
                 "duration_ms": call.duration_ms,
-                "sub_agent": _sub_agent(sub.sub_runs(call.id)),
+                "sub_agent": _sub_agent(sub.sub_runs(call.id, call.turn)),
             }
             for call in trace.calls_of(turn)
         ],
@@ -178,9 +192,7 @@ def _sub_agent(sub: SubRun | None) -> dict[str, Any] | None:
     }
 
 
-def _tool_call(
-    call: ToolCallTrace, sub_runs: Callable[[str | None], SubRun | None]
-) -> dict[str, Any]:
+def _tool_call(call: ToolCallTrace, sub_runs: SubRunFinder) -> dict[str, Any]:
     return {
         "id": _name(call.id),
         "name": _name(call.name),
@@ -191,19 +203,19 @@ def _tool_call(
         "approval": _record(call.approval),
         "question": _record(call.question),
         "traceback": None if call.traceback is None else _cut(call.traceback),
-        "sub_agent": _sub_agent(sub_runs(call.id)),
+        "sub_agent": _sub_agent(sub_runs(call.id, call.turn)),
     }
 
 
 def inspect_turn(
     trace: Trace,
     index: int | None,
-    sub_runs: Callable[[str | None], SubRun | None] = _none,
+    sub_runs: SubRunFinder = _none,
 ) -> tuple[int, dict[str, Any]]:
     """How many model calls ``trace`` has, and call ``index`` (None: the latest) as the wire's
-    ``InspectTurnView``; a tool call that ran a sub-agent (``sub_runs``: by the tool call's id,
-    see :func:`sub_runs_of`) has the sub-agent's model calls under it. Raises IndexError when
-    there is no such call."""
+    ``InspectTurnView``; a tool call that ran a sub-agent (``sub_runs``: by the tool call's id
+    and turn, see :func:`sub_runs_of`) has the sub-agent's model calls under it. Raises
+    IndexError when there is no such call."""
     count = len(trace.turns)
     if index is None:
         index = count - 1

@@ -88,3 +88,33 @@ async def test_the_inspect_view_shows_the_sub_agents_model_calls_under_the_tool_
     _, turn = inspect.inspect_turn(stored, 0, inspect.sub_runs_of(shown))  # type: ignore[arg-type]
     check_nested(turn)
     assert turn["tool_calls"][0]["sub_agent"]["agent_name"] is None  # not stored
+
+
+async def test_calls_of_two_turns_with_one_id_each_show_their_own_sub_agent_run(store_path):
+    """Some models give calls of two turns one id: each call shows the sub-run it made."""
+    helper = AgentBuilder("helper", QueueModel(["first answer", "second answer"])).build()
+    same_id = ToolCall(id="c1", name="ask_helper", arguments={"prompt": "go"})
+    top_model = QueueModel(
+        [ModelResponse(tool_calls=[same_id]), ModelResponse(tool_calls=[same_id]), "top done"]
+    )
+    agent = AgentBuilder("top", top_model).tool(helper.as_tool(name="ask_helper")).build()
+    handle = runner.show(agent.prompt("start"))
+    page = Page(handle.widget)
+    await page.sync()
+    await finished(handle)
+    first, second = handle.run.children
+    for index, sub_run in ((0, first), (1, second)):
+        reply = await page.request("inspect", index=index)
+        [call] = reply["turn"]["tool_calls"]
+        assert call["sub_agent"]["run_id"] == sub_run.run_id
+    store = get_store()
+    assert store is not None
+    run = handle.run
+    stored = store.trace(run.run_id, messages=run.state.messages)
+    shown = SimpleNamespace(run_id=run.run_id, children=[], store=store)
+    for index, sub_run in ((0, first), (1, second)):
+        _, turn = inspect.inspect_turn(stored, index, inspect.sub_runs_of(shown))  # type: ignore[arg-type]
+        [call] = turn["tool_calls"]
+        assert call["sub_agent"]["run_id"] == sub_run.run_id
+        [answer] = call["sub_agent"]["model_calls"]
+        assert answer["response_text"] == ("first answer", "second answer")[index]
