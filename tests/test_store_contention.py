@@ -10,12 +10,23 @@ busy timeout here (0.5 s instead of 5 s), so a starved writer shows at once.
 
 from __future__ import annotations
 
+import itertools
+import re
+import sqlite3
+import threading
 import warnings
 
 import pytest
 from child_processes import child_environ, kill, start_python
 
-from anvia_notebook import AgentBuilder, RunStore, StoreHumanInput, ToolApproval, create_tool
+from anvia_notebook import (
+    AgentBuilder,
+    RunStore,
+    RunStoreError,
+    StoreHumanInput,
+    ToolApproval,
+    create_tool,
+)
 from anvia_notebook.models import ModelResponse, QueueModel
 from anvia_notebook.run_state import RunState
 from anvia_notebook.store import _sqlite
@@ -120,4 +131,95 @@ def test_a_run_is_stored_to_its_end_while_another_process_writes_without_pause(
     assert all(r.decided_via == "store" for r in stored.approvals.values())
     assert [e.type for e in store.events(response.run_id)][-1] == "final"
     assert store.status(response.run_id) == "success"
+    store.close()
+
+
+def committing_locker(path, every: float):
+    """Another program that keeps the write lock, committing every ``every`` seconds and taking
+    it again at once, until ``stop()``; it has the lock when this returns."""
+    locker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    locker.execute("BEGIN IMMEDIATE")
+    stopped = threading.Event()
+
+    def hold() -> None:
+        count = 0
+        while not stopped.wait(every):
+            count += 1
+            locker.execute("INSERT OR REPLACE INTO meta VALUES ('other_program', ?)", (str(count),))
+            locker.execute("COMMIT")
+            locker.execute("BEGIN IMMEDIATE")
+        locker.execute("COMMIT")
+        locker.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+
+    def stop() -> None:
+        stopped.set()
+        thread.join()
+
+    return stop
+
+
+def test_a_writer_waits_past_its_busy_timeout_while_other_programs_keep_committing(
+    store_path, monkeypatch
+):
+    """The lock is never free for long, but others finish writing: that is contention, waited
+    out (the busy timeout, 0.3 s here, only bounds a wait during which nobody commits)."""
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.3)
+    store = RunStore(store_path)
+    stop = committing_locker(store_path, every=0.1)
+    releaser = threading.Timer(1.0, stop)  # (the other program stops after ten commits)
+    releaser.start()
+    try:
+        store.save_session("s1", "agent", "written while another program writes", [])
+    finally:
+        releaser.join()
+        stop()
+    assert store.session("s1").title == "written while another program writes"
+    store.close()
+
+
+class FakeClock:
+    """``time`` for the store's SQLite module: each pause between two looks at the busy file
+    moves the clock on by half a second, at once."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += 0.5
+
+
+@pytest.mark.parametrize("others_commit", [False, True], ids=["lock held", "contention"])
+def test_giving_up_on_a_busy_store_says_what_happened(store_path, monkeypatch, others_commit):
+    """A lock held by a program that never finishes (no commit for the whole busy timeout), or
+    contention past its limit: the error says which, and how long it waited."""
+    store = RunStore(store_path)
+    clock = FakeClock()
+    versions = itertools.count()
+    monkeypatch.setattr(_sqlite, "time", clock)
+    monkeypatch.setattr(_sqlite, "CONTENDED_LIMIT", 30.0)
+    if others_commit:  # (each look at the file finds that another connection has committed)
+        monkeypatch.setattr(_sqlite.SQLiteBackend, "_version", lambda self: next(versions))
+    locker = sqlite3.connect(store_path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(RunStoreError) as raised:
+            store.save_session("s1", "agent", "title", [])
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    text = str(raised.value)
+    assert text.startswith(f"The run store {store.location} is locked by another program (waited ")
+    if others_commit:
+        assert re.search(
+            r"\(waited 30\.\d s while other programs kept writing, the last 0\.\d s", text
+        )
+    else:
+        assert re.search(r"\(waited 5\.\d s\): database is locked\. Try again", text), text
+    store.save_session("s1", "agent", "title", [])  # (free again)
     store.close()
