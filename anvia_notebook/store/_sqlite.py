@@ -1,9 +1,11 @@
 """The SQLite connection layer of the run store (stdlib ``sqlite3``, WAL mode).
 
 One connection per thread (``sqlite3`` connections must stay on their thread). WAL lets a reader
-(a notebook listing runs, the command line) read while a kernel writes; the busy timeout makes a
-second writer wait instead of failing at once. ``PRAGMA data_version`` changes when another
-connection has committed, which is how a waiting run notices a decision cheaply.
+(a notebook listing runs, the command line) read while a kernel writes; a second writer waits
+instead of failing at once: as long as other connections keep committing (contention, bounded by
+``CONTENDED_LIMIT``), but only the busy timeout once nobody commits (a lock that is not
+released). ``PRAGMA data_version`` changes when another connection has committed: how a waiting
+writer tells the two apart, and how a waiting run notices a decision cheaply.
 """
 
 from __future__ import annotations
@@ -182,10 +184,10 @@ class SQLiteBackend:
         """``BEGIN IMMEDIATE`` (take the write lock now, waiting while another writer has it)
         ... ``COMMIT`` (or roll back).
 
-        ``yielding``: a write that a script may repeat without a pause (a message or a decision
-        sent from another process). Before taking the lock again, it waits as long as this
-        thread held it last time, so that it holds the lock at most half the time and a run's
-        writes, waiting for it, find it free."""
+        ``yielding``: a write that a script may repeat without a pause (a message steered into
+        a run from another process; a decision is one statement, not a transaction). Before
+        taking the lock again, it waits as long as this thread held it last time, so that it
+        holds the lock at most about half the time and a run's writes, waiting, find it free."""
         if yielding:
             _yield_turn(self._local)
         connection = self._run(_begin)
