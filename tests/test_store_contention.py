@@ -223,3 +223,40 @@ def test_giving_up_on_a_busy_store_says_what_happened(store_path, monkeypatch, o
         assert re.search(r"\(waited 5\.\d s\): database is locked\. Try again", text), text
     store.save_session("s1", "agent", "title", [])  # (free again)
     store.close()
+
+
+def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
+    store_path, monkeypatch
+):
+    """A real failure, not contention: another program takes the write lock while the tool runs
+    and keeps it (no commit for the whole busy timeout, 0.3 s here). The run ends in memory and
+    its one warning says why and what the store keeps."""
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.3)
+    store = RunStore(store_path)
+    locker = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
+
+    def lock_the_store(args: AddInput, ctx: object) -> int:
+        locker.execute("BEGIN IMMEDIATE")
+        return args.x + args.y
+
+    tool = create_tool(name="add", description="Add.", input=AddInput, execute=lock_the_store)
+    model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+    agent = AgentBuilder("a", model).tool(tool).build()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            response = agent.prompt("add").store(store).send_sync()
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert response.output == "3"
+    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
+    assert warning.startswith(
+        f"Could not write to the run store {store.location}: The run store {store.location} "
+        "is locked by another program (waited 0.3 s): database is locked. Try again once that "
+        "program has finished writing, or close it. This run goes on in memory only: nothing "
+        "it does from here on is stored."
+    ), warning
+    assert "listed as running while this kernel lives, then as interrupted" in warning
+    assert store.get(response.run_id).status == "running"  # (as it was before the tool ran)
+    store.close()
