@@ -137,10 +137,13 @@ def get_store() -> RunStore | None:
 def store_failed(store: RunStore | None, error: BaseException) -> None:
     """A write to ``store`` failed during a run: one warning, and the run goes on in memory."""
     location = store.location if store is not None else "the run store"
+    reason = str(error).rstrip(". ")
     warn_once(
         f"write:{location}",
-        f"Could not write to the run store {location}: {error}. This run goes on in memory; "
-        "it will not be listed or resumable after the kernel stops.",
+        f"Could not write to the run store {location}: {reason}. This run goes on in memory "
+        "only: nothing it does from here on is stored. The store keeps it as it was before "
+        "(listed as running while this kernel lives, then as interrupted); resuming it from "
+        "there would do again what it did since.",
     )
 
 

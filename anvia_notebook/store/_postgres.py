@@ -121,7 +121,10 @@ class PostgresBackend:
         return int(getattr(self._local, "rowcount", 0))
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, yielding: bool = False) -> Iterator[None]:
+        """A transaction that takes the store's one writer lock. (``yielding`` is for SQLite:
+        the server queues the writers waiting for this lock, so a run's writes get their turn
+        however often another process writes.)"""
         connection = self._connection()
         try:
             with connection.transaction():

@@ -1,9 +1,11 @@
 """The SQLite connection layer of the run store (stdlib ``sqlite3``, WAL mode).
 
 One connection per thread (``sqlite3`` connections must stay on their thread). WAL lets a reader
-(a notebook listing runs, the command line) read while a kernel writes; the busy timeout makes a
-second writer wait instead of failing at once. ``PRAGMA data_version`` changes when another
-connection has committed, which is how a waiting run notices a decision cheaply.
+(a notebook listing runs, the command line) read while a kernel writes; a second writer waits
+instead of failing at once: as long as other connections keep committing (contention, bounded by
+``CONTENDED_LIMIT``), but only the busy timeout once nobody commits (a lock that is not
+released). ``PRAGMA data_version`` changes when another connection has committed: how a waiting
+writer tells the two apart, and how a waiting run notices a decision cheaply.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import random
 import sqlite3
 import threading
 import time
@@ -20,12 +23,20 @@ from typing import Any, TypeVar
 
 from ._errors import RunStoreError, not_text
 
-__all__ = ["BUSY_TIMEOUT", "SQLiteBackend"]
+__all__ = ["BUSY_TIMEOUT", "CONTENDED_LIMIT", "SQLiteBackend"]
 
-#: Seconds a writer waits for another writer's lock before giving up.
+#: Seconds a writer waits for the write lock while nobody else commits (one program holding it,
+#: a transaction left open) before giving up with "locked by another program".
 BUSY_TIMEOUT = 5.0
-#: Seconds of one wait inside SQLite (its busy handler) before this module looks again.
-_ATTEMPT = 0.25
+#: Seconds a writer waits for the write lock at most while other connections keep committing
+#: (contention: they take turns, and so will this writer, much sooner in practice).
+CONTENDED_LIMIT = 30.0
+#: Seconds of one wait inside SQLite (its busy handler) before this module looks again. Short:
+#: SQLite's handler sleeps and retries, it does not queue, so a writer that looks rarely can
+#: miss every moment the lock is free while another process writes without a pause.
+_ATTEMPT = 0.01
+#: Longest pause (seconds, drawn at random) between two looks at a busy lock.
+_PAUSE = 0.002
 logger = logging.getLogger("anvia_notebook")
 _T = TypeVar("_T")
 #: Pages the write-ahead log may hold before a commit copies them into the database file itself
@@ -89,35 +100,45 @@ class SQLiteBackend:
         return connection
 
     def _run(self, action: Callable[[sqlite3.Connection], _T]) -> _T:
-        """``action(connection)``, retried while the file is busy (for at most
-        :attr:`busy_timeout` seconds); a driver error becomes a :class:`RunStoreError`."""
-        deadline: float | None = None
+        """``action(connection)``, retried while the file is busy; a driver error becomes a
+        :class:`RunStoreError`. A busy file is waited for as long as other connections keep
+        committing (they take turns with this one: contention, up to :data:`CONTENDED_LIMIT`
+        seconds), but only :attr:`busy_timeout` seconds once nobody commits (a lock held and
+        not released: another program's open transaction)."""
+        waiting: _Waiting | None = None
         while True:
             try:
                 return action(self._connection())
             except sqlite3.OperationalError as error:
                 if not _busy(error) or getattr(self._local, "in_transaction", False):
                     raise self.error(error) from error
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + max(self.busy_timeout - _ATTEMPT, 0.0)
+                if waiting is None:
+                    waiting = _Waiting(self.busy_timeout, self._version())
                     logger.debug("The run store %s is busy; waiting for it", self.location)
-                if now >= deadline:
-                    raise self.error(error) from error
-                time.sleep(min(0.02, deadline - now))
+                elif not waiting.goes_on(self._version()):
+                    raise self.error(error, waited=waiting.waited()) from error
+                time.sleep(random.uniform(0.0, _PAUSE))  # (at random: no lockstep with a loop)
             except sqlite3.Error as error:
                 raise self.error(error) from error
             except UnicodeEncodeError as error:  # (a lone surrogate: bytes that were not UTF-8)
                 raise not_text(self.location, error) from None
 
-    def error(self, error: sqlite3.Error) -> RunStoreError:
-        """A driver error as a sentence for the person using the store."""
+    def _version(self) -> int | None:
+        """This thread's ``PRAGMA data_version`` (None when it cannot be read now)."""
+        try:
+            return int(self._connection().execute("PRAGMA data_version").fetchone()[0])
+        except sqlite3.Error:
+            return None
+
+    def error(self, error: sqlite3.Error, *, waited: str | None = None) -> RunStoreError:
+        """A driver error as a sentence for the person using the store (``waited``: how the
+        wait for a busy file ended)."""
         text = str(error)
         if _busy(error):
             return RunStoreError(
-                f"The run store {self.location} is locked by another program (waited "
-                f"{self.busy_timeout:g} s): {text}. Try again once that program has finished "
-                "writing, or close it."
+                f"The run store {self.location} is locked by another program "
+                f"({waited or f'waited {self.busy_timeout:g} s'}): {text}. Try again once that "
+                "program has finished writing, or close it."
             )
         if isinstance(error, sqlite3.DatabaseError) and any(
             word in text for word in ("malformed", "not a database", "corrupt")
@@ -159,10 +180,18 @@ class SQLiteBackend:
         return int(getattr(self._local, "rowcount", 0))
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, *, yielding: bool = False) -> Iterator[None]:
         """``BEGIN IMMEDIATE`` (take the write lock now, waiting while another writer has it)
-        ... ``COMMIT`` (or roll back)."""
+        ... ``COMMIT`` (or roll back).
+
+        ``yielding``: a write that a script may repeat without a pause (a message steered into
+        a run from another process; a decision is one statement, not a transaction). Before
+        taking the lock again, it waits as long as this thread held it last time, so that it
+        holds the lock at most about half the time and a run's writes, waiting, find it free."""
+        if yielding:
+            _yield_turn(self._local)
         connection = self._run(_begin)
+        taken = time.monotonic()
         self._local.in_transaction = True
         try:
             yield
@@ -177,6 +206,9 @@ class SQLiteBackend:
             raise
         finally:
             self._local.in_transaction = False
+            if yielding:
+                released = time.monotonic()
+                self._local.turn = (released, released - taken)
         self.commits += 1
 
     def checkpoint(self) -> None:
@@ -205,6 +237,14 @@ class SQLiteBackend:
         self._local = threading.local()
 
 
+def _yield_turn(local: threading.local) -> None:
+    """Wait until this thread's last yielding transaction is as long past as it lasted."""
+    released, held = getattr(local, "turn", (0.0, 0.0))
+    rest = released + min(held, _PAUSE * 10) - time.monotonic()
+    if rest > 0:
+        time.sleep(rest)
+
+
 def _begin(connection: sqlite3.Connection) -> sqlite3.Connection:
     connection.execute("BEGIN IMMEDIATE")
     return connection
@@ -216,3 +256,33 @@ def _busy(error: sqlite3.Error) -> bool:
     if code is not None:
         return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
     return "locked" in str(error) or "busy" in str(error)
+
+
+class _Waiting:
+    """How long a writer has waited for a busy file, and whether it should wait on: while
+    other connections commit (``PRAGMA data_version`` changes), for at most
+    :data:`CONTENDED_LIMIT` seconds; once nobody commits, for ``patience`` seconds."""
+
+    __slots__ = ("last_commit", "patience", "since", "version")
+
+    def __init__(self, patience: float, version: int | None) -> None:
+        self.since = self.last_commit = time.monotonic()
+        self.patience = max(patience - _ATTEMPT, 0.0)
+        self.version = version
+
+    def goes_on(self, version: int | None) -> bool:
+        now = time.monotonic()
+        if version is not None and version != self.version:
+            self.version, self.last_commit = version, now
+        return now - self.last_commit < self.patience and now - self.since < max(
+            CONTENDED_LIMIT, self.patience
+        )
+
+    def waited(self) -> str:
+        now = time.monotonic()
+        if self.last_commit == self.since:
+            return f"waited {now - self.since + _ATTEMPT:.1f} s"
+        return (
+            f"waited {now - self.since:.1f} s while other programs kept writing, the last "
+            f"{now - self.last_commit:.1f} s without any of them finishing"
+        )

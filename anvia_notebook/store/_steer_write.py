@@ -45,7 +45,7 @@ def write_steering(
     check_steering_text(text)
     item_id = new_id("steer")
     message = json.dumps({"role": "user", "content": text}, ensure_ascii=False)
-    with backend.transaction():
+    with backend.transaction(yielding=True):  # (a script may send many, without a pause)
         rows = backend.execute(
             sql(
                 "SELECT status, steering_closed, owner_host, owner_pid, owner_started, "

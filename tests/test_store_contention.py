@@ -1,0 +1,262 @@
+"""A run store kept busy by other processes never makes a run give up on it.
+
+A child process steers (``RunStore.steer``) into another run and decides (``RunStore.approve``)
+the run's approvals in a tight loop, while a run in this process goes through many turns with tool
+calls and approvals. The run must be stored to its end, with no "Could not write to the run
+store" warning: contention is waited out, only a real failure (a store locked and left locked, a
+damaged or vanished file) makes a run go on unstored. On SQLite the run's process waits a short
+busy timeout here (0.5 s instead of 5 s), so a starved writer shows at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sqlite3
+import threading
+import warnings
+
+import pytest
+from child_processes import child_environ, kill, start_python
+
+from anvia_notebook import (
+    AgentBuilder,
+    RunStore,
+    RunStoreError,
+    StoreHumanInput,
+    ToolApproval,
+    create_tool,
+)
+from anvia_notebook.models import ModelResponse, QueueModel
+from anvia_notebook.run_state import RunState
+from anvia_notebook.store import _sqlite
+
+from helpers import AddInput, call, make_add_tool
+
+pytestmark = pytest.mark.timeout(120)
+
+TURNS = 24
+#: Every this many turns, the call needs an approval (decided by the child).
+PROTECTED_EVERY = 6
+
+#: The child: steers into ``target`` without a pause; every few messages, approves whatever
+#: approval is pending in the store. It says "ready" once it has written (the loop is on).
+CHILD = """
+import sys
+from anvia_notebook import DecisionRefusedError, RunStore
+
+store = RunStore({location!r})
+store.steer({target!r}, "one more thing")
+print("ready", flush=True)
+count = 0
+while True:
+    store.steer({target!r}, "one more thing")
+    count += 1
+    if count % 8 == 0:
+        for record in store.pending():
+            try:
+                store.approve(record.run_id, record.id)
+            except DecisionRefusedError:
+                pass
+"""
+
+
+def an_interrupted_run(location: str) -> str:
+    """A stored run whose process is gone: it keeps the messages steered into it."""
+    store = RunStore(location)
+    store.create_run(RunState(run_id="run_elsewhere", agent_id="other", status="running"), "x")
+    store.release_run("run_elsewhere")
+    store.close()
+    return "run_elsewhere"
+
+
+def many_turns_agent():
+    def pay(args: AddInput, ctx: object) -> int:
+        paid.append((args.x, args.y))
+        return args.x + args.y
+
+    paid: list[tuple[int, int]] = []
+    protected = create_tool(
+        name="pay",
+        description="Pay a sum.",
+        input=AddInput,
+        execute=pay,
+        approval=ToolApproval(reason="money"),
+    )
+    add = make_add_tool()
+    replies = [
+        call("pay" if turn % PROTECTED_EVERY == 0 else "add", {"x": turn, "y": 1}, id=f"c{turn}")
+        for turn in range(TURNS)
+    ]
+    model = QueueModel([*replies, ModelResponse(text="all done")])
+    agent = (
+        AgentBuilder("busy", model)
+        .tool(add)
+        .tool(protected)
+        .human_input(StoreHumanInput(timeout=15))
+        .default_max_turns(TURNS + 5)
+        .build()
+    )
+    return agent, add, paid
+
+
+def test_a_run_is_stored_to_its_end_while_another_process_writes_without_pause(
+    store_location, monkeypatch
+):
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.5)
+    target = an_interrupted_run(store_location)
+    child = start_python(
+        CHILD.format(location=store_location, target=target), child_environ(), stdin=None
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()  # type: ignore[union-attr]
+        store = RunStore(store_location)
+        agent, add, paid = many_turns_agent()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            response = agent.prompt("work").store(store).send_sync()
+        steered_meanwhile = len(store.queued_steering(target))
+        assert child.poll() is None, child.stderr.read()  # type: ignore[union-attr]
+    finally:
+        kill(child)
+    assert response.output == "all done"
+    assert len(add.calls) + len(paid) == TURNS
+    assert len(paid) == TURNS // PROTECTED_EVERY
+    assert [str(w.message) for w in caught if "run store" in str(w.message)] == []
+    assert steered_meanwhile > TURNS  # the child wrote all along
+    stored = store.get(response.run_id)
+    assert stored.status == "success" and stored.output == "all done"
+    assert [r.status for r in stored.approvals.values()] == ["approved"] * len(paid)
+    assert all(r.decided_via == "store" for r in stored.approvals.values())
+    assert [e.type for e in store.events(response.run_id)][-1] == "final"
+    assert store.status(response.run_id) == "success"
+    store.close()
+
+
+def committing_locker(path, every: float):
+    """Another program that keeps the write lock, committing every ``every`` seconds and taking
+    it again at once, until ``stop()``; it has the lock when this returns."""
+    locker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    locker.execute("BEGIN IMMEDIATE")
+    stopped = threading.Event()
+
+    def hold() -> None:
+        count = 0
+        while not stopped.wait(every):
+            count += 1
+            locker.execute("INSERT OR REPLACE INTO meta VALUES ('other_program', ?)", (str(count),))
+            locker.execute("COMMIT")
+            locker.execute("BEGIN IMMEDIATE")
+        locker.execute("COMMIT")
+        locker.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+
+    def stop() -> None:
+        stopped.set()
+        thread.join()
+
+    return stop
+
+
+def test_a_writer_waits_past_its_busy_timeout_while_other_programs_keep_committing(
+    store_path, monkeypatch
+):
+    """The lock is never free for long, but others finish writing: that is contention, waited
+    out (the busy timeout, 0.3 s here, only bounds a wait during which nobody commits)."""
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.3)
+    store = RunStore(store_path)
+    stop = committing_locker(store_path, every=0.1)
+    releaser = threading.Timer(1.0, stop)  # (the other program stops after ten commits)
+    releaser.start()
+    try:
+        store.save_session("s1", "agent", "written while another program writes", [])
+    finally:
+        releaser.join()
+        stop()
+    assert store.session("s1").title == "written while another program writes"
+    store.close()
+
+
+class FakeClock:
+    """``time`` for the store's SQLite module: each pause between two looks at the busy file
+    moves the clock on by half a second, at once."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += 0.5
+
+
+@pytest.mark.parametrize("others_commit", [False, True], ids=["lock held", "contention"])
+def test_giving_up_on_a_busy_store_says_what_happened(store_path, monkeypatch, others_commit):
+    """A lock held by a program that never finishes (no commit for the whole busy timeout), or
+    contention past its limit: the error says which, and how long it waited."""
+    store = RunStore(store_path)
+    clock = FakeClock()
+    versions = itertools.count()
+    monkeypatch.setattr(_sqlite, "time", clock)
+    monkeypatch.setattr(_sqlite, "CONTENDED_LIMIT", 30.0)
+    if others_commit:  # (each look at the file finds that another connection has committed)
+        monkeypatch.setattr(_sqlite.SQLiteBackend, "_version", lambda self: next(versions))
+    locker = sqlite3.connect(store_path, isolation_level=None)
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(RunStoreError) as raised:
+            store.save_session("s1", "agent", "title", [])
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    text = str(raised.value)
+    assert text.startswith(f"The run store {store.location} is locked by another program (waited ")
+    if others_commit:
+        assert re.search(
+            r"\(waited 30\.\d s while other programs kept writing, the last 0\.\d s", text
+        )
+    else:
+        assert re.search(r"\(waited 5\.\d s\): database is locked\. Try again", text), text
+    store.save_session("s1", "agent", "title", [])  # (free again)
+    store.close()
+
+
+def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
+    store_path, monkeypatch
+):
+    """A real failure, not contention: another program takes the write lock while the tool runs
+    and keeps it (no commit for the whole busy timeout, 0.3 s here). The run ends in memory and
+    its one warning says why and what the store keeps."""
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.3)
+    store = RunStore(store_path)
+    locker = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
+
+    def lock_the_store(args: AddInput, ctx: object) -> int:
+        locker.execute("BEGIN IMMEDIATE")
+        return args.x + args.y
+
+    tool = create_tool(name="add", description="Add.", input=AddInput, execute=lock_the_store)
+    model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+    agent = AgentBuilder("a", model).tool(tool).build()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            response = agent.prompt("add").store(store).send_sync()
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert response.output == "3"
+    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
+    assert warning.startswith(
+        f"Could not write to the run store {store.location}: The run store {store.location} "
+        "is locked by another program (waited 0.3 s): database is locked. Try again once that "
+        "program has finished writing, or close it. This run goes on in memory only: nothing "
+        "it does from here on is stored."
+    ), warning
+    assert "listed as running while this kernel lives, then as interrupted" in warning
+    assert store.get(response.run_id).status == "running"  # (as it was before the tool ran)
+    store.close()
