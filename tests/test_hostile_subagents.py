@@ -23,6 +23,12 @@ def env(store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> di
     return child_environ()
 
 
+def _another(store: RunStore, run_id: str, seen: str) -> Any:
+    """A pending approval of the run's tree other than ``seen`` (None while there is none)."""
+    waiting = [p for p in store.pending(run_id) if p.id != seen]
+    return waiting[0] if waiting else None
+
+
 def _top(store: RunStore) -> Any:
     tops = [run for run in store.runs() if run.parent_run_id is None]
     return tops[0] if tops else None
@@ -77,11 +83,9 @@ def test_killed_between_two_sub_agent_calls_of_one_turn_the_finished_one_is_not_
         [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
         store.approve(top.run_id, first.id)
 
-        def second() -> Any:
-            waiting = [p for p in store.pending(top.run_id) if p.id != first.id]
-            return waiting[0] if waiting else None
-
-        later = wait_until(second, child, "the second analyst's approval")
+        later = wait_until(
+            lambda: _another(store, top.run_id, first.id), child, "the second analyst's approval"
+        )
         assert subagent_agents.effects() == ["started select 1", "done select 1"]
         kill(child)
         store.approve(later.run_id, later.id)  # given the sub-run's id this time
@@ -113,11 +117,9 @@ def test_a_sub_agent_call_with_an_earlier_turn_s_call_id_is_taken_up_not_answere
         [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
         store.approve(top.run_id, first.id)
 
-        def second() -> Any:
-            waiting = [p for p in store.pending(top.run_id) if p.id != first.id]
-            return waiting[0] if waiting else None
-
-        later = wait_until(second, child, "the second turn's approval")
+        later = wait_until(
+            lambda: _another(store, top.run_id, first.id), child, "the second turn's approval"
+        )
         kill(child)
         store.approve(top.run_id, later.id)
         response = subagent_deep_agents.repeating_lead().resume(top.run_id).send_sync()

@@ -17,7 +17,8 @@ import threading
 import pytest
 import store_agents
 import test_resume
-from pydantic import BaseModel, field_validator
+from confirm_agents import EvenAmount
+from pydantic import BaseModel
 from store_agents import effects, transfer_tool
 from test_property_crash_resume import CrashingStore
 from test_resume import kill, only_run, start_child, wait_until
@@ -386,17 +387,6 @@ async def test_a_later_call_reusing_an_earlier_call_id_is_asked_again_after_a_re
     resumed.interactions.decide(pending, approved=False)
     await asyncio.wait_for(resumed.wait(), 10)
     assert ran == [1]
-
-
-class EvenAmount(BaseModel):
-    amount: int
-
-    @field_validator("amount")
-    @classmethod
-    def _even(cls, value: int) -> int:
-        if value % 2:
-            raise ValueError("the amount must be even")
-        return value
 
 
 async def test_an_edit_only_the_tool_s_own_validator_refuses_is_refused_before_it_is_recorded(
