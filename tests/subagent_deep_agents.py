@@ -49,7 +49,8 @@ def _lead(request: Any) -> ModelResponse:
     return ModelResponse(text=f"lead: {last.tool_results[0].content}")
 
 
-def lead() -> Any:
+def _analyst_agent() -> Any:
+    """The analyst: runs SQL on the warehouse, each query approved."""
     run_sql = create_tool(
         name="run_sql",
         description="Run SQL.",
@@ -57,7 +58,11 @@ def lead() -> Any:
         execute=_run_sql,
         approval=ToolApproval(reason="Runs a query on the warehouse."),
     )
-    analyst = AgentBuilder("analyst", FunctionModel(_analyst)).tool(run_sql).build()
+    return AgentBuilder("analyst", FunctionModel(_analyst)).tool(run_sql).build()
+
+
+def lead() -> Any:
+    analyst = _analyst_agent()
     manager = AgentBuilder("manager", FunctionModel(_manager)).tool(
         analyst.as_tool(name="ask_analyst")
     )
@@ -92,14 +97,7 @@ def _repeating_lead(request: Any) -> ModelResponse:
 
 def repeating_lead() -> Any:
     """``lead`` whose model gives its two sub-agent calls (one per turn) the same id."""
-    run_sql = create_tool(
-        name="run_sql",
-        description="Run SQL.",
-        input=SqlInput,
-        execute=_run_sql,
-        approval=ToolApproval(reason="Runs a query on the warehouse."),
-    )
-    analyst = AgentBuilder("analyst", FunctionModel(_analyst)).tool(run_sql).build()
+    analyst = _analyst_agent()
     return (
         AgentBuilder("lead", FunctionModel(_repeating_lead))
         .tool(analyst.as_tool(name="ask_analyst"))
