@@ -3,11 +3,14 @@
 Rendered with markdown-it-py (raw HTML in the text is shown as text, not markup) and sanitised
 with nh3 (a fixed list of tags and attributes; links only to http, https and mailto, opened
 in a new tab without the page's referrer). Images become links to their address, as in the
-live view: a saved notebook never loads anything from an address a model chose.
+live view: a saved notebook never loads anything from an address a model chose. As in the live
+view, a link to any other address (a relative one: a file of the server, another notebook) keeps
+its words but loses its address, and an image that is not on the web is its alt text.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["render_markdown"]
@@ -18,6 +21,10 @@ _TAGS = {
 }  # fmt: skip
 _ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "td": {"align"}, "th": {"align"}}
 _SCHEMES = {"http", "https", "mailto"}
+#: Where a link in model text may point, and an image's link (as ``LINK_URL``, ``IMAGE_URL`` in
+#: js/src/views/markdown.ts).
+_LINK_URL = re.compile(r"^(?:https?:|mailto:)", re.IGNORECASE)
+_IMAGE_URL = re.compile(r"^https?:", re.IGNORECASE)
 
 _renderer: Any = None
 
@@ -34,11 +41,21 @@ def _markdown() -> Any:
 
         def image_as_link(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
             token = tokens[index]
-            src = escape_html(str(token.attrGet("src") or ""))
-            alt = escape_html(token.content or str(token.attrGet("src") or ""))
-            return f'<a href="{src}">{alt}</a>' if src else alt
+            raw = str(token.attrGet("src") or "").strip()
+            src = escape_html(raw)
+            if not _IMAGE_URL.match(raw):
+                return escape_html(token.content)
+            alt = escape_html(token.content or raw)
+            return f'<a href="{src}">{alt}</a>'
+
+        def web_links_only(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
+            token = tokens[index]
+            if not _LINK_URL.match(str(token.attrGet("href") or "").strip()):
+                token.attrs.pop("href", None)
+            return str(renderer.renderToken(tokens, index, options, env))
 
         md.add_render_rule("image", image_as_link)
+        md.add_render_rule("link_open", web_links_only)
         _renderer = md
     return _renderer
 
