@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._wire_text import valid_text
+
 __all__ = ["render_markdown"]
 
 _TAGS = {
@@ -64,7 +66,7 @@ def render_markdown(text: str) -> str:
     """``text`` (markdown) as sanitised HTML."""
     import nh3
 
-    html = _markdown().render(text)
+    html = _markdown().render(valid_text(text))
     return str(
         nh3.clean(
             html,

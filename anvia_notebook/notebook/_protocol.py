@@ -37,6 +37,7 @@ from ..records import (
     QuestionRecord,
     QuestionStatus,
 )
+from ._wire_text import invalid_text
 
 __all__ = [
     "APPEND_FIELDS",
@@ -867,8 +868,14 @@ def _parse(adapter: TypeAdapter[Any], types: frozenset[str], raw: Any) -> Any:
 
 
 def parse_inbound(raw: Any) -> Any:
-    """Validate a page-to-kernel message; returns its model or raises :class:`ProtocolError`."""
-    return _parse(_INBOUND, _INBOUND_TYPES, raw)
+    """Validate a page-to-kernel message; returns its model or raises :class:`ProtocolError`.
+    A message holding text that is not valid Unicode (a lone surrogate) is refused: no run
+    store could keep its reason, arguments or answers."""
+    message = _parse(_INBOUND, _INBOUND_TYPES, raw)
+    bad = invalid_text(raw)
+    if bad is not None:
+        raise ProtocolError(f"Malformed {raw['type']} message: {bad}", _request_id(raw))
+    return message
 
 
 def parse_outbound(raw: Any) -> Any:

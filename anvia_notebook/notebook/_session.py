@@ -53,6 +53,7 @@ from ._protocol import (
 from ._snapshot import render_html, render_text
 from ._transcript import Transcript
 from ._widget import AnviaWidget
+from ._wire_text import sendable
 
 if TYPE_CHECKING:
     from .._tool_exec import CurrentToolCall
@@ -174,7 +175,10 @@ class TranscriptSession:
 
     def _send(self, message: dict[str, Any]) -> None:
         try:
-            self.widget.send(message)
+            try:
+                self.widget.send(message)
+            except UnicodeEncodeError:  # text with a lone surrogate: sent with U+FFFD instead
+                self.widget.send(sendable(message))
         except Exception:  # a closed comm must not break the run
             logger.exception("Could not send a %s message to the widget", message.get("type"))
 

@@ -26,6 +26,7 @@ from typing import Any
 from ..records import path_label
 from ._markdown import render_markdown
 from ._protocol import TOOL_STATUS_LABELS
+from ._wire_text import valid_text
 
 __all__ = ["render_html", "render_text"]
 
@@ -429,7 +430,7 @@ def render_html(
         budget.take(len(html) - (left - budget.left))  # the markup counts too
         body.append(html)
     waiting = _waiting_html(transcript, cli)
-    return (
+    return valid_text(  # a lone surrogate could not be saved (nor sent): U+FFFD instead
         f'<div class="anvia-static-transcript" style="{_ROOT}">{head}{"".join(body)}{waiting}</div>'
     )
 
@@ -464,7 +465,7 @@ def render_text(
         budget.take(len(block) - (left - budget.left))
         lines.append(block)
     lines.extend(_waiting_lines(transcript, cli))
-    return "\n".join(lines)
+    return valid_text("\n".join(lines))
 
 
 def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:

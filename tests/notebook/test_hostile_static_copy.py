@@ -48,5 +48,7 @@ def test_model_links_point_only_to_web_and_mail_addresses(text: str):
 
 
 def test_web_links_and_images_stay_links():
-    html = render_markdown("[a](https://example.org/x) ![c](https://example.org/c.png) <mailto:a@b.c>")
+    html = render_markdown(
+        "[a](https://example.org/x) ![c](https://example.org/c.png) <mailto:a@b.c>"
+    )
     assert _urls(html) == ["https://example.org/x", "https://example.org/c.png", "mailto:a@b.c"]

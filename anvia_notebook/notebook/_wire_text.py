@@ -1,0 +1,69 @@
+"""Text that is not valid Unicode (a lone surrogate such as ``\\ud800``) on the widget's wire.
+
+Python strings may hold one (JSON's ``"\\ud800"``, half of an emoji cut between two stream
+chunks, a file name read with ``surrogateescape``); UTF-8 cannot. The kernel's serialiser
+(jupyter_client's, strict UTF-8) refuses a message holding one, and no run store can keep it.
+So: what the page sends is refused when it holds one (:func:`invalid_text`), and what the kernel
+sends or saves has each one replaced by U+FFFD (:func:`sendable`, :func:`valid_text`): one
+character for one, so offsets into a text stay right.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["invalid_text", "sendable", "valid_text"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (itself when it has none)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(REPLACEMENT, text)
+    return text
+
+
+def sendable(value: Any) -> Any:
+    """A copy of the JSON value ``value`` with :func:`valid_text` applied to every string
+    (keys too); other values as they are."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {sendable(k): sendable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sendable(item) for item in value]
+    return value
+
+
+def invalid_text(value: Any) -> str | None:
+    """Why the JSON value ``value`` (a page's message) is refused, naming the first string
+    (value or key) that holds a lone surrogate, or None when every string is valid. Walked
+    without recursion: a message may be deeply nested."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as error:
+                code = f"\\u{ord(item[error.start]):04x}"
+                field = f"The {where}" if where else "The message"
+                return (
+                    f"{field} is not valid text: it holds {code} at position {error.start}, "
+                    "which is not a character (half of a surrogate pair, or a byte that was "
+                    "not UTF-8) and cannot be stored."
+                )
+        elif isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                name = f"{where}.{key}" if where else str(key)
+                stack.append((inner, valid_text(name)))
+                stack.append((key, f"name of the field in {where or 'the message'}"))
+        elif isinstance(item, (list, tuple)):
+            for index in reversed(range(len(item))):
+                stack.append((item[index], f"{where}[{index}]"))
+    return None
