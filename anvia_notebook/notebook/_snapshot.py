@@ -26,7 +26,7 @@ from typing import Any
 from ..records import path_label
 from ._markdown import render_markdown
 from ._protocol import TOOL_STATUS_LABELS
-from ._wire_text import valid_text
+from ._wire_text import show_invisibles, valid_text
 
 __all__ = ["render_html", "render_text"]
 
@@ -121,10 +121,12 @@ def _esc(text: Any, limit: int = MAX_SHORT, budget: _Budget | None = None, sep: 
 
 
 def _pretty(arguments: str) -> str:
+    """Arguments' JSON pretty-printed, invisible controls shown as escapes (see
+    :func:`show_invisibles`)."""
     try:
-        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+        return show_invisibles(json.dumps(json.loads(arguments), indent=2, ensure_ascii=False))
     except (TypeError, ValueError):
-        return arguments
+        return show_invisibles(arguments)
 
 
 def _status_line(status: dict[str, Any]) -> str:
@@ -308,7 +310,11 @@ def _tool_html(entry: dict[str, Any], budget: _Budget) -> str:
     else:  # the tool ran with the edited arguments; the model's are shown struck through
         parts += [
             "<div><em>Arguments (edited before approval)</em></div>",
-            _pre(json.dumps(edited, indent=2, ensure_ascii=False, default=str), budget, _CODE),
+            _pre(
+                show_invisibles(json.dumps(edited, indent=2, ensure_ascii=False, default=str)),
+                budget,
+                _CODE,
+            ),
             "<div><em>Original arguments (replaced before approval)</em></div>",
             f"<del>{_pre(arguments, budget, _CODE)}</del>",
         ]
@@ -484,12 +490,12 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     label = TOOL_STATUS_LABELS.get(entry.get("status", ""), str(entry.get("status")))
     name = _cut(_tool_label(entry), MAX_SHORT, sep=" ")
     edited = _edited_args(entry)
-    arguments = entry.get("arguments") or ""
+    arguments = show_invisibles(entry.get("arguments") or "")
     if edited is not None:
-        arguments = json.dumps(edited, ensure_ascii=False, default=str)
+        arguments = show_invisibles(json.dumps(edited, ensure_ascii=False, default=str))
     lines = [f"Tool {name} [{label}] {_cut(arguments, MAX_FIELD, budget)}"]
     if edited is not None:
-        original = _cut(entry.get("arguments") or "", MAX_FIELD, budget)
+        original = _cut(show_invisibles(entry.get("arguments") or ""), MAX_FIELD, budget)
         lines.append(f"  (arguments edited before approval; the model's were: {original})")
     approval = entry.get("approval")
     if approval:

@@ -52,3 +52,62 @@ def test_web_links_and_images_stay_links():
         "[a](https://example.org/x) ![c](https://example.org/c.png) <mailto:a@b.c>"
     )
     assert _urls(html) == ["https://example.org/x", "https://example.org/c.png", "mailto:a@b.c"]
+
+
+#: Bidirectional and zero-width controls: they change how the text around them reads (U+202E
+#: shows what follows backwards) while showing nothing themselves.
+INVISIBLES = [
+    "\u202e",
+    "\u2066",
+    "\u2067",
+    "\u2068",
+    "\u2069",
+    "\u200b",
+    "\u200f",
+    "\u061c",
+    "\ufeff",
+]
+
+
+def _tool_waiting(arguments: str) -> dict:
+    return {
+        "entries": [
+            {
+                "kind": "tool",
+                "id": "e1",
+                "turn": 1,
+                "tool_name": "send_money",
+                "tool_call_id": "c1",
+                "arguments": arguments,
+                "status": "approval_required",
+                "result": None,
+                "is_error": False,
+                "output": "",
+                "approval": None,
+                "question": None,
+            }
+        ],
+        "status": {
+            "state": "waiting",
+            "turn": 1,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "error": None,
+            "agent_id": "bank",
+        },
+        "seq": 1,
+    }
+
+
+@pytest.mark.parametrize("char", INVISIBLES, ids=[f"U+{ord(c):04X}" for c in INVISIBLES])
+def test_arguments_show_invisible_direction_controls_as_escapes(char: str):
+    # A model may put U+202E in an argument ("to": "bob\u202emoc.live@" reads as an innocent
+    # address): the copy shows the JSON escape, which means the same value, instead.
+    import json
+
+    from anvia_notebook.notebook._snapshot import render_html, render_text
+
+    arguments = json.dumps({"to": f"bob{char}moc.evil@"}, ensure_ascii=False)
+    for copy in (render_html(_tool_waiting(arguments)), render_text(_tool_waiting(arguments))):
+        assert char not in copy
+        assert f"\\u{ord(char):04x}" in copy

@@ -6,7 +6,7 @@
 import { button, formatTime, h, nextDomId } from "../dom";
 import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS, type ToolStatus } from "../protocol";
 import { isPlainObject } from "../validate";
-import { type FoldOptions, foldedPre, foldPoint, prettyValue } from "./fold";
+import { type FoldOptions, foldedPre, foldPoint, prettyArgsValue } from "./fold";
 import { errorLine, type Form, type Submit } from "./interaction";
 
 /** Who decided, by the decider and, where it tells more, by the decider and where it came from
@@ -76,7 +76,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     spellcheck: "false",
     hidden: !fix,
   });
-  if (fix) editor.value = prettyValue(a.args);
+  if (fix) editor.value = prettyArgsValue(a.args);
   /** Say what is wrong with the edited arguments ("": nothing), with the cursor back in them. */
   const setEditError = (text: string): void => {
     if (text) editor.setAttribute("aria-invalid", "true");
@@ -89,7 +89,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     editor.hidden = !open;
     editToggle.setAttribute("aria-expanded", String(open));
     if (!open) return setEditError("");
-    if (!editor.value) editor.value = prettyValue(a.args);
+    if (!editor.value) editor.value = prettyArgsValue(a.args);
     editor.focus();
   }, { class: "anvia-button anvia-link-button", "aria-expanded": "false", hidden: fix });
   const reasonInput = h("input", {
@@ -130,7 +130,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
     a.reason ? folded("anvia-approval-reason", "Reason", a.reason, { ...REASON, id: reasonId }) : null,
     h("div", { class: "anvia-section-label" }, "Arguments"),
-    folded("anvia-approval-args", "Arguments", prettyValue(a.args), {}),
+    folded("anvia-approval-args", "Arguments", prettyArgsValue(a.args), {}),
     editToggle,
     editor,
     editError.el,

@@ -17,6 +17,25 @@ export function prettyJson(text: string): string {
   }
 }
 
+/**
+ * Bidirectional controls and zero-width characters: invisible, but they change how the text
+ * around them reads (U+202E shows what follows backwards) or hide a difference (U+200B). Not the
+ * joiners U+200C/U+200D, which emoji and some scripts need. The same list as `_INVISIBLE` in
+ * anvia_notebook/notebook/_wire_text.py.
+ */
+const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+
+/** JSON text with each invisible control written as its JSON escape (`\u202e`): the same
+ * value, but what a person reads (and approves) is what it is. */
+export const showInvisibles = (json: string): string =>
+  json.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
+/** A tool's arguments (JSON text, complete or still streaming) as shown. */
+export const prettyArgs = (text: string): string => showInvisibles(prettyJson(text));
+
+/** A tool's arguments (a value: an approval's, or edited ones) as shown and edited. */
+export const prettyArgsValue = (value: unknown): string => showInvisibles(prettyValue(value));
+
 export function prettyValue(value: unknown): string {
   if (typeof value === "string") return prettyJson(value);
   try {

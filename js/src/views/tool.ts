@@ -7,7 +7,7 @@ import { schedule } from "../frame";
 import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
 import type { Session } from "../session";
 import type { EntryView } from "./entries";
-import { foldedPre, prettyJson, prettyValue } from "./fold";
+import { foldedPre, prettyArgs, prettyArgsValue, prettyJson } from "./fold";
 import { coversArguments, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
 
 /** The arguments a person put in place of the model's before approving (null: none). */
@@ -113,8 +113,8 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
 
   const renderArgs = (): void => {
     const edited = editedArgs(current);
-    args.set(edited ? prettyValue(edited) : prettyJson(current.arguments));
-    if (edited) original.set(prettyJson(current.arguments));
+    args.set(edited ? prettyArgsValue(edited) : prettyArgs(current.arguments));
+    if (edited) original.set(prettyArgs(current.arguments));
     originalBlock.hidden = !edited;
     const label = edited ? "Arguments (edited before approval)" : "Arguments";
     if (argsLabel.textContent !== label) argsLabel.textContent = label;
