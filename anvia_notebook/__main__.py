@@ -13,8 +13,10 @@
 default is ``.anvia/runs.sqlite`` in the current folder. A notebook keeps its runs in
 ``.anvia/runs.sqlite`` next to the notebook, so ``--store notebooks/.anvia/runs.sqlite`` lists the
 runs of the notebooks in ``notebooks/``. A refused decision, or a message to a run that has
-ended, exits with status 1. ``approve --args`` of a run whose process is alive is checked by that
-process (the tool's own rules too) before it is recorded; a refused edit prints the run's words.
+ended, exits with status 1. ``approve --args`` is checked by the run's process (the tool's own
+rules too) before it is recorded; a refused edit prints the run's words. When no process runs the
+run, the edit waits for it: it is checked, and the approval recorded, when the run is resumed
+(``show`` lists it).
 
 ``python`` above is the Python that has this package (after the quickstart, ``.venv/bin/python``,
 or ``python`` once ``.venv`` is activated); the commands the command line suggests name this
@@ -180,6 +182,12 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         data = state.model_dump(mode="json")
         data["status"] = status
         data["pending"] = [p.model_dump(mode="json") for p in pending]
+        for shown, record in zip(data["pending"], pending, strict=True):
+            if record.kind == "approval":
+                shown["edits"] = [
+                    {"status": status, "args": edited, "refused": words}
+                    for status, edited, words in store.edit_requests(record.id)
+                ]
         print(json.dumps(data, indent=2))
         return
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
@@ -204,6 +212,9 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
                 _say(f"  reason: {record.reason}")
             # A typed output that failed validation: approving it needs the fix.
             fix = " --args '{...the fixed arguments...}'" if record.fix_required else ""
+            for status, edited, words in store.edit_requests(record.id):
+                said = "waits for the run to check it" if status == "queued" else words
+                _say(f"  edited arguments {json.dumps(edited)}: {said}")
             _say(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
             _say(f"      or: {command} reject {ids} --reason ...")
             continue
@@ -279,8 +290,11 @@ def _decide(store: RunStore, args: argparse.Namespace) -> None:
         if not isinstance(given["answers"], list):
             raise DecisionRefusedError("--json must be a JSON list of answers.")
         _refuse_placeholders(given["answers"])
-    getattr(store, args.command)(args.run_id, getattr(args, item_id), **given)
-    print(f"{done} {getattr(args, item_id)}.")
+    record = getattr(store, args.command)(args.run_id, getattr(args, item_id), **given)
+    if record.pending:  # edited arguments: they wait for the run to check them
+        print(store.edit_waits(record.run_id, record.id))
+    else:
+        print(f"{done} {getattr(args, item_id)}.")
 
 
 def _not_text(args: argparse.Namespace) -> str | None:

@@ -569,15 +569,12 @@ class ToolExecutor:
     def refuse_edit(self, approval_id: str, text: str) -> None:
         """An approved decision the run cannot carry out, found after it was recorded: edited
         arguments that the tool's own model refuses (a rule its JSON Schema cannot say, such as
-        a validator), recorded by the run store while no process ran the run (the run store, the
-        command line, checked there against the schema only; the run checks them when it is
-        resumed), or by a sender that gave up waiting for the run's answer. The record says the
-        call was rejected, and the rejection is announced after the approval. While the run's
-        process is alive, an edit sent through the run store is sent to the run and checked
-        before it is recorded (``store/_confirm.py``), and every decider of the run itself is
-        checked before its decision is recorded
-        (:func:`~anvia_notebook.decisions.check_resolution`,
-        :func:`~anvia_notebook.decisions.refusing_bad_edit`): neither needs this."""
+        a validator), in a store written by an older version of this package (which recorded an
+        edit from the run store or the command line while no process ran the run, checked
+        against the schema only). The record says the call was rejected, and the rejection is
+        announced after the approval. Every decider now has its edit checked by the run before
+        it is recorded (:func:`~anvia_notebook.decisions.check_resolution`; the run store sends
+        it to the run: ``store/_confirm.py``), so this is for such older rows only."""
         fixed = self.state.approvals[approval_id].model_copy(
             update={"status": "rejected", "decision_reason": text, "edited_args": None}
         )

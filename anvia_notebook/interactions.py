@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import threading
 from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ __all__ = [
 ]
 
 Record = ApprovalRecord | QuestionRecord
+logger = logging.getLogger("anvia_notebook")
 
 
 @dataclass
@@ -135,10 +137,20 @@ class Interactions:
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction
+                confirm = functools.partial(self._confirm, record.id)
+                if stored is not None and record.kind == "approval":
+                    # Edits sent while no process ran the run are checked (and recorded, or
+                    # refused) first, then whatever else decides it.
+                    for refused in self.store.take_queued(record.id, confirm):
+                        logger.warning(
+                            "The edited arguments sent for approval %s were not applied: %s",
+                            record.id,
+                            refused,
+                        )
+                    if not interaction.pending:
+                        return interaction
                 self.store.watch(
-                    record.id,
-                    lambda decided: self._from_store(record.id, decided),
-                    lambda resolution: self._confirm(record.id, resolution),
+                    record.id, lambda decided: self._from_store(record.id, decided), confirm
                 )
         if timeout is not None:
             reason = timeout_reason or f"No decision within {timeout:g} s (timed out)."

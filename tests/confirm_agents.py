@@ -59,7 +59,7 @@ def _lead(request: Any) -> ModelResponse:
     return ModelResponse(text=f"lead {last.tool_results[0].content}")
 
 
-def payer() -> Any:
+def payer(human: bool = True) -> Any:
     pay = create_tool(
         name="pay",
         description="Pay an amount.",
@@ -67,18 +67,18 @@ def payer() -> Any:
         execute=_pay,
         approval=ToolApproval(reason="Money leaves the account."),
     )
-    return AgentBuilder("payer", FunctionModel(_payer)).tool(pay).human_input(StoreHumanInput())
+    builder = AgentBuilder("payer", FunctionModel(_payer)).tool(pay)
+    return builder.human_input(StoreHumanInput()) if human else builder
 
 
-def agent(lead: bool = False) -> Any:
+def agent(lead: bool = False, human: bool = True) -> Any:
+    """``human=False``: no human input (a script that resumes the run decides nothing)."""
     if not lead:
-        return payer().build()
-    return (
-        AgentBuilder("lead", FunctionModel(_lead))
-        .tool(payer().build().as_tool(name="ask_payer"))
-        .human_input(StoreHumanInput())
-        .build()
+        return payer(human).build()
+    builder = AgentBuilder("lead", FunctionModel(_lead)).tool(
+        payer(human).build().as_tool(name="ask_payer")
     )
+    return (builder.human_input(StoreHumanInput()) if human else builder).build()
 
 
 def run(lead: bool = False) -> None:

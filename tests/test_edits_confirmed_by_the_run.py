@@ -3,7 +3,8 @@ the run's own process is alive are checked there, by the run, with the tool's ow
 its JSON Schema cannot say, such as a validator), before anything is recorded: a refused edit
 exits 1 with the run's words and leaves the approval pending, in the store and in the run; a
 valid one is recorded once and the tool runs once, with it. When the run's process dies while
-the decision waits for it, the decision is recorded as before and the run checks it on resume.
+the decision waits for it, nothing is recorded: the edit waits for the run, which checks it when
+it is resumed.
 """
 
 from __future__ import annotations
@@ -225,27 +226,39 @@ async def stopped_owner_with_a_queued_request(
 async def test_the_run_s_process_killed_while_an_edit_waits_for_it_then_resumed(
     store_location: str, effects: Path, monkeypatch: pytest.MonkeyPatch, amount: int
 ) -> None:
-    """The sender does not hang: it records the approval itself, and the resumed run applies
-    the edit (4) or refuses it as the rejection it was (5, odd)."""
+    """The sender does not hang, and records nothing: its edit waits for the run, which
+    applies it when resumed (4), or refuses it in its words (5, odd) and the approval waits
+    on, for a decision it accepts; the model is never told of a rejection nobody made."""
     store = RunStore(store_location)
     owner, approval, deciding = await stopped_owner_with_a_queued_request(
         store, store_location, effects, monkeypatch, amount
     )
     kill(owner)
-    decided = await asyncio.wait_for(deciding, 60)
-    assert (decided.status, decided.edited_args) == ("approved", {"amount": amount})
-    assert store._q("SELECT status FROM decision_requests") == [("withdrawn",)]
+    waiting_edit = await asyncio.wait_for(deciding, 60)
+    assert (waiting_edit.status, waiting_edit.decided_by) == ("pending", None)
+    assert store.edit_requests(approval.id) == [("queued", {"amount": amount}, None)]
     assert confirm_agents.effects() == []
-    response = await asyncio.wait_for(confirm_agents.agent().resume(approval.run_id).send(), 60)
+    resumed = confirm_agents.agent().resume(approval.run_id).start()
+    if amount == 5:
+        for _ in range(3000):
+            if store.edit_requests(approval.id)[0][0] == "refused":
+                break
+            await asyncio.sleep(0.02)
+        [(_, _, words)] = store.edit_requests(approval.id)
+        assert words.startswith(REFUSED) and RULE in words
+        assert [p.id for p in store.pending(approval.run_id)] == [approval.id]
+        await asyncio.to_thread(store.approve, approval.run_id, approval.id, args={"amount": 6})
+    response = await asyncio.wait_for(resumed.wait(), 60)
     [stored] = store.interactions(approval.run_id)
-    if amount == 4:
-        assert response.output == "told: paid 4"
-        assert confirm_agents.effects() == ["paid 4"]
-        assert stored.status == "approved"
-    else:
-        assert response.output.startswith(f"told: {TOLD_REJECTED}: ") and RULE in response.output
-        assert confirm_agents.effects() == []
-        assert stored.status == "rejected" and stored.edited_args is None
+    paid = 4 if amount == 4 else 6
+    assert response.output == f"told: paid {paid}"
+    assert confirm_agents.effects() == [f"paid {paid}"]
+    assert (stored.status, stored.edited_args, stored.decided_via) == (
+        "approved",
+        {"amount": paid},
+        "store",
+    )
+    assert not any(TOLD_REJECTED in text for text in told_the_model(store, approval.run_id))
     store.close()
 
 

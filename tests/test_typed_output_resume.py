@@ -153,9 +153,9 @@ async def test_a_repair_fixed_while_no_process_runs_the_run_ends_it_on_resume(
         run = agent.resume(repair.run_id).start()
         response = await asyncio.wait_for(run.wait(), 30)
         assert model.requests == []
-        # (decided before the run was resumed: as for any approval, the decision is in the
-        # store, and the resumed run's events show only what it does with it)
-        assert_fixed_once(response, list(run.events), mode, repair.id, seen=False)
+        # (the fix waited for the run, which checked and recorded it when resumed: its events
+        # show that decision)
+        assert_fixed_once(response, list(run.events), mode, repair.id)
         [stored] = store.interactions(repair.run_id)
         assert stored.id == repair.id and stored.status == "approved"
     finally:

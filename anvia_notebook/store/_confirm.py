@@ -2,14 +2,16 @@
 
 ``RunStore.approve(..., args=...)`` and ``python -m anvia_notebook approve --args`` check an edit
 against the tool's JSON Schema, kept with the interaction; only the run, in the process that runs
-it, has the tool's model, which may refuse more (a validator). So while that process is alive
-(another process, or this one), the approval is not claimed by the store: it is queued in
-``decision_requests``; the run's store watcher hands it to the run (``Interactions.resolve``: the
-one check, then the claim, first decision wins) and marks the request ``done``, or ``refused`` with
-the run's words (nothing is recorded: the approval still waits). The sender waits for that answer
-(polling, within :data:`CONFIRM_TIMEOUT`). When the run's process dies first, or does not take the
-request in time, the sender withdraws it and claims the approval itself, as without a live process:
-the run then checks the edit when it is resumed.
+it, has the tool's model, which may refuse more (a validator). So such an approval is never
+claimed by the store: it is queued in ``decision_requests`` for the run, which takes it through
+the one check and claim (``Interactions.resolve``: first decision wins) and marks the request
+``done``, or ``refused`` with the run's words (nothing is recorded: the approval still waits).
+
+While the run's process is alive (another process, or this one), its store watcher takes the
+request and the sender waits for that answer (polling, within :data:`CONFIRM_TIMEOUT`). When no
+process runs the run, or it dies or does not answer in time, the request stays queued and the
+sender is told so: the run takes it when it is resumed (:meth:`DecisionRequests.take_queued`,
+before anything else decides the approval), or, alive but slow, when it gets to it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = ["CONFIRM_TIMEOUT", "ConfirmCallback", "DecisionRequests", "same_decis
 logger = logging.getLogger("anvia_notebook")
 
 Record = ApprovalRecord | QuestionRecord
-#: Seconds a sender waits for a live run's process to take its decision before deciding alone.
+#: Seconds a sender waits for a live run's process to answer (then its request stays queued).
 CONFIRM_TIMEOUT = 30.0
 #: Decides the interaction with the resolution in the run's process; raises
 #: ``DecisionRefusedError`` (with the run's words) when the run refuses it.
@@ -56,18 +58,15 @@ class DecisionRequests:
 
     # -- the sender --------------------------------------------------------------------------
 
-    def _decided_by_owner(
+    def _send_to_run(
         self, owner_run: str, record: Record, resolution: Resolution, poll: float
-    ) -> Record | None:
-        """Send the approval of ``record`` with ``resolution`` (edited arguments) to the live
-        process of ``owner_run``; wait for it (looking every ``poll`` seconds). Returns the
-        record as that process left it (decided there, by this decision or an earlier one;
-        pending if it died before deciding), or None when no other process is alive to ask or
-        it did not take the request (then the caller claims it). Raises
-        ``DecisionRefusedError`` with the run's words when it refused."""
-        owner = self._owner_of(owner_run)
-        if not owner_alive(*owner):
-            return None
+    ) -> Record:
+        """Queue the approval of ``record`` with ``resolution`` (edited arguments) for the run
+        of ``owner_run``; while its process is alive, wait for its answer (looking every
+        ``poll`` seconds). Returns the record as stored then: decided (by this decision, or an
+        earlier one), or still pending with the request queued for the run (no live process,
+        or none that answered in time). Raises ``DecisionRefusedError`` with the run's words
+        when the run refused it."""
         request_id = new_id("decide")
         decision = {key: getattr(resolution, key) for key in _SENT}
         self._q(
@@ -83,15 +82,17 @@ class DecisionRequests:
             if status == "refused":
                 raise DecisionRefusedError(answer)
             alive = owner_alive(*self._owner_of(owner_run))
-            late = time.monotonic() - deadline
             # (read last: what the run's process did before it answered or died is in it)
             stored = self.record(record.id)
-            if status == "done" or (status == "taken" and (not alive or late > CONFIRM_TIMEOUT)):
+            assert stored is not None
+            if status == "done":
                 return stored
-            if status == "queued" and (not alive or late > 0 or not (stored and stored.pending)):
-                if self._withdraw(request_id):
-                    return None
-                continue  # taken meanwhile: wait for the answer
+            if status == "queued" and not stored.pending and self._withdraw(request_id):
+                return stored  # another decision came first
+            if not alive and status == "taken" and stored.pending:
+                self._requeue(request_id)  # taken by a process that died before deciding
+            if not alive or time.monotonic() > deadline:
+                return stored
             time.sleep(poll)
 
     def _withdraw(self, request_id: str) -> bool:
@@ -102,17 +103,53 @@ class DecisionRequests:
         )
         return bool(self._backend.rowcount == 1)
 
+    def _requeue(self, request_id: str) -> None:
+        self._q(
+            "UPDATE decision_requests SET status = 'queued' WHERE id = ? AND status = 'taken'",
+            (request_id,),
+        )
+
+    def close_requests(self, item_id: str, why: str) -> None:
+        """Another decision was recorded first: the edits still queued for ``item_id`` are
+        refused (``why``), never applied."""
+        self._q(
+            "UPDATE decision_requests SET status = 'refused', answer = ? "
+            "WHERE interaction_id = ? AND status = 'queued'",
+            (why, item_id),
+        )
+
+    def edit_requests(self, item_id: str) -> list[tuple[str, dict[str, Any], str | None]]:
+        """The edits sent for approval ``item_id`` that the run has not recorded: ``(status,
+        the edited arguments, the run's words when it refused them)``, oldest first; status
+        ``queued`` (waiting for the run) or ``refused``."""
+        rows = self._q(
+            "SELECT status, decision, answer FROM decision_requests WHERE interaction_id = ? "
+            "AND status IN ('queued', 'taken', 'refused') ORDER BY created_at",
+            (item_id,),
+        )
+        return [
+            ("refused" if status == "refused" else "queued", json.loads(text)["args"], answer)
+            for status, text, answer in rows
+        ]
+
     # -- the run's process -------------------------------------------------------------------
 
-    def _deliver_requests(self, confirming: dict[str, ConfirmCallback]) -> None:
+    def take_queued(self, item_id: str, confirm: ConfirmCallback) -> list[str]:
+        """On resume, before anything else may decide approval ``item_id``: hand the edits
+        queued for it while no process ran the run to ``confirm`` (the run's one check and
+        claim), oldest first. Returns the run's words for each one it refused."""
+        return self._deliver_requests({item_id: confirm})
+
+    def _deliver_requests(self, confirming: dict[str, ConfirmCallback]) -> list[str]:
         """Hand the queued requests for interactions this process runs to their run (on the
-        watcher thread) and write the answer."""
+        watcher thread) and write the answer; returns the refusals' words."""
         marks = ", ".join("?" * len(confirming))
         rows = self._q(
             "SELECT id, interaction_id, decision FROM decision_requests "
             f"WHERE interaction_id IN ({marks}) AND status = 'queued' ORDER BY created_at",
             list(confirming),
         )
+        refusals: list[str] = []
         for request_id, item_id, text in rows:
             self._q(
                 "UPDATE decision_requests SET status = 'taken' WHERE id = ? AND status = 'queued'",
@@ -125,12 +162,15 @@ class DecisionRequests:
                 confirming[item_id](Resolution.approval(True, **json.loads(text)))
             except DecisionRefusedError as error:
                 refused = str(error)
-            except Exception:  # the sender finds the approval pending and decides it alone
+            except Exception:  # the approval still waits; the edit is not applied
                 logger.exception("Deciding an approval sent by another process failed")
             self._q(
                 "UPDATE decision_requests SET status = ?, answer = ? WHERE id = ?",
                 ("refused" if refused is not None else "done", refused, request_id),
             )
+            if refused is not None:
+                refusals.append(refused)
+        return refusals
 
 
 def same_decision(stored: Record, ours: Record) -> bool:

@@ -615,9 +615,11 @@ class RunStore(SteeringRows, DecisionRequests):
     def _decide(
         self, run_id: str, item: str | Record, kind: type[RecordT], resolution: Resolution
     ) -> RecordT:
-        """Check ``resolution`` against the stored record, then claim it (the whole record);
-        an approval with edited arguments is decided by the run's live process, if another
-        (``_confirm``). ``run_id``: the interaction's run, or a run above it (a sub-agent's
+        """Check ``resolution`` against the stored record, then claim it (the whole record).
+        An approval with edited arguments is not claimed here: it is sent to the run, which
+        checks it with the tool's own model before it is recorded (``_confirm``); the record is
+        returned as it is then, still pending when no process runs the run (the edit waits for
+        its resume). ``run_id``: the interaction's run, or a run above it (a sub-agent's
         interaction is decided given the top-level run's id too)."""
         item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
         unknown = DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
@@ -632,25 +634,49 @@ class RunStore(SteeringRows, DecisionRequests):
         record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
         ours = decided(record, resolution)
+        current: Record | None
         if resolution.status == "approved" and resolution.args is not None:
-            confirmed = self._decided_by_owner(owner_run, record, resolution, POLL_INTERVAL)
-            if confirmed is not None and not confirmed.pending:
-                if not same_decision(confirmed, ours):
-                    raise refused_twice(confirmed)
-                assert isinstance(confirmed, kind)
-                return confirmed
-        won, current = self.claim(ours)
-        if not won:  # (no row: never, as interactions are not deleted)
-            raise unknown if current is None else refused_twice(current)
+            current = self._send_to_run(owner_run, record, resolution, POLL_INTERVAL)
+            if current.pending:
+                logger.info("%s", self.edit_waits(owner_run, item_id))
+            elif not same_decision(current, ours):
+                raise refused_twice(current)
+        else:
+            won, current = self.claim(ours)
+            if not won:  # (no row: never, as interactions are not deleted)
+                raise unknown if current is None else refused_twice(current)
+            if kind is ApprovalRecord:
+                self.close_requests(item_id, str(refused_twice(ours)))
+            if not owner_alive(*self._owner_of(owner_run)):
+                logger.info(
+                    "Run %s has no live process; the decision waits until agent.resume(%r).",
+                    owner_run,
+                    self._resumed_as(owner_run),
+                )
         assert isinstance(current, kind)
-        if not owner_alive(*self._owner_of(owner_run)):
-            resumed = (self.top_run(owner_run) or (owner_run,))[0]  # (a sub-agent's: its top)
-            logger.info(
-                "Run %s has no live process; the decision waits until agent.resume(%r).",
-                owner_run,
-                resumed,
-            )
         return current
+
+    def _resumed_as(self, run_id: str) -> str:
+        """The run to resume for ``run_id`` to go on: itself, or a sub-agent's top-level run."""
+        return (self.top_run(run_id) or (run_id,))[0]
+
+    def edit_waits(self, run_id: str, approval_id: str) -> str:
+        """What to tell of an approval with edited arguments that waits for its run."""
+        resumed = self._resumed_as(run_id)
+        if resumed != run_id:
+            run_id = f"{resumed} (in its sub-agent's run {run_id})"
+        if owner_alive(*self._owner_of(run_id)):
+            return (
+                f"The edited arguments for approval {approval_id} are sent to run {run_id}, "
+                "which has not answered yet: it checks them against the tool's own rules and "
+                "records the approval, or refuses them, when it gets to them."
+            )
+        return (
+            f"The edited arguments for approval {approval_id} wait for run {run_id}, which "
+            f"nothing runs now: they are checked against the tool's own rules, and the approval "
+            f"recorded, when the run is resumed (agent.resume({resumed!r})). Until then the "
+            "approval is still pending."
+        )
 
     def claim(self, record: Record) -> tuple[bool, Record | None]:
         """Write ``record`` (decided) if its interaction is still pending: the status and the
