@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
-from ._util import maybe_await
+from ._util import maybe_await, valid_text
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
 from .events import (
     CancelledEvent,
@@ -41,6 +41,7 @@ from .models.base import (
     CompletionAccumulator,
     CompletionRequest,
     CompletionResponse,
+    ReasoningDelta,
     TextDelta,
     ToolCall,
 )
@@ -356,6 +357,10 @@ async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:
             logger.exception("on_run_error hook failed")
 
 
+#: Streamed text kept as it is sent: a lone surrogate in it becomes U+FFFD (see ``valid_text``).
+_TEXT_DELTAS = (TextDelta, ReasoningDelta)
+
+
 async def _complete(
     run: AgentRun, request: CompletionRequest, turn: int, prompt: Message
 ) -> CompletionResponse:
@@ -382,6 +387,8 @@ async def _complete(
                 if type(event) is text_delta and type(event.delta) is text:
                     event = event.delta
                 if type(event) is text:
+                    if not event.isascii():  # (a lone surrogate: U+FFFD, as nothing keeps it)
+                        event = valid_text(event)
                     add_text(event)
                     if not emitted:
                         tracer.first_token(entry)
@@ -389,6 +396,8 @@ async def _complete(
                     emit_text(turn, event)
                     continue
                 observed = True
+                if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
+                    event = event.model_copy(update={"delta": valid_text(event.delta)})
                 add(event)
                 mapped = _map_event(turn, event)
                 if mapped is not None:

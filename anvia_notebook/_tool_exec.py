@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from pydantic import BaseModel, ValidationError
 
 from ._tracing import TraceRecorder
-from ._util import compact_arguments, compact_json, decode_args, maybe_await, new_id
+from ._util import (
+    compact_arguments,
+    compact_json,
+    decode_args,
+    maybe_await,
+    new_id,
+    valid_text,
+)
 from .approvals import (
     ApprovalContext,
     ApprovalHandler,
@@ -273,9 +280,11 @@ class ToolExecutor:
                 raise
 
         try:
-            result = await self._after_result(call, internal_id, effective_args, result)
+            # (a lone surrogate, as a file name read with surrogateescape has: U+FFFD instead,
+            # or neither the store nor the page could keep the result)
+            result = valid_text(await self._after_result(call, internal_id, effective_args, result))
         except PromptCancelledError:  # a hook ended the run after the result was known
-            self._landed[call.id] = (result, is_error, effective_args)
+            self._landed[call.id] = (valid_text(result), is_error, effective_args)
             self._report_landed(call, turn, internal_id)
             raise
         returned = self._parts.get(call.id, [])  # the tool's media (popped by the event)

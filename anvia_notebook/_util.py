@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -53,6 +54,20 @@ def check_valid_text(text: str, what: str) -> None:
             "not a character (half of a surrogate pair, or a byte that was not UTF-8) and "
             "cannot be stored."
         ) from None
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate (``\\ud800``: half of a pair, or a byte that was not
+    UTF-8 read with ``surrogateescape``) replaced by U+FFFD, one character for one; ``text``
+    itself when it has none. No store, file or page can keep such a character."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def compact_json(value: Any) -> str:

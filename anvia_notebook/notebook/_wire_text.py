@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .._util import valid_text
+
 __all__ = ["invalid_text", "sendable", "show_invisibles", "valid_text"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-REPLACEMENT = "\ufffd"
 #: Bidirectional controls and zero-width characters: invisible, but they change how the text
 #: around them reads (U+202E shows what follows backwards), or hide a difference (U+200B). Not
 #: the joiners U+200C/U+200D, which emoji and some scripts need. The same list as ``INVISIBLE``
@@ -28,15 +28,6 @@ def show_invisibles(json_text: str) -> str:
     """JSON text (a tool's arguments) with each invisible control written as its JSON escape
     (``\\u202e``): the same value, but what a person approves reads as it is."""
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
-
-
-def valid_text(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (itself when it has none)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub(REPLACEMENT, text)
-    return text
 
 
 def sendable(value: Any) -> Any:
