@@ -58,7 +58,10 @@ def test_the_pypi_description_has_no_link_that_points_nowhere():
     relative = [t for t in targets if not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:|#", t)]
     assert relative == []
     assert f"]({REPOSITORY}/blob/main/notebooks/01_quickstart.ipynb)" in text
-    assert "](https://raw.githubusercontent.com/anvia-hq/anvia_notebook/main/docs/screenshot.png)" in text
+    assert (
+        "](https://raw.githubusercontent.com/anvia-hq/anvia_notebook/main/docs/screenshot.png)"
+        in text
+    )
     assert "](https://github.com/anvia-hq/anvia)" in text  # absolute links stay as they are
 
 
