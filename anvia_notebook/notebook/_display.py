@@ -13,6 +13,7 @@ Tests replace :func:`publish`.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
 import threading
@@ -148,6 +149,16 @@ def _with_parent(publisher: Any, parent: dict[str, Any] | None) -> Iterator[None
             yield
         finally:
             publisher.reset_thread_parent(token)
+        return
+    context_parent = getattr(publisher, "_parent_header", None)
+    if isinstance(context_parent, contextvars.ContextVar):
+        # ipykernel 7.0-7.3 (the newest for Python 3.10): a per-context parent behind a read-only
+        # `parent_header` property, and no set_thread_parent yet.
+        context_token = context_parent.set(parent.get("header", parent))
+        try:
+            yield
+        finally:
+            context_parent.reset(context_token)
         return
     if hasattr(publisher, "parent_header"):  # ipykernel 6: one parent, on the main thread
         previous = publisher.parent_header
