@@ -49,7 +49,7 @@ def test_ipykernel_7_0_to_7_3_read_only_parent_header():
     with _with_parent(publisher, HEADER):
         assert publisher.parent_header == HEADER
     assert publisher.parent_header == BEFORE
-    assert publisher._parent_header_global == BEFORE  # the kernel's own parent is left alone
+    assert publisher._parent_header_global == BEFORE  # the kernel's own parent is put back
 
 
 def test_ipykernel_6_plain_attribute():
