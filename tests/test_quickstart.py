@@ -248,3 +248,33 @@ def test_a_readme_snippet_runs_as_written_in_a_fresh_process(tmp_path, section, 
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
+
+
+# What an extra of the package brings that a tutorial uses offline (openai and anthropic are used
+# only with an API key, which the quickstart's offline tutorials do not need).
+_EXTRA_NEEDS = {"mcp": "mcp", "otel": "opentelemetry-", "openai": None, "anthropic": None}
+
+
+def test_it_installs_what_every_tutorial_installs_in_colab(tmp_path):
+    """A tutorial's Colab cell installs what it needs (an extra such as [mcp], pandas); the
+    quickstart, whose JupyterLab opens the same tutorials, installs it too, so that none of them
+    stops at an import after the quickstart."""
+    result = quickstart(fake_environment(tmp_path), "--check", CONDA_PREFIX=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    installed = " ".join(
+        line for line in result.stdout.splitlines() if line.startswith("+ ") and " pip install " in line
+    )
+    missing = {}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        source = "".join(json.loads(path.read_text())["cells"][1]["source"])
+        (pip_line,) = [line for line in source.splitlines() if "%pip install" in line]
+        needs = []
+        extras = re.search(r'anvia_notebook\[([^\]]*)\]', pip_line)
+        for extra in extras.group(1).split(",") if extras else []:
+            needs.append(_EXTRA_NEEDS[extra.strip()])
+        after = pip_line.split('"')[-1].split()  # the packages after the quoted requirement
+        needs += [name.split(">")[0].split("=")[0] for name in after]
+        gaps = [need for need in needs if need and need not in installed]
+        if gaps:
+            missing[path.name] = gaps
+    assert missing == {}

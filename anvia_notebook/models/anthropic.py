@@ -25,6 +25,7 @@ from .base import (
     CompletionModel,
     CompletionRequest,
     Finish,
+    ModelError,
     ProviderData,
     ReasoningDelta,
     ResponseFormat,
@@ -131,9 +132,19 @@ class AnthropicModel(CompletionModel):
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
         assembler = _EventAssembler()
         with provider_errors("Anthropic", anthropic):
-            stream = await self.client.messages.create(
-                model=self.model, max_tokens=max_tokens, messages=messages, stream=True, **options
-            )
+            try:
+                stream = await self.client.messages.create(
+                    model=self.model,
+                    max_tokens=max_tokens,
+                    messages=messages,
+                    stream=True,
+                    **options,
+                )
+            except TypeError as exc:
+                # The SDK found no key, token or credentials anywhere before sending anything.
+                if "authentication method" not in str(exc):
+                    raise
+                raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
             async with stream:
                 async for event in stream:
                     for completion_event in assembler.feed(event):
@@ -169,6 +180,13 @@ class AnthropicModel(CompletionModel):
                     stacklevel=2,
                 )
         return options
+
+
+_NO_CREDENTIALS = (
+    "Anthropic needs an API key: set the ANTHROPIC_API_KEY environment variable (for a notebook, "
+    "before starting Jupyter, or in os.environ before creating the model), or pass "
+    'AnthropicModel(..., api_key="...").'
+)
 
 
 def _has_parameter(function: Any, name: str) -> bool:

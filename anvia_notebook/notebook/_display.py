@@ -136,6 +136,12 @@ class _Cells:
 _cells = _Cells()
 
 
+def _read_only_property(obj: Any, name: str) -> bool:
+    """Whether ``name`` is a property of ``obj``'s class that cannot be set."""
+    attribute = getattr(type(obj), name, None)
+    return isinstance(attribute, property) and attribute.fset is None
+
+
 @contextlib.contextmanager
 def _with_parent(publisher: Any, parent: dict[str, Any] | None) -> Iterator[None]:
     if parent is None or publisher is None:
@@ -148,6 +154,18 @@ def _with_parent(publisher: Any, parent: dict[str, Any] | None) -> Iterator[None
             yield
         finally:
             publisher.reset_thread_parent(token)
+        return
+    if _read_only_property(publisher, "parent_header") and callable(
+        getattr(publisher, "set_parent", None)
+    ):
+        # ipykernel 7.0-7.3 (the newest for Python 3.10): a read-only `parent_header` property,
+        # set through set_parent, and no set_thread_parent yet. One parent, as with ipykernel 6.
+        previous = publisher.parent_header
+        publisher.set_parent(parent)
+        try:
+            yield
+        finally:
+            publisher.set_parent(previous)
         return
     if hasattr(publisher, "parent_header"):  # ipykernel 6: one parent, on the main thread
         previous = publisher.parent_header
