@@ -10,6 +10,7 @@ the same two functions, so they never disagree about what happened.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -147,6 +148,20 @@ class RefusedFix:
         return f"The fix is not valid:\n{format_errors(self.error)}"
 
 
+def _check_text(resolution: Resolution) -> None:
+    """Refuse a decision holding text that is not valid Unicode (a lone surrogate such as
+    ``\\ud800``): no store can keep it, and the run would go on unstored."""
+    given = (resolution.reason, resolution.reject_message, resolution.args, resolution.answers)
+    try:
+        json.dumps(given, ensure_ascii=False, default=repr).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise DecisionRefusedError(
+            "The decision is not valid text: it holds a character that is half of a surrogate "
+            f"pair (or a byte that was not UTF-8), {error.object[error.start]!a}, which cannot "
+            "be stored."
+        ) from None
+
+
 def check_resolution(
     record: Record,
     resolution: Resolution,
@@ -164,6 +179,7 @@ def check_resolution(
     """
     if record.status != "pending":
         raise refused_twice(record)
+    _check_text(resolution)
     status = resolution.status
     if isinstance(record, ApprovalRecord):
         if status == "answered":

@@ -5,6 +5,7 @@ text, and the run is stored to its end (it went on unstored, or failed, before).
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -72,4 +73,41 @@ async def test_streamed_text_and_reasoning_with_a_lone_surrogate_are_stored_as_v
     assert store.runs()[0].status == "success"
     assert all(_valid(getattr(e, "delta", "")) for e in run.events)
     assert store.get(response.run_id).messages[-1].content == "Done \ufffd and more."
+    store.close()
+
+
+async def test_a_decision_holding_a_lone_surrogate_is_refused_and_the_approval_still_waits(
+    store_path: Path,
+) -> None:
+    from anvia_notebook import DecisionRefusedError, StoreHumanInput, ToolApproval
+
+    def model(request: Any) -> Any:
+        if request.messages[-1].role == "user":
+            return ModelResponse(
+                tool_calls=[ToolCall(id="c1", name="ls", arguments={"folder": "."})]
+            )
+        return ModelResponse(text=request.messages[-1].tool_results[0].content)
+
+    ls = create_tool(
+        name="ls",
+        description="List a folder.",
+        input=Listing,
+        execute=lambda a, c: f"listed {a.folder}",
+        approval=ToolApproval(),
+    )
+    store = RunStore(store_path)
+    agent = AgentBuilder("lister", FunctionModel(model)).tool(ls)
+    run = agent.human_input(StoreHumanInput()).build().prompt("list").store(store).start()
+    for _ in range(500):
+        if run.interactions.pending:
+            break
+        await asyncio.sleep(0.01)
+    [approval] = run.interactions.pending
+    for bad in ({"reason": "fine \ud800"}, {"args": {"folder": "caf\udce9"}}):
+        with pytest.raises(DecisionRefusedError, match="not valid text"):
+            run.interactions.decide(approval.id, approved=True, **bad)
+    assert [p.id for p in store.pending(run.run_id)] == [approval.id]
+    run.interactions.decide(approval.id, approved=True, args={"folder": "docs"})
+    assert (await asyncio.wait_for(run.wait(), 10)).output == "listed docs"
+    assert store.runs()[0].status == "success"
     store.close()
