@@ -259,8 +259,8 @@ def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[KernelHan
                 "no ipykernel 6 environment: run tests/kernel/make_ipykernel6_env.sh "
                 f"(or set {IPYKERNEL6_ENV} to a Python with ipykernel 6)"
             )
-    else:
-        python = Path(sys.executable)
+    else:  # this interpreter's, or ANVIA_IPYKERNEL7_PYTHON's (CI runs ipykernel 7.3 there too)
+        python = Path(os.environ.get("ANVIA_IPYKERNEL7_PYTHON") or sys.executable)
     handle = _start(python, tmp_path / "kernels", f"anvia-{request.param}")
     expected_major = 7 if request.param == "ipykernel7" else 6
     try:

@@ -185,4 +185,6 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> 
 
 
 def this_python() -> Path:
-    return Path(sys.executable)
+    """The Python of the "ipykernel7" kernels: this one, or ``ANVIA_IPYKERNEL7_PYTHON`` (CI points
+    it at ipykernel 7.3, the newest for Python 3.10, whose display publisher differs from 7.4's)."""
+    return Path(os.environ.get("ANVIA_IPYKERNEL7_PYTHON") or sys.executable)
