@@ -44,6 +44,7 @@ from .models.base import (
     ReasoningDelta,
     TextDelta,
     ToolCall,
+    valid_call,
 )
 from .output_types import check_output_tools
 from .retry import RetryContext
@@ -398,6 +399,8 @@ async def _complete(
                 observed = True
                 if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
                     event = event.model_copy(update={"delta": valid_text(event.delta)})
+                elif type(event) is ToolCall:  # (its arguments: as the store can keep them)
+                    event = valid_call(event)
                 add(event)
                 mapped = _map_event(turn, event)
                 if mapped is not None:

@@ -18,6 +18,7 @@ from ._util import (
     decode_args,
     maybe_await,
     new_id,
+    valid_data,
     valid_text,
 )
 from .approvals import (
@@ -494,7 +495,7 @@ class ToolExecutor:
             request = ToolApprovalRequest(
                 **vars(context), input_model=input_model, args_schema=schema
             )
-            request.reason, request.reject_message = texts
+            request.reason, request.reject_message = valid_data(texts)  # (code wrote them)
             outcome = await self.approve(request)
             if not outcome.approved:  # (edited arguments that did not fit: an error)
                 return outcome.told, outcome.told.startswith(EDIT_REFUSED), raw_args

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from . import decisions, records
+from ._util import valid_data
 from .decisions import Resolution
 from .errors import DecisionRefusedError
 from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
@@ -200,8 +201,8 @@ class Interactions:
             )
             return self.resolve(interaction, resolution, check=False)
         try:
-            answered = decisions.answers_resolution(
-                value, decided_by=decided_by, decided_via=decided_via
+            answered = decisions.answers_resolution(  # (a lone surrogate in them: U+FFFD)
+                valid_data(value), decided_by=decided_by, decided_via=decided_via
             )
             return self.resolve(interaction, answered)
         except DecisionRefusedError as error:
