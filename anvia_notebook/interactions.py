@@ -358,11 +358,12 @@ class Interactions:
     def _confirm(self, item_id: str, resolution: Resolution) -> None:
         """An approval with edited arguments sent through a run store for this run to decide (on
         the watcher thread): checked and claimed as any decider's here (a decision that comes
-        second loses); raises ``DecisionRefusedError`` when the check refuses it."""
+        second loses); raises ``DecisionRefusedError`` when the check refuses it, or when
+        another decision came first (its sender is told, as ``decide`` tells a second one)."""
         with self._lock:
             interaction = self._items.get(item_id)
-        if interaction is not None:
-            self.resolve(interaction, resolution)
+        if interaction is not None and self.resolve(interaction, resolution) is not resolution:
+            raise decisions.refused_twice(interaction.record)
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""
