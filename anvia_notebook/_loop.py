@@ -64,10 +64,11 @@ async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
     await call_hooks(run.request.active_hooks, name, event)
 
 
-def _logged_results(run: AgentRun) -> set[str]:
-    """The tool call ids whose result the stored event log already holds."""
+def _logged_results(run: AgentRun) -> set[tuple[int, str]]:
+    """The turns and tool call ids of the results the stored event log already holds (by
+    turn: some models give a later turn's call an earlier call's id)."""
     return {
-        event.tool_call_id
+        (event.turn, event.tool_call_id)
         for event in run.events
         if isinstance(event, ToolResultEvent) and event.tool_call_id
     }

@@ -163,7 +163,7 @@ class ToolExecutor:
         persist: Callable[[bool], None] | None = None,
         resuming: bool = False,
         trace: TraceRecorder | None = None,
-        logged_results: Collection[str] = (),
+        logged_results: Collection[tuple[int, str]] = (),
         ended_calls: Collection[str] = (),
     ) -> None:
         self.agent = agent
@@ -384,7 +384,7 @@ class ToolExecutor:
             return None
         if progress.status == "done":
             args = progress.args or compact_arguments(call.arguments_json())
-            if call.id not in self.logged_results:
+            if (turn, call.id) not in self.logged_results:
                 # The call ended after the last write of the event log: the transcript of the
                 # resumed run shows its result as the store recorded it.
                 self.emit_result(
