@@ -44,6 +44,7 @@ from .models.base import (
     ReasoningDelta,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
     valid_call,
 )
 from .output_types import check_output_tools
@@ -402,6 +403,9 @@ async def _complete(
                     event = event.model_copy(update={"delta": valid_text(event.delta)})
                 elif type(event) is ToolCall:  # (its arguments: as the store can keep them)
                     event = valid_call(event)
+                elif type(event) is ToolCallDelta and not event.arguments_delta.isascii():
+                    fixed = valid_text(event.arguments_delta)
+                    event = event.model_copy(update={"arguments_delta": fixed})
                 add(event)
                 mapped = _map_event(turn, event)
                 if mapped is not None:

@@ -283,14 +283,26 @@ async def _streamed_call(request: Any) -> Any:
     yield request.messages[-1].tool_results[0].content
 
 
+async def _streamed_raw(request: Any) -> Any:
+    from anvia_notebook.models import ToolCallDelta
+
+    if request.messages[-1].role == "user":
+        # A fragment holding the character itself, not its escape (a server's bad decoding).
+        yield ToolCallDelta(id="c1", name="ls", arguments_delta='{"folder": "caf\udce9')
+        yield ToolCallDelta(id="c1", arguments_delta='"}')
+        return
+    yield request.messages[-1].tool_results[0].content
+
+
 @pytest.mark.parametrize(
     "model",
     [
         _asks_ls('{"folder": "caf\\udce9"}'),  # JSON text with the escape
         _asks_ls({"folder": "caf\udce9"}),  # arguments as data
         _streamed_call,
+        _streamed_raw,
     ],
-    ids=["json", "data", "streamed"],
+    ids=["json", "data", "streamed", "streamed-raw"],
 )
 async def test_a_model_s_call_arguments_with_a_lone_surrogate_reach_the_tool_and_store_as_valid(
     store_path: Path, model: Any
