@@ -44,6 +44,8 @@ from .models.base import (
     ReasoningDelta,
     TextDelta,
     ToolCall,
+    ToolCallDelta,
+    valid_call,
 )
 from .output_types import check_output_tools
 from .retry import RetryContext
@@ -63,10 +65,11 @@ async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
     await call_hooks(run.request.active_hooks, name, event)
 
 
-def _logged_results(run: AgentRun) -> set[str]:
-    """The tool call ids whose result the stored event log already holds."""
+def _logged_results(run: AgentRun) -> set[tuple[int, str]]:
+    """The turns and tool call ids of the results the stored event log already holds (by
+    turn: some models give a later turn's call an earlier call's id)."""
     return {
-        event.tool_call_id
+        (event.turn, event.tool_call_id)
         for event in run.events
         if isinstance(event, ToolResultEvent) and event.tool_call_id
     }
@@ -398,6 +401,11 @@ async def _complete(
                 observed = True
                 if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
                     event = event.model_copy(update={"delta": valid_text(event.delta)})
+                elif type(event) is ToolCall:  # (its arguments: as the store can keep them)
+                    event = valid_call(event)
+                elif type(event) is ToolCallDelta and not event.arguments_delta.isascii():
+                    fixed = valid_text(event.arguments_delta)
+                    event = event.model_copy(update={"arguments_delta": fixed})
                 add(event)
                 mapped = _map_event(turn, event)
                 if mapped is not None:

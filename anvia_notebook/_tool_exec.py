@@ -18,6 +18,7 @@ from ._util import (
     decode_args,
     maybe_await,
     new_id,
+    valid_data,
     valid_text,
 )
 from .approvals import (
@@ -162,7 +163,7 @@ class ToolExecutor:
         persist: Callable[[bool], None] | None = None,
         resuming: bool = False,
         trace: TraceRecorder | None = None,
-        logged_results: Collection[str] = (),
+        logged_results: Collection[tuple[int, str]] = (),
         ended_calls: Collection[str] = (),
     ) -> None:
         self.agent = agent
@@ -383,7 +384,7 @@ class ToolExecutor:
             return None
         if progress.status == "done":
             args = progress.args or compact_arguments(call.arguments_json())
-            if call.id not in self.logged_results:
+            if (turn, call.id) not in self.logged_results:
                 # The call ended after the last write of the event log: the transcript of the
                 # resumed run shows its result as the store recorded it.
                 self.emit_result(
@@ -494,7 +495,7 @@ class ToolExecutor:
             request = ToolApprovalRequest(
                 **vars(context), input_model=input_model, args_schema=schema
             )
-            request.reason, request.reject_message = texts
+            request.reason, request.reject_message = valid_data(texts)  # (code wrote them)
             outcome = await self.approve(request)
             if not outcome.approved:  # (edited arguments that did not fit: an error)
                 return outcome.told, outcome.told.startswith(EDIT_REFUSED), raw_args

@@ -70,6 +70,20 @@ def valid_text(text: str) -> str:
     return text
 
 
+def valid_data(value: Any) -> Any:
+    """``value`` (a string, or JSON-like data: dicts, lists, pydantic models) with
+    :func:`valid_text` applied to every string in it; ``value`` itself when it has none."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_data(key): valid_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(valid_data(item) for item in value)
+    if hasattr(type(value), "model_fields") and hasattr(value, "model_copy"):  # pydantic
+        return value.model_copy(update={k: valid_data(v) for k, v in vars(value).items()})
+    return value
+
+
 def compact_json(value: Any) -> str:
     """JSON text as Anvia writes it (``JSON.stringify``): no spaces, non-ASCII kept."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._schema_check import schema_problems
+from ._util import valid_data
 from .approvals import normalize_decision
 from .errors import DecisionRefusedError
 from .output_types import format_errors
@@ -362,4 +363,6 @@ def decided(record: Record, resolution: Resolution) -> Record:
         answered = status == "answered"
         update["answers"] = list(resolution.answers) if answered else []
         update["answered_at" if answered else "cancelled_at"] = now
-    return record.model_copy(update=update, deep=True)
+    # What code decided (a handler, a human input, a hook, Stop) may hold a lone surrogate:
+    # U+FFFD instead, as nothing could store it (a person's decision was refused above).
+    return record.model_copy(update=valid_data(update), deep=True)

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._util import valid_text
+
 if TYPE_CHECKING:
     from .approvals import ToolApprovalRequest
     from .messages import Message, Usage
@@ -113,6 +115,8 @@ class MaxTurnsError(AnviaError):
 
 class PromptCancelledError(AnviaError):
     def __init__(self, reason: str, messages: list[Message] | None = None) -> None:
+        # (a hook's or Stop's reason may hold a lone surrogate: U+FFFD, as nothing stores it)
+        reason = valid_text(reason) if isinstance(reason, str) else reason
         super().__init__(f"Prompt cancelled: {reason}")
         self.reason = reason
         self.messages = messages or []

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from . import decisions, records
+from ._util import valid_data
 from .decisions import Resolution
 from .errors import DecisionRefusedError
 from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
@@ -200,8 +201,8 @@ class Interactions:
             )
             return self.resolve(interaction, resolution, check=False)
         try:
-            answered = decisions.answers_resolution(
-                value, decided_by=decided_by, decided_via=decided_via
+            answered = decisions.answers_resolution(  # (a lone surrogate in them: U+FFFD)
+                valid_data(value), decided_by=decided_by, decided_via=decided_via
             )
             return self.resolve(interaction, answered)
         except DecisionRefusedError as error:
@@ -357,11 +358,12 @@ class Interactions:
     def _confirm(self, item_id: str, resolution: Resolution) -> None:
         """An approval with edited arguments sent through a run store for this run to decide (on
         the watcher thread): checked and claimed as any decider's here (a decision that comes
-        second loses); raises ``DecisionRefusedError`` when the check refuses it."""
+        second loses); raises ``DecisionRefusedError`` when the check refuses it, or when
+        another decision came first (its sender is told, as ``decide`` tells a second one)."""
         with self._lock:
             interaction = self._items.get(item_id)
-        if interaction is not None:
-            self.resolve(interaction, resolution)
+        if interaction is not None and self.resolve(interaction, resolution) is not resolution:
+            raise decisions.refused_twice(interaction.record)
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""

@@ -17,6 +17,7 @@ from ._steering import Steering
 from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
 from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_text, wrap_event
 from ._tracing import TraceRecorder
+from ._util import valid_text
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
 from .interactions import Interactions
@@ -844,7 +845,8 @@ class AgentRun:
         if self._task is None or self._task.done():
             return False
         if self.state.cancel_reason is None:
-            self.state.cancel_reason = reason or DEFAULT_CANCEL_REASON
+            # A lone surrogate in the reason becomes U+FFFD: the store keeps the run's end.
+            self.state.cancel_reason = valid_text(reason or "") or DEFAULT_CANCEL_REASON
         self.steering.stop_asked()
         loop = self._loop
         assert loop is not None

@@ -110,6 +110,28 @@ async def test_a_bad_then_a_good_edit_both_waiting_the_resumed_run_applies_the_g
     store.close()
 
 
+async def test_two_good_edits_waiting_the_resumed_run_applies_the_first_and_refuses_the_second(
+    store_location: str, effects: Path
+) -> None:
+    store = RunStore(store_location)
+    approval = await killed_while_waiting(store, store_location, effects)
+    run_id = approval.run_id
+    for amount in (4, 6):
+        sent = await asyncio.to_thread(edit, store_location, run_id, approval.id, amount)
+        assert sent.returncode == 0, sent.stderr
+    response = await asyncio.wait_for(confirm_agents.agent(human=False).resume(run_id).send(), 60)
+    assert response.output == "told: paid 4"
+    assert confirm_agents.effects() == ["paid 4"]
+    [record] = store.interactions(run_id)
+    assert (record.status, record.edited_args) == ("approved", {"amount": 4})
+    # The second came after the first was recorded: refused as any second decision is (it was
+    # marked done before, as if applied, and the sender could not tell it was not).
+    [(status, args, words)] = store.edit_requests(approval.id)
+    assert (status, args) == ("refused", {"amount": 6})
+    assert words == "This approval is already approved; a second decision is refused."
+    store.close()
+
+
 async def test_a_rejection_after_a_waiting_edit_wins_and_the_edit_is_never_applied(
     store_location: str, effects: Path
 ) -> None:

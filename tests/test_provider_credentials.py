@@ -29,3 +29,45 @@ async def test_anthropic_without_a_key_names_the_variable_to_set(no_anthropic_cr
     assert "api_key=" in str(caught.value)
     assert caught.value.retryable is False
     assert isinstance(caught.value.__cause__, TypeError)  # the SDK's own error is kept
+
+
+@pytest.fixture
+def no_openai_key(monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("OPENAI_"):
+            monkeypatch.delenv(name)
+
+
+async def test_openai_without_a_key_names_the_variable_to_set_at_the_first_request(no_openai_key):
+    import openai
+
+    from anvia_notebook.models.openai import OpenAIModel
+
+    model = OpenAIModel("gpt-4o-mini")  # built as Anthropic's is: the key is asked for on use
+    request = CompletionRequest(messages=[Message.user("hi")])
+    with pytest.raises(ModelError, match="OPENAI_API_KEY") as caught:
+        async for _ in model.stream(request):
+            pass
+    assert "api_key=" in str(caught.value)
+    assert caught.value.retryable is False
+    assert isinstance(caught.value.__cause__, openai.OpenAIError)  # the SDK's own error is kept
+
+
+async def test_openai_without_a_key_fails_the_run_with_those_words_and_sends_nothing(
+    no_openai_key, store_path
+):
+    from anvia_notebook import AgentBuilder
+    from anvia_notebook.models.openai import OpenAIModel
+
+    model = OpenAIModel("gpt-4o-mini")
+    model.client = None  # anything sent would fail otherwise: nothing may be
+    with pytest.raises(ModelError, match="OPENAI_API_KEY"):
+        await AgentBuilder("helper", model).build().prompt("hi").send()
+
+
+def test_openai_with_a_base_url_and_no_key_still_talks_to_a_local_server(no_openai_key):
+    from anvia_notebook.models.openai import NO_API_KEY, OpenAIModel
+
+    model = OpenAIModel("llama3", base_url="http://localhost:11434/v1")
+    assert model.client.api_key == NO_API_KEY
+    assert OpenAIModel("gpt-4o-mini", api_key="sk-test").client.api_key == "sk-test"

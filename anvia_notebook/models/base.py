@@ -7,12 +7,13 @@ models subclass :class:`CompletionModel`, which derives ``complete``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Container
 from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._util import compact_json
+from .._util import compact_json, valid_data, valid_text
 from ..errors import ModelError, is_retryable_status
 from ..messages import Message, MessageToolCall, Usage
 
@@ -256,7 +257,7 @@ class CompletionAccumulator:
                 call = ToolCall(
                     id=call_id, name=names[-1] if names else "", arguments="".join(args)
                 )
-            calls.append(call)
+            calls.append(valid_call(call))
         return CompletionResponse(
             text="".join(self.text_parts),
             reasoning="".join(self._reasoning),
@@ -266,6 +267,34 @@ class CompletionAccumulator:
             finish_reason=self._finish,
             provider_data=self._provider_data,
         )
+
+
+def valid_call(call: ToolCall) -> ToolCall:
+    """``call`` with each lone surrogate in its id, name or arguments (also one written as
+    JSON's ``"\\ud800"`` escape) as U+FFFD: no store could keep it, nor the tool use it;
+    ``call`` itself when it has none."""
+    arguments: Any = call.arguments
+    if isinstance(arguments, str):
+        arguments = valid_text(arguments)
+        if "\\u" in arguments:  # (an escaped surrogate shows only once decoded)
+            try:
+                decoded = compact_json(json.loads(arguments))
+                decoded.encode("utf-8")
+            except UnicodeEncodeError:
+                arguments = valid_text(decoded)
+            except (ValueError, RecursionError):
+                pass  # not JSON: the run tells the model so
+    else:
+        try:
+            compact_json(arguments).encode("utf-8")
+        except UnicodeEncodeError:
+            arguments = valid_data(arguments)
+        except (TypeError, ValueError):
+            pass  # (not JSON data: as it came)
+    fixed = {"id": valid_text(call.id), "name": valid_text(call.name), "arguments": arguments}
+    if all(value is getattr(call, key) for key, value in fixed.items()):
+        return call
+    return call.model_copy(update=fixed)
 
 
 def unique_call_id(call_id: str, taken: Container[str]) -> str:

@@ -20,6 +20,7 @@ from .base import (
     CompletionModel,
     CompletionRequest,
     Finish,
+    ModelError,
     ReasoningDelta,
     ResponseFormat,
     ToolCallDelta,
@@ -52,6 +53,14 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
 
 
+_NO_CREDENTIALS = (
+    "OpenAI needs an API key: set the OPENAI_API_KEY environment variable (for a notebook, "
+    "before starting Jupyter, or in os.environ before creating the model), or pass "
+    'OpenAIModel(..., api_key="..."). (A local OpenAI-compatible server that needs no key: '
+    'pass its base_url="...".)'
+)
+
+
 class OpenAIModel(CompletionModel):
     """A chat model served through the OpenAI Chat Completions API, streamed.
 
@@ -76,6 +85,8 @@ class OpenAIModel(CompletionModel):
     """
 
     provider = "openai"
+    #: The SDK's error when no key was given nor set (raised as a ``ModelError`` when asked).
+    _no_key: Exception | None = None
 
     def __init__(
         self,
@@ -91,7 +102,11 @@ class OpenAIModel(CompletionModel):
         if client is None:
             if base_url is not None and api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 api_key = NO_API_KEY
-            client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+            try:
+                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+            except openai.OpenAIError as error:  # no key given nor set: said at the first request
+                self._no_key = error
+                client = openai.AsyncOpenAI(api_key=NO_API_KEY, base_url=base_url, max_retries=0)
         self.name = model
         self.model = model
         self.client = client
@@ -106,6 +121,9 @@ class OpenAIModel(CompletionModel):
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import openai
+
+        if self._no_key is not None:  # (nothing is sent: the placeholder key is never used)
+            raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from self._no_key
 
         messages = to_openai_messages(
             request.instructions, request.messages, images=self.tool_result_images
