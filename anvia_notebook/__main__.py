@@ -266,13 +266,17 @@ def _question_call(record: QuestionRecord) -> str:
     return f"{record.tool_name}: {asked} ({record.status})"
 
 
-def _json_arg(text: str, what: str) -> Any:
+def _json_arg(text: str, what: str, kind: type, shape: str) -> Any:
+    """``text`` read as JSON, which must be a ``kind`` (``shape`` says what it must be)."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as error:
         raise DecisionRefusedError(f"{what} is not valid JSON: {error.msg}.") from None
     except RecursionError:
         raise DecisionRefusedError(f"{what} is nested too deeply to be read.") from None
+    if not isinstance(value, kind):  # (null would approve the call unedited)
+        raise DecisionRefusedError(f"{what} must be {shape}.")
+    return value
 
 
 def _decide(store: RunStore, args: argparse.Namespace) -> None:
@@ -282,13 +286,9 @@ def _decide(store: RunStore, args: argparse.Namespace) -> None:
     if args.command in ("approve", "reject"):
         given["reason"] = args.reason
     if args.command == "approve" and args.args is not None:
-        given["args"] = _json_arg(args.args, "--args")
-        if not isinstance(given["args"], dict):  # (null would approve the call unedited)
-            raise DecisionRefusedError("--args must be a JSON object.")
+        given["args"] = _json_arg(args.args, "--args", dict, "a JSON object")
     if args.command == "answer":
-        given["answers"] = _json_arg(args.answers, "--json")
-        if not isinstance(given["answers"], list):
-            raise DecisionRefusedError("--json must be a JSON list of answers.")
+        given["answers"] = _json_arg(args.answers, "--json", list, "a JSON list of answers")
         _refuse_placeholders(given["answers"])
     record = getattr(store, args.command)(args.run_id, getattr(args, item_id), **given)
     if record.pending:  # edited arguments: they wait for the run to check them

@@ -87,27 +87,22 @@ class DecisionRequests:
             assert stored is not None
             if status == "done":
                 return stored
-            if status == "queued" and not stored.pending and self._withdraw(request_id):
+            if status == "queued" and not stored.pending and self._move(request_id, "withdrawn"):
                 return stored  # another decision came first
             if not alive and status == "taken" and stored.pending:
-                self._requeue(request_id)  # taken by a process that died before deciding
+                self._move(request_id, "queued", "taken")  # its taker died before deciding
             if not alive or time.monotonic() > deadline:
                 return stored
             time.sleep(poll)
 
-    def _withdraw(self, request_id: str) -> bool:
-        """Take back a request the run's process has not taken; whether it was taken back."""
+    def _move(self, request_id: str, status: str, only_from: str = "queued") -> bool:
+        """Set a request's ``status`` if it is ``only_from`` (``withdrawn``: the sender takes
+        back a request the run's process has not taken); whether it was."""
         self._q(
-            "UPDATE decision_requests SET status = 'withdrawn' WHERE id = ? AND status = 'queued'",
-            (request_id,),
+            "UPDATE decision_requests SET status = ? WHERE id = ? AND status = ?",
+            (status, request_id, only_from),
         )
         return bool(self._backend.rowcount == 1)
-
-    def _requeue(self, request_id: str) -> None:
-        self._q(
-            "UPDATE decision_requests SET status = 'queued' WHERE id = ? AND status = 'taken'",
-            (request_id,),
-        )
 
     def close_requests(self, item_id: str, why: str) -> None:
         """Another decision was recorded first: the edits still queued for ``item_id`` are
@@ -151,11 +146,7 @@ class DecisionRequests:
         )
         refusals: list[str] = []
         for request_id, item_id, text in rows:
-            self._q(
-                "UPDATE decision_requests SET status = 'taken' WHERE id = ? AND status = 'queued'",
-                (request_id,),
-            )
-            if self._backend.rowcount != 1:
+            if not self._move(request_id, "taken"):
                 continue  # withdrawn by its sender
             refused: str | None = None
             try:

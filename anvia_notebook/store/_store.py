@@ -699,8 +699,7 @@ class RunStore(SteeringRows, DecisionRequests):
 
     def record(self, item_id: str) -> Record | None:
         """The stored record of one interaction (None when there is none)."""
-        found = self._records("id = ?", (item_id,))
-        return found[0] if found else None
+        return next(iter(self._records("id = ?", (item_id,))), None)
 
     def decision(self, item_id: str) -> tuple[str, dict[str, Any] | None] | None:
         """``(status, decision as JSON)`` of one interaction (None when there is none)."""
