@@ -241,10 +241,9 @@ async def test_stopping_a_run_with_a_reason_holding_a_lone_surrogate_stores_its_
     agent = AgentBuilder("lister", FunctionModel(_asks_ls({"folder": "."})))
     agent = agent.tool(_ls(approval=ToolApproval())).human_input(StoreHumanInput())
     run = agent.build().prompt("list").store(store).start()
-    for _ in range(500):
-        if run.interactions.pending:
-            break
-        await asyncio.sleep(0.01)
+    asked = asyncio.Event()
+    run.subscribe(lambda event: asked.set() if event.type == "tool_approval_request" else None)
+    await asyncio.wait_for(asked.wait(), 60)
     assert run.cancel("Stopped \ud800 here")
     with pytest.raises(PromptCancelledError) as stopped:
         await asyncio.wait_for(run.wait(), 10)
