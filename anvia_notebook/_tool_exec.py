@@ -660,7 +660,7 @@ class ToolExecutor:
             timeout_reason=_timed_out_text(record, timeout),
         )
         self.emit(interaction_event(record, decided=False))
-        if interaction.pending:
+        if interaction.record.pending:
             told = await self._wait(interaction, request)
         else:  # a decision stored before a resume
             self._finish(interaction, None)
@@ -713,7 +713,7 @@ class ToolExecutor:
     def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
         """Decide the interaction with ``resolution`` unless someone was first (None: it is
         decided), then record and emit its outcome once."""
-        if resolution is not None and interaction.pending:
+        if resolution is not None:  # (a decided one stays as it is)
             self.interactions.resolve(interaction, resolution, check=False)
         record = interaction.record
         self.trace.interaction(record, resolved=True)

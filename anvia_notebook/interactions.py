@@ -66,10 +66,6 @@ class OpenInteraction:
         assert record is not None
         return record
 
-    @property
-    def pending(self) -> bool:
-        return self.record.status == "pending"
-
 
 class Interactions:
     """The approvals and questions of one run (thread-safe; futures live on the run's loop).
@@ -148,7 +144,7 @@ class Interactions:
                             record.id,
                             refused,
                         )
-                    if not interaction.pending:
+                    if not interaction.record.pending:
                         return interaction
                 self.store.watch(
                     record.id, lambda decided: self._from_store(record.id, decided), confirm
@@ -289,14 +285,9 @@ class Interactions:
     def pending(self) -> list[Record]:
         """The pending approvals and questions of this run and of its sub-agents' runs."""
         with self._lock:
-            mine = [i.record for i in self._items.values() if i.pending]
+            mine = [i.record for i in self._items.values() if i.record.pending]
             children = list(self._children)
         return mine + [record for child in children for record in child.pending]
-
-    def status(self, item_id: str) -> str | None:
-        """``pending``, the final status, or None for an id this run never showed."""
-        interaction = self.get(item_id)
-        return None if interaction is None else interaction.record.status
 
     def decide(
         self,
@@ -348,22 +339,19 @@ class Interactions:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _from_store(self, item_id: str, record: Record) -> None:
-        """A decision another process wrote to the store (called on the watcher thread)."""
-        with self._lock:
-            interaction = self._items.get(item_id)
-            if interaction is not None and interaction.pending:
-                self._settle(interaction, record, Resolution.of_record(record))
-
     def _confirm(self, item_id: str, resolution: Resolution) -> None:
         """An approval with edited arguments sent through a run store for this run to decide (on
         the watcher thread): checked and claimed as any decider's here (a decision that comes
         second loses); raises ``DecisionRefusedError`` when the check refuses it, or when
         another decision came first (its sender is told, as ``decide`` tells a second one)."""
+        self._decide(item_id, ApprovalRecord, resolution)
+
+    def _from_store(self, item_id: str, record: Record) -> None:
+        """A decision another process wrote to the store (called on the watcher thread)."""
         with self._lock:
             interaction = self._items.get(item_id)
-        if interaction is not None and self.resolve(interaction, resolution) is not resolution:
-            raise decisions.refused_twice(interaction.record)
+            if interaction is not None and interaction.record.pending:
+                self._settle(interaction, record, Resolution.of_record(record))
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""

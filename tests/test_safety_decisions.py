@@ -254,7 +254,7 @@ def test_a_decision_after_the_run_s_loop_closed_is_taken_without_an_error():
 
     asyncio.run(open_it())  # the run's loop is gone
     assert interactions.decide(record.id, approved=True).id == record.id
-    assert interactions.status(record.id) == "approved"
+    assert interactions.get(record.id).record.status == "approved"
 
 
 async def test_a_decision_from_another_thread_reaches_the_waiting_run_safely():
