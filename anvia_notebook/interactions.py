@@ -108,14 +108,15 @@ class Interactions:
         input_model: type[BaseModel] | None = None,
         args_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
-        timeout_reason: str | None = None,
+        timeout_reason: str = "",
     ) -> OpenInteraction:
         """Register a pending interaction (call on the run's loop); persisted when stored.
 
         ``input_model`` and ``args_schema`` (by default the model's) check edited arguments;
         the schema is stored with the record, for deciders in other processes.
-        ``timeout`` (seconds) arms the record's time limit (``expires_at``). On resume the same
-        record is opened again: a decision written to the store meanwhile decides it at once.
+        ``timeout`` (seconds) arms the record's time limit (``expires_at``): then it is decided
+        ``timed_out`` with ``timeout_reason``. On resume the same record is opened again: a
+        decision written to the store meanwhile decides it at once.
         """
         loop = asyncio.get_running_loop()
         if timeout is not None:
@@ -150,30 +151,26 @@ class Interactions:
                     record.id, lambda decided: self._from_store(record.id, decided), confirm
                 )
         if timeout is not None:
-            reason = timeout_reason or f"No decision within {timeout:g} s (timed out)."
+            timed_out = Resolution("timed_out", decided_by="timeout", reason=timeout_reason)
             interaction.timer = loop.call_later(
-                timeout,
-                lambda: self.resolve(
-                    interaction, Resolution("timed_out", decided_by="timeout", reason=reason)
-                ),
+                timeout, lambda: self.resolve(interaction, timed_out)
             )
         return interaction
 
     async def wait(
         self,
         interaction: OpenInteraction,
-        source: Awaitable[Any] | None,
+        source: Awaitable[Any],
         decided_by: DecidedBy,
         decided_via: DecidedVia,
     ) -> Resolution:
         """Wait for the first decision: ``source`` (a handler's or human input's awaitable, whose
-        result is an ``ApprovalDecision`` or a list of answers) or one from elsewhere.
+        result is an ``ApprovalDecision`` or a list of answers; one that never completes to take
+        only the others) or one from elsewhere.
 
         Exceptions of ``source`` propagate (after it lost no decision); cancellation cancels it;
         answers that break the question contract raise ``ValueError``.
         """
-        if source is None:
-            return await asyncio.shield(interaction.future)
         task = asyncio.ensure_future(source)
         try:
             await asyncio.wait({task, interaction.future}, return_when=asyncio.FIRST_COMPLETED)
