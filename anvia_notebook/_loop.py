@@ -45,7 +45,6 @@ from .models.base import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
-    valid_call,
 )
 from .output_types import check_output_tools
 from .retry import RetryContext
@@ -401,12 +400,11 @@ async def _complete(
                 observed = True
                 if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
                     event = event.model_copy(update={"delta": valid_text(event.delta)})
-                elif type(event) is ToolCall:  # (its arguments: as the store can keep them)
-                    event = valid_call(event)
-                elif type(event) is ToolCallDelta and not event.arguments_delta.isascii():
-                    fixed = valid_text(event.arguments_delta)
-                    event = event.model_copy(update={"arguments_delta": fixed})
-                add(event)
+                elif type(event) is ToolCallDelta:  # (its id, name and text: as a store keeps them)
+                    fixed = {key: valid_text(value) for key, value in event if type(value) is str}
+                    if any(value is not getattr(event, key) for key, value in fixed.items()):
+                        event = event.model_copy(update=fixed)
+                event = add(event)  # (a whole call as kept: its own id, valid text)
                 mapped = _map_event(turn, event)
                 if mapped is not None:
                     if not emitted:

@@ -531,9 +531,10 @@ class ToolExecutor:
         records = (r for r in table.values() if r.internal_call_id not in self.ended_calls)
         return latest_record(records, call_id)
 
-    def _human_timeout(self) -> float | None:
-        """The time limit of the human input that decides, if any (none for a handler)."""
-        if self.approval_handler is not None or self.human_input is None:
+    def _human_timeout(self, kind: str) -> float | None:
+        """The time limit of the human input that decides a ``kind`` record (``approval`` or
+        ``question``), if any (none for an approval the run's handler decides)."""
+        if self.human_input is None or (kind == "approval" and self.approval_handler is not None):
             return None
         timeout = getattr(self.human_input, "timeout", None)
         return float(timeout) if isinstance(timeout, (int, float)) else None
@@ -600,7 +601,7 @@ class ToolExecutor:
         questions = cast(QuestionInput, args).questions
         earlier = self._earlier(self.state.questions, call.id)
         # A question decided before a resume is told as it was then (no time limit known).
-        timeout = None if earlier is not None and not earlier.pending else self._human_timeout()
+        timeout = self._human_timeout("question") if earlier is None or earlier.pending else None
         request = QuestionRequest(
             question_id="", **call_fields(call, internal_id), questions=questions, run=self.run_info
         )
@@ -651,7 +652,7 @@ class ToolExecutor:
         self.state.hold(record)
         self.trace.interaction(record)
         self.persist(True)  # the conversation that asked is stored before the interaction
-        timeout = self._human_timeout()
+        timeout = self._human_timeout(record.kind)
         interaction = self.interactions.open(
             record,
             input_model=getattr(request, "input_model", None),
@@ -660,7 +661,7 @@ class ToolExecutor:
             timeout_reason=_timed_out_text(record, timeout),
         )
         self.emit(interaction_event(record, decided=False))
-        if interaction.pending:
+        if interaction.record.pending:
             told = await self._wait(interaction, request)
         else:  # a decision stored before a resume
             self._finish(interaction, None)
@@ -713,7 +714,7 @@ class ToolExecutor:
     def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
         """Decide the interaction with ``resolution`` unless someone was first (None: it is
         decided), then record and emit its outcome once."""
-        if resolution is not None and interaction.pending:
+        if resolution is not None:  # (a decided one stays as it is)
             self.interactions.resolve(interaction, resolution, check=False)
         record = interaction.record
         self.trace.interaction(record, resolved=True)

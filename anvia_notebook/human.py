@@ -96,7 +96,7 @@ class ConsoleHumanInput:
     ) -> None:
         self._input = input_fn
         self._output = output
-        self.timeout = timeout
+        self.timeout = positive_timeout(timeout)
 
     def _print(self, text: str) -> None:
         print(text, file=self._output or sys.stdout, flush=True)

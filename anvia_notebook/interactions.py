@@ -66,10 +66,6 @@ class OpenInteraction:
         assert record is not None
         return record
 
-    @property
-    def pending(self) -> bool:
-        return self.record.status == "pending"
-
 
 class Interactions:
     """The approvals and questions of one run (thread-safe; futures live on the run's loop).
@@ -112,14 +108,15 @@ class Interactions:
         input_model: type[BaseModel] | None = None,
         args_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
-        timeout_reason: str | None = None,
+        timeout_reason: str = "",
     ) -> OpenInteraction:
         """Register a pending interaction (call on the run's loop); persisted when stored.
 
         ``input_model`` and ``args_schema`` (by default the model's) check edited arguments;
         the schema is stored with the record, for deciders in other processes.
-        ``timeout`` (seconds) arms the record's time limit (``expires_at``). On resume the same
-        record is opened again: a decision written to the store meanwhile decides it at once.
+        ``timeout`` (seconds) arms the record's time limit (``expires_at``): then it is decided
+        ``timed_out`` with ``timeout_reason``. On resume the same record is opened again: a
+        decision written to the store meanwhile decides it at once.
         """
         loop = asyncio.get_running_loop()
         if timeout is not None:
@@ -148,36 +145,32 @@ class Interactions:
                             record.id,
                             refused,
                         )
-                    if not interaction.pending:
+                    if not interaction.record.pending:
                         return interaction
                 self.store.watch(
                     record.id, lambda decided: self._from_store(record.id, decided), confirm
                 )
         if timeout is not None:
-            reason = timeout_reason or f"No decision within {timeout:g} s (timed out)."
+            timed_out = Resolution("timed_out", decided_by="timeout", reason=timeout_reason)
             interaction.timer = loop.call_later(
-                timeout,
-                lambda: self.resolve(
-                    interaction, Resolution("timed_out", decided_by="timeout", reason=reason)
-                ),
+                timeout, lambda: self.resolve(interaction, timed_out)
             )
         return interaction
 
     async def wait(
         self,
         interaction: OpenInteraction,
-        source: Awaitable[Any] | None,
+        source: Awaitable[Any],
         decided_by: DecidedBy,
         decided_via: DecidedVia,
     ) -> Resolution:
         """Wait for the first decision: ``source`` (a handler's or human input's awaitable, whose
-        result is an ``ApprovalDecision`` or a list of answers) or one from elsewhere.
+        result is an ``ApprovalDecision`` or a list of answers; one that never completes to take
+        only the others) or one from elsewhere.
 
         Exceptions of ``source`` propagate (after it lost no decision); cancellation cancels it;
         answers that break the question contract raise ``ValueError``.
         """
-        if source is None:
-            return await asyncio.shield(interaction.future)
         task = asyncio.ensure_future(source)
         try:
             await asyncio.wait({task, interaction.future}, return_when=asyncio.FIRST_COMPLETED)
@@ -289,14 +282,9 @@ class Interactions:
     def pending(self) -> list[Record]:
         """The pending approvals and questions of this run and of its sub-agents' runs."""
         with self._lock:
-            mine = [i.record for i in self._items.values() if i.pending]
+            mine = [i.record for i in self._items.values() if i.record.pending]
             children = list(self._children)
         return mine + [record for child in children for record in child.pending]
-
-    def status(self, item_id: str) -> str | None:
-        """``pending``, the final status, or None for an id this run never showed."""
-        interaction = self.get(item_id)
-        return None if interaction is None else interaction.record.status
 
     def decide(
         self,
@@ -348,22 +336,19 @@ class Interactions:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _from_store(self, item_id: str, record: Record) -> None:
-        """A decision another process wrote to the store (called on the watcher thread)."""
-        with self._lock:
-            interaction = self._items.get(item_id)
-            if interaction is not None and interaction.pending:
-                self._settle(interaction, record, Resolution.of_record(record))
-
     def _confirm(self, item_id: str, resolution: Resolution) -> None:
         """An approval with edited arguments sent through a run store for this run to decide (on
         the watcher thread): checked and claimed as any decider's here (a decision that comes
         second loses); raises ``DecisionRefusedError`` when the check refuses it, or when
         another decision came first (its sender is told, as ``decide`` tells a second one)."""
+        self._decide(item_id, ApprovalRecord, resolution)
+
+    def _from_store(self, item_id: str, record: Record) -> None:
+        """A decision another process wrote to the store (called on the watcher thread)."""
         with self._lock:
             interaction = self._items.get(item_id)
-        if interaction is not None and self.resolve(interaction, resolution) is not resolution:
-            raise decisions.refused_twice(interaction.record)
+            if interaction is not None and interaction.record.pending:
+                self._settle(interaction, record, Resolution.of_record(record))
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""

@@ -183,9 +183,7 @@ def describe_validation_error(
 
 def _given(answer: Any) -> tuple[Any, Any, Any, Any]:
     """``(question id, text, choice, custom)`` of an answer as given: a dict (keyed
-    ``questionId``, or the Python name), an :class:`Answer` or another object."""
-    if isinstance(answer, BaseModel):
-        answer = answer.model_dump(by_alias=True)
+    ``questionId``, or the Python name), or an object (an :class:`Answer`) by its attributes."""
     get: Callable[[str], Any] = (
         answer.get if isinstance(answer, Mapping) else lambda name: getattr(answer, name, None)
     )

@@ -308,3 +308,26 @@ async def test_stopped_sync_tools_do_not_starve_a_new_sync_tool(monkeypatch):
         assert [part.content for part in tool_results(model.requests[1])] == ["quick done"]
     finally:
         release.set()
+
+
+async def test_a_question_times_out_when_the_run_also_has_an_approval_handler():
+    """The handler decides approvals only: the human input that answers questions keeps its
+    time limit (the question waited for ever)."""
+
+    async def ask(request):
+        await asyncio.sleep(10)
+
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    human = CallbackHumanInput(ask=ask, timeout=0.05)
+    agent = (
+        AgentBuilder("a", model)
+        .tool(ask_question)
+        .approvals(lambda request: True)
+        .human_input(human)
+        .build()
+    )
+    response = await asyncio.wait_for(agent.prompt("go").send(), 5)
+    [result] = tool_results(model.requests[1])
+    assert result.is_error
+    assert "did not answer within 0.05 s (timed out)" in result.content
+    assert response.output == "ok"

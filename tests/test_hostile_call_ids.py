@@ -80,3 +80,15 @@ async def test_an_openai_compatible_server_repeating_an_id_across_indexes(
 
 
 pytestmark = pytest.mark.timeout(60)
+
+
+async def test_two_whole_calls_with_one_id_are_each_announced_once() -> None:
+    model = QueueModel(
+        [calls(("add", {"x": 1, "y": 1}, "c"), ("add", {"x": 2, "y": 2}, "c")), "ok"]
+    )
+    request = AgentBuilder("a", model).tool(make_add_tool()).build().prompt("add")
+    announced = [event.tool_call async for event in request.stream() if event.type == "tool_call"]
+    assert [(call.id, call.arguments) for call in announced] == [
+        ("c", {"x": 1, "y": 1}),
+        ("c_2", {"x": 2, "y": 2}),
+    ]

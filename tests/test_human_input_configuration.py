@@ -60,6 +60,14 @@ def test_a_time_limit_that_is_not_positive_is_refused(timeout: float):
     assert repr(StoreHumanInput(timeout=2)) == "StoreHumanInput(timeout=2)"
 
 
+@pytest.mark.parametrize("timeout", [0, -1.5])
+def test_a_console_input_refuses_a_time_limit_that_is_not_positive(timeout: float):
+    """It was taken: each request then timed out at once, before the person could answer."""
+    with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+        ConsoleHumanInput(timeout=timeout)
+    assert ConsoleHumanInput(timeout=2.5).timeout == 2.5
+
+
 def test_a_widget_input_given_a_rule_that_is_off_ignores_the_environment(monkeypatch):
     from anvia_notebook.notebook._human_input import AUTO_ENV, WidgetHumanInput
 

@@ -329,3 +329,28 @@ async def test_a_model_s_call_arguments_with_a_lone_surrogate_reach_the_tool_and
     ]
     store.close()
     other.close()
+
+
+async def _streamed_bad_id_and_name(request: Any) -> Any:
+    from anvia_notebook.models import ToolCallDelta
+
+    if request.messages[-1].role == "user":
+        yield ToolCallDelta(id="c\ud800", name="l\udcffs", arguments_delta='{"folder": "."}')
+        yield ToolCallDelta(id="c\ud800", arguments_delta="")
+        return
+    yield "done"
+
+
+async def test_a_streamed_call_s_id_and_name_with_a_lone_surrogate_are_stored_as_valid_text(
+    store_path: Path,
+) -> None:
+    """The run failed writing its event log (the fragments' id and name went in unchecked)."""
+    store = RunStore(store_path)
+    agent = AgentBuilder("lister", FunctionModel(_streamed_bad_id_and_name)).build()
+    response = await agent.prompt("list").store(store).send()
+    assert response.output == "done"
+    assert store.status(response.run_id) == "success"
+    [asked] = [m for m in response.messages if m.role == "assistant" and m.tool_calls]
+    assert [(c.id, c.name) for c in asked.tool_calls] == [("c\ufffd", "l\ufffds")]
+    assert _valid(json.dumps([e.model_dump(mode="json") for e in store.events(response.run_id)]))
+    store.close()

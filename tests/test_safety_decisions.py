@@ -28,6 +28,7 @@ from anvia_notebook import (
     create_question_tool,
 )
 from anvia_notebook.events import ApprovalRecord
+from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.interactions import Interactions
 from anvia_notebook.models import QueueModel
 
@@ -234,7 +235,9 @@ async def test_an_approval_decided_in_the_store_while_no_process_ran_is_settled_
 
     interactions = Interactions("run_1", store)
     interaction = interactions.open(record)
-    resolution = await asyncio.wait_for(interactions.wait(interaction, None, "human", "widget"), 5)
+    resolution = await asyncio.wait_for(
+        interactions.wait(interaction, wait_for_a_decision(), "human", "widget"), 5
+    )
     assert (resolution.status, resolution.reason, resolution.decided_by) == (
         "approved",
         "while away",
@@ -254,7 +257,7 @@ def test_a_decision_after_the_run_s_loop_closed_is_taken_without_an_error():
 
     asyncio.run(open_it())  # the run's loop is gone
     assert interactions.decide(record.id, approved=True).id == record.id
-    assert interactions.status(record.id) == "approved"
+    assert interactions.get(record.id).record.status == "approved"
 
 
 async def test_a_decision_from_another_thread_reaches_the_waiting_run_safely():
@@ -262,7 +265,9 @@ async def test_a_decision_from_another_thread_reaches_the_waiting_run_safely():
     interactions = Interactions("run_1")
     record = approval_record()
     interaction = interactions.open(record)
-    waiting = asyncio.ensure_future(interactions.wait(interaction, None, "human", "human_input"))
+    waiting = asyncio.ensure_future(
+        interactions.wait(interaction, wait_for_a_decision(), "human", "human_input")
+    )
     await asyncio.sleep(0)  # the run awaits the decision
     errors: list[BaseException] = []
 

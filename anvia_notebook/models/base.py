@@ -210,10 +210,12 @@ class CompletionAccumulator:
         self._finish: str | None = None
         self._provider_data: dict[str, Any] | None = None
 
-    def add(self, event: Any) -> None:
+    def add(self, event: Any) -> Any:
+        """Fold ``event`` in; returns it as kept: a whole tool call with a unique id (and the
+        arguments that streamed before it, if it came without), lone surrogates as U+FFFD."""
         if type(event) is str:  # a plain string is a piece of text
             self.text_parts.append(event)
-            return
+            return event
         kind = getattr(event, "type", None)
         if kind == "text_delta":
             self.text_parts.append(event.delta)
@@ -237,7 +239,7 @@ class CompletionAccumulator:
                     name=event.name or (names[-1] if names else ""),
                     arguments="".join(args),
                 )
-            self._calls[event.id] = event
+            event = self._calls[event.id] = valid_call(event)
         elif kind == "usage":
             self._usage = self._usage + event.usage
             if event.cached_tokens is not None:
@@ -248,16 +250,17 @@ class CompletionAccumulator:
             self._finish = event.reason
         else:
             raise ModelError(f"The model produced an unknown completion event: {event!r}")
+        return event
 
     def response(self) -> CompletionResponse:
         calls: list[ToolCall] = []
         for call_id, call in self._calls.items():
             if call is None:
                 names, args = self._partial[call_id]
-                call = ToolCall(
-                    id=call_id, name=names[-1] if names else "", arguments="".join(args)
+                call = valid_call(
+                    ToolCall(id=call_id, name=names[-1] if names else "", arguments="".join(args))
                 )
-            calls.append(valid_call(call))
+            calls.append(call)
         return CompletionResponse(
             text="".join(self.text_parts),
             reasoning="".join(self._reasoning),
