@@ -41,7 +41,7 @@ from .store import STORE_ENV, default_location
 
 if TYPE_CHECKING:
     from .question_types import Question
-    from .records import QuestionRecord
+    from .records import ApprovalRecord, QuestionRecord
     from .store import RunStore
 
 __all__ = ["main"]
@@ -178,6 +178,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     state = store.get(args.run_id)
     status = store.status(args.run_id)
     pending = store.pending(args.run_id)
+    refused = _refused_edits(store, args.run_id)
     if args.json:
         data = state.model_dump(mode="json")
         data["status"] = status
@@ -188,6 +189,15 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
                     {"status": status, "args": edited, "refused": words}
                     for status, edited, words in store.edit_requests(record.id)
                 ]
+        data["refused_edits"] = [
+            {
+                "approval_id": record.id,
+                "tool_name": record.tool_name,
+                "args": edited,
+                "refused": why,
+            }
+            for record, edited, why in refused
+        ]
         print(json.dumps(data, indent=2))
         return
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
@@ -237,6 +247,23 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         if record.declinable:
             _say(f"      or: {command} decline {ids}")
         _say("  (replace each <...> first: a choice's value, or a text of your own)")
+    for record, edited, why in refused:
+        _say(f"\nEdited arguments for {record.tool_name} ({record.id}, {record.status}), refused:")
+        _say(f"  {json.dumps(edited)}: {why}")
+
+
+def _refused_edits(
+    store: RunStore, run_id: str
+) -> list[tuple[ApprovalRecord, dict[str, Any], str]]:
+    """The edits sent for the run's decided approvals that the run refused, with its words
+    (those of approvals still pending are listed with them)."""
+    return [
+        (record, edited, why or "")
+        for record in store.interactions(run_id)
+        if record.kind == "approval" and not record.pending
+        for status, edited, why in store.edit_requests(record.id)
+        if status == "refused"
+    ]
 
 
 _OWN = "<your own answer>"

@@ -129,6 +129,17 @@ async def test_two_good_edits_waiting_the_resumed_run_applies_the_first_and_refu
     [(status, args, words)] = store.edit_requests(approval.id)
     assert (status, args) == ("refused", {"amount": 6})
     assert words == "This approval is already approved; a second decision is refused."
+    # The command line tells its sender so, after the approval was decided.
+    shown = await asyncio.to_thread(command_line, store_location, "show", run_id)
+    assert f"Edited arguments for pay ({approval.id}, approved), refused:" in shown.stdout
+    assert f'  {{"amount": 6}}: {words}' in shown.stdout
+    data = json.loads(
+        (await asyncio.to_thread(command_line, store_location, "show", run_id, "--json")).stdout
+    )
+    assert data["pending"] == []
+    assert data["refused_edits"] == [
+        {"approval_id": approval.id, "tool_name": "pay", "args": {"amount": 6}, "refused": words}
+    ]
     store.close()
 
 
