@@ -177,11 +177,14 @@ class Interactions:
         except asyncio.CancelledError:
             task.cancel()
             raise
-        if interaction.future.done():
+        if not interaction.record.pending:
+            # Decided elsewhere first (its wake-up may still be on its way): that decision
+            # stands, whatever the source did after it (a result, a time limit, a failure).
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
-            return interaction.future.result()
+            future = interaction.future
+            return future.result() if future.done() else Resolution.of_record(interaction.record)
         value = task.result()  # raises the source's error
         if interaction.record.kind == "approval":
             # Edited arguments are checked as any decider's are, before anything is recorded:
