@@ -92,7 +92,7 @@ class Resolution:
             "approved" if approved else "rejected",
             decided_by,
             decided_via,
-            reason=(reason or "").strip() or None,
+            reason=(reason.strip() or None) if isinstance(reason, str) else reason,
             args=args if approved else None,
             reject_message=reject_message,
         )
@@ -150,8 +150,14 @@ class RefusedFix:
 
 
 def _check_text(resolution: Resolution) -> None:
-    """Refuse a decision holding text that is not valid Unicode (a lone surrogate such as
-    ``\\ud800``): no store can keep it, and the run would go on unstored."""
+    """Refuse a reason or reject message that is not a text, and a decision holding text that
+    is not valid Unicode (a lone surrogate such as ``\\ud800``): no store can keep it, and the
+    run would go on unstored."""
+    for name in ("reason", "reject_message"):
+        value = getattr(resolution, name)
+        if value is not None and not isinstance(value, str):
+            what = name.replace("_", " ")
+            raise DecisionRefusedError(f"The {what} must be a text, not {type(value).__name__}.")
     given = (resolution.reason, resolution.reject_message, resolution.args, resolution.answers)
     try:
         json.dumps(given, ensure_ascii=False, default=repr).encode("utf-8")
@@ -161,6 +167,8 @@ def _check_text(resolution: Resolution) -> None:
             f"pair (or a byte that was not UTF-8), {error.object[error.start]!a}, which cannot "
             "be stored."
         ) from None
+    except (TypeError, ValueError, RecursionError):
+        return  # not JSON at all: the checks of the arguments and answers say why
 
 
 def check_resolution(
@@ -316,6 +324,8 @@ def _not_json(args: dict[str, Any]) -> str | None:
             if isinstance(value, float) and not math.isfinite(value):
                 return "NaN and Infinity are not JSON numbers"
             if isinstance(value, dict):
+                if not all(isinstance(key, str) for key in value):
+                    return "the keys of an object must be texts"
                 inner.extend(value.values())
             elif isinstance(value, (list, tuple)):
                 inner.extend(value)

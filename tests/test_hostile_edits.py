@@ -237,3 +237,49 @@ async def test_a_refused_edit_tells_the_model_nothing_and_a_later_approval_runs_
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
     assert tool_results(model.requests[1])[0].content == "ran"
     assert len(ran) == 1
+
+
+def _looped() -> dict[str, Any]:
+    looped: dict[str, Any] = {"limit": 1.0}
+    looped["note"] = {"back": looped}
+    return looped
+
+
+async def test_edits_that_are_no_json_object_at_all_are_refused_by_every_decider(
+    store_path: Path,
+):
+    """Deeper than Python's JSON writer can go (thousands of levels), an object that holds itself,
+    or keys that are not texts (JSON keys are; a store would keep ``5`` as ``"5"``, a tuple not at
+    all): the decision raised RecursionError, ValueError or TypeError, or (an int key) was
+    recorded as something the store could not keep as it was."""
+    edits = [{"note": _nested(5000)}, _looped(), {"limit": 1.0, 5: "x"}, {("a", "b"): 1}]
+    said = await _refusals(store_path, Limits, {"limit": 5.0}, edits)
+    assert said["run"] == said["store"]
+    assert "deep" in said["run"][0] and "deep" in said["run"][1]
+    assert all("keys of an object must be texts" in words for words in said["run"][2:])
+
+
+@pytest.mark.parametrize("front", FRONTS)
+@pytest.mark.parametrize("approved", [True, False])
+async def test_a_reason_that_is_not_a_text_is_refused(store_path: Path, front: str, approved):
+    """A reason given as a number, a list or bytes raised AttributeError from deep inside, or
+    (bytes) was recorded as the reason the model is told."""
+    run, store, approval, ran, model = await waiting_for_approval(store_path, Limits, {})
+    decide = (
+        partial(run.interactions.decide, approved=approved)
+        if front == "run"
+        else partial(store.approve if approved else store.reject, run.run_id)
+    )
+    for reason in (123, ["no"], b"no"):
+        with pytest.raises(DecisionRefusedError, match="The reason must be a text, not "):
+            decide(approval.id, reason=reason)
+        assert [r.id for r in run.interactions.pending] == [approval.id]
+        assert [r.id for r in store.pending(run.run_id)] == [approval.id]
+    decide(approval.id, reason="  because  ")
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert ran == ([Limits()] if approved else [])
+    record = store.get(run.run_id).approvals[approval.id]
+    assert record.decision_reason == "because"
+    if not approved:
+        [told] = tool_results(model.requests[-1])
+        assert told.content == "because"
