@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 Record = ApprovalRecord | QuestionRecord
+_BY: tuple[str, ...] = get_args(DecidedBy)
+_VIA: tuple[str | None, ...] = (*get_args(DecidedVia), None)
 Status = Literal["approved", "rejected", "answered", "cancelled", "timed_out"]
 
 
@@ -149,10 +151,15 @@ class RefusedFix:
         return f"The fix is not valid:\n{format_errors(self.error)}"
 
 
-def _check_text(resolution: Resolution) -> None:
-    """Refuse a reason or reject message that is not a text, and a decision holding text that
-    is not valid Unicode (a lone surrogate such as ``\\ud800``): no store can keep it, and the
-    run would go on unstored."""
+def _check_values(resolution: Resolution) -> None:
+    """Refuse a decider or a source the record has no word for, a reason or reject message
+    that is not a text, and a decision holding text that is not valid Unicode (a lone surrogate
+    such as ``\\ud800``): no store can keep it, and the run would go on unstored."""
+    deciders = (("decided_by", resolution.decided_by, _BY), ("via", resolution.decided_via, _VIA))
+    for name, value, known in deciders:
+        if value not in known:
+            words = ", ".join(map(repr, filter(None, known)))
+            raise DecisionRefusedError(f"Unknown {name} {value!r}: it is one of {words}.")
     for name in ("reason", "reject_message"):
         value = getattr(resolution, name)
         if value is not None and not isinstance(value, str):
@@ -188,7 +195,7 @@ def check_resolution(
     """
     if record.status != "pending":
         raise refused_twice(record)
-    _check_text(resolution)
+    _check_values(resolution)
     status = resolution.status
     if isinstance(record, ApprovalRecord):
         if status == "answered":

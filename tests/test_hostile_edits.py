@@ -283,3 +283,22 @@ async def test_a_reason_that_is_not_a_text_is_refused(store_path: Path, front: s
     if not approved:
         [told] = tool_results(model.requests[-1])
         assert told.content == "because"
+
+
+@pytest.mark.parametrize("front", FRONTS)
+async def test_a_decider_the_record_has_no_word_for_is_refused(store_path: Path, front: str):
+    """``decided_by="admin"`` was recorded as it was in the run, where the record's own type
+    allows six deciders only; read back from the store it said ``runtime``."""
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Limits, {})
+    approve = _approve(front, run, store)
+    with pytest.raises(DecisionRefusedError, match="Unknown decided_by 'admin'"):
+        approve(approval.id, decided_by="admin")
+    with pytest.raises(DecisionRefusedError, match="Unknown via 'email'"):
+        approve(approval.id, via="email")
+    assert [r.id for r in store.pending(run.run_id)] == [approval.id]
+    approve(approval.id, decided_by="policy")
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert ran == [Limits()]
+    for record in (run.state.approvals[approval.id], store.get(run.run_id).approvals[approval.id]):
+        assert record.decided_by == "policy"
+        assert record.decided_via == (None if front == "run" else "store")
