@@ -51,7 +51,7 @@ from .hooks import (
     ToolResultHookEvent,
     call_hooks,
 )
-from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable
+from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable, positive_timeout
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
@@ -536,8 +536,10 @@ class ToolExecutor:
         ``question``), if any (none for an approval the run's handler decides)."""
         if self.human_input is None or (kind == "approval" and self.approval_handler is not None):
             return None
-        timeout = getattr(self.human_input, "timeout", None)
-        return float(timeout) if isinstance(timeout, (int, float)) else None
+        timeout = getattr(self.human_input, "timeout", None)  # (checked as ours are)
+        usable = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        checked = positive_timeout(timeout) if usable else None
+        return None if checked is None else float(checked)
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalOutcome:
         """Decide one approval through the run's one interaction record (as for a tool call):

@@ -7,6 +7,7 @@ The notebook widget is one implementation; :class:`ConsoleHumanInput` and
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TextIO, runtime_checkable
@@ -36,10 +37,25 @@ async def wait_for_a_decision() -> Any:
     return await asyncio.get_running_loop().create_future()
 
 
+#: The longest time limit a human input takes (ten years, in seconds): an interaction's
+#: ``expires_at`` must still be a date.
+MAX_TIMEOUT = 10 * 365 * 24 * 3600
+
+
 def positive_timeout(timeout: float | None) -> float | None:
-    """A human input's time limit: none, or a positive number of seconds."""
-    if timeout is not None and timeout <= 0:
+    """A human input's time limit: none (``None``, or ``math.inf``), or a positive number of
+    seconds up to :data:`MAX_TIMEOUT`."""
+    if timeout is None or timeout == math.inf:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
+    if not timeout > 0:  # (NaN too)
         raise ValueError("timeout must be a positive number of seconds")
+    if timeout > MAX_TIMEOUT:
+        raise ValueError(
+            f"timeout must be at most {MAX_TIMEOUT} seconds (ten years); to wait without a "
+            "time limit, leave it out (None)"
+        )
     return timeout
 
 

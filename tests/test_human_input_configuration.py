@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
 
@@ -76,3 +77,62 @@ def test_a_widget_input_given_a_rule_that_is_off_ignores_the_environment(monkeyp
     assert WidgetHumanInput(auto="off").auto is None
     assert WidgetHumanInput(auto=False).auto is None
     assert isinstance(WidgetHumanInput(timeout=3), StoreHumanInput)
+
+
+def _inputs():
+    from anvia_notebook import CallbackHumanInput
+    from anvia_notebook.notebook._human_input import WidgetHumanInput
+
+    return {
+        "callback": lambda timeout: CallbackHumanInput(approve=lambda r: True, timeout=timeout),
+        "console": lambda timeout: ConsoleHumanInput(timeout=timeout),
+        "store": lambda timeout: StoreHumanInput(timeout=timeout),
+        "widget": lambda timeout: WidgetHumanInput(timeout=timeout),
+    }
+
+
+@pytest.mark.parametrize("kind", ["callback", "console", "store", "widget"])
+@pytest.mark.parametrize("timeout", [math.nan, 1e300, 10**30, "5", True, [1]])
+def test_a_time_limit_that_is_no_usable_number_is_refused(kind: str, timeout: object):
+    """NaN, a time too far off to be a date, a text, a bool: each was taken, and the run then
+    failed when it asked (OverflowError, ValueError) with the approval left waiting."""
+    with pytest.raises((TypeError, ValueError), match="timeout must be"):
+        _inputs()[kind](timeout)
+
+
+def test_an_infinite_time_limit_is_no_time_limit():
+    """``timeout=math.inf`` reads as "wait as long as it takes": the run failed with
+    OverflowError when it asked."""
+    from anvia_notebook import CallbackHumanInput, ToolApproval
+
+    from helpers import make_add_tool
+
+    for make in _inputs().values():
+        assert make(math.inf).timeout is None
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    human = CallbackHumanInput(approve=lambda request: True, timeout=math.inf)
+    agent = AgentBuilder("a", model).tool(add).human_input(human).build()
+    assert agent.prompt("go").send_sync().output == "done"
+    assert add.calls == [(1, 2)]
+
+
+def test_a_human_input_of_your_own_with_an_infinite_time_limit_waits_without_one():
+    from anvia_notebook import ToolApproval
+
+    from helpers import make_add_tool
+
+    class Approver:
+        timeout = math.inf
+
+        async def approve(self, request):
+            return True
+
+        async def ask(self, request):
+            return []
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    agent = AgentBuilder("a", model).tool(add).human_input(Approver()).build()
+    response = agent.prompt("go").send_sync()
+    assert response.output == "done" and add.calls == [(1, 2)]
