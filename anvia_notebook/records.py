@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from .errors import DecisionRefusedError
 from .question_types import Answer, Question
 
 __all__ = [
@@ -128,8 +129,16 @@ RecordT = TypeVar("RecordT", ApprovalRecord, QuestionRecord)
 
 
 def id_of(item: str | ApprovalRecord | QuestionRecord) -> str:
-    """The id of an interaction given by its id or its record."""
-    return item if isinstance(item, str) else item.id
+    """The id of an interaction given by its id or its record (``DecisionRefusedError`` for
+    anything else)."""
+    if isinstance(item, (ApprovalRecord, QuestionRecord)):
+        return item.id
+    if not isinstance(item, str):
+        raise DecisionRefusedError(
+            "An approval or a question is given by its id (a text) or its record, "
+            f"not {type(item).__name__}."
+        )
+    return item
 
 
 #: Between the agents of a path as people read it (a single right-pointing angle quote).

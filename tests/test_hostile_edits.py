@@ -302,3 +302,17 @@ async def test_a_decider_the_record_has_no_word_for_is_refused(store_path: Path,
     for record in (run.state.approvals[approval.id], store.get(run.run_id).approvals[approval.id]):
         assert record.decided_by == "policy"
         assert record.decided_via == (None if front == "run" else "store")
+
+
+@pytest.mark.parametrize("front", FRONTS)
+async def test_an_approval_given_by_neither_id_nor_record_is_refused(store_path: Path, front: str):
+    """``approve(123)`` (or None, or a dict of the record) raised AttributeError from inside."""
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Limits, {})
+    approve = _approve(front, run, store)
+    for given in (123, None, approval.model_dump()):
+        with pytest.raises(DecisionRefusedError, match=r"given by its id \(a text\) or its record"):
+            approve(given)
+    assert [r.id for r in store.pending(run.run_id)] == [approval.id]
+    approve(approval)  # its record
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert ran == [Limits()]
