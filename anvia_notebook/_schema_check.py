@@ -25,7 +25,44 @@ def _validator(schema_text: str) -> Any:
         cls.check_schema(schema)
     except jsonschema.SchemaError:
         return None
-    return cls(schema, format_checker=_format_checker())
+    linear = jsonschema.validators.extend(cls, {"pattern": _pattern})
+    return linear(schema, format_checker=_format_checker())
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    """The ``pattern`` keyword, matched in time linear in the text (pydantic's regular
+    expressions): Python's engine, which jsonschema uses, can take hours on a pattern such as
+    ``^(a+)+$`` that a tool or an MCP server's form declares, and the kernel would hang. A
+    pattern that engine cannot run (a look-around, a back-reference) is not checked here: the
+    tool or the server checks it."""
+    from jsonschema import ValidationError
+
+    matches = _matcher(pattern)
+    if validator.is_type(instance, "string") and matches is not None and not matches(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@functools.lru_cache(maxsize=256)
+def _matcher(pattern: str) -> Any:
+    """Whether a text matches ``pattern`` anywhere in it, or None when it cannot be run."""
+    from typing import Annotated
+
+    from pydantic import StringConstraints, TypeAdapter, ValidationError
+    from pydantic_core import SchemaError
+
+    try:
+        adapter: TypeAdapter[str] = TypeAdapter(Annotated[str, StringConstraints(pattern=pattern)])
+    except SchemaError:
+        return None
+
+    def matches(text: str) -> bool:
+        try:
+            adapter.validate_python(text)
+        except ValidationError:
+            return False
+        return True
+
+    return matches
 
 
 #: The formats pydantic writes in a tool's JSON Schema for these types (``format: date-time``

@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from test_safety_mutants import THREE_CHOICES, pending_in
 
 from anvia_notebook import (
@@ -39,7 +39,9 @@ def _approve(front: str, run: Any, store: RunStore) -> Any:
     return partial(store.approve, run.run_id)
 
 
-async def waiting_for_approval(store_path: Path, input_model: type[BaseModel], args: dict[str, Any]):
+async def waiting_for_approval(
+    store_path: Path, input_model: type[BaseModel], args: dict[str, Any]
+):
     """A run waiting for the approval of a call of ``t`` (input ``input_model``), another store
     object, the approval, the calls the tool got and the model."""
     ran: list[BaseModel] = []
@@ -316,3 +318,21 @@ async def test_an_approval_given_by_neither_id_nor_record_is_refused(store_path:
     approve(approval)  # its record
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
     assert ran == [Limits()]
+
+
+class Coded(BaseModel):
+    code: str = Field(pattern=r"^(a+)+$")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("front", FRONTS)
+async def test_an_edit_against_a_pattern_that_backtracks_does_not_hang(store_path, front):
+    """A tool's field declared with ``pattern=r"^(a+)+$"``: checking the edit ``aaaa...!``
+    against its JSON Schema took Python's regular expressions hours (the kernel frozen, or the
+    terminal's ``approve``); the tool's own model never did. Refused at once, by every decider."""
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Coded, {"code": "a"})
+    with pytest.raises(DecisionRefusedError, match="does not match"):
+        _approve(front, run, store)(approval.id, args={"code": "a" * 40 + "!"})
+    _approve(front, run, store)(approval.id, args={"code": "aaa"})
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert ran == [Coded(code="aaa")]

@@ -128,3 +128,28 @@ async def test_answers_to_a_form_whose_fields_a_validator_cannot_use_reach_the_s
         await mcp.close_all()
     told = json.loads(tool_results(model.requests[1])[0].content)
     assert told == {"action": "accept", "content": {"floor": 3, "room": "B-12"}}
+
+
+BACKTRACKS = "a" * 40 + "!"  # ^(a+)+$ in Python's engine: about 2**40 steps to refuse
+
+
+@pytest.mark.timeout(30)
+async def test_a_form_field_whose_pattern_backtracks_does_not_hang_the_kernel(store_path):
+    """A server's form field with ``pattern: ^(a+)+$``: checking the answer ``aaaa...!`` took
+    Python's regular expressions hours, the kernel frozen. It is refused at once, from the run
+    and from the command line, and a fitting answer reaches the server."""
+    try:
+        run, _, question, model = await waiting(store_path, "ask_code", {}, "never")
+        bad = [{"questionId": "code", "answer": BACKTRACKS, "custom": True}]
+        with pytest.raises(DecisionRefusedError, match=r"does not match '\^\(a\+\)\+\$'"):
+            run.interactions.answer(question.id, bad)
+        refused = command_line(
+            "--store", str(store_path), "answer", run.run_id, question.id, "--json", json.dumps(bad)
+        )
+        assert refused.returncode == 1 and "does not match" in refused.stderr
+        run.interactions.answer(question.id, [{**bad[0], "answer": "aaa"}])
+        assert (await asyncio.wait_for(run.wait(), 20)).output == "done"
+    finally:
+        await mcp.close_all()
+    told = json.loads(tool_results(model.requests[1])[0].content)
+    assert told == {"action": "accept", "content": {"code": "aaa"}}

@@ -2,7 +2,8 @@
 ``dangling`` refers to a definition it does not have (``$ref`` to nowhere); ``booking`` is a
 draft-07 schema (``definitions``, a ``date-time``). Each call answers with its arguments.
 ``ask_room`` asks the person (elicitation) with a form whose fields a validator cannot use (a
-``pattern`` that is not a regular expression, a ``minimum`` given as text) and answers with what
+``pattern`` that is not a regular expression, a ``minimum`` given as text), ``ask_code`` with a
+field whose pattern backtracks for ever in Python's regular expressions; each answers with what
 came back."""
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ TOOLS = [
         },
     },
     {"name": "ask_room", "inputSchema": {"type": "object"}},
+    {"name": "ask_code", "inputSchema": {"type": "object"}},
 ]
 
 FORM = {
@@ -45,12 +47,23 @@ FORM = {
 }
 
 
+#: ``ask_code``'s form: a pattern that Python's regular expressions take hours to refuse
+#: ``aaaa...!`` with (each ``a`` more doubles the time).
+CODE_FORM = {
+    "type": "object",
+    "properties": {"code": {"type": "string", "title": "Code", "pattern": "^(a+)+$"}},
+    "required": ["code"],
+}
+
+
 def call(message: dict[str, Any]) -> None:
     """``ask_room`` asks the person and answers with what came back; the others answer with
     their arguments."""
     result: Any = message["params"].get("arguments")
-    if message["params"]["name"] == "ask_room":
-        params = {"mode": "form", "message": "Which room?", "requestedSchema": FORM}
+    name = message["params"]["name"]
+    if name in ("ask_room", "ask_code"):
+        form = FORM if name == "ask_room" else CODE_FORM
+        params = {"mode": "form", "message": "Which one?", "requestedSchema": form}
         asking = {"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": params}
         sys.stdout.write(json.dumps(asking) + "\n")
         sys.stdout.flush()
