@@ -695,23 +695,34 @@ class ToolExecutor:
             self._finish(interaction, Resolution("cancelled", decided_by="stop", reason=reason))
             raise
         except HumanInputUnavailable:
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-            return _UNAVAILABLE
+            unavailable = Resolution("cancelled", decided_by="runtime")
+            return self._gave_up(interaction, unavailable, _UNAVAILABLE)
         except HumanInputTimeout as timeout:
             text = _timed_out_text(interaction.record, timeout.timeout)
-            self._finish(interaction, Resolution("timed_out", decided_by="timeout", reason=text))
-            return text
+            timed_out = Resolution("timed_out", decided_by="timeout", reason=text)
+            return self._gave_up(interaction, timed_out, text)
         except BaseException as error:  # (a ValidationError is a ValueError)
             if interaction.record.kind == "question" and isinstance(error, ValueError):
-                self._finish(interaction, Resolution("cancelled", decided_by="runtime"))
-                return f"ToolCallError: the human input returned invalid answers: {error}"
+                told = f"ToolCallError: the human input returned invalid answers: {error}"
+                return self._gave_up(interaction, Resolution("cancelled", "runtime"), told)
             reason = None
             if not isinstance(error, (ToolApprovalRequiredError, PromptCancelledError)):
                 reason = f"Approval failed: {error}"
-            self._finish(interaction, Resolution("cancelled", decided_by="runtime", reason=reason))
-            raise
+            failed = Resolution("cancelled", decided_by="runtime", reason=reason)
+            if self._gave_up(interaction, failed, error) is error:
+                raise
+            return None
         self._finish(interaction, resolution)
         return resolution.refused_fix
+
+    def _gave_up(
+        self, interaction: OpenInteraction, resolution: Resolution, told: object
+    ) -> object:
+        """The human input (or handler) gave up: decide the interaction with ``resolution`` and
+        return ``told`` (what :meth:`_wait` returns then), unless a decision from elsewhere came
+        first (returns None: that decision stands)."""
+        self._finish(interaction, resolution)
+        return told if interaction.record.decided_by == resolution.decided_by else None
 
     def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
         """Decide the interaction with ``resolution`` unless someone was first (None: it is

@@ -156,3 +156,65 @@ async def test_an_approval_that_lands_as_the_human_input_gives_up(how, hops):
         assert add.calls == []
         assert record.status == ("timed_out" if how == "timeout" else "cancelled")
         assert (failed is None) == (how == "timeout")
+
+
+class LandingTimeout(HumanInputTimeout):
+    """A time limit whose length, read by the run as it records the timeout, first lets a
+    decision land: as one from another thread (a click, the run store) can at that very moment,
+    after the run woke up and before it recorded the timeout."""
+
+    def __init__(self, land) -> None:
+        self._land = land
+        super().__init__(7)
+
+    @property
+    def timeout(self) -> float:
+        self._land()
+        return self._limit
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:
+        self._limit = value
+
+
+async def test_an_answer_that_lands_while_the_run_records_the_timeout_stands():
+    holder: dict[str, object] = {}
+
+    async def ask(request):
+        act, holder["outcome"] = deciding(
+            lambda: holder["run"].interactions.answer(request.question_id, ANSWERS)
+        )
+        raise LandingTimeout(act)
+
+    model = QueueModel([call("ask_question", QUESTIONS), "done"])
+    agent = (
+        AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
+    )
+    run = agent.prompt("go").create_run()
+    holder["run"] = run
+    run.start()
+    await asyncio.wait_for(run.wait(), 10)
+    [record] = run.state.questions.values()
+    assert record.status == "answered" and holder["outcome"] == {"accepted": True}
+    [told] = tool_results(model.requests[-1])
+    assert json.loads(told.content) == {"answers": ANSWERS}
+
+
+async def test_an_approval_that_lands_while_the_run_records_the_timeout_stands():
+    holder: dict[str, object] = {}
+
+    async def approve(request):
+        act, holder["outcome"] = deciding(
+            lambda: holder["run"].interactions.decide(request.approval_id, approved=True)
+        )
+        raise LandingTimeout(act)
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve)).build()
+    run = agent.prompt("go").create_run()
+    holder["run"] = run
+    run.start()
+    assert (await asyncio.wait_for(run.wait(), 10)).output == "done"
+    assert run.state.approvals and add.calls == [(1, 2)]
+    assert holder["outcome"] == {"accepted": True}
