@@ -62,6 +62,29 @@ def deciding(decide):
     return act, outcome
 
 
+def asking(holder: dict[str, object], human: CallbackHumanInput):
+    """A started run whose model asks QUESTIONS (kept in ``holder["run"]``), and the model."""
+    model = QueueModel([call("ask_question", QUESTIONS), "done"])
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(human).build()
+    return started(holder, agent), model
+
+
+def approving(holder: dict[str, object], human: CallbackHumanInput):
+    """A started run whose model calls a protected ``add`` (kept in ``holder["run"]``), the
+    tool and the model."""
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    agent = AgentBuilder("a", model).tool(add).human_input(human).build()
+    return started(holder, agent), add, model
+
+
+def started(holder: dict[str, object], agent):
+    run = agent.prompt("go").create_run()
+    holder["run"] = run
+    run.start()
+    return run
+
+
 async def give_up(how: str):
     if how == "timeout":
         raise HumanInputTimeout(7)
@@ -84,12 +107,7 @@ async def test_an_answer_that_lands_as_the_human_input_gives_up(how, hops):
         later(hops, act)
         return await give_up(how)
 
-    model = QueueModel([call("ask_question", QUESTIONS), "done"])
-    human = CallbackHumanInput(ask=ask)
-    agent = AgentBuilder("a", model).tool(ask_question).human_input(human).build()
-    run = agent.prompt("go").create_run()
-    holder["run"] = run
-    run.start()
+    run, model = asking(holder, CallbackHumanInput(ask=ask))
     try:
         await asyncio.wait_for(run.wait(), 10)
     except RuntimeError as error:
@@ -131,12 +149,7 @@ async def test_an_approval_that_lands_as_the_human_input_gives_up(how, hops):
         later(hops, act)
         await give_up(how)
 
-    add = make_add_tool(approval=ToolApproval())
-    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve)).build()
-    run = agent.prompt("go").create_run()
-    holder["run"] = run
-    run.start()
+    run, add, _ = approving(holder, CallbackHumanInput(approve))
     failed: BaseException | None = None
     try:
         await asyncio.wait_for(run.wait(), 10)
@@ -186,13 +199,7 @@ async def test_an_answer_that_lands_while_the_run_records_the_timeout_stands():
         )
         raise LandingTimeout(act)
 
-    model = QueueModel([call("ask_question", QUESTIONS), "done"])
-    agent = (
-        AgentBuilder("a", model).tool(ask_question).human_input(CallbackHumanInput(ask=ask)).build()
-    )
-    run = agent.prompt("go").create_run()
-    holder["run"] = run
-    run.start()
+    run, model = asking(holder, CallbackHumanInput(ask=ask))
     await asyncio.wait_for(run.wait(), 10)
     [record] = run.state.questions.values()
     assert record.status == "answered" and holder["outcome"] == {"accepted": True}
@@ -209,12 +216,7 @@ async def test_an_approval_that_lands_while_the_run_records_the_timeout_stands()
         )
         raise LandingTimeout(act)
 
-    add = make_add_tool(approval=ToolApproval())
-    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
-    agent = AgentBuilder("a", model).tool(add).human_input(CallbackHumanInput(approve)).build()
-    run = agent.prompt("go").create_run()
-    holder["run"] = run
-    run.start()
+    run, add, _ = approving(holder, CallbackHumanInput(approve))
     assert (await asyncio.wait_for(run.wait(), 10)).output == "done"
     assert run.state.approvals and add.calls == [(1, 2)]
     assert holder["outcome"] == {"accepted": True}
