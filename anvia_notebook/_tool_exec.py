@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import numbers
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -537,7 +538,7 @@ class ToolExecutor:
         if self.human_input is None or (kind == "approval" and self.approval_handler is not None):
             return None
         timeout = getattr(self.human_input, "timeout", None)  # (checked as ours are)
-        usable = isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+        usable = isinstance(timeout, numbers.Real) and not isinstance(timeout, bool)
         checked = positive_timeout(timeout) if usable else None
         return None if checked is None else float(checked)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import numbers
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TextIO, runtime_checkable
@@ -47,7 +48,7 @@ def positive_timeout(timeout: float | None) -> float | None:
     seconds up to :data:`MAX_TIMEOUT`."""
     if timeout is None or timeout == math.inf:
         return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
         raise TypeError(f"timeout must be a number of seconds, not {type(timeout).__name__}")
     if not timeout > 0:  # (NaN too)
         raise ValueError("timeout must be a positive number of seconds")
@@ -56,7 +57,7 @@ def positive_timeout(timeout: float | None) -> float | None:
             f"timeout must be at most {MAX_TIMEOUT} seconds (ten years); to wait without a "
             "time limit, leave it out (None)"
         )
-    return timeout
+    return timeout if isinstance(timeout, (int, float)) else float(timeout)  # (numpy's too)
 
 
 class CallbackHumanInput:

@@ -136,3 +136,14 @@ def test_a_human_input_of_your_own_with_an_infinite_time_limit_waits_without_one
     agent = AgentBuilder("a", model).tool(add).human_input(Approver()).build()
     response = agent.prompt("go").send_sync()
     assert response.output == "done" and add.calls == [(1, 2)]
+
+
+def test_a_time_limit_given_as_another_kind_of_number_is_taken():
+    """numpy's numbers (a pandas cell, a config) and fractions are seconds too."""
+    from fractions import Fraction
+
+    import numpy as np
+
+    assert StoreHumanInput(timeout=np.int64(30)).timeout == 30.0
+    assert ConsoleHumanInput(timeout=Fraction(1, 2)).timeout == 0.5
+    assert StoreHumanInput(timeout=np.float64("inf")).timeout is None
