@@ -18,6 +18,7 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit
 
 from ._errors import RunStoreError, not_text
 
@@ -26,6 +27,8 @@ __all__ = ["PostgresBackend"]
 CHANNEL = "anvia_notebook_decisions"
 _ESCAPE = "\ue000"  # a private-use character: text seldom holds it
 _ESCAPED = re.compile(_ESCAPE + "[01]")
+#: The parameters of a PostgreSQL address that hold a secret, never written in a message.
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 
 
 #: Writes that a watcher in another process must hear of at once (a decision, a steered message,
@@ -172,10 +175,19 @@ class PostgresBackend:
 
 
 def _redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    credentials, host = rest.rsplit("@", 1)
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}@{host}"
+    """The URL without its secrets, for messages: the password written before the host, and
+    the ``password`` and ``sslpassword`` parameters after ``?`` (PostgreSQL reads a password
+    from either place; a parameter's name may be percent-encoded)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # (an unreadable address: its scheme alone)
+        return url.split("://", 1)[0] + "://..."
+    credentials, at, hosts = parts.netloc.rpartition("@")
+    netloc = f"{credentials.split(':', 1)[0]}@{hosts}" if at else hosts
+    kept = [
+        pair
+        for pair in parts.query.split("&")
+        if unquote_plus(pair.split("=", 1)[0]).strip().lower() not in _SECRET_PARAMETERS
+    ]
+    query = "&".join(kept)
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
