@@ -138,3 +138,30 @@ def cli_command(store: str | None = None) -> str:
 
     command = f"{shlex.quote(sys.executable or 'python')} -m anvia_notebook"
     return f"{command} --store {shlex.quote(store)}" if store else command
+
+
+#: Parts of a query parameter's name that say its value is a secret (``password``,
+#: ``sslpassword``, ``api_key``, ``access_token``, ``sig``...).
+_SECRET_NAMES = re.compile(r"pass|token|secret|key|auth|sig|cred|session|code", re.IGNORECASE)
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message may show it: a password before the host and the values of query
+    parameters named like secrets (the name may be percent-encoded) become ``***``."""
+    from urllib.parse import unquote_plus, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # (an address that cannot be read: its scheme alone)
+        return url.split("://", 1)[0] + "://..."
+    credentials, at, hosts = parts.netloc.rpartition("@")
+    user, colon, _ = credentials.partition(":")
+    netloc = f"{user}{':***' if colon else ''}@{hosts}" if at else hosts
+    query = "&".join(
+        f"{pair.split('=', 1)[0]}=***"
+        if _SECRET_NAMES.search(unquote_plus(pair.split("=", 1)[0]))
+        else pair
+        for pair in parts.query.split("&")
+        if pair
+    )
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")

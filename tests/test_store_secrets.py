@@ -56,7 +56,7 @@ def test_a_store_that_cannot_connect_names_it_without_its_password(index: int) -
         an.RunStore(address)
     message = str(caught.value)
     assert message.startswith("Cannot connect to the run store postgres"), message
-    assert "bob@127.0.0.1" in message, message
+    assert "bob" in message and "@127.0.0.1" in message, message
     assert SECRET not in _everything_said(caught.value)
 
 
@@ -76,7 +76,7 @@ def test_the_default_store_warns_without_its_password(
         store_module._reset_for_tests()
     said = [str(w.message) for w in caught]
     assert len(said) == 1 and "Runs stay in memory only" in said[0], said
-    assert SECRET not in said[0] and "bob@127.0.0.1" in said[0]
+    assert SECRET not in said[0] and "bob@127.0.0.1" in said[0], said
 
 
 def test_an_open_store_and_the_command_line_never_show_its_password(
@@ -101,7 +101,7 @@ def test_an_open_store_and_the_command_line_never_show_its_password(
             env={**os.environ, "PYTHONPATH": str(ROOT)},
         )
         assert listed.returncode == 0, listed.stderr
-        assert f"postgres@{host}" in listed.stdout, listed.stdout
+        assert f"@{host}" in listed.stdout, listed.stdout
         assert SECRET not in listed.stdout + listed.stderr
         missing = subprocess.run(
             [sys.executable, "-m", "anvia_notebook", "show", "run_missing", "--store", address],

@@ -304,6 +304,7 @@ class Connection:
             what = _not_mcp(inner)
         else:
             what = f"{type(inner).__name__}: {inner}"
+        what = what.replace(getattr(config, "url", where), where)  # (an error may quote the URL)
         return McpConnectionError(
             f"MCP server {config.name!r} could not be reached at {where}: {what}"
         )

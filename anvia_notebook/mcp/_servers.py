@@ -8,10 +8,11 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from .._util import shown_url
 from ..approvals import ToolApproval
 from ..errors import McpPrivateNetworkError
 
@@ -92,8 +93,19 @@ class McpServerConfig:
         """Where the server is, for messages."""
         raise NotImplementedError
 
+    def __repr__(self) -> str:
+        """The settings, without secrets: the values of ``env`` and a URL's password and tokens
+        are ``***`` (a notebook keeps what it prints); ``headers`` are left out."""
+        shown = {f.name: getattr(self, f.name) for f in fields(self) if f.repr}
+        if isinstance(shown.get("url"), str):
+            shown["url"] = shown_url(shown["url"])
+        if isinstance(shown.get("env"), Mapping):
+            shown["env"] = dict.fromkeys(shown["env"], "***")
+        settings = ", ".join(f"{name}={value!r}" for name, value in shown.items())
+        return f"{type(self).__name__}({settings})"
 
-@dataclass(frozen=True, eq=False)
+
+@dataclass(frozen=True, eq=False, repr=False)
 class StdioServer(McpServerConfig):
     """A server started as a local process that talks MCP on its standard input and output."""
 
@@ -111,7 +123,7 @@ class StdioServer(McpServerConfig):
         return " ".join([self.command, *self.args])
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class HttpServer(McpServerConfig):
     """A server reached over streamable HTTP."""
 
@@ -124,10 +136,10 @@ class HttpServer(McpServerConfig):
         return "http"
 
     def describe(self) -> str:
-        return self.url
+        return shown_url(self.url)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class SseServer(HttpServer):
     """A server reached over HTTP with server-sent events (the older MCP transport)."""
 
@@ -199,7 +211,8 @@ def check_url(name: str, url: str, allow_private_network: bool) -> None:
     loopback, link-local or otherwise non-public address, or a name that resolves to one."""
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"MCP server {name!r}: {url!r} is not an http:// or https:// URL.")
+        shown = shown_url(url) if isinstance(url, str) else url
+        raise ValueError(f"MCP server {name!r}: {shown!r} is not an http:// or https:// URL.")
     if allow_private_network:
         return
     host = parts.hostname.rstrip(".").lower()
@@ -208,8 +221,8 @@ def check_url(name: str, url: str, allow_private_network: bool) -> None:
         refused = _resolved_refusal(host)
     if refused is not None:
         raise McpPrivateNetworkError(
-            f"MCP server {name!r}: {url} is refused because {refused}. MCP over HTTP only "
-            "connects to public addresses unless you allow it: pass "
+            f"MCP server {name!r}: {shown_url(url)} is refused because {refused}. MCP over HTTP "
+            "only connects to public addresses unless you allow it: pass "
             "allow_private_network=True if you trust this server."
         )
 

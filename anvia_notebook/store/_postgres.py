@@ -18,8 +18,8 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import unquote_plus, urlsplit
 
+from .._util import shown_url
 from ._errors import RunStoreError, not_text
 
 __all__ = ["PostgresBackend"]
@@ -27,8 +27,6 @@ __all__ = ["PostgresBackend"]
 CHANNEL = "anvia_notebook_decisions"
 _ESCAPE = "\ue000"  # a private-use character: text seldom holds it
 _ESCAPED = re.compile(_ESCAPE + "[01]")
-#: The parameters of a PostgreSQL address that hold a secret, never written in a message.
-_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 
 
 #: Writes that a watcher in another process must hear of at once (a decision, a steered message,
@@ -73,7 +71,7 @@ class PostgresBackend:
     def __init__(self, url: str) -> None:
         self._psycopg = _psycopg()
         self.url = url
-        self.location = _redact(url)
+        self.location = shown_url(url)  # (without its password)
         self._local = threading.local()
         self._all: list[Any] = []
         self._lock = threading.Lock()
@@ -172,22 +170,3 @@ class PostgresBackend:
             with contextlib.suppress(Exception):
                 connection.close()
         self._local = threading.local()
-
-
-def _redact(url: str) -> str:
-    """The URL without its secrets, for messages: the password written before the host, and
-    the ``password`` and ``sslpassword`` parameters after ``?`` (PostgreSQL reads a password
-    from either place; a parameter's name may be percent-encoded)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # (an unreadable address: its scheme alone)
-        return url.split("://", 1)[0] + "://..."
-    credentials, at, hosts = parts.netloc.rpartition("@")
-    netloc = f"{credentials.split(':', 1)[0]}@{hosts}" if at else hosts
-    kept = [
-        pair
-        for pair in parts.query.split("&")
-        if unquote_plus(pair.split("=", 1)[0]).strip().lower() not in _SECRET_PARAMETERS
-    ]
-    query = "&".join(kept)
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
