@@ -71,3 +71,15 @@ def test_openai_with_a_base_url_and_no_key_still_talks_to_a_local_server(no_open
     model = OpenAIModel("llama3", base_url="http://localhost:11434/v1")
     assert model.client.api_key == NO_API_KEY
     assert OpenAIModel("gpt-4o-mini", api_key="sk-test").client.api_key == "sk-test"
+
+
+def test_a_model_is_shown_without_its_key_or_a_token_in_its_address():
+    """A notebook keeps what it prints: a model's repr names the model and the server only."""
+    from anvia_notebook.models.openai import OpenAIModel
+
+    openai_model = OpenAIModel(
+        "llama3", api_key="sk-K3y", base_url="https://me:Pa55@proxy.example/v1?api_key=T0ken"
+    )
+    shown = repr(openai_model) + repr(AnthropicModel("claude-sonnet-4-5", api_key="sk-ant-K3y"))
+    assert not [secret for secret in ("K3y", "Pa55", "T0ken") if secret in shown], shown
+    assert "base_url='https://me:***@proxy.example/v1/?api_key=***'" in shown, shown

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
+from .._util import shown_url
 from ..messages import Message, Usage
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
@@ -117,7 +118,8 @@ class OpenAIModel(CompletionModel):
         self.tool_result_images = bool(tool_result_images)
 
     def __repr__(self) -> str:
-        return f"OpenAIModel({self.model!r}, base_url={str(self.client.base_url)!r})"
+        shown = shown_url(str(self.client.base_url))  # (a password or token in it: ***)
+        return f"OpenAIModel({self.model!r}, base_url={shown!r})"
 
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import openai
