@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
-from ._util import maybe_await, valid_text
+from ._util import error_text, maybe_await, valid_text
 from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
 from .events import (
     CancelledEvent,
@@ -256,7 +256,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     except Exception as error:
         steering.end()
         await _run_error_hooks(run, error)
-        state.error = str(error) or type(error).__name__
+        state.error = error_text(error) or type(error).__name__
         _close_interactions(run, f"The run failed: {state.error}")
         state.status = "error"
         run.tracer.run_ended("error", error)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -20,6 +21,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from pydantic_core import to_json
 
+from ._util import error_text
 from ._version import __version__
 
 if TYPE_CHECKING:
@@ -350,7 +352,7 @@ class RunSpans:
     def tool_exception(self, entry: ToolCallTrace, error: BaseException) -> None:
         span = self._tools.get(id(entry))
         if span is not None:
-            span.record_exception(error)
+            _record_exception(span, error)
 
     @_guarded
     def interaction(
@@ -400,9 +402,22 @@ class RunSpans:
 
 
 def _record_error(span: Any, error: BaseException) -> None:
-    span.record_exception(error)
+    _record_exception(span, error)
     span.set_attribute("error.type", type(error).__name__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error_text(error)}"))
+
+
+def _record_exception(span: Any, error: BaseException) -> None:
+    """The span's ``exception`` event, also for an exception whose message cannot be read."""
+    try:
+        span.record_exception(error)
+    except Exception:  # (its message cannot be read: the event without the SDK's help)
+        attributes = {
+            "exception.type": type(error).__name__,
+            "exception.message": error_text(error),
+            "exception.stacktrace": "".join(traceback.format_exception(error)),
+        }
+        span.add_event("exception", attributes)
 
 
 def _dumps(value: Any) -> str:

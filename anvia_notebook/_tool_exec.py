@@ -17,6 +17,7 @@ from ._util import (
     compact_arguments,
     compact_json,
     decode_args,
+    error_text,
     maybe_await,
     new_id,
     valid_data,
@@ -704,11 +705,12 @@ class ToolExecutor:
             return self._gave_up(interaction, timed_out, text)
         except BaseException as error:  # (a ValidationError is a ValueError)
             if interaction.record.kind == "question" and isinstance(error, ValueError):
-                told = f"ToolCallError: the human input returned invalid answers: {error}"
+                invalid = error_text(error)
+                told = f"ToolCallError: the human input returned invalid answers: {invalid}"
                 return self._gave_up(interaction, Resolution("cancelled", "runtime"), told)
             reason = None
             if not isinstance(error, (ToolApprovalRequiredError, PromptCancelledError)):
-                reason = f"Approval failed: {error}"
+                reason = f"Approval failed: {error_text(error)}"
             failed = Resolution("cancelled", decided_by="runtime", reason=reason)
             if self._gave_up(interaction, failed, error) is error:
                 raise
@@ -766,7 +768,7 @@ class ToolExecutor:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
         except Exception as error:
-            result = f"ToolCallError: {error}"
+            result = f"ToolCallError: {error_text(error)}"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         finally:
             self.trace.deactivate(active)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from ._util import decode_args
+from ._util import decode_args, error_text
 from .errors import OutputValidationError, SubAgentError, ToolArgumentsError, ToolNotFoundError
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
@@ -194,7 +194,7 @@ class TraceRecorder:
         trace = self.trace
         trace.status = status
         if error is not None:
-            trace.error = str(error) or type(error).__name__
+            trace.error = error_text(error) or type(error).__name__
         if trace.started_at is not None:
             ended = self._wall(now)
             trace.duration_ms = _ms((ended - trace.started_at).total_seconds())
@@ -276,7 +276,8 @@ class TraceRecorder:
         retrying: bool = False,
     ) -> None:
         if not retrying:
-            entry.error = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+            text = error_text(error)
+            entry.error = f"{type(error).__name__}: {text}" if text else type(error).__name__
             self._finish_turn(entry, partial)
         if self.spans is not None and token is not None:
             self.spans.chat_ended(entry, token, error)
@@ -389,7 +390,7 @@ class TraceRecorder:
                 entry.name,
                 call_id,
                 type(error).__name__,
-                error,
+                error_text(error),
             )
             logger.debug("Traceback of tool call %s", call_id, exc_info=error)
         if self.spans is not None:

@@ -165,3 +165,12 @@ def shown_url(url: str) -> str:
         if pair
     )
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+def error_text(error: BaseException) -> str:
+    """``str(error)``, for an exception raised by code of the user's (a tool, a handler, a hook,
+    a model): one whose own ``__str__`` fails is still described, and the run goes on."""
+    try:
+        return str(error)
+    except Exception:
+        return f"(the message of this {type(error).__name__} could not be read)"

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .._util import error_text
 from .cases import Case
 
 __all__ = [
@@ -75,7 +76,7 @@ class Metric:
             if inspect.isawaitable(value):
                 value = await value
         except Exception as error:
-            return Score(None, False, error=f"{type(error).__name__}: {error}")
+            return Score(None, False, error=f"{type(error).__name__}: {error_text(error)}")
         try:
             return self.judge(value)
         except Exception as error:  # (a number whose conversion fails)
@@ -84,7 +85,7 @@ class Metric:
                 False,
                 error=(
                     f"The metric returned {type(value).__name__}, which could not be read as a "
-                    f"score ({type(error).__name__}: {error})."
+                    f"score ({type(error).__name__}: {error_text(error)})."
                 ),
             )
 
