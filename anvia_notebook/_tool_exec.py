@@ -770,6 +770,12 @@ class ToolExecutor:
         except Exception as error:
             result = f"ToolCallError: {error_text(error)}"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
+        except asyncio.CancelledError as error:
+            if _cancelled_from_outside():
+                raise  # Stop, cancel() or a hook
+            # The tool itself raised it (it awaited something that was cancelled): it failed.
+            result = f"ToolCallError: {error_text(error) or 'the tool was cancelled'}"
+            return await self._tool_error(call, internal_id, raw_args, error, result), True
         finally:
             self.trace.deactivate(active)
             TOOL_CALL_QUESTIONS.reset(asking)
@@ -818,6 +824,14 @@ class ToolExecutor:
         # The tool has run: a failing hook is logged and its result stays what it was.
         await call_hooks(self.hooks, "on_tool_result", event, guarded=True)
         return result
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the task running a tool was asked to stop (a ``CancelledError`` the tool raised
+    on its own is its failure). Before Python 3.11 a task cannot tell: it was asked."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return cancelling is None or cancelling() > 0
 
 
 #: What ``_wait`` returns when the human input cannot take that kind of request.

@@ -1,0 +1,81 @@
+"""A tool that raises ``CancelledError`` on its own has failed; the run was not stopped.
+
+A tool that awaits something another piece of code cancelled (a future of a library, a task it
+started) gets ``asyncio.CancelledError`` although nobody stopped the run. Before, the run ended
+as "Stopped by the user." The model is now told the tool failed, and the run goes on; a real
+Stop while a tool runs still stops the run (``test_cancel_and_timeouts.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sys
+
+import pytest
+from pydantic import BaseModel
+
+from anvia_notebook import AgentBuilder, PromptCancelledError, create_tool
+from anvia_notebook.models import QueueModel
+
+from helpers import call
+
+pytestmark = pytest.mark.timeout(60)
+
+
+class Nothing(BaseModel):
+    pass
+
+
+async def _awaits_a_cancelled_future(args, ctx):
+    future = asyncio.get_running_loop().create_future()
+    future.cancel()
+    return await future
+
+
+async def _awaits_a_cancelled_task(args, ctx):
+    task = asyncio.ensure_future(asyncio.sleep(30))
+    await asyncio.sleep(0)
+    task.cancel()
+    return await task
+
+
+def _sync_raises(args, ctx):
+    raise concurrent.futures.CancelledError()
+
+
+def _sync_raises_asyncios(args, ctx):
+    raise asyncio.CancelledError()
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 11), reason="before Python 3.11 a task cannot tell who cancelled it"
+)
+@pytest.mark.parametrize(
+    "execute",
+    [_awaits_a_cancelled_future, _awaits_a_cancelled_task, _sync_raises, _sync_raises_asyncios],
+)
+async def test_the_model_is_told_the_tool_failed_and_the_run_goes_on(execute):
+    tool = create_tool(name="fetch", description="", input=Nothing, execute=execute)
+    model = QueueModel([call("fetch"), "The fetch failed."])
+    response = await AgentBuilder("a", model).tool(tool).build().prompt("go").send()
+    assert response.status == "success" and response.output == "The fetch failed."
+    (part,) = model.requests[1].messages[-1].tool_results
+    assert part.is_error and part.content.startswith("ToolCallError: ")
+
+
+async def test_a_stop_while_the_tool_awaits_still_stops_the_run():
+    started = asyncio.Event()
+
+    async def waits(args, ctx):
+        started.set()
+        await asyncio.Event().wait()
+
+    tool = create_tool(name="fetch", description="", input=Nothing, execute=waits)
+    run = AgentBuilder("a", QueueModel([call("fetch"), "never"])).tool(tool).build()
+    run = run.prompt("go").start()
+    await asyncio.wait_for(started.wait(), 5)
+    run.cancel("enough")
+    with pytest.raises(PromptCancelledError, match="enough"):
+        await run.wait()
+    assert run.status == "cancelled"
