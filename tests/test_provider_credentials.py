@@ -82,4 +82,6 @@ def test_a_model_is_shown_without_its_key_or_a_token_in_its_address():
     )
     shown = repr(openai_model) + repr(AnthropicModel("claude-sonnet-4-5", api_key="sk-ant-K3y"))
     assert not [secret for secret in ("K3y", "Pa55", "T0ken") if secret in shown], shown
-    assert "base_url='https://me:***@proxy.example/v1/?api_key=***'" in shown, shown
+    # (the SDK may add a slash after /v1: its versions differ)
+    assert "base_url='https://me:***@proxy.example/v1" in shown, shown
+    assert "?api_key=***'" in shown, shown
