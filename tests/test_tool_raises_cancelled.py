@@ -44,7 +44,7 @@ def _sync_raises(args, ctx):
     raise concurrent.futures.CancelledError()
 
 
-def _sync_raises_asyncios(args, ctx):
+def _sync_raises_asyncio_error(args, ctx):
     raise asyncio.CancelledError()
 
 
@@ -53,7 +53,7 @@ def _sync_raises_asyncios(args, ctx):
 )
 @pytest.mark.parametrize(
     "execute",
-    [_awaits_a_cancelled_future, _awaits_a_cancelled_task, _sync_raises, _sync_raises_asyncios],
+    [_awaits_a_cancelled_future, _awaits_a_cancelled_task, _sync_raises, _sync_raises_asyncio_error],
 )
 async def test_the_model_is_told_the_tool_failed_and_the_run_goes_on(execute):
     tool = create_tool(name="fetch", description="", input=Nothing, execute=execute)
