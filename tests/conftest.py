@@ -34,6 +34,34 @@ def store_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     store_module._reset_for_tests()
 
 
+def _exported_spans(capture_content: bool):
+    """OpenTelemetry on, into the SDK's in-memory exporter; off again after the test."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from anvia_notebook import instrument
+
+    exporter = InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrument(provider, capture_content=capture_content)
+    yield exporter
+    instrument(False)
+
+
+@pytest.fixture
+def spans():
+    """The spans a test's runs export (without message content)."""
+    yield from _exported_spans(capture_content=False)
+
+
+@pytest.fixture
+def content_spans():
+    """The spans a test's runs export, with messages, arguments and results captured."""
+    yield from _exported_spans(capture_content=True)
+
+
 @pytest.fixture(scope="session")
 def postgres_server():
     """A PostgreSQL server for the session (CI installs it; elsewhere, skipped if missing)."""

@@ -42,27 +42,6 @@ from anvia_notebook.models import (
 from helpers import NoteInput, call, calls, make_add_tool
 
 
-@pytest.fixture
-def spans():
-    """Instrumentation on, into an in-memory exporter; off again after the test."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrument(provider)
-    yield exporter
-    instrument(False)
-
-
-@pytest.fixture
-def content_spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrument(provider, capture_content=True)
-    yield exporter
-    instrument(False)
-
-
 def by_name(exporter):
     return {span.name: span for span in exporter.get_finished_spans()}
 

@@ -482,23 +482,6 @@ async def test_a_question_timed_out_just_before_a_crash_stays_timed_out_after_re
 # -- the trace of a resumed run: decisions taken before the crash ----------------------------------
 
 
-@pytest.fixture
-def exported_spans():
-    """OpenTelemetry on, into the SDK's in-memory exporter; off again after the test."""
-    sdk = pytest.importorskip("opentelemetry.sdk.trace")
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    from anvia_notebook import instrument
-
-    exporter = InMemorySpanExporter()
-    provider = sdk.TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrument(provider)
-    yield exporter
-    instrument(False)
-
-
 def tool_span_events(exporter, run_id: str, tool: str) -> list[tuple[str, str]]:
     """(event name, status) of the resumed run's ``execute_tool {tool}`` span."""
     finished = exporter.get_finished_spans()
@@ -518,7 +501,7 @@ def tool_span_events(exporter, run_id: str, tool: str) -> list[tuple[str, str]]:
 
 
 async def test_a_resumed_run_traces_a_question_answered_before_the_crash_as_answered(
-    tmp_path: Path, exported_spans
+    tmp_path: Path, spans
 ):
     path = tmp_path / "runs.sqlite"
     ask = create_question_tool()
@@ -529,20 +512,18 @@ async def test_a_resumed_run_traces_a_question_answered_before_the_crash_as_answ
         lambda interactions, question_id: interactions.answer(question_id, answers),
         "answered",
     )
-    exported_spans.clear()
+    spans.clear()
     resumed = store_decided(ask, QueueModel(["done"])).resume(run_id, RunStore(path)).create_run()
     resumed.start()
     await asyncio.wait_for(resumed.wait(), 10)
     # Not asked again: the resumed call only reports the answer it already had.
-    assert tool_span_events(exported_spans, run_id, "ask_question") == [
-        ("tool_question_result", "answered")
-    ]
+    assert tool_span_events(spans, run_id, "ask_question") == [("tool_question_result", "answered")]
     [traced] = [c for c in resumed.trace.tool_calls if c.name == "ask_question"]
     assert traced.question is not None and traced.question.status == "answered"
 
 
 async def test_a_resumed_run_traces_an_approval_given_before_the_crash_as_decided(
-    tmp_path: Path, exported_spans
+    tmp_path: Path, spans
 ):
     path = tmp_path / "runs.sqlite"
     ran: list[int] = []
@@ -554,15 +535,13 @@ async def test_a_resumed_run_traces_an_approval_given_before_the_crash_as_decide
         lambda interactions, approval_id: interactions.decide(approval_id, approved=True),
         "approved",
     )
-    exported_spans.clear()
+    spans.clear()
     resumed = store_decided(guarded, QueueModel(["done"])).resume(run_id, RunStore(path))
     run = resumed.create_run()
     run.start()
     await asyncio.wait_for(run.wait(), 10)
     assert ran == [1]
-    assert tool_span_events(exported_spans, run_id, "guarded") == [
-        ("tool_approval_result", "approved")
-    ]
+    assert tool_span_events(spans, run_id, "guarded") == [("tool_approval_result", "approved")]
 
 
 # -- a store that fails while an approval waits ------------------------------------------------------

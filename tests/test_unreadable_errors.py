@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import pytest
 
-from anvia_notebook import AgentBuilder, RunStore, ToolApproval, create_tool, instrument
+from anvia_notebook import AgentBuilder, RunStore, ToolApproval, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel
 
 from helpers import AddInput, call, make_add_tool
 
 pytest.importorskip("opentelemetry.sdk")
 
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-    InMemorySpanExporter,
-)
 from opentelemetry.trace import StatusCode
 
 UNREADABLE = "(the message of this Unreadable could not be read)"
@@ -38,16 +33,6 @@ def _raise(*_args: object) -> None:
     raise Unreadable()
 
 
-@pytest.fixture
-def spans():
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrument(provider)
-    yield exporter
-    instrument(False)
-
-
 def test_a_tool_whose_error_cannot_be_read_is_a_failed_call_the_model_is_told_of(
     store_path, spans
 ) -> None:
@@ -59,7 +44,9 @@ def test_a_tool_whose_error_cannot_be_read_is_a_failed_call_the_model_is_told_of
     assert told == [f"ToolCallError: {UNREADABLE}"]
     trace = store.trace(response.run_id)
     (entry,) = trace.tool_calls
-    assert entry.result == f"ToolCallError: {UNREADABLE}" and "raise Unreadable()" in entry.traceback
+    assert (
+        entry.result == f"ToolCallError: {UNREADABLE}" and "raise Unreadable()" in entry.traceback
+    )
     assert store.get(response.run_id).status == "success"
     (span,) = [s for s in spans.get_finished_spans() if s.name.startswith("execute_tool")]
     (event,) = [e for e in span.events if e.name == "exception"]
