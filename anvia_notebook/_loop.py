@@ -10,7 +10,7 @@ from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
 from ._util import error_text, maybe_await, valid_text
-from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError
+from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError, RunExitedError
 from .events import (
     CancelledEvent,
     ErrorEvent,
@@ -253,7 +253,10 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         run.persist()
         run.emit(CancelledEvent(run_id=state.run_id, reason=reason))
         raise cancelled from None
-    except Exception as error:
+    except (Exception, SystemExit) as caught:
+        # A SystemExit must not leave the run's task: asyncio would let it through the event
+        # loop, and a kernel would end.
+        error = RunExitedError(caught) if isinstance(caught, SystemExit) else caught
         steering.end()
         await _run_error_hooks(run, error)
         state.error = error_text(error) or type(error).__name__
@@ -264,6 +267,8 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         run.emit(
             ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(error).__name__)
         )
+        if error is not caught:
+            raise error from caught
         raise
 
 
@@ -355,7 +360,7 @@ async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:
     for hook in run.request.active_hooks:
         try:
             await maybe_await(hook.on_run_error(event))
-        except Exception:  # a failing error hook must not mask the run's own error
+        except (Exception, SystemExit):  # a failing error hook must not mask the run's error
             logger.exception("on_run_error hook failed")
 
 

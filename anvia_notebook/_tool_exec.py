@@ -32,6 +32,7 @@ from .approvals import (
 from .decisions import EDIT_REFUSED, RefusedFix, Resolution
 from .errors import (
     PromptCancelledError,
+    RunExitedError,
     ToolApprovalRequiredError,
     ToolArgumentsError,
     ToolNotFoundError,
@@ -218,7 +219,10 @@ class ToolExecutor:
 
         async def one(index: int) -> None:
             async with semaphore:
-                outcomes[index].part = await self._run_call(calls[index], turn)
+                try:
+                    outcomes[index].part = await self._run_call(calls[index], turn)
+                except SystemExit as error:  # out of this task, it would end the event loop
+                    raise RunExitedError(error) from error
 
         tasks = [asyncio.ensure_future(one(index)) for index in range(len(calls))]
         try:
@@ -770,6 +774,11 @@ class ToolExecutor:
         except Exception as error:
             result = f"ToolCallError: {error_text(error)}"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
+        except SystemExit as error:
+            # (``exit()`` in code the model wrote, a command-line parser's error): the call
+            # failed; neither the process nor the kernel ends.
+            result = f"ToolCallError: SystemExit: {error.code} ({EXIT_REFUSED})"
+            return await self._tool_error(call, internal_id, raw_args, error, result), True
         except asyncio.CancelledError as error:
             if _cancelled_from_outside():
                 raise  # Stop, cancel() or a hook
@@ -824,6 +833,10 @@ class ToolExecutor:
         # The tool has run: a failing hook is logged and its result stays what it was.
         await call_hooks(self.hooks, "on_tool_result", event, guarded=True)
         return result
+
+
+#: What the model is told besides the exit code when a tool raised ``SystemExit``.
+EXIT_REFUSED = "the tool tried to end the Python process"
 
 
 def _cancelled_from_outside() -> bool:
@@ -909,7 +922,10 @@ def _shown_args(args: Any, raw_args: str) -> Any:
 async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
     """``ask(request)`` (a handler's or human input's answer), awaited if need be, inside the
     task that waits for it."""
-    return await maybe_await(ask(request))
+    try:
+        return await maybe_await(ask(request))
+    except SystemExit as error:  # out of this task, it would end the event loop
+        raise RunExitedError(error) from error
 
 
 #: The events that tell of an interaction, by kind: it was asked, it was decided (or closed).

@@ -16,6 +16,7 @@ AnviaError
 ├── RunOwnedError              another live process owns the run
 ├── SubAgentError              a sub-agent call could not run (too deep, its run had ended)
 ├── RunEndedError              the run has ended: a message can no longer be steered into it
+├── RunExitedError             code the run called raised SystemExit: the run ended instead
 ├── OutputValidationError      a run's typed output stayed invalid and nobody could fix it
 ├── ExtractionError            an extractor got no valid data from the model
 ├── ProtocolError              a widget message that breaks the wire protocol (a ValueError)
@@ -72,6 +73,7 @@ __all__ = [
     "DecisionRefusedError",
     "RunNotFoundError",
     "RunEndedError",
+    "RunExitedError",
     "RunOwnedError",
     "RunStoreError",
     "SubAgentError",
@@ -167,6 +169,20 @@ class SubAgentError(AnviaError):
 class RunEndedError(AnviaError):
     """The run has completed, failed or been cancelled: a steering message (``RunStore.steer``,
     ``python -m anvia_notebook steer``) can no longer reach it."""
+
+
+class RunExitedError(AnviaError):
+    """Code the run called (a hook, an approval handler, a human input, a model) raised
+    ``SystemExit`` (``sys.exit()``, ``exit()``, a command-line parser's error): the run ended
+    in error, not the Python process or the kernel. ``code`` is the exit code; ``__cause__``
+    the ``SystemExit``. (A tool's ``SystemExit`` is only a failed call the model is told of.)"""
+
+    def __init__(self, exit: SystemExit) -> None:
+        self.code = exit.code
+        super().__init__(
+            f"SystemExit: {exit.code}: code the run called tried to end the Python process; "
+            "the run ended instead."
+        )
 
 
 class OutputValidationError(AnviaError):

@@ -1,0 +1,112 @@
+"""Code a run calls that raises ``SystemExit`` does not end the kernel (ipykernel 7, and 6 when
+its env exists).
+
+Before, a tool that called ``sys.exit()`` (or ran code the model wrote that called ``exit()``)
+in a run shown with ``show()`` ended the kernel: the exit left the run's task and asyncio let it
+through the kernel's event loop. Now the call fails, the model is told, and the kernel goes on;
+an exit from a hook or an approval handler ends only the run, in error. The runtime's side is in
+tests/test_code_that_exits.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kernel_client import Kernel, ipykernel6_python, this_python
+
+pytestmark = pytest.mark.timeout(180)
+
+SETUP = r"""
+import sys
+from pydantic import BaseModel
+from anvia_notebook import AgentBuilder, create_hook, create_tool
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+class Code(BaseModel):
+    source: str
+
+def run_code(args, ctx):
+    exec(args.source, {"sys": sys})
+    return "ran"
+
+python = create_tool(name="python", description="Run code.", input=Code, execute=run_code)
+
+def agent(source, *, hook=None):
+    model = QueueModel([
+        ModelResponse(tool_calls=[ToolCall(id="c1", name="python", arguments={"source": source})]),
+        "The code tried to exit.",
+    ])
+    builder = AgentBuilder("coder", model).tool(python)
+    if hook is not None:
+        builder = builder.hook(hook)
+    return builder.build()
+
+# How the shown run ended: its status, the error's type and text, and the tools' results.
+async def ended(handle):
+    try:
+        await handle
+        error = None
+    except Exception as failure:
+        error = [type(failure).__name__, str(failure)]
+    tools = [entry for entry in handle.transcript if entry["kind"] == "tool"]
+    return [handle.status, error, [entry.get("result") for entry in tools]]
+"""
+
+
+@pytest.fixture(params=["ipykernel7", "ipykernel6"])
+def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
+    python = this_python() if request.param == "ipykernel7" else ipykernel6_python()
+    if python is None:
+        pytest.skip("no ipykernel 6 environment (tests/kernel/make_ipykernel6_env.sh)")
+    kernel = Kernel(python, tmp_path / "kernels", f"anvia-exit-{request.param}")
+    try:
+        kernel.run(SETUP, timeout=60)
+        yield kernel
+    finally:
+        kernel.close()
+
+
+def _printed(kernel: Kernel, code: str) -> object:
+    """Run ``code`` (which prints ``@@`` and JSON) in a new cell and return the JSON's value."""
+    cell = kernel.execute(code)
+    reply = kernel.reply(cell, timeout=60)
+    assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
+    kernel.wait(lambda m: m["msg_type"] == "stream" and "@@" in m["content"]["text"])
+    return json.loads(kernel.stdout(cell).split("@@", 1)[1])
+
+
+def _ended(kernel: Kernel) -> list:
+    """How the run shown as ``h`` ended (waited for in the kernel): see SETUP's ``ended``."""
+    return _printed(kernel, "import json; print('@@', json.dumps(await ended(h)))")
+
+
+def test_a_tool_that_calls_exit_in_a_shown_run_leaves_the_kernel_running(kernel: Kernel) -> None:
+    cell = kernel.execute("h = agent('exit(3)').prompt('run it').show()")
+    assert kernel.reply(cell)["content"]["status"] == "ok"
+    status, error, (told,) = _ended(kernel)
+    assert status == "success" and error is None
+    assert told.startswith("ToolCallError: SystemExit: 3 (the tool tried to end"), told
+    assert kernel.km.is_alive()
+
+
+@pytest.mark.parametrize("mode", ["show", "send_sync"])
+def test_a_hook_that_calls_exit_ends_only_the_run(kernel: Kernel, mode: str) -> None:
+    hook = "create_hook(on_tool_call=lambda event: sys.exit(4))"
+    if mode == "show":
+        cell = kernel.execute(f"h = agent('1', hook={hook}).prompt('run it').show()")
+        assert kernel.reply(cell)["content"]["status"] == "ok"
+        status, error, _results = _ended(kernel)
+        assert status == "error" and error[0] == "RunExitedError"
+        assert error[1].startswith("SystemExit: 4: ")
+    else:
+        cell = kernel.execute(
+            f"agent('1', hook={hook}).prompt('run it').send_sync()", stop_on_error=False
+        )
+        reply = kernel.reply(cell, timeout=60)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "RunExitedError"
+    assert _printed(kernel, "print('@@', 1 + 1)") == 2
+    assert kernel.km.is_alive()
