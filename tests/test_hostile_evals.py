@@ -223,3 +223,47 @@ def test_whole_numbers_in_an_expected_column_with_gaps_stay_whole():
     report = evals.evaluate_sync(agent("7.0"), fractions, [evals.exact_match()], show=False)
     assert [c.expected for c in report.cases] == [7.5, 7.0]
     assert [c.passed for c in report.cases] == [False, True]
+
+
+def test_a_metric_that_calls_exit_is_that_scores_error_and_the_evaluation_goes_on():
+    # A metric runs in a task of the evaluation: a SystemExit out of it would end the event
+    # loop (in a notebook, the kernel).
+    def quits(case, output):
+        if case.name == "a":
+            raise SystemExit(2)
+        return 1.0
+
+    def fine(case, output):
+        return True
+
+    report = evals.evaluate_sync(agent(), CASES, [quits, fine], show=False)
+    assert report.status == "done"
+    a, b = report.cases
+    assert a.scores["quits"] is None and not a.passed
+    assert a.details["quits"].error == "SystemExit: 2"
+    assert b.scores["quits"] == 1.0 and b.passed
+    shown(report)
+
+
+class Unreadable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("the message's data is gone")
+
+
+def test_a_case_whose_run_fails_with_an_unreadable_error_is_that_cases_error():
+    def model(request):
+        if request.messages[-1].content == "a":
+            raise Unreadable()
+        return "7"
+
+    report = evals.evaluate_sync(
+        AgentBuilder("evals-hostile", FunctionModel(model)).build(),
+        CASES,
+        [evals.contains("7")],
+        show=False,
+    )
+    assert report.status == "done"
+    a, b = report.cases
+    assert a.status == "error" and a.error.startswith("Unreadable: (the message of this")
+    assert b.status == "success"
+    shown(report)

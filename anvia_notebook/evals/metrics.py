@@ -75,7 +75,7 @@ class Metric:
             value = self.fn(case, output)
             if inspect.isawaitable(value):
                 value = await value
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # (an exit would end the event loop)
             return Score(None, False, error=f"{type(error).__name__}: {error_text(error)}")
         try:
             return self.judge(value)

@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from .. import request as _request
-from .._util import new_id, running_loop
+from .._util import error_text, new_id, running_loop
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
 from ..errors import PromptCancelledError
 from ..human import HumanInputUnavailable
@@ -154,7 +154,8 @@ async def _run_case(report: EvalReport, index: int) -> None:
             raise asyncio.CancelledError() from None
         error = f"PromptCancelledError: {cancelled.reason}"
     except Exception as failure:
-        error = f"{type(failure).__name__}: {failure}" if str(failure) else type(failure).__name__
+        text = error_text(failure)
+        error = f"{type(failure).__name__}: {text}" if text else type(failure).__name__
     details: dict[str, Score] = {}
     if error is None:
         assert output is not None
