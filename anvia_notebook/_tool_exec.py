@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ._tracing import TraceRecorder
 from ._util import (
@@ -462,12 +462,9 @@ class ToolExecutor:
         intercepted = self._intercepted(tool, call)
         try:
             args = _parsed(tool, raw_args, intercepted)
-        except ToolArgumentsError as error:
-            return (
-                await self._tool_error(call, internal_id, raw_args, error, str(error)),
-                True,
-                raw_args,
-            )
+        except Exception as error:
+            told = _unparsed_text(error)
+            return await self._tool_error(call, internal_id, raw_args, error, told), True, raw_args
         return await self._approved_call(
             tool, call, internal_id, raw_args, args, decision, intercepted
         )
@@ -520,8 +517,9 @@ class ToolExecutor:
             if not isinstance(args, tool.input):  # the fallback is the tool's own execute
                 try:
                     args = tool.parse_args(raw_args)
-                except ToolArgumentsError as error:
-                    result = await self._tool_error(call, internal_id, raw_args, error, str(error))
+                except Exception as error:
+                    told = _unparsed_text(error)
+                    result = await self._tool_error(call, internal_id, raw_args, error, told)
                     return result, True, raw_args
         result, is_error = await self._execute(tool, call, internal_id, raw_args, args)
         return result, is_error, raw_args
@@ -871,6 +869,15 @@ def _parsed(tool: Tool, raw: str | dict[str, Any], as_questions: bool) -> BaseMo
     return parse_arguments(tool.name, QuestionInput, raw) if as_questions else tool.parse_args(raw)
 
 
+def _unparsed_text(error: Exception) -> str:
+    """What the model is told of arguments that did not parse: why they are invalid; or, when
+    a validator of the tool's input raised something pydantic does not catch (a ``KeyError``, a
+    bug in it), the tool's failure, as in Anvia, whose tools parse their input in the call."""
+    if isinstance(error, ToolArgumentsError):
+        return str(error)
+    return f"ToolCallError: {error_text(error)}"
+
+
 def call_fields(call: ToolCall, internal_id: str) -> dict[str, Any]:
     """Which call an event, a request or a context is about: the tool's name, the model's id of
     the call and the run's own id of it."""
@@ -914,7 +921,7 @@ def _shown_args(args: Any, raw_args: str) -> Any:
     try:
         if type(args).model_validate(shown) == args:
             return shown
-    except ValidationError:
+    except Exception:  # (a validator, or a comparison, of the user's that fails)
         pass
     return decode_args(raw_args)
 

@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._schema_check import schema_problems
-from ._util import valid_data
+from ._util import error_text, valid_data
 from .approvals import normalize_decision
 from .errors import DecisionRefusedError
 from .output_types import format_errors
@@ -311,6 +311,8 @@ def _check_args(
             input_model.model_validate(args)
         except ValidationError as error:
             problems = describe_validation_error(error)
+        except Exception as error:  # a validator of the tool's that raised (a bug in it)
+            problems = f"checking them raised {type(error).__name__}: {error_text(error)}"
     if problems:
         raise DecisionRefusedError(
             f"The edited arguments are not valid for {tool_name}: {problems}"

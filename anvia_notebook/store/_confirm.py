@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._util import new_id
+from .._util import error_text, new_id
 from ..decisions import Resolution
 from ..errors import DecisionRefusedError
 from ..records import ApprovalRecord, QuestionRecord, utc_now
@@ -153,8 +153,9 @@ class DecisionRequests:
                 confirming[item_id](Resolution.approval(True, **json.loads(text)))
             except DecisionRefusedError as error:
                 refused = str(error)
-            except Exception:  # the approval still waits; the edit is not applied
+            except Exception as error:  # the approval still waits; the edit is not applied
                 logger.exception("Deciding an approval sent by another process failed")
+                refused = f"The run could not take this decision: {error_text(error)}"
             self._q(
                 "UPDATE decision_requests SET status = ?, answer = ? WHERE id = ?",
                 ("refused" if refused is not None else "done", refused, request_id),
