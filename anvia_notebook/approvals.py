@@ -104,7 +104,8 @@ class ToolApproval:
 async def _text(value: TextOrFn, ctx: ApprovalContext[Any]) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    return str(await maybe_await(value(ctx)))
+    text = await maybe_await(value(ctx))
+    return None if text is None else str(text)  # (none given: as Anvia, no text)
 
 
 def normalize_decision(value: Any) -> ApprovalDecision:

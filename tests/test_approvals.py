@@ -14,6 +14,7 @@ from anvia_notebook import (
     ToolApprovalRequiredError,
 )
 from anvia_notebook.models import QueueModel
+from anvia_notebook.records import DEFAULT_REJECT_MESSAGE
 
 from helpers import call, make_add_tool, tool_results
 
@@ -191,3 +192,20 @@ def test_a_handler_returning_garbage_fails_clearly():
         AgentBuilder("a", model).tool(add).approvals(lambda r: "yes").build().prompt(
             "go"
         ).send_sync()
+
+
+def test_reason_and_reject_message_functions_that_return_none_give_no_text():
+    """As Anvia (which passes the function's value on): no reason, and the default text for the
+    model when the call is rejected; before, the text "None" was shown and sent."""
+    add = make_add_tool(
+        approval=ToolApproval(reason=lambda ctx: None, reject_message=lambda ctx: None)
+    )
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    asked = []
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda r: asked.append(r) or False)
+    response = agent.build().prompt("go").send_sync()
+    assert asked[0].reason is None and asked[0].reject_message is None
+    (part,) = model.requests[1].messages[-1].tool_results
+    assert part.content == DEFAULT_REJECT_MESSAGE
+    (entry,) = response.trace.tool_calls
+    assert entry.approval.reason is None and entry.approval.reject_message is None
