@@ -59,6 +59,9 @@ class HookAction:
     type: Literal["continue", "cancel"]
     reason: str = ""
 
+    def __post_init__(self) -> None:
+        _check_text(f"run.{self.type}", "reason", self.reason, optional=False)
+
 
 @dataclass(frozen=True)
 class ToolCallDecision:
@@ -67,6 +70,17 @@ class ToolCallDecision:
     type: Literal["run", "skip", "cancel", "approval_request"]
     reason: str | None = None
     reject_message: str | None = None
+
+    def __post_init__(self) -> None:
+        made_by = "tool." + ("request_approval" if self.type == "approval_request" else self.type)
+        _check_text(made_by, "reason", self.reason)
+        _check_text(made_by, "reject_message", self.reject_message)
+
+
+def _check_text(made_by: str, name: str, value: object, *, optional: bool = True) -> None:
+    """A hook's reason or reject message is a text (refused at once, where the hook gives it)."""
+    if not isinstance(value, str) and not (optional and value is None):
+        raise TypeError(f"{made_by}(): the {name} must be a text, not {type(value).__name__}.")
 
 
 class RunControl:

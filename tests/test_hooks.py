@@ -13,7 +13,7 @@ from anvia_notebook import (
     compose_hooks,
     create_hook,
 )
-from anvia_notebook.hooks import HOOK_CALLBACKS
+from anvia_notebook.hooks import HOOK_CALLBACKS, RUN_CONTROL
 from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
 
 from helpers import call, make_add_tool, tool_results
@@ -467,3 +467,37 @@ async def test_a_skipped_call_is_marked_in_its_tool_result_event():
     assert results[0].skipped
     assert results[0].result == "not now"
     assert not results[0].is_error
+
+
+@pytest.mark.parametrize(
+    ("decide", "words"),
+    [
+        (lambda event: event.tool.skip(123), "tool.skip(): the reason must be a text, not int."),
+        (
+            lambda event: event.tool.request_approval(reason=5),
+            "tool.request_approval(): the reason must be a text, not int.",
+        ),
+        (
+            lambda event: event.tool.request_approval(reject_message=["no"]),
+            "tool.request_approval(): the reject_message must be a text, not list.",
+        ),
+        (
+            lambda event: event.tool.cancel(b"stop"),
+            "tool.cancel(): the reason must be a text, not bytes.",
+        ),
+    ],
+)
+def test_a_hook_decision_whose_reason_is_not_a_text_is_refused_where_it_is_made(decide, words):
+    """Before, a number as the reason failed deep inside (``'int' object has no attribute
+    'encode'``, a ``ValidationError`` of the approval record), naming nothing the user wrote."""
+    add = make_add_tool()
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    agent = AgentBuilder("a", model).tool(add).hook(create_hook(on_tool_call=decide)).build()
+    with pytest.raises(TypeError) as raised:
+        agent.prompt("go").approvals(lambda request: True).send_sync()
+    assert str(raised.value).startswith(words) and add.calls == []
+
+
+def test_run_cancel_needs_a_text_reason():
+    with pytest.raises(TypeError, match=r"run.cancel\(\): the reason must be a text, not int"):
+        RUN_CONTROL.cancel(3)
