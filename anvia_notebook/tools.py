@@ -49,12 +49,27 @@ class Tool:
         approval: ToolApproval | None = None,
         idempotent: bool = False,
     ) -> None:
-        if not name or not name.strip():
+        if not isinstance(name, str):
+            raise TypeError(f"A tool's name must be a text, not {type(name).__name__}.")
+        if not name.strip():
             raise ValueError("A tool needs a non-empty name.")
+        if not isinstance(description, str):
+            raise TypeError(
+                f"The description of tool {name!r} must be a text (the model reads it to choose "
+                f"the tool), not {type(description).__name__}."
+            )
         if not (isinstance(input, type) and issubclass(input, BaseModel)):
             raise TypeError("`input` must be a pydantic model class.")
         if output is not None and not (isinstance(output, type) and issubclass(output, BaseModel)):
             raise TypeError("`output` must be a pydantic model class or None.")
+        if approval is not None and not isinstance(approval, ToolApproval):
+            raise TypeError(
+                "`approval` must be a ToolApproval or None, not "
+                f"{type(approval).__name__}: approval=ToolApproval() asks before every call, "
+                "ToolApproval(when=...) only when its predicate says so."
+            )
+        if not callable(execute):
+            raise TypeError(f"`execute` must be a function, not {type(execute).__name__}.")
         self.name = name
         self.description = description
         self.input = input
@@ -63,8 +78,8 @@ class Tool:
         #: Safe to run again: a resumed run re-runs a call of this tool that was interrupted
         #: after it had started (otherwise the model is told it was interrupted).
         self.idempotent = idempotent
-        self._execute = execute
         self._is_async = inspect.iscoroutinefunction(execute)
+        self._execute = execute if _takes_context(execute) else _without_context(execute)
         #: Built on first use (the JSON schema costs time that importing a module of tools,
         #: ``ask_question``'s included, need not pay).
         self._definition: ToolDefinition | None = None
@@ -110,6 +125,44 @@ class Tool:
                 )
             )
         return normalize_result(value)
+
+
+def _takes_context(execute: Callable[..., Any]) -> bool:
+    """Whether ``execute`` takes ``(args, ctx)``; one that takes only ``(args)`` is called so
+    (as a JavaScript ``execute`` in Anvia ignores the context it is not written to take)."""
+    try:
+        signature = inspect.signature(execute)
+    except (TypeError, ValueError):  # (a built-in without a signature: as documented)
+        return True
+    try:
+        signature.bind(None, None)
+        return True
+    except TypeError:
+        pass
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TypeError(
+            f"`execute` must take the arguments and the context, execute(args, ctx) (or only "
+            f"the arguments, execute(args)); {getattr(execute, '__name__', 'it')}"
+            f"{signature} cannot be called so."
+        ) from None
+    return False
+
+
+def _without_context(execute: Callable[..., Any]) -> Callable[..., Any]:
+    """``execute(args)`` as the two-argument function a tool calls (async if it is)."""
+    if inspect.iscoroutinefunction(execute):
+
+        async def call_async(args: Any, ctx: Any) -> Any:
+            return await execute(args)
+
+        return call_async
+
+    def call(args: Any, ctx: Any) -> Any:
+        return execute(args)
+
+    return call
 
 
 def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
