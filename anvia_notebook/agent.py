@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ._option_checks import (
+    checked_handler,
+    checked_hook,
+    checked_human_input,
+    checked_max_tokens,
+    checked_temperature,
+    checked_turns,
+)
 from .approvals import ApprovalHandler
 from .hooks import Hook
 from .messages import Message
@@ -183,6 +191,11 @@ class AgentBuilder:
         return self
 
     def tools(self, tools: Sequence[Tool]) -> AgentBuilder:
+        if isinstance(tools, Tool) or not isinstance(tools, Iterable):
+            raise TypeError(
+                f"tools() takes a list of tools, not {type(tools).__name__}; for one tool, use "
+                ".tool(...)."
+            )
         self._adding_many = True
         try:
             for item in tools:
@@ -209,23 +222,23 @@ class AgentBuilder:
 
     def hook(self, hook: Hook) -> AgentBuilder:
         """Add a hook; hooks run in the order added."""
-        self._hooks.append(hook)
+        self._hooks.append(checked_hook(hook))
         return self
 
     def approvals(self, handler: ApprovalHandler) -> AgentBuilder:
-        self._approvals = handler
+        self._approvals = checked_handler(handler)
         return self
 
     def human_input(self, human_input: HumanInput) -> AgentBuilder:
-        self._human_input = human_input
+        self._human_input = checked_human_input(human_input)
         return self
 
     def temperature(self, value: float) -> AgentBuilder:
-        self._temperature = value
+        self._temperature = checked_temperature(value)
         return self
 
     def max_tokens(self, value: int) -> AgentBuilder:
-        self._max_tokens = value
+        self._max_tokens = checked_max_tokens(value)
         return self
 
     def tool_choice(self, value: Any) -> AgentBuilder:
@@ -233,9 +246,7 @@ class AgentBuilder:
         return self
 
     def default_max_turns(self, value: int) -> AgentBuilder:
-        if value < 0:
-            raise ValueError("max turns must be zero or more")
-        self._max_turns = value
+        self._max_turns = checked_turns(value)
         return self
 
     def output_type(self, output_type: Any, mode: str = "tool", retries: int = 2) -> AgentBuilder:

@@ -6,9 +6,16 @@ import asyncio
 import os
 import sys
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._option_checks import (
+    checked_handler,
+    checked_hook,
+    checked_human_input,
+    checked_session,
+    checked_turns,
+)
 from ._steering import new_items, steering_messages, storable
 from ._util import new_id, running_loop
 from .approvals import ApprovalHandler
@@ -41,6 +48,11 @@ class PromptRequest:
             self.prompt_message, self.history = Message.user(prompt), list[Message]()
         elif isinstance(prompt, Message):
             self.prompt_message, self.history = prompt, []
+        elif isinstance(prompt, (bytes, Mapping)) or not isinstance(prompt, Iterable):
+            raise TypeError(
+                "agent.prompt() takes a str, a Message or a list of Messages, not "
+                f"{type(prompt).__name__}."
+            )
         else:
             messages = list(prompt)
             if not messages:
@@ -112,9 +124,7 @@ class PromptRequest:
     # -- options -------------------------------------------------------------------------------
 
     def max_turns(self, value: int) -> PromptRequest:
-        if value < 0:
-            raise ValueError("max turns must be zero or more")
-        self.max_turn_count = value
+        self.max_turn_count = checked_turns(value)
         return self
 
     def with_hook(self, hook: Hook) -> PromptRequest:
@@ -136,13 +146,13 @@ class PromptRequest:
                     UserWarning,
                     stacklevel=2,
                 )
-        self._hooks = (*(self._hooks or ()), hook)
+        self._hooks = (*(self._hooks or ()), checked_hook(hook))
         return self
 
     def add_hook(self, hook: Hook) -> PromptRequest:
         """Add ``hook`` for this run after the agent's hooks (or after those ``with_hook`` set);
         the agent's hooks, approval hooks included, still run first."""
-        self._extra_hooks = (*self._extra_hooks, hook)
+        self._extra_hooks = (*self._extra_hooks, checked_hook(hook))
         return self
 
     def output_type(self, output_type: Any, mode: str = "tool", retries: int = 2) -> PromptRequest:
@@ -160,11 +170,11 @@ class PromptRequest:
         return self._output or self.agent.output
 
     def approvals(self, handler: ApprovalHandler) -> PromptRequest:
-        self._approvals = handler
+        self._approvals = checked_handler(handler)
         return self
 
     def human_input(self, human_input: HumanInput) -> PromptRequest:
-        self._human_input = human_input
+        self._human_input = checked_human_input(human_input)
         return self
 
     def with_tool_concurrency(self, value: int) -> PromptRequest:
@@ -196,6 +206,7 @@ class PromptRequest:
         self, session_id: str | None, metadata: dict[str, Any] | None = None
     ) -> PromptRequest:
         """Tag the run (shown to tools and approval policies as ``ctx.run``)."""
+        checked_session(session_id, metadata)
         self.session_id, self.meta = session_id, metadata
         return self
 

@@ -1,0 +1,107 @@
+"""Checks of what ``AgentBuilder`` and ``PromptRequest`` options are given, where they are given.
+
+An option the run cannot use (a handler that is not a function, a hook that is not a Hook, a
+turn limit written as text) would otherwise fail later, deep in a run, with words naming
+nothing the user wrote (``'str' object is not callable``, a pydantic error about
+``CompletionRequest``), or only once an approval is asked, long after the cell that set it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+from .hooks import HOOK_CALLBACKS, Hook
+
+__all__ = [
+    "checked_handler",
+    "checked_hook",
+    "checked_human_input",
+    "checked_max_tokens",
+    "checked_session",
+    "checked_temperature",
+    "checked_turns",
+]
+
+
+def _kind(value: Any) -> str:
+    """What ``value`` is, in an error: its type's name; for a class given where an object of
+    it is wanted (``StoreHumanInput`` for ``StoreHumanInput()``), says so."""
+    if isinstance(value, type):
+        return f"the class {value.__name__} itself (make one: {value.__name__}())"
+    return type(value).__name__
+
+
+def checked_turns(value: Any) -> int:
+    """A turn limit: a whole number, zero or more."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"max turns must be a whole number, zero or more, not {value!r}.")
+    if value < 0:
+        raise ValueError("max turns must be zero or more")
+    return int(value)
+
+
+def checked_handler(handler: Any) -> Any:
+    """An approval handler: a (sync or async) function of the approval request, or None."""
+    if handler is not None and not callable(handler):
+        raise TypeError(
+            "approvals() takes a function of the approval request that returns True, False or "
+            f"an ApprovalDecision (sync or async), not {_kind(handler)}."
+        )
+    return handler
+
+
+def checked_human_input(human_input: Any) -> Any:
+    """A human input: an object with ``approve(request)`` and/or ``ask(request)``, or None."""
+    if human_input is None:
+        return None
+    methods = [getattr(human_input, name, None) for name in ("approve", "ask")]
+    if isinstance(human_input, type) or not any(callable(method) for method in methods):
+        raise TypeError(
+            "human_input() takes a human input such as WidgetHumanInput(), StoreHumanInput() "
+            "or CallbackHumanInput(approve=..., ask=...) (an object with approve(request) and "
+            f"ask(request) methods), not {_kind(human_input)}."
+        )
+    return human_input
+
+
+def checked_hook(hook: Any) -> Hook:
+    """A hook: made by ``create_hook(...)``, or an object with every callback a Hook has."""
+    if isinstance(hook, Hook):
+        return hook
+    if not isinstance(hook, type) and all(callable(getattr(hook, n, None)) for n in HOOK_CALLBACKS):
+        return hook  # type: ignore[no-any-return]
+    raise TypeError(
+        "Hooks are made with create_hook(on_tool_call=..., ...) or by subclassing Hook, not "
+        f"{_kind(hook)}."
+    )
+
+
+def checked_session(session_id: Any, metadata: Any) -> None:
+    """A session id (a text or None) and its metadata (a dict or None)."""
+    if session_id is not None and not isinstance(session_id, str):
+        raise TypeError(f"A session id must be a text or None, not {_kind(session_id)}.")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise TypeError(f"Session metadata must be a dict or None, not {_kind(metadata)}.")
+
+
+def checked_temperature(value: Any) -> float | None:
+    """A sampling temperature: a number, zero or more, or None (the provider's default)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"temperature must be a number, not {value!r}.")
+    if not value >= 0:  # (NaN too)
+        raise ValueError(f"temperature must be zero or more, not {value!r}.")
+    return float(value)
+
+
+def checked_max_tokens(value: Any) -> int | None:
+    """A limit of tokens per answer: a positive whole number, or None (the provider's)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"max_tokens must be a whole number, not {value!r}.")
+    if value < 1:
+        raise ValueError(f"max_tokens must be one or more, not {value!r}.")
+    return int(value)
