@@ -256,19 +256,19 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     except (Exception, SystemExit) as caught:
         # A SystemExit must not leave the run's task: asyncio would let it through the event
         # loop, and a kernel would end.
-        error = RunExitedError(caught) if isinstance(caught, SystemExit) else caught
+        failure = RunExitedError(caught) if isinstance(caught, SystemExit) else caught
         steering.end()
-        await _run_error_hooks(run, error)
-        state.error = error_text(error) or type(error).__name__
+        await _run_error_hooks(run, failure)
+        state.error = error_text(failure) or type(failure).__name__
         _close_interactions(run, f"The run failed: {state.error}")
         state.status = "error"
-        run.tracer.run_ended("error", error)
+        run.tracer.run_ended("error", failure)
         run.persist()
         run.emit(
-            ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(error).__name__)
+            ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(failure).__name__)
         )
-        if error is not caught:
-            raise error from caught
+        if failure is not caught:
+            raise failure from caught
         raise
 
 

@@ -91,9 +91,10 @@ def checked_temperature(value: Any) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"temperature must be a number, not {value!r}.")
-    if not value >= 0:  # (NaN too)
+    temperature = float(value)
+    if not temperature >= 0:  # (NaN too)
         raise ValueError(f"temperature must be zero or more, not {value!r}.")
-    return float(value)
+    return temperature
 
 
 def checked_max_tokens(value: Any) -> int | None:
