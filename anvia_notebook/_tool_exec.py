@@ -6,7 +6,8 @@ import asyncio
 import contextvars
 import functools
 import numbers
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -219,10 +220,8 @@ class ToolExecutor:
 
         async def one(index: int) -> None:
             async with semaphore:
-                try:
+                with _exit_ends_the_run():
                     outcomes[index].part = await self._run_call(calls[index], turn)
-                except SystemExit as error:  # out of this task, it would end the event loop
-                    raise RunExitedError(error) from error
 
         tasks = [asyncio.ensure_future(one(index)) for index in range(len(calls))]
         try:
@@ -929,9 +928,17 @@ def _shown_args(args: Any, raw_args: str) -> Any:
 async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
     """``ask(request)`` (a handler's or human input's answer), awaited if need be, inside the
     task that waits for it."""
-    try:
+    with _exit_ends_the_run():
         return await maybe_await(ask(request))
-    except SystemExit as error:  # out of this task, it would end the event loop
+
+
+@contextmanager
+def _exit_ends_the_run() -> Iterator[None]:
+    """At the edge of a task that runs user code: a ``SystemExit`` leaving that task would end
+    the event loop (and the kernel); it ends only the run, as ``RunExitedError``."""
+    try:
+        yield
+    except SystemExit as error:
         raise RunExitedError(error) from error
 
 

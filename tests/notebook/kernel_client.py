@@ -16,10 +16,11 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import KernelManager
 
@@ -188,3 +189,21 @@ def this_python() -> Path:
     """The Python of the "ipykernel7" kernels: this one, or ``ANVIA_IPYKERNEL7_PYTHON`` (CI points
     it at ipykernel 7.3, the newest for Python 3.10, whose display publisher differs from 7.4's)."""
     return Path(os.environ.get("ANVIA_IPYKERNEL7_PYTHON") or sys.executable)
+
+
+#: The kernels each in-kernel test runs in: ipykernel 7 (this Python) and 6.17 (its own env).
+KERNELS = ["ipykernel7", "ipykernel6"]
+
+
+def started_kernel(which: str, folder: Path, setup: str) -> Iterator[Kernel]:
+    """A kernel of ``which`` (one of ``KERNELS``) that has run ``setup``, closed after use:
+    the body of a test module's ``kernel`` fixture. Skips when there is no ipykernel 6 env."""
+    python = this_python() if which == "ipykernel7" else ipykernel6_python()
+    if python is None:
+        pytest.skip("no ipykernel 6 environment (tests/kernel/make_ipykernel6_env.sh)")
+    kernel = Kernel(python, folder / "kernels", f"anvia-{which}")
+    try:
+        kernel.run(setup, timeout=60)
+        yield kernel
+    finally:
+        kernel.close()

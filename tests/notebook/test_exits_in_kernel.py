@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kernel_client import Kernel, ipykernel6_python, this_python
+from kernel_client import KERNELS, Kernel, started_kernel
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -56,17 +56,9 @@ async def ended(handle):
 """
 
 
-@pytest.fixture(params=["ipykernel7", "ipykernel6"])
+@pytest.fixture(params=KERNELS)
 def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    python = this_python() if request.param == "ipykernel7" else ipykernel6_python()
-    if python is None:
-        pytest.skip("no ipykernel 6 environment (tests/kernel/make_ipykernel6_env.sh)")
-    kernel = Kernel(python, tmp_path / "kernels", f"anvia-exit-{request.param}")
-    try:
-        kernel.run(SETUP, timeout=60)
-        yield kernel
-    finally:
-        kernel.close()
+    yield from started_kernel(request.param, tmp_path, SETUP)
 
 
 def _printed(kernel: Kernel, code: str) -> object:

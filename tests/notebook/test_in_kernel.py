@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_client import Kernel, ipykernel6_python, this_python
+from kernel_client import KERNELS, Kernel, started_kernel
 
 SETUP = r"""
 from pydantic import BaseModel
@@ -43,17 +43,9 @@ def agent():
 _ids = itertools.count(1)
 
 
-@pytest.fixture(params=["ipykernel7", "ipykernel6"])
+@pytest.fixture(params=KERNELS)
 def kernel(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Kernel]:
-    python = this_python() if request.param == "ipykernel7" else ipykernel6_python()
-    if python is None:
-        pytest.skip("no ipykernel 6 environment (tests/kernel/make_ipykernel6_env.sh)")
-    kernel = Kernel(python, tmp_path / "kernels", f"anvia-nb-{request.param}")
-    try:
-        kernel.run(SETUP, timeout=60)
-        yield kernel
-    finally:
-        kernel.close()
+    yield from started_kernel(request.param, tmp_path, SETUP)
 
 
 def pending_approval_id(messages: list[dict[str, Any]]) -> str | None:
