@@ -10,7 +10,13 @@ from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
 from ._util import error_text, maybe_await, valid_text
-from .errors import DEFAULT_CANCEL_REASON, MaxTurnsError, PromptCancelledError, RunExitedError
+from .errors import (
+    DEFAULT_CANCEL_REASON,
+    INTERRUPTED_REASON,
+    MaxTurnsError,
+    PromptCancelledError,
+    RunExitedError,
+)
 from .events import (
     CancelledEvent,
     ErrorEvent,
@@ -237,13 +243,15 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             _end_tool_round(run, results)
             steering.deliver(turn + 1)
         raise MaxTurnsError(max_turns, list(state.messages), state.messages[-1], state.usage)
-    except (asyncio.CancelledError, PromptCancelledError) as error:
+    except (asyncio.CancelledError, PromptCancelledError, KeyboardInterrupt) as error:
+        # (a KeyboardInterrupt must not leave the run's task either: it stops the run)
         steering.end()
-        reason = (
-            error.reason
-            if isinstance(error, PromptCancelledError)
-            else state.cancel_reason or DEFAULT_CANCEL_REASON
-        )
+        if isinstance(error, PromptCancelledError):
+            reason = error.reason
+        elif isinstance(error, KeyboardInterrupt):
+            reason = INTERRUPTED_REASON
+        else:
+            reason = state.cancel_reason or DEFAULT_CANCEL_REASON
         state.cancel_reason = reason
         cancelled = PromptCancelledError(reason, list(state.messages))
         await _run_error_hooks(run, cancelled)

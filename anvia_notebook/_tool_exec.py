@@ -32,6 +32,7 @@ from .approvals import (
 )
 from .decisions import EDIT_REFUSED, RefusedFix, Resolution
 from .errors import (
+    INTERRUPTED_REASON,
     PromptCancelledError,
     RunExitedError,
     ToolApprovalRequiredError,
@@ -220,7 +221,7 @@ class ToolExecutor:
 
         async def one(index: int) -> None:
             async with semaphore:
-                with _exit_ends_the_run():
+                with _user_code_edge():
                     outcomes[index].part = await self._run_call(calls[index], turn)
 
         tasks = [asyncio.ensure_future(one(index)) for index in range(len(calls))]
@@ -765,7 +766,8 @@ class ToolExecutor:
             finally:
                 if parts:
                     self._parts[call.id] = parts
-        except SyncToolAbandoned:
+        except (SyncToolAbandoned, KeyboardInterrupt):
+            # (an interrupt stops the run: the call is not a failure the model is told of)
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
         except Exception as error:
@@ -928,18 +930,21 @@ def _shown_args(args: Any, raw_args: str) -> Any:
 async def _asked(ask: Callable[[Any], Any], request: Any) -> Any:
     """``ask(request)`` (a handler's or human input's answer), awaited if need be, inside the
     task that waits for it."""
-    with _exit_ends_the_run():
+    with _user_code_edge():
         return await maybe_await(ask(request))
 
 
 @contextmanager
-def _exit_ends_the_run() -> Iterator[None]:
-    """At the edge of a task that runs user code: a ``SystemExit`` leaving that task would end
-    the event loop (and the kernel); it ends only the run, as ``RunExitedError``."""
+def _user_code_edge() -> Iterator[None]:
+    """At the edge of a task that runs user code. A ``SystemExit`` or ``KeyboardInterrupt``
+    leaving that task would end the event loop (and a kernel's): an exit ends only the run, as
+    ``RunExitedError``; an interrupt stops the run, as Stop does."""
     try:
         yield
     except SystemExit as error:
         raise RunExitedError(error) from error
+    except KeyboardInterrupt:
+        raise PromptCancelledError(INTERRUPTED_REASON) from None
 
 
 #: The events that tell of an interaction, by kind: it was asked, it was decided (or closed).

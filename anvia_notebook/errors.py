@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CANCEL_REASON",
+    "INTERRUPTED_REASON",
     "AnviaError",
     "HumanInputTimeout",
     "HumanInputUnavailable",
@@ -84,6 +85,9 @@ __all__ = [
 
 #: Why a run was stopped when nobody said (Stop, ``cancel()`` without a reason).
 DEFAULT_CANCEL_REASON = "Stopped by the user."
+#: The reason a run stops with when code it called (a tool, a hook, a handler, the model's)
+#: raised ``KeyboardInterrupt``: the run is stopped as by Stop, not the process or the kernel.
+INTERRUPTED_REASON = "Interrupted: code the run called raised KeyboardInterrupt."
 
 
 class AnviaError(Exception):

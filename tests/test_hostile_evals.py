@@ -225,12 +225,15 @@ def test_whole_numbers_in_an_expected_column_with_gaps_stay_whole():
     assert [c.passed for c in report.cases] == [False, True]
 
 
-def test_a_metric_that_calls_exit_is_that_scores_error_and_the_evaluation_goes_on():
-    # A metric runs in a task of the evaluation: a SystemExit out of it would end the event
-    # loop (in a notebook, the kernel).
+@pytest.mark.parametrize(
+    ("raised", "told"), [(SystemExit(2), "SystemExit: 2"), (KeyboardInterrupt(), "KeyboardInterrupt")]
+)
+def test_a_metric_that_calls_exit_is_that_scores_error_and_the_evaluation_goes_on(raised, told):
+    # A metric runs in a task of the evaluation: a SystemExit or KeyboardInterrupt out of it
+    # would end the event loop (in a notebook, the kernel).
     def quits(case, output):
         if case.name == "a":
-            raise SystemExit(2)
+            raise raised
         return 1.0
 
     def fine(case, output):
@@ -240,7 +243,7 @@ def test_a_metric_that_calls_exit_is_that_scores_error_and_the_evaluation_goes_o
     assert report.status == "done"
     a, b = report.cases
     assert a.scores["quits"] is None and not a.passed
-    assert a.details["quits"].error == "SystemExit: 2"
+    assert a.details["quits"].error == told
     assert b.scores["quits"] == 1.0 and b.passed
     shown(report)
 

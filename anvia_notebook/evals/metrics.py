@@ -75,8 +75,11 @@ class Metric:
             value = self.fn(case, output)
             if inspect.isawaitable(value):
                 value = await value
-        except (Exception, SystemExit) as error:  # (an exit would end the event loop)
-            return Score(None, False, error=f"{type(error).__name__}: {error_text(error)}")
+        except (Exception, SystemExit, KeyboardInterrupt) as error:
+            # (an exit or an interrupt out of this task would end the event loop)
+            text = error_text(error)
+            name = type(error).__name__
+            return Score(None, False, error=f"{name}: {text}" if text else name)
         try:
             return self.judge(value)
         except Exception as error:  # (a number whose conversion fails)

@@ -1,5 +1,5 @@
 """Code a run calls that raises ``SystemExit`` does not end the kernel (ipykernel 7, and 6 when
-its env exists).
+its env exists), nor does one that raises ``KeyboardInterrupt``.
 
 Before, a tool that called ``sys.exit()`` (or ran code the model wrote that called ``exit()``)
 in a run shown with ``show()`` ended the kernel: the exit left the run's task and asyncio let it
@@ -100,5 +100,30 @@ def test_a_hook_that_calls_exit_ends_only_the_run(kernel: Kernel, mode: str) -> 
         reply = kernel.reply(cell, timeout=60)
         assert reply["content"]["status"] == "error"
         assert reply["content"]["ename"] == "RunExitedError"
+    assert _printed(kernel, "print('@@', 1 + 1)") == 2
+    assert kernel.km.is_alive()
+
+
+@pytest.mark.parametrize("mode", ["show", "send_sync"])
+def test_a_tool_that_raises_keyboard_interrupt_stops_only_the_run(
+    kernel: Kernel, mode: str
+) -> None:
+    """Before, the interrupt left the shown run's task and ended the kernel's event loop: no
+    later cell was answered (tests/test_code_that_interrupts.py has the runtime's side)."""
+    source = "raise KeyboardInterrupt"
+    if mode == "show":
+        cell = kernel.execute(f"h = agent({source!r}).prompt('run it').show()")
+        assert kernel.reply(cell)["content"]["status"] == "ok"
+        status, error, (told,) = _ended(kernel)
+        assert status == "cancelled" and error[0] == "PromptCancelledError"
+        assert "raised KeyboardInterrupt" in error[1]
+        assert told.startswith("ToolCallStopped"), told
+    else:
+        cell = kernel.execute(
+            f"agent({source!r}).prompt('run it').send_sync()", stop_on_error=False
+        )
+        reply = kernel.reply(cell, timeout=60)
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "PromptCancelledError"
     assert _printed(kernel, "print('@@', 1 + 1)") == 2
     assert kernel.km.is_alive()
