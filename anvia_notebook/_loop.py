@@ -368,7 +368,8 @@ async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:
     for hook in run.request.active_hooks:
         try:
             await maybe_await(hook.on_run_error(event))
-        except (Exception, SystemExit):  # a failing error hook must not mask the run's error
+        # A failing error hook must not mask the run's error (nor leave the run's task).
+        except (Exception, SystemExit, KeyboardInterrupt):
             logger.exception("on_run_error hook failed")
 
 

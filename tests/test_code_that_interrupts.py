@@ -116,3 +116,14 @@ async def test_the_tools_error_hooks_are_not_told_of_an_interrupt(store_path) ->
     with pytest.raises(PromptCancelledError):
         await agent.prompt("go").send()
     assert seen == [] and len(model.requests) == 1
+
+
+async def test_an_error_hook_that_interrupts_does_not_mask_the_runs_error(store_path) -> None:
+    def fails(request):
+        raise RuntimeError("the provider is down")
+
+    hook = create_hook(on_run_error=_interrupts)
+    agent = AgentBuilder("a", FunctionModel(fails)).hook(hook).build()
+    with pytest.raises(RuntimeError, match="the provider is down"):
+        await agent.prompt("go").send()
+    await asyncio.sleep(0)
