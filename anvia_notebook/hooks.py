@@ -385,7 +385,7 @@ async def call_hooks(
     for hook in hooks:
         try:
             action = await maybe_await(getattr(hook, name)(event))
-        except Exception as error:
+        except (Exception, SystemExit) as error:  # (an exit is a failing callback too)
             if not guarded or isinstance(error, PromptCancelledError):
                 raise
             logger.exception("%s hook %r failed", name, hook)

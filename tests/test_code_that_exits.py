@@ -146,3 +146,18 @@ def test_send_sync_raises_run_exited_without_asyncio_noise(
     assert raised.value.code == 4
     captured = capfd.readouterr()
     assert "unhandled exception" not in captured.err and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("callback", ["on_tool_result", "on_tool_error"])
+async def test_an_exit_from_a_hook_told_of_a_result_is_logged_like_its_other_failures(
+    store_path, callback: str
+) -> None:
+    """Such a hook's failure is logged and the run goes on (the call has its result already):
+    an exit from it too, as for any other exception it raises."""
+    execute = _sync_exits if callback == "on_tool_error" else (lambda args, ctx: "ran")
+    tool = create_tool(name="python", description="", input=Code, execute=execute)
+    model = QueueModel([call("python", {"source": "1"}), "ok"])
+    hook = create_hook(**{callback: lambda event: sys.exit(5)})
+    response = await AgentBuilder("a", model).tool(tool).hook(hook).build().prompt("go").send()
+    assert response.status == "success" and response.output == "ok"
+    assert RunStore(store_path).get(response.run_id).status == "success"
