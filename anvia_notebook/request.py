@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PromptRequest"]
 
+#: Why a run that ``send_sync()`` waits for in a script stopped, when Ctrl-C stopped it.
+CTRL_C_REASON = "Interrupted (Ctrl-C)."
+
 
 class PromptRequest:
     """One run of an agent, configured by chainable options and run exactly once."""
@@ -307,11 +310,17 @@ class PromptRequest:
 
     async def send(self) -> PromptResponse:
         """Run to the end and return the response (raises the run's error)."""
+        return await self._send("The caller was cancelled.")
+
+    async def _send(self, reason_if_cancelled: str) -> PromptResponse:
         run = self.start()
         try:
             return await run.wait()
         except asyncio.CancelledError:
-            run.cancel("The caller was cancelled.")
+            run.cancel(reason_if_cancelled)
+            # The run records its end before the cancellation goes on: else a script's
+            # asyncio.run() finds it still ending, cancels it again and prints it as unhandled.
+            await run.ended()
             raise
 
     async def stream(self) -> AsyncIterator[RunEvent]:
@@ -332,7 +341,8 @@ class PromptRequest:
         its approval and question prompts wait for a click.
         """
         if running_loop() is None:
-            return asyncio.run(self.send())
+            # (asyncio.run() cancels the task it runs only on Ctrl-C)
+            return asyncio.run(self._send(CTRL_C_REASON))
         runner = _notebook_runner()
         if runner is None:
             raise RuntimeError(
