@@ -25,7 +25,16 @@ def _validator(schema_text: str) -> Any:
         cls.check_schema(schema)
     except jsonschema.SchemaError:
         return None
-    linear = jsonschema.validators.extend(cls, {"pattern": _pattern})
+    linear = jsonschema.validators.extend(
+        cls,
+        {
+            "pattern": _pattern,
+            "patternProperties": _pattern_properties,
+            "additionalProperties": functools.partial(
+                _additional_properties, cls.VALIDATORS.get("additionalProperties")
+            ),
+        },
+    )
     return linear(schema, format_checker=_format_checker())
 
 
@@ -40,6 +49,55 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
     matches = _matcher(pattern)
     if validator.is_type(instance, "string") and matches is not None and not matches(instance):
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    """The ``patternProperties`` keyword, with the property names matched as ``pattern`` is (a
+    name the model or a person wrote); a pattern that cannot be run checks nothing here."""
+    if not validator.is_type(instance, "object") or not isinstance(patterns, Mapping):
+        return
+    for pattern, subschema in patterns.items():
+        matches = _matcher(pattern)
+        if matches is None:
+            continue
+        for name, value in instance.items():
+            if matches(name):
+                yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    original: Any, validator: Any, allowed: Any, instance: Any, schema: Any
+) -> Any:
+    """The ``additionalProperties`` keyword: beside ``patternProperties``, the names that no
+    pattern matches are found as ``pattern`` matches (else as the schema's draft says). When a
+    pattern cannot be run, which names are additional cannot be told: the tool or the server
+    checks them."""
+    patterns = schema.get("patternProperties")
+    if not isinstance(patterns, Mapping) or not patterns:
+        if original is not None:
+            yield from original(validator, allowed, instance, schema)
+        return
+    if not validator.is_type(instance, "object"):
+        return
+    from jsonschema import ValidationError
+
+    matchers = [_matcher(pattern) for pattern in patterns]
+    if any(matches is None for matches in matchers):
+        return
+    named = schema.get("properties", {})
+    extras = sorted(
+        name
+        for name in instance
+        if name not in named and not any(matches(name) for matches in matchers)
+    )
+    if validator.is_type(allowed, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], allowed, path=name)
+    elif allowed is False and extras:
+        verb = "does" if len(extras) == 1 else "do"
+        names = ", ".join(repr(name) for name in extras)
+        shown = ", ".join(repr(pattern) for pattern in sorted(patterns))
+        yield ValidationError(f"{names} {verb} not match any of the regexes: {shown}")
 
 
 @functools.lru_cache(maxsize=256)

@@ -153,3 +153,42 @@ async def test_a_form_field_whose_pattern_backtracks_does_not_hang_the_kernel(st
         await mcp.close_all()
     told = json.loads(tool_results(model.requests[1])[0].content)
     assert told == {"action": "accept", "content": {"code": "aaa"}}
+
+
+@pytest.mark.timeout(30)
+async def test_property_names_against_a_pattern_that_backtracks_do_not_hang_the_kernel(store_path):
+    """A server's tool whose schema takes properties named by ``patternProperties: ^(a+)+$``
+    (and no others): checking the model's name ``aaaa...!`` took Python's regular expressions
+    hours, the kernel frozen. The call is refused at once, and the model told why; an edit
+    with such a name is refused by every decider; a fitting call reaches the server."""
+    model = QueueModel(
+        [
+            call("labels", {BACKTRACKS: 1}),
+            call("labels", {"aaa": "x"}),
+            call("labels", {"aa": 2}),
+            "done",
+        ]
+    )
+    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
+    try:
+        assert (await agent.prompt("go").send()).output == "done"
+    finally:
+        await mcp.close_all()
+    told = [tool_results(request)[0] for request in model.requests[1:]]
+    assert (
+        told[0].is_error and f"{BACKTRACKS!r} does not match any of the regexes" in told[0].content
+    )
+    assert told[1].is_error and "aaa: 'x' is not of type 'integer'" in told[1].content
+    assert (told[2].is_error, told[2].content) == (False, '{"aa": 2}')
+    try:
+        run, store, approval, _ = await waiting(store_path, "labels", {"aa": 2}, "always")
+        for decide in (
+            lambda a: run.interactions.decide(approval.id, approved=True, args=a),
+            lambda a: store.approve(run.run_id, approval.id, args=a),
+        ):
+            with pytest.raises(DecisionRefusedError, match="does not match any of the regexes"):
+                decide({BACKTRACKS: 1})
+        store.approve(run.run_id, approval.id, args={"aaaa": 4})
+        assert (await asyncio.wait_for(run.wait(), 20)).output == "done"
+    finally:
+        await mcp.close_all()

@@ -1,6 +1,8 @@
 """A stdio MCP server written by hand whose tools declare input schemas a validator finds odd:
 ``dangling`` refers to a definition it does not have (``$ref`` to nowhere); ``booking`` is a
-draft-07 schema (``definitions``, a ``date-time``). Each call answers with its arguments.
+draft-07 schema (``definitions``, a ``date-time``); ``labels`` takes only properties whose
+names match a pattern that backtracks for ever in Python's regular expressions. Each call
+answers with its arguments.
 ``ask_room`` asks the person (elicitation) with a form whose fields a validator cannot use (a
 ``pattern`` that is not a regular expression, a ``minimum`` given as text), ``ask_code`` with a
 field whose pattern backtracks for ever in Python's regular expressions; each answers with what
@@ -31,6 +33,14 @@ TOOLS = [
             "properties": {"when": {"$ref": "#/definitions/When"}, "seats": {"type": "integer"}},
             "required": ["when", "seats"],
             "definitions": {"When": {"type": "string", "format": "date-time"}},
+        },
+    },
+    {
+        "name": "labels",
+        "inputSchema": {
+            "type": "object",
+            "patternProperties": {"^(a+)+$": {"type": "integer"}},
+            "additionalProperties": False,
         },
     },
     {"name": "ask_room", "inputSchema": {"type": "object"}},
