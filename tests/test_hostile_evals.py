@@ -270,3 +270,27 @@ def test_a_case_whose_run_fails_with_an_unreadable_error_is_that_cases_error():
     assert a.status == "error" and a.error.startswith("Unreadable: (the message of this")
     assert b.status == "success"
     shown(report)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        # Found with a regular expression, the object of a reply of many "{" took time
+        # quadratic in its length: hours for this one.
+        ("{" * 1_000_000, "no JSON object"),
+        ("{" * 500_000 + '"score": 1}', "not valid JSON"),
+        # Nested deeper than Python's JSON reader goes: RecursionError, not a verdict error.
+        ('{"score": 1, "reasoning": ' + "[" * 100_000 + "]" * 100_000 + "}", "not valid JSON"),
+    ],
+    ids=["many-opening-braces", "braces-before-the-object", "nested-too-deep"],
+)
+def test_a_judges_hostile_reply_is_that_scores_error(reply, message):
+    def judge(request):
+        return reply
+
+    report = evals.evaluate_sync(
+        agent(), CASES[:1], [evals.llm_judge(FunctionModel(judge), "Is it right?")], show=False
+    )
+    (case,) = report.cases
+    assert case.scores["llm_judge"] is None and message in case.details["llm_judge"].error

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from .cases import Case
@@ -18,18 +17,26 @@ JUDGE_INSTRUCTIONS = (
     'sentences>"}. 1 means the answer fully meets the rubric, 0 that it does not at all.'
 )
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+def _object_text(text: str) -> str | None:
+    """From the reply's first ``{`` to its last ``}`` (None when there is no such span): found
+    in time linear in the reply, whatever a judge writes (a regular expression took time
+    quadratic in a reply of many ``{``)."""
+    start = text.find("{")
+    end = text.rfind("}")
+    return text[start : end + 1] if start != -1 and end > start else None
 
 
 def parse_verdict(text: str) -> tuple[float, str]:
     """The ``score`` (0..1) and ``reasoning`` of a judge's JSON reply (code fences and text
     around the object are tolerated); ``ValueError`` when the reply has no usable verdict."""
-    found = _OBJECT.search(text or "")
+    found = _object_text(text or "")
     if found is None:
         raise ValueError(f"The judge's reply has no JSON object: {text[:200]!r}")
     try:
-        data = json.loads(found.group(0))
-    except json.JSONDecodeError as error:
+        data = json.loads(found)
+    except (json.JSONDecodeError, RecursionError) as error:  # (nested beyond what is read)
         raise ValueError(f"The judge's reply is not valid JSON ({error}): {text[:200]!r}") from None
     if not isinstance(data, dict) or "score" not in data:
         raise ValueError(f"The judge's reply has no score: {text[:200]!r}")
