@@ -85,9 +85,10 @@ __all__ = [
 
 #: Why a run was stopped when nobody said (Stop, ``cancel()`` without a reason).
 DEFAULT_CANCEL_REASON = "Stopped by the user."
-#: The reason a run stops with when code it called (a tool, a hook, a handler, the model's)
-#: raised ``KeyboardInterrupt``: the run is stopped as by Stop, not the process or the kernel.
-INTERRUPTED_REASON = "Interrupted: code the run called raised KeyboardInterrupt."
+#: The reason a run stops with when ``KeyboardInterrupt`` is raised inside it (by code it called:
+#: a tool, a hook, a handler, the model's; or by Ctrl-C landing there): the run is stopped as by
+#: Stop, not the process or the kernel.
+INTERRUPTED_REASON = "Interrupted: a KeyboardInterrupt was raised inside the run."
 
 
 class AnviaError(Exception):

@@ -30,7 +30,7 @@ from helpers import call
 
 pytestmark = pytest.mark.timeout(60)
 
-INTERRUPTED = "code the run called raised KeyboardInterrupt"
+INTERRUPTED = "a KeyboardInterrupt was raised inside the run"
 
 
 class Code(BaseModel):

@@ -18,7 +18,6 @@ JUDGE_INSTRUCTIONS = (
 )
 
 
-
 def _object_text(text: str) -> str | None:
     """From the reply's first ``{`` to its last ``}`` (None when there is no such span): found
     in time linear in the reply, whatever a judge writes (a regular expression took time
