@@ -320,7 +320,8 @@ class PromptRequest:
             run.cancel(reason_if_cancelled)
             # The run records its end before the cancellation goes on: else a script's
             # asyncio.run() finds it still ending, cancels it again and prints it as unhandled.
-            await run.ended()
+            # (A second cancellation goes on at once, should the run's end hang in user code.)
+            await asyncio.shield(run.ended())
             raise
 
     async def stream(self) -> AsyncIterator[RunEvent]:

@@ -77,3 +77,39 @@ def test_ctrl_c_stops_the_run_and_says_nothing_more(store_path, tool: str) -> No
     (run,) = RunStore(store_path).runs()
     assert run.status == "cancelled"
     assert RunStore(store_path).get(run.run_id).cancel_reason == "Interrupted (Ctrl-C)."
+
+
+async def test_a_cancelled_send_waits_for_the_runs_end_but_not_twice(store_path) -> None:
+    """``await request.send()`` cancelled (a timeout, Ctrl-C) returns once the run has recorded
+    its end; cancelled again while the run's end hangs in user code, it does not wait."""
+    import asyncio
+
+    from anvia_notebook import AgentBuilder, create_hook
+    from anvia_notebook.models import FunctionModel
+
+    started = asyncio.Event()
+    ending = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow(request):
+        started.set()
+        await asyncio.Event().wait()
+
+    async def hangs(event):
+        ending.set()
+        await release.wait()
+
+    agent = AgentBuilder("a", FunctionModel(slow)).hook(create_hook(on_run_error=hangs)).build()
+    request = agent.prompt("go")
+    sending = asyncio.ensure_future(request.send())
+    await started.wait()
+    sending.cancel()
+    await ending.wait()
+    assert not sending.done()  # the run is ending (its error hook runs): the caller waits
+    sending.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await sending
+    release.set()
+    run = request._run
+    await run.ended()
+    assert run.status == "cancelled"
