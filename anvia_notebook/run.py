@@ -221,7 +221,7 @@ class AgentRun:
         #: ``_text_turn`` while no subscriber waits to be added, else None: the per-delta path
         #: checks this one attribute (a subscriber from another thread clears it).
         self._fast_turn: int | None = None
-        self._task: asyncio.Task[PromptResponse] | None = None
+        self._task: asyncio.Task[_Ended] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
         self._lock = threading.RLock()
@@ -820,13 +820,11 @@ class AgentRun:
         if self._task is not None:
             raise RuntimeError("This run has already started.")
         self._loop = loop or asyncio.get_running_loop()
-        self._task = self._loop.create_task(run_loop(self), name=f"anvia-run-{self.run_id}")
+        self._task = self._loop.create_task(_ended(self), name=f"anvia-run-{self.run_id}")
         self._task.add_done_callback(self._finished)
         return self
 
-    def _finished(self, task: asyncio.Task[PromptResponse]) -> None:
-        if not task.cancelled():
-            task.exception()  # mark retrieved: the error is re-raised by wait()/result()
+    def _finished(self, task: asyncio.Task[_Ended]) -> None:
         for callback in list(self._done_callbacks):
             try:
                 callback(self)
@@ -881,10 +879,10 @@ class AgentRun:
             running = None
         if running is self._loop:
             # Shield: cancelling the waiter must not cancel the run itself.
-            return await asyncio.shield(self._task)
+            return (await asyncio.shield(self._task)).response()
         assert self._loop is not None
         future = asyncio.run_coroutine_threadsafe(_await(self._task), self._loop)
-        return await asyncio.wrap_future(future)
+        return (await asyncio.wrap_future(future)).response()
 
     def result(self) -> PromptResponse:
         """The response of a finished run; raises its error (``InvalidStateError`` if running)."""
@@ -892,7 +890,7 @@ class AgentRun:
             raise asyncio.InvalidStateError("The run has not finished yet.")
         if self._task.cancelled():
             raise PromptCancelledError(self.state.cancel_reason or DEFAULT_CANCEL_REASON)
-        return self._task.result()
+        return self._task.result().response()
 
     async def ended(self) -> None:
         """Wait until the run has ended, whatever it ended with (a second Stop does not cut
@@ -910,5 +908,35 @@ class AgentRun:
         return self.wait().__await__()
 
 
-async def _await(task: asyncio.Task[PromptResponse]) -> PromptResponse:
+async def _await(task: asyncio.Task[_Ended]) -> _Ended:
     return await asyncio.shield(task)
+
+
+class _Ended:
+    """How a run's task ended: its response, or the error ``wait()`` and ``result()`` raise.
+
+    The task returns this rather than raising the run's error: a run still ending when its event
+    loop closes (a script's ``asyncio.run()`` returned while the run was being stopped) is then
+    not reported by asyncio as an "unhandled exception" (its end is recorded all the same)."""
+
+    __slots__ = ("_error", "_response", "_traceback")
+
+    def __init__(self, response: PromptResponse | None, error: Exception | None) -> None:
+        self._response = response
+        self._error = error
+        # (raised again from where it was first raised, each time: no frames pile up)
+        self._traceback = error.__traceback__ if error is not None else None
+
+    def response(self) -> PromptResponse:
+        if self._error is not None:
+            raise self._error.with_traceback(self._traceback)
+        assert self._response is not None
+        return self._response
+
+
+async def _ended(run: AgentRun) -> _Ended:
+    """The run's task: the run loop, its error caught as the outcome."""
+    try:
+        return _Ended(await run_loop(run), None)
+    except Exception as error:
+        return _Ended(None, error)

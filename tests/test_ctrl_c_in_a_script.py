@@ -113,3 +113,36 @@ async def test_a_cancelled_send_waits_for_the_runs_end_but_not_twice(store_path)
     run = request._run
     await run.ended()
     assert run.status == "cancelled"
+
+
+def test_a_run_left_running_when_a_script_ends_says_nothing_more(store_path) -> None:
+    """A script that stops reading ``stream()`` (``break``) and ends: asyncio.run() stops the
+    run that was still ending. Before, it printed "unhandled exception during asyncio.run()
+    shutdown" with the run's PromptCancelledError; now the run is recorded as stopped, quietly."""
+    script = r'''
+import asyncio
+from anvia_notebook import AgentBuilder
+from anvia_notebook.models import FunctionModel
+
+async def slow(request):
+    await asyncio.Event().wait()
+
+agent = AgentBuilder("a", FunctionModel(slow)).build()
+
+async def main():
+    async for event in agent.prompt("go").stream():
+        break
+    print("left the stream", flush=True)
+
+asyncio.run(main())
+'''
+    env = child_environ()
+    env["ANVIA_NOTEBOOK_STORE"] = str(store_path)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "left the stream\n"
+    assert done.stderr == ""
+    (run,) = RunStore(store_path).runs()
+    assert run.status == "cancelled"
