@@ -117,21 +117,37 @@ describe("a long transcript with sub-agents", () => {
   const deepText = (el: Element) =>
     [...el.querySelectorAll(".anvia-entry-assistant .anvia-md")].map((e) => e.textContent?.trim() ?? "");
 
-  it("a stand-in holds the place of an older sub-agent block; the newest blocks are built", () => {
+  it("a stand-in holds the place of an older sub-agent block; the newest calls are built folded", () => {
     const { root } = mount(nestedTranscript(60));
     const rows = top(root);
     expect(rows).toHaveLength(1 + 60 * 2); // the sub-agents' entries are inside their blocks
     const oldest = rows[2]!;
     expect(oldest.classList.contains("anvia-entry-pending")).toBe(true);
     expect(oldest.querySelector(".anvia-entry")).toBeNull(); // nothing built inside a stand-in
-    const newest = rows.at(-1)!;
+    const newest = rows.at(-1)! as HTMLDetailsElement;
     expect(newest.classList.contains("anvia-entry-pending")).toBe(false);
+    // The call is over, so folded: its sub-agents' entries are out of sight, not built yet.
+    expect(newest.open).toBe(false);
+    expect(newest.querySelector(".anvia-entry")).toBeNull();
+  });
+
+  it("a folded call's sub-agents' entries are built when it opens, in order, at every depth", () => {
+    const { root } = mount(nestedTranscript(60));
+    const newest = top(root).at(-1)! as HTMLDetailsElement;
+    newest.open = true;
+    newest.dispatchEvent(new Event("toggle")); // (as the browser does, a moment later)
     expect(deepText(newest)).toEqual(["deep 60", "mid 60"]);
+    const deep = [...newest.querySelectorAll(".anvia-entry-assistant")][0]!;
+    expect(deep.closest(".anvia-entry-tool")?.querySelector(".anvia-tool-name")?.textContent).toBe("ask_deep");
   });
 
   it("building an older block builds its sub-agents' entries, in order, at every depth", async () => {
     const { root } = mount(nestedTranscript(60));
-    await vi.waitFor(() => expect(root.querySelectorAll(".anvia-entry-pending").length).toBe(0), { timeout: 5000 });
+    // Idle time builds the stand-ins, then the folded calls' sub-agents' entries: all of them.
+    await vi.waitFor(() => expect(root.querySelectorAll(".anvia-transcript .anvia-entry").length).toBe(1 + 60 * 5), {
+      timeout: 5000,
+    });
+    expect(root.querySelectorAll(".anvia-entry-pending").length).toBe(0);
     const oldest = top(root)[2]!;
     expect(deepText(oldest)).toEqual(["deep 1", "mid 1"]);
     const deep = [...oldest.querySelectorAll(".anvia-entry-assistant")][0]!;
@@ -150,6 +166,13 @@ describe("a long transcript with sub-agents", () => {
     expect(oldest.classList.contains("anvia-entry-pending")).toBe(false);
     expect(deepText(oldest)).toEqual(["deep 1 more", "later", "mid 1"]);
     expect(oldest.querySelectorAll(".anvia-entry-assistant")).toHaveLength(3);
+  });
+
+  it("a sub-agent's entry added inside a folded call builds that call's block", () => {
+    const { model, root } = mount(nestedTranscript(60));
+    batch(model, { op: "add", entry: { kind: "assistant", id: "x60", turn: 3, text: "later", parent: "m60" } });
+    const newest = top(root).at(-1)!;
+    expect(deepText(newest)).toEqual(["deep 60", "later", "mid 60"]);
   });
 
   it("an older block where a sub-agent's approval waits is built at once", () => {

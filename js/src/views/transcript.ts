@@ -4,7 +4,9 @@
 // A view drawn from a long transcript builds its newest entries at once and older ones when they
 // come near the viewport or the page is idle (a plain-text stand-in holds their place meanwhile).
 // A sub-agent's entries (in their tool call's block, at any depth) are built with the top-level
-// entry they are inside of: a stand-in holds the place of the whole block.
+// entry they are inside of: a stand-in holds the place of the whole block. A top-level tool call
+// built folded (it is over) has its sub-agents' entries built when it opens, when one of them
+// changes or waits for someone, or when the page is idle: they are out of sight until then.
 // What comes near the viewport is found when the list scrolls (a binary search over the stand-ins,
 // which are in document order), not by observing every stand-in: an IntersectionObserver with a
 // thousand targets costs every frame until the last one is built.
@@ -55,6 +57,9 @@ export function transcriptView(session: Session): TranscriptView {
   const views = new Map<string, Slot>();
   /** Ids of stand-ins in document order, oldest first (idle time builds the newest first). */
   let pending: string[] = [];
+  /** Top-level entries built folded whose sub-agents' entries are not built yet, by element. */
+  const folded = new Map<string, HTMLElement>();
+  const foldedIds = new WeakMap<Element, string>();
   let idle: IdleHandle | null = null;
   let pinned = true;
   const scrollKey = {};
@@ -104,6 +109,12 @@ export function transcriptView(session: Session): TranscriptView {
     if (pinned) jump.hidden = true;
     if (pending.length > 0) schedule(nearKey, buildNear);
   }, { passive: true });
+  // A folded tool call opened (by a person, or by its view): its sub-agents' entries are built.
+  // ("toggle" does not bubble: it is caught on its way down.)
+  list.addEventListener("toggle", (ev) => {
+    const id = ev.target instanceof Element ? foldedIds.get(ev.target) : undefined;
+    if (id !== undefined && (ev.target as HTMLDetailsElement).open) unfold(id);
+  }, true);
 
   /** Build the stand-ins within NEAR px of the visible part of the list. */
   function buildNear(): void {
@@ -131,7 +142,32 @@ export function transcriptView(session: Session): TranscriptView {
     const view = entryView(session, entry);
     const slot = { kind: entry.kind, view, el: view.el };
     views.set(entry.id, slot);
+    if (!entry.parent && isFolded(view)) {
+      folded.set(entry.id, view.el);
+      foldedIds.set(view.el, entry.id);
+    }
     return slot;
+  }
+
+  /** A tool call whose sub-agent block is out of sight (the call is over and folded). */
+  function isFolded(view: EntryView): boolean {
+    return view.nested !== undefined && view.el instanceof HTMLDetailsElement && !view.el.open;
+  }
+
+  /** Build the sub-agents' entries of the top-level entry `id` if it was built folded. */
+  function unfold(id: string): void {
+    const el = folded.get(id);
+    if (el === undefined) return;
+    folded.delete(id);
+    foldedIds.delete(el);
+    buildNested(id);
+  }
+
+  /** Build the top-level entry `id` and the sub-agents' entries inside it, whatever holds
+   * them back (a stand-in, a folded tool call). */
+  function reveal(id: string): void {
+    build(id);
+    unfold(id);
   }
 
   function createLater(entry: Entry): Slot {
@@ -150,7 +186,12 @@ export function transcriptView(session: Session): TranscriptView {
     slot.el.replaceWith(view.el);
     slot.view = view;
     slot.el = view.el;
-    if (!entry.parent) buildNested(id);
+    if (!entry.parent) {
+      if (isFolded(view)) {
+        folded.set(id, view.el);
+        foldedIds.set(view.el, id);
+      } else buildNested(id);
+    }
     return slot;
   }
 
@@ -165,11 +206,12 @@ export function transcriptView(session: Session): TranscriptView {
     return top;
   }
 
-  /** A sub-agent's entry whose top-level entry is a stand-in: it is built with that one. */
+  /** A sub-agent's entry whose top-level entry is a stand-in or folded: it is built with it. */
   function deferred(entry: Entry): boolean {
     if (!entry.parent) return false;
-    const slot = views.get(topOf(entry).id);
-    return slot !== undefined && slot.view === null;
+    const top = topOf(entry).id;
+    const slot = views.get(top);
+    return slot !== undefined && (slot.view === null || folded.has(top));
   }
 
   /** Build the sub-agents' entries inside the top-level entry `id`, just built, in order. */
@@ -190,11 +232,17 @@ export function transcriptView(session: Session): TranscriptView {
   }
 
   function buildWhenIdle(): void {
-    if (idle || pending.length === 0) return;
+    if (idle || (pending.length === 0 && folded.size === 0)) return;
     idle = whenIdle((timeLeft) => {
       idle = null;
       while (pending.length > 0 && timeLeft()) build(pending.pop()!);
       pending = pending.filter((id) => views.get(id)?.view === null);
+      if (pending.length === 0) {
+        for (const id of [...folded.keys()].reverse()) {
+          if (!timeLeft()) break;
+          unfold(id);
+        }
+      }
       buildWhenIdle();
     });
   }
@@ -203,6 +251,7 @@ export function transcriptView(session: Session): TranscriptView {
     slot.view?.dispose();
     slot.el.remove();
     views.delete(id);
+    folded.delete(id);
   }
 
   /** Rebuild from the store, reusing the views of entries that are still there. */
@@ -222,7 +271,7 @@ export function transcriptView(session: Session): TranscriptView {
             if (old) drop(entry.id, old);
             return;
           }
-          build(topOf(entry).id);
+          reveal(topOf(entry).id);
         }
         let nestedSlot = views.get(entry.id);
         if (nestedSlot && nestedSlot.kind === entry.kind && nestedSlot.view) nestedSlot.view.update(entry);
@@ -282,7 +331,7 @@ export function transcriptView(session: Session): TranscriptView {
       }
       case "add": {
         // Inside a top-level entry that a stand-in holds: that one is built now, with it.
-        if (deferred(ev.entry)) build(topOf(ev.entry).id);
+        if (deferred(ev.entry)) reveal(topOf(ev.entry).id);
         if (!views.has(ev.entry.id)) containerOf(ev.entry).appendChild(create(ev.entry).el);
         contentChanged();
         break;
@@ -317,6 +366,7 @@ export function transcriptView(session: Session): TranscriptView {
       idle?.cancel();
       for (const { view } of views.values()) view?.dispose();
       views.clear();
+      folded.clear();
     },
   };
 }
