@@ -35,6 +35,12 @@ def _validator(schema_text: str) -> Any:
             ),
         },
     )
+    unevaluated = cls.VALIDATORS.get("unevaluatedProperties")
+    if unevaluated is not None and "patternProperties" in schema_text:
+        # Which names ``patternProperties`` evaluates is found by jsonschema with Python's
+        # engine, in a step no keyword of ours replaces: beside patterns, unevaluated names are
+        # left to the tool or the server.
+        linear = jsonschema.validators.extend(linear, {"unevaluatedProperties": _unchecked})
     return linear(schema, format_checker=_format_checker())
 
 
@@ -98,6 +104,11 @@ def _additional_properties(
         names = ", ".join(repr(name) for name in extras)
         shown = ", ".join(repr(pattern) for pattern in sorted(patterns))
         yield ValidationError(f"{names} {verb} not match any of the regexes: {shown}")
+
+
+def _unchecked(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+    """A keyword not checked here (see ``_validator``)."""
+    return iter(())
 
 
 @functools.lru_cache(maxsize=256)

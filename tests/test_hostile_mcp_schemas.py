@@ -192,3 +192,22 @@ async def test_property_names_against_a_pattern_that_backtracks_do_not_hang_the_
         assert (await asyncio.wait_for(run.wait(), 20)).output == "done"
     finally:
         await mcp.close_all()
+
+
+@pytest.mark.timeout(30)
+async def test_unevaluated_names_beside_a_pattern_that_backtracks_are_left_to_the_server():
+    """The same with draft 2020-12's ``unevaluatedProperties``: jsonschema finds the names the
+    patterns evaluate with Python's engine, so beside ``patternProperties`` that keyword is not
+    checked here; the call reaches the server (which checks it) at once, the kernel not frozen.
+    A value the pattern's schema refuses is still refused."""
+    model = QueueModel(
+        [call("labels_2020", {BACKTRACKS: 1}), call("labels_2020", {"aaa": "x"}), "done"]
+    )
+    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
+    try:
+        assert (await agent.prompt("go").send()).output == "done"
+    finally:
+        await mcp.close_all()
+    told = [tool_results(request)[0] for request in model.requests[1:]]
+    assert (told[0].is_error, told[0].content) == (False, json.dumps({BACKTRACKS: 1}))
+    assert told[1].is_error and "aaa: 'x' is not of type 'integer'" in told[1].content

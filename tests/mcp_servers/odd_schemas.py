@@ -1,7 +1,8 @@
 """A stdio MCP server written by hand whose tools declare input schemas a validator finds odd:
 ``dangling`` refers to a definition it does not have (``$ref`` to nowhere); ``booking`` is a
-draft-07 schema (``definitions``, a ``date-time``); ``labels`` takes only properties whose
-names match a pattern that backtracks for ever in Python's regular expressions. Each call
+draft-07 schema (``definitions``, a ``date-time``); ``labels`` (and ``labels_2020``, with
+``unevaluatedProperties``) takes only properties whose names match a pattern that backtracks for
+ever in Python's regular expressions. Each call
 answers with its arguments.
 ``ask_room`` asks the person (elicitation) with a form whose fields a validator cannot use (a
 ``pattern`` that is not a regular expression, a ``minimum`` given as text), ``ask_code`` with a
@@ -41,6 +42,15 @@ TOOLS = [
             "type": "object",
             "patternProperties": {"^(a+)+$": {"type": "integer"}},
             "additionalProperties": False,
+        },
+    },
+    {
+        "name": "labels_2020",
+        "inputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "patternProperties": {"^(a+)+$": {"type": "integer"}},
+            "unevaluatedProperties": False,
         },
     },
     {"name": "ask_room", "inputSchema": {"type": "object"}},
