@@ -142,16 +142,18 @@ export function transcriptView(session: Session): TranscriptView {
     const view = entryView(session, entry);
     const slot = { kind: entry.kind, view, el: view.el };
     views.set(entry.id, slot);
-    if (!entry.parent && isFolded(view)) {
-      folded.set(entry.id, view.el);
-      foldedIds.set(view.el, entry.id);
-    }
+    foldIfClosed(entry, view);
     return slot;
   }
 
-  /** A tool call whose sub-agent block is out of sight (the call is over and folded). */
-  function isFolded(view: EntryView): boolean {
-    return view.nested !== undefined && view.el instanceof HTMLDetailsElement && !view.el.open;
+  /** A top-level call that runs a sub-agent, built folded (it is over): its block is out of
+   * sight, and its entries wait (see `unfold`). True when so. */
+  function foldIfClosed(entry: Entry, view: EntryView): boolean {
+    const closed = view.el instanceof HTMLDetailsElement && !view.el.open;
+    if (entry.parent || entry.kind !== "tool" || !entry.sub_agent || !closed) return false;
+    folded.set(entry.id, view.el);
+    foldedIds.set(view.el, entry.id);
+    return true;
   }
 
   /** Build the sub-agents' entries of the top-level entry `id` if it was built folded. */
@@ -186,12 +188,7 @@ export function transcriptView(session: Session): TranscriptView {
     slot.el.replaceWith(view.el);
     slot.view = view;
     slot.el = view.el;
-    if (!entry.parent) {
-      if (isFolded(view)) {
-        folded.set(id, view.el);
-        foldedIds.set(view.el, id);
-      } else buildNested(id);
-    }
+    if (!entry.parent && !foldIfClosed(entry, view)) buildNested(id);
     return slot;
   }
 
