@@ -169,12 +169,7 @@ async def test_property_names_against_a_pattern_that_backtracks_do_not_hang_the_
             "done",
         ]
     )
-    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
-    try:
-        assert (await agent.prompt("go").send()).output == "done"
-    finally:
-        await mcp.close_all()
-    told = [tool_results(request)[0] for request in model.requests[1:]]
+    told = await _told(model)
     assert (
         told[0].is_error and f"{BACKTRACKS!r} does not match any of the regexes" in told[0].content
     )
@@ -203,11 +198,17 @@ async def test_unevaluated_names_beside_a_pattern_that_backtracks_are_left_to_th
     model = QueueModel(
         [call("labels_2020", {BACKTRACKS: 1}), call("labels_2020", {"aaa": "x"}), "done"]
     )
+    told = await _told(model)
+    assert (told[0].is_error, told[0].content) == (False, json.dumps({BACKTRACKS: 1}))
+    assert told[1].is_error and "aaa: 'x' is not of type 'integer'" in told[1].content
+
+
+async def _told(model: QueueModel) -> list:
+    """Run the model's calls of the odd server's tools (no approval) to its "done"; what each
+    call's result told the model."""
     agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
     try:
         assert (await agent.prompt("go").send()).output == "done"
     finally:
         await mcp.close_all()
-    told = [tool_results(request)[0] for request in model.requests[1:]]
-    assert (told[0].is_error, told[0].content) == (False, json.dumps({BACKTRACKS: 1}))
-    assert told[1].is_error and "aaa: 'x' is not of type 'integer'" in told[1].content
+    return [tool_results(request)[0] for request in model.requests[1:]]

@@ -94,14 +94,8 @@ def test_a_hook_that_calls_exit_ends_only_the_run(kernel: Kernel, mode: str) -> 
         assert status == "error" and error[0] == "RunExitedError"
         assert error[1].startswith("SystemExit: 4: ")
     else:
-        cell = kernel.execute(
-            f"agent('1', hook={hook}).prompt('run it').send_sync()", stop_on_error=False
-        )
-        reply = kernel.reply(cell, timeout=60)
-        assert reply["content"]["status"] == "error"
-        assert reply["content"]["ename"] == "RunExitedError"
-    assert _printed(kernel, "print('@@', 1 + 1)") == 2
-    assert kernel.km.is_alive()
+        _send_sync_fails_with(kernel, f"agent('1', hook={hook})", "RunExitedError")
+    _answers_later_cells(kernel)
 
 
 @pytest.mark.parametrize("mode", ["show", "send_sync"])
@@ -119,11 +113,18 @@ def test_a_tool_that_raises_keyboard_interrupt_stops_only_the_run(
         assert "KeyboardInterrupt was raised inside the run" in error[1]
         assert told.startswith("ToolCallStopped"), told
     else:
-        cell = kernel.execute(
-            f"agent({source!r}).prompt('run it').send_sync()", stop_on_error=False
-        )
-        reply = kernel.reply(cell, timeout=60)
-        assert reply["content"]["status"] == "error"
-        assert reply["content"]["ename"] == "PromptCancelledError"
+        _send_sync_fails_with(kernel, f"agent({source!r})", "PromptCancelledError")
+    _answers_later_cells(kernel)
+
+
+def _send_sync_fails_with(kernel: Kernel, agent: str, error: str) -> None:
+    """A cell ``<agent>.prompt('run it').send_sync()`` fails with ``error`` (the kernel lives)."""
+    cell = kernel.execute(f"{agent}.prompt('run it').send_sync()", stop_on_error=False)
+    reply = kernel.reply(cell, timeout=60)
+    assert reply["content"]["status"] == "error"
+    assert reply["content"]["ename"] == error
+
+
+def _answers_later_cells(kernel: Kernel) -> None:
     assert _printed(kernel, "print('@@', 1 + 1)") == 2
     assert kernel.km.is_alive()
