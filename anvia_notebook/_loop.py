@@ -453,7 +453,7 @@ async def _complete(
                 )
             if retrying:
                 try:
-                    await asyncio.sleep(retries.delay(attempt))
+                    await asyncio.sleep(retries.delay(attempt, error))
                 except asyncio.CancelledError:  # stopped while waiting to try again
                     reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON
                     tracer.model_call_stopped(entry, reason, accumulator.response(), None)

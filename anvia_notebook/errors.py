@@ -241,14 +241,22 @@ class ModelError(AnviaError):
     ``retryable`` says whether trying the same request again may succeed. By default it follows
     the status: 408, 409, 425, 429 and any 5xx are retryable, anything else (and no status) is
     not. Providers pass ``retryable=True`` for connection errors and timeouts, which have no status.
+    ``retry_after`` is the wait in seconds the server asked for before trying again (its
+    ``Retry-After`` header), when it said.
     """
 
     def __init__(
-        self, message: str, *, status_code: int | None = None, retryable: bool | None = None
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        retryable: bool | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.retryable = is_retryable_status(status_code) if retryable is None else retryable
+        self.retry_after = retry_after
 
 
 def is_retryable_status(status_code: int | None) -> bool:

@@ -192,9 +192,13 @@ class PromptRequest:
         initial_delay: float = 0.1,
         max_delay: float = 1.0,
         should_retry: Callable[[RetryContext], bool] | None = None,
+        max_retry_after: float = 60.0,
     ) -> PromptRequest:
-        """Retry transient completion failures (429, 5xx, connection) before the first event."""
-        self.retries = CompletionRetries(max_attempts, initial_delay, max_delay, should_retry)
+        """Retry transient completion failures (429, 5xx, connection) before the first event,
+        waiting as long as the server asks (``Retry-After``), up to ``max_retry_after`` s."""
+        self.retries = CompletionRetries(
+            max_attempts, initial_delay, max_delay, should_retry, max_retry_after
+        )
         return self
 
     def store(self, store: RunStore | str | os.PathLike[str] | None) -> PromptRequest:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import math
 import random
 import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["CompletionRetries", "RetryContext", "is_transient_error"]
+__all__ = ["CompletionRetries", "RetryContext", "is_transient_error", "server_delay"]
 
 RETRYABLE_STATUS_CODES = frozenset({408, 409, 425, 429})
 #: Error class names that mean "the connection failed or timed out" (the SDKs' and HTTP
@@ -128,16 +129,33 @@ def is_transient_error(error: BaseException) -> bool:
     return any(_connection_failure(item) for item in chain)
 
 
+def server_delay(error: BaseException) -> float | None:
+    """The wait in seconds the server asked for before trying again (a ``retry_after`` in the
+    cause chain: a :class:`~anvia_notebook.errors.ModelError`'s, from ``Retry-After``), or None."""
+    for item in error_chain(error):
+        value = getattr(item, "retry_after", None)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        if math.isfinite(value) and value >= 0:
+            return float(value)
+    return None
+
+
 @dataclass(frozen=True)
 class CompletionRetries:
     """How a failed completion is retried: attempts in all, exponential backoff with a cap and
     full jitter (each wait is a random fraction of the capped delay, as in Anvia, so that many
-    runs failing together do not all come back at the same moment)."""
+    runs failing together do not all come back at the same moment).
+
+    A server that says how long to wait (``Retry-After``, on a 429 or a 503) is waited for, up to
+    ``max_retry_after`` seconds; one that asks for longer is not retried (the error says how long
+    it asked for), unless ``should_retry`` says so, which then waits ``max_retry_after``."""
 
     max_attempts: int = 3
     initial_delay: float = 0.1
     max_delay: float = 1.0
     should_retry: Callable[[RetryContext], bool] | None = None
+    max_retry_after: float = 60.0
 
     def __post_init__(self) -> None:
         if self.should_retry is not None and not callable(self.should_retry):
@@ -147,20 +165,28 @@ class CompletionRetries:
             )
         if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
             raise ValueError("max_attempts must be a positive integer")
-        if self.initial_delay < 0 or self.max_delay < 0:
+        if self.initial_delay < 0 or self.max_delay < 0 or not self.max_retry_after >= 0:
             raise ValueError("retry delays must not be negative")
         if self.max_delay < self.initial_delay:
             raise ValueError("max_delay must be greater than or equal to initial_delay")
 
-    def delay(self, attempt: int) -> float:
+    def delay(self, attempt: int, error: BaseException | None = None) -> float:
         """The wait before attempt ``attempt + 1``: up to ``initial_delay * 2**(attempt - 1)``,
-        capped at ``max_delay``."""
+        capped at ``max_delay``; at least what the server asked for with ``error`` (at most
+        ``max_retry_after``)."""
         capped = min(self.max_delay, self.initial_delay * (2 ** (attempt - 1)))
-        return float(random.random() * capped)
+        wait = float(random.random() * capped)
+        asked = server_delay(error) if error is not None else None
+        if asked is not None:
+            wait = min(max(wait, asked), self.max_retry_after)
+        return wait
 
     def allows(self, context: RetryContext) -> bool:
         if context.attempt >= context.max_attempts:
             return False
         if self.should_retry is not None:
             return bool(self.should_retry(context))
+        asked = server_delay(context.error)
+        if asked is not None and asked > self.max_retry_after:
+            return False
         return is_transient_error(context.error)

@@ -308,17 +308,18 @@ async def test_reasoning_content_field(serve: Callable[..., Server]) -> None:
     ]
 
 
-def chunk_stream(*deltas: dict[str, Any]) -> Any:
-    """An SSE response of one chunk per delta, as a local server would send it (no usage)."""
+def chunk_stream(*deltas: dict[str, Any], finish: str = "stop") -> Any:
+    """An SSE response of one chunk per delta, then one with the ``finish`` reason, as a local
+    server would send it (no usage)."""
     chunks = (
         {
             "id": "chatcmpl-1",
             "object": "chat.completion.chunk",
             "created": 1,
             "model": "local",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason}],
         }
-        for delta in deltas
+        for delta, reason in [*((delta, None) for delta in deltas), ({}, finish)]
     )
     body = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
     return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
@@ -335,6 +336,7 @@ async def test_tool_calls_without_index_each_get_their_own_call(
                 ]
             },
             {"tool_calls": [{"id": "call_b", "function": {"name": "get_time", "arguments": "{}"}}]},
+            finish="tool_calls",
         )
     )
     model = OpenAIModel("local", base_url="http://localhost:1234/v1")
@@ -356,6 +358,7 @@ async def test_a_call_keeps_the_first_id_of_its_index(serve: Callable[..., Serve
             {"tool_calls": [{"index": 0, "id": "call_first", "function": {"name": "get_weather"}}]},
             {"tool_calls": [{"index": 0, "id": "call_again", "function": {"arguments": '{"ci'}}]},
             {"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Oslo"}'}}]},
+            finish="tool_calls",
         )
     )
     model = OpenAIModel("local", base_url="http://localhost:1234/v1")
@@ -374,7 +377,12 @@ async def test_a_call_keeps_the_first_id_of_its_index(serve: Callable[..., Serve
 async def test_a_call_without_id_or_arguments_gets_an_id_and_empty_arguments(
     serve: Callable[..., Server],
 ) -> None:
-    serve(chunk_stream({"tool_calls": [{"index": 0, "function": {"name": "list_tickets"}}]}))
+    serve(
+        chunk_stream(
+            {"tool_calls": [{"index": 0, "function": {"name": "list_tickets"}}]},
+            finish="tool_calls",
+        )
+    )
     model = OpenAIModel("local", base_url="http://localhost:1234/v1")
 
     events = await events_of(model, ask(tools=[WEATHER]))

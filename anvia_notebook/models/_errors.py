@@ -7,16 +7,38 @@ Every SDK error reaches the caller as a ``ModelError`` raised *from* the SDK err
   stream that answered 200, the status its documented error type stands for (``overloaded_error``
   is 529, ``rate_limit_error`` 429, ...), or ``None`` when the type is unknown;
 - ``retryable``: computed from the status (408, 409, 425, 429, 5xx), and ``True`` for connection
-  errors and timeouts, which have no status.
+  errors and timeouts, which have no status;
+- ``retry_after``: the wait the server asked for (``Retry-After``), in seconds, when it did.
+
+The server's own words are kept, bounded: an error body that is plain text (not an error object)
+is the message, and a web page (a proxy's or gateway's) is named by its title.
 """
 
 from __future__ import annotations
 
+import email.utils
+import html
+import json
+import math
+import re
 import sys
+import time
 
 from .base import ModelError
 
-__all__ = ["api_error", "connection_error", "missing_sdk", "transport_error_types"]
+__all__ = [
+    "api_error",
+    "connection_error",
+    "ended_early",
+    "missing_sdk",
+    "transport_error_types",
+    "unreadable_event",
+]
+
+#: How many characters of a server's error text a message keeps.
+MAX_ERROR_TEXT = 500
+#: A web page's title (looked for in the page's first characters only).
+_TITLE = re.compile(r"<title[^>]{0,200}>([^<]{1,300})</title>", re.IGNORECASE)
 
 #: The HTTP status each documented error ``type`` stands for (Anthropic's error types, which its
 #: streams also send as ``event: error``, and OpenAI's ``server_error``).
@@ -74,10 +96,38 @@ def api_error(provider: str, exc: BaseException) -> ModelError:
         error_type = error.get("type") if error else None
         status = _STATUS_OF_ERROR_TYPE.get(error_type) if isinstance(error_type, str) else None
     message = error.get("message") if error else None
-    if not isinstance(message, str) or not message:
-        message = str(getattr(exc, "message", None) or exc)
+    if isinstance(message, str) and message.strip():
+        message = _bounded(message)
+    elif isinstance(body, str) and body.strip():
+        message = _body_text(body)
+    else:
+        message = _bounded(str(getattr(exc, "message", None) or exc))
+    wait = _retry_after(getattr(exc, "response", None))
+    if wait is not None:
+        message += f" (the server asks to wait {_seconds(wait)} before trying again)"
     prefix = f"{provider} API error" + (f" {status}" if status is not None else "")
-    return ModelError(f"{prefix}: {message}", status_code=status)
+    return ModelError(f"{prefix}: {message}", status_code=status, retry_after=wait)
+
+
+def unreadable_event(provider: str, exc: ValueError) -> ModelError:
+    """A stream event that is not JSON (a proxy that cut or rewrote the stream): worth
+    retrying, as a dropped connection is."""
+    return ModelError(
+        f"{provider} sent a stream event that is not valid JSON ({_bounded(str(exc))}); "
+        "the answer was cut short.",
+        status_code=None,
+        retryable=True,
+    )
+
+
+def ended_early(provider: str, last_event: str, any_event: bool) -> ModelError:
+    """A stream that ended before the event saying the answer is complete (``last_event``):
+    what came is not the whole answer (a tool call in it may be cut too). Worth retrying."""
+    if not any_event:
+        what = "the server sent no stream events (does it stream its answers?)"
+    else:
+        what = f"it ended before {last_event} came; the answer so far is incomplete"
+    return ModelError(f"{provider} stream cut short: {what}.", status_code=None, retryable=True)
 
 
 def _error_object(body: object) -> dict[str, object] | None:
@@ -88,3 +138,51 @@ def _error_object(body: object) -> dict[str, object] | None:
     if isinstance(inner, dict):
         return inner
     return body
+
+
+def _body_text(body: str) -> str:
+    """An error body that is not JSON, as a message: a web page by its title, text bounded."""
+    head = body[:4000]
+    lowered = head.lower()
+    if "<html" in lowered or "<!doctype" in lowered or "<body" in lowered:
+        match = _TITLE.search(head)
+        title = " ".join(html.unescape(match.group(1)).split()) if match else ""
+        named = f" ({_bounded(json.dumps(title, ensure_ascii=False))})" if title else ""
+        return f"the server answered with a web page{named}, not an API error (from a proxy?)"
+    return _bounded(" ".join(body.split()))
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_ERROR_TEXT else f"{text[:MAX_ERROR_TEXT]}..."
+
+
+def _retry_after(response: object) -> float | None:
+    """The wait in seconds a response's ``Retry-After`` header (or ``retry-after-ms``, which
+    OpenAI and Anthropic send) asks for: a number of seconds, or an HTTP date."""
+    headers = getattr(response, "headers", None)
+    get = getattr(headers, "get", None)
+    if get is None:
+        return None
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = get(name)
+        if not isinstance(value, str) or not value.strip():
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            if scale != 1.0:
+                continue
+            try:
+                when = email.utils.parsedate_to_datetime(value)
+            except (TypeError, ValueError, IndexError):
+                continue
+            if when.tzinfo is None:
+                continue
+            seconds = when.timestamp() - time.time()
+        if math.isfinite(seconds):
+            return max(0.0, seconds)
+    return None
+
+
+def _seconds(wait: float) -> str:
+    return f"{wait:.3g} s" if wait < 10 else f"{round(wait)} s"

@@ -5,12 +5,19 @@ whose arguments are still streaming."""
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._errors import api_error, connection_error, missing_sdk, transport_error_types
+from ._errors import (
+    api_error,
+    connection_error,
+    missing_sdk,
+    transport_error_types,
+    unreadable_event,
+)
 from .base import ToolCall
 
 __all__ = ["PendingCall", "provider_errors", "provider_sdk"]
@@ -36,7 +43,8 @@ def provider_sdk(
 def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
     """The SDK's errors met in the block (and a transport error that escapes the SDK) raised as
     ``ModelError``, from the original: a connection error or timeout as retryable, an error
-    the API answered with carrying its HTTP status."""
+    the API answered with carrying its HTTP status, a stream event that is not JSON as
+    retryable."""
     try:
         yield
     except sdk.APIConnectionError as exc:
@@ -45,6 +53,8 @@ def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
         raise api_error(provider, exc) from exc
     except transport_error_types() as exc:
         raise connection_error(provider, exc) from exc
+    except json.JSONDecodeError as exc:  # (the SDK reads each event's data as JSON)
+        raise unreadable_event(provider, exc) from exc
 
 
 @dataclass

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
+from ._errors import ended_early
 from ._json_schema import closed_objects
 from ._media import images_to_send
 from ._provider import PendingCall, provider_errors, provider_sdk
@@ -146,9 +147,12 @@ class AnthropicModel(CompletionModel):
                     raise
                 raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
             async with stream:
+                event = None
                 async for event in stream:
                     for completion_event in assembler.feed(event):
                         yield completion_event
+        if not assembler.finished:  # (cut short: a tool call in it may be too)
+            raise ended_early("Anthropic", "message_stop", event is not None)
         if assembler.first_call_id is not None and assembler.thinking:
             yield ProviderData(data={THINKING_KEY: assembler.thinking})
         yield assembler.finish()
@@ -312,6 +316,8 @@ class _EventAssembler:
         self._stop_reason: str | None = None
         self.thinking: list[ThinkingParam] = []
         self.first_call_id: str | None = None
+        #: Whether the answer is complete: a stop reason or ``message_stop`` came.
+        self.finished = False
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent | str]:
         if event.type == "content_block_delta":  # the most frequent first
@@ -350,7 +356,10 @@ class _EventAssembler:
         elif event.type == "message_delta":
             if event.delta.stop_reason:
                 self._stop_reason = event.delta.stop_reason
+                self.finished = True  # (the answer is whole, should message_stop not come)
             yield from self._usage(event.usage)
+        elif event.type == "message_stop":
+            self.finished = True
 
     def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
         """A content block's delta other than text."""

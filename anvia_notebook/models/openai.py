@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._util import shown_url
 from ..messages import Message, Usage
+from ._errors import ended_early
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
 from ._provider import PendingCall, provider_errors, provider_sdk
@@ -138,6 +139,7 @@ class OpenAIModel(CompletionModel):
             )
             async with stream:
                 text_only, feed = assembler.text_only, assembler.feed
+                chunk = None
                 async for chunk in stream:
                     text = text_only(chunk)
                     if text is not None:
@@ -145,6 +147,8 @@ class OpenAIModel(CompletionModel):
                         continue
                     for event in feed(chunk):
                         yield event
+        if not assembler.finished:  # (cut short: a tool call in it may be too)
+            raise ended_early("OpenAI", "a finish_reason", chunk is not None)
         for event in assembler.finish():
             yield event
 
@@ -359,6 +363,11 @@ class _ChunkAssembler:
         if arguments:
             call.arguments.append(arguments)
         return ToolCallDelta(id=call.id, name=name, arguments_delta=arguments)
+
+    @property
+    def finished(self) -> bool:
+        """Whether the answer is complete: a choice's ``finish_reason`` came."""
+        return self._finish_reason is not None
 
     def finish(self) -> Iterator[CompletionEvent]:
         for call in self._calls.values():

@@ -1,0 +1,395 @@
+"""Provider servers (and proxies in front of them) that misbehave: a stream cut short or empty, an
+event that is not JSON, an error body that is plain text or a web page, a rate limit that says
+how long to wait. Through the SDKs' real HTTP path (no network) and whole runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+from typing import Any
+
+import anthropic
+import httpx
+import openai
+import pytest
+from anthropic import _base_client as anthropic_base_client
+from openai import _base_client as openai_base_client
+from pydantic import BaseModel
+
+from anvia_notebook import AgentBuilder, create_tool
+from anvia_notebook.errors import ModelError
+from anvia_notebook.models.anthropic import AnthropicModel
+from anvia_notebook.models.base import CompletionModel
+from anvia_notebook.models.openai import OpenAIModel
+from anvia_notebook.retry import CompletionRetries, RetryContext
+
+from provider_replay import FIXTURES, Recorded, Server
+
+#: Each SDK's own HTTP library (httpx2 for the current SDKs, httpx before).
+OPENAI = Recorded(getattr(openai_base_client, "httpx2", None) or httpx)
+ANTHROPIC = Recorded(getattr(anthropic_base_client, "httpx2", None) or httpx)
+PROVIDERS = ["openai", "anthropic"]
+
+
+def model_on(provider: str, *responses: Any) -> tuple[CompletionModel, Server]:
+    """A provider model whose requests ``responses`` answer, in turn."""
+    server = Server(*responses)
+    if provider == "openai":
+        return OpenAIModel("gpt-4o-mini", client=_openai_client(server)), server
+    client = anthropic.AsyncAnthropic(
+        api_key="sk-ant-test", max_retries=0, http_client=ANTHROPIC.client(server)
+    )
+    return AnthropicModel("claude-sonnet-4-6", client=client), server
+
+
+def _openai_client(server: Server) -> Any:
+    return openai.AsyncOpenAI(api_key="sk-test", max_retries=0, http_client=OPENAI.client(server))
+
+
+def recorded(provider: str) -> Recorded:
+    return OPENAI if provider == "openai" else ANTHROPIC
+
+
+def stream_of(provider: str, body: str) -> Any:
+    return recorded(provider).http.Response(
+        200, headers={"content-type": "text/event-stream"}, content=body.encode()
+    )
+
+
+def events_in(fixture: str) -> list[str]:
+    """A recorded stream's events (each its ``event:``/``data:`` lines)."""
+    return [part for part in (FIXTURES / fixture).read_text().split("\n\n") if part.strip()]
+
+
+def joined(events: list[str]) -> str:
+    return "".join(f"{event}\n\n" for event in events)
+
+
+def cut_before(events: list[str], marker: str) -> list[str]:
+    """The events before the last one holding ``marker``."""
+    last = max(i for i, event in enumerate(events) if marker in event)
+    return events[:last]
+
+
+TEXT_STREAMS = {"openai": "openai_text.sse", "anthropic": "anthropic_text.sse"}
+#: The event that says the answer is complete, and what the error names.
+ENDS = {"openai": ('"finish_reason":"stop"', "a finish_reason"), "anthropic": ("message_delta", "")}
+
+
+class City(BaseModel):
+    city: str
+
+
+def agent_of(model: CompletionModel, ran: list[str]) -> Any:
+    """An agent whose two tools note each call they run in ``ran``."""
+
+    def noted(name: str) -> Any:
+        def execute(args: City, ctx: Any) -> str:
+            ran.append(f"{name}({args.city})")
+            return "done"
+
+        return execute
+
+    tools = [
+        create_tool(name=name, description=name, input=City, execute=noted(name))
+        for name in ("get_weather", "get_time", "picture")
+    ]
+    return AgentBuilder("cut", model).tools(tools).build()
+
+
+async def run_events(model: CompletionModel, ran: list[str], attempts: int = 1) -> list[Any]:
+    """The events a run streams (a failed run's stream raises its error after them)."""
+    request = (
+        agent_of(model, ran)
+        .prompt("Weather?")
+        .with_completion_retries(max_attempts=attempts, initial_delay=0, max_delay=0)
+    )
+    seen: list[Any] = []
+    try:
+        async for event in request.stream():
+            seen.append(event)
+    except ModelError as error:
+        assert seen[-1].type == "error" and seen[-1].error == str(error)
+    return seen
+
+
+# -- a stream cut short -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_stream_that_stops_before_its_end_is_an_error_not_a_shorter_answer(
+    provider: str,
+) -> None:
+    marker = '"finish_reason":"stop"' if provider == "openai" else "message_delta"
+    events = cut_before(events_in(TEXT_STREAMS[provider]), marker)
+    model, server = model_on(provider, stream_of(provider, joined(events)))
+    ran: list[str] = []
+
+    seen = await run_events(model, ran)
+
+    ending = "a finish_reason" if provider == "openai" else "message_stop"
+    name = "OpenAI" if provider == "openai" else "Anthropic"
+    assert seen[-1].type == "error"
+    assert seen[-1].error == (
+        f"{name} stream cut short: it ended before {ending} came; the answer so far is incomplete."
+    )
+    assert seen[-1].error_type == "ModelError"
+    assert "final" not in [event.type for event in seen]
+    assert len(server.requests) == 1, "text had streamed: not tried again"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_stream_that_loses_only_its_last_event_is_whole(provider: str) -> None:
+    """After the finish reason (OpenAI: the usage chunk and [DONE]; Anthropic: message_stop)
+    nothing of the answer is missing."""
+    events = events_in(TEXT_STREAMS[provider])
+    model, _ = model_on(provider, stream_of(provider, joined(events[:-1])))
+
+    seen = await run_events(model, [])
+
+    assert seen[-1].type == "final"
+    assert seen[-1].output
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_empty_answer_is_tried_again_then_an_error(provider: str) -> None:
+    model, server = model_on(
+        provider, stream_of(provider, ""), stream_of(provider, ""), stream_of(provider, "")
+    )
+
+    seen = await run_events(model, [], attempts=3)
+
+    name = "OpenAI" if provider == "openai" else "Anthropic"
+    assert seen[-1].type == "error"
+    assert seen[-1].error == (
+        f"{name} stream cut short: the server sent no stream events (does it stream its answers?)."
+    )
+    assert len(server.requests) == 3
+
+
+async def test_a_server_that_answers_without_streaming_is_told_apart() -> None:
+    whole = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "Hi"}, "finish_reason": "stop"}
+        ],
+    }
+    answer = OPENAI.http.Response(200, json=whole)
+    model, _ = model_on("openai", answer)
+
+    seen = await run_events(model, [])
+
+    assert "(does it stream its answers?)" in seen[-1].error
+
+
+@pytest.mark.parametrize(
+    ("provider", "fixture", "cut"),
+    [
+        # the second call's arguments have come, not the event that ends its block
+        ("anthropic", "anthropic_thinking_parallel_tools.sse", "content_block_stop"),
+        # both calls' arguments have come, not the finish reason
+        ("openai", "openai_parallel_tool_calls.sse", '"finish_reason"'),
+    ],
+)
+async def test_no_tool_of_a_cut_answer_runs(provider: str, fixture: str, cut: str) -> None:
+    events = cut_before(events_in(fixture), cut)
+    model, _ = model_on(provider, stream_of(provider, joined(events)))
+    ran: list[str] = []
+
+    seen = await run_events(model, ran)
+
+    assert seen[-1].type == "error"
+    assert "cut short" in seen[-1].error
+    assert ran == []
+    assert not [event for event in seen if event.type == "tool_result"]
+
+
+# -- an event that is not JSON -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_event_that_is_not_json_is_a_model_error_that_may_be_retried(
+    provider: str,
+) -> None:
+    events = events_in(TEXT_STREAMS[provider])
+    broken = [*events[:2], 'data: {"type": "content_bl']
+    if provider == "anthropic":
+        broken[-1] = 'event: content_block_delta\ndata: {"type": "content_bl'
+    model, _ = model_on(provider, stream_of(provider, joined(broken)))
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask_hi()):
+            pass
+
+    name = "OpenAI" if provider == "openai" else "Anthropic"
+    assert str(caught.value).startswith(f"{name} sent a stream event that is not valid JSON (")
+    assert str(caught.value).endswith("); the answer was cut short.")
+    assert caught.value.retryable is True
+    assert isinstance(caught.value.__cause__, json.JSONDecodeError)
+
+
+def ask_hi() -> Any:
+    from provider_replay import ask
+
+    return ask()
+
+
+# -- error bodies ----------------------------------------------------------------------------
+
+
+async def test_an_error_event_with_a_plain_text_error_keeps_the_servers_words() -> None:
+    """As text-generation-inference sends it: ``{"error": "..."}``."""
+    said = "Input validation error: `inputs` tokens + `max_new_tokens` must be <= 4096."
+    events = events_in("openai_text.sse")
+    body = joined([events[0], f"data: {json.dumps({'error': said})}"])
+    model, _ = model_on("openai", stream_of("openai", body))
+
+    seen = await run_events(model, [])
+
+    assert seen[-1].error == f"OpenAI API error: {said}"
+
+
+PAGE = (
+    "<!DOCTYPE html>\n<html><head><meta charset=utf-8><title>example.com | 502: Bad gateway"
+    "</title><style>" + "body{margin:0}" * 800 + "</style></head><body><h1>Bad gateway</h1>"
+    "<script>" + "var x=1;" * 500 + "</script></body></html>"
+)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_proxys_error_page_is_named_by_its_title_not_dumped(provider: str) -> None:
+    page = recorded(provider).http.Response(
+        502, headers={"content-type": "text/html"}, content=PAGE.encode()
+    )
+    model, _ = model_on(provider, page)
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask_hi()):
+            pass
+
+    name = "OpenAI" if provider == "openai" else "Anthropic"
+    assert str(caught.value) == (
+        f'{name} API error 502: the server answered with a web page ("example.com | 502: Bad '
+        'gateway"), not an API error (from a proxy?)'
+    )
+    assert caught.value.status_code == 502
+    assert caught.value.retryable is True
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_long_plain_text_error_is_kept_bounded(provider: str) -> None:
+    text = "upstream connect error or disconnect/reset before headers. " * 50
+    answer = recorded(provider).http.Response(
+        503, headers={"content-type": "text/plain"}, content=text.encode()
+    )
+    model, _ = model_on(provider, answer)
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask_hi()):
+            pass
+
+    message = str(caught.value)
+    name = "OpenAI" if provider == "openai" else "Anthropic"
+    assert message.startswith(f"{name} API error 503: upstream connect error or disconnect")
+    assert message.endswith("...")
+    assert len(message) < 600
+
+
+# -- a rate limit that says how long to wait ----------------------------------------------------
+
+RATE_LIMITED = {"error": {"message": "Rate limit reached.", "type": "rate_limit_error"}}
+
+
+def rate_limited(provider: str, **headers: str) -> Any:
+    return recorded(provider).http.Response(
+        429, headers={"content-type": "application/json", **headers}, json=RATE_LIMITED
+    )
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(
+    ("headers", "wait"),
+    [
+        ({"retry-after": "20"}, 20.0),
+        ({"retry-after": "1.5"}, 1.5),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after": "soon"}, None),
+        ({"retry-after": "-3"}, 0.0),
+    ],
+)
+async def test_the_wait_a_rate_limit_asks_for_is_read(
+    provider: str, headers: dict[str, str], wait: float | None
+) -> None:
+    model, _ = model_on(provider, rate_limited(provider, **headers))
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask_hi()):
+            pass
+
+    assert caught.value.retry_after == wait
+    if wait is None:
+        assert "wait" not in str(caught.value)
+
+
+async def test_a_wait_given_as_a_date_is_read() -> None:
+    when = datetime.now(timezone.utc) + timedelta(seconds=120)
+    model, _ = model_on("openai", rate_limited("openai", **{"retry-after": format_datetime(when)}))
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask_hi()):
+            pass
+
+    assert caught.value.retry_after is not None
+    assert 100 < caught.value.retry_after <= 120
+
+
+def test_the_retry_waits_at_least_what_the_server_asked_for_up_to_a_limit() -> None:
+    retries = CompletionRetries(initial_delay=0, max_delay=0, max_retry_after=30)
+    asked = ModelError("slow down", status_code=429, retry_after=20)
+
+    assert retries.delay(1, asked) == 20
+    assert retries.delay(1, ModelError("x", status_code=429, retry_after=45)) == 30
+    assert retries.delay(1, ModelError("x", status_code=429)) == 0
+    assert retries.allows(RetryContext(asked, 1, 3, 1))
+    too_long = ModelError("x", status_code=429, retry_after=31)
+    assert not retries.allows(RetryContext(too_long, 1, 3, 1))
+    anyway = CompletionRetries(max_retry_after=30, should_retry=lambda context: True)
+    assert anyway.allows(RetryContext(too_long, 1, 3, 1))
+    with pytest.raises(ValueError, match="negative"):
+        CompletionRetries(max_retry_after=float("nan"))
+
+
+async def test_a_run_waits_as_long_as_the_server_asked_before_trying_again() -> None:
+    events = events_in("openai_text.sse")
+    model, server = model_on(
+        "openai",
+        rate_limited("openai", **{"retry-after-ms": "300"}),
+        stream_of("openai", joined(events)),
+    )
+    started = time.monotonic()
+
+    seen = await run_events(model, [], attempts=2)
+
+    assert seen[-1].type == "final"
+    assert len(server.requests) == 2
+    # (the backoff is 0 here: only the server's wait can make it this long; sleeps never end
+    # early, so this cannot fail by chance)
+    assert time.monotonic() - started >= 0.3
+
+
+async def test_a_run_told_to_wait_longer_than_the_limit_fails_at_once_saying_so() -> None:
+    model, server = model_on("openai", rate_limited("openai", **{"retry-after": "3600"}))
+
+    seen = await run_events(model, [], attempts=3)
+
+    assert seen[-1].type == "error"
+    assert seen[-1].error == (
+        "OpenAI API error 429: Rate limit reached. "
+        "(the server asks to wait 3600 s before trying again)"
+    )
+    assert len(server.requests) == 1
