@@ -272,6 +272,8 @@ class ToolExecutor:
         is_error = False
         tool = self.agent.get_tool(call.name)
         decision = await self._tool_call_decision(call, internal_id, raw_args)
+        if decision.type in ("run", "approval_request"):
+            decision = self._unaskable(tool, call, raw_args) or decision
 
         if decision.type == "cancel":
             raise PromptCancelledError(decision.reason or "Cancelled by a hook.")
@@ -440,6 +442,18 @@ class ToolExecutor:
             return False
         # On resume, a question asked before is answered by its stored answers, if any.
         return self.human_input is not None or self._earlier(self.state.questions, call.id)
+
+    def _unaskable(self, tool: Tool | None, call: ToolCall, raw: str) -> ToolCallDecision | None:
+        """A call to be put to a person (:meth:`_intercepted`) whose questions are not valid is
+        skipped, as Anvia does: its result says what is wrong, so that the model can call
+        again; it is no failed call (no ``on_tool_error``)."""
+        if tool is None or not self._intercepted(tool, call):
+            return None
+        try:
+            parse_arguments(tool.name, QuestionInput, raw)
+        except ToolArgumentsError as error:
+            return ToolCallDecision("skip", reason=str(error))
+        return None
 
     async def _checked_call(
         self,

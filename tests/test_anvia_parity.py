@@ -169,7 +169,7 @@ def test_a_question_left_without_any_usable_choice_is_still_refused():
     human = CallbackHumanInput(ask=lambda r: asked.append(r) or [])
     AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
     result = tool_results(model.requests[1])[0]
-    assert asked == [] and result.is_error
+    assert asked == [] and not result.is_error  # skipped, as in Anvia's Studio
     assert "choices" in result.content
 
 

@@ -12,6 +12,7 @@ from anvia_notebook import (
     Answer,
     CallbackHumanInput,
     ask_question,
+    create_hook,
     create_question_tool,
 )
 from anvia_notebook.models import QueueModel
@@ -121,19 +122,31 @@ def test_a_human_input_answers_and_the_same_call_resumes():
     ],
 )
 def test_an_invalid_call_is_skipped_with_a_reason_the_model_can_use(arguments, needle):
-    asked = []
+    """As in Anvia's Studio: the call is skipped (its result says what is wrong, and to call
+    again); it is no failed call, so no ``on_tool_error`` hook is told."""
+    asked, failed = [], []
     model = QueueModel([call("ask_question", arguments), "retry"])
     agent = (
         AgentBuilder("a", model)
         .tool(ask_question)
+        .hook(create_hook(on_tool_error=failed.append))
         .human_input(CallbackHumanInput(ask=lambda r: asked.append(r) or []))
         .build()
     )
-    agent.prompt("go").send_sync()
+    request = agent.prompt("go")
+
+    async def streamed():
+        return [event async for event in request.stream()]
+
+    events = asyncio.run(streamed())
     result = tool_results(model.requests[1])[0]
     assert needle in result.content
-    assert result.is_error
-    assert asked == []
+    assert "Call the tool again with " in result.content
+    assert not result.is_error
+    [event] = [e for e in events if e.type == "tool_result"]
+    assert event.skipped and not event.is_error and event.result == result.content
+    assert request.trace.tool_calls[0].status == "skipped"
+    assert asked == [] and failed == []
 
 
 def test_invalid_answers_from_a_human_input_become_an_error_result():
