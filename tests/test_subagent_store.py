@@ -8,6 +8,7 @@ runs) resumes with ``agent.resume(top_run_id)``, the whole tree, nothing run twi
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,11 @@ import pytest
 import subagent_agents
 from child_processes import child_environ, kill, start_python, wait_until
 
-from anvia_notebook import RunStore
+from anvia_notebook import AgentBuilder, RunStore
 from anvia_notebook.__main__ import main as cli
+from anvia_notebook.models import QueueModel
 
-from helpers import wait_on_events
+from helpers import call, wait_on_events
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,6 +56,9 @@ async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_ru
             "analyst",
         )
         assert other.get(sub.run_id).parent_run_id == run.run_id
+        calls = {e.internal_call_id for e in run.events if e.type == "agent_tool_event"}
+        assert calls == {child.parent_call_id} == {sub.state.parent_call_id}
+        assert top.parent_call_id is None
         assert other.run_tree(run.run_id) == [run.run_id, sub.run_id]
         decided = other.approve(run.run_id, record.id, reason="fine")  # the top-level id
         assert decided.status == "approved"
@@ -64,6 +69,26 @@ async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_ru
             other.approve("run_unrelated", record.id)
     finally:
         other.close()
+
+
+def test_a_sub_run_whose_row_a_store_of_an_earlier_version_wrote_is_listed_with_its_parent_call(
+    tmp_path: Path,
+) -> None:
+    """Such a row has no ``parent_call_id`` of its own (the column came later): its state's."""
+    path = tmp_path / "runs.sqlite"
+    analyst = AgentBuilder("analyst", QueueModel(["42"])).build()
+    lead = AgentBuilder("lead", QueueModel([call("ask_analyst", {"prompt": "q"}), "done"]))
+    lead.tool(analyst.as_tool(name="ask_analyst")).build().prompt("x").store(path).send_sync()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET parent_call_id = NULL")
+    db.close()
+    store = RunStore(path)
+    try:
+        [sub] = [run for run in store.runs() if run.agent_id == "analyst"]
+        assert sub.parent_call_id == store.get(sub.run_id).parent_call_id
+        assert sub.parent_call_id is not None
+    finally:
+        store.close()
 
 
 async def test_the_sub_run_s_span_nests_under_the_parent_s_execute_tool_span(
@@ -141,6 +166,8 @@ def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resume
             ("analyst", "interrupted"),
         ]
         assert listed[0].pending == 1
+        first_call = listed[1].parent_call_id
+        assert first_call is not None and first_call == store.get(listed[1].run_id).parent_call_id
         # the command line decides it given the top-level run's id
         assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
         assert cli(["--store", location, "reject", top.run_id, pending.id]) == 1  # refused
@@ -150,6 +177,8 @@ def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resume
         assert subagent_agents.effects() == ["started select 1", "done select 1"]
         sub = store.runs()[1]
         assert sub.parent_run_id == top.run_id and sub.status == "success"
+        # the call that ran it this time (a resumed call has an internal id of its own)
+        assert sub.parent_call_id == store.get(sub.run_id).parent_call_id != first_call
         assert store.get(top.run_id).status == "success"
     finally:
         store.close()

@@ -161,6 +161,14 @@ MIGRATIONS: list[tuple[int, list[str]]] = [
             "(interaction_id, status)",
         ],
     ),
+    (
+        8,
+        [
+            # A sub-agent's run: the internal id of the parent's call that runs it (the latest,
+            # once resumed), for runs(). A row written before has it in its state only.
+            "ALTER TABLE runs ADD COLUMN parent_call_id TEXT",
+        ],
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -128,8 +128,10 @@ class RunSummary(BaseModel):
     updated_at: datetime
     pending: int = 0
     session_id: str | None = None
-    #: A sub-agent's run (``agent.as_tool``): the run that called it (listed under it).
+    #: A sub-agent's run (``agent.as_tool``): the run that called it (listed under it), and
+    #: the internal id of the call in it that runs the sub-agent (the latest, once resumed).
     parent_run_id: str | None = None
+    parent_call_id: str | None = None
 
 
 class RunList(list[RunSummary]):
@@ -339,7 +341,7 @@ class RunStore(SteeringRows, DecisionRequests):
             "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
             "r.updated_at, r.owner_host, r.owner_pid, r.owner_started, r.heartbeat_at, "
             "(SELECT COUNT(*) FROM interactions i WHERE i.run_id = r.run_id "
-            "AND i.status = 'pending'), r.parent_run_id FROM runs r"
+            "AND i.status = 'pending'), r.parent_run_id, r.parent_call_id FROM runs r"
         )
         where: list[str] = []
         params: list[Any] = []
@@ -368,6 +370,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 updated_at=datetime.fromisoformat(row[6]),
                 pending=pending,
                 parent_run_id=row[12],
+                parent_call_id=row[13] if row[12] is None or row[13] else self._parent_call(row[0]),
             )
             if status is not None and summary.status != status:
                 continue
@@ -446,6 +449,16 @@ class RunStore(SteeringRows, DecisionRequests):
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         row = rows[0]
         return self._effective_status(row[0], row[1:5], int(row[5]))
+
+    def _parent_call(self, run_id: str) -> str | None:
+        """A sub-agent's run's ``parent_call_id`` read from its state: a run that a store of an
+        earlier version wrote has none in its row (until it is written again)."""
+        rows = self._q("SELECT state FROM runs WHERE run_id = ?", (run_id,))
+        try:
+            value = json.loads(rows[0][0]).get("parent_call_id") if rows else None
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, str) else None
 
     def get(self, run_id: str) -> RunState:
         """The stored :class:`RunState` (history, turn, usage, approvals, questions)."""
@@ -740,7 +753,8 @@ class RunStore(SteeringRows, DecisionRequests):
         self._q(
             "INSERT INTO runs (run_id, agent_id, session_id, status, prompt, created_at, "
             "updated_at, owner_host, owner_pid, owner_started, heartbeat_at, state, "
-            "recent_messages, parent_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "recent_messages, parent_run_id, parent_call_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 state.run_id,
                 state.agent_id,
@@ -756,6 +770,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 _state_json(state),
                 recent,
                 state.parent_run_id,
+                state.parent_call_id,
             ),
         )
 
@@ -866,8 +881,9 @@ class RunStore(SteeringRows, DecisionRequests):
                 and recent.size <= RECENT_LIMIT
             ):
                 self._q(
-                    "UPDATE runs SET status = ?, state = ?, recent_messages = ? WHERE run_id = ?",
-                    (state.status, _state_json(state), recent.row(), run_id),
+                    "UPDATE runs SET status = ?, state = ?, recent_messages = ?, "
+                    "parent_call_id = ? WHERE run_id = ?",
+                    (state.status, _state_json(state), recent.row(), state.parent_call_id, run_id),
                 )
                 return
         with self._backend.transaction():
@@ -877,14 +893,15 @@ class RunStore(SteeringRows, DecisionRequests):
                 if recent is not None:
                     self._q(
                         "UPDATE runs SET status = ?, state = ?, updated_at = ?, "
-                        "recent_messages = NULL WHERE run_id = ?",
-                        (state.status, _state_json(state), _now(), run_id),
+                        "recent_messages = NULL, parent_call_id = ? WHERE run_id = ?",
+                        (state.status, _state_json(state), _now(), state.parent_call_id, run_id),
                     )
                     self._insert_messages(run_id, recent.stored, recent.texts)
                 else:
                     self._q(
-                        "UPDATE runs SET status = ?, state = ?, updated_at = ? WHERE run_id = ?",
-                        (state.status, _state_json(state), _now(), run_id),
+                        "UPDATE runs SET status = ?, state = ?, updated_at = ?, "
+                        "parent_call_id = ? WHERE run_id = ?",
+                        (state.status, _state_json(state), _now(), state.parent_call_id, run_id),
                     )
                     self._insert_messages(
                         run_id,
