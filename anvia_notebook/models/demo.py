@@ -124,7 +124,7 @@ def auto_model(demo: CompletionModel | None = None) -> Any:
 
     ``OPENAI_API_KEY`` selects ``OpenAIModel`` (``ANVIA_OPENAI_MODEL``, default ``gpt-4o-mini``);
     ``ANTHROPIC_API_KEY`` selects ``AnthropicModel`` (``ANVIA_ANTHROPIC_MODEL``, default
-    ``claude-3-5-haiku-latest``).
+    ``claude-haiku-4-5``).
     """
     if os.environ.get("OPENAI_API_KEY"):
         from .openai import OpenAIModel
@@ -133,5 +133,5 @@ def auto_model(demo: CompletionModel | None = None) -> Any:
     if os.environ.get("ANTHROPIC_API_KEY"):
         from .anthropic import AnthropicModel
 
-        return AnthropicModel(os.environ.get("ANVIA_ANTHROPIC_MODEL", "claude-3-5-haiku-latest"))
+        return AnthropicModel(os.environ.get("ANVIA_ANTHROPIC_MODEL", "claude-haiku-4-5"))
     return demo if demo is not None else DemoModel()
