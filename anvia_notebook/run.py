@@ -221,7 +221,7 @@ class AgentRun:
         #: ``_text_turn`` while no subscriber waits to be added, else None: the per-delta path
         #: checks this one attribute (a subscriber from another thread clears it).
         self._fast_turn: int | None = None
-        self._task: asyncio.Task[_Ended] | None = None
+        self._task: asyncio.Task[_Outcome] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
         self._lock = threading.RLock()
@@ -820,11 +820,11 @@ class AgentRun:
         if self._task is not None:
             raise RuntimeError("This run has already started.")
         self._loop = loop or asyncio.get_running_loop()
-        self._task = self._loop.create_task(_ended(self), name=f"anvia-run-{self.run_id}")
+        self._task = self._loop.create_task(_outcome_of(self), name=f"anvia-run-{self.run_id}")
         self._task.add_done_callback(self._finished)
         return self
 
-    def _finished(self, task: asyncio.Task[_Ended]) -> None:
+    def _finished(self, task: asyncio.Task[_Outcome]) -> None:
         for callback in list(self._done_callbacks):
             try:
                 callback(self)
@@ -908,11 +908,11 @@ class AgentRun:
         return self.wait().__await__()
 
 
-async def _await(task: asyncio.Task[_Ended]) -> _Ended:
+async def _await(task: asyncio.Task[_Outcome]) -> _Outcome:
     return await asyncio.shield(task)
 
 
-class _Ended:
+class _Outcome:
     """How a run's task ended: its response, or the error ``wait()`` and ``result()`` raise.
 
     The task returns this rather than raising the run's error: a run still ending when its event
@@ -934,9 +934,9 @@ class _Ended:
         return self._response
 
 
-async def _ended(run: AgentRun) -> _Ended:
+async def _outcome_of(run: AgentRun) -> _Outcome:
     """The run's task: the run loop, its error caught as the outcome."""
     try:
-        return _Ended(await run_loop(run), None)
+        return _Outcome(await run_loop(run), None)
     except Exception as error:
-        return _Ended(None, error)
+        return _Outcome(None, error)
