@@ -196,6 +196,9 @@ class ToolExecutor:
         #: How calls that ended without executing their tool ended (rejected, timed out,
         #: cancelled), by tool call id, this turn; for the trace.
         self._ended: dict[str, ToolCallStatus] = {}
+        #: What ended this turn's calls early when it was not Stop: another call's failure or
+        #: a hook's ``tool.cancel`` (the interactions it leaves open say so).
+        self._ending: BaseException | None = None
         #: Media the calls' tools returned besides their text, by tool call id (see
         #: :data:`TOOL_CALL_PARTS`).
         self._parts: dict[str, list[dict[str, Any]]] = {}
@@ -217,6 +220,7 @@ class ToolExecutor:
         self._interrupted = {}
         self._landed = {}
         self._ended = {}
+        self._ending = None
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def one(index: int) -> None:
@@ -228,6 +232,8 @@ class ToolExecutor:
         try:
             await asyncio.gather(*tasks)
         except BaseException as error:
+            if not isinstance(error, asyncio.CancelledError):
+                self._ending = error  # (a Stop cancels the run's task: the CancelledError)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -709,8 +715,7 @@ class ToolExecutor:
             ask, by, via = asker
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError:
-            reason = self.cancel_reason()
-            self._finish(interaction, Resolution("cancelled", decided_by="stop", reason=reason))
+            self._finish(interaction, self._cut_short())
             raise
         except HumanInputUnavailable:
             unavailable = Resolution("cancelled", decided_by="runtime")
@@ -742,6 +747,21 @@ class ToolExecutor:
         first (returns None: that decision stands)."""
         self._finish(interaction, resolution)
         return told if interaction.record.decided_by == resolution.decided_by else None
+
+    def _cut_short(self) -> Resolution:
+        """How an interaction whose wait was cancelled ends: by Stop (``cancel()``, Stop, an
+        interrupt), or by the runtime, saying why, when another call of the turn failed or a
+        hook cancelled the run."""
+        ending = self._ending
+        if ending is None or self.state.cancel_reason is not None:
+            return Resolution("cancelled", decided_by="stop", reason=self.cancel_reason())
+        if isinstance(ending, PromptCancelledError):
+            reason = ending.reason if isinstance(ending.reason, str) else None
+        else:
+            what = error_text(ending)
+            failure = f"{type(ending).__name__}: {what}" if what else type(ending).__name__
+            reason = f"The run failed in another tool call: {failure}"
+        return Resolution("cancelled", decided_by="runtime", reason=reason)
 
     def _finish(self, interaction: OpenInteraction, resolution: Resolution | None) -> None:
         """Decide the interaction with ``resolution`` unless someone was first (None: it is

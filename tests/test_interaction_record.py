@@ -39,7 +39,7 @@ from anvia_notebook import (
 )
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
-from helpers import call, make_add_tool, tool_results
+from helpers import call, calls, make_add_tool, tool_results, wait_on_events
 
 pytestmark = pytest.mark.timeout(120)
 env = test_resume.env  # the fixture: effects file and PYTHONPATH for the child process
@@ -421,3 +421,72 @@ async def test_an_edit_only_the_tool_s_own_validator_refuses_is_refused_before_i
     assert not result.is_error and result.content == "paid"
     [stored] = RunStore(store_path).interactions(run.run_id)
     assert stored == approved == run.state.approvals[pending.id]
+
+
+# -- an interaction left open by a turn that another call ended ---------------------------------
+
+
+def _turn_ended_by_the_other_call(ending):
+    """A run whose first call waits for an approval nobody gives while the second call's
+    ``on_tool_call`` hook, once that approval is asked, does ``ending`` (raises, or cancels)."""
+    asked = asyncio.Event()
+
+    async def never(request):
+        asked.set()
+        await asyncio.Event().wait()
+
+    async def on_tool_call(event):
+        if event.tool_name != "note":
+            return event.tool.run()
+        await asked.wait()
+        return ending(event)
+
+    note = create_tool(name="note", description="n", input=EvenAmount, execute=lambda a, c: "ok")
+    model = QueueModel([calls(("add", {"x": 1, "y": 2}, "c1"), ("note", {"amount": 2}, "c2"))])
+    agent = (
+        AgentBuilder("a", model)
+        .tools([make_add_tool(approval=ToolApproval()), note])
+        .hook(create_hook(on_tool_call=on_tool_call))
+        .build()
+    )
+    request = agent.prompt("go").store(None).human_input(CallbackHumanInput(approve=never))
+    return request.with_tool_concurrency(2).start()
+
+
+def _broken(event):
+    raise RuntimeError("hook broke")
+
+
+@pytest.mark.parametrize(
+    ("ending", "raised", "reason"),
+    [
+        (_broken, RuntimeError, "The run failed in another tool call: RuntimeError: hook broke"),
+        (lambda event: event.tool.cancel("hook cancels"), PromptCancelledError, "hook cancels"),
+    ],
+    ids=["failure", "hook-cancel"],
+)
+async def test_an_approval_left_open_by_another_calls_failure_is_closed_by_the_runtime_saying_why(
+    ending, raised, reason
+):
+    """Not "Stopped by the user.", decided by Stop: nobody pressed Stop."""
+    run = _turn_ended_by_the_other_call(ending)
+    with pytest.raises(raised):
+        await asyncio.wait_for(run.wait(), 30)
+    [record] = run.state.approvals.values()
+    assert (record.status, record.decided_by, record.decision_reason) == (
+        "cancelled",
+        "runtime",
+        reason,
+    )
+    [told] = [e for e in run.events if e.type == "tool_approval_result"]
+    assert told.approval.decided_by == "runtime" and told.approval.decision_reason == reason
+
+
+async def test_an_approval_left_open_by_stop_is_still_closed_by_stop():
+    run = _turn_ended_by_the_other_call(lambda event: asyncio.Event().wait())
+    await wait_on_events(run, lambda: run.interactions.pending)
+    run.cancel("Enough.")
+    with pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(run.wait(), 30)
+    [record] = run.state.approvals.values()
+    assert (record.decided_by, record.decision_reason) == ("stop", "Enough.")
