@@ -11,9 +11,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -168,6 +170,15 @@ class Answer(BaseModel):
     def to_wire(self) -> dict[str, Any]:
         """The Anvia wire shape: ``{"questionId", "answer", "choice"?, "custom"?}``."""
         return self.model_dump(by_alias=True, exclude_none=True)
+
+    @model_serializer(mode="wrap")
+    def _dumped_with_anvias_key(self, handler: SerializerFunctionWrapHandler) -> Any:
+        """Every dump (``model_dump``, the records' and events' JSON, the store, ``show --json``)
+        has the key ``questionId``, as Anvia's contract writes it, not the field's name."""
+        data = handler(self)
+        if isinstance(data, dict) and "question_id" in data:
+            data = {"questionId": data.pop("question_id"), **data}
+        return data
 
 
 def describe_validation_error(

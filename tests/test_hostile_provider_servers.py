@@ -254,6 +254,24 @@ async def test_an_error_event_with_a_plain_text_error_keeps_the_servers_words() 
     assert seen[-1].error == f"OpenAI API error: {said}"
 
 
+@pytest.mark.parametrize(("code", "retryable"), [(400, False), (503, True)])
+async def test_an_error_event_with_a_numeric_code_as_vllm_sends_it_keeps_that_status(
+    code: int, retryable: bool
+) -> None:
+    said = {"object": "error", "message": "Too long.", "type": "BadRequestError", "code": code}
+    events = events_in("openai_text.sse")
+    body = joined([events[0], f"data: {json.dumps({'error': said})}"])
+    model, _ = model_on("openai", stream_of("openai", body))
+
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask_hi()):
+            pass
+
+    assert str(caught.value) == f"OpenAI API error {code}: Too long."
+    assert caught.value.status_code == code
+    assert caught.value.retryable is retryable
+
+
 PAGE = (
     "<!DOCTYPE html>\n<html><head><meta charset=utf-8><title>example.com | 502: Bad gateway"
     "</title><style>" + "body{margin:0}" * 800 + "</style></head><body><h1>Bad gateway</h1>"

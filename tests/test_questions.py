@@ -231,3 +231,45 @@ def test_model_output_is_normalised_like_anvia_studio():
     assert first.id == "q1" and second.id == "q2"
     assert [(c.label, c.value) for c in first.choices] == [("low", "low"), ("High", "High")]
     assert second.choices[0].value == "mail"
+
+
+def test_an_answer_is_written_with_the_key_questionid_wherever_it_is_dumped(tmp_path):
+    """API.md section 8: ``Answer`` is serialised with ``questionId`` (its dump, the record,
+    the store, ``show --json``); both keys are read back (stores of earlier versions wrote
+    ``question_id``)."""
+    import subprocess
+    import sys
+
+    from anvia_notebook import RunStore
+
+    answer = Answer(question_id="size", answer="L", choice="L")
+    assert answer.model_dump() == {
+        "questionId": "size",
+        "answer": "L",
+        "choice": "L",
+        "custom": None,
+    }
+    assert json.loads(answer.model_dump_json())["questionId"] == "size"
+    assert Answer.model_validate(answer.model_dump()) == answer
+    assert Answer.model_validate({"question_id": "size", "answer": "L", "choice": "L"}) == answer
+
+    store = tmp_path / "runs.sqlite"
+    model = QueueModel([call("ask_question", QUESTIONS), "done"])
+    answers = [
+        {"questionId": "priority", "answer": "high", "choice": "high"},
+        {"questionId": "note", "answer": "none", "choice": "none"},
+    ]
+    human = CallbackHumanInput(ask=lambda request: answers)
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(human).build()
+    run_id = agent.prompt("go").store(store).send_sync().run_id
+    [record] = RunStore(store).get(run_id).questions.values()
+    assert '"questionId":"priority"' in record.model_dump_json()
+    shown = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "--store", str(store), "show", run_id, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert '"question_id"' not in shown.stdout
+    assert '"questionId": "priority"' in shown.stdout

@@ -5,7 +5,7 @@ Every SDK error reaches the caller as a ``ModelError`` raised *from* the SDK err
 
 - ``status_code``: the HTTP status of the failed request; for an error sent as an event inside a
   stream that answered 200, the status its documented error type stands for (``overloaded_error``
-  is 529, ``rate_limit_error`` 429, ...), or ``None`` when the type is unknown;
+  is 529, ``rate_limit_error`` 429, ...), else a numeric ``code`` such as vLLM sends, or ``None``;
 - ``retryable``: computed from the status (408, 409, 425, 429, 5xx), and ``True`` for connection
   errors and timeouts, which have no status;
 - ``retry_after``: the wait the server asked for (``Retry-After``), in seconds, when it did.
@@ -95,6 +95,9 @@ def api_error(provider: str, exc: BaseException) -> ModelError:
     if not isinstance(status, int) or status < 400:
         error_type = error.get("type") if error else None
         status = _STATUS_OF_ERROR_TYPE.get(error_type) if isinstance(error_type, str) else None
+        code = error.get("code") if error else None  # (vLLM's: the status it would have sent)
+        if status is None and type(code) is int and 400 <= code <= 599:
+            status = code
     message = error.get("message") if error else None
     if isinstance(message, str) and message.strip():
         message = _bounded(message)
