@@ -71,6 +71,8 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "ToolExecutor._wait",
             "ToolExecutor._keep",
             "ToolExecutor._finish",
+            "ToolExecutor._cut_short",
+            "ToolExecutor._unaskable",
             "ToolExecutor._interact",
             "ToolExecutor._decider",
             "ToolExecutor._ask_during_call",
