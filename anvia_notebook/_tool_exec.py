@@ -787,9 +787,9 @@ class ToolExecutor:
         token = CURRENT_TOOL_CALL.set(
             CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id)
         )
-        asking = TOOL_CALL_QUESTIONS.set(
-            functools.partial(self._ask_during_call, call, internal_id)
-        )
+        # (None when nobody can answer: an MCP server's calls need not then wait for each other)
+        asker = functools.partial(self._ask_during_call, call, internal_id)
+        asking = TOOL_CALL_QUESTIONS.set(asker if self.human_input is not None else None)
         parts: list[dict[str, Any]] = []
         media = TOOL_CALL_PARTS.set(parts)
         entry = self.trace.entry(call.id)

@@ -18,7 +18,7 @@ from mcp_helpers import TOOLBOX, serve_toolbox
 from anvia_notebook import AgentBuilder, CallbackHumanInput, mcp
 from anvia_notebook.mcp._call_slots import CallSlots
 from anvia_notebook.mcp._connection import Connection
-from anvia_notebook.models import QueueModel
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 
 from helpers import call, tool_results
 
@@ -221,3 +221,24 @@ def test_a_call_waiting_its_turn_has_no_time_limit_yet_and_stop_ends_the_wait():
         assert not connection._slots._waiting and not connection._calls
 
     asyncio.run(main())
+
+
+def test_a_runs_calls_with_nobody_to_ask_run_together():
+    """Through a run with no human input (before, the run always offered a way to ask, so its
+    calls on one server went one at a time)."""
+    server = mcp.stdio("run-sleepers", sys.executable, [TOOLBOX])
+    slow = [ToolCall(id=f"c{i}", name="slow", arguments={"seconds": 1.0}) for i in range(3)]
+    agent = AgentBuilder("a", QueueModel([ModelResponse(tool_calls=slow), "done"])).mcp([server])
+    built = agent.build()
+
+    async def main():
+        run = built.prompt("go").with_tool_concurrency(3).store(None).start()
+        most = 0
+        while not run.done:  # how many are with the server at once (connected on the run)
+            tool = built.get_tool("slow")
+            most = max(most, len(tool.connection._calls) if tool is not None else 0)
+            await asyncio.sleep(0.01)
+        await asyncio.wait_for(run.wait(), 60)
+        return most
+
+    assert asyncio.run(main()) == 3
