@@ -56,10 +56,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def serve_toolbox(transport: str):
-    """Run the toolbox over HTTP (``"http"``: streamable HTTP, or ``"sse"``) on 127.0.0.1;
-    yields its URL, stops it after (a generator for a fixture)."""
-    port = _free_port()
+def start_toolbox(transport: str, port: int) -> subprocess.Popen:
+    """Start the toolbox over HTTP (``"http"``: streamable HTTP, or ``"sse"``) on 127.0.0.1's
+    ``port`` and wait until it listens."""
     process = subprocess.Popen(
         [sys.executable, TOOLBOX, transport, str(port)],
         stdout=subprocess.DEVNULL,
@@ -69,11 +68,18 @@ def serve_toolbox(transport: str):
     while True:  # until it listens
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
+            return process
         except OSError:
             assert process.poll() is None, "the HTTP toolbox exited"
             assert time.monotonic() < deadline, "the HTTP toolbox did not start listening"
             time.sleep(0.1)
+
+
+def serve_toolbox(transport: str):
+    """Run the toolbox over HTTP (``"http"``: streamable HTTP, or ``"sse"``) on 127.0.0.1;
+    yields its URL, stops it after (a generator for a fixture)."""
+    port = _free_port()
+    process = start_toolbox(transport, port)
     path = "/mcp" if transport == "http" else "/sse"
     yield f"http://127.0.0.1:{port}{path}"
     process.terminate()

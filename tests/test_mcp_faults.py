@@ -8,7 +8,7 @@ import asyncio
 import sys
 
 import pytest
-from mcp_helpers import SERVERS, TOOLBOX, toolbox
+from mcp_helpers import SERVERS, TOOLBOX, _free_port, start_toolbox, toolbox
 
 from anvia_notebook import AgentBuilder, mcp
 from anvia_notebook.errors import McpConnectionError, McpPrivateNetworkError
@@ -67,6 +67,34 @@ def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_call_reconnect
     before = tool_results(model.requests[1])[0].content
     after = tool_results(model.requests[3])[0]
     assert not after.is_error and after.content != before  # a new server process
+
+
+def test_an_http_server_restarted_between_calls_gets_a_new_session_and_the_call_is_made():
+    """A server that no longer knows the session answers HTTP 404; as the MCP spec says, the
+    client starts a new session (it had not seen the call, which is made on it). Before, every
+    later call failed with "Session not found" for the kernel's life."""
+    port = _free_port()
+    server = mcp.http("restarted", f"http://127.0.0.1:{port}/mcp", allow_private_network=True)
+    processes = [start_toolbox("http", port)]
+    model = QueueModel(
+        [call("pid", {}, id="c1"), "first", call("pid", {}, id="c2"), call("pid", {}, id="c3"), "x"]
+    )
+    agent = AgentBuilder("a", model).mcp([server]).approvals(lambda request: True).build()
+    try:
+        agent.prompt("go").send_sync()
+        processes[0].terminate()
+        processes[0].wait(timeout=10)
+        processes.append(start_toolbox("http", port))  # restarted, on the same address
+        agent.prompt("again").send_sync()
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+    before = tool_results(model.requests[1])[0]
+    after, again = tool_results(model.requests[3])[0], tool_results(model.requests[4])[0]
+    assert not after.is_error, after.content
+    assert after.content == again.content != before.content  # the new server process
+    assert agent.get_tool("pid").connection.opened == 2
 
 
 def test_a_call_past_its_timeout_is_an_error_result_and_progress_extends_it():

@@ -71,6 +71,23 @@ def _is_closed(error: BaseException) -> bool:
     )
 
 
+class _SessionUnknown(Exception):
+    """The HTTP server no longer knows the session (HTTP 404: it was restarted or ended the
+    session): it did not see the call, which may be made again on a new session."""
+
+
+def _session_unknown(error: BaseException) -> bool:
+    """Whether ``error`` is the MCP SDK's word for an HTTP 404 on the session ("Session not
+    found" from the server, or the SDK's own "Session terminated")."""
+    from mcp import MCPError
+
+    error = _flatten(error)
+    if not isinstance(error, MCPError) or error.code not in (-32600, -32001):
+        return False
+    message = str(getattr(error, "message", "") or error).lower()
+    return "session" in message and ("not found" in message or "terminated" in message)
+
+
 def _not_mcp(error: ValidationError) -> str:
     """What is wrong with an answer of the server's that is not valid MCP (its tool list)."""
     title = error.title.removesuffix("Result")
@@ -324,7 +341,17 @@ class Connection:
         # A call that can ask someone runs alone on the session, so a server's question during
         # it is its own (see _call_slots); its time limit starts once it is admitted.
         async with self._slots.hold(exclusive=ask is not None):
-            return await self._call_admitted(name, arguments, timeout, ask)
+            try:
+                return await self._call_admitted(name, arguments, timeout, ask)
+            except _SessionUnknown:
+                # As the MCP spec says: a new session. The server never saw this call.
+                try:
+                    return await self._call_admitted(name, arguments, timeout, ask)
+                except _SessionUnknown:
+                    raise McpConnectionError(
+                        f"MCP server {self.config.name!r} did not know the session it had just "
+                        f"opened, in the call of {name} (the next call opens another)."
+                    ) from None
 
     async def _call_admitted(
         self, name: str, arguments: dict[str, Any], timeout: float, ask: ElicitFn | None
@@ -373,6 +400,9 @@ class Connection:
                     f"that is not a valid MCP tool result ({describe_validation_error(error)})."
                 ) from None
             except BaseException as error:
+                if isinstance(self.config, HttpServer) and _session_unknown(error):
+                    await self.close()
+                    raise _SessionUnknown from None
                 if _is_closed(error):
                     await self.close()
                     raise McpConnectionError(
