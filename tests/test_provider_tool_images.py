@@ -171,6 +171,24 @@ def test_only_images_a_provider_takes_are_sent_the_rest_stay_placeholders():
     assert [m["role"] for m in to_openai_messages(None, _turn(*parts))][-1] == "tool"
 
 
+def test_an_image_is_sent_only_while_its_base64_text_fits_anthropics_5_mb():
+    """Anthropic measures its limit on the base64 text: a 4.5 MB image file is 6 MB of it."""
+    fits = "A" * (5 * 1024 * 1024)
+    parts = [
+        ToolResultPart(tool_call_id="c1", tool_name="read", content="[4.5 MB]",
+                       media=[_image(data=base64.b64encode(b"\0" * (4_500_000)).decode())]),
+        ToolResultPart(tool_call_id="c2", tool_name="read", content="[fits]", media=[_image(data=fits)]),
+        ToolResultPart(tool_call_id="c3", tool_name="read", content="[one more]",
+                       media=[_image(data=fits + "AAAA")]),
+    ]
+    results = to_anthropic_messages(_turn(*parts))[-1]["content"]
+    assert [r["content"] if isinstance(r["content"], str) else "sent" for r in results] == [
+        "[4.5 MB]",
+        "sent",
+        "[one more]",
+    ]
+
+
 def test_scripted_models_read_the_placeholder_and_the_history_keeps_the_image():
     from anvia_notebook.models import QueueModel
 
