@@ -212,3 +212,17 @@ async def _told(model: QueueModel) -> list:
     finally:
         await mcp.close_all()
     return [tool_results(request)[0] for request in model.requests[1:]]
+
+
+async def test_a_tool_that_runs_only_as_a_task_is_not_offered_and_the_user_is_told():
+    """The package makes plain calls, which the server refuses for such a tool: before, the
+    model was offered it, a person was asked to approve it, then the call failed."""
+    model = QueueModel(["done"])
+    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
+    try:
+        with pytest.warns(UserWarning, match="'research' runs only as a task"):
+            await agent.prompt("go").send()
+    finally:
+        await mcp.close_all()
+    offered = {tool.name for tool in model.requests[0].tools}
+    assert "research" not in offered and {"dangling", "ask_room"} <= offered

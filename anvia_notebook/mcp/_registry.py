@@ -4,6 +4,7 @@ exit; and connecting an agent's servers on its first run."""
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -84,9 +85,24 @@ async def _open(connection: Connection, config: McpServerConfig) -> list[McpTool
     cached = _tool_cache.get(key)
     if cached is not None and cached[0] is config and cached[1] is connection.tools:
         return list(cached[2])
-    tools = [McpTool(connection, spec, config) for spec in connection.tools]
+    callable_ = [spec for spec in connection.tools if not _needs_tasks(spec, config)]
+    tools = [McpTool(connection, spec, config) for spec in callable_]
     _tool_cache[key] = (config, connection.tools, tools)
     return list(tools)
+
+
+def _needs_tasks(spec: Any, config: McpServerConfig) -> bool:
+    """A tool the server runs only as a task (``execution.taskSupport: "required"``): this
+    package makes plain calls, which the server refuses, so the model is not offered it."""
+    if getattr(getattr(spec, "execution", None), "task_support", None) != "required":
+        return False
+    warnings.warn(
+        f"MCP server {config.name!r}: its tool {spec.name!r} runs only as a task (an MCP "
+        "feature this package does not use), so the agent is not given it.",
+        UserWarning,
+        stacklevel=2,
+    )
+    return True
 
 
 async def connect(server: McpServerConfig) -> McpServer:

@@ -7,7 +7,7 @@ answers with its arguments.
 ``ask_room`` asks the person (elicitation) with a form whose fields a validator cannot use (a
 ``pattern`` that is not a regular expression, a ``minimum`` given as text), ``ask_code`` with a
 field whose pattern backtracks for ever in Python's regular expressions; each answers with what
-came back."""
+came back. ``research`` runs only as a task (``execution.taskSupport: "required"``)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,8 @@ TOOLS = [
     },
     {"name": "ask_room", "inputSchema": {"type": "object"}},
     {"name": "ask_code", "inputSchema": {"type": "object"}},
+    # Runs only as a task (a plain call is refused), as server-everything's research tool.
+    {"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
 ]
 
 FORM = {
