@@ -149,6 +149,21 @@ def test_no_server_process_outlives_an_interpreter_that_exits():
     assert processes_running(TOOLBOX) == [] or server_pid not in processes_running(TOOLBOX)
 
 
+def test_at_exit_the_mcp_loop_is_closed_after_its_sessions():
+    """(Left open, Python sometimes warned "unclosed event loop" as the interpreter ended.)"""
+    ending = (
+        "from anvia_notebook.mcp import _loop_thread\n"
+        "    loop = _loop_thread.mcp_loop()\n"
+        "    await asyncio.to_thread(_loop_thread._close_at_exit)  # as atexit calls it\n"
+        "    print(loop.is_closed(), flush=True)"
+    )
+    child, server_pid = _child("closed", ending)
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "True"
+    assert child.wait(timeout=60) == 0
+    assert _gone(server_pid)
+
+
 def test_no_server_process_outlives_a_killed_kernel():
     child, server_pid = _child("killed", "await asyncio.Event().wait()")
     assert alive(server_pid)

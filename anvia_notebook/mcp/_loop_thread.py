@@ -22,6 +22,7 @@ T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
 _exit_callbacks: list[Callable[[], Coroutine[Any, Any, None]]] = []
 #: Seconds the interpreter waits at exit for the sessions to close (each server then gets the
 #: SDK's own grace before it is terminated).
@@ -30,7 +31,7 @@ EXIT_WAIT = 10.0
 
 def mcp_loop() -> asyncio.AbstractEventLoop:
     """The MCP loop, started on first use."""
-    global _loop
+    global _loop, _thread
     with _lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
@@ -39,9 +40,13 @@ def mcp_loop() -> asyncio.AbstractEventLoop:
             def serve() -> None:
                 asyncio.set_event_loop(loop)
                 loop.call_soon(ready.set)
-                loop.run_forever()
+                try:
+                    loop.run_forever()
+                finally:  # (stopped at exit: closed, or Python warns of an unclosed loop)
+                    loop.close()
 
-            threading.Thread(target=serve, name="anvia-mcp", daemon=True).start()
+            _thread = threading.Thread(target=serve, name="anvia-mcp", daemon=True)
+            _thread.start()
             ready.wait()
             _loop = loop
             atexit.register(_close_at_exit)
@@ -80,3 +85,5 @@ def _close_at_exit() -> None:
     with contextlib.suppress(Exception):  # best effort at exit
         future.result(timeout=EXIT_WAIT)
     loop.call_soon_threadsafe(loop.stop)
+    if _thread is not None:  # until the loop has stopped and is closed
+        _thread.join(timeout=EXIT_WAIT)
