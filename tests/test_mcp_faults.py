@@ -69,6 +69,34 @@ def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_call_reconnect
     assert not after.is_error and after.content != before  # a new server process
 
 
+def test_a_stdio_server_that_dies_between_calls_is_started_again_by_the_next_call():
+    """Killed while no call was in flight (a crash, the system's memory killer): before, the
+    next call failed ("went away during the call"), though the server never saw it."""
+    import os
+    import signal
+    import time
+
+    from anvia_notebook.mcp._connection import Connection
+
+    async def main():
+        connection = Connection(toolbox("dies-idle"))
+        try:
+            first = int((await connection.call_tool("pid", {}, 30)).content[0].text)
+            os.kill(first, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while not connection._holder.done():  # the session notices the server went away
+                assert time.monotonic() < deadline, "the session did not notice"
+                await asyncio.sleep(0.02)
+            second = await connection.call_tool("pid", {}, 30)
+            return first, second, connection.opened
+        finally:
+            await connection.close()
+
+    first, second, opened = asyncio.run(main())
+    assert not second.is_error and int(second.content[0].text) != first
+    assert opened == 2
+
+
 def test_an_http_server_restarted_between_calls_gets_a_new_session_and_the_call_is_made():
     """A server that no longer knows the session answers HTTP 404; as the MCP spec says, the
     client starts a new session (it had not seen the call, which is made on it). Before, every

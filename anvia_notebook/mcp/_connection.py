@@ -1,8 +1,9 @@
 """One live session with one MCP server, on the MCP loop: open, list tools, call, close.
 
 A connection opens on first use and stays open for the process (one session per server per
-kernel). A server that dies is noticed by the call it breaks (that call gets an error); the next
-call opens a new session. Everything here runs on the MCP loop (see ``_loop_thread``).
+kernel). A server that dies is noticed by the call it breaks (that call gets an error), or, with
+no call in flight, when its messages end; the next call opens a new session. Everything here
+runs on the MCP loop (see ``_loop_thread``).
 """
 
 from __future__ import annotations
@@ -93,6 +94,57 @@ def _not_mcp(error: ValidationError) -> str:
     title = error.title.removesuffix("Result")
     listed = describe_validation_error(error, "answer", most=3)
     return f"its answer to {title} is not valid MCP ({listed})"
+
+
+class _EndWatched:
+    """The server's messages as the session reads them, setting ``ended`` when they end: a
+    stdio server that exits (or an SSE stream that drops) while no call is in flight is then
+    noticed at once, and the next call opens a new session instead of failing."""
+
+    def __init__(self, stream: Any, ended: asyncio.Event) -> None:
+        self._stream = stream
+        self._ended = ended
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _EndWatched:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        self._ended.set()
+        return await self._stream.__aexit__(*exc_info)
+
+    def __aiter__(self) -> _EndWatched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._stream.__anext__()
+        except StopAsyncIteration:
+            self._ended.set()
+            raise
+
+    async def receive(self) -> Any:
+        try:
+            return await self._stream.receive()
+        except BaseException:
+            self._ended.set()
+            raise
+
+    async def aclose(self) -> None:
+        self._ended.set()
+        await self._stream.aclose()
+
+
+async def _first_of(*events: asyncio.Event) -> None:
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 class _PersonWait:
@@ -191,9 +243,10 @@ class Connection:
         try:
             async with contextlib.AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(errlog))
+                ended = asyncio.Event()  # the server's messages ended: it went away
                 session = await stack.enter_async_context(
                     ClientSession(
-                        read,
+                        _EndWatched(read, ended),
                         write,
                         elicitation_callback=self._on_elicit,
                         list_roots_callback=self._roots_callback(),
@@ -202,7 +255,7 @@ class Connection:
                 self.tools = await asyncio.wait_for(self._start(session), START_TIMEOUT)
                 self.session = session
                 ready.set_result(None)
-                await closing.wait()
+                await _first_of(closing, ended)  # (ended: the next call opens a new session)
         except BaseException as error:
             self.session = None
             if not ready.done():
