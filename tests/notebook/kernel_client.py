@@ -133,6 +133,16 @@ class Kernel:
             and m["content"]["name"] == "stdout"
         )
 
+    def printed(self, msg_id: str, text: str, timeout: float = 30) -> str:
+        """The cell ``msg_id``'s standard output once it holds ``text`` (its stream messages
+        may come after its reply: they travel on another channel)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stdout(msg_id):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the cell did not print {text!r}")
+            self._drain(0.02)
+        return self.stdout(msg_id)
+
     # -- the widget ----------------------------------------------------------------------------
 
     def widget_id(self, cell: str) -> str:

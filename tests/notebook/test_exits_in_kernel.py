@@ -66,8 +66,7 @@ def _printed(kernel: Kernel, code: str) -> object:
     cell = kernel.execute(code)
     reply = kernel.reply(cell, timeout=60)
     assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "@@" in m["content"]["text"])
-    return json.loads(kernel.stdout(cell).split("@@", 1)[1])
+    return json.loads(kernel.printed(cell, "@@").split("@@", 1)[1])
 
 
 def _ended(kernel: Kernel) -> list:

@@ -112,8 +112,7 @@ def test_show_runs_in_the_background_and_updates_its_cell_at_the_end(kernel: Ker
         "[e.get('output') for e in handle.transcript if e['kind'] == 'tool']]))"
     )
     kernel.reply(check)
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "@@" in m["content"]["text"])
-    status, outputs = json.loads(kernel.stdout(check).split("@@", 1)[1])
+    status, outputs = json.loads(kernel.printed(check, "@@").split("@@", 1)[1])
     assert status == "success"
     assert outputs == ["refunding A-1\n"]
     # The run ended while no cell executed: the update is sent again in the next cell, for a
@@ -132,8 +131,7 @@ def test_send_sync_blocks_the_cell_while_the_widget_works(kernel: Kernel) -> Non
     approve_when_asked(kernel, model_id)
     reply = kernel.reply(cell)
     assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "OUT" in m["content"]["text"])
-    assert "OUT Refund issued." in kernel.stdout(cell)
+    assert "OUT Refund issued." in kernel.printed(cell, "OUT")
     # After the run, a late sync (a view drawn again) still gets the final state.
     late = kernel.page_request(model_id, {"type": "sync", "request_id": "late"})
     assert late["ok"]
@@ -148,8 +146,7 @@ def test_await_handle_in_the_showing_cell_keeps_the_widget_working(kernel: Kerne
     approve_when_asked(kernel, model_id)
     reply = kernel.reply(cell)
     assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "OUT" in m["content"]["text"])
-    assert "OUT Refund issued." in kernel.stdout(cell)
+    assert "OUT Refund issued." in kernel.printed(cell, "OUT")
 
 
 def test_a_task_started_by_a_cell_awaits_without_holding_back_the_next_cells(
@@ -165,8 +162,7 @@ def test_a_task_started_by_a_cell_awaits_without_holding_back_the_next_cells(
     wait_until_pending(kernel, model_id)
     later = kernel.execute("print('NEXT', t.done())")
     assert kernel.reply(later, timeout=30)["content"]["status"] == "ok"
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "NEXT" in m["content"]["text"])
-    assert "NEXT False" in kernel.stdout(later)
+    assert "NEXT False" in kernel.printed(later, "NEXT")
     approve_when_asked(kernel, model_id)
 
 
@@ -209,7 +205,7 @@ def test_interrupt_during_await_handle_stops_the_run(kernel: Kernel) -> None:
     kernel.reply(cell)
     wait_until_pending(kernel, model_id)
     waiting = kernel.execute("print('awaiting', flush=True)\nawait h", stop_on_error=False)
-    kernel.wait(lambda m: m["msg_type"] == "stream" and "awaiting" in m["content"]["text"])
+    kernel.printed(waiting, "awaiting")
     kernel.km.interrupt_kernel()
     reply = kernel.reply(waiting)
     assert reply["content"]["status"] == "error"
