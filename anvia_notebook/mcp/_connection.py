@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import tempfile
@@ -122,20 +123,28 @@ class _EndWatched:
     async def __anext__(self) -> Any:
         try:
             return await self._stream.__anext__()
-        except StopAsyncIteration:
+        except _stream_ends(StopAsyncIteration):
             self._ended.set()
             raise
 
     async def receive(self) -> Any:
         try:
             return await self._stream.receive()
-        except BaseException:
+        except _stream_ends():
             self._ended.set()
             raise
 
     async def aclose(self) -> None:
         self._ended.set()
         await self._stream.aclose()
+
+
+@functools.cache
+def _stream_ends(*more: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """How anyio says a stream has ended or was closed (and ``more``)."""
+    import anyio
+
+    return (*more, anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 
 async def _first_of(*events: asyncio.Event) -> None:
