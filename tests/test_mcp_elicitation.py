@@ -235,3 +235,43 @@ async def test_the_command_line_declines_a_question_a_server_asked(store_locatio
     assert tool_results(model.requests[1])[0].content == "decline"
     stored = store.get(run.run_id).questions[record.id]
     assert (stored.status, stored.decided_by, stored.decided_via) == ("cancelled", "human", "cli")
+
+
+def _files_agent(model, server: str, human_input=None):
+    """An agent on a server of its own (its first call of list_files asks for a sign-in)."""
+    builder = AgentBuilder("a", model).mcp([toolbox(server)])
+    return (builder if human_input is None else builder.human_input(human_input)).build()
+
+
+def test_a_server_that_answers_that_a_web_page_must_be_opened_first_asks_the_person_then_calls():
+    """The server's error -32042 (URL elicitation required): the person is shown the page, and
+    once done the call is made again. Before, the model read the error, without the link."""
+    asked = []
+
+    def ask(request):
+        asked.append(request)
+        return [{"questionId": "confirm", "answer": "done", "choice": "done"}]
+
+    model = QueueModel([call("list_files", {}), "done"])
+    _files_agent(model, "files-done", CallbackHumanInput(ask=ask)).prompt("my files").send_sync()
+    [question] = asked[0].questions
+    assert "Sign in to read your files." in question.question
+    assert "https://example.com/files/sign-in?state=7" in question.question
+    result = tool_results(model.requests[1])[0]
+    assert (result.is_error, result.content) == (False, "a.txt, b.txt")
+
+
+@pytest.mark.parametrize("person", ["declines", "nobody"])
+def test_a_page_the_person_declines_or_nobody_can_open_is_an_error_naming_it(person):
+    def ask(request):
+        return [{"questionId": "confirm", "answer": "decline", "choice": "decline"}]
+
+    human = CallbackHumanInput(ask=ask) if person == "declines" else None
+    model = QueueModel([call("list_files", {}), "done"])
+    _files_agent(model, f"files-{person}", human).prompt("my files").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert "needs the person to open a web page before list_files can run" in result.content
+    assert "https://example.com/files/sign-in?state=7" in result.content
+    why = "the person declined" if person == "declines" else "nobody to ask (no human input)"
+    assert why in result.content

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ..errors import McpConnectionError, McpMalformedResultError, McpTimeoutError
+from ..errors import (
+    McpConnectionError,
+    McpMalformedResultError,
+    McpTimeoutError,
+    McpToolError,
+)
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
@@ -88,6 +93,22 @@ def _session_unknown(error: BaseException) -> bool:
         return False
     message = str(getattr(error, "message", "") or error).lower()
     return "session" in message and ("not found" in message or "terminated" in message)
+
+
+def _links_required(error: BaseException) -> list[Any] | None:
+    """The web pages a server's error -32042 (URL elicitation required) asks the person to
+    open first, or None for any other error (or one whose pages cannot be read)."""
+    from mcp import MCPError
+    from mcp.shared.exceptions import UrlElicitationRequiredError
+    from mcp.types import URL_ELICITATION_REQUIRED
+
+    if not isinstance(error, MCPError) or error.code != URL_ELICITATION_REQUIRED:
+        return None
+    try:
+        links = UrlElicitationRequiredError.from_error(error.error).elicitations
+    except (ValueError, TypeError, AttributeError):  # (a ValidationError is a ValueError)
+        return None
+    return links or None
 
 
 def _not_mcp(error: ValidationError) -> str:
@@ -404,16 +425,48 @@ class Connection:
         # it is its own (see _call_slots); its time limit starts once it is admitted.
         async with self._slots.hold(exclusive=ask is not None):
             try:
+                return await self._call_in_session(name, arguments, timeout, ask)
+            except Exception as error:
+                links = _links_required(error)
+                if links is None:
+                    raise
+            # The server needs the person to open web pages first (a sign-in, say): each is
+            # put to the person as a URL question; once all are done, the call is made again.
+            await self._open_links(name, links, ask)
+            return await self._call_in_session(name, arguments, timeout, ask)
+
+    async def _open_links(self, name: str, links: list[Any], ask: ElicitFn | None) -> None:
+        from ._elicit import elicit_result
+
+        for link in links:
+            where = f"{link.message} {link.url}"
+            if ask is None:
+                raise McpToolError(
+                    f"MCP server {self.config.name!r} needs the person to open a web page before "
+                    f"{name} can run ({where}), and this run has nobody to ask (no human input)."
+                )
+            result = await elicit_result(ask, link, self.config.name)
+            if result.action != "accept":
+                what = "declined" if result.action == "decline" else "did not finish"
+                raise McpToolError(
+                    f"MCP server {self.config.name!r} needs the person to open a web page before "
+                    f"{name} can run ({where}), and the person {what}."
+                )
+
+    async def _call_in_session(
+        self, name: str, arguments: dict[str, Any], timeout: float, ask: ElicitFn | None
+    ) -> mcp_types.CallToolResult:
+        try:
+            return await self._call_admitted(name, arguments, timeout, ask)
+        except _SessionUnknown:
+            # As the MCP spec says: a new session. The server never saw this call.
+            try:
                 return await self._call_admitted(name, arguments, timeout, ask)
             except _SessionUnknown:
-                # As the MCP spec says: a new session. The server never saw this call.
-                try:
-                    return await self._call_admitted(name, arguments, timeout, ask)
-                except _SessionUnknown:
-                    raise McpConnectionError(
-                        f"MCP server {self.config.name!r} did not know the session it had just "
-                        f"opened, in the call of {name} (the next call opens another)."
-                    ) from None
+                raise McpConnectionError(
+                    f"MCP server {self.config.name!r} did not know the session it had just "
+                    f"opened, in the call of {name} (the next call opens another)."
+                ) from None
 
     async def _call_admitted(
         self, name: str, arguments: dict[str, Any], timeout: float, ask: ElicitFn | None

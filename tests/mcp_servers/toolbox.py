@@ -167,6 +167,27 @@ async def connect_account(ctx: Context) -> str:
     return result.action
 
 
+_signed_in = False
+
+
+@server.tool(annotations=READ_ONLY)
+async def list_files() -> str:
+    """The person's files: the first call answers that the person must sign in on a web page
+    first (error -32042, URL elicitation required); later calls list them."""
+    global _signed_in
+    if not _signed_in:
+        _signed_in = True  # (the page would tell the server; here, asking once is enough)
+        from mcp.shared.exceptions import UrlElicitationRequiredError
+
+        link = types.ElicitRequestURLParams(
+            message="Sign in to read your files.",
+            url="https://example.com/files/sign-in?state=7",
+            elicitation_id="files-1",
+        )
+        raise UrlElicitationRequiredError([link])
+    return "a.txt, b.txt"
+
+
 @server.tool(annotations=READ_ONLY)
 async def roots(ctx: Context) -> str:
     """The roots the client declares (their URIs, one a line), or that it declares none."""
