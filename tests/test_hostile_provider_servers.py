@@ -25,12 +25,14 @@ from anvia_notebook.models.base import CompletionModel
 from anvia_notebook.models.openai import OpenAIModel
 from anvia_notebook.retry import CompletionRetries, RetryContext
 
-from provider_replay import FIXTURES, Recorded, Server
+from provider_replay import FIXTURES, Recorded, Server, ask
 
 #: Each SDK's own HTTP library (httpx2 for the current SDKs, httpx before).
 OPENAI = Recorded(getattr(openai_base_client, "httpx2", None) or httpx)
 ANTHROPIC = Recorded(getattr(anthropic_base_client, "httpx2", None) or httpx)
 PROVIDERS = ["openai", "anthropic"]
+#: How each provider's errors name it.
+NAMES = {"openai": "OpenAI", "anthropic": "Anthropic"}
 
 
 def model_on(provider: str, *responses: Any) -> tuple[CompletionModel, Server]:
@@ -42,6 +44,14 @@ def model_on(provider: str, *responses: Any) -> tuple[CompletionModel, Server]:
         api_key="sk-ant-test", max_retries=0, http_client=ANTHROPIC.client(server)
     )
     return AnthropicModel("claude-sonnet-4-6", client=client), server
+
+
+async def stream_error(model: CompletionModel) -> ModelError:
+    """The ``ModelError`` that streaming one request from ``model`` raises."""
+    with pytest.raises(ModelError) as caught:
+        async for _ in model.stream(ask()):
+            pass
+    return caught.value
 
 
 def _openai_client(server: Server) -> Any:
@@ -74,8 +84,6 @@ def cut_before(events: list[str], marker: str) -> list[str]:
 
 
 TEXT_STREAMS = {"openai": "openai_text.sse", "anthropic": "anthropic_text.sse"}
-#: The event that says the answer is complete, and what the error names.
-ENDS = {"openai": ('"finish_reason":"stop"', "a finish_reason"), "anthropic": ("message_delta", "")}
 
 
 class City(BaseModel):
@@ -130,7 +138,7 @@ async def test_a_stream_that_stops_before_its_end_is_an_error_not_a_shorter_answ
     seen = await run_events(model, ran)
 
     ending = "a finish_reason" if provider == "openai" else "message_stop"
-    name = "OpenAI" if provider == "openai" else "Anthropic"
+    name = NAMES[provider]
     assert seen[-1].type == "error"
     assert seen[-1].error == (
         f"{name} stream cut short: it ended before {ending} came; the answer so far is incomplete."
@@ -161,7 +169,7 @@ async def test_an_empty_answer_is_tried_again_then_an_error(provider: str) -> No
 
     seen = await run_events(model, [], attempts=3)
 
-    name = "OpenAI" if provider == "openai" else "Anthropic"
+    name = NAMES[provider]
     assert seen[-1].type == "error"
     assert seen[-1].error == (
         f"{name} stream cut short: the server sent no stream events (does it stream its answers?)."
@@ -222,21 +230,13 @@ async def test_an_event_that_is_not_json_is_a_model_error_that_may_be_retried(
         broken[-1] = 'event: content_block_delta\ndata: {"type": "content_bl'
     model, _ = model_on(provider, stream_of(provider, joined(broken)))
 
-    with pytest.raises(ModelError) as caught:
-        async for _ in model.stream(ask_hi()):
-            pass
+    error = await stream_error(model)
 
-    name = "OpenAI" if provider == "openai" else "Anthropic"
-    assert str(caught.value).startswith(f"{name} sent a stream event that is not valid JSON (")
-    assert str(caught.value).endswith("); the answer was cut short.")
-    assert caught.value.retryable is True
-    assert isinstance(caught.value.__cause__, json.JSONDecodeError)
-
-
-def ask_hi() -> Any:
-    from provider_replay import ask
-
-    return ask()
+    name = NAMES[provider]
+    assert str(error).startswith(f"{name} sent a stream event that is not valid JSON (")
+    assert str(error).endswith("); the answer was cut short.")
+    assert error.retryable is True
+    assert isinstance(error.__cause__, json.JSONDecodeError)
 
 
 # -- error bodies ----------------------------------------------------------------------------
@@ -263,13 +263,11 @@ async def test_an_error_event_with_a_numeric_code_as_vllm_sends_it_keeps_that_st
     body = joined([events[0], f"data: {json.dumps({'error': said})}"])
     model, _ = model_on("openai", stream_of("openai", body))
 
-    with pytest.raises(ModelError) as caught:
-        async for _ in model.stream(ask_hi()):
-            pass
+    error = await stream_error(model)
 
-    assert str(caught.value) == f"OpenAI API error {code}: Too long."
-    assert caught.value.status_code == code
-    assert caught.value.retryable is retryable
+    assert str(error) == f"OpenAI API error {code}: Too long."
+    assert error.status_code == code
+    assert error.retryable is retryable
 
 
 PAGE = (
@@ -286,17 +284,15 @@ async def test_a_proxys_error_page_is_named_by_its_title_not_dumped(provider: st
     )
     model, _ = model_on(provider, page)
 
-    with pytest.raises(ModelError) as caught:
-        async for _ in model.stream(ask_hi()):
-            pass
+    error = await stream_error(model)
 
-    name = "OpenAI" if provider == "openai" else "Anthropic"
-    assert str(caught.value) == (
+    name = NAMES[provider]
+    assert str(error) == (
         f'{name} API error 502: the server answered with a web page ("example.com | 502: Bad '
         'gateway"), not an API error (from a proxy?)'
     )
-    assert caught.value.status_code == 502
-    assert caught.value.retryable is True
+    assert error.status_code == 502
+    assert error.retryable is True
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -307,12 +303,10 @@ async def test_a_long_plain_text_error_is_kept_bounded(provider: str) -> None:
     )
     model, _ = model_on(provider, answer)
 
-    with pytest.raises(ModelError) as caught:
-        async for _ in model.stream(ask_hi()):
-            pass
+    error = await stream_error(model)
 
-    message = str(caught.value)
-    name = "OpenAI" if provider == "openai" else "Anthropic"
+    message = str(error)
+    name = NAMES[provider]
     assert message.startswith(f"{name} API error 503: upstream connect error or disconnect")
     assert message.endswith("...")
     assert len(message) < 600
@@ -345,25 +339,21 @@ async def test_the_wait_a_rate_limit_asks_for_is_read(
 ) -> None:
     model, _ = model_on(provider, rate_limited(provider, **headers))
 
-    with pytest.raises(ModelError) as caught:
-        async for _ in model.stream(ask_hi()):
-            pass
+    error = await stream_error(model)
 
-    assert caught.value.retry_after == wait
+    assert error.retry_after == wait
     if wait is None:
-        assert "wait" not in str(caught.value)
+        assert "wait" not in str(error)
 
 
 async def test_a_wait_given_as_a_date_is_read() -> None:
     when = datetime.now(timezone.utc) + timedelta(seconds=120)
     model, _ = model_on("openai", rate_limited("openai", **{"retry-after": format_datetime(when)}))
 
-    with pytest.raises(ModelError) as caught:
-        async for _ in model.stream(ask_hi()):
-            pass
+    error = await stream_error(model)
 
-    assert caught.value.retry_after is not None
-    assert 100 < caught.value.retry_after <= 120
+    assert error.retry_after is not None
+    assert 100 < error.retry_after <= 120
 
 
 def test_the_retry_waits_at_least_what_the_server_asked_for_up_to_a_limit() -> None:
