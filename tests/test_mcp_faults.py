@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 import pytest
 from mcp_helpers import SERVERS, TOOLBOX, _free_port, start_toolbox, toolbox
@@ -145,7 +146,10 @@ def test_a_malformed_result_is_an_error_result_saying_so():
     model, _ = _results(server, call("broken", {}), "done")
     result = tool_results(model.requests[1])[0]
     assert result.is_error
-    assert "'malformed' answered the call of broken with something that is not a valid" in result.content
+    assert (
+        "'malformed' answered the call of broken with something that is not a valid"
+        in result.content
+    )
     assert "content" in result.content
 
 
@@ -184,7 +188,9 @@ def test_result_mapping_text_structured_resources_images_and_errors():
         call("fails", {}, id="c4"),
         "done",
     )
-    structured, resources, picture, fails = (tool_results(model.requests[i])[0] for i in (1, 2, 3, 4))
+    structured, resources, picture, fails = (
+        tool_results(model.requests[i])[0] for i in (1, 2, 3, 4)
+    )
     assert structured.content == '{"rows": 3, "ok": true}'
     assert resources.content == (
         "MCP resource link (file:///data/report.csv; text/csv): report.csv\n"
@@ -198,7 +204,9 @@ def test_result_mapping_text_structured_resources_images_and_errors():
 def test_images_travel_in_the_tool_result_events_parts_not_in_the_text():
     PNG = _toolbox_png()
 
-    model = QueueModel([call("picture", {}), call("read_note", {"key": "greeting"}, id="c2"), "done"])
+    model = QueueModel(
+        [call("picture", {}), call("read_note", {"key": "greeting"}, id="c2"), "done"]
+    )
     agent = AgentBuilder("a", model).mcp([mcp.stdio("toolbox", sys.executable, [TOOLBOX])]).build()
 
     async def collect():
@@ -208,7 +216,6 @@ def test_images_travel_in_the_tool_result_events_parts_not_in_the_text():
     assert results[0].parts == [{"type": "image", "media_type": "image/png", "data": PNG}]
     assert PNG not in results[0].result
     assert results[1].parts == []
-
 
 
 def _toolbox_png() -> str:
@@ -246,6 +253,54 @@ def test_stop_during_a_call_ends_the_run_and_the_session_stays_usable():
         assert result.is_error and result.content.startswith("ToolCallCancelled")
         connected = await mcp.connect(server)  # the same session still answers
         note = next(t for t in connected.tools if t.name == "read_note")
-        assert await asyncio.wait_for(note.call(note.parse_args({"key": "greeting"}), None), 30) == "hello"
+        assert (
+            await asyncio.wait_for(note.call(note.parse_args({"key": "greeting"}), None), 30)
+            == "hello"
+        )
 
     asyncio.run(main())
+
+
+def test_close_all_during_a_run_leaves_no_session_it_cannot_close():
+    """``mcp.close_all()`` while a run uses a server (a tool of the run's own, or another
+    cell): the run's next call opens a session again; before, the registry no longer knew it,
+    so a later ``close_all()`` left that server process running until the kernel exited."""
+    from mcp_helpers import alive
+    from pydantic import BaseModel
+
+    from anvia_notebook import create_tool
+
+    class NoArgs(BaseModel):
+        pass
+
+    async def close_everything(args: NoArgs) -> str:
+        await mcp.close_all()
+        return "closed"
+
+    closer = create_tool(
+        name="close_everything", description="", input=NoArgs, execute=close_everything
+    )
+    model = QueueModel(
+        [
+            call("pid", {}, id="c1"),
+            call("close_everything", {}, id="c2"),
+            call("pid", {}, id="c3"),
+            "done",
+        ]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .tool(closer)
+        .mcp([toolbox("closed-mid-run")])
+        .approvals(lambda request: True)
+        .build()
+    )
+    agent.prompt("go").send_sync()
+    first = int(tool_results(model.requests[1])[0].content)
+    second = int(tool_results(model.requests[3])[0].content)
+    assert first != second and not alive(first)  # closed, then opened again by the call
+    asyncio.run(mcp.close_all())
+    deadline = time.monotonic() + 30
+    while alive(second):
+        assert time.monotonic() < deadline, "close_all() did not stop the server the run reopened"
+        time.sleep(0.05)

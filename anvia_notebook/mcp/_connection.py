@@ -207,8 +207,12 @@ def _require_sdk() -> None:
 class Connection:
     """The session with one server. Use only on the MCP loop."""
 
-    def __init__(self, config: McpServerConfig) -> None:
+    def __init__(
+        self, config: McpServerConfig, on_open: Callable[[Connection], None] | None = None
+    ) -> None:
         self.config = config
+        #: Told each time a session opens (the registry then knows it, to close it).
+        self._on_open = on_open
         self.session: ClientSession | None = None
         self.tools: list[mcp_types.Tool] = []
         self._holder: asyncio.Task[None] | None = None
@@ -248,6 +252,8 @@ class Connection:
                 await self._holder
             raise
         self.opened += 1
+        if self._on_open is not None:
+            self._on_open(self)
 
     async def close(self) -> None:
         """End the session (the server process, for stdio, is stopped by the SDK)."""

@@ -22,6 +22,9 @@ __all__ = ["McpServer", "attach_mcp_tools", "close_all", "connect"]
 
 #: Open connections by the server's identity (what it runs or where it is, and its name).
 _connections: dict[tuple[Any, ...], Connection] = {}
+#: Every connection that opened a session since the last :func:`close_all`, including one a
+#: run's tool opened again after ``close_all()`` (the tool keeps its connection).
+_opened: set[Connection] = set()
 _registered_exit = False
 
 
@@ -45,7 +48,7 @@ def _connection(config: McpServerConfig) -> Connection:
     connection = _connections.get(key)
     if connection is None or connection.config is not config:
         if connection is None:
-            connection = Connection(config)
+            connection = Connection(config, on_open=_opened.add)
         else:  # same server, new settings (approval, timeout): keep the session
             connection.config = config
         _connections[key] = connection
@@ -118,13 +121,14 @@ async def connect(server: McpServerConfig) -> McpServer:
 
 async def close_all() -> None:
     """Close every MCP session of this process (each server process is stopped)."""
-    if _connections:
+    if _connections or _opened:
         await run_on_mcp_loop(_close_all_here())
 
 
 async def _close_all_here() -> None:
-    connections = list(_connections.values())
+    connections = {*_connections.values(), *_opened}
     _connections.clear()
+    _opened.clear()
     _tool_cache.clear()
     await asyncio.gather(*(c.close() for c in connections), return_exceptions=True)
 
