@@ -117,7 +117,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         human_input=request.active_human_input,
         concurrency=request.tool_concurrency,
         emit=run.emit,
-        cancel_reason=lambda: state.cancel_reason or DEFAULT_CANCEL_REASON,
+        stopped=run.cancelled_as,
         interactions=run.interactions,
         persist=lambda durable: run.persist(durable=durable),
         resuming=run.resumed,

@@ -8,7 +8,7 @@ import functools
 import numbers
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel
@@ -96,6 +96,9 @@ class CurrentToolCall:
     internal_call_id: str
     tool_name: str
     tool_call_id: str | None = None
+    #: Should the call be cancelled: how what it left open ends (by Stop, or by the runtime
+    #: when another call of the turn failed). A sub-agent's call ends its run the same way.
+    cut_short: Callable[[], Resolution] | None = field(default=None, compare=False, repr=False)
 
 
 #: Set while a tool's ``execute`` runs (also inside worker threads running sync tools).
@@ -163,7 +166,7 @@ class ToolExecutor:
         human_input: HumanInput | None,
         concurrency: int,
         emit: Callable[[Any], None],
-        cancel_reason: Callable[[], str],
+        stopped: Callable[[], Resolution],
         interactions: Interactions | None = None,
         persist: Callable[[bool], None] | None = None,
         resuming: bool = False,
@@ -179,7 +182,8 @@ class ToolExecutor:
         self.human_input = human_input
         self.concurrency = max(1, concurrency)
         self.emit = emit
-        self.cancel_reason = cancel_reason
+        #: How an interaction a Stop (or ``cancel()``) leaves open ends.
+        self.stopped = stopped
         self.interactions = interactions or Interactions(run_info.run_id, state=state)
         self.persist = persist or (lambda durable: None)
         #: True while the first turn of a resumed run re-runs its interrupted tool calls.
@@ -754,7 +758,7 @@ class ToolExecutor:
         hook cancelled the run."""
         ending = self._ending
         if ending is None or self.state.cancel_reason is not None:
-            return Resolution("cancelled", decided_by="stop", reason=self.cancel_reason())
+            return self.stopped()
         if isinstance(ending, PromptCancelledError):
             reason = ending.reason if isinstance(ending.reason, str) else None
         else:
@@ -785,7 +789,7 @@ class ToolExecutor:
         )
         self._progress(call, self.state.turn, "started", raw_args)
         token = CURRENT_TOOL_CALL.set(
-            CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id)
+            CurrentToolCall(self.run_info.run_id, internal_id, call.name, call.id, self._cut_short)
         )
         # (None when nobody can answer: an MCP server's calls need not then wait for each other)
         asker = functools.partial(self._ask_during_call, call, internal_id)

@@ -18,9 +18,11 @@ from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
 from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_text, wrap_event
 from ._tracing import TraceRecorder
 from ._util import valid_text
+from .decisions import Resolution
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
 from .events import RunEvent, text_delta_event
 from .interactions import Interactions
+from .records import DecidedBy
 from .run_state import PromptResponse, RunState, RunStatus
 from .trace import Trace
 
@@ -170,6 +172,9 @@ class AgentRun:
         self.parent: AgentRun | None = None
         #: The sub-agents' runs this run started (``agent.as_tool``), in order.
         self.children: list[AgentRun] = []
+        #: Who ended the run early: a person's Stop (``cancel()``), or the runtime (a
+        #: sub-agent's call cut short by another call's failure: :meth:`cut_short`).
+        self._cancelled_by: DecidedBy = "stop"
         #: The turn a resumed run took up (its interrupted sub-agent calls resume their runs).
         self.resumed_turn: int | None = state.turn if resumed else None
         #: Messages steered into the run while it goes (see :meth:`steer`).
@@ -837,6 +842,19 @@ class AgentRun:
             callback(self)
         else:
             self._done_callbacks.append(callback)
+
+    def cut_short(self, reason: str | None) -> bool:
+        """End a sub-agent's run because the call that runs it was cut short by the runtime
+        (another call of the parent's turn failed, or a hook cancelled the parent): as
+        :meth:`cancel`, but what it leaves open is closed by the runtime, saying why."""
+        if not self.done and self.state.cancel_reason is None:
+            self._cancelled_by = "runtime"
+        return self.cancel(reason)
+
+    def cancelled_as(self) -> Resolution:
+        """How an approval or question the run's cancellation leaves open ends."""
+        reason = self.state.cancel_reason or DEFAULT_CANCEL_REASON
+        return Resolution("cancelled", decided_by=self._cancelled_by, reason=reason)
 
     def cancel(self, reason: str | None = None) -> bool:
         """Stop the run (thread-safe). Returns False when it had already ended."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
+from ._tool_exec import CURRENT_TOOL_CALL
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
@@ -133,9 +134,14 @@ class _SubAgentCall:
         try:
             response = await run.wait()
         except asyncio.CancelledError:
-            # The parent was stopped: so is the sub-run, with the same reason, and it ends
-            # (recording its own state) before this call does.
-            run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
+            # The parent was stopped (or another of its calls failed): so is the sub-run, the
+            # same way, and it ends (recording its own state) before this call does.
+            call = CURRENT_TOOL_CALL.get()
+            how = call.cut_short() if call is not None and call.cut_short is not None else None
+            if how is not None and how.decided_by == "runtime":
+                run.cut_short(how.reason)
+            else:
+                run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
             await run.ended()
             raise
         return response.output

@@ -102,7 +102,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
     ),
     ("spans", "_otel.py", ["RunSpans.interaction", "RunSpans.approval", "RunSpans.question"]),
     ("run end", "_loop.py", ["_close_interactions"]),
-    ("run", "run.py", ["AgentRun._waits_for_person", "AgentRun.status"]),
+    ("run", "run.py", ["AgentRun._waits_for_person", "AgentRun.status", "AgentRun.cancelled_as"]),
     (
         "run state",
         "run_state.py",

@@ -490,3 +490,54 @@ async def test_an_approval_left_open_by_stop_is_still_closed_by_stop():
         await asyncio.wait_for(run.wait(), 30)
     [record] = run.state.approvals.values()
     assert (record.decided_by, record.decision_reason) == ("stop", "Enough.")
+
+
+@pytest.mark.parametrize(
+    ("ending", "raised", "reason"),
+    [
+        (_broken, RuntimeError, "The run failed in another tool call: RuntimeError: hook broke"),
+        (lambda event: event.tool.cancel("hook cancels"), PromptCancelledError, "hook cancels"),
+    ],
+    ids=["failure", "hook-cancel"],
+)
+async def test_a_sub_agents_approval_left_open_by_another_calls_failure_is_closed_by_the_runtime(
+    ending, raised, reason
+):
+    """The same, one level down: the parent's other call fails while the sub-agent's approval
+    waits. Before, the sub-run was cancelled as by Stop and its approval said "Stopped"."""
+    asked = asyncio.Event()
+
+    async def never(request):
+        asked.set()
+        await asyncio.Event().wait()
+
+    async def on_tool_call(event):
+        if event.tool_name != "note":
+            return event.tool.run()
+        await asked.wait()
+        return ending(event)
+
+    helper = AgentBuilder("helper", QueueModel([call("add", {"x": 1, "y": 2}, id="s1")]))
+    helper = helper.tool(make_add_tool(approval=ToolApproval())).build()
+    note = create_tool(name="note", description="n", input=EvenAmount, execute=lambda a, c: "ok")
+    model = QueueModel(
+        [calls(("ask_helper", {"prompt": "add"}, "c1"), ("note", {"amount": 2}, "c2"))]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .tools([helper.as_tool(name="ask_helper"), note])
+        .hook(create_hook(on_tool_call=on_tool_call))
+        .build()
+    )
+    request = agent.prompt("go").store(None).human_input(CallbackHumanInput(approve=never))
+    run = request.with_tool_concurrency(2).start()
+    with pytest.raises(raised):
+        await asyncio.wait_for(run.wait(), 30)
+    [child] = run.children
+    [record] = child.state.approvals.values()
+    assert (record.status, record.decided_by, record.decision_reason) == (
+        "cancelled",
+        "runtime",
+        reason,
+    )
+    assert child.state.status == "cancelled" and child.state.cancel_reason == reason
