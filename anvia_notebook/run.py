@@ -833,7 +833,7 @@ class AgentRun:
         for callback in list(self._done_callbacks):
             try:
                 callback(self)
-            except Exception:
+            except (Exception, SystemExit):  # (an exit would end the loop: the kernel's)
                 logger.exception("A run done-callback failed")
 
     def add_done_callback(self, callback: Callable[[AgentRun], None]) -> None:

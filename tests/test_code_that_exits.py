@@ -102,7 +102,11 @@ def _agent(where: str):
         execute=lambda args, ctx: "ran",
         approval=ToolApproval(reason="Check it.") if where == "approval handler" else None,
     )
-    model = _exits_from_the_model() if where == "model" else QueueModel([call("python", {"source": "1"}), "ok"])
+    model = (
+        _exits_from_the_model()
+        if where == "model"
+        else QueueModel([call("python", {"source": "1"}), "ok"])
+    )
     builder = AgentBuilder("a", model).tool(tool)
     if where == "hook":
         builder = builder.hook(_exits_from_a_hook())
@@ -161,3 +165,23 @@ async def test_an_exit_from_a_hook_told_of_a_result_is_logged_like_its_other_fai
     response = await AgentBuilder("a", model).tool(tool).hook(hook).build().prompt("go").send()
     assert response.status == "success" and response.output == "ok"
     assert RunStore(store_path).get(response.run_id).status == "success"
+
+
+def test_a_done_callback_that_exits_is_logged_and_the_event_loop_goes_on(
+    store_path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A done callback runs on the run's event loop (in a notebook, the kernel's): before, an
+    exit from it went through the loop and ended ``asyncio.run`` (in a kernel, the kernel)."""
+
+    def callback(run) -> None:
+        sys.exit(6)
+
+    async def main() -> str:
+        run = AgentBuilder("a", QueueModel(["done"])).build().prompt("go").start()
+        run.add_done_callback(callback)
+        response = await run.wait()
+        await asyncio.sleep(0)  # the loop runs the run's done callbacks
+        return response.output
+
+    assert asyncio.run(main()) == "done"
+    assert "A run done-callback failed" in caplog.text
