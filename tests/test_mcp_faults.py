@@ -304,3 +304,37 @@ def test_close_all_during_a_run_leaves_no_session_it_cannot_close():
     while alive(second):
         assert time.monotonic() < deadline, "close_all() did not stop the server the run reopened"
         time.sleep(0.05)
+
+
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_an_http_server_that_goes_away_fills_no_cell_with_tracebacks(transport, caplog):
+    """The SDK logged a dropped SSE stream as an error with four chained tracebacks (shown in
+    the notebook cell); it is one INFO line now, and the call's own error says what happened
+    (an HTTP server is connected to again, not started)."""
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="mcp.client")
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
+    make = mcp.http if transport == "http" else mcp.sse
+    server = make(f"gone-{transport}", url, allow_private_network=True)
+    process = start_toolbox(transport, port)
+    model = QueueModel([call("pid", {}, id="c1"), "first", call("pid", {}, id="c2"), "x"])
+    agent = AgentBuilder("a", model).mcp([server]).approvals(lambda request: True).build()
+    try:
+        agent.prompt("go").send_sync()
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+    try:
+        agent.prompt("again").send_sync()
+    except McpConnectionError as error:  # SSE: the session saw its stream end; reconnecting fails
+        assert f"'gone-{transport}' could not be reached" in str(error)
+    else:  # streamable HTTP: the call finds out
+        failed = tool_results(model.requests[-1])[0]
+        assert failed.is_error and "(the next call connects again)" in failed.content
+    logged = [r for r in caplog.records if r.name.startswith("mcp.client")]
+    shown = [r for r in logged if r.levelno >= logging.WARNING or (r.exc_info and r.levelno > 10)]
+    assert not shown, [r.getMessage() for r in logged]
+    if transport == "sse":
+        assert any("An MCP server's connection ended" in r.getMessage() for r in logged)

@@ -27,6 +27,7 @@ from ..errors import (
 )
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
+from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 
 if TYPE_CHECKING:
@@ -306,12 +307,10 @@ class Connection:
 
     def _transport(self, errlog: Any) -> Any:
         config = self.config
+        quiet_sdk_logs()
         if isinstance(config, StdioServer):
             from mcp import StdioServerParameters, stdio_client
 
-            from ._stdout_noise import quiet_stray_output
-
-            quiet_stray_output()
             params = StdioServerParameters(
                 command=config.command,
                 args=list(config.args),
@@ -526,9 +525,10 @@ class Connection:
                     raise _SessionUnknown from None
                 if _is_closed(error):
                     await self.close()
+                    again = "starts it" if isinstance(self.config, StdioServer) else "connects"
                     raise McpConnectionError(
                         f"MCP server {self.config.name!r} went away during the call of {name} "
-                        "(the next call starts it again)."
+                        f"(the next call {again} again)."
                     ) from None
                 raise
         except asyncio.CancelledError:

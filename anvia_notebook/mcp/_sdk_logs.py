@@ -1,0 +1,96 @@
+"""The official SDK's log records that would fill a notebook cell with tracebacks, rewritten
+by filters on its loggers (the records are the SDK's):
+
+- a stdio server that prints to its standard output (a banner, a progress line) breaks no call:
+  the SDK skips the line, but logs it as an error with a full traceback, once per line. Such a
+  record becomes one short warning naming what the server wrote;
+- an HTTP or SSE server that goes away (stopped, restarted, its connection dropped): the SDK
+  logs the broken connection with a traceback of four chained errors. The session notices the
+  end itself and the next call reports it or connects again, so the record becomes one line at
+  the INFO level (not shown unless logging is set up to show it).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+__all__ = ["quiet_sdk_logs"]
+
+#: The SDK's logger of the stdio transport, and the message it logs for a line it skipped.
+SDK_LOGGER = "mcp.client.stdio"
+SDK_MESSAGE = "Failed to parse JSONRPC message from server"
+#: At most this many characters of the line are shown.
+MAX_SHOWN = 200
+
+
+class _StrayLine(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != SDK_MESSAGE or not record.exc_info:
+            return True
+        line = _line_of(record.exc_info[1])
+        record.msg = (
+            "An MCP server wrote a line that is not an MCP message to its standard output "
+            "(servers must write only MCP messages there); the line was skipped: %r"
+        )
+        record.args = (line if len(line) <= MAX_SHOWN else f"{line[:MAX_SHOWN]}…",)
+        record.exc_info = None
+        record.exc_text = None
+        record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _line_of(error: Any) -> str:
+    """The text the SDK could not read (pydantic's error keeps it as its input)."""
+    errors = getattr(error, "errors", None)
+    if callable(errors):
+        try:
+            found = errors()
+        except Exception:  # pragma: no cover - not a pydantic error after all
+            found = []
+        for item in found:
+            if isinstance(item.get("input"), str):
+                return str(item["input"])
+    return str(error)
+
+
+#: The SDK's loggers of the HTTP transports, and the messages they log for a broken
+#: connection.
+HTTP_LOGGERS = ("mcp.client.sse", "mcp.client.streamable_http")
+HTTP_MESSAGES = frozenset({"Error in sse_reader", "Error in post_writer"})
+#: Where the errors of a dropped connection come from (the HTTP stack, anyio's streams).
+_CONNECTION_MODULES = ("httpx", "httpcore", "h11", "anyio")
+
+
+class _DroppedConnection(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg not in HTTP_MESSAGES or not record.exc_info:
+            return True
+        error = record.exc_info[1]
+        if not _connection_error(error):
+            return True
+        record.msg = "An MCP server's connection ended (%s: %s)"
+        record.args = (type(error).__name__, str(error)[:MAX_SHOWN])
+        record.exc_info = None
+        record.exc_text = None
+        record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def _connection_error(error: BaseException | None) -> bool:
+    if isinstance(error, OSError):
+        return True
+    module = type(error).__module__ if error is not None else ""
+    return module.split(".", 1)[0].startswith(_CONNECTION_MODULES)
+
+
+_FILTERS: list[tuple[str, logging.Filter]] = [(SDK_LOGGER, _StrayLine())]
+_FILTERS += [(name, _DroppedConnection()) for name in HTTP_LOGGERS]
+
+
+def quiet_sdk_logs() -> None:
+    """Put the filters on the SDK's loggers (once)."""
+    for name, log_filter in _FILTERS:
+        logger = logging.getLogger(name)
+        if not any(type(f) is type(log_filter) for f in logger.filters):
+            logger.addFilter(log_filter)
