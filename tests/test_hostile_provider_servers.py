@@ -401,3 +401,227 @@ async def test_a_run_told_to_wait_longer_than_the_limit_fails_at_once_saying_so(
         "(the server asks to wait 3600 s before trying again)"
     )
     assert len(server.requests) == 1
+
+
+# -- an OpenAI answer that may not be taken as it is (as Anvia's Chat Completions model) ---------
+
+
+def chunks(*choice_lists: list[dict[str, Any]]) -> Any:
+    """An OpenAI stream of one chunk per list of choices."""
+    body = "".join(
+        "data: "
+        + json.dumps(
+            {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": c}
+        )
+        + "\n\n"
+        for c in choice_lists
+    )
+    return stream_of("openai", body + "data: [DONE]\n\n")
+
+
+def weather_call(arguments: str = '{"city": "Paris"}') -> dict[str, Any]:
+    fragment = {
+        "index": 0,
+        "id": "call_1",
+        "function": {"name": "get_weather", "arguments": arguments},
+    }
+    return {"tool_calls": [fragment]}
+
+
+def choice(delta: dict[str, Any], finish: str | None = None, **fields: Any) -> dict[str, Any]:
+    return {"index": 0, "delta": delta, "finish_reason": finish, **fields}
+
+
+TOOL_FINISH = "OpenAI Chat Completions tool-call stream ended with"
+
+
+@pytest.mark.parametrize(
+    ("finish", "message"),
+    [
+        ("length", f'{TOOL_FINISH} finish_reason "length"; provider output may be incomplete.'),
+        (
+            "content_filter",
+            f'{TOOL_FINISH} finish_reason "content_filter"; tool calls will not be executed.',
+        ),
+        (
+            "abort",
+            f"{TOOL_FINISH} an unsupported finish reason ('abort'); provider output cannot be "
+            "assembled safely.",
+        ),
+    ],
+)
+async def test_a_tool_call_that_ended_other_than_complete_does_not_run(
+    finish: str, message: str
+) -> None:
+    """Before, the call ran (its arguments were whole) though the answer was cut by the length
+    limit, filtered, or ended for a reason nobody knows."""
+    model, server = model_on("openai", chunks([choice(weather_call(), finish)]))
+    ran: list[str] = []
+
+    seen = await run_events(model, ran, attempts=3)
+
+    assert seen[-1].type == "error" and seen[-1].error == message
+    assert ran == [] and len(server.requests) == 1  # (not tried again: it would end the same)
+
+
+@pytest.mark.parametrize("finish", ["tool_calls", "stop", "function_call"])
+async def test_a_tool_call_that_ended_complete_runs(finish: str) -> None:
+    model, _ = model_on(
+        "openai",
+        chunks([choice(weather_call(), finish)]),
+        chunks([choice({"content": "ok"}, "stop")]),
+    )
+    ran: list[str] = []
+    seen = await run_events(model, ran)
+    assert ran == ["get_weather(Paris)"] and seen[-1].type == "final"
+
+
+async def test_conflicting_finish_reasons_are_refused() -> None:
+    """A ``tool_calls`` then a ``content_filter``: before, the last reason won silently."""
+    model, _ = model_on(
+        "openai",
+        chunks([choice(weather_call(), "tool_calls")], [choice({}, "content_filter")]),
+    )
+    ran: list[str] = []
+    seen = await run_events(model, ran)
+    assert seen[-1].error == (
+        "OpenAI Chat Completions stream returned conflicting terminal finish reasons "
+        "('tool_calls', then 'content_filter'); provider output cannot be assembled safely."
+    )
+    assert ran == []
+
+
+async def test_a_lone_choice_without_an_index_is_the_answer() -> None:
+    """Some OpenAI-compatible servers leave out the index; before, the answer was dropped and
+    the run failed three times over with "stream cut short"."""
+    model, server = model_on(
+        "openai",
+        chunks(
+            [{"delta": {"content": "Hello"}, "finish_reason": None}],
+            [{"delta": {"content": " there"}, "finish_reason": "stop"}],
+        ),
+    )
+    response = await agent_of(model, []).prompt("Hi").send()
+    assert response.output == "Hello there" and len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "choices",
+    [
+        [choice({"content": "first"}), choice({"content": "second"})],  # two of index 0
+        [choice({"content": "a"}), {"delta": {"content": "b"}, "finish_reason": None}],
+        [choice({"content": "a"}, index="0")],
+        [choice({"content": "a"}, index=-1)],
+    ],
+    ids=["two-primary", "indexed-and-not", "text-index", "negative-index"],
+)
+async def test_choices_that_leave_the_answer_unclear_are_refused_not_merged(
+    choices: list[dict[str, Any]],
+) -> None:
+    """Before, two choices of index 0 were merged into one answer (``firstsecond``; two tool
+    calls' arguments joined), and a choice with a bad index was dropped."""
+    model, server = model_on("openai", chunks(choices, [choice({}, "stop")]))
+    ran: list[str] = []
+    seen = await run_events(model, ran, attempts=3)
+    assert seen[-1].error == (
+        "OpenAI Chat Completions stream returned ambiguous completion choices without valid "
+        "indices; provider output cannot be assembled safely."
+    )
+    assert len(server.requests) == 1
+
+
+# -- an Anthropic answer: a gateway's tool input, a cut or refused call --------------------------
+
+
+def anthropic_events(*events: dict[str, Any]) -> Any:
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 1},
+        },
+    }
+    body = "".join(
+        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
+        for event in (start, *events, {"type": "message_stop"})
+    )
+    return stream_of("anthropic", body)
+
+
+def tool_use(given: Any, *partial_json: str, stop: str = "tool_use") -> Any:
+    """A ``tool_use`` block whose start event carries ``given`` as its input, then ``partial_json``
+    deltas, then the end of the answer with ``stop``."""
+    block = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": given}
+    deltas = [
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": p},
+        }
+        for p in partial_json
+    ]
+    return anthropic_events(
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        *deltas,
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 5}},
+    )
+
+
+def anthropic_text(text: str) -> Any:
+    return anthropic_events(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "text", "text": text},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 1},
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "deltas", [(), ('{"city": "Rome"}',)], ids=["start-only", "start-then-deltas"]
+)
+async def test_a_tool_input_a_gateway_sends_whole_at_the_blocks_start_is_used(
+    deltas: tuple[str, ...],
+) -> None:
+    """Some gateways send the whole input in ``content_block_start``: before, it was dropped
+    and the call went out as ``{}`` (a tool with defaults ran with them). The start wins, as in
+    Anvia, over deltas that repeat it."""
+    model, _ = model_on("anthropic", tool_use({"city": "Paris"}, *deltas), anthropic_text("ok"))
+    ran: list[str] = []
+    seen = await run_events(model, ran)
+    assert ran == ["get_weather(Paris)"] and seen[-1].type == "final"
+
+
+async def test_a_tool_input_streamed_after_an_empty_start_is_used() -> None:
+    model, _ = model_on("anthropic", tool_use({}, '{"city":', ' "Oslo"}'), anthropic_text("ok"))
+    ran: list[str] = []
+    await run_events(model, ran)
+    assert ran == ["get_weather(Oslo)"]
+
+
+@pytest.mark.parametrize(
+    ("stop", "end"),
+    [
+        ("max_tokens", "provider output may be incomplete"),
+        ("refusal", "tool calls will not be executed"),
+    ],
+)
+async def test_a_tool_call_in_an_answer_cut_or_refused_does_not_run(stop: str, end: str) -> None:
+    model, server = model_on("anthropic", tool_use({}, '{"city": "Paris"}', stop=stop))
+    ran: list[str] = []
+    seen = await run_events(model, ran, attempts=3)
+    assert seen[-1].error == f'Anthropic tool-call stream ended with stop_reason "{stop}"; {end}.'
+    assert ran == [] and len(server.requests) == 1

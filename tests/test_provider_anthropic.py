@@ -347,10 +347,15 @@ async def test_complete_folds_the_stream(serve: Callable[..., Server]) -> None:
 
 
 async def test_empty_and_invalid_tool_input(serve: Callable[..., Server]) -> None:
+    """A tool call with no input is ``{}``; an answer the length limit cut in the middle of a
+    call's input is refused at its end (the calls streamed so far never run)."""
     serve(sse("anthropic_tool_no_input.sse"))
     model = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test")
 
-    events = await events_of(model, ask(tools=[WEATHER]))
+    events = []
+    with pytest.raises(ModelError) as refused:
+        async for event in model.stream(ask(tools=[WEATHER])):
+            events.append(event)
 
     assert [event for event in events if isinstance(event, ToolCall)] == [
         ToolCall(id="toolu_01Bn5Xs2Qw8Er4Ty7Ui1Op3a", name="list_tickets", arguments="{}"),
@@ -358,7 +363,11 @@ async def test_empty_and_invalid_tool_input(serve: Callable[..., Server]) -> Non
             id="toolu_01Zx9Cv3Bn7Ml2Kj5Hg8Fd4s", name="search", arguments='{"query": "unterminated'
         ),
     ]
-    assert events[-1] == Finish(reason="length")
+    assert str(refused.value) == (
+        'Anthropic tool-call stream ended with stop_reason "max_tokens"; provider output may be '
+        "incomplete."
+    )
+    assert not refused.value.retryable
 
 
 @pytest.mark.parametrize(

@@ -253,17 +253,21 @@ async def test_complete_folds_the_stream(serve: Callable[..., Server]) -> None:
     assert response.finish_reason == "tool_calls"
 
 
-async def test_invalid_json_arguments_are_passed_through(serve: Callable[..., Server]) -> None:
+async def test_a_tool_call_cut_by_the_length_limit_is_refused(
+    serve: Callable[..., Server],
+) -> None:
+    """As Anvia: a tool-call stream that ended with ``finish_reason="length"`` is not an answer
+    (before, its cut arguments went to the run as if the model had sent them)."""
     serve(sse("openai_invalid_arguments.sse"))
     model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
 
-    events = await events_of(model, ask(tools=[WEATHER]))
-
-    call = next(event for event in events if isinstance(event, ToolCall))
-    assert call == ToolCall(
-        id="call_Hn4Kd8Wq2Zx7Lm1Pv5Bt9Rc3", name="search", arguments='{"query": "anvia'
+    with pytest.raises(ModelError) as refused:
+        await events_of(model, ask(tools=[WEATHER]))
+    assert str(refused.value) == (
+        'OpenAI Chat Completions tool-call stream ended with finish_reason "length"; provider '
+        "output may be incomplete."
     )
-    assert events[-1] == Finish(reason="length")
+    assert not refused.value.retryable
 
 
 async def test_ollama_server_with_reasoning(

@@ -66,6 +66,13 @@ STOP_REASONS = {
     "tool_use": "tool_calls",
     "refusal": "content_filter",
 }
+#: Stop reasons after which the answer's tool calls must not run (cut by the length limit, or
+#: the model refused): the run fails saying so, as for an OpenAI answer that ended the same way.
+_CUT_TOOL_CALLS = {
+    "max_tokens": "provider output may be incomplete",
+    "model_context_window_exceeded": "provider output may be incomplete",
+    "refusal": "tool calls will not be executed",
+}
 #: The usage fields that add up to the input tokens of a request.
 INPUT_TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 #: The ``Message.provider_data`` key under which a turn's signed thinking blocks travel.
@@ -316,6 +323,9 @@ class _EventAssembler:
         self._stop_reason: str | None = None
         self.thinking: list[ThinkingParam] = []
         self.first_call_id: str | None = None
+        #: Tool-use blocks whose input came whole in their start event (a gateway's way): the
+        #: start wins over any ``input_json_delta`` that follows, as in Anvia.
+        self._whole_at_start: set[int] = set()
         #: Whether the answer is complete: a stop reason or ``message_stop`` came.
         self.finished = False
 
@@ -335,7 +345,13 @@ class _EventAssembler:
                 call = self._calls[event.index] = PendingCall(id=block.id, name=block.name)
                 if self.first_call_id is None:
                     self.first_call_id = block.id
-                yield ToolCallDelta(id=call.id, name=call.name)
+                given = block.input  # (the Messages API sends {} here and streams the input)
+                if isinstance(given, dict) and given:
+                    self._whole_at_start.add(event.index)
+                    call.arguments.append(json.dumps(given))
+                yield ToolCallDelta(
+                    id=call.id, name=call.name, arguments_delta="".join(call.arguments)
+                )
             elif block.type == "text" and block.text:
                 yield block.text
             elif block.type == "thinking":
@@ -364,7 +380,7 @@ class _EventAssembler:
     def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
         """A content block's delta other than text."""
         if delta.type == "input_json_delta" and delta.partial_json:
-            call = self._calls.get(index)
+            call = None if index in self._whole_at_start else self._calls.get(index)
             if call is not None:
                 call.arguments.append(delta.partial_json)
                 yield ToolCallDelta(id=call.id, arguments_delta=delta.partial_json)
@@ -402,4 +418,11 @@ class _EventAssembler:
 
     def finish(self) -> Finish:
         reason = self._stop_reason or "end_turn"
+        cut = _CUT_TOOL_CALLS.get(reason)
+        if cut is not None and self.first_call_id is not None:
+            raise ModelError(
+                f'Anthropic tool-call stream ended with stop_reason "{reason}"; {cut}.',
+                status_code=None,
+                retryable=False,
+            )
         return Finish(reason=STOP_REASONS.get(reason, reason))

@@ -271,6 +271,57 @@ def to_openai_tool_choice(choice: Any) -> Any:
     return choice
 
 
+#: The finish reasons a streamed answer with tool calls may end with (its calls are then
+#: complete and may run); as Anvia's Chat Completions model, any other is refused.
+TOOL_CALL_FINISHES = frozenset({"tool_calls", "stop", "function_call"})
+_TOOL_FINISH_ERRORS = {
+    "length": 'OpenAI Chat Completions tool-call stream ended with finish_reason "length"; '
+    "provider output may be incomplete.",
+    "content_filter": "OpenAI Chat Completions tool-call stream ended with finish_reason "
+    '"content_filter"; tool calls will not be executed.',
+}
+_UNSUPPORTED_TOOL_FINISH = (
+    "OpenAI Chat Completions tool-call stream ended with an unsupported finish reason "
+    "({reason!r}); provider output cannot be assembled safely."
+)
+_CONFLICTING_FINISH = (
+    "OpenAI Chat Completions stream returned conflicting terminal finish reasons ({first!r}, then "
+    "{then!r}); provider output cannot be assembled safely."
+)
+_AMBIGUOUS_CHOICES = (
+    "OpenAI Chat Completions stream returned ambiguous completion choices without valid indices; "
+    "provider output cannot be assembled safely."
+)
+
+
+def _refused(message: str) -> ModelError:
+    """The server's stream cannot be taken as an answer (trying again would not help)."""
+    return ModelError(message, status_code=None, retryable=False)
+
+
+def _primary_choice(choices: Any) -> Any:
+    """The chunk's choice of the answer (index 0; a lone choice without an index is it too), or
+    None; choices that leave it unclear (a bad index, two of index 0, a choice without an index
+    beside others) are refused, as Anvia does, rather than merged."""
+    unindexed = []
+    primary = []
+    for choice in choices:
+        index = getattr(choice, "index", None)
+        if index is None:
+            unindexed.append(choice)
+        elif type(index) is not int or index < 0:
+            raise _refused(_AMBIGUOUS_CHOICES)
+        elif index == 0:
+            primary.append(choice)
+    if unindexed:
+        if len(unindexed) > 1 or len(unindexed) != len(choices):
+            raise _refused(_AMBIGUOUS_CHOICES)
+        return unindexed[0]
+    if len(primary) > 1:
+        raise _refused(_AMBIGUOUS_CHOICES)
+    return primary[0] if primary else None
+
+
 class _ChunkAssembler:
     """Turns streamed ``chat.completion.chunk`` objects into completion events.
 
@@ -316,9 +367,8 @@ class _ChunkAssembler:
                 input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0
             )
             self._cached = _cached_tokens(usage)
-        for choice in getattr(chunk, "choices", None) or ():
-            if choice.index != 0:
-                continue
+        choice = _primary_choice(getattr(chunk, "choices", None) or ())
+        if choice is not None:
             delta = choice.delta
             reasoning = _reasoning_text(delta)
             if reasoning:
@@ -336,8 +386,13 @@ class _ChunkAssembler:
                     event = self._tool_fragment(position, fragment)
                     if event is not None:
                         yield event
-            if choice.finish_reason:
-                self._finish_reason = choice.finish_reason
+            reason = choice.finish_reason
+            if reason:
+                if self._finish_reason is not None and reason != self._finish_reason:
+                    raise _refused(
+                        _CONFLICTING_FINISH.format(first=self._finish_reason, then=reason)
+                    )
+                self._finish_reason = reason
 
     def _tool_fragment(self, position: int, fragment: Any) -> ToolCallDelta | None:
         index = getattr(fragment, "index", None)
@@ -370,6 +425,10 @@ class _ChunkAssembler:
         return self._finish_reason is not None
 
     def finish(self) -> Iterator[CompletionEvent]:
+        reason = self._finish_reason
+        if self._calls and reason not in TOOL_CALL_FINISHES:
+            known = _TOOL_FINISH_ERRORS.get(str(reason))
+            raise _refused(known or _UNSUPPORTED_TOOL_FINISH.format(reason=reason))
         for call in self._calls.values():
             yield call.complete()
         if self._usage is not None:
