@@ -435,6 +435,7 @@ async def _complete(
             return response
         except asyncio.CancelledError:
             partial = accumulator.response()
+            run.state.usage = run.state.usage + partial.usage  # (tokens it had already cost)
             reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON
             tracer.model_call_stopped(entry, reason, partial, token)
             if partial.text or partial.reasoning:
@@ -443,6 +444,9 @@ async def _complete(
                 )
             raise
         except Exception as error:
+            # What the failed call reported it cost counts in the run's usage (as in Anvia),
+            # once, whether or not it is tried again.
+            run.state.usage = run.state.usage + accumulator.response().usage
             context = RetryContext(error, attempt, retries.max_attempts, turn)
             retrying = False
             try:

@@ -1705,3 +1705,17 @@ def test_runs_an_agent_with_history_before_the_latest_prompt():
     assert len(model.requests) == 1
     assert model.requests[0].instructions == "system"
     assert model.requests[0].messages == [*history, Message.user("What is this?")]
+
+
+# streaming.test.ts: "includes authoritative provider failure usage exactly once"
+async def test_the_usage_a_failed_model_call_reported_counts_in_the_runs_usage_once() -> None:
+    """Before, the trace had the tokens but the run's usage (``on_run_error``, the stored run)
+    lost them: a failed run cost nothing, as far as it said."""
+    told: list[Usage] = []
+    failing = [UsageUpdate(usage=Usage(input_tokens=7, output_tokens=2)), RuntimeError("down")]
+    model = StreamingQueueModel([failing])
+    hook = create_hook(on_run_error=lambda event: told.append(event.usage))
+    request = AgentBuilder("a", model).hook(hook).build().prompt("hi").store(None)
+    with pytest.raises(RuntimeError, match="down"):
+        await request.send()
+    assert told == [Usage(input_tokens=7, output_tokens=2)]
