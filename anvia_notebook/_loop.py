@@ -213,6 +213,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             await _lifecycle(run, "on_turn_end", TurnEndHookEvent(turn, response, RUN_CONTROL))
 
             if not response.tool_calls:
+                await run.let_streams_catch_up()  # (a reader may steer at turn_end)
                 if typed is not None:
                     if steering.deliver(turn + 1):
                         continue  # messages came: the model reads them before giving its result

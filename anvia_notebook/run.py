@@ -175,6 +175,8 @@ class AgentRun:
         #: Who ended the run early: a person's Stop (``cancel()``), or the runtime (a
         #: sub-agent's call cut short by another call's failure: :meth:`cut_short`).
         self._cancelled_by: DecidedBy = "stop"
+        #: Readers of :meth:`stream` (see :meth:`let_streams_catch_up`).
+        self._streams = 0
         #: The turn a resumed run took up (its interrupted sub-agent calls resume their runs).
         self.resumed_turn: int | None = state.turn if resumed else None
         #: Messages steered into the run while it goes (see :meth:`steer`).
@@ -809,6 +811,7 @@ class AgentRun:
 
         unsubscribe = self.subscribe(push)
         self.add_done_callback(lambda _: push(end))
+        self._streams += 1
         try:
             while True:
                 item = await queue.get()
@@ -816,7 +819,15 @@ class AgentRun:
                     return
                 yield item
         finally:
+            self._streams -= 1
             unsubscribe()
+
+    async def let_streams_catch_up(self) -> None:
+        """Before the run decides to end: when :meth:`stream` has readers, one pass of the
+        event loop, so that a reader on this loop takes the events so far (``turn_end``) and may
+        steer there, as Anvia's pulled stream lets it, before the run ends."""
+        if self._streams:
+            await asyncio.sleep(0)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 Anvia's streaming tests pause its pulled event stream at ``turn_end`` and steer there; here
 events are pushed, so the same moment is a subscriber (called synchronously as the event is
-emitted) or an ``on_turn_end`` hook.
+emitted) or an ``on_turn_end`` hook; and a reader of ``request.stream()`` that steers as it sees
+``turn_end`` (the run lets its readers catch up before it decides to end).
 """
 
 from __future__ import annotations
@@ -338,3 +339,27 @@ async def test_the_tool_calls_of_a_steered_turn_still_count_towards_max_turns():
         await request.send()
     assert len(model.requests) == 2  # max_turns + 2 model calls, as in Anvia
     assert request.steer("late") is False
+
+
+# streaming.test.ts: "continues when steering arrives before a no-tool response finalizes" and
+# "consumes multiple steering calls in FIFO order", read through request.stream()
+async def test_a_stream_reader_that_steers_at_turn_end_gets_another_turn():
+    """Before, the run ended as the reader saw ``turn_end``: ``steer()`` returned False."""
+    model = StreamingQueueModel([[TextDelta(delta="first")], [TextDelta(delta="second")]])
+    request = AgentBuilder("test-agent", model).build().prompt("hi").store(None)
+    seen: list[Any] = []
+    async for event in request.stream():
+        seen.append(event.type)
+        if event.type == "turn_end" and event.turn == 1:
+            assert request.steer("first steer") is True
+            assert request.steer([Message.user("second steer")]) is True
+    assert seen[seen.index("turn_end") + 1 :] == [
+        "steering_message",
+        "steering_message",
+        "turn_start",
+        "generation_start",
+        "text_delta",
+        "turn_end",
+        "final",
+    ]
+    assert user_texts(model.requests[1])[-2:] == ["first steer", "second steer"]
