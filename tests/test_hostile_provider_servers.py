@@ -533,7 +533,7 @@ async def test_choices_that_leave_the_answer_unclear_are_refused_not_merged(
 # -- an Anthropic answer: a gateway's tool input, a cut or refused call --------------------------
 
 
-def anthropic_events(*events: dict[str, Any]) -> Any:
+def anthropic_events(*events: dict[str, Any], stop: dict[str, Any] | None = None) -> Any:
     start = {
         "type": "message_start",
         "message": {
@@ -549,7 +549,7 @@ def anthropic_events(*events: dict[str, Any]) -> Any:
     }
     body = "".join(
         f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
-        for event in (start, *events, {"type": "message_stop"})
+        for event in (start, *events, stop or {"type": "message_stop"})
     )
     return stream_of("anthropic", body)
 
@@ -625,3 +625,29 @@ async def test_a_tool_call_in_an_answer_cut_or_refused_does_not_run(stop: str, e
     seen = await run_events(model, ran, attempts=3)
     assert seen[-1].error == f'Anthropic tool-call stream ended with stop_reason "{stop}"; {end}.'
     assert ran == [] and len(server.requests) == 1
+
+
+def whole_at_stop(*content: dict[str, Any], reason: str = "end_turn") -> Any:
+    """A gateway's stream: no content blocks, the whole answer in ``message_stop``."""
+    usage = {"input_tokens": 10, "output_tokens": 4, "cache_read_input_tokens": 2}
+    message = {"id": "msg_1", "content": list(content), "stop_reason": reason, "usage": usage}
+    return anthropic_events(
+        {"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 4}},
+        stop={"type": "message_stop", "message": message},
+    )
+
+
+async def test_an_answer_a_gateway_sends_whole_in_message_stop_is_read() -> None:
+    """As Anvia reads it; before, the run ended with an empty answer and no error."""
+    model, _ = model_on("anthropic", whole_at_stop({"type": "text", "text": "Full final text"}))
+    response = await agent_of(model, []).prompt("Hi").send()
+    assert response.output == "Full final text"
+    assert response.usage.input_tokens == 12 and response.usage.output_tokens == 4
+
+
+async def test_a_tool_call_a_gateway_sends_whole_in_message_stop_runs() -> None:
+    call = {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {"city": "Lima"}}
+    model, _ = model_on("anthropic", whole_at_stop(call, reason="tool_use"), anthropic_text("ok"))
+    ran: list[str] = []
+    seen = await run_events(model, ran)
+    assert ran == ["get_weather(Lima)"] and seen[-1].output == "ok"

@@ -30,6 +30,7 @@ from .base import (
     ProviderData,
     ReasoningDelta,
     ResponseFormat,
+    ToolCall,
     ToolCallDelta,
     ToolDefinition,
     UsageUpdate,
@@ -306,6 +307,16 @@ def to_anthropic_tool_choice(choice: Any) -> Any:
     return choice
 
 
+class _Fields:
+    """A dict's keys read as attributes (a usage object a gateway sent as plain JSON)."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def __getattr__(self, name: str) -> Any:
+        return self._values.get(name)
+
+
 class _EventAssembler:
     """Turns the raw Messages API stream events into completion events.
 
@@ -328,6 +339,8 @@ class _EventAssembler:
         self._whole_at_start: set[int] = set()
         #: Whether the answer is complete: a stop reason or ``message_stop`` came.
         self.finished = False
+        #: Content blocks streamed (none: a gateway may give the whole answer at the end).
+        self._blocks = 0
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent | str]:
         if event.type == "content_block_delta":  # the most frequent first
@@ -340,6 +353,7 @@ class _EventAssembler:
         elif event.type == "message_start":
             yield from self._usage(event.message.usage)
         elif event.type == "content_block_start":
+            self._blocks += 1
             block = event.content_block
             if block.type == "tool_use":
                 call = self._calls[event.index] = PendingCall(id=block.id, name=block.name)
@@ -376,6 +390,33 @@ class _EventAssembler:
             yield from self._usage(event.usage)
         elif event.type == "message_stop":
             self.finished = True
+            whole = getattr(event, "message", None)  # (some gateways send the answer here)
+            if isinstance(whole, dict) and not self._blocks:
+                yield from self._whole_message(whole)
+
+    def _whole_message(self, message: dict[str, Any]) -> Iterator[CompletionEvent | str]:
+        """The answer a gateway sent whole in ``message_stop`` (``message``) instead of as
+        content blocks, as Anvia reads it: its text, tool calls, usage and stop reason."""
+        for block in message.get("content") or ():
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                if block["text"]:
+                    yield block["text"]
+            elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                given = block.get("input")
+                arguments = json.dumps(given) if isinstance(given, dict) and given else "{}"
+                if self.first_call_id is None:
+                    self.first_call_id = block["id"]
+                yield ToolCall(
+                    id=block["id"], name=str(block.get("name") or ""), arguments=arguments
+                )
+        usage = message.get("usage")
+        if isinstance(usage, dict):
+            yield from self._usage(_Fields(usage))
+        reason = message.get("stop_reason")
+        if isinstance(reason, str) and reason:
+            self._stop_reason = reason
 
     def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
         """A content block's delta other than text."""
