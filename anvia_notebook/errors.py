@@ -14,6 +14,7 @@ AnviaError
 ├── RunStoreError              the run store cannot be used
 │   └── RunNotFoundError       no such run (also a KeyError)
 ├── RunOwnedError              another live process owns the run
+│   └── RunTakenOverError      another process resumed this process's run: it stopped here
 ├── SubAgentError              a sub-agent call could not run (too deep, its run had ended)
 ├── RunEndedError              the run has ended: a message can no longer be steered into it
 ├── RunExitedError             code the run called raised SystemExit: the run ended instead
@@ -77,6 +78,7 @@ __all__ = [
     "RunExitedError",
     "RunOwnedError",
     "RunStoreError",
+    "RunTakenOverError",
     "SubAgentError",
     "ToolArgumentsError",
     "ToolNotFoundError",
@@ -163,6 +165,12 @@ class RunNotFoundError(RunStoreError, KeyError):
 
 class RunOwnedError(AnviaError):
     """The run is owned by another live process (it is still running there)."""
+
+
+class RunTakenOverError(RunOwnedError):
+    """Another process resumed a run this process was running (it judged this one gone: a
+    machine that slept past its lease, a clock far off): this process stops the run, before it
+    runs another tool or writes over what the new owner stores."""
 
 
 class SubAgentError(AnviaError):

@@ -19,7 +19,7 @@ from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_t
 from ._tracing import TraceRecorder
 from ._util import valid_text
 from .decisions import Resolution
-from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError
+from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
 from .interactions import Interactions
 from .records import DecidedBy
@@ -177,6 +177,8 @@ class AgentRun:
         self._cancelled_by: DecidedBy = "stop"
         #: Readers of :meth:`stream` (see :meth:`let_streams_catch_up`).
         self._streams = 0
+        #: Set when another process resumed this run: it stops here (see :meth:`store_failed`).
+        self._taken_over: RunTakenOverError | None = None
         #: The turn a resumed run took up (its interrupted sub-agent calls resume their runs).
         self.resumed_turn: int | None = state.turn if resumed else None
         #: Messages steered into the run while it goes (see :meth:`steer`).
@@ -675,6 +677,8 @@ class AgentRun:
         and the conversation); the event log and the trace follow within a second, or at once
         when the run now waits for a person or a write is due anyway."""
         if self.store is None:
+            if durable and self._taken_over is not None:
+                raise self._taken_over  # (no tool runs in a run another process took up)
             return
         self._state_dirty = True
         if not durable:
@@ -684,6 +688,8 @@ class AgentRun:
         else:
             self._save_state()
             self._schedule_checkpoint()
+        if self._taken_over is not None:
+            raise self._taken_over
 
     def _waits_for_person(self) -> bool:
         """The state has an interaction pending (it is put there just before it opens)."""
@@ -783,12 +789,19 @@ class AgentRun:
 
     def store_failed(self, error: BaseException) -> None:
         """A write to the run's store failed: one warning, and the run goes on in memory
-        (package-internal: the run's steering calls it too)."""
+        (package-internal: the run's steering calls it too). When another process resumed
+        the run meanwhile, the run stops instead (it writes nothing more there): see
+        :class:`~anvia_notebook.errors.RunTakenOverError`."""
+        store, self.store = self.store, None
+        self.interactions.store = None
+        if isinstance(error, RunTakenOverError):
+            logger.warning("%s", error)
+            self._taken_over = error
+            self.cut_short(str(error))
+            return
         from .store import store_failed
 
-        store_failed(self.store, error)
-        self.store = None
-        self.interactions.store = None
+        store_failed(store, error)
 
     @staticmethod
     def _deliver(callback: Subscriber, event: Any) -> None:

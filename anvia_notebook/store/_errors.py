@@ -8,6 +8,7 @@ from ..errors import (
     RunNotFoundError,
     RunOwnedError,
     RunStoreError,
+    RunTakenOverError,
 )
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "RunNotFoundError",
     "RunOwnedError",
     "RunStoreError",
+    "RunTakenOverError",
     "not_text",
 ]
 

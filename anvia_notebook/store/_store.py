@@ -58,7 +58,13 @@ from ..records import (
 from ..run_state import RunState
 from ..trace import Trace
 from ._confirm import ConfirmCallback, DecisionRequests, same_decision
-from ._errors import DecisionRefusedError, RunNotFoundError, RunOwnedError, RunStoreError
+from ._errors import (
+    DecisionRefusedError,
+    RunNotFoundError,
+    RunOwnedError,
+    RunStoreError,
+    RunTakenOverError,
+)
 from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
 from ._steer_write import top_run
@@ -821,6 +827,16 @@ class RunStore(SteeringRows, DecisionRequests):
         self._own(run_id)
         return state
 
+    def _taken_over(self, run_id: str) -> RunTakenOverError:
+        """A run this process runs is no longer its own: another process resumed it."""
+        self._disown(run_id)
+        rows = self._q("SELECT owner_host, owner_pid FROM runs WHERE run_id = ?", (run_id,))
+        where = f"process {rows[0][1]} on {rows[0][0]}" if rows and rows[0][1] else "elsewhere"
+        return RunTakenOverError(
+            f"Run {run_id!r} was resumed by {where}, which judged this process gone (asleep, "
+            "or its clock far off); it goes on there, and stopped here before doing more."
+        )
+
     def release_run(self, run_id: str) -> None:
         """Give up ownership of a run this process claimed but will not run."""
         self._recent.pop(run_id, None)
@@ -880,13 +896,33 @@ class RunStore(SteeringRows, DecisionRequests):
                 and state.status in ACTIVE
                 and recent.size <= RECENT_LIMIT
             ):
+                me = this_process()
                 self._q(
                     "UPDATE runs SET status = ?, state = ?, recent_messages = ?, "
-                    "parent_call_id = ? WHERE run_id = ?",
-                    (state.status, _state_json(state), recent.row(), state.parent_call_id, run_id),
+                    "parent_call_id = ? WHERE run_id = ? AND owner_host = ? AND owner_pid = ?",
+                    (
+                        state.status,
+                        _state_json(state),
+                        recent.row(),
+                        state.parent_call_id,
+                        run_id,
+                        me.host,
+                        me.pid,
+                    ),
                 )
+                if not self._backend.rowcount:
+                    raise self._taken_over(run_id)
                 return
         with self._backend.transaction():
+            if run_id in self._recent:  # (a run this process runs: still its own?)
+                me = this_process()
+                self._q(
+                    "UPDATE runs SET updated_at = ? WHERE run_id = ? AND owner_host = ? "
+                    "AND owner_pid = ?",
+                    (_now(), run_id, me.host, me.pid),
+                )
+                if not self._backend.rowcount:
+                    raise self._taken_over(run_id)
             if state is not None:
                 if state.status not in ACTIVE:
                     self._close_left_open(run_id, state)
