@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ._util import cli_command
+from ._util import cli_command, shown_url
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
 from .store import STORE_ENV, default_location
 
@@ -201,7 +201,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2))
         return
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
-    command = _command(args.store)
+    # (a password in a PostgreSQL address is not printed back: give it as PGPASSWORD)
+    command = _command(shown_url(args.store) if _is_url(args.store or "") else args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
     for message in state.messages:
         text = " ".join((message.content or "").split())
@@ -405,6 +406,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 1
+    try:
+        code = _run_command(location, args)
+        sys.stdout.flush()  # (here, where a reader that stopped is noticed)
+        return code
+    except BrokenPipeError:  # (the output went to a reader that stopped: ``| head``)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # (Python would complain again at exit)
+        return 1
+
+
+def _run_command(location: str, args: argparse.Namespace) -> int:
     try:
         if args.command == "steer":
             _steer(location, args)

@@ -83,3 +83,74 @@ async def test_answers_nested_too_deeply_are_refused_without_a_traceback(store_f
         assert [p.id for p in store.pending(run.run_id)] == [question.id]
     finally:
         await stop(run)
+
+
+def _read_stopped_early(store_file: Path, args: list[str]) -> str:
+    """Run the command with its output going to a reader that has stopped; its error output."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "anvia_notebook", "--store", str(store_file), *args],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stderr is not None
+    child.stdout.close()  # the reader stops before the command writes
+    error = child.stderr.read()
+    child.wait(60)
+    child.stderr.close()
+    return error
+
+
+async def test_output_piped_into_a_reader_that_stops_ends_without_a_traceback(store_file):
+    """``runs | head -1``: before, a ``BrokenPipeError`` traceback."""
+    store = RunStore(store_file)
+    run, _ = await started(store, "send 5 to a1")
+    try:
+        for args in (["runs"], ["show", run.run_id], ["runs", "--json"]):
+            error = await asyncio.to_thread(_read_stopped_early, store_file, args)
+            assert "Traceback" not in error and "BrokenPipe" not in error, (args, error)
+    finally:
+        await stop(run)
+
+
+def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
+    """The commands ``show`` suggests name the store: its password became ``***``."""
+    from anvia_notebook import __main__ as cli
+    from anvia_notebook.messages import Message
+    from anvia_notebook.records import ApprovalRecord
+    from anvia_notebook.run_state import RunState
+
+    class FakeStore:
+        location = "postgresql://op:***@db.example/runs"
+
+        def get(self, run_id):
+            return RunState(run_id=run_id, agent_id="banker", messages=[Message.user("hi")])
+
+        def status(self, run_id):
+            return "interrupted"
+
+        def pending(self, run_id):
+            record = ApprovalRecord(
+                id="approval_1",
+                run_id=run_id,
+                agent_id="banker",
+                tool_name="transfer",
+                tool_call_id="t1",
+                args={"account": "a1"},
+            )
+            return [record]
+
+        def interactions(self, run_id):
+            return []
+
+        def edit_requests(self, interaction_id):
+            return []
+
+    monkeypatch.setattr(cli, "_refused_edits", lambda store, run_id: [])
+    args = cli._parser().parse_args(
+        ["--store", "postgresql://op:s3cret@db.example/runs", "show", "run_1"]
+    )
+    cli._print_run(FakeStore(), args)
+    out = capsys.readouterr().out
+    assert "s3cret" not in out and "op:***@db.example" in out

@@ -10,6 +10,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 import store_agents
@@ -313,3 +314,33 @@ async def test_show_prints_a_pending_question_readably_once(env, store_location,
     assert shown.count("Which account?") == 1
     assert f"ask_question: pending question {question.id}" in shown
     assert "[account] Which account?  choices: 'savings' (Savings)" in shown
+
+
+def _state_of(pid: int) -> str:
+    """The process state letter from ``/proc/PID/stat`` ("" when there is no such process)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return ""
+
+
+def test_an_owner_killed_but_not_yet_reaped_counts_as_gone(env, store_location):
+    """A killed process its parent has not waited for yet (a zombie) runs nothing: before, its
+    runs showed ``waiting`` and resuming them raised ``RunOwnedError``."""
+    store = RunStore(store_location)
+    child = start_child(env, "approval")
+    try:
+        [pending] = wait_until(lambda: store.pending(), child, "the approval")
+        os.kill(child.pid, 9)  # killed; not waited for (``child.poll()`` would reap it)
+        deadline = time.monotonic() + 30
+        while _state_of(child.pid) != "Z":
+            assert time.monotonic() < deadline, _state_of(child.pid)
+            time.sleep(0.02)
+        assert store.status(pending.run_id) == "interrupted"
+        request = store_agents.agent("approval").resume(pending.run_id)
+        store.approve(pending.run_id, pending.id)
+        assert request.send_sync().output.startswith("Result:")
+        assert effects() == ["started a1 5", "done a1 5"]
+    finally:
+        kill(child)

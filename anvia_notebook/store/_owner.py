@@ -31,15 +31,21 @@ class Owner:
         return f"{self.host}:{self.pid}:{self.started}"
 
 
-def _start_time(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
+def _stat(pid: int) -> list[str]:
+    """The fields of ``/proc/PID/stat`` after the command name (Linux), or [] where unknown:
+    ``[0]`` is the process state, ``[19]`` its start time."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
             text = stat.read()
     except OSError:
-        return ""
+        return []
     # The command name (field 2) may contain spaces and parentheses: split after the last ")".
-    fields = text.rsplit(")", 1)[-1].split()
+    return text.rsplit(")", 1)[-1].split()
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), or "" where unknown."""
+    fields = _stat(pid)
     return fields[19] if len(fields) > 19 else ""
 
 
@@ -64,7 +70,8 @@ def _pid_alive(pid: int) -> bool:
         return True
     except OSError:
         return False
-    return True
+    fields = _stat(pid)
+    return not fields or fields[0] != "Z"  # (a zombie has ended: only its parent has not seen)
 
 
 def owner_alive(
