@@ -124,12 +124,9 @@ def agent(kind: str, *, idempotent: bool = False):
             .build()
         )
     tools = [transfer_tool(idempotent=idempotent, approval=kind != "plain"), ask_question]
-    return (
-        AgentBuilder("banker", FunctionModel(_script))
-        .tools(tools)
-        .human_input(StoreHumanInput())
-        .build()
-    )
+    # "timed": its approvals wait at most 10 minutes (expires_at is set)
+    human = StoreHumanInput(timeout=600) if kind == "timed" else StoreHumanInput()
+    return AgentBuilder("banker", FunctionModel(_script)).tools(tools).human_input(human).build()
 
 
 def run(kind: str, prompt: str = "send 5 to a1") -> None:

@@ -344,3 +344,29 @@ def test_an_owner_killed_but_not_yet_reaped_counts_as_gone(env, store_location):
         assert effects() == ["started a1 5", "done a1 5"]
     finally:
         kill(child)
+
+
+def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refused(
+    env, store_location, monkeypatch
+):
+    """Before, a decision written after ``expires_at`` (the owner killed, so no timer fired)
+    was recorded, and the tool ran on resume: the time limit held only while the owner lived."""
+    from datetime import timedelta
+
+    from anvia_notebook import DecisionRefusedError
+    from anvia_notebook.store import _store
+
+    store = RunStore(store_location)
+    child = start_child(env, "timed")
+    [pending] = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    assert pending.expires_at is not None
+    later = pending.expires_at + timedelta(seconds=1)
+    monkeypatch.setattr(_store, "utc_now", lambda: later)  # the clock, once the limit passed
+    with pytest.raises(DecisionRefusedError) as refused:
+        store.approve(pending.run_id, pending.id)
+    assert str(refused.value).startswith(
+        f"Too late: the time limit of approval {pending.id} passed at "
+    )
+    assert f"when the run resumes (agent.resume('{pending.run_id}'))" in str(refused.value)
+    assert store.pending(pending.run_id) == [pending] and effects() == []

@@ -652,6 +652,8 @@ class RunStore(SteeringRows, DecisionRequests):
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
+        if record.pending and record.expires_at is not None and utc_now() >= record.expires_at:
+            raise self._too_late(owner_run, record, name)
         ours = decided(record, resolution)
         current: Record | None
         if resolution.status == "approved" and resolution.args is not None:
@@ -674,6 +676,20 @@ class RunStore(SteeringRows, DecisionRequests):
                 )
         assert isinstance(current, kind)
         return current
+
+    def _too_late(self, run_id: str, record: Record, name: str) -> DecisionRefusedError:
+        """A decision for ``record`` after its time limit (``expires_at``) has passed."""
+        when = f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC"
+        if owner_alive(*self._owner_of(run_id)):
+            then = "the run records it as timed out (as a rejection)"
+        else:
+            then = (
+                "no process ran the run then; it is asked again, with a new time limit, when "
+                f"the run resumes (agent.resume({self._resumed_as(run_id)!r}))"
+            )
+        return DecisionRefusedError(
+            f"Too late: the time limit of {name} {record.id} passed at {when}; {then}."
+        )
 
     def _resumed_as(self, run_id: str) -> str:
         """The run to resume for ``run_id`` to go on: itself, or a sub-agent's top-level run."""
