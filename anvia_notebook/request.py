@@ -19,7 +19,7 @@ from ._option_checks import (
 from ._steering import new_items, steering_messages, storable
 from ._util import new_id, running_loop
 from .approvals import ApprovalHandler
-from .errors import RequestAlreadyUsedError, RunStoreError
+from .errors import RequestAlreadyUsedError, RunOwnedError, RunStoreError
 from .events import RunEvent
 from .hooks import Hook, dropped_tool_call_hooks
 from .messages import Message
@@ -255,6 +255,13 @@ class PromptRequest:
         if self._resumed_state is not None:
             state = self._resumed_state
             store = self._store or None
+            from .store._owner import made_here, running_here
+
+            if running_here(state.run_id):  # (resumed again here, and that one was made first)
+                raise RunOwnedError(
+                    f"Run {state.run_id!r} is already running in this kernel (another "
+                    "agent.resume of it was started); this request cannot run it too."
+                )
             events: list[Any] = []
             trace = None
             if store is not None:
@@ -266,6 +273,7 @@ class PromptRequest:
 
                     store_failed(store, error)
             self._run = AgentRun(self, state, store=store, events=events, resumed=True, trace=trace)
+            made_here(state.run_id, self._run)
             self._hand_over_steering()
             return self._run
         state = RunState(
@@ -286,6 +294,10 @@ class PromptRequest:
                 store_failed(store, error)
                 store = None
         self._run = AgentRun(self, state, store=store)
+        if store is not None:
+            from .store._owner import made_here
+
+            made_here(state.run_id, self._run)
         self._hand_over_steering()
         return self._run
 

@@ -370,3 +370,23 @@ def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refuse
     )
     assert f"when the run resumes (agent.resume('{pending.run_id}'))" in str(refused.value)
     assert store.pending(pending.run_id) == [pending] and effects() == []
+
+
+async def test_a_resume_never_started_does_not_lock_the_run_in_this_kernel(env, store_location):
+    """A cell that resumed a run and then failed (a bad option) left the run claimed: before,
+    running the fixed cell raised ``RunOwnedError`` ("still running in this kernel") until the
+    kernel restarted. Of two resumes made here, only the first started runs it."""
+    store = RunStore(store_location)
+    [pending] = killed_at_the_approval(env, store)
+    with pytest.raises(ValueError, match="tool concurrency must be a positive integer"):
+        store_agents.agent("approval").resume(pending.run_id).with_tool_concurrency(0)
+    first = store_agents.agent("approval").resume(pending.run_id)  # the fixed cell
+    second = store_agents.agent("approval").resume(pending.run_id)
+    run = first.start()
+    with pytest.raises(RunOwnedError, match="already running in this kernel"):
+        second.start()
+    with pytest.raises(RunOwnedError, match="still running in this kernel"):
+        store_agents.agent("approval").resume(pending.run_id)
+    store.approve(pending.run_id, pending.id)
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.output.startswith("Result:") and effects() == ["started a1 5", "done a1 5"]

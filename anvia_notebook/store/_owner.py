@@ -10,9 +10,19 @@ from __future__ import annotations
 import os
 import socket
 import time
+import weakref
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["HEARTBEAT_INTERVAL", "LEASE_SECONDS", "Owner", "owner_alive", "this_process"]
+__all__ = [
+    "HEARTBEAT_INTERVAL",
+    "LEASE_SECONDS",
+    "Owner",
+    "made_here",
+    "owner_alive",
+    "running_here",
+    "this_process",
+]
 
 #: How often a live owner renews its heartbeat (seconds).
 HEARTBEAT_INTERVAL = 5.0
@@ -50,6 +60,22 @@ def _start_time(pid: int) -> str:
 
 
 _THIS: Owner | None = None
+
+#: The stored runs this process has made a run object for (a new run, or one resumed), by id.
+_MADE: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+
+
+def made_here(run_id: str, run: Any) -> None:
+    """``run`` (an ``AgentRun``) runs the stored run ``run_id`` in this process."""
+    _MADE[run_id] = run
+
+
+def running_here(run_id: str) -> bool:
+    """Whether this process has a run object for ``run_id`` that has not ended. A run claimed
+    by a resume that was never made into a run (its request was dropped, or an option raised)
+    does not count: it may be resumed again here."""
+    run = _MADE.get(run_id)
+    return run is not None and not run.done
 
 
 def this_process() -> Owner:

@@ -65,7 +65,7 @@ from ._errors import (
     RunStoreError,
     RunTakenOverError,
 )
-from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, this_process
+from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, running_here, this_process
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
 from ._steer_write import top_run
 from ._steering import SteeringCallback, SteeringRows
@@ -813,12 +813,9 @@ class RunStore(SteeringRows, DecisionRequests):
                     f"Run {run_id!r} has already ended ({status}); there is nothing to resume. "
                     "Start a new run with its history: agent.prompt([*state.messages, ...])."
                 )
-            if owner_alive(*owner):
-                where = (
-                    "this kernel"
-                    if owner[1] == me.pid and owner[0] == me.host
-                    else (f"process {owner[1]} on {owner[0]}")
-                )
+            here = owner[1] == me.pid and owner[0] == me.host
+            if owner_alive(*owner) and (not here or running_here(run_id)):
+                where = "this kernel" if here else f"process {owner[1]} on {owner[0]}"
                 raise RunOwnedError(
                     f"Run {run_id!r} is still running in {where}; decide its pending "
                     "interactions there (or with RunStore.approve / the command line) instead "
