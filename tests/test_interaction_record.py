@@ -426,9 +426,10 @@ async def test_an_edit_only_the_tool_s_own_validator_refuses_is_refused_before_i
 # -- an interaction left open by a turn that another call ended ---------------------------------
 
 
-def _turn_ended_by_the_other_call(ending):
-    """A run whose first call waits for an approval nobody gives while the second call's
-    ``on_tool_call`` hook, once that approval is asked, does ``ending`` (raises, or cancels)."""
+def _turn_ended_by_the_other_call(ending, sub_agent: bool = False):
+    """A run whose first call waits for an approval nobody gives (``sub_agent``: the approval
+    of a sub-agent that call runs) while the second call's ``on_tool_call`` hook, once that
+    approval is asked, does ``ending`` (raises, or cancels)."""
     asked = asyncio.Event()
 
     async def never(request):
@@ -442,10 +443,16 @@ def _turn_ended_by_the_other_call(ending):
         return ending(event)
 
     note = create_tool(name="note", description="n", input=EvenAmount, execute=lambda a, c: "ok")
-    model = QueueModel([calls(("add", {"x": 1, "y": 2}, "c1"), ("note", {"amount": 2}, "c2"))])
+    first: tuple[str, dict, str] = ("add", {"x": 1, "y": 2}, "c1")
+    protected = make_add_tool(approval=ToolApproval())
+    if sub_agent:
+        helper = AgentBuilder("helper", QueueModel([call("add", {"x": 1, "y": 2}, id="s1")]))
+        protected = helper.tool(protected).build().as_tool(name="ask_helper")
+        first = ("ask_helper", {"prompt": "add"}, "c1")
+    model = QueueModel([calls(first, ("note", {"amount": 2}, "c2"))])
     agent = (
         AgentBuilder("a", model)
-        .tools([make_add_tool(approval=ToolApproval()), note])
+        .tools([protected, note])
         .hook(create_hook(on_tool_call=on_tool_call))
         .build()
     )
@@ -457,7 +464,8 @@ def _broken(event):
     raise RuntimeError("hook broke")
 
 
-@pytest.mark.parametrize(
+#: How the other call ends the turn, what the run raises, and the reason recorded.
+ENDINGS = pytest.mark.parametrize(
     ("ending", "raised", "reason"),
     [
         (_broken, RuntimeError, "The run failed in another tool call: RuntimeError: hook broke"),
@@ -465,6 +473,9 @@ def _broken(event):
     ],
     ids=["failure", "hook-cancel"],
 )
+
+
+@ENDINGS
 async def test_an_approval_left_open_by_another_calls_failure_is_closed_by_the_runtime_saying_why(
     ending, raised, reason
 ):
@@ -492,45 +503,13 @@ async def test_an_approval_left_open_by_stop_is_still_closed_by_stop():
     assert (record.decided_by, record.decision_reason) == ("stop", "Enough.")
 
 
-@pytest.mark.parametrize(
-    ("ending", "raised", "reason"),
-    [
-        (_broken, RuntimeError, "The run failed in another tool call: RuntimeError: hook broke"),
-        (lambda event: event.tool.cancel("hook cancels"), PromptCancelledError, "hook cancels"),
-    ],
-    ids=["failure", "hook-cancel"],
-)
+@ENDINGS
 async def test_a_sub_agents_approval_left_open_by_another_calls_failure_is_closed_by_the_runtime(
     ending, raised, reason
 ):
     """The same, one level down: the parent's other call fails while the sub-agent's approval
     waits. Before, the sub-run was cancelled as by Stop and its approval said "Stopped"."""
-    asked = asyncio.Event()
-
-    async def never(request):
-        asked.set()
-        await asyncio.Event().wait()
-
-    async def on_tool_call(event):
-        if event.tool_name != "note":
-            return event.tool.run()
-        await asked.wait()
-        return ending(event)
-
-    helper = AgentBuilder("helper", QueueModel([call("add", {"x": 1, "y": 2}, id="s1")]))
-    helper = helper.tool(make_add_tool(approval=ToolApproval())).build()
-    note = create_tool(name="note", description="n", input=EvenAmount, execute=lambda a, c: "ok")
-    model = QueueModel(
-        [calls(("ask_helper", {"prompt": "add"}, "c1"), ("note", {"amount": 2}, "c2"))]
-    )
-    agent = (
-        AgentBuilder("a", model)
-        .tools([helper.as_tool(name="ask_helper"), note])
-        .hook(create_hook(on_tool_call=on_tool_call))
-        .build()
-    )
-    request = agent.prompt("go").store(None).human_input(CallbackHumanInput(approve=never))
-    run = request.with_tool_concurrency(2).start()
+    run = _turn_ended_by_the_other_call(ending, sub_agent=True)
     with pytest.raises(raised):
         await asyncio.wait_for(run.wait(), 30)
     [child] = run.children

@@ -12,7 +12,7 @@ import socket
 
 import pytest
 import store_agents
-from child_processes import kill, start_python, wait_until
+from child_processes import child_environ, kill, start_python, wait_until
 from store_agents import effects
 
 from anvia_notebook import RunStore
@@ -21,18 +21,11 @@ from anvia_notebook.store import _owner
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def env(store_location, tmp_path, monkeypatch):
-    from child_processes import child_environ
-
-    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
-    return child_environ()
-
-
 async def test_an_owner_whose_run_another_machine_resumed_stops_and_the_tool_runs_once(
-    env, store_location, monkeypatch
+    store_location, tmp_path, monkeypatch
 ):
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    env = child_environ()
     store = RunStore(store_location)
     child = start_python("import store_agents; store_agents.run('approval')", env)
     try:

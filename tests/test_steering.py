@@ -36,6 +36,10 @@ def conversation(messages: list[Message]) -> list[tuple[str, str]]:
     return [(m.role, m.content) for m in messages]
 
 
+#: The events of the turn a steered message adds, to the run's end.
+ANOTHER_TURN = ["turn_start", "generation_start", "text_delta", "turn_end", "final"]
+
+
 # -- Anvia's prompt-request.test.ts ---------------------------------------------------------------
 
 
@@ -110,14 +114,7 @@ async def test_continues_when_steering_arrives_before_a_no_tool_response_finaliz
     types = [event.type for event in seen]
     first_end = types.index("turn_end")
     assert types[: first_end + 1] == ["turn_start", "generation_start", "text_delta", "turn_end"]
-    assert types[first_end + 1 :] == [
-        "steering_message",
-        "turn_start",
-        "generation_start",
-        "text_delta",
-        "turn_end",
-        "final",
-    ]
+    assert types[first_end + 1 :] == ["steering_message", *ANOTHER_TURN]
     steering = seen[first_end + 1]
     assert steering.turn == 2 and steering.message == Message.user("revise")
     assert seen[first_end + 2].turn == 2
@@ -353,13 +350,5 @@ async def test_a_stream_reader_that_steers_at_turn_end_gets_another_turn():
         if event.type == "turn_end" and event.turn == 1:
             assert request.steer("first steer") is True
             assert request.steer([Message.user("second steer")]) is True
-    assert seen[seen.index("turn_end") + 1 :] == [
-        "steering_message",
-        "steering_message",
-        "turn_start",
-        "generation_start",
-        "text_delta",
-        "turn_end",
-        "final",
-    ]
+    assert seen[seen.index("turn_end") + 1 :] == ["steering_message"] * 2 + ANOTHER_TURN
     assert user_texts(model.requests[1])[-2:] == ["first steer", "second steer"]
