@@ -868,9 +868,10 @@ class AgentRun:
             self._done_callbacks.append(callback)
 
     def cut_short(self, reason: str | None) -> bool:
-        """End a sub-agent's run because the call that runs it was cut short by the runtime
-        (another call of the parent's turn failed, or a hook cancelled the parent): as
-        :meth:`cancel`, but what it leaves open is closed by the runtime, saying why."""
+        """End the run because the runtime cut it short, not a person: a sub-agent's run whose
+        call another call of the parent's turn ended (a failure, a hook's cancel), or a run
+        another process took over. As :meth:`cancel`, but what it leaves open is closed by the
+        runtime, saying why."""
         if not self.done and self.state.cancel_reason is None:
             self._cancelled_by = "runtime"
         return self.cancel(reason)
