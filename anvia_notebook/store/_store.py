@@ -652,7 +652,12 @@ class RunStore(SteeringRows, DecisionRequests):
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
-        if record.pending and record.expires_at is not None and utc_now() >= record.expires_at:
+        if (
+            record.pending
+            and record.expires_at is not None
+            and utc_now() >= record.expires_at
+            and not owner_alive(*self._owner_of(owner_run))  # (a live run's timer decides)
+        ):
             raise self._too_late(owner_run, record, name)
         ours = decided(record, resolution)
         current: Record | None
@@ -678,17 +683,14 @@ class RunStore(SteeringRows, DecisionRequests):
         return current
 
     def _too_late(self, run_id: str, record: Record, name: str) -> DecisionRefusedError:
-        """A decision for ``record`` after its time limit (``expires_at``) has passed."""
-        when = f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC"
-        if owner_alive(*self._owner_of(run_id)):
-            then = "the run records it as timed out (as a rejection)"
-        else:
-            then = (
-                "no process ran the run then; it is asked again, with a new time limit, when "
-                f"the run resumes (agent.resume({self._resumed_as(run_id)!r}))"
-            )
+        """A decision for ``record`` after its time limit (``expires_at``) passed while no
+        process ran its run (no timer decided it then): refused, not kept for the resume.
+        While a process runs it, that run's timer decides, and the first decision wins."""
         return DecisionRefusedError(
-            f"Too late: the time limit of {name} {record.id} passed at {when}; {then}."
+            f"Too late: the time limit of {name} {record.id} passed at "
+            f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC, while no process ran the run; it is "
+            "asked again, with a new time limit, when the run resumes "
+            f"(agent.resume({self._resumed_as(run_id)!r}))."
         )
 
     def _resumed_as(self, run_id: str) -> str:
