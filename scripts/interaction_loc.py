@@ -168,6 +168,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "DECISIONS",
             'main[elif args.command == "approve"..elif args.command == "steer"]',
             'main[elif args.command in DECISIONS..elif args.command == "steer"]',
+            "_run_command[elif args.command in DECISIONS..]",
         ],
     ),
     (
