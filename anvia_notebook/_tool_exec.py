@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from ._tracing import TraceRecorder
 from ._util import (
+    cancelled_from_outside,
     compact_arguments,
     compact_json,
     decode_args,
@@ -817,7 +818,7 @@ class ToolExecutor:
             result = f"ToolCallError: SystemExit: {error.code} ({EXIT_REFUSED})"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         except asyncio.CancelledError as error:
-            if _cancelled_from_outside():
+            if cancelled_from_outside():
                 raise  # Stop, cancel() or a hook
             # The tool itself raised it (it awaited something that was cancelled): it failed.
             result = f"ToolCallError: {error_text(error) or 'the tool was cancelled'}"
@@ -874,14 +875,6 @@ class ToolExecutor:
 
 #: What the model is told besides the exit code when a tool raised ``SystemExit``.
 EXIT_REFUSED = "the tool tried to end the Python process"
-
-
-def _cancelled_from_outside() -> bool:
-    """Whether the task running a tool was asked to stop (a ``CancelledError`` the tool raised
-    on its own is its failure). Before Python 3.11 a task cannot tell: it was asked."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)
-    return cancelling is None or cancelling() > 0
 
 
 #: What ``_wait`` returns when the human input cannot take that kind of request.

@@ -29,6 +29,16 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
+def cancelled_from_outside() -> bool:
+    """Whether the running task was asked to stop (a ``CancelledError`` that code it runs raised
+    on its own, such as a tool or a metric, is that code's failure). Before Python 3.11 a task
+    cannot tell: it was asked."""
+    import asyncio
+
+    cancelling = getattr(asyncio.current_task(), "cancelling", None)
+    return cancelling is None or cancelling() > 0
+
+
 def new_id(prefix: str) -> str:
     """``prefix`` and 20 random hex digits (80 random bits, as ``uuid4().hex[:20]`` had)."""
     return f"{prefix}_{os.urandom(10).hex()}"

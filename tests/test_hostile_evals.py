@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import decimal
+import json
 
 import pytest
+from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, evals
-from anvia_notebook.models import FunctionModel
+from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -226,11 +228,17 @@ def test_whole_numbers_in_an_expected_column_with_gaps_stay_whole():
 
 
 @pytest.mark.parametrize(
-    ("raised", "told"), [(SystemExit(2), "SystemExit: 2"), (KeyboardInterrupt(), "KeyboardInterrupt")]
+    ("raised", "told"),
+    [
+        (SystemExit(2), "SystemExit: 2"),
+        (KeyboardInterrupt(), "KeyboardInterrupt"),
+        (asyncio.CancelledError(), "CancelledError"),
+    ],
 )
 def test_a_metric_that_calls_exit_is_that_scores_error_and_the_evaluation_goes_on(raised, told):
     # A metric runs in a task of the evaluation: a SystemExit or KeyboardInterrupt out of it
-    # would end the event loop (in a notebook, the kernel).
+    # would end the event loop (in a notebook, the kernel); a CancelledError it raises on its
+    # own (nobody stopped the evaluation) ended the evaluation as if it were done.
     def quits(case, output):
         if case.name == "a":
             raise raised
@@ -294,3 +302,57 @@ def test_a_judges_hostile_reply_is_that_scores_error(reply, message):
     )
     (case,) = report.cases
     assert case.scores["llm_judge"] is None and message in case.details["llm_judge"].error
+
+
+class Answer(BaseModel):
+    value: int
+
+
+def typed_agent(value: object, text: str = "Sure, computing it now.") -> tuple[object, list]:
+    calls: list[int] = []
+
+    def model(request):
+        calls.append(1)
+        call = ToolCall(f"f{len(calls)}", "final_result", {"value": value})
+        return ModelResponse(text, [call])
+
+    agent = AgentBuilder("typed-eval", FunctionModel(model)).output_type(Answer, retries=1)
+    return agent.build(), calls
+
+
+def test_a_typed_agent_is_scored_on_its_validated_value():
+    """The metrics see the value as JSON (not the chat text of the last turn) and the case
+    keeps the value itself."""
+    agent, _ = typed_agent(7)
+    seen: list[object] = []
+
+    def value_is_expected(case, output):
+        seen.append(output)
+        return json.loads(output)["value"] == case.expected
+
+    cases = [{"input": "3+4", "expected": 7, "name": "sum"}]
+    report = evals.evaluate_sync(
+        agent, cases, [evals.json_valid(Answer), value_is_expected], show=False
+    )
+    [case] = report.cases
+    assert seen == ['{"value":7}'] and case.output == '{"value":7}'
+    assert case.data == Answer(value=7) and case.passed
+    assert case.scores == {"json_valid": True, "value_is_expected": True}
+    shown(report)
+
+
+def test_a_typed_value_that_stays_invalid_is_that_cases_error_after_its_retries():
+    """Nobody can fix it in an eval: the case ends as a run with nobody attached does, after
+    the retries (before: each fix refused sent the model round again, 22 model calls and a
+    turn-limit error)."""
+    agent, calls = typed_agent("seven")
+    report = evals.evaluate_sync(
+        agent, [{"input": "3+4", "name": "sum"}], [evals.contains()], show=False
+    )
+    [case] = report.cases
+    assert case.status == "error" and len(calls) == 2
+    assert case.error.startswith(
+        "OutputValidationError: The model's Answer is not valid after 1 retry"
+    )
+    assert "no approval handler or person to fix it" in case.error
+    assert case.data is None

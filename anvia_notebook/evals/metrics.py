@@ -9,6 +9,7 @@ leaves that case out.
 
 from __future__ import annotations
 
+import asyncio
 import decimal
 import inspect
 import json
@@ -21,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .._util import error_text
+from .._util import cancelled_from_outside, error_text
 from .cases import Case
 
 __all__ = [
@@ -75,8 +76,11 @@ class Metric:
             value = self.fn(case, output)
             if inspect.isawaitable(value):
                 value = await value
-        except (Exception, SystemExit, KeyboardInterrupt) as error:
-            # (an exit or an interrupt out of this task would end the event loop)
+        except (Exception, SystemExit, KeyboardInterrupt, asyncio.CancelledError) as error:
+            # (an exit or an interrupt out of this task would end the event loop; a
+            # CancelledError the metric raised on its own would end the evaluation)
+            if isinstance(error, asyncio.CancelledError) and cancelled_from_outside():
+                raise
             text = error_text(error)
             name = type(error).__name__
             return Score(None, False, error=f"{name}: {text}" if text else name)

@@ -70,6 +70,9 @@ class CaseResult:
     scores: dict[str, bool | float | None] = field(default_factory=dict)
     details: dict[str, Score] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: An agent with an ``output_type``: the validated value (``output`` is its JSON, which the
+    #: metrics score); None otherwise.
+    data: Any = None
 
     def row(self) -> dict[str, Any]:
         """The case as a table row (``to_pandas`` columns)."""

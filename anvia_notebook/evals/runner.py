@@ -5,7 +5,8 @@
 on. Protected tool calls are decided by ``approvals=`` (a handler as for
 ``PromptRequest.approvals``; without it, by the agent's own approval handler if it has one) or
 rejected with a message that no reviewer is present; questions (``ask_question``) get no answer.
-No case ever waits for a person: a human input attached to the agent is not used.
+No case ever waits for a person: a human input attached to the agent is not used. An agent with
+an ``output_type`` is scored on its validated value, as JSON (``CaseResult.data`` holds it).
 
 The live report is shown through the notebook runner (``request.notebook_runner()``, the
 runtime's one way into the notebook layer, which exists only inside a kernel): nothing here
@@ -19,6 +20,8 @@ import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
 
 from .. import request as _request
 from .._util import error_text, new_id, running_loop
@@ -55,10 +58,15 @@ class NoReviewer:
     """The human input of every eval case: nobody is there, so nothing waits.
 
     Approvals (that no ``approvals=`` handler decides) are rejected with
-    :data:`NO_REVIEWER_MESSAGE`; questions get the tool's "no human answer" fallback.
+    :data:`NO_REVIEWER_MESSAGE`; questions get the tool's "no human answer" fallback. The fix of
+    a typed output that stayed invalid is not taken (nobody can write it): the case ends with
+    ``OutputValidationError``, as a run with nobody attached does (a rejection would send the
+    model round again, until the turn limit).
     """
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        if request.fix_required:
+            raise HumanInputUnavailable("No reviewer is present in an evaluation.")
         return ApprovalDecision(
             approved=False,
             reason="No reviewer is present in an evaluation.",
@@ -143,9 +151,13 @@ async def _run_case(report: EvalReport, index: int) -> None:
     run.start()
     report.case_started(index)
     output: str | None = None
+    data: Any = None
     error: str | None = None
     try:
-        output = (await run.wait()).output
+        response = await run.wait()
+        output, data = response.output, response.data
+        if request.active_output_type is not None:  # scored as its validated value's JSON
+            output = to_json(data).decode()
     except asyncio.CancelledError:
         run.cancel(STOP_REASON)
         raise
@@ -176,6 +188,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         scores={name: s.value for name, s in details.items()},
         details=details,
         metadata=dict(case.metadata),
+        data=data,
     )
     report.case_ended(index, result)
 
