@@ -304,6 +304,7 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
             data=data,
         )
     )
+    spec = run.request.active_output_type
     return PromptResponse(
         output=text,
         usage=state.usage,
@@ -311,6 +312,7 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
         run_id=state.run_id,
         trace=run.trace,
         data=None if isinstance(result, str) else result.value,
+        output_type=None if spec is None else spec.output_type,
     )
 
 

@@ -6,12 +6,21 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import typing_extensions
 from pydantic import BaseModel
 
-__all__ = ["MAX_TABLE_ROWS", "markdown_table", "rows_of", "to_pandas", "typed_result_markdown"]
+__all__ = [
+    "MAX_TABLE_ROWS",
+    "item_columns",
+    "markdown_table",
+    "rows_of",
+    "to_pandas",
+    "typed_result_markdown",
+]
 
 #: The transcript's table shows at most this many rows (and says how many more there are).
 MAX_TABLE_ROWS = 50
@@ -45,8 +54,23 @@ def rows_of(data: Any) -> list[dict[str, Any]] | None:
     return None
 
 
-def to_pandas(data: Any) -> Any:
-    """``data`` (a list of models, dataclasses or dicts, or one of them) as a ``DataFrame``."""
+def item_columns(output_type: Any) -> list[str]:
+    """The columns of an empty list of ``output_type``'s items (a model, a dataclass or a
+    ``TypedDict``): its field names; none for other types."""
+    args = typing.get_args(output_type)
+    item = args[0] if len(args) == 1 else None
+    if isinstance(item, type) and issubclass(item, BaseModel):
+        return list(item.model_fields)
+    if dataclasses.is_dataclass(item) and isinstance(item, type):
+        return [field.name for field in dataclasses.fields(item)]
+    if typing_extensions.is_typeddict(item):
+        return list(typing.get_type_hints(item))
+    return []
+
+
+def to_pandas(data: Any, output_type: Any = None) -> Any:
+    """``data`` (a list of models, dataclasses or dicts, or one of them) as a ``DataFrame``; an
+    empty list has the columns of ``output_type``'s items."""
     if data is None:
         raise ValueError(
             "This response has no typed data: set output_type(...) on the agent or the request."
@@ -70,6 +94,8 @@ def to_pandas(data: Any) -> Any:
         }
         for row in rows
     ]
+    if not plain:
+        return pd.DataFrame(columns=item_columns(output_type))
     return pd.DataFrame(plain).convert_dtypes()
 
 

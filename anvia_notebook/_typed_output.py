@@ -165,6 +165,12 @@ class TypedOutput:
         call = finals[-1]
         try:
             outcome = await self._final_result(call, turn)
+        except OutputValidationError as invalid:  # the run ends: the call's result says why
+            internal_id = self._internal_ids.pop(call.id, new_id("call"))
+            text = f"OutputValidationError: {invalid}"
+            parts[call.id] = self._result(call, turn, internal_id, text, True)
+            self._end_round(calls, parts)
+            raise
         except BaseException:
             self._end_round(calls, parts, interrupted=True)
             raise
@@ -178,6 +184,7 @@ class TypedOutput:
             self._end_round(calls, parts)
             value_text = text if text.strip() else compact_json(outcome.data)
             return Accepted(outcome.value, outcome.data, value_text)
+        self._internal_ids.pop(call.id, None)
         parts[call.id] = outcome
         self._end_round(calls, parts)
         return None
@@ -187,7 +194,7 @@ class TypedOutput:
     async def _final_result(self, call: ToolCall, turn: int) -> Accepted | ToolResultPart:
         """Validate one ``final_result`` call: the value, or the result the model is told."""
         spec = self.spec
-        internal_id = new_id("call")
+        internal_id = self._internal_ids[call.id] = new_id("call")
         self.executor.trace.tool_call(call, turn)
         raw = call.arguments_json()  # validated as it came (a large output is parsed once)
         decision = await self.executor.call_decision(call, internal_id, compact_arguments(raw))
@@ -210,7 +217,6 @@ class TypedOutput:
             fixed = await self._repair(call, internal_id, raw, error)
             if isinstance(fixed, str):
                 return await self._told(call, turn, internal_id, fixed, True)
-            self._internal_ids[call.id] = internal_id
             return Accepted(fixed.value, fixed.data, FIXED_RESULT)
         self.run.state.output_failures = 0
         if decision.type == "approval_request":
@@ -218,9 +224,7 @@ class TypedOutput:
             if isinstance(asked, str):
                 return await self._told(call, turn, internal_id, asked)
             if asked is not None:
-                self._internal_ids[call.id] = internal_id
                 return asked
-        self._internal_ids[call.id] = internal_id
         return Accepted(value, spec.dump(value), ACCEPTED_RESULT)
 
     async def _hook_approval(

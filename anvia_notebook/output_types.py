@@ -8,7 +8,12 @@ how often a value that fails validation goes back to the model:
   ``{"result": ...}``); its other tools stay usable, and the run ends when ``final_result`` is
   called with a valid value.
 - ``mode="native"``: the schema goes in the completion request's ``response_format`` (the
-  provider's JSON-schema response format) and the model's text is validated.
+  provider's JSON-schema response format) and the model's text is validated. Providers take only
+  an object there, so a type that is not one is asked for as ``{"result": ...}`` too; the text
+  may also be the bare value, or the JSON in one Markdown code block.
+
+A validator of the type that raises something other than pydantic's errors (a ``KeyError`` of a
+``model_validator``) fails the value like any validation error: the model is told the exception.
 
 The run loop's part (the retries and the repair a person makes) is in ``_typed_output.py``.
 """
@@ -16,14 +21,17 @@ The run loop's part (the retries and the repair a person makes) is in ``_typed_o
 from __future__ import annotations
 
 import json
+import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from .errors import McpToolNameClashError
 from .models.base import ResponseFormat, ToolDefinition
@@ -37,6 +45,8 @@ __all__ = [
     "output_spec",
     "type_name",
 ]
+
+logger = logging.getLogger("anvia_notebook")
 
 #: The name of the tool the model calls to give its typed result (``mode="tool"``).
 FINAL_RESULT = "final_result"
@@ -93,23 +103,37 @@ class OutputSpec:
         )
 
     def response_format(self) -> ResponseFormat:
-        """The provider's JSON-schema response format (``mode="native"``)."""
-        return ResponseFormat(name=_schema_name(self.schema, self.name), json_schema=self.schema)
+        """The provider's JSON-schema response format (``mode="native"``): an object, so a type
+        that is not one is asked for wrapped, as ``{"result": ...}``."""
+        schema = self.input_model.model_json_schema() if self.wrapped else self.schema
+        return ResponseFormat(name=_schema_name(self.schema, self.name), json_schema=schema)
 
     # -- validating ------------------------------------------------------------------------------
 
     def validate_arguments(self, arguments: str | dict[str, Any]) -> Any:
         """The value ``final_result``'s arguments (JSON text or data) hold; raises pydantic's
         ``ValidationError``."""
-        if isinstance(arguments, str):
-            parsed = self.input_model.model_validate_json(arguments or "{}")
-        else:
-            parsed = self.input_model.model_validate(arguments)
-        return self.unwrap(parsed)
+        with _validator_errors(self.name, arguments):
+            if isinstance(arguments, str):
+                parsed = self.input_model.model_validate_json(arguments or "{}")
+            else:
+                parsed = self.input_model.model_validate(arguments)
+            return self.unwrap(parsed)
 
     def validate_text(self, text: str) -> Any:
-        """The value the model's text holds (``mode="native"``); raises ``ValidationError``."""
-        return self.adapter.validate_json(text)
+        """The value the model's text holds (``mode="native"``): its JSON (a type that is not an
+        object also as ``{"result": ...}``, as it was asked for, and a text type also as the bare
+        text), alone or in one Markdown code block; raises ``ValidationError``."""
+        body = _unfenced(text)
+        with _validator_errors(self.name, text):
+            if self.wrapped and _is_wrapper(body):
+                return self.unwrap(self.input_model.model_validate_json(body))
+            try:
+                return self.adapter.validate_json(body)
+            except ValidationError:
+                if self.schema.get("type") != "string":
+                    raise
+                return self.adapter.validate_python(text)  # the bare text of a text type
 
     def unwrap(self, parsed: BaseModel) -> Any:
         if self.wrapped:
@@ -122,9 +146,11 @@ class OutputSpec:
         """``final_result`` arguments holding the value the model wrote as ``text`` (for a repair
         of a ``native`` answer): the JSON it holds (wrapped when the type is), else the text."""
         try:
-            value: Any = json.loads(text)
+            value: Any = json.loads(_unfenced(text))
         except ValueError:
             value = text
+        if self.wrapped and _is_wrapper(_unfenced(text)):
+            return dict(value)
         if self.wrapped:
             return {WRAPPED_KEY: value}
         return value if isinstance(value, dict) else {}
@@ -132,6 +158,46 @@ class OutputSpec:
     def dump(self, value: Any) -> Any:
         """The validated value as JSON data (for events, the store and the transcript)."""
         return self.adapter.dump_python(value, mode="json")
+
+
+@contextmanager
+def _validator_errors(name: str, value: Any) -> Iterator[None]:
+    """A validator's own exception (not pydantic's errors) as a validation error of the value:
+    the model is told it, as for any invalid value."""
+    try:
+        yield
+    except ValidationError:
+        raise
+    except Exception as error:
+        text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        logger.warning("A validator of %s raised %s; the model is told it.", name, text)
+        logger.debug("The validator's traceback", exc_info=True)
+        detail = InitErrorDetails(
+            type=PydanticCustomError(
+                "validator_raised", "A validator raised {error}", {"error": text}
+            ),
+            loc=(),
+            input=value,
+        )
+        raise ValidationError.from_exception_data(name, [detail]) from error
+
+
+_FENCE = re.compile(r"\A\s*```[\w-]*[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+
+
+def _unfenced(text: str) -> str:
+    """The text inside one Markdown code block that is the whole answer, else the text."""
+    match = _FENCE.match(text)
+    return match.group(1) if match else text
+
+
+def _is_wrapper(text: str) -> bool:
+    """The text is a JSON object whose only key is ``result``."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and list(value) == [WRAPPED_KEY]
 
 
 def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> OutputSpec:

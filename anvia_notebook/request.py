@@ -26,7 +26,7 @@ from .messages import Message
 from .output_types import OutputSpec, check_output_tools, output_spec
 from .retry import CompletionRetries, RetryContext
 from .run import AgentRun
-from .run_state import PromptResponse, RunState
+from .run_state import OutputTypeInfo, PromptResponse, RunState
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -262,6 +262,7 @@ class PromptRequest:
                     f"Run {state.run_id!r} is already running in this kernel (another "
                     "agent.resume of it was started); this request cannot run it too."
                 )
+            self._check_resumed_output_type(state)
             events: list[Any] = []
             trace = None
             if store is not None:
@@ -276,12 +277,16 @@ class PromptRequest:
             made_here(state.run_id, self._run)
             self._hand_over_steering()
             return self._run
+        output = self.active_output_type
         state = RunState(
             run_id=new_id("run"),
             agent_id=self.agent.id,
             session_id=self.session_id,
             messages=[*self.history, self.prompt_message],
             prompt_index=len(self.history),
+            output_type=None
+            if output is None
+            else OutputTypeInfo(name=output.name, mode=output.mode),
             **self._lineage,
         )
         store = self._run_store()
@@ -300,6 +305,20 @@ class PromptRequest:
             made_here(state.run_id, self._run)
         self._hand_over_steering()
         return self._run
+
+    def _check_resumed_output_type(self, state: RunState) -> None:
+        """A run started with an ``output_type`` is resumed with one in the same mode (else its
+        ``final_result`` calls, and a person's fix of one, would find no such tool); the run stays
+        this process's, so the same request may be given the type and sent again."""
+        stored, output = state.output_type, self.active_output_type
+        if stored is None or (output is not None and output.mode == stored.mode):
+            return
+        given = "none" if output is None else f'{output.name}, mode="{output.mode}"'
+        wanted = f'output_type({stored.name}, mode="{stored.mode}")'
+        raise ValueError(
+            f"Run {state.run_id!r} was started with {wanted} and this resume has {given}: give "
+            f"it the same output type, agent.resume({state.run_id!r}).{wanted}."
+        )
 
     def _hand_over_steering(self) -> None:
         """Messages steered before the run was made are the run's first queued ones."""

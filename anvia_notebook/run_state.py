@@ -15,7 +15,7 @@ from .events import ApprovalRecord, QuestionRecord
 from .messages import Message, Usage
 from .trace import Trace
 
-__all__ = ["PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
+__all__ = ["OutputTypeInfo", "PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
 
 RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled"]
 
@@ -37,13 +37,16 @@ class PromptResponse(BaseModel):
     #: The validated value of a run with an ``output_type`` (``output`` stays the text); None
     #: without one.
     data: Any = None
+    #: The run's ``output_type`` (None without one); an empty list's table has its columns.
+    output_type: Any = Field(default=None, exclude=True, repr=False)
 
     def to_pandas(self) -> Any:
         """The typed result as a pandas ``DataFrame``: a row per item of a list (of models,
-        dataclasses or dicts), one row for a single model. Needs pandas."""
+        dataclasses or dicts), one row for a single model; an empty list has the item type's
+        columns. Needs pandas."""
         from ._output_table import to_pandas
 
-        return to_pandas(self.data)
+        return to_pandas(self.data, self.output_type)
 
 
 class ToolCallProgress(BaseModel):
@@ -59,6 +62,15 @@ class ToolCallProgress(BaseModel):
     result: str | None = None
     is_error: bool = False
     args: str | None = None
+
+
+class OutputTypeInfo(BaseModel):
+    """What a stored run records of its ``output_type``."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    name: str
+    mode: Literal["tool", "native"]
 
 
 class RunState(BaseModel):
@@ -94,6 +106,9 @@ class RunState(BaseModel):
     steered_ids: list[str] = Field(default_factory=list)
     #: How many outputs in a row failed validation (a run with an ``output_type``).
     output_failures: int = 0
+    #: The run's ``output_type`` (its name and mode), or None for text: a resumed run must be
+    #: given one too (its ``final_result`` calls and their fixes mean nothing without it).
+    output_type: OutputTypeInfo | None = None
 
     def record(self, item_id: str) -> ApprovalRecord | QuestionRecord | None:
         """The approval or question ``item_id`` of this run (None when it has none)."""

@@ -214,6 +214,21 @@ def run_typed() -> None:
     asyncio.run(typed_agent().prompt("cities").send())
 
 
+def untyped_agent(model=None):
+    """``typed_agent`` without an output type of its own: its runs get one from the request
+    (``run_request_typed``)."""
+    return (
+        AgentBuilder("typed-request-store", model or FunctionModel(_invalid_cities))
+        .human_input(StoreHumanInput())
+        .build()
+    )
+
+
+def run_request_typed() -> None:
+    request = untyped_agent().prompt("cities").output_type(list[CityRow], retries=0)
+    asyncio.run(request.send())
+
+
 def _invalid_cities_text(request):
     """Answer with an invalid list of cities as JSON text (native mode: no tool call)."""
     return ModelResponse(text=json.dumps([{"name": "Paris", "population": "many"}]))

@@ -468,7 +468,7 @@ async def test_native_mode_repair_by_a_handler() -> None:
     response = await agent.prompt("cities").store(None).send()
     assert response.data == [City(**GOOD_CITY)]
     assert json.loads(response.output) == [GOOD_CITY]  # the fixed value as JSON
-    assert asked[0].args == {"result": {"result": [BAD_CITY]}}
+    assert asked[0].args == {"result": [BAD_CITY]}  # the wrapped form it was asked for
 
 
 async def test_a_turn_with_final_result_and_other_calls_runs_them_all() -> None:

@@ -62,10 +62,10 @@ async def test_a_pending_repair_survives_a_kill_and_the_fix_ends_the_resumed_run
 FIXED = {"result": [{"name": "Paris", "population": 2}]}
 
 
-def killed_at_the_repair(store: RunStore, mode: str) -> ApprovalRecord:
-    """A child process runs the typed agent of ``mode`` until its repair waits, then is killed
-    (SIGKILL): the repair stays pending in the store."""
-    child = start_child("run_native_typed" if mode == "native" else "run_typed")
+def killed_at_the_repair(store: RunStore, mode: str, kind: str | None = None) -> ApprovalRecord:
+    """A child process runs the typed agent of ``mode`` (or ``store_agents.<kind>``) until its
+    repair waits, then is killed (SIGKILL): the repair stays pending in the store."""
+    child = start_child(kind or ("run_native_typed" if mode == "native" else "run_typed"))
     try:
         [repair] = wait_until(lambda: store.pending(), child, "the repair")
     finally:
@@ -142,9 +142,7 @@ async def test_a_repair_pending_at_a_kill_is_offered_again_on_resume(store_locat
 
 
 @pytest.mark.parametrize("mode", ["native", "tool"])
-async def test_a_repair_fixed_while_no_process_runs_the_run_ends_it_on_resume(
-    store_location, mode
-):
+async def test_a_repair_fixed_while_no_process_runs_the_run_ends_it_on_resume(store_location, mode):
     store = RunStore(store_location)
     try:
         repair = killed_at_the_repair(store, mode)
@@ -158,5 +156,35 @@ async def test_a_repair_fixed_while_no_process_runs_the_run_ends_it_on_resume(
         assert_fixed_once(response, list(run.events), mode, repair.id)
         [stored] = store.interactions(repair.run_id)
         assert stored.id == repair.id and stored.status == "approved"
+    finally:
+        store.close()
+
+
+async def test_a_run_typed_by_its_request_is_resumed_only_with_an_output_type(store_location):
+    """The output type was the request's, not the agent's: a resume that does not give it again
+    (or gives another mode) is refused before anything runs, the fix made in the store stays
+    queued, and the same request given the type ends the run with that fix."""
+    store = RunStore(store_location)
+    try:
+        repair = killed_at_the_repair(store, "tool", kind="run_request_typed")
+        store.approve(repair.run_id, repair.id, args=FIXED)
+        model = FunctionModel(_not_asked_again)
+        request = store_agents.untyped_agent(model).resume(repair.run_id)
+        with pytest.raises(ValueError, match=r"output_type\(list\[CityRow\], mode=\"tool\"\)"):
+            await request.send()
+        native = store_agents.untyped_agent(model).resume(repair.run_id)
+        native.output_type(list[store_agents.CityRow], mode="native", retries=0)
+        with pytest.raises(ValueError, match='this resume has list\\[CityRow\\], mode="native"'):
+            await native.send()
+        [still] = store.interactions(repair.run_id)
+        assert still.status == "pending" and store.runs()[0].status == "waiting"
+        assert model.requests == []
+
+        request.output_type(list[store_agents.CityRow], retries=0)
+        response = await asyncio.wait_for(request.send(), 30)
+        assert response.data == [store_agents.CityRow(name="Paris", population=2)]
+        assert model.requests == []
+        [stored] = store.interactions(repair.run_id)
+        assert stored.status == "approved" and stored.edited_args == FIXED
     finally:
         store.close()

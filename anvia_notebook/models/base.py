@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Container
-from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,7 @@ __all__ = [
     "Finish",
     "Model",
     "ModelError",
+    "PositionalFields",
     "ProviderData",
     "ReasoningDelta",
     "ResponseFormat",
@@ -74,28 +75,57 @@ class CompletionRequest(BaseModel):
     response_format: ResponseFormat | None = None
 
 
-class TextDelta(BaseModel):
+class PositionalFields(BaseModel):
+    """A completion event or response whose first fields may also be given by position, as
+    written in the docs: ``ToolCall("call_1", "add", {"x": 1})``, ``TextDelta("7")``,
+    ``ModelResponse("Hello")`` (keywords work as for any pydantic model)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    #: The fields that may be given by position, in order.
+    positional: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **data: Any) -> None:
+        if args:
+            name = type(self).__name__
+            if len(args) > len(self.positional):
+                most = len(self.positional)
+                raise TypeError(
+                    f"{name}() takes at most {most} positional argument{'s' if most != 1 else ''}"
+                    f" ({', '.join(self.positional)}), not {len(args)}."
+                )
+            for field, value in zip(self.positional, args, strict=False):
+                if field in data:
+                    raise TypeError(f"{name}() got {field!r} both by position and by name.")
+                data[field] = value
+        super().__init__(**data)
+
+
+class TextDelta(PositionalFields):
     """A piece of assistant text."""
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("delta",)
 
     type: Literal["text_delta"] = "text_delta"
     delta: str
 
 
-class ReasoningDelta(BaseModel):
+class ReasoningDelta(PositionalFields):
     """A piece of the model's reasoning (shown collapsed, never sent back as text)."""
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("delta",)
 
     type: Literal["reasoning_delta"] = "reasoning_delta"
     delta: str
 
 
-class ToolCallDelta(BaseModel):
+class ToolCallDelta(PositionalFields):
     """A fragment of a tool call being streamed; ``id`` ties the fragments together."""
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("id", "name", "arguments_delta")
 
     type: Literal["tool_call_delta"] = "tool_call_delta"
     id: str
@@ -103,10 +133,11 @@ class ToolCallDelta(BaseModel):
     arguments_delta: str = ""
 
 
-class ToolCall(BaseModel):
+class ToolCall(PositionalFields):
     """A complete tool call. ``arguments`` may be a dict or the raw JSON text."""
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("id", "name", "arguments")
 
     type: Literal["tool_call"] = "tool_call"
     id: str
@@ -123,7 +154,7 @@ class ToolCall(BaseModel):
         return MessageToolCall(id=self.id, name=self.name, arguments=self.arguments_json())
 
 
-class UsageUpdate(BaseModel):
+class UsageUpdate(PositionalFields):
     """Token usage reported by the provider (added up over a turn).
 
     ``cached_tokens``: how many of the input tokens the provider served from its prompt cache
@@ -131,6 +162,7 @@ class UsageUpdate(BaseModel):
     """
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("usage", "cached_tokens")
 
     type: Literal["usage"] = "usage"
     usage: Usage
@@ -146,10 +178,11 @@ class ProviderData(BaseModel):
     data: dict[str, Any]
 
 
-class Finish(BaseModel):
+class Finish(PositionalFields):
     """The provider's reason for ending the completion."""
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("reason",)
 
     type: Literal["finish"] = "finish"
     reason: str = "stop"

@@ -8,7 +8,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from ..messages import Usage
 from .base import (
@@ -16,6 +16,7 @@ from .base import (
     CompletionRequest,
     Finish,
     ModelError,
+    PositionalFields,
     TextDelta,
     ToolCall,
     UsageUpdate,
@@ -31,10 +32,11 @@ def split_text(text: str) -> list[str]:
     return _CHUNK.findall(text)
 
 
-class ModelResponse(BaseModel):
+class ModelResponse(PositionalFields):
     """One model turn: text and/or tool calls, and optionally the usage to report."""
 
     model_config = ConfigDict(defer_build=True)
+    positional = ("text", "tool_calls", "usage")
 
     text: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
