@@ -69,10 +69,16 @@ class SQLiteBackend:
         self.commits = 0
         #: False until the file is known to be a run store: nothing changes it before.
         self._writing = False
+        #: Why this process can only read the file (None: it may write it), and how SQLite
+        #: opens it then (see :func:`read_only_uri`).
+        self.read_only = read_only_reason(self.path)
+        self._uri = read_only_uri(self.path) if self.read_only else None
 
     def start_writing(self) -> None:
         """The file is a run store (or new): switch it to the write-ahead log (a setting kept
         in the file, so connections opened later find it on)."""
+        if self.read_only:
+            return
         self._writing = True
         self._run(lambda connection: connection.execute("PRAGMA journal_mode=WAL").fetchall())
 
@@ -81,10 +87,11 @@ class SQLiteBackend:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
             connection = sqlite3.connect(
-                self.location,
+                self._uri or self.location,
                 timeout=min(_ATTEMPT, self.busy_timeout),
                 isolation_level=None,
                 check_same_thread=False,
+                uri=self._uri is not None,
             )
             try:
                 if self._writing:
@@ -150,8 +157,10 @@ class SQLiteBackend:
             )
         if "readonly" in text or "read-only" in text:
             return RunStoreError(
-                f"The run store {self.location} cannot be written ({text}): check the "
-                "permissions of the file and its folder, or choose another store."
+                f"The run store {self.location} is read-only ({self.read_only or text}): it can "
+                "be read (runs, show) but not written, so nothing can be decided, steered or "
+                "run in it. Make the file and its folder writable, or copy the store to a "
+                "writable place and use the copy (--store, set_store(...))."
             )
         if os.path.isdir(self.location):  # (e.g. --store notebooks/.anvia)
             inside = os.path.join(self.location, "runs.sqlite")
@@ -228,6 +237,14 @@ class SQLiteBackend:
     def is_error(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.Error)
 
+    def refuses_writes(self, error: RunStoreError) -> bool:
+        """``error`` (raised by this backend) says the file may not be written."""
+        cause = error.__cause__
+        return isinstance(cause, sqlite3.Error) and (
+            getattr(cause, "sqlite_errorcode", 0) & 0xFF == 8  # SQLITE_READONLY (and extended)
+            or "readonly" in str(cause)
+        )
+
     def close(self) -> None:
         with self._lock:
             connections, self._all = self._all, []
@@ -235,6 +252,36 @@ class SQLiteBackend:
             with contextlib.suppress(sqlite3.Error):
                 connection.close()
         self._local = threading.local()
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why this process may read the store file ``path`` but not write it (None when it may
+    write it, or when there is no file yet: it is then created, or fails to be, as usual).
+
+    Writing needs the file, and either its folder (SQLite creates the write-ahead log and its
+    index, ``-wal`` and ``-shm``, beside it) or both of those files already there."""
+    if not path.is_file():
+        return None
+    if not os.access(path, os.W_OK):
+        return "the file cannot be written"
+    if os.access(path.parent, os.W_OK):
+        return None
+    if all(os.access(f"{path}{suffix}", os.W_OK) for suffix in ("-wal", "-shm")):
+        return None
+    return "its folder cannot be written"
+
+
+def read_only_uri(path: Path) -> str:
+    """How SQLite opens a store file it may only read: ``mode=ro``, and also ``immutable=1``
+    when no write-ahead log is beside it (measured: a WAL-mode file whose folder cannot be
+    written is refused even with ``mode=ro``, which would create the log's index; with no log,
+    everything committed is in the file itself). A log left beside it (a process that was
+    killed, or one writing now) is read through (``immutable`` would ignore it)."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    log = Path(f"{path}-wal")
+    if not log.exists() or log.stat().st_size == 0:
+        uri += "&immutable=1"
+    return uri
 
 
 def _yield_turn(local: threading.local) -> None:
