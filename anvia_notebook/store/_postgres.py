@@ -128,6 +128,10 @@ class PostgresBackend:
                 return str(connection.info.user)
         return "?"
 
+    def gone(self) -> None:
+        """A database does not leave its place as a file can (see the SQLite backend)."""
+        return
+
     def refuses_writes(self, error: RunStoreError) -> bool:
         """``error`` (raised by this backend) says the role may not write (or alter) it."""
         return getattr(error.__cause__, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._errors import RunStoreError, not_text
+from ._errors import RunStoreError, StoreFileGoneError, not_text
 
 __all__ = ["BUSY_TIMEOUT", "CONTENDED_LIMIT", "SQLiteBackend"]
 
@@ -73,6 +73,8 @@ class SQLiteBackend:
         #: opens it then (see :func:`read_only_uri`).
         self.read_only = read_only_reason(self.path)
         self._uri = read_only_uri(self.path) if self.read_only else None
+        #: ``(st_dev, st_ino)`` of the file this process opened (see :meth:`check_file`).
+        self._file: tuple[int, int] | None = None
 
     def start_writing(self) -> None:
         """The file is a run store (or new): switch it to the write-ahead log (a setting kept
@@ -101,6 +103,8 @@ class SQLiteBackend:
             except sqlite3.Error:
                 connection.close()
                 raise
+            if self._file is None:
+                self._file = _identity(self.location)
             self._local.connection = connection
             with self._lock:
                 self._all.append(connection)
@@ -170,7 +174,32 @@ class SQLiteBackend:
             )
         return RunStoreError(f"The run store {self.location} failed: {text}.")
 
+    def gone(self) -> str | None:
+        """How the store's file left its place while this process used it ("deleted (or moved
+        away)", "replaced by another file"), or None while it is still there."""
+        if self._file is None:
+            return None
+        now = _identity(self.location)
+        if now == self._file:
+            return None
+        return "deleted (or moved away)" if now is None else "replaced by another file"
+
+    def check_file(self) -> None:
+        """Before a write: refuse it when the file is no longer where it was opened (a deleted
+        file's writes would be lost with it; another file at its place holds other runs).
+        One ``stat`` of the path (a microsecond or two)."""
+        how = self.gone()
+        if how is not None:
+            raise StoreFileGoneError(
+                f"The run store {self.location} was {how} while this process used it: it "
+                "writes nothing more to it. Open the store again (RunStore(...), set_store(...))"
+                " to use the file now there; a notebook's default store is opened anew for "
+                "its next run."
+            )
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if not sql.startswith(_READS) and not getattr(self._local, "in_transaction", False):
+            self.check_file()
         values = tuple(params)
 
         def run(connection: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -182,6 +211,8 @@ class SQLiteBackend:
         return self._run(run)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not getattr(self._local, "in_transaction", False):
+            self.check_file()
         self._run(lambda connection: connection.executemany(sql, rows))
 
     @property
@@ -199,6 +230,7 @@ class SQLiteBackend:
         holds the lock at most about half the time and a run's writes, waiting, find it free."""
         if yielding:
             _yield_turn(self._local)
+        self.check_file()
         connection = self._run(_begin)
         taken = time.monotonic()
         self._local.in_transaction = True
@@ -252,6 +284,19 @@ class SQLiteBackend:
             with contextlib.suppress(sqlite3.Error):
                 connection.close()
         self._local = threading.local()
+
+
+#: Statements that only read (no check that the file is still in its place before them).
+_READS = ("SELECT", "PRAGMA data_version", "PRAGMA wal_checkpoint")
+
+
+def _identity(location: str) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``location`` (None when there is none)."""
+    try:
+        status = os.stat(location)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def read_only_reason(path: Path) -> str | None:

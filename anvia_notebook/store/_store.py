@@ -341,6 +341,11 @@ class RunStore(SteeringRows, DecisionRequests):
             )
         return version
 
+    def file_gone(self) -> bool:
+        """The store's file was deleted or replaced while this object used it (SQLite; its
+        writes are refused then, see ``StoreFileGoneError``)."""
+        return self._backend.gone() is not None
+
     @property
     def schema_version(self) -> int:
         rows = self._q("SELECT value FROM meta WHERE key = 'schema_version'")
