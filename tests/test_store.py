@@ -432,8 +432,11 @@ def test_a_store_locked_for_too_long_is_reported_as_locked(store_path, monkeypat
     blocker = sqlite3.connect(store_path, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")
     try:
+        store = RunStore(store_path)  # (opening a current store only reads it)
+        assert store.runs() == []
         with pytest.raises(RunStoreError, match="locked"):
-            RunStore(store_path)
+            store.save_session("s1", "agent", "a title", [])
+        store.close()
     finally:
         blocker.execute("ROLLBACK")
         blocker.close()

@@ -23,6 +23,7 @@ from ..errors import (
     RunOwnedError,
     RunStoreError,
 )
+from ._errors import StoreFileGoneError
 
 if TYPE_CHECKING:
     from ._store import RunList, RunStore, RunSummary, StudioSession
@@ -123,7 +124,9 @@ def get_store() -> RunStore | None:
         location = default_location()
         if location is None:
             return None
-        if location not in _opened:
+        opened = _opened.get(location)
+        if location not in _opened or (opened is not None and opened.file_gone()):
+            # (a store whose file was deleted or replaced is left to the runs that use it)
             from ._store import RunStore
 
             try:
@@ -138,12 +141,17 @@ def store_failed(store: RunStore | None, error: BaseException) -> None:
     """A write to ``store`` failed during a run: one warning, and the run goes on in memory."""
     location = store.location if store is not None else "the run store"
     reason = str(error).rstrip(". ")
+    if isinstance(error, StoreFileGoneError):
+        kept = "What it wrote before went with that file."
+    else:
+        kept = (
+            "The store keeps it as it was before (listed as running while this kernel lives, "
+            "then as interrupted); resuming it from there would do again what it did since."
+        )
     warn_once(
         f"write:{location}",
         f"Could not write to the run store {location}: {reason}. This run goes on in memory "
-        "only: nothing it does from here on is stored. The store keeps it as it was before "
-        "(listed as running while this kernel lives, then as interrupted); resuming it from "
-        "there would do again what it did since.",
+        f"only: nothing it does from here on is stored. {kept}",
     )
 
 

@@ -18,8 +18,14 @@ __all__ = [
     "RunOwnedError",
     "RunStoreError",
     "RunTakenOverError",
+    "StoreFileGoneError",
     "not_text",
 ]
+
+
+class StoreFileGoneError(RunStoreError):
+    """The store's file was deleted, moved away or replaced while this process used it: it
+    writes no more (what it wrote would be lost, or land beside another store's runs)."""
 
 
 def not_text(location: str, error: UnicodeEncodeError) -> RunStoreError:

@@ -27,6 +27,8 @@ __all__ = ["PostgresBackend"]
 CHANNEL = "anvia_notebook_decisions"
 _ESCAPE = "\ue000"  # a private-use character: text seldom holds it
 _ESCAPED = re.compile(_ESCAPE + "[01]")
+#: SQLSTATE of "permission denied" (and "must be owner of ...").
+_INSUFFICIENT_PRIVILEGE = "42501"
 
 
 #: Writes that a watcher in another process must hear of at once (a decision, a steered message,
@@ -93,9 +95,46 @@ class PostgresBackend:
                 self._all.append(connection)
         return connection
 
-    def error(self, error: BaseException) -> RunStoreError:
-        """A driver error as a sentence for the person using the store."""
+    #: Why this process can only read the store: never known before a write is refused.
+    read_only: str | None = None
+
+    def error(self, error: BaseException, sql: str = "") -> RunStoreError:
+        """A driver error as a sentence for the person using the store (``sql``: the statement
+        that failed; a privilege the role lacks is named from it)."""
+        if getattr(error, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
+            return self._not_allowed(error, sql)
         return RunStoreError(f"The run store {self.location} failed: {error}".rstrip(".") + ".")
+
+    def _not_allowed(self, error: BaseException, sql: str) -> RunStoreError:
+        """The role lacks a privilege: which, on what, and what to ask for."""
+        diag = getattr(error, "diag", None)
+        refused = (getattr(diag, "message_primary", None) or str(error)).rstrip(".")
+        words = sql.split(None, 1)
+        needs = words[0].upper() if words else ""
+        if needs in ("SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "ALTER"):
+            refused += f" (this needs {needs} on it)" if needs != "ALTER" else " (ALTER TABLE)"
+        role = self._role()
+        return RunStoreError(
+            f"The run store {self.location} refused the role {role!r}: {refused}. Reading the "
+            "store (runs, show) needs SELECT on its tables; deciding, steering and running "
+            "also need INSERT, UPDATE and DELETE (GRANT SELECT, INSERT, UPDATE, DELETE ON ALL "
+            f"TABLES IN SCHEMA ... TO {role}); creating or upgrading it needs its owner's role."
+        )
+
+    def _role(self) -> str:
+        connection = getattr(self._local, "connection", None)
+        with contextlib.suppress(Exception):
+            if connection is not None:
+                return str(connection.info.user)
+        return "?"
+
+    def gone(self) -> None:
+        """A database does not leave its place as a file can (see the SQLite backend)."""
+        return
+
+    def refuses_writes(self, error: RunStoreError) -> bool:
+        """``error`` (raised by this backend) says the role may not write (or alter) it."""
+        return getattr(error.__cause__, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         try:
@@ -105,7 +144,7 @@ class PostgresBackend:
             if sql.lstrip().upper().startswith(_ANNOUNCED) and cursor.rowcount:
                 self._connection().execute(f"NOTIFY {CHANNEL}")
         except self._psycopg.Error as error:
-            raise self.error(error) from error
+            raise self.error(error, sql) from error
         except UnicodeEncodeError as error:
             raise not_text(self.location, error) from None
         return [tuple(map(_get, r)) for r in rows]
@@ -115,7 +154,7 @@ class PostgresBackend:
             with self._connection().cursor() as cursor:
                 cursor.executemany(sql, [tuple(map(_put, row)) for row in rows])
         except self._psycopg.Error as error:
-            raise self.error(error) from error
+            raise self.error(error, sql) from error
 
     @property
     def rowcount(self) -> int:
@@ -142,8 +181,9 @@ class PostgresBackend:
         """Nothing to do: the server writes its own log to its files."""
 
     def table_names(self) -> set[str]:
+        # (pg_tables lists every table; information_schema only those the role has a grant on)
         rows = self.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+            "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
         )
         return {str(r[0]) for r in rows}
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ._errors import RunStoreError, not_text
+from ._errors import RunStoreError, StoreFileGoneError, not_text
 
 __all__ = ["BUSY_TIMEOUT", "CONTENDED_LIMIT", "SQLiteBackend"]
 
@@ -69,10 +69,18 @@ class SQLiteBackend:
         self.commits = 0
         #: False until the file is known to be a run store: nothing changes it before.
         self._writing = False
+        #: Why this process can only read the file (None: it may write it), and how SQLite
+        #: opens it then (see :func:`read_only_uri`).
+        self.read_only = read_only_reason(self.path)
+        self._uri = read_only_uri(self.path) if self.read_only else None
+        #: ``(st_dev, st_ino)`` of the file this process opened (see :meth:`check_file`).
+        self._file: tuple[int, int] | None = None
 
     def start_writing(self) -> None:
         """The file is a run store (or new): switch it to the write-ahead log (a setting kept
         in the file, so connections opened later find it on)."""
+        if self.read_only:
+            return
         self._writing = True
         self._run(lambda connection: connection.execute("PRAGMA journal_mode=WAL").fetchall())
 
@@ -81,10 +89,11 @@ class SQLiteBackend:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
         if connection is None:
             connection = sqlite3.connect(
-                self.location,
+                self._uri or self.location,
                 timeout=min(_ATTEMPT, self.busy_timeout),
                 isolation_level=None,
                 check_same_thread=False,
+                uri=self._uri is not None,
             )
             try:
                 if self._writing:
@@ -94,6 +103,8 @@ class SQLiteBackend:
             except sqlite3.Error:
                 connection.close()
                 raise
+            if self._file is None:
+                self._file = _identity(self.location)
             self._local.connection = connection
             with self._lock:
                 self._all.append(connection)
@@ -150,8 +161,10 @@ class SQLiteBackend:
             )
         if "readonly" in text or "read-only" in text:
             return RunStoreError(
-                f"The run store {self.location} cannot be written ({text}): check the "
-                "permissions of the file and its folder, or choose another store."
+                f"The run store {self.location} is read-only ({self.read_only or text}): it can "
+                "be read (runs, show) but not written, so nothing can be decided, steered or "
+                "run in it. Make the file and its folder writable, or copy the store to a "
+                "writable place and use the copy (--store, set_store(...))."
             )
         if os.path.isdir(self.location):  # (e.g. --store notebooks/.anvia)
             inside = os.path.join(self.location, "runs.sqlite")
@@ -161,7 +174,32 @@ class SQLiteBackend:
             )
         return RunStoreError(f"The run store {self.location} failed: {text}.")
 
+    def gone(self) -> str | None:
+        """How the store's file left its place while this process used it ("deleted (or moved
+        away)", "replaced by another file"), or None while it is still there."""
+        if self._file is None:
+            return None
+        now = _identity(self.location)
+        if now == self._file:
+            return None
+        return "deleted (or moved away)" if now is None else "replaced by another file"
+
+    def check_file(self) -> None:
+        """Before a write: refuse it when the file is no longer where it was opened (a deleted
+        file's writes would be lost with it; another file at its place holds other runs).
+        One ``stat`` of the path (a microsecond or two)."""
+        how = self.gone()
+        if how is not None:
+            raise StoreFileGoneError(
+                f"The run store {self.location} was {how} while this process used it: it "
+                "writes nothing more to it. Open the store again (RunStore(...), set_store(...))"
+                " to use the file now there; a notebook's default store is opened anew for "
+                "its next run."
+            )
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        if not sql.startswith(_READS) and not getattr(self._local, "in_transaction", False):
+            self.check_file()
         values = tuple(params)
 
         def run(connection: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -173,6 +211,8 @@ class SQLiteBackend:
         return self._run(run)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if not getattr(self._local, "in_transaction", False):
+            self.check_file()
         self._run(lambda connection: connection.executemany(sql, rows))
 
     @property
@@ -190,6 +230,7 @@ class SQLiteBackend:
         holds the lock at most about half the time and a run's writes, waiting, find it free."""
         if yielding:
             _yield_turn(self._local)
+        self.check_file()
         connection = self._run(_begin)
         taken = time.monotonic()
         self._local.in_transaction = True
@@ -228,6 +269,14 @@ class SQLiteBackend:
     def is_error(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.Error)
 
+    def refuses_writes(self, error: RunStoreError) -> bool:
+        """``error`` (raised by this backend) says the file may not be written."""
+        cause = error.__cause__
+        return isinstance(cause, sqlite3.Error) and (
+            getattr(cause, "sqlite_errorcode", 0) & 0xFF == 8  # SQLITE_READONLY (and extended)
+            or "readonly" in str(cause)
+        )
+
     def close(self) -> None:
         with self._lock:
             connections, self._all = self._all, []
@@ -235,6 +284,49 @@ class SQLiteBackend:
             with contextlib.suppress(sqlite3.Error):
                 connection.close()
         self._local = threading.local()
+
+
+#: Statements that only read (no check that the file is still in its place before them).
+_READS = ("SELECT", "PRAGMA data_version", "PRAGMA wal_checkpoint")
+
+
+def _identity(location: str) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of the file at ``location`` (None when there is none)."""
+    try:
+        status = os.stat(location)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def read_only_reason(path: Path) -> str | None:
+    """Why this process may read the store file ``path`` but not write it (None when it may
+    write it, or when there is no file yet: it is then created, or fails to be, as usual).
+
+    Writing needs the file, and either its folder (SQLite creates the write-ahead log and its
+    index, ``-wal`` and ``-shm``, beside it) or both of those files already there."""
+    if not path.is_file():
+        return None
+    if not os.access(path, os.W_OK):
+        return "the file cannot be written"
+    if os.access(path.parent, os.W_OK):
+        return None
+    if all(os.access(f"{path}{suffix}", os.W_OK) for suffix in ("-wal", "-shm")):
+        return None
+    return "its folder cannot be written"
+
+
+def read_only_uri(path: Path) -> str:
+    """How SQLite opens a store file it may only read: ``mode=ro``, and also ``immutable=1``
+    when no write-ahead log is beside it (measured: a WAL-mode file whose folder cannot be
+    written is refused even with ``mode=ro``, which would create the log's index; with no log,
+    everything committed is in the file itself). A log left beside it (a process that was
+    killed, or one writing now) is read through (``immutable`` would ignore it)."""
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    log = Path(f"{path}-wal")
+    if not log.exists() or log.stat().st_size == 0:
+        uri += "&immutable=1"
+    return uri
 
 
 def _yield_turn(local: threading.local) -> None:

@@ -251,24 +251,26 @@ class RunStore(SteeringRows, DecisionRequests):
         """Check that this is a run store (or empty), refuse newer schemas, migrate older ones.
 
         The check reads only: a file that is refused is left exactly as it was (SQLite's
-        write-ahead log is switched on only once the file is known to be a run store)."""
+        write-ahead log is switched on only once the file is known to be a run store). A store
+        whose schema is current is not written at all: it may be one this process can only
+        read (an archived project, a role that may only SELECT), whose writes are refused
+        when they come."""
         try:
-            self._check(self._backend.table_names())
+            tables = self._backend.table_names()
+            version = self._check(tables)
+            if tables and version == SCHEMA_VERSION:
+                if not self._backend.read_only:
+                    self._backend.start_writing()
+                return
+            if tables and self._backend.read_only:
+                raise self._not_migrated(version, self._backend.read_only)
             self._backend.start_writing()
-            with self._backend.transaction():
-                tables = self._backend.table_names()
-                if not tables:
-                    self._q("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                    self._q("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
-                    self._q("INSERT INTO meta VALUES ('schema_version', '0')")
-                    tables = {"meta"}
-                version = self._check(tables)
-                for target, statements in MIGRATIONS:
-                    if target > version:
-                        for statement in statements:
-                            self._q(statement)
-                        version = target
-                self._q("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+            try:
+                self._migrate()
+            except RunStoreError as error:
+                if tables and self._backend.refuses_writes(error):
+                    raise self._not_migrated(version, str(error.__cause__ or error)) from None
+                raise
         except RunStoreError:
             self._backend.close()
             raise
@@ -285,6 +287,33 @@ class RunStore(SteeringRows, DecisionRequests):
                     "damaged, move it away (a new store is created) or choose another file."
                 ) from None
             raise
+
+    def _not_migrated(self, version: int, why: str) -> RunStoreError:
+        """A store of an older schema that cannot be brought up to date (``why``)."""
+        return RunStoreError(
+            f"The run store {self.location} has schema {version}, older than this "
+            f"anvia_notebook's ({SCHEMA_VERSION}), and cannot be brought up to date: it is "
+            f"read-only here ({why.rstrip('.')}). Open it once where it can be written (as its "
+            "owner), or read it with the anvia_notebook version that wrote it."
+        )
+
+    def _migrate(self) -> None:
+        """Create the tables of a new store, or bring an older one up to date, in one
+        transaction (another process may be doing the same: the first one does it)."""
+        with self._backend.transaction():
+            tables = self._backend.table_names()
+            if not tables:
+                self._q("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+                self._q("INSERT INTO meta VALUES ('application', ?)", (APPLICATION,))
+                self._q("INSERT INTO meta VALUES ('schema_version', '0')")
+                tables = {"meta"}
+            version = self._check(tables)
+            for target, statements in MIGRATIONS:
+                if target > version:
+                    for statement in statements:
+                        self._q(statement)
+                    version = target
+            self._q("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
     def _check(self, tables: set[str]) -> int:
         """The schema version of a run store with these tables (0 when empty); refuses a
@@ -311,6 +340,11 @@ class RunStore(SteeringRows, DecisionRequests):
                 "Upgrade anvia_notebook to use it."
             )
         return version
+
+    def file_gone(self) -> bool:
+        """The store's file was deleted or replaced while this object used it (SQLite; its
+        writes are refused then, see ``StoreFileGoneError``)."""
+        return self._backend.gone() is not None
 
     @property
     def schema_version(self) -> int:

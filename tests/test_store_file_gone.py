@@ -1,0 +1,72 @@
+"""A store file deleted (``rm -rf .anvia``) or replaced by another copy while a run waits for a
+decision: the run's next write says so in one warning and the run goes on in memory, as with any
+store that fails, instead of writing on into a deleted file (lost when it ends) or disagreeing
+with the file now there. New runs are stored in a store opened anew at that place."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import warnings
+
+import pytest
+import store_agents
+
+from anvia_notebook import RunStore, RunStoreError
+from anvia_notebook import store as store_module
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """The default store of a notebook's folder: ``.anvia/runs.sqlite``."""
+    path = tmp_path / ".anvia" / "runs.sqlite"
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", str(path))
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
+    store_module._reset_for_tests()
+    yield path
+    store_module._reset_for_tests()
+
+
+async def waiting_run():
+    """A run of the approval agent in the default store, once its approval waits."""
+    run = store_agents.agent("approval").prompt("send 5 to a1").start()
+    store = store_module.get_store()
+    assert store is not None
+    for _ in range(1000):
+        if store.pending(run.run_id):
+            return run, store, store.pending(run.run_id)[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError("nothing pending")
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+async def test_a_store_file_deleted_or_replaced_while_a_run_waits_is_reported_at_its_next_write(
+    project, how
+):
+    run, store, approval = await waiting_run()
+    shutil.rmtree(project.parent)  # the user cleans up: rm -rf .anvia
+    if how == "replaced":  # ... and puts another store there (a restored copy)
+        RunStore(project).close()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.interactions.decide(approval.id, approved=True)
+        response = await asyncio.wait_for(run.wait(), 10)
+    assert response.output.startswith("Result:")  # it went on, in memory
+    assert store_agents.effects() == ["started a1 5", "done a1 5"]  # the tool ran once
+    [warning] = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    what = "deleted (or moved away)" if how == "deleted" else "replaced by another file"
+    assert f"The run store {project} was {what} while this process used it" in warning
+    assert "goes on in memory only" in warning
+    assert "The store keeps it" not in warning  # (it does not: the file is gone)
+    with pytest.raises(RunStoreError, match=re.escape(f"was {what}")):
+        store.approve(run.run_id, approval.id)  # the old store object says so too
+    # Nothing of the run was written into the file now at that place; a new run is stored there.
+    after = store_module.get_store()
+    assert after is not None and after is not store
+    assert run.run_id not in [r.run_id for r in after.runs()]
+    await store_agents.agent("plain").prompt("send 6 to a2").send()
+    assert [r.prompt for r in RunStore(project).runs()] == ["send 6 to a2"]
