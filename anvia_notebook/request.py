@@ -83,6 +83,8 @@ class PromptRequest:
         #: Steering messages sent before the run was made (see :meth:`steer`).
         self._steering: list[Message] = []
         self._output: OutputSpec | None = None
+        #: A resume's: called when it makes its run (the claim is then the run's to give back).
+        self._made_run: Callable[[], None] = _nothing
 
     @classmethod
     def resume(
@@ -90,6 +92,7 @@ class PromptRequest:
     ) -> PromptRequest:
         """A request that continues the stored run ``run_id`` (see :meth:`Agent.resume`)."""
         from .store import as_store, get_store
+        from .store._owner import resume_claimed
 
         chosen = as_store(store) or get_store()
         if chosen is None:
@@ -109,6 +112,7 @@ class PromptRequest:
         request.session_id = state.session_id
         request._store = chosen
         request._resumed_state = state
+        request._made_run = resume_claimed(request, chosen, run_id)
         return request
 
     @property
@@ -275,6 +279,7 @@ class PromptRequest:
                     store_failed(store, error)
             self._run = AgentRun(self, state, store=store, events=events, resumed=True, trace=trace)
             made_here(state.run_id, self._run)
+            self._made_run()
             self._hand_over_steering()
             return self._run
         output = self.active_output_type
@@ -404,6 +409,10 @@ class PromptRequest:
         return (
             f"PromptRequest(agent={self.agent.id!r}, prompt={self.prompt_message.content[:40]!r})"
         )
+
+
+def _nothing() -> None:
+    """(A new run's request: no claim to hand over.)"""
 
 
 def notebook_runner() -> Any:

@@ -7,6 +7,7 @@ kills it with SIGKILL at a chosen point, and resumes the run here with the same 
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import subprocess
 import sys
@@ -188,7 +189,7 @@ def test_two_resumers_one_wins(env, store_location):
         "import sys, store_agents\n"
         "from anvia_notebook import RunOwnedError\n"
         "try:\n"
-        f"    store_agents.agent('approval').resume({run_id!r})\n"
+        f"    request = store_agents.agent('approval').resume({run_id!r})  # held: still claimed\n"
         "except RunOwnedError as e:\n"
         "    print('refused', e); sys.exit(3)\n"
         "print('claimed', flush=True)\n"
@@ -370,6 +371,36 @@ def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refuse
     )
     assert f"when the run resumes (agent.resume('{pending.run_id}'))" in str(refused.value)
     assert store.pending(pending.run_id) == [pending] and effects() == []
+
+
+def test_a_resume_dropped_unstarted_lets_other_processes_resume_the_run(env, store_location):
+    """A resume request that never made its run (a cell that failed on an option, a request
+    never sent) gives its claim back once dropped: before, other processes got
+    ``RunOwnedError`` until this one ended. Another unstarted request of the run keeps it."""
+    store = RunStore(store_location)
+    [pending] = killed_at_the_approval(env, store)
+    code = (
+        "import store_agents\n"
+        f"store_agents.agent('approval').resume({pending.run_id!r})\n"
+        "print('resumed')"
+    )
+
+    def resume_elsewhere() -> subprocess.CompletedProcess[str]:
+        child = start_python(code, child_environ())
+        out, err = child.communicate(timeout=60)
+        return subprocess.CompletedProcess(child.args, child.returncode, out, err)
+
+    kept = store_agents.agent("approval").resume(pending.run_id)
+    with pytest.raises(ValueError, match="tool concurrency must be a positive integer"):
+        store_agents.agent("approval").resume(pending.run_id).with_tool_concurrency(0)
+    gc.collect()  # (the failed cell's request is gone; ``kept`` still holds the claim)
+    refused = resume_elsewhere()
+    assert refused.returncode == 1 and "RunOwnedError" in refused.stderr
+    del kept
+    gc.collect()
+    resumed = resume_elsewhere()
+    assert resumed.returncode == 0 and resumed.stdout.strip() == "resumed", resumed.stderr
+    assert effects() == []  # nothing ran
 
 
 async def test_a_resume_never_started_does_not_lock_the_run_in_this_kernel(env, store_location):

@@ -7,10 +7,14 @@ background thread renews. On the same host the pid decides; from another host, t
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
 import time
 import weakref
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +24,12 @@ __all__ = [
     "Owner",
     "made_here",
     "owner_alive",
+    "resume_claimed",
     "running_here",
     "this_process",
 ]
+
+logger = logging.getLogger("anvia_notebook")
 
 #: How often a live owner renews its heartbeat (seconds).
 HEARTBEAT_INTERVAL = 5.0
@@ -68,6 +75,46 @@ _MADE: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 def made_here(run_id: str, run: Any) -> None:
     """``run`` (an ``AgentRun``) runs the stored run ``run_id`` in this process."""
     _MADE[run_id] = run
+
+
+#: How many resume requests of each run this process holds that made no run object yet.
+_UNSTARTED: Counter[str] = Counter()
+_UNSTARTED_LOCK = threading.Lock()
+
+
+def resume_claimed(request: object, store: Any, run_id: str) -> Callable[[], None]:
+    """A resume ``request`` claimed ``run_id`` in ``store``. If the request is dropped without
+    making a run (a cell that failed on an option, a request never sent), the claim is given
+    back when the last such request of the run goes and no run object of it lives here, so
+    other processes may resume it. Returns what the request calls when it makes its run."""
+    with _UNSTARTED_LOCK:
+        _UNSTARTED[run_id] += 1
+    dropped = weakref.finalize(request, _resume_dropped, store, run_id)
+    dropped.atexit = False  # (at exit the process is gone: the claim ends with it)
+
+    def made() -> None:
+        if dropped.detach() is not None:
+            _count_down(run_id)
+
+    return made
+
+
+def _count_down(run_id: str) -> int:
+    with _UNSTARTED_LOCK:
+        _UNSTARTED[run_id] -= 1
+        left = _UNSTARTED[run_id]
+        if left <= 0:
+            del _UNSTARTED[run_id]
+        return left
+
+
+def _resume_dropped(store: Any, run_id: str) -> None:
+    if _count_down(run_id) > 0 or running_here(run_id):
+        return
+    try:
+        store.release_run(run_id)
+    except Exception:  # (a store closed meanwhile: the claim ends with this process)
+        logger.debug("A dropped resume of %s could not give its claim back", run_id, exc_info=True)
 
 
 def running_here(run_id: str) -> bool:
