@@ -84,6 +84,9 @@ class Interactions:
         #: too (by id), so a nested approval surfaces on the top-level run.
         self._children: list[Interactions] = []
         self._lock = threading.RLock()
+        #: Why the run is being stopped, once Stop (or the runtime) asked: Stop is a decider,
+        #: and it came first, so a decision that arrives after it is refused.
+        self.stopping: str | None = None
 
     def adopt(self, child: Interactions) -> None:
         """A sub-agent's run started by this run: its interactions are listed and decided here."""
@@ -332,6 +335,12 @@ class Interactions:
             name = "approval" if kind is ApprovalRecord else "question"
             raise DecisionRefusedError(f"Unknown {name} {id_of(item)!r}.")
         owner, interaction = owned
+        stopping = self.stopping or owner.stopping
+        if stopping is not None and interaction.record.pending:
+            raise DecisionRefusedError(
+                f"The run is being stopped ({stopping.rstrip('.')}): this "
+                f"{interaction.record.kind} ends with it, undecided."
+            )
         with owner._lock:
             if owner.resolve(interaction, resolution) is not resolution:
                 raise decisions.refused_twice(interaction.record)

@@ -256,6 +256,14 @@ def _unfit(question: Question, text: str, name: str) -> str | None:
     from ._schema_check import schema_problems
 
     schema = question.answer_schema or {}
+    if "type" not in schema and isinstance(schema.get("enum"), list):  # (fixed values only)
+        if text in schema["enum"]:
+            return None
+        labels = ", ".join(choice.label for choice in question.choices)
+        return (
+            f"{name} must be one of its choices ({labels}): this field takes no other "
+            f"answer; got {text!r}."
+        )
     try:
         value = typed_answer(schema, text)
     except ValueError:

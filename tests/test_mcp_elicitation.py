@@ -48,7 +48,10 @@ def test_each_field_is_a_question_and_the_answers_reach_the_server_typed():
     assert list(questions) == ["size", "outdoor", "guests", "note"]
     assert questions["size"].question.startswith("How should the table be booked?\n\n")
     assert [c.value for c in questions["size"].choices] == ["small", "large"]
-    assert [(c.label, c.value) for c in questions["outdoor"].choices] == [("Yes", "true"), ("No", "false")]
+    assert [(c.label, c.value) for c in questions["outdoor"].choices] == [
+        ("Yes", "true"),
+        ("No", "false"),
+    ]
     assert questions["guests"].choices == []  # a custom answer only
     assert questions["guests"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 12}
     assert [c.label for c in questions["note"].choices] == ["Leave blank"]  # optional
@@ -76,17 +79,62 @@ def test_a_custom_answer_that_does_not_fit_the_field_is_refused():
     assert tool_results(model.requests[1])[0].content == "cancel"
 
 
+@pytest.mark.parametrize(
+    ("field", "typed", "choices"),
+    [("outdoor", "yes", "Yes, No"), ("size", "medium", "small, large")],
+)
+def test_a_custom_answer_to_a_field_of_fixed_values_is_refused(field, typed, choices):
+    """The page offers a custom box on every question: on a Yes/No or an enum field its text
+    is refused (before: "yes" reached the server as outdoor=False, and "medium" outside the
+    enum was sent as it was); typing one of the values is that value."""
+    answers = {
+        "size": {"questionId": "size", "answer": "small", "choice": "small"},
+        "outdoor": {"questionId": "outdoor", "answer": "true", "choice": "true"},
+        "guests": {"questionId": "guests", "answer": "2", "custom": True},
+        "note": {"questionId": "note", "answer": "(blank)", "choice": "(blank)"},
+    }
+    refusals = []
+
+    def ask(request):
+        from anvia_notebook.question_types import check_operator_answers
+
+        mistyped = {**answers, field: {"questionId": field, "answer": typed, "custom": True}}
+        refusals.append(check_operator_answers(request.questions, list(mistyped.values())))
+        exact = answers["outdoor"]["answer"] if field == "outdoor" else "small"
+        typed_value = {**answers, field: {"questionId": field, "answer": exact, "custom": True}}
+        return list(typed_value.values())
+
+    model = QueueModel([call("book_table", {}), "done"])
+    _agent(model, CallbackHumanInput(ask=ask)).prompt("book").send_sync()
+    assert refusals == [
+        f"The answer to question {field!r} must be one of its choices ({choices}): this field "
+        f"takes no other answer; got {typed!r}."
+    ]
+    assert tool_results(model.requests[1])[0].content == (
+        "accept size='small' outdoor=True guests=2 note=None"
+    )
+
+
 def test_a_number_answer_that_is_not_a_number_is_refused_with_a_reason():
     from anvia_notebook.question_types import Question, check_operator_answers
 
     question = Question(
-        id="guests", question="How many?", choices=[], answer_schema={"type": "integer", "minimum": 1}
+        id="guests",
+        question="How many?",
+        choices=[],
+        answer_schema={"type": "integer", "minimum": 1},
     )
-    refused = check_operator_answers([question], [{"questionId": "guests", "answer": "four", "custom": True}])
+    refused = check_operator_answers(
+        [question], [{"questionId": "guests", "answer": "four", "custom": True}]
+    )
     assert refused == "The answer to question 'guests' must be a whole number; got 'four'."
-    refused = check_operator_answers([question], [{"questionId": "guests", "answer": "0", "custom": True}])
+    refused = check_operator_answers(
+        [question], [{"questionId": "guests", "answer": "0", "custom": True}]
+    )
     assert "does not fit: 0 is less than the minimum of 1" in refused
-    [ok] = check_operator_answers([question], [{"questionId": "guests", "answer": "3", "custom": True}])
+    [ok] = check_operator_answers(
+        [question], [{"questionId": "guests", "answer": "3", "custom": True}]
+    )
     assert ok.answer == "3"
 
 
@@ -145,7 +193,12 @@ def test_the_call_timeout_does_not_run_while_a_person_answers():
         ]
 
     model = QueueModel([call("book_table", {}), "done"])
-    agent = AgentBuilder("a", model).mcp([server]).human_input(CallbackHumanInput(ask=slow_person)).build()
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([server])
+        .human_input(CallbackHumanInput(ask=slow_person))
+        .build()
+    )
     agent.prompt("book").send_sync()
     assert tool_results(model.requests[1])[0].content == (
         "accept size='small' outdoor=False guests=2 note='quiet'"
@@ -196,7 +249,10 @@ def test_a_url_elicitation_shows_the_link_and_answers_what_the_person_says(choic
     [question] = request.questions
     assert "Sign in to the booking service." in question.question
     assert "https://example.com/sign-in?code=42" in question.question
-    assert [(c.label, c.value) for c in question.choices] == [("Done", "done"), ("Decline", "decline")]
+    assert [(c.label, c.value) for c in question.choices] == [
+        ("Done", "done"),
+        ("Decline", "decline"),
+    ]
     assert tool_results(model.requests[1])[0].content == action
     assert response.trace.tool_calls[0].question.status == "answered"
 

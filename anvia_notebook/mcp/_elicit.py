@@ -110,6 +110,8 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
         }
     elif choices is None:
         raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
+    if answer_schema is None:  # a field of fixed values: a custom answer must be one of them
+        answer_schema = {"enum": [choice.value for choice in choices]}
     if not required:
         choices = [*choices, Choice(label="Leave blank", value=BLANK)]
     return Question(id=name, question=text, choices=choices, answer_schema=answer_schema)

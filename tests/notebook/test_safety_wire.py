@@ -204,3 +204,37 @@ async def test_a_forged_approval_with_always_allow_ticked_is_refused_cleanly(cap
     await handle
     await finished(handle)
     assert tool.calls == []
+
+
+async def test_an_approval_clicked_just_after_stop_is_refused_and_nothing_runs(store_location):
+    """Stop and Approve read together (one pump of the shell): Stop came first, so it decides
+    (before: both were answered ok, the record said approved by the person, and the tool never
+    ran)."""
+    from anvia_notebook import RunStore
+
+    tool = refund_tool()
+    model = QueueModel([refund_call("c1", "A"), "Done."])
+    handle = runner.show(AgentBuilder("shop", model).tools([tool]).build().prompt("refund"))
+    page = Page(handle.widget)
+    await page.sync()
+    approval_id = (await pending_approval(page))["approval"]["id"]
+    stop = page.post({"type": "stop", "reason": None})
+    click = page.post(
+        {
+            "type": "approval_decision",
+            "approval_id": approval_id,
+            "approved": True,
+            "reason": None,
+            "edited_args": None,
+            "always_allow": False,
+        }
+    )
+    assert (await page.reply_to(stop))["ok"]
+    refused = await page.reply_to(click)
+    assert refused["ok"] is False and "being stopped" in refused["error"]
+    await finished(handle)
+    assert handle.status == "cancelled" and tool.calls == []
+    approval = page.tools()[0]["approval"]
+    assert (approval["status"], approval["decided_by"]) == ("cancelled", "stop")
+    stored = RunStore(store_location).get(handle.run_id).approvals[approval_id]
+    assert (stored.status, stored.decided_by) == ("cancelled", "stop")
