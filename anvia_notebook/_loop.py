@@ -24,8 +24,10 @@ from .events import (
     GenerationStartEvent,
     ReasoningDeltaEvent,
     TextDeltaEvent,
+    ToolApprovalResultEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
+    ToolQuestionResultEvent,
     ToolResultEvent,
     TurnEndEvent,
     TurnStartEvent,
@@ -86,6 +88,15 @@ def _ended_calls(run: AgentRun) -> set[str]:
     return {event.internal_call_id for event in run.events if isinstance(event, ToolResultEvent)}
 
 
+def _logged_decisions(run: AgentRun) -> set[str]:
+    """The ids of the approvals and questions whose decision the stored event log holds."""
+    return {
+        event.approval.id if isinstance(event, ToolApprovalResultEvent) else event.question.id
+        for event in run.events
+        if isinstance(event, (ToolApprovalResultEvent, ToolQuestionResultEvent))
+    }
+
+
 async def run_loop(run: AgentRun) -> PromptResponse:
     request = run.request
     agent = request.agent
@@ -124,6 +135,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         trace=run.tracer,
         logged_results=_logged_results(run) if run.resumed else (),
         ended_calls=_ended_calls(run) if run.resumed else (),
+        logged_decisions=_logged_decisions(run) if run.resumed else (),
     )
     spec = request.active_output_type
     typed = (
@@ -140,6 +152,8 @@ async def run_loop(run: AgentRun) -> PromptResponse:
     steering = run.steering
     try:
         steering.start()
+        if run.stopped_before_start:
+            raise asyncio.CancelledError
         if agent.mcp_servers:  # connected on the first run; a name clash fails here
             from .mcp._registry import attach_mcp_tools
 

@@ -174,6 +174,7 @@ class ToolExecutor:
         trace: TraceRecorder | None = None,
         logged_results: Collection[tuple[int, str]] = (),
         ended_calls: Collection[str] = (),
+        logged_decisions: Collection[str] = (),
     ) -> None:
         self.agent = agent
         self.state = state
@@ -193,6 +194,9 @@ class ToolExecutor:
         self.logged_results = frozenset(logged_results)
         #: Internal ids of the calls whose result that log holds (their interactions are done).
         self.ended_calls = frozenset(ended_calls)
+        #: Ids of the interactions whose decision that log holds (a decision made while no
+        #: process ran the run is told when the resumed run reaches it).
+        self.logged_decisions = set(logged_decisions)
         #: Results for calls interrupted by a cancellation (by tool call id), this turn.
         self._interrupted: dict[str, str] = {}
         #: What really happened to calls whose tool ran before the run was cancelled (by tool
@@ -679,6 +683,9 @@ class ToolExecutor:
         told: object = None
         if not record.pending:  # decided before the interruption, or meanwhile
             self.trace.interaction(record, resolved=True)
+            if record.id not in self.logged_decisions:  # (decided while no process ran it)
+                self.logged_decisions.add(record.id)
+                self.emit(interaction_event(record, decided=True))
             return record, told
         self.state.hold(record)
         self.trace.interaction(record)

@@ -231,6 +231,11 @@ class AgentRun:
         #: checks this one attribute (a subscriber from another thread clears it).
         self._fast_turn: int | None = None
         self._task: asyncio.Task[_Outcome] | None = None
+        #: The task has begun running the loop (a task cancelled before that would end with a
+        #: bare ``CancelledError``, the run neither stored nor told as stopped).
+        self._began = False
+        #: Stop was asked before the task began: the loop stops as it begins.
+        self.stopped_before_start = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done_callbacks: list[Callable[[AgentRun], None]] = []
         self._lock = threading.RLock()
@@ -896,7 +901,9 @@ class AgentRun:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is loop:
+        if running is loop and not self._began:
+            self.stopped_before_start = True  # the loop stops as it begins
+        elif running is loop:
             self._task.cancel()
         else:
             loop.call_soon_threadsafe(self._task.cancel)
@@ -980,6 +987,7 @@ class _Outcome:
 
 async def _outcome_of(run: AgentRun) -> _Outcome:
     """The run's task: the run loop, its error caught as the outcome."""
+    run._began = True
     try:
         return _Outcome(await run_loop(run), None)
     except Exception as error:

@@ -331,3 +331,24 @@ async def test_a_question_times_out_when_the_run_also_has_an_approval_handler():
     assert result.is_error
     assert "did not answer within 0.05 s (timed out)" in result.content
     assert response.output == "ok"
+
+
+async def test_a_run_stopped_before_its_task_began_ends_as_stopped(store_path):
+    """``start()`` then ``cancel()`` at once, on the loop (before the task's first step): the
+    run ends as any stopped run, stored and told (before: a bare ``CancelledError``, the run
+    left ``pending`` in the store)."""
+    from anvia_notebook import PromptCancelledError, RunStore
+
+    model = QueueModel(["hi"])
+    run = AgentBuilder("a", model).build().prompt("x").start()
+    assert run.cancel("Stopped at once.")
+    with pytest.raises(PromptCancelledError, match="Stopped at once"):
+        await asyncio.wait_for(run.wait(), 10)
+    assert run.status == "cancelled" and [e.type for e in run.events] == ["cancelled"]
+    assert model.requests == []
+    stored = RunStore(store_path)
+    try:
+        assert stored.status(run.run_id) == "cancelled"
+        assert stored.get(run.run_id).cancel_reason == "Stopped at once."
+    finally:
+        stored.close()

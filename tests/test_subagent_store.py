@@ -228,3 +228,95 @@ def test_killed_while_the_sub_agent_s_tool_runs_it_is_not_run_again(
         assert len(tree) == 2  # the sub-run was taken up, not started again
     finally:
         store.close()
+
+
+def test_a_resumed_run_stopped_before_it_reaches_the_sub_agent_ends_the_whole_tree(
+    env: dict[str, str],
+) -> None:
+    """Stopped at once after a resume (before its call to the sub-agent is taken up again):
+    the sub-agent's run and its approval end with it (before: the approval stayed pending for
+    ever, the sub-run ``interrupted``, and the command line accepted a decision nothing would
+    carry out)."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_child(env, "which region?")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        kill(child)
+
+        async def resume_and_stop() -> None:
+            run = subagent_agents.lead().resume(top.run_id).start()
+            run.cancel("Stop clicked.")
+            with pytest.raises(Exception, match="Stop clicked"):
+                await asyncio.wait_for(run.wait(), 30)
+
+        asyncio.run(resume_and_stop())
+        assert [(r.agent_id, r.status, r.pending) for r in store.runs()] == [
+            ("lead", "cancelled", 0),
+            ("analyst", "cancelled", 0),
+        ]
+        [closed] = store.interactions(pending.run_id)
+        assert (closed.status, closed.decided_by) == ("cancelled", "runtime")
+        assert store.get(pending.run_id).cancel_reason == (
+            "The run that started this sub-agent's run ended before it did."
+        )
+        assert cli(["--store", location, "approve", top.run_id, pending.id]) == 1
+        assert subagent_agents.effects() == []
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_a_decision_made_while_no_process_ran_the_run_is_told_when_it_resumes(
+    env: dict[str, str], nested: bool
+) -> None:
+    """The resumed run's events (the transcript, a stream) say how the approval was decided,
+    in the order section 6 gives (before: the request, then the result of the call, and the
+    transcript showed the approval pending for ever)."""
+    import store_agents
+
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        if nested:
+            child = start_child(env, "which region?")
+        else:
+            child = start_python("import store_agents; store_agents.run('approval')", env)
+        top = wait_until(lambda: top_run(store), child, "the run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the approval")
+        kill(child)
+        store.approve(top.run_id, pending.id, reason="ok by ops")
+        agent = subagent_agents.lead() if nested else store_agents.agent("approval")
+        agent.resume(top.run_id).send_sync()
+        events = store.events(pending.run_id)
+        kinds = [e.type for e in events if e.type.startswith("tool_")]
+        # (the request is in the log when the killed process wrote it out in time)
+        told_at = kinds.index("tool_approval_result")
+        assert kinds[told_at + 1 :] == ["tool_result"]
+        assert kinds.count("tool_approval_request") <= 1
+        assert "tool_approval_request" not in kinds[told_at:]
+        [told] = [e for e in events if e.type == "tool_approval_result"]
+        assert told.approval.id == pending.id and told.approval.status == "approved"
+        assert (told.approval.decided_via, told.approval.decision_reason) == ("store", "ok by ops")
+    finally:
+        store.close()
+
+
+async def test_the_status_of_a_run_whose_sub_agent_waits_is_waiting(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``runs()`` lists it (before: ``RunStore.status`` and ``show`` said ``running``)."""
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    run = subagent_agents.lead().prompt("which region?").start()
+    await wait_on_events(run, lambda: bool(run.interactions.pending))
+    other = RunStore(store_path)
+    try:
+        assert other.runs()[0].status == "waiting"
+        assert other.status(run.run_id) == "waiting"
+        [record] = run.interactions.pending
+        other.approve(run.run_id, record.id)
+        await asyncio.wait_for(run.wait(), 30)
+        assert other.status(run.run_id) == "success"
+    finally:
+        other.close()

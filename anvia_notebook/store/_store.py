@@ -480,15 +480,24 @@ class RunStore(SteeringRows, DecisionRequests):
     def status(self, run_id: str) -> str:
         """The run's status as :meth:`runs` reports it (``interrupted`` if its owner is gone)."""
         rows = self._q(
-            "SELECT status, owner_host, owner_pid, owner_started, heartbeat_at, "
-            "(SELECT COUNT(*) FROM interactions i WHERE i.run_id = ? AND i.status = 'pending') "
-            "FROM runs WHERE run_id = ?",
-            (run_id, run_id),
+            "SELECT status, owner_host, owner_pid, owner_started, heartbeat_at FROM runs "
+            "WHERE run_id = ?",
+            (run_id,),
         )
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         row = rows[0]
-        return self._effective_status(row[0], row[1:5], int(row[5]))
+        pending = 0
+        if row[0] in ACTIVE:  # (its sub-agents' pending interactions count, as in runs())
+            tree = self.run_tree(run_id)
+            pending = int(
+                self._q(
+                    f"SELECT COUNT(*) FROM interactions WHERE run_id IN ({_marks(tree)}) "
+                    "AND status = 'pending'",
+                    tree,
+                )[0][0]
+            )
+        return self._effective_status(row[0], row[1:5], pending)
 
     def _parent_call(self, run_id: str) -> str | None:
         """A sub-agent's run's ``parent_call_id`` read from its state: a run that a store of an
@@ -975,6 +984,8 @@ class RunStore(SteeringRows, DecisionRequests):
             if state is not None:
                 if state.status not in ACTIVE:
                     self._close_left_open(run_id, state)
+                    if state.parent_run_id is None:
+                        self._end_sub_runs(run_id)
                 if recent is not None:
                     self._q(
                         "UPDATE runs SET status = ?, state = ?, updated_at = ?, "
@@ -1028,6 +1039,35 @@ class RunStore(SteeringRows, DecisionRequests):
                 self._write_decided(closed, if_pending=True)
             if ours is not None and ours.status != closed.status:
                 state.hold(closed)
+
+    def _end_sub_runs(self, run_id: str) -> None:
+        """In the write that ends a top-level run: its sub-agents' runs left unfinished (one
+        whose call was not taken up again after a resume, before the run was stopped) end with
+        it, cancelled by the runtime, and what they left open is closed (else it would wait,
+        and be decided, for ever). A sub-agent's run that another live process runs (resumed
+        on its own) is left to it."""
+        below = self.run_tree(run_id)[1:]
+        if not below:
+            return
+        rows = self._q(
+            "SELECT run_id, state, owner_host, owner_pid, owner_started, heartbeat_at FROM runs "
+            f"WHERE run_id IN ({_marks(below)}) AND status IN ('pending', 'running', 'waiting')",
+            below,
+        )
+        me = this_process()
+        for sub_id, text, *owner in rows:
+            elsewhere = owner[0] is not None and (owner[0], owner[1]) != (me.host, me.pid)
+            if elsewhere and owner_alive(*owner):
+                continue
+            data = json.loads(text)
+            data["status"] = "cancelled"
+            data["cancel_reason"] = data.get("cancel_reason") or SUB_RUN_ENDED
+            self._close_left_open(sub_id, RunState.model_validate(data))
+            self._q(
+                "UPDATE runs SET status = 'cancelled', state = ?, updated_at = ?, "
+                "owner_host = NULL, owner_pid = NULL, owner_started = NULL WHERE run_id = ?",
+                (json.dumps(data), _now(), sub_id),
+            )
 
     def _insert_messages(self, run_id: str, start: int, texts: Sequence[str]) -> None:
         if texts:
@@ -1258,6 +1298,9 @@ def _state_json(state: RunState) -> str:
 
 
 #: How the end of a run closes what it left open.
+#: Why a sub-agent's run left unfinished ends with its top-level run (see ``_end_sub_runs``).
+SUB_RUN_ENDED = "The run that started this sub-agent's run ended before it did."
+
 _ENDED_UNDECIDED = Resolution(
     "cancelled", decided_by="runtime", reason="The run ended before this was decided."
 )
