@@ -31,7 +31,7 @@ from .approvals import (
     RunInfo,
     ToolApprovalRequest,
 )
-from .decisions import EDIT_REFUSED, RefusedFix, Resolution
+from .decisions import EDIT_REFUSED, RefusedFix, Resolution, Withdrawn
 from .errors import (
     INTERRUPTED_REASON,
     PromptCancelledError,
@@ -726,8 +726,8 @@ class ToolExecutor:
                 raise HumanInputUnavailable
             ask, by, via = asker
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
-        except asyncio.CancelledError:
-            self._finish(interaction, self._cut_short())
+        except asyncio.CancelledError as cancelled:
+            self._finish(interaction, self._cut_short(cancelled))
             raise
         except HumanInputUnavailable:
             unavailable = Resolution("cancelled", decided_by="runtime")
@@ -760,11 +760,15 @@ class ToolExecutor:
         self._finish(interaction, resolution)
         return told if interaction.record.decided_by == resolution.decided_by else None
 
-    def _cut_short(self) -> Resolution:
+    def _cut_short(self, cancelled: asyncio.CancelledError | None = None) -> Resolution:
         """How an interaction whose wait was cancelled ends: by Stop (``cancel()``, Stop, an
         interrupt), or by the runtime, saying why, when another call of the turn failed or a
-        hook cancelled the run."""
+        hook cancelled the run, or when what asked withdrew it (an MCP server that went away
+        cancels its question with a :class:`Withdrawn` reason)."""
         ending = self._ending
+        withdrawn = cancelled.args[0] if cancelled is not None and cancelled.args else None
+        if ending is None and self.state.cancel_reason is None and isinstance(withdrawn, Withdrawn):
+            return Resolution("cancelled", decided_by="runtime", reason=str(withdrawn))
         if ending is None or self.state.cancel_reason is not None:
             return self.stopped()
         if isinstance(ending, PromptCancelledError):

@@ -44,6 +44,7 @@ from .records import (
 __all__ = [
     "RefusedFix",
     "Resolution",
+    "Withdrawn",
     "answers_resolution",
     "check_resolution",
     "decline_resolution",
@@ -55,6 +56,11 @@ Record = ApprovalRecord | QuestionRecord
 _BY: tuple[str, ...] = get_args(DecidedBy)
 _VIA: tuple[str | None, ...] = (*get_args(DecidedVia), None)
 Status = Literal["approved", "rejected", "answered", "cancelled", "timed_out"]
+
+
+class Withdrawn(str):
+    """The message of a cancelled wait for a decision when what asked withdrew its request (an
+    MCP server that went away), not Stop: the interaction ends by the runtime, for this reason."""
 
 
 @dataclass

@@ -338,3 +338,30 @@ def test_an_http_server_that_goes_away_fills_no_cell_with_tracebacks(transport, 
     assert not shown, [r.getMessage() for r in logged]
     if transport == "sse":
         assert any("An MCP server's connection ended" in r.getMessage() for r in logged)
+
+
+def test_a_question_whose_server_dies_while_it_waits_is_closed_by_the_runtime():
+    """The server asked a question (elicitation) and died before it was answered: the question
+    ends withdrawn by the runtime, not as a Stop nobody pressed (before: ``decided_by="stop"``),
+    and the run goes on with the call's error."""
+    import os
+    import signal
+
+    from anvia_notebook import CallbackHumanInput
+
+    server = toolbox("dies-asking")
+    model = QueueModel([call("pid", {}, id="p1"), call("ask_name", {"label": "L"}, id="q1"), "ok"])
+
+    async def kill_the_server_then_wait(request):
+        os.kill(int(tool_results(model.requests[1])[0].content), signal.SIGKILL)
+        await asyncio.Event().wait()  # (nobody answers: the server's side withdraws it)
+
+    human = CallbackHumanInput(ask=kill_the_server_then_wait)
+    agent = AgentBuilder("a", model).mcp([server]).human_input(human).approvals(lambda r: True)
+    agent = agent.build()
+    response = agent.prompt("go").store(None).send_sync()
+    assert response.output == "ok"
+    asked = response.trace.tool_calls[1]
+    assert asked.status == "error" and "went away" in (asked.result or "")
+    question = asked.question
+    assert (question.status, question.decided_by) == ("cancelled", "runtime")

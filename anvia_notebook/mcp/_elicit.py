@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
+from ..decisions import Withdrawn
 from ..errors import McpElicitationStopped
 from ..question_types import Choice, Question, typed_answer
 from ..records import QuestionRecord
@@ -57,8 +58,10 @@ def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
         pairs = zip(labels, values, strict=True)
         return [Choice(label=str(label), value=value) for label, value in pairs]
     options = spec.get("oneOf") or spec.get("anyOf")
-    if isinstance(options, list) and options and all(
-        isinstance(o, dict) and "const" in o for o in options
+    if (
+        isinstance(options, list)
+        and options
+        and all(isinstance(o, dict) and "const" in o for o in options)
     ):
         return [
             Choice(label=str(o.get("title") or o["const"]), value=str(o["const"])) for o in options
@@ -105,8 +108,18 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
         answer_schema = {
             key: value
             for key, value in spec.items()
-            if key in ("type", "minimum", "maximum", "minLength", "maxLength", "pattern",
-                       "format", "exclusiveMinimum", "exclusiveMaximum")
+            if key
+            in (
+                "type",
+                "minimum",
+                "maximum",
+                "minLength",
+                "maxLength",
+                "pattern",
+                "format",
+                "exclusiveMinimum",
+                "exclusiveMaximum",
+            )
         }
     elif choices is None:
         raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
@@ -207,6 +220,11 @@ async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
     return types.ElicitResult(action="accept", content=_content(record, schema))
 
 
+#: Why a question an MCP server asked ends when the server's side gives up its request (the
+#: server went away, or its call ended) before the person answered.
+WITHDRAWN = "The MCP server withdrew this request (its call ended) before it was answered."
+
+
 class CallAsker:
     """The current tool call's way to ask the person, callable from the MCP loop: the
     questions are asked by a task on the run's loop. :meth:`stop` (on the run's loop) cancels
@@ -232,9 +250,9 @@ class CallAsker:
             self._tasks.add(task)
             task.add_done_callback(lambda done: self._settle(done, result))
 
-        def cancel() -> None:  # on the run's loop
+        def cancel() -> None:  # on the run's loop: the server's side withdrew the request
             for task in started:
-                task.cancel()
+                task.cancel(Withdrawn(WITHDRAWN))
             if not started:
                 result.cancel()
 
