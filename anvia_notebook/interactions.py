@@ -331,9 +331,19 @@ class Interactions:
     def _decide(self, item: str | Record, kind: type[RecordT], resolution: Resolution) -> RecordT:
         """Decide ``item`` of this run or below it; a decision that is not the first is refused."""
         owned = self._owner(id_of(item))
-        if owned is None or not isinstance(owned[1].record, kind):
+        if owned is None:
             name = "approval" if kind is ApprovalRecord else "question"
             raise DecisionRefusedError(f"Unknown {name} {id_of(item)!r}.")
+        if not isinstance(owned[1].record, kind):
+            is_a, not_a = (
+                ("a question", "an approval")
+                if kind is ApprovalRecord
+                else (
+                    "an approval",
+                    "a question",
+                )
+            )
+            raise DecisionRefusedError(f"{id_of(item)!r} is {is_a}, not {not_a}.")
         owner, interaction = owned
         stopping = self.stopping or owner.stopping
         if stopping is not None and interaction.record.pending:

@@ -95,6 +95,15 @@ class EvalsSession(TranscriptSession):
         self._cancelled: set[int] = set()
         self.open_index: int | None = None
         self._open_unsubscribe: Callable[[], None] | None = None
+        # Cases take nothing from a person: no message into a case's run, no decision (an
+        # eval's protected calls are decided by its approvals= handler or rejected).
+        for steering_or_deciding in (
+            "steer",
+            "approval_decision",
+            "question_answers",
+            "question_decline",
+        ):
+            del self.handlers[steering_or_deciding]
         self.handlers["sync"] = self._on_sync_evals
         self.handlers["stop"] = self._on_stop_evals
         self.handlers["evals_open_case"] = self._on_open_case

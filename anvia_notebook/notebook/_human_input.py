@@ -29,6 +29,7 @@ the request is shown, as a rule (``decided_by="policy"``, ``decided_via="human_i
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 from collections.abc import Sequence
@@ -145,6 +146,15 @@ class WidgetHumanInput(StoreHumanInput):
 
     def __repr__(self) -> str:
         return f"WidgetHumanInput(timeout={self.timeout!r}, auto={self.auto is not None})"
+
+    def for_session(self) -> WidgetHumanInput:
+        """This human input for one widget session (a ``show()``, a Studio session): the same
+        time limit and operator rule and the tools allowed so far, while "Always allow" clicked
+        there is kept in the copy only (an agent's own human input would carry it into every
+        later session, New session included)."""
+        clone = copy.copy(self)
+        clone.always_allowed = set(self.always_allowed)
+        return clone
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         if approval_scope(request.run.path, request.tool_name) in self.always_allowed:

@@ -70,10 +70,13 @@ T = TypeVar("T")
 def _attach_human_input(
     request: PromptRequest, timeout: float | None = None
 ) -> WidgetHumanInput | None:
-    """The widget's human input for this request (attached now, with ``timeout``, if none)."""
+    """The widget's human input for this request (attached now, with ``timeout``, if none; the
+    request's or agent's own, as this session's copy)."""
     current = request.active_human_input
     if isinstance(current, WidgetHumanInput):
-        return current
+        session_input = current.for_session()
+        request.human_input(session_input)
+        return session_input
     if current is not None:
         return None
     human = WidgetHumanInput(timeout=timeout)

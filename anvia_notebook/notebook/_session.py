@@ -234,8 +234,11 @@ class TranscriptSession:
         a decision that is not the first, or edited arguments the tool's input model rejects:
         the refusal is the reply)."""
         run = self.run
-        if run is None or run.interactions.get(message.approval_id) is None:
+        open_one = run.interactions.get(message.approval_id) if run is not None else None
+        if run is None or open_one is None:
             return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
+        if open_one.record.kind != "approval":
+            return f"{message.approval_id!r} is a question, not an approval."
         if _asking_run(run, message.approval_id).request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
         record = run.interactions.decide(
@@ -380,7 +383,7 @@ class TranscriptSession:
 
     def _on_done(self, run: AgentRun) -> None:
         _capture.unregister(run.run_id)
-        if self._unsubscribe is not None:
+        if self._unsubscribe is not None and self.run is run:  # (not a later run's)
             self._unsubscribe()
             self._unsubscribe = None
         self._summarise(run)

@@ -142,11 +142,15 @@ class Studio:
         #: The session id of the conversation with each agent (made at its first prompt).
         self._session_ids: dict[str, str] = {}
         self.run: AgentRun | None = None
+        #: The last run whose end ``_on_run_done`` took in.
+        self._taken_in: AgentRun | None = None
         self._session: TranscriptSession | None = None
         #: The transcript of each agent's conversation (the selected one's is the widget's), and
         #: the last run of each (the one its Inspect view reads).
         self._conversations: dict[str, Transcript] = {}
         self._last_runs: dict[str, AgentRun] = {}
+        #: This session's copy of each agent's own ``WidgetHumanInput`` (by agent id).
+        self._own_inputs: dict[str, WidgetHumanInput] = {}
         #: False once the store failed: the Studio goes on in memory.
         self._storing = True
         #: The earlier sessions the page is offered (read from the store when None).
@@ -172,7 +176,9 @@ class Studio:
 
     @property
     def busy(self) -> bool:
-        return self.run is not None and not self.run.done
+        # Until the run's end is taken in (its conversation kept, the page told): a message
+        # sent as the run's task ends would otherwise start from the history before it.
+        return self.run is not None and self.run is not self._taken_in
 
     def history(self, agent_id: str | None = None) -> list[Message]:
         """The conversation so far with ``agent_id`` (default: the selected agent)."""
@@ -284,6 +290,7 @@ class Studio:
         self._session_ids.clear()
         self._earlier = None
         self.human_input = WidgetHumanInput(timeout=self.timeout)
+        self._own_inputs.clear()
         session = self.session
         session.human_input = self.human_input
         self._conversations = {self.selected: session.transcript}
@@ -354,8 +361,11 @@ class Studio:
         self.selected = agent.id
         request = agent.prompt([*self._history.get(agent.id, []), Message.user(text)])
         request.session(self._session_ids.setdefault(agent.id, uuid.uuid4().hex))
-        if request.active_human_input is None:
+        current = request.active_human_input
+        if current is None:
             request.human_input(self.human_input)
+        elif isinstance(current, WidgetHumanInput):  # the agent's own: this session's copy
+            request.human_input(self._own_inputs.setdefault(agent.id, current.for_session()))
         current = request.active_human_input
         session.human_input = current if isinstance(current, WidgetHumanInput) else None
         run = request.create_run()
@@ -395,6 +405,8 @@ class Studio:
 
     def _on_run_done(self, run: AgentRun) -> None:
         self._history[run.request.agent.id] = list(run.state.messages)
+        if self.run is run:
+            self._taken_in = run
         self._save(run)
         if self.run is run:
             self.session.transcript.set_agent(self.selected)
@@ -484,6 +496,7 @@ class Studio:
         if self._session is not None:  # its transcript is rebuilt as this conversation's
             self._conversations = {stored.agent_id: self._session.transcript}
         self.human_input = WidgetHumanInput(timeout=self.timeout)
+        self._own_inputs.clear()
 
     def _open(self, session_id: str) -> str | None:
         if self.busy:

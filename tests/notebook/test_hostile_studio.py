@@ -111,3 +111,86 @@ async def test_a_message_right_after_stop_is_refused_not_reported_sent_and_dropp
     await idle(page)
     assert studio.run is not None and studio.run.state.status == "cancelled"
     assert studio.run.steer("later") is False  # and in Python, as for any run stopped
+
+
+async def test_a_send_as_the_last_run_ends_waits_for_its_end_to_be_taken_in():
+    """A page (or a cell) sending again as the previous run's task ends, before its end was
+    taken in: refused as busy until then, so the next run sees the whole conversation and
+    shows on the page (before: it started from the history before the last exchange, and its
+    approval waited unseen while the page said Running)."""
+    from notebook_helpers import pending_approval, refund_tool
+
+    from anvia_notebook.models import ModelResponse, ToolCall
+
+    gate = asyncio.Event()
+    refund = ToolCall("c2", "issue_refund", {"order_id": "B", "amount": 1})
+    model = QueueModel(["Hello.", ModelResponse(tool_calls=[refund]), "Refunded."])
+    replay = model.stream
+
+    async def stream(request):
+        if not model.requests:
+            await gate.wait()  # the first reply waits: the page sends on every loop turn
+        async for event in replay(request):
+            yield event
+
+    model.stream = stream  # type: ignore[method-assign]
+    studio = Studio([AgentBuilder("shop", model).tools([refund_tool()]).build()])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="hi"))["ok"]
+    loop = asyncio.get_running_loop()
+    posted: list[str] = []
+
+    def accepted() -> bool:
+        page.pump()
+        return any(page.replies.get(request, {}).get("ok") for request in posted)
+
+    def send_again() -> None:
+        message = {"type": "studio_send", "agent_id": "shop", "text": "now refund B"}
+        posted.append(page.post(message))
+        if len(posted) < 20_000 and not accepted():
+            loop.call_soon(send_again)
+
+    loop.call_soon(send_again)
+    gate.set()
+    await until(accepted, what="a send accepted")
+    waiting = await pending_approval(page)  # the second run's approval is on the page
+    assert waiting["tool_name"] == "issue_refund"
+    seen = [(m.role, m.content) for m in model.requests[1].messages]
+    assert seen == [("user", "hi"), ("assistant", "Hello."), ("user", "now refund B")]
+    studio.stop()
+    await idle(page)
+
+
+async def test_new_session_forgets_always_allow_with_the_agents_own_widget_human_input():
+    """An agent built with its own ``WidgetHumanInput`` (a time limit): "Always allow" ticked
+    in one session is not carried into the next (before: the agent's object kept the rule, so
+    New session, or another ``show()``, ran the tool without asking)."""
+    from notebook_helpers import pending_approval, refund_tool
+
+    from anvia_notebook.models import ModelResponse, ToolCall
+    from anvia_notebook.notebook import WidgetHumanInput
+
+    def refund(call_id: str, order: str) -> ModelResponse:
+        arguments = {"order_id": order, "amount": 1}
+        return ModelResponse(tool_calls=[ToolCall(call_id, "issue_refund", arguments)])
+
+    tool = refund_tool()
+    own = WidgetHumanInput(timeout=600)
+    model = QueueModel([refund("c1", "A"), "Done A.", refund("c2", "B"), "Done B."])
+    agent = AgentBuilder("shop", model).tools([tool]).human_input(own).build()
+    studio = Studio([agent])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
+    first = await pending_approval(page)
+    assert (await page.approve(first["approval"]["id"], always_allow=True))["ok"]
+    await idle(page)
+    assert own.always_allowed == set()  # the session's copy kept the rule
+    assert (await page.request("studio_new_session"))["ok"]
+    assert (await page.request("studio_send", agent_id="shop", text="refund B"))["ok"]
+    second = await pending_approval(page)  # asked again
+    assert second["tool_call_id"] == "c2" and [c.order_id for c in tool.calls] == ["A"]
+    assert studio.run is not None and studio.run.request.active_human_input.timeout == 600
+    studio.stop()
+    await idle(page)

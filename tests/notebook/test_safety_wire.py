@@ -238,3 +238,38 @@ async def test_an_approval_clicked_just_after_stop_is_refused_and_nothing_runs(s
     assert (approval["status"], approval["decided_by"]) == ("cancelled", "stop")
     stored = RunStore(store_location).get(handle.run_id).approvals[approval_id]
     assert (stored.status, stored.decided_by) == ("cancelled", "stop")
+
+
+@pytest.mark.parametrize("handler", [False, True])
+async def test_an_id_sent_as_the_other_kind_is_refused_saying_so(handler):
+    """A question's id in an approval decision (and an approval's in answers) is refused with
+    what it is, before any other check (before: "Unknown approval", or that the approval
+    handler decides this run's approvals); nothing is decided."""
+    questions = {"questions": [{"id": "p", "question": "Priority?", "choices": ["High"]}]}
+    tool = refund_tool()
+    model = QueueModel(
+        [
+            ModelResponse(tool_calls=[ToolCall("q1", "ask_question", questions)]),
+            refund_call("c1", "A"),
+            "Done.",
+        ]
+    )
+    builder = AgentBuilder("shop", model).tools([ask_question, tool])
+    if handler:
+        builder = builder.approvals(lambda request: True)
+    handle = runner.show(builder.build().prompt("go"))
+    page = Page(handle.widget)
+    await page.sync()
+    question_id = (await pending_question(page))["question"]["id"]
+    refused = await page.approve(question_id)
+    assert refused["error"] == f"{question_id!r} is a question, not an approval."
+    answer = [{"questionId": "p", "answer": "High", "choice": "High"}]
+    assert (await page.answer(question_id, answer))["ok"]
+    if not handler:
+        approval_id = (await pending_approval(page))["approval"]["id"]
+        refused = await page.answer(approval_id, answer)
+        assert refused["error"] == f"{approval_id!r} is an approval, not a question."
+        assert (await page.approve(approval_id))["ok"]
+    await handle
+    await finished(handle)
+    assert [c.order_id for c in tool.calls] == ["A"]
