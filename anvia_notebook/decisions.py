@@ -306,7 +306,9 @@ def _check_args(
     if not_json is not None:
         raise DecisionRefusedError(f"The edited arguments must be JSON: {not_json}.")
     problems = ""
-    if args_schema is not None:
+    if args_schema is not None and not args_schema.get(READ_AS_QUESTIONS):
+        problems = _unknown_keys(args_schema, args)
+    if args_schema is not None and not problems:
         as_questions = bool(args_schema.get(READ_AS_QUESTIONS))
         read = read_questions(args) if as_questions else args
         problems = "; ".join(schema_problems(args_schema, read))
@@ -323,6 +325,23 @@ def _check_args(
         raise DecisionRefusedError(
             f"The edited arguments are not valid for {tool_name}: {problems}"
         )
+
+
+def _unknown_keys(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str:
+    """Keys of edited arguments the tool has no argument of (a tool's input ignores them, so
+    the record would say the tool ran with what it never got), unless its schema takes any."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping) or schema.get("additionalProperties"):
+        return ""
+    if schema.get("patternProperties"):
+        return ""
+    unknown = [key for key in args if key not in properties]
+    if not unknown:
+        return ""
+    named = ", ".join(repr(key) for key in unknown)
+    known = ", ".join(properties) or "none"
+    verb = "is" if len(unknown) == 1 else "are"
+    return f"{named} {verb} not among its arguments ({known})"
 
 
 #: How deep edited arguments may nest (the record that keeps them must be written as JSON).

@@ -336,3 +336,32 @@ async def test_an_edit_against_a_pattern_that_backtracks_does_not_hang(store_pat
     _approve(front, run, store)(approval.id, args={"code": "aaa"})
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
     assert ran == [Coded(code="aaa")]
+
+
+class Refund(BaseModel):
+    order_id: str
+    amount: float
+
+
+class Open(BaseModel, extra="allow"):
+    order_id: str
+
+
+async def test_a_key_the_tool_has_no_argument_of_is_refused_by_every_decider(store_path: Path):
+    """The tool's input would drop it, so the record would say the tool ran with what it never
+    got (before: recorded as the edit, and silently left out of the call)."""
+    edits = [{"order_id": "A", "amount": 1, "notify_customer": False}, {"orderId": "A"}]
+    said = await _refusals(store_path, Refund, {"order_id": "A", "amount": 5}, edits)
+    assert said["run"] == said["store"]
+    assert said["run"][0] == (
+        "The edited arguments are not valid for t: 'notify_customer' is not among its "
+        "arguments (order_id, amount)"
+    )
+    assert "'orderId' is not among its arguments" in said["run"][1]
+
+
+async def test_a_tool_that_takes_any_key_takes_an_edit_with_more(store_path: Path):
+    run, store, approval, ran, _ = await waiting_for_approval(store_path, Open, {"order_id": "A"})
+    store.approve(run.run_id, approval.id, args={"order_id": "B", "note": "call first"})
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert ran == [Open(order_id="B", note="call first")]

@@ -687,11 +687,18 @@ class RunStore(SteeringRows, DecisionRequests):
         unknown = DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
         rows = self._q(
             "SELECT run_id, args_schema, kind, status, record, decision FROM interactions "
-            "WHERE id = ? AND kind = ?",
-            (item_id, name),
+            "WHERE id = ?",
+            (item_id,),
         )
         if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
             raise unknown
+        if rows[0][2] != name:  # (said as the run says it)
+            what = (
+                ("a question", "an approval")
+                if name == "approval"
+                else ("an approval", "a question")
+            )
+            raise DecisionRefusedError(f"{item_id!r} is {what[0]}, not {what[1]}.")
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
