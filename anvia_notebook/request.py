@@ -112,6 +112,7 @@ class PromptRequest:
         request.session_id = state.session_id
         request._store = chosen
         request._resumed_state = state
+        request.tool_concurrency = state.tool_concurrency  # (with_tool_concurrency may change it)
         request._made_run = resume_claimed(request, chosen, run_id)
         return request
 
@@ -267,6 +268,7 @@ class PromptRequest:
                     "agent.resume of it was started); this request cannot run it too."
                 )
             self._check_resumed_output_type(state)
+            state.tool_concurrency = self.tool_concurrency
             events: list[Any] = []
             trace = None
             if store is not None:
@@ -292,6 +294,7 @@ class PromptRequest:
             output_type=None
             if output is None
             else OutputTypeInfo(name=output.name, mode=output.mode),
+            tool_concurrency=self.tool_concurrency,
             **self._lineage,
         )
         store = self._run_store()

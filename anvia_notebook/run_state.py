@@ -109,6 +109,9 @@ class RunState(BaseModel):
     #: The run's ``output_type`` (its name and mode), or None for text: a resumed run must be
     #: given one too (its ``final_result`` calls and their fixes mean nothing without it).
     output_type: OutputTypeInfo | None = None
+    #: How many tool calls of a turn run at once (``with_tool_concurrency``): a resumed run
+    #: goes on as it was set (two sub-agents that waited side by side wait side by side again).
+    tool_concurrency: int = 1
 
     def record(self, item_id: str) -> ApprovalRecord | QuestionRecord | None:
         """The approval or question ``item_id`` of this run (None when it has none)."""

@@ -66,12 +66,17 @@ def _analyst(request: Any) -> ModelResponse:
 
 
 def _lead(request: Any) -> ModelResponse:
+    """One call to the analyst per part of the prompt (``east and west``: two in one turn)."""
     last = request.messages[-1]
     if last.role == "user":
+        parts = last.content.split(" and ")
         return ModelResponse(
-            tool_calls=[ToolCall(id="a1", name="ask_analyst", arguments={"prompt": last.content})]
+            tool_calls=[
+                ToolCall(id=f"a{i}", name="ask_analyst", arguments={"prompt": part})
+                for i, part in enumerate(parts, 1)
+            ]
         )
-    return ModelResponse(text=f"lead: {last.tool_results[0].content}")
+    return ModelResponse(text="lead: " + " | ".join(r.content for r in last.tool_results))
 
 
 def lead() -> Any:
@@ -91,10 +96,10 @@ def lead() -> Any:
     )
 
 
-def run(prompt: str) -> None:
+def run(prompt: str, concurrency: int = 1) -> None:
     print("started", flush=True)
     try:
-        response = lead().prompt(prompt).send_sync()
+        response = lead().prompt(prompt).with_tool_concurrency(concurrency).send_sync()
     except Exception as error:  # pragma: no cover - shown in the test's failure output
         print(f"error: {error!r}", file=sys.stderr, flush=True)
         raise

@@ -320,3 +320,36 @@ async def test_the_status_of_a_run_whose_sub_agent_waits_is_waiting(
         assert other.status(run.run_id) == "success"
     finally:
         other.close()
+
+
+def test_two_sub_agents_waiting_side_by_side_wait_side_by_side_after_a_resume(
+    env: dict[str, str],
+) -> None:
+    """The run's tool concurrency is stored: resumed without giving it again, both sub-agents'
+    approvals are pending on the run (its handle) as in the store, and either is decided there
+    (before: the second call waited behind the first, its approval listed by the store only and
+    refused by the run as unknown)."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        code = "import subagent_agents; subagent_agents.run('east and west', concurrency=2)"
+        child = start_python(code, env)
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        wait_until(lambda: len(store.pending(top.run_id)) == 2, child, "both approvals")
+        kill(child)
+
+        async def resume() -> str:
+            run = subagent_agents.lead().resume(top.run_id).start()
+            await wait_on_events(run, lambda: len(run.interactions.pending) == 2)
+            stored = sorted(r.id for r in store.pending(top.run_id))
+            assert sorted(r.id for r in run.interactions.pending) == stored
+            for record in run.interactions.pending:
+                run.interactions.decide(record.id, approved=True, via="handle")
+            return (await asyncio.wait_for(run.wait(), 30)).output
+
+        output = asyncio.run(resume())
+        assert output == "lead: analyst: west +12% (select 1) | analyst: west +12% (select 1)"
+        assert sorted(subagent_agents.effects()) == ["done select 1"] * 2 + ["started select 1"] * 2
+        assert store.get(top.run_id).tool_concurrency == 2
+    finally:
+        store.close()
