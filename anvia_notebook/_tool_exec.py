@@ -31,7 +31,7 @@ from .approvals import (
     RunInfo,
     ToolApprovalRequest,
 )
-from .decisions import EDIT_REFUSED, RefusedFix, Resolution, Withdrawn
+from .decisions import EDIT_REFUSED, RefusedFix, Resolution, Withdrawn, closed_for_edits
 from .errors import (
     INTERRUPTED_REASON,
     PromptCancelledError,
@@ -523,7 +523,11 @@ class ToolExecutor:
             # Asked before a resume: that approval stands, whatever the policy says now.
             texts = earlier.reason, earlier.reject_message
         if texts is not None:
-            schema = question_args_schema() if intercepted else tool.definition().parameters
+            schema = (
+                question_args_schema()
+                if intercepted
+                else closed_for_edits(tool.definition().parameters, input_model)
+            )
             request = ToolApprovalRequest(
                 **vars(context), input_model=input_model, args_schema=schema
             )

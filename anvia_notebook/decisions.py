@@ -47,6 +47,7 @@ __all__ = [
     "Withdrawn",
     "answers_resolution",
     "check_resolution",
+    "closed_for_edits",
     "decline_resolution",
     "decided",
     "refused_twice",
@@ -327,13 +328,23 @@ def _check_args(
         )
 
 
+def closed_for_edits(schema: dict[str, Any], input_model: type[BaseModel] | None) -> dict[str, Any]:
+    """The JSON Schema edited arguments are checked against (and kept with the interaction, for
+    every process): a tool's input model that drops keys it has no field of (pydantic's
+    default) says so, ``additionalProperties: false``, so such an edit is refused, not recorded
+    as what the tool ran with. A model that takes any key (an MCP tool's) leaves it open."""
+    if input_model is None or input_model.model_config.get("extra") not in (None, "ignore"):
+        return schema
+    if not isinstance(schema.get("properties"), Mapping) or "additionalProperties" in schema:
+        return schema
+    return {**schema, "additionalProperties": False}
+
+
 def _unknown_keys(schema: Mapping[str, Any], args: Mapping[str, Any]) -> str:
-    """Keys of edited arguments the tool has no argument of (a tool's input ignores them, so
-    the record would say the tool ran with what it never got), unless its schema takes any."""
+    """Keys of edited arguments a schema closed to them (``additionalProperties: false``) has
+    no property of, said as the tool's arguments it has."""
     properties = schema.get("properties")
-    if not isinstance(properties, Mapping) or schema.get("additionalProperties"):
-        return ""
-    if schema.get("patternProperties"):
+    if not isinstance(properties, Mapping) or schema.get("additionalProperties") is not False:
         return ""
     unknown = [key for key in args if key not in properties]
     if not unknown:

@@ -84,9 +84,10 @@ class Interactions:
         #: too (by id), so a nested approval surfaces on the top-level run.
         self._children: list[Interactions] = []
         self._lock = threading.RLock()
-        #: Why the run is being stopped, once Stop (or the runtime) asked: Stop is a decider,
-        #: and it came first, so a decision that arrives after it is refused.
-        self.stopping: str | None = None
+        #: How what the run leaves open ends, once Stop (or the runtime) asked the run to stop:
+        #: Stop is a decider, and it came first, so a decision that arrives after it is refused
+        #: (a click) or not recorded (a handler's, which ends as the Stop says).
+        self.stopping: Resolution | None = None
 
     def adopt(self, child: Interactions) -> None:
         """A sub-agent's run started by this run: its interactions are listed and decided here."""
@@ -226,6 +227,9 @@ class Interactions:
             record = interaction.record
             if record.status != "pending":
                 return Resolution.of_record(record)
+            if self.stopping is not None and resolution.status != "cancelled":
+                resolution = self.stopping  # Stop came first: a later decision is not taken
+                check = False
             if check:
                 decisions.check_resolution(
                     record,
@@ -345,13 +349,13 @@ class Interactions:
             )
             raise DecisionRefusedError(f"{id_of(item)!r} is {is_a}, not {not_a}.")
         owner, interaction = owned
-        stopping = self.stopping or owner.stopping
-        if stopping is not None and interaction.record.pending:
-            raise DecisionRefusedError(
-                f"The run is being stopped ({stopping.rstrip('.')}): this "
-                f"{interaction.record.kind} ends with it, undecided."
-            )
         with owner._lock:
+            stopping = self.stopping or owner.stopping
+            if stopping is not None and interaction.record.pending:
+                raise DecisionRefusedError(
+                    f"The run is being stopped ({(stopping.reason or 'Stop').rstrip('.')}): "
+                    f"this {interaction.record.kind} ends with it, undecided."
+                )
             if owner.resolve(interaction, resolution) is not resolution:
                 raise decisions.refused_twice(interaction.record)
             return cast(RecordT, interaction.record.model_copy(deep=True))
@@ -393,8 +397,9 @@ class Interactions:
 
 @functools.lru_cache(maxsize=256)
 def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of a tool's input model (made once per model)."""
-    return model.model_json_schema()
+    """The JSON Schema of a tool's input model (made once per model), closed to keys it has no
+    field of when it drops them (see :func:`decisions.closed_for_edits`)."""
+    return decisions.closed_for_edits(model.model_json_schema(), model)
 
 
 def _set_result(future: asyncio.Future[Resolution], resolution: Resolution) -> None:

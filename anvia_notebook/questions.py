@@ -50,7 +50,9 @@ def create_question_tool(
         import json
 
         answers = [Answer(question_id=q.id, answer=NO_HUMAN_ANSWER) for q in args.questions]
-        return json.dumps({"answers": [answer.to_wire() for answer in answers]})
+        return json.dumps(
+            {"answers": [answer.to_wire() for answer in answers]}, separators=(",", ":")
+        )  # (compact, as a person's answers are told)
 
     return QuestionTool(name=name, description=description, input=QuestionInput, execute=execute)
 

@@ -92,7 +92,9 @@ class PromptRequest:
     ) -> PromptRequest:
         """A request that continues the stored run ``run_id`` (see :meth:`Agent.resume`)."""
         from .store import as_store, get_store
-        from .store._owner import resume_claimed
+        from .store._owner import give_back_dropped, resume_claimed
+
+        give_back_dropped()
 
         chosen = as_store(store) or get_store()
         if chosen is None:

@@ -893,7 +893,7 @@ class AgentRun:
         if self.state.cancel_reason is None:
             # A lone surrogate in the reason becomes U+FFFD: the store keeps the run's end.
             self.state.cancel_reason = valid_text(reason or "") or DEFAULT_CANCEL_REASON
-        self.interactions.stopping = self.state.cancel_reason  # (decisions after it: refused)
+        self.interactions.stopping = self.cancelled_as()  # (decisions after it: refused)
         self.steering.stop_asked()
         loop = self._loop
         assert loop is not None

@@ -398,6 +398,10 @@ def test_a_resume_dropped_unstarted_lets_other_processes_resume_the_run(env, sto
     assert refused.returncode == 1 and "RunOwnedError" in refused.stderr
     del kept
     gc.collect()
+    # (given back by the store's background thread, at its next look: within a second)
+    deadline = time.monotonic() + 30
+    while store.status(pending.run_id) != "interrupted" and time.monotonic() < deadline:
+        time.sleep(0.05)
     resumed = resume_elsewhere()
     assert resumed.returncode == 0 and resumed.stdout.strip() == "resumed", resumed.stderr
     assert effects() == []  # nothing ran

@@ -70,3 +70,29 @@ async def test_a_store_file_deleted_or_replaced_while_a_run_waits_is_reported_at
     assert run.run_id not in [r.run_id for r in after.runs()]
     await store_agents.agent("plain").prompt("send 6 to a2").send()
     assert [r.prompt for r in RunStore(project).runs()] == ["send 6 to a2"]
+
+
+def test_a_store_opened_by_a_relative_path_is_kept_after_a_change_of_folder(tmp_path, monkeypatch):
+    """``RunStore("runs.sqlite")``, then ``%cd sub``: the file is still where it was opened, so
+    runs go on being stored in it (not taken as deleted, nor opened anew in the other folder)."""
+    from anvia_notebook import AgentBuilder
+    from anvia_notebook.models import QueueModel
+
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    store = RunStore("runs.sqlite")
+
+    def run(prompt: str) -> None:
+        agent = AgentBuilder("a", QueueModel(["hi"])).build()
+        agent.prompt(prompt).store(store).send_sync()
+
+    try:
+        run("q1")
+        monkeypatch.chdir(tmp_path / "sub")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            run("q2")
+        assert [r.prompt for r in RunStore(tmp_path / "runs.sqlite").runs()] == ["q2", "q1"]
+        assert not (tmp_path / "sub" / "runs.sqlite").exists()
+    finally:
+        store.close()

@@ -262,3 +262,43 @@ def test_an_older_store_a_read_only_role_cannot_migrate_says_so(team_store):
         RunStore(reader_url)
     text = str(refused.value)
     assert "older" in text and "cannot be brought up to date" in text, text
+
+
+def test_a_reader_of_a_store_it_cannot_write_sees_what_its_owner_writes_later(archive):
+    """Opened while no write-ahead log was beside it (read as a file nobody writes), then the
+    owner of the project runs more: the reader lists them too (before: the count it saw when it
+    opened, for as long as it kept the store open)."""
+    path, _ = archive
+    make_read_only(path, "folder")
+    reader = textwrap.dedent(
+        f"""
+        import sys
+        from anvia_notebook import RunStore
+        store = RunStore({str(path)!r})
+        print(len(store.runs()), flush=True)
+        sys.stdin.readline()
+        print(len(store.runs()), flush=True)
+        """
+    )
+    env = child_environ({**os.environ, "PYTHONPATH": str(ROOT)})
+    env.pop("ANVIA_NOTEBOOK_STORE", None)
+    child = subprocess.Popen(
+        [*without_write_permission(), sys.executable, "-c", reader],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "2"
+        import store_agents
+
+        store_agents.agent("plain").prompt("one more").store(RunStore(path)).send_sync()
+        child.stdin.write("\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "3", child.stderr.read()
+    finally:
+        child.kill()
+        child.communicate(timeout=30)

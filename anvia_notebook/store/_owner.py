@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +24,7 @@ __all__ = [
     "Owner",
     "made_here",
     "owner_alive",
+    "give_back_dropped",
     "resume_claimed",
     "running_here",
     "this_process",
@@ -80,16 +81,21 @@ def made_here(run_id: str, run: Any) -> None:
 #: How many resume requests of each run this process holds that made no run object yet.
 _UNSTARTED: Counter[str] = Counter()
 _UNSTARTED_LOCK = threading.Lock()
+#: Resume requests dropped without a run, ``(store, run id)``: a finalizer only appends here
+#: (it may run at any allocation, on any thread, even one holding a store lock), and
+#: :func:`give_back_dropped` does the store work later, from a safe place.
+_DROPPED: deque[tuple[Any, str]] = deque()
 
 
 def resume_claimed(request: object, store: Any, run_id: str) -> Callable[[], None]:
     """A resume ``request`` claimed ``run_id`` in ``store``. If the request is dropped without
-    making a run (a cell that failed on an option, a request never sent), the claim is given
-    back when the last such request of the run goes and no run object of it lives here, so
-    other processes may resume it. Returns what the request calls when it makes its run."""
+    making a run (a request never sent, a cell that failed on an option once its traceback
+    is gone), the claim is given back when the last such request of the run goes and no run
+    object of it lives here (within a heartbeat), so other processes may resume it. Returns
+    what the request calls when it makes its run."""
     with _UNSTARTED_LOCK:
         _UNSTARTED[run_id] += 1
-    dropped = weakref.finalize(request, _resume_dropped, store, run_id)
+    dropped = weakref.finalize(request, _DROPPED.append, (store, run_id))
     dropped.atexit = False  # (at exit the process is gone: the claim ends with it)
 
     def made() -> None:
@@ -108,13 +114,20 @@ def _count_down(run_id: str) -> int:
         return left
 
 
-def _resume_dropped(store: Any, run_id: str) -> None:
-    if _count_down(run_id) > 0 or running_here(run_id):
-        return
-    try:
-        store.release_run(run_id)
-    except Exception:  # (a store closed meanwhile: the claim ends with this process)
-        logger.debug("A dropped resume of %s could not give its claim back", run_id, exc_info=True)
+def give_back_dropped() -> None:
+    """Give back the claims of dropped resume requests (see :func:`resume_claimed`); called by
+    the store's background thread and by a new resume, holding no lock."""
+    while _DROPPED:
+        try:
+            store, run_id = _DROPPED.popleft()
+        except IndexError:  # (another thread took the last one)
+            return
+        if _count_down(run_id) > 0 or running_here(run_id):
+            continue
+        try:
+            store.release_run(run_id)
+        except Exception:  # (a store closed meanwhile: the claim ends with this process)
+            logger.debug("A dropped resume of %s could not give its claim back", run_id)
 
 
 def running_here(run_id: str) -> bool:

@@ -54,6 +54,8 @@ class SQLiteBackend:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path).expanduser()
         self.location = str(self.path)
+        #: The file as this process opened it: a later change of folder (``%cd``) leaves it so.
+        self._absolute = os.path.abspath(self.location)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -87,9 +89,14 @@ class SQLiteBackend:
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use; a driver error is raised as is)."""
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        if connection is not None and self.read_only:
+            connection = self._still_current(connection)
         if connection is None:
+            if self.read_only:  # (how to open it depends on the log beside it now)
+                self._uri = read_only_uri(self.path)
+                self._local.stamp = _stamp(self.path)
             connection = sqlite3.connect(
-                self._uri or self.location,
+                self._uri or self._absolute,
                 timeout=min(_ATTEMPT, self.busy_timeout),
                 isolation_level=None,
                 check_same_thread=False,
@@ -104,11 +111,24 @@ class SQLiteBackend:
                 connection.close()
                 raise
             if self._file is None:
-                self._file = _identity(self.location)
+                self._file = _identity(self._absolute)
             self._local.connection = connection
             with self._lock:
                 self._all.append(connection)
         return connection
+
+    def _still_current(self, connection: sqlite3.Connection) -> sqlite3.Connection | None:
+        """A read-only connection, or None when the file or its log changed since it was opened
+        (another user wrote the store): a connection opened ``immutable`` would never see
+        that, so it is opened anew."""
+        if getattr(self._local, "stamp", None) == _stamp(self.path):
+            return connection
+        with self._lock:
+            if connection in self._all:
+                self._all.remove(connection)
+        connection.close()
+        self._local.connection = None
+        return None
 
     def _run(self, action: Callable[[sqlite3.Connection], _T]) -> _T:
         """``action(connection)``, retried while the file is busy; a driver error becomes a
@@ -179,7 +199,7 @@ class SQLiteBackend:
         away)", "replaced by another file"), or None while it is still there."""
         if self._file is None:
             return None
-        now = _identity(self.location)
+        now = _identity(self._absolute)
         if now == self._file:
             return None
         return "deleted (or moved away)" if now is None else "replaced by another file"
@@ -314,6 +334,19 @@ def read_only_reason(path: Path) -> str | None:
     if all(os.access(f"{path}{suffix}", os.W_OK) for suffix in ("-wal", "-shm")):
         return None
     return "its folder cannot be written"
+
+
+def _stamp(path: Path) -> tuple[tuple[int, int] | None, ...]:
+    """What tells that the store file, or its write-ahead log, changed: size and mtime of each."""
+
+    def of(name: str) -> tuple[int, int] | None:
+        try:
+            status = os.stat(name)
+        except OSError:
+            return None
+        return status.st_size, status.st_mtime_ns
+
+    return of(str(path)), of(f"{path}-wal")
 
 
 def read_only_uri(path: Path) -> str:

@@ -65,7 +65,14 @@ from ._errors import (
     RunStoreError,
     RunTakenOverError,
 )
-from ._owner import HEARTBEAT_INTERVAL, Owner, owner_alive, running_here, this_process
+from ._owner import (
+    HEARTBEAT_INTERVAL,
+    Owner,
+    give_back_dropped,
+    owner_alive,
+    running_here,
+    this_process,
+)
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
 from ._steer_write import top_run
 from ._steering import SteeringCallback, SteeringRows
@@ -1193,6 +1200,7 @@ class RunStore(SteeringRows, DecisionRequests):
         last_beat = 0.0
         idle_since: float | None = None
         while not self._stop.wait(POLL_INTERVAL):
+            give_back_dropped()  # (before any lock: it writes to the store)
             with self._watch_lock:
                 watched = dict(self._watched)
                 confirming = dict(self._confirming)
