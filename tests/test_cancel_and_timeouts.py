@@ -352,3 +352,31 @@ async def test_a_run_stopped_before_its_task_began_ends_as_stopped(store_path):
         assert stored.get(run.run_id).cancel_reason == "Stopped at once."
     finally:
         stored.close()
+
+
+async def test_stop_asked_as_the_handler_decides_wins_over_its_decision(monkeypatch):
+    """Stop is the first decider: Stop clicked (on the shell's thread) just as the run takes
+    in its approval handler's answer, before recording it, wins: the answer is not recorded
+    and the tool does not run (before: recorded as approved by the handler, and the tool ran).
+    The click is made to land in that moment by the check every decision goes through."""
+    import anvia_notebook.decisions as decisions
+    from anvia_notebook import PromptCancelledError
+
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda request: True).build()
+    run = agent.prompt("go").store(None).start()
+    checked = decisions.refusing_bad_edit
+
+    def stop_lands_now(*args, **kwargs):
+        click = threading.Thread(target=run.cancel, args=("Stop clicked.",))
+        click.start()
+        click.join()
+        return checked(*args, **kwargs)
+
+    monkeypatch.setattr(decisions, "refusing_bad_edit", stop_lands_now)
+    with pytest.raises(PromptCancelledError, match="Stop clicked"):
+        await asyncio.wait_for(run.wait(), 10)
+    [approval] = run.state.approvals.values()
+    assert (approval.status, approval.decided_by) == ("cancelled", "stop")
+    assert add.calls == []
