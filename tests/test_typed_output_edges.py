@@ -19,7 +19,6 @@ from anvia_notebook.models import (
     QueueModel,
     TextDelta,
     ToolCall,
-    ToolCallDelta,
 )
 from anvia_notebook.models.openai import to_openai_response_format
 
@@ -169,9 +168,6 @@ def test_the_offline_models_classes_take_their_fields_by_position() -> None:
     assert ToolCall("c1", "add").arguments == {}
     assert TextDelta("7") == TextDelta(delta="7")
     assert ModelResponse("hi") == ModelResponse(text="hi")
-    assert ToolCallDelta("c1", "add", '{"x"') == ToolCallDelta(
-        id="c1", name="add", arguments_delta='{"x"'
-    )
     assert Finish("length").reason == "length"
     with pytest.raises(TypeError, match=r"at most 1 positional argument \(delta\), not 2"):
         TextDelta("a", "b")
