@@ -83,6 +83,8 @@ class Interactions:
         #: The interactions of the sub-agents' runs this run started: shown and decided here
         #: too (by id), so a nested approval surfaces on the top-level run.
         self._children: list[Interactions] = []
+        #: The interactions of the run that started this sub-agent's run (None at the top).
+        self._parent: Interactions | None = None
         self._lock = threading.RLock()
         #: How what the run leaves open ends, once Stop (or the runtime) asked the run to stop:
         #: Stop is a decider, and it came first, so a decision that arrives after it is refused
@@ -93,6 +95,17 @@ class Interactions:
         """A sub-agent's run started by this run: its interactions are listed and decided here."""
         with self._lock:
             self._children.append(child)
+        child._parent = self
+
+    def stopped_by(self) -> Resolution | None:
+        """How what is left open ends when Stop reached this run or a run above it (a parent's
+        Stop comes first here too, before it cancels this run, one level at a time), else None."""
+        level: Interactions | None = self
+        while level is not None:
+            if level.stopping is not None:
+                return level.stopping
+            level = level._parent
+        return None
 
     def _owner(self, item_id: str) -> tuple[Interactions, OpenInteraction] | None:
         """The interaction ``item_id`` of this run or of a sub-agent's run below it, with the
@@ -227,8 +240,9 @@ class Interactions:
             record = interaction.record
             if record.status != "pending":
                 return Resolution.of_record(record)
-            if self.stopping is not None and resolution.status != "cancelled":
-                resolution = self.stopping  # Stop came first: a later decision is not taken
+            stopping = self.stopped_by()
+            if stopping is not None and resolution.status != "cancelled":
+                resolution = stopping  # Stop came first: a later decision is not taken
                 check = False
             if check:
                 decisions.check_resolution(
@@ -350,7 +364,7 @@ class Interactions:
             raise DecisionRefusedError(f"{id_of(item)!r} is {is_a}, not {not_a}.")
         owner, interaction = owned
         with owner._lock:
-            stopping = self.stopping or owner.stopping
+            stopping = owner.stopped_by()
             if stopping is not None and interaction.record.pending:
                 raise DecisionRefusedError(
                     f"The run is being stopped ({(stopping.reason or 'Stop').rstrip('.')}): "

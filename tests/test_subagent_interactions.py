@@ -6,6 +6,7 @@ run; "Always allow" scoped to the path; two nested approvals in one turn decided
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 import pytest
@@ -238,6 +239,55 @@ async def test_stop_cancels_a_nested_approval() -> None:
     assert sub.state.status == "cancelled"
     assert run_sql.ran == []
     assert run.interactions.pending == []
+
+
+def _chain(levels: int, analyst_handler: Any) -> tuple[Any, Any]:
+    """``lead`` asking ``levels - 1`` sub-agents down to the analyst, whose ``run_sql`` needs
+    approval (decided by ``analyst_handler``)."""
+    run_sql = make_run_sql()
+    agent = AgentBuilder("analyst", analyst_model()).tool(run_sql).approvals(analyst_handler)
+    for level in range(levels - 1):
+        name = "lead" if level == levels - 2 else f"manager{level}"
+        agent = AgentBuilder(name, lead_model("q1")).tool(agent.build().as_tool(name="ask_analyst"))
+    return agent.build(), run_sql
+
+
+@pytest.mark.parametrize("levels", [2, 3, 4])
+@pytest.mark.parametrize("stop_from", ["the handler", "another thread"])
+async def test_stop_of_the_top_level_run_wins_over_a_nested_handler_s_later_approval(
+    stop_from: str, levels: int
+) -> None:
+    """Stop is the first decider of every interaction below the stopped run: a sub-agent's
+    approval handler that answers after the Stop, before its own run is cancelled (one level
+    at a time, from the top), is not taken, and the tool does not run."""
+    top: list[Any] = []
+
+    def approve_after_stop(request: Any) -> bool:
+        if stop_from == "the handler":
+            top[0].cancel("Stop clicked.")
+        else:  # (Stop clicked in the page: another thread, while the handler decides)
+            stopper = threading.Thread(target=top[0].cancel, args=("Stop clicked.",))
+            stopper.start()
+            stopper.join()
+        return True
+
+    lead, run_sql = _chain(levels, approve_after_stop)
+    run = lead.prompt("go").store(None).create_run()
+    top.append(run)
+    run.start()
+    with pytest.raises(Exception, match="Stop clicked"):
+        await run.wait()
+    sub = run
+    for _ in range(levels - 1):
+        sub = sub.children[0]
+        assert sub.state.status == "cancelled"
+    [record] = sub.state.approvals.values()
+    assert run_sql.ran == []
+    assert (record.status, record.decided_by, record.decision_reason) == (
+        "cancelled",
+        "stop",
+        "Stop clicked.",
+    )
 
 
 async def test_an_eval_case_never_waits_for_a_nested_approval() -> None:
