@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
-from ._util import error_text, maybe_await, valid_text
+from ._util import cancelled_from_outside, error_text, maybe_await, valid_text
 from .errors import (
     DEFAULT_CANCEL_REASON,
     INTERRUPTED_REASON,
     MaxTurnsError,
+    ModelError,
     PromptCancelledError,
     RunExitedError,
 )
@@ -65,6 +66,12 @@ if TYPE_CHECKING:
 __all__ = ["run_loop"]
 
 logger = logging.getLogger("anvia_notebook")
+
+#: The error of a model call whose own code raised ``CancelledError`` (nobody stopped the run).
+MODEL_CANCELLED = (
+    "The model call was cancelled by the model's own code (CancelledError), not by a Stop: "
+    "its client awaited something that another piece of code cancelled."
+)
 
 
 async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
@@ -414,42 +421,49 @@ async def _complete(
         emit_text = run.emit_text
         text_delta, text = TextDelta, str  # locals: read once per delta
         try:
-            async for event in run.request.agent.model.stream(request):
-                # The per-delta path: a text delta (a plain string, the cheapest kind, or a
-                # TextDelta) goes on as its text, with no check and no event built.
-                if type(event) is text_delta and type(event.delta) is text:
-                    event = event.delta
-                if type(event) is text:
-                    if not event.isascii():  # (a lone surrogate: U+FFFD, as nothing keeps it)
-                        event = valid_text(event)
-                    add_text(event)
-                    if not emitted:
-                        tracer.first_token(entry)
-                        emitted = True
-                    emit_text(turn, event)
-                    continue
-                observed = True
-                if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
-                    event = event.model_copy(update={"delta": valid_text(event.delta)})
-                elif type(event) is ToolCallDelta:  # (its id, name and text: as a store keeps them)
-                    fixed = {key: valid_text(value) for key, value in event if type(value) is str}
-                    if any(value is not getattr(event, key) for key, value in fixed.items()):
-                        event = event.model_copy(update=fixed)
-                event = add(event)  # (a whole call as kept: its own id, valid text)
-                mapped = _map_event(turn, event)
-                if mapped is not None:
-                    if not emitted:
-                        tracer.first_token(entry)
-                        emitted = True
-                    run.emit(mapped)
-                    if event.type == "tool_call":
-                        announced.add(event.id)
-            response = accumulator.response()
-            tracer.model_call_done(entry, response, token)
-            for call in response.tool_calls:  # calls streamed only as deltas
-                if call.id not in announced:
-                    run.emit(ToolCallEvent(turn=turn, tool_call=call))
-            return response
+            try:
+                async for event in run.request.agent.model.stream(request):
+                    # The per-delta path: a text delta (a plain string, the cheapest kind, or a
+                    # TextDelta) goes on as its text, with no check and no event built.
+                    if type(event) is text_delta and type(event.delta) is text:
+                        event = event.delta
+                    if type(event) is text:
+                        if not event.isascii():  # (a lone surrogate: U+FFFD, as nothing keeps it)
+                            event = valid_text(event)
+                        add_text(event)
+                        if not emitted:
+                            tracer.first_token(entry)
+                            emitted = True
+                        emit_text(turn, event)
+                        continue
+                    observed = True
+                    if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
+                        event = event.model_copy(update={"delta": valid_text(event.delta)})
+                    elif type(event) is ToolCallDelta:  # (its id, name, text: as a store keeps)
+                        fixed = {k: valid_text(v) for k, v in event if type(v) is str}
+                        if any(value is not getattr(event, key) for key, value in fixed.items()):
+                            event = event.model_copy(update=fixed)
+                    event = add(event)  # (a whole call as kept: its own id, valid text)
+                    mapped = _map_event(turn, event)
+                    if mapped is not None:
+                        if not emitted:
+                            tracer.first_token(entry)
+                            emitted = True
+                        run.emit(mapped)
+                        if event.type == "tool_call":
+                            announced.add(event.id)
+                response = accumulator.response()
+                tracer.model_call_done(entry, response, token)
+                for call in response.tool_calls:  # calls streamed only as deltas
+                    if call.id not in announced:
+                        run.emit(ToolCallEvent(turn=turn, tool_call=call))
+                return response
+            except asyncio.CancelledError as cancelled:
+                if cancelled_from_outside():
+                    raise
+                # The model's own code (its client awaited something another piece of code
+                # cancelled): the call failed, the run was not stopped.
+                raise ModelError(MODEL_CANCELLED, retryable=False) from cancelled
         except asyncio.CancelledError:
             partial = accumulator.response()
             run.state.usage = run.state.usage + partial.usage  # (tokens it had already cost)
