@@ -417,6 +417,7 @@ def decided(record: Record, resolution: Resolution) -> Record:
     else:
         answered = status == "answered"
         update["answers"] = list(resolution.answers) if answered else []
+        update["decision_reason"] = None if answered else resolution.reason
         update["answered_at" if answered else "cancelled_at"] = now
     # What code decided (a handler, a human input, a hook, Stop) may hold a lone surrogate:
     # U+FFFD instead, as nothing could store it (a person's decision was refused above).

@@ -117,6 +117,9 @@ class QuestionRecord(InteractionBase):
     answers: list[Answer] = Field(default_factory=list)
     answered_at: datetime | None = None
     cancelled_at: datetime | None = None
+    #: Why it closed without answers, when something said so (Stop's reason, its time limit,
+    #: the end of the run, an MCP server that withdrew it); None when answered or declined.
+    decision_reason: str | None = None
     #: The person may decline it instead of answering (a question an MCP server asked during a
     #: call): declining closes it ``cancelled``, decided by the person, and the server is told
     #: ``decline``. ``ask_question``'s own questions cannot be declined.

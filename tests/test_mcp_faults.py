@@ -365,3 +365,4 @@ def test_a_question_whose_server_dies_while_it_waits_is_closed_by_the_runtime():
     assert asked.status == "error" and "went away" in (asked.result or "")
     question = asked.question
     assert (question.status, question.decided_by) == ("cancelled", "runtime")
+    assert "withdrew this request" in (question.decision_reason or "")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import pytest
 
@@ -15,9 +16,10 @@ from anvia_notebook import (
     create_hook,
     create_question_tool,
 )
-from anvia_notebook.models import QueueModel
+from anvia_notebook.human import wait_for_a_decision
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
-from helpers import call, tool_results
+from helpers import call, tool_results, wait_on_events
 
 QUESTIONS = {
     "questions": [
@@ -273,3 +275,45 @@ def test_an_answer_is_written_with_the_key_questionid_wherever_it_is_dumped(tmp_
     assert shown.returncode == 0, shown.stderr
     assert '"question_id"' not in shown.stdout
     assert '"questionId": "priority"' in shown.stdout
+
+
+async def _pending_question(run: Any) -> list[Any]:
+    await wait_on_events(run, lambda: len(run.interactions.pending) >= 1)
+    return run.interactions.pending
+
+
+async def test_a_question_closed_without_answers_keeps_why() -> None:
+    """A question's record says why it closed without answers (as an approval's
+    ``decision_reason`` does): Stop's reason, the time limit's text."""
+
+    def respond(request: Any) -> ModelResponse:
+        last = request.messages[-1]
+        if last.role == "tool":
+            return ModelResponse(text="done")
+        questions = [{"id": "region", "question": "Which region?", "choices": ["West", "East"]}]
+        return ModelResponse(
+            tool_calls=[ToolCall(id="q", name="ask_question", arguments={"questions": questions})]
+        )
+
+    agent = AgentBuilder("analyst", FunctionModel(respond)).tool(ask_question).build()
+    human = CallbackHumanInput(ask=lambda r: wait_for_a_decision(), timeout=0.05)
+    response = await asyncio.wait_for(agent.prompt("go").human_input(human).store(None).send(), 10)
+    timed_out = response.trace.tool_calls[0].question
+    assert timed_out.status == "timed_out" and "timed out" in (timed_out.decision_reason or "")
+
+    human = CallbackHumanInput(ask=lambda r: wait_for_a_decision())
+    run = agent.prompt("go").human_input(human).store(None).start()
+    [record] = await _pending_question(run)
+    run.cancel("Stop clicked.")
+    with pytest.raises(Exception, match="Stop clicked"):
+        await run.wait()
+    stopped = run.state.questions[record.id]
+    assert (stopped.status, stopped.decision_reason) == ("cancelled", "Stop clicked.")
+
+    run = agent.prompt("go").human_input(human).store(None).start()
+    [record] = await _pending_question(run)
+    run.interactions.answer(
+        record.id, [{"questionId": "region", "answer": "West", "choice": "West"}]
+    )
+    await run.wait()
+    assert run.state.questions[record.id].decision_reason is None
