@@ -353,14 +353,8 @@ class Interactions:
             name = "approval" if kind is ApprovalRecord else "question"
             raise DecisionRefusedError(f"Unknown {name} {id_of(item)!r}.")
         if not isinstance(owned[1].record, kind):
-            is_a, not_a = (
-                ("a question", "an approval")
-                if kind is ApprovalRecord
-                else (
-                    "an approval",
-                    "a question",
-                )
-            )
+            kinds = ("a question", "an approval")
+            is_a, not_a = kinds if kind is ApprovalRecord else kinds[::-1]
             raise DecisionRefusedError(f"{id_of(item)!r} is {is_a}, not {not_a}.")
         owner, interaction = owned
         with owner._lock:
