@@ -9,6 +9,7 @@ import asyncio
 import os
 import signal
 import socket
+import time
 
 import pytest
 import store_agents
@@ -48,3 +49,35 @@ async def test_an_owner_whose_run_another_machine_resumed_stops_and_the_tool_run
     assert effects() == ["started a1 5", "done a1 5"]  # once, here
     assert child.returncode != 0
     assert f"Run '{pending.run_id}' was resumed by process {os.getpid()} on another-machine" in err
+
+
+@pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("ahead", [120.0, -120.0])
+async def test_a_machine_whose_clock_differs_does_not_take_a_live_run(
+    store_location, tmp_path, monkeypatch, ahead
+):
+    """Machines sharing a PostgreSQL store judge heartbeats by the server's clock: one whose
+    clock runs two minutes ahead of the owner's (or the owner's behind) sees a live owner, not
+    a gone one (before: the run was taken from its live owner, which then stopped)."""
+    from anvia_notebook import RunOwnedError
+
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    child = start_python("import store_agents; store_agents.run('approval')", child_environ())
+    try:
+        [pending] = wait_until(lambda: RunStore(store_location).pending(), child, "the approval")
+        real_time = time.time
+        monkeypatch.setattr(time, "time", lambda: real_time() + ahead)
+        monkeypatch.setattr(socket, "gethostname", lambda: "another-machine")
+        monkeypatch.setattr(_owner, "_THIS", None)
+        store = RunStore(store_location)  # (opened on this machine, with its clock)
+        [summary] = store.runs()
+        assert summary.status == "waiting"
+        with pytest.raises(RunOwnedError):
+            store_agents.agent("approval").resume(pending.run_id).start()
+        store.approve(pending.run_id, pending.id)
+        out, err = await asyncio.to_thread(child.communicate, timeout=60)
+    finally:
+        kill(child)
+    assert child.returncode == 0, err
+    assert "output: Result:" in out
+    assert effects() == ["started a1 5", "done a1 5"]

@@ -26,7 +26,7 @@ from .._util import error_text, new_id
 from ..decisions import Resolution
 from ..errors import DecisionRefusedError
 from ..records import ApprovalRecord, QuestionRecord, utc_now
-from ._owner import owner_alive
+from ._owner import owner_alive, store_clock
 
 __all__ = ["CONFIRM_TIMEOUT", "ConfirmCallback", "DecisionRequests", "same_decision"]
 
@@ -81,7 +81,7 @@ class DecisionRequests:
             )
             if status == "refused":
                 raise DecisionRefusedError(answer)
-            alive = owner_alive(*self._owner_of(owner_run))
+            alive = owner_alive(*self._owner_of(owner_run), now=store_clock(self._backend))
             # (read last: what the run's process did before it answered or died is in it)
             stored = self.record(record.id)
             assert stored is not None

@@ -27,6 +27,7 @@ __all__ = [
     "give_back_dropped",
     "resume_claimed",
     "running_here",
+    "store_clock",
     "this_process",
 ]
 
@@ -160,6 +161,14 @@ def _pid_alive(pid: int) -> bool:
     return not fields or fields[0] != "Z"  # (a zombie has ended: only its parent has not seen)
 
 
+def store_clock(backend: Any) -> float:
+    """Now, in seconds since the epoch, by the clock every process using ``backend`` shares:
+    a PostgreSQL server's (this machine's clock corrected by its offset to the server's), so
+    machines whose clocks differ judge each other's heartbeats alike; a SQLite file's readers
+    share this machine's clock."""
+    return time.time() + float(backend.clock_offset())
+
+
 def owner_alive(
     host: str | None,
     pid: int | None,
@@ -168,7 +177,8 @@ def owner_alive(
     *,
     now: float | None = None,
 ) -> bool:
-    """Whether the recorded owner still runs (no owner recorded: not alive)."""
+    """Whether the recorded owner still runs (no owner recorded: not alive). ``now``: by the
+    clock the heartbeat was written with (:func:`store_clock`)."""
     if not host or not pid:
         return False
     me = this_process()

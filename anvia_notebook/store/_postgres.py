@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -63,6 +64,10 @@ def _psycopg() -> Any:
         ) from None
 
 
+#: How long a measured offset between this machine's clock and the server's is used.
+CLOCK_CHECK_SECONDS = 60.0
+
+
 class PostgresBackend:
     """Connections to one PostgreSQL database (a ``postgresql://`` URL)."""
 
@@ -80,6 +85,8 @@ class PostgresBackend:
         self._version = 0
         self._listener: Any = None
         self.commits = 0
+        #: The server's clock minus this machine's, and when it was measured (monotonic).
+        self._clock: tuple[float, float] | None = None
 
     def _connection(self) -> Any:
         connection = getattr(self._local, "connection", None)
@@ -127,6 +134,19 @@ class PostgresBackend:
             if connection is not None:
                 return str(connection.info.user)
         return "?"
+
+    def clock_offset(self) -> float:
+        """How far the server's clock is ahead of this machine's (seconds), measured again
+        after :data:`CLOCK_CHECK_SECONDS`: heartbeats are written and judged by the server's
+        clock, so a machine whose clock runs ahead does not take a live run from another."""
+        measured = self._clock
+        if measured is not None and time.monotonic() - measured[1] < CLOCK_CHECK_SECONDS:
+            return measured[0]
+        before = time.time()
+        [(server,)] = self.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8")
+        offset = float(server) - (before + time.time()) / 2
+        self._clock = (offset, time.monotonic())
+        return offset
 
     def gone(self) -> None:
         """A database does not leave its place as a file can (see the SQLite backend)."""

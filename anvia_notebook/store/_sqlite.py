@@ -194,6 +194,10 @@ class SQLiteBackend:
             )
         return RunStoreError(f"The run store {self.location} failed: {text}.")
 
+    def clock_offset(self) -> float:
+        """The processes that share a SQLite file share this machine's clock."""
+        return 0.0
+
     def gone(self) -> str | None:
         """How the store's file left its place while this process used it ("deleted (or moved
         away)", "replaced by another file"), or None while it is still there."""

@@ -21,7 +21,7 @@ from typing import Any
 
 from .._util import check_steering_text, new_id
 from ._errors import RunEndedError, RunNotFoundError
-from ._owner import owner_alive
+from ._owner import owner_alive, store_clock
 from ._schema import APPLICATION, SCHEMA_VERSION
 
 __all__ = ["steer_stored", "top_run", "write_steering"]
@@ -56,7 +56,7 @@ def write_steering(
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {location}.")
         status, closed, *owner = rows[0]
-        alive = owner_alive(*owner)
+        alive = owner_alive(*owner, now=store_clock(backend))
         # A run closed to steering whose process died before it was stored as ended is
         # interrupted: resuming it reopens it, so the message waits for that.
         if status not in ACTIVE or (closed and alive):
@@ -151,6 +151,5 @@ def _current(backend: Any) -> bool:
     except Exception:  # a file that is not a database, a locked one...: RunStore says so
         return False
     return bool(
-        meta.get("application") == APPLICATION
-        and meta.get("schema_version") == str(SCHEMA_VERSION)
+        meta.get("application") == APPLICATION and meta.get("schema_version") == str(SCHEMA_VERSION)
     )

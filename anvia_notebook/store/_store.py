@@ -71,6 +71,7 @@ from ._owner import (
     give_back_dropped,
     owner_alive,
     running_here,
+    store_clock,
     this_process,
 )
 from ._schema import APPLICATION, MIGRATIONS, SCHEMA_VERSION
@@ -476,10 +477,9 @@ class RunStore(SteeringRows, DecisionRequests):
         sub-agent's run (the run to resume to go on with it), else None."""
         return top_run(self._backend, self._sql, run_id)
 
-    @staticmethod
-    def _effective_status(status: str, owner: Sequence[Any], pending: int) -> str:
+    def _effective_status(self, status: str, owner: Sequence[Any], pending: int) -> str:
         if status in ACTIVE:
-            if not owner_alive(*owner):
+            if not self._alive(owner):
                 return "interrupted"
             return "waiting" if pending else "running"
         return status
@@ -713,7 +713,7 @@ class RunStore(SteeringRows, DecisionRequests):
             record.pending
             and record.expires_at is not None
             and utc_now() >= record.expires_at
-            and not owner_alive(*self._owner_of(owner_run))  # (a live run's timer decides)
+            and not self._alive(self._owner_of(owner_run))  # (a live run's timer decides)
         ):
             raise self._too_late(owner_run, record, name)
         ours = decided(record, resolution)
@@ -730,7 +730,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 raise unknown if current is None else refused_twice(current)
             if kind is ApprovalRecord:
                 self.close_requests(item_id, str(refused_twice(ours)))
-            if not owner_alive(*self._owner_of(owner_run)):
+            if not self._alive(self._owner_of(owner_run)):
                 logger.info(
                     "Run %s has no live process; the decision waits until agent.resume(%r).",
                     owner_run,
@@ -759,7 +759,7 @@ class RunStore(SteeringRows, DecisionRequests):
         resumed = self._resumed_as(run_id)
         if resumed != run_id:
             run_id = f"{resumed} (in its sub-agent's run {run_id})"
-        if owner_alive(*self._owner_of(run_id)):
+        if self._alive(self._owner_of(run_id)):
             return (
                 f"The edited arguments for approval {approval_id} are sent to run {run_id}, "
                 "which has not answered yet: it checks them against the tool's own rules and "
@@ -804,6 +804,10 @@ class RunStore(SteeringRows, DecisionRequests):
 
     # -- writing (the owning process) ------------------------------------------------------------
 
+    def _alive(self, owner: Sequence[Any]) -> bool:
+        """Whether the owner (host, pid, start time, heartbeat) of a run still runs."""
+        return owner_alive(*owner, now=store_clock(self._backend))
+
     def _owner_of(self, run_id: str) -> tuple[Any, ...]:
         rows = self._q(
             "SELECT owner_host, owner_pid, owner_started, heartbeat_at FROM runs WHERE run_id = ?",
@@ -847,7 +851,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 me.host,
                 me.pid,
                 me.started,
-                time.time(),
+                store_clock(self._backend),
                 _state_json(state),
                 recent,
                 state.parent_run_id,
@@ -873,7 +877,7 @@ class RunStore(SteeringRows, DecisionRequests):
                     "Start a new run with its history: agent.prompt([*state.messages, ...])."
                 )
             here = owner[1] == me.pid and owner[0] == me.host
-            if owner_alive(*owner) and (not here or running_here(run_id)):
+            if self._alive(owner) and (not here or running_here(run_id)):
                 where = "this kernel" if here else f"process {owner[1]} on {owner[0]}"
                 raise RunOwnedError(
                     f"Run {run_id!r} is still running in {where}; decide its pending "
@@ -883,7 +887,7 @@ class RunStore(SteeringRows, DecisionRequests):
             self._q(
                 "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_started = ?, "
                 "heartbeat_at = ?, updated_at = ?, steering_closed = NULL WHERE run_id = ?",
-                (me.host, me.pid, me.started, time.time(), _now(), run_id),
+                (me.host, me.pid, me.started, store_clock(self._backend), _now(), run_id),
             )
             # The recent messages of the last owner become rows: this process starts from a
             # run whose whole conversation is in the table.
@@ -1071,7 +1075,7 @@ class RunStore(SteeringRows, DecisionRequests):
         me = this_process()
         for sub_id, text, *owner in rows:
             elsewhere = owner[0] is not None and (owner[0], owner[1]) != (me.host, me.pid)
-            if elsewhere and owner_alive(*owner):
+            if elsewhere and self._alive(owner):
                 continue
             data = json.loads(text)
             data["status"] = "cancelled"
@@ -1247,7 +1251,7 @@ class RunStore(SteeringRows, DecisionRequests):
             self._q(
                 "UPDATE runs SET heartbeat_at = ? WHERE run_id = ? AND owner_pid = ? "
                 "AND owner_host = ?",
-                (time.time(), run_id, me.pid, me.host),
+                (store_clock(self._backend), run_id, me.pid, me.host),
             )
 
     def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
