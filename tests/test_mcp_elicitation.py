@@ -55,6 +55,13 @@ def test_each_field_is_a_question_and_the_answers_reach_the_server_typed():
     assert questions["guests"].choices == []  # a custom answer only
     assert questions["guests"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 12}
     assert [c.label for c in questions["note"].choices] == ["Leave blank"]  # optional
+    # Only their choices answer the fields of fixed values (the page shows no custom box).
+    assert {q.id: q.allows_custom for q in request.questions} == {
+        "size": False,
+        "outdoor": False,
+        "guests": True,
+        "note": True,
+    }
     assert tool_results(model.requests[1])[0].content == (
         "accept size='large' outdoor=True guests=4 note=None"
     )
@@ -84,9 +91,10 @@ def test_a_custom_answer_that_does_not_fit_the_field_is_refused():
     [("outdoor", "yes", "Yes, No"), ("size", "medium", "small, large")],
 )
 def test_a_custom_answer_to_a_field_of_fixed_values_is_refused(field, typed, choices):
-    """The page offers a custom box on every question: on a Yes/No or an enum field its text
-    is refused (before: "yes" reached the server as outdoor=False, and "medium" outside the
-    enum was sent as it was); typing one of the values is that value."""
+    """A custom answer to a Yes/No or an enum field (the page shows these without a custom
+    box, but a human input or a forged message may send one) is refused (before: "yes"
+    reached the server as outdoor=False, and "medium" outside the enum was sent as it was);
+    typing one of the values is that value."""
     answers = {
         "size": {"questionId": "size", "answer": "small", "choice": "small"},
         "outdoor": {"questionId": "outdoor", "answer": "true", "choice": "true"},
