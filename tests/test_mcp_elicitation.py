@@ -123,6 +123,37 @@ def test_a_custom_answer_to_a_field_of_fixed_values_is_refused(field, typed, cho
     )
 
 
+def test_the_console_asks_a_field_of_fixed_values_for_a_choice_number_only():
+    """On a terminal, a Yes/No or an enum field takes a choice's number (a text is asked
+    again, rather than sent and refused with the whole form); the others a text too."""
+    import io
+
+    from anvia_notebook import ConsoleHumanInput
+
+    lines = iter(["medium", "2", "yes", "1", "4", "1"])
+    prompts = []
+
+    def read(prompt):
+        prompts.append(prompt)
+        return next(lines)
+
+    out = io.StringIO()
+    model = QueueModel([call("book_table", {}), "done"])
+    _agent(model, ConsoleHumanInput(input_fn=read, output=out)).prompt("book").send_sync()
+    assert tool_results(model.requests[1])[0].content == (
+        "accept size='large' outdoor=True guests=4 note=None"
+    )
+    assert prompts == [
+        "Choice number: ",
+        "Choice number: ",
+        "Choice number: ",
+        "Choice number: ",
+        "Choice number or a custom answer: ",
+        "Choice number or a custom answer: ",
+    ]
+    assert out.getvalue().count("Please pick a choice by its number (1-2).") == 2
+
+
 def test_a_number_answer_that_is_not_a_number_is_refused_with_a_reason():
     from anvia_notebook.question_types import Question, check_operator_answers
 
