@@ -233,12 +233,19 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         for question in record.questions:
             choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
             offered = f"choices: {choices}" if choices else "(no choices: a text of your own)"
+            if choices and not question.allows_custom:
+                offered += " (only these)"
             _say(f"  [{question.id}] {question.question}  {offered}")
-        # A question without choices (a form's text or number field) takes an own answer only.
-        typed = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
+        # A question without choices (a form's text or number field) takes an own answer only,
+        # one that only its choices answer (a form's field of fixed values) a choice only.
+        owns = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
         picked = [
             {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} if q.choices else own
-            for q, own in zip(record.questions, typed, strict=True)
+            for q, own in zip(record.questions, owns, strict=True)
+        ]
+        typed = [
+            own if q.allows_custom else pick
+            for q, own, pick in zip(record.questions, owns, picked, strict=True)
         ]
         examples = [("answer", picked), ("    or", typed)]
         if picked == typed:

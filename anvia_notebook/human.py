@@ -141,10 +141,20 @@ class ConsoleHumanInput:
             self._print(f"\nQuestion {index} of {len(request.questions)}: {question.question}")
             for number, choice in enumerate(question.choices, start=1):
                 self._print(f"  {number}. {choice.label}")
-            prompt = "Choice number or a custom answer: "
-            while not (raw := await self._read(prompt)):
-                self._print("Please pick a choice or type an answer.")
-            number = int(raw) if raw.isdigit() and 1 <= int(raw) <= len(question.choices) else 0
+            # A question only its choices answer (a form's field of fixed values) takes a
+            # number: a custom text would be refused, and the form with it.
+            own = question.allows_custom or not question.choices
+            prompt = "Choice number or a custom answer: " if own else "Choice number: "
+            while True:
+                raw = await self._read(prompt)
+                number = int(raw) if raw.isdigit() and 1 <= int(raw) <= len(question.choices) else 0
+                if number or (raw and own):
+                    break
+                self._print(
+                    "Please pick a choice or type an answer."
+                    if own
+                    else f"Please pick a choice by its number (1-{len(question.choices)})."
+                )
             picked = question.choices[number - 1] if number else None
             answers.append(Answer.picking(question, picked, raw))
         return answers

@@ -76,6 +76,14 @@ class Question(BaseModel):
             )
         return value
 
+    @property
+    def allows_custom(self) -> bool:
+        """Whether a custom answer may answer it: not when only one of its choices does (an MCP
+        server's form field of fixed values, an enum or a boolean: its ``answer_schema`` lists
+        the values, and a custom text is refused unless it is one of them). The page shows such
+        a question without a custom answer box."""
+        return not isinstance((self.answer_schema or {}).get("enum"), list)
+
 
 def _text(value: Any) -> str | None:
     """``value`` trimmed, if it is a text that is not blank."""

@@ -49,6 +49,17 @@ async def test_show_suggests_an_own_answer_for_a_field_without_choices(store_pat
         assert "<one of: >" not in shown
         [guests] = [line for line in shown.splitlines() if line.strip().startswith("[guests]")]
         assert guests.endswith("(no choices: a text of your own)")
+        # The fields of fixed values take only their choices: no own answer is suggested.
+        assert "choices: 'small' (small), 'large' (large) (only these)" in shown
+        assert "choices: 'true' (Yes), 'false' (No) (only these)" in shown
+        assert "choices: '(blank)' (Leave blank)\n" in shown  # a text of one's own too
+        [typed] = [
+            line
+            for line in shown.splitlines()
+            if line.strip().startswith("or:") and "--json" in line
+        ]
+        owns = {a["questionId"] for a in json.loads(shlex.split(typed)[-1]) if a.get("custom")}
+        assert owns == {"guests", "note"}
         [picked] = [line for line in shown.splitlines() if line.strip().startswith("answer:")]
         answers = json.loads(shlex.split(picked)[-1])
         assert {"questionId": "guests", "answer": "<your own answer>", "custom": True} in answers

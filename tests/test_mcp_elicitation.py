@@ -55,6 +55,13 @@ def test_each_field_is_a_question_and_the_answers_reach_the_server_typed():
     assert questions["guests"].choices == []  # a custom answer only
     assert questions["guests"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 12}
     assert [c.label for c in questions["note"].choices] == ["Leave blank"]  # optional
+    # Only their choices answer the fields of fixed values (the page shows no custom box).
+    assert {q.id: q.allows_custom for q in request.questions} == {
+        "size": False,
+        "outdoor": False,
+        "guests": True,
+        "note": True,
+    }
     assert tool_results(model.requests[1])[0].content == (
         "accept size='large' outdoor=True guests=4 note=None"
     )
@@ -84,9 +91,10 @@ def test_a_custom_answer_that_does_not_fit_the_field_is_refused():
     [("outdoor", "yes", "Yes, No"), ("size", "medium", "small, large")],
 )
 def test_a_custom_answer_to_a_field_of_fixed_values_is_refused(field, typed, choices):
-    """The page offers a custom box on every question: on a Yes/No or an enum field its text
-    is refused (before: "yes" reached the server as outdoor=False, and "medium" outside the
-    enum was sent as it was); typing one of the values is that value."""
+    """A custom answer to a Yes/No or an enum field (the page shows these without a custom
+    box, but a human input or a forged message may send one) is refused (before: "yes"
+    reached the server as outdoor=False, and "medium" outside the enum was sent as it was);
+    typing one of the values is that value."""
     answers = {
         "size": {"questionId": "size", "answer": "small", "choice": "small"},
         "outdoor": {"questionId": "outdoor", "answer": "true", "choice": "true"},
@@ -113,6 +121,37 @@ def test_a_custom_answer_to_a_field_of_fixed_values_is_refused(field, typed, cho
     assert tool_results(model.requests[1])[0].content == (
         "accept size='small' outdoor=True guests=2 note=None"
     )
+
+
+def test_the_console_asks_a_field_of_fixed_values_for_a_choice_number_only():
+    """On a terminal, a Yes/No or an enum field takes a choice's number (a text is asked
+    again, rather than sent and refused with the whole form); the others a text too."""
+    import io
+
+    from anvia_notebook import ConsoleHumanInput
+
+    lines = iter(["medium", "2", "yes", "1", "4", "1"])
+    prompts = []
+
+    def read(prompt):
+        prompts.append(prompt)
+        return next(lines)
+
+    out = io.StringIO()
+    model = QueueModel([call("book_table", {}), "done"])
+    _agent(model, ConsoleHumanInput(input_fn=read, output=out)).prompt("book").send_sync()
+    assert tool_results(model.requests[1])[0].content == (
+        "accept size='large' outdoor=True guests=4 note=None"
+    )
+    assert prompts == [
+        "Choice number: ",
+        "Choice number: ",
+        "Choice number: ",
+        "Choice number: ",
+        "Choice number or a custom answer: ",
+        "Choice number or a custom answer: ",
+    ]
+    assert out.getvalue().count("Please pick a choice by its number (1-2).") == 2
 
 
 def test_a_number_answer_that_is_not_a_number_is_refused_with_a_reason():

@@ -3,6 +3,8 @@ question (section 5) in the run's one interaction record, the same UI and store:
 
 * an ``enum`` (with ``enumNames``, or ``oneOf`` of titled ``const`` values) gives choices;
 * a boolean gives Yes / No;
+* only the choices answer these two (a custom text must be one of the values; the page shows
+  them without a custom answer box);
 * a string, number or integer gives a custom answer only (no choices), checked against the
   field's schema and sent with its JSON type;
 * an optional field also offers "Leave blank" (the field is then left out);

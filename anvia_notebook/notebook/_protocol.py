@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from ..errors import ProtocolError
-from ..question_types import describe_validation_error
+from ..question_types import Question, describe_validation_error
 from ..records import (
     ApprovalRecord,
     ApprovalStatus,
@@ -265,6 +265,18 @@ class QuestionItemView(_Model):
     id: str
     question: str
     choices: list[ChoiceView]
+    #: False for a question only one of its choices answers (an MCP server's form field of
+    #: fixed values: an enum, a boolean), whose custom answer the kernel refuses: the form shows
+    #: no custom answer box. Absent (true) otherwise, as before the field existed. Anvia's
+    #: ``allowCustom``.
+    allowCustom: bool = True
+
+    @classmethod
+    def from_question(cls, question: Question) -> QuestionItemView:
+        """The question as the page shows it (its ``answer_schema`` is no field of the view);
+        ``allowCustom`` left unset (absent on the wire) but when it is false."""
+        view = cls.model_validate(question, from_attributes=True)
+        return view if question.allows_custom else view.model_copy(update={"allowCustom": False})
 
 
 class AnswerView(_Model):
@@ -292,9 +304,13 @@ class QuestionView(_RecordView):
 
     @classmethod
     def from_record(cls, record: QuestionRecord) -> QuestionView:
-        """The questions are read from the record's (their ``answer_schema`` is no field of
-        the view), the answers are given in their wire form."""
-        return cls._of(record, answers=[answer.to_wire() for answer in record.answers])
+        """The questions are the record's as the page shows them
+        (:meth:`QuestionItemView.from_question`), the answers are given in their wire form."""
+        return cls._of(
+            record,
+            questions=[QuestionItemView.from_question(q) for q in record.questions],
+            answers=[answer.to_wire() for answer in record.answers],
+        )
 
 
 def interaction_view(record: ApprovalRecord | QuestionRecord) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { QuestionView } from "../src/protocol";
-import { batch, buttons, byLabel, byPlaceholder, fixture, mount, status, tick, toolEntry, type } from "./helpers";
+import { batch, buttons, byLabel, byPlaceholder, fixture, isShown, mount, status, tick, toolEntry, type } from "./helpers";
 
 afterEach(() => document.body.replaceChildren());
 
@@ -171,6 +171,114 @@ describe("question panel", () => {
     document.body.replaceChildren();
     q = setup({ ...declinedView, decided_by: "stop", decided_via: null });
     expect(q.panel().querySelector(".anvia-question-state")?.textContent).toBe("Cancelled");
+  });
+
+  describe("a question only its choices answer (allowCustom: false)", () => {
+    // An MCP server's form: an enum field and a Yes/No one take only their values, a number
+    // field only a typed answer.
+    const form: QuestionView = {
+      id: "q_form",
+      status: "pending",
+      declinable: true,
+      questions: [
+        { id: "size", question: "Which size?", choices: [{ label: "Small", value: "small" }, { label: "Large", value: "large" }], allowCustom: false },
+        { id: "guests", question: "How many guests?", choices: [] },
+        { id: "outdoor", question: "Outdoors?", choices: [{ label: "Yes", value: "true" }, { label: "No", value: "false" }], allowCustom: false },
+      ],
+      answers: [],
+    };
+    const shown = (q: ReturnType<typeof setup>) => isShown(q.custom());
+
+    it("shows no custom answer box, only the choices", () => {
+      const q = setup(form);
+      expect(q.text()).toBe("Which size?");
+      expect(shown(q)).toBe(false);
+      expect(buttons(q.panel()).map((b) => b.textContent)).toEqual(["Small", "Large", "Back", "Next", "Submit answers", "Decline"]);
+      byLabel(q.panel(), "Next").click();
+      expect(q.text()).toBe("How many guests?");
+      expect(shown(q)).toBe(true); // a field with no choices is answered in the box
+      byLabel(q.panel(), "Next").click();
+      expect(q.text()).toBe("Outdoors?");
+      expect(shown(q)).toBe(false);
+    });
+
+    it("is answered by its choices, and the answers sent are choices", () => {
+      const q = setup(form);
+      byLabel(q.panel(), "Large").click();
+      expect(q.text()).toBe("How many guests?");
+      type(q.custom(), "4");
+      byLabel(q.panel(), "Next").click();
+      byLabel(q.panel(), "No").click(); // the last question stays
+      expect(byLabel(q.panel(), "No").getAttribute("aria-pressed")).toBe("true");
+      expect(q.count()).toBe("3/3 answered");
+      byLabel(q.panel(), "Submit answers").click();
+      expect(q.model.last("question_answers").answers).toEqual([
+        { questionId: "size", answer: "large", choice: "large" },
+        { questionId: "guests", answer: "4", custom: true },
+        { questionId: "outdoor", answer: "false", choice: "false" },
+      ]);
+    });
+
+    it("keeps the keyboard on the choices: focus follows the choice, Enter in the box moves to them", () => {
+      const q = setup(form);
+      byLabel(q.panel(), "Small").focus();
+      byLabel(q.panel(), "Small").click();
+      expect(q.text()).toBe("How many guests?");
+      expect(document.activeElement).toBe(q.custom()); // no choices: the box
+      type(q.custom(), "2");
+      q.custom().dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true }));
+      expect(q.text()).toBe("Outdoors?");
+      expect(shown(q)).toBe(false);
+      expect(document.activeElement).toBe(byLabel(q.panel(), "Yes")); // not lost with the hidden box
+      byLabel(q.panel(), "Back").click();
+      byLabel(q.panel(), "Back").click();
+      expect(byLabel(q.panel(), "Small").getAttribute("aria-pressed")).toBe("true");
+      byLabel(q.panel(), "Small").click(); // choosing again moves on, focus on the next answer
+      expect(document.activeElement).toBe(q.custom());
+      expect(q.custom().value).toBe("2");
+    });
+
+    it("sends no custom text for it, even one typed before the box was hidden", () => {
+      // A text left in the box's draft (say, a view without the field, then with it) never
+      // answers a question that takes only its choices: the choice does, or nothing.
+      const q = setup({ ...form, questions: [form.questions[0]!] });
+      type(q.custom(), "medium");
+      expect(q.count()).toBe("0/1 answered");
+      expect(byLabel(q.panel(), "Submit answers").disabled).toBe(true);
+      byLabel(q.panel(), "Small").click();
+      byLabel(q.panel(), "Submit answers").click();
+      expect(q.model.last("question_answers").answers).toEqual([{ questionId: "size", answer: "small", choice: "small" }]);
+    });
+
+    it("a view without the field, or allowCustom true, shows the box as before", () => {
+      const strip = ({ allowCustom: _a, ...rest }: QuestionView["questions"][number]) => rest;
+      let q = setup({ ...form, questions: form.questions.map(strip) });
+      expect(shown(q)).toBe(true);
+      document.body.replaceChildren();
+      q = setup({ ...form, questions: form.questions.map((x) => ({ ...x, allowCustom: true })) });
+      expect(shown(q)).toBe(true);
+    });
+
+    it("a question with no choices keeps its box even if the view says allowCustom: false", () => {
+      const q = setup({ ...form, questions: [{ id: "n", question: "Name?", choices: [], allowCustom: false }] });
+      expect(shown(q)).toBe(true);
+      type(q.custom(), "Ada");
+      expect(q.count()).toBe("1/1 answered");
+    });
+
+    it("the shared fixture's MCP form question hides the box on its closed fields", () => {
+      const [msg] = fixture("batch_patch_mcp_form_question.json") as { ops: { id: string; changes: { question: QuestionView } }[] }[];
+      const view = msg!.ops[0]!.changes.question;
+      const q = setup(view);
+      const seen: boolean[] = [];
+      for (const _ of view.questions) {
+        seen.push(shown(q));
+        byLabel(q.panel(), "Next").click();
+      }
+      expect(seen).toEqual(view.questions.map((x) => x.allowCustom !== false || x.choices.length === 0));
+      expect(seen).toContain(false);
+      expect(seen).toContain(true);
+    });
   });
 
   it("Enter in the custom input moves on, but not while composing", () => {

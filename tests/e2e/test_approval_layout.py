@@ -1,4 +1,5 @@
-"""The approval card's layout in a real browser (Chromium), without a Jupyter server.
+"""The approval card's layout, and the keyboard in a question form, in a real browser
+(Chromium), without a Jupyter server.
 
 The built widget (``anvia_notebook/static``) is mounted in a blank page with a fake model that
 answers the widget's ``sync`` with a snapshot; layout is then measured, which jsdom cannot do.
@@ -11,11 +12,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 pytestmark = pytest.mark.e2e
 
 STATIC = Path(__file__).resolve().parents[2] / "anvia_notebook" / "static"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "protocol"
 MB = 1_000_000
 VIEWPORT = {"width": 1000, "height": 800}
 
@@ -45,8 +47,10 @@ async ({ snapshot, code }) => {
 """
 
 
-def snapshot(reason: str, args: dict[str, object]) -> dict[str, object]:
-    entry = {
+def snapshot(
+    reason: str, args: dict[str, object], question: dict[str, object] | None = None
+) -> dict[str, object]:
+    entry: dict[str, object] = {
         "kind": "tool",
         "id": "e1",
         "turn": 1,
@@ -69,6 +73,8 @@ def snapshot(reason: str, args: dict[str, object]) -> dict[str, object]:
         },
         "question": None,
     }
+    if question is not None:  # a pending question instead of the approval
+        entry.update(status="input_required", approval=None, question=question)
     status = {
         "state": "waiting",
         "turn": 1,
@@ -122,3 +128,50 @@ def test_a_megabyte_reason_and_arguments_leave_the_buttons_in_the_first_screen(b
         more.first.click()
     assert blank.get_by_role("button", name="Show less").count() == 2
     assert max(offsets(blank).values()) < screen, offsets(blank)
+
+
+def test_a_form_s_fields_of_fixed_values_have_no_custom_box_and_the_keyboard_answers_them(
+    blank: Page,
+):
+    """An MCP server's form (the shared fixture): the enum and Yes/No questions show no custom
+    answer box; keys alone answer every question, and focus is never left on a hidden box."""
+    message = json.loads((FIXTURES / "batch_patch_mcp_form_question.json").read_text())
+    question = message["ops"][0]["changes"]["question"]
+    code = (STATIC / "widget.js").read_text()
+    blank.evaluate(MOUNT, {"snapshot": snapshot("", {}, question), "code": code})
+    box = blank.get_by_placeholder("Type a custom answer")
+    focused = "() => document.activeElement?.textContent"
+    blank.get_by_role("button", name="Large").wait_for()
+    expect(box).to_be_hidden()
+    blank.get_by_role("button", name="Large").focus()
+    blank.keyboard.press("Enter")
+    expect(blank.get_by_text("Outdoor: Sit outside?")).to_be_visible()
+    expect(box).to_be_hidden()
+    assert blank.evaluate(focused) == "Yes"  # the first choice: no box to type in
+    blank.keyboard.press("Tab")
+    blank.keyboard.press("Space")
+    expect(blank.get_by_text("Guests: How many guests")).to_be_visible()
+    expect(box).to_be_focused()  # no choices: the box
+    blank.keyboard.type("4")
+    blank.keyboard.press("Enter")
+    expect(blank.get_by_text("Note: Anything else")).to_be_visible()
+    expect(box).to_be_focused()
+    blank.keyboard.press("Shift+Tab")
+    assert blank.evaluate(focused) == "Leave blank"
+    blank.keyboard.press("Enter")  # the last question stays
+    expect(blank.get_by_text("4/4 answered")).to_be_visible()
+    blank.get_by_role("button", name="Back").click()
+    blank.get_by_role("button", name="Back").click()
+    blank.get_by_role("button", name="Back").click()
+    expect(blank.get_by_text("Size: Table size")).to_be_visible()
+    expect(box).to_be_hidden()
+    blank.get_by_role("button", name="Submit answers").click()
+    sent = blank.evaluate("() => window.sent.filter((m) => m.type === 'question_answers')")
+    assert [m["answers"] for m in sent] == [
+        [
+            {"questionId": "size", "answer": "large", "choice": "large"},
+            {"questionId": "outdoor", "answer": "false", "choice": "false"},
+            {"questionId": "guests", "answer": "4", "custom": True},
+            {"questionId": "note", "answer": "(blank)", "choice": "(blank)"},
+        ]
+    ]

@@ -45,3 +45,42 @@ async def test_decline_in_the_form_answers_the_server_decline():
         "widget",
     )
     await mcp.close_all()
+
+
+async def test_the_form_s_fields_of_fixed_values_take_no_custom_answer():
+    """The page's view says which questions only their choices answer (``allowCustom:
+    false``: the enum and the Yes/No field), so that the form shows them without a custom
+    answer box; a custom text sent for one anyway is refused, and the question stays open."""
+    model = QueueModel([call("book_table", {}), "done"])
+    agent = AgentBuilder("a", model).mcp([toolbox("booker-closed")]).build()
+    handle = runner.show(agent.prompt("book"))
+    page = Page(handle.widget)
+    await page.sync()
+    entry = await pending_question(page, timeout=60)
+    question = entry["question"]
+    allow = {q["id"]: q.get("allowCustom") for q in question["questions"]}
+    # Absent where a custom answer may answer it, as before the field (a page without it).
+    assert allow == {"size": False, "outdoor": False, "guests": None, "note": None}
+    answers = [
+        {"questionId": "size", "answer": "medium", "custom": True},
+        {"questionId": "outdoor", "answer": "true", "choice": "true"},
+        {"questionId": "guests", "answer": "4", "custom": True},
+        {"questionId": "note", "answer": "by the window", "custom": True},
+    ]
+    reply = await page.answer(question["id"], answers)
+    assert not reply["ok"]
+    assert reply["error"] == (
+        "The answer to question 'size' must be one of its choices (small, large): this field "
+        "takes no other answer; got 'medium'."
+    )
+    page.pump()
+    assert page.state.by_id(entry["id"])["question"]["status"] == "pending"
+    answers[0] = {"questionId": "size", "answer": "large", "choice": "large"}
+    reply = await page.answer(question["id"], answers)
+    assert reply["ok"], reply
+    await asyncio.wait_for(handle.wait(), 60)
+    await finished(handle)
+    assert tool_results(model.requests[1])[0].content == (
+        "accept size='large' outdoor=True guests=4 note='by the window'"
+    )
+    await mcp.close_all()

@@ -211,6 +211,59 @@ CASES: dict[str, tuple[ApprovalRecord | QuestionRecord, dict[str, Any]]] = {
             "declinable": True,
         },
     ),
+    "question of an MCP server's form: fields of fixed values take no custom answer": (
+        QuestionRecord(
+            id="q4",
+            declinable=True,
+            questions=[
+                Question(
+                    id="size",
+                    question="Which size?",
+                    choices=[Choice(label="Small", value="s"), Choice(label="Large", value="l")],
+                    answer_schema={"enum": ["s", "l"]},
+                ),
+                Question(
+                    id="guests", question="How many?", choices=[], answer_schema={"type": "integer"}
+                ),
+                Question(
+                    id="kind",
+                    question="Which kind?",
+                    choices=[Choice(label="A", value="a"), Choice(label="Leave blank", value="-")],
+                    answer_schema={"type": "string", "enum": ["a"]},
+                ),
+            ],
+            **BASE,
+        ),
+        {
+            "id": "q4",
+            "status": "pending",
+            "decided_by": None,
+            "decided_via": None,
+            "questions": [
+                {
+                    "id": "size",
+                    "question": "Which size?",
+                    "choices": [
+                        {"label": "Small", "value": "s"},
+                        {"label": "Large", "value": "l"},
+                    ],
+                    "allowCustom": False,
+                },
+                {"id": "guests", "question": "How many?", "choices": []},
+                {
+                    "id": "kind",
+                    "question": "Which kind?",
+                    "choices": [
+                        {"label": "A", "value": "a"},
+                        {"label": "Leave blank", "value": "-"},
+                    ],
+                    "allowCustom": False,
+                },
+            ],
+            "answers": [],
+            "declinable": True,
+        },
+    ),
     "question answered by a choice": (
         QuestionRecord(
             id="q3",
@@ -324,7 +377,8 @@ def _views(node: Any) -> list[tuple[str, dict[str, Any]]]:
 def test_the_shared_fixtures_views_are_views_the_serialiser_makes() -> None:
     """Each approval and question view in the valid wire fixtures is one the serialiser could
     have made: unchanged through its model, and absent what it leaves out (``expires_at`` once
-    decided, ``path`` of the run's own, ``fix_required`` and ``declinable`` when false)."""
+    decided, ``path`` of the run's own, ``fix_required`` and ``declinable`` when false, a
+    question's ``allowCustom`` when true)."""
     views = [
         view
         for path in sorted(FIXTURES.glob("*.json"))
@@ -340,3 +394,11 @@ def test_the_shared_fixtures_views_are_views_the_serialiser_makes() -> None:
         assert view.get("fix_required", True) is True, view
         assert view.get("declinable", True) is True, view
         assert "answer_schema" not in str(view.get("questions", "")), view
+        for item in view.get("questions", []):
+            assert item.get("allowCustom", False) is False, item  # absent but when false
+    # A question that takes only its choices is among them (the page hides its custom box).
+    assert any(
+        item.get("allowCustom") is False
+        for kind, view in views
+        for item in view.get("questions", [])
+    )

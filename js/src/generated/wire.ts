@@ -171,6 +171,7 @@ export interface QuestionItemView {
   id: string;
   question: string;
   choices: ChoiceView[];
+  allowCustom?: boolean;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

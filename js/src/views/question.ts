@@ -1,10 +1,11 @@
 // What is particular to a question (ask_question), drawn by the interaction panel
 // (interaction.ts): the pending form, one question at a time, choices as buttons that record and
-// advance, a custom answer that overrides the choice, Back / Next, "n/N answered", and "Submit
+// advance, a custom answer that overrides the choice (but on a question only its choices answer,
+// `allowCustom: false`, which has no custom answer box), Back / Next, "n/N answered", and "Submit
 // answers" once every question has an answer; a question an MCP server asked (`declinable`) also
 // has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
-import { type Answer, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
+import { type Answer, type Question, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
 import type { Form, Submit } from "./interaction";
 
 /** The state of a question in words: a closed one's as its tool entry says it ("Timed out"). */
@@ -13,6 +14,12 @@ const STATUS_TEXT: Record<QuestionView["status"], string> = {
   pending: "Waiting for answers",
   answered: "Answered",
 };
+
+/** Whether a custom answer may answer `question`: not when the kernel takes only its choices
+ * (`allowCustom: false`, a field of fixed values of an MCP server's form). A view without the
+ * field (an older kernel's, a saved notebook's) allows one, and so does a question without choices
+ * (nothing else could answer it). */
+const allowsCustom = (question: Question): boolean => question.allowCustom !== false || question.choices.length === 0;
 
 /** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
 const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
@@ -55,11 +62,13 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
   }, { class: "anvia-button anvia-primary" });
   const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline", question_id: q.id })) : null;
 
-  // Each question's answer, if it has one: non-empty custom text wins over the chosen value.
+  // Each question's answer, if it has one: non-empty custom text wins over the chosen value
+  // (where a custom answer may answer it).
   const answers = (): (Answer | null)[] =>
-    q.questions.map(({ id: questionId }, i) => {
+    q.questions.map((question, i) => {
+      const questionId = question.id;
       const { choice, custom } = drafts[i]!;
-      if (custom.trim()) return { questionId, answer: custom.trim(), custom: true };
+      if (custom.trim() && allowsCustom(question)) return { questionId, answer: custom.trim(), custom: true };
       return choice ? { questionId, answer: choice, choice } : null;
     });
 
@@ -76,6 +85,12 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
     next.disabled = index >= total - 1;
   }
 
+  /** Focus where the shown question is answered: its chosen choice, else its first, else the box. */
+  function focusAnswer(): void {
+    const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
+    (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
+  }
+
   function render(): void {
     const cur = q.questions[index]!;
     const d = drafts[index]!;
@@ -87,8 +102,7 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
         const b = button(c.label, () => {
           d.choice = c.value;
           go(index + 1); // the last question stays
-          const pressed = choices.querySelector<HTMLElement>('[aria-pressed="true"]');
-          (pressed ?? (choices.firstElementChild as HTMLElement | null) ?? custom).focus();
+          focusAnswer();
         }, {
           class: chosen ? "anvia-button anvia-choice anvia-choice-selected" : "anvia-button anvia-choice",
           "aria-pressed": String(chosen),
@@ -99,6 +113,8 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
         return b;
       }),
     );
+    // One box for all the questions, hidden on one that only its choices answer.
+    custom.hidden = !allowsCustom(cur);
     custom.value = d.custom;
     refreshCounts();
   }
@@ -110,8 +126,10 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
   custom.addEventListener("keydown", (ev) => {
     if (ev.key !== "Enter" || ev.isComposing || ev.keyCode === 229) return;
     ev.preventDefault();
-    if (index < total - 1) go(index + 1);
-    else send.click(); // nothing while Submit is disabled
+    if (index < total - 1) {
+      go(index + 1);
+      if (custom.hidden) focusAnswer(); // the next question takes only its choices
+    } else send.click(); // nothing while Submit is disabled
   });
 
   render();
