@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ._positional import PositionalFields
 from ._util import maybe_await
 from .records import DEFAULT_REJECT_MESSAGE
 from .run_info import RunInfo
@@ -57,10 +58,13 @@ class ToolApprovalRequest(ApprovalContext[Any]):
     fix_required: bool = False
 
 
-class ApprovalDecision(BaseModel):
+class ApprovalDecision(PositionalFields):
     """A decision on one approval. ``args`` (with an approval) replaces the call's arguments."""
 
     model_config = ConfigDict(defer_build=True)
+    #: ``ApprovalDecision(approved, reason=None, reject_message=None, args=None)``, as the docs
+    #: write it: these four may be given by position; ``decided_by`` by name only.
+    positional = ("approved", "reason", "reject_message", "args")
 
     approved: bool
     reason: str | None = None
@@ -69,6 +73,18 @@ class ApprovalDecision(BaseModel):
     #: Who decided, as recorded on the ``ApprovalRecord`` (default ``"handler"`` for an approval
     #: handler, ``"human"`` for a human input); e.g. ``"policy"`` for an "always allow" rule.
     decided_by: str | None = None
+
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(
+            self,
+            approved: bool,
+            reason: str | None = None,
+            reject_message: str | None = None,
+            args: dict[str, Any] | None = None,
+            *,
+            decided_by: str | None = None,
+        ) -> None: ...
 
 
 ApprovalHandler = Callable[

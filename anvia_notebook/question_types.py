@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, overload
 
 from pydantic import (
     AfterValidator,
@@ -20,6 +20,8 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
+
+from ._positional import PositionalFields
 
 __all__ = [
     "Answer",
@@ -158,15 +160,41 @@ class QuestionInput(BaseModel):
         return self
 
 
-class Answer(BaseModel):
+class Answer(PositionalFields):
     """The operator's answer to one question; serialised with the key ``questionId``."""
 
     model_config = ConfigDict(defer_build=True, populate_by_name=True, extra="forbid")
+    #: ``Answer(question_id, answer, choice=None, custom=None)``, as the docs write it: each may
+    #: be given by position; by name, the question's id is ``question_id`` or ``questionId``.
+    positional = ("question_id", "answer", "choice", "custom")
 
     question_id: Annotated[str, _non_empty("questionId and answer")] = Field(alias="questionId")
     answer: Annotated[str, _non_empty("questionId and answer")]
     choice: str | None = None
     custom: bool | None = None
+
+    if TYPE_CHECKING:  # (the signatures type checkers see; PositionalFields.__init__ runs)
+
+        @overload
+        def __init__(
+            self,
+            question_id: str,
+            answer: str,
+            choice: str | None = None,
+            custom: bool | None = None,
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self,
+            *,
+            questionId: str,
+            answer: str,
+            choice: str | None = None,
+            custom: bool | None = None,
+        ) -> None: ...
+
+        def __init__(self, *args: Any, **data: Any) -> None: ...
 
     @classmethod
     def picking(cls, question: Question, choice: Choice | None, text: str = "") -> Answer:

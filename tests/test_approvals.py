@@ -209,3 +209,28 @@ def test_reason_and_reject_message_functions_that_return_none_give_no_text():
     assert part.content == DEFAULT_REJECT_MESSAGE
     (entry,) = response.trace.tool_calls
     assert entry.approval.reason is None and entry.approval.reject_message is None
+
+
+def test_an_approval_decision_takes_its_fields_by_position_as_the_docs_write_it():
+    """API.md section 5: ``ApprovalDecision(approved, reason=None, reject_message=None,
+    args=None)``; ``decided_by`` is by name only."""
+    assert ApprovalDecision(True) == ApprovalDecision(approved=True)
+    full = ApprovalDecision(False, "too big", "Ask for less.", {"x": 1})
+    assert full == ApprovalDecision(
+        approved=False, reason="too big", reject_message="Ask for less.", args={"x": 1}
+    )
+    assert ApprovalDecision(True, decided_by="policy").decided_by == "policy"
+    assert ApprovalDecision.model_validate({"approved": True}) == ApprovalDecision(True)
+    with pytest.raises(TypeError, match=r"at most 4 positional arguments \(approved, reason, "):
+        ApprovalDecision(True, None, None, None, "policy")
+    with pytest.raises(TypeError, match="'approved' both by position and by name"):
+        ApprovalDecision(True, approved=False)
+    add = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), call("add", {"x": 1, "y": 2}), "ok"])
+    decisions = iter(
+        [ApprovalDecision(True, None, None, {"x": 5, "y": 6}), ApprovalDecision(False, "no")]
+    )
+    agent = AgentBuilder("a", model).tool(add).approvals(lambda r: next(decisions)).build()
+    agent.prompt("go").send_sync()
+    assert add.calls == [(5, 6)]
+    assert tool_results(model.requests[2])[0].content == "no"

@@ -808,3 +808,25 @@ def test_printing_a_comparison_names_the_newly_failing_and_passing_cases():
         "Newly passing: greet",
     ]
     assert "2 newly failing, 1 newly passing" in printed
+
+
+def test_a_case_takes_its_fields_by_position_as_the_docs_write_it():
+    """API.md section 12: ``evals.Case(input, expected=None, name=None, metadata={})``."""
+    from pydantic import ValidationError
+
+    case = evals.Case("add 2 and 5", "7", "sum", {"level": 1})
+    assert case == evals.Case(input="add 2 and 5", expected="7", name="sum", metadata={"level": 1})
+    assert evals.Case("capital of France") == evals.Case(input="capital of France")
+    assert evals.Case("q", name="n").expected is None
+    with pytest.raises(ValidationError, match="frozen"):
+        case.name = "other"  # (still frozen)
+    with pytest.raises(TypeError, match=r"at most 4 positional arguments \(input, expected, "):
+        evals.Case("q", "a", "n", {}, "extra")
+    with pytest.raises(TypeError, match="'input' both by position and by name"):
+        evals.Case("q", input="r")
+    cases = [evals.Case("add 2 and 5", "7", "sum"), evals.Case("capital of France", "paris")]
+    report = evals.evaluate_sync(agent_with(answering()), cases, [evals.exact_match()])
+    assert [(c.name, c.expected, c.passed) for c in report.cases] == [
+        ("sum", "7", True),
+        ("case-2", "paris", False),
+    ]

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from anvia_notebook import (
     AgentBuilder,
@@ -317,3 +318,44 @@ async def test_a_question_closed_without_answers_keeps_why() -> None:
     )
     await run.wait()
     assert run.state.questions[record.id].decision_reason is None
+
+
+def test_an_answer_takes_its_fields_by_position_as_the_docs_write_it():
+    """API.md section 8: ``Answer(question_id, answer, choice=None, custom=None)``; the keys
+    ``question_id`` and ``questionId`` still work by name, and the dumps are unchanged."""
+    answer = Answer("size", "L", "L")
+    assert answer == Answer(question_id="size", answer="L", choice="L")
+    assert answer == Answer(questionId="size", answer="L", choice="L")
+    assert answer.to_wire() == {"questionId": "size", "answer": "L", "choice": "L"}
+    assert answer.model_dump() == {
+        "questionId": "size",
+        "answer": "L",
+        "choice": "L",
+        "custom": None,
+    }
+    assert Answer("note", "VIP", None, True).to_wire() == {
+        "questionId": "note",
+        "answer": "VIP",
+        "custom": True,
+    }
+    assert Answer("size", answer="M").answer == "M"
+    with pytest.raises(TypeError, match=r"at most 4 positional arguments \(question_id, "):
+        Answer("size", "L", "L", False, "extra")
+    with pytest.raises(TypeError, match="'question_id' both by position and by name"):
+        Answer("size", "L", question_id="other")
+    with pytest.raises(TypeError, match="'question_id' both by position and by name"):
+        Answer("size", "L", questionId="other")
+    with pytest.raises(ValidationError):
+        Answer("size", "L", colour="red")  # (extra keys are still refused)
+    with pytest.raises(ValidationError, match="must be a non-empty string"):
+        Answer("size", "  ")
+
+    model = QueueModel([call("ask_question", QUESTIONS), "thanks"])
+    ask = CallbackHumanInput(ask=lambda r: [Answer("priority", "low", "low"), Answer("note", "x")])
+    AgentBuilder("a", model).tool(ask_question).human_input(ask).build().prompt("go").send_sync()
+    assert json.loads(tool_results(model.requests[1])[0].content) == {
+        "answers": [
+            {"questionId": "priority", "answer": "low", "choice": "low"},
+            {"questionId": "note", "answer": "x"},
+        ]
+    }

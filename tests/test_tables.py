@@ -69,3 +69,30 @@ def test_an_evaluations_counts_are_integers_and_a_failed_cases_scores_are_missin
     assert comparison["length_score_delta"].dtype == "Float64"
     assert comparison["length_score_delta"].iloc[0] is pd.NA
     assert "NaN" not in comparison.to_string()
+
+
+def test_an_evaluations_expected_column_keeps_whole_numbers_whole():
+    """A case expecting 7 (and one expecting nothing) was shown as 7.0 and NaN: whole numbers
+    are ``Int64`` with <NA>, numbers with a fraction ``Float64``, booleans ``boolean``, texts
+    ``string``; any other mix (or an int no Int64 can hold) stays as given (``object``)."""
+    agent = AgentBuilder("sums", FunctionModel(lambda request: "7")).build()
+
+    def table(*expected):
+        cases = [evals.Case(input=f"q{i}", expected=e) for i, e in enumerate(expected)]
+        return evals.evaluate_sync(agent, cases, [evals.exact_match()]).to_pandas()["expected"]
+
+    whole = table(7, None, 8)
+    assert whole.dtype == "Int64"
+    assert whole.iloc[0] == 7 and whole.iloc[1] is pd.NA and whole.iloc[2] == 8
+    assert "7.0" not in whole.to_string() and "NaN" not in whole.to_string()
+    assert table(7, 8).dtype == "Int64"
+    assert table(2**62, None).iloc[0] == 2**62  # (exactly: not through a float)
+    fractions = table(7.5, None)
+    assert fractions.dtype == "Float64" and fractions.iloc[1] is pd.NA
+    assert table(True, None).dtype == "boolean"
+    assert table("7", None).dtype == "string"
+    for mixed in [(7, "seven", None), (7, 7.5), (True, 1), ({"a": 1}, None), (10**30, 1)]:
+        column = table(*mixed)
+        assert column.dtype == object, mixed
+        assert list(column) == list(mixed), mixed
+        assert [type(v) for v in column] == [type(v) for v in mixed], mixed

@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import numbers
 from typing import Any
 
 __all__ = ["cell", "esc", "format_score", "needs_pandas", "nullable_frame", "preview"]
@@ -56,6 +57,23 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def _values_type(values: list[Any]) -> str:
+    """The nullable type of a column of values as given (a case's ``expected``): ``string``
+    (texts), ``Int64`` (whole numbers, not booleans), ``Float64`` (floats), ``boolean``, or
+    ``object`` for anything else or a mix (each value kept as it is: 7 stays 7, not 7.0)."""
+    present = [v for v in values if not _missing(v)]
+    if all(isinstance(v, str) for v in present):
+        return "string"
+    if all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in present):
+        # (an int too large for Int64 stays as it is)
+        return "Int64" if all(-(2**63) <= v < 2**63 for v in present) else "object"
+    if all(isinstance(v, float) for v in present):
+        return "Float64"
+    if all(isinstance(v, bool) for v in present):
+        return "boolean"
+    return "object"
+
+
 def nullable_frame(
     pandas: Any,
     rows: list[dict[str, Any]],
@@ -65,13 +83,21 @@ def nullable_frame(
     floats: tuple[str, ...] = (),
     scores: tuple[str, ...] = (),
     texts: tuple[str, ...] = (),
+    as_given: tuple[str, ...] = (),
 ) -> Any:
     """A DataFrame of pandas' nullable types: counts stay integers (``Int64``), and every
     missing value is ``<NA>`` (not a mix of ``None`` and ``NaN``). A score column is ``boolean``
     when its metric gives booleans, else ``Float64``; a text column is ``string`` when it holds
-    only texts (an ``expected`` that is a dict stays as it is)."""
+    only texts. A column of values ``as_given`` (``expected``) is typed by what it holds (see
+    :func:`_values_type`): whole numbers stay whole, a dict or a mix stays as it is."""
     frame = pandas.DataFrame(rows, columns=columns)
     types = dict.fromkeys(ints, "Int64") | dict.fromkeys(floats, "Float64")
+    for column in as_given:
+        given = [row.get(column) for row in rows]  # (pandas made 7 and None 7.0 and NaN)
+        frame[column] = pandas.Series(given, index=frame.index, dtype=object)
+        kind = _values_type(given)
+        if kind != "object":
+            types[column] = kind
     for column in scores:
         values = [v for v in frame[column] if not _missing(v)]
         given_bools = bool(values) and all(isinstance(v, bool) for v in values)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from .._positional import PositionalFields
 from .._util import check_valid_text
 
 __all__ = ["Case", "normalize_cases"]
@@ -19,16 +20,29 @@ __all__ = ["Case", "normalize_cases"]
 _FIELDS = ("input", "expected", "name", "metadata")
 
 
-class Case(BaseModel):
+class Case(PositionalFields):
     """One eval case: the ``input`` prompt, optionally the ``expected`` answer, a ``name``
     (``case-1``, ``case-2``, ... when left out) and free ``metadata`` for your own metrics."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    #: ``Case(input, expected=None, name=None, metadata={})``, as the docs write it: each may
+    #: be given by position.
+    positional = _FIELDS
 
     input: str
     expected: Any = None
     name: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(
+            self,
+            input: str,
+            expected: Any = None,
+            name: str | None = None,
+            metadata: dict[str, Any] = ...,
+        ) -> None: ...
 
 
 def _missing(value: Any) -> bool:

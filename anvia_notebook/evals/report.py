@@ -281,8 +281,9 @@ class EvalReport:
             rows,
             columns,
             ints=("duration_ms", "tokens"),
-            texts=("name", "input", "expected", "output", "status", "error", "run_id"),
+            texts=("name", "input", "output", "status", "error", "run_id"),
             scores=tuple(self.metric_names),
+            as_given=("expected",),
         )
 
     def summary(self) -> str:

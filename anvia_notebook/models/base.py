@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Container
-from typing import Annotated, Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._positional import PositionalFields
 from .._util import compact_json, valid_data, valid_text
 from ..errors import ModelError, is_retryable_status
 from ..messages import Message, MessageToolCall, Usage
@@ -73,34 +74,6 @@ class CompletionRequest(BaseModel):
     tool_choice: Any = None
     #: The JSON Schema the answer must follow (``output_type(..., mode="native")``), or None.
     response_format: ResponseFormat | None = None
-
-
-class PositionalFields(BaseModel):
-    """A completion event or response whose first fields may also be given by position, as
-    written in the docs: ``ToolCall("call_1", "add", {"x": 1})``, ``TextDelta("7")``,
-    ``ModelResponse("Hello")`` (keywords work as for any pydantic model). Not the deltas a
-    provider streams many of (``ToolCallDelta``, ``ReasoningDelta``): this ``__init__`` costs
-    about a microsecond per object."""
-
-    model_config = ConfigDict(defer_build=True)
-
-    #: The fields that may be given by position, in order.
-    positional: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, *args: Any, **data: Any) -> None:
-        if args:
-            name = type(self).__name__
-            if len(args) > len(self.positional):
-                most = len(self.positional)
-                raise TypeError(
-                    f"{name}() takes at most {most} positional argument{'s' if most != 1 else ''}"
-                    f" ({', '.join(self.positional)}), not {len(args)}."
-                )
-            for field, value in zip(self.positional, args, strict=False):
-                if field in data:
-                    raise TypeError(f"{name}() got {field!r} both by position and by name.")
-                data[field] = value
-        super().__init__(**data)
 
 
 class TextDelta(PositionalFields):
