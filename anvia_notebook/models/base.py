@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Container
-from typing import Annotated, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -85,6 +85,10 @@ class TextDelta(PositionalFields):
     type: Literal["text_delta"] = "text_delta"
     delta: str
 
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(self, delta: str, *, type: Literal["text_delta"] = ...) -> None: ...
+
 
 class ReasoningDelta(BaseModel):
     """A piece of the model's reasoning (shown collapsed, never sent back as text)."""
@@ -117,6 +121,17 @@ class ToolCall(PositionalFields):
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
 
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(
+            self,
+            id: str,
+            name: str,
+            arguments: dict[str, Any] | str = ...,
+            *,
+            type: Literal["tool_call"] = ...,
+        ) -> None: ...
+
     def arguments_json(self) -> str:
         """The arguments as JSON text (a string is passed through untouched, even if invalid)."""
         if isinstance(self.arguments, str):
@@ -141,6 +156,12 @@ class UsageUpdate(PositionalFields):
     usage: Usage
     cached_tokens: int | None = None
 
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(
+            self, usage: Usage, cached_tokens: int | None = None, *, type: Literal["usage"] = ...
+        ) -> None: ...
+
 
 class ProviderData(BaseModel):
     """Opaque data the provider wants back with this turn's message on later turns."""
@@ -159,6 +180,10 @@ class Finish(PositionalFields):
 
     type: Literal["finish"] = "finish"
     reason: str = "stop"
+
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(self, reason: str = "stop", *, type: Literal["finish"] = ...) -> None: ...
 
 
 CompletionEvent = Annotated[

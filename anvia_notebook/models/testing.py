@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field
 
@@ -43,6 +43,17 @@ class ModelResponse(PositionalFields):
     usage: Usage | None = None
     #: Input tokens to report as served from a prompt cache (with ``usage``).
     cached_tokens: int | None = None
+
+    if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
+
+        def __init__(
+            self,
+            text: str = "",
+            tool_calls: list[ToolCall] = ...,
+            usage: Usage | None = None,
+            *,
+            cached_tokens: int | None = None,
+        ) -> None: ...
 
     async def events(self, delay: float = 0.0) -> AsyncIterator[Any]:
         """This response as completion events (text streamed word by word)."""
