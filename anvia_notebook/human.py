@@ -147,7 +147,7 @@ class ConsoleHumanInput:
             prompt = "Choice number or a custom answer: " if own else "Choice number: "
             while True:
                 raw = await self._read(prompt)
-                number = int(raw) if raw.isdigit() and 1 <= int(raw) <= len(question.choices) else 0
+                number = _choice_number(question, raw, by_name=not own)
                 if number or (raw and own):
                     break
                 self._print(
@@ -158,6 +158,21 @@ class ConsoleHumanInput:
             picked = question.choices[number - 1] if number else None
             answers.append(Answer.picking(question, picked, raw))
         return answers
+
+
+def _choice_number(question: Any, raw: str, *, by_name: bool) -> int:
+    """The number (from 1) of the choice ``raw`` picks: its number, or (``by_name``: a question
+    only its choices answer) its value or label, case aside; 0 for none."""
+    choices = question.choices
+    if raw.isascii() and raw.isdigit() and 1 <= int(raw) <= len(choices):
+        return int(raw)
+    if not by_name:
+        return 0
+    typed = raw.casefold()
+    for number, choice in enumerate(choices, start=1):
+        if typed and typed in (str(choice.value).casefold(), str(choice.label).casefold()):
+            return number
+    return 0
 
 
 class StoreHumanInput:

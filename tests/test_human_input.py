@@ -95,3 +95,16 @@ def test_callback_human_input_without_approve_means_approval_required():
     else:
         raise AssertionError("expected ToolApprovalRequiredError")
     assert add.calls == []
+
+
+def test_console_reads_a_digit_that_is_not_a_number_as_a_custom_answer():
+    """``"²"`` is a digit to Python but no number: a custom answer (before: a ValueError)."""
+    out = io.StringIO()
+    model = QueueModel([call("ask_question", QUESTIONS), "ok"])
+    human = ConsoleHumanInput(input_fn=scripted_input(["²", "call me first"]), output=out)
+    AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
+    assert json.loads(tool_results(model.requests[1])[0].content)["answers"][0] == {
+        "questionId": "priority",
+        "answer": "²",
+        "custom": True,
+    }

@@ -124,13 +124,14 @@ def test_a_custom_answer_to_a_field_of_fixed_values_is_refused(field, typed, cho
 
 
 def test_the_console_asks_a_field_of_fixed_values_for_a_choice_number_only():
-    """On a terminal, a Yes/No or an enum field takes a choice's number (a text is asked
-    again, rather than sent and refused with the whole form); the others a text too."""
+    """On a terminal, a Yes/No or an enum field takes a choice's number, value or label (any
+    other text is asked again, rather than sent and refused with the whole form); the others
+    a text too."""
     import io
 
     from anvia_notebook import ConsoleHumanInput
 
-    lines = iter(["medium", "2", "yes", "1", "4", "1"])
+    lines = iter(["medium", "LARGE", "maybe", "yes", "4", "1"])
     prompts = []
 
     def read(prompt):

@@ -81,3 +81,20 @@ async def test_a_machine_whose_clock_differs_does_not_take_a_live_run(
     assert child.returncode == 0, err
     assert "output: Result:" in out
     assert effects() == ["started a1 5", "done a1 5"]
+
+
+@pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
+def test_a_step_of_this_machine_s_clock_is_measured_again_at_once(store_location, monkeypatch):
+    """The offset to the server's clock is kept a minute, unless this machine's clock was set
+    or stepped meanwhile (NTP correcting it): then heartbeats would be written that far off."""
+    import psycopg
+
+    store = RunStore(store_location)
+    real_time = time.time
+    monkeypatch.setattr(time, "time", lambda: real_time() + 120.0)
+    assert abs(_owner.store_clock(store._backend) - real_time()) < 5
+    monkeypatch.setattr(time, "time", real_time)  # the clock is corrected, by 120 s
+    with psycopg.connect(store_location) as db:
+        [(server,)] = db.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8")
+    assert abs(_owner.store_clock(store._backend) - server) < 5
+    store.close()

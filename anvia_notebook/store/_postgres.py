@@ -85,8 +85,9 @@ class PostgresBackend:
         self._version = 0
         self._listener: Any = None
         self.commits = 0
-        #: The server's clock minus this machine's, and when it was measured (monotonic).
-        self._clock: tuple[float, float] | None = None
+        #: The server's clock minus this machine's, when it was measured (monotonic), and this
+        #: machine's clock minus its monotonic clock then (a step of the clock measures again).
+        self._clock: tuple[float, float, float] | None = None
 
     def _connection(self) -> Any:
         connection = getattr(self._local, "connection", None)
@@ -140,12 +141,19 @@ class PostgresBackend:
         after :data:`CLOCK_CHECK_SECONDS`: heartbeats are written and judged by the server's
         clock, so a machine whose clock runs ahead does not take a live run from another."""
         measured = self._clock
-        if measured is not None and time.monotonic() - measured[1] < CLOCK_CHECK_SECONDS:
+        # (this machine's clock minus its monotonic one moves when the clock is set or stepped)
+        stepped = time.time() - time.monotonic()
+        if (
+            measured is not None
+            and time.monotonic() - measured[1] < CLOCK_CHECK_SECONDS
+            and abs(stepped - measured[2]) < 1.0
+        ):
             return measured[0]
+        self._connection()  # (connected first: the offset is not off by half the connect time)
         before = time.time()
         [(server,)] = self.execute("SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8")
         offset = float(server) - (before + time.time()) / 2
-        self._clock = (offset, time.monotonic())
+        self._clock = (offset, time.monotonic(), time.time() - time.monotonic())
         return offset
 
     def gone(self) -> None:
