@@ -203,14 +203,15 @@ class _RecordView(_Model):
         nothing: ``expires_at`` but while pending with a time limit, ``path`` but for a
         sub-agent's interaction (the agents from the top-level run down), a flag that is
         false."""
+        values = vars(record)  # (not ``getattr``/``hasattr``: a miss on a model is costly)
         unsaid = {
             "expires_at": not record.pending or record.expires_at is None,
             "path": len(record.path) <= 1,
-            "fix_required": not getattr(record, "fix_required", False),
-            "declinable": not getattr(record, "declinable", False),
+            "fix_required": not values.get("fix_required"),
+            "declinable": not values.get("declinable"),
         }
-        names = [n for n in cls.model_fields if hasattr(record, n) and not unsaid.get(n)]
-        data = {name: getattr(record, name) for name in names}
+        names = [n for n in cls.model_fields if n in values and not unsaid.get(n)]
+        data = {name: values[name] for name in names}
         return cls.model_validate({**data, **own}, from_attributes=True)
 
     def wire(self) -> dict[str, Any]:
@@ -271,12 +272,14 @@ class QuestionItemView(_Model):
     #: ``allowCustom``.
     allowCustom: bool = True
 
-    @classmethod
-    def from_question(cls, question: Question) -> QuestionItemView:
-        """The question as the page shows it (its ``answer_schema`` is no field of the view);
-        ``allowCustom`` left unset (absent on the wire) but when it is false."""
-        view = cls.model_validate(question, from_attributes=True)
-        return view if question.allows_custom else view.model_copy(update={"allowCustom": False})
+    @staticmethod
+    def of(question: Question) -> dict[str, Any]:
+        """What the view is made of (its ``answer_schema`` is no field of the view; pydantic
+        reads the choices), ``allowCustom`` left out (absent on the wire) but when it is
+        false. A mapping, not the question itself: pydantic would look up the question's
+        ``allowCustom`` attribute, a costly miss."""
+        data = {"id": question.id, "question": question.question, "choices": question.choices}
+        return data if question.allows_custom else {**data, "allowCustom": False}
 
 
 class AnswerView(_Model):
@@ -304,11 +307,11 @@ class QuestionView(_RecordView):
 
     @classmethod
     def from_record(cls, record: QuestionRecord) -> QuestionView:
-        """The questions are the record's as the page shows them
-        (:meth:`QuestionItemView.from_question`), the answers are given in their wire form."""
+        """The questions are the record's as the page shows them (:meth:`QuestionItemView.of`),
+        the answers are given in their wire form."""
         return cls._of(
             record,
-            questions=[QuestionItemView.from_question(q) for q in record.questions],
+            questions=[QuestionItemView.of(q) for q in record.questions],
             answers=[answer.to_wire() for answer in record.answers],
         )
 
