@@ -46,6 +46,7 @@ __all__ = [
     "Resolution",
     "Withdrawn",
     "answers_resolution",
+    "check_kind",
     "check_resolution",
     "closed_for_edits",
     "decline_resolution",
@@ -200,13 +201,13 @@ def check_resolution(
     ``input_model``; answers must answer each question exactly once; only a question that
     may be declined is declined by a person.
     """
+    status = resolution.status
+    if status in ("approved", "rejected", "answered"):
+        check_kind(record, "question" if status == "answered" else "approval")
     if record.status != "pending":
         raise refused_twice(record)
     _check_values(resolution)
-    status = resolution.status
     if isinstance(record, ApprovalRecord):
-        if status == "answered":
-            raise DecisionRefusedError(f"{record.id!r} is an approval, not a question.")
         if status == "approved" and resolution.args is not None:
             _check_args(record.tool_name, resolution.args, input_model, args_schema)
         elif status == "approved" and record.fix_required:
@@ -214,8 +215,6 @@ def check_resolution(
                 f"The {record.tool_name} arguments are not valid as they are: approve them with "
                 "edited arguments that fix the errors, or reject them."
             )
-    elif status in ("approved", "rejected"):
-        raise DecisionRefusedError(f"{record.id!r} is a question, not an approval.")
     elif status == "cancelled" and resolution.decided_by == "human" and not record.declinable:
         raise DecisionRefusedError(
             f"The question {record.id!r} cannot be declined: answer it (or stop the run)."
@@ -225,6 +224,15 @@ def check_resolution(
         if isinstance(checked, str):
             raise DecisionRefusedError(checked)
         resolution.answers = checked
+
+
+_A_KIND = {"approval": "an approval", "question": "a question"}
+
+
+def check_kind(record: Record, kind: str) -> None:
+    """Refuse the decision of a ``kind`` given the id of the other kind's ``record``."""
+    if record.kind != kind:
+        raise DecisionRefusedError(f"{record.id!r} is {_A_KIND[record.kind]}, not {_A_KIND[kind]}.")
 
 
 #: How what the model is told of a call begins when its approval came with edited arguments

@@ -348,15 +348,11 @@ class Interactions:
 
     def _decide(self, item: str | Record, kind: type[RecordT], resolution: Resolution) -> RecordT:
         """Decide ``item`` of this run or below it; a decision that is not the first is refused."""
-        owned = self._owner(id_of(item))
+        owned, name = self._owner(id_of(item)), "approval" if kind is ApprovalRecord else "question"
         if owned is None:
-            name = "approval" if kind is ApprovalRecord else "question"
             raise DecisionRefusedError(f"Unknown {name} {id_of(item)!r}.")
-        if not isinstance(owned[1].record, kind):
-            kinds = ("a question", "an approval")
-            is_a, not_a = kinds if kind is ApprovalRecord else kinds[::-1]
-            raise DecisionRefusedError(f"{id_of(item)!r} is {is_a}, not {not_a}.")
         owner, interaction = owned
+        decisions.check_kind(interaction.record, name)
         with owner._lock:
             stopping = owner.stopped_by()
             if stopping is not None and interaction.record.pending:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tool_exec import INTERACTION_EVENTS
 from .._util import cli_command
+from ..decisions import check_kind
 from ..errors import DecisionRefusedError
 from ..events import (
     AgentToolEvent,
@@ -237,8 +238,7 @@ class TranscriptSession:
         open_one = run.interactions.get(message.approval_id) if run is not None else None
         if run is None or open_one is None:
             return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
-        if open_one.record.kind != "approval":
-            return f"{message.approval_id!r} is a question, not an approval."
+        check_kind(open_one.record, "approval")
         if _asking_run(run, message.approval_id).request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
         record = run.interactions.decide(

@@ -699,13 +699,6 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
             raise unknown
-        if rows[0][2] != name:  # (said as the run says it)
-            what = (
-                ("a question", "an approval")
-                if name == "approval"
-                else ("an approval", "a question")
-            )
-            raise DecisionRefusedError(f"{item_id!r} is {what[0]}, not {what[1]}.")
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
