@@ -236,17 +236,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             if choices and not question.allows_custom:
                 offered += " (only these)"
             _say(f"  [{question.id}] {question.question}  {offered}")
-        # A question without choices (a form's text or number field) takes an own answer only,
-        # one that only its choices answer (a form's field of fixed values) a choice only.
-        owns = [{"questionId": q.id, "answer": _OWN, "custom": True} for q in record.questions]
-        picked = [
-            {"questionId": q.id, "answer": _pick(q), "choice": _pick(q)} if q.choices else own
-            for q, own in zip(record.questions, owns, strict=True)
-        ]
-        typed = [
-            own if q.allows_custom else pick
-            for q, own, pick in zip(record.questions, owns, picked, strict=True)
-        ]
+        picked = [_example(q, choose=True) for q in record.questions]
+        typed = [_example(q, choose=False) for q in record.questions]
         examples = [("answer", picked), ("    or", typed)]
         if picked == typed:
             examples = [("answer", typed)]
@@ -279,6 +270,15 @@ _OWN = "<your own answer>"
 
 def _pick(question: Question) -> str:
     return f"<one of: {', '.join(c.value for c in question.choices)}>"
+
+
+def _example(question: Question, *, choose: bool) -> dict[str, Any]:
+    """The answer ``show`` suggests: a choice, or a text of the person's own. A question without
+    choices (a form's text or number field) takes a text only; one that only its choices answer
+    (a form's field of fixed values) a choice only."""
+    if question.choices and (choose or not question.allows_custom):
+        return {"questionId": question.id, "answer": _pick(question), "choice": _pick(question)}
+    return {"questionId": question.id, "answer": _OWN, "custom": True}
 
 
 def _refuse_placeholders(answers: list[Any]) -> None:
