@@ -131,17 +131,6 @@ class Resolution:
             return cls(record.status, by, record.decided_via, record.decision_reason, edited)
         return cls(record.status, by, record.decided_via, answers=list(record.answers))
 
-    def stored(self) -> dict[str, Any]:
-        """The decision as JSON (kept beside the record for readers of older stores)."""
-        if self.status == "answered":
-            return {"answers": [a.to_wire() for a in self.answers], "decided_by": self.decided_by}
-        return {
-            "approved": self.status == "approved",
-            "reason": self.reason,
-            "args": self.args,
-            "decided_by": self.decided_by,
-        }
-
 
 @dataclass(frozen=True)
 class RefusedFix:

@@ -93,3 +93,22 @@ async def wait_on_events(run: Any, done: Callable[[], Any]) -> None:
 def tool_results(request) -> list:
     """The tool results of the last tool message in a recorded completion request."""
     return [m for m in request.messages if m.role == "tool"][-1].tool_results
+
+
+def stored_decision(store: Any, item_id: str) -> tuple[str, dict[str, Any] | None]:
+    """``(status, decision)`` of an interaction as ``store`` holds it, the decision in the JSON
+    form older stores kept beside the record (None while pending): what the tests compare."""
+    record = store.record(item_id)
+    assert record is not None, f"no interaction {item_id!r} in the store"
+    if record.pending:
+        return record.status, None
+    by = record.decided_by or "human"
+    if record.kind == "question":
+        return record.status, {"answers": [a.to_wire() for a in record.answers], "decided_by": by}
+    edited = record.edited_args if isinstance(record.edited_args, dict) else None
+    return record.status, {
+        "approved": record.status == "approved",
+        "reason": record.decision_reason,
+        "args": edited,
+        "decided_by": by,
+    }

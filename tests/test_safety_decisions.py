@@ -32,7 +32,7 @@ from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.interactions import Interactions
 from anvia_notebook.models import QueueModel
 
-from helpers import call, make_add_tool, tool_results
+from helpers import call, make_add_tool, stored_decision, tool_results
 
 SIZE_S = [{"questionId": "size", "answer": "s", "choice": "s"}]
 SIZE_L = [{"questionId": "size", "answer": "l", "choice": "l"}]
@@ -47,11 +47,14 @@ async def test_the_store_holds_decisions_taken_through_another_store(store_path:
     other.answer(run.run_id, question.id, SIZE_S)
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == [(5, 6)]
-    assert other.decision(approval.id) == (
+    assert stored_decision(other, approval.id) == (
         "approved",
         {"approved": True, "reason": "ok", "args": {"x": 5, "y": 6}, "decided_by": "human"},
     )
-    assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "human"})
+    assert stored_decision(other, question.id) == (
+        "answered",
+        {"answers": SIZE_S, "decided_by": "human"},
+    )
     assert [r.decided_via for r in other.interactions(run.run_id)] == ["cli", "store"]
 
 
@@ -63,11 +66,11 @@ async def test_the_store_holds_a_rejection_through_another_store_without_argumen
     other.answer(run.run_id, question.id, SIZE_S, decided_by="policy")
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == []
-    assert other.decision(approval.id) == (
+    assert stored_decision(other, approval.id) == (
         "rejected",
         {"approved": False, "reason": "no", "args": None, "decided_by": "human"},
     )
-    assert other.decision(question.id) == (
+    assert stored_decision(other, question.id) == (
         "answered",
         {"answers": SIZE_S, "decided_by": "policy"},
     )
@@ -80,7 +83,7 @@ async def test_the_store_holds_decisions_taken_in_the_run(store_path: Path, appr
     run.interactions.answer(question.id, SIZE_S)
     await asyncio.wait_for(run.wait(), 5)
     assert add.calls == ([(3, 4)] if approved else [])
-    status, decision = other.decision(approval.id)
+    status, decision = stored_decision(other, approval.id)
     assert status == ("approved" if approved else "rejected")
     assert decision is not None
     assert (decision["approved"], decision["args"], decision["decided_by"]) == (
@@ -88,7 +91,10 @@ async def test_the_store_holds_decisions_taken_in_the_run(store_path: Path, appr
         {"x": 3, "y": 4} if approved else None,
         "human",
     )
-    assert other.decision(question.id) == ("answered", {"answers": SIZE_S, "decided_by": "human"})
+    assert stored_decision(other, question.id) == (
+        "answered",
+        {"answers": SIZE_S, "decided_by": "human"},
+    )
 
 
 @pytest.mark.parametrize("approved", [True, False])
@@ -100,7 +106,7 @@ async def test_the_store_holds_a_handler_s_decision(store_path: Path, approved: 
     store = RunStore(store_path)
     await agent.prompt("go").store(store).send()
     [record] = store.interactions(store.runs()[0].run_id)
-    status, stored = store.decision(record.id)
+    status, stored = stored_decision(store, record.id)
     assert (status, stored["approved"], stored["args"], stored["decided_by"]) == (
         "approved" if approved else "rejected",
         approved,
@@ -116,7 +122,10 @@ async def test_the_store_holds_a_human_input_s_answers_as_a_person_s(store_path:
     store = RunStore(store_path)
     await agent.prompt("go").store(store).send()
     [record] = store.interactions(store.runs()[0].run_id)
-    assert store.decision(record.id) == ("answered", {"answers": SIZE_L, "decided_by": "human"})
+    assert stored_decision(store, record.id) == (
+        "answered",
+        {"answers": SIZE_L, "decided_by": "human"},
+    )
 
 
 # -- two deciders at once ------------------------------------------------------------------------------

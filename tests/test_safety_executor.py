@@ -28,7 +28,7 @@ from anvia_notebook import (
 from anvia_notebook._tool_exec import CURRENT_TOOL_CALL, CurrentToolCall
 from anvia_notebook.models import QueueModel
 
-from helpers import NoteInput, call, calls, make_add_tool, tool_results
+from helpers import NoteInput, call, calls, make_add_tool, stored_decision, tool_results
 
 
 async def finished_run(request):
@@ -243,7 +243,7 @@ async def test_a_question_the_runtime_ends_is_stored_as_ended_by_the_runtime(
     else:
         await asyncio.wait_for(run.wait(), 5)
     [record] = store.interactions(run.run_id)
-    status, decision = store.decision(record.id)
+    status, decision = stored_decision(store, record.id)
     assert status == ("timed_out" if how == "timeout" else "cancelled")
     assert decision is not None and decision["decided_by"] == {
         "timeout": "timeout",

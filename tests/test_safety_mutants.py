@@ -34,7 +34,7 @@ from anvia_notebook.human import ConsoleHumanInput
 from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
 from anvia_notebook.questions import NO_HUMAN_ANSWER
 
-from helpers import call, calls, make_add_tool, make_note_tool, tool_results
+from helpers import call, calls, make_add_tool, make_note_tool, stored_decision, tool_results
 
 # -- composed hooks ------------------------------------------------------------------------------
 
@@ -974,7 +974,7 @@ async def test_who_answered_a_question_is_recorded(store_path: Path):
     answers = [{"questionId": "size", "answer": "s", "choice": "s"}]
     run.interactions.answer(question.id, answers, decided_by="policy", via="handle")
     await asyncio.wait_for(run.wait(), 5)
-    status, decision = store.decision(question.id)
+    status, decision = stored_decision(store, question.id)
     assert status == "answered"
     assert decision is not None and decision["decided_by"] == "policy"
 
@@ -1460,7 +1460,7 @@ async def test_an_approval_written_to_the_store_is_recorded_as_a_person_s(store_
     RunStore(store_path).approve(run.run_id, approval.id)  # as from another process
     await asyncio.wait_for(run.wait(), 10)
     assert add.calls == [(1, 2)]
-    status, decision = store.decision(approval.id)
+    status, decision = stored_decision(store, approval.id)
     assert status == "approved" and decision["decided_by"] == "human"
     [result] = [e.approval for e in run.events if e.type == "tool_approval_result"]
     assert result.decided_by == "human"
@@ -1492,6 +1492,6 @@ async def test_a_call_failing_while_a_question_waits_settles_the_question_before
         await asyncio.wait_for(run.wait(), 5)
     assert run.interactions.pending == []
     [record] = store.interactions(run.run_id)
-    assert store.decision(record.id)[0] == "cancelled"
+    assert stored_decision(store, record.id)[0] == "cancelled"
     results = {p.tool_call_id: p for p in run.state.messages[-1].tool_results}
     assert (json.loads(results["q1"].content), results["q1"].is_error) == ({"answers": []}, False)

@@ -15,6 +15,8 @@ from anvia_notebook.question_types import Choice, Question
 from anvia_notebook.records import ApprovalRecord, QuestionRecord
 from anvia_notebook.store import RunStore
 
+from helpers import stored_decision
+
 IDS = {"run_id": "run_1", "agent_id": "a", "tool_call_id": "c1"}
 
 
@@ -51,7 +53,7 @@ def test_an_older_approval_reads_with_its_decision_and_edited_arguments(store: R
         "ok",
         {"x": 2},
     )
-    assert store.decision("ap") == (
+    assert stored_decision(store, "ap") == (
         "approved",
         {"approved": True, "reason": "ok", "args": {"x": 2}, "decided_by": "policy"},
     )

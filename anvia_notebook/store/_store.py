@@ -788,13 +788,6 @@ class RunStore(SteeringRows, DecisionRequests):
         """The stored record of one interaction (None when there is none)."""
         return next(iter(self._records("id = ?", (item_id,))), None)
 
-    def decision(self, item_id: str) -> tuple[str, dict[str, Any] | None] | None:
-        """``(status, decision as JSON)`` of one interaction (None when there is none)."""
-        record = self.record(item_id)
-        if record is None:
-            return None
-        return record.status, None if record.pending else Resolution.of_record(record).stored()
-
     # -- writing (the owning process) ------------------------------------------------------------
 
     def _alive(self, owner: Sequence[Any]) -> bool:
@@ -1332,8 +1325,8 @@ def _columns(record: Record) -> tuple[str, str, str, str, str]:
 
 def _row_record(kind: str, status: str, text: str, legacy: str | None = None) -> Record:
     """A stored record. Stores written by earlier versions kept a decision beside a record
-    still saying ``pending`` (``legacy``, as :meth:`Resolution.stored` writes it): the decision
-    is written into the record here."""
+    still saying ``pending`` (``legacy``: its ``approved``, ``reason``, ``args`` and
+    ``decided_by``, or ``answers``): the decision is written into the record here."""
     model = ApprovalRecord if kind == "approval" else QuestionRecord
     try:
         record: Record = model.model_validate_json(text)
