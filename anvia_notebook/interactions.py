@@ -268,11 +268,10 @@ class Interactions:
         transaction that ends the run (``RunStore.save_run``)."""
         closed: list[Record] = []
         for record in self.state.pending():
+            future = asyncio.get_running_loop().create_future()  # (for one opened elsewhere)
             with self._lock:
-                if record.id not in self._items:
-                    future = asyncio.get_running_loop().create_future()
-                    self._items[record.id] = OpenInteraction(record.id, self.state, future)
-                interaction = self._items[record.id]
+                opened = OpenInteraction(record.id, self.state, future)
+                interaction = self._items.setdefault(record.id, opened)
             resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             self.resolve(interaction, resolution, check=False, claim=False)
             self.finish(interaction)

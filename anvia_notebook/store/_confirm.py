@@ -49,12 +49,8 @@ class DecisionRequests:
 
     _q: Callable[..., list[tuple[Any, ...]]]
     _backend: Any
-
-    def _owner_of(self, run_id: str) -> tuple[Any, ...]:  # pragma: no cover - RunStore's
-        raise NotImplementedError
-
-    def record(self, item_id: str) -> Record | None:  # pragma: no cover - RunStore's
-        raise NotImplementedError
+    _owner_of: Callable[[str], tuple[Any, ...]]
+    record: Callable[[str], Record | None]
 
     # -- the sender --------------------------------------------------------------------------
 
