@@ -90,6 +90,18 @@ async def wait_on_events(run: Any, done: Callable[[], Any]) -> None:
         unsubscribe()
 
 
+async def pending_of(run: Any, count: int = 1, timeout: float = 60.0) -> list[Any]:
+    """The interactions pending on ``run`` (its sub-agents' runs' included) once ``count`` are,
+    waited for on the run's events (``timeout`` only turns a hang into a clear failure)."""
+    try:
+        await asyncio.wait_for(
+            wait_on_events(run, lambda: len(run.interactions.pending) >= count), timeout
+        )
+    except asyncio.TimeoutError:
+        raise AssertionError(f"fewer than {count} interactions became pending") from None
+    return run.interactions.pending
+
+
 def tool_results(request) -> list:
     """The tool results of the last tool message in a recorded completion request."""
     return [m for m in request.messages if m.role == "tool"][-1].tool_results

@@ -22,7 +22,6 @@ from pydantic import BaseModel
 from store_agents import effects, transfer_tool
 from test_property_crash_resume import CrashingStore
 from test_resume import kill, only_run, start_child, wait_until
-from test_safety_mutants import pending_of
 
 from anvia_notebook import (
     AgentBuilder,
@@ -39,7 +38,7 @@ from anvia_notebook import (
 )
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
-from helpers import call, calls, make_add_tool, tool_results, wait_on_events
+from helpers import call, calls, make_add_tool, pending_of, tool_results, wait_on_events
 
 pytestmark = pytest.mark.timeout(120)
 env = test_resume.env  # the fixture: effects file and PYTHONPATH for the child process

@@ -13,7 +13,7 @@ from mcp_helpers import toolbox
 from anvia_notebook import AgentBuilder, CallbackHumanInput, mcp
 from anvia_notebook.models import QueueModel
 
-from helpers import call, tool_results
+from helpers import call, pending_of, tool_results
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -255,7 +255,7 @@ def test_declining_the_form_answers_the_server_decline():
 
         model = QueueModel([call("book_table", {}), "done"])
         run = _agent(model, CallbackHumanInput(ask=ask)).prompt("book").start()
-        record = await _pending(run)
+        [record] = await pending_of(run)
         assert record.declinable
         declined = run.interactions.decline(record, via="widget")
         assert (declined.status, declined.decided_by) == ("cancelled", "human")
@@ -263,16 +263,6 @@ def test_declining_the_form_answers_the_server_decline():
         assert tool_results(model.requests[1])[0].content == "decline"
 
     asyncio.run(main())
-
-
-async def _pending(run, timeout: float = 60.0):
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not run.interactions.pending:
-        assert loop.time() < deadline, "no question was asked"
-        await asyncio.sleep(0.01)
-    [record] = run.interactions.pending
-    return record
 
 
 @pytest.mark.parametrize(("choice", "action"), [("done", "accept"), ("decline", "decline")])
@@ -308,7 +298,7 @@ def test_a_url_elicitation_declined_in_the_form_or_timed_out():
     async def main():
         model = QueueModel([call("connect_account", {}), "done"])
         run = _agent(model, CallbackHumanInput(ask=never)).prompt("sign in").start()
-        run.interactions.decline(await _pending(run), via="handle")
+        run.interactions.decline((await pending_of(run))[0], via="handle")
         await asyncio.wait_for(run.wait(), 60)
         assert tool_results(model.requests[1])[0].content == "decline"
 
@@ -321,7 +311,7 @@ async def test_the_command_line_declines_a_question_a_server_asked(store_locatio
 
     model = QueueModel([call("book_table", {}), "done"])
     run = _agent(model, StoreHumanInput()).prompt("book").start()
-    record = await _pending(run)
+    [record] = await pending_of(run)
     store = RunStore(store_location)
     assert main(["show", run.run_id, "--store", store_location]) == 0
     assert f"decline {run.run_id} {record.id}" in capsys.readouterr().out

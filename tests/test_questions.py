@@ -20,7 +20,7 @@ from anvia_notebook import (
 from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
-from helpers import call, tool_results, wait_on_events
+from helpers import call, pending_of, tool_results
 
 QUESTIONS = {
     "questions": [
@@ -278,11 +278,6 @@ def test_an_answer_is_written_with_the_key_questionid_wherever_it_is_dumped(tmp_
     assert '"questionId": "priority"' in shown.stdout
 
 
-async def _pending_question(run: Any) -> list[Any]:
-    await wait_on_events(run, lambda: len(run.interactions.pending) >= 1)
-    return run.interactions.pending
-
-
 async def test_a_question_closed_without_answers_keeps_why() -> None:
     """A question's record says why it closed without answers (as an approval's
     ``decision_reason`` does): Stop's reason, the time limit's text."""
@@ -304,7 +299,7 @@ async def test_a_question_closed_without_answers_keeps_why() -> None:
 
     human = CallbackHumanInput(ask=lambda r: wait_for_a_decision())
     run = agent.prompt("go").human_input(human).store(None).start()
-    [record] = await _pending_question(run)
+    [record] = await pending_of(run)
     run.cancel("Stop clicked.")
     with pytest.raises(Exception, match="Stop clicked"):
         await run.wait()
@@ -312,7 +307,7 @@ async def test_a_question_closed_without_answers_keeps_why() -> None:
     assert (stopped.status, stopped.decision_reason) == ("cancelled", "Stop clicked.")
 
     run = agent.prompt("go").human_input(human).store(None).start()
-    [record] = await _pending_question(run)
+    [record] = await pending_of(run)
     run.interactions.answer(
         record.id, [{"questionId": "region", "answer": "West", "choice": "West"}]
     )

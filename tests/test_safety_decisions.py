@@ -14,7 +14,6 @@ import pytest
 from test_safety_mutants import (
     THREE_CHOICES,
     approval_and_question,
-    pending_of,
     store_agent,
 )
 
@@ -32,7 +31,7 @@ from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.interactions import Interactions
 from anvia_notebook.models import QueueModel
 
-from helpers import call, make_add_tool, stored_decision, tool_results
+from helpers import call, make_add_tool, pending_of, stored_decision, tool_results
 
 SIZE_S = [{"questionId": "size", "answer": "s", "choice": "s"}]
 SIZE_L = [{"questionId": "size", "answer": "l", "choice": "l"}]

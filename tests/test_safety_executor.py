@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from test_safety_decisions import AnotherProcessIsFirst
-from test_safety_mutants import THREE_CHOICES, pending_in, pending_of, store_agent
+from test_safety_mutants import THREE_CHOICES, pending_in, store_agent
 
 from anvia_notebook import (
     AgentBuilder,
@@ -28,7 +28,7 @@ from anvia_notebook import (
 from anvia_notebook._tool_exec import CURRENT_TOOL_CALL, CurrentToolCall
 from anvia_notebook.models import QueueModel
 
-from helpers import NoteInput, call, calls, make_add_tool, stored_decision, tool_results
+from helpers import NoteInput, call, calls, make_add_tool, pending_of, stored_decision, tool_results
 
 
 async def finished_run(request):

@@ -34,7 +34,15 @@ from anvia_notebook.human import ConsoleHumanInput
 from anvia_notebook.models import ModelError, QueueModel, StreamingQueueModel
 from anvia_notebook.questions import NO_HUMAN_ANSWER
 
-from helpers import call, calls, make_add_tool, make_note_tool, stored_decision, tool_results
+from helpers import (
+    call,
+    calls,
+    make_add_tool,
+    make_note_tool,
+    pending_of,
+    stored_decision,
+    tool_results,
+)
 
 # -- composed hooks ------------------------------------------------------------------------------
 
@@ -575,15 +583,6 @@ async def pending_in(store: RunStore, run_id: str, count: int = 1) -> list:
         pending = store.pending(run_id)
         if len(pending) >= count:
             return pending
-        await asyncio.sleep(0.01)
-    raise AssertionError("nothing became pending")
-
-
-async def pending_of(run, count: int = 1) -> list:
-    """The same, asked of the run itself."""
-    for _ in range(500):
-        if len(run.interactions.pending) >= count:
-            return run.interactions.pending
         await asyncio.sleep(0.01)
     raise AssertionError("nothing became pending")
 

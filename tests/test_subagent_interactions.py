@@ -24,7 +24,7 @@ from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 from anvia_notebook.notebook._human_input import WidgetHumanInput
 
-from helpers import wait_on_events
+from helpers import pending_of, wait_on_events
 
 
 class SqlInput(BaseModel):
@@ -95,12 +95,6 @@ def build(*prompts: str, analyst_handler: Any = None, lead_handler: Any = None) 
     return lead.build(), run_sql
 
 
-async def _pending(run: Any, count: int = 1) -> list[Any]:
-    """Wait until ``count`` interactions are pending on ``run`` (its sub-runs' included)."""
-    await wait_on_events(run, lambda: len(run.interactions.pending) >= count)
-    return run.interactions.pending
-
-
 async def test_the_lead_s_handler_decides_the_analyst_s_approval() -> None:
     seen: list[Any] = []
 
@@ -134,7 +128,7 @@ async def test_a_nested_approval_is_pending_on_the_top_level_run_and_decided_by_
     lead, run_sql = build("q1")
     human = CallbackHumanInput(approve=lambda request: wait_for_a_decision())
     run = lead.prompt("go").human_input(human).store(None).start()
-    [record] = await _pending(run)
+    [record] = await pending_of(run)
     assert record.kind == "approval"
     assert record.path == ["lead", "analyst"]
     assert record.tool_name == "run_sql" and record.agent_id == "analyst"
@@ -172,7 +166,7 @@ async def test_a_nested_question_is_answered_on_the_top_level_run() -> None:
         approve=lambda r: wait_for_a_decision(), ask=lambda r: wait_for_a_decision()
     )
     run = lead.build().prompt("go").human_input(human).store(None).start()
-    [record] = await _pending(run)
+    [record] = await pending_of(run)
     assert record.kind == "question" and record.path == ["lead", "analyst"]
     run.interactions.answer(
         record.id, [{"questionId": "region", "answer": "West", "choice": "West"}]
@@ -185,7 +179,7 @@ async def test_two_nested_approvals_in_one_turn_decided_in_reverse_order() -> No
     lead, run_sql = build("q1", "q2")
     human = CallbackHumanInput(approve=lambda request: wait_for_a_decision())
     run = lead.prompt("go").human_input(human).with_tool_concurrency(2).store(None).start()
-    pending = await _pending(run, 2)
+    pending = await pending_of(run, 2)
     by_sql = {record.args["sql"]: record for record in pending}
     assert set(by_sql) == {"q1", "q2"}
     assert all(record.path == ["lead", "analyst"] for record in pending)
@@ -205,7 +199,7 @@ async def test_always_allow_is_scoped_to_the_path() -> None:
     human.always_allowed.add("run_sql")  # the lead's own run_sql only
     lead, run_sql = build("q1")
     run = lead.prompt("go").human_input(human).store(None).start()
-    [record] = await _pending(run)  # the analyst's run_sql is still asked
+    [record] = await pending_of(run)  # the analyst's run_sql is still asked
     assert record.path == ["lead", "analyst"]
     run.interactions.decide(record.id, approved=False)
     await run.wait()
@@ -229,7 +223,7 @@ async def test_stop_cancels_a_nested_approval() -> None:
     lead, run_sql = build("q1")
     human = CallbackHumanInput(approve=lambda request: wait_for_a_decision())
     run = lead.prompt("go").human_input(human).store(None).start()
-    [record] = await _pending(run)
+    [record] = await pending_of(run)
     run.cancel("Stop clicked.")
     with pytest.raises(Exception, match="Stop clicked"):
         await run.wait()
