@@ -129,7 +129,8 @@ class Resolution:
         if isinstance(record, ApprovalRecord):
             edited = record.edited_args if isinstance(record.edited_args, dict) else None
             return cls(record.status, by, record.decided_via, record.decision_reason, edited)
-        return cls(record.status, by, record.decided_via, answers=list(record.answers))
+        reason, answers = record.decision_reason, list(record.answers)
+        return cls(record.status, by, record.decided_via, reason, answers=answers)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from anvia_notebook import (
     create_hook,
     create_question_tool,
 )
+from anvia_notebook.decisions import Resolution
 from anvia_notebook.human import wait_for_a_decision
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
@@ -305,6 +306,14 @@ async def test_a_question_closed_without_answers_keeps_why() -> None:
         await run.wait()
     stopped = run.state.questions[record.id]
     assert (stopped.status, stopped.decision_reason) == ("cancelled", "Stop clicked.")
+    # A decider who comes after it is given the decision that stands, its reason too.
+    late = Resolution("answered", answers=[Answer("region", "West", "West")])
+    winner = run.interactions.resolve(run.interactions.get(record.id), late)
+    assert (winner.status, winner.decided_by, winner.reason) == (
+        "cancelled",
+        "stop",
+        "Stop clicked.",
+    )
 
     run = agent.prompt("go").human_input(human).store(None).start()
     [record] = await pending_of(run)

@@ -4,6 +4,7 @@ Decline reaches the server as ``decline``."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from mcp_helpers import toolbox
@@ -22,13 +23,19 @@ def _close_sessions():
     asyncio.run(mcp.close_all())
 
 
-async def test_decline_in_the_form_answers_the_server_decline():
+async def _booking_form(server: str) -> tuple[QueueModel, Any, Page, dict[str, Any]]:
+    """A run shown in the widget whose tool asks for the booking form of the test server
+    ``server``: its model, handle, page and the form's pending entry."""
     model = QueueModel([call("book_table", {}), "done"])
-    agent = AgentBuilder("a", model).mcp([toolbox("booker-widget")]).build()
+    agent = AgentBuilder("a", model).mcp([toolbox(server)]).build()
     handle = runner.show(agent.prompt("book"))
     page = Page(handle.widget)
     await page.sync()
-    entry = await pending_question(page, timeout=60)
+    return model, handle, page, await pending_question(page, timeout=60)
+
+
+async def test_decline_in_the_form_answers_the_server_decline():
+    model, handle, page, entry = await _booking_form("booker-widget")
     question = entry["question"]
     assert question["declinable"] is True
     assert [q["id"] for q in question["questions"]] == ["size", "outdoor", "guests", "note"]
@@ -51,12 +58,7 @@ async def test_the_form_s_fields_of_fixed_values_take_no_custom_answer():
     """The page's view says which questions only their choices answer (``allowCustom:
     false``: the enum and the Yes/No field), so that the form shows them without a custom
     answer box; a custom text sent for one anyway is refused, and the question stays open."""
-    model = QueueModel([call("book_table", {}), "done"])
-    agent = AgentBuilder("a", model).mcp([toolbox("booker-closed")]).build()
-    handle = runner.show(agent.prompt("book"))
-    page = Page(handle.widget)
-    await page.sync()
-    entry = await pending_question(page, timeout=60)
+    model, handle, page, entry = await _booking_form("booker-closed")
     question = entry["question"]
     allow = {q["id"]: q.get("allowCustom") for q in question["questions"]}
     # Absent where a custom answer may answer it, as before the field (a page without it).
