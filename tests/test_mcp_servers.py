@@ -5,6 +5,7 @@ the process that started it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -69,7 +70,9 @@ def test_streamable_http_server_with_private_network_allowed(http_toolbox):
 
 def test_sse_server_with_private_network_allowed(sse_toolbox):
     server = mcp.sse("events", sse_toolbox, allow_private_network=True)
-    model = QueueModel([call("read_note", {"key": "greeting"}), call("picture", {}, id="c2"), "done"])
+    model = QueueModel(
+        [call("read_note", {"key": "greeting"}), call("picture", {}, id="c2"), "done"]
+    )
     agent = AgentBuilder("a", model).mcp([server]).build()
     assert agent.prompt("go").send_sync().output == "done"
     assert tool_results(model.requests[1])[0].content == "hello"
@@ -164,6 +167,29 @@ def test_at_exit_the_mcp_loop_is_closed_after_its_sessions():
     assert _gone(server_pid)
 
 
+@pytest.mark.parametrize("tool", ["slow", "busy"])
+def test_no_busy_server_process_outlives_a_killed_kernel(tool: str):
+    """Killed (SIGKILL) while its server runs a long call, one that awaits (``slow``) or one
+    that computes and reads nothing meanwhile (``busy``): the server ends with it, not when
+    the call ends (an hour later)."""
+    ending = (
+        f"tool = next(t for t in connected.tools if t.name == {tool!r})\n"
+        "    call = asyncio.ensure_future(tool.call(tool.parse_args({'seconds': 3600}), None))\n"
+        "    await asyncio.sleep(0.5)  # (the call reaches the server)\n"
+        "    print('calling', flush=True)\n"
+        "    await call"
+    )
+    child, server_pid = _child(f"killed-{tool}", ending)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "calling"
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        assert _gone(server_pid), "the server process outlived the killed kernel"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server_pid, signal.SIGKILL)  # (only if the test failed)
+
+
 def test_no_server_process_outlives_a_killed_kernel():
     child, server_pid = _child("killed", "await asyncio.Event().wait()")
     assert alive(server_pid)
@@ -171,3 +197,20 @@ def test_no_server_process_outlives_a_killed_kernel():
     child.wait(timeout=30)
     assert _gone(server_pid)  # its standard input closed: the server ends
     assert server_pid not in processes_running(TOOLBOX)
+
+
+def test_a_server_command_not_found_is_started_as_given():
+    """So that its start error is the one the command itself gives (no guard in between); a
+    command relative to the server's working folder is left as given too."""
+    from anvia_notebook.mcp._guard import guarded_command
+
+    assert guarded_command("no-such-server-xyz", ["--port", "1"]) == (
+        "no-such-server-xyz",
+        ["--port", "1"],
+    )
+    assert guarded_command("./serve.sh", []) == ("./serve.sh", [])
+    command, args = guarded_command("python3", ["-m", "srv"], {"PATH": os.defpath})
+    if sys.platform.startswith("linux"):
+        assert (command, args[-4:]) == (sys.executable, [str(os.getpid()), "python3", "-m", "srv"])
+    else:
+        assert (command, args) == ("python3", ["-m", "srv"])

@@ -27,6 +27,7 @@ from ..errors import (
 )
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
+from ._guard import guarded_command
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 
@@ -311,12 +312,9 @@ class Connection:
         if isinstance(config, StdioServer):
             from mcp import StdioServerParameters, stdio_client
 
-            params = StdioServerParameters(
-                command=config.command,
-                args=list(config.args),
-                env=dict(config.env) if config.env is not None else None,
-                cwd=config.cwd,
-            )
+            env = dict(config.env) if config.env is not None else None
+            command, args = guarded_command(config.command, config.args, env)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=config.cwd)
             return stdio_client(params, errlog=errlog)
         if isinstance(config, SseServer):
             from mcp.client.sse import sse_client

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -19,8 +20,12 @@ from pydantic import BaseModel, Field
 server = MCPServer("toolbox")
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True)
-DESTRUCTIVE = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False)
-IDEMPOTENT = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True)
+DESTRUCTIVE = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False
+)
+IDEMPOTENT = types.ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True
+)
 
 #: A 1x1 PNG.
 PNG = base64.b64encode(
@@ -118,6 +123,16 @@ async def slow(seconds: float, progress_every: float = 0.0, ctx: Context | None 
         if progress_every > 0 and ctx is not None:
             await ctx.report_progress(step)
     return f"slept {seconds:g} s"
+
+
+@server.tool(annotations=READ_ONLY)
+def busy(seconds: float) -> str:
+    """Compute for ``seconds`` without yielding (a synchronous tool: the server reads nothing
+    meanwhile, not even the end of its standard input)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    return f"busy {seconds:g} s"
 
 
 @server.tool(annotations=READ_ONLY)

@@ -1,0 +1,50 @@
+"""A server process that ends with the process that started it, however that one ends.
+
+A stdio server whose kernel was killed (SIGKILL, an out-of-memory kill, a crash) learns of it
+when it next reads its standard input and finds it closed; a server busy in a long call that
+reads nothing meanwhile (a synchronous tool computing) would keep running until that call
+ends, an orphan. On Linux the server is started through a few lines of Python that ask the
+kernel of the operating system to send it ``SIGTERM`` when its parent goes
+(``PR_SET_PDEATHSIG``, which outlives ``exec``), then become the server (same process id, same
+standard streams). Elsewhere, or when the command is not found (the start error is then the
+one the server's own command gives), the server is started as given.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+
+__all__ = ["guarded_command"]
+
+#: Run with ``python -I -S -c``: asks for SIGTERM when the parent (argv[1], its process id)
+#: goes, gives up if it went already, then becomes the server (argv[2:]).
+#: (A Python without ``ctypes`` starts the server unguarded.)
+_GUARD = (
+    "import os, signal, sys\n"
+    "try:\n"
+    "    import ctypes\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "except Exception:\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(0)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def guarded_command(
+    command: str, args: Sequence[str], env: Mapping[str, str] | None = None
+) -> tuple[str, list[str]]:
+    """``(command, args)`` that start the server ``command args`` so that it ends when this
+    process ends (see the module's text); unchanged where that cannot be done."""
+    path = (env or {}).get("PATH") or os.environ.get("PATH")
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return command, list(args)
+    if os.sep in command and not os.path.isabs(command):
+        return command, list(args)  # (relative to the server's working folder: as given)
+    if shutil.which(command, path=path) is None:
+        return command, list(args)
+    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
