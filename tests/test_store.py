@@ -56,6 +56,8 @@ async def test_a_run_is_written_through_and_listed(store_location):
     assert summary.status == "waiting"
     assert summary.pending == 1
     assert summary.prompt == "add 2 and 3"
+    # The stored state says so too, as the run's handle does (its row says it runs).
+    assert reader.get(run.run_id).status == run.status == "waiting"
     reader.approve(run.run_id, approval.id, reason="fine")
     response = await asyncio.wait_for(run.wait(), 5)
     assert response.output == "5"

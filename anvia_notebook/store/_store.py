@@ -517,7 +517,9 @@ class RunStore(SteeringRows, DecisionRequests):
         return value if isinstance(value, str) else None
 
     def get(self, run_id: str) -> RunState:
-        """The stored :class:`RunState` (history, turn, usage, approvals, questions)."""
+        """The stored :class:`RunState` (history, turn, usage, approvals, questions). Its
+        ``status`` is ``waiting`` while the run waits for a person (as its handle and
+        :meth:`runs` say; a run whose process is gone is ``interrupted`` in :meth:`runs`)."""
         rows = self._q("SELECT state FROM runs WHERE run_id = ?", (run_id,))
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
@@ -532,6 +534,8 @@ class RunStore(SteeringRows, DecisionRequests):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
         for record in self.interactions(run_id):
             state.hold(record)
+        if state.status == "running" and state.pending():
+            state.status = "waiting"
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
