@@ -116,7 +116,7 @@ import asyncio, os, sys
 sys.path[:0] = {paths!r}
 from anvia_notebook import mcp
 async def main():
-    server = mcp.stdio("toolbox", sys.executable, [{toolbox!r}], env={{"TOOLBOX_TAG": {tag!r}}})
+    server = mcp.stdio("toolbox", sys.executable, [{toolbox!r}], env={{"TOOLBOX_TAG": {tag!r}, "TOOLBOX_STARTED": {started!r}}})
     connected = await mcp.connect(server)
     pid_tool = next(t for t in connected.tools if t.name == "pid")
     print(await pid_tool.call(pid_tool.parse_args({{}}), None), flush=True)
@@ -125,8 +125,10 @@ asyncio.run(main())
 """
 
 
-def _child(tag: str, ending: str) -> tuple[subprocess.Popen[str], int]:
-    code = _CHILD.format(paths=sys.path, toolbox=TOOLBOX, tag=tag, ending=ending)
+def _child(tag: str, ending: str, started: str = "") -> tuple[subprocess.Popen[str], int]:
+    """A Python process connected to the toolbox server (``started``: the file its long calls
+    say they began in), and the server's process id."""
+    code = _CHILD.format(paths=sys.path, toolbox=TOOLBOX, tag=tag, ending=ending, started=started)
     child = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
     )
@@ -168,26 +170,28 @@ def test_at_exit_the_mcp_loop_is_closed_after_its_sessions():
 
 
 @pytest.mark.parametrize("tool", ["slow", "busy"])
-def test_no_busy_server_process_outlives_a_killed_kernel(tool: str):
+def test_no_busy_server_process_outlives_a_killed_kernel(tool: str, tmp_path):
     """Killed (SIGKILL) while its server runs a long call, one that awaits (``slow``) or one
     that computes and reads nothing meanwhile (``busy``): the server ends with it, not when
     the call ends (an hour later)."""
     ending = (
         f"tool = next(t for t in connected.tools if t.name == {tool!r})\n"
-        "    call = asyncio.ensure_future(tool.call(tool.parse_args({'seconds': 3600}), None))\n"
-        "    await asyncio.sleep(0.5)  # (the call reaches the server)\n"
-        "    print('calling', flush=True)\n"
-        "    await call"
+        "    await tool.call(tool.parse_args({'seconds': 3600}), None)"
     )
-    child, server_pid = _child(f"killed-{tool}", ending)
+    started = tmp_path / "started"
+    child, server_pid = _child(f"killed-{tool}", ending, str(started))
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "calling"
+        deadline = time.monotonic() + 30
+        while not (started.exists() and tool in started.read_text()):  # the call began
+            assert time.monotonic() < deadline, "the server never began the call"
+            time.sleep(0.05)
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=30)
         assert _gone(server_pid), "the server process outlived the killed kernel"
-    finally:
+    finally:  # (only if the test failed: nothing is left running)
+        child.kill()
         with contextlib.suppress(ProcessLookupError):
-            os.kill(server_pid, signal.SIGKILL)  # (only if the test failed)
+            os.kill(server_pid, signal.SIGKILL)
 
 
 def test_no_server_process_outlives_a_killed_kernel():
@@ -209,8 +213,9 @@ def test_a_server_command_not_found_is_started_as_given():
         ["--port", "1"],
     )
     assert guarded_command("./serve.sh", []) == ("./serve.sh", [])
-    command, args = guarded_command("python3", ["-m", "srv"], {"PATH": os.defpath})
+    folder, name = os.path.split(sys.executable)  # (a command found on the server's PATH)
+    command, args = guarded_command(name, ["-m", "srv"], {"PATH": folder})
     if sys.platform.startswith("linux"):
-        assert (command, args[-4:]) == (sys.executable, [str(os.getpid()), "python3", "-m", "srv"])
+        assert (command, args[-4:]) == (sys.executable, [str(os.getpid()), name, "-m", "srv"])
     else:
-        assert (command, args) == ("python3", ["-m", "srv"])
+        assert (command, args) == (name, ["-m", "srv"])

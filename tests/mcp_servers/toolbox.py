@@ -38,6 +38,14 @@ PNG = base64.b64encode(
 _notes: dict[str, str] = {"greeting": "hello"}
 
 
+def _started(tool: str) -> None:
+    """Say that a long call began, in the file ``TOOLBOX_STARTED`` names (if any)."""
+    path = os.environ.get("TOOLBOX_STARTED")
+    if path:
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(tool + "\n")
+
+
 def _log(line: str) -> None:
     path = os.environ.get("TOOLBOX_LOG")
     if path:
@@ -113,6 +121,7 @@ def fails() -> types.CallToolResult:
 @server.tool(annotations=READ_ONLY)
 async def slow(seconds: float, progress_every: float = 0.0, ctx: Context | None = None) -> str:
     """Sleep, reporting progress every ``progress_every`` seconds when it is positive."""
+    _started("slow")
     loop = asyncio.get_running_loop()
     end = loop.time() + seconds
     step = 0
@@ -129,6 +138,7 @@ async def slow(seconds: float, progress_every: float = 0.0, ctx: Context | None 
 def busy(seconds: float) -> str:
     """Compute for ``seconds`` without yielding (a synchronous tool: the server reads nothing
     meanwhile, not even the end of its standard input)."""
+    _started("busy")
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         pass
