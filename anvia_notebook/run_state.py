@@ -17,7 +17,7 @@ from .trace import Trace
 
 __all__ = ["OutputTypeInfo", "PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
 
-RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled"]
+RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled", "interrupted"]
 
 
 class PromptResponse(BaseModel):

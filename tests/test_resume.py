@@ -75,11 +75,13 @@ async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_onc
     summary = only_run(store)
     assert summary.status == "interrupted"
     assert runs(status="interrupted")[0].run_id == summary.run_id
+    # The stored state says what the listing says (its row still says the run waits).
+    assert store.get(summary.run_id).status == store.status(summary.run_id) == "interrupted"
     request = store_agents.agent("approval").resume(summary.run_id)
     run = request.start()
     [again] = await settle(run, store)
     assert again.id == approval.id  # the same approval comes back pending
-    assert run.status == "waiting"
+    assert run.status == store.get(summary.run_id).status == "waiting"
     store.approve(summary.run_id, approval.id, reason="ok after restart")
     response = await asyncio.wait_for(run.wait(), 10)
     assert response.output.startswith("Result:")

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence, Sized
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, Union, cast, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -55,7 +55,7 @@ from ..records import (
     id_of,
     utc_now,
 )
-from ..run_state import RunState
+from ..run_state import RunState, RunStatus
 from ..trace import Trace
 from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import (
@@ -493,9 +493,13 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
-        row = rows[0]
+        return self._status_of(run_id, rows[0][0], rows[0][1:5])
+
+    def _status_of(self, run_id: str, status: str, owner: Sequence[Any]) -> str:
+        """``status`` as :meth:`runs` reports it: an active run's sub-agents' pending
+        interactions count as its own."""
         pending = 0
-        if row[0] in ACTIVE:  # (its sub-agents' pending interactions count, as in runs())
+        if status in ACTIVE and self._alive(owner):
             tree = self.run_tree(run_id)
             pending = int(
                 self._q(
@@ -504,7 +508,7 @@ class RunStore(SteeringRows, DecisionRequests):
                     tree,
                 )[0][0]
             )
-        return self._effective_status(row[0], row[1:5], pending)
+        return self._effective_status(status, owner, pending)
 
     def _parent_call(self, run_id: str) -> str | None:
         """A sub-agent's run's ``parent_call_id`` read from its state: a run that a store of an
@@ -518,9 +522,13 @@ class RunStore(SteeringRows, DecisionRequests):
 
     def get(self, run_id: str) -> RunState:
         """The stored :class:`RunState` (history, turn, usage, approvals, questions). Its
-        ``status`` is ``waiting`` while the run waits for a person (as its handle and
-        :meth:`runs` say; a run whose process is gone is ``interrupted`` in :meth:`runs`)."""
-        rows = self._q("SELECT state FROM runs WHERE run_id = ?", (run_id,))
+        ``status`` is the one :meth:`runs` reports: ``waiting`` while the run waits for a person
+        (as its handle says), ``interrupted`` when the process that ran it is gone."""
+        rows = self._q(
+            "SELECT state, owner_host, owner_pid, owner_started, heartbeat_at FROM runs "
+            "WHERE run_id = ?",
+            (run_id,),
+        )
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
         state = RunState.model_validate_json(rows[0][0])
@@ -534,8 +542,7 @@ class RunStore(SteeringRows, DecisionRequests):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
         for record in self.interactions(run_id):
             state.hold(record)
-        if state.status == "running" and state.pending():
-            state.status = "waiting"
+        state.status = cast(RunStatus, self._status_of(run_id, state.status, rows[0][1:5]))
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
