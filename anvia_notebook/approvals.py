@@ -108,6 +108,21 @@ class ToolApproval:
     reason: TextOrFn = None
     reject_message: TextOrFn = None
 
+    def __post_init__(self) -> None:
+        """A policy of the wrong shape is refused here, not at its tool's first call."""
+        if not isinstance(self.when, bool) and not callable(self.when):
+            raise TypeError(
+                f"ToolApproval(when=...) takes True, False or a function of the approval "
+                f"context, not {type(self.when).__name__}."
+            )
+        for name in ("reason", "reject_message"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str) and not callable(value):
+                raise TypeError(
+                    f"ToolApproval({name}=...) takes a text or a function of the approval "
+                    f"context, not {type(value).__name__}."
+                )
+
     async def required(self, ctx: ApprovalContext[Any]) -> bool:
         if isinstance(self.when, bool):
             return self.when

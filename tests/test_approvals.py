@@ -234,3 +234,20 @@ def test_an_approval_decision_takes_its_fields_by_position_as_the_docs_write_it(
     agent.prompt("go").send_sync()
     assert add.calls == [(5, 6)]
     assert tool_results(model.requests[2])[0].content == "no"
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"when": "no"}, "ToolApproval(when=...) takes True, False or a function"),
+        ({"when": None}, "not NoneType"),
+        ({"reason": 5}, "ToolApproval(reason=...) takes a text or a function"),
+        ({"reject_message": ["x"]}, "ToolApproval(reject_message=...) takes a text"),
+    ],
+)
+def test_a_policy_of_the_wrong_shape_is_refused_when_it_is_made(fields, words):
+    """Not at the tool's first call, where it failed the whole run with Python's own
+    "'str' object is not callable"."""
+    with pytest.raises(TypeError) as error:
+        ToolApproval(**fields)
+    assert words in str(error.value)
