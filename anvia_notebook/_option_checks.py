@@ -11,15 +11,19 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+from ._util import check_valid_text
 from .hooks import HOOK_CALLBACKS, Hook
 
 __all__ = [
+    "checked_context",
     "checked_handler",
     "checked_hook",
     "checked_human_input",
+    "checked_instructions",
     "checked_max_tokens",
     "checked_session",
     "checked_temperature",
+    "checked_text",
     "checked_turns",
 ]
 
@@ -106,3 +110,38 @@ def checked_max_tokens(value: Any) -> int | None:
     if value < 1:
         raise ValueError(f"max_tokens must be one or more, not {value!r}.")
     return int(value)
+
+
+def checked_text(value: Any, what: str) -> str | None:
+    """An agent's name or description: a text (valid Unicode) or None."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{what} must be a text or None, not {_kind(value)}.")
+    if value is not None:
+        check_valid_text(value, what)
+    return value
+
+
+def checked_instructions(value: Any) -> list[str]:
+    """Instruction blocks: one text or a list of texts; blank blocks are left out."""
+    blocks = [value] if isinstance(value, str) else value
+    if not isinstance(blocks, (list, tuple)):
+        raise TypeError(f"instructions() takes a text or a list of texts, not {_kind(value)}.")
+    for number, block in enumerate(blocks, start=1):
+        if not isinstance(block, str):
+            raise TypeError(
+                f"instructions() takes texts; instruction block {number} is {_kind(block)}."
+            )
+        check_valid_text(block, f"Instruction block {number}")
+    return [block for block in blocks if block.strip()]
+
+
+def checked_context(text: Any, document_id: Any) -> None:
+    """A context document: its text, and an id that is a text or None."""
+    if not isinstance(text, str):
+        shown = "None" if text is None else _kind(text)
+        raise TypeError(f"context() takes the document's text, not {shown}.")
+    check_valid_text(text, "The context document")
+    if document_id is not None and not isinstance(document_id, str):
+        raise TypeError(
+            f"A context document's id must be a text or None, not {_kind(document_id)}."
+        )

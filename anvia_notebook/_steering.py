@@ -51,8 +51,14 @@ def steering_messages(value: Any) -> list[Message]:
     if isinstance(value, Message):
         return [storable(value)]
     if isinstance(value, (list, tuple)):
-        if not all(isinstance(item, Message) for item in value):
-            raise TypeError("steer() takes a str, a Message or a list of Messages.")
+        if not value:
+            raise ValueError("steer() was given an empty list: nothing to send into the run.")
+        for number, item in enumerate(value, start=1):
+            if not isinstance(item, Message):
+                raise TypeError(
+                    "steer() takes a str, a Message or a list of Messages; item "
+                    f"{number} is {type(item).__name__}."
+                )
         return [storable(item) for item in value]
     raise TypeError(
         f"steer() takes a str, a Message or a list of Messages, not {type(value).__name__}."

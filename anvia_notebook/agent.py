@@ -9,11 +9,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._option_checks import (
+    checked_context,
     checked_handler,
     checked_hook,
     checked_human_input,
+    checked_instructions,
     checked_max_tokens,
     checked_temperature,
+    checked_text,
     checked_turns,
 )
 from .approvals import ApprovalHandler
@@ -157,21 +160,21 @@ class AgentBuilder:
         self._adding_many = False
         self._mcp_servers: list[McpServerConfig] = []
 
-    def name(self, name: str) -> AgentBuilder:
-        self._name = name
+    def name(self, name: str | None) -> AgentBuilder:
+        self._name = checked_text(name, "An agent's name")
         return self
 
-    def description(self, description: str) -> AgentBuilder:
-        self._description = description
+    def description(self, description: str | None) -> AgentBuilder:
+        self._description = checked_text(description, "An agent's description")
         return self
 
     def instructions(self, instructions: str | Sequence[str]) -> AgentBuilder:
         """Append instruction blocks (joined by a blank line)."""
-        blocks = [instructions] if isinstance(instructions, str) else list(instructions)
-        self._instructions.extend(block for block in blocks if block.strip())
+        self._instructions.extend(checked_instructions(instructions))
         return self
 
     def context(self, text: str, id: str | None = None) -> AgentBuilder:
+        checked_context(text, id)
         self._context.append(ContextDocument(text, id))
         return self
 

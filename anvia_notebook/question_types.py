@@ -104,12 +104,14 @@ def _question(raw: Any, position: int) -> Any:
     if not isinstance(raw, dict):
         return raw
     choices = raw.get("choices")
+    if isinstance(choices, list):
+        kept = [c for c in map(_choice, choices) if c]
+        # With none left, the raw choices are checked instead, so the error names each one.
+        choices = kept or [{"label": c} if isinstance(c, str) else c for c in choices]
     return {
         "id": _text(raw.get("id")) or f"q{position}",
         "question": raw.get("question"),
-        "choices": [c for c in map(_choice, choices) if c]
-        if isinstance(choices, list)
-        else choices,
+        "choices": choices,
     }
 
 
@@ -118,6 +120,8 @@ def read_questions(data: Any) -> Any:
     anything but a JSON object is left as it is."""
     if not isinstance(data, dict):
         return data
+    if "questions" in data and not isinstance(data["questions"], list) and "question" not in data:
+        return {"questions": data["questions"]}  # refused as "not a list", naming the key
     raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
     return {"questions": [_question(question, n) for n, question in enumerate(raw, start=1)]}
 

@@ -6,7 +6,7 @@ lives here; it is updated by the run loop only.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,6 +18,9 @@ from .trace import Trace
 __all__ = ["OutputTypeInfo", "PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
 
 RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled", "interrupted"]
+#: Every status a run may have, as ``RunStore.runs(status=...)`` and ``runs --status`` take it
+#: (``interrupted``: the process that ran it is gone).
+RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 
 
 class PromptResponse(BaseModel):

@@ -415,3 +415,32 @@ async def test_a_human_input_and_the_run_store_judge_answers_alike(answers, tmp_
         second = tool_results(model.requests[1])[0]
         assert not first.is_error
         assert json.loads(first.content) == json.loads(second.content)
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        # every choice dropped: the model is told which choice it wrote was unusable
+        (
+            {"questions": [{"id": "a", "question": "A?", "choices": ["", {"value": "v"}, 5]}]},
+            [
+                "questions.0.choices.0.label: Value error, choice label and value must be a non-empty",
+                "questions.0.choices.1.label: Field required",
+                "questions.0.choices.2: Input should be a valid dictionary",
+            ],
+        ),
+        # a "questions" that is not a list is named, not read as one question without text
+        ({"questions": "hi"}, ["questions: Input should be a valid list"]),
+    ],
+)
+def test_a_question_the_run_cannot_ask_is_refused_naming_what_the_model_wrote(raw, words):
+    model = QueueModel([call("ask_question", raw), "ok"])
+    from anvia_notebook import ask_question
+
+    human = CallbackHumanInput(ask=lambda request: pytest.fail("asked"))
+    AgentBuilder("a", model).tool(ask_question).human_input(human).build().prompt("go").send_sync()
+    content = tool_results(model.requests[1])[0].content
+    assert content.startswith("Invalid arguments for tool ask_question: ")
+    for text in words:
+        assert text in content
+    assert "not 0" not in content and "questions.0.question" not in content

@@ -55,6 +55,15 @@ def request():
         (lambda b: b.max_tokens(0), ValueError, "max_tokens must be one or more, not 0."),
         (lambda b: b.max_tokens("100"), TypeError, "max_tokens must be a whole number"),
         (lambda b: b.tools(make_add_tool()), TypeError, "for one tool, use .tool(...)"),
+        (lambda b: b.name(5), TypeError, "An agent's name must be a text or None, not int."),
+        (lambda b: b.description(["x"]), TypeError, "description must be a text or None"),
+        (lambda b: b.instructions(5), TypeError, "instructions() takes a text or a list of"),
+        (lambda b: b.instructions(None), TypeError, "not NoneType"),
+        (lambda b: b.instructions(["ok", 1]), TypeError, "instruction block 2 is int"),
+        (lambda b: b.instructions("\ud800"), ValueError, "is not valid text"),
+        (lambda b: b.context(None), TypeError, "context() takes the document's text, not None"),
+        (lambda b: b.context({"text": "x"}), TypeError, "not dict"),
+        (lambda b: b.context("facts", id=3), TypeError, "A context document's id must be a"),
     ],
 )
 def test_a_builder_option_a_run_cannot_use_is_refused_where_it_is_set(apply, error, words):
@@ -113,6 +122,13 @@ def test_what_a_run_can_use_is_still_taken():
         .max_tokens(256)
         .default_max_turns(0)
         .tools((make_add_tool(),))
+        .name("Helper")
+        .name(None)
+        .description("Adds numbers")
+        .instructions(("Be brief.", "  "))
+        .instructions("Answer in English.")
+        .context("Orders ship in 2 days.", id="shipping")
+        .context("")
         .build()
     )
     response = (
@@ -124,3 +140,20 @@ def test_what_a_run_can_use_is_still_taken():
         .send_sync()
     )
     assert response.output == "ok"
+    assert agent.instructions.startswith("Be brief.\n\nAnswer in English.\n\n<context id=")
+    assert agent.description == "Adds numbers"
+
+
+@pytest.mark.parametrize("message", [[], ()])
+def test_a_steer_with_nothing_in_it_is_refused_not_reported_as_delivered(message):
+    request = builder().build().prompt("go")
+    with pytest.raises(ValueError, match="steer\\(\\) was given an empty list: nothing to send"):
+        request.steer(message)
+    run = builder().build().prompt("go").create_run()
+    with pytest.raises(ValueError, match="nothing to send"):
+        run.steer(message)
+
+
+def test_a_steer_with_a_list_that_holds_something_else_names_it():
+    with pytest.raises(TypeError, match="item 2 is str"):
+        request().steer([__import__("anvia_notebook").Message.user("a"), "b"])

@@ -55,7 +55,7 @@ from ..records import (
     id_of,
     utc_now,
 )
-from ..run_state import RunState, RunStatus
+from ..run_state import RUN_STATUSES, RunState, RunStatus
 from ..trace import Trace
 from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import (
@@ -383,6 +383,10 @@ class RunStore(SteeringRows, DecisionRequests):
         """Runs, newest first; ``interrupted`` when the process that ran it is gone.
         ``session_id``: only the runs of that session (e.g. a Studio conversation)."""
         out = RunList()
+        if status is not None and status not in RUN_STATUSES:
+            raise ValueError(
+                f"{status!r} is not a run status: one of {', '.join(RUN_STATUSES)}."
+            )
         if not check_limit(limit):
             return out
         sql = (
@@ -452,6 +456,7 @@ class RunStore(SteeringRows, DecisionRequests):
     def sub_runs(self, run_id: str) -> list[RunState]:
         """The stored runs of the sub-agents that ``run_id``'s tool calls started (one level
         down), oldest first."""
+        self._check_known(run_id)
         rows = self._q(
             "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id",
             (run_id,),
@@ -483,6 +488,11 @@ class RunStore(SteeringRows, DecisionRequests):
                 return "interrupted"
             return "waiting" if pending else "running"
         return status
+
+    def _check_known(self, run_id: str) -> None:
+        """Raise :class:`RunNotFoundError` unless the store holds the run ``run_id``."""
+        if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+            raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
 
     def status(self, run_id: str) -> str:
         """The run's status as :meth:`runs` reports it (``interrupted`` if its owner is gone)."""
@@ -540,18 +550,25 @@ class RunStore(SteeringRows, DecisionRequests):
             for progress in state.calls.values():
                 if progress.args in (STORED, STORED_COMPACT):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
-        for record in self.interactions(run_id):
+        for record in self._interactions(run_id):
             state.hold(record)
         state.status = cast(RunStatus, self._status_of(run_id, state.status, rows[0][1:5]))
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
+        """The run's approvals and questions, decided or not, in the order they were asked."""
+        self._check_known(run_id)
+        return self._interactions(run_id)
+
+    def _interactions(self, run_id: str) -> list[Record]:
         records = self._records("run_id = ? ORDER BY updated_at, id", (run_id,))
         return sorted(records, key=lambda r: r.requested_at)
 
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run and its sub-agents' runs at every
         depth, or of every run)."""
+        if run_id is not None:
+            self._check_known(run_id)
         tree = [] if run_id is None else self.run_tree(run_id)
         where = f" AND run_id IN ({_marks(tree)})" if tree else ""
         return self._records(f"status = 'pending'{where} ORDER BY id", tree)
@@ -604,7 +621,12 @@ class RunStore(SteeringRows, DecisionRequests):
         ]
 
     def events(self, run_id: str) -> list[Any]:
-        """The run's stored event log (consecutive text deltas already merged).
+        """The run's stored event log (consecutive text deltas already merged)."""
+        self._check_known(run_id)
+        return self._events(run_id)
+
+    def _events(self, run_id: str) -> list[Any]:
+        """The stored event log of ``run_id``.
 
         A row holds one event, or a JSON array of consecutive events from its ``seq`` on; a
         later row rewrites the events from its ``seq`` on (the last one of a row may have grown
@@ -628,7 +650,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 setattr(event, field, getattr(event, field) + text)
         log = expand_events(log, lambda: self._messages(run_id))
         if any(event.type == "sub_run_event" for event in log):
-            log = expand_sub_run_refs(log, self.events)
+            log = expand_sub_run_refs(log, self._events)
         return log
 
     # -- decisions (any process) -----------------------------------------------------------------
