@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from ._util import cli_command, shown_url
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
-from .run_state import RUN_STATUSES
 from .store import STORE_ENV, default_location
 
 if TYPE_CHECKING:
@@ -114,6 +113,10 @@ def _count(text: str) -> int:
     return value
 
 
+
+#: What ``runs --status`` takes (as ``RunStore.runs``; written here so the command line does not
+#: load pydantic): a stored run's states, and ``interrupted`` (its process is gone).
+RUN_STATUSES = ("pending", "running", "waiting", "interrupted", "success", "error", "cancelled")
 
 _WHERE_NOTEBOOKS_STORE = (
     "A notebook keeps its runs in .anvia/runs.sqlite next to the notebook: pass that file, "

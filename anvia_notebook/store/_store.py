@@ -456,7 +456,6 @@ class RunStore(SteeringRows, DecisionRequests):
     def sub_runs(self, run_id: str) -> list[RunState]:
         """The stored runs of the sub-agents that ``run_id``'s tool calls started (one level
         down), oldest first."""
-        self._check_known(run_id)
         rows = self._q(
             "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id",
             (run_id,),
@@ -488,11 +487,6 @@ class RunStore(SteeringRows, DecisionRequests):
                 return "interrupted"
             return "waiting" if pending else "running"
         return status
-
-    def _check_known(self, run_id: str) -> None:
-        """Raise :class:`RunNotFoundError` unless the store holds the run ``run_id``."""
-        if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
-            raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
 
     def status(self, run_id: str) -> str:
         """The run's status as :meth:`runs` reports it (``interrupted`` if its owner is gone)."""
@@ -550,25 +544,19 @@ class RunStore(SteeringRows, DecisionRequests):
             for progress in state.calls.values():
                 if progress.args in (STORED, STORED_COMPACT):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
-        for record in self._interactions(run_id):
+        for record in self.interactions(run_id):
             state.hold(record)
         state.status = cast(RunStatus, self._status_of(run_id, state.status, rows[0][1:5]))
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
         """The run's approvals and questions, decided or not, in the order they were asked."""
-        self._check_known(run_id)
-        return self._interactions(run_id)
-
-    def _interactions(self, run_id: str) -> list[Record]:
         records = self._records("run_id = ? ORDER BY updated_at, id", (run_id,))
         return sorted(records, key=lambda r: r.requested_at)
 
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run and its sub-agents' runs at every
         depth, or of every run)."""
-        if run_id is not None:
-            self._check_known(run_id)
         tree = [] if run_id is None else self.run_tree(run_id)
         where = f" AND run_id IN ({_marks(tree)})" if tree else ""
         return self._records(f"status = 'pending'{where} ORDER BY id", tree)
@@ -621,12 +609,7 @@ class RunStore(SteeringRows, DecisionRequests):
         ]
 
     def events(self, run_id: str) -> list[Any]:
-        """The run's stored event log (consecutive text deltas already merged)."""
-        self._check_known(run_id)
-        return self._events(run_id)
-
-    def _events(self, run_id: str) -> list[Any]:
-        """The stored event log of ``run_id``.
+        """The run's stored event log (consecutive text deltas already merged).
 
         A row holds one event, or a JSON array of consecutive events from its ``seq`` on; a
         later row rewrites the events from its ``seq`` on (the last one of a row may have grown
@@ -650,7 +633,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 setattr(event, field, getattr(event, field) + text)
         log = expand_events(log, lambda: self._messages(run_id))
         if any(event.type == "sub_run_event" for event in log):
-            log = expand_sub_run_refs(log, self._events)
+            log = expand_sub_run_refs(log, self.events)
         return log
 
     # -- decisions (any process) -----------------------------------------------------------------
