@@ -113,7 +113,6 @@ def _count(text: str) -> int:
     return value
 
 
-
 #: What ``runs --status`` takes (as ``RunStore.runs``; written here so the command line does not
 #: load pydantic): a stored run's states, and ``interrupted`` (its process is gone).
 RUN_STATUSES = ("pending", "running", "waiting", "interrupted", "success", "error", "cancelled")

@@ -46,6 +46,17 @@ def test_stdio_settings():
         mcp.stdio("files", "npx", "-y")
 
 
+def test_roots_given_as_one_folder_are_refused_not_read_letter_by_letter(tmp_path):
+    """Before, ``roots="/tmp/project"`` declared "/" (its first letter) and every other letter
+    as folders: the server was handed the whole filesystem."""
+    for one in ("/tmp/project", tmp_path):
+        with pytest.raises(TypeError, match=r"roots must be a list of folders, not one; write"):
+            mcp.stdio("files", "npx", roots=one)
+    with pytest.raises(TypeError, match="each of roots must be a folder's path"):
+        mcp.stdio("files", "npx", roots=[3])
+    assert mcp.stdio("files", "npx", roots=[tmp_path]).roots == (str(tmp_path),)
+
+
 @pytest.mark.parametrize(("factory", "cls"), [(mcp.http, mcp.HttpServer), (mcp.sse, mcp.SseServer)])
 def test_remote_settings(factory, cls):
     headers = {"Authorization": "Bearer x"}

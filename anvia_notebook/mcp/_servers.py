@@ -168,13 +168,21 @@ def stdio(
         raise ValueError(f"MCP server {name!r}: command must be a non-empty string.")
     if isinstance(args, str):
         raise TypeError(f"MCP server {name!r}: args must be a list of strings, not one string.")
+    if isinstance(roots, (str, bytes, os.PathLike)):
+        # (a text would be read letter by letter: "/tmp/project" would declare "/" itself)
+        raise TypeError(
+            f"MCP server {name!r}: roots must be a list of folders, not one; write "
+            f"roots=[{os.fspath(roots)!r}]."
+        )
+    if roots is not None and not all(isinstance(r, (str, os.PathLike)) for r in roots):
+        raise TypeError(f"MCP server {name!r}: each of roots must be a folder's path (a text).")
     return StdioServer(
         **common,
         command=command,
         args=tuple(str(a) for a in args),
         env=dict(env) if env is not None else None,
         cwd=os.fspath(cwd) if cwd is not None else None,
-        roots=tuple(roots) if roots is not None else None,
+        roots=tuple(os.fspath(r) for r in roots) if roots is not None else None,
     )
 
 

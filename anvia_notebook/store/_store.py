@@ -384,9 +384,7 @@ class RunStore(SteeringRows, DecisionRequests):
         ``session_id``: only the runs of that session (e.g. a Studio conversation)."""
         out = RunList()
         if status is not None and status not in RUN_STATUSES:
-            raise ValueError(
-                f"{status!r} is not a run status: one of {', '.join(RUN_STATUSES)}."
-            )
+            raise ValueError(f"{status!r} is not a run status: one of {', '.join(RUN_STATUSES)}.")
         if not check_limit(limit):
             return out
         sql = (
