@@ -295,6 +295,7 @@ class Studio:
         session.human_input = self.human_input
         self._conversations = {self.selected: session.transcript}
         self._last_runs.clear()
+        session.run = None  # Inspect reads no run of the conversation cleared
         session.transcript.reset(self.selected)
         session.batcher.flush()
         self._send_studio()
@@ -495,6 +496,7 @@ class Studio:
         self._last_runs.clear()
         if self._session is not None:  # its transcript is rebuilt as this conversation's
             self._conversations = {stored.agent_id: self._session.transcript}
+            self._session.run = None  # (not the run of the conversation it replaces)
         self.human_input = WidgetHumanInput(timeout=self.timeout)
         self._own_inputs.clear()
 

@@ -233,6 +233,8 @@ async def test_new_session_clears_every_agents_conversation():
     await send(page, "other", "two")
     assert (await page.request("studio_new_session"))["ok"]
     assert page.state.entries == []
+    # Inspect reads no run of the conversation that was cleared (before: the last one's).
+    assert (await page.request("inspect", index=None))["error"] == "No run to inspect."
     assert (await page.request("studio_select", agent_id="support"))["ok"]
     assert page.state.entries == []
     assert studio.history("support") == []
