@@ -61,8 +61,14 @@ def agent_as_tool(
     max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> Tool:
     """The :class:`~anvia_notebook.tools.Tool` that runs ``agent`` (see :meth:`Agent.as_tool`)."""
-    if max_turns is not None and (not isinstance(max_turns, int) or max_turns < 0):
+    if max_turns is not None and (
+        not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 0
+    ):
         raise ValueError("max_turns must be zero or more")
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"A tool's name must be a text, not {type(name).__name__}.")
+    if not isinstance(stream, bool):
+        raise TypeError(f"stream must be True or False, not {stream!r}.")
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
         raise ValueError("max_depth must be a positive integer (sub-agent levels)")
     tool_name = (name or agent.id).strip()

@@ -384,3 +384,21 @@ async def test_a_sub_agent_cancelled_by_its_own_hook_is_an_error_result_for_the_
     assert response.output == "ok"
     part = response.messages[-2].tool_results[0]
     assert part.is_error and "the analyst refused" in part.content
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "words"),
+    [
+        ({"name": 123}, TypeError, "A tool's name must be a text, not int."),
+        ({"stream": "no"}, TypeError, "stream must be True or False, not 'no'."),
+        ({"max_turns": True}, ValueError, "max_turns must be zero or more"),
+        ({"max_turns": -1}, ValueError, "max_turns must be zero or more"),
+        ({"max_depth": True}, ValueError, "max_depth must be a positive integer"),
+    ],
+)
+def test_as_tool_refuses_options_it_cannot_use_naming_them(options, error, words):
+    agent = AgentBuilder("helper", QueueModel([])).build()
+    with pytest.raises(error) as raised:
+        agent.as_tool(**options)
+    assert words in str(raised.value)
+    assert agent.as_tool(name=" ask_helper ", stream=False, max_turns=0).name == "ask_helper"
