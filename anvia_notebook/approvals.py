@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from ._positional import PositionalFields
 from ._util import maybe_await
@@ -73,6 +73,15 @@ class ApprovalDecision(PositionalFields):
     #: Who decided, as recorded on the ``ApprovalRecord`` (default ``"handler"`` for an approval
     #: handler, ``"human"`` for a human input); e.g. ``"policy"`` for an "always allow" rule.
     decided_by: str | None = None
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _model_as_dict(cls, value: Any) -> Any:
+        """Edited arguments given as the tool's input model (``request.args.model_copy(...)``)
+        are taken as its fields."""
+        if isinstance(value, BaseModel):
+            return value.model_dump(mode="json", by_alias=True)
+        return value
 
     if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
 

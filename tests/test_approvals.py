@@ -251,3 +251,20 @@ def test_a_policy_of_the_wrong_shape_is_refused_when_it_is_made(fields, words):
     with pytest.raises(TypeError) as error:
         ToolApproval(**fields)
     assert words in str(error.value)
+
+
+def test_edited_arguments_given_as_the_tools_input_model_are_taken():
+    """Before, ``ApprovalDecision(True, args=request.args.model_copy(...))`` (the handler gets
+    the arguments as the tool's model) ended the run with pydantic's "Input should be a valid
+    dictionary"."""
+    tool = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+
+    def handler(request):
+        return ApprovalDecision(True, args=request.args.model_copy(update={"y": 100}))
+
+    agent = AgentBuilder("a", model).tool(tool).approvals(handler).build()
+    response = agent.prompt("go").send_sync()
+    assert tool.calls == [(1, 100)]
+    assert tool_results(model.requests[1])[0].content == "101"
+    assert response.output == "done"
