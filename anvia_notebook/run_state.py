@@ -18,7 +18,7 @@ from .trace import Trace
 __all__ = ["OutputTypeInfo", "PromptResponse", "RunState", "RunStatus", "ToolCallProgress"]
 
 RunStatus = Literal["pending", "running", "waiting", "success", "error", "cancelled", "interrupted"]
-#: Every status a run may have, as ``RunStore.runs(status=...)`` and ``runs --status`` take it
+#: Every status a run may have, as ``RunStore.runs(status=...)`` takes it
 #: (``interrupted``: the process that ran it is gone).
 RUN_STATUSES: tuple[str, ...] = get_args(RunStatus)
 
