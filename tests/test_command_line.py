@@ -141,3 +141,11 @@ def test_runs_lists_when_each_run_started_and_was_last_updated(store_file, tmp_p
     started = summary.created_at.astimezone().strftime("%Y-%m-%d %H:%M")
     updated = summary.updated_at.astimezone().strftime("%Y-%m-%d %H:%M")
     assert row.startswith(response.run_id) and f"success      {started} {updated} " in row
+
+
+def test_runs_status_takes_every_status_the_store_does():
+    """The command line keeps its own list (it loads no pydantic); it must not drift."""
+    from anvia_notebook.__main__ import RUN_STATUSES as COMMAND_LINE
+    from anvia_notebook.run_state import RUN_STATUSES
+
+    assert sorted(COMMAND_LINE) == sorted(RUN_STATUSES)
