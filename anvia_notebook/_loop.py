@@ -306,7 +306,8 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
     """The run ends with the model's answer (and, with an output type, its validated value)."""
     state = run.state
     text = result if isinstance(result, str) else result.text
-    state.output = text
+    data = None if isinstance(result, str) else result.data
+    state.output, state.data = text, data
     await _lifecycle(
         run, "on_run_end", RunEndEvent(text, state.usage, list(state.messages), RUN_CONTROL)
     )
@@ -315,7 +316,6 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
     state.status = "success"
     run.tracer.run_ended("success")
     run.persist()
-    data = None if isinstance(result, str) else result.data
     run.emit(
         FinalEvent(
             run_id=state.run_id,

@@ -97,7 +97,8 @@ class Agent:
         max_depth: int = 5,
     ) -> Tool:
         """This agent as another agent's tool (Anvia's ``agent.asTool``): input
-        ``{"prompt": str}``, result this agent's final output.
+        ``{"prompt": str}``, result this agent's final output (with an output type,
+        its validated value as JSON).
 
         ``name`` defaults to the agent's id, ``description`` to the agent's description, else
         ``"Prompt the {name} agent."``; ``max_turns`` limits the sub-agent's turns. Called from

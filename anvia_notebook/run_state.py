@@ -88,6 +88,9 @@ class RunState(BaseModel):
     approvals: dict[str, ApprovalRecord] = Field(default_factory=dict)
     questions: dict[str, QuestionRecord] = Field(default_factory=dict)
     output: str | None = None
+    #: The validated value of a run with an ``output_type`` that succeeded, as JSON data
+    #: (what ``PromptResponse.data`` held; a sub-agent's stored result on resume).
+    data: Any = None
     error: str | None = None
     cancel_reason: str | None = None
     #: Where the prompt is in ``messages`` (what came before it is the history).

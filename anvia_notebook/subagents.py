@@ -1,8 +1,9 @@
 """Sub-agents: an agent called as another agent's tool (``agent.as_tool(...)``).
 
 The tool's input is ``{"prompt": str}`` and its result the sub-agent's final output, as in
-Anvia's ``agent.asTool``. Called from a run, the sub-agent's run is a run of its own: its
-``RunState`` names the parent run and the parent's tool call, it goes to the parent's run store,
+Anvia's ``agent.asTool`` (a sub-agent with an output type answers its validated value as
+JSON). Called from a run, the sub-agent's run is a run of its own: its ``RunState`` names
+the parent run and the parent's tool call, it goes to the parent's run store,
 its approvals and questions are decided by the nearest approval handler up the chain, else by
 the top-level run's human input, and they are listed and decided on the top-level run (its
 interactions adopt the sub-run's). With ``stream=True`` its events reach the parent's stream as
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
 from ._tool_exec import CURRENT_TOOL_CALL
+from ._util import compact_json
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .records import PATH_SEPARATOR, approval_scope, path_label
 from .tools import Tool, ToolContext
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .request import PromptRequest
     from .run import AgentRun
+    from .run_state import PromptResponse
 
 __all__ = [
     "AgentToolInput",
@@ -87,6 +90,15 @@ def agent_as_tool(
     )
 
 
+def _result_text(request: PromptRequest, response: PromptResponse) -> str:
+    """What the parent's model reads of a sub-run that succeeded: its output, or, for a
+    sub-agent with an output type, the validated value as JSON (not the words said with it)."""
+    spec = request.active_output_type
+    if spec is None:
+        return response.output
+    return compact_json(spec.dump(response.data))
+
+
 @dataclass(eq=False)
 class _SubAgentCall:
     """What one sub-agent tool does when it is called."""
@@ -103,7 +115,7 @@ class _SubAgentCall:
             alone = self.agent.prompt(args.prompt)
             if self.max_turns is not None:
                 alone.max_turns(self.max_turns)
-            return (await alone.send()).output
+            return _result_text(alone, await alone.send())
         depth = parent.depth + 1
         if depth > self.max_depth:
             chain = path_label((*parent.path, self.agent.id))
@@ -150,7 +162,7 @@ class _SubAgentCall:
                 run.cancel(parent.state.cancel_reason or DEFAULT_CANCEL_REASON)
             await run.ended()
             raise
-        return response.output
+        return _result_text(request, response)
 
     def _inherit(self, request: PromptRequest, parent: AgentRun) -> None:
         """Who decides the sub-run's approvals and questions: the nearest approval handler up
@@ -176,6 +188,8 @@ class _SubAgentCall:
             if state.parent_turn is not None and state.parent_turn != parent.state.turn:
                 continue  # an earlier turn's call that had the same id
             if state.status == "success":
+                if state.output_type is not None:
+                    return compact_json(state.data)
                 return state.output or ""
             if state.status in ("error", "cancelled"):
                 raise SubAgentError(

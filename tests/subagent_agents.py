@@ -62,6 +62,12 @@ def _analyst(request: Any) -> ModelResponse:
         return ModelResponse(
             tool_calls=[ToolCall(id="s2", name="run_sql", arguments={"sql": f"from {table}"})]
         )
+    if any(tool.name == "final_result" for tool in request.tools):  # typed: ``lead(typed=True)``
+        finding = {"query": last.tool_results[0].content, "rows": len(request.messages)}
+        return ModelResponse(
+            text="Here is what I found.",
+            tool_calls=[ToolCall(id="out", name="final_result", arguments=finding)],
+        )
     return ModelResponse(text=f"analyst: {result.content}")
 
 
@@ -79,7 +85,14 @@ def _lead(request: Any) -> ModelResponse:
     return ModelResponse(text="lead: " + " | ".join(r.content for r in last.tool_results))
 
 
-def lead() -> Any:
+class Finding(BaseModel):
+    """What the analyst of ``lead(typed=True)`` answers (its output type)."""
+
+    query: str
+    rows: int
+
+
+def lead(typed: bool = False) -> Any:
     run_sql = create_tool(
         name="run_sql",
         description="Run SQL.",
@@ -88,6 +101,8 @@ def lead() -> Any:
         approval=ToolApproval(reason="Runs a query on the warehouse."),
     )
     analyst = AgentBuilder("analyst", FunctionModel(_analyst)).tools([run_sql, ask_question])
+    if typed:
+        analyst = analyst.output_type(Finding)
     return (
         AgentBuilder("lead", FunctionModel(_lead))
         .tool(analyst.build().as_tool(name="ask_analyst"))
@@ -96,10 +111,10 @@ def lead() -> Any:
     )
 
 
-def run(prompt: str, concurrency: int = 1) -> None:
+def run(prompt: str, concurrency: int = 1, typed: bool = False) -> None:
     print("started", flush=True)
     try:
-        response = lead().prompt(prompt).with_tool_concurrency(concurrency).send_sync()
+        response = lead(typed).prompt(prompt).with_tool_concurrency(concurrency).send_sync()
     except Exception as error:  # pragma: no cover - shown in the test's failure output
         print(f"error: {error!r}", file=sys.stderr, flush=True)
         raise

@@ -135,3 +135,34 @@ def test_a_sub_agent_call_with_an_earlier_turn_s_call_id_is_taken_up_not_answere
         assert len(store.run_tree(top.run_id)) == 3
     finally:
         store.close()
+
+
+def test_a_typed_sub_agent_that_had_finished_gives_its_value_again_after_a_resume(
+    env: dict[str, str],
+) -> None:
+    """Killed while the second of two typed sub-agent calls waits: on resume, the finished one
+    answers from the store with its validated value as JSON, as it did the first time."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        code = "import subagent_agents; subagent_agents.run('east and west', typed=True)"
+        child = start_python(code, env)
+        top = wait_until(lambda: _top(store), child, "the lead's run")
+        [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
+        store.approve(top.run_id, first.id)
+        later = wait_until(
+            lambda: _another(store, top.run_id, first.id), child, "the second analyst's approval"
+        )
+        kill(child)
+        store.approve(top.run_id, later.id)
+        response = subagent_agents.lead(typed=True).resume(top.run_id).send_sync()
+        finding = '{"query":"west +12% (select 1)","rows":3}'
+        assert response.output == f"lead: {finding} | {finding}"
+        assert subagent_agents.effects() == [
+            "started select 1",
+            "done select 1",
+            "started select 1",
+            "done select 1",
+        ]
+    finally:
+        store.close()

@@ -8,6 +8,7 @@ import asyncio
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, MaxTurnsError, PromptCancelledError, create_tool
 from anvia_notebook.errors import ModelError, SubAgentError
@@ -24,7 +25,7 @@ from anvia_notebook.models.base import Finish
 from anvia_notebook.subagents import path_label
 from anvia_notebook.tools import ToolContext
 
-from helpers import AddInput, call, make_add_tool
+from helpers import AddInput, call, make_add_tool, tool_results
 
 # -- Anvia's agent-tool.test.ts ("Agent.asTool") ------------------------------------------------
 
@@ -117,6 +118,69 @@ def test_isolates_built_agents_from_later_builder_collection_changes() -> None:
     assert agent.tools == {} and agent.hooks == ()
     assert agent.instruction_blocks == () and agent.approval_handler is None
     assert tool.name == "ask" and tool.description == "Prompt the ask agent."
+
+
+# -- a sub-agent with an output type -------------------------------------------------------------
+
+
+class _Finding(BaseModel):
+    region: str
+    change: int
+
+
+def _typed_analyst(text: str = "Here is what I found.") -> AgentBuilder:
+    model = QueueModel(
+        [
+            ModelResponse(
+                text=text,
+                tool_calls=[
+                    ToolCall(
+                        id="out", name="final_result", arguments={"region": "west", "change": 12}
+                    )
+                ],
+            )
+        ]
+    )
+    return AgentBuilder("analyst", model).output_type(_Finding)
+
+
+async def test_a_typed_sub_agent_gives_the_parent_its_validated_value_as_json() -> None:
+    """The parent's model reads the sub-agent's typed result, not the words it said with it."""
+    parent_model = QueueModel([call("ask_analyst", {"prompt": "how is the west?"}), "noted"])
+    analyst = _typed_analyst().build()
+    parent = AgentBuilder("lead", parent_model).tool(analyst.as_tool(name="ask_analyst")).build()
+    response = await parent.prompt("report").store(None).send()
+    assert response.output == "noted"
+    [result] = tool_results(parent_model.requests[1])
+    assert not result.is_error
+    assert json.loads(result.content) == {"region": "west", "change": 12}
+
+
+async def test_a_typed_sub_agent_called_directly_answers_its_value_as_json() -> None:
+    tool = _typed_analyst(text="").build().as_tool(name="ask_analyst")
+    result = await tool.call(tool.parse_args({"prompt": "how is the west?"}), _ctx())
+    assert json.loads(result) == {"region": "west", "change": 12}
+
+
+async def test_a_typed_sub_agent_s_list_value_reaches_the_parent_whole() -> None:
+    model = QueueModel(
+        [
+            ModelResponse(
+                text="Two regions.",
+                tool_calls=[
+                    ToolCall(
+                        id="out",
+                        name="final_result",
+                        arguments={"result": [{"region": "west", "change": 12}]},
+                    )
+                ],
+            )
+        ]
+    )
+    analyst = AgentBuilder("analyst", model).output_type(list[_Finding]).build()
+    tool = analyst.as_tool(name="ask_analyst")
+    result = await tool.call(tool.parse_args({"prompt": "regions"}), _ctx())
+    assert json.loads(result) == [{"region": "west", "change": 12}]
 
 
 # -- Anvia's streaming.test.ts, agent-tool part -------------------------------------------------
