@@ -124,3 +124,22 @@ def test_a_server_tool_named_final_result_clashes_with_a_typed_output_before_any
     response = agent.output_type(City, mode="native").build().prompt("go").send_sync()
     assert response.data == City(name="Paris")
     assert [t.name for t in native.requests[0].tools].count("final_result") == 1
+
+
+def test_a_server_that_writes_bytes_that_are_not_utf8_keeps_working(caplog):
+    """A Latin-1 banner, a line of raw bytes at each call, an answer with a byte that is not
+    UTF-8: the stray lines are warnings, the bad byte reads as U+FFFD, and each call answers
+    (before, the first bad byte ended the reading of the server's output for good)."""
+    model = QueueModel([call("read_file", {}, "c1"), call("read_file", {}, "c2"), "ok"])
+    agent = AgentBuilder("a", model).mcp([hostile("bad_bytes")]).approvals(lambda r: True)
+    with caplog.at_level(logging.WARNING):
+        response = agent.build().prompt("go").send_sync()
+    assert response.output == "ok"
+    for request in model.requests[1:]:
+        assert [part.content for part in tool_results(request)] == ["caf\ufffd au lait"]
+    stray = [record for record in caplog.records if record.name == "mcp.client.stdio"]
+    assert [record.getMessage().rsplit(": ", 1)[1] for record in stray] == [
+        "'D\ufffdmarrage du serveur'",
+        "'\ufffd\ufffd progress 50%'",
+        "'\ufffd\ufffd progress 50%'",
+    ]

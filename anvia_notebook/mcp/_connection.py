@@ -314,7 +314,15 @@ class Connection:
 
             env = dict(config.env) if config.env is not None else None
             command, args = guarded_command(config.command, config.args, env)
-            params = StdioServerParameters(command=command, args=args, env=env, cwd=config.cwd)
+            # Bytes that are not UTF-8 on the server's output (a Latin-1 banner, say) read as
+            # U+FFFD: strict decoding would end the reading of its messages for good.
+            params = StdioServerParameters(
+                command=command,
+                args=args,
+                env=env,
+                cwd=config.cwd,
+                encoding_error_handler="replace",
+            )
             return stdio_client(params, errlog=errlog)
         if isinstance(config, SseServer):
             from mcp.client.sse import sse_client

@@ -8,11 +8,14 @@ hostile MCP tests:
 - ``final_result``: it offers a tool named ``final_result``;
 - ``bad_listing``: its tool list is not valid MCP (a tool without an input schema);
 - ``noisy``: it prints a banner, and a line at each call, to its standard output;
-- ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image.
+- ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image;
+- ``bad_bytes``: it prints a Latin-1 banner, and at each call a line that is not valid UTF-8,
+  to its standard output, and answers with a text holding a byte that is not UTF-8 either.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -41,6 +44,19 @@ def answered(message: dict[str, Any]) -> None:
     reply(message["id"], {"content": [{"type": "text", "text": "done"}]})
 
 
+def not_utf8(message: dict[str, Any]) -> None:
+    sys.stdout.buffer.write(b"\xff\xfe progress 50%\n")
+    line = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": message["id"],
+            "result": {"content": [{"type": "text", "text": "caf@ au lait"}]},
+        }
+    )
+    sys.stdout.buffer.write(line.encode().replace(b"@", b"\xe9") + b"\n")
+    sys.stdout.flush()
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -53,6 +69,10 @@ elif MODE == "bad_listing":  # a tool whose hint is not a boolean, one without a
         "annotations": {"readOnlyHint": "yes"},
     }
     serve("hostile", [TOOL, bad, {"name": "schemaless"}], answered)
+elif MODE == "bad_bytes":  # a Latin-1 banner: "Démarrage ..."
+    sys.stdout.buffer.write("Démarrage du serveur\n".encode("latin-1"))
+    sys.stdout.flush()
+    serve("hostile", [TOOL], not_utf8)
 elif MODE == "odd_media":
     serve("hostile", [TOOL], odd_media)
 elif MODE == "final_result":
@@ -62,8 +82,6 @@ elif MODE == "final_result":
         answered,
     )
 else:
-    import json
-
     for line in sys.stdin:
         request = json.loads(line)
         method, message_id = request.get("method"), request.get("id")
