@@ -223,6 +223,7 @@ def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> Outpu
             f"({first}). Use a pydantic model, a dataclass, a TypedDict, or a type built from "
             "them, such as list[Model]."
         ) from None
+    schema = _object_at_top(schema)
     wrapped = schema.get("type") != "object"
     input_model = _input_model(output_type, wrapped)
     return OutputSpec(
@@ -251,6 +252,20 @@ def check_output_tools(output: OutputSpec | None, tools: Mapping[str, Any]) -> N
         f'The agent has a tool named {FINAL_RESULT!r}, which output_type(mode="tool") '
         'gives the model to return its result: rename that tool, or use mode="native".'
     )
+
+
+def _object_at_top(schema: dict[str, Any]) -> dict[str, Any]:
+    """A schema that is only a ``$ref`` to an object (a model that refers to itself, say) as
+    that object, its ``$defs`` kept beside it: a tool's input and a response format must be an
+    object at the top. Any other schema as it is."""
+    ref, defs = schema.get("$ref"), schema.get("$defs")
+    if not isinstance(ref, str) or not isinstance(defs, dict) or not ref.startswith("#/$defs/"):
+        return schema
+    target = defs.get(ref.removeprefix("#/$defs/"))
+    if not isinstance(target, dict) or target.get("type") != "object":
+        return schema
+    rest = {key: value for key, value in schema.items() if key not in ("$ref", "$defs")}
+    return {**target, **rest, "$defs": defs}
 
 
 def _input_model(output_type: Any, wrapped: bool) -> type[BaseModel]:

@@ -175,3 +175,29 @@ def test_the_offline_models_classes_take_their_fields_by_position() -> None:
         ToolCall("c1", "add", id="c2")
     # Keywords and validation from data work as for any pydantic model.
     assert ToolCall.model_validate({"id": "c", "name": "n"}).arguments == {}
+
+
+class Node(BaseModel):
+    """A model that refers to itself: its schema is a ``$ref`` at the top."""
+
+    name: str
+    children: list[Node] = []
+
+
+@pytest.mark.parametrize("mode", ["tool", "native"])
+async def test_a_model_that_refers_to_itself_is_asked_for_as_the_object_it_is(mode: str) -> None:
+    tree = {"name": "root", "children": [{"name": "leaf"}]}
+    answer = final(tree) if mode == "tool" else json.dumps(tree)
+    model = QueueModel([answer])
+    agent = AgentBuilder("typed", model).output_type(Node, mode).build()
+    response = await agent.prompt("a tree").store(None).send()
+    assert response.data == Node(name="root", children=[Node(name="leaf")])
+    request = model.requests[0]
+    if mode == "tool":
+        [schema] = [t.parameters for t in request.tools if t.name == "final_result"]
+    else:
+        schema = request.response_format.json_schema
+    assert schema["type"] == "object" and "$ref" not in schema
+    assert list(schema["properties"]) == ["name", "children"]
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert schema["$defs"]["Node"]["properties"]["name"] == {"title": "Name", "type": "string"}
