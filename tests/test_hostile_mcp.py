@@ -17,7 +17,7 @@ from anvia_notebook.errors import McpConnectionError, McpToolNameClashError
 from anvia_notebook.mcp import _connection
 from anvia_notebook.models import QueueModel
 
-from helpers import call, tool_results
+from helpers import call, calls, tool_results
 
 HOSTILE = str(SERVERS / "hostile.py")
 
@@ -143,3 +143,26 @@ def test_a_server_that_writes_bytes_that_are_not_utf8_keeps_working(caplog):
         "'\ufffd\ufffd progress 50%'",
         "'\ufffd\ufffd progress 50%'",
     ]
+
+
+def test_a_server_error_with_the_sdk_s_closed_code_is_the_server_s_error_not_a_lost_server():
+    """JSON-RPC error -32000 is in the range servers use for their own errors; the MCP SDK
+    also uses it for a closed connection. The server's message reaches the model, the server
+    is not restarted, and a call running beside it keeps its answer."""
+    model = QueueModel(
+        [
+            calls(("read_file", {"fail": True}, "c1"), ("read_file", {}, "c2")),
+            call("read_file", {"fail": True}, "c3"),
+            "ok",
+        ]
+    )
+    agent = AgentBuilder("a", model).mcp([hostile("server_error")]).approvals(lambda r: True)
+    built = agent.build()
+    built.prompt("go").with_tool_concurrency(2).send_sync()
+    failed, beside = tool_results(model.requests[1])
+    assert failed.is_error and "quota exceeded for today" in failed.content
+    assert "went away" not in failed.content
+    assert not beside.is_error and beside.content == "done"
+    [again] = tool_results(model.requests[2])
+    assert again.is_error and "quota exceeded for today" in again.content
+    assert built.get_tool("read_file").connection.opened == 1

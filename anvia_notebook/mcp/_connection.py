@@ -58,13 +58,23 @@ def _flatten(error: BaseException) -> BaseException:
     return error
 
 
+#: The message of the MCP SDK's error for a connection that closed under a request.
+_SDK_CLOSED = "Connection closed"
+
+
 def _is_closed(error: BaseException) -> bool:
     from mcp import MCPError
     from mcp.types import CONNECTION_CLOSED
 
     error = _flatten(error)
     if isinstance(error, MCPError):
-        return error.code == CONNECTION_CLOSED
+        # The SDK's own word that the transport closed. A server may answer a call with the
+        # same code (-32000 is in JSON-RPC's range for servers' errors), with its own message:
+        # that is the server's error, and its session goes on.
+        return error.code == CONNECTION_CLOSED and (error.message, error.data) == (
+            _SDK_CLOSED,
+            None,
+        )
     import anyio
 
     return isinstance(

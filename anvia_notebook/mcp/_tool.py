@@ -99,6 +99,16 @@ class McpTool(Tool):
                     with contextlib.suppress(asyncio.CancelledError):
                         await asyncio.shield(stopping)
             raise
+        except Exception as error:
+            from mcp import MCPError
+
+            if not isinstance(error, MCPError):
+                raise
+            # The server answered the call with a JSON-RPC error (its session goes on).
+            raise McpToolError(
+                f"MCP server {self.server_name!r} answered the call of {self.name} with error "
+                f"{error.code}: {error.message}"
+            ) from None
         mapped: McpResult = map_result(result)
         from .._tool_exec import TOOL_CALL_PARTS
 

@@ -10,7 +10,9 @@ hostile MCP tests:
 - ``noisy``: it prints a banner, and a line at each call, to its standard output;
 - ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image;
 - ``bad_bytes``: it prints a Latin-1 banner, and at each call a line that is not valid UTF-8,
-  to its standard output, and answers with a text holding a byte that is not UTF-8 either.
+  to its standard output, and answers with a text holding a byte that is not UTF-8 either;
+- ``server_error``: a call with ``{"fail": true}`` is answered with the JSON-RPC error -32000
+  (the code the MCP SDK also uses for a closed connection), any other call with ``done``.
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ def not_utf8(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def server_error(message: dict[str, Any]) -> None:
+    if not message["params"].get("arguments", {}).get("fail"):
+        answered(message)
+        return
+    error = {"code": -32000, "message": "quota exceeded for today"}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n")
+    sys.stdout.flush()
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -73,6 +84,8 @@ elif MODE == "bad_bytes":  # a Latin-1 banner: "Démarrage ..."
     sys.stdout.buffer.write("Démarrage du serveur\n".encode("latin-1"))
     sys.stdout.flush()
     serve("hostile", [TOOL], not_utf8)
+elif MODE == "server_error":
+    serve("hostile", [TOOL], server_error)
 elif MODE == "odd_media":
     serve("hostile", [TOOL], odd_media)
 elif MODE == "final_result":
