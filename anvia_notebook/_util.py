@@ -177,6 +177,15 @@ def shown_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
+def quoted(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` for a message: a text longer than ``limit`` characters is cut, with a
+    count of the rest (an id a page, a command or a model sends may be of any length)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}... ({len(value) - limit:,} more characters)"
+    text = repr(value)
+    return text if len(text) <= 2 * limit else f"{text[: 2 * limit]}..."
+
+
 def error_text(error: BaseException) -> str:
     """``str(error)``, for an exception raised by code of the user's (a tool, a handler, a hook,
     a model): one whose own ``__str__`` fails is still described, and the run goes on."""

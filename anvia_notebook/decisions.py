@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._schema_check import schema_problems
-from ._util import error_text, valid_data
+from ._util import error_text, quoted, valid_data
 from .approvals import normalize_decision
 from .errors import DecisionRefusedError
 from .output_types import format_errors
@@ -157,7 +157,7 @@ def _check_values(resolution: Resolution) -> None:
     for name, value, known in deciders:
         if value not in known:
             words = ", ".join(map(repr, filter(None, known)))
-            raise DecisionRefusedError(f"Unknown {name} {value!r}: it is one of {words}.")
+            raise DecisionRefusedError(f"Unknown {name} {quoted(value)}: it is one of {words}.")
     for name in ("reason", "reject_message"):
         value = getattr(resolution, name)
         if value is not None and not isinstance(value, str):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from . import decisions, records
-from ._util import valid_data
+from ._util import quoted, valid_data
 from .decisions import Resolution
 from .errors import DecisionRefusedError
 from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
@@ -349,7 +349,7 @@ class Interactions:
         """Decide ``item`` of this run or below it; a decision that is not the first is refused."""
         owned, name = self._owner(id_of(item)), "approval" if kind is ApprovalRecord else "question"
         if owned is None:
-            raise DecisionRefusedError(f"Unknown {name} {id_of(item)!r}.")
+            raise DecisionRefusedError(f"Unknown {name} {quoted(id_of(item))}.")
         owner, interaction = owned
         decisions.check_kind(interaction.record, name)
         with owner._lock:

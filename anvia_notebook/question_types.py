@@ -22,6 +22,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ._positional import PositionalFields
+from ._util import quoted
 
 __all__ = [
     "Answer",
@@ -324,10 +325,10 @@ def check_operator_answers(
         if question_id is None:
             return (
                 "Each answer is an object with a questionId and an answer (and choice or "
-                f"custom); got {raw!r}."
+                f"custom); got {quoted(raw)}."
             )
         if not isinstance(question_id, str) or question_id.strip() not in by_id:
-            return f"Unknown question {question_id!r}."
+            return f"Unknown question {quoted(question_id)}."
         question = by_id[question_id.strip()]
         if question.id in seen:
             return f"Question {question.id!r} is answered more than once."

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_SUB_CALLS",
     "SubRun",
     "inspect_turn",
+    "stored_run",
     "sub_runs_of",
 ]
 
@@ -99,6 +100,11 @@ def sub_runs_of(run: AgentRun) -> SubRunFinder:
         return None if state is None else _stored_sub_run(store, state)
 
     return find
+
+
+def stored_run(store: Any, run_id: str) -> SubRun:
+    """The stored run ``run_id`` as the Inspect view reads it: its trace and its sub-runs."""
+    return _stored_sub_run(store, store.get(run_id))
 
 
 def _stored_sub_run(store: Any, state: Any) -> SubRun:

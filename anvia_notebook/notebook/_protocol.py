@@ -27,6 +27,7 @@ from pydantic import (
     field_validator,
 )
 
+from .._util import quoted
 from ..errors import ProtocolError
 from ..question_types import Question, describe_validation_error
 from ..records import (
@@ -876,7 +877,7 @@ def _parse(adapter: TypeAdapter[Any], types: frozenset[str], raw: Any) -> Any:
         raise ProtocolError(f"A message must be a JSON object, not {type(raw).__name__}.")
     kind = raw.get("type")
     if not isinstance(kind, str) or kind not in types:
-        raise ProtocolError(f"Unknown message type {kind!r}.", request_id)
+        raise ProtocolError(f"Unknown message type {quoted(kind)}.", request_id)
     try:
         return adapter.validate_python(raw)
     except ValidationError as error:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._tool_exec import INTERACTION_EVENTS
-from .._util import cli_command
+from .._util import cli_command, quoted
 from ..decisions import check_kind
 from ..errors import DecisionRefusedError
 from ..events import (
@@ -37,7 +37,7 @@ from ..records import approval_scope
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
-from ._inspect import inspect_turn, sub_runs_of
+from ._inspect import SubRun, inspect_turn, sub_runs_of
 from ._protocol import (
     ApprovalDecisionMsg,
     InspectMsg,
@@ -126,6 +126,9 @@ class TranscriptSession:
         #: Studio): the static copy labels replies with it, as the page does; None: "Assistant".
         self.agent_names: dict[str, str] | None = None
         self.run: AgentRun | None = None
+        #: What Inspect reads while no run is shown: a stored run (a Studio session opened
+        #: from the run store), or None.
+        self.stored_run: Callable[[], SubRun | None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.set_loop(loop)
         self._lock = threading.RLock()
@@ -237,7 +240,7 @@ class TranscriptSession:
         run = self.run
         open_one = run.interactions.get(message.approval_id) if run is not None else None
         if run is None or open_one is None:
-            return f"Unknown approval {message.approval_id!r}."  # (decide refuses it too)
+            return f"Unknown approval {quoted(message.approval_id)}."  # (decide refuses it too)
         check_kind(open_one.record, "approval")
         if _asking_run(run, message.approval_id).request.active_approval_handler is not None:
             return "This run's approvals are decided by its approval handler, not in this widget."
@@ -274,7 +277,7 @@ class TranscriptSession:
         too: a question this run never asked, one already settled, answers that break the
         question contract, or an ``ask_question`` question declined."""
         if self.run is None:
-            return f"Unknown question {message.question_id!r}."
+            return f"Unknown question {quoted(message.question_id)}."
         if isinstance(message, QuestionDeclineMsg):
             self.run.interactions.decline(message.question_id, via="widget")
         else:  # (the answers are read as any decider's are: no copy of them is made here)
@@ -282,14 +285,26 @@ class TranscriptSession:
         return None
 
     def _on_inspect(self, message: InspectMsg) -> dict[str, Any]:
-        """One model call of the shown run's trace, for the Inspect view (asked when opened)."""
-        run = self.run
-        if run is None:
+        """One model call of the shown run's trace, for the Inspect view (asked when opened):
+        the run shown, else the stored run the transcript was rebuilt from."""
+        run, stored = self.run, self.stored_run
+        if run is None and stored is None:
             return inspect_reply_message(message.request_id, count=0, error="No run to inspect.")
+        trace = None
         try:
-            count, turn = inspect_turn(run.trace, message.index, sub_runs_of(run))
+            if run is not None:
+                trace, sub_runs = run.trace, sub_runs_of(run)
+            else:
+                assert stored is not None
+                shown = stored()
+                if shown is None:
+                    return inspect_reply_message(
+                        message.request_id, count=0, error="No run to inspect."
+                    )
+                trace, sub_runs = shown.trace, shown.sub_runs
+            count, turn = inspect_turn(trace, message.index, sub_runs)
         except IndexError as error:
-            count = len(run.trace.turns)
+            count = 0 if trace is None else len(trace.turns)
             return inspect_reply_message(message.request_id, count=count, error=str(error))
         except Exception as exc:
             logger.exception("Reading the trace for the Inspect view failed")

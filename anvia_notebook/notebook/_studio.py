@@ -25,12 +25,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._util import check_valid_text
+from .._util import check_valid_text, quoted
 from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
 from ..models import ToolCall
 from ._human_input import WidgetHumanInput
+from ._inspect import SubRun, stored_run
 from ._session import TranscriptSession
 from ._transcript import Transcript
 
@@ -149,6 +150,8 @@ class Studio:
         #: the last run of each (the one its Inspect view reads).
         self._conversations: dict[str, Transcript] = {}
         self._last_runs: dict[str, AgentRun] = {}
+        #: The stored session opened (Inspect reads its last run until a prompt makes another).
+        self._opened: StudioSession | None = None
         #: This session's copy of each agent's own ``WidgetHumanInput`` (by agent id).
         self._own_inputs: dict[str, WidgetHumanInput] = {}
         #: False once the store failed: the Studio goes on in memory.
@@ -165,7 +168,7 @@ class Studio:
                 found = self._read(session)
                 if found is None:
                     raise ValueError(
-                        f"Unknown session {session!r}: Studio.sessions() lists the earlier "
+                        f"Unknown session {quoted(session)}: Studio.sessions() lists the earlier "
                         "sessions of these agents."
                     )
             if found is not None:
@@ -219,6 +222,7 @@ class Studio:
             session.handlers["studio_open_session"] = self._on_open_session
             session.handlers["steer"] = _refusing_bad_text(session.handlers["steer"])
             session.add_done_listener(self._on_run_done)
+            session.stored_run = self._opened_run
             session.agent_names = {a.id: a.display_name for a in self.agents.values()}
             self._session = session
             self._conversations = {self.selected: session.transcript}
@@ -295,6 +299,7 @@ class Studio:
         session.human_input = self.human_input
         self._conversations = {self.selected: session.transcript}
         self._last_runs.clear()
+        self._opened = None
         session.run = None  # Inspect reads no run of the conversation cleared
         session.transcript.reset(self.selected)
         session.batcher.flush()
@@ -328,7 +333,7 @@ class Studio:
         if self.busy:
             return BUSY
         if agent_id not in self.agents:
-            return f"Unknown agent {agent_id!r}."
+            return f"Unknown agent {quoted(agent_id)}."
         self._show(agent_id)
         self.selected = agent_id
         self._send_studio()
@@ -349,7 +354,7 @@ class Studio:
             return BUSY
         agent = self.agents.get(agent_id or self.selected)
         if agent is None:
-            return f"Unknown agent {agent_id!r}."
+            return f"Unknown agent {quoted(agent_id)}."
         text = text.strip()
         if not text:
             return "Type a message first."
@@ -494,6 +499,7 @@ class Studio:
         self._earlier = None
         self.selected = stored.agent_id
         self._last_runs.clear()
+        self._opened = stored
         if self._session is not None:  # its transcript is rebuilt as this conversation's
             self._conversations = {stored.agent_id: self._session.transcript}
             self._session.run = None  # (not the run of the conversation it replaces)
@@ -507,7 +513,7 @@ class Studio:
             return "Earlier sessions are not available: runs are not stored."
         found = self._read(session_id)
         if found is None:
-            return f"Unknown session {session_id!r}."
+            return f"Unknown session {quoted(session_id)}."
         self._load(*found)
         session = self.session
         session.human_input = self.human_input
@@ -516,6 +522,19 @@ class Studio:
         self._send_studio()
         session.refresh_displays()
         return None
+
+    def _opened_run(self) -> SubRun | None:
+        """What Inspect reads of the stored session opened, while its conversation is shown and
+        no prompt made a run of it here: its last stored run (None: it has none). A store that
+        cannot be read raises (the Inspect view says so)."""
+        opened, store = self._opened, self._store()
+        if opened is None or store is None or opened.agent_id != self.selected:
+            return None
+        if self._last_runs.get(opened.agent_id) is not None:
+            return None
+        runs = store.runs(agent_id=opened.agent_id, session_id=opened.session_id, limit=100)
+        last = next((run for run in runs if run.parent_run_id is None), None)
+        return None if last is None else stored_run(store, last.run_id)
 
     def _rebuild(
         self, transcript: Transcript, stored: StudioSession, messages: list[Message]

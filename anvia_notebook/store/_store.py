@@ -34,6 +34,7 @@ from .._stored_once import (
     restore,
 )
 from .._sub_run_log import SubRunEventRef, expand_sub_run_refs
+from .._util import quoted
 from ..decisions import (
     Resolution,
     answers_resolution,
@@ -705,7 +706,7 @@ class RunStore(SteeringRows, DecisionRequests):
         its resume). ``run_id``: the interaction's run, or a run above it (a sub-agent's
         interaction is decided given the top-level run's id too)."""
         item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
-        unknown = DecisionRefusedError(f"Unknown {name} {item_id!r} in run {run_id!r}.")
+        unknown = DecisionRefusedError(f"Unknown {name} {quoted(item_id)} in run {quoted(run_id)}.")
         rows = self._q(
             "SELECT run_id, args_schema, kind, status, record, decision FROM interactions "
             "WHERE id = ?",

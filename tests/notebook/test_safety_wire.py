@@ -273,3 +273,26 @@ async def test_an_id_sent_as_the_other_kind_is_refused_saying_so(handler):
     await handle
     await finished(handle)
     assert [c.order_id for c in tool.calls] == ["A"]
+
+
+async def test_a_forged_id_of_a_megabyte_is_named_shortly_in_the_refusal():
+    """A page that sends a huge id (or message type) gets a short refusal: before, the whole
+    megabyte came back in the error, into the reply and the page's notice."""
+    tool = refund_tool()
+    model = QueueModel([refund_call("c1", "A"), "Done."])
+    handle = runner.show(AgentBuilder("shop", model).tools([tool]).build().prompt("refund"))
+    page = Page(handle.widget)
+    await page.sync()
+    await pending_approval(page)
+    huge = "z" * 1_000_000
+    replies = [
+        await page.approve(huge),
+        await page.answer(huge, [{"questionId": "q", "answer": "a"}]),
+        await page.request("question_decline", question_id=huge),
+        await page.request(huge),
+    ]
+    for reply in replies:
+        assert reply["ok"] is False
+        assert "zzzz" in reply["error"] and len(reply["error"]) < 300, reply["error"][:300]
+    handle.cancel()
+    await finished(handle)

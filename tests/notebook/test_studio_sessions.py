@@ -297,3 +297,48 @@ def test_session_titles():
     assert session_title([]) == "Untitled session"
     long = session_title([Message.user("x" * 200)])
     assert len(long) == 80 and long.endswith("\u2026")
+
+
+async def test_inspect_reads_the_last_stored_run_of_a_session_opened_again(store_path):
+    first, _ = agents("First answer.", "Second answer.")
+    studio = Studio(first)
+    page = Page(studio.widget)
+    await page.sync()
+    await say(page, "one")
+    await say(page, "two")
+    support_id = studio._session_ids["support"]
+
+    again, _ = agents("Third answer.")
+    restarted = Studio(again)
+    page = Page(restarted.widget)
+    await page.sync()
+    assert (await page.request("inspect", index=None))["error"] == "No run to inspect."
+    assert (await page.request("studio_open_session", session_id=support_id))["ok"]
+    # Before: "No run to inspect." though the page shows the stored conversation.
+    inspected = await page.request("inspect", index=None)
+    assert inspected["turn"]["response_text"] == "Second answer.", inspected
+    # The other agent's conversation has no run; back to this one, the stored run again.
+    assert (await page.request("studio_select", agent_id="other"))["ok"]
+    assert (await page.request("inspect", index=None))["error"] == "No run to inspect."
+    assert (await page.request("studio_select", agent_id="support"))["ok"]
+    inspected = await page.request("inspect", index=None)
+    assert inspected["turn"]["response_text"] == "Second answer."
+    await say(page, "three")
+    inspected = await page.request("inspect", index=None)
+    assert inspected["turn"]["response_text"] == "Third answer."
+    assert (await page.request("studio_new_session"))["ok"]
+    assert (await page.request("inspect", index=None))["error"] == "No run to inspect."
+
+
+async def test_an_unknown_session_id_of_any_length_is_named_shortly(store_path):
+    studio = Studio(agents()[0])
+    page = Page(studio.widget)
+    await page.sync()
+    forged = "x" * 2_000_000
+    refused = await page.request("studio_open_session", session_id=forged)
+    assert refused["ok"] is False
+    assert refused["error"].startswith("Unknown session 'xxxx")
+    assert len(refused["error"]) < 200
+    with pytest.raises(ValueError, match="Unknown session") as raised:
+        studio.open_session(forged)
+    assert len(str(raised.value)) < 400
