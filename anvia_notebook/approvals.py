@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
 from ._util import maybe_await
@@ -58,6 +59,20 @@ class ToolApprovalRequest(ApprovalContext[Any]):
     fix_required: bool = False
 
 
+def edited_args_data(value: Any) -> Any:
+    """Edited arguments as JSON data: given as the tool's input model
+    (``request.args.model_copy(...)``), its fields; a dict holding models, dataclasses or dates,
+    with those as their JSON. Anything else as it is (the decision's check refuses it)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, dict):
+        try:
+            return to_jsonable_python(value, by_alias=True)
+        except PydanticSerializationError:
+            return value
+    return value
+
+
 class ApprovalDecision(PositionalFields):
     """A decision on one approval. ``args`` (with an approval) replaces the call's arguments."""
 
@@ -78,10 +93,8 @@ class ApprovalDecision(PositionalFields):
     @classmethod
     def _model_as_dict(cls, value: Any) -> Any:
         """Edited arguments given as the tool's input model (``request.args.model_copy(...)``)
-        are taken as its fields."""
-        if isinstance(value, BaseModel):
-            return value.model_dump(mode="json", by_alias=True)
-        return value
+        are taken as its fields (see :func:`edited_args_data`)."""
+        return edited_args_data(value)
 
     if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
 

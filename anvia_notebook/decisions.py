@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ._schema_check import schema_problems
 from ._util import error_text, quoted, valid_data
-from .approvals import normalize_decision
+from .approvals import edited_args_data, normalize_decision
 from .errors import DecisionRefusedError
 from .output_types import format_errors
 from .question_types import (
@@ -103,7 +103,7 @@ class Resolution:
             decided_by,
             decided_via,
             reason=(reason.strip() or None) if isinstance(reason, str) else reason,
-            args=args if approved else None,
+            args=edited_args_data(args) if approved else None,
             reject_message=reject_message,
         )
 

@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from anvia_notebook import (
     AgentBuilder,
     ApprovalDecision,
     CallbackHumanInput,
+    RunStore,
+    StoreHumanInput,
     ToolApproval,
     ToolApprovalRequiredError,
+    create_tool,
 )
 from anvia_notebook.models import QueueModel
 from anvia_notebook.records import DEFAULT_REJECT_MESSAGE
 
-from helpers import call, make_add_tool, tool_results
+from helpers import call, make_add_tool, pending_of, tool_results
 
 
 def run_events(agent, prompt="go"):
@@ -268,3 +273,59 @@ def test_edited_arguments_given_as_the_tools_input_model_are_taken():
     assert tool.calls == [(1, 100)]
     assert tool_results(model.requests[1])[0].content == "101"
     assert response.output == "done"
+
+
+class _Point(BaseModel):
+    x: int
+    y: int
+
+
+class _Segment(BaseModel):
+    start: _Point
+    end: _Point
+
+
+def _segment_tool() -> Any:
+    def length(args: _Segment, ctx: Any) -> str:
+        return str(abs(args.end.x - args.start.x) + abs(args.end.y - args.start.y))
+
+    return create_tool(
+        name="length", description="d", input=_Segment, execute=length, approval=ToolApproval()
+    )
+
+
+def _segment_call() -> Any:
+    return call("length", {"start": {"x": 0, "y": 0}, "end": {"x": 1, "y": 1}})
+
+
+def test_edited_arguments_holding_models_are_taken_as_their_json():
+    """``args={"start": Point(...), ...}``: before, "Object of type _Point is not JSON
+    serializable" ended the run."""
+    model = QueueModel([_segment_call(), "done"])
+
+    def handler(request):
+        return ApprovalDecision(True, args={"start": _Point(x=0, y=0), "end": _Point(x=5, y=5)})
+
+    agent = AgentBuilder("a", model).tool(_segment_tool()).approvals(handler).build()
+    agent.prompt("go").store(None).send_sync()
+    assert tool_results(model.requests[1])[0].content == "10"
+
+
+async def test_the_run_store_and_the_handle_take_edited_arguments_as_the_tools_model(store_path):
+    """From another process's code or a cell: ``store.approve(..., args=Segment(...))`` was
+    refused as "must be a JSON object"."""
+    for decide in ("store", "cell"):
+        model = QueueModel([_segment_call(), "done"])
+        agent = AgentBuilder("a", model).tool(_segment_tool()).human_input(StoreHumanInput())
+        store = RunStore(store_path)
+        run = agent.build().prompt("go").store(store).start()
+        [pending] = await pending_of(run)
+        edited = _Segment(start=_Point(x=0, y=0), end=_Point(x=2, y=3))
+        if decide == "store":
+            store.approve(run.run_id, pending.id, args=edited)
+        else:
+            args = {"start": edited.start, "end": edited.end}
+            run.interactions.decide(pending.id, approved=True, args=args, via="handle")
+        await run.wait()
+        assert tool_results(model.requests[1])[0].content == "5", decide
+        store.close()
