@@ -31,9 +31,9 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticSerializationError
 
-from .errors import McpToolNameClashError
+from .errors import McpToolNameClashError, OutputValidationError
 from .models.base import ResponseFormat, ToolDefinition
 
 __all__ = [
@@ -156,8 +156,17 @@ class OutputSpec:
         return value if isinstance(value, dict) else {}
 
     def dump(self, value: Any) -> Any:
-        """The validated value as JSON data (for events, the store and the transcript)."""
-        return self.adapter.dump_python(value, mode="json")
+        """The validated value as JSON data (for events, the store and the transcript). A type
+        whose own serializer fails raises :class:`OutputValidationError` saying so (the model
+        cannot fix that)."""
+        try:
+            return self.adapter.dump_python(value, mode="json")
+        except PydanticSerializationError as error:
+            raise OutputValidationError(
+                f"The {self.name} is valid, but it could not be turned into JSON: {error}. "
+                f"Check the serializers of {type_name(self.output_type)}.",
+                output_type=self.output_type,
+            ) from error
 
 
 @contextmanager
