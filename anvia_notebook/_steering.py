@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ._util import check_steering_text, check_valid_text, new_id, running_loop
+from ._util import check_steering_text, check_valid_text, new_id, quoted, running_loop
 from .events import SteeringMessageEvent
 from .messages import Message
 
@@ -49,7 +49,7 @@ def steering_messages(value: Any) -> list[Message]:
         check_steering_text(value)
         return [Message.user(value)]
     if isinstance(value, Message):
-        return [storable(value)]
+        return _well_formed([storable(value)])
     if isinstance(value, (list, tuple)):
         if not value:
             raise ValueError("steer() was given an empty list: nothing to send into the run.")
@@ -59,10 +59,47 @@ def steering_messages(value: Any) -> list[Message]:
                     "steer() takes a str, a Message or a list of Messages; item "
                     f"{number} is {type(item).__name__}."
                 )
-        return [storable(item) for item in value]
+        return _well_formed([storable(item) for item in value])
     raise TypeError(
         f"steer() takes a str, a Message or a list of Messages, not {type(value).__name__}."
     )
+
+
+def _well_formed(messages: list[Message]) -> list[Message]:
+    """``messages``, refused (``ValueError``) when a provider would refuse the conversation
+    they make: a message with no text (and no tool calls), a tool call without its result (a
+    tool message must answer the calls of a steered assistant message, in the same steer),
+    a tool result of no steered call, tool calls or results on the wrong role."""
+    waiting: list[str] = []  # the steered calls not answered yet
+    for number, message in enumerate(messages, start=1):
+        which = "The steered message" if len(messages) == 1 else f"Steered message {number}"
+        if message.role == "tool":
+            if not message.tool_results or message.tool_calls:
+                raise ValueError(f"{which} is a tool message: it holds tool results only.")
+            for result in message.tool_results:
+                if result.tool_call_id not in waiting:
+                    raise ValueError(
+                        f"{which} holds the result of the tool call "
+                        f"{quoted(result.tool_call_id)}, which no steered assistant message "
+                        "before it made."
+                    )
+                waiting.remove(result.tool_call_id)
+            continue
+        if waiting:
+            break
+        if message.tool_results:
+            raise ValueError(f"{which} holds tool results: only a tool message may.")
+        if message.role == "user" and message.tool_calls:
+            raise ValueError(f"{which} holds tool calls: only an assistant message may.")
+        if not message.content.strip() and not message.tool_calls:
+            raise ValueError(f"{which} needs some text; this one is empty.")
+        waiting.extend(call.id for call in message.tool_calls)
+    if waiting:
+        raise ValueError(
+            f"The steered tool call {quoted(waiting[0])} has no result: a steered assistant "
+            "message's tool calls must be answered by a tool message right after it."
+        )
+    return messages
 
 
 def storable(message: Message, what: str = "A steered message") -> Message:

@@ -250,3 +250,64 @@ def test_steered_while_a_tool_runs_then_killed_is_read_once_after_the_interrupte
     assert roles == ["user", "assistant", "tool", "user", "user", "assistant"]
     assert "interrupted" in response.messages[2].tool_results[0].content.lower()
     assert response.output == "Done; steered: ['first: by region', 'second: in euros']"
+
+
+def _assistant_calling(call_id: str = "c9") -> Message:
+    from anvia_notebook.messages import MessageToolCall
+
+    return Message(
+        role="assistant", tool_calls=[MessageToolCall(id=call_id, name="add", arguments="{}")]
+    )
+
+
+def _tool_result(call_id: str = "c9") -> Message:
+    from anvia_notebook.messages import ToolResultPart
+
+    return Message(
+        role="tool",
+        tool_results=[ToolResultPart(tool_call_id=call_id, tool_name="add", content="3")],
+    )
+
+
+@pytest.mark.parametrize(
+    ("steered", "words"),
+    [
+        (Message.user(""), "needs some text"),
+        (Message.user("  \n"), "needs some text"),
+        ([Message.user("ok"), Message(role="assistant")], "Steered message 2 needs some text"),
+        (_assistant_calling(), "'c9' has no result"),
+        ([_assistant_calling(), Message.user("and?")], "'c9' has no result"),
+        (_tool_result(), "which no steered assistant message before it made"),
+        ([_assistant_calling("a"), _tool_result("b")], "'b', which no steered"),
+        (Message(role="tool"), "holds tool results only"),
+        (
+            Message(role="user", content="x", tool_results=_tool_result().tool_results),
+            "only a tool",
+        ),
+        (
+            Message(role="user", content="x", tool_calls=_assistant_calling().tool_calls),
+            "only an assistant message",
+        ),
+    ],
+)
+async def test_steered_messages_a_provider_would_refuse_are_refused_and_nothing_is_queued(
+    steered: Any, words: str
+):
+    """Before, an empty user message, or an assistant's tool call with no result, went into the
+    conversation, and the next model call failed at the provider."""
+    model = QueueModel(["done"])
+    request = AgentBuilder("a", model).build().prompt("hi").store(None)
+    with pytest.raises(ValueError, match=words):
+        request.steer(steered)
+    response = await request.send()
+    assert [m.content for m in response.messages] == ["hi", "done"]
+
+
+async def test_a_steered_tool_call_with_its_result_is_delivered_as_given():
+    model = QueueModel(["done", "after the steer"])
+    request = AgentBuilder("a", model).build().prompt("hi").store(None)
+    steered = [_assistant_calling(), _tool_result(), Message.user("so?")]
+    assert request.steer(steered) is True
+    response = await request.send()
+    assert response.messages[2:5] == steered  # (after the first answer, which would end the run)
+    assert response.output == "after the steer"
