@@ -34,6 +34,22 @@ def _top(store: RunStore) -> Any:
     return tops[0] if tops else None
 
 
+def _killed_at_the_second_approval(store: RunStore, code: str, env: dict[str, str]) -> Any:
+    """Run ``code`` in a child process, approve the first analyst's call, and kill the child
+    once the second analyst waits (the first has run its query once): the lead's run and the
+    second approval."""
+    child = start_python(code, env)
+    top = wait_until(lambda: _top(store), child, "the lead's run")
+    [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
+    store.approve(top.run_id, first.id)
+    later = wait_until(
+        lambda: _another(store, top.run_id, first.id), child, "the second analyst's approval"
+    )
+    assert subagent_agents.effects() == ["started select 1", "done select 1"]
+    kill(child)
+    return top, later
+
+
 def test_three_levels_killed_at_the_deepest_approval_then_decided_and_resumed(
     env: dict[str, str],
 ) -> None:
@@ -78,16 +94,7 @@ def test_killed_between_two_sub_agent_calls_of_one_turn_the_finished_one_is_not_
     store = RunStore(location)
     try:
         code = "import subagent_deep_agents; subagent_deep_agents.run('select')"
-        child = start_python(code, env)
-        top = wait_until(lambda: _top(store), child, "the lead's run")
-        [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
-        store.approve(top.run_id, first.id)
-
-        later = wait_until(
-            lambda: _another(store, top.run_id, first.id), child, "the second analyst's approval"
-        )
-        assert subagent_agents.effects() == ["started select 1", "done select 1"]
-        kill(child)
+        top, later = _killed_at_the_second_approval(store, code, env)
         store.approve(later.run_id, later.id)  # given the sub-run's id this time
         response = subagent_deep_agents.lead().resume(top.run_id).send_sync()
         assert response.output == (
@@ -146,14 +153,7 @@ def test_a_typed_sub_agent_that_had_finished_gives_its_value_again_after_a_resum
     store = RunStore(location)
     try:
         code = "import subagent_agents; subagent_agents.run('east and west', typed=True)"
-        child = start_python(code, env)
-        top = wait_until(lambda: _top(store), child, "the lead's run")
-        [first] = wait_until(lambda: store.pending(top.run_id), child, "the first approval")
-        store.approve(top.run_id, first.id)
-        later = wait_until(
-            lambda: _another(store, top.run_id, first.id), child, "the second analyst's approval"
-        )
-        kill(child)
+        top, later = _killed_at_the_second_approval(store, code, env)
         store.approve(top.run_id, later.id)
         response = subagent_agents.lead(typed=True).resume(top.run_id).send_sync()
         finding = '{"query":"west +12% (select 1)","rows":3}'
