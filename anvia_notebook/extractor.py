@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ._util import check_valid_text
 from .agent import Agent, AgentBuilder
 from .errors import ExtractionError
 from .messages import Message, Usage
@@ -74,6 +75,10 @@ class Extractor(Generic[T]):
 
     async def extract_with_history(self, text: str | Message, history: Sequence[Message]) -> T:
         """As :meth:`extract`, with earlier messages before ``text``."""
+        if isinstance(history, (str, bytes, Message)) or not isinstance(history, Sequence):
+            raise TypeError(
+                f"The history must be a list of Messages, not {type(history).__name__}."
+            )
         return (await self._run(text, list(history))).data
 
     def extract_sync(self, text: str | Message) -> T:
@@ -88,7 +93,14 @@ class Extractor(Generic[T]):
         self, text: str | Message, history: list[Message] | None
     ) -> ExtractionResponse[T]:
         agent = self._agent
-        prompt = Message.user(text) if isinstance(text, str) else text
+        prompt = _prompt(text)
+        if history is not None:
+            for number, item in enumerate(history, start=1):
+                if not isinstance(item, Message):
+                    raise TypeError(
+                        f"The history must be a list of Messages; item {number} is "
+                        f"{type(item).__name__}."
+                    )
         usage = Usage()
         last_error: BaseException | None = None
         for _ in range(self._retries + 1):
@@ -119,6 +131,17 @@ class Extractor(Generic[T]):
             raise ExtractionError("The model did not call the submit tool")
         value: T = self._spec.validate_arguments(submitted[-1].arguments)
         return value
+
+
+def _prompt(text: Any) -> Message:
+    """What to extract from, as the user message the model gets: a text or a Message; anything
+    else is a ``TypeError`` at once (not an :class:`ExtractionError` after every retry)."""
+    if isinstance(text, Message):
+        return text
+    if not isinstance(text, str):
+        raise TypeError(f"extract() takes a str or a Message, not {type(text).__name__}.")
+    check_valid_text(text, "The text to extract from")
+    return Message.user(text)
 
 
 class ExtractorBuilder(Generic[T]):

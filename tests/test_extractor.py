@@ -240,3 +240,35 @@ async def test_a_parsed_completion_needs_a_prompt_or_messages() -> None:
         await create_parsed_completion(QueueModel([]), None, Ticket)
     with pytest.raises(TypeError, match="must be a str, a Message or a list of Messages"):
         await create_parsed_completion(QueueModel([]), [{"role": "user"}], Ticket)  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "words"),
+    [
+        (None, TypeError, "takes a str or a Message, not NoneType"),
+        (5, TypeError, "not int"),
+        (b"a ticket", TypeError, "not bytes"),
+        ("\ud800", ValueError, "not valid text"),
+    ],
+)
+async def test_what_is_not_a_text_is_refused_at_once_not_retried_into_no_data(
+    text: Any, error: type[Exception], words: str
+) -> None:
+    """Before: ``ExtractionError("No data extracted")`` after every retry, the model asked for
+    nothing each time."""
+    model = QueueModel([submit({"value": 1})] * 3)
+    extractor = ExtractorBuilder(model, Value).retries(2).build()
+    with pytest.raises(error, match=words):
+        await extractor.extract(text)
+    assert model.requests == []
+
+
+async def test_a_history_that_is_not_a_list_of_messages_is_refused_at_once() -> None:
+    model = QueueModel([submit({"value": 1})] * 3)
+    extractor = ExtractorBuilder(model, Value).retries(2).build()
+    with pytest.raises(TypeError, match="history must be a list of Messages, not str"):
+        await extractor.extract_with_history("text", "earlier text")
+    with pytest.raises(TypeError, match="item 2 is dict"):
+        await extractor.extract_with_history("text", [Message.user("a"), {"role": "user"}])
+    assert model.requests == []
+    assert (await extractor.extract_with_history("text", [Message.user("a")])).value == 1
