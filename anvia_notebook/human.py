@@ -75,6 +75,12 @@ class CallbackHumanInput:
         ask: Callable[[QuestionRequest], Any] | None = None,
         timeout: float | None = None,
     ) -> None:
+        for name, given in (("approve", approve), ("ask", ask)):
+            if given is not None and not callable(given):
+                raise TypeError(
+                    f"CallbackHumanInput({name}=...) takes a function (or None), not "
+                    f"{type(given).__name__}."
+                )
         self._approve = approve
         self._ask = ask
         self.timeout = positive_timeout(timeout)

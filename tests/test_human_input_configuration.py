@@ -12,7 +12,7 @@ import math
 import pytest
 
 from anvia_notebook import AgentBuilder, create_question_tool
-from anvia_notebook.human import ConsoleHumanInput, StoreHumanInput
+from anvia_notebook.human import CallbackHumanInput, ConsoleHumanInput, StoreHumanInput
 from anvia_notebook.models import QueueModel
 
 from helpers import call, tool_results
@@ -147,3 +147,11 @@ def test_a_time_limit_given_as_another_kind_of_number_is_taken():
     assert StoreHumanInput(timeout=np.int64(30)).timeout == 30.0
     assert ConsoleHumanInput(timeout=Fraction(1, 2)).timeout == 0.5
     assert StoreHumanInput(timeout=np.float64("inf")).timeout is None
+
+
+@pytest.mark.parametrize(("field", "value"), [("approve", 5), ("ask", "yes"), ("approve", True)])
+def test_a_callback_human_input_refuses_what_is_not_a_function_when_made(field, value):
+    """Before, ``CallbackHumanInput(approve=5)`` was taken, and the run failed at its first
+    approval with Python's "'int' object is not callable"."""
+    with pytest.raises(TypeError, match=f"CallbackHumanInput\\({field}=...\\) takes a function"):
+        CallbackHumanInput(**{field: value})
