@@ -24,6 +24,7 @@ __all__ = [
     "checked_session",
     "checked_temperature",
     "checked_text",
+    "checked_tool_choice",
     "checked_turns",
 ]
 
@@ -110,6 +111,22 @@ def checked_max_tokens(value: Any) -> int | None:
     if value < 1:
         raise ValueError(f"max_tokens must be one or more, not {value!r}.")
     return int(value)
+
+
+def checked_tool_choice(value: Any) -> Any:
+    """Which tool the model must call: ``"auto"``, ``"none"``, ``"required"`` (or ``"any"``), a
+    tool's name, a provider's own dict, or None (the provider's default)."""
+    if value is None or isinstance(value, dict):
+        return value
+    if not isinstance(value, str):
+        raise TypeError(
+            'tool_choice takes "auto", "none", "required", a tool\'s name or a provider\'s dict, '
+            f"not {_kind(value)}."
+        )
+    if not value.strip():
+        raise ValueError('tool_choice needs a value: "auto", "none", "required" or a tool\'s name.')
+    check_valid_text(value, "tool_choice")
+    return value
 
 
 def checked_text(value: Any, what: str) -> str | None:

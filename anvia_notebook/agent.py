@@ -17,6 +17,7 @@ from ._option_checks import (
     checked_max_tokens,
     checked_temperature,
     checked_text,
+    checked_tool_choice,
     checked_turns,
 )
 from .approvals import ApprovalHandler
@@ -246,7 +247,7 @@ class AgentBuilder:
         return self
 
     def tool_choice(self, value: Any) -> AgentBuilder:
-        self._tool_choice = value
+        self._tool_choice = checked_tool_choice(value)
         return self
 
     def default_max_turns(self, value: int) -> AgentBuilder:

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
+from ._option_checks import checked_max_tokens, checked_temperature, checked_tool_choice
 from .errors import OutputValidationError
 from .messages import Message, Usage
 from .models.base import (
@@ -67,9 +68,9 @@ async def create_parsed_completion(
         instructions=instructions or None,
         messages=history,
         tools=list(tools or []),
-        temperature=temperature,
-        max_tokens=max_tokens,
-        tool_choice=tool_choice,
+        temperature=checked_temperature(temperature),
+        max_tokens=checked_max_tokens(max_tokens),
+        tool_choice=checked_tool_choice(tool_choice),
         response_format=spec.response_format(),
     )
     response = await collect_completion(model.stream(request))

@@ -11,13 +11,16 @@ error, ``.temperature("hot")`` and ``.session(5)`` with pydantic errors about in
 from __future__ import annotations
 
 import pytest
+from pydantic import BaseModel
 
 from anvia_notebook import (
     AgentBuilder,
     CallbackHumanInput,
+    ExtractorBuilder,
     Hook,
     StoreHumanInput,
     create_hook,
+    create_parsed_completion,
 )
 from anvia_notebook.models import QueueModel
 
@@ -157,3 +160,29 @@ def test_a_steer_with_nothing_in_it_is_refused_not_reported_as_delivered(message
 def test_a_steer_with_a_list_that_holds_something_else_names_it():
     with pytest.raises(TypeError, match="item 2 is str"):
         request().steer([__import__("anvia_notebook").Message.user("a"), "b"])
+
+
+class _Pick(BaseModel):
+    name: str
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "words"),
+    [
+        (5, TypeError, "not int"),
+        (["auto"], TypeError, "not list"),
+        ("  ", ValueError, "needs a value"),
+    ],
+)
+async def test_a_tool_choice_the_providers_cannot_read_is_refused_where_it_is_given(
+    value, error, words
+):
+    """Before, ``tool_choice(5)`` was taken, and only a real provider refused it, at a run."""
+    with pytest.raises(error, match=words):
+        AgentBuilder("a", QueueModel([])).tool_choice(value)
+    with pytest.raises(error, match=words):
+        ExtractorBuilder(QueueModel([]), _Pick).tool_choice(value)
+    with pytest.raises(error, match=words):
+        await create_parsed_completion(QueueModel([]), "hi", _Pick, tool_choice=value)
+    for good in ("auto", "required", "lookup", {"type": "auto"}, None):
+        AgentBuilder("a", QueueModel([])).tool_choice(good)
