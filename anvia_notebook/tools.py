@@ -70,6 +70,8 @@ class Tool:
             )
         if not callable(execute):
             raise TypeError(f"`execute` must be a function, not {type(execute).__name__}.")
+        if not isinstance(idempotent, bool):
+            raise TypeError(f"`idempotent` must be True or False, not {idempotent!r}.")
         self.name = name
         self.description = description
         self.input = input

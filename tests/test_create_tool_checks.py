@@ -46,6 +46,7 @@ def _add_one(args, ctx):
         ({"description": None}, TypeError, "The description of tool 't' must be a text"),
         ({"name": 7}, TypeError, "A tool's name must be a text, not int."),
         ({"name": "  "}, ValueError, "A tool needs a non-empty name."),
+        ({"idempotent": "yes"}, TypeError, "`idempotent` must be True or False, not 'yes'."),
     ],
 )
 def test_what_a_tool_cannot_use_is_refused_when_it_is_made(options, error, words):
