@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._util import cli_command, shown_url
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
-from .store import STORE_ENV, default_location
+from .store import STORE_ENV, default_location, location_problem
 
 if TYPE_CHECKING:
     from .question_types import Question
@@ -394,6 +394,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     location = args.store or default_location()
     if location is None:
         print(f"Runs are not stored ({STORE_ENV} is off); use --store PATH.", file=sys.stderr)
+        return 2
+    problem = location_problem(location)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if not _is_url(location):
         location = os.path.abspath(os.path.expanduser(location))

@@ -147,3 +147,18 @@ def test_a_folder_given_as_the_store_is_named_as_a_folder(tmp_path, command):
     assert f"{folder} is a folder" in result.stderr
     assert "runs.sqlite" in result.stderr  # the file to pass instead
     assert sorted(p.name for p in folder.iterdir()) == ["runs.sqlite"]  # nothing made in it
+
+
+@pytest.mark.parametrize("command", [("runs",), ("show", "run_x"), ("approve", "run_x", "a")])
+def test_a_store_address_of_another_kind_is_refused_by_the_command_line(tmp_path, command):
+    result = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "--store", "sqlite:///runs.db", *command],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "not a sqlite:// address" in result.stderr
+    assert list(tmp_path.iterdir()) == []

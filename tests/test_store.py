@@ -467,3 +467,39 @@ def test_a_status_no_run_can_have_is_an_error(store_location):
         store.runs(status="bogus")
     assert [s.run_id for s in store.runs(status="success")] == [run_id]
     assert store.runs(status="waiting") == []
+
+
+@pytest.mark.parametrize(
+    ("location", "error", "words"),
+    [
+        ("sqlite:///runs.db", an.RunStoreError, "not a sqlite:// address"),
+        ("mysql://user@127.0.0.1/runs", an.RunStoreError, "not a mysql:// address"),
+        ("  ", an.RunStoreError, "needs a location"),
+        (5, TypeError, "not int"),
+        (None, TypeError, "not NoneType"),
+    ],
+)
+def test_what_names_no_run_store_is_refused_and_nothing_is_made(
+    location, error, words, tmp_path, monkeypatch
+):
+    """Before, ``RunStore("sqlite:///runs.db")`` made a folder named ``sqlite:`` and a store in
+    it, and ``RunStore(5)`` raised Python's "expected str, bytes or os.PathLike object"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(error, match=words):
+        RunStore(location)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_default_store_address_of_another_kind_keeps_runs_in_memory_with_a_warning(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", "sqlite:///runs.db")
+    an.store._reset_for_tests()
+    try:
+        agent = AgentBuilder("a", QueueModel([ModelResponse(text="one")])).build()
+        with pytest.warns(RuntimeWarning, match="not a sqlite:// address"):
+            assert agent.prompt("x").send_sync().output == "one"
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        an.store._reset_for_tests()

@@ -58,6 +58,7 @@ from ..records import (
 )
 from ..run_state import RUN_STATUSES, RunState, RunStatus
 from ..trace import Trace
+from . import location_problem
 from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import (
     DecisionRefusedError,
@@ -214,7 +215,16 @@ def _marks(items: Sized) -> str:
 
 
 def _open_backend(location: str | os.PathLike[str]) -> Any:
+    if not isinstance(location, (str, os.PathLike)):
+        raise TypeError(
+            f"A run store is a file path or a postgresql:// address, not {type(location).__name__}."
+        )
     text = os.fspath(location)
+    if not isinstance(text, str):
+        raise TypeError("A run store is a file path or a postgresql:// address, not bytes.")
+    problem = location_problem(text)
+    if problem is not None:
+        raise RunStoreError(problem)
     if text.startswith(("postgresql://", "postgres://")):
         from ._postgres import PostgresBackend
 
