@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._util import cli_command, shown_url
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
-from .store import STORE_ENV, default_location, location_problem
+from .store import STORE_ENV, default_location
+from .store._location import location_problem
 
 if TYPE_CHECKING:
     from .question_types import Question

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
 from ._util import maybe_await
@@ -61,16 +60,57 @@ class ToolApprovalRequest(ApprovalContext[Any]):
 
 def edited_args_data(value: Any) -> Any:
     """Edited arguments as JSON data: given as the tool's input model
-    (``request.args.model_copy(...)``), its fields; a dict holding models, dataclasses or dates,
-    with those as their JSON. Anything else as it is (the decision's check refuses it)."""
+    (``request.args.model_copy(...)``), its fields; a dict holding models (at any depth), with
+    those as their fields. Anything else as it is (the decision's check refuses what is not
+    JSON: keys that are not texts, an object that holds itself, ...)."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
-    if isinstance(value, dict):
-        try:
-            return to_jsonable_python(value, by_alias=True)
-        except PydanticSerializationError:
-            return value
+    if isinstance(value, dict) and _holds_model(value, _MODEL_DEPTH):
+        return _models_as_data(value, _MODEL_DEPTH)
     return value
+
+
+#: How deep :func:`edited_args_data` looks for models in edited arguments.
+_MODEL_DEPTH = 64
+
+
+def _holds_model(value: Any, depth: int) -> bool:
+    """Whether ``value`` holds a model within ``depth`` levels (each container looked at once:
+    an object that holds itself many times is not walked again and again)."""
+    seen: set[int] = set()
+    level = [value]
+    for _ in range(depth + 1):
+        below: list[Any] = []
+        for item in level:
+            if isinstance(item, BaseModel):
+                return True
+            if isinstance(item, (dict, list, tuple)) and id(item) not in seen:
+                seen.add(id(item))
+                below.extend(item.values() if isinstance(item, dict) else item)
+        if not below:
+            return False
+        level = below
+    return False
+
+
+def _models_as_data(value: Any, depth: int, done: dict[int, Any] | None = None) -> Any:
+    """``value`` with its models as their fields, to ``depth`` levels; each container is
+    converted once (``done``, by id), and one that holds itself is left as it is there."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if depth <= 0 or not isinstance(value, (dict, list, tuple)):
+        return value
+    done = {} if done is None else done
+    key = id(value)
+    if key in done:
+        return value if done[key] is None else done[key]  # (None: still being converted)
+    done[key] = None
+    if isinstance(value, dict):
+        converted: Any = {k: _models_as_data(v, depth - 1, done) for k, v in value.items()}
+    else:
+        converted = [_models_as_data(item, depth - 1, done) for item in value]
+    done[key] = converted
+    return converted
 
 
 class ApprovalDecision(PositionalFields):

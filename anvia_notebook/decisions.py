@@ -363,7 +363,12 @@ def _not_json(args: dict[str, Any]) -> str | None:
     level: list[Any] = [args]
     for _ in range(MAX_ARGS_DEPTH):
         inner: list[Any] = []
+        seen: set[int] = set()  # (a container held many times is looked into once per level)
         for value in level:
+            if isinstance(value, (dict, list, tuple)):
+                if id(value) in seen:
+                    continue
+                seen.add(id(value))
             if isinstance(value, float) and not math.isfinite(value):
                 return "NaN and Infinity are not JSON numbers"
             if isinstance(value, dict):

@@ -329,3 +329,26 @@ async def test_the_run_store_and_the_handle_take_edited_arguments_as_the_tools_m
         await run.wait()
         assert tool_results(model.requests[1])[0].content == "5", decide
         store.close()
+
+
+@pytest.mark.timeout(30)
+async def test_edited_arguments_that_hold_themselves_many_times_and_a_model_are_refused_at_once(
+    store_path,
+):
+    """Looking for models in the edit must not walk an object that holds itself again and
+    again (eight times at each of its levels: 8**64 walks)."""
+    from anvia_notebook import DecisionRefusedError
+
+    model = QueueModel([_segment_call(), "done"])
+    agent = AgentBuilder("a", model).tool(_segment_tool()).human_input(StoreHumanInput())
+    store = RunStore(store_path)
+    run = agent.build().prompt("go").store(store).start()
+    [pending] = await pending_of(run)
+    looped: dict[str, Any] = {"start": _Point(x=0, y=0)}
+    for key in "abcdefgh":
+        looped[key] = looped
+    with pytest.raises(DecisionRefusedError):
+        store.approve(run.run_id, pending.id, args=looped)
+    store.approve(run.run_id, pending.id)
+    await run.wait()
+    store.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import warnings
 from pathlib import Path
@@ -99,21 +98,6 @@ def set_store(store: str | os.PathLike[str] | RunStore | None) -> RunStore | Non
     with _lock:
         _chosen = chosen
     return chosen
-
-
-def location_problem(location: str) -> str | None:
-    """Why ``location`` (a text) names no run store, or None: it is blank, or an address of
-    another kind than ``postgresql://`` (``sqlite:///runs.db``, which would otherwise become a
-    folder named ``sqlite:``). Package-internal: the command line checks with it too."""
-    if not location.strip():
-        return "A run store needs a location: a file path or a postgresql:// address."
-    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]+)://", location)
-    if scheme is not None and scheme[1].lower() not in ("postgresql", "postgres"):
-        return (
-            f"A run store is a file path or a postgresql:// address, not a {scheme[1]}:// "
-            "address: for SQLite, give the file's path (e.g. runs.sqlite)."
-        )
-    return None
 
 
 def default_location() -> str | None:

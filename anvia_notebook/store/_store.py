@@ -58,7 +58,6 @@ from ..records import (
 )
 from ..run_state import RUN_STATUSES, RunState, RunStatus
 from ..trace import Trace
-from . import location_problem
 from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import (
     DecisionRefusedError,
@@ -67,6 +66,7 @@ from ._errors import (
     RunStoreError,
     RunTakenOverError,
 )
+from ._location import location_problem
 from ._owner import (
     HEARTBEAT_INTERVAL,
     Owner,
