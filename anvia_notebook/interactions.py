@@ -214,8 +214,14 @@ class Interactions:
             )
             return self.resolve(interaction, resolution, check=False)
         try:
-            answered = decisions.answers_resolution(  # (a lone surrogate in them: U+FFFD)
-                valid_data(value), decided_by=decided_by, decided_via=decided_via
+            answers = valid_data(value)  # (a lone surrogate in them: U+FFFD)
+        except RecursionError:
+            raise ValueError(
+                "Answers must be JSON data; these nest without end (they hold themselves)."
+            ) from None
+        try:
+            answered = decisions.answers_resolution(
+                answers, decided_by=decided_by, decided_via=decided_via
             )
             return self.resolve(interaction, answered)
         except DecisionRefusedError as error:

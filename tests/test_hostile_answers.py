@@ -18,8 +18,7 @@ WRONG = [
     ([{"questionId": "size", "answer": 5}], "The answer to question 'size' must be a text, not 5."),
     (
         ["m"],
-        "Each answer is an object with a questionId and an answer (and choice or custom); "
-        "got 'm'.",
+        "Each answer is an object with a questionId and an answer (and choice or custom); got 'm'.",
     ),
     (
         [None],
@@ -35,8 +34,10 @@ async def test_answers_of_the_wrong_shape_are_refused_saying_what_is_wrong(
     store_path: Path, front: str, answers: list[Any], words: str
 ):
     run, store, _, question, add = await approval_and_question(store_path)
-    answer = run.interactions.answer if front == "run" else (
-        lambda item, given: store.answer(run.run_id, item, given)
+    answer = (
+        run.interactions.answer
+        if front == "run"
+        else (lambda item, given: store.answer(run.run_id, item, given))
     )
     with pytest.raises(DecisionRefusedError) as refused:
         answer(question.id, answers)
@@ -45,3 +46,25 @@ async def test_answers_of_the_wrong_shape_are_refused_saying_what_is_wrong(
     run.cancel("done")
     await asyncio.wait_for(asyncio.gather(run.wait(), return_exceptions=True), 5)
     assert add.calls == []
+
+
+@pytest.mark.timeout(30)
+def test_answers_from_code_that_hold_themselves_are_refused_and_the_run_goes_on():
+    """Before, the run ended with RecursionError."""
+    from anvia_notebook import AgentBuilder, CallbackHumanInput, ask_question
+    from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+    from helpers import tool_results
+
+    questions = [{"id": "q", "question": "Which?", "choices": ["a", "b"]}]
+    looped: list[Any] = []
+    looped.extend([looped] * 8)
+    asked = ModelResponse(
+        tool_calls=[ToolCall(id="a", name="ask_question", arguments={"questions": questions})]
+    )
+    model = QueueModel([asked, "done"])
+    human = CallbackHumanInput(ask=lambda request: looped)
+    agent = AgentBuilder("a", model).tool(ask_question).human_input(human).build()
+    assert agent.prompt("go").store(None).send_sync().output == "done"
+    [result] = tool_results(model.requests[1])
+    assert result.is_error and "they hold themselves" in result.content
