@@ -69,3 +69,27 @@ def test_remote_settings(factory, cls):
     with pytest.raises(McpPrivateNetworkError, match="allow_private_network=True"):
         factory("web", "http://127.0.0.1:9/mcp")
     assert factory("web", "http://127.0.0.1:9/mcp", allow_private_network=True).allow_private_network
+
+
+def test_env_headers_and_cwd_of_the_wrong_kind_are_refused_naming_the_setting():
+    """Before: Python's own "dictionary update sequence element #0 has length 3" and "expected
+    str, bytes or os.PathLike object, not int"."""
+    with pytest.raises(TypeError, match="'s': env must be a dict from names to values, not list"):
+        mcp.stdio("s", "python", env=["A=1"])
+    with pytest.raises(TypeError, match="'s': the names in env must be non-empty texts"):
+        mcp.stdio("s", "python", env={5: "x"})
+    with pytest.raises(TypeError, match="'s': cwd must be a folder's path"):
+        mcp.stdio("s", "python", cwd=5)
+    with pytest.raises(TypeError, match="'h': headers must be a dict from names to values, not str"):
+        mcp.http("h", URL, headers="Authorization: Bearer x")
+    # a value that is not a text is written as one (the server's process gets text)
+    assert mcp.stdio("s", "python", env={"PORT": 8080}).env == {"PORT": "8080"}
+    assert mcp.sse("h", URL, headers={"X-Retries": 3}).headers == {"X-Retries": "3"}
+
+
+def test_a_url_without_its_scheme_is_named_as_given_with_a_password_hidden():
+    with pytest.raises(ValueError, match=r"'mcp\.example\.com/mcp' is not an http:// or https://"):
+        mcp.http("h", "mcp.example.com/mcp")
+    with pytest.raises(ValueError, match="is not an http://") as raised:
+        mcp.http("h", "user:s3cret@mcp.example.com/mcp")
+    assert "s3cret" not in str(raised.value) and "'***@mcp.example.com/mcp'" in str(raised.value)

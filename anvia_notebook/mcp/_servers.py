@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from .._util import shown_url
+from .._util import quoted, shown_url
 from ..approvals import ToolApproval
 from ..errors import McpPrivateNetworkError
 
@@ -54,6 +55,23 @@ def _common(name: str, approval: ApprovalSetting, timeout: float) -> dict[str, A
     return {"name": name.strip(), "approval": approval, "timeout": float(timeout)}
 
 
+def _names_to_values(
+    name: str, what: str, given: Mapping[str, str] | None
+) -> dict[str, str] | None:
+    """``env`` or ``headers``: a dict from names to values (a value that is not a text is
+    written as one), or None."""
+    if given is None:
+        return None
+    if not isinstance(given, Mapping):
+        raise TypeError(
+            f"MCP server {name!r}: {what} must be a dict from names to values, not "
+            f"{type(given).__name__}."
+        )
+    if not all(isinstance(key, str) and key for key in given):
+        raise TypeError(f"MCP server {name!r}: the names in {what} must be non-empty texts.")
+    return {key: value if isinstance(value, str) else str(value) for key, value in given.items()}
+
+
 def _remote(
     kind: type[_Remote],
     name: str,
@@ -69,7 +87,7 @@ def _remote(
     return kind(
         **common,
         url=url,
-        headers=dict(headers) if headers is not None else None,
+        headers=_names_to_values(name, "headers", headers),
         allow_private_network=allow_private_network,
     )
 
@@ -176,11 +194,15 @@ def stdio(
         )
     if roots is not None and not all(isinstance(r, (str, os.PathLike)) for r in roots):
         raise TypeError(f"MCP server {name!r}: each of roots must be a folder's path (a text).")
+    if cwd is not None and not isinstance(cwd, (str, os.PathLike)):
+        raise TypeError(
+            f"MCP server {name!r}: cwd must be a folder's path (a text), not {type(cwd).__name__}."
+        )
     return StdioServer(
         **common,
         command=command,
         args=tuple(str(a) for a in args),
-        env=dict(env) if env is not None else None,
+        env=_names_to_values(name, "env", env),
         cwd=os.fspath(cwd) if cwd is not None else None,
         roots=tuple(os.fspath(r) for r in roots) if roots is not None else None,
     )
@@ -219,8 +241,13 @@ def check_url(name: str, url: str, allow_private_network: bool) -> None:
     loopback, link-local or otherwise non-public address, or a name that resolves to one."""
     parts = urlsplit(url) if isinstance(url, str) else None
     if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        shown = shown_url(url) if isinstance(url, str) else url
-        raise ValueError(f"MCP server {name!r}: {shown!r} is not an http:// or https:// URL.")
+        if not isinstance(url, str):
+            shown = repr(url)
+        elif parts is not None and parts.netloc:
+            shown = repr(shown_url(url))
+        else:  # (no scheme://: what is before an @ may be a password)
+            shown = quoted(re.sub(r"^[^/]*@", "***@", url))
+        raise ValueError(f"MCP server {name!r}: {shown} is not an http:// or https:// URL.")
     if allow_private_network:
         return
     host = parts.hostname.rstrip(".").lower()
