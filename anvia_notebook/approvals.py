@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from ._positional import PositionalFields
-from ._util import maybe_await
+from ._util import maybe_await, quoted
 from .records import DEFAULT_REJECT_MESSAGE
 from .run_info import RunInfo
 
@@ -205,6 +205,19 @@ def normalize_decision(value: Any) -> ApprovalDecision:
     """Accept ``bool`` or :class:`ApprovalDecision` (or its dict form) from a handler."""
     if isinstance(value, bool):
         value = {"approved": value}
+    if isinstance(value, dict):
+        fields = list(ApprovalDecision.model_fields)
+        unknown = [key for key in value if key not in fields]
+        if unknown:  # (a typo would otherwise be dropped: reason="..." never told)
+            raise TypeError(
+                f"An approval decision has no {quoted(unknown[0])}: its keys are "
+                f"{', '.join(fields)}."
+            )
+        if not isinstance(value.get("approved"), bool):
+            raise TypeError(
+                "An approval decision's 'approved' must be True or False, not "
+                f"{quoted(value.get('approved'))}."
+            )
     if isinstance(value, (ApprovalDecision, dict)):
         return ApprovalDecision.model_validate(value)
     raise TypeError(

@@ -352,3 +352,22 @@ async def test_edited_arguments_that_hold_themselves_many_times_and_a_model_are_
     store.approve(run.run_id, pending.id)
     await run.wait()
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("returned", "words"),
+    [
+        ({"approved": True, "reson": "checked"}, "has no 'reson': its keys are approved, reason"),
+        ({"approved": "yes"}, "'approved' must be True or False, not 'yes'"),
+        ({"reason": "fine"}, "'approved' must be True or False, not None"),
+    ],
+)
+def test_a_decision_returned_as_a_dict_is_checked_key_by_key(returned, words):
+    """Before, a misspelt key was dropped (the reason never recorded), "yes" was read as True
+    and a missing ``approved`` ended the run with pydantic's "Field required"."""
+    tool = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    agent = AgentBuilder("a", model).tool(tool).approvals(lambda request: returned).build()
+    with pytest.raises(TypeError, match=words):
+        agent.prompt("go").store(None).send_sync()
+    assert tool.calls == []
