@@ -63,54 +63,26 @@ def edited_args_data(value: Any) -> Any:
     (``request.args.model_copy(...)``), its fields; a dict holding models (at any depth), with
     those as their fields. Anything else as it is (the decision's check refuses what is not
     JSON: keys that are not texts, an object that holds itself, ...)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
-    if isinstance(value, dict) and _holds_model(value, _MODEL_DEPTH):
-        return _models_as_data(value, _MODEL_DEPTH)
-    return value
+    return _models_as_data(value, 64, {})
 
 
-#: How deep :func:`edited_args_data` looks for models in edited arguments.
-_MODEL_DEPTH = 64
-
-
-def _holds_model(value: Any, depth: int) -> bool:
-    """Whether ``value`` holds a model within ``depth`` levels (each container looked at once:
-    an object that holds itself many times is not walked again and again)."""
-    seen: set[int] = set()
-    level = [value]
-    for _ in range(depth + 1):
-        below: list[Any] = []
-        for item in level:
-            if isinstance(item, BaseModel):
-                return True
-            if isinstance(item, (dict, list, tuple)) and id(item) not in seen:
-                seen.add(id(item))
-                below.extend(item.values() if isinstance(item, dict) else item)
-        if not below:
-            return False
-        level = below
-    return False
-
-
-def _models_as_data(value: Any, depth: int, done: dict[int, Any] | None = None) -> Any:
-    """``value`` with its models as their fields, to ``depth`` levels; each container is
-    converted once (``done``, by id), and one that holds itself is left as it is there."""
+def _models_as_data(value: Any, depth: int, done: dict[int, Any]) -> Any:
+    """``value`` with its models as their fields, to ``depth`` levels; a container without
+    models is ``value`` itself. Each container is looked into once (``done``, by id): one held
+    many times, or holding itself, costs no more."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
     if depth <= 0 or not isinstance(value, (dict, list, tuple)):
         return value
-    done = {} if done is None else done
-    key = id(value)
-    if key in done:
-        return value if done[key] is None else done[key]  # (None: still being converted)
-    done[key] = None
-    if isinstance(value, dict):
-        converted: Any = {k: _models_as_data(v, depth - 1, done) for k, v in value.items()}
-    else:
-        converted = [_models_as_data(item, depth - 1, done) for item in value]
-    done[key] = converted
-    return converted
+    if id(value) in done:
+        return done[id(value)]
+    done[id(value)] = value  # (while it is looked into: itself)
+    items = list(value.items() if isinstance(value, dict) else enumerate(value))
+    converted = {key: _models_as_data(item, depth - 1, done) for key, item in items}
+    if all(converted[key] is item for key, item in items):
+        return value
+    done[id(value)] = new = converted if isinstance(value, dict) else list(converted.values())
+    return new
 
 
 class ApprovalDecision(PositionalFields):

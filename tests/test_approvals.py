@@ -371,3 +371,12 @@ def test_a_decision_returned_as_a_dict_is_checked_key_by_key(returned, words):
     with pytest.raises(TypeError, match=words):
         agent.prompt("go").store(None).send_sync()
     assert tool.calls == []
+
+
+def test_models_at_any_depth_of_edited_arguments_are_taken_as_their_fields():
+    decision = ApprovalDecision(
+        True, args={"route": [{"stop": _Point(x=1, y=2)}, (_Point(x=3, y=4),)], "n": 2}
+    )
+    assert decision.args == {"route": [{"stop": {"x": 1, "y": 2}}, [{"x": 3, "y": 4}]], "n": 2}
+    plain = {"route": [[1, 2]], "n": 2}
+    assert ApprovalDecision(True, args=plain).args == plain
