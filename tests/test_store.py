@@ -503,3 +503,11 @@ def test_a_default_store_address_of_another_kind_keeps_runs_in_memory_with_a_war
         assert list(tmp_path.iterdir()) == []
     finally:
         an.store._reset_for_tests()
+
+
+def test_a_store_used_in_a_with_block_is_closed_at_its_end(store_path):
+    with RunStore(store_path) as store:
+        agent = AgentBuilder("a", QueueModel([ModelResponse(text="one")])).build()
+        run_id = agent.prompt("x").store(store).send_sync().run_id
+        assert [run.run_id for run in store.runs()] == [run_id]
+    assert store._closed

@@ -370,6 +370,13 @@ class RunStore(SteeringRows, DecisionRequests):
         rows = self._q("SELECT value FROM meta WHERE key = 'schema_version'")
         return int(rows[0][0])
 
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """``with RunStore(path) as store:`` closes it at the end of the block."""
+        self.close()
+
     def close(self) -> None:
         """Stop the background thread, then close every connection (none is closed while that
         thread may still be using it)."""
