@@ -85,3 +85,20 @@ def test_a_model_is_shown_without_its_key_or_a_token_in_its_address():
     # (the SDK may add a slash after /v1: its versions differ)
     assert "base_url='https://me:***@proxy.example/v1" in shown, shown
     assert "?api_key=***'" in shown, shown
+
+
+@pytest.mark.parametrize("make", ["openai", "anthropic"])
+def test_a_model_name_or_key_that_is_not_a_text_is_refused_when_the_model_is_made(make):
+    """Before, ``OpenAIModel(5)`` or ``api_key=5`` was taken, and only the first request failed
+    (the provider refusing the body, or the SDK's own error about the key)."""
+    from anvia_notebook.models.openai import OpenAIModel
+
+    cls = OpenAIModel if make == "openai" else AnthropicModel
+    name = cls.__name__
+    with pytest.raises(TypeError, match=f"{name} takes the model's name as a text, e.g. "):
+        cls(5)
+    with pytest.raises(ValueError, match=f"{name} needs the model's name"):
+        cls("  ")
+    with pytest.raises(TypeError, match=f"{name}: api_key must be a text, not int") as raised:
+        cls("some-model", api_key=12345)
+    assert "12345" not in str(raised.value)  # (a key is never shown)

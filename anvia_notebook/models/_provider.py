@@ -39,6 +39,21 @@ def provider_sdk(
     return sdk
 
 
+def check_settings(model_class: str, model: Any, api_key: Any, example: str) -> None:
+    """Refuse, where the model is made, a name that is not a text (or is blank) and an API key
+    that is not a text (the key itself is never shown): the provider would refuse them only at
+    the first request."""
+    if not isinstance(model, str):
+        raise TypeError(
+            f"{model_class} takes the model's name as a text, e.g. {model_class}({example!r}), "
+            f"not {type(model).__name__}."
+        )
+    if not model.strip():
+        raise ValueError(f"{model_class} needs the model's name, e.g. {model_class}({example!r}).")
+    if api_key is not None and not isinstance(api_key, str):
+        raise TypeError(f"{model_class}: api_key must be a text, not {type(api_key).__name__}.")
+
+
 @contextmanager
 def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
     """The SDK's errors met in the block (and a transport error that escapes the SDK) raised as

@@ -20,7 +20,7 @@ from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects
 from ._media import images_to_send
-from ._provider import PendingCall, provider_errors, provider_sdk
+from ._provider import PendingCall, check_settings, provider_errors, provider_sdk
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -118,6 +118,9 @@ class AnthropicModel(CompletionModel):
         tool_result_images: bool = True,
         **request_options: Any,
     ) -> None:
+        check_settings("AnthropicModel", model, api_key, "claude-sonnet-4-6")
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"AnthropicModel: max_tokens must be one or more, not {max_tokens!r}.")
         anthropic = provider_sdk("anthropic", "AnthropicModel", RESERVED_OPTIONS, request_options)
         self.name = model
         self.model = model

@@ -16,7 +16,7 @@ from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
-from ._provider import PendingCall, provider_errors, provider_sdk
+from ._provider import PendingCall, check_settings, provider_errors, provider_sdk
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -100,6 +100,9 @@ class OpenAIModel(CompletionModel):
         tool_result_images: bool = False,
         **request_options: Any,
     ) -> None:
+        check_settings("OpenAIModel", model, api_key, "gpt-4o")
+        if base_url is not None and not isinstance(base_url, str):
+            raise TypeError(f"OpenAIModel: base_url must be a text, not {type(base_url).__name__}.")
         openai = provider_sdk("openai", "OpenAIModel", RESERVED_OPTIONS, request_options)
         if client is None:
             if base_url is not None and api_key is None and not os.environ.get("OPENAI_API_KEY"):
