@@ -162,6 +162,14 @@ class QuestionInput(BaseModel):
             if question.id in seen:
                 raise ValueError(f"question ids must be unique; {question.id!r} is repeated")
             seen.add(question.id)
+            values: set[str] = set()
+            for choice in question.choices:
+                if choice.value in values:  # (the answer could not say which one was chosen)
+                    raise ValueError(
+                        f"the choice values of question {question.id!r} must be unique; "
+                        f"{quoted(choice.value)} is repeated"
+                    )
+                values.add(choice.value)
         return self
 
 

@@ -122,6 +122,21 @@ def test_a_human_input_answers_and_the_same_call_resumes():
             },
             "'a' is repeated",
         ),
+        (  # the answer "y" could not say which of them the person chose
+            {
+                "questions": [
+                    {
+                        "id": "ok",
+                        "question": "Go ahead?",
+                        "choices": [
+                            {"label": "Yes", "value": "y"},
+                            {"label": "Yes, all", "value": "y"},
+                        ],
+                    }
+                ]
+            },
+            "the choice values of question 'ok' must be unique; 'y' is repeated",
+        ),
         ("not json", "not valid JSON"),
     ],
 )
