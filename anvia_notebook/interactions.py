@@ -309,9 +309,12 @@ class Interactions:
 
     @property
     def pending(self) -> list[Record]:
-        """The pending approvals and questions of this run and of its sub-agents' runs."""
+        """The pending approvals and questions of this run and of its sub-agents' runs, as
+        copies (editing one, e.g. its ``args`` before approving with them, changes nothing of
+        what the run holds)."""
         with self._lock:
-            mine = [i.record for i in self._items.values() if i.record.pending]
+            held = [i.record for i in self._items.values() if i.record.pending]
+            mine = [record.model_copy(deep=True) for record in held]
             children = list(self._children)
         return mine + [record for child in children for record in child.pending]
 

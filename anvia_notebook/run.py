@@ -888,6 +888,10 @@ class AgentRun:
 
     def cancel(self, reason: str | None = None) -> bool:
         """Stop the run (thread-safe). Returns False when it had already ended."""
+        if reason is not None and not isinstance(reason, str):
+            raise TypeError(
+                f"The reason to stop must be a text or None, not {type(reason).__name__}."
+            )
         if self._task is None or self._task.done():
             return False
         if self.state.cancel_reason is None:

@@ -7,10 +7,11 @@ import contextlib
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PromptCancelledError
+from ..errors import DecisionRefusedError, PromptCancelledError
+from ..records import ApprovalRecord as _Approval
 from . import _display
 from ._blocking import await_serving_widgets
-from ._session import TranscriptSession
+from ._session import TranscriptSession, decided_by_handler
 
 if TYPE_CHECKING:
     from ..events import ApprovalRecord, QuestionRecord, RunEvent
@@ -112,14 +113,26 @@ class RunHandle:
     ) -> ApprovalRecord:
         """Approve a pending approval (its id or its record, e.g. ``handle.pending[0]``), as the
         widget's Approve button does (``args`` replace the call's arguments and are validated).
-        A second decision raises ``DecisionRefusedError``."""
+        A second decision raises ``DecisionRefusedError``, and so does one of an approval the
+        run's approval handler decides (as the widget refuses it)."""
+        self._not_the_handlers(approval)
         return self._run.interactions.decide(
             approval, approved=True, reason=reason, args=args, via="handle"
         )
 
     def reject(self, approval: str | ApprovalRecord, reason: str | None = None) -> ApprovalRecord:
         """Reject a pending approval (its id or its record); the tool does not run."""
+        self._not_the_handlers(approval)
         return self._run.interactions.decide(approval, approved=False, reason=reason, via="handle")
+
+    def _not_the_handlers(self, approval: Any) -> None:
+        item_id = approval.id if isinstance(approval, _Approval) else approval
+        if not isinstance(item_id, str) or self._run.interactions.get(item_id) is None:
+            return  # (an unknown id: the decision says so)
+        if decided_by_handler(self._run, item_id):
+            raise DecisionRefusedError(
+                "This run's approvals are decided by its approval handler, not from the notebook."
+            )
 
     def answer(self, question: str | QuestionRecord, answers: Sequence[Any]) -> QuestionRecord:
         """Answer a pending question (its id or its record): one ``{"questionId", "answer",

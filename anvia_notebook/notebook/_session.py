@@ -242,7 +242,7 @@ class TranscriptSession:
         if run is None or open_one is None:
             return f"Unknown approval {quoted(message.approval_id)}."  # (decide refuses it too)
         check_kind(open_one.record, "approval")
-        if _asking_run(run, message.approval_id).request.active_approval_handler is not None:
+        if decided_by_handler(run, message.approval_id):
             return "This run's approvals are decided by its approval handler, not in this widget."
         record = run.interactions.decide(
             message.approval_id,
@@ -524,6 +524,13 @@ class TranscriptSession:
                 _display.publish(data, metadata, display_id=display_id, update=True, parent=parent)
             except Exception:
                 logger.exception("Could not update the transcript's cell output")
+
+
+def decided_by_handler(run: AgentRun, item_id: str) -> bool:
+    """Whether the approval ``item_id`` of ``run``'s tree is decided by an approval handler (that
+    of the run that asked it): the widget's buttons and ``RunHandle`` then refuse to decide it
+    (package-internal)."""
+    return _asking_run(run, item_id).request.active_approval_handler is not None
 
 
 def _asking_run(run: AgentRun, item_id: str) -> AgentRun:

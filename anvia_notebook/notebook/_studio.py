@@ -185,7 +185,7 @@ class Studio:
 
     def history(self, agent_id: str | None = None) -> list[Message]:
         """The conversation so far with ``agent_id`` (default: the selected agent)."""
-        return list(self._history.get(agent_id or self.selected, []))
+        return [m.model_copy(deep=True) for m in self._history.get(agent_id or self.selected, [])]
 
     @property
     def session_id(self) -> str:
@@ -384,6 +384,10 @@ class Studio:
 
     def send(self, text: str, agent_id: str | None = None) -> AgentRun:
         """Send a prompt as if typed in the prompt box (call it in a cell); returns the run."""
+        if not isinstance(text, str):
+            raise TypeError(
+                f"Studio.send() takes the message as a text, not {type(text).__name__}."
+            )
         error = self._start(text, agent_id)
         if error is not None:
             raise RuntimeError(error)
@@ -460,6 +464,8 @@ class Studio:
     def sessions(self, limit: int = SESSIONS_SHOWN) -> list[StudioSession]:
         """The stored sessions of this Studio's agents, newest first (the open ones too); an
         empty list when runs are not stored."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit is the number of sessions to list: 0 or more, not {limit!r}.")
         store = self._store()
         if store is None:
             return []
