@@ -45,6 +45,7 @@ from ..events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ..messages import Message
 from ._protocol import interaction_view
 
 __all__ = ["AppendSink", "OpSink", "Transcript"]
@@ -354,13 +355,31 @@ class Transcript:
                 self._on_error(event)
             case SteeringMessageEvent():
                 self._cool()
-                self._add("user", text=event.message.content, steered=True)
+                self._on_steered(event.message)
             case GenerationStartEvent():
                 pass  # nothing to show: the turn's text and calls follow
             case AgentToolEvent():
                 self._on_agent_tool_event(event)
             case _:
                 assert_never(event)
+
+    def _on_steered(self, message: Message) -> None:
+        """A message steered into the run, shown as what it is where the run delivered it: a
+        user's as the person's (marked as sent during the run), an assistant's as a reply, the
+        tool calls and results it holds as notices (a long result cut short)."""
+        if message.role == "user":
+            self._add("user", text=message.content, steered=True)
+            return
+        if message.role == "assistant" and message.content:
+            self._add("assistant", turn=self._run.turn, text=message.content)
+        for call in message.tool_calls:
+            self._add("notice", text=f"Sent into the run: a call of {call.name} ({call.arguments})")
+        for result in message.tool_results:
+            self._add(
+                "notice",
+                text=f"Sent into the run: the result of {result.tool_name}: "
+                f"{_shortened(result.content)}",
+            )
 
     def _on_agent_tool_event(self, event: AgentToolEvent) -> None:
         """A sub-agent's event: folded into the sub-agent's own view, whose entries are drawn
@@ -566,3 +585,9 @@ class Transcript:
             run.orphan_output.setdefault(internal_id, []).append(text)
             return
         self._append(entry, "output", text)
+
+
+def _shortened(text: str, limit: int = 2_000) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"

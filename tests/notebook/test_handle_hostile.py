@@ -95,3 +95,38 @@ async def test_studio_refuses_a_message_or_a_limit_of_the_wrong_kind_and_keeps_s
     history = studio.history()
     history[0].content = "redacted"
     assert studio.history()[0].content == "first"
+
+
+async def test_steered_messages_are_shown_as_what_they_are():
+    """Before, an assistant's steered message and a tool message were user bubbles (the tool
+    message an empty one)."""
+    from anvia_notebook import Message
+    from anvia_notebook.messages import MessageToolCall, ToolResultPart
+
+    model = QueueModel(["First.", "Then."])
+    request = AgentBuilder("a", model).build().prompt("go")
+    call = MessageToolCall(id="s1", name="lookup", arguments='{"q":"west"}')
+    result = ToolResultPart(tool_call_id="s1", tool_name="lookup", content="west +12%")
+    request.steer(
+        [
+            Message(role="assistant", content="Earlier I looked it up.", tool_calls=[call]),
+            Message(role="tool", tool_results=[result]),
+            Message.user("So?"),
+        ]
+    )
+    handle = runner.show(request)
+    page = Page(handle.widget)
+    await page.sync()
+    await handle.wait()
+    await finished(handle)
+    page.pump()
+    shown = [(e["kind"], e.get("text"), e.get("steered", False)) for e in page.state.entries]
+    assert shown == [
+        ("user", "go", False),
+        ("assistant", "First.", False),
+        ("assistant", "Earlier I looked it up.", False),
+        ("notice", 'Sent into the run: a call of lookup ({"q":"west"})', False),
+        ("notice", "Sent into the run: the result of lookup: west +12%", False),
+        ("user", "So?", True),
+        ("assistant", "Then.", False),
+    ]
