@@ -79,6 +79,12 @@ class Extractor(Generic[T]):
             raise TypeError(
                 f"The history must be a list of Messages, not {type(history).__name__}."
             )
+        for number, item in enumerate(history, start=1):
+            if not isinstance(item, Message):
+                raise TypeError(
+                    f"The history must be a list of Messages; item {number} is "
+                    f"{type(item).__name__}."
+                )
         return (await self._run(text, list(history))).data
 
     def extract_sync(self, text: str | Message) -> T:
@@ -94,13 +100,6 @@ class Extractor(Generic[T]):
     ) -> ExtractionResponse[T]:
         agent = self._agent
         prompt = _prompt(text)
-        if history is not None:
-            for number, item in enumerate(history, start=1):
-                if not isinstance(item, Message):
-                    raise TypeError(
-                        f"The history must be a list of Messages; item {number} is "
-                        f"{type(item).__name__}."
-                    )
         usage = Usage()
         last_error: BaseException | None = None
         for _ in range(self._retries + 1):

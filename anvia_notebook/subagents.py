@@ -188,9 +188,9 @@ class _SubAgentCall:
             if state.parent_turn is not None and state.parent_turn != parent.state.turn:
                 continue  # an earlier turn's call that had the same id
             if state.status == "success":
-                if state.output_type is not None:
+                if state.output_type is not None and state.data is not None:
                     return compact_json(state.data)
-                return state.output or ""
+                return state.output or ""  # (a store of an earlier version kept no value)
             if state.status in ("error", "cancelled"):
                 raise SubAgentError(
                     f"The {self.agent.id} agent's run {state.run_id} had ended "
