@@ -887,12 +887,13 @@ class AgentRun:
         return Resolution("cancelled", decided_by=self._cancelled_by, reason=reason)
 
     def cancel(self, reason: str | None = None) -> bool:
-        """Stop the run (thread-safe). Returns False when it had already ended."""
+        """Stop the run (thread-safe). Returns False when it had already ended; a run not
+        started yet ends cancelled as soon as it starts."""
         if reason is not None and not isinstance(reason, str):
             raise TypeError(
                 f"The reason to stop must be a text or None, not {type(reason).__name__}."
             )
-        if self._task is None or self._task.done():
+        if self._task is not None and self._task.done():
             return False
         if self.state.cancel_reason is None:
             # A lone surrogate in the reason becomes U+FFFD: the store keeps the run's end.
@@ -900,7 +901,9 @@ class AgentRun:
         self.interactions.stopping = self.cancelled_as()  # (decisions after it: refused)
         self.steering.stop_asked()
         loop = self._loop
-        assert loop is not None
+        if self._task is None or loop is None:
+            self.stopped_before_start = True  # not started yet: it ends cancelled as it begins
+            return True
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:

@@ -328,11 +328,18 @@ def _tool_from_function(
     input_model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
     doc = inspect.getdoc(function) or ""
 
+    positional = [
+        param.name
+        for param in signature.parameters.values()
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY
+    ]
+
     def call_with(args: BaseModel, ctx: ToolContext) -> Any:
         kwargs = {key: getattr(args, key) for key in fields}
         if context_param is not None:
             kwargs[context_param] = ctx
-        return function(**kwargs)
+        leading = [kwargs.pop(key) for key in positional]
+        return function(*leading, **kwargs)
 
     execute: Callable[..., Any]
     if inspect.iscoroutinefunction(function):
@@ -342,6 +349,9 @@ def _tool_from_function(
     else:
         execute = call_with
     functools.update_wrapper(execute, function)
+    # Named and documented as the function, but called as (args, ctx): without this, the
+    # tool's check of how to call ``execute`` would read the function's own parameters.
+    del execute.__wrapped__  # type: ignore[union-attr]
     return Tool(
         name=tool_name,
         description=description if description is not None else doc,

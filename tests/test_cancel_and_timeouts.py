@@ -380,3 +380,18 @@ async def test_stop_asked_as_the_handler_decides_wins_over_its_decision(monkeypa
     [approval] = run.state.approvals.values()
     assert (approval.status, approval.decided_by) == ("cancelled", "stop")
     assert add.calls == []
+
+
+async def test_a_run_stopped_before_it_starts_ends_cancelled_as_it_begins():
+    """Stop between creating a run and starting it is not lost: the model is never called."""
+    model = QueueModel(["never asked"])
+    run = AgentBuilder("a", model).build().prompt("go").create_run()
+    assert run.cancel("Stopped before the start")
+    assert run.cancel() is True  # still not ended: asking again is harmless
+    run.start()
+    with pytest.raises(PromptCancelledError, match="Stopped before the start"):
+        await run.wait()
+    assert run.status == "cancelled"
+    assert [e.type for e in run.events][-1] == "cancelled"
+    assert run.cancel() is False  # ended now
+    assert len(model.requests) == 0

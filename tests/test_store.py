@@ -511,3 +511,16 @@ def test_a_store_used_in_a_with_block_is_closed_at_its_end(store_path):
         run_id = agent.prompt("x").store(store).send_sync().run_id
         assert [run.run_id for run in store.runs()] == [run_id]
     assert store._closed
+
+
+def test_reading_a_run_the_store_does_not_hold_is_an_error_not_an_empty_run(store_location):
+    """A mistyped run id used to read as a run with no events, approvals or sub-agents."""
+    store = RunStore(store_location)
+    agent, _, _ = protected_agent(ModelResponse(text="hi"))
+    run_id = agent.prompt("hello").store(store).send_sync().run_id
+    assert store.interactions(run_id) == [] and store.pending(run_id) == []
+    assert store.sub_runs(run_id) == [] and store.events(run_id)
+    for read in (store.events, store.interactions, store.pending, store.sub_runs):
+        with pytest.raises(an.RunNotFoundError, match="No stored run 'run_typo'"):
+            read("run_typo")
+    assert store.pending() == []  # every run's: none waits

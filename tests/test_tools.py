@@ -77,6 +77,47 @@ def test_tool_decorator_with_options_and_context_parameter():
     assert seen["run"] == response.run_id
 
 
+def test_tool_decorator_runs_functions_of_any_number_of_parameters():
+    """Not only two: the decorated function is called with its own parameters, by name or
+    by position (positional-only), sync or async, with or without the context."""
+
+    @tool
+    def today() -> str:
+        """The date."""
+        return "2026-12-05"
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    @tool
+    async def book(city: str, day: str, seats: int = 1) -> str:
+        """Book seats."""
+        return f"{seats} in {city} on {day}"
+
+    @tool
+    def scale(x: float, /, factor: float, *, ctx: ToolContext) -> float:
+        """Scale a number."""
+        return x * factor if ctx.tool_name == "scale" else -1
+
+    calls = [
+        call("today", {}, "c1"),
+        call("weather", {"city": "Oslo"}, "c2"),
+        call("book", {"city": "Oslo", "day": "Mon", "seats": 3}, "c3"),
+        call("scale", {"x": 2, "factor": 1.5}, "c4"),
+    ]
+    model = QueueModel([ModelResponse(tool_calls=[c.tool_calls[0] for c in calls]), "done"])
+    agent = AgentBuilder("a", model).tools([today, weather, book, scale]).build()
+    agent.prompt("go").send_sync()
+    assert [r.content for r in tool_results(model.requests[1])] == [
+        "2026-12-05",
+        "sunny in Oslo",
+        "3 in Oslo on Mon",
+        "3.0",
+    ]
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

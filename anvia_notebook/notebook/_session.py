@@ -365,6 +365,7 @@ class TranscriptSession:
         if kind in FLUSH_NOW:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
+                self._undelivered()
             if kind in STUDIO_COPY_EVENTS and self.mode == "studio" and self._displays:
                 # A Studio stays live: its saved copy holds a turn's complete text, then the
                 # run's end, before the page shows them (the update goes out on the same
@@ -408,6 +409,16 @@ class TranscriptSession:
                 listener(run)
             except Exception:
                 logger.exception("A run-end listener failed")
+
+    def _undelivered(self) -> None:
+        """The run ended (Stop, an error) with messages steered into it still queued."""
+        run = self.run
+        if run is None:
+            return
+        with run.lock:
+            left = [item.message for item in run.state.steering]
+        if left:
+            self.transcript.undelivered(left)
 
     def _summarise(self, run: AgentRun | None = None) -> None:
         """The ended run's time to the first token and its whole time join the status line

@@ -381,6 +381,13 @@ class Transcript:
                 f"{_shortened(result.content)}",
             )
 
+    def undelivered(self, messages: list[Message]) -> None:
+        """Messages sent into the run that it ended before reading: each said, not lost
+        without a word (the message box was emptied when it was sent)."""
+        for message in messages:
+            text = message.content or "a message of tool calls or results"
+            self._add("notice", text=f"Not delivered, the run ended first: {_shortened(text)}")
+
     def _on_agent_tool_event(self, event: AgentToolEvent) -> None:
         """A sub-agent's event: folded into the sub-agent's own view, whose entries are drawn
         inside the tool call's entry (their ``parent``); the tool entry names the sub-agent."""

@@ -476,7 +476,15 @@ class RunStore(SteeringRows, DecisionRequests):
             "SELECT run_id FROM runs WHERE parent_run_id = ? ORDER BY created_at, run_id",
             (run_id,),
         )
+        if not rows:
+            self._known(run_id)
         return [self.get(row[0]) for row in rows]
+
+    def _known(self, run_id: str) -> None:
+        """Raise :class:`RunNotFoundError` when no run ``run_id`` is stored (a read that found
+        nothing says a mistyped id, rather than looking like a run with nothing in it)."""
+        if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+            raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
 
     def run_tree(self, run_id: str) -> list[str]:
         """``run_id`` and the runs of its sub-agents at every depth (parents first)."""
@@ -560,13 +568,19 @@ class RunStore(SteeringRows, DecisionRequests):
             for progress in state.calls.values():
                 if progress.args in (STORED, STORED_COMPACT):
                     progress.args = restore(progress.args, arguments, progress.tool_call_id)
-        for record in self.interactions(run_id):
+        for record in self._run_records(run_id):
             state.hold(record)
         state.status = cast(RunStatus, self._status_of(run_id, state.status, rows[0][1:5]))
         return state
 
     def interactions(self, run_id: str) -> list[Record]:
         """The run's approvals and questions, decided or not, in the order they were asked."""
+        records = self._run_records(run_id)
+        if not records:
+            self._known(run_id)
+        return records
+
+    def _run_records(self, run_id: str) -> list[Record]:
         records = self._records("run_id = ? ORDER BY updated_at, id", (run_id,))
         return sorted(records, key=lambda r: r.requested_at)
 
@@ -575,7 +589,10 @@ class RunStore(SteeringRows, DecisionRequests):
         depth, or of every run)."""
         tree = [] if run_id is None else self.run_tree(run_id)
         where = f" AND run_id IN ({_marks(tree)})" if tree else ""
-        return self._records(f"status = 'pending'{where} ORDER BY id", tree)
+        records = self._records(f"status = 'pending'{where} ORDER BY id", tree)
+        if run_id is not None and not records:
+            self._known(run_id)
+        return records
 
     def _records(self, where: str, params: Sequence[Any] = ()) -> list[Record]:
         """The stored records of the interactions ``where`` (an SQL condition) selects."""
@@ -631,6 +648,8 @@ class RunStore(SteeringRows, DecisionRequests):
         later row rewrites the events from its ``seq`` on (the last one of a row may have grown
         since)."""
         rows = self._q("SELECT seq, event FROM events WHERE run_id = ? ORDER BY seq", (run_id,))
+        if not rows:
+            self._known(run_id)
         log: list[Any] = []
         for seq, text in rows:
             del log[seq:]

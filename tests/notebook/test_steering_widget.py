@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from anvia_notebook import AgentBuilder, ToolApproval
+from anvia_notebook import AgentBuilder, PromptCancelledError, ToolApproval
 from anvia_notebook.models import QueueModel
 from anvia_notebook.notebook._protocol import parse_outbound
 from anvia_notebook.notebook._session import TranscriptSession
@@ -165,3 +165,27 @@ async def test_a_message_box_text_that_is_not_valid_unicode_is_told_not_an_inter
     tool.release.set()
     await run.wait()
     assert [m.content for m in model.requests[1].messages][-1] == "by region"
+
+
+async def test_a_message_the_run_never_read_because_stop_came_first_is_said_not_lost():
+    tool = make_gated_tool("work", "Work.")
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "never"])
+    session, sent = session_on_this_loop()
+    run = AgentBuilder("a", model).tool(tool).build().prompt("sum it").store(None).create_run()
+    session.attach(run)
+    run.start()
+    await tool.started.wait()
+    session.handle_message({"type": "steer", "request_id": "p1", "text": "split it by region"})
+    session.handle_message({"type": "stop", "request_id": "p2", "reason": None})
+    await settle()
+    assert sorted(replies(sent)) == [("p1", True, None), ("p2", True, None)]
+    with pytest.raises(PromptCancelledError, match="Stopped by the user"):
+        await run.wait()
+    await settle()
+    assert len(model.requests) == 1
+    notices = [e["text"] for e in session.state()["entries"] if e["kind"] == "notice"]
+    assert notices == [
+        "Run cancelled: Stopped by the user.",
+        "Not delivered, the run ended first: split it by region",
+    ]
+    assert "Not delivered, the run ended first: split it by region" in render_text(session.state())
