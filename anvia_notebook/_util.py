@@ -111,15 +111,22 @@ def compact_arguments(raw: str) -> str:
 
 
 def decode_args(arguments: Any) -> Any:
-    """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON) kept."""
+    """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON, NaN or
+    Infinity included, as the run refuses them) kept."""
     if not isinstance(arguments, str):
         return arguments
     if not arguments.strip():
         return {}
     try:
-        return json.loads(arguments)
+        return json.loads(arguments, parse_constant=not_a_json_number)
     except (ValueError, RecursionError):
         return arguments
+
+
+def not_a_json_number(name: str) -> Any:
+    """``NaN``, ``Infinity``: Python reads them, JSON (and Anvia, with ``JSON.parse``) does not;
+    a person approving the call would be shown them as ``null``."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def normalize_result(value: Any) -> str:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
 from ._util import maybe_await, quoted
@@ -58,6 +59,10 @@ class ToolApprovalRequest(ApprovalContext[Any]):
     fix_required: bool = False
 
 
+#: Values JSON has as they are.
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
 def edited_args_data(value: Any) -> Any:
     """Edited arguments as JSON data: given as the tool's input model
     (``request.args.model_copy(...)``), its fields; a dict holding models (at any depth), with
@@ -72,6 +77,13 @@ def _models_as_data(value: Any, depth: int, done: dict[int, Any]) -> Any:
     many times, or holding itself, costs no more."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
+    if not isinstance(value, (dict, list, tuple, *_JSON_LEAVES)):
+        # A value pydantic writes as JSON (a Decimal, a date, a UUID, a set, an Enum...): as
+        # it writes it, which the tool's model reads back; anything else stays, to be refused.
+        try:
+            return to_jsonable_python(value)
+        except (PydanticSerializationError, ValueError, TypeError):
+            return value
     if depth <= 0 or not isinstance(value, (dict, list, tuple)):
         return value
     if id(value) in done:

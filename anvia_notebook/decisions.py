@@ -371,6 +371,8 @@ def _not_json(args: dict[str, Any]) -> str | None:
                 seen.add(id(value))
             if isinstance(value, float) and not math.isfinite(value):
                 return "NaN and Infinity are not JSON numbers"
+            if not isinstance(value, (dict, list, tuple, str, int, float, bool, type(None))):
+                return f"a value of type {type(value).__name__} has no JSON form"
             if isinstance(value, dict):
                 if not all(isinstance(key, str) for key in value):
                     return "the keys of an object must be texts"

@@ -14,7 +14,7 @@ from typing import Any, get_type_hints, overload
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ._sync_pool import SyncToolExecutor
-from ._util import normalize_result
+from ._util import normalize_result, not_a_json_number
 from .approvals import ToolApproval
 from .errors import ToolArgumentsError
 from .models.base import ToolDefinition
@@ -173,7 +173,7 @@ def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
     if not isinstance(raw, str):
         return raw
     try:
-        return json.loads(raw, parse_constant=_not_a_number) if raw.strip() else {}
+        return json.loads(raw, parse_constant=not_a_json_number) if raw.strip() else {}
     except json.JSONDecodeError as error:
         why = f"{error.msg} at position {error.pos}"
     except (ValueError, RecursionError) as error:
@@ -182,12 +182,6 @@ def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
         f"Invalid arguments for tool {tool_name}: not valid JSON ({why}). Call the tool again "
         "with a JSON object."
     )
-
-
-def _not_a_number(name: str) -> Any:
-    """``NaN``, ``Infinity``: Python reads them, JSON (and Anvia, with ``JSON.parse``) does not;
-    a person approving the call would be shown them as ``null``."""
-    raise ValueError(f"{name} is not a JSON number")
 
 
 def parse_arguments(tool_name: str, model: type[BaseModel], raw: str | dict[str, Any]) -> BaseModel:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 from datetime import date, datetime
+from decimal import Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from test_safety_mutants import THREE_CHOICES, pending_in
 
 from anvia_notebook import (
     AgentBuilder,
+    ApprovalDecision,
     DecisionRefusedError,
     StoreHumanInput,
     ToolApproval,
@@ -365,3 +367,66 @@ async def test_a_tool_that_takes_any_key_takes_an_edit_with_more(store_path: Pat
     store.approve(run.run_id, approval.id, args={"order_id": "B", "note": "call first"})
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
     assert ran == [Open(order_id="B", note="call first")]
+
+
+class Priced(BaseModel):
+    amount: Decimal
+    when: datetime
+    tags: set[str] = set()
+
+
+@pytest.mark.parametrize("front", FRONTS)
+async def test_python_values_pydantic_writes_as_json_are_taken_as_it_writes_them(
+    store_path: Path, front: str
+):
+    """An edit holding a Decimal, a datetime or a set (what a notebook user has at hand) ended
+    the run with "Object of type Decimal is not JSON serializable"; it is the text pydantic
+    writes, which the tool's model reads back."""
+    run, store, approval, ran, _ = await waiting_for_approval(
+        store_path, Priced, {"amount": "10", "when": "2024-05-01T10:00:00"}
+    )
+    edit = {"amount": Decimal("5.50"), "when": datetime(2024, 5, 2, 9, 30), "tags": {"vip"}}
+    decided = _approve(front, run, store)(approval.id, args=edit)
+    assert decided.edited_args == {
+        "amount": "5.50",
+        "when": "2024-05-02T09:30:00",
+        "tags": ["vip"],
+    }
+    assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
+    assert ran == [Priced(amount=Decimal("5.50"), when=datetime(2024, 5, 2, 9, 30), tags={"vip"})]
+
+
+async def test_an_edit_holding_what_json_cannot_hold_is_refused_by_every_decider(
+    store_path: Path,
+):
+    """Before: recorded, then the run ended with "Object of type ... is not JSON
+    serializable"."""
+    edits = [{"limit": 1.0, "note": object()}, {"note": [1, {"x": Path}]}]
+    said = await _refusals(store_path, Limits, {"limit": 5.0}, edits)
+    assert said["run"] == said["store"]
+    assert "a value of type object has no JSON form" in said["run"][0]
+    assert "a value of type type has no JSON form" in said["run"][1]
+
+
+async def test_an_approval_handler_s_edit_of_python_values_runs_the_tool_with_them():
+    ran: list[Priced] = []
+    tool = create_tool(
+        name="t",
+        description="A protected tool.",
+        input=Priced,
+        execute=lambda a, ctx: ran.append(a) or "ran",
+        approval=ToolApproval(),
+    )
+    model = QueueModel([call("t", {"amount": "10", "when": "2024-05-01T10:00:00"}), "done"])
+    edit = {"amount": Decimal("5.50"), "when": datetime(2024, 5, 2, 9, 30)}
+    response = await (
+        AgentBuilder("a", model)
+        .tool(tool)
+        .approvals(lambda request: ApprovalDecision(approved=True, args=edit))
+        .build()
+        .prompt("go")
+        .store(None)
+        .send()
+    )
+    assert response.output == "done"
+    assert ran == [Priced(amount=Decimal("5.50"), when=datetime(2024, 5, 2, 9, 30))]

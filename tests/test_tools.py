@@ -244,3 +244,40 @@ def test_a_duplicate_tool_name_replaces_the_first_with_a_warning():
     with pytest.warns(UserWarning, match="'add' replaces the first"):
         agent = AgentBuilder("a", QueueModel([])).tools([make_add_tool(), second]).build()
     assert agent.tools == {"add": second}
+
+
+@pytest.mark.parametrize("arguments", ['{"x": NaN, "y": 1}', {"x": float("nan"), "y": 1}])
+def test_arguments_the_run_refuses_as_not_json_are_traced_and_stored_as_sent(arguments, tmp_path):
+    """NaN is no JSON number: the model is told so, and the trace (live and stored) keeps the
+    text it sent (before: ``{'x': nan}`` live and ``{'x': None}`` from the store)."""
+    from anvia_notebook import RunStore
+
+    model = QueueModel([call("add", arguments), "done"])
+    store = RunStore(tmp_path / "runs.db")
+    agent = AgentBuilder("a", model).tool(make_add_tool()).build()
+    response = agent.prompt("go").store(store).send_sync()
+    [result] = tool_results(model.requests[1])
+    assert "NaN is not a JSON number" in result.content
+    for trace in (response.trace, store.trace(response.run_id)):
+        assert trace.tool_calls[0].args == '{"x":NaN,"y":1}'
+
+
+def test_a_scripted_call_s_arguments_may_hold_what_pydantic_writes_as_json():
+    """A test model's call with a date or a Decimal in its arguments ended the run with "Object
+    of type date is not JSON serializable"."""
+    from datetime import date
+    from decimal import Decimal
+
+    class Booking(BaseModel):
+        day: date
+        price: Decimal
+
+    seen: list[Booking] = []
+    book = create_tool(
+        name="book", description="Book.", input=Booking, execute=lambda a, c: seen.append(a)
+    )
+    model = QueueModel([call("book", {"day": date(2026, 12, 5), "price": Decimal("9.90")}), "done"])
+    AgentBuilder("a", model).tool(book).build().prompt("go").send_sync()
+    assert seen == [Booking(day=date(2026, 12, 5), price=Decimal("9.90"))]
+    with pytest.raises(ValueError, match="the arguments have no JSON form"):
+        call("book", {"day": object()})

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Container
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, cast, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._positional import PositionalFields
 from .._util import compact_json, valid_data, valid_text
@@ -120,6 +121,22 @@ class ToolCall(PositionalFields):
     id: str
     name: str
     arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+    @field_validator("arguments")
+    @classmethod
+    def _json_arguments(cls, value: dict[str, Any] | str) -> dict[str, Any] | str:
+        """Arguments given as data hold only what JSON can (a date, a Decimal, a set... as
+        pydantic writes them), so that every event, trace and store can keep them."""
+        if isinstance(value, str):
+            return value
+        try:
+            compact_json(value)
+            return value
+        except TypeError:
+            try:
+                return cast(dict[str, Any], to_jsonable_python(value))
+            except PydanticSerializationError as error:
+                raise ValueError(f"the arguments have no JSON form: {error}") from None
 
     if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
 
