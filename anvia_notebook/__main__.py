@@ -150,6 +150,9 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps([r.model_dump(mode="json") for r in found], indent=2))
         return
+    if not found and args.limit == 0:
+        _say("No runs shown: --limit 0 asks for none.")
+        return
     if not found and (args.status or args.agent is not None) and store.runs(limit=1):
         # The store has runs, none of them these: no advice to look for another store.
         which = (f" with status {args.status}" if args.status else "") + (
@@ -427,6 +430,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # (Python would complain again at exit)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C (waiting for a store another process holds locked)
+        print("Interrupted.", file=sys.stderr)
+        return 130
 
 
 def _run_command(location: str, args: argparse.Namespace) -> int:

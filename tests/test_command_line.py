@@ -149,3 +149,21 @@ def test_runs_status_takes_every_status_the_store_does():
     from anvia_notebook.run_state import RUN_STATUSES
 
     assert sorted(COMMAND_LINE) == sorted(RUN_STATUSES)
+
+
+def test_ctrl_c_while_the_store_is_held_locked_says_interrupted_without_a_traceback(
+    tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C while ``approve`` waited for a store another process held locked printed a
+    whole KeyboardInterrupt traceback."""
+    import anvia_notebook.__main__ as cli
+
+    store_path = tmp_path / "runs.db"
+    RunStore(store_path).close()
+
+    def held(*_args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_run_command", held)
+    assert cli.main(["--store", str(store_path), "approve", "run_x", "approval_x"]) == 130
+    assert capsys.readouterr().err == "Interrupted.\n"

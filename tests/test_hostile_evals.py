@@ -364,3 +364,124 @@ def test_a_typed_value_that_stays_invalid_is_that_cases_error_after_its_retries(
     )
     assert "no approval handler or person to fix it" in case.error
     assert case.data is None
+
+
+def test_a_sync_metric_runs_beside_the_others_not_one_after_another():
+    """A sync grader (one that calls a service) held the event loop: ``concurrency`` did not
+    apply to it. Four cases whose metric waits for all four to be in it at once only finish
+    when they run side by side."""
+    import threading
+
+    together = threading.Barrier(4, timeout=20)
+
+    def slow_judge(case, output):
+        together.wait()  # (raises BrokenBarrierError after 20 s alone: the score's error)
+        return True
+
+    cases = [{"input": f"q{i}", "name": f"c{i}"} for i in range(4)]
+    report = evals.evaluate_sync(agent(), cases, [slow_judge], concurrency=4, show=False)
+    assert [c.details["slow_judge"].error for c in report.cases] == [None] * 4
+    assert report.pass_rate == 1.0
+
+
+def test_stop_while_a_sync_metric_runs_ends_the_evaluation_at_once():
+    """Stop is not kept waiting for a sync metric still running (its thread goes on alone)."""
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck(case, output):
+        entered.set()
+        release.wait(20)
+        return True
+
+    async def main():
+        report = evals.runner.prepare(agent(), CASES, [stuck], concurrency=1)
+        task = asyncio.ensure_future(evals.runner.run_report(report))
+        await asyncio.to_thread(entered.wait, 20)
+        assert report.stop() is True
+        return await asyncio.wait_for(task, 10)
+
+    try:
+        report = asyncio.run(main())
+    finally:
+        release.set()
+    assert report.status == "stopped"
+    assert report.not_run == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("expected", "output"),
+    [
+        (decimal.Decimal("9.90"), '"9.90"'),
+        ({"when": __import__("datetime").date(2026, 12, 5)}, '{"when": "2026-12-05"}'),
+        (
+            [
+                {
+                    "b",
+                }
+            ],
+            '[["b"]]',
+        ),
+    ],
+)
+def test_an_expected_value_json_cannot_hold_as_it_is_is_compared_as_pydantic_writes_it(
+    expected, output
+):
+    """Before: every score was "TypeError: Object of type date is not JSON serializable"."""
+    report = evals.evaluate_sync(
+        agent(output), [{"input": "q", "expected": expected}], [evals.exact_match()], show=False
+    )
+    [case] = report.cases
+    assert case.details["exact_match"].error is None
+    assert case.passed
+
+
+def test_an_expected_timestamp_from_a_dataframe_is_compared_as_its_iso_text():
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame({"input": ["when?"], "expected": [pandas.Timestamp("2020-01-01")]})
+    report = evals.evaluate_sync(
+        agent('"2020-01-01T00:00:00"'), frame, [evals.exact_match()], show=False
+    )
+    assert report.cases[0].details["exact_match"].error is None and report.cases[0].passed
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [
+        (lambda: evals.Metric("m", bool, threshold=float("nan")), ValueError, "finite number"),
+        (lambda: evals.Metric("m", bool, threshold="high"), TypeError, "not str 'high'"),
+        (lambda: evals.Metric("m", bool, threshold=True), TypeError, "must be a number"),
+        (lambda: evals.contains(5), TypeError, "must be a string .* not int 5"),
+        (
+            lambda: evals.llm_judge(agent().model, "Be right.", threshold=5),
+            ValueError,
+            "outside 0..1",
+        ),
+    ],
+)
+def test_a_metric_that_could_never_pass_or_fail_as_meant_is_refused_when_made(make, error, words):
+    with pytest.raises(error, match=words):
+        make()
+
+
+def test_comparing_reports_whose_unnamed_cases_moved_warns_that_they_are_matched_by_place():
+    old = evals.evaluate_sync(agent(), [{"input": "apple"}, {"input": "pear"}], [bool], show=False)
+    new = evals.evaluate_sync(
+        agent(), [{"input": "kiwi"}, {"input": "apple"}, {"input": "pear"}], [bool], show=False
+    )
+    with pytest.warns(UserWarning, match=r"2 case\(s\) have the same name .*'case-1', 'case-2'"):
+        evals.compare(old, new)
+    named = [{"input": "apple", "name": "apple"}]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        first = evals.evaluate_sync(agent(), named, [bool], show=False)
+        evals.compare(first, evals.evaluate_sync(agent(), named, [bool], show=False))
+
+
+def test_json_valid_on_output_nested_too_deeply_to_read_is_false_not_an_error():
+    report = evals.evaluate_sync(agent("[" * 100_000), CASES[:1], [evals.json_valid()], show=False)
+    detail = report.cases[0].details["json_valid"]
+    assert detail.error is None and detail.value is False

@@ -127,6 +127,7 @@ async def test_runs_with_a_filter_that_matches_nothing_says_so_and_refuses_unkno
     for args, words in (
         (("--status", "error"), "No stored runs with status error in"),
         (("--agent", "nobody"), "No stored runs of agent 'nobody' in"),
+        (("--limit", "0"), "No runs shown: --limit 0 asks for none."),
     ):
         listed = await asyncio.to_thread(command_line, location, "runs", *args)
         assert listed.returncode == 0, listed.stderr

@@ -186,6 +186,11 @@ def test_invalid_answers_from_a_human_input_become_an_error_result():
         ),
         ({"questionId": "priority", "answer": "low", "choice": "low", "custom": True}, "not both"),
         ({"questionId": "priority", "answer": "  "}, "The answer to question 'priority' is empty"),
+        (  # (a custom marked with a text was dropped unread, the choice kept)
+            {"questionId": "priority", "answer": "low", "choice": "low", "custom": "true"},
+            "has custom='true'; custom is true or false",
+        ),
+        ({"questionId": "priority", "answer": "urgent", "custom": 1}, "has custom=1;"),
     ],
 )
 def test_answers_that_misuse_a_choice_or_are_blank_are_refused_with_a_clear_reason(

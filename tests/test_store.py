@@ -524,3 +524,23 @@ def test_reading_a_run_the_store_does_not_hold_is_an_error_not_an_empty_run(stor
         with pytest.raises(an.RunNotFoundError, match="No stored run 'run_typo'"):
             read("run_typo")
     assert store.pending() == []  # every run's: none waits
+
+
+async def test_declining_an_approval_is_refused_and_changes_nothing(store_location):
+    """``decline`` is for a server's question: given an approval's id it used to write the
+    approval cancelled (the run read it as a rejection), then fail on an assertion."""
+    agent, tool, _ = protected_agent(
+        call("add", {"x": 1, "y": 1}), ModelResponse(text="2"), human=StoreHumanInput(timeout=600)
+    )
+    run = agent.prompt("go").start()
+    other = RunStore(store_location)
+    [approval] = await wait_pending(other, run.run_id)
+    with pytest.raises(DecisionRefusedError, match="is an approval, not a question"):
+        other.decline(run.run_id, approval.id)
+    with pytest.raises(DecisionRefusedError, match="is an approval, not a question"):
+        other.answer(run.run_id, approval.id, [{"questionId": "q1", "answer": "x"}])
+    assert [p.id for p in other.pending(run.run_id)] == [approval.id]
+    assert other.get(run.run_id).approvals[approval.id].status == "pending"
+    other.approve(run.run_id, approval.id)
+    assert (await asyncio.wait_for(run.wait(), 10)).output == "2"
+    assert len(tool.calls) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -270,4 +271,19 @@ def compare(a: EvalReport, b: EvalReport) -> Comparison:
                 f"compare(a, b): {which} must be a report from evals.evaluate, not "
                 f"{type(report).__name__}."
             )
+    inputs_a = {case.name: case.input for case in a.case_list}
+    other = [
+        case.name
+        for case in b.case_list
+        if case.name in inputs_a and inputs_a[case.name] != case.input
+    ]
+    if other:
+        shown = ", ".join(repr(name) for name in other[:5]) + (" ..." if len(other) > 5 else "")
+        warnings.warn(
+            f"{len(other)} case(s) have the same name in both reports but another input "
+            f"({shown}): they are compared as one case. Cases without a name are named by "
+            "their place (case-1, case-2, ...); name them (evals.Case(..., name=...)) to "
+            "match them across reports.",
+            stacklevel=2,
+        )
     return Comparison(a, b)

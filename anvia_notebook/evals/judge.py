@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .cases import Case
-from .metrics import DEFAULT_THRESHOLD, Metric, Score
+from .metrics import DEFAULT_THRESHOLD, Metric, Score, expected_text
 
 __all__ = ["JUDGE_INSTRUCTIONS", "llm_judge", "parse_verdict"]
 
@@ -56,8 +56,7 @@ def parse_verdict(text: str) -> tuple[float, str]:
 def _prompt(rubric: str, case: Case, output: str) -> str:
     parts = [f"## Rubric\n{rubric}", f"## Task given to the agent\n{case.input}"]
     if case.expected is not None:
-        expected = case.expected if isinstance(case.expected, str) else json.dumps(case.expected)
-        parts.append(f"## Expected answer\n{expected}")
+        parts.append(f"## Expected answer\n{expected_text(case.expected)}")
     parts.append(f"## The agent's answer\n{output}")
     parts.append('Reply with {"score": ..., "reasoning": "..."} only.')
     return "\n\n".join(parts)
@@ -85,6 +84,12 @@ def llm_judge(
         raise TypeError("llm_judge(model, rubric): model must be a model (with a stream method).")
     if not isinstance(rubric, str) or not rubric.strip():
         raise ValueError("llm_judge(model, rubric): the rubric must be a non-empty string.")
+    checked = Metric(name, lambda case, output: None, threshold=threshold).threshold
+    if not 0.0 <= checked <= 1.0:
+        raise ValueError(
+            f"llm_judge(): the threshold {checked} is outside 0..1, the judge's scale (no score "
+            "would pass, or every one would)."
+        )
     from ..agent import AgentBuilder
 
     judge = AgentBuilder(f"{name}-judge", model).instructions(JUDGE_INSTRUCTIONS).build()

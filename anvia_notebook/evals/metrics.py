@@ -10,7 +10,9 @@ leaves that case out.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import decimal
+import functools
 import inspect
 import json
 import math
@@ -21,7 +23,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from .._sync_pool import SyncToolExecutor
 from .._util import cancelled_from_outside, error_text
 from .cases import Case
 
@@ -32,6 +36,7 @@ __all__ = [
     "as_metric",
     "contains",
     "exact_match",
+    "expected_text",
     "json_valid",
     "matches",
     "normalize_metrics",
@@ -40,6 +45,10 @@ __all__ = [
 DEFAULT_THRESHOLD = 0.5
 
 ScoreFn = Callable[[Case, str], Any]
+
+#: The threads sync metrics run on (their own: a slow grader does not hold the event loop, so
+#: ``concurrency`` applies to it, and Stop is not kept waiting for it).
+_METRIC_THREADS = SyncToolExecutor()
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,9 @@ class Score:
 
 class Metric:
     """A named scoring function ``fn(case, output)`` (sync or async) returning a bool, a number
-    or a :class:`Score`; numbers pass at ``>= threshold``."""
+    or a :class:`Score`; numbers pass at ``>= threshold``. A sync ``fn`` runs on a worker
+    thread (a grader that calls a service or a model keeps the evaluation's other cases, and
+    the notebook, going), unless ``runs_inline`` says it is quick (the built-in metrics)."""
 
     def __init__(self, name: str, fn: ScoreFn, *, threshold: float = DEFAULT_THRESHOLD) -> None:
         if not isinstance(name, str) or not name.strip():
@@ -65,7 +76,9 @@ class Metric:
             raise TypeError(f"Metric {name!r}: fn must be callable.")
         self.name = name.strip()
         self.fn = fn
-        self.threshold = float(threshold)
+        self.threshold = _threshold(threshold, self.name)
+        #: A sync ``fn`` is called on the event loop, not on a worker thread.
+        self.runs_inline = False
 
     def __repr__(self) -> str:
         return f"Metric({self.name!r})"
@@ -73,7 +86,10 @@ class Metric:
     async def score(self, case: Case, output: str) -> Score:
         """Score ``output``; never raises (an error becomes the score's ``error``)."""
         try:
-            value = self.fn(case, output)
+            if self.runs_inline or inspect.iscoroutinefunction(self.fn):
+                value = self.fn(case, output)
+            else:
+                value = await _on_a_thread(self.fn, case, output)
             if inspect.isawaitable(value):
                 value = await value
         except (Exception, SystemExit, KeyboardInterrupt, asyncio.CancelledError) as error:
@@ -112,6 +128,38 @@ class Metric:
             return Score(number, number)
         assert number is not None
         return Score(number, number >= self.threshold)
+
+
+def _threshold(value: Any, name: str) -> float:
+    """A metric's threshold, checked: a finite number (else no score, or every one, passes)."""
+    value = _plain(value)
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
+        raise TypeError(
+            f"Metric {name!r}: the threshold must be a number (a score passes at >= it), not "
+            f"{type(value).__name__} {value!r}."
+        )
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(
+            f"Metric {name!r}: the threshold must be a finite number, not {number} (no score "
+            "would pass, or every one would)."
+        )
+    return number
+
+
+async def _on_a_thread(fn: ScoreFn, case: Case, output: str) -> Any:
+    """``fn(case, output)`` on a metric thread (with this context). Stopped while it runs, the
+    thread finishes on its own and its score is dropped."""
+    context = contextvars.copy_context()
+    job = _METRIC_THREADS.submit(functools.partial(context.run, fn, case, output))
+    waiter = asyncio.wrap_future(job.future)
+    waiter.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "unretrieved"
+    try:
+        return await asyncio.shield(waiter)
+    except asyncio.CancelledError:
+        if not waiter.done():  # (not started: it never runs; running: its slot is freed)
+            _METRIC_THREADS.abandon(job)
+        raise
 
 
 def _score_value(value: Any) -> tuple[bool | float | None, str | None]:
@@ -157,7 +205,35 @@ def _expected_text(case: Case, metric: str) -> str:
         raise ValueError(
             f"{metric} needs the case's expected value, and case {case.name!r} has none."
         )
-    return case.expected if isinstance(case.expected, str) else json.dumps(case.expected)
+    return expected_text(case.expected)
+
+
+def _quick(metric: Metric) -> Metric:
+    """A built-in metric: quick, called on the event loop."""
+    metric.runs_inline = True
+    return metric
+
+
+def expected_text(value: Any) -> str:
+    """A case's expected value as the text an output is compared with: a string as it is,
+    anything else as JSON (a date, a Decimal, a set, a numpy number as pydantic or numpy
+    writes them; a value JSON cannot hold as its ``str``)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=_json_default)
+    except (TypeError, ValueError, RecursionError):  # (keys that are not texts, a loop)
+        return str(value)
+
+
+def _json_default(value: Any) -> Any:
+    plain = _plain(value)
+    if plain is not value:
+        return plain
+    try:
+        return to_jsonable_python(value)
+    except PydanticSerializationError:
+        return str(value)
 
 
 def exact_match(
@@ -176,7 +252,7 @@ def exact_match(
             expected, got = expected.casefold(), got.casefold()
         return got == expected
 
-    return Metric(name, fn)
+    return _quick(Metric(name, fn))
 
 
 def contains(
@@ -186,6 +262,11 @@ def contains(
 
     Case matters, as in Anvia; ``case_sensitive=False`` ignores it.
     """
+    if text is not None and not isinstance(text, str):
+        raise TypeError(
+            f"contains(): the text to look for must be a string (or None for each case's "
+            f"expected value), not {type(text).__name__} {text!r}."
+        )
 
     def fn(case: Case, output: str) -> bool:
         needle = text if text is not None else _expected_text(case, name)
@@ -193,7 +274,7 @@ def contains(
             return needle in output
         return needle.casefold() in output.casefold()
 
-    return Metric(name, fn)
+    return _quick(Metric(name, fn))
 
 
 def matches(regex: str | re.Pattern[str], *, flags: int = 0, name: str = "matches") -> Metric:
@@ -208,7 +289,7 @@ def matches(regex: str | re.Pattern[str], *, flags: int = 0, name: str = "matche
     def fn(case: Case, output: str) -> bool:
         return pattern.search(output) is not None
 
-    return Metric(name, fn)
+    return _quick(Metric(name, fn))
 
 
 def _schema_validator(schema: Any) -> Callable[[Any, str], None] | None:
@@ -273,6 +354,8 @@ def json_valid(schema: Any = None, *, name: str = "json_valid") -> Metric:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             return Score(False, False, reason=f"not JSON: {error}")
+        except RecursionError:
+            return Score(False, False, reason="not JSON this package can read: nested too deeply")
         if check is not None:
             try:
                 check(data, text)
@@ -280,7 +363,7 @@ def json_valid(schema: Any = None, *, name: str = "json_valid") -> Metric:
                 return Score(False, False, reason=str(error))
         return Score(True, True)
 
-    return Metric(name, fn)
+    return _quick(Metric(name, fn))
 
 
 def as_metric(value: Any) -> Metric:

@@ -38,6 +38,7 @@ from .._util import quoted
 from ..decisions import (
     Resolution,
     answers_resolution,
+    check_kind,
     check_resolution,
     decided,
     decline_resolution,
@@ -690,8 +691,9 @@ class RunStore(SteeringRows, DecisionRequests):
         to the run, which checks them with the tool's own input model too (a validator) and records
         the approval, or refuses it with ``DecisionRefusedError`` in the words the run gives a
         refused edit (nothing is recorded: the approval still waits). When that process is gone, or
-        dies before it answers, the approval is recorded here and the run checks the edit when it
-        is resumed (an edit it refuses then rejects the call)."""
+        dies before it answers, the edit waits in the store (the record returned is still
+        pending) and the run checks it when it is resumed: the first edit it accepts is the
+        decision; one it refuses is listed by ``show`` and the approval waits for another."""
         resolution = Resolution.approval(
             True, decided_by=decided_by, decided_via=via, reason=reason, args=args
         )
@@ -752,6 +754,7 @@ class RunStore(SteeringRows, DecisionRequests):
             raise unknown
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
+        check_kind(record, name)  # (``decline`` of an approval cancelled it, then failed)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
         if (
             record.pending
