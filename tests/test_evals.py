@@ -830,3 +830,17 @@ def test_a_case_takes_its_fields_by_position_as_the_docs_write_it():
         ("sum", "7", True),
         ("case-2", "paris", False),
     ]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '{"score": 0.8, "reasoning": "Close."} Note: the set {a, b} is fine.',
+        'Verdict: {"score": 0.8, "reasoning": "Close."}\nThanks } bye',
+    ],
+)
+def test_a_judge_reply_with_a_brace_in_its_prose_after_the_verdict_is_read(reply):
+    """Text around the object is tolerated, as documented; a ``}`` in that text was not."""
+    from anvia_notebook.evals.judge import parse_verdict
+
+    assert parse_verdict(reply) == (0.8, "Close.")

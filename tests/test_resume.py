@@ -350,7 +350,7 @@ def test_an_owner_killed_but_not_yet_reaped_counts_as_gone(env, store_location):
 
 
 def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refused(
-    env, store_location, monkeypatch
+    env, store_location, monkeypatch, capsys
 ):
     """Before, a decision written after ``expires_at`` (the owner killed, so no timer fired)
     was recorded, and the tool ran on resume: the time limit held only while the owner lived."""
@@ -373,6 +373,14 @@ def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refuse
     )
     assert f"when the run resumes (agent.resume('{pending.run_id}'))" in str(refused.value)
     assert store.pending(pending.run_id) == [pending] and effects() == []
+    # ``show`` says so too, instead of the command to decide it (which would be refused)
+    import anvia_notebook.__main__ as cli
+
+    capsys.readouterr()
+    assert cli.main(["--store", str(store_location), "show", pending.run_id]) == 0
+    shown = capsys.readouterr().out
+    assert f"  {refused.value}" in shown
+    assert f"approve {pending.run_id} {pending.id}" not in shown
 
 
 def test_a_resume_dropped_unstarted_lets_other_processes_resume_the_run(env, store_location):

@@ -36,7 +36,12 @@ def parse_verdict(text: str) -> tuple[float, str]:
     try:
         data = json.loads(found)
     except (json.JSONDecodeError, RecursionError) as error:  # (nested beyond what is read)
-        raise ValueError(f"The judge's reply is not valid JSON ({error}): {text[:200]!r}") from None
+        try:  # the object, then prose holding a ``}`` of its own
+            data = json.JSONDecoder().raw_decode(text, text.find("{"))[0]
+        except (json.JSONDecodeError, RecursionError):
+            raise ValueError(
+                f"The judge's reply is not valid JSON ({error}): {text[:200]!r}"
+            ) from None
     if not isinstance(data, dict) or "score" not in data:
         raise ValueError(f"The judge's reply has no score: {text[:200]!r}")
     score = data["score"]

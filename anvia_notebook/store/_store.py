@@ -756,13 +756,9 @@ class RunStore(SteeringRows, DecisionRequests):
         record = _row_record(*row)
         check_kind(record, name)  # (``decline`` of an approval cancelled it, then failed)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
-        if (
-            record.pending
-            and record.expires_at is not None
-            and utc_now() >= record.expires_at
-            and not self._alive(self._owner_of(owner_run))  # (a live run's timer decides)
-        ):
-            raise self._too_late(owner_run, record, name)
+        late = self.expired(owner_run, record)
+        if late is not None:
+            raise DecisionRefusedError(late)
         ours = decided(record, resolution)
         current: Record | None
         if resolution.status == "approved" and resolution.args is not None:
@@ -786,12 +782,19 @@ class RunStore(SteeringRows, DecisionRequests):
         assert isinstance(current, kind)
         return current
 
-    def _too_late(self, run_id: str, record: Record, name: str) -> DecisionRefusedError:
-        """A decision for ``record`` after its time limit (``expires_at``) passed while no
-        process ran its run (no timer decided it then): refused, not kept for the resume.
-        While a process runs it, that run's timer decides, and the first decision wins."""
-        return DecisionRefusedError(
-            f"Too late: the time limit of {name} {record.id} passed at "
+    def expired(self, run_id: str, record: Record) -> str | None:
+        """Why a decision on pending ``record`` of run ``run_id`` is refused as too late (its
+        time limit passed while no process ran the run; the run asks again when resumed), or
+        None. While a process runs the run, that run's timer decides."""
+        if not (
+            record.pending
+            and record.expires_at is not None
+            and utc_now() >= record.expires_at
+            and not self._alive(self._owner_of(run_id))
+        ):
+            return None
+        return (
+            f"Too late: the time limit of {record.kind} {record.id} passed at "
             f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC, while no process ran the run; it is "
             "asked again, with a new time limit, when the run resumes "
             f"(agent.resume({self._resumed_as(run_id)!r}))."
