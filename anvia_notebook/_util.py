@@ -133,7 +133,8 @@ def normalize_result(value: Any) -> str:
     """A tool's return value as the text the model sees.
 
     A pydantic model is serialised to JSON, a ``str`` is kept, anything else goes through
-    compact JSON as Anvia writes it (falling back to ``str``).
+    compact JSON as Anvia writes it (models, dates or sets inside as pydantic writes them;
+    falling back to ``str``).
     """
     if isinstance(value, str):
         return value
@@ -144,6 +145,12 @@ def normalize_result(value: Any) -> str:
     try:
         return compact_json(value)
     except (TypeError, ValueError):
+        pass
+    from pydantic_core import to_jsonable_python
+
+    try:  # models, dates, sets... inside: as pydantic writes them (JSON.stringify's way)
+        return compact_json(to_jsonable_python(value))
+    except (TypeError, ValueError, RecursionError):  # (its serialization error is a ValueError)
         return str(value)
 
 

@@ -226,7 +226,7 @@ def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> Outpu
     except (PydanticSchemaGenerationError, PydanticUserError, TypeError, ValueError) as error:
         text = str(error).strip()
         first = text.splitlines()[0].split(". ")[0] if text else type(error).__name__
-        first = re.sub(r"(?:[\w<>]+\.)+(?=\w)", "", first)
+        first = first.replace("__main__.", "").rstrip(".")  # (a notebook's own types: as written)
         raise TypeError(
             f"output_type({type_name(output_type)}): pydantic cannot validate this type "
             f"({first}). Use a pydantic model, a dataclass, a TypedDict, or a type built from "

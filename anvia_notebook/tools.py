@@ -7,9 +7,10 @@ import contextvars
 import functools
 import inspect
 import json
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints, overload
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -149,6 +150,54 @@ def _takes_context(execute: Callable[..., Any]) -> bool:
             f"the arguments, execute(args)); {getattr(execute, '__name__', 'it')}"
             f"{signature} cannot be called so."
         ) from None
+    return False
+
+
+def _function_name(function: Callable[..., Any]) -> str:
+    """The tool name ``@tool`` gives ``function`` (a partial's function's; a callable
+    object's class's), refusing a lambda's, which names nothing."""
+    target = function
+    while isinstance(target, functools.partial):
+        target = target.func
+    found = getattr(target, "__name__", None) or type(target).__name__
+    if found == "<lambda>":
+        raise ValueError("A lambda has no name for the model to call it by: @tool(name=...).")
+    return found
+
+
+def _called(function: Callable[..., Any]) -> Any:
+    """What calling ``function`` runs: a partial's function, a class's ``__init__``, a
+    callable object's ``__call__``; a function or method itself."""
+    target: Any = function
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.isclass(target):
+        return target.__init__
+    if not inspect.isroutine(target):
+        return type(target).__call__
+    return target
+
+
+def _type_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    """The annotations of what ``function`` calls (a partial's function, a callable object's
+    ``__call__``), ``Annotated`` kept: its ``Field(...)`` constraints are the model's too."""
+    try:
+        return get_type_hints(_called(function), include_extras=True)
+    except TypeError:  # (a built-in: no annotations to read)
+        return {}
+
+
+def _is_context(annotation: Any) -> bool:
+    """A parameter that receives the :class:`ToolContext`: annotated ``ToolContext``, also
+    as ``ToolContext | None`` or in ``Annotated`` (else the model would be asked for it)."""
+    if annotation is ToolContext:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_context(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        rest = [arg for arg in get_args(annotation) if arg is not type(None)]
+        return len(rest) == 1 and _is_context(rest[0])
     return False
 
 
@@ -304,24 +353,33 @@ def _tool_from_function(
     approval: ToolApproval | None,
     idempotent: bool = False,
 ) -> Tool:
+    if not callable(function):
+        raise TypeError(f"@tool makes a tool of a function, not of {type(function).__name__}.")
+    tool_name = name if name is not None else _function_name(function)
     signature = inspect.signature(function)
-    hints = get_type_hints(function)
+    hints = _type_hints(function)
+    bound = function.keywords if isinstance(function, functools.partial) else {}
     fields: dict[str, Any] = {}
     context_param: str | None = None
     for param in signature.parameters.values():
+        if param.name in bound:
+            continue  # given by the partial: not the model's to choose
         annotation = hints.get(param.name, Any)
-        if annotation is ToolContext:
+        if _is_context(annotation):
             context_param = param.name
             continue
         if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
-            raise TypeError(f"@tool does not support *args or **kwargs ({function.__name__}).")
+            raise TypeError(f"@tool does not support *args or **kwargs ({tool_name}).")
+        if param.name.startswith("_"):
+            raise TypeError(
+                f"@tool: parameter {param.name!r} of {tool_name} starts with an underscore, "
+                "which pydantic keeps private: the model could never give it. Rename it."
+            )
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)
-    tool_name = name or function.__name__
     model_name = "".join(part.title() for part in tool_name.split("_")) + "Input"
     input_model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
-    doc = inspect.getdoc(function) or ""
-
+    doc = inspect.getdoc(_called(function)) or inspect.getdoc(function) or ""
     positional = [
         param.name
         for param in signature.parameters.values()
@@ -336,7 +394,9 @@ def _tool_from_function(
         return function(*leading, **kwargs)
 
     execute: Callable[..., Any]
-    if inspect.iscoroutinefunction(function):
+    if inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+        type(function).__call__
+    ):
 
         async def execute(args: BaseModel, ctx: ToolContext) -> Any:
             return await call_with(args, ctx)
@@ -346,6 +406,7 @@ def _tool_from_function(
     # Named and documented as the function, but called as (args, ctx): without this, the
     # tool's check of how to call ``execute`` would read the function's own parameters.
     del execute.__wrapped__  # type: ignore[union-attr]
+    execute.__name__ = tool_name
     return Tool(
         name=tool_name,
         description=description if description is not None else doc,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, PositiveFloat
+from pydantic import BaseModel, Field, PositiveFloat
 
 from anvia_notebook import AgentBuilder, ToolContext, create_tool, tool
 from anvia_notebook.models import ModelResponse, QueueModel
@@ -130,6 +130,14 @@ def test_tool_decorator_runs_functions_of_any_number_of_parameters():
         (
             {1, 2} if False else object.__new__(type("Odd", (), {"__str__": lambda s: "odd!"})),
             "odd!",
+        ),
+        (  # models, dates and sets inside were Python's repr: JSON, as JSON.stringify writes
+            [RefundOutput(refund_id="rf_1", status="issued")],
+            '[{"refund_id":"rf_1","status":"issued"}]',
+        ),
+        (
+            {"on": __import__("datetime").date(2026, 12, 5), "tags": {"a"}},
+            '{"on":"2026-12-05","tags":["a"]}',
         ),
     ],
 )
@@ -281,3 +289,96 @@ def test_a_scripted_call_s_arguments_may_hold_what_pydantic_writes_as_json():
     assert seen == [Booking(day=date(2026, 12, 5), price=Decimal("9.90"))]
     with pytest.raises(ValueError, match="the arguments have no JSON form"):
         call("book", {"day": object()})
+
+
+def test_tool_decorator_keeps_annotated_field_constraints_in_the_schema_and_the_check():
+    """``Annotated[float, Field(gt=0)]`` lost its constraint: the model could refund -500."""
+    refunded: list[float] = []
+
+    @tool
+    def refund(amount: Annotated[float, Field(gt=0, description="USD amount")]) -> str:
+        """Refund."""
+        refunded.append(amount)
+        return "ok"
+
+    schema = refund.definition().parameters["properties"]["amount"]
+    assert schema["exclusiveMinimum"] == 0 and schema["description"] == "USD amount"
+    model = QueueModel([call("refund", {"amount": -500}), "done"])
+    AgentBuilder("a", model).tool(refund).build().prompt("go").send_sync()
+    assert "greater than 0" in tool_results(model.requests[1])[0].content
+    assert refunded == []
+
+
+@pytest.mark.parametrize("optional", [True, False])
+def test_an_optional_or_annotated_context_parameter_is_given_the_context_not_asked_of_the_model(
+    optional,
+):
+    """``ctx: ToolContext | None = None`` was a field of the schema: never given the context,
+    and the model could send one of its own (a forged run id)."""
+    seen: list[str] = []
+    if optional:
+
+        def lookup(order_id: str, ctx: ToolContext | None = None) -> str:
+            seen.append(ctx.run.run_id if ctx else "none")
+            return order_id
+    else:
+
+        def lookup(order_id: str, ctx: Annotated[ToolContext, "the run"] = None) -> str:  # type: ignore[assignment]
+            seen.append(ctx.run.run_id)
+            return order_id
+
+    made = tool(lookup)
+    assert list(made.definition().parameters["properties"]) == ["order_id"]
+    forged = {"order_id": "A1", "ctx": {"run": {"run_id": "FORGED"}}}
+    model = QueueModel([call("lookup", {"order_id": "A1"}), call("lookup", forged, "c2"), "ok"])
+    response = AgentBuilder("a", model).tool(made).build().prompt("go").send_sync()
+    assert seen == [response.run_id]
+    assert "Extra inputs are not permitted" in tool_results(model.requests[2])[0].content
+
+
+def test_tool_decorator_takes_a_partial_and_a_callable_object():
+    import functools
+
+    def search(query: str, limit: int) -> str:
+        return f"{query}:{limit}"
+
+    class Weather:
+        def __call__(self, city: str) -> str:
+            """The weather."""
+            return f"sunny in {city}"
+
+    class Slow:
+        async def __call__(self, x: int) -> int:
+            return x + 1
+
+    search5 = tool(name="search5")(functools.partial(search, limit=5))
+    weather = tool(Weather())
+    slow = tool(name="slow")(Slow())
+    assert list(search5.definition().parameters["properties"]) == ["query"]  # limit is bound
+    assert weather.name == "Weather" and weather.description == "The weather."
+    model = QueueModel(
+        [
+            ModelResponse(
+                tool_calls=[
+                    call("search5", {"query": "q"}, "c1").tool_calls[0],
+                    call("Weather", {"city": "Oslo"}, "c2").tool_calls[0],
+                    call("slow", {"x": 1}, "c3").tool_calls[0],
+                ]
+            ),
+            "done",
+        ]
+    )
+    AgentBuilder("a", model).tools([search5, weather, slow]).build().prompt("go").send_sync()
+    assert [r.content for r in tool_results(model.requests[1])] == ["q:5", "sunny in Oslo", "2"]
+
+
+def test_tool_decorator_refuses_what_the_model_could_never_call_when_made():
+    with pytest.raises(TypeError, match="'_cursor' of page starts with an underscore"):
+
+        @tool
+        def page(_cursor: str = "start", size: int = 10) -> str:
+            return _cursor
+
+    with pytest.raises(ValueError, match=r"A lambda has no name .* @tool\(name=...\)"):
+        tool(lambda city: city)
+    assert tool(name="echo")(lambda city: city).name == "echo"

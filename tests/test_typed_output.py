@@ -607,3 +607,21 @@ async def test_the_run_stays_open_to_steering_while_the_model_is_asked_again(mod
     # before the run would end in native mode.
     seen = [m.content for m in model.requests[2].messages if m.role == "user"]
     assert seen[-1] == "Round the population."
+
+
+def test_a_typing_typed_dict_is_refused_with_pydantic_s_advice_intact() -> None:
+    """The advice lost its module names: "use `TypedDict` instead of `TypedDict` on Python
+    < 12"."""
+    import sys
+    import typing
+
+    if sys.version_info >= (3, 12):
+        pytest.skip("pydantic takes typing.TypedDict from Python 3.12 on")
+
+    class Row(typing.TypedDict):
+        a: int
+
+    with pytest.raises(TypeError) as refused:
+        AgentBuilder("typed", QueueModel([])).output_type(Row)
+    assert "use `typing_extensions.TypedDict` instead of `typing.TypedDict`" in str(refused.value)
+    assert "Python < 3.12)" in str(refused.value)

@@ -38,7 +38,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..approvals import ApprovalDecision, ToolApprovalRequest
-from ..human import StoreHumanInput
+from ..human import HumanInputUnavailable, StoreHumanInput
 from ..question_types import Answer, Question, describe_validation_error
 from ..questions import QuestionRequest
 from ..records import approval_scope
@@ -157,6 +157,12 @@ class WidgetHumanInput(StoreHumanInput):
         return clone
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
+        if request.fix_required:
+            # A typed output's fix is written by a person: "Always allow" approves nothing
+            # here (it would approve no fix), and a scripted operator has none to give.
+            if self.auto is not None:
+                raise HumanInputUnavailable("A scripted operator cannot write a fix.")
+            return await super().approve(request)
         if approval_scope(request.run.path, request.tool_name) in self.always_allowed:
             return ApprovalDecision(
                 approved=True, reason=ALWAYS_ALLOWED_REASON, decided_by="policy"

@@ -175,3 +175,41 @@ async def test_the_widgets_fix_goes_through_the_session_and_is_never_always_allo
     assert "final_result" not in handle.session.human_input.always_allowed
     page.pump()
     assert page.state.entries[-1]["text"].startswith("**Result** (1 row)")
+
+
+async def test_always_allow_of_final_result_still_asks_the_person_for_a_fix() -> None:
+    """Always allow of ``final_result`` (given to a hook's approval of a valid result)
+    approved the next repair without a fix: the run ended with OutputValidationError."""
+    from anvia_notebook.notebook._human_input import WidgetHumanInput
+
+    bad = {"result": [{"name": "Paris", "population": "many"}]}
+    human = WidgetHumanInput(auto=False)
+    human.always_allowed.add("final_result")
+    agent = AgentBuilder("typed", QueueModel([final(bad)])).output_type(list[City], retries=0)
+    run = agent.human_input(human).build().prompt("cities").store(None).start()
+    asked = asyncio.Event()
+    run.subscribe(lambda event: event.type == "tool_approval_request" and asked.set())
+    await asyncio.wait_for(asked.wait(), 10)
+    for _ in range(10):  # (the human input's turn: it decided at once before)
+        await asyncio.sleep(0)
+    [pending] = run.interactions.pending
+    assert pending.fix_required
+    fixed = {"result": [{"name": "Paris", "population": 5}]}
+    run.interactions.decide(pending.id, approved=True, args=fixed, via="widget")
+    assert (await asyncio.wait_for(run.wait(), 10)).data == [City(name="Paris", population=5)]
+
+
+async def test_a_scripted_operator_cannot_write_a_fix_and_says_so() -> None:
+    from anvia_notebook import OutputValidationError
+    from anvia_notebook.notebook._human_input import WidgetHumanInput
+
+    bad = {"result": [{"name": "Paris", "population": "many"}]}
+    agent = AgentBuilder("typed", QueueModel([final(bad)])).output_type(list[City], retries=0)
+    human = WidgetHumanInput(auto="approve")
+    request = agent.human_input(human).build().prompt("cities").store(None)
+    try:
+        await request.send()
+    except OutputValidationError as error:
+        assert "there is no approval handler or person to fix it" in str(error)
+    else:
+        raise AssertionError("a scripted approval without a fix was taken")
