@@ -224,7 +224,7 @@ def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
     try:
         return json.loads(raw, parse_constant=not_a_json_number) if raw.strip() else {}
     except json.JSONDecodeError as error:
-        why = f"{error.msg} at position {error.pos}"
+        why = str(error)  # (its own words: "Expecting value: line 1 column 1 (char 0)")
     except (ValueError, RecursionError) as error:
         why = str(error) if isinstance(error, ValueError) else "nested too deeply"
     raise ToolArgumentsError(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -579,3 +580,27 @@ async def test_text_pieces_are_plain_strings(serve: Callable[..., Server]) -> No
 
     # Exactly str (no subclass): what the run loop's per-delta path takes as text.
     assert [type(event) for event in events if isinstance(event, str)] == [str, str]
+
+
+async def test_tool_calls_a_server_sent_without_an_id_get_one(
+    serve: Callable[..., Server],
+) -> None:
+    """An empty ``tool_use`` id was kept (and a second one made ``_2``): the API refuses both
+    when they are sent back with the results."""
+    text = (FIXTURES / "anthropic_tool_no_input.sse").read_text()
+    text = text.replace('"toolu_01Bn5Xs2Qw8Er4Ty7Ui1Op3a"', '""').replace(
+        '"toolu_01Zx9Cv3Bn7Ml2Kj5Hg8Fd4s"', '""'
+    )
+    serve(
+        recorded.http.Response(
+            200, headers={"content-type": "text/event-stream"}, content=text.encode()
+        )
+    )
+    model = AnthropicModel("claude-haiku-4-5", api_key="sk-ant-test")
+    events: list[Any] = []
+    with pytest.raises(ModelError):  # (the fixture's answer is cut by max_tokens)
+        async for event in model.stream(ask(tools=[WEATHER])):
+            events.append(event)
+    ids = [event.id for event in events if isinstance(event, ToolCall)]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    assert all(re.fullmatch(r"toolu_[0-9a-f]{24}", call_id) for call_id in ids)

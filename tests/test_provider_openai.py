@@ -704,3 +704,134 @@ def test_a_chunk_taken_as_text_only_is_what_feed_makes_of_it() -> None:
         chunk({"content": ""}),
     ):
         assert _ChunkAssembler().text_only(mixed) is None
+
+
+def chunks_response(*choices: dict[str, Any] | None) -> Any:
+    """An SSE response of one chunk per ``choices[i]`` (its whole choice, ``delta`` as given,
+    None for a missing key), as servers other than OpenAI's send them."""
+    body = ""
+    for choice in choices:
+        chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "local"}
+        chunk["choices"] = [{"index": 0, "finish_reason": None, **(choice or {})}]
+        body += f"data: {json.dumps(chunk)}\n\n"
+    body += "data: [DONE]\n\n"
+    return http.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+
+def whole(call_id: str | None, city: str, index: int | None = 0) -> dict[str, Any]:
+    call: dict[str, Any] = {"type": "function"}
+    call["function"] = {"name": "get_weather", "arguments": json.dumps({"city": city})}
+    if call_id is not None:
+        call["id"] = call_id
+    if index is not None:
+        call["index"] = index
+    return call
+
+
+@pytest.mark.parametrize(
+    "deltas",
+    [  # parallel calls all numbered 0 (Ollama, some gateways): in one chunk, or one each
+        [{"tool_calls": [whole("call_a", "Paris"), whole("call_b", "Rome")]}],
+        [{"tool_calls": [whole("call_a", "Paris")]}, {"tool_calls": [whole("call_b", "Rome")]}],
+        # the same id for both, or no id at all: a named call after a whole one is another
+        [{"tool_calls": [whole("call_a", "Paris", None), whole("call_a", "Rome", None)]}],
+        [{"tool_calls": [whole(None, "Paris", None)]}, {"tool_calls": [whole(None, "Rome", None)]}],
+    ],
+)
+async def test_parallel_calls_a_server_numbers_alike_stay_two_calls(
+    serve: Callable[..., Server], deltas: list[dict[str, Any]]
+) -> None:
+    """They were merged into one call of arguments '{"city": "Paris"}{"city": "Rome"}'."""
+    serve(chunk_stream(*deltas, finish="tool_calls"))
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    calls = [event for event in events if isinstance(event, ToolCall)]
+    assert [json.loads(call.arguments) for call in calls] == [{"city": "Paris"}, {"city": "Rome"}]
+    assert len({call.id for call in calls}) == 2
+
+
+async def test_a_call_streamed_without_index_keeps_its_pieces_together(
+    serve: Callable[..., Server],
+) -> None:
+    """id and name on the first piece only, no index: the later pieces made a nameless call."""
+    serve(
+        chunk_stream(
+            {
+                "tool_calls": [
+                    {"id": "call_x", "function": {"name": "get_weather", "arguments": ""}}
+                ]
+            },
+            {"tool_calls": [{"function": {"arguments": '{"city":'}}]},
+            {"tool_calls": [{"function": {"arguments": ' "Oslo"}'}}]},
+            finish="tool_calls",
+        )
+    )
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    assert [event for event in events if isinstance(event, ToolCall)] == [
+        ToolCall(id="call_x", name="get_weather", arguments='{"city": "Oslo"}')
+    ]
+
+
+async def test_a_name_told_again_with_each_piece_is_still_one_call(
+    serve: Callable[..., Server],
+) -> None:
+    named = {"index": 0, "id": "call_1", "function": {"name": "get_weather"}}
+    serve(
+        chunk_stream(
+            {"tool_calls": [{**named, "function": {**named["function"], "arguments": '{"city"'}}]},
+            {
+                "tool_calls": [
+                    {**named, "function": {**named["function"], "arguments": ': "Oslo"}'}}
+                ]
+            },
+            {"tool_calls": [{**named, "function": {**named["function"], "arguments": ""}}]},
+            finish="tool_calls",
+        )
+    )
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    assert [event for event in events if isinstance(event, ToolCall)] == [
+        ToolCall(id="call_1", name="get_weather", arguments='{"city": "Oslo"}')
+    ]
+
+
+async def test_arguments_sent_as_a_json_object_are_taken_as_its_text(
+    serve: Callable[..., Server],
+) -> None:
+    """(llama.cpp and TGI have sent them so): a pydantic error about ToolCallDelta before."""
+    call = {
+        "index": 0,
+        "id": "c1",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
+    }
+    serve(chunk_stream({"tool_calls": [call]}, finish="tool_calls"))
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    assert [event for event in events if isinstance(event, ToolCall)] == [
+        ToolCall(id="c1", name="get_weather", arguments='{"city":"Paris"}')
+    ]
+
+
+@pytest.mark.parametrize("last", [{"delta": None}, {}])
+async def test_a_chunk_without_a_delta_is_read_as_an_empty_one(
+    serve: Callable[..., Server], last: dict[str, Any]
+) -> None:
+    """(Azure's content-filter and finish chunks): an AttributeError on None before."""
+    serve(chunks_response({"delta": {"content": "Hello"}}, {**last, "finish_reason": "stop"}))
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    assert events[-1] == Finish(reason="stop")
+    assert "".join(e for e in events if isinstance(e, str)) == "Hello"
+
+
+async def test_content_given_as_parts_is_text_and_reasoning(serve: Callable[..., Server]) -> None:
+    """(Mistral's reasoning models): "an unknown completion event" before."""
+    think = [{"type": "thinking", "thinking": [{"type": "text", "text": "Let me think"}]}]
+    serve(
+        chunks_response(
+            {"delta": {"content": think}},
+            {"delta": {"content": [{"type": "text", "text": "Hello"}]}},
+            {"delta": {"content": ""}, "finish_reason": "stop"},
+        )
+    )
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    assert [e for e in events if isinstance(e, ReasoningDelta)] == [
+        ReasoningDelta(delta="Let me think")
+    ]
+    assert "".join(e for e in events if isinstance(e, str)) == "Hello"

@@ -382,3 +382,12 @@ def test_tool_decorator_refuses_what_the_model_could_never_call_when_made():
     with pytest.raises(ValueError, match=r"A lambda has no name .* @tool\(name=...\)"):
         tool(lambda city: city)
     assert tool(name="echo")(lambda city: city).name == "echo"
+
+
+def test_arguments_that_are_not_json_are_told_in_json_s_own_words():
+    model = QueueModel([call("add", '{"x": 1, "y": "tw'), "done"])
+    AgentBuilder("a", model).tool(make_add_tool()).build().prompt("go").send_sync()
+    assert tool_results(model.requests[1])[0].content.startswith(
+        "Invalid arguments for tool add: not valid JSON (Unterminated string starting at: line 1 "
+        "column 15 (char 14))."
+    )

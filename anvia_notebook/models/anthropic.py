@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Literal
@@ -320,6 +321,11 @@ class _Fields:
         return self._values.get(name)
 
 
+def _new_call_id() -> str:
+    """An id for a tool call a server sent without one (the API refuses an empty id back)."""
+    return f"toolu_{uuid.uuid4().hex[:24]}"
+
+
 class _EventAssembler:
     """Turns the raw Messages API stream events into completion events.
 
@@ -359,9 +365,10 @@ class _EventAssembler:
             self._blocks += 1
             block = event.content_block
             if block.type == "tool_use":
-                call = self._calls[event.index] = PendingCall(id=block.id, name=block.name)
+                call_id = block.id or _new_call_id()  # (a server that sent "")
+                call = self._calls[event.index] = PendingCall(id=call_id, name=block.name)
                 if self.first_call_id is None:
-                    self.first_call_id = block.id
+                    self.first_call_id = call_id
                 given = block.input  # (the Messages API sends {} here and streams the input)
                 if isinstance(given, dict) and given:
                     self._whole_at_start.add(event.index)
@@ -409,11 +416,10 @@ class _EventAssembler:
             elif block.get("type") == "tool_use" and isinstance(block.get("id"), str):
                 given = block.get("input")
                 arguments = json.dumps(given) if isinstance(given, dict) and given else "{}"
+                call_id = block["id"] or _new_call_id()
                 if self.first_call_id is None:
-                    self.first_call_id = block["id"]
-                yield ToolCall(
-                    id=block["id"], name=str(block.get("name") or ""), arguments=arguments
-                )
+                    self.first_call_id = call_id
+                yield ToolCall(id=call_id, name=str(block.get("name") or ""), arguments=arguments)
         usage = message.get("usage")
         if isinstance(usage, dict):
             yield from self._usage(_Fields(usage))

@@ -6,12 +6,13 @@ it with ``pip install "anvia_notebook[openai]"``.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from .._util import shown_url
+from .._util import compact_json, shown_url
 from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects, every_property_required
@@ -330,10 +331,17 @@ class _ChunkAssembler:
 
     Tool-call fragments are tied together by their ``index`` (the first id seen for an index is
     the call's id); the complete calls, the usage and the finish reason come when the stream ends.
+    Servers that number every call ``0`` (some OpenAI-compatible ones do) are followed too: a
+    named fragment with another id, or after a call whose arguments are whole, starts a new
+    call; a fragment with neither index nor id continues the last call.
     """
 
     def __init__(self) -> None:
-        self._calls: dict[int | str, PendingCall] = {}
+        self._calls: dict[int, PendingCall] = {}
+        #: The call each index (or, without one, each id) currently feeds, and its given id.
+        self._slots: dict[int | str, int] = {}
+        self._given: dict[int, str | None] = {}
+        self._last_slot: int | str | None = None
         self._usage: Usage | None = None
         self._cached: int | None = None
         self._finish_reason: str | None = None
@@ -348,7 +356,7 @@ class _ChunkAssembler:
             return None
         choice = choices[0]
         delta = choice.delta
-        content = delta.content
+        content = getattr(delta, "content", None)
         if type(content) is not str:
             return None
         if (
@@ -372,18 +380,22 @@ class _ChunkAssembler:
             self._cached = _cached_tokens(usage)
         choice = _primary_choice(getattr(chunk, "choices", None) or ())
         if choice is not None:
-            delta = choice.delta
-            reasoning = _reasoning_text(delta)
+            delta = choice.delta  # (None in some servers' last chunk)
+            reasoning = _reasoning_text(delta) if delta is not None else None
             if reasoning:
                 yield ReasoningDelta(delta=reasoning)
             # Text goes out as plain strings (a piece of text each, as a ``TextDelta`` would
             # be): no object built per delta.
-            if delta.content:
-                yield delta.content
+            content = getattr(delta, "content", None)
+            if isinstance(content, str):
+                if content:
+                    yield content
+            elif content:  # a list of parts (Mistral's): text, and thinking as reasoning
+                yield from _content_parts(content)
             refusal = getattr(delta, "refusal", None)
             if refusal:
                 yield refusal
-            tool_calls = delta.tool_calls
+            tool_calls = getattr(delta, "tool_calls", None)
             if tool_calls:  # (most deltas have none: no enumerate built for them)
                 for position, fragment in enumerate(tool_calls):
                     event = self._tool_fragment(position, fragment)
@@ -399,18 +411,35 @@ class _ChunkAssembler:
 
     def _tool_fragment(self, position: int, fragment: Any) -> ToolCallDelta | None:
         index = getattr(fragment, "index", None)
-        call_id = getattr(fragment, "id", None)
-        # Servers that leave out the index send each call whole, with its own id.
-        key: int | str = index if isinstance(index, int) else (call_id or position)
+        call_id = getattr(fragment, "id", None) or None
         function = getattr(fragment, "function", None)
         name: str | None = getattr(function, "name", None) or None
-        arguments: str = getattr(function, "arguments", None) or ""
-        call = self._calls.get(key)
+        arguments = _argument_text(getattr(function, "arguments", None))
+        # Servers that leave out the index send each call whole, with its own id; a fragment
+        # with neither continues the call before it.
+        slot: int | str
+        if isinstance(index, int):
+            slot = index
+        elif call_id is not None:
+            slot = call_id
+        else:
+            slot = self._last_slot if self._last_slot is not None else position
+        self._last_slot = slot
+        key = self._slots.get(slot)
+        call = self._calls.get(key) if key is not None else None
+        if (
+            call is not None
+            and key is not None
+            and self._another_call(key, call, call_id, name, arguments)
+        ):
+            call = None
         if call is None:
             new_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
             taken = {pending.id for pending in self._calls.values()}
             if new_id in taken:  # another index's call has this id already
                 new_id = unique_call_id(new_id, taken)
+            key = self._slots[slot] = len(self._calls)
+            self._given[key] = call_id
             call = self._calls[key] = PendingCall(id=new_id, name=name or "")
         elif name and not call.name:
             call.name = name
@@ -421,6 +450,26 @@ class _ChunkAssembler:
         if arguments:
             call.arguments.append(arguments)
         return ToolCallDelta(id=call.id, name=name, arguments_delta=arguments)
+
+    def _another_call(
+        self, key: int, call: PendingCall, call_id: str | None, name: str | None, arguments: str
+    ) -> bool:
+        """Whether a named fragment for the call at ``key`` starts another call: it has
+        another id, or the call has its name and whole JSON arguments already. (A fragment
+        without a name continues the call, whatever id it has: some servers send a new id
+        with each piece.)"""
+        if name is None or not call.name:
+            return False
+        given = self._given.get(key)
+        if call_id is not None and given is not None and call_id != given:
+            return True
+        if not arguments.strip() or not call.arguments:  # (a name told again: the same call)
+            return False
+        try:
+            json.loads("".join(call.arguments))
+        except (ValueError, RecursionError):
+            return False
+        return True
 
     @property
     def finished(self) -> bool:
@@ -438,6 +487,35 @@ class _ChunkAssembler:
             yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
         default = "tool_calls" if self._calls else "stop"
         yield Finish(reason=self._finish_reason or default)
+
+
+def _argument_text(value: Any) -> str:
+    """A fragment's argument text; arguments sent as a JSON object (some servers do) as its
+    text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return compact_json(value)
+
+
+def _content_parts(parts: Any) -> Iterator[CompletionEvent | str]:
+    """A delta's content given as a list of parts: text parts as text, thinking parts (their
+    own text, or a list of text parts) as reasoning; other kinds are skipped."""
+    for part in parts if isinstance(parts, list) else ():
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind == "text" and isinstance(part.get("text"), str) and part["text"]:
+            yield part["text"]
+        elif kind == "thinking":
+            thinking = part.get("thinking")
+            if isinstance(thinking, list):
+                thinking = "".join(
+                    item.get("text", "") for item in thinking if isinstance(item, dict)
+                )
+            if isinstance(thinking, str) and thinking:
+                yield ReasoningDelta(delta=thinking)
 
 
 def _cached_tokens(usage: Any) -> int | None:
