@@ -87,16 +87,24 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
         raise ImportError(
             "PromptResponse.to_pandas() needs pandas, which is not installed: pip install pandas"
         ) from None
-    plain = [
-        {
-            key: value.model_dump() if isinstance(value, BaseModel) else value
-            for key, value in row.items()
-        }
-        for row in rows
-    ]
+    plain = [{key: _plain(value) for key, value in row.items()} for row in rows]
     if not plain:
         return pd.DataFrame(columns=item_columns(output_type))
     return pd.DataFrame(plain).convert_dtypes()
+
+
+def _plain(value: Any) -> Any:
+    """A cell's value as plain data: models and dataclasses (also inside lists and dicts) as
+    dicts, the same way at every depth; dates, numbers and texts as they are."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
 
 
 def markdown_table(data: Any) -> str | None:

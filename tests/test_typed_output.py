@@ -509,6 +509,22 @@ async def test_to_pandas_of_a_list_a_single_model_and_what_is_not_a_table() -> N
         text.to_pandas()
 
 
+class Trip(BaseModel):
+    start: City
+    stops: list[City]
+
+
+async def test_to_pandas_gives_models_inside_a_row_as_dicts_at_every_depth() -> None:
+    """A model in a field was a dict, models in a list field were model objects."""
+    pytest.importorskip("pandas")
+    trip = {"start": GOOD_CITY, "stops": [{"name": "Lyon", "population": 500}]}
+    model = QueueModel([final(trip)])
+    request = AgentBuilder("typed", model).build().prompt("a").output_type(Trip).store(None)
+    response = await request.send()
+    [row] = response.to_pandas().to_dict("records")
+    assert row == {"start": GOOD_CITY, "stops": [{"name": "Lyon", "population": 500}]}
+
+
 async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
     model = QueueModel([final(BAD_CITY, "a")])
     agent = (
