@@ -1117,17 +1117,22 @@ async def test_answers_may_be_answer_objects_or_objects_with_those_attributes(st
     assert json.loads(tool_results(model.requests[1])[0].content) == expected
 
 
-async def test_a_custom_flag_that_is_not_a_bool_is_ignored():
+async def test_a_custom_flag_that_is_not_a_bool_is_refused():
+    """As Anvia's schema (``custom?: boolean``) refuses it; it used to be dropped unread, so a
+    ``"true"`` beside a choice passed as that choice."""
     request, _, model = store_agent(call("ask_question", THREE_CHOICES), "ok")
     run = request.start()
     await pending_of(run)
-    run.interactions.answer(
-        run.interactions.pending[0].id,
-        [{"questionId": "size", "answer": "huge", "custom": "maybe"}],
-    )
+    question_id = run.interactions.pending[0].id
+    with pytest.raises(DecisionRefusedError, match="has custom='maybe'; custom is true or false"):
+        run.interactions.answer(
+            question_id, [{"questionId": "size", "answer": "huge", "custom": "maybe"}]
+        )
+    assert [p.id for p in run.interactions.pending] == [question_id]
+    run.interactions.answer(question_id, [{"questionId": "size", "answer": "huge", "custom": True}])
     await asyncio.wait_for(run.wait(), 5)
     assert json.loads(tool_results(model.requests[1])[0].content) == {
-        "answers": [{"questionId": "size", "answer": "huge"}]
+        "answers": [{"questionId": "size", "answer": "huge", "custom": True}]
     }
 
 
