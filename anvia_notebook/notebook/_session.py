@@ -82,6 +82,8 @@ FLUSH_NOW: frozenset[type[Any]] = frozenset(
 
 #: The events that end a run (the trace has the run's whole time by then).
 RUN_ENDS: frozenset[type[Any]] = frozenset((FinalEvent, CancelledEvent, ErrorEvent))
+#: Finish reasons of an answer the token limit cut (OpenAI's, Anthropic's).
+CUT_AT_THE_LIMIT = frozenset(("length", "max_tokens"))
 
 #: Events before whose batch a Studio's saved copy is refreshed: a turn's text is complete, the
 #: run has ended.
@@ -366,6 +368,8 @@ class TranscriptSession:
             if kind in RUN_ENDS:  # its numbers are final: they go out with the end
                 self._summarise()
                 self._undelivered()
+                if kind is FinalEvent:
+                    self._cut_short()
             if kind in STUDIO_COPY_EVENTS and self.mode == "studio" and self._displays:
                 # A Studio stays live: its saved copy holds a turn's complete text, then the
                 # run's end, before the page shows them (the update goes out on the same
@@ -419,6 +423,16 @@ class TranscriptSession:
             left = [item.message for item in run.state.steering]
         if left:
             self.transcript.undelivered(left)
+
+    def _cut_short(self) -> None:
+        """The answer ended at the model's token limit: said under it (it reads as whole)."""
+        run = self.run
+        turns = run.trace.turns if run is not None else []
+        if turns and turns[-1].response.finish_reason in CUT_AT_THE_LIMIT:
+            self.transcript.notice(
+                "The answer was cut short at the model's token limit (raise max_tokens, or ask "
+                "it to go on)."
+            )
 
     def _summarise(self, run: AgentRun | None = None) -> None:
         """The ended run's time to the first token and its whole time join the status line

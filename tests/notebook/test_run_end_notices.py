@@ -1,0 +1,32 @@
+"""What the transcript says under a run's end: an answer the model's token limit cut."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from anvia_notebook import AgentBuilder
+from anvia_notebook.models import Finish, StreamingQueueModel, TextDelta
+from anvia_notebook.notebook._session import TranscriptSession
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.mark.parametrize(
+    ("reason", "cut"), [("length", True), ("max_tokens", True), ("stop", False)]
+)
+async def test_an_answer_the_token_limit_cut_is_said_to_be_cut(reason: str, cut: bool):
+    """It read as a whole answer (the run ends in success with what came)."""
+    model = StreamingQueueModel([[TextDelta(delta="The answer is"), Finish(reason=reason)]])
+    session = TranscriptSession(agent_id="a", loop=asyncio.get_running_loop())
+    session._send = lambda message: None  # type: ignore[method-assign]
+    run = AgentBuilder("a", model).build().prompt("go").store(None).create_run()
+    session.attach(run)
+    run.start()
+    assert (await run.wait()).output == "The answer is"
+    for _ in range(5):
+        await asyncio.sleep(0)
+    notices = [e["text"] for e in session.state()["entries"] if e["kind"] == "notice"]
+    said = "The answer was cut short at the model's token limit"
+    assert any(said in notice for notice in notices) is cut
