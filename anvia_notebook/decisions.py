@@ -149,6 +149,10 @@ class RefusedFix:
         return f"The fix is not valid:\n{format_errors(self.error)}"
 
 
+#: The longest reason (or reject message) a decision may give.
+MAX_REASON = 20_000
+
+
 def _check_values(resolution: Resolution) -> None:
     """Refuse a decider or a source the record has no word for, a reason or reject message
     that is not a text, and a decision holding text that is not valid Unicode (a lone surrogate
@@ -163,6 +167,13 @@ def _check_values(resolution: Resolution) -> None:
         if value is not None and not isinstance(value, str):
             what = name.replace("_", " ")
             raise DecisionRefusedError(f"The {what} must be a text, not {type(value).__name__}.")
+        if value is not None and len(value) > MAX_REASON:
+            # (the model, the page, the trace and the store would each get a copy)
+            what = name.replace("_", " ")
+            raise DecisionRefusedError(
+                f"The {what} is {len(value):,} characters long; at most {MAX_REASON:,} are "
+                "kept: shorten it."
+            )
     given = (resolution.reason, resolution.reject_message, resolution.args, resolution.answers)
     try:
         json.dumps(given, ensure_ascii=False, default=repr).encode("utf-8")

@@ -279,6 +279,10 @@ async def test_a_reason_that_is_not_a_text_is_refused(store_path: Path, front: s
             decide(approval.id, reason=reason)
         assert [r.id for r in run.interactions.pending] == [approval.id]
         assert [r.id for r in store.pending(run.run_id)] == [approval.id]
+    # A 20 MB reason was taken: the model, the page, the trace and the store each got a copy.
+    with pytest.raises(DecisionRefusedError, match="is 20,000,000 characters long; at most 20,"):
+        decide(approval.id, reason="R" * 20_000_000)
+    assert [r.id for r in store.pending(run.run_id)] == [approval.id]
     decide(approval.id, reason="  because  ")
     assert (await asyncio.wait_for(run.wait(), 5)).output == "done"
     assert ran == ([Limits()] if approved else [])

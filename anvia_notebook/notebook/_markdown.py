@@ -47,8 +47,10 @@ def _markdown() -> Any:
             src = escape_html(raw)
             if not _IMAGE_URL.match(raw):
                 return escape_html(token.content)
-            alt = escape_html(token.content or raw)
-            return f'<a href="{src}">{alt}</a>'
+            alt = token.content.strip()  # (as the live view labels it)
+            label = escape_html(f"Image: {alt}" if alt else "Image")
+            title = escape_html(f"Image not loaded: {raw}")
+            return f'<a href="{src}" title="{title}">{label}</a>'
 
         def web_links_only(renderer: Any, tokens: Any, index: int, options: Any, env: Any) -> str:
             token = tokens[index]

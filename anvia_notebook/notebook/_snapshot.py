@@ -61,6 +61,8 @@ _PRE = "white-space:pre-wrap;word-break:break-word;margin:4px 0;font-family:inhe
 _CODE = "white-space:pre-wrap;word-break:break-word;margin:4px 0"
 #: The most characters of one field a static copy keeps (the rest is cut, with a note).
 MAX_FIELD = 20_000
+#: The most characters one field's markdown may take as HTML; beyond, it is kept as text.
+MAX_RENDERED = 3 * MAX_FIELD
 #: The same for short fields: names, reasons, questions, answers, the status line.
 MAX_SHORT = 2_000
 #: How a copy says to run the command line when it is not told (``python`` of the kernel).
@@ -165,6 +167,13 @@ def _markdown(text: str, budget: _Budget) -> str:
     limit = max(0, min(MAX_FIELD, budget.left))
     kept = text[:limit]
     html = render_markdown(kept)
+    if len(html) > min(MAX_RENDERED, budget.left):
+        # Markdown that renders many times its size (a wide table of short rows pads every
+        # row to every column): kept as its text, escaped, within the field's bound.
+        piece = kept if len(escape(kept)) <= limit else kept[: limit // 6]
+        note = f"(shown as text: as HTML it would take {len(html):,} characters)"
+        html = f'<p style="{_PRE}">{escape(piece)}</p><p><em>{note}</em></p>'
+        kept = piece
     budget.take(len(html))
     if len(kept) < len(text):
         html += f"<p><em>{escape(_more(len(text) - len(kept), ''))}</em></p>"

