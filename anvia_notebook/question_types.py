@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, overload
 
@@ -286,12 +287,17 @@ def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | N
     return None
 
 
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
 def typed_answer(schema: Mapping[str, Any], text: str) -> Any:
     """A custom answer as the JSON value of its field's type (``ValueError`` when it is not
     one): a number or an integer parsed, a string as it is."""
     kind = schema.get("type")
     if kind not in ("integer", "number"):
         return text
+    if _WHOLE.fullmatch(text.strip()):
+        return int(text)  # exactly, however long (as a float, past 2**53 it was rounded)
     number = float(text)
     if kind == "integer" and not number.is_integer():
         raise ValueError(f"{text!r} is not a whole number")

@@ -366,3 +366,31 @@ def test_a_question_whose_server_dies_while_it_waits_is_closed_by_the_runtime():
     question = asked.question
     assert (question.status, question.decided_by) == ("cancelled", "runtime")
     assert "withdrew this request" in (question.decision_reason or "")
+
+
+def test_a_result_that_does_not_follow_the_tool_s_output_schema_still_reaches_the_model():
+    """The SDK's check of a result against the tool's outputSchema raised a RuntimeError: the
+    model read that instead of the text the server sent."""
+    server = mcp.stdio("schemas", sys.executable, [str(SERVERS / "output_schema.py")])
+    model, _ = _results(server, call("weather", {}, id="c1"), call("forecast", {}, id="c2"), "ok")
+    first = tool_results(model.requests[1])[0]
+    second = tool_results(model.requests[2])[0]
+    assert (first.is_error, first.content) == (False, "Sunny, 21 C")
+    assert (second.is_error, second.content) == (False, "Warm")
+
+
+async def test_tools_from_connect_stay_beside_the_agent_s_own_servers():
+    """Tools from mcp.connect() given with .tools(...) were dropped when the agent also had
+    servers of its own (.mcp([...])): the model was told "Tool not found"."""
+    schemas = mcp.stdio(
+        "schemas", sys.executable, [str(SERVERS / "output_schema.py")], approval="never"
+    )
+    connected = await mcp.connect(schemas)
+    model = QueueModel([call("weather", {}, id="c1"), "ok", "again"])
+    agent = AgentBuilder("a", model).tools(connected.tools).mcp([toolbox("box")]).build()
+    await agent.prompt("go").store(None).send()
+    offered = {tool.name for tool in model.requests[0].tools}
+    assert {"weather", "forecast", "read_note"} <= offered
+    assert tool_results(model.requests[1])[0].content == "Sunny, 21 C"
+    await agent.prompt("again").store(None).send()  # (a later run lists them again)
+    assert {"weather", "read_note"} <= {tool.name for tool in model.requests[2].tools}

@@ -66,3 +66,41 @@ async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):
     with pytest.warns(UserWarning, match="cannot be shown as questions"):
         result = await elicit_result(ask, _params(schema), "forms")
     assert result.action == "decline"
+
+
+def _picked(*answers):
+    return SimpleNamespace(
+        status="answered",
+        answers=[SimpleNamespace(question_id=q, choice=c, answer=a) for q, a, c in answers],
+    )
+
+
+async def test_answers_go_to_the_server_with_their_exact_json_type():
+    """A whole number past 2**53 was rounded (through a float); a picked number of an integer
+    enum, or of an enum without a type, went as a text."""
+    form = {
+        "type": "object",
+        "properties": {
+            "account": {"type": "integer"},
+            "seats": {"type": "integer", "enum": [1, 2, 3]},
+            "level": {"enum": [1, 2, "max"]},
+            "price": {"type": "number"},
+        },
+        "required": ["account", "seats", "level", "price"],
+    }
+
+    async def ask(questions):
+        return _picked(
+            ("account", "12345678901234567891", None),
+            ("seats", "2", "2"),
+            ("level", "2", "2"),
+            ("price", "9.5", None),
+        )
+
+    result = await elicit_result(ask, _params(form), "forms")
+    assert result.content == {
+        "account": 12345678901234567891,
+        "seats": 2,
+        "level": 2,
+        "price": 9.5,
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
@@ -45,12 +46,18 @@ def describe_hints(annotations: Any) -> str:
     return "declares: " + ", ".join(words)
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,128}")
+
+
 def tool_approval(
     setting: ApprovalSetting, server_name: str, tool_name: str, annotations: Any
 ) -> ToolApproval | None:
     """The :class:`ToolApproval` of one MCP tool (``None``: it runs without approval)."""
     policy = policy_for(setting, tool_name)
-    reason = f"{tool_name} from the MCP server {server_name!r} ({describe_hints(annotations)})"
+    # A name of more than name characters is quoted: one holding line breaks or words of its
+    # own ("... (declares: read-only)") cannot pass for the rest of the reason.
+    shown = tool_name if _PLAIN_NAME.fullmatch(tool_name) else repr(tool_name)
+    reason = f"{shown} from the MCP server {server_name!r} ({describe_hints(annotations)})"
     if policy == "never":
         return None
     if policy == "annotations":

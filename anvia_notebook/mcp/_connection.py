@@ -293,7 +293,7 @@ class Connection:
                 read, write = await stack.enter_async_context(self._transport(errlog))
                 ended = asyncio.Event()  # the server's messages ended: it went away
                 session = await stack.enter_async_context(
-                    ClientSession(
+                    _results_as_sent(ClientSession)(
                         _EndWatched(read, ended),
                         write,
                         elicitation_callback=self._on_elicit,
@@ -579,3 +579,16 @@ async def _http_transport(url: str, client: Any) -> Any:
 
     async with client, streamable_http_client(url, http_client=client) as streams:
         yield streams[0], streams[1]
+
+
+@functools.cache
+def _results_as_sent(session_type: type[Any]) -> type[Any]:
+    """``session_type`` that hands a tool's result over as the server sent it. The SDK checks
+    a result against the tool's ``outputSchema`` and raises when its structured content is
+    missing or does not fit: the text the server sent (what the model reads) was lost."""
+
+    class ResultsAsSent(session_type):  # type: ignore[misc]
+        async def validate_tool_result(self, name: str, result: Any) -> None:
+            return None
+
+    return ResultsAsSent

@@ -52,6 +52,17 @@ def _label(name: str, spec: dict[str, Any]) -> str:
     return f"{title}: {description}" if description and description != title else str(title)
 
 
+def _fixed_values(spec: dict[str, Any]) -> list[Any]:
+    """The values a field allows as the server wrote them (its ``enum``, or ``oneOf`` /
+    ``anyOf`` consts); none when it is free."""
+    if isinstance(spec.get("enum"), list):
+        return list(spec["enum"])
+    options = spec.get("oneOf") or spec.get("anyOf")
+    if isinstance(options, list):
+        return [o["const"] for o in options if isinstance(o, dict) and "const" in o]
+    return []
+
+
 def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
     if isinstance(spec.get("enum"), list):
         names = spec.get("enumNames")
@@ -141,10 +152,13 @@ def _content(record: QuestionRecord, schema: dict[str, Any]) -> dict[str, Any]:
             continue
         if spec.get("type") == "boolean":
             content[answer.question_id] = answer.answer == "true"
-        elif answer.choice is None and spec.get("type") in ("number", "integer"):
+        elif spec.get("type") in ("number", "integer"):  # (a choice of numbers too)
             content[answer.question_id] = typed_answer(spec, answer.answer)
-        else:
-            content[answer.question_id] = answer.answer
+        else:  # a fixed value as the server wrote it (a number of an enum without a type)
+            fixed = [value for value in _fixed_values(spec) if not isinstance(value, str)]
+            content[answer.question_id] = next(
+                (value for value in fixed if str(value) == answer.answer), answer.answer
+            )
     return content
 
 

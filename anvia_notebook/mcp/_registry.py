@@ -153,7 +153,7 @@ def _check_clashes(
                     "an agent. Use only one of these servers in this agent."
                 )
             mine = own.get(tool.name)
-            if mine is not None and not isinstance(mine, McpTool):
+            if mine is not None:
                 raise McpToolNameClashError(
                     f"The MCP server {server_name!r} offers a tool named {tool.name!r}, and the "
                     "agent already has a tool of that name; tool names are unique in an agent. "
@@ -167,10 +167,19 @@ async def attach_mcp_tools(agent: Agent) -> None:
     """Connect the agent's MCP servers (first run) and give it their tools, checking that no
     name clashes, before any model call."""
     listed: list[tuple[str, list[McpTool]]] = []
+    ours: set[int] = set()  # the connections of the agent's servers
     for server in agent.mcp_servers:
-        listed.append((server.name, await run_on_mcp_loop(_open(_connection(server), server))))
-    own = {name: tool for name, tool in agent.tools.items() if not isinstance(tool, McpTool)}
+        connection = _connection(server)
+        ours.add(id(connection))
+        listed.append((server.name, await run_on_mcp_loop(_open(connection, server))))
+    # The agent's own tools: MCP tools given with .tools(...) (from mcp.connect) included,
+    # only the tools of its servers' earlier listings are replaced.
+    own = {
+        name: tool
+        for name, tool in agent.tools.items()
+        if not (isinstance(tool, McpTool) and id(tool.connection) in ours)
+    }
     tools = _check_clashes(listed, own)
-    for name in [n for n, t in agent.tools.items() if isinstance(t, McpTool)]:
+    for name in [name for name in agent.tools if name not in own]:
         del agent.tools[name]
     agent.tools.update(tools)
