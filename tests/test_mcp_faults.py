@@ -394,3 +394,31 @@ async def test_tools_from_connect_stay_beside_the_agent_s_own_servers():
     assert tool_results(model.requests[1])[0].content == "Sunny, 21 C"
     await agent.prompt("again").store(None).send()  # (a later run lists them again)
     assert {"weather", "read_note"} <= {tool.name for tool in model.requests[2].tools}
+
+
+def test_a_server_s_new_list_of_tools_is_read_before_the_next_run():
+    """notifications/tools/list_changed was ignored: a new tool was "not found", and a tool now
+    declared destructive kept running without approval."""
+    server = mcp.stdio("changing", sys.executable, [str(SERVERS / "changing_tools.py")])
+    asked: list[str] = []
+    model = QueueModel(
+        [
+            call("probe", {}, id="c1"),
+            "one",
+            call("added", {}, id="c2"),
+            call("probe", {}, id="c3"),
+            "two",
+        ]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([server])
+        .approvals(lambda request: asked.append(request.tool_name) or True)
+        .build()
+    )
+    agent.prompt("first").store(None).send_sync()
+    assert asked == []  # read-only then
+    agent.prompt("second").store(None).send_sync()
+    assert "added" in {tool.name for tool in model.requests[2].tools}
+    assert tool_results(model.requests[3])[0].content == "ran added"
+    assert asked == ["probe"]  # destructive now: asked

@@ -227,6 +227,9 @@ class Connection:
         self._on_open = on_open
         self.session: ClientSession | None = None
         self.tools: list[mcp_types.Tool] = []
+        #: The server said its tools changed (``notifications/tools/list_changed``): they are
+        #: listed again before the next run is given them.
+        self.tools_changed = False
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
         self._opening: asyncio.Lock | None = None
@@ -246,6 +249,11 @@ class Connection:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self.session is not None and self._holder is not None and not self._holder.done():
+                if self.tools_changed:
+                    self.tools_changed = False
+                    self.tools = await asyncio.wait_for(
+                        self._list_tools(self.session), START_TIMEOUT
+                    )
                 return self.session
             await self._open()
             assert self.session is not None
@@ -298,9 +306,11 @@ class Connection:
                         write,
                         elicitation_callback=self._on_elicit,
                         list_roots_callback=self._roots_callback(),
+                        message_handler=self._on_server_message,
                     )
                 )
                 self.tools = await asyncio.wait_for(self._start(session), START_TIMEOUT)
+                self.tools_changed = False
                 self.session = session
                 ready.set_result(None)
                 await _first_of(closing, ended)  # (ended: the next call opens a new session)
@@ -360,6 +370,14 @@ class Connection:
             return types.ListRootsResult(roots=[types.Root(uri=u, name=n) for u, n in roots])
 
         return list_roots
+
+    async def _on_server_message(self, message: Any) -> None:
+        """A server's notification: a new list of tools (their approval hints included) is
+        read before the next run (a run keeps the tools it was given)."""
+        import mcp.types as types
+
+        if isinstance(message, types.ToolListChangedNotification):
+            self.tools_changed = True
 
     async def _start(self, session: ClientSession) -> list[mcp_types.Tool]:
         await session.initialize()
