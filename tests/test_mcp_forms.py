@@ -104,3 +104,20 @@ async def test_answers_go_to_the_server_with_their_exact_json_type():
         "level": 2,
         "price": 9.5,
     }
+
+
+async def test_a_human_input_that_fails_tells_the_server_cancel_not_its_error():
+    """The failure's message went to the server as a JSON-RPC error (the app's own words), and
+    nothing in the notebook said so."""
+
+    async def ask(questions):
+        raise RuntimeError("my UI crashed at /home/me/secret.txt")
+
+    with pytest.warns(
+        UserWarning, match="RuntimeError: my UI crashed .*the server was told cancel"
+    ):
+        result = await elicit_result(
+            ask, _params({**FORM, "properties": {"name": {"type": "string"}}}), "forms"
+        )
+    assert result.action == "cancel"
+    assert "secret" not in str(result.model_dump())

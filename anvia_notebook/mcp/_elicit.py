@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from typing import Any
 
+from .._util import error_text
 from ..decisions import Withdrawn
 from ..errors import McpElicitationStopped
 from ..question_types import Choice, Question, typed_answer
@@ -185,6 +186,14 @@ async def elicit_result(ask: Ask | None, params: Any, server_name: str) -> Any:
     try:
         return await _elicit_result(ask, params, server_name)
     except McpElicitationStopped:
+        return types.ElicitResult(action="cancel")
+    except Exception as error:  # the human input failed: said here, not sent to the server
+        warnings.warn(
+            f"Asking for the input the MCP server {server_name!r} wanted failed "
+            f"({type(error).__name__}: {error_text(error)}); the server was told cancel.",
+            UserWarning,
+            stacklevel=2,
+        )
         return types.ElicitResult(action="cancel")
 
 
