@@ -134,6 +134,12 @@ _runs_by_cell = _RunsByCell()
 _display.add_cell_start_listener(_runs_by_cell.cell_started)
 
 
+def stop_when_this_cell_reruns(runs: Any) -> None:
+    """Stop what ``runs`` runs (an object with ``done`` and ``cancel(reason)``, such as a
+    Studio's current run) when the cell executing now is run again and its output cleared."""
+    _runs_by_cell.add(_display.current_cell_id(), _display.current_message_id(), runs)
+
+
 def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
     """Display the live transcript and start the run on the kernel's loop; returns at once.
 

@@ -32,6 +32,7 @@ from ..messages import Message, Usage
 from ..models import ToolCall
 from ._human_input import WidgetHumanInput
 from ._inspect import SubRun, stored_run
+from ._runner import stop_when_this_cell_reruns
 from ._session import TranscriptSession
 from ._transcript import Transcript
 
@@ -88,6 +89,20 @@ def _refusing_bad_text(steer: Any) -> Any:
             return str(error)
 
     return checked
+
+
+class _CurrentRun:
+    """A Studio's run of the moment, for :func:`stop_when_this_cell_reruns` (kept until the
+    cell runs again: the Studio may start runs until then)."""
+
+    done = False
+
+    def __init__(self, studio: Studio) -> None:
+        self.studio = studio
+
+    def cancel(self, reason: str | None = None) -> bool:
+        run = self.studio.run
+        return run is not None and not run.done and run.cancel(reason)
 
 
 class Studio:
@@ -239,6 +254,9 @@ class Studio:
 
     def _ipython_display_(self) -> None:
         self.session.display()
+        # Running this cell again clears the Studio's output: its run then stops, rather than
+        # wait unseen for an approval or an answer (as show()'s runs do).
+        stop_when_this_cell_reruns(_CurrentRun(self))
 
     def start(self) -> None:
         """Display the Studio in the current cell."""

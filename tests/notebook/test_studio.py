@@ -344,3 +344,29 @@ async def test_a_hostile_agent_name_is_escaped_and_cut_in_the_saved_copy(outputs
     assert "<strong>&lt;script&gt;alert(1)&lt;/script&gt;xxx" in html
     assert len(html) < 10_000 and len(text) < 10_000
     assert "more characters)" in html and "more characters): Hi." in text
+
+
+async def test_running_the_studio_s_cell_again_stops_its_run(cell):
+    """Its run went on waiting, unseen, for an approval (show()'s runs are stopped)."""
+    gate = asyncio.Event()
+    agent = AgentBuilder("slow", gated_model(gate)).build()
+    studio = Studio([agent])
+    cell.cell_id = "cell-studio"
+    studio._ipython_display_()
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="slow", text="go"))["ok"]
+    run = studio.run
+    assert run is not None and not run.done
+    cell.run_again("cell-2")  # another execution of the same cell: its output is cleared
+    await idle(page)
+    assert run.status == "cancelled"
+    assert "was run again" in (run.state.cancel_reason or "")
+    studio._ipython_display_()  # shown again by this execution: its runs are left alone
+    assert (await page.request("studio_send", agent_id="slow", text="again"))["ok"]
+    cell.cell_id = "another-cell"
+    cell.run_again("cell-3")
+    assert not studio.run.done
+    gate.set()
+    await idle(page)
+    assert studio.run.status == "success"
