@@ -176,25 +176,29 @@ async def elicit_result(ask: Ask | None, params: Any, server_name: str) -> Any:
     import mcp.types as types
 
     if ask is None:
-        warnings.warn(
+        return _told(
+            "decline",
             f"The MCP server {server_name!r} asked for input ({getattr(params, 'message', '')!r})"
             " but this run has nobody to ask (no human input): it was declined.",
-            UserWarning,
-            stacklevel=2,
         )
-        return types.ElicitResult(action="decline")
     try:
         return await _elicit_result(ask, params, server_name)
     except McpElicitationStopped:
         return types.ElicitResult(action="cancel")
     except Exception as error:  # the human input failed: said here, not sent to the server
-        warnings.warn(
+        return _told(
+            "cancel",
             f"Asking for the input the MCP server {server_name!r} wanted failed "
             f"({type(error).__name__}: {error_text(error)}); the server was told cancel.",
-            UserWarning,
-            stacklevel=2,
         )
-        return types.ElicitResult(action="cancel")
+
+
+def _told(action: str, why: str) -> Any:
+    """The server's answer when nobody was asked (``why``, said in a warning here)."""
+    import mcp.types as types
+
+    warnings.warn(why, UserWarning, stacklevel=3)
+    return types.ElicitResult(action=action)
 
 
 async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
@@ -221,13 +225,11 @@ async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
         if left_out and not questions:
             raise FormNotShown(f"no field of it is one a question can ask ({', '.join(left_out)})")
     except FormNotShown as problem:
-        warnings.warn(
+        return _told(
+            "decline",
             f"The MCP server {server_name!r} asked for input with a form that cannot be shown "
             f"as questions ({problem}): it was declined.",
-            UserWarning,
-            stacklevel=2,
         )
-        return types.ElicitResult(action="decline")
     if not questions:
         return types.ElicitResult(action="accept", content={})
     if left_out:
