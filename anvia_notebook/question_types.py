@@ -269,7 +269,7 @@ def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | N
     if not isinstance(text, str) or not text.strip():
         return f"{name} is empty."
     if custom is not None and not isinstance(custom, bool):  # ("true" was dropped unread)
-        return f"{name} has custom={custom!r}; custom is true or false."
+        return f"{name} has custom={quoted(custom)}; custom is true or false."
     if choice is None:
         return None if question.answer_schema is None else _unfit(question, text.strip(), name)
     if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
