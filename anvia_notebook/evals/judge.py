@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .cases import Case
-from .metrics import DEFAULT_THRESHOLD, Metric, Score, expected_text
+from .metrics import DEFAULT_THRESHOLD, Metric, Score, checked_threshold, expected_text
 
 __all__ = ["JUDGE_INSTRUCTIONS", "llm_judge", "parse_verdict"]
 
@@ -89,7 +89,7 @@ def llm_judge(
         raise TypeError("llm_judge(model, rubric): model must be a model (with a stream method).")
     if not isinstance(rubric, str) or not rubric.strip():
         raise ValueError("llm_judge(model, rubric): the rubric must be a non-empty string.")
-    checked = Metric(name, lambda case, output: None, threshold=threshold).threshold
+    checked = checked_threshold(threshold, name)
     if not 0.0 <= checked <= 1.0:
         raise ValueError(
             f"llm_judge(): the threshold {checked} is outside 0..1, the judge's scale (no score "
@@ -111,6 +111,6 @@ def llm_judge(
         )
         response = await request.send()
         score, reasoning = parse_verdict(response.output)
-        return Score(score, score >= threshold, reason=reasoning)
+        return Score(score, score >= checked, reason=reasoning)
 
-    return Metric(name, fn, threshold=threshold)
+    return Metric(name, fn, threshold=checked)

@@ -76,7 +76,7 @@ class Metric:
             raise TypeError(f"Metric {name!r}: fn must be callable.")
         self.name = name.strip()
         self.fn = fn
-        self.threshold = _threshold(threshold, self.name)
+        self.threshold = checked_threshold(threshold, self.name)
         #: A sync ``fn`` is called on the event loop, not on a worker thread.
         self.runs_inline = False
 
@@ -130,7 +130,7 @@ class Metric:
         return Score(number, number >= self.threshold)
 
 
-def _threshold(value: Any, name: str) -> float:
+def checked_threshold(value: Any, name: str) -> float:
     """A metric's threshold, checked: a finite number (else no score, or every one, passes)."""
     value = _plain(value)
     if isinstance(value, bool) or not isinstance(value, (numbers.Real, decimal.Decimal)):
