@@ -422,3 +422,27 @@ def test_a_server_s_new_list_of_tools_is_read_before_the_next_run():
     assert "added" in {tool.name for tool in model.requests[2].tools}
     assert tool_results(model.requests[3])[0].content == "ran added"
     assert asked == ["probe"]  # destructive now: asked
+
+
+def test_images_with_wrapped_base64_or_an_odd_media_type_are_sent_as_providers_take_them():
+    """MIME-style encoders wrap base64 in lines of 76 (providers refuse the line breaks) and
+    some servers write the media type in capitals, with parameters, or as image/jpg."""
+    import base64
+
+    from anvia_notebook.mcp._content import map_result
+
+    raw = bytes(range(256)) * 2
+    wrapped = base64.encodebytes(raw).decode()
+    assert "\n" in wrapped
+    for declared, expected in [
+        ("IMAGE/PNG", "image/png"),
+        ("image/png; charset=binary", "image/png"),
+        ("image/jpg", "image/jpeg"),
+        ("Image/WebP", "image/webp"),
+    ]:
+        result = map_result({"content": [{"type": "image", "mimeType": declared, "data": wrapped}]})
+        (part,) = result.media
+        assert part.media_type == expected
+        assert part.data == base64.b64encode(raw).decode()
+        assert part.size == len(raw)
+        assert result.text == f"[image {expected}, 512 bytes, shown to the user]"

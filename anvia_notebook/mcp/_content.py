@@ -64,6 +64,27 @@ def _json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def _media_type(declared: str) -> str:
+    """A media type as providers and browsers match it: lower case, without parameters
+    (``IMAGE/PNG; q=1`` is ``image/png``), and the common misspelling ``image/jpg`` read as
+    ``image/jpeg`` (providers refuse it)."""
+    plain = declared.split(";", 1)[0].strip().lower()
+    return "image/jpeg" if plain == "image/jpg" else plain
+
+
+def _base64(data: str, kind: str) -> str:
+    """Base64 ``data`` without the line breaks and spaces MIME-style encoders put in it (every
+    provider refuses them), checked to be base64."""
+    joined = "".join(data.split())
+    try:
+        base64.b64decode(joined, validate=True)
+    except (binascii.Error, ValueError):
+        raise McpMalformedResultError(
+            f"the server's {kind} content is not valid base64 data"
+        ) from None
+    return joined
+
+
 def map_result(result: Any) -> McpResult:
     """Map a ``CallToolResult`` (or a dict of its JSON form) to what the run reports."""
     import mcp.types as types
@@ -82,13 +103,11 @@ def map_result(result: Any) -> McpResult:
         if isinstance(block, types.TextContent):
             texts.append(block.text)
         elif isinstance(block, (types.ImageContent, types.AudioContent)):
-            part = MediaPart(type=block.type, media_type=block.mime_type, data=block.data)
-            try:
-                base64.b64decode(block.data, validate=True)
-            except (binascii.Error, ValueError):
-                raise McpMalformedResultError(
-                    f"the server's {block.type} content is not valid base64 data"
-                ) from None
+            part = MediaPart(
+                type=block.type,
+                media_type=_media_type(block.mime_type),
+                data=_base64(block.data, block.type),
+            )
             media.append(part)
             placeholders.add(len(texts))
             texts.append(part.placeholder())
