@@ -6,6 +6,7 @@ import datetime
 import functools
 import ipaddress
 import json
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -147,15 +148,25 @@ _FORMATS: dict[str, Any] = {
 }
 
 
+#: An e-mail address as ``format: email`` asks (MCP forms ask it): a local part, an ``@``, a
+#: domain with a dot, nothing blank; a display name around it (``Ada <ada@example.org>``) is
+#: taken, as pydantic's ``EmailStr`` takes it, which checks more (this is never stricter).
+_EMAIL = re.compile(r"(?:[^<>]*<)?[^@\s<>]+@[^@\s<>.]+(?:\.[^@\s<>.]+)+>?")
+
+
+def _check_email(value: Any) -> bool:
+    return not isinstance(value, str) or _EMAIL.fullmatch(value.strip()) is not None
+
+
 @functools.cache
 def _format_checker() -> Any:
     """Checks those formats of a text as the tool's pydantic model reads it (no stricter), so
     another process refuses the text the run would refuse, before it is recorded."""
     import jsonschema
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import AnyUrl, TypeAdapter, ValidationError
 
     checker = jsonschema.FormatChecker(formats=())
-    for name, kind in _FORMATS.items():
+    for name, kind in {**_FORMATS, "uri": AnyUrl}.items():
         adapter = TypeAdapter(kind)
 
         def check(value: Any, adapter: TypeAdapter[Any] = adapter) -> bool:
@@ -164,6 +175,7 @@ def _format_checker() -> Any:
             return True
 
         checker.checks(name, raises=ValidationError)(check)
+    checker.checks("email")(_check_email)
     return checker
 
 

@@ -121,3 +121,25 @@ async def test_a_human_input_that_fails_tells_the_server_cancel_not_its_error():
         )
     assert result.action == "cancel"
     assert "secret" not in str(result.model_dump())
+
+
+@pytest.mark.parametrize(
+    ("field_format", "wrong", "right"),
+    [
+        ("email", "ada at example", "Ada Lovelace <ada@example.org>"),
+        ("uri", "example.org/report", "https://example.org/report"),
+        ("date", "next Tuesday", "2026-12-08"),
+    ],
+)
+def test_a_form_field_s_format_is_checked_before_the_answer_is_sent(field_format, wrong, right):
+    """An e-mail or URI field took any text (only dates were checked): the server got it."""
+    from anvia_notebook.question_types import check_operator_answers
+
+    form = {"type": "object", "properties": {"f": {"type": "string", "format": field_format}}}
+    questions = form_questions("Tell me", form)
+    refused = check_operator_answers(questions, [{"questionId": "f", "answer": wrong}])
+    assert refused == (
+        f"The answer to question 'f' does not fit: {wrong!r} is not a {field_format!r}."
+    )
+    (answer,) = check_operator_answers(questions, [{"questionId": "f", "answer": right}])
+    assert answer.answer == right
