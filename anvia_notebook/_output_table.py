@@ -75,7 +75,8 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
         raise ValueError(
             "This response has no typed data: set output_type(...) on the agent or the request."
         )
-    rows = rows_of(data)
+    keyed = _keyed_records(data, output_type)
+    rows = rows_of(data) if keyed is None else list(keyed.values())
     if rows is None:
         raise TypeError(
             f"to_pandas() needs a list of models (or one model); this response's data is a "
@@ -90,7 +91,22 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
     plain = [{key: _plain(value) for key, value in row.items()} for row in rows]
     if not plain:
         return pd.DataFrame(columns=item_columns(output_type))
-    return pd.DataFrame(plain).convert_dtypes()
+    index = None if keyed is None else list(keyed)
+    return pd.DataFrame(plain, index=index).convert_dtypes()
+
+
+def _keyed_records(data: Any, output_type: Any) -> dict[Any, dict[str, Any]] | None:
+    """The rows of a ``dict[key, Model]`` result, by key (the frame's index), or None for any
+    other type (a single record that is a dict is one row)."""
+    origin = typing.get_origin(output_type)
+    if not (isinstance(origin, type) and issubclass(origin, Mapping)):
+        return None
+    if not isinstance(data, Mapping):
+        return None
+    rows = {key: _record(value) for key, value in data.items()}
+    if not all(row is not None for row in rows.values()):
+        return None
+    return {key: row for key, row in rows.items() if row is not None}
 
 
 def _plain(value: Any) -> Any:

@@ -525,6 +525,20 @@ async def test_to_pandas_gives_models_inside_a_row_as_dicts_at_every_depth() -> 
     assert row == {"start": GOOD_CITY, "stops": [{"name": "Lyon", "population": 500}]}
 
 
+async def test_to_pandas_of_models_by_key_has_a_row_per_key() -> None:
+    """A dict[str, City] was one row of one column per key, each cell a whole city."""
+    pytest.importorskip("pandas")
+    lyon = {"name": "Lyon", "population": 500}
+    model = QueueModel([final({"fr": GOOD_CITY, "lyon": lyon}), final({"a": 1, "b": 2})])
+    agent = AgentBuilder("typed", model).build()
+    cities = await agent.prompt("a").output_type(dict[str, City]).store(None).send()
+    frame = cities.to_pandas()
+    assert frame.index.tolist() == ["fr", "lyon"]
+    assert frame.to_dict("records") == [GOOD_CITY, lyon]
+    counts = await agent.prompt("b").output_type(dict[str, int]).store(None).send()
+    assert counts.to_pandas().to_dict("records") == [{"a": 1, "b": 2}]  # one record, as before
+
+
 async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
     model = QueueModel([final(BAD_CITY, "a")])
     agent = (
