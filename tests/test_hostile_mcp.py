@@ -71,12 +71,15 @@ def test_a_server_that_prints_to_its_output_works_and_each_line_is_one_short_war
 def test_a_server_that_never_lists_its_tools_is_a_clear_error_not_a_hang(monkeypatch):
     monkeypatch.setattr(_connection, "START_TIMEOUT", 1.0)
     model = QueueModel(["never asked"])
-    agent = AgentBuilder("a", model).mcp([hostile("silent_listing")]).build()
+    server = mcp.stdio(
+        "hostile-silent_listing", sys.executable, [HOSTILE, "silent_listing"], timeout=1
+    )
+    agent = AgentBuilder("a", model).mcp([server]).build()
     with pytest.raises(McpConnectionError) as caught:
         agent.prompt("go").send_sync()
     text = str(caught.value)
     assert "'hostile-silent_listing' could not start" in text
-    assert "did not answer within 1 s" in text
+    assert "did not answer within 1 s (a server that takes longer to start" in text
     assert model.requests == []
 
 

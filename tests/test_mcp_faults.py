@@ -5,6 +5,8 @@ address; and how results map (text, structured content, images, resources, isErr
 from __future__ import annotations
 
 import asyncio
+import stat
+import subprocess
 import sys
 import time
 
@@ -446,3 +448,48 @@ def test_images_with_wrapped_base64_or_an_odd_media_type_are_sent_as_providers_t
         assert part.data == base64.b64encode(raw).decode()
         assert part.size == len(raw)
         assert result.text == f"[image {expected}, 512 bytes, shown to the user]"
+
+
+def test_a_chatty_server_s_standard_error_is_kept_only_at_its_end():
+    """A server's standard error went to a temporary file that grew for the whole session; only
+    its end is kept now, and a start error still shows its last lines."""
+    from anvia_notebook.mcp._stderr import KEPT_BYTES, StderrTail
+
+    chatty = "import sys\nfor i in range(40000): print('log line', i, file=sys.stderr)\n"
+    tail = StderrTail()
+    subprocess.run([sys.executable, "-c", chatty], stderr=tail.writer, check=True, timeout=60)
+    text = tail.text(wait=30)
+    assert len(text.encode()) <= KEPT_BYTES and text.endswith("log line 39999\n")
+
+    quits = chatty + "print('bad config: missing TOKEN', file=sys.stderr); sys.exit(2)\n"
+    with pytest.raises(McpConnectionError) as caught:
+        asyncio.run(mcp.connect(mcp.stdio("chatty", sys.executable, ["-c", quits])))
+    assert str(caught.value).endswith("log line 39999\nbad config: missing TOKEN")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_connected_server_s_standard_error_takes_no_growing_file():
+    import os
+
+    writes = f"import runpy, sys; sys.stderr.write('x' * 5_000_000); runpy.run_path({TOOLBOX!r}, run_name='__main__')"
+
+    def open_file_sizes() -> list[int]:
+        sizes = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                info = os.stat(f"/proc/self/fd/{fd}")
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                sizes.append(info.st_size)
+        return sizes
+
+    async def connected() -> list[int]:
+        server = await mcp.connect(mcp.stdio("chatty", sys.executable, ["-c", writes]))
+        try:
+            assert server.tools
+            return open_file_sizes()
+        finally:
+            await server.close()
+
+    assert max(asyncio.run(connected()), default=0) < 1_000_000

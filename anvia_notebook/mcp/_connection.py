@@ -13,7 +13,6 @@ import contextlib
 import functools
 import os
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from ._call_slots import CallSlots
 from ._guard import guarded_command
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
+from ._stderr import StderrTail
 
 if TYPE_CHECKING:
     import mcp.types as mcp_types
@@ -39,8 +39,11 @@ __all__ = ["Connection", "ElicitFn", "stderr_tail"]
 
 #: Lines of a server's standard error named in an error that it could not start.
 STDERR_LINES = 12
-#: Seconds a server may take to start, answer ``initialize`` and list its tools.
+#: Seconds a server may take at least to start, answer ``initialize`` and list its tools (its
+#: ``timeout=`` when larger: a server npx fetches the first time may need minutes).
 START_TIMEOUT = 30.0
+#: Seconds a server that could not start is given to finish writing its standard error.
+_LAST_WORDS = 2.0
 
 #: Who asks the person during one call (see ``_elicit``); None: nobody can be asked.
 ElicitFn = Callable[[list[Any]], Awaitable[Any]]
@@ -241,6 +244,10 @@ class Connection:
         #: Times the session was opened (a reconnect counts), for tests and messages.
         self.opened = 0
 
+    @property
+    def _start_timeout(self) -> float:
+        return max(START_TIMEOUT, self.config.timeout)
+
     # -- open and close ----------------------------------------------------------------------
 
     async def ensure_open(self) -> ClientSession:
@@ -252,7 +259,7 @@ class Connection:
                 if self.tools_changed:
                     self.tools_changed = False
                     self.tools = await asyncio.wait_for(
-                        self._list_tools(self.session), START_TIMEOUT
+                        self._list_tools(self.session), self._start_timeout
                     )
                 return self.session
             await self._open()
@@ -293,12 +300,11 @@ class Connection:
         :meth:`close` (entered and left in this one task, as anyio requires)."""
         from mcp import ClientSession
 
-        errlog = tempfile.TemporaryFile(  # noqa: SIM115 - closed below, after the session
-            mode="w+", encoding="utf-8", errors="replace"
-        )
+        errlog = StderrTail()
         try:
             async with contextlib.AsyncExitStack() as stack:
-                read, write = await stack.enter_async_context(self._transport(errlog))
+                read, write = await stack.enter_async_context(self._transport(errlog.writer))
+                errlog.started()
                 ended = asyncio.Event()  # the server's messages ended: it went away
                 session = await stack.enter_async_context(
                     _results_as_sent(ClientSession)(
@@ -309,7 +315,7 @@ class Connection:
                         message_handler=self._on_server_message,
                     )
                 )
-                self.tools = await asyncio.wait_for(self._start(session), START_TIMEOUT)
+                self.tools = await asyncio.wait_for(self._start(session), self._start_timeout)
                 self.tools_changed = False
                 self.session = session
                 ready.set_result(None)
@@ -324,7 +330,7 @@ class Connection:
                 raise
         finally:
             self.session = None
-            errlog.close()
+            errlog.started()
 
     def _transport(self, errlog: Any) -> Any:
         config = self.config
@@ -408,7 +414,7 @@ class Connection:
                 )
             seen.add(cursor)
 
-    def _start_error(self, error: BaseException, errlog: Any) -> McpConnectionError:
+    def _start_error(self, error: BaseException, errlog: StderrTail) -> McpConnectionError:
         """A clear error for a server that could not start: the command (or URL), what went
         wrong and the end of what it wrote to its standard error."""
         config = self.config
@@ -420,7 +426,11 @@ class Connection:
                 if config.cwd is not None and not os.path.isdir(config.cwd):
                     what = f"its working folder {config.cwd!r} does not exist"
             elif isinstance(inner, (asyncio.TimeoutError, TimeoutError)):
-                what = f"it did not answer within {START_TIMEOUT:g} s"
+                what = (
+                    f"it did not answer within {self._start_timeout:g} s (a server that takes "
+                    "longer to start, such as one npx fetches the first time, needs a larger "
+                    "timeout=)"
+                )
             elif isinstance(inner, McpConnectionError):
                 what = str(inner)
             elif isinstance(inner, ValidationError):
@@ -430,12 +440,9 @@ class Connection:
             else:
                 what = f"{type(inner).__name__}: {inner}"
             message = f"MCP server {config.name!r} could not start ({where}): {what}."
-            with contextlib.suppress(Exception):
-                errlog.flush()
-                errlog.seek(0)
-                tail = stderr_tail(errlog.read())
-                if tail:
-                    message += f"\nThe end of its standard error:\n{tail}"
+            tail = stderr_tail(errlog.text(wait=_LAST_WORDS))
+            if tail:
+                message += f"\nThe end of its standard error:\n{tail}"
             return McpConnectionError(message)
         if isinstance(inner, McpConnectionError):
             what = str(inner)
