@@ -21,7 +21,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, computed_field, model_validator
 
 from .events import ApprovalRecord, QuestionRecord
 from .messages import Message
@@ -191,7 +191,10 @@ class ToolCallTrace(BaseModel):
     started_at: datetime | None = None
     duration_ms: float | None = None
     approval: ApprovalRecord | None = None
+    #: The call's last question (an MCP tool may ask several during one call: ``questions``).
     question: QuestionRecord | None = None
+    #: Every question the call asked, in the order asked (``question`` is the last).
+    questions: list[QuestionRecord] = Field(default_factory=list)
     #: What the tool printed or displayed while it ran, as a notebook view showed it (the first
     #: :data:`OUTPUT_LIMIT` characters).
     output: str = ""
@@ -201,6 +204,13 @@ class ToolCallTrace(BaseModel):
     traceback: str | None = None
     #: The MCP server whose tool this is (``anvia_notebook.mcp``), else None.
     mcp_server: str | None = None
+
+    @model_validator(mode="after")
+    def _question_listed(self) -> ToolCallTrace:
+        """A call stored before ``questions`` was kept has its one question listed."""
+        if self.question is not None and not self.questions:
+            self.questions = [self.question]
+        return self
 
 
 class Trace(BaseModel):
@@ -460,7 +470,9 @@ def _tool_row(call: ToolCallTrace) -> dict[str, Any]:
         "cached_tokens": None,
         "finish_reason": None,
         "tool_call_id": call.id,
-        "args": call.args if isinstance(call.args, str) else json.dumps(call.args),
+        "args": call.args
+        if isinstance(call.args, str)
+        else json.dumps(call.args, ensure_ascii=False),
         "result": call.result,
         "error": call.result if call.status == "error" else None,
     }

@@ -6,6 +6,7 @@ with nobody to ask answers ``decline`` with a warning."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 from mcp_helpers import toolbox
@@ -361,3 +362,33 @@ def test_a_page_the_person_declines_or_nobody_can_open_is_an_error_naming_it(per
     assert "https://example.com/files/sign-in?state=7" in result.content
     why = "the person declined" if person == "declines" else "nobody to ask (no human input)"
     assert why in result.content
+
+
+def test_every_question_of_one_call_is_kept_in_its_trace(tmp_path):
+    """A tool that asked twice kept only its last question in the trace (and Inspect)."""
+    from anvia_notebook import RunStore
+
+    names = iter(["Ada", "Grace"])
+
+    def ask(request):
+        return [{"questionId": "name", "answer": next(names), "custom": True}]
+
+    model = QueueModel([call("ask_two_names", {}), "done"])
+    store = RunStore(tmp_path / "runs.sqlite")
+    agent = _agent(model, CallbackHumanInput(ask=ask))
+    response = agent.prompt("names").store(store).send_sync()
+    assert tool_results(model.requests[1])[0].content == "Ada and Grace"
+    assert store.trace(response.run_id).tool_calls == response.trace.tool_calls
+    [traced] = response.trace.tool_calls
+    asked = [(q.questions[0].question, q.answers[0].answer) for q in traced.questions]
+    assert asked == [
+        ("Which first name?\n\nName: A name", "Ada"),
+        ("Which second name?\n\nName: A name", "Grace"),
+    ]
+    assert traced.question == traced.questions[-1]
+    from anvia_notebook.notebook._inspect import inspect_turn
+
+    _, view = inspect_turn(response.trace, 0)
+    shown = json.loads(view["tool_calls"][0]["question"])
+    assert [record["answers"][0]["answer"] for record in shown] == ["Ada", "Grace"]
+    assert all(q.status == "answered" for q in traced.questions)

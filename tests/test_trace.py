@@ -130,6 +130,7 @@ def test_a_tool_call_run_traces_requests_responses_usage_and_the_call(clock: Fak
         "duration_ms": 0.0,
         "approval": None,
         "question": None,
+        "questions": [],
         "output": "",  # what it printed, as a notebook view captured it
         "traceback": None,  # the tool did not raise
         "mcp_server": None,  # not a tool of an MCP server
@@ -213,6 +214,21 @@ def test_to_pandas_has_one_row_per_model_call_and_tool_call() -> None:
     assert frame["input_tokens"].iloc[3] == 5
     assert frame["finish_reason"].iloc[3] == "stop"
     assert json.loads(frame["args"].iloc[2]) == {"x": 3, "y": 4}
+
+
+def test_a_table_of_the_trace_keeps_arguments_readable() -> None:
+    """Every letter past ASCII was escaped (caf\\u00e9): a search for the text found nothing."""
+    from anvia_notebook import tool
+
+    @tool
+    def note(text: str) -> str:
+        """Keep a note."""
+        return "kept"
+
+    model = QueueModel([call("note", {"text": "café 東京 🎉"}), "done"])
+    trace = AgentBuilder("a", model).tools([note]).build().prompt("n").send_sync().trace
+    [tool_row] = [row for row in trace.rows() if row["kind"] == "tool"]
+    assert tool_row["args"] == '{"text": "café 東京 🎉"}'
 
 
 def test_to_pandas_without_pandas_says_how_to_install_it(monkeypatch) -> None:

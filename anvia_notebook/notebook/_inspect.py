@@ -157,6 +157,13 @@ def _record(record: Any) -> str | None:
     return None if record is None else _json(record.model_dump(mode="json"))
 
 
+def _questions(call: ToolCallTrace) -> str | None:
+    """The call's question record, or the list of them when it asked several (an MCP tool)."""
+    if len(call.questions) > 1:
+        return _json([record.model_dump(mode="json") for record in call.questions])
+    return _record(call.question)
+
+
 def _sub_turn(trace: Trace, index: int, turn: TurnTrace, sub: SubRun) -> dict[str, Any]:
     return {
         "index": index,
@@ -207,7 +214,7 @@ def _tool_call(call: ToolCallTrace, sub_runs: SubRunFinder) -> dict[str, Any]:
         "result": None if call.result is None else _json(call.result),
         "duration_ms": call.duration_ms,
         "approval": _record(call.approval),
-        "question": _record(call.question),
+        "question": _questions(call),
         "traceback": None if call.traceback is None else _cut(call.traceback),
         "sub_agent": _sub_agent(sub_runs(call.id, call.turn)),
     }

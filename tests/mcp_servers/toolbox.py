@@ -184,6 +184,16 @@ async def ask_name(label: str, ctx: Context) -> str:
 
 
 @server.tool(annotations=READ_ONLY)
+async def ask_two_names(ctx: Context) -> str:
+    """Ask the person for two names, one after the other, in one call."""
+    names = []
+    for label in ("first", "second"):
+        result = await ctx.elicit(f"Which {label} name?", Name)
+        names.append(result.data.name if result.action == "accept" else result.action)
+    return " and ".join(names)
+
+
+@server.tool(annotations=READ_ONLY)
 async def connect_account(ctx: Context) -> str:
     """Send the person to a web page (a URL elicitation) and report what came back."""
     result = await ctx.elicit_url(
