@@ -38,6 +38,7 @@ from ..records import (
     QuestionRecord,
     QuestionStatus,
 )
+from ._exact_json import exact_json, has_unsafe_integer, json_object
 from ._wire_text import invalid_text
 
 __all__ = [
@@ -243,18 +244,28 @@ class ApprovalView(_RecordView):
     #: The arguments failed validation (a typed output): the form opens its editor, and
     #: approving needs arguments that validate (the fix).
     fix_required: bool = False
+    #: ``args`` and ``edited_args`` as JSON text, sent only when they hold a whole number
+    #: JavaScript's numbers would round (past 2**53: a 64-bit id): the page shows these texts.
+    args_json: str | None = None
+    edited_args_json: str | None = None
 
     @classmethod
     def from_record(cls, record: ApprovalRecord) -> ApprovalView:
         """``decided_at`` is the record's ``resolved_at`` once decided; the edited arguments
         are an object's (its keys strings, as JSON has them) or None."""
         edited = record.edited_args
+        exact = {
+            name: exact_json(value)
+            for name, value in (("args_json", record.args), ("edited_args_json", edited))
+            if has_unsafe_integer(value)
+        }
         return cls._of(
             record,
             decided_at=None if record.pending else record.resolved_at,
             edited_args={str(k): v for k, v in edited.items()}
             if isinstance(edited, dict)
             else None,
+            **exact,
         )
 
 
@@ -746,6 +757,18 @@ class ApprovalDecisionMsg(_Model):
     reason: str | None
     edited_args: dict[str, Any] | None
     always_allow: bool
+    #: The edited arguments as the JSON text typed, read by the kernel (exactly: a whole number
+    #: past 2**53 is not rounded as JavaScript's numbers round it); instead of ``edited_args``.
+    edited_args_json: str | None = None
+
+    def edited(self) -> dict[str, Any] | None:
+        """The edited arguments, from whichever field carries them; ``ValueError`` saying what
+        is wrong with a text that is not a JSON object, or with both fields given."""
+        if self.edited_args_json is None:
+            return self.edited_args
+        if self.edited_args is not None:
+            raise ValueError("Send the edited arguments once: edited_args or edited_args_json.")
+        return json_object(self.edited_args_json, "The edited arguments")
 
 
 class QuestionAnswersMsg(_Model):

@@ -246,11 +246,15 @@ class TranscriptSession:
         check_kind(open_one.record, "approval")
         if decided_by_handler(run, message.approval_id):
             return "This run's approvals are decided by its approval handler, not in this widget."
+        try:
+            edited = message.edited()
+        except ValueError as error:
+            return str(error)
         record = run.interactions.decide(
             message.approval_id,
             approved=message.approved,
             reason=message.reason,
-            args=message.edited_args,
+            args=edited,
             via="widget",
         )
         # The "Always allow <tool> in this session" box (never for the fix of a typed output:

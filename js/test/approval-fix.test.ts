@@ -49,7 +49,8 @@ describe("the repair form of a typed output", () => {
     expect(model.last("approval_decision")).toMatchObject({
       approval_id: "ap_fix",
       approved: true,
-      edited_args: { result: [{ name: "Paris", population: 0 }] },
+      edited_args: null,
+      edited_args_json: fixed,
       always_allow: false,
     });
     model.reply("approval_decision", false, "The edited arguments are not valid for final_result: result.0.population: Input should be greater than 0");

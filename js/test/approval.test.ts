@@ -15,11 +15,12 @@ const pending: ApprovalView = {
   edited_args: null,
 };
 
-function setup() {
-  const m = mount([toolEntry("t1", { status: "approval_required", approval: pending })], status("waiting"));
+function setupWith(approval: ApprovalView) {
+  const m = mount([toolEntry("t1", { status: "approval_required", approval })], status("waiting"));
   const panel = m.root.querySelector('[role="alertdialog"]') as HTMLElement;
   return { ...m, panel };
 }
+const setup = () => setupWith(pending);
 
 const editor = (panel: HTMLElement) => panel.querySelector("textarea") as HTMLTextAreaElement;
 const errorText = (panel: HTMLElement) => panel.querySelector(".anvia-approval-error") as HTMLElement;
@@ -47,6 +48,7 @@ describe("approval panel", () => {
       approved: false,
       reason: "Amount too high",
       edited_args: null,
+      edited_args_json: null,
       always_allow: false,
     });
     for (const b of buttons(panel)) expect(b.disabled).toBe(true);
@@ -109,12 +111,25 @@ describe("approval panel", () => {
       approval_id: "ap_1",
       approved: true,
       reason: null,
-      edited_args: { order_id: "A-1001", amount: 20 },
+      edited_args: null,
+      edited_args_json: '{"order_id": "A-1001", "amount": 20}', // read by the kernel
       always_allow: false,
     });
     expect(editError(panel).hidden).toBe(true);
     expect(errorText(panel).hidden).toBe(true);
     expect(editor(panel).hasAttribute("aria-invalid")).toBe(false);
+  });
+
+  it("shows a 64-bit id as the kernel wrote it, and an editor opened only to read edits nothing", () => {
+    // JavaScript's numbers round 9007199254740993 to ...992: the card showed, and "Approve"
+    // with the editor open sent back, an id the model never asked for.
+    const big = { ...pending, args: { order_id: 9007199254740992 }, args_json: '{"order_id":9007199254740993}' };
+    const { model, panel } = setupWith(big);
+    expect(panel.querySelector(".anvia-approval-args")?.textContent).toContain("9007199254740993");
+    byLabel(panel, "Edit arguments").click();
+    expect(editor(panel).value).toBe('{\n  "order_id": 9007199254740993\n}');
+    byLabel(panel, "Approve").click();
+    expect(model.last("approval_decision")).toMatchObject({ approved: true, edited_args: null, edited_args_json: null });
   });
 
   it("sends always_allow when the box is ticked", () => {

@@ -296,3 +296,55 @@ async def test_a_forged_id_of_a_megabyte_is_named_shortly_in_the_refusal():
         assert "zzzz" in reply["error"] and len(reply["error"]) < 300, reply["error"][:300]
     handle.cancel()
     await finished(handle)
+
+
+async def test_a_64_bit_id_reaches_the_page_and_comes_back_exactly():
+    """A browser's numbers round a whole number past 2**53: the page showed, and sent back in
+    edited arguments, an id the model never asked for, and the tool ran with it."""
+    from anvia_notebook import ToolApproval, tool
+
+    ran: list[int] = []
+
+    @tool(approval=ToolApproval())
+    def cancel_order(order_id: int) -> str:
+        """Cancel an order."""
+        ran.append(order_id)
+        return "cancelled"
+
+    asked, edited = 9007199254740993, 9007199254740995
+    model = QueueModel(
+        [
+            ModelResponse(tool_calls=[ToolCall("c1", "cancel_order", {"order_id": asked})]),
+            ModelResponse(tool_calls=[ToolCall("c2", "cancel_order", {"order_id": asked})]),
+            "Done.",
+        ]
+    )
+    handle = runner.show(AgentBuilder("shop", model).tools([cancel_order]).build().prompt("go"))
+    page = Page(handle.widget)
+    await page.sync()
+    first = (await pending_approval(page))["approval"]
+    assert json.loads(first["args_json"]) == {"order_id": asked}  # exact, as text
+    assert first["args"] == {"order_id": asked}  # (as a value too: a browser rounds this one)
+
+    def decide(**fields):
+        message = {"approval_id": first["id"], "approved": True, "reason": None}
+        return page.request(
+            "approval_decision", **{**message, "edited_args": None, "always_allow": False, **fields}
+        )
+
+    for text, refusal in [
+        ('{"order_id": NaN}', "not valid JSON"),
+        ("[1]", "must be a JSON object"),
+        ('{"order_id": ', "not valid JSON"),
+    ]:
+        reply = await decide(edited_args_json=text)
+        assert reply["ok"] is False and refusal in reply["error"], reply
+    both = await decide(edited_args={"order_id": 1}, edited_args_json='{"order_id": 1}')
+    assert both["ok"] is False and "once" in both["error"]
+    assert (await decide(edited_args_json=f'{{"order_id": {edited}}}'))["ok"]
+    second = await until(lambda: approval_of(page, 1), what="the second call")
+    assert (await page.approve(second["id"]))["ok"]  # unedited: the model's id
+    await handle
+    assert ran == [edited, asked]
+    decided = page.tools()[0]["approval"]
+    assert json.loads(decided["edited_args_json"]) == {"order_id": edited}

@@ -147,6 +147,8 @@ export interface ApprovalView {
   expires_at?: string | null;
   path?: string[] | null;
   fix_required?: boolean;
+  args_json?: string | null;
+  edited_args_json?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -259,6 +261,7 @@ export interface ApprovalDecisionMsg {
     [k: string]: JsonValue;
   } | null;
   always_allow: boolean;
+  edited_args_json?: string | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -4,9 +4,9 @@
 // and can be any length: they are folded (and bounded in height once unfolded) so that the
 // decision buttons stay in view.
 import { button, formatTime, h, nextDomId } from "../dom";
-import { type ApprovalView, type DecidedVia, type Decider, type JsonObject, TOOL_STATUS_LABELS, type ToolStatus } from "../protocol";
+import { type ApprovalView, type DecidedVia, type Decider, TOOL_STATUS_LABELS, type ToolStatus } from "../protocol";
 import { isPlainObject } from "../validate";
-import { type FoldOptions, foldedPre, foldPoint, prettyArgsValue } from "./fold";
+import { type FoldOptions, foldedPre, foldPoint, prettyArgs, prettyArgsValue } from "./fold";
 import { errorLine, type Form, type Submit } from "./interaction";
 
 /** Who decided, by the decider and, where it tells more, by the decider and where it came from
@@ -76,7 +76,10 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     spellcheck: "false",
     hidden: !fix,
   });
-  if (fix) editor.value = prettyArgsValue(a.args);
+  // The arguments as shown and first put in the editor: from the kernel's JSON text when it
+  // sent one (a whole number past 2**53, which the page's numbers would round).
+  const shownArgs = a.args_json != null ? prettyArgs(a.args_json) : prettyArgsValue(a.args);
+  if (fix) editor.value = shownArgs;
   /** Say what is wrong with the edited arguments ("": nothing), with the cursor back in them. */
   const setEditError = (text: string): void => {
     if (text) editor.setAttribute("aria-invalid", "true");
@@ -89,7 +92,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     editor.hidden = !open;
     editToggle.setAttribute("aria-expanded", String(open));
     if (!open) return setEditError("");
-    if (!editor.value) editor.value = prettyArgsValue(a.args);
+    if (!editor.value) editor.value = shownArgs;
     editor.focus();
   }, { class: "anvia-button anvia-link-button", "aria-expanded": "false", hidden: fix });
   const reasonInput = h("input", {
@@ -104,14 +107,18 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
   const reject = button("Reject", () => decide(false), { class: "anvia-button anvia-danger" });
 
   function decide(approved: boolean): void {
-    let edited: unknown = null;
-    if (approved && !editor.hidden) {
+    // Edited arguments travel as the text typed, which the kernel reads exactly (parsed here,
+    // a 64-bit id would be rounded); an editor opened only to read them edits nothing.
+    let edited: string | null = null;
+    if (approved && !editor.hidden && (fix || editor.value.trim() !== shownArgs.trim())) {
+      let value: unknown;
       try {
-        edited = JSON.parse(editor.value);
+        value = JSON.parse(editor.value);
       } catch (err) {
         return setEditError(`The edited arguments are not valid JSON: ${(err as Error).message}`);
       }
-      if (!isPlainObject(edited)) return setEditError("The edited arguments must be a JSON object.");
+      if (!isPlainObject(value)) return setEditError("The edited arguments must be a JSON object.");
+      edited = editor.value;
     }
     setEditError("");
     submit({
@@ -119,7 +126,8 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
       approval_id: a.id,
       approved,
       reason: reasonInput.value.trim() || null,
-      edited_args: edited as JsonObject | null,
+      edited_args: null,
+      edited_args_json: edited,
       always_allow: approved && always.checked,
     });
   }
@@ -130,7 +138,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
     a.reason ? folded("anvia-approval-reason", "Reason", a.reason, { ...REASON, id: reasonId }) : null,
     h("div", { class: "anvia-section-label" }, "Arguments"),
-    folded("anvia-approval-args", "Arguments", prettyArgsValue(a.args), {}),
+    folded("anvia-approval-args", "Arguments", shownArgs, {}),
     editToggle,
     editor,
     editError.el,

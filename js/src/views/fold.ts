@@ -6,15 +6,71 @@ import { button, h } from "../dom";
 export const FOLD_CHARS = 1500;
 export const FOLD_LINES = 20;
 
-/** Pretty-print JSON text when it parses to an object or array; otherwise return it as is. */
+/** Pretty-print JSON text when it parses to an object or array; otherwise return it as is.
+ * Laid out as `JSON.stringify(value, null, 2)` lays it out, but a whole number JavaScript's
+ * numbers would round (past 2**53: a 64-bit id) is kept as written. */
 export function prettyJson(text: string): string {
   const t = text.trim();
   if (!t.startsWith("{") && !t.startsWith("[")) return text;
   try {
-    return JSON.stringify(JSON.parse(t), null, 2);
+    JSON.parse(t);
   } catch {
     return text;
   }
+  return relaid(t);
+}
+
+const SPACE = /\s/;
+const VALUE_END = /[\s,:\]}]/;
+const WHOLE = /^-?\d+$/;
+
+/** Valid JSON text `t` laid out with two-space indents, token by token. */
+function relaid(t: string): string {
+  let out = "";
+  let depth = 0;
+  const newline = (): string => `\n${"  ".repeat(depth)}`;
+  const at = (k: number): string => t.charAt(k);
+  for (let i = 0; i < t.length; ) {
+    const c = at(i);
+    if (SPACE.test(c)) {
+      i++;
+    } else if (c === '"') {
+      let j = i + 1;
+      while (at(j) !== '"') j += at(j) === "\\" ? 2 : 1;
+      out += JSON.stringify(JSON.parse(t.slice(i, j + 1))); // escapes as JSON.stringify writes them
+      i = j + 1;
+    } else if (c === "{" || c === "[") {
+      let j = i + 1;
+      while (SPACE.test(at(j))) j++;
+      if (at(j) === (c === "{" ? "}" : "]")) {
+        out += c + at(j);
+        i = j + 1;
+      } else {
+        depth++;
+        out += c + newline();
+        i++;
+      }
+    } else if (c === "}" || c === "]") {
+      depth--;
+      out += newline() + c;
+      i++;
+    } else if (c === ",") {
+      out += `,${newline()}`;
+      i++;
+    } else if (c === ":") {
+      out += ": ";
+      i++;
+    } else {
+      let j = i;
+      while (j < t.length && !VALUE_END.test(at(j))) j++;
+      const token = t.slice(i, j);
+      const number = Number(token);
+      const exact = !WHOLE.test(token) || Number.isSafeInteger(number);
+      out += exact ? JSON.stringify(JSON.parse(token)) : token; // (valid JSON: no leading zeros)
+      i = j;
+    }
+  }
+  return out;
 }
 
 /**

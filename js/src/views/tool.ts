@@ -4,17 +4,19 @@
 // a person opened or closed it: then it stays as they left it.
 import { h } from "../dom";
 import { schedule } from "../frame";
-import { type AppendField, type JsonObject, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
+import { type AppendField, TOOL_STATUS_LABELS, type ToolEntry } from "../protocol";
 import type { Session } from "../session";
 import type { EntryView } from "./entries";
-import { foldedPre, prettyArgs, prettyArgsValue, prettyJson } from "./fold";
+import { foldedPre, prettyArgs, prettyJson } from "./fold";
 import { coversArguments, interactionPanel, interactionsOf, waitsForSomeone } from "./interaction";
 
-/** The arguments a person put in place of the model's before approving (null: none). */
-function editedArgs(e: ToolEntry): JsonObject | null {
+/** The arguments a person put in place of the model's before approving, as JSON text (exact
+ * when the kernel sent the text: a 64-bit id), or null: none. */
+function editedArgs(e: ToolEntry): string | null {
   const a = e.approval;
   if (a?.status !== "approved" || !a.edited_args) return null;
-  return JSON.stringify(a.edited_args) === JSON.stringify(a.args) ? null : a.edited_args;
+  const edited = a.edited_args_json ?? JSON.stringify(a.edited_args);
+  return edited === (a.args_json ?? JSON.stringify(a.args)) ? null : edited;
 }
 
 /** Statuses of a call that is not over yet: its entry is shown expanded. */
@@ -113,7 +115,7 @@ export function toolView(session: Session, entry: ToolEntry): EntryView {
 
   const renderArgs = (): void => {
     const edited = editedArgs(current);
-    args.set(edited ? prettyArgsValue(edited) : prettyArgs(current.arguments));
+    args.set(prettyArgs(edited ?? current.arguments));
     if (edited) original.set(prettyArgs(current.arguments));
     originalBlock.hidden = !edited;
     const label = edited ? "Arguments (edited before approval)" : "Arguments";
