@@ -57,7 +57,13 @@ from .hooks import (
     ToolResultHookEvent,
     call_hooks,
 )
-from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable, positive_timeout
+from .human import (
+    HumanInput,
+    HumanInputTimeout,
+    HumanInputUnavailable,
+    StoreHumanInput,
+    positive_timeout,
+)
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
@@ -726,8 +732,8 @@ class ToolExecutor:
         elif human is not None:
             asker = (human.approve if approval else human.ask), "human", "human_input"
         try:
-            if asker is None:  # nobody here can take it
-                raise HumanInputUnavailable
+            if asker is None or (asker[1] == "human" and self._store_gone(human)):
+                raise HumanInputUnavailable  # nobody here can take it
             ask, by, via = asker
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError as cancelled:
@@ -754,6 +760,11 @@ class ToolExecutor:
             return None
         self._finish(interaction, resolution)
         return resolution.refused_fix
+
+    def _store_gone(self, human: HumanInput | None) -> bool:
+        """A ``StoreHumanInput`` waits for decisions made through the run store: without one
+        (``set_store(None)``, a store that failed), nothing could ever reach it."""
+        return isinstance(human, StoreHumanInput) and self.interactions.store is None
 
     def _gave_up(
         self, interaction: OpenInteraction, resolution: Resolution, told: object

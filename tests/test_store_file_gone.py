@@ -16,6 +16,8 @@ import store_agents
 from anvia_notebook import RunStore, RunStoreError
 from anvia_notebook import store as store_module
 
+from helpers import pending_of
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -96,3 +98,46 @@ def test_a_store_opened_by_a_relative_path_is_kept_after_a_change_of_folder(tmp_
         assert not (tmp_path / "sub" / "runs.sqlite").exists()
     finally:
         store.close()
+
+
+async def test_store_human_input_without_a_store_says_so_instead_of_waiting_for_ever(project):
+    """StoreHumanInput waits for decisions made through the run store: with none (store(None),
+    set_store(None)), or once the store failed, nothing could reach it and the run waited for
+    ever while the store showed nothing pending."""
+    from anvia_notebook import ToolApprovalRequiredError
+
+    request = store_agents.agent("approval").prompt("send 5 to a1").store(None)
+    with pytest.raises(ToolApprovalRequiredError):
+        await asyncio.wait_for(request.send(), 10)
+    assert store_agents.effects() == []
+
+    run = store_agents.stepper().prompt("three steps").start()
+    [first] = await pending_of(run)
+    shutil.rmtree(project.parent)  # the store goes away while the run waits
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run.interactions.decide(first.id, approved=True)
+        with pytest.raises(ToolApprovalRequiredError):  # the next step's approval
+            await asyncio.wait_for(run.wait(), 10)
+    assert any("goes on in memory only" in str(w.message) for w in caught)
+    assert len(store_agents.effects()) == 1  # the approved step ran, no other
+
+
+async def test_what_waits_through_a_store_that_then_fails_is_closed_saying_why(project):
+    from anvia_notebook import ToolApprovalRequiredError
+    from anvia_notebook.run import STORE_GONE
+
+    run = store_agents.stepper().prompt("three steps").start()
+    [waiting] = await pending_of(run)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        run.store_failed(OSError("disk full"))  # what the run does when a write fails
+        with pytest.raises(ToolApprovalRequiredError):  # the next step's approval
+            await asyncio.wait_for(run.wait(), 10)
+    closed = run.state.approvals[waiting.id]
+    assert (closed.status, closed.decided_by, closed.decision_reason) == (
+        "cancelled",
+        "runtime",
+        STORE_GONE,
+    )
+    assert store_agents.effects() == []
