@@ -66,6 +66,44 @@ def _psycopg() -> Any:
 
 #: How long a measured offset between this machine's clock and the server's is used.
 CLOCK_CHECK_SECONDS = 60.0
+#: Seconds to connect when the address does not say (``?connect_timeout=N`` does).
+CONNECT_TIMEOUT = 10
+#: A connection idle this long (seconds) is asked whether it still works before it is used:
+#: an idle timeout, a failover or a restarted server ends connections nobody was using.
+IDLE_CHECK_SECONDS = 10.0
+#: The watcher looks at the store at least this often (seconds) even when no announcement came
+#: (a listening connection a firewall dropped without a word hears nothing).
+LOOK_ANYWAY_SECONDS = 5.0
+#: SQLSTATE of "lock not available" (``lock_timeout`` passed).
+_LOCK_NOT_AVAILABLE = "55P03"
+
+
+def _secrets(url: str) -> list[str]:
+    """The secrets an address holds (its password, raw and decoded, and values of parameters
+    named like secrets), for taking out of the driver's messages, which may repeat them."""
+    from urllib.parse import unquote
+
+    found = [url]
+    rest = url.split("://", 1)[-1]
+    credentials = rest.rpartition("@")[0]
+    if ":" in credentials:
+        password = credentials.split(":", 1)[1]
+        found += [password, unquote(password)]
+    found += re.findall(r"(?:password|sslpassword)=([^&\s]+)", url, flags=re.IGNORECASE)
+    return sorted({text for text in found if len(text) >= 3}, key=len, reverse=True)
+
+
+class _Held:
+    """A thread's connection: given back to the backend when the thread ends (its
+    ``threading.local`` goes), for the next thread, instead of staying open unused."""
+
+    def __init__(self, backend: PostgresBackend, connection: Any) -> None:
+        self.backend = backend
+        self.connection = connection
+        self.used = time.monotonic()
+
+    def __del__(self) -> None:
+        self.backend._give_back(self.connection)
 
 
 class PostgresBackend:
@@ -81,27 +119,83 @@ class PostgresBackend:
         self.location = shown_url(url)  # (without its password)
         self._local = threading.local()
         self._all: list[Any] = []
-        self._lock = threading.Lock()
+        self._idle: list[Any] = []  # connections of threads that ended, for the next thread
+        # (reentrant: a thread's connection is given back from a finalizer, which may run in a
+        # thread that holds it)
+        self._lock = threading.RLock()
         self._version = 0
         self._listener: Any = None
+        self._looked = 0.0  # when the watcher was last told to look (monotonic)
+        self._secrets = _secrets(url)
         self.commits = 0
         #: The server's clock minus this machine's, when it was measured (monotonic), and this
         #: machine's clock minus its monotonic clock then (a step of the clock measures again).
         self._clock: tuple[float, float, float] | None = None
 
     def _connection(self) -> Any:
-        connection = getattr(self._local, "connection", None)
-        if connection is None or connection.closed:
-            try:
-                connection = self._psycopg.connect(self.url, autocommit=True, connect_timeout=10)
-            except self._psycopg.Error as error:
-                raise RunStoreError(
-                    f"Cannot connect to the run store {self.location}: {error}"
-                ) from None
-            self._local.connection = connection
-            with self._lock:
-                self._all.append(connection)
+        held: _Held | None = getattr(self._local, "held", None)
+        now = time.monotonic()
+        if held is not None and now - held.used > IDLE_CHECK_SECONDS:
+            self._check(held.connection)
+        if held is None or held.connection.closed:
+            held = _Held(self, self._idle_connection() or self._connect())
+            self._local.held = held
+        held.used = now
+        return held.connection
+
+    def _connect(self) -> Any:
+        """A new connection, in autocommit mode, waiting at most 5 s for a lock (as a SQLite
+        store waits for a busy file) and ``connect_timeout`` seconds to connect."""
+        options: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in self.url:
+            options["connect_timeout"] = CONNECT_TIMEOUT
+        try:
+            connection = self._psycopg.connect(self.url, **options)
+            connection.execute(f"SET lock_timeout = '{int(self.busy_timeout * 1000)}ms'")
+        except self._psycopg.Error as error:
+            raise RunStoreError(
+                f"Cannot connect to the run store {self.location}: {self._told(error)}"
+            ) from None
+        with self._lock:
+            self._all = [c for c in self._all if not c.closed]
+            self._all.append(connection)
         return connection
+
+    def _idle_connection(self) -> Any:
+        """A connection a thread that ended gave back, if one still works."""
+        while True:
+            with self._lock:
+                if not self._idle:
+                    return None
+                connection = self._idle.pop()
+            if not connection.closed and self._works(connection):
+                return connection
+            connection.close()
+
+    def _give_back(self, connection: Any) -> None:
+        with contextlib.suppress(Exception), self._lock:  # (at exit, anything may be gone)
+            if not connection.closed and any(c is connection for c in self._all):
+                self._idle.append(connection)
+
+    def _check(self, connection: Any) -> None:
+        """Close ``connection`` when it no longer works (then a new one is made)."""
+        if not connection.closed and not self._works(connection):
+            connection.close()
+
+    def _works(self, connection: Any) -> bool:
+        try:
+            connection.execute("SELECT 1")
+        except self._psycopg.Error:
+            return False
+        return True
+
+    def _told(self, error: BaseException) -> str:
+        """The driver's message without the address's secrets (libpq repeats the text it
+        could not read, a password included)."""
+        text = str(error)
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
 
     #: Why this process can only read the store: never known before a write is refused.
     read_only: str | None = None
@@ -111,7 +205,14 @@ class PostgresBackend:
         that failed; a privilege the role lacks is named from it)."""
         if getattr(error, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
             return self._not_allowed(error, sql)
-        return RunStoreError(f"The run store {self.location} failed: {error}".rstrip(".") + ".")
+        if getattr(error, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+            return RunStoreError(
+                f"The run store {self.location} is locked by another program (waited "
+                f"{self.busy_timeout:g} s): {self._told(error).rstrip('.')}. Try again once "
+                "that program has finished writing, or end its transaction."
+            )
+        told = self._told(error)
+        return RunStoreError(f"The run store {self.location} failed: {told}".rstrip(".") + ".")
 
     def _not_allowed(self, error: BaseException, sql: str) -> RunStoreError:
         """The role lacks a privilege: which, on what, and what to ask for."""
@@ -130,10 +231,10 @@ class PostgresBackend:
         )
 
     def _role(self) -> str:
-        connection = getattr(self._local, "connection", None)
+        held = getattr(self._local, "held", None)
         with contextlib.suppress(Exception):
-            if connection is not None:
-                return str(connection.info.user)
+            if held is not None:
+                return str(held.connection.info.user)
         return "?"
 
     def clock_offset(self) -> float:
@@ -216,13 +317,30 @@ class PostgresBackend:
         return {str(r[0]) for r in rows}
 
     def data_version(self) -> int:
-        """Grows when a decision was announced (``NOTIFY``); the watcher then looks."""
-        if self._listener is None:
-            self._listener = self._psycopg.connect(self.url, autocommit=True)
-            self._listener.execute(f"LISTEN {CHANNEL}")
-            self._version += 1  # look once after subscribing
-        for _ in self._listener.notifies(timeout=0.0, stop_after=100):
-            self._version += 1
+        """Grows when a decision was announced (``NOTIFY``), and every
+        :data:`LOOK_ANYWAY_SECONDS`; the watcher then looks. A listening connection that broke
+        (a restarted server, an idle timeout) is opened again, and the watcher looks at once
+        (what was announced meanwhile was not heard)."""
+        now = time.monotonic()
+        try:
+            if self._listener is not None and self._listener.closed:
+                self._listener = None
+            if self._listener is None:
+                self._listener = self._connect()
+                self._listener.execute(f"LISTEN {CHANNEL}")
+                self._version += 1  # look once after subscribing
+            for _ in self._listener.notifies(timeout=0.0, stop_after=100):
+                self._version += 1
+        except (self._psycopg.Error, RunStoreError):
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                with contextlib.suppress(Exception):
+                    listener.close()
+            raise
+        finally:
+            if now - self._looked >= LOOK_ANYWAY_SECONDS:
+                self._looked = now
+                self._version += 1
         return self._version
 
     def is_error(self, error: BaseException) -> bool:
@@ -230,7 +348,7 @@ class PostgresBackend:
 
     def close(self) -> None:
         with self._lock:
-            connections, self._all = self._all, []
+            connections, self._all, self._idle = self._all, [], []
         if self._listener is not None:
             connections.append(self._listener)
             self._listener = None

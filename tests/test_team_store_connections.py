@@ -1,0 +1,134 @@
+"""The PostgreSQL team store's connections, as a server others run treats them: a listening
+connection the server ends (a restart, an idle timeout, a failover) is opened again and a
+waiting run still hears a decision; an idle connection the server ended is replaced before it
+is used; a thread's connection outlives the thread only as one for the next thread (a kernel
+doing one run after another used one more connection per run); a lock another program holds is
+waited for 5 s, as a SQLite store waits, then named; a password is never repeated from the
+driver's messages."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+import store_agents
+
+from anvia_notebook import RunStore, RunStoreError
+from anvia_notebook import store as store_module
+from anvia_notebook.store import _postgres
+
+from helpers import pending_of
+
+psycopg = pytest.importorskip("psycopg")
+pytestmark = pytest.mark.timeout(120)
+
+_made: list[str] = []
+
+
+@pytest.fixture
+def team_store(request, tmp_path, monkeypatch):
+    """A fresh database on the test server, the default store; and the server's admin URL."""
+    server = request.getfixturevalue("postgres_server")
+    name = f"conn_{os.getpid()}_{len(_made)}"
+    _made.append(name)
+    with psycopg.connect(server, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    location = server.rsplit("/", 1)[0] + "/" + name
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    store_module._reset_for_tests()
+    yield location, server, name
+    store_module._reset_for_tests()
+
+
+def _end_backends(server: str, database: str, like: str = "%") -> int:
+    """End the database's server processes whose last statement is ``like`` (as an admin's
+    pg_terminate_backend, an idle timeout or a failover does)."""
+    with psycopg.connect(server, autocommit=True) as db:
+        [(count,)] = db.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = %s AND pid <> pg_backend_pid() AND query LIKE %s",
+            (database, like),
+        ).fetchall()
+    return int(count)
+
+
+def _connections(server: str, database: str) -> int:
+    with psycopg.connect(server, autocommit=True) as db:
+        [(count,)] = db.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        ).fetchall()
+    return int(count)
+
+
+async def test_a_decision_reaches_a_run_whose_listening_connection_the_server_ended(team_store):
+    location, server, database = team_store
+    run = store_agents.agent("approval").prompt("send 5 to a1").start()
+    [waiting] = await pending_of(run)
+    store = store_module.get_store()
+    assert store is not None
+
+    store._backend.data_version()  # (its listening connection is open)
+    assert _end_backends(server, database, "LISTEN%") == 1
+    command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
+    approve = await asyncio.create_subprocess_exec(
+        *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
+    )
+    _, said = await asyncio.wait_for(approve.communicate(), 60)
+    assert approve.returncode == 0, said
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.output.startswith("Result:")
+    assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
+def test_an_idle_connection_the_server_ended_is_replaced_before_it_is_used(team_store, monkeypatch):
+    location, server, database = team_store
+    store = RunStore(location)
+    assert store.runs() == []
+    monkeypatch.setattr(_postgres, "IDLE_CHECK_SECONDS", 0.0)  # (any idle time is long enough)
+    assert _end_backends(server, database) >= 1
+    assert store.runs() == []  # not "server closed the connection unexpectedly"
+    store.close()
+
+
+def test_threads_that_end_leave_no_connection_open_behind_them(team_store):
+    """The store's background thread ends when idle and a new one starts with the next run:
+    each kept a connection open until the store closed (a kernel's default store never does)."""
+    location, server, database = team_store
+    store = RunStore(location)
+    store.runs()
+    for _ in range(6):
+        worker = threading.Thread(target=store.runs)
+        worker.start()
+        worker.join(30)
+    assert _connections(server, database) <= 2  # this thread's, and the one threads share
+    store.close()
+    assert _connections(server, database) == 0
+
+
+def test_a_lock_another_program_holds_is_waited_for_then_named(team_store):
+    """A transaction left open on the interactions (an admin's psql, a process stopped mid-
+    write) made the command line wait for ever; a SQLite store says so after 5 s."""
+    location, _, _ = team_store
+    RunStore(location).close()  # (the tables made)
+    with psycopg.connect(location, autocommit=True) as blocker, blocker.transaction():
+        blocker.execute("LOCK TABLE runs, interactions IN ACCESS EXCLUSIVE MODE")
+        command = [sys.executable, "-m", "anvia_notebook", "--store", location, "runs"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1, done.stdout
+    assert "is locked by another program (waited 5 s)" in done.stderr
+
+
+def test_a_password_the_driver_repeats_is_not_shown():
+    for url in [
+        "postgresql://bob:50%off-Sup3r@127.0.0.1:1/db",
+        "postgresql://bob:Sup3r-secret@[::1:5432/db",
+    ]:
+        with pytest.raises(RunStoreError) as caught:
+            RunStore(url)
+        assert "Sup3r" not in str(caught.value), str(caught.value)
