@@ -61,7 +61,6 @@ from .human import (
     HumanInput,
     HumanInputTimeout,
     HumanInputUnavailable,
-    StoreHumanInput,
     positive_timeout,
 )
 from .interactions import Interactions, OpenInteraction
@@ -764,7 +763,8 @@ class ToolExecutor:
     def _store_gone(self, human: HumanInput | None) -> bool:
         """A ``StoreHumanInput`` waits for decisions made through the run store: without one
         (``set_store(None)``, a store that failed), nothing could ever reach it."""
-        return isinstance(human, StoreHumanInput) and self.interactions.store is None
+        only = getattr(human, "decided_through_the_store_only", False)
+        return only is True and self.interactions.store is None
 
     def _gave_up(
         self, interaction: OpenInteraction, resolution: Resolution, told: object

@@ -190,6 +190,10 @@ class StoreHumanInput:
     RUN_ID APPROVAL_ID``). ``timeout`` (seconds) applies to each; then the request times out.
     """
 
+    #: Nothing but a decision written to the run store reaches it (a run without a store, or
+    #: whose store failed, cannot be decided this way).
+    decided_through_the_store_only = True
+
     def __init__(self, timeout: float | None = None) -> None:
         self.timeout = positive_timeout(timeout)
 

@@ -809,12 +809,13 @@ class AgentRun:
             self._taken_over = error
             self.cut_short(str(error))
             return
-        from .human import StoreHumanInput
         from .store import store_failed
 
         store_failed(store, error)
         loop = self._loop
-        if isinstance(self.request.active_human_input, StoreHumanInput) and loop is not None:
+        human = self.request.active_human_input
+        only = getattr(human, "decided_through_the_store_only", False) is True
+        if only and loop is not None:
             # What waits for a decision made through the store would wait for ever now.
             with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
                 loop.call_soon_threadsafe(self.interactions.close_all, STORE_GONE)
@@ -956,7 +957,10 @@ class AgentRun:
     def result(self) -> PromptResponse:
         """The response of a finished run; raises its error (``InvalidStateError`` if running)."""
         if self._task is None or not self._task.done():
-            raise asyncio.InvalidStateError("The run has not finished yet.")
+            raise asyncio.InvalidStateError(
+                "The run has not finished yet: wait for it first (await handle in a notebook, "
+                "await run.wait() elsewhere)."
+            )
         if self._task.cancelled():
             raise PromptCancelledError(self.state.cancel_reason or DEFAULT_CANCEL_REASON)
         return self._task.result().response()

@@ -7,7 +7,9 @@ import contextvars
 import functools
 import inspect
 import json
+import sys
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
@@ -346,6 +348,40 @@ def tool(
     return build(fn) if fn is not None else build
 
 
+def _warn_unexplained(tool_name: str, unannotated: list[str], description: str) -> None:
+    """Say what the model will not know: a parameter's type (it may send a text "1" for a
+    number: nothing converts it) and what the tool is for."""
+    level = 2  # (warned where the user's code made the tool)
+    frame: types.FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    if unannotated:
+        names = ", ".join(unannotated)
+        many = len(unannotated) > 1
+        have = f"parameters {names} have" if many else f"parameter {names} has"
+        context = [n for n in unannotated if n in ("ctx", "context")]
+        hint = (
+            f" ({context[0]}: ToolContext is the run's context, which the model does not give)"
+            if context
+            else ""
+        )
+        warnings.warn(
+            f"@tool: {tool_name}'s {have} no type hint, so the model may send "
+            f"any JSON for {'them' if many else 'it'} and nothing is checked or converted. "
+            f"Annotate {'them' if many else 'it'} (x: int), or "
+            f"x: Any to take anything{hint}.",
+            UserWarning,
+            stacklevel=level,
+        )
+    if not description.strip():
+        warnings.warn(
+            f"@tool: {tool_name} has no docstring, so the model reads no description of what it "
+            "does. Add a docstring, or @tool(description=...).",
+            UserWarning,
+            stacklevel=level,
+        )
+
+
 def _tool_from_function(
     function: Callable[..., Any],
     name: str | None,
@@ -361,9 +397,15 @@ def _tool_from_function(
     bound = function.keywords if isinstance(function, functools.partial) else {}
     fields: dict[str, Any] = {}
     context_param: str | None = None
+    unannotated: list[str] = []
     for param in signature.parameters.values():
         if param.name in bound:
             continue  # given by the partial: not the model's to choose
+        if param.name not in hints and param.kind not in (
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ):
+            unannotated.append(param.name)
         annotation = hints.get(param.name, Any)
         if _is_context(annotation):
             context_param = param.name
@@ -380,6 +422,7 @@ def _tool_from_function(
     model_name = "".join(part.title() for part in tool_name.split("_")) + "Input"
     input_model = create_model(model_name, __config__=ConfigDict(extra="forbid"), **fields)
     doc = inspect.getdoc(_called(function)) or inspect.getdoc(function) or ""
+    _warn_unexplained(tool_name, unannotated, doc if description is None else description)
     positional = [
         param.name
         for param in signature.parameters.values()

@@ -292,12 +292,14 @@ class Trace(BaseModel):
 
     def summary(self) -> dict[str, Any]:
         """The run in numbers: turns, tokens, time to the first token, total time, tool calls."""
-        input_tokens = output_tokens = cached_tokens = 0
+        input_tokens = output_tokens = 0
+        cached_tokens: int | None = None  # (None: no call's provider reported it)
         first_token_ms: float | None = None
         for turn in self.turns:
             input_tokens += turn.usage.input_tokens
             output_tokens += turn.usage.output_tokens
-            cached_tokens += turn.usage.cached_tokens or 0
+            if turn.usage.cached_tokens is not None:
+                cached_tokens = (cached_tokens or 0) + turn.usage.cached_tokens
             if first_token_ms is None and turn.first_token_ms is not None:
                 first_token_ms = turn.first_token_ms
         return {

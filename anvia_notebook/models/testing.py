@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field
@@ -68,6 +68,17 @@ class ModelResponse(PositionalFields):
         yield Finish(reason="tool_calls" if self.tool_calls else "stop")
 
 
+def _queued(response: Any, position: int) -> ModelResponse:
+    if isinstance(response, str):
+        return ModelResponse(text=response)
+    if not hasattr(response, "events"):
+        raise TypeError(
+            f"QueueModel: response {position} is a {type(response).__name__}; each is a text "
+            "or a ModelResponse(text=..., tool_calls=[...])."
+        )
+    return response  # type: ignore[no-any-return]
+
+
 class QueueModel(CompletionModel):
     """Answers each request with the next queued response and records the requests it got."""
 
@@ -75,7 +86,12 @@ class QueueModel(CompletionModel):
     provider = "offline"
 
     def __init__(self, responses: Sequence[ModelResponse | str], *, delay: float = 0.0) -> None:
-        self._responses = [ModelResponse(text=r) if isinstance(r, str) else r for r in responses]
+        if isinstance(responses, (str, ModelResponse)) or not isinstance(responses, Iterable):
+            raise TypeError(
+                "QueueModel takes a list of responses, one per model call (texts or "
+                f'ModelResponse), such as QueueModel(["Hello!"]); got a {type(responses).__name__}.'
+            )
+        self._responses = [_queued(r, i) for i, r in enumerate(responses)]
         self._given = 0
         self.delay = delay
         self.requests: list[CompletionRequest] = []
@@ -135,6 +151,11 @@ class FunctionModel(CompletionModel):
     provider = "offline"
 
     def __init__(self, fn: Callable[[CompletionRequest], Any], *, name: str | None = None) -> None:
+        if not callable(fn):
+            raise TypeError(
+                "FunctionModel takes a function of the request that returns the answer (a text "
+                f"or a ModelResponse), or an async generator of events; got a {type(fn).__name__}."
+            )
         self.fn = fn
         if name:
             self.name = name

@@ -128,6 +128,9 @@ class WidgetHumanInput(StoreHumanInput):
     variable, ``False``: never). Tools in :attr:`always_allowed` are approved without asking.
     """
 
+    #: Decisions come from the page too: a run without a store can still be decided.
+    decided_through_the_store_only = False
+
     def __init__(
         self,
         timeout: float | None = None,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._util import check_valid_text, quoted
@@ -122,6 +122,13 @@ class Studio:
         timeout: float | None = None,
         session: str | None = None,
     ) -> None:
+        if isinstance(agents, Agent):  # Studio(agent): one agent is a list of one
+            agents = [agents]
+        if isinstance(agents, (str, bytes)) or not isinstance(agents, Iterable):
+            raise TypeError(
+                f"Studio takes a list of built agents, Studio([agent, ...]), not a "
+                f"{type(agents).__name__}."
+            )
         agents = list(agents)
         if not agents:
             raise ValueError("Studio needs at least one agent.")
