@@ -38,6 +38,7 @@ from .hooks import (
     CompletionCallEvent,
     CompletionErrorEvent,
     CompletionResponseEvent,
+    HookAction,
     RunEndEvent,
     RunErrorEvent,
     RunStartEvent,
@@ -288,7 +289,16 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         # loop, and a kernel would end.
         failure = RunExitedError(caught) if isinstance(caught, SystemExit) else caught
         steering.end()
-        await _run_error_hooks(run, failure)
+        cancel_reason = await _run_error_hooks(run, failure)
+        if cancel_reason is not None:  # a hook returned run.cancel(reason), as in Anvia
+            state.cancel_reason = cancel_reason
+            cancelled = PromptCancelledError(cancel_reason, list(state.messages))
+            _close_interactions(run, cancel_reason)
+            state.status = "cancelled"
+            run.tracer.run_ended("cancelled", cancelled)
+            run.persist()
+            run.emit(CancelledEvent(run_id=state.run_id, reason=cancel_reason))
+            raise cancelled from caught
         state.error = error_text(failure) or type(failure).__name__
         _close_interactions(run, f"The run failed: {state.error}")
         state.status = "error"
@@ -387,14 +397,21 @@ def _close_interactions(run: AgentRun, reason: str) -> None:
         run.emit(interaction_event(record, decided=True))
 
 
-async def _run_error_hooks(run: AgentRun, error: BaseException) -> None:
+async def _run_error_hooks(run: AgentRun, error: BaseException) -> str | None:
+    """Call every hook's ``on_run_error``; the reason of the first that returned
+    ``run.cancel(reason)`` (the run then ends cancelled instead of failed, as in Anvia)."""
     event = RunErrorEvent(error, run.state.usage, list(run.state.messages), RUN_CONTROL)
+    reason: str | None = None
     for hook in run.request.active_hooks:
         try:
-            await maybe_await(hook.on_run_error(event))
+            action = await maybe_await(hook.on_run_error(event))
         # A failing error hook must not mask the run's error (nor leave the run's task).
         except (Exception, SystemExit, KeyboardInterrupt):
             logger.exception("on_run_error hook failed")
+            continue
+        if reason is None and isinstance(action, HookAction) and action.type == "cancel":
+            reason = action.reason
+    return reason
 
 
 #: Streamed text kept as it is sent: a lone surrogate in it becomes U+FFFD (see ``valid_text``).

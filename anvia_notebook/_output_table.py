@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import json
+import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -92,7 +93,36 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
     if not plain:
         return pd.DataFrame(columns=item_columns(output_type))
     index = None if keyed is None else list(keyed)
-    return pd.DataFrame(plain, index=index).convert_dtypes()
+    frame = pd.DataFrame(plain, index=index).convert_dtypes()
+    for column in _float_fields(output_type):  # (whole values made Int64 of a float field)
+        if column in frame.columns and str(frame[column].dtype) == "Int64":
+            frame[column] = frame[column].astype("Float64")
+    return frame
+
+
+def _float_fields(output_type: Any) -> list[str]:
+    """The fields of ``output_type``'s items (or of itself) declared ``float`` (or
+    ``float | None``)."""
+    args = typing.get_args(output_type)
+    item = args[-1] if args else output_type
+    hints: dict[str, Any] = {}
+    if isinstance(item, type) and issubclass(item, BaseModel):
+        hints = {name: info.annotation for name, info in item.model_fields.items()}
+    elif (dataclasses.is_dataclass(item) and isinstance(item, type)) or (
+        typing_extensions.is_typeddict(item)
+    ):
+        hints = typing.get_type_hints(item)
+    return [name for name, hint in hints.items() if _is_float(hint)]
+
+
+def _is_float(hint: Any) -> bool:
+    if hint is float:
+        return True
+    options = [a for a in typing.get_args(hint) if a is not type(None)]
+    return typing.get_origin(hint) in (
+        typing.Union,
+        getattr(types, "UnionType", None),
+    ) and options == [float]
 
 
 def _keyed_records(data: Any, output_type: Any) -> dict[Any, dict[str, Any]] | None:

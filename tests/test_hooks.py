@@ -501,3 +501,17 @@ def test_a_hook_decision_whose_reason_is_not_a_text_is_refused_where_it_is_made(
 def test_run_cancel_needs_a_text_reason():
     with pytest.raises(TypeError, match=r"run.cancel\(\): the reason must be a text, not int"):
         RUN_CONTROL.cancel(3)
+
+
+def test_a_run_error_hook_that_cancels_ends_the_run_cancelled_with_its_reason():
+    """As Anvia's onRunError: returning run.cancel(reason) replaces the error (it was ignored:
+    the model's error was raised)."""
+    from anvia_notebook import PromptCancelledError
+
+    model = StreamingQueueModel([[ModelError("boom", status_code=400)]])
+    hook = create_hook(on_run_error=lambda e: e.run.cancel("The provider is down; try later."))
+    request = AgentBuilder("a", model).hook(hook).build().prompt("go")
+    with pytest.raises(PromptCancelledError) as caught:
+        request.send_sync()
+    assert caught.value.reason == "The provider is down; try later."
+    assert isinstance(caught.value.__cause__, ModelError)

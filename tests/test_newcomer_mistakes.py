@@ -82,3 +82,18 @@ async def test_the_result_of_a_run_still_going_says_to_wait_for_it():
         run.result()
     release.set()
     assert (await run.wait()).output == "done"
+
+
+def test_shift_tab_shows_the_fields_of_the_models_taken_by_position():
+    """help(), Shift+Tab and inspect.signature showed (*args, **data)."""
+    import inspect
+
+    from anvia_notebook import ApprovalDecision
+    from anvia_notebook.evals import Case
+    from anvia_notebook.models import ToolCall
+
+    assert str(inspect.signature(ApprovalDecision)).startswith(
+        "(approved: bool, reason: str | None = None, reject_message: str | None = None, args:"
+    )
+    assert list(inspect.signature(ToolCall).parameters)[:3] == ["id", "name", "arguments"]
+    assert list(inspect.signature(Case).parameters)[:2] == ["input", "expected"]

@@ -539,6 +539,27 @@ async def test_to_pandas_of_models_by_key_has_a_row_per_key() -> None:
     assert counts.to_pandas().to_dict("records") == [{"a": 1, "b": 2}]  # one record, as before
 
 
+class Growth(BaseModel):
+    region: str
+    growth_pct: float
+    target: float | None = None
+
+
+async def test_to_pandas_keeps_a_float_field_float_when_its_values_are_whole() -> None:
+    """A float field whose values were whole became an Int64 column: setting 2.5 in it raised."""
+    pytest.importorskip("pandas")
+    rows = [
+        {"region": "north", "growth_pct": 2.0, "target": 3.0},
+        {"region": "south", "growth_pct": 4},
+    ]
+    model = QueueModel([final({"result": rows})])
+    request = AgentBuilder("typed", model).build().prompt("a").output_type(list[Growth])
+    frame = (await request.store(None).send()).to_pandas()
+    assert str(frame["growth_pct"].dtype) == "Float64" and str(frame["target"].dtype) == "Float64"
+    frame.loc[0, "growth_pct"] = 2.5
+    assert frame["growth_pct"].tolist() == [2.5, 4.0]
+
+
 async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
     model = QueueModel([final(BAD_CITY, "a")])
     agent = (
