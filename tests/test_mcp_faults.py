@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from mcp_helpers import SERVERS, TOOLBOX, _free_port, start_toolbox, toolbox
@@ -493,3 +494,35 @@ def test_a_connected_server_s_standard_error_takes_no_growing_file():
             await server.close()
 
     assert max(asyncio.run(connected()), default=0) < 1_000_000
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_what_a_stdio_server_started_ends_with_its_session(tmp_path):
+    """A server that started a helper process (a worker, a language server) left it running
+    after close(): the SDK stops the server, not what it started."""
+    import os
+    import signal
+
+    helper_pid = tmp_path / "helper.pid"
+    server = tmp_path / "server.py"
+    server.write_text(
+        "import runpy, subprocess, sys\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        f"open({str(helper_pid)!r}, 'w').write(str(helper.pid))\n"
+        f"runpy.run_path({TOOLBOX!r}, run_name='__main__')\n"
+    )
+
+    async def session() -> None:
+        connected = await mcp.connect(mcp.stdio("with-helper", sys.executable, [str(server)]))
+        assert connected.tools
+        await connected.close()
+
+    asyncio.run(session())
+    pid = int(helper_pid.read_text())
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        state = "gone"
+    if state not in ("gone", "Z"):  # (a zombie is ended, waiting for its parent to read it)
+        os.kill(pid, signal.SIGKILL)
+    assert state in ("gone", "Z"), f"the server's helper {pid} is still running ({state})"

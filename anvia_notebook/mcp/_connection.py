@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
-from ._guard import guarded_command
+from ._guard import child_processes, end_group, guarded_command, started_server
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 from ._stderr import StderrTail
@@ -301,10 +301,15 @@ class Connection:
         from mcp import ClientSession
 
         errlog = StderrTail()
+        group: int | None = None  # the stdio server's process group, once it is known
         try:
             async with contextlib.AsyncExitStack() as stack:
+                before = child_processes() if isinstance(self.config, StdioServer) else None
                 read, write = await stack.enter_async_context(self._transport(errlog.writer))
                 errlog.started()
+                config = self.config
+                if isinstance(config, StdioServer) and before is not None:
+                    group = started_server(before, config.command, config.args, config.env)
                 ended = asyncio.Event()  # the server's messages ended: it went away
                 session = await stack.enter_async_context(
                     _results_as_sent(ClientSession)(
@@ -331,6 +336,15 @@ class Connection:
         finally:
             self.session = None
             errlog.started()
+            if group is not None:  # what the server started and left running
+                await end_group(group)
+
+    def _command(self) -> tuple[str, list[str]]:
+        """The command that starts the stdio server (through the guard where there is one)."""
+        config = self.config
+        assert isinstance(config, StdioServer)
+        env = dict(config.env) if config.env is not None else None
+        return guarded_command(config.command, config.args, env)
 
     def _transport(self, errlog: Any) -> Any:
         config = self.config
@@ -339,7 +353,7 @@ class Connection:
             from mcp import StdioServerParameters, stdio_client
 
             env = dict(config.env) if config.env is not None else None
-            command, args = guarded_command(config.command, config.args, env)
+            command, args = self._command()
             # Bytes that are not UTF-8 on the server's output (a Latin-1 banner, say) read as
             # U+FFFD: strict decoding would end the reading of its messages for good.
             params = StdioServerParameters(

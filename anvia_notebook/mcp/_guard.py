@@ -12,12 +12,13 @@ one the server's own command gives), the server is started as given.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
-__all__ = ["guarded_command"]
+__all__ = ["child_processes", "end_group", "guarded_command", "started_server"]
 
 #: Run with ``python -I -S -c``: asks for SIGTERM when the parent (argv[1], its process id)
 #: goes, gives up if it went already, then becomes the server (argv[2:]).
@@ -48,3 +49,61 @@ def guarded_command(
     if shutil.which(command, path=path) is None:
         return command, list(args)
     return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
+
+
+def child_processes() -> set[int]:
+    """The process ids of this process's children (Linux; elsewhere none are known)."""
+    found: set[int] = set()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/children") as listed:
+                found.update(int(pid) for pid in listed.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def started_server(
+    before: set[int], command: str, args: Sequence[str], env: Mapping[str, str] | None = None
+) -> int | None:
+    """Which new child (not in ``before``) is the server ``command args`` (by its command line:
+    the guard's while it starts, the server's once the guard became it), or None when that
+    cannot be told."""
+    guard_command, guard_args = guarded_command(command, args, env)
+    forms = [[os.path.basename(command), *args], [os.path.basename(guard_command), *guard_args]]
+    for pid in child_processes() - before:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                argv = [part.decode(errors="replace") for part in cmdline.read().split(b"\0")[:-1]]
+        except OSError:
+            continue
+        if argv and [os.path.basename(argv[0]), *argv[1:]] in forms:
+            return pid
+    return None
+
+
+async def end_group(group: int, grace: float = 2.0) -> None:
+    """Stop what is left of a server's process group once the server has ended (processes it
+    started, which the SDK's stopping of the server itself leaves running): SIGTERM, then
+    SIGKILL after ``grace`` seconds. The SDK starts each server as the leader of a group of its
+    own (its process id is the group's)."""
+    import asyncio
+    import signal
+
+    try:
+        os.killpg(group, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return  # nothing is left of it
+    deadline = asyncio.get_running_loop().time() + grace
+    while asyncio.get_running_loop().time() < deadline:
+        try:
+            os.killpg(group, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        await asyncio.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
