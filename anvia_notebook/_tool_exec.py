@@ -6,6 +6,7 @@ import asyncio
 import contextvars
 import functools
 import numbers
+import warnings
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -731,8 +732,10 @@ class ToolExecutor:
         elif human is not None:
             asker = (human.approve if approval else human.ask), "human", "human_input"
         try:
-            if asker is None or (asker[1] == "human" and self._store_gone(human)):
+            if asker is None:
                 raise HumanInputUnavailable  # nobody here can take it
+            if asker[1] == "human" and self._store_gone(human):
+                warn_store_gone(interaction.record)
             ask, by, via = asker
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
         except asyncio.CancelledError as cancelled:
@@ -762,7 +765,7 @@ class ToolExecutor:
 
     def _store_gone(self, human: HumanInput | None) -> bool:
         """A ``StoreHumanInput`` waits for decisions made through the run store: without one
-        (``set_store(None)``, a store that failed), nothing could ever reach it."""
+        (``set_store(None)``, a store that failed), only this process can decide."""
         only = getattr(human, "decided_through_the_store_only", False)
         return only is True and self.interactions.store is None
 
@@ -904,6 +907,21 @@ EXIT_REFUSED = "the tool tried to end the Python process"
 
 
 #: What ``_wait`` returns when the human input cannot take that kind of request.
+def warn_store_gone(record: ApprovalRecord | QuestionRecord) -> None:
+    """Say that a run waiting through the store (``StoreHumanInput``) has no store to hear a
+    decision from: only ``RunHandle.approve/reject/answer`` in this process can decide it (a
+    script that used ``send()`` has none: it would wait for ever, silently)."""
+    warnings.warn(
+        f"{record.kind.capitalize()} {record.id} of run {record.run_id} waits for a decision "
+        "made through the run store, but this run has no store (store(None), set_store(None), "
+        "or a store that failed): the command line and other processes cannot decide it; only "
+        "RunHandle.approve/reject/answer in this process can (or give the run a store, or "
+        "another human input).",
+        UserWarning,
+        stacklevel=2,
+    )
+
+
 _UNAVAILABLE = object()
 
 

@@ -149,10 +149,11 @@ PATH_SEPARATOR = " \u203a "
 
 
 def approval_scope(path: Sequence[str], tool_name: str) -> str:
-    """What an "Always allow" covers: the tool of a top-level run by its name; a sub-agent's
-    tool only on its path (allowing ``run_sql`` for the analyst under the lead allows it there
-    only, not for the lead's own ``run_sql`` or another path's)."""
-    return tool_name if len(path) <= 1 else path_label(path, tool_name)
+    """What an "Always allow" covers: the tool on its path of agents only, as
+    :func:`path_label` writes it (allowing ``run_sql`` for the analyst under the lead allows it
+    there only, not for the lead's own ``run_sql``, another path's, or another agent's tool of
+    the same name in the same Studio)."""
+    return path_label(path, tool_name) if path else tool_name
 
 
 def path_label(path: Sequence[str], tool_name: str | None = None) -> str:

@@ -40,11 +40,6 @@ TextSubscriber = Callable[[int, str], None]
 
 #: Event types whose consecutive events (same turn, same call) merge into one in the log.
 _MERGED_FIELD = MERGED_FIELD
-#: Why what waited for a decision through the run store (``StoreHumanInput``) was closed.
-STORE_GONE = (
-    "Nobody can decide this any more: the run store could not be written, and decisions "
-    "made through it cannot reach this run."
-)
 #: Streamed text reaches the store at least this often (seconds).
 STORE_FLUSH_INTERVAL = 1.0
 #: Text deltas that come fast (:data:`_FAST` apart or less) are looked at every this many for
@@ -812,13 +807,13 @@ class AgentRun:
         from .store import store_failed
 
         store_failed(store, error)
-        loop = self._loop
         human = self.request.active_human_input
         only = getattr(human, "decided_through_the_store_only", False) is True
-        if only and loop is not None:
-            # What waits for a decision made through the store would wait for ever now.
-            with contextlib.suppress(RuntimeError):  # (the loop closed meanwhile)
-                loop.call_soon_threadsafe(self.interactions.close_all, STORE_GONE)
+        if only:  # what waits for a decision made through the store cannot get one now
+            from ._tool_exec import warn_store_gone
+
+            for record in self.interactions.pending:
+                warn_store_gone(record)
 
     @staticmethod
     def _deliver(callback: Subscriber, event: Any) -> None:

@@ -196,7 +196,7 @@ async def test_two_nested_approvals_in_one_turn_decided_in_reverse_order() -> No
 
 async def test_always_allow_is_scoped_to_the_path() -> None:
     human = WidgetHumanInput(auto=False)
-    human.always_allowed.add("run_sql")  # the lead's own run_sql only
+    human.always_allowed.add("lead \u203a run_sql")  # the lead's own run_sql only
     lead, run_sql = build("q1")
     run = lead.prompt("go").human_input(human).store(None).start()
     [record] = await pending_of(run)  # the analyst's run_sql is still asked

@@ -143,8 +143,8 @@ class WidgetHumanInput(StoreHumanInput):
         elif isinstance(auto, str):
             auto = AutoOperator.parse(auto)
         self.auto = auto or None
-        #: Tools approved for the rest of this session ("Always allow"): a top-level run's by
-        #: name, a sub-agent's by its path (``subagents.approval_scope``).
+        #: Tools approved for the rest of this session ("Always allow"), each on its path of
+        #: agents, as ``subagents.approval_scope`` writes it (the agents, then the tool).
         self.always_allowed: set[str] = set()
 
     def __repr__(self) -> str:

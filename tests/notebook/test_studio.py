@@ -137,7 +137,7 @@ async def test_new_session_clears_history_transcript_and_always_allow():
     entry = await pending_approval(page)
     assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
     await idle(page)
-    assert "issue_refund" in studio.human_input.always_allowed
+    assert "shop \u203a issue_refund" in studio.human_input.always_allowed
 
     assert (await page.request("studio_new_session"))["ok"]
     page.pump()
@@ -370,3 +370,32 @@ async def test_running_the_studio_s_cell_again_stops_its_run(cell):
     gate.set()
     await idle(page)
     assert studio.run.status == "success"
+
+
+async def test_always_allow_in_one_agents_conversation_allows_no_other_agents_tool():
+    """Two agents of one Studio with a tool of the same name: "Always allow" ticked for
+    staging's approved prod's call too, nobody asked."""
+
+    def refund_model(order: str) -> QueueModel:
+        call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": order, "amount": 1})
+        return QueueModel([ModelResponse(tool_calls=[call]), f"Refunded {order}."])
+
+    staging_tool, prod_tool = refund_tool(), refund_tool()
+    staging = AgentBuilder("staging", refund_model("S")).tools([staging_tool]).build()
+    prod = AgentBuilder("prod", refund_model("P")).tools([prod_tool]).build()
+    studio = Studio([staging, prod])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="staging", text="refund S"))["ok"]
+    entry = await pending_approval(page)
+    assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
+    await idle(page)
+    assert [c.order_id for c in staging_tool.calls] == ["S"]
+
+    assert (await page.request("studio_select", agent_id="prod"))["ok"]
+    assert (await page.request("studio_send", agent_id="prod", text="refund P"))["ok"]
+    entry = await pending_approval(page)  # asked: the rule was staging's
+    assert entry["approval"]["status"] == "pending" and prod_tool.calls == []
+    assert (await page.approve(entry["approval"]["id"]))["ok"]
+    await idle(page)
+    assert [c.order_id for c in prod_tool.calls] == ["P"]

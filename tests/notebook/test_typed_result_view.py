@@ -184,7 +184,7 @@ async def test_always_allow_of_final_result_still_asks_the_person_for_a_fix() ->
 
     bad = {"result": [{"name": "Paris", "population": "many"}]}
     human = WidgetHumanInput(auto=False)
-    human.always_allowed.add("final_result")
+    human.always_allowed.add("typed \u203a final_result")
     agent = AgentBuilder("typed", QueueModel([final(bad)])).output_type(list[City], retries=0)
     run = agent.human_input(human).build().prompt("cities").store(None).start()
     asked = asyncio.Event()
