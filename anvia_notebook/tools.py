@@ -7,7 +7,6 @@ import contextvars
 import functools
 import inspect
 import json
-import sys
 import types
 import warnings
 from collections.abc import Callable
@@ -352,7 +351,8 @@ def _warn_unexplained(tool_name: str, unannotated: list[str], description: str) 
     """Say what the model will not know: a parameter's type (it may send a text "1" for a
     number: nothing converts it) and what the tool is for."""
     level = 2  # (warned where the user's code made the tool)
-    frame: types.FrameType | None = sys._getframe(1)
+    here = inspect.currentframe()
+    frame: types.FrameType | None = here.f_back if here is not None else None
     while frame is not None and frame.f_code.co_filename == __file__:
         frame, level = frame.f_back, level + 1
     if unannotated:

@@ -116,7 +116,7 @@ EXPECTED = {
         "delivered: And by region, please.",
         "has already ended (success); a message can no longer be sent to it.",
         "region='west' sales_musd=1.2 growth_pct=12.0\nfastest growth: west",
-        "0   west         1.2          12",  # to_pandas()
+        "0   west         1.2        12.0",  # to_pandas()
         "Summary(best_region='west', total_musd=2.8)",
         'result.0.growth_pct: Input should be a valid number, unable to parse string as a number (got "about twelve")',
         "refused: The final_result arguments are not valid as they are",

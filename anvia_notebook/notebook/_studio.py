@@ -75,6 +75,7 @@ def _quick_prompts(agent_id: str, given: Any) -> list[str]:
             )
         if not prompt.strip():
             raise ValueError(f"A quick prompt of {agent_id!r} is blank; give it some text.")
+        check_valid_text(prompt, f"A quick prompt of {agent_id!r}")
     return list(given)
 
 
@@ -186,6 +187,11 @@ class Studio:
             if session == "latest":
                 latest = self.sessions(limit=1)
                 found = self._read(latest[0].session_id) if latest else None
+            elif self._store() is None:
+                raise ValueError(
+                    f"Cannot open session {quoted(session)}: runs are not stored "
+                    "(set_store(None)), so there are no earlier sessions."
+                )
             else:
                 found = self._read(session)
                 if found is None:
@@ -469,7 +475,8 @@ class Studio:
         self._earlier = []
         warn_once(
             f"studio:{store.location}",
-            f"Could not use the run store {store.location} for Studio sessions: {error}. "
+            f"Could not use the run store {store.location} for Studio sessions: "
+            f"{str(error).rstrip('.')}. "
             "This Studio goes on in memory: its sessions are not stored.",
         )
 

@@ -77,8 +77,9 @@ async def test_a_message_box_text_that_is_not_valid_unicode_is_refused_and_the_r
         ({"quick_prompts": {"support": ["Hi", None]}}, TypeError, "not NoneType"),
         ({"quick_prompts": {"support": ["Hi", "  "]}}, ValueError, "blank"),
         ({"timeout": "30"}, TypeError, "number of seconds"),
+        ({"quick_prompts": {"support": ["Where is \ud800 my order?"]}}, ValueError, "not valid"),
     ],
-    ids=["a-text-not-a-list", "a-list-not-a-dict", "none", "blank", "timeout-text"],
+    ids=["a-text-not-a-list", "a-list-not-a-dict", "none", "blank", "timeout-text", "surrogate"],
 )
 def test_studio_refuses_quick_prompts_and_timeouts_it_would_show_wrong(arguments, error, words):
     # (a text given as the list became one quick prompt per letter; None a prompt "None")
@@ -194,3 +195,19 @@ async def test_new_session_forgets_always_allow_with_the_agents_own_widget_human
     assert studio.run is not None and studio.run.request.active_human_input.timeout == 600
     studio.stop()
     await idle(page)
+
+
+def test_opening_a_session_with_runs_not_stored_says_why(monkeypatch):
+    """It said "Unknown session", as if the id were wrong."""
+    from anvia_notebook import set_store
+    from anvia_notebook import store as store_module
+
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", "")
+    store_module._reset_for_tests()
+    set_store(None)
+    try:
+        agent = AgentBuilder("support", QueueModel(["Hello."])).build()
+        with pytest.raises(ValueError, match=r"runs are not stored \(set_store\(None\)\)"):
+            Studio([agent], session="studio_0123456789abcdef0123")
+    finally:
+        store_module._reset_for_tests()
