@@ -132,6 +132,12 @@ describe("approval panel", () => {
     expect(model.last("approval_decision")).toMatchObject({ approved: true, edited_args: null, edited_args_json: null });
   });
 
+  it("shows a direction override in the model's reason as an escape, as in the arguments", () => {
+    const reason = "Send the file \u202etxt.exe to the printer.";
+    const { panel } = setupWith({ ...pending, reason });
+    expect(panel.querySelector(".anvia-approval-reason")?.textContent).toContain("\\u202etxt.exe");
+  });
+
   it("sends always_allow when the box is ticked", () => {
     const { model, panel } = setup();
     const box = panel.querySelector('input[type="checkbox"]') as HTMLInputElement;

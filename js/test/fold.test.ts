@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { prettyJson } from "../src/views/fold";
+import { prettyJson, showOverrides } from "../src/views/fold";
 
 describe("prettyJson", () => {
   it("lays JSON out as JSON.stringify(value, null, 2) does", () => {
@@ -26,5 +26,14 @@ describe("prettyJson", () => {
 
   it("leaves text that is not a JSON object or list as it is", () => {
     for (const text of ["plain words", '{"unclosed": 1', "42", '"a string"', "{not json}"]) expect(prettyJson(text)).toBe(text);
+  });
+});
+
+describe("showOverrides", () => {
+  it("writes direction overrides as escapes, and leaves right-to-left prose and its marks alone", () => {
+    expect(showOverrides("Delete \u202etxt.exe\u202c now")).toBe("Delete \\u202etxt.exe\\u202c now");
+    expect(showOverrides("\u2067abc\u2069")).toBe("\\u2067abc\\u2069");
+    const hebrew = "\u05e9\u05dc\u05d5\u05dd\u200f world";
+    expect(showOverrides(hebrew)).toBe(hebrew);
   });
 });

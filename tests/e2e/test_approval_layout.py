@@ -175,3 +175,24 @@ def test_a_form_s_fields_of_fixed_values_have_no_custom_box_and_the_keyboard_ans
             {"questionId": "note", "answer": "(blank)", "choice": "(blank)"},
         ]
     ]
+
+
+def test_the_card_fits_an_output_area_narrower_than_its_inputs(blank: Page):
+    """In a narrow notebook (600 px, the file browser open) the reason box stuck out of the
+    card, past the output area's edge: the transcript scrolled sideways and cut the card."""
+    blank.set_content(
+        f"<style>{(STATIC / 'widget.css').read_text()}</style>"
+        '<div id="out" style="width: 220px; overflow: hidden"></div>'
+    )
+    code = (STATIC / "widget.js").read_text()
+    blank.evaluate(MOUNT, {"snapshot": snapshot("Refund?", {"order_id": "A-1"}), "code": code})
+    blank.get_by_role("button", name="Approve").wait_for()
+    overflow = blank.evaluate(
+        """() => {
+          const card = document.querySelector('[role="alertdialog"]').getBoundingClientRect();
+          return [...document.querySelectorAll('[role="alertdialog"] input, [role="alertdialog"] button')]
+            .map((el) => el.getBoundingClientRect().right - card.right)
+            .filter((past) => past > 0.5);
+        }"""
+    )
+    assert overflow == []

@@ -6,7 +6,7 @@
 import { button, formatTime, h, nextDomId } from "../dom";
 import { type ApprovalView, type DecidedVia, type Decider, TOOL_STATUS_LABELS, type ToolStatus } from "../protocol";
 import { isPlainObject } from "../validate";
-import { type FoldOptions, foldedPre, foldPoint, prettyArgs, prettyArgsValue } from "./fold";
+import { type FoldOptions, foldedPre, foldPoint, prettyArgs, prettyArgsValue, showOverrides } from "./fold";
 import { errorLine, type Form, type Submit } from "./interaction";
 
 /** Who decided, by the decider and, where it tells more, by the decider and where it came from
@@ -136,7 +136,7 @@ export function approvalForm(a: ApprovalView, toolName: string, submit: Submit):
     "div",
     { class: "anvia-approval", role: "alertdialog", "aria-label": `Approval required for ${toolName}`, "aria-describedby": a.reason ? reasonId : null },
     h("div", { class: "anvia-panel-title" }, "Approval required for ", h("code", {}, toolName)),
-    a.reason ? folded("anvia-approval-reason", "Reason", a.reason, { ...REASON, id: reasonId }) : null,
+    a.reason ? folded("anvia-approval-reason", "Reason", showOverrides(a.reason), { ...REASON, id: reasonId }) : null,
     h("div", { class: "anvia-section-label" }, "Arguments"),
     folded("anvia-approval-args", "Arguments", shownArgs, {}),
     editToggle,

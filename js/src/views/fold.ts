@@ -86,6 +86,15 @@ const INVISIBLE = /[\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2
 export const showInvisibles = (json: string): string =>
   json.replace(INVISIBLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
+/** Controls that turn the text after them around or embed it (U+202E shows `txt.exe` as
+ * `exe.txt`), not the marks U+200E/U+200F that right-to-left prose uses. */
+const OVERRIDES = /[\u202a-\u202e\u2066-\u2069]/g;
+
+/** Model-written prose (an approval's reason, a question and its choices) with each direction
+ * override written as its escape (`\u202e`): it reads in the order it was written. */
+export const showOverrides = (text: string): string =>
+  text.replace(OVERRIDES, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+
 /** A tool's arguments (JSON text, complete or still streaming) as shown. */
 export const prettyArgs = (text: string): string => showInvisibles(prettyJson(text));
 

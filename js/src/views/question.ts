@@ -6,6 +6,7 @@
 // has "Decline", which tells the server no; and the record of the answers once settled.
 import { button, h } from "../dom";
 import { type Answer, type Question, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
+import { showOverrides } from "./fold";
 import type { Form, Submit } from "./interaction";
 
 /** The state of a question in words: a closed one's as its tool entry says it ("Timed out"). */
@@ -27,8 +28,8 @@ const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.dec
 export function questionRecord(q: QuestionView): HTMLElement {
   // Each answer under its question's text.
   const answers = q.answers.flatMap((a) => [
-    h("dt", {}, q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId),
-    h("dd", {}, a.answer, a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null),
+    h("dt", {}, showOverrides(q.questions.find((x) => x.id === a.questionId)?.question ?? a.questionId)),
+    h("dd", {}, showOverrides(a.answer), a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null),
   ]);
   return h(
     "div",
@@ -95,11 +96,11 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
     const cur = q.questions[index]!;
     const d = drafts[index]!;
     progress.textContent = `Question ${index + 1} of ${total}`;
-    text.textContent = cur.question;
+    text.textContent = showOverrides(cur.question);
     choices.replaceChildren(
       ...cur.choices.map((c) => {
         const chosen = d.choice === c.value;
-        const b = button(c.label, () => {
+        const b = button(showOverrides(c.label), () => {
           d.choice = c.value;
           go(index + 1); // the last question stays
           focusAnswer();
