@@ -13,14 +13,20 @@ from mcp_helpers import TOOLBOX
 from anvia_notebook import AgentBuilder, StoreHumanInput, mcp
 from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 
-ARGUMENTS = {"write_note": {"key": "k", "text": "v"}, "set_flag": {"name": "x"}}
+ARGUMENTS = {
+    "write_note": {"key": "k", "text": "v"},
+    "set_flag": {"name": "x"},
+    "ask_name": {"label": "pet"},  # (the server asks the person for a name: a question)
+}
 
 
 def _script(tool: str):
     def script(request):
         last = request.messages[-1]
         if last.role == "user":
-            return ModelResponse(tool_calls=[ToolCall(id="t1", name=tool, arguments=ARGUMENTS[tool])])
+            return ModelResponse(
+                tool_calls=[ToolCall(id="t1", name=tool, arguments=ARGUMENTS[tool])]
+            )
         return ModelResponse(text=f"Result: {last.tool_results[0].content}")
 
     return script

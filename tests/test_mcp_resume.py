@@ -73,7 +73,9 @@ async def settle(run, store):
     raise AssertionError("nothing pending after resume")
 
 
-async def test_killed_while_an_mcp_approval_waits_then_approved_calls_exactly_once(env, store_location):
+async def test_killed_while_an_mcp_approval_waits_then_approved_calls_exactly_once(
+    env, store_location
+):
     child = start_child(env, "write_note")
     store = RunStore(store_location)
     [approval] = wait_until(lambda: store.pending(), child, "the approval")
@@ -121,13 +123,34 @@ async def test_an_idempotent_mcp_call_is_made_again_on_resume(sqlite_env, sqlite
     assert effects() == ["set_flag x", "set_flag x"]
 
 
+async def test_a_question_of_a_server_whose_call_died_with_its_process_cannot_be_answered(
+    sqlite_env, sqlite_location
+):
+    """The command line accepted the answer ("Answered", exit 0) and the record said so, but
+    the call had ended with the process: the answer never reached the server."""
+    from anvia_notebook import DecisionRefusedError
+
+    env, store_location = sqlite_env, sqlite_location
+    child = start_child(env, "ask_name")
+    store = RunStore(store_location)
+    [question] = wait_until(lambda: store.pending(), child, "the server's question")
+    kill(child)
+    answer = [{"questionId": "name", "answer": "Rex", "custom": True}]
+    with pytest.raises(DecisionRefusedError, match="asked by an MCP server during a call that"):
+        store.answer(question.run_id, question.id, answer)
+    response = await asyncio.wait_for(
+        mcp_store_agents.agent("ask_name").resume(question.run_id).send(), 60
+    )
+    assert "ToolCallInterrupted" in response.output
+    [closed] = store.interactions(question.run_id)
+    assert (closed.status, closed.decided_by, closed.answers) == ("cancelled", "runtime", [])
+
+
 def test_the_killed_processs_server_does_not_outlive_it(sqlite_env):
     env = sqlite_env
     child = start_child(env, "write_note", hang=True, approval="never")
     wait_until(lambda: effects() == ["write_note k"], child, "the call to start")
-    servers = [
-        int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == child.pid
-    ]
+    servers = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent(int(p)) == child.pid]
     assert servers, "the child's server process was not found"
     kill(child)
     deadline = time.monotonic() + 20

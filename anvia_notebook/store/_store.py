@@ -783,16 +783,25 @@ class RunStore(SteeringRows, DecisionRequests):
         return current
 
     def expired(self, run_id: str, record: Record) -> str | None:
-        """Why a decision on pending ``record`` of run ``run_id`` is refused as too late (its
-        time limit passed while no process ran the run; the run asks again when resumed), or
-        None. While a process runs the run, that run's timer decides."""
-        if not (
-            record.pending
-            and record.expires_at is not None
-            and utc_now() >= record.expires_at
-            and not self._alive(self._owner_of(run_id))
-        ):
+        """Why a decision on pending ``record`` of run ``run_id`` is refused as too late, or
+        None: its time limit passed while no process ran the run (the run asks again when
+        resumed; while a process runs it, that run's timer decides), or it is an MCP server's
+        question, whose call ended with the run's process (the answer could never reach the
+        server: on resume the call is reported interrupted, or made again and asked anew)."""
+        asked_by_a_server = getattr(record, "declinable", False)
+        passed = record.expires_at is not None and utc_now() >= record.expires_at
+        if not record.pending or not (asked_by_a_server or passed):
             return None
+        if self._alive(self._owner_of(run_id)):
+            return None
+        if asked_by_a_server:
+            return (
+                f"Too late: question {record.id} was asked by an MCP server during a call that "
+                "ended with the run's process, so no answer can reach the server; when the run "
+                f"resumes (agent.resume({self._resumed_as(run_id)!r})) that call is reported "
+                "interrupted, or, for a tool the server says can be repeated, made again."
+            )
+        assert record.expires_at is not None
         return (
             f"Too late: the time limit of {record.kind} {record.id} passed at "
             f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC, while no process ran the run; it is "
