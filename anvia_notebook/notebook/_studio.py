@@ -396,7 +396,8 @@ class Studio:
         session = self.session
         self._show(agent.id)
         self.selected = agent.id
-        request = agent.prompt([*self._history.get(agent.id, []), Message.user(text)])
+        asked = [*self._history.get(agent.id, []), Message.user(text)]
+        request = agent.prompt(asked)
         request.session(self._session_ids.setdefault(agent.id, uuid.uuid4().hex))
         current = request.active_human_input
         if current is None:
@@ -410,6 +411,9 @@ class Studio:
         self._last_runs[agent.id] = run
         session.attach(run)
         run.start(session.loop)
+        # Stored now with the message sent, not only when the run ends: a kernel that dies
+        # during the run leaves a session that lists and continues with what was asked.
+        self._save(run, asked)
         self._send_studio()
         return None
 
@@ -480,12 +484,14 @@ class Studio:
             "This Studio goes on in memory: its sessions are not stored.",
         )
 
-    def _save(self, run: AgentRun) -> None:
-        """Store the conversation of ``run``'s session (where the run itself was stored)."""
+    def _save(self, run: AgentRun, messages: list[Message] | None = None) -> None:
+        """Store the conversation of ``run``'s session (where the run itself was stored): its
+        messages, or ``messages`` (those it starts with)."""
         store, session_id = run.store, run.state.session_id
         if store is None or session_id is None or not self._storing:
             return
-        messages = run.state.messages
+        if messages is None:
+            messages = run.state.messages
         try:
             store.save_session(session_id, run.request.agent.id, session_title(messages), messages)
         except Exception as error:

@@ -342,3 +342,22 @@ async def test_an_unknown_session_id_of_any_length_is_named_shortly(store_path):
     with pytest.raises(ValueError, match="Unknown session") as raised:
         studio.open_session(forged)
     assert len(str(raised.value)) < 400
+
+
+async def test_a_session_is_stored_with_its_message_while_its_first_run_goes_on(store_path):
+    """A session was stored only when a run ended: a kernel that died during the first run
+    left no session to continue (sessions() was empty), and during a later run, a history
+    without the message the transcript shows."""
+    tool = refund_tool()
+    call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": "B", "amount": 2})
+    agent = AgentBuilder("shop", QueueModel([ModelResponse(tool_calls=[call])])).tools([tool])
+    studio = Studio(agent.build())
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="please refund B"))["ok"]
+    await pending_approval(page)  # the kernel could die now
+    [stored] = studio.sessions()
+    assert stored.title == "please refund B"
+    again = Studio(agent.build(), session="latest")
+    assert [m.content for m in again.history()] == ["please refund B"]
+    studio.stop()
