@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +60,11 @@ def session_title(messages: Sequence[Message]) -> str:
             text = " ".join(message.content.split())
             return text if len(text) <= TITLE_LENGTH else text[: TITLE_LENGTH - 1] + "\u2026"
     return "Untitled session"
+
+
+#: The Studio of this kernel that holds each session open (a session continued in two Studios
+#: at once lost the exchanges of whichever saved first).
+_OPEN: weakref.WeakValueDictionary[str, Studio] = weakref.WeakValueDictionary()
 
 
 def _quick_prompts(agent_id: str, given: Any) -> list[str]:
@@ -102,6 +108,9 @@ class _CurrentRun:
         self.studio = studio
 
     def cancel(self, reason: str | None = None) -> bool:
+        """The cell runs again: stop the run, and let go of the sessions (the new Studio the
+        cell makes may continue them)."""
+        self.studio._release_sessions()
         run = self.studio.run
         return run is not None and not run.done and run.cancel(reason)
 
@@ -219,7 +228,30 @@ class Studio:
     def session_id(self) -> str:
         """The id of the session with the selected agent (each agent's conversation is its own
         session: its runs carry this id, and it is stored and listed under it)."""
-        return self._session_ids.setdefault(self.selected, uuid.uuid4().hex)
+        return self._own_session(self.selected)
+
+    def _own_session(self, agent_id: str) -> str:
+        """The session of ``agent_id``'s conversation here (a new one made and held)."""
+        session_id = self._session_ids.setdefault(agent_id, uuid.uuid4().hex)
+        _OPEN.setdefault(session_id, self)
+        return session_id
+
+    def _release_sessions(self) -> None:
+        for session_id in self._session_ids.values():
+            if _OPEN.get(session_id) is self:
+                del _OPEN[session_id]
+
+    def _taken_over(self, session_id: str) -> str | None:
+        """Why this Studio no longer continues ``session_id`` (another Studio of this kernel
+        opened it since, and continues it: two writing one session would each lose the other's
+        messages), or None."""
+        other = _OPEN.get(session_id)
+        if other is None or other is self:
+            return None
+        return (
+            f"This conversation (session {quoted(session_id)}) was continued in another Studio "
+            "since: go on there, or start a new session here."
+        )
 
     @property
     def transcript(self) -> list[dict[str, Any]]:
@@ -393,12 +425,15 @@ class Studio:
             check_valid_text(text, "The message")
         except ValueError as error:
             return str(error)
+        taken = self._taken_over(self._own_session(agent.id))
+        if taken is not None:
+            return taken
         session = self.session
         self._show(agent.id)
         self.selected = agent.id
         asked = [*self._history.get(agent.id, []), Message.user(text)]
         request = agent.prompt(asked)
-        request.session(self._session_ids.setdefault(agent.id, uuid.uuid4().hex))
+        request.session(self._own_session(agent.id))
         current = request.active_human_input
         if current is None:
             request.human_input(self.human_input)
@@ -540,6 +575,7 @@ class Studio:
         """Make ``stored`` the Studio's only conversation (like New session, then its history)."""
         self._history = {stored.agent_id: list(messages)}
         self._session_ids = {stored.agent_id: stored.session_id}
+        _OPEN[stored.session_id] = self
         self._earlier = None
         self.selected = stored.agent_id
         self._last_runs.clear()

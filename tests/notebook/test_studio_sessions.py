@@ -361,3 +361,24 @@ async def test_a_session_is_stored_with_its_message_while_its_first_run_goes_on(
     again = Studio(agent.build(), session="latest")
     assert [m.content for m in again.history()] == ["please refund B"]
     studio.stop()
+
+
+async def test_a_session_continued_in_another_studio_is_no_longer_written_here(store_path):
+    """Two Studios continuing one session each saved over the other's messages: the one that
+    opened it last continues it, and the first says so instead of writing."""
+    first, _ = agents("First answer.", "Lost answer.")
+    studio = Studio(first)
+    await studio.send("hello")
+    held = studio.session_id
+    other = Studio(agents("Other answer.")[0])
+    other.open_session(held)
+    with pytest.raises(RuntimeError, match="was continued in another Studio since"):
+        studio.send("from the first")
+    await other.send("from the second")
+    stored = get_store().session(held)
+    assert [m["content"] for m in stored.messages] == [
+        "hello",
+        "First answer.",
+        "from the second",
+        "Other answer.",
+    ]
