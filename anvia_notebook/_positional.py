@@ -47,6 +47,16 @@ class PositionalFields(BaseModel):
             first = name if by_name or not aliases else aliases[0]
             keys[name] = tuple(dict.fromkeys([first, name, *aliases]))
         cls.positional_keys = keys
+        cls._show_signature()
+
+    @classmethod
+    def __pydantic_on_complete__(cls) -> None:
+        """Pydantic (2.12 and later) calls this once the model is built, after writing its own
+        signature: ours again."""
+        cls._show_signature()
+
+    @classmethod
+    def _show_signature(cls) -> None:
         with contextlib.suppress(ValueError):  # (an order no signature can show: pydantic's)
             cls.__signature__ = _signature(cls)
 

@@ -474,22 +474,26 @@ def test_a_connected_server_s_standard_error_takes_no_growing_file():
 
     writes = f"import runpy, sys; sys.stderr.write('x' * 5_000_000); runpy.run_path({TOOLBOX!r}, run_name='__main__')"
 
-    def open_file_sizes() -> list[int]:
-        sizes = []
+    def open_files() -> dict[tuple[int, int], int]:
+        """This process's open temporary files (regular, with no name left: the standard error
+        was written to one): (device, inode) -> size."""
+        found = {}
         for fd in os.listdir("/proc/self/fd"):
             try:
                 info = os.stat(f"/proc/self/fd/{fd}")
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode):
-                sizes.append(info.st_size)
-        return sizes
+            if stat.S_ISREG(info.st_mode) and info.st_nlink == 0:
+                found[(info.st_dev, info.st_ino)] = info.st_size
+        return found
+
+    before = open_files()  # (other tests' own)
 
     async def connected() -> list[int]:
         server = await mcp.connect(mcp.stdio("chatty", sys.executable, ["-c", writes]))
         try:
             assert server.tools
-            return open_file_sizes()
+            return [size for key, size in open_files().items() if key not in before]
         finally:
             await server.close()
 

@@ -7,6 +7,7 @@ import asyncio
 import warnings
 
 import pytest
+from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, ToolContext, tool
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel
@@ -84,6 +85,10 @@ async def test_the_result_of_a_run_still_going_says_to_wait_for_it():
     assert (await run.wait()).output == "done"
 
 
+@pytest.mark.skipif(
+    not hasattr(BaseModel, "__pydantic_on_complete__"),
+    reason="pydantic before 2.12 writes its own signature when it builds the model, after ours",
+)
 def test_shift_tab_shows_the_fields_of_the_models_taken_by_position():
     """help(), Shift+Tab and inspect.signature showed (*args, **data)."""
     import inspect
@@ -91,6 +96,9 @@ def test_shift_tab_shows_the_fields_of_the_models_taken_by_position():
     from anvia_notebook import ApprovalDecision
     from anvia_notebook.evals import Case
     from anvia_notebook.models import ToolCall
+
+    for model in (ApprovalDecision, Case, ToolCall):  # (built, as a run builds them)
+        model.model_rebuild(force=True)
 
     assert str(inspect.signature(ApprovalDecision)).startswith(
         "(approved: bool, reason: str | None = None, reject_message: str | None = None, args:"
