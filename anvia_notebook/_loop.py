@@ -278,12 +278,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         state.cancel_reason = reason
         cancelled = PromptCancelledError(reason, list(state.messages))
         await _run_error_hooks(run, cancelled)
-        _close_interactions(run, reason)
-        state.status = "cancelled"
-        run.tracer.run_ended("cancelled", cancelled)
-        run.persist()
-        run.emit(CancelledEvent(run_id=state.run_id, reason=reason))
-        raise cancelled from None
+        raise _ended_cancelled(run, cancelled) from None
     except (Exception, SystemExit) as caught:
         # A SystemExit must not leave the run's task: asyncio would let it through the event
         # loop, and a kernel would end.
@@ -293,12 +288,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         if cancel_reason is not None:  # a hook returned run.cancel(reason), as in Anvia
             state.cancel_reason = cancel_reason
             cancelled = PromptCancelledError(cancel_reason, list(state.messages))
-            _close_interactions(run, cancel_reason)
-            state.status = "cancelled"
-            run.tracer.run_ended("cancelled", cancelled)
-            run.persist()
-            run.emit(CancelledEvent(run_id=state.run_id, reason=cancel_reason))
-            raise cancelled from caught
+            raise _ended_cancelled(run, cancelled) from caught
         state.error = error_text(failure) or type(failure).__name__
         _close_interactions(run, f"The run failed: {state.error}")
         state.status = "error"
@@ -395,6 +385,18 @@ def _close_interactions(run: AgentRun, reason: str) -> None:
     for record in closed:
         run.tracer.interaction(record, resolved=True)
         run.emit(interaction_event(record, decided=True))
+
+
+def _ended_cancelled(run: AgentRun, cancelled: PromptCancelledError) -> PromptCancelledError:
+    """End the run as cancelled (its interactions closed, the trace, the store, the
+    ``cancelled`` event); returns the error to raise."""
+    state = run.state
+    _close_interactions(run, cancelled.reason)
+    state.status = "cancelled"
+    run.tracer.run_ended("cancelled", cancelled)
+    run.persist()
+    run.emit(CancelledEvent(run_id=state.run_id, reason=cancelled.reason))
+    return cancelled
 
 
 async def _run_error_hooks(run: AgentRun, error: BaseException) -> str | None:
