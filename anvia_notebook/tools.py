@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import json
+import re
 import types
 import warnings
 from collections.abc import Callable
@@ -301,6 +302,7 @@ def create_tool(
     ``idempotent=True`` says the tool is safe to run twice: a resumed run re-runs a call of it
     that had started when the run was interrupted.
     """
+    _warn_unsendable_name(name)
     return Tool(
         name=name,
         description=description,
@@ -347,14 +349,35 @@ def tool(
     return build(fn) if fn is not None else build
 
 
-def _warn_unexplained(tool_name: str, unannotated: list[str], description: str) -> None:
-    """Say what the model will not know: a parameter's type (it may send a text "1" for a
-    number: nothing converts it) and what the tool is for."""
-    level = 2  # (warned where the user's code made the tool)
+def _warn(message: str) -> None:
+    """A ``UserWarning`` told where the user's code made the tool (the first frame outside this
+    module)."""
+    level = 2
     here = inspect.currentframe()
     frame: types.FrameType | None = here.f_back if here is not None else None
     while frame is not None and frame.f_code.co_filename == __file__:
         frame, level = frame.f_back, level + 1
+    warnings.warn(message, UserWarning, stacklevel=level)
+
+
+#: The tool names OpenAI's and Anthropic's APIs take.
+_SENDABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _warn_unsendable_name(name: Any) -> None:
+    """Say at once that OpenAI and Anthropic would refuse the name (their error would come at
+    the first model call, far from here); other servers may take it, so it is not refused."""
+    if isinstance(name, str) and name.strip() and not _SENDABLE_NAME.fullmatch(name):
+        _warn(
+            f"Tool name {name!r}: OpenAI and Anthropic take only letters, digits, _ and - (at "
+            "most 64), and refuse the whole request otherwise. Rename it, e.g. "
+            f"{re.sub(r'[^A-Za-z0-9_-]+', '_', name).strip('_')[:64] or 'my_tool'!r}."
+        )
+
+
+def _warn_unexplained(tool_name: str, unannotated: list[str], description: str) -> None:
+    """Say what the model will not know: a parameter's type (it may send a text "1" for a
+    number: nothing converts it) and what the tool is for."""
     if unannotated:
         names = ", ".join(unannotated)
         many = len(unannotated) > 1
@@ -365,20 +388,16 @@ def _warn_unexplained(tool_name: str, unannotated: list[str], description: str) 
             if context
             else ""
         )
-        warnings.warn(
+        _warn(
             f"@tool: {tool_name}'s {have} no type hint, so the model may send "
             f"any JSON for {'them' if many else 'it'} and nothing is checked or converted. "
             f"Annotate {'them' if many else 'it'} (x: int), or "
-            f"x: Any to take anything{hint}.",
-            UserWarning,
-            stacklevel=level,
+            f"x: Any to take anything{hint}."
         )
     if not description.strip():
-        warnings.warn(
+        _warn(
             f"@tool: {tool_name} has no docstring, so the model reads no description of what it "
-            "does. Add a docstring, or @tool(description=...).",
-            UserWarning,
-            stacklevel=level,
+            "does. Add a docstring, or @tool(description=...)."
         )
 
 
@@ -392,6 +411,8 @@ def _tool_from_function(
     if not callable(function):
         raise TypeError(f"@tool makes a tool of a function, not of {type(function).__name__}.")
     tool_name = name if name is not None else _function_name(function)
+    if name is not None:
+        _warn_unsendable_name(name)
     signature = inspect.signature(function)
     hints = _type_hints(function)
     bound = function.keywords if isinstance(function, functools.partial) else {}

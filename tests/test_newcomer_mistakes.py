@@ -105,3 +105,26 @@ def test_shift_tab_shows_the_fields_of_the_models_taken_by_position():
     )
     assert list(inspect.signature(ToolCall).parameters)[:3] == ["id", "name", "arguments"]
     assert list(inspect.signature(Case).parameters)[:2] == ["input", "expected"]
+
+
+def test_a_tool_name_the_providers_refuse_is_warned_about_where_it_is_made():
+    from pydantic import BaseModel as Input
+
+    from anvia_notebook import create_tool
+
+    class Args(Input):
+        x: int
+
+    with pytest.warns(UserWarning, match=r"Tool name 'my tool!'.* e.g. 'my_tool'") as caught:
+        create_tool(name="my tool!", description="d", input=Args, execute=lambda a, c: a.x)
+    assert caught[0].filename == __file__
+    with pytest.warns(UserWarning, match=r"Tool name 'get.weather'.* e.g. 'get_weather'"):
+
+        @tool(name="get.weather")
+        def weather(city: str) -> str:
+            """The weather in a city."""
+            return city
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        create_tool(name="get_weather-2", description="d", input=Args, execute=lambda a, c: 1)
