@@ -485,3 +485,71 @@ def test_json_valid_on_output_nested_too_deeply_to_read_is_false_not_an_error():
     report = evals.evaluate_sync(agent("[" * 100_000), CASES[:1], [evals.json_valid()], show=False)
     detail = report.cases[0].details["json_valid"]
     assert detail.error is None and detail.value is False
+
+
+def test_a_score_s_passed_is_a_python_bool_and_a_score_needs_a_value():
+    """numpy's bool (from np.isclose or a comparison of numpy numbers) stayed as it was, and
+    the widget could not send its table; "no" counted as a pass; a Score of None passed."""
+    np = pytest.importorskip("numpy")
+
+    def close_enough(case, output):
+        return evals.Score(float(output), passed=np.isclose(float(output), 7.0))
+
+    def says_no(case, output):
+        return evals.Score(0.1, passed="no")
+
+    def empty(case, output):
+        return evals.Score(None, True)
+
+    metrics = [close_enough, says_no, empty]
+    report = asyncio.run(evals.evaluate(agent(), [{"input": "add 2 and 5"}], metrics))
+    [case] = report.cases
+    ok, no, none = (case.details[m.__name__] for m in metrics)
+    assert ok.passed is True and type(ok.passed) is bool
+    json.dumps([score.passed for score in case.details.values()])  # (as the widget sends it)
+    assert (no.passed, no.error) == (
+        False,
+        "The metric returned a Score whose passed is str 'no'; passed is True or False.",
+    )
+    assert (none.passed, none.error) == (False, "The metric returned a Score without a value.")
+
+
+def test_a_metric_given_uncalled_or_of_the_wrong_shape_is_refused_before_any_case_runs():
+    ran = []
+
+    def answer(request):
+        ran.append(request)
+        return "7"
+
+    tested = AgentBuilder("a", FunctionModel(answer)).build()
+    for given, words in [
+        (
+            evals.contains,
+            r"evals.contains makes a metric: call it, metrics=\[evals.contains\(...\)\]",
+        ),
+        (evals.exact_match, "evals.exact_match makes a metric"),
+        (evals.llm_judge, "evals.llm_judge makes a metric"),
+    ]:
+        with pytest.raises(TypeError, match=words):
+            asyncio.run(evals.evaluate(tested, [{"input": "x", "expected": "7"}], [given]))
+
+    def one_argument(output):
+        return True
+
+    with pytest.raises(
+        TypeError, match=r"one_argument cannot be called as one_argument\(case, output\)"
+    ):
+        asyncio.run(evals.evaluate(tested, [{"input": "x"}], [one_argument]))
+    assert ran == []
+
+
+def test_a_case_made_from_a_dataframe_row_takes_an_empty_cell_as_no_expected_value():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"input": ["a", "b"], "expected": ["7", None]})
+    cases = [evals.Case(row.input, row.expected) for row in frame.itertuples()]
+    assert [c.expected for c in cases] == ["7", None]
+    assert [evals.Case("x", missing).expected for missing in (pd.NA, pd.NaT, float("nan"))] == [
+        None,
+        None,
+        None,
+    ]

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from .._positional import PositionalFields
 from .._util import check_valid_text
@@ -33,6 +33,13 @@ class Case(PositionalFields):
     expected: Any = None
     name: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("expected", mode="before")
+    @classmethod
+    def _no_expected_when_missing(cls, value: Any) -> Any:
+        """A missing value (NaN, pandas' NA or NaT: a DataFrame's empty cell, from
+        ``itertuples()`` too) is no expected value, as in a DataFrame of cases."""
+        return None if _missing(value) else value
 
     if TYPE_CHECKING:  # (the signature type checkers see; PositionalFields.__init__ runs)
 

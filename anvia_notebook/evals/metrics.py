@@ -115,12 +115,22 @@ class Metric:
     def judge(self, value: Any) -> Score:
         """Turn what the function returned into a :class:`Score`."""
         if isinstance(value, Score):
+            if value.value is None and value.error is not None:
+                return value  # (an error's score)
             if value.value is None:
-                return value
+                return Score(
+                    None, False, value.reason, "The metric returned a Score without a value."
+                )
             number, error = _score_value(value.value)
+            passed = _plain(value.passed)  # (numpy's bool, from a comparison of numpy values)
+            if error is None and not isinstance(passed, bool):
+                error = (
+                    f"The metric returned a Score whose passed is {type(passed).__name__} "
+                    f"{passed!r}; passed is True or False."
+                )
             if error is not None:
                 return Score(None, False, value.reason, error)
-            return replace(value, value=number)
+            return replace(value, value=number, passed=passed)
         number, error = _score_value(value)
         if error is not None:
             return Score(None, False, error=error)
@@ -376,6 +386,19 @@ def as_metric(value: Any) -> Metric:
             "function (case, output) -> bool | float."
         )
     name = getattr(value, "__name__", None) or type(value).__name__
+    if str(getattr(value, "__module__", "")).startswith(__package__ or "anvia_notebook.evals"):
+        raise TypeError(
+            f"evals.{name} makes a metric: call it, metrics=[evals.{name}(...)] (given as it "
+            "is, every case would run and each score fail)."
+        )
+    try:
+        inspect.signature(value).bind(None, None)
+    except TypeError as error:
+        raise TypeError(
+            f"The metric {name} cannot be called as {name}(case, output): {error}."
+        ) from None
+    except ValueError:  # (no signature to read: a builtin; it is called as it is)
+        pass
     if name == "<lambda>":
         raise ValueError(
             "A lambda has no name to head its column: define the metric with def, or wrap it: "

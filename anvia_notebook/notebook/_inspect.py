@@ -38,6 +38,18 @@ MAX_MESSAGES = 200
 #: The most model calls of a sub-agent's run shown under the tool call that ran it (the first
 #: ones; the count says how many there were).
 MAX_SUB_CALLS = 50
+#: The most sub-agents' model calls one reply shows in all, at every depth (a turn that ran
+#: twenty sub-agents of fifty calls each was a 20 MB reply), each with at most
+#: :data:`MAX_SUB_TEXT` characters of its answer; the counts say how many there were.
+MAX_SUB_CALLS_IN_ALL = 200
+MAX_SUB_TEXT = 4_000
+
+
+class _Budget:
+    """What one reply may still show of sub-agents' model calls."""
+
+    def __init__(self) -> None:
+        self.calls = MAX_SUB_CALLS_IN_ALL
 
 
 #: Finds the sub-agent's run a tool call ran, by the tool call's id and turn.
@@ -130,13 +142,17 @@ def _name(text: str) -> str:
 
 
 def _json(value: Any) -> str:
-    """``value`` as pretty JSON text (a string that holds JSON is pretty-printed too)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return _cut(value)
-    return _cut(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    """``value`` as pretty JSON text (a string that holds JSON is pretty-printed too; JSON
+    nested too deeply to lay out is shown as it is)."""
+    text = value if isinstance(value, str) else None
+    try:
+        if text is not None:
+            value = json.loads(text)
+        return _cut(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+    except ValueError:
+        return _cut(text if text is not None else str(value))
+    except RecursionError:
+        return _cut(text) if text is not None else "(nested too deeply to show)"
 
 
 def _message_text(message: Any) -> str:
@@ -164,7 +180,9 @@ def _questions(call: ToolCallTrace) -> str | None:
     return _record(call.question)
 
 
-def _sub_turn(trace: Trace, index: int, turn: TurnTrace, sub: SubRun) -> dict[str, Any]:
+def _sub_turn(
+    trace: Trace, index: int, turn: TurnTrace, sub: SubRun, budget: _Budget
+) -> dict[str, Any]:
     return {
         "index": index,
         "turn": turn.turn,
@@ -175,37 +193,38 @@ def _sub_turn(trace: Trace, index: int, turn: TurnTrace, sub: SubRun) -> dict[st
         "output_tokens": turn.usage.output_tokens,
         "cached_tokens": turn.usage.cached_tokens,
         "finish_reason": turn.response.finish_reason,
-        "response_text": _cut(turn.response.text),
+        "response_text": _cut(turn.response.text, MAX_SUB_TEXT),
         "tool_calls": [
             {
                 "name": _name(call.name),
                 "status": call.status,
                 "duration_ms": call.duration_ms,
-                "sub_agent": _sub_agent(sub.sub_runs(call.id, call.turn)),
+                "sub_agent": _sub_agent(sub.sub_runs(call.id, call.turn), budget),
             }
             for call in trace.calls_of(turn)
         ],
     }
 
 
-def _sub_agent(sub: SubRun | None) -> dict[str, Any] | None:
+def _sub_agent(sub: SubRun | None, budget: _Budget) -> dict[str, Any] | None:
     """The sub-agent's run a tool call ran, for the Inspect view (None: it ran none)."""
     if sub is None:
         return None
     turns = sub.trace.turns
+    shown = turns[: max(0, min(MAX_SUB_CALLS, budget.calls))]
+    budget.calls -= len(shown)
     return {
         "agent_id": _name(sub.agent_id),
         "agent_name": None if sub.agent_name is None else _name(sub.agent_name),
         "run_id": sub.run_id,
         "model_calls": [
-            _sub_turn(sub.trace, index, turn, sub)
-            for index, turn in enumerate(turns[:MAX_SUB_CALLS])
+            _sub_turn(sub.trace, index, turn, sub, budget) for index, turn in enumerate(shown)
         ],
         "model_call_count": len(turns),
     }
 
 
-def _tool_call(call: ToolCallTrace, sub_runs: SubRunFinder) -> dict[str, Any]:
+def _tool_call(call: ToolCallTrace, sub_runs: SubRunFinder, budget: _Budget) -> dict[str, Any]:
     return {
         "id": _name(call.id),
         "name": _name(call.name),
@@ -216,7 +235,7 @@ def _tool_call(call: ToolCallTrace, sub_runs: SubRunFinder) -> dict[str, Any]:
         "approval": _record(call.approval),
         "question": _questions(call),
         "traceback": None if call.traceback is None else _cut(call.traceback),
-        "sub_agent": _sub_agent(sub_runs(call.id, call.turn)),
+        "sub_agent": _sub_agent(sub_runs(call.id, call.turn), budget),
     }
 
 
@@ -242,6 +261,7 @@ def inspect_turn(
     messages = request.messages
     shown = messages[-MAX_MESSAGES:]
     started = turn.started_at
+    budget = _Budget()
     return count, {
         "index": index,
         "turn": turn.turn,
@@ -273,5 +293,5 @@ def inspect_turn(
         "response_tool_calls": _json(
             [call.model_dump(mode="json") for call in turn.response.tool_calls]
         ),
-        "tool_calls": [_tool_call(call, sub_runs) for call in trace.calls_of(turn)],
+        "tool_calls": [_tool_call(call, sub_runs, budget) for call in trace.calls_of(turn)],
     }

@@ -118,3 +118,53 @@ async def test_calls_of_two_turns_with_one_id_each_show_their_own_sub_agent_run(
         assert call["sub_agent"]["run_id"] == sub_run.run_id
         [answer] = call["sub_agent"]["model_calls"]
         assert answer["response_text"] == ("first answer", "second answer")[index]
+
+
+async def test_a_model_call_that_ran_many_sub_agents_is_inspected_within_bounds(monkeypatch):
+    """Twenty sub-agents of fifty model calls each made a 20 MB reply for one model call: the
+    sub-agents' calls shown in all are bounded (their counts stay), and so is each answer."""
+    import json
+
+    from pydantic import BaseModel
+
+    from anvia_notebook import create_tool
+    from anvia_notebook.models import FunctionModel
+
+    monkeypatch.setattr(inspect, "MAX_SUB_CALLS_IN_ALL", 30)
+
+    class Prompt(BaseModel):
+        prompt: str
+
+    def leaf_model(request):
+        done = sum(1 for m in request.messages if m.role == "assistant")
+        if done < 9:
+            step = ToolCall(id=f"l{done}", name="noop", arguments={"prompt": "x"})
+            return ModelResponse(text="z" * 10_000, tool_calls=[step])
+        return ModelResponse(text="leaf done")
+
+    noop = create_tool(name="noop", description="n", input=Prompt, execute=lambda a, c: "ok")
+    leaf = AgentBuilder("leaf", FunctionModel(leaf_model)).tools([noop]).build()
+    calls = [ToolCall(id=f"s{i}", name="sub", arguments={"prompt": f"p{i}"}) for i in range(5)]
+    top_model = QueueModel([ModelResponse(tool_calls=calls), "done"])
+    top = AgentBuilder("top", top_model).tools([leaf.as_tool(name="sub")]).build()
+    run = top.prompt("go").store(None).create_run()
+    run.start()
+    await run.wait()
+    _, turn = inspect.inspect_turn(run.trace, 0, inspect.sub_runs_of(run))
+    subs = [call["sub_agent"] for call in turn["tool_calls"]]
+    assert [sub["model_call_count"] for sub in subs] == [10] * 5
+    assert sum(len(sub["model_calls"]) for sub in subs) == 30
+    texts = [c["response_text"] for sub in subs for c in sub["model_calls"]]
+    assert max(len(text) for text in texts) <= inspect.MAX_SUB_TEXT + 200  # (with its note)
+    assert len(json.dumps(turn)) < 300_000
+
+
+def test_a_tool_result_nested_too_deeply_to_lay_out_is_shown_as_it_is():
+    """JSON nested 5,000 levels deep in a tool's result made the whole call uninspectable."""
+    from anvia_notebook.trace import ToolCallTrace, Trace
+
+    deep = "[" * 5000 + "]" * 5000
+    trace = Trace(run_id="r", agent_id="a")
+    trace.tool_calls.append(ToolCallTrace(id="c1", name="tree", turn=1, args={}, result=deep))
+    view = inspect._tool_call(trace.tool_calls[0], inspect._none, inspect._Budget())
+    assert view["result"].startswith("[[[[")
