@@ -58,12 +58,7 @@ from .hooks import (
     ToolResultHookEvent,
     call_hooks,
 )
-from .human import (
-    HumanInput,
-    HumanInputTimeout,
-    HumanInputUnavailable,
-    positive_timeout,
-)
+from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable, positive_timeout
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
@@ -906,7 +901,6 @@ class ToolExecutor:
 EXIT_REFUSED = "the tool tried to end the Python process"
 
 
-#: What ``_wait`` returns when the human input cannot take that kind of request.
 def warn_store_gone(record: ApprovalRecord | QuestionRecord) -> None:
     """Say that a run waiting through the store (``StoreHumanInput``) has no store to hear a
     decision from: only ``RunHandle.approve/reject/answer`` in this process can decide it (a
@@ -922,6 +916,7 @@ def warn_store_gone(record: ApprovalRecord | QuestionRecord) -> None:
     )
 
 
+#: What ``_wait`` returns when the human input cannot take that kind of request.
 _UNAVAILABLE = object()
 
 
