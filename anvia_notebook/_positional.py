@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import inspect
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -47,18 +45,6 @@ class PositionalFields(BaseModel):
             first = name if by_name or not aliases else aliases[0]
             keys[name] = tuple(dict.fromkeys([first, name, *aliases]))
         cls.positional_keys = keys
-        cls._show_signature()
-
-    @classmethod
-    def __pydantic_on_complete__(cls) -> None:
-        """Pydantic (2.12 and later) calls this once the model is built, after writing its own
-        signature: ours again."""
-        cls._show_signature()
-
-    @classmethod
-    def _show_signature(cls) -> None:
-        with contextlib.suppress(ValueError):  # (an order no signature can show: pydantic's)
-            cls.__signature__ = _signature(cls)
 
     def __init__(self, *args: Any, **data: Any) -> None:
         if args:
@@ -76,33 +62,3 @@ class PositionalFields(BaseModel):
                         raise TypeError(f"{name}() got {field!r} both by position and by name.")
                 data[keys[0]] = value
         super().__init__(**data)
-
-
-class _Factory:
-    def __repr__(self) -> str:
-        return "<factory>"
-
-
-def _signature(cls: type[PositionalFields]) -> inspect.Signature:
-    """What ``help()``, Shift+Tab and ``inspect.signature`` show: the positional fields by
-    position or keyword, the others by keyword (``__init__`` itself takes ``*args, **data``)."""
-    parameters = []
-    for name, info in cls.model_fields.items():
-        if info.is_required():
-            default: Any = inspect.Parameter.empty
-        elif info.default_factory is not None:
-            default = _Factory()
-        else:
-            default = info.default
-        kind = (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD
-            if name in cls.positional
-            else inspect.Parameter.KEYWORD_ONLY
-        )
-        parameters.append(
-            inspect.Parameter(name, kind, default=default, annotation=info.annotation)
-        )
-    parameters.sort(
-        key=lambda p: (p.kind, cls.positional.index(p.name) if p.name in cls.positional else 0)
-    )
-    return inspect.Signature(parameters, return_annotation=None)

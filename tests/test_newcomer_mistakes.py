@@ -7,7 +7,6 @@ import asyncio
 import warnings
 
 import pytest
-from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, ToolContext, tool
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel
@@ -83,28 +82,6 @@ async def test_the_result_of_a_run_still_going_says_to_wait_for_it():
         run.result()
     release.set()
     assert (await run.wait()).output == "done"
-
-
-@pytest.mark.skipif(
-    not hasattr(BaseModel, "__pydantic_on_complete__"),
-    reason="pydantic before 2.12 writes its own signature when it builds the model, after ours",
-)
-def test_shift_tab_shows_the_fields_of_the_models_taken_by_position():
-    """help(), Shift+Tab and inspect.signature showed (*args, **data)."""
-    import inspect
-
-    from anvia_notebook import ApprovalDecision
-    from anvia_notebook.evals import Case
-    from anvia_notebook.models import ToolCall
-
-    for model in (ApprovalDecision, Case, ToolCall):  # (built, as a run builds them)
-        model.model_rebuild(force=True)
-
-    assert str(inspect.signature(ApprovalDecision)).startswith(
-        "(approved: bool, reason: str | None = None, reject_message: str | None = None, args:"
-    )
-    assert list(inspect.signature(ToolCall).parameters)[:3] == ["id", "name", "arguments"]
-    assert list(inspect.signature(Case).parameters)[:2] == ["input", "expected"]
 
 
 def test_a_tool_name_the_providers_refuse_is_warned_about_where_it_is_made():
