@@ -222,7 +222,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         _say("No pending approvals or questions.")
     for record in pending:
         ids = f"{state.run_id} {record.id}"
-        late = store.expired(record.run_id, record)
+        late = store.too_late(record.run_id, record)
         if late is not None:  # (no command to decide it: it would be refused)
             what = f": {record.tool_name}" if record.kind == "approval" else ""
             _say(f"\nPending {record.kind} {record.id}{what}\n  {late}")

@@ -6,7 +6,6 @@ import asyncio
 import contextvars
 import functools
 import numbers
-import warnings
 from collections.abc import Awaitable, Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,7 +57,13 @@ from .hooks import (
     ToolResultHookEvent,
     call_hooks,
 )
-from .human import HumanInput, HumanInputTimeout, HumanInputUnavailable, positive_timeout
+from .human import (
+    HumanInput,
+    HumanInputTimeout,
+    HumanInputUnavailable,
+    positive_timeout,
+    warn_store_gone,
+)
 from .interactions import Interactions, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
@@ -899,21 +904,6 @@ class ToolExecutor:
 
 #: What the model is told besides the exit code when a tool raised ``SystemExit``.
 EXIT_REFUSED = "the tool tried to end the Python process"
-
-
-def warn_store_gone(record: ApprovalRecord | QuestionRecord) -> None:
-    """Say that a run waiting through the store (``StoreHumanInput``) has no store to hear a
-    decision from: only ``RunHandle.approve/reject/answer`` in this process can decide it (a
-    script that used ``send()`` has none: it would wait for ever, silently)."""
-    warnings.warn(
-        f"{record.kind.capitalize()} {record.id} of run {record.run_id} waits for a decision "
-        "made through the run store, but this run has no store (store(None), set_store(None), "
-        "or a store that failed): the command line and other processes cannot decide it; only "
-        "RunHandle.approve/reject/answer in this process can (or give the run a store, or "
-        "another human input).",
-        UserWarning,
-        stacklevel=2,
-    )
 
 
 #: What ``_wait`` returns when the human input cannot take that kind of request.

@@ -10,6 +10,7 @@ import asyncio
 import math
 import numbers
 import sys
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol, TextIO, runtime_checkable
 
@@ -19,6 +20,7 @@ from .errors import HumanInputTimeout as HumanInputTimeout  # (re-exported)
 from .errors import HumanInputUnavailable as HumanInputUnavailable
 from .question_types import Answer
 from .questions import QuestionRequest
+from .records import ApprovalRecord, QuestionRecord
 
 __all__ = ["CallbackHumanInput", "ConsoleHumanInput", "HumanInput", "StoreHumanInput"]
 
@@ -205,3 +207,18 @@ class StoreHumanInput:
 
     async def ask(self, request: QuestionRequest) -> list[Answer]:
         return await wait_for_a_decision()  # type: ignore[no-any-return]
+
+
+def warn_store_gone(record: ApprovalRecord | QuestionRecord) -> None:
+    """Say that a run waiting through the store (``StoreHumanInput``) has no store to hear a
+    decision from: only ``RunHandle.approve/reject/answer`` in this process can decide it (a
+    script that used ``send()`` has none: it would wait for ever, silently)."""
+    warnings.warn(
+        f"{record.kind.capitalize()} {record.id} of run {record.run_id} waits for a decision "
+        "made through the run store, but this run has no store (store(None), set_store(None), "
+        "or a store that failed): the command line and other processes cannot decide it; only "
+        "RunHandle.approve/reject/answer in this process can (or give the run a store, or "
+        "another human input).",
+        UserWarning,
+        stacklevel=2,
+    )

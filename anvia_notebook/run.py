@@ -21,6 +21,7 @@ from ._util import valid_text
 from .decisions import Resolution
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
+from .human import warn_store_gone
 from .interactions import Interactions
 from .records import DecidedBy
 from .run_state import PromptResponse, RunState, RunStatus
@@ -810,8 +811,6 @@ class AgentRun:
         human = self.request.active_human_input
         only = getattr(human, "decided_through_the_store_only", False) is True
         if only:  # what waits for a decision made through the store cannot get one now
-            from ._tool_exec import warn_store_gone
-
             for record in self.interactions.pending:
                 warn_store_gone(record)
 

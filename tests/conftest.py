@@ -83,18 +83,10 @@ def store_location(request, tmp_path, monkeypatch) -> str:
     if request.param == "sqlite":
         location = str(tmp_path / "store" / "runs.sqlite")
     else:
-        import psycopg
+        from postgres_server import fresh_database
 
-        server = request.getfixturevalue("postgres_server")
-        name = f"t_{os.getpid()}_{len(_DATABASES)}"
-        _DATABASES.append(name)
-        with psycopg.connect(server, autocommit=True) as db:
-            db.execute(f"CREATE DATABASE {name}")
-        location = server.rsplit("/", 1)[0] + "/" + name
+        location, _ = fresh_database(request.getfixturevalue("postgres_server"))
     monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
     store_module._reset_for_tests()
     yield location
     store_module._reset_for_tests()
-
-
-_DATABASES: list[str] = []

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["postgres_bin", "running_postgres"]
+__all__ = ["fresh_database", "postgres_bin", "running_postgres"]
 
 
 def postgres_bin() -> Path | None:
@@ -81,3 +81,18 @@ def running_postgres() -> Iterator[str]:
         with contextlib.suppress(Exception):
             run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+_DATABASES: list[str] = []
+
+
+def fresh_database(server: str) -> tuple[str, str]:
+    """Create a new, empty database on the test PostgreSQL ``server`` (its admin URL): its URL
+    and its name."""
+    import psycopg
+
+    name = f"t_{os.getpid()}_{len(_DATABASES)}"
+    _DATABASES.append(name)
+    with psycopg.connect(server, autocommit=True) as db:
+        db.execute(f"CREATE DATABASE {name}")
+    return server.rsplit("/", 1)[0] + "/" + name, name

@@ -147,7 +147,7 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
         def edit_requests(self, interaction_id):
             return []
 
-        def expired(self, run_id, record):
+        def too_late(self, run_id, record):
             return None
 
     monkeypatch.setattr(cli, "_refused_edits", lambda store, run_id: [])

@@ -9,13 +9,13 @@ driver's messages."""
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import threading
 
 import pytest
 import store_agents
+from postgres_server import fresh_database
 
 from anvia_notebook import RunStore, RunStoreError
 from anvia_notebook import store as store_module
@@ -26,18 +26,12 @@ from helpers import pending_of
 psycopg = pytest.importorskip("psycopg")
 pytestmark = pytest.mark.timeout(120)
 
-_made: list[str] = []
-
 
 @pytest.fixture
 def team_store(request, tmp_path, monkeypatch):
     """A fresh database on the test server, the default store; and the server's admin URL."""
     server = request.getfixturevalue("postgres_server")
-    name = f"conn_{os.getpid()}_{len(_made)}"
-    _made.append(name)
-    with psycopg.connect(server, autocommit=True) as db:
-        db.execute(f"CREATE DATABASE {name}")
-    location = server.rsplit("/", 1)[0] + "/" + name
+    location, name = fresh_database(server)
     monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     store_module._reset_for_tests()

@@ -756,7 +756,7 @@ class RunStore(SteeringRows, DecisionRequests):
         record = _row_record(*row)
         check_kind(record, name)  # (``decline`` of an approval cancelled it, then failed)
         check_resolution(record, resolution, args_schema=json.loads(schema) if schema else None)
-        late = self.expired(owner_run, record)
+        late = self.too_late(owner_run, record)
         if late is not None:
             raise DecisionRefusedError(late)
         ours = decided(record, resolution)
@@ -782,7 +782,7 @@ class RunStore(SteeringRows, DecisionRequests):
         assert isinstance(current, kind)
         return current
 
-    def expired(self, run_id: str, record: Record) -> str | None:
+    def too_late(self, run_id: str, record: Record) -> str | None:
         """Why a decision on pending ``record`` of run ``run_id`` is refused as too late, or
         None: its time limit passed while no process ran the run (the run asks again when
         resumed; while a process runs it, that run's timer decides), or it is an MCP server's
