@@ -257,6 +257,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 state.messages.append(Message.tool(results))
 
             if typed is not None and typed.handles(response.tool_calls):
+                await run.let_streams_catch_up()  # (a reader may steer at turn_end)
                 accepted = await typed.tool_round(response.tool_calls, turn, response.text)
                 if accepted is not None:
                     return await _succeed(run, accepted)

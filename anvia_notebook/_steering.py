@@ -279,10 +279,20 @@ class Steering:
                 return
 
     def stop_asked(self) -> None:
-        """Stop was asked (any thread): from now on ``steer`` returns False, as it will once
-        the run has ended cancelled (a message queued now would never be read)."""
-        with self._run.lock:
+        """Stop was asked (any thread): from now on ``steer`` returns False, and the store
+        refuses ``RunStore.steer``, as they will once the run has ended cancelled (a message
+        queued now would never be read)."""
+        run = self._run
+        with run.lock:
             self.stopping = True
+        store = run.store
+        if store is None or self._closed_in_store:
+            return
+        try:  # at once: a message sent through the store from now on is refused, not lost
+            store.end_steering(run.run_id)
+            self._closed_in_store = True
+        except Exception as error:
+            self._on_loop(lambda failed=error: run.store_failed(failed))
 
     def end(self) -> None:
         """The run has ended, or is ending (on any path: its error hooks may still run): no

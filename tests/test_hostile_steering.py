@@ -216,6 +216,43 @@ async def test_a_message_sent_while_the_run_ends_by_stop_or_failure_is_refused_n
         await asyncio.wait_for(run.wait(), 10)
 
 
+async def test_a_message_sent_through_the_store_after_stop_is_refused_while_a_tool_winds_down(
+    store_location,
+):
+    """Stop, while a tool takes its time to wind down: ``run.steer`` said False, but the store
+    took a message from another process ("Sent to run") that the run, ending cancelled, never
+    read (and a cancelled run cannot be resumed). The store refuses it from the Stop on."""
+    started, winding_down, release = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def work(args: AddInput, ctx: Any) -> int:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:  # cleaning up after the Stop takes a while
+            winding_down.set()
+            await release.wait()
+        return 0
+
+    tool = create_tool(name="work", description="Work a while.", input=AddInput, execute=work)
+    model = QueueModel([call("work", {"x": 1, "y": 1}), "ok"])
+    run = AgentBuilder("worker", model).tool(tool).build().prompt("work").start()
+    await started.wait()
+    assert run.cancel("stop") is True
+    assert run.steer("in this process") is False
+    other = RunStore(store_location)
+    try:
+        await asyncio.wait_for(winding_down.wait(), 10)
+        with pytest.raises(RunEndedError, match="has already ended"):
+            await asyncio.to_thread(other.steer, run.run_id, "from the terminal")
+        release.set()
+        with pytest.raises(PromptCancelledError):
+            await asyncio.wait_for(run.wait(), 10)
+        assert other.queued_steering(run.run_id) == []
+        assert other.get(run.run_id).status == "cancelled"
+    finally:
+        other.close()
+
+
 def test_steered_while_a_tool_runs_then_killed_is_read_once_after_the_interrupted_call(
     tmp_path, store_path, monkeypatch, capsys
 ):

@@ -9,6 +9,7 @@ emitted) or an ``on_turn_end`` hook; and a reader of ``request.stream()`` that s
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -352,3 +353,35 @@ async def test_a_stream_reader_that_steers_at_turn_end_gets_another_turn():
             assert request.steer([Message.user("second steer")]) is True
     assert seen[seen.index("turn_end") + 1 :] == ["steering_message"] * 2 + ANOTHER_TURN
     assert user_texts(model.requests[1])[-2:] == ["first steer", "second steer"]
+
+
+@pytest.mark.parametrize("mode", ["tool", "native"])
+async def test_a_stream_reader_steers_at_the_turn_end_of_a_typed_result(mode: str):
+    """A typed output given as a ``final_result`` call: the run decided to end before the
+    reader saw that turn's ``turn_end`` (``steer()`` False, the stale value kept), while text
+    and native answers let it steer there."""
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        population: int
+
+    def answer(population: int) -> Any:
+        value = {"name": "Paris", "population": population}
+        if mode == "native":
+            return json.dumps(value)
+        return call("final_result", value, id=f"out_{population}")
+
+    model = QueueModel([answer(2_100_000), answer(7_000_000)])
+    request = (
+        AgentBuilder("a", model).output_type(City, mode=mode).build().prompt("Paris?").store(None)
+    )
+    steered, final = None, None
+    async for event in request.stream():
+        if event.type == "turn_end" and event.turn == 1:
+            steered = request.steer("Use the metro population")
+        if event.type == "final":
+            final = event
+    assert steered is True
+    assert user_texts(model.requests[1])[-1] == "Use the metro population"
+    assert final is not None and final.data == {"name": "Paris", "population": 7_000_000}
