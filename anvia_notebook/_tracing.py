@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
-from ._util import decode_args, error_text
+from ._util import decode_args, error_text, shown_options
 from .errors import OutputValidationError, SubAgentError, ToolArgumentsError, ToolNotFoundError
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
@@ -125,7 +125,8 @@ class TraceRecorder:
         self.model_name = str(getattr(model, "name", type(model).__name__))
         self.provider = getattr(model, "provider", None) or type(model).__name__
         options = getattr(model, "request_options", None)
-        self._model_options = dict(options) if isinstance(options, dict) else {}
+        # (a gateway's key header or an api_key in extra_body: not kept in the trace)
+        self._model_options = shown_options(options) if isinstance(options, dict) else {}
         if agent_name is not None:
             trace.agent_name = agent_name
         self._clock0 = clock()

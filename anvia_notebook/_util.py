@@ -6,6 +6,7 @@ import inspect
 import json
 import os
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -189,6 +190,41 @@ def shown_url(url: str) -> str:
         if pair
     )
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+#: A request option's name that says its value is a credential (``api_key``, ``password``,
+#: ``Ocp-Apim-Subscription-Key``, ``Authorization``, ``access_token``; not ``max_tokens``).
+_SECRET_OPTION = re.compile(
+    r"pass|secret|api[-_]?key|(^|[-_])key$|auth|cred|(^|[-_])token$|signature|cookie",
+    re.IGNORECASE,
+)
+
+#: Request options that are HTTP headers: every value is hidden (a gateway's key has any name).
+_HEADER_OPTIONS = frozenset({"extra_headers", "default_headers", "headers"})
+
+
+def shown_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A model's request ``options`` as a trace may keep them: the values of HTTP headers and
+    of options named like credentials, at any depth, become ``***``."""
+
+    def shown(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {
+                key: "***" if _SECRET_OPTION.search(str(key)) else shown(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, (list, tuple)):
+            return [shown(item) for item in value]
+        return value
+
+    return {
+        name: dict.fromkeys(value, "***")
+        if name in _HEADER_OPTIONS and isinstance(value, Mapping)
+        else "***"
+        if _SECRET_OPTION.search(name)
+        else shown(value)
+        for name, value in options.items()
+    }
 
 
 def quoted(value: Any, limit: int = 80) -> str:

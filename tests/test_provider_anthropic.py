@@ -256,6 +256,48 @@ async def test_signed_thinking_goes_back_with_its_tool_calls(
     ]
 
 
+async def test_interleaved_thinking_goes_back_where_it_came_and_a_missing_signature_is_empty(
+    serve: Callable[..., Server],
+) -> None:
+    """With interleaved thinking, a turn streams thinking between its tool calls; it went back
+    with all the thinking first (the API refuses a tool-use turn's blocks moved). A gateway's
+    thinking block without a signature failed the run with a TypeError."""
+    server = serve(sse("anthropic_interleaved_thinking.sse"), sse("anthropic_text.sse"))
+    model = AnthropicModel(
+        "claude-sonnet-4-6", api_key="sk-ant-test", thinking={"type": "adaptive"}
+    )
+    question = Message.user("Weather in Paris and Rome?")
+    first = await model.complete(CompletionRequest(messages=[question], tools=[WEATHER]))
+    results = Message.tool(
+        [
+            ToolResultPart(tool_call_id=call.id, tool_name=call.name, content="sun")
+            for call in first.tool_calls
+        ]
+    )
+    await model.complete(
+        CompletionRequest(messages=[question, first.to_message(), results], tools=[WEATHER])
+    )
+    sent = server.body(1)["messages"][1]["content"]
+    assert [block["type"] for block in sent] == [
+        "redacted_thinking",
+        "thinking",
+        "text",
+        "tool_use",
+        "thinking",
+        "tool_use",
+    ]
+    assert sent[1] == {
+        "type": "thinking",
+        "thinking": "Paris first.",
+        "signature": "EqQBCgIYAhIMSig1",
+    }
+    assert sent[4] == {"type": "thinking", "thinking": "Now Rome.", "signature": "EqQBCgIYAhIMSig2"}
+    assert [block.get("id") for block in sent if block["type"] == "tool_use"] == [
+        "toolu_01Paris",
+        "toolu_01Rome",
+    ]
+
+
 @pytest.mark.parametrize(
     ("tool_choice", "sent"),
     [
@@ -316,7 +358,8 @@ async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) ->
                             "LBy4HHFEC2vBTXQRZqMGOM3pTCIlBHG8sEl2GQNoOvQzKQ=="
                         ),
                     }
-                ]
+                ],
+                "anthropic_block_order": ["thinking", "text", "tool_use", "tool_use"],
             }
         ),
         Finish(reason="tool_calls"),

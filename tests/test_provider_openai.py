@@ -465,6 +465,75 @@ async def test_an_error_inside_the_stream_is_a_model_error(serve: Callable[..., 
     assert isinstance(caught.value.__cause__, openai.APIError)
 
 
+async def test_azure_and_a_limit_given_as_an_option_name_the_token_limit_field() -> None:
+    """Azure's o-series deployments refuse ``max_tokens`` (it was sent for any host but
+    OpenAI's), and a ``max_completion_tokens`` given as an option was replaced by the request's
+    own limit under the other name."""
+    server = Server(*(sse("openai_text.sse") for _ in range(3)))
+    azure = openai.AsyncAzureOpenAI(
+        api_key="azure-key",
+        api_version="2024-12-01-preview",
+        azure_endpoint="https://myres.openai.azure.com",
+        azure_deployment="o3-mini",
+        http_client=recorded.client(server),
+    )
+    await events_of(OpenAIModel("o3-mini", client=azure), ask(max_tokens=100))
+    assert server.body(0)["max_completion_tokens"] == 100 and "max_tokens" not in server.body(0)
+    local = openai.AsyncOpenAI(
+        api_key="k", base_url="http://localhost:8000/v1", http_client=recorded.client(server)
+    )
+    await events_of(OpenAIModel("m", client=local, max_completion_tokens=50), ask(max_tokens=200))
+    assert server.body(1)["max_completion_tokens"] == 200 and "max_tokens" not in server.body(1)
+    await events_of(OpenAIModel("m", client=local), ask(max_tokens=200))
+    assert server.body(2)["max_tokens"] == 200 and "max_completion_tokens" not in server.body(2)
+
+
+async def test_stream_options_given_are_kept_and_none_sends_none() -> None:
+    """``stream_options={"include_usage": False}`` was sent as True; a server that refuses
+    ``stream_options`` (older Azure versions, some gateways) could not be used."""
+    server = Server(sse("openai_text.sse"), sse("openai_text.sse"))
+    client = openai.AsyncOpenAI(api_key="k", http_client=recorded.client(server))
+    await events_of(OpenAIModel("m", client=client, stream_options={"include_usage": False}), ask())
+    assert server.body(0)["stream_options"] == {"include_usage": False}
+    await events_of(OpenAIModel("m", client=client, stream_options=None), ask())
+    assert "stream_options" not in server.body(1)
+
+
+def test_a_local_server_set_in_the_environment_needs_no_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``OPENAI_BASE_URL`` (an Ollama server) without a key was refused ("needs an API key"),
+    while the same address given as ``base_url=`` worked."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    model = OpenAIModel("llama3.2")
+    assert model._no_key is None
+    assert str(model.client.base_url) == "http://localhost:11434/v1/"
+
+
+async def test_a_server_not_running_is_named_with_the_reason() -> None:
+    """An Ollama server not running read "OpenAI connection error: Connection error.": the
+    address and the reason were only in the exception's causes."""
+    refused = http.ConnectError(
+        "[Errno 111] Connect call failed ('127.0.0.1', 11434)",
+        request=http.Request("POST", "http://localhost:11434/v1/chat/completions"),
+    )
+    client = openai.AsyncOpenAI(
+        api_key="k",
+        base_url="http://user:s3cret@localhost:11434/v1",
+        http_client=recorded.client(Server(refused)),
+        max_retries=0,
+    )
+    with pytest.raises(ModelError) as caught:
+        await events_of(OpenAIModel("llama3.2", client=client), ask())
+    message = str(caught.value)
+    assert message.startswith("OpenAI connection error: Connection error. (http://")
+    assert "localhost:11434/v1/chat/completions" in message
+    assert "[Errno 111] Connect call failed" in message
+    assert "s3cret" not in message
+    assert caught.value.retryable is True
+
+
 async def test_a_given_client_is_used_as_is() -> None:
     server = Server(sse("openai_text.sse"))
     client = openai.AsyncOpenAI(
@@ -521,6 +590,41 @@ def test_importing_the_module_does_not_import_the_sdk() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+def files_bytes(folder: Path) -> bytes:
+    return b"".join(path.read_bytes() for path in folder.iterdir() if path.is_file())
+
+
+async def test_credentials_given_as_request_options_reach_the_server_and_not_the_trace(
+    serve: Callable[..., Server], tmp_path: Path
+) -> None:
+    """A gateway's key header (Portkey, Azure API Management) or an ``api_key`` in
+    ``extra_body`` was kept in the trace's settings: in the run store, Inspect and a saved
+    notebook. They go to the server; the trace shows the option, its value hidden."""
+    secret = "sk-live-gateway-9f8e7d"
+    server = serve(sse("openai_parallel_tool_calls.sse"), sse("openai_cached_prompt.sse"))
+    model = OpenAIModel(
+        "gpt-4o",
+        api_key="sk-test",
+        extra_headers={"x-portkey-api-key": secret, "Ocp-Apim-Subscription-Key": secret},
+        extra_body={"api_key": secret, "options": {"num_ctx": 4096}},
+        max_completion_tokens=300,
+    )
+    location = tmp_path / "runs.sqlite"
+    request = weather_agent(model).prompt("Weather and time in Paris?").store(str(location))
+    response = await request.send()
+    assert server.requests[0].headers["x-portkey-api-key"] == secret
+    assert server.body(0)["api_key"] == secret
+    settings = response.trace.turns[0].request.settings
+    assert settings["extra_headers"] == {
+        "x-portkey-api-key": "***",
+        "Ocp-Apim-Subscription-Key": "***",
+    }
+    assert settings["extra_body"] == {"api_key": "***", "options": {"num_ctx": 4096}}
+    assert settings["max_completion_tokens"] == 300
+    assert secret not in response.trace.model_dump_json()
+    assert secret.encode() not in files_bytes(tmp_path)
 
 
 async def test_a_run_traces_the_usage_cached_tokens_and_finish_reasons_the_sdk_reports(

@@ -24,6 +24,7 @@ import re
 import sys
 import time
 
+from .._util import shown_url
 from .base import ModelError
 
 __all__ = [
@@ -82,9 +83,38 @@ def transport_error_types() -> tuple[type[BaseException], ...]:
 
 
 def connection_error(provider: str, exc: BaseException) -> ModelError:
-    """A connection error or timeout: no HTTP status, but worth retrying."""
+    """A connection error or timeout: no HTTP status, but worth retrying. An SDK's words that
+    say nothing more ("Connection error.") are followed by the address and the first cause that
+    says what happened ("[Errno 111] Connect call failed": a local server not running)."""
     detail = str(exc) or type(exc).__name__
+    where = _address(exc)
+    cause = _telling_cause(exc)
+    if where and where not in detail:
+        detail = f"{detail} ({where}{': ' + cause if cause and cause not in detail else ''})"
+    elif cause and cause not in detail:
+        detail = f"{detail} ({cause})"
     return ModelError(f"{provider} connection error: {detail}", status_code=None, retryable=True)
+
+
+def _address(exc: BaseException) -> str | None:
+    """The address the failed request went to (a password or token in it: ``***``)."""
+    try:
+        url = exc.request.url  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    return shown_url(str(url)) if url else None
+
+
+def _telling_cause(exc: BaseException) -> str | None:
+    """The deepest cause of ``exc`` (a few links down) whose words are its own, bounded."""
+    found, seen, current = None, 0, exc.__cause__ or exc.__context__
+    while current is not None and seen < 8:
+        words = str(current).strip()
+        if words and words != str(exc).strip():
+            found = words
+        seen += 1
+        current = current.__cause__ or current.__context__
+    return _bounded(found) if found else None
 
 
 def api_error(provider: str, exc: BaseException) -> ModelError:

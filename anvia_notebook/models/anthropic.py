@@ -79,6 +79,9 @@ _CUT_TOOL_CALLS = {
 INPUT_TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 #: The ``Message.provider_data`` key under which a turn's signed thinking blocks travel.
 THINKING_KEY = "anthropic_thinking"
+#: The ``Message.provider_data`` key of the turn's block kinds in the order they came
+#: (``"thinking"``, ``"text"``, ``"tool_use"``): interleaved thinking goes back in place.
+ORDER_KEY = "anthropic_block_order"
 
 
 class AnthropicModel(CompletionModel):
@@ -166,7 +169,7 @@ class AnthropicModel(CompletionModel):
         if not assembler.finished:  # (cut short: a tool call in it may be too)
             raise ended_early("Anthropic", "message_stop", event is not None)
         if assembler.first_call_id is not None and assembler.thinking:
-            yield ProviderData(data={THINKING_KEY: assembler.thinking})
+            yield ProviderData(data={THINKING_KEY: assembler.thinking, ORDER_KEY: assembler.order})
         yield assembler.finish()
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
@@ -219,25 +222,12 @@ def to_anthropic_messages(messages: list[Message], images: bool = True) -> list[
     result's images as image blocks after its text); consecutive messages of one
     role are merged (so a user message after tool results joins them, after the results); blank
     text is left out, as the API refuses it. Reasoning text is never sent back; the signed thinking
-    blocks in an assistant message's ``provider_data`` are, first in their turn.
+    blocks in an assistant message's ``provider_data`` are, where they came in their turn.
     """
     turns: list[tuple[Literal["user", "assistant"], list[ContentBlockParam]]] = []
     for message in messages:
         role: Literal["user", "assistant"] = "assistant" if message.role == "assistant" else "user"
-        blocks: list[ContentBlockParam] = []
-        if message.tool_calls and message.provider_data:
-            blocks.extend(message.provider_data.get(THINKING_KEY, ()))
-        if message.content.strip():
-            blocks.append({"type": "text", "text": message.content})
-        blocks.extend(
-            {
-                "type": "tool_use",
-                "id": call.id,
-                "name": call.name,
-                "input": _tool_input(call.arguments),
-            }
-            for call in message.tool_calls
-        )
+        blocks = _text_and_calls(message)
         for part in message.tool_results:
             result: ToolResultBlockParam = {
                 "type": "tool_result",
@@ -276,6 +266,40 @@ def to_anthropic_messages(messages: list[Message], images: bool = True) -> list[
         else {"role": "assistant", "content": blocks}
         for role, blocks in turns
     ]
+
+
+def _text_and_calls(message: Message) -> list[ContentBlockParam]:
+    """A message's blocks but its tool results: an assistant's signed thinking blocks where
+    they came (before the text, or between the tool calls: the API refuses thinking moved in a
+    tool-use turn), its text, its tool calls."""
+    thinking: list[Any] = []
+    order: Any = None
+    if message.tool_calls and message.provider_data:
+        thinking = list(message.provider_data.get(THINKING_KEY, ()))
+        order = message.provider_data.get(ORDER_KEY)
+    text: list[ContentBlockParam] = (
+        [{"type": "text", "text": message.content}] if message.content.strip() else []
+    )
+    calls: list[ContentBlockParam] = [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": _tool_input(call.arguments)}
+        for call in message.tool_calls
+    ]
+    if not (
+        isinstance(order, list)
+        and order.count("thinking") == len(thinking)
+        and order.count("tool_use") == len(calls)
+    ):  # (a message stored before the order was kept: thinking first)
+        return [*thinking, *text, *calls]
+    blocks: list[ContentBlockParam] = []
+    next_thinking, next_call = iter(thinking), iter(calls)
+    for kind in order:
+        if kind == "thinking":
+            blocks.append(next(next_thinking))
+        elif kind == "tool_use":
+            blocks.append(next(next_call))
+        elif kind == "text" and text:
+            blocks.append(text.pop())  # (the turn's text is one: where its first block was)
+    return [*blocks, *text]
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
@@ -342,6 +366,8 @@ class _EventAssembler:
         self._reported_cached = 0
         self._stop_reason: str | None = None
         self.thinking: list[ThinkingParam] = []
+        #: The kinds of the content blocks, in the order they came (see ``ORDER_KEY``).
+        self.order: list[str] = []
         self.first_call_id: str | None = None
         #: Tool-use blocks whose input came whole in their start event (a gateway's way): the
         #: start wins over any ``input_json_delta`` that follows, as in Anvia.
@@ -364,6 +390,8 @@ class _EventAssembler:
         elif event.type == "content_block_start":
             self._blocks += 1
             block = event.content_block
+            kind = "thinking" if block.type == "redacted_thinking" else block.type
+            self.order.append(kind)
             if block.type == "tool_use":
                 call_id = block.id or _new_call_id()  # (a server that sent "")
                 call = self._calls[event.index] = PendingCall(id=call_id, name=block.name)
@@ -381,8 +409,8 @@ class _EventAssembler:
             elif block.type == "thinking":
                 thinking = self._thinking_blocks[event.index] = {
                     "type": "thinking",
-                    "thinking": block.thinking,
-                    "signature": block.signature,
+                    "thinking": block.thinking or "",
+                    "signature": block.signature or "",  # (a gateway may leave it out)
                 }
                 self.thinking.append(thinking)
                 if block.thinking:
@@ -438,7 +466,7 @@ class _EventAssembler:
             thinking = self._thinking_blocks.get(index)
             if delta.type == "signature_delta":
                 if thinking is not None:
-                    thinking["signature"] += delta.signature
+                    thinking["signature"] += delta.signature or ""
             elif delta.thinking:
                 if thinking is not None:
                     thinking["thinking"] += delta.thinking

@@ -49,6 +49,10 @@ __all__ = ["OpenAIModel"]
 NO_API_KEY = "not-needed"
 #: The host of OpenAI's own API, which wants ``max_completion_tokens`` instead of ``max_tokens``.
 OPENAI_API_HOST = "api.openai.com"
+#: The hosts of Azure OpenAI's deployments, which want ``max_completion_tokens`` too.
+AZURE_OPENAI_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+#: The fields of a completion's token limit: OpenAI's (and Azure's), then the older one.
+_LIMIT_FIELDS = ("max_completion_tokens", "max_tokens")
 #: Delta fields OpenAI-compatible servers stream reasoning in (DeepSeek and vLLM use the first,
 #: Ollama, OpenRouter and newer vLLM the second; `_reasoning_text` reads them in this order).
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -73,7 +77,11 @@ class OpenAIModel(CompletionModel):
     one. ``client`` replaces the ``AsyncOpenAI`` client this model would build (its options, such as
     ``max_retries``, are then left as they are). Other keyword arguments are sent with every request
     (``top_p=0.9``, ``reasoning_effort="low"``, ``extra_body={...}``); the request's own
-    ``temperature``, ``max_tokens`` and ``tool_choice`` win over them.
+    ``temperature``, ``max_tokens`` and ``tool_choice`` win over them. A request's token limit
+    goes as ``max_completion_tokens`` to OpenAI and Azure, as ``max_tokens`` elsewhere, or under
+    the name of a limit given as an option. Usage is asked for (``stream_options``); pass
+    ``stream_options=None`` for a server that refuses it. Values of headers and of options
+    named like credentials are hidden in the run's trace.
 
     Tool messages take only text, so the model reads a short placeholder naming an image a tool
     returned (an MCP tool's). With ``tool_result_images=True`` the images also follow the turn's
@@ -106,8 +114,9 @@ class OpenAIModel(CompletionModel):
             raise TypeError(f"OpenAIModel: base_url must be a text, not {type(base_url).__name__}.")
         openai = provider_sdk("openai", "OpenAIModel", RESERVED_OPTIONS, request_options)
         if client is None:
-            if base_url is not None and api_key is None and not os.environ.get("OPENAI_API_KEY"):
-                api_key = NO_API_KEY
+            local = base_url is not None or bool(os.environ.get("OPENAI_BASE_URL"))
+            if local and api_key is None and not os.environ.get("OPENAI_API_KEY"):
+                api_key = NO_API_KEY  # (a local server, such as Ollama's, wants no key)
             try:
                 client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
             except openai.OpenAIError as error:  # no key given nor set: said at the first request
@@ -117,9 +126,13 @@ class OpenAIModel(CompletionModel):
         self.model = model
         self.client = client
         self.request_options = request_options
-        # OpenAI's reasoning models refuse the older `max_tokens`, the one compatible servers know.
-        is_openai = client.base_url.host == OPENAI_API_HOST
-        self.max_tokens_field = "max_completion_tokens" if is_openai else "max_tokens"
+        # OpenAI's reasoning models (on Azure too) refuse the older `max_tokens`, the one
+        # compatible servers know; a limit given as an option names the field to use.
+        host = client.base_url.host
+        is_openai = host == OPENAI_API_HOST or host.endswith(AZURE_OPENAI_HOSTS)
+        is_openai = is_openai or isinstance(client, getattr(openai, "AsyncAzureOpenAI", ()))
+        named = [field for field in _LIMIT_FIELDS if field in request_options]
+        self.max_tokens_field = named[0] if named else _LIMIT_FIELDS[not is_openai]
         self.tool_result_images = bool(tool_result_images)
 
     def __repr__(self) -> str:
@@ -158,7 +171,11 @@ class OpenAIModel(CompletionModel):
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
         options = dict(self.request_options)
-        options["stream_options"] = {**(options.get("stream_options") or {}), "include_usage": True}
+        given = options.get("stream_options", {})
+        if given is None:  # (a server that refuses stream_options: no usage is reported)
+            del options["stream_options"]
+        else:
+            options["stream_options"] = {"include_usage": True, **given}
         if request.tools:
             options["tools"] = [to_openai_tool(tool) for tool in request.tools]
             if request.tool_choice is not None:
