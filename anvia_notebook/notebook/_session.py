@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import html
 import logging
 import os
 import threading
@@ -478,12 +479,14 @@ class TranscriptSession:
         )
         names = self.agent_names
         cli = self._cli()
-        data = {
-            "text/plain": render_text(state, self.title, agent_names=names, cli=cli),
-            "text/html": f"{slot}{render_html(state, self.title, agent_names=names, cli=cli)}"
-            "</div>",
-        }
-        return data, {}
+        try:
+            text = render_text(state, self.title, agent_names=names, cli=cli)
+            page = render_html(state, self.title, agent_names=names, cli=cli)
+        except Exception:  # the run, its result and the live view go on without the copy
+            logger.exception("The saved copy of %s could not be made", self.title)
+            text = f"{self.title}: this saved copy could not be made (the error is in the log)."
+            page = f"<p>{html.escape(text)}</p>"
+        return {"text/plain": text, "text/html": f"{slot}{page}</div>"}, {}
 
     def _cli(self) -> str:
         """How to run the command line on the shown run's store, as written in a terminal (the

@@ -127,7 +127,7 @@ def _pretty(arguments: str) -> str:
     :func:`show_invisibles`)."""
     try:
         return show_invisibles(json.dumps(json.loads(arguments), indent=2, ensure_ascii=False))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):  # (nested too deeply: shown as sent)
         return show_invisibles(arguments)
 
 

@@ -480,6 +480,48 @@ async def test_cell_output_gets_a_static_html_copy_at_the_end(outputs, cell):
     assert "Assistant: <script>" in update["data"]["text/plain"]
 
 
+async def test_arguments_nested_too_deeply_to_lay_out_leave_the_run_and_its_copy_whole(
+    outputs, cell
+):
+    """A model's arguments nested 3,000 levels deep (6 KB) made the saved copy raise
+    RecursionError: ``await handle`` raised it although the run had succeeded, and the saved
+    copy stayed "Running" with the user's message alone."""
+    from pydantic import BaseModel
+
+    class Payload(BaseModel):
+        payload: object = None
+
+    echo = create_tool(
+        name="echo", description="Echo.", input=Payload, execute=lambda args, ctx: "ok"
+    )
+    deep = '{"payload": ' + "[" * 3000 + "]" * 3000 + "}"
+    model = QueueModel(
+        [ModelResponse(tool_calls=[ToolCall(id="c1", name="echo", arguments=deep)]), "answered"]
+    )
+    handle = runner.show(AgentBuilder("deep", model).tool(echo).build().prompt("go"))
+    response = await handle
+    assert response.output == "answered"
+    [update] = outputs.updates()
+    assert "answered" in update["data"]["text/html"] and "Done" in update["data"]["text/plain"]
+    assert "[[[[" in update["data"]["text/html"]  # the arguments, shown as sent
+
+
+async def test_a_saved_copy_that_cannot_be_made_is_said_and_the_run_goes_on(
+    outputs, cell, monkeypatch, caplog
+):
+    from anvia_notebook.notebook import _session
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("cannot lay this out")
+
+    monkeypatch.setattr(_session, "render_html", broken)
+    handle = runner.show(AgentBuilder("a", QueueModel(["fine"])).build().prompt("Hi"))
+    assert (await handle).output == "fine"
+    [update] = outputs.updates()
+    assert "this saved copy could not be made" in update["data"]["text/html"]
+    assert "cannot lay this out" in caplog.text
+
+
 async def test_displaying_the_handle_in_another_cell_shows_a_second_live_view(outputs, cell):
     gate = asyncio.Event()
 
