@@ -25,6 +25,39 @@ describe("root", () => {
     expect(transcript.getAttribute("role")).not.toBe("log");
   });
 
+  it("keeps notebook shortcuts off whatever takes focus, and focus in the widget when it goes", async () => {
+    // A notebook shortcut's selector ends in `:focus`: it matched the focused transcript or
+    // button itself, before the root's attribute was looked at (`d d` deleted the cell).
+    const approval: ApprovalView = {
+      id: "ap_1",
+      status: "pending",
+      reason: null,
+      args: { order_id: "A-1" },
+      decided_by: null,
+      decided_at: null,
+      decision_reason: null,
+      edited_args: null,
+    };
+    const { model, root } = mount([toolEntry("t1", { status: "approval_required", approval })], status("waiting"));
+    const transcript = root.querySelector<HTMLElement>(".anvia-transcript")!;
+    transcript.focus();
+    expect(transcript.hasAttribute("data-lm-suppress-shortcuts")).toBe(true);
+    const approve = byLabel(root, "Approve");
+    approve.focus();
+    expect(document.activeElement).toBe(approve);
+    expect(approve.hasAttribute("data-lm-suppress-shortcuts")).toBe(true);
+    batch(model, {
+      op: "patch",
+      id: "t1",
+      changes: { status: "running", approval: { ...approval, status: "approved", decided_by: "human" } },
+    });
+    flushFrames();
+    await tick();
+    await tick(); // (focus is settled by the browser first)
+    expect(approve.isConnected).toBe(false);
+    expect(document.activeElement).toBe(transcript); // not the page, where keys act on cells
+  });
+
   it("shows the title trait as text and follows its changes", () => {
     const { model, root } = mount([], status(), { title: "<b>Support</b>" });
     const title = root.querySelector(".anvia-title") as HTMLElement;

@@ -488,3 +488,53 @@ def test_kernel_interrupt_stops_a_blocking_run(
     expect(widget.locator(".anvia-tool-status").first).to_have_text("Cancelled")
     run_cell(page, 2, check=False)  # cell 1's PromptCancelledError is expected
     wait_for_text(cell_output(page, 2), "EXECUTED []")
+
+
+def _cell_count(page: Page) -> int:
+    return page.evaluate(
+        "() => window.__anviaE2E.panel(window.__anviaE2E.current).content.model.cells.length"
+    )
+
+
+def _settled(page: Page, index: int) -> None:
+    """Wait until cell ``index`` holds the final copy of its finished run (the widget's
+    mimetype gone: no more display updates) with the live view drawn in its place."""
+    page.wait_for_function(
+        """(index) => {
+          const cell = window.__anviaE2E.panel(window.__anviaE2E.current).content.model.cells.get(index);
+          const data = cell.outputs.toJSON().map((out) => out.data || {});
+          return data.length > 0 && data.every(
+            (d) => !("application/vnd.jupyter.widget-view+json" in d));
+        }""",
+        arg=index,
+    )
+
+
+def test_keys_pressed_in_the_widget_stay_in_it(
+    page: Page, jupyter_server: JupyterServer, jupyter_app: App, notebook_name: str
+):
+    """Notebook shortcuts matched the focused transcript or button itself: ``d d`` pressed
+    while reading the transcript deleted the widget's cell, and the arrows moved between cells
+    instead of scrolling it."""
+    long_text = "\\n\\n".join(f"Paragraph {i}: " + "lorem ipsum " * 30 for i in range(40))
+    start(
+        page,
+        jupyter_server,
+        notebook_name,
+        [f'agent, model = agent_for("{long_text}")\nhandle = agent.prompt("Write").show()'],
+        jupyter_app,
+    )
+    widget = cell_output(page, 1)
+    wait_for_text(widget, "Paragraph 39")
+    _settled(page, 1)
+    cells = _cell_count(page)
+    transcript = widget.locator(".anvia-transcript")
+    expect(transcript).to_have_count(1)
+    transcript.focus()  # as Tab reaches it, to read it with the keys
+    page.keyboard.press("d")
+    page.keyboard.press("d")
+    page.keyboard.press("Home")
+    page.wait_for_function("el => el.scrollTop === 0", arg=transcript.element_handle())
+    page.keyboard.press("ArrowDown")
+    page.wait_for_function("el => el.scrollTop > 0", arg=transcript.element_handle())
+    assert _cell_count(page) == cells

@@ -61,6 +61,46 @@ export function mountView(session: Session, el: HTMLElement): () => void {
   });
 }
 
+/** Keys pressed in the widget stay in it: the notebook's shortcuts (`d d` deletes the cell,
+ * the arrows move between cells) match a focused element of the widget itself (their selectors
+ * end in `:focus`), so the attribute that turns them off goes on whatever takes focus, not only
+ * on the root. And a control taken out of the page, turned off or hidden while focused (a decided
+ * approval's buttons) hands focus to the transcript, not to the page, where the next key would act on the notebook.
+ * Returns the function that stops watching. */
+export function keepShortcutsOut(root: HTMLElement): () => void {
+  const SUPPRESS = "data-lm-suppress-shortcuts";
+  root.setAttribute(SUPPRESS, "true");
+  let focused: HTMLElement | null = null;
+  /** Once the browser has settled focus: if `left` went away or was turned off and nothing
+   * has focus, the transcript takes it (a click elsewhere keeps its focus: `left` is still
+   * there). */
+  const refocusAfter = (left: HTMLElement): void => {
+    setTimeout(() => {
+      if (!root.isConnected || (left.isConnected && !left.matches(":disabled, [hidden]"))) return;
+      const active = document.activeElement;
+      if (active !== null && active !== document.body) return;
+      root.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
+    }, 0);
+  };
+  root.addEventListener("focusin", (ev) => {
+    const target = ev.target;
+    if (!(target instanceof HTMLElement)) return;
+    if (!target.hasAttribute(SUPPRESS)) target.setAttribute(SUPPRESS, "true");
+    focused = target;
+  });
+  root.addEventListener("focusout", (ev) => {
+    if (ev.target instanceof HTMLElement && ev.relatedTarget === null) refocusAfter(ev.target);
+  });
+  // (a focused element taken out of the page may leave without a focusout)
+  const watcher = new MutationObserver(() => {
+    if (focused === null || focused.isConnected) return;
+    refocusAfter(focused);
+    focused = null;
+  });
+  watcher.observe(root, { childList: true, subtree: true });
+  return () => watcher.disconnect();
+}
+
 /** The root of one view in `el`, with the `title` trait (the agent's name, as text) that `build`
  * places among the parts it adds (it returns their disposers); once the kernel stopped, its
  * controls are turned off. Returns the function that takes the view down. */
@@ -71,15 +111,14 @@ function mountRoot(
   build: (root: HTMLElement, title: HTMLElement) => (() => void)[],
 ): () => void {
   const root = h("div", { class: `anvia-root ${mode}` });
-  // Ours, set by code: keeps notebook keyboard shortcuts from firing while typing in the widget.
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  const stopKeeping = keepShortcutsOut(root);
   const title = h("div", { class: "anvia-title" });
   const showTitle = (): void => {
     title.textContent = session.trait("title");
     title.hidden = !title.textContent;
   };
   showTitle();
-  const disposers = build(root, title);
+  const disposers = [...build(root, title), stopKeeping];
   el.appendChild(root);
   let unfreeze: (() => void) | null = null;
   const onConnection = (ev: SessionEvent): void => {
