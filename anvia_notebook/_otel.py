@@ -401,23 +401,42 @@ class RunSpans:
         span.end()
 
 
+#: How much of an error's message a span keeps (its status, its ``exception`` event), and of
+#: its stack trace: a provider's 200 KB error body is not exported three times per span.
+MAX_ERROR_MESSAGE = 4_000
+MAX_STACKTRACE = 8_000
+
+
+def _bounded(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2  # (a trace's start and its end, where the error is said)
+    return f"{text[:half]}\n[... {len(text) - limit:,} characters not kept ...]\n{text[-half:]}"
+
+
 def _record_error(span: Any, error: BaseException) -> None:
     _record_exception(span, error)
     span.set_attribute("error.type", type(error).__name__)
-    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error_text(error)}"))
+    message = _bounded(error_text(error), MAX_ERROR_MESSAGE)
+    span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {message}"))
 
 
 def _record_exception(span: Any, error: BaseException) -> None:
-    """The span's ``exception`` event, also for an exception whose message cannot be read."""
+    """The span's ``exception`` event (as the SDK's ``record_exception`` makes it), its message
+    and stack trace bounded, also for an exception whose message cannot be read."""
     try:
-        span.record_exception(error)
-    except Exception:  # (its message cannot be read: the event without the SDK's help)
-        attributes = {
+        stacktrace = "".join(traceback.format_exception(error))
+    except Exception:  # (its message cannot be read)
+        stacktrace = f"{type(error).__name__}: {error_text(error)}"
+    span.add_event(
+        "exception",
+        {
             "exception.type": type(error).__name__,
-            "exception.message": error_text(error),
-            "exception.stacktrace": "".join(traceback.format_exception(error)),
-        }
-        span.add_event("exception", attributes)
+            "exception.message": _bounded(error_text(error), MAX_ERROR_MESSAGE),
+            "exception.stacktrace": _bounded(stacktrace, MAX_STACKTRACE),
+            "exception.escaped": "False",
+        },
+    )
 
 
 def _dumps(value: Any) -> str:

@@ -296,6 +296,26 @@ def test_a_failing_tool_and_a_failing_model_are_errors_on_their_spans(spans) -> 
     assert root.attributes["anvia.run.status"] == "error"
 
 
+def test_a_huge_error_is_bounded_on_every_span(spans) -> None:
+    """A provider's 200 KB error body was exported whole, three times per span (the status,
+    the event's message, its stack trace): 1.2 MB for one failed run."""
+    huge = "provider said: " + "q" * 200_000
+    model = StreamingQueueModel([[ModelError(huge, status_code=500)]])
+    with pytest.raises(ModelError):
+        AgentBuilder("a", model).build().prompt("go").with_completion_retries(
+            max_attempts=1
+        ).send_sync()
+    for span in spans.get_finished_spans():
+        assert span.status.status_code == StatusCode.ERROR
+        assert len(span.status.description) < 5_000
+        for event in span.events:
+            assert event.attributes["exception.type"] == "ModelError"
+            assert event.attributes["exception.message"].startswith("provider said: qqq")
+            assert "characters not kept" in event.attributes["exception.message"]
+            assert len(event.attributes["exception.message"]) < 5_000
+            assert len(event.attributes["exception.stacktrace"]) < 9_000
+
+
 async def test_a_cancelled_run_ends_every_span(spans) -> None:
     started = asyncio.Event()
 
