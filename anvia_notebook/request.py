@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import warnings
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -82,6 +83,9 @@ class PromptRequest:
         self._lineage: dict[str, Any] = {}
         #: Steering messages sent before the run was made (see :meth:`steer`).
         self._steering: list[Message] = []
+        #: Guards ``_steering`` against its hand-over to the run (``steer`` is any thread's);
+        #: None once handed over: messages go to the run.
+        self._steering_lock: threading.Lock | None = threading.Lock()
         self._output: OutputSpec | None = None
         #: A resume's: called when it makes its run (the claim is then the run's to give back).
         self._made_run: Callable[[], None] = _nothing
@@ -248,10 +252,15 @@ class PromptRequest:
         turn. Returns True when queued, False once the run has completed, failed or been
         cancelled. A blank string is refused (``ValueError``).
         """
-        if self._run is not None:
-            return self._run.steer(message)
-        self._steering.extend(steering_messages(message))
-        return True
+        messages = steering_messages(message)
+        lock = self._steering_lock
+        if lock is not None:
+            with lock:
+                if self._steering_lock is not None:  # (not handed over meanwhile)
+                    self._steering.extend(messages)
+                    return True
+        assert self._run is not None
+        return self._run.steer(messages)
 
     # -- running -------------------------------------------------------------------------------
 
@@ -332,9 +341,14 @@ class PromptRequest:
 
     def _hand_over_steering(self) -> None:
         """Messages steered before the run was made are the run's first queued ones."""
-        if self._run is not None and self._steering:
-            self._run.steering.queue(new_items(self._steering))
-            self._steering = []
+        lock = self._steering_lock
+        if self._run is None or lock is None:
+            return
+        with lock:  # (a message steered meanwhile, from another thread, is kept in order)
+            if self._steering:
+                self._run.steering.queue(new_items(self._steering))
+                self._steering = []
+            self._steering_lock = None
 
     def _run_store(self) -> RunStore | None:
         if self._store is False:

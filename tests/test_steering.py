@@ -385,3 +385,39 @@ async def test_a_stream_reader_steers_at_the_turn_end_of_a_typed_result(mode: st
     assert steered is True
     assert user_texts(model.requests[1])[-1] == "Use the metro population"
     assert final is not None and final.data == {"name": "Paris", "population": 7_000_000}
+
+
+async def test_a_message_steered_from_a_thread_while_the_run_is_made_is_delivered():
+    """``request.steer`` from another thread while the request made its run: True, and the
+    message was added to the list the run had already taken (never delivered)."""
+    import threading
+
+    inside, proceed = threading.Event(), threading.Event()
+
+    class Slow(list):
+        def extend(self, items):  # the steering thread is here when the run is made
+            inside.set()
+            proceed.wait(10)
+            super().extend(items)
+
+    model = QueueModel(["ok", "read it"])
+    request = AgentBuilder("a", model).build().prompt("go").store(None)
+    request._steering = Slow()
+    steered: list[bool] = []
+    steering = threading.Thread(target=lambda: steered.append(request.steer("also do X")))
+    steering.start()
+    await asyncio.to_thread(inside.wait, 10)
+    making = threading.Thread(target=request.create_run)
+    making.start()
+    # The run is made meanwhile, or waits to take the messages until the steer is done (no
+    # event tells a thread waits on a lock: whichever, the message must be delivered).
+    await asyncio.to_thread(making.join, 0.5)
+    proceed.set()
+    await asyncio.to_thread(making.join, 10)
+    await asyncio.to_thread(steering.join, 10)
+    assert steered == [True]
+    run = request._run
+    assert run is not None
+    response = await run.start().wait()
+    assert user_texts(model.requests[-1]) == ["go", "also do X"]
+    assert response.output == "read it"
