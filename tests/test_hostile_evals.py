@@ -553,3 +553,17 @@ def test_a_case_made_from_a_dataframe_row_takes_an_empty_cell_as_no_expected_val
         None,
         None,
     ]
+
+
+def test_the_tables_of_many_cases_show_the_first_200_and_say_how_many_more():
+    """5,000 cases made a 1.4 MB table in the saved notebook (each display one more copy)."""
+    cases = [{"input": str(n), "name": f"case {n}"} for n in range(260)]
+    report = evals.evaluate_sync(agent(), cases, [evals.contains("7")], concurrency=8)
+    html = report._repr_html_()
+    assert html.count("<tr>") == 1 + 200  # the header and the first 200 cases
+    assert "case 199<" in html and "case 200<" not in html
+    assert "And 60 more cases: <code>report.to_pandas()</code> has every one." in html
+    comparison = evals.compare(report, report)._repr_html_()
+    assert "And 60 more cases: <code>comparison.to_pandas()</code>" in comparison
+    small = evals.evaluate_sync(agent(), CASES, [evals.contains("7")])
+    assert "more cases" not in small._repr_html_()

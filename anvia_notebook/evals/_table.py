@@ -14,6 +14,21 @@ __all__ = ["cell", "esc", "format_score", "needs_pandas", "nullable_frame", "pre
 PREVIEW = 200
 
 
+#: The most cases an HTML table shows (a saved notebook keeps it: 5,000 cases made 1.4 MB).
+HTML_CASES = 200
+
+
+def more_cases(total: int, name: str) -> str:
+    """The note under a table of the first :data:`HTML_CASES` of ``total`` cases (none when it
+    shows them all); ``name`` is the object whose ``to_pandas()`` has every one."""
+    if total <= HTML_CASES:
+        return ""
+    return (
+        f"<p>And {total - HTML_CASES:,} more cases: <code>{name}.to_pandas()</code> has every "
+        "one.</p>"
+    )
+
+
 def preview(value: Any, limit: int = PREVIEW) -> str:
     if value is None:
         return ""

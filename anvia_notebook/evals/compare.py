@@ -6,7 +6,15 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._table import cell, esc, format_score, needs_pandas, nullable_frame
+from ._table import (
+    HTML_CASES,
+    cell,
+    esc,
+    format_score,
+    more_cases,
+    needs_pandas,
+    nullable_frame,
+)
 from .report import EvalReport
 
 __all__ = ["CaseChange", "Comparison", "MetricChange", "compare"]
@@ -239,7 +247,7 @@ class Comparison:
             for h in ("case", "change", "a", "b", *(f"{m} Δ" for m in self.metrics), "output b")
         )
         case_rows = []
-        for c in self.cases:
+        for c in self.cases[:HTML_CASES]:
             cells = [
                 c.name,
                 c.change,
@@ -255,7 +263,7 @@ class Comparison:
             "<table><thead><tr><th>metric</th><th>a</th><th>b</th><th>change</th></tr></thead>"
             f"<tbody>{pass_row}{metric_rows}</tbody></table>"
             f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(case_rows)}</tbody></table>"
-            "</div>"
+            f"{more_cases(len(self.cases), 'comparison')}</div>"
         )
 
 

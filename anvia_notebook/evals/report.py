@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .. import request as _request
 from .._util import running_loop
-from ._table import cell, esc, format_score, needs_pandas, nullable_frame
+from ._table import (
+    HTML_CASES,
+    cell,
+    esc,
+    format_score,
+    more_cases,
+    needs_pandas,
+    nullable_frame,
+)
 from .cases import Case
 from .metrics import Metric, Score
 
@@ -308,7 +316,8 @@ class EvalReport:
             for c in ("case", "status", "passed", "output", *self.metric_names, "duration_ms")
         )
         rows = []
-        for case, result in zip(self.case_list, self._results, strict=True):
+        shown = zip(self.case_list[:HTML_CASES], self._results[:HTML_CASES], strict=True)
+        for case, result in shown:
             output: str | None = ""
             if result is None:
                 status, passed, duration = "not run", "", ""
@@ -324,7 +333,8 @@ class EvalReport:
         return (
             f'<div class="anvia-eval-report"><p><strong>Evaluation of {esc(self.agent_id)}'
             f"</strong>: {esc(self.summary(), 400)}</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+            f"{more_cases(len(self.case_list), 'report')}</div>"
         )
 
     def _ipython_display_(self) -> None:
