@@ -20,6 +20,8 @@ The run loop's part (the retries and the repair a person makes) is in ``_typed_o
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
 import re
@@ -31,7 +33,12 @@ from typing import Any, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
-from pydantic_core import InitErrorDetails, PydanticCustomError, PydanticSerializationError
+from pydantic_core import (
+    InitErrorDetails,
+    PydanticCustomError,
+    PydanticSerializationError,
+    SchemaError,
+)
 
 from .errors import McpToolNameClashError, OutputValidationError
 from .models.base import ResponseFormat, ToolDefinition
@@ -209,6 +216,17 @@ def _is_wrapper(text: str) -> bool:
     return isinstance(value, dict) and list(value) == [WRAPPED_KEY]
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:80]}..."
+
+
+def _is_function(value: Any) -> bool:
+    """A function, method or partial: pydantic would call it with the model's arguments at each
+    validation (its side effects included) instead of validating a value."""
+    return inspect.isroutine(value) or isinstance(value, functools.partial)
+
+
 def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> OutputSpec:
     """Check ``output_type`` and the options, at build time: a type pydantic cannot validate, an
     unknown mode or a negative retry count is a clear error here, not during a run."""
@@ -220,10 +238,27 @@ def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> Outpu
         )
     if output_type is None:
         raise TypeError("output_type needs a type, such as a pydantic model or list[Model].")
+    if isinstance(output_type, (dict, list, tuple, str, int, float)) or _is_function(output_type):
+        if callable(output_type):
+            named = getattr(output_type, "func", output_type)  # (a partial's function)
+            what = f"the function {getattr(named, '__name__', '')}"
+        else:
+            what = f"a {type(output_type).__name__} value ({_shown(output_type)})"
+        raise TypeError(
+            f"output_type takes a type, not {what}: use a pydantic model, a dataclass, a "
+            "TypedDict, or a type built from them, such as list[Model]."
+        )
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         schema = adapter.json_schema()
-    except (PydanticSchemaGenerationError, PydanticUserError, TypeError, ValueError) as error:
+    except (
+        PydanticSchemaGenerationError,
+        PydanticUserError,
+        SchemaError,
+        TypeError,
+        ValueError,
+        KeyError,
+    ) as error:
         text = str(error).strip()
         first = text.splitlines()[0].split(". ")[0] if text else type(error).__name__
         first = first.replace("__main__.", "").rstrip(".")  # (a notebook's own types: as written)

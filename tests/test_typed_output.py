@@ -5,6 +5,7 @@ validation retries, the repair by a person through the one interaction record, a
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -152,6 +153,29 @@ def test_a_type_pydantic_cannot_validate_is_refused_at_build_time() -> None:
     agent = builder.build()
     with pytest.raises(TypeError, match="pydantic cannot validate"):
         agent.prompt("x").output_type(Opaque)
+
+
+def test_a_function_or_a_value_given_as_the_type_is_refused_at_build_time() -> None:
+    """A function was taken: pydantic called it with the model's arguments at each validation
+    (an async one: "coroutine was never awaited"); a dict or a JSON schema raised pydantic's
+    own KeyError or SchemaError."""
+    calls: list[Any] = []
+
+    def city(name: str) -> str:
+        calls.append(name)
+        return name
+
+    async def city_async(name: str) -> str:
+        return name
+
+    builder = AgentBuilder("typed", QueueModel([]))
+    for function in (city, city_async, functools.partial(city)):
+        with pytest.raises(TypeError, match=r"takes a type, not the function city"):
+            builder.output_type(function)
+    for value in ({"name": str}, {}, {"type": "object"}, "City"):
+        with pytest.raises(TypeError, match=rf"takes a type, not a {type(value).__name__} value"):
+            builder.output_type(value)
+    assert calls == []
 
 
 def test_a_tool_named_final_result_clashes_with_tool_mode() -> None:
