@@ -205,7 +205,7 @@ def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
             if isinstance(item, dict) and item.get("status") == "pending":
                 if item.get("fix_required"):  # approving it needs the fixed arguments
                     command = "fix"
-                waiting.append((command, str(item.get("id")), _tool_label(entry)))
+                waiting.append((command, str(item.get("id")), _tool_label(entry), _call_of(entry)))
     if not waiting:
         return []
     run = _cut(run_id, MAX_SHORT, sep=" ")
@@ -214,20 +214,38 @@ def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
         "resume it with the agent that started it; from a terminal, decide it:",
         f'agent.resume("{run}").show()',
     ]
-    for command, item_id, tool in waiting[:MAX_ITEMS]:
+    for command, item_id, tool, call in waiting[:MAX_ITEMS]:
         item = _cut(item_id, MAX_SHORT, sep=" ")
         if command == "approve":
-            lines.append(f"{cli} approve {run} {item}  (or reject: {tool})")
+            lines.append(f"{cli} approve {run} {item}  (or reject: {tool}){call}")
         elif command == "fix":
             lines.append(
                 f"{cli} approve {run} {item} --args '{{...the fixed arguments...}}'  "
-                f"(or reject: {tool})"
+                f"(or reject: {tool}){call}"
             )
         else:
             lines.append(
                 f'{cli} answer {run} {item} --json \'[{{"questionId": "...", "answer": "..."}}]\''
+                f"{call}"
             )
+    if len(waiting) > MAX_ITEMS:
+        lines.append(f"... and {len(waiting) - MAX_ITEMS} more: {cli} show {run} lists them all.")
     return lines
+
+
+#: How much of a call's arguments a command line of the saved copy repeats.
+CALL_PREVIEW = 80
+
+
+def _call_of(entry: dict[str, Any]) -> str:
+    """What tells a waiting command's call from the others: `` for {arguments}``, cut short."""
+    arguments = entry.get("arguments")
+    if not isinstance(arguments, str) or not arguments.strip() or arguments.strip() == "{}":
+        return ""
+    shown = show_invisibles(" ".join(arguments.split()))
+    if len(shown) > CALL_PREVIEW:
+        shown = f"{shown[:CALL_PREVIEW]}..."
+    return f"  for {shown}"
 
 
 def _edited_args(entry: dict[str, Any]) -> Any:

@@ -290,3 +290,30 @@ def test_markdown_that_renders_many_times_its_size_is_kept_as_text():
     small = "| city | people |\n| --- | --- |\n| Paris | 2 |\n"
     transcript["entries"][0]["text"] = small
     assert "<td>Paris</td>" in render_html(transcript, "Run")
+
+
+def test_each_waiting_command_names_its_call_and_those_left_out_are_counted():
+    """60 waiting approvals of one tool: each command read "approve RUN approval_X (or reject:
+    delete_row)", nothing told which row each would delete; only 50 were listed, with no word
+    of the other 10."""
+    t = base()
+    t["status"] = {**t["status"], "state": "waiting", "run_id": "run_1"}
+    row = _tool(t)
+    t["entries"] = [
+        {
+            **row,
+            "id": f"t{n}",
+            "tool_name": "delete_row",
+            "arguments": json.dumps({"row": n, "note": "x" * 200}),
+            "status": "approval_required",
+            "approval": {**row["approval"], "id": f"ap_{n}", "status": "pending"},
+        }
+        for n in range(60)
+    ]
+    for copy_text in (render_text(t, "Rows", cli="anvia"), render_html(t, "Rows", cli="anvia")):
+        assert 'approve run_1 ap_7  (or reject: delete_row)  for {"row": 7, "note": "xxx' in (
+            copy_text.replace("&quot;", '"')
+        )
+        assert "ap_49 " in copy_text and "ap_50 " not in copy_text
+        assert "... and 10 more: anvia show run_1 lists them all." in copy_text
+        assert "x" * 100 not in copy_text.split("for {")[-1]  # (each call's arguments: cut)
