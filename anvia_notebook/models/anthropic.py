@@ -409,12 +409,13 @@ class _EventAssembler:
             elif block.type == "thinking":
                 thinking = self._thinking_blocks[event.index] = {
                     "type": "thinking",
-                    "thinking": block.thinking or "",
-                    "signature": block.signature or "",  # (a gateway may leave it out)
+                    "thinking": getattr(block, "thinking", None) or "",
+                    # (a gateway may leave it out: older SDKs then have no such field)
+                    "signature": getattr(block, "signature", None) or "",
                 }
                 self.thinking.append(thinking)
-                if block.thinking:
-                    yield ReasoningDelta(delta=block.thinking)
+                if thinking["thinking"]:
+                    yield ReasoningDelta(delta=thinking["thinking"])
             elif block.type == "redacted_thinking":
                 self.thinking.append({"type": "redacted_thinking", "data": block.data})
         elif event.type == "content_block_stop":
