@@ -40,6 +40,7 @@ from pydantic_core import (
     SchemaError,
 )
 
+from ._util import quoted
 from .errors import McpToolNameClashError, OutputValidationError
 from .models.base import ResponseFormat, ToolDefinition
 
@@ -216,11 +217,6 @@ def _is_wrapper(text: str) -> bool:
     return isinstance(value, dict) and list(value) == [WRAPPED_KEY]
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:80]}..."
-
-
 def _is_function(value: Any) -> bool:
     """A function, method or partial: pydantic would call it with the model's arguments at each
     validation (its side effects included) instead of validating a value."""
@@ -243,7 +239,7 @@ def output_spec(output_type: Any, mode: str = "tool", retries: int = 2) -> Outpu
             named = getattr(output_type, "func", output_type)  # (a partial's function)
             what = f"the function {getattr(named, '__name__', '')}"
         else:
-            what = f"a {type(output_type).__name__} value ({_shown(output_type)})"
+            what = f"a {type(output_type).__name__} value ({quoted(output_type)})"
         raise TypeError(
             f"output_type takes a type, not {what}: use a pydantic model, a dataclass, a "
             "TypedDict, or a type built from them, such as list[Model]."

@@ -242,10 +242,7 @@ def _call_of(entry: dict[str, Any]) -> str:
     arguments = entry.get("arguments")
     if not isinstance(arguments, str) or not arguments.strip() or arguments.strip() == "{}":
         return ""
-    shown = show_invisibles(" ".join(arguments.split()))
-    if len(shown) > CALL_PREVIEW:
-        shown = f"{shown[:CALL_PREVIEW]}..."
-    return f"  for {shown}"
+    return f"  for {_cut(show_invisibles(' '.join(arguments.split())), CALL_PREVIEW, sep=' ')}"
 
 
 def _edited_args(entry: dict[str, Any]) -> Any:

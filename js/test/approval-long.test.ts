@@ -2,7 +2,7 @@
 // arguments were edited before approval.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApprovalView } from "../src/protocol";
-import { batch, buttons, byLabel, mount, status, toolEntry } from "./helpers";
+import { batch, buttons, byLabel, mount, pendingApproval, status, toolEntry } from "./helpers";
 
 afterEach(() => {
   document.body.replaceChildren();
@@ -11,17 +11,8 @@ afterEach(() => {
 
 const MB = 1_000_000;
 
-const pending = (extra: Partial<ApprovalView> = {}): ApprovalView => ({
-  id: "ap_1",
-  status: "pending",
-  reason: "Review refund of $25.5 for order A-1001.",
-  args: { order_id: "A-1001", amount: 25.5 },
-  decided_by: null,
-  decided_at: null,
-  decision_reason: null,
-  edited_args: null,
-  ...extra,
-});
+const pending = (extra: Partial<ApprovalView> = {}): ApprovalView =>
+  pendingApproval({ reason: "Review refund of $25.5 for order A-1001.", args: { order_id: "A-1001", amount: 25.5 }, ...extra });
 
 function setup(approval: ApprovalView, extra: Parameters<typeof toolEntry>[1] = {}) {
   const m = mount([toolEntry("t1", { status: "approval_required", approval, ...extra })], status("waiting"));

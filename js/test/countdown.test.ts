@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ApprovalView, QuestionView } from "../src/protocol";
 import { formatLeft } from "../src/views/interaction";
-import { batch, mount, status, toolEntry } from "./helpers";
+import { batch, mount, pendingApproval, status, toolEntry } from "./helpers";
 
 afterEach(() => {
   vi.useRealTimers();
@@ -12,17 +12,7 @@ afterEach(() => {
 const NOW = Date.parse("2026-01-01T12:00:00Z");
 const inSeconds = (s: number): string => new Date(NOW + s * 1000).toISOString();
 
-const approval = (extra: Partial<ApprovalView> = {}): ApprovalView => ({
-  id: "ap_1",
-  status: "pending",
-  reason: null,
-  args: { order_id: "A-1" },
-  decided_by: null,
-  decided_at: null,
-  decision_reason: null,
-  edited_args: null,
-  ...extra,
-});
+const approval = (extra: Partial<ApprovalView> = {}): ApprovalView => pendingApproval({ args: { order_id: "A-1" }, ...extra });
 
 const question: QuestionView = {
   id: "q_1",

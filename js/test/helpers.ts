@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach } from "vitest";
-import type { Entry, Status } from "../src/protocol";
+import type { ApprovalView, Entry, Status } from "../src/protocol";
 import type { WidgetModel } from "../src/session";
 import widget from "../src/widget";
 import { flushFrames } from "../src/frame";
@@ -171,6 +171,19 @@ export function type(input: HTMLInputElement | HTMLTextAreaElement, value: strin
 export const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
 
 export { flushFrames };
+
+/** An approval waiting for a decision, as the kernel sends it; ``extra`` changes its fields. */
+export const pendingApproval = (extra: Partial<ApprovalView> = {}): ApprovalView => ({
+  id: "ap_1",
+  status: "pending",
+  reason: null,
+  args: {},
+  decided_by: null,
+  decided_at: null,
+  decision_reason: null,
+  edited_args: null,
+  ...extra,
+});
 
 export function toolEntry(id: string, extra: Partial<Extract<Entry, { kind: "tool" }>> = {}): Entry {
   return {

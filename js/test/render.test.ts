@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { type ApprovalView, TOOL_STATUS_LABELS, TOOL_STATUSES, type Entry } from "../src/protocol";
+import { TOOL_STATUS_LABELS, TOOL_STATUSES, type Entry } from "../src/protocol";
 import { FOLD_CHARS } from "../src/views/fold";
 import { StreamingMarkdown } from "../src/views/markdown";
-import { batch, byLabel, flushFrames, fixture, mount, snapshot, status, tick, toolEntry } from "./helpers";
+import { batch, byLabel, flushFrames, fixture, mount, pendingApproval, snapshot, status, tick, toolEntry } from "./helpers";
 
 afterEach(() => {
   document.body.replaceChildren();
@@ -28,16 +28,7 @@ describe("root", () => {
   it("keeps notebook shortcuts off whatever takes focus, and focus in the widget when it goes", async () => {
     // A notebook shortcut's selector ends in `:focus`: it matched the focused transcript or
     // button itself, before the root's attribute was looked at (`d d` deleted the cell).
-    const approval: ApprovalView = {
-      id: "ap_1",
-      status: "pending",
-      reason: null,
-      args: { order_id: "A-1" },
-      decided_by: null,
-      decided_at: null,
-      decision_reason: null,
-      edited_args: null,
-    };
+    const approval = pendingApproval({ args: { order_id: "A-1" } });
     const { model, root } = mount([toolEntry("t1", { status: "approval_required", approval })], status("waiting"));
     const transcript = root.querySelector<HTMLElement>(".anvia-transcript")!;
     transcript.focus();
@@ -167,7 +158,7 @@ describe("entries", () => {
     const det = root.querySelector(".anvia-entry-tool") as HTMLDetailsElement;
     det.open = false; // a person folded the running call
     det.dispatchEvent(new Event("toggle"));
-    const approval = { id: "ap", status: "pending", reason: null, args: {}, decided_by: null, decided_at: null, decision_reason: null, edited_args: null };
+    const approval = pendingApproval({ id: "ap" });
     batch(model, { op: "patch", id: "t1", changes: { status: "approval_required", approval } });
     expect(det.open).toBe(true);
     expect(det.querySelector(".anvia-tool-status")?.textContent).toBe("Approval required");
@@ -191,22 +182,12 @@ describe("redrawn views", () => {
   });
 
   it("do not take an entry the view opened itself (a pending approval) for a person's choice", async () => {
-    const pendingApproval = (_id: string): ApprovalView => ({
-      id: "ap_1",
-      status: "pending",
-      reason: null,
-      args: {},
-      decided_by: null,
-      decided_at: null,
-      decision_reason: null,
-      edited_args: null,
-    });
     const m = mount([toolEntry("t1", { status: "done" })]);
-    batch(m.model, { op: "patch", id: "t1", changes: { status: "approval_required", approval: pendingApproval("t1") } });
+    batch(m.model, { op: "patch", id: "t1", changes: { status: "approval_required", approval: pendingApproval() } });
     const first = m.el.querySelector<HTMLDetailsElement>(".anvia-entry-tool")!;
     expect(first.open).toBe(true);
     await tick(); // the browser's toggle event for the opening comes as a task
-    batch(m.model, { op: "patch", id: "t1", changes: { status: "done", approval: { ...pendingApproval("t1"), status: "approved" } } });
+    batch(m.model, { op: "patch", id: "t1", changes: { status: "done", approval: { ...pendingApproval(), status: "approved" } } });
     const again = m.another().querySelector<HTMLDetailsElement>(".anvia-entry-tool")!;
     expect(again.open).toBe(false); // finished entries start folded
     m.cleanup();
