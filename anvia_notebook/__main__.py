@@ -161,7 +161,9 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
         _say(f"No stored runs{which} in {store.location}.")
         return
     if not found:
-        _say(f"No stored runs in {store.location}.\n{_WHERE_NOTEBOOKS_STORE}")
+        # The advice names SQLite files: a PostgreSQL store is one the user chose on purpose.
+        advice = "" if "://" in store.location else f"\n{_WHERE_NOTEBOOKS_STORE}"
+        _say(f"No stored runs in {store.location}.{advice}")
         return
     times = f"{'STARTED':<16} {'UPDATED':<16}"
     _say(f"{'RUN':<26} {'AGENT':<20} {'STATUS':<12} {times} {'PENDING':>7}  PROMPT")

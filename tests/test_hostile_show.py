@@ -151,9 +151,17 @@ def test_a_folder_given_as_the_store_is_named_as_a_folder(tmp_path, command):
 
 
 @pytest.mark.parametrize("command", [("runs",), ("show", "run_x"), ("approve", "run_x", "a")])
-def test_a_store_address_of_another_kind_is_refused_by_the_command_line(tmp_path, command):
+@pytest.mark.parametrize(
+    ("location", "words"),
+    [("sqlite:///runs.db", "not a sqlite:// address"), ("host=db dbname=runs", "keywords")],
+)
+def test_a_store_address_of_another_kind_is_refused_by_the_command_line(
+    tmp_path, command, location, words
+):
+    """Before, PostgreSQL's keyword form was read as a file path ("no run store at
+    .../host=db dbname=runs"), and ``RunStore`` made a SQLite file of that name."""
     result = subprocess.run(
-        [sys.executable, "-m", "anvia_notebook", "--store", "sqlite:///runs.db", *command],
+        [sys.executable, "-m", "anvia_notebook", "--store", location, *command],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
         text=True,
@@ -161,5 +169,5 @@ def test_a_store_address_of_another_kind_is_refused_by_the_command_line(tmp_path
         cwd=tmp_path,
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "not a sqlite:// address" in result.stderr
+    assert words in result.stderr
     assert list(tmp_path.iterdir()) == []

@@ -475,6 +475,8 @@ def test_a_status_no_run_can_have_is_an_error(store_location):
         ("sqlite:///runs.db", an.RunStoreError, "not a sqlite:// address"),
         ("mysql://user@127.0.0.1/runs", an.RunStoreError, "not a mysql:// address"),
         ("  ", an.RunStoreError, "needs a location"),
+        ("host=127.0.0.1 dbname=runs user=ana", an.RunStoreError, "connection keywords"),
+        ("dbname=runs", an.RunStoreError, r"write them as an address, postgresql://USER"),
         (5, TypeError, "not int"),
         (None, TypeError, "not NoneType"),
     ],

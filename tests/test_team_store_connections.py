@@ -126,3 +126,13 @@ def test_a_password_the_driver_repeats_is_not_shown():
         with pytest.raises(RunStoreError) as caught:
             RunStore(url)
         assert "Sup3r" not in str(caught.value), str(caught.value)
+
+
+def test_an_empty_team_store_lists_no_runs_without_advice_about_notebook_files(team_store):
+    """Before, it said a notebook keeps its runs in .anvia/runs.sqlite: pass that file."""
+    location, _, _ = team_store
+    command = [sys.executable, "-m", "anvia_notebook", "--store", location, "runs"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "No stored runs in postgresql://" in done.stdout
+    assert "runs.sqlite" not in done.stdout

@@ -7,6 +7,12 @@ import re
 
 __all__ = ["location_problem"]
 
+#: Connection keywords of PostgreSQL's ``key=value`` form (``host=db dbname=runs``), which would
+#: otherwise become a SQLite file of that name.
+_POSTGRES_KEYWORDS = re.compile(
+    r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=", re.I
+)
+
 
 def location_problem(location: str) -> str | None:
     """Why ``location`` (a text) names no run store, or None: it is blank, or an address of
@@ -19,5 +25,11 @@ def location_problem(location: str) -> str | None:
         return (
             f"A run store is a file path or a postgresql:// address, not a {scheme[1]}:// "
             "address: for SQLite, give the file's path (e.g. runs.sqlite)."
+        )
+    if scheme is None and _POSTGRES_KEYWORDS.search(location):
+        return (
+            "A run store is a file path or a postgresql:// address: PostgreSQL's connection "
+            "keywords (host=... dbname=...) are not taken; write them as an address, "
+            "postgresql://USER:PASSWORD@HOST:PORT/DBNAME."
         )
     return None
