@@ -143,6 +143,10 @@ class TranscriptSession:
         self._refresh_loop: asyncio.AbstractEventLoop | None = None
         #: The end of the run was awaited before that refresh was scheduled: make it at once.
         self._refresh_awaited = False
+        #: Output tools printed from other threads, not yet handed to the loop (one hand-over
+        #: for many prints: a sync tool printing in a loop must not wake the loop each time).
+        self._printed: list[tuple[CurrentToolCall, str]] = []
+        self._printed_lock = threading.Lock()
         self.handlers: dict[str, Handler] = {
             "sync": self._on_sync,
             "approval_decision": self._on_approval_decision,
@@ -399,12 +403,31 @@ class TranscriptSession:
                 self.refresh_displays()
 
     def _on_output(self, call: CurrentToolCall, text: str) -> None:
+        """A tool printed ``text`` (in its own thread, or on the loop): kept with its call in
+        the run, shown in its entry; from another thread, queued in order for the loop."""
+        on_loop = self.loop is not None and _running_loop() is self.loop
+        with self._printed_lock:
+            queued = bool(self._printed) or not on_loop
+            if queued:
+                self._printed.append((call, text))
+                if len(self._printed) > 1:
+                    return  # a hand-over is on its way and will take this text too
+        if queued:
+            self.on_loop(self._take_output)
+        else:
+            self._show_output(call, text)
+
+    def _take_output(self) -> None:
+        with self._printed_lock:
+            printed, self._printed = self._printed, []
+        while printed:
+            self._show_output(*_joined(printed))
+
+    def _show_output(self, call: CurrentToolCall, text: str) -> None:
         run = self.run
         if run is not None and run.run_id == call.run_id:
             run.record_output(call.tool_call_id, text)
-        self.on_loop(
-            self.transcript.tool_output, call.run_id, call.tool_call_id, call.internal_call_id, text
-        )
+        self.transcript.tool_output(call.run_id, call.tool_call_id, call.internal_call_id, text)
 
     def _on_done(self, run: AgentRun) -> None:
         _capture.unregister(run.run_id)
@@ -572,3 +595,14 @@ def _asking_run(run: AgentRun, item_id: str) -> AgentRun:
         if child.interactions.get(item_id) is not None:
             return _asking_run(child, item_id)
     return run
+
+
+def _joined(printed: list[tuple[CurrentToolCall, str]]) -> tuple[CurrentToolCall, str]:
+    """Take the first text of ``printed`` and those of the same call after it, as one."""
+    call = printed[0][0]
+    count = 1
+    while count < len(printed) and printed[count][0] is call:
+        count += 1
+    texts = [text for _, text in printed[:count]]
+    del printed[:count]
+    return call, "".join(texts)

@@ -22,6 +22,7 @@ else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
 from .._output_table import typed_result_markdown
+from .._tracing import OUTPUT_CUT
 from ..decisions import Resolution, decided
 from ..events import (
     AgentToolEvent,
@@ -46,6 +47,7 @@ from ..events import (
     TurnStartEvent,
 )
 from ..messages import Message
+from ..trace import OUTPUT_LIMIT
 from ._protocol import interaction_view
 
 __all__ = ["AppendSink", "OpSink", "Transcript"]
@@ -132,6 +134,8 @@ class _RunView:
     tool_by_internal: dict[str, str] = field(default_factory=dict)
     tools: list[str] = field(default_factory=list)
     orphan_output: dict[str, list[str]] = field(default_factory=dict)
+    #: How much of each tool entry's printed output is shown (at most OUTPUT_LIMIT, as kept).
+    output_shown: dict[str, int] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
     #: A sub-agent's run: the id of the tool entry its entries are drawn in (their ``parent``).
@@ -591,6 +595,14 @@ class Transcript:
         if entry is None:
             run.orphan_output.setdefault(internal_id, []).append(text)
             return
+        # Shown as the run keeps it (the trace, the store): the first OUTPUT_LIMIT characters,
+        # then a note; a tool printing in a loop must not grow the page without end.
+        shown = run.output_shown.get(entry.id, 0)
+        if shown > OUTPUT_LIMIT:
+            return
+        if shown + len(text) > OUTPUT_LIMIT:
+            text = text[: OUTPUT_LIMIT - shown] + OUTPUT_CUT
+        run.output_shown[entry.id] = shown + len(text)
         self._append(entry, "output", text)
 
 

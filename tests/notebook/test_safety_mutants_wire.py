@@ -298,3 +298,35 @@ async def test_a_refused_always_allow_decision_allows_nothing():
     await handle
     await finished(handle)
     assert [c.order_id for c in refunds.calls] == ["A", "B"]
+
+
+async def test_a_tool_printing_in_a_loop_shows_what_the_run_keeps_then_a_note():
+    """Before, every print went to the page: a tool printing 30 MB grew the cell by 30 MB (and
+    the saved notebook with it), while the run's trace kept the first 100,000 characters."""
+    from pydantic import BaseModel
+
+    from anvia_notebook.trace import OUTPUT_LIMIT
+
+    class In(BaseModel):
+        pass
+
+    def execute(args: In, ctx) -> str:
+        for n in range(3_000):
+            print(f"{n:06d} " + "x" * 93)  # 101 characters a line with its end: 303,000
+        return "done"
+
+    tool = create_tool(name="loud", description="", input=In, execute=execute)
+    model = QueueModel(
+        [ModelResponse(tool_calls=[ToolCall(id="c1", name="loud", arguments={})]), "Done."]
+    )
+    handle = runner.show(AgentBuilder("a", model).tools([tool]).build().prompt("go"))
+    page = Page(handle.widget)
+    await page.sync()
+    await handle
+    await finished(handle)
+    page.pump()
+    shown = page.tools()[0]["output"]
+    kept = handle.run.trace.tool_calls[0].output
+    assert shown == kept
+    assert shown.startswith("000000 xxx") and shown.endswith("[... more output not kept]")
+    assert OUTPUT_LIMIT < len(shown) < OUTPUT_LIMIT + 100
