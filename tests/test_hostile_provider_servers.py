@@ -346,6 +346,49 @@ async def test_the_wait_a_rate_limit_asks_for_is_read(
         assert "wait" not in str(error)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_server_that_says_not_to_retry_is_not_retried(provider: str) -> None:
+    """Before, ``x-should-retry: false`` (which both SDKs obey) was ignored: a 429 or 503 was
+    sent again, as often as the retries allowed."""
+    model, server = model_on(
+        provider,
+        rate_limited(provider, **{"x-should-retry": "false"}),
+        stream_of(provider, joined(events_in(f"{provider}_text.sse"))),
+    )
+
+    seen = await run_events(model, [], attempts=3)
+
+    assert seen[-1].type == "error" and "429" in seen[-1].error
+    assert len(server.requests) == 1
+    forced = await stream_error(model_on(provider, rate_limited(provider))[0])
+    assert forced.retryable is True  # (no header: the status decides)
+    told = recorded(provider).http.Response(
+        400, headers={"x-should-retry": "true"}, json={"error": {"message": "try again"}}
+    )
+    assert (await stream_error(model_on(provider, told)[0])).retryable is True
+
+
+async def test_an_account_without_credit_is_told_at_once_not_retried() -> None:
+    """OpenAI's ``insufficient_quota`` is a 429 that no wait mends."""
+    no_credit = recorded("openai").http.Response(
+        429,
+        json={
+            "error": {
+                "message": "You exceeded your current quota, please check your plan.",
+                "type": "insufficient_quota",
+                "code": "insufficient_quota",
+            }
+        },
+    )
+    model, server = model_on("openai", no_credit)
+
+    seen = await run_events(model, [], attempts=3)
+
+    assert seen[-1].type == "error"
+    assert "You exceeded your current quota" in seen[-1].error
+    assert len(server.requests) == 1
+
+
 async def test_a_wait_given_as_a_date_is_read() -> None:
     when = datetime.now(timezone.utc) + timedelta(seconds=120)
     model, _ = model_on("openai", rate_limited("openai", **{"retry-after": format_datetime(when)}))

@@ -7,7 +7,9 @@ Every SDK error reaches the caller as a ``ModelError`` raised *from* the SDK err
   stream that answered 200, the status its documented error type stands for (``overloaded_error``
   is 529, ``rate_limit_error`` 429, ...), else a numeric ``code`` such as vLLM sends, or ``None``;
 - ``retryable``: computed from the status (408, 409, 425, 429, 5xx), and ``True`` for connection
-  errors and timeouts, which have no status;
+  errors and timeouts, which have no status; a server's ``x-should-retry: true|false`` header
+  (which both SDKs obey) has the last word, and OpenAI's ``insufficient_quota`` (a 429 that no
+  wait mends: the account has no credit) is not retried;
 - ``retry_after``: the wait the server asked for (``Retry-After``), in seconds, when it did.
 
 The server's own words are kept, bounded: an error body that is plain text (not an error object)
@@ -139,7 +141,22 @@ def api_error(provider: str, exc: BaseException) -> ModelError:
     if wait is not None:
         message += f" (the server asks to wait {_seconds(wait)} before trying again)"
     prefix = f"{provider} API error" + (f" {status}" if status is not None else "")
-    return ModelError(f"{prefix}: {message}", status_code=status, retry_after=wait)
+    retryable = _server_says_retry(getattr(exc, "response", None))
+    if retryable is None and error is not None and error.get("code") == "insufficient_quota":
+        retryable = False
+    return ModelError(
+        f"{prefix}: {message}", status_code=status, retry_after=wait, retryable=retryable
+    )
+
+
+def _server_says_retry(response: object) -> bool | None:
+    """What the response's ``x-should-retry`` header says (True, False), or None: no header."""
+    headers = getattr(response, "headers", None)
+    get = getattr(headers, "get", None)
+    value = get("x-should-retry") if get is not None else None
+    if not isinstance(value, str):
+        return None
+    return {"true": True, "false": False}.get(value.strip().lower())
 
 
 def unreadable_event(provider: str, exc: ValueError) -> ModelError:
