@@ -537,6 +537,24 @@ def test_options_the_model_sets_itself_are_refused() -> None:
         AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", stream=False, messages=[])
 
 
+def test_an_option_the_sdk_does_not_take_is_refused_where_the_model_is_made() -> None:
+    """Before, ``AnthropicModel(..., stop_sequence=[...])`` was built, and every run failed
+    with the SDK's bare "create() got an unexpected keyword argument"."""
+    with pytest.raises(TypeError, match=r"no option 'stop_sequence' \(did you mean stop_seq"):
+        AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", stop_sequence=["END"])
+    with pytest.raises(TypeError, match=r"extra_body=\{'betas_x': \.\.\.\}"):
+        AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", betas_x=1)
+    taken = AnthropicModel(
+        "claude-sonnet-4-6",
+        api_key="sk-ant-test",
+        metadata={"user_id": "u"},
+        output_config={},
+        extra_body={"anything": 1},
+        timeout=30,
+    )
+    assert set(taken.request_options) == {"metadata", "output_config", "extra_body", "timeout"}
+
+
 def test_missing_sdk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "anthropic", None)
     with pytest.raises(ImportError, match=r'pip install "anvia_notebook\[anthropic\]"'):

@@ -575,6 +575,25 @@ def test_options_the_model_sets_itself_are_refused() -> None:
         OpenAIModel("gpt-4o", api_key="sk-test", stream=False, messages=[])
 
 
+def test_an_option_the_sdk_does_not_take_is_refused_where_the_model_is_made() -> None:
+    """Before, ``OpenAIModel("gpt-4o", temprature=0.2)`` was built, and every run failed with
+    the SDK's bare "create() got an unexpected keyword argument 'temprature'"."""
+    with pytest.raises(TypeError, match=r"no option 'temprature' \(did you mean temperature\?\)"):
+        OpenAIModel("gpt-4o", api_key="sk-test", temprature=0.2)
+    with pytest.raises(TypeError, match=r"extra_body=\{'top_k': \.\.\.\}"):
+        OpenAIModel("local", base_url="http://127.0.0.1:1/v1", top_k=3)
+    taken = OpenAIModel(
+        "gpt-4o",
+        api_key="sk-test",
+        temperature=0.2,
+        extra_body={"top_k": 3},
+        extra_headers={"x": "y"},
+        timeout=30,
+        stream_options=None,
+    )
+    assert "extra_body" in taken.request_options
+
+
 def test_missing_sdk_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "openai", None)
     with pytest.raises(ImportError, match=r'pip install "anvia_notebook\[openai\]"'):

@@ -4,7 +4,9 @@ whose arguments are still streaming."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,7 +22,7 @@ from ._errors import (
 )
 from .base import ToolCall
 
-__all__ = ["PendingCall", "provider_errors", "provider_sdk"]
+__all__ = ["PendingCall", "check_options", "provider_errors", "provider_sdk"]
 
 
 def provider_sdk(
@@ -37,6 +39,32 @@ def provider_sdk(
     if taken:
         raise TypeError(f"{model_class} sets {', '.join(sorted(taken))} itself")
     return sdk
+
+
+def check_options(
+    model_class: str, create: Any, request_options: Mapping[str, Any], *, also: frozenset[str]
+) -> None:
+    """Refuse, where the model is made, an option the SDK's ``create`` does not take (a typo,
+    ``temprature``), which it would refuse only at the first request with a bare
+    ``TypeError``. ``also``: options the model takes itself. A ``create`` whose parameters
+    cannot be read, or that takes any keyword (a test double), is not checked."""
+    try:
+        parameters = inspect.signature(create).parameters
+    except (TypeError, ValueError):
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    unknown = [name for name in request_options if name not in parameters and name not in also]
+    if not unknown:
+        return
+    name = unknown[0]
+    known = [known for known in [*parameters, *also] if not known.startswith("_")]
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise TypeError(
+        f"{model_class} has no option {name!r}{hint}. An option the API takes that this SDK "
+        f"version does not know can be sent in extra_body={{{name!r}: ...}}."
+    )
 
 
 def check_settings(model_class: str, model: Any, api_key: Any, example: str) -> None:

@@ -21,7 +21,7 @@ from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects
 from ._media import images_to_send
-from ._provider import PendingCall, check_settings, provider_errors, provider_sdk
+from ._provider import PendingCall, check_options, check_settings, provider_errors, provider_sdk
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -129,6 +129,12 @@ class AnthropicModel(CompletionModel):
         self.name = model
         self.model = model
         self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
+        check_options(
+            "AnthropicModel",
+            self.client.messages.create,
+            request_options,
+            also=frozenset({"output_config"}),  # (sent in the body by an SDK without it)
+        )
         self.max_tokens = max_tokens
         self.tool_result_images = tool_result_images
         self.request_options = request_options

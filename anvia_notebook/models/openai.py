@@ -17,7 +17,7 @@ from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
-from ._provider import PendingCall, check_settings, provider_errors, provider_sdk
+from ._provider import PendingCall, check_options, check_settings, provider_errors, provider_sdk
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -122,6 +122,9 @@ class OpenAIModel(CompletionModel):
             except openai.OpenAIError as error:  # no key given nor set: said at the first request
                 self._no_key = error
                 client = openai.AsyncOpenAI(api_key=NO_API_KEY, base_url=base_url, max_retries=0)
+        check_options(
+            "OpenAIModel", client.chat.completions.create, request_options, also=frozenset()
+        )
         self.name = model
         self.model = model
         self.client = client
