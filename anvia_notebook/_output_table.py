@@ -55,11 +55,20 @@ def rows_of(data: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def _unwrapped(output_type: Any) -> Any:
+    """``X`` of ``X | None`` (``Optional[X]``); any other type as it is."""
+    args = typing.get_args(output_type)
+    rest = [arg for arg in args if arg is not type(None)]
+    return rest[0] if len(rest) == 1 and len(args) == 2 else output_type
+
+
 def item_columns(output_type: Any) -> list[str]:
     """The columns of an empty list of ``output_type``'s items (a model, a dataclass or a
-    ``TypedDict``): its field names; none for other types."""
+    ``TypedDict``; or of ``output_type`` itself, one of those): its field names; none for
+    other types."""
+    output_type = _unwrapped(output_type)
     args = typing.get_args(output_type)
-    item = args[0] if len(args) == 1 else None
+    item = args[0] if len(args) == 1 else output_type
     if isinstance(item, type) and issubclass(item, BaseModel):
         return list(item.model_fields)
     if dataclasses.is_dataclass(item) and isinstance(item, type):
@@ -71,13 +80,13 @@ def item_columns(output_type: Any) -> list[str]:
 
 def to_pandas(data: Any, output_type: Any = None) -> Any:
     """``data`` (a list of models, dataclasses or dicts, or one of them) as a ``DataFrame``; an
-    empty list has the columns of ``output_type``'s items."""
-    if data is None:
+    empty list has the columns of ``output_type``'s items, as has None (``list[Row] | None``)."""
+    if data is None and output_type is None:
         raise ValueError(
             "This response has no typed data: set output_type(...) on the agent or the request."
         )
-    keyed = _keyed_records(data, output_type)
-    rows = rows_of(data) if keyed is None else list(keyed.values())
+    keyed = None if data is None else _keyed_records(data, output_type)
+    rows = [] if data is None else rows_of(data) if keyed is None else list(keyed.values())
     if rows is None:
         raise TypeError(
             f"to_pandas() needs a list of models (or one model); this response's data is a "
@@ -103,6 +112,7 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
 def _float_fields(output_type: Any) -> list[str]:
     """The fields of ``output_type``'s items (or of itself) declared ``float`` (or
     ``float | None``)."""
+    output_type = _unwrapped(output_type)
     args = typing.get_args(output_type)
     item = args[-1] if args else output_type
     hints: dict[str, Any] = {}
@@ -128,7 +138,7 @@ def _is_float(hint: Any) -> bool:
 def _keyed_records(data: Any, output_type: Any) -> dict[Any, dict[str, Any]] | None:
     """The rows of a ``dict[key, Model]`` result, by key (the frame's index), or None for any
     other type (a single record that is a dict is one row)."""
-    origin = typing.get_origin(output_type)
+    origin = typing.get_origin(_unwrapped(output_type))
     if not (isinstance(origin, type) and issubclass(origin, Mapping)):
         return None
     if not isinstance(data, Mapping):

@@ -563,6 +563,24 @@ async def test_to_pandas_of_models_by_key_has_a_row_per_key() -> None:
     assert counts.to_pandas().to_dict("records") == [{"a": 1, "b": 2}]  # one record, as before
 
 
+async def test_to_pandas_of_an_optional_table_the_model_left_empty_has_its_columns() -> None:
+    """A ``list[City] | None`` answered with None said "no typed data: set output_type", and one
+    answered with rows or keyed cities lost its float columns and keys."""
+    pytest.importorskip("pandas")
+    model = QueueModel(
+        [final({"result": None}), final({"result": None}), final({"result": {"fr": GOOD_CITY}})]
+    )
+    agent = AgentBuilder("typed", model).build()
+    none = await agent.prompt("a").output_type(list[City] | None).store(None).send()
+    assert none.data is None
+    frame = none.to_pandas()
+    assert frame.empty and frame.columns.tolist() == ["name", "population"]
+    one = await agent.prompt("b").output_type(City | None).store(None).send()
+    assert one.to_pandas().columns.tolist() == ["name", "population"]
+    keyed = await agent.prompt("c").output_type(dict[str, City] | None).store(None).send()
+    assert keyed.to_pandas().index.tolist() == ["fr"]
+
+
 class Growth(BaseModel):
     region: str
     growth_pct: float
