@@ -190,6 +190,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             accepted = await _check_answer(typed, steering, state.messages[-1].content, turn)
             if accepted is not None:
                 return await _succeed(run, accepted)
+        elif (
+            run.resumed and _unchecked_answer(state.messages) and not steering.before_end(turn + 1)
+        ):
+            # The model had answered when the run stopped (in its on_run_end hook, say): the
+            # answer ends the run now, as it would have, unless a message was steered to it.
+            return await _succeed(run, state.messages[-1].content or "")
         if run.resumed:  # steering the stored run queued and did not deliver yet
             steering.deliver(turn + 1)
         executor.resuming = False
@@ -309,6 +315,9 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
     text = result if isinstance(result, str) else result.text
     data = None if isinstance(result, str) else result.data
     state.output, state.data = text, data
+    # The answer is stored before the hook runs: a run whose process ends in the hook is
+    # resumed with it (and ends with it), never asking the model again.
+    run.persist(durable=True)
     await _lifecycle(
         run, "on_run_end", RunEndEvent(text, state.usage, list(state.messages), RUN_CONTROL)
     )

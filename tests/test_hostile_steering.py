@@ -171,6 +171,33 @@ def test_a_run_killed_as_it_ended_takes_a_message_and_reads_it_once_resumed(
         store.close()
 
 
+def test_a_run_killed_as_it_ended_ends_with_its_answer_once_resumed(
+    tmp_path, store_path, monkeypatch
+):
+    """Killed in its on_run_end hook, after the model's final answer was stored: resuming it
+    asked the model again (a second answer, paid for, in place of the first)."""
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(effects))
+    env = {**child_environ(), "ANVIA_TEST_BLOCK_END": "1"}
+    store = RunStore(env["ANVIA_NOTEBOOK_STORE"])
+    try:
+        child = start_python("import hostile_steer_agents as a; a.run('hello')", env)
+        wait_until(effects.exists, child, "the run's end")
+        [summary] = store.runs()
+        kill(child)
+        effects.unlink()
+        agent, model = hostile_steer_agents.closer("second answer")
+        response = agent.resume(summary.run_id).send_sync()
+        assert response.output == "first answer"
+        assert model.requests == []
+        assert effects.read_text() == "ending\n"  # its on_run_end hook ran to its end this time
+        assert [m.content for m in response.messages] == ["hello", "first answer"]
+        assert store.status(summary.run_id) == "success"
+        assert store.get(summary.run_id).output == "first answer"
+    finally:
+        store.close()
+
+
 # -- from another process, while the run is being stopped or is failing ------------------------
 
 
