@@ -428,6 +428,11 @@ class ToolExecutor:
             return None
         result = INTERRUPTED_RESULT.format(name=call.name)
         args = progress.args or compact_arguments(call.arguments_json())
+        # What the call asked while it ran (an MCP server's form) ended with it.
+        ended = Resolution("cancelled", "runtime", reason=INTERRUPTED_QUESTION)
+        for record in self.state.pending():
+            if record.tool_call_id == call.id:
+                self._finish(self.interactions.held(record), ended)
         self.emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
@@ -456,11 +461,14 @@ class ToolExecutor:
         return ToolCallDecision("run")
 
     def _intercepted(self, tool: Tool, call: ToolCall) -> bool:
-        """With a human input, a call named ``ask_question`` (whatever tool has that name, as in
-        Anvia's Studio) or of a question tool is put to the person instead of executed; on
-        resume, one asked before too (its stored answers stand)."""
+        """With a human input, a call named ``ask_question`` (whatever tool of the agent's own
+        has that name, as in Anvia's Studio; an MCP server's is sent to the server) or of a
+        question tool is put to the person instead of executed; on resume, one asked before
+        too (its stored answers stand)."""
         if not (isinstance(tool, QuestionTool) or call.name == "ask_question"):
             return False
+        if getattr(tool, "server_name", None) is not None:
+            return False  # an MCP server's tool of that name: the server answers it
         # On resume, a question asked before is answered by its stored answers, if any.
         return self.human_input is not None or self._earlier(self.state.questions, call.id)
 
@@ -752,7 +760,10 @@ class ToolExecutor:
             if interaction.record.kind == "question" and isinstance(error, ValueError):
                 invalid = error_text(error)
                 told = f"ToolCallError: the human input returned invalid answers: {invalid}"
-                return self._gave_up(interaction, Resolution("cancelled", "runtime"), told)
+                # (said on the record too: an MCP server's form is only told "cancel")
+                why = f"The human input returned invalid answers: {invalid}"
+                invalid_answers = Resolution("cancelled", "runtime", reason=why)
+                return self._gave_up(interaction, invalid_answers, told)
             reason = None
             if not isinstance(error, (ToolApprovalRequiredError, PromptCancelledError)):
                 reason = f"Approval failed: {error_text(error)}"
@@ -905,6 +916,12 @@ class ToolExecutor:
 #: What the model is told besides the exit code when a tool raised ``SystemExit``.
 EXIT_REFUSED = "the tool tried to end the Python process"
 
+
+#: Why a question a call asked while it ran is closed when a resumed run finds the call
+#: interrupted.
+INTERRUPTED_QUESTION = (
+    "The call that asked this ended with the process that ran it; nothing can take the answer."
+)
 
 #: What ``_wait`` returns when the human input cannot take that kind of request.
 _UNAVAILABLE = object()

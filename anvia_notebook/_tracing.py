@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel
 
 from ._util import decode_args, error_text, shown_options
-from .errors import OutputValidationError, SubAgentError, ToolArgumentsError, ToolNotFoundError
+from .errors import (
+    McpToolError,
+    OutputValidationError,
+    SubAgentError,
+    ToolArgumentsError,
+    ToolNotFoundError,
+)
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
@@ -386,7 +392,14 @@ class TraceRecorder:
             return
         # (A sub-agent call refused by its depth limit is a rule, not a failure of the tool; a
         # typed output that fails validation is the model's to fix, or the person's.)
-        refused = (ToolArgumentsError, ToolNotFoundError, SubAgentError, OutputValidationError)
+        # An MCP server's error answer is the server's result, not an exception of a tool.
+        refused = (
+            ToolArgumentsError,
+            ToolNotFoundError,
+            SubAgentError,
+            OutputValidationError,
+            McpToolError,
+        )
         if not isinstance(error, refused):
             text = "".join(traceback.format_exception(error))
             _set(entry, traceback=_keep_end(text, TRACEBACK_LIMIT))

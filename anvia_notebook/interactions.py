@@ -274,15 +274,21 @@ class Interactions:
         transaction that ends the run (``RunStore.save_run``)."""
         closed: list[Record] = []
         for record in self.state.pending():
-            future = asyncio.get_running_loop().create_future()  # (for one opened elsewhere)
-            with self._lock:
-                opened = OpenInteraction(record.id, self.state, future)
-                interaction = self._items.setdefault(record.id, opened)
+            interaction = self.held(record)
             resolution = Resolution("cancelled", decided_by="runtime", reason=reason)
             self.resolve(interaction, resolution, check=False, claim=False)
             self.finish(interaction)
             closed.append(interaction.record)
         return closed
+
+    def held(self, record: Record) -> OpenInteraction:
+        """The open interaction of ``record``, a record the run's state holds (call on the
+        run's loop): the one opened here, or one made for it (a record stored before a resume
+        that this run has not asked again)."""
+        future = asyncio.get_running_loop().create_future()
+        with self._lock:
+            opened = OpenInteraction(record.id, self.state, future)
+            return self._items.setdefault(record.id, opened)
 
     def correct(self, record: Record) -> None:
         """The run found a stored decision it cannot carry out: it writes what it did."""

@@ -364,10 +364,16 @@ def _warn(message: str) -> None:
 _SENDABLE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
+def sendable_name(name: str) -> bool:
+    """Whether OpenAI and Anthropic take ``name`` as a tool's name (package-internal: MCP
+    tools are checked with it too)."""
+    return _SENDABLE_NAME.fullmatch(name) is not None
+
+
 def _warn_unsendable_name(name: Any) -> None:
     """Say at once that OpenAI and Anthropic would refuse the name (their error would come at
     the first model call, far from here); other servers may take it, so it is not refused."""
-    if isinstance(name, str) and name.strip() and not _SENDABLE_NAME.fullmatch(name):
+    if isinstance(name, str) and name.strip() and not sendable_name(name):
         _warn(
             f"Tool name {name!r}: OpenAI and Anthropic take only letters, digits, _ and - (at "
             "most 64), and refuse the whole request otherwise. Rename it, e.g. "

@@ -3,10 +3,13 @@ checked the same way, with clear errors, and nothing is connected yet."""
 
 from __future__ import annotations
 
+import asyncio
+import sys
+
 import pytest
 
 from anvia_notebook import ToolApproval, mcp
-from anvia_notebook.errors import McpPrivateNetworkError
+from anvia_notebook.errors import McpConnectionError, McpPrivateNetworkError
 
 URL = "https://mcp.example.com/mcp"
 FACTORIES = {
@@ -55,6 +58,29 @@ def test_roots_given_as_one_folder_are_refused_not_read_letter_by_letter(tmp_pat
     with pytest.raises(TypeError, match="each of roots must be a folder's path"):
         mcp.stdio("files", "npx", roots=[3])
     assert mcp.stdio("files", "npx", roots=[tmp_path]).roots == (str(tmp_path),)
+
+
+def test_a_relative_root_is_the_servers_folder_not_the_notebooks(tmp_path, monkeypatch):
+    """Before, ``roots=["."]`` with ``cwd=sandbox`` declared the notebook's folder (where the
+    kernel ran) to the server, which then read files outside the sandbox; and a later
+    ``os.chdir`` moved the roots."""
+    sandbox = tmp_path / "sandbox"
+    sandbox.mkdir()
+    monkeypatch.chdir(tmp_path)
+    server = mcp.stdio("files", "npx", cwd=str(sandbox), roots=[".", "data"])
+    assert server.roots == (str(sandbox.resolve()), str(sandbox.resolve() / "data"))
+    here = mcp.stdio("files", "npx", roots=["."])
+    monkeypatch.chdir(sandbox)
+    assert here.roots == (str(tmp_path.resolve()),)  # the folder when it was made
+
+
+def test_a_missing_working_folder_is_named_as_such(tmp_path):
+    """Before, a command that exists with a ``cwd`` that does not gave Python's bare
+    ``FileNotFoundError: ... No such file or directory``."""
+    missing = tmp_path / "no-such-folder"
+    server = mcp.stdio("files", sys.executable, ["-c", "pass"], cwd=str(missing))
+    with pytest.raises(McpConnectionError, match=r"its working folder .* does not exist"):
+        asyncio.run(mcp.connect(server))
 
 
 @pytest.mark.parametrize(("factory", "cls"), [(mcp.http, mcp.HttpServer), (mcp.sse, mcp.SseServer)])

@@ -83,6 +83,10 @@ def test_a_custom_answer_that_does_not_fit_the_field_is_refused():
     response = _agent(model, CallbackHumanInput(ask=ask)).prompt("book").send_sync()
     record = response.trace.tool_calls[0].question
     assert record.status == "cancelled"
+    # (before: decided by the runtime with no reason, nowhere said why the form was cancelled)
+    assert record.decided_by == "runtime"
+    assert record.decision_reason.startswith("The human input returned invalid answers:")
+    assert "guests" in record.decision_reason
     # The refused answers answer the server "cancel"; the model reads what the server said.
     assert tool_results(model.requests[1])[0].content == "cancel"
 
@@ -392,3 +396,21 @@ def test_every_question_of_one_call_is_kept_in_its_trace(tmp_path):
     shown = json.loads(view["tool_calls"][0]["question"])
     assert [record["answers"][0]["answer"] for record in shown] == ["Ada", "Grace"]
     assert all(q.status == "answered" for q in traced.questions)
+
+
+def test_a_server_tool_named_ask_question_is_sent_to_the_server(tmp_path):
+    """Before, a server's ``ask_question`` (a ticket system's, say) was approved by the person
+    and then never called: the person was asked its questions instead, and the model read the
+    answers as the server's result."""
+    log = tmp_path / "toolbox.log"
+    server = toolbox("tickets", env={"TOOLBOX_ASK_QUESTION": "1", "TOOLBOX_LOG": str(log)})
+    questions = [{"id": "q1", "question": "Archive?", "choices": ["yes", "no"]}]
+    model = QueueModel([call("ask_question", {"questions": questions}), "done"])
+    asked = []
+    human = CallbackHumanInput(approve=lambda request: True, ask=asked.append)
+    agent = AgentBuilder("a", model).mcp([server]).human_input(human).build()
+    response = agent.prompt("archive").send_sync()
+    assert asked == []
+    assert tool_results(model.requests[1])[0].content == "archived"
+    assert log.read_text() == "archived 1\n"
+    assert response.trace.tool_calls[0].approval.status == "approved"  # (a destructive tool)

@@ -530,3 +530,23 @@ def test_what_a_stdio_server_started_ends_with_its_session(tmp_path):
     if state not in ("gone", "Z"):  # (a zombie is ended, waiting for its parent to read it)
         os.kill(pid, signal.SIGKILL)
     assert state in ("gone", "Z"), f"the server's helper {pid} is still running ({state})"
+
+
+def test_a_servers_error_answer_is_not_logged_as_a_tool_that_raised(caplog):
+    """Before, each error a server answered with (a file it may not read, an unknown time
+    zone) was logged as "Tool 'fails' raised McpToolError ... The traceback is in the run's
+    trace": the package's own raise, and the model is told the server's whole text."""
+    with caplog.at_level("WARNING", logger="anvia_notebook"):
+        model, response = _results(toolbox("failing"), call("fails", {}, id="c1"), "done")
+    assert tool_results(model.requests[1])[0].content == "ToolCallError: disk quota exceeded"
+    assert [r.getMessage() for r in caplog.records if "raised" in r.getMessage()] == []
+    assert response.trace.tool_calls[0].traceback is None
+
+
+def test_a_tool_name_openai_and_anthropic_refuse_is_warned_about_when_listed():
+    """Before, an MCP tool named ``files.read`` was given to the model with no warning (the
+    same name in ``@tool`` warns): with OpenAI or Anthropic every request would fail."""
+    server = toolbox("dotted", env={"TOOLBOX_DOTTED": "1"})
+    with pytest.warns(UserWarning, match=r"MCP server 'dotted' offers a tool named 'files\.read'"):
+        connected = asyncio.run(mcp.connect(server))
+    assert "files.read" in [tool.name for tool in connected.tools]

@@ -144,6 +144,11 @@ async def test_a_question_of_a_server_whose_call_died_with_its_process_cannot_be
     assert "ToolCallInterrupted" in response.output
     [closed] = store.interactions(question.run_id)
     assert (closed.status, closed.decided_by, closed.answers) == ("cancelled", "runtime", [])
+    # Closed with its call, saying why (before: pending until the resumed run ended, then
+    # "The run ended before this was decided.")
+    assert "ended with the process that ran it" in closed.decision_reason
+    [trace] = [c for c in response.trace.tool_calls if c.name == "ask_name"]
+    assert trace.question.decision_reason == closed.decision_reason
 
 
 def test_the_killed_processs_server_does_not_outlive_it(sqlite_env):

@@ -382,7 +382,7 @@ class Connection:
             return None
         from pathlib import Path
 
-        roots = [(Path(r).resolve().as_uri(), r) for r in config.roots]
+        roots = [(Path(r).as_uri(), r) for r in config.roots]  # (absolute: see stdio())
 
         async def list_roots(context: Any) -> Any:
             import mcp.types as types
@@ -435,10 +435,12 @@ class Connection:
         inner = _flatten(error)
         where = config.describe()
         if isinstance(config, StdioServer):
-            if isinstance(inner, FileNotFoundError) and shutil.which(config.command) is None:
+            if isinstance(inner, FileNotFoundError) and (
+                config.cwd is not None and not os.path.isdir(config.cwd)
+            ):
+                what = f"its working folder {config.cwd!r} does not exist"
+            elif isinstance(inner, FileNotFoundError) and shutil.which(config.command) is None:
                 what = f"the command {config.command!r} was not found"
-                if config.cwd is not None and not os.path.isdir(config.cwd):
-                    what = f"its working folder {config.cwd!r} does not exist"
             elif isinstance(inner, (asyncio.TimeoutError, TimeoutError)):
                 what = (
                     f"it did not answer within {self._start_timeout:g} s (a server that takes "

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
@@ -179,7 +180,8 @@ def stdio(
     """An MCP server run as a local command (``command args...``), talking on stdin/stdout.
 
     ``env`` is added to a minimal environment (as the ``mcp`` SDK does); ``roots`` are the
-    folders declared to the server (none unless given).
+    folders declared to the server (none unless given): a relative one is taken from the
+    server's ``cwd``, as its own arguments are (else from the current folder, now).
     """
     common = _common(name, approval, timeout)
     if not isinstance(command, str) or not command.strip():
@@ -204,8 +206,17 @@ def stdio(
         args=tuple(str(a) for a in args),
         env=_names_to_values(name, "env", env),
         cwd=os.fspath(cwd) if cwd is not None else None,
-        roots=tuple(os.fspath(r) for r in roots) if roots is not None else None,
+        roots=_absolute(roots, cwd) if roots is not None else None,
     )
+
+
+def _absolute(
+    roots: Sequence[str | os.PathLike[str]], cwd: str | os.PathLike[str] | None
+) -> tuple[str, ...]:
+    """The roots as absolute paths, a relative one taken from the server's working folder
+    (``roots=["."]`` with ``cwd=sandbox`` is the sandbox, not the notebook's folder)."""
+    base = Path(cwd if cwd is not None else os.getcwd()).resolve()
+    return tuple(str((base / os.fspath(root)).resolve()) for root in roots)
 
 
 def http(

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from .._schema_check import schema_problems
+from .._util import quoted
 from ..errors import McpToolError, ToolArgumentsError
 from ..models.base import ToolDefinition
-from ..tools import Tool, ToolContext, decode_arguments
+from ..tools import Tool, ToolContext, decode_arguments, sendable_name
 from ._approval import tool_approval
 from ._content import McpResult, map_result
 from ._loop_thread import run_on_mcp_loop
@@ -55,6 +57,15 @@ class McpTool(Tool):
         self.annotations = annotations
         self.input_schema: dict[str, Any] = dict(spec.input_schema or {"type": "object"})
         self.timeout = config.timeout
+        if not sendable_name(spec.name):
+            warnings.warn(
+                f"The MCP server {config.name!r} offers a tool named {quoted(spec.name)}: "
+                "OpenAI and Anthropic take only letters, digits, _ and - (at most 64) in tool "
+                "names, and refuse every request of an agent that has it. With those models, "
+                "leave this server out (other servers may take the name).",
+                UserWarning,
+                stacklevel=2,
+            )
 
     def __repr__(self) -> str:
         return f"McpTool(name={self.name!r}, server={self.server_name!r})"

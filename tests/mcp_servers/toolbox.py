@@ -12,6 +12,7 @@ import base64
 import os
 import sys
 import time
+from typing import Any
 
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
@@ -231,6 +232,24 @@ async def roots(ctx: Context) -> str:
         return "no roots declared"
     listed = await ctx.session.list_roots()
     return "\n".join(str(root.uri) for root in listed.roots)
+
+
+if os.environ.get("TOOLBOX_ASK_QUESTION"):
+
+    @server.tool(annotations=DESTRUCTIVE)
+    def ask_question(questions: list[dict[str, Any]]) -> str:
+        """Archive the questions in the ticket system (a server's tool of a name this package
+        uses too)."""
+        _log(f"archived {len(questions)}")
+        return "archived"
+
+
+if os.environ.get("TOOLBOX_DOTTED"):
+
+    @server.tool(name="files.read", annotations=READ_ONLY)
+    def files_read(path: str) -> str:
+        """A tool whose name has a dot (MCP allows it; OpenAI and Anthropic do not)."""
+        return path
 
 
 if os.environ.get("TOOLBOX_CLASH"):
