@@ -45,7 +45,11 @@ _BY_PERSON = {
     "cli": "from the terminal",
     "human_input": "by the human input",
 }
-_BY = {"handler": "by the approval handler", "stop": "by Stop", "runtime": "by the runtime"}
+_BY = {
+    "handler": "by the approval handler",
+    "stop": "when the run was stopped",
+    "runtime": "by the runtime",
+}
 #: The frame, font and colours of the widget (JupyterLab's theme variables where they exist), so
 #: that the copy replacing a finished run's widget looks like it.
 _ROOT = (

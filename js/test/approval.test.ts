@@ -180,7 +180,7 @@ describe("approval panel", () => {
       [{ status: "approved", decided_by: "human", decided_via: "cli" }, /^Approved from the terminal\.$/],
       [{ status: "rejected", decided_by: "human", decided_via: "store" }, /^Rejected through the run store\.$/],
       [{ status: "approved", decided_by: "human", decided_via: "handle" }, /^Approved from code in the notebook\.$/],
-      [{ status: "cancelled", decided_by: "stop" }, /^Cancelled by Stop\.$/],
+      [{ status: "cancelled", decided_by: "stop", decision_reason: "Interrupted (Kernel > Interrupt)" }, /^Cancelled when the run was stopped\. Reason: Interrupted \(Kernel > Interrupt\)$/],
       [{ status: "timed_out", decided_by: "timeout" }, /^Timed out\.$/],
       [{ status: "approved", decided_by: "handler" }, /^Approved by the approval handler\.$/],
       [{ status: "cancelled", decided_by: "runtime", decision_reason: "Run cancelled" }, /^Cancelled by the runtime\. Reason: Run cancelled$/],

@@ -317,3 +317,21 @@ def test_each_waiting_command_names_its_call_and_those_left_out_are_counted():
         assert "ap_49 " in copy_text and "ap_50 " not in copy_text
         assert "... and 10 more: anvia show run_1 lists them all." in copy_text
         assert "x" * 100 not in copy_text.split("for {")[-1]  # (each call's arguments: cut)
+
+
+def test_an_approval_ended_by_an_interrupt_does_not_say_stop_was_pressed():
+    """Kernel > Interrupt (or the cell run again) read "cancelled by Stop ... Interrupted
+    (Kernel > Interrupt)": nobody had pressed Stop."""
+    t = base()
+    row = _tool(t)
+    row["status"] = "cancelled"
+    row["approval"] = {
+        **row["approval"],
+        "status": "cancelled",
+        "decided_by": "stop",
+        "decided_via": None,
+        "decision_reason": "Interrupted (Kernel > Interrupt)",
+    }
+    for copy_text in (render_text(t, "Run"), render_html(t, "Run")):
+        assert "when the run was stopped" in copy_text
+        assert "by Stop" not in copy_text

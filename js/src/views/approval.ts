@@ -21,7 +21,7 @@ const WHO: Partial<Record<Decider | `${Decider} ${DecidedVia}`, string>> = {
   human: "by a person",
   handler: "by the approval handler",
   policy: "by a rule",
-  stop: "by Stop",
+  stop: "when the run was stopped",
   runtime: "by the runtime",
 };
 
