@@ -143,3 +143,51 @@ def test_a_form_field_s_format_is_checked_before_the_answer_is_sent(field_format
     )
     (answer,) = check_operator_answers(questions, [{"questionId": "f", "answer": right}])
     assert answer.answer == right
+
+
+async def test_a_fields_default_is_offered_and_sent_when_chosen():
+    """A field's ``default`` was never shown (only "Leave blank"), nor sent: the MCP spec asks
+    clients to pre-fill it."""
+    form = {
+        "type": "object",
+        "properties": {
+            "retries": {"type": "integer", "default": 3, "description": "How many retries"},
+            "mode": {"type": "string", "enum": ["fast", "safe"], "default": "safe"},
+            "note": {"type": "string"},
+        },
+    }
+    questions = {q.id: q for q in form_questions("Tell me", form)}
+    assert [c.label for c in questions["retries"].choices] == ["Use the default (3)"]
+    assert [c.label for c in questions["mode"].choices][-1] == "Use the default (safe)"
+    assert [c.label for c in questions["note"].choices] == ["Leave blank"]
+
+    async def ask(asked):
+        return _picked(
+            ("retries", "(blank)", "(blank)"),
+            ("mode", "(blank)", "(blank)"),
+            ("note", "(blank)", "(blank)"),
+        )
+
+    result = await elicit_result(ask, _params(form), "forms")
+    assert result.content == {"retries": 3, "mode": "safe"}
+
+
+async def test_a_servers_own_value_named_like_blank_is_that_value():
+    """A server's enum value ``(blank)`` was taken for "leave blank": a required field went
+    missing from the answer, and an optional one listed "(blank)" twice."""
+    form = {
+        "type": "object",
+        "properties": {
+            "value": {"type": "string", "enum": ["(blank)", "x"]},
+            "other": {"type": "string", "enum": ["(blank)", "y"]},
+        },
+        "required": ["value"],
+    }
+    questions = {q.id: q for q in form_questions("Tell me", form)}
+    assert [c.value for c in questions["other"].choices] == ["(blank)", "y"]
+
+    async def ask(asked):
+        return _picked(("value", "(blank)", "(blank)"), ("other", "(blank)", "(blank)"))
+
+    result = await elicit_result(ask, _params(form), "forms")
+    assert result.content == {"value": "(blank)", "other": "(blank)"}

@@ -137,7 +137,7 @@ def test_its_elicitation_form_is_asked_as_questions_and_the_answers_reach_it(eve
     ]
     assert questions["name"].choices == []  # required: a custom answer only
     assert [c.label for c in questions["titledSingleSelectEnum"].choices] == [
-        "Superman", "Green Lantern", "Wonder Woman", "Leave blank",
+        "Superman", "Green Lantern", "Wonder Woman", "Use the default (Superman)",
     ]
     assert [c.label for c in questions["legacyTitledEnum"].choices][:2] == ["Cats", "Dogs"]
     assert questions["integer"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 100}

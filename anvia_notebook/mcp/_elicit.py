@@ -23,6 +23,7 @@ the link, and waits for the person to say whether they have done what it asks.
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -139,17 +140,36 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
         raise FormNotShown(f"field {name!r} is of a kind a question cannot ask ({kind})")
     if answer_schema is None:  # a field of fixed values: a custom answer must be one of them
         answer_schema = {"enum": [choice.value for choice in choices]}
-    if not required:
-        choices = [*choices, Choice(label="Leave blank", value=BLANK)]
+    if _may_be_blank(spec, required):
+        # (a default the server gives is what leaving the field blank sends: said here)
+        default = spec.get("default")
+        named = [choice.label for choice in choices if choice.value == str(default)]
+        shown = named[0] if named else _shown(default)  # (a picked value by its label)
+        label = "Leave blank" if default is None else f"Use the default ({shown})"
+        choices = [*choices, Choice(label=label, value=BLANK)]
     return Question(id=name, question=text, choices=choices, answer_schema=answer_schema)
+
+
+def _may_be_blank(spec: dict[str, Any], required: bool) -> bool:
+    """An optional field may be left blank, unless the server itself offers the value
+    :data:`BLANK` (then picking that is the server's value, not a blank)."""
+    return not required and BLANK not in [str(value) for value in _fixed_values(spec)]
+
+
+def _shown(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def _content(record: QuestionRecord, schema: dict[str, Any]) -> dict[str, Any]:
     properties = schema.get("properties") or {}
+    required = schema.get("required") or []
     content: dict[str, Any] = {}
     for answer in record.answers:
         spec = properties.get(answer.question_id, {})
-        if answer.choice == BLANK:
+        blank = answer.question_id not in required
+        if answer.choice == BLANK and _may_be_blank(spec, not blank):
+            if spec.get("default") is not None:  # the server's default, filled in for it
+                content[answer.question_id] = spec["default"]
             continue
         if spec.get("type") == "boolean":
             content[answer.question_id] = answer.answer == "true"
