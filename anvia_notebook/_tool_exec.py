@@ -462,9 +462,9 @@ class ToolExecutor:
 
     def _intercepted(self, tool: Tool, call: ToolCall) -> bool:
         """With a human input, a call named ``ask_question`` (whatever tool of the agent's own
-        has that name, as in Anvia's Studio; an MCP server's is sent to the server) or of a
-        question tool is put to the person instead of executed; on resume, one asked before
-        too (its stored answers stand)."""
+        has that name, as in Anvia; an MCP server's is sent to the server) or of a question
+        tool is put to the person instead of executed; on resume, one asked before too (its
+        stored answers stand)."""
         if not (isinstance(tool, QuestionTool) or call.name == "ask_question"):
             return False
         if getattr(tool, "server_name", None) is not None:

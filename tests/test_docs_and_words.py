@@ -34,7 +34,6 @@ ALLOWED = {
     ("docs/api.md", "as Anvia's Studio reads them"),
     ("docs/api.md", "as in Anvia's Studio"),
     ("anvia_notebook/question_types.py", "as Anvia's Studio reads it"),
-    ("anvia_notebook/_tool_exec.py", "as in Anvia's Studio)"),
 }
 
 
