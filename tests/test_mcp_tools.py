@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from functools import partial
 
 import pytest
@@ -337,3 +338,31 @@ async def test_an_edit_that_breaks_the_servers_schema_is_refused_the_same_way_fr
     assert [r.id for r in store.pending(run.run_id)] == [approval.id]
     run.cancel("done")
     await asyncio.wait_for(asyncio.gather(run.wait(), return_exceptions=True), 5)
+
+
+def test_the_schema_checker_is_loaded_when_the_server_connects_not_at_the_first_call():
+    """Its import (a second or more) ran on the run's loop at the first call of a tool, so a
+    notebook's kernel stood still then: the first call's arguments are checked at once now."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import asyncio, sys\n"
+        "from mcp_helpers import toolbox\n"
+        "from anvia_notebook import mcp\n"
+        "async def main():\n"
+        "    await mcp.connect(toolbox('tb'))\n"
+        "    print('jsonschema' in sys.modules)\n"
+        "    await mcp.close_all()\n"
+        "asyncio.run(main())\n"
+    )
+    tests = Path(__file__).parent
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": f"{tests.parent}{os.pathsep}{tests}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "True", done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import os
 import shutil
 from collections.abc import Awaitable, Callable
@@ -401,7 +402,11 @@ class Connection:
 
     async def _start(self, session: ClientSession) -> list[mcp_types.Tool]:
         await session.initialize()
-        return await self._list_tools(session)
+        tools = await self._list_tools(session)
+        # Arguments are checked against the tools' schemas with jsonschema, whose first import
+        # takes a second or more: made here, off the run's loop, not at the first call.
+        await asyncio.to_thread(importlib.import_module, "jsonschema")
+        return tools
 
     @staticmethod
     async def _list_tools(session: ClientSession) -> list[mcp_types.Tool]:
