@@ -400,10 +400,18 @@ class PromptRequest:
         In a notebook the live transcript is shown too; ``timeout`` (seconds) limits how long
         its approval and question prompts wait for a click.
         """
+        runner = _notebook_runner()
+        if timeout is not None and runner is None:
+            warnings.warn(
+                "send_sync(timeout=...) limits how long a notebook's approval and question "
+                "prompts wait; outside a notebook it does nothing: give the human input its "
+                "time limit instead, e.g. .human_input(StoreHumanInput(timeout=60)).",
+                UserWarning,
+                stacklevel=2,
+            )
         if running_loop() is None:
             # (asyncio.run() cancels the task it runs only on Ctrl-C)
             return asyncio.run(self._send(CTRL_C_REASON))
-        runner = _notebook_runner()
         if runner is None:
             raise RuntimeError(
                 "send_sync() cannot block the event loop that is running in this thread; "

@@ -105,3 +105,12 @@ def test_a_tool_name_the_providers_refuse_is_warned_about_where_it_is_made():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         create_tool(name="get_weather-2", description="d", input=Args, execute=lambda a, c: 1)
+
+
+def test_a_timeout_given_to_send_sync_outside_a_notebook_is_said_to_do_nothing():
+    """Before, ``send_sync(timeout=30)`` in a script was taken and ignored: an approval waited
+    for ever."""
+    agent = AgentBuilder("a", QueueModel(["done"])).build()
+    with pytest.warns(UserWarning, match=r"outside a notebook it does nothing.*StoreHumanInput"):
+        response = agent.prompt("hi").store(None).send_sync(timeout=30)
+    assert response.output == "done"
