@@ -347,9 +347,6 @@ def test_bad_input_is_refused_before_any_case_runs():
     assert "Case 2 has no input" in refused([{"input": "a"}, {"expected": "b"}])
     assert "Case 1 has no input" in refused([evals.Case(input="  ")])
     assert "both named 'x'" in refused([{"input": "a", "name": "x"}, {"input": "b", "name": "x"}])
-    assert "both named 'case-2'" in refused(
-        [{"input": "a"}, {"input": "b"}, {"input": "c", "name": "case-2"}]
-    )
     assert "not a metric" in refused(metrics=[evals.contains(), "contains"])
     assert "Two metrics are named 'contains'" in refused(
         metrics=[evals.contains(), evals.contains()]

@@ -99,12 +99,16 @@ def nullable_frame(
     scores: tuple[str, ...] = (),
     texts: tuple[str, ...] = (),
     as_given: tuple[str, ...] = (),
+    paired: tuple[tuple[str, str], ...] = (),
 ) -> Any:
     """A DataFrame of pandas' nullable types: counts stay integers (``Int64``), and every
     missing value is ``<NA>`` (not a mix of ``None`` and ``NaN``). A score column is ``boolean``
     when its metric gives booleans, else ``Float64``; a text column is ``string`` when it holds
     only texts. A column of values ``as_given`` (``expected``) is typed by what it holds (see
-    :func:`_values_type`): whole numbers stay whole, a dict or a mix stays as it is."""
+    :func:`_values_type`): whole numbers stay whole, a dict or a mix stays as it is. Of two
+    score columns ``paired`` (one metric in two reports), one with no value at all takes the
+    other's type (a metric only one report has is ``boolean`` on both sides, not ``Float64``
+    on the empty one)."""
     frame = pandas.DataFrame(rows, columns=columns)
     types = dict.fromkeys(ints, "Int64") | dict.fromkeys(floats, "Float64")
     for column in as_given:
@@ -117,6 +121,10 @@ def nullable_frame(
         values = [v for v in frame[column] if not _missing(v)]
         given_bools = bool(values) and all(isinstance(v, bool) for v in values)
         types[column] = "boolean" if given_bools else "Float64"
+    for one, other in paired:
+        for empty, full in ((one, other), (other, one)):
+            if all(_missing(v) for v in frame[empty]) and full in types:
+                types[empty] = types[full]
     for column in texts:
         if all(isinstance(v, str) or _missing(v) for v in frame[column]):
             types[column] = "string"

@@ -22,7 +22,8 @@ _FIELDS = ("input", "expected", "name", "metadata")
 
 class Case(PositionalFields):
     """One eval case: the ``input`` prompt, optionally the ``expected`` answer, a ``name``
-    (``case-1``, ``case-2``, ... when left out) and free ``metadata`` for your own metrics."""
+    (``case-1``, ``case-2``, ... after its place when left out, unless another case has that
+    name) and free ``metadata`` for your own metrics."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
     #: ``Case(input, expected=None, name=None, metadata={})``, as the docs write it: each may
@@ -96,6 +97,12 @@ def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> C
         raise ValueError(f"{where} has a name that is not a non-empty string: {name!r}.")
     if metadata is not None and not isinstance(metadata, Mapping):
         raise ValueError(f"{where} has metadata that is not a dict: {metadata!r}.")
+    for key in metadata or {}:
+        if not isinstance(key, str):
+            raise ValueError(
+                f"{where} has metadata with the key {key!r} ({type(key).__name__}); the keys "
+                "of a case's metadata are strings."
+            )
     # (a text no store can keep: the case would not be a stored run)
     check_valid_text(value, f"{where}: its input")
     if isinstance(name, str):
@@ -187,10 +194,18 @@ def normalize_cases(cases: Any) -> list[Case]:
                 )
     if not given:
         raise ValueError("There are no cases to evaluate.")
-    named = [
-        case if case.name is not None else case.model_copy(update={"name": f"case-{i}"})
-        for i, case in enumerate(given, start=1)
-    ]
+    # A case left unnamed is named after its position, ``case-3``; a name a case was given is
+    # not taken again (``case-3-2`` then): only the names given can clash.
+    taken = {case.name for case in given if case.name is not None}
+    named = []
+    for position, case in enumerate(given, start=1):
+        if case.name is None:
+            name, again = f"case-{position}", 2
+            while name in taken:
+                name, again = f"case-{position}-{again}", again + 1
+            taken.add(name)
+            case = case.model_copy(update={"name": name})
+        named.append(case)
     seen: dict[str, int] = {}
     for position, case in enumerate(named, start=1):
         assert case.name is not None

@@ -197,6 +197,7 @@ class Comparison:
             floats=tuple(f"{m}_delta" for m in self.metrics),
             texts=("name", "change", "status_a", "status_b", "output_a", "output_b"),
             scores=("passed_a", "passed_b", *(f"{m}_{s}" for m in self.metrics for s in "ab")),
+            paired=(("passed_a", "passed_b"), *((f"{m}_a", f"{m}_b") for m in self.metrics)),
         )
 
     def summary(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .cases import Case
@@ -18,30 +19,57 @@ JUDGE_INSTRUCTIONS = (
 )
 
 
-def _object_text(text: str) -> str | None:
-    """From the reply's first ``{`` to its last ``}`` (None when there is no such span): found
-    in time linear in the reply, whatever a judge writes (a regular expression took time
-    quadratic in a reply of many ``{``)."""
-    start = text.find("{")
-    end = text.rfind("}")
-    return text[start : end + 1] if start != -1 and end > start else None
+#: Where a JSON object can start: a ``{`` then (after spaces) a key's quote or the closing ``}``
+#: (the ``{`` of prose, ``{A1}``, is passed over without reading on from it).
+_OBJECT_START = re.compile(r'\{\s*["}]')
+
+#: The most starts tried that are not an object, so a reply made of them is read in time
+#: linear in its length (each try can read on to its end).
+_MOST_FAILED_STARTS = 64
+
+
+def _verdict_object(text: str) -> Any:
+    """The first JSON object of ``text`` that has a ``score`` (each ``{`` tried in turn, an
+    object read whole is passed over with the ``{`` inside it); ``ValueError`` saying why there
+    is none. Read in time linear in the reply, whatever a judge writes (a regular expression
+    for the object took time quadratic in a reply of many ``{``)."""
+    first = text.find("{")
+    if first == -1 or text.rfind("}") < first:
+        raise ValueError(f"The judge's reply has no JSON object: {text[:200]!r}")
+    decoder = json.JSONDecoder()
+    error: Exception | None = None
+    failed = 0
+    objects = 0
+    resume = 0
+    for start in _OBJECT_START.finditer(text):
+        if start.start() < resume:
+            continue  # (inside an object already read)
+        try:
+            data, resume = decoder.raw_decode(text, start.start())
+        except (json.JSONDecodeError, RecursionError) as failure:  # (nested beyond reading)
+            error = error or failure
+            failed += 1
+            if failed == _MOST_FAILED_STARTS:
+                break
+            continue
+        if isinstance(data, dict) and "score" in data:
+            return data
+        objects += 1
+    if objects:
+        raise ValueError(f"The judge's reply has no score: {text[:200]!r}")
+    if error is None:  # (no "{" starts an object: the reason the first one does not)
+        try:
+            decoder.raw_decode(text, first)
+        except (json.JSONDecodeError, RecursionError) as failure:
+            error = failure
+    raise ValueError(f"The judge's reply is not valid JSON ({error}): {text[:200]!r}")
 
 
 def parse_verdict(text: str) -> tuple[float, str]:
     """The ``score`` (0..1) and ``reasoning`` of a judge's JSON reply (code fences and text
-    around the object are tolerated); ``ValueError`` when the reply has no usable verdict."""
-    found = _object_text(text or "")
-    if found is None:
-        raise ValueError(f"The judge's reply has no JSON object: {text[:200]!r}")
-    try:
-        data = json.loads(found)
-    except (json.JSONDecodeError, RecursionError) as error:  # (nested beyond what is read)
-        try:  # the object, then prose holding a ``}`` of its own
-            data = json.JSONDecoder().raw_decode(text, text.find("{"))[0]
-        except (json.JSONDecodeError, RecursionError):
-            raise ValueError(
-                f"The judge's reply is not valid JSON ({error}): {text[:200]!r}"
-            ) from None
+    around the object are tolerated, a ``{`` or ``}`` of that text too: the first object with
+    a ``score`` is the verdict); ``ValueError`` when the reply has no usable verdict."""
+    data = _verdict_object(text or "")
     if not isinstance(data, dict) or "score" not in data:
         raise ValueError(f"The judge's reply has no score: {text[:200]!r}")
     score = data["score"]

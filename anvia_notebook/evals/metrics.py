@@ -10,22 +10,23 @@ leaves that case out.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import decimal
-import functools
 import inspect
+import itertools
 import json
 import math
 import numbers
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json
 
-from .._sync_pool import SyncToolExecutor
 from .._util import cancelled_from_outside, error_text
 from .cases import Case
 
@@ -45,10 +46,6 @@ __all__ = [
 DEFAULT_THRESHOLD = 0.5
 
 ScoreFn = Callable[[Case, str], Any]
-
-#: The threads sync metrics run on (their own: a slow grader does not hold the event loop, so
-#: ``concurrency`` applies to it, and Stop is not kept waiting for it).
-_METRIC_THREADS = SyncToolExecutor()
 
 
 @dataclass(frozen=True)
@@ -158,18 +155,31 @@ def checked_threshold(value: Any, name: str) -> float:
 
 
 async def _on_a_thread(fn: ScoreFn, case: Case, output: str) -> Any:
-    """``fn(case, output)`` on a metric thread (with this context). Stopped while it runs, the
-    thread finishes on its own and its score is dropped."""
+    """``fn(case, output)`` on a thread of its own (with this context), which ends when ``fn``
+    returns: as many sync metrics run at once as the evaluation's ``concurrency`` lets cases
+    score at once (a shared pool of a few threads per CPU made them wait their turn), and no
+    thread is left waiting once the evaluation ends. Stopped while it runs, the thread finishes
+    on its own and its score is dropped."""
     context = contextvars.copy_context()
-    job = _METRIC_THREADS.submit(functools.partial(context.run, fn, case, output))
-    waiter = asyncio.wrap_future(job.future)
+    job: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    job.set_running_or_notify_cancel()
+
+    def work() -> None:
+        try:
+            result = context.run(fn, case, output)
+        except BaseException as error:  # (handed to the metric, which makes it the error)
+            job.set_exception(error)
+        else:
+            job.set_result(result)
+
+    waiter = asyncio.wrap_future(job)
     waiter.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "unretrieved"
-    try:
-        return await asyncio.shield(waiter)
-    except asyncio.CancelledError:
-        if not waiter.done():  # (not started: it never runs; running: its slot is freed)
-            _METRIC_THREADS.abandon(job)
-        raise
+    threading.Thread(target=work, name=f"anvia-metric-{next(_thread_names)}", daemon=True).start()
+    return await asyncio.shield(waiter)
+
+
+#: Numbers for the metric threads' names.
+_thread_names = itertools.count(1)
 
 
 def _score_value(value: Any) -> tuple[bool | float | None, str | None]:
@@ -226,24 +236,26 @@ def _quick(metric: Metric) -> Metric:
 
 def expected_text(value: Any) -> str:
     """A case's expected value as the text an output is compared with: a string as it is,
-    anything else as JSON (a date, a Decimal, a set, a numpy number as pydantic or numpy
-    writes them; a value JSON cannot hold as its ``str``)."""
+    anything else as the compact JSON an agent's typed output is scored as (``{"value":7}``,
+    non-ASCII kept: a dict, a list, a pydantic model or a dataclass as pydantic writes it; a
+    date, a Decimal, a set too; a numpy number or array as numpy's values; a value JSON cannot
+    hold as its ``str``)."""
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, default=_json_default)
-    except (TypeError, ValueError, RecursionError):  # (keys that are not texts, a loop)
+        return to_json(value, fallback=_json_fallback).decode()
+    except (PydanticSerializationError, TypeError, ValueError, RecursionError):  # (a loop)
         return str(value)
 
 
-def _json_default(value: Any) -> Any:
+def _json_fallback(value: Any) -> Any:
+    """What ``to_json`` writes for a value it has no JSON form of."""
     plain = _plain(value)
     if plain is not value:
         return plain
-    try:
-        return to_jsonable_python(value)
-    except PydanticSerializationError:
-        return str(value)
+    if type(value).__module__ == "numpy" and callable(getattr(value, "tolist", None)):
+        return value.tolist()  # (an array)
+    return str(value)
 
 
 def exact_match(

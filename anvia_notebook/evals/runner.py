@@ -168,11 +168,11 @@ async def _run_case(report: EvalReport, index: int) -> None:
     except Exception as failure:
         text = error_text(failure)
         error = f"{type(failure).__name__}: {text}" if text else type(failure).__name__
+    duration_ms = round((time.perf_counter() - started) * 1000)  # the run's, not its scoring
     details: dict[str, Score] = {}
     if error is None:
         assert output is not None
         details = await _score(report.metrics, case, output)
-    duration_ms = round((time.perf_counter() - started) * 1000)
     assert case.name is not None
     result = CaseResult(
         name=case.name,
