@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -134,8 +136,9 @@ def normalize_result(value: Any) -> str:
     """A tool's return value as the text the model sees.
 
     A pydantic model is serialised to JSON, a ``str`` is kept, anything else goes through
-    compact JSON as Anvia writes it (models, dates or sets inside as pydantic writes them;
-    falling back to ``str``).
+    compact JSON as Anvia writes it (numpy and pandas data as plain lists, numbers and records,
+    see :func:`_plain_data`; NaN and infinities as ``null``, as ``JSON.stringify`` writes
+    them; models, dates or sets inside as pydantic writes them; falling back to ``str``).
     """
     if isinstance(value, str):
         return value
@@ -143,6 +146,8 @@ def normalize_result(value: Any) -> str:
 
     if isinstance(value, BaseModel):
         return value.model_dump_json()
+    with contextlib.suppress(TypeError, ValueError, RecursionError):  # (a look-alike's methods)
+        value = _plain_data(value)
     try:
         return compact_json(value)
     except (TypeError, ValueError):
@@ -150,9 +155,39 @@ def normalize_result(value: Any) -> str:
     from pydantic_core import to_jsonable_python
 
     try:  # models, dates, sets... inside: as pydantic writes them (JSON.stringify's way)
-        return compact_json(to_jsonable_python(value))
+        return compact_json(_plain_data(to_jsonable_python(value)))
     except (TypeError, ValueError, RecursionError):  # (its serialization error is a ValueError)
         return str(value)
+
+
+def _plain_data(value: Any) -> Any:
+    """``value`` with the numpy and pandas data in it (at any depth in dicts, lists, tuples and
+    sets) as plain Python data, told apart by their methods so that neither is imported: a
+    DataFrame as its list of records, a Series as a dict, an array as a list, a numpy number as
+    a Python one; NaN, infinities and pandas' missing values (``NA``, ``NaT``) as ``None``.
+    Anything else (dates, models...) is kept for the JSON writers."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, (str, int)):
+        return value
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values
+        return None
+    if isinstance(value, Mapping):
+        return {_plain_key(key): _plain_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_plain_data(item) for item in value]
+    if hasattr(value, "to_dict") and hasattr(value, "columns"):  # a pandas DataFrame
+        return _plain_data(value.to_dict(orient="records"))
+    if hasattr(value, "to_dict") and hasattr(value, "dtype"):  # a pandas Series
+        return _plain_data(value.to_dict())
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # a numpy array or number
+        return _plain_data(value.tolist())
+    return value
+
+
+def _plain_key(key: Any) -> Any:
+    """A dict key as :func:`_plain_data` writes it: a numpy number as a Python one."""
+    return key.item() if hasattr(key, "item") and hasattr(key, "dtype") else key
 
 
 def cli_command(store: str | None = None) -> str:

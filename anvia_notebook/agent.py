@@ -136,12 +136,31 @@ class Agent:
         return PromptRequest.resume(self, run_id, store)
 
 
+def _model_from_text(text: str) -> str:
+    """What to say when a model is given by its name (``"gpt-4o-mini"``,
+    ``"openai:gpt-4o-mini"``): the model object to make instead."""
+    provider, colon, name = text.partition(":")
+    name = name.strip() if colon else text.strip()
+    if "anthropic" in provider.lower() or name.lower().startswith("claude"):
+        suggested = f"AnthropicModel({name or 'claude-sonnet-4-6'!r})"
+    else:
+        suggested = f"OpenAIModel({name or 'gpt-4o-mini'!r})"
+    return (
+        f"The model must be a model object, not the text {text!r}. Make one and pass it, for "
+        f"example {suggested} (from anvia_notebook import OpenAIModel, AnthropicModel), or, to "
+        "try things without a provider, an offline model such as DemoModel or QueueModel "
+        "(from anvia_notebook.models)."
+    )
+
+
 class AgentBuilder:
     """Chainable configuration of an :class:`Agent`."""
 
     def __init__(self, agent_id: str, model: Model) -> None:
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise ValueError("An agent id must be a non-empty string.")
+        if isinstance(model, str):
+            raise TypeError(_model_from_text(model))
         if not hasattr(model, "stream"):
             raise TypeError("`model` must have an async `stream(request)` method.")
         self._id = agent_id.strip()

@@ -29,8 +29,25 @@ fail() {
   exit 1
 }
 
+# A command as it is run, written so that it can be pasted into a shell: a word with a character
+# the shell reads specially (`>`, `<`, a space, a quote...) is quoted.
+show() {
+  local word line="+"
+  for word in "$@"; do
+    if [ -z "$word" ] || [[ $word == *[![:alnum:]_./=:,+@%-]* ]]; then
+      if [[ $word == *\'* ]]; then
+        printf -v word '%q' "$word"
+      else
+        word="'$word'"
+      fi
+    fi
+    line+=" $word"
+  done
+  echo "$line"
+}
+
 run() {
-  echo "+ $*"
+  show "$@"
   if [ "$dry_run" -eq 0 ]; then
     "$@"
   fi
@@ -48,7 +65,7 @@ announce() {
 # pip, showing a line per package it fetches, builds or installs (not its "Requirement already
 # satisfied" lines); its errors and warnings (stderr) pass through as they are.
 pip_install() {
-  echo "+ $python -m pip install $*"
+  show "$python" -m pip install "$@"
   if [ "$dry_run" -eq 0 ]; then
     "$python" -m pip install --progress-bar off "$@" |
       { grep --line-buffered -E '^ *(Obtaining|Collecting|Downloading|Preparing|Building|Installing|Successfully|still running)' || true; }
@@ -118,13 +135,18 @@ pip_install pandas "opentelemetry-sdk>=1.20" "mcp>=2.3,<3"
 
 # How to use this environment's Python later, in a terminal of one's own (the command line,
 # `python -m anvia_notebook runs`): `python` there may be missing or another one.
+installed="Installed" checked=""
+if [ "$dry_run" -eq 1 ]; then
+  installed="Would install" checked=" (this is a check: nothing was installed)"
+fi
 if [ "$python" = .venv/bin/python ]; then
   venv=$(printf '%q' "$PWD/.venv")
-  echo "Installed into .venv. In a new terminal, activate it first: source $venv/bin/activate"
+  echo "$installed into .venv$checked. In a new terminal, activate it first:" \
+    "source $venv/bin/activate"
   echo "  (or write its full path instead of python: $venv/bin/python -m anvia_notebook runs)"
 else
   full=$(printf '%q' "$(command -v "$python")")
-  echo "Installed for $full: in a new terminal, run it as $full -m anvia_notebook runs"
+  echo "$installed for $full$checked: in a new terminal, run it as $full -m anvia_notebook runs"
 fi
 
 page=/lab/tree/notebooks/01_quickstart.ipynb
@@ -134,7 +156,7 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 announce "Starting JupyterLab"
 echo "JupyterLab opens http://127.0.0.1:PORT$page (the port and token are printed below)."
-echo "+ $python ${args[*]} $*"
+show "$python" "${args[@]}" "$@"
 if [ "$dry_run" -eq 1 ]; then
   exit 0
 fi

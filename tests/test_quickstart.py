@@ -86,6 +86,9 @@ def test_it_says_how_to_use_the_environments_python_in_a_new_terminal(tmp_path):
     lines = result.stdout.splitlines()
     hint = next(i for i, line in enumerate(lines) if "activate it first" in line)
     assert hint > max(i for i, line in enumerate(lines) if "pip install" in line)
+    # a check installs nothing, and says so (before: "Installed into .venv.")
+    assert "Would install into .venv (this is a check: nothing was installed)." in lines[hint]
+    assert "Installed" not in result.stdout
 
 
 FAKE_PYTHON = """#!/bin/sh
@@ -140,6 +143,76 @@ def test_it_shows_a_line_per_step_and_what_pip_installs(tmp_path):
     assert "Building editable for anvia_notebook (pyproject.toml): started" in out
     assert "Requirement already satisfied" not in out
     assert out.rstrip().endswith("jupyter lab started")
+
+
+RECORDING_PYTHON = """#!/bin/sh
+# pip and jupyter write the words they are run with to $RECORD (a line each, then ----).
+case "$1 $2" in
+  "-m pip" | "-m jupyter")
+    printf '%s\\n' "$@" ---- >>"$RECORD"
+    exit 0
+    ;;
+  *sysconfig*) dirname "$0"; exit 0 ;;
+esac
+exec REAL "$@"
+"""
+
+
+def recording_environment(tmp_path: pathlib.Path) -> pathlib.Path:
+    """A PATH whose `python` records how pip and jupyter are run (a conda environment)."""
+    bin_dir = fake_bin(tmp_path, None)
+    python = bin_dir / "python"
+    python.write_text(RECORDING_PYTHON.replace("REAL", sys.executable))
+    python.chmod(0o755)
+    return bin_dir
+
+
+def recorded(record: pathlib.Path) -> list[list[str]]:
+    """The commands a recording `python` was run with, the words of each."""
+    words = record.read_text().split("\n")[:-1] if record.exists() else []
+    commands, command = [], []
+    for word in words:
+        if word == "----":
+            commands.append(command)
+            command = []
+        else:
+            command.append(word)
+    return commands
+
+
+def test_the_commands_it_prints_run_as_it_runs_them_when_pasted_into_bash(tmp_path):
+    """`--check` prints its commands quoted: pasted into bash, each runs with the words the
+    script uses (before, `mcp>=2.3,<3` unquoted made bash redirect to and from files)."""
+    bin_dir = recording_environment(tmp_path)
+    extra = ("--no-browser", "--notebook-dir=my notes", "x>1")
+    env = {"CONDA_PREFIX": str(tmp_path)}
+    ran = tmp_path / "ran.txt"
+    result = quickstart(bin_dir, *extra, RECORD=str(ran), **env)
+    assert result.returncode == 0, result.stderr
+    run = [[w for w in command if w not in ("--progress-bar", "off")] for command in recorded(ran)]
+    assert ["-m", "pip", "install", "pandas", "opentelemetry-sdk>=1.20", "mcp>=2.3,<3"] in run
+    assert run[-1][-3:] == list(extra)
+    assert "Installed for" in result.stdout and "Would install" not in result.stdout
+
+    check = quickstart(bin_dir, "--check", *extra, **env)
+    assert check.returncode == 0, check.stderr
+    printed = [line[2:] for line in check.stdout.splitlines() if line.startswith("+ ")]
+    assert len(printed) == len(run) == 3
+    pasted = tmp_path / "pasted.txt"
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    for line in printed:
+        subprocess.run(
+            ["/bin/bash", "-c", line],
+            cwd=shell,
+            env={"PATH": str(bin_dir), "RECORD": str(pasted)},
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+    assert recorded(pasted) == run
+    assert list(shell.iterdir()) == []  # nothing written by a stray `>`
+    assert "Would install for" in check.stdout and "nothing was installed" in check.stdout
 
 
 def test_a_failing_pip_stops_it_and_its_error_shows(tmp_path):
@@ -262,14 +335,16 @@ def test_it_installs_what_every_tutorial_installs_in_colab(tmp_path):
     result = quickstart(fake_environment(tmp_path), "--check", CONDA_PREFIX=str(tmp_path))
     assert result.returncode == 0, result.stderr
     installed = " ".join(
-        line for line in result.stdout.splitlines() if line.startswith("+ ") and " pip install " in line
+        line
+        for line in result.stdout.splitlines()
+        if line.startswith("+ ") and " pip install " in line
     )
     missing = {}
     for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
         source = "".join(json.loads(path.read_text())["cells"][1]["source"])
         (pip_line,) = [line for line in source.splitlines() if "%pip install" in line]
         needs = []
-        extras = re.search(r'anvia_notebook\[([^\]]*)\]', pip_line)
+        extras = re.search(r"anvia_notebook\[([^\]]*)\]", pip_line)
         for extra in extras.group(1).split(",") if extras else []:
             needs.append(_EXTRA_NEEDS[extra.strip()])
         after = pip_line.split('"')[-1].split()  # the packages after the quoted requirement

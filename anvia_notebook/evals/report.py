@@ -295,13 +295,15 @@ class EvalReport:
         )
 
     def summary(self) -> str:
-        """One line: cases, pass rate and the mean of each metric."""
+        """One line: cases, pass rate (``—`` until a case has finished) and the mean of each
+        metric."""
         means = ", ".join(
             f"{name} {format_score(value)}" for name, value in self.mean_scores.items()
         )
         state = "" if self.status == "done" else f" ({self.status})"
+        rate = f"{self.pass_rate:.0%}" if self.finished else "—"  # (as the widget: not known yet)
         return (
-            f"{self.finished}/{self.total} cases{state}, pass rate {self.pass_rate:.0%}"
+            f"{self.finished}/{self.total} cases{state}, pass rate {rate}"
             + (f", errors {self.errors}" if self.errors else "")
             + (f"; mean {means}" if means else "")
         )

@@ -188,3 +188,25 @@ class RunHandle:
 
     def __repr__(self) -> str:
         return f"RunHandle(run_id={self.run_id!r}, status={self.status!r})"
+
+    if not TYPE_CHECKING:  # (hidden from type checkers, which would accept any attribute)
+
+        def __getattr__(self, name: str) -> Any:
+            """Only attributes the handle lacks come here: those of the run's response say how to
+            get it, any other is the usual error (as ``hasattr``, IPython and pickle expect)."""
+            if name in _RESPONSE_FIELDS:
+                raise AttributeError(
+                    f"A RunHandle has no `{name}`: it is the run shown in the cell, not its "
+                    f"response. Get the response with `response = await handle` (it waits for "
+                    f"the run to end), or `response = handle.result()` once the run has ended "
+                    f"(`handle.done`), then use `response.{name}`.",
+                    name=name,
+                    obj=self,
+                )
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r}", name=name, obj=self
+            )
+
+
+#: What a newcomer reads on a handle, mistaking it for the run's ``PromptResponse``.
+_RESPONSE_FIELDS = frozenset({"output", "data", "messages", "usage"})

@@ -926,7 +926,8 @@ class RunStore(SteeringRows, DecisionRequests):
             if status not in ACTIVE:
                 raise RunStoreError(
                     f"Run {run_id!r} has already ended ({status}); there is nothing to resume. "
-                    "Start a new run with its history: agent.prompt([*state.messages, ...])."
+                    "To go on from where it ended, start a new run with its history: "
+                    f"{_history_hint(self, run_id)}."
                 )
             here = owner[1] == me.pid and owner[0] == me.host
             if self._alive(owner) and (not here or running_here(run_id)):
@@ -1317,6 +1318,17 @@ class RunStore(SteeringRows, DecisionRequests):
                     callback(record)
             except Exception:
                 logger.exception("Delivering a stored decision failed")
+
+
+def _history_hint(store: RunStore, run_id: str) -> str:
+    """The code that starts a new run with the history of ``run_id``, as it runs in a notebook
+    (the store by its address; nothing is opened: this runs while ``store`` is in a
+    transaction)."""
+    return (
+        "from anvia_notebook import Message, RunStore; "
+        f"agent.prompt([*{store!r}.get({run_id!r}).messages, "
+        'Message.user("your next message")])'
+    )
 
 
 def _under_parents(summaries: list[RunSummary]) -> list[RunSummary]:
