@@ -102,7 +102,15 @@ describe("studio", () => {
       s.select().value = agent;
       s.select().dispatchEvent(new Event("change"));
       expect(s.model.last("studio_select").agent_id).toBe(agent);
-      expect(s.select().disabled).toBe(true); // until the kernel answers
+      // Until the kernel answers, the picker stays on (a keyboard user keeps its focus), another
+      // change meanwhile is undone, and nothing else is sent.
+      expect(s.select().disabled).toBe(false);
+      const asked = s.model.ofType("studio_select").length;
+      s.select().value = [...s.select().options].find((o) => o.value !== agent)!.value;
+      s.select().dispatchEvent(new Event("change"));
+      expect(s.select().value).toBe(agent);
+      expect(s.model.ofType("studio_select")).toHaveLength(asked);
+      expect(s.prompts().querySelectorAll("button:not(:disabled)")).toHaveLength(0);
       s.model.kernel(shown);
       s.model.kernel({ ...studioMsg, selected: agent });
       s.model.reply("studio_select");

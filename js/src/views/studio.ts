@@ -7,6 +7,45 @@ import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
 import { runGoesOn, steer } from "./steer";
 
+/** The Studio's controls that keep focus across redraws of the view, by name. */
+type FocusKey = "prompt" | "agent" | "sessions" | "open" | "new-session";
+
+/** Which control of a session's Studio has focus, and where it sat in the page (its ancestors,
+ * nearest first). The kernel redraws the Studio's output after a run, an agent change or a new
+ * session: the view a person was using is replaced by a new one, which takes the focus over. */
+interface Carried {
+  key: FocusKey | null;
+  place: Element[];
+}
+const carriedBySession = new WeakMap<Session, Carried>();
+/** The controls of each live Studio view of a session (a redrawn view may come before the old
+ * one leaves: the old one hands its focus over as it goes). */
+const viewsBySession = new WeakMap<Session, Set<Record<FocusKey, HTMLElement>>>();
+
+function ancestors(el: Element): Element[] {
+  const list: Element[] = [];
+  for (let e = el.parentElement; e; e = e.parentElement) list.push(e);
+  return list;
+}
+
+/** The nearest of `place` still in the page: where a view taken out was redrawn. */
+const homeOf = (place: Element[]): Element | undefined => place.find((e) => e.isConnected);
+
+const nothingFocused = (): boolean => {
+  const active = document.activeElement;
+  return active === null || active === document.body;
+};
+
+/** Focus `el` if it is where the focused control was (its output, not another view's). */
+function takeFocus(el: HTMLElement, carried: Carried, key: FocusKey, draft: Session["draft"]): boolean {
+  if (carried.key !== key || !el.isConnected || !nothingFocused() || el.matches(":disabled, [hidden] *")) return false;
+  const home = homeOf(carried.place);
+  if (home && !home.contains(el)) return false;
+  el.focus();
+  if (el instanceof HTMLTextAreaElement) el.setSelectionRange(draft.start, draft.end);
+  return document.activeElement === el;
+}
+
 export interface StudioControls {
   header: HTMLElement;
   prompts: HTMLElement;
@@ -48,6 +87,9 @@ export function studioControls(session: Session): StudioControls {
    * the kernel's selection counts. */
   let chosen: string | null = null;
   let sending = false;
+  /** An agent change is on its way to the kernel: the picker stays on (it keeps the focus of a
+   * person using the keyboard), its changes meanwhile undone; the rest waits. */
+  let picking = false;
 
   const agentId = (): string | null => {
     const st = session.studio;
@@ -55,10 +97,11 @@ export function studioControls(session: Session): StudioControls {
     if (chosen && st.agents.some((a) => a.id === chosen)) return chosen;
     return st.selected || st.agents[0]?.id || null;
   };
-  const busy = (): boolean => {
+  const kernelBusy = (): boolean => {
     const state = session.store.status.state;
-    return sending || !!session.studio?.busy || state === "running" || state === "waiting";
+    return !!session.studio?.busy || state === "running" || state === "waiting";
   };
+  const busy = (): boolean => sending || picking || kernelBusy();
 
   function setError(text: string | null): void {
     error.textContent = text ?? "";
@@ -113,6 +156,8 @@ export function studioControls(session: Session): StudioControls {
     if (fromBox) {
       textarea.value = "";
       keepDraft();
+    } else {
+      toPromptBox(prompts);
     }
     render();
     const ok = await run({ type: "studio_send", agent_id: agent, text });
@@ -129,6 +174,7 @@ export function studioControls(session: Session): StudioControls {
     const id = sessionSelect.value;
     if (!id || busy()) return;
     sending = true;
+    toPromptBox(sessions);
     render();
     const ok = await run({ type: "studio_open_session", session_id: id });
     sending = false;
@@ -162,20 +208,61 @@ export function studioControls(session: Session): StudioControls {
   });
   textarea.addEventListener("select", keepDraft);
   textarea.addEventListener("keyup", keepDraft);
-  textarea.addEventListener("focus", () => {
-    draft.focused = true;
-  });
-  // A view being removed loses its focus too: only a blur while still in the page counts.
-  textarea.addEventListener("blur", () => {
-    if (textarea.isConnected) draft.focused = false;
-  });
-  if (draft.focused) {
-    schedule(textarea, () => {
-      const active = document.activeElement;
-      if (!textarea.isConnected || (active && active !== document.body)) return;
-      textarea.focus();
-      textarea.setSelectionRange(draft.start, draft.end);
+
+  // Focus lives in the session too. A view taken out of the page loses its focus, and Chromium
+  // says so with a blur while the control is still in the page: whether the blur counts (the
+  // person went elsewhere) is known once the page has settled. A control taken out, or moved,
+  // with nothing focused since, was redrawn: its new view takes the focus over.
+  const carried = carriedBySession.get(session) ?? { key: null, place: [] };
+  carriedBySession.set(session, carried);
+  const controls: Record<FocusKey, HTMLElement> = {
+    prompt: textarea,
+    agent: select,
+    sessions: sessionSelect,
+    open: openSession,
+    "new-session": newSession,
+  };
+  const views = viewsBySession.get(session) ?? new Set();
+  viewsBySession.set(session, views);
+  views.add(controls);
+  const settle = (el: HTMLElement, key: FocusKey, place: Element[]): void => {
+    if (carried.key !== key || carried.place !== place || document.activeElement === el) return;
+    const now = ancestors(el);
+    const moved = el.isConnected && (now.length !== place.length || now.some((e, i) => e !== place[i]));
+    if (el.isConnected && !moved) {
+      carried.key = null; // the person went elsewhere (or the control was turned off)
+      draft.focused = false;
+      return;
+    }
+    if (!nothingFocused()) return;
+    for (const view of [...views].reverse()) if (takeFocus(view[key], carried, key, draft)) return;
+  };
+  for (const [key, el] of Object.entries(controls) as [FocusKey, HTMLElement][]) {
+    el.addEventListener("focus", () => {
+      carried.key = key;
+      carried.place = ancestors(el);
+      draft.focused = key === "prompt";
     });
+    el.addEventListener("blur", () => {
+      const place = carried.place;
+      setTimeout(() => settle(el, key, place), 0);
+    });
+  }
+  /** A control taken away (a quick prompt sent, an earlier session opened) hands the focus it
+   * has to the prompt box, where the conversation goes on. */
+  function toPromptBox(from: HTMLElement): void {
+    if (from.contains(document.activeElement)) textarea.focus();
+  }
+  if (carried.key !== null) {
+    let frames = 10; // the new view may be put in the page a little later
+    const restore = (): void => {
+      const key = carried.key;
+      if (key === null) return;
+      const el = controls[key];
+      if (!el.isConnected && --frames > 0) schedule(restore, restore);
+      else takeFocus(el, carried, key, draft);
+    };
+    schedule(restore, restore);
   }
   async function pick(id: string): Promise<void> {
     if (!id || id === agentId() || busy()) {
@@ -183,13 +270,13 @@ export function studioControls(session: Session): StudioControls {
       return;
     }
     chosen = id;
-    sending = true;
+    picking = true;
     render();
     await run({ type: "studio_select", agent_id: id });
     // Shown now (its conversation and a studio message naming it came before the reply), or
     // refused: the kernel's selection either way.
     chosen = null;
-    sending = false;
+    picking = false;
     render();
   }
   select.addEventListener("change", () => void pick(select.value));
@@ -207,7 +294,7 @@ export function studioControls(session: Session): StudioControls {
       );
     }
     if (current !== null) select.value = current;
-    select.disabled = agents.length === 0 || busy();
+    select.disabled = agents.length === 0 || sending || kernelBusy();
   }
 
   function renderPrompts(): void {
@@ -266,5 +353,9 @@ export function studioControls(session: Session): StudioControls {
 
   render();
   const unsubscribe = session.subscribe(onEvent);
-  return { header, prompts, composer, dispose: unsubscribe };
+  const dispose = (): void => {
+    unsubscribe();
+    views.delete(controls);
+  };
+  return { header, prompts, composer, dispose };
 }
