@@ -550,3 +550,29 @@ def test_a_tool_name_openai_and_anthropic_refuse_is_warned_about_when_listed():
     with pytest.warns(UserWarning, match=r"MCP server 'dotted' offers a tool named 'files\.read'"):
         connected = asyncio.run(mcp.connect(server))
     assert "files.read" in [tool.name for tool in connected.tools]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_server_still_becoming_its_command_is_waited_for_to_be_known():
+    """The server was looked for once, at once: a child still a copy of this process, or in the
+    middle of becoming the server (its command line reads empty then), was not known, so what
+    it started was left running after close() (seen once in fifteen runs under load)."""
+    import os
+    import signal
+
+    from anvia_notebook.mcp._guard import child_processes, started_server_soon
+
+    args = ["-c", "import time; time.sleep(60)"]
+    before = child_processes()
+    pid = os.fork()
+    if pid == 0:  # the child: becomes the command a moment later, as a slow start would
+        try:
+            time.sleep(0.2)
+            os.execv(sys.executable, [sys.executable, *args])
+        finally:
+            os._exit(1)
+    try:
+        assert asyncio.run(started_server_soon(before, sys.executable, args)) == pid
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)

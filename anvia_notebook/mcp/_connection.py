@@ -27,7 +27,7 @@ from ..errors import (
 )
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
-from ._guard import child_processes, end_group, guarded_command, started_server
+from ._guard import child_processes, end_group, guarded_command, started_server_soon
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 from ._stderr import StderrTail
@@ -310,7 +310,9 @@ class Connection:
                 errlog.started()
                 config = self.config
                 if isinstance(config, StdioServer) and before is not None:
-                    group = started_server(before, config.command, config.args, config.env)
+                    group = await started_server_soon(
+                        before, config.command, config.args, config.env
+                    )
                 ended = asyncio.Event()  # the server's messages ended: it went away
                 session = await stack.enter_async_context(
                     _results_as_sent(ClientSession)(

@@ -86,6 +86,46 @@ def started_server(
     return None
 
 
+async def started_server_soon(
+    before: set[int], command: str, args: Sequence[str], env: Mapping[str, str] | None = None
+) -> int | None:
+    """:func:`started_server`, once the new child is no longer between two programs: just
+    started, it may still be a copy of this process, and while the guard becomes the server
+    (``exec``) its command line reads empty; neither tells it apart. Waited for at most a
+    second."""
+    import asyncio
+
+    ours = _own_command_line()
+    for _ in range(100):
+        found = started_server(before, command, args, env)
+        if found is not None or not _any_changing(before, ours):
+            return found
+        await asyncio.sleep(0.01)
+    return started_server(before, command, args, env)
+
+
+def _own_command_line() -> bytes:
+    """This process's command line as Linux keeps it (empty elsewhere)."""
+    try:
+        with open("/proc/self/cmdline", "rb") as own:
+            return own.read()
+    except OSError:
+        return b""
+
+
+def _any_changing(before: set[int], ours: bytes) -> bool:
+    """Whether a new child is between two programs: its command line is still this process's
+    (forked, not yet changed) or reads empty (in the middle of ``exec``)."""
+    for pid in child_processes() - before:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if cmdline.read() in (ours, b""):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
 async def end_group(group: int, grace: float = 2.0) -> None:
     """Stop what is left of a server's process group once the server has ended (processes it
     started, which the SDK's stopping of the server itself leaves running): SIGTERM, then
