@@ -228,7 +228,7 @@ class RunSpans:
         if cached is None or cached[0] != text:
             cached = self._instructions_json = (
                 text,
-                _dumps([{"type": "text", "content": text}]),
+                _dumps([{"type": "text", "content": _kept(text)}]),
             )
         return cached[1]
 
@@ -284,13 +284,13 @@ class RunSpans:
             if self.content:
                 parts: list[dict[str, Any]] = []
                 if response.text:
-                    parts.append({"type": "text", "content": response.text})
+                    parts.append({"type": "text", "content": _kept(response.text)})
                 parts.extend(
                     {
                         "type": "tool_call",
                         "id": call.id,
                         "name": call.name,
-                        "arguments": call.arguments,
+                        "arguments": _kept_arguments(call.arguments),
                     }
                     for call in response.tool_calls
                 )
@@ -318,7 +318,7 @@ class RunSpans:
             attributes["anvia.mcp.server"] = entry.mcp_server
             attributes["mcp.method.name"] = "tools/call"
         if self.content:
-            attributes["gen_ai.tool.call.arguments"] = self._arguments(entry)
+            attributes["gen_ai.tool.call.arguments"] = _kept(self._arguments(entry))
             self._tool_args[id(entry)] = entry.args
         previous = self._tools.pop(id(entry), None)
         if previous is not None:
@@ -392,8 +392,8 @@ class RunSpans:
         if self.content:
             began_with = self._tool_args.pop(id(entry), _UNKNOWN)
             if began_with is not entry.args and began_with != entry.args:  # edited on approval
-                attributes["gen_ai.tool.call.arguments"] = _json(entry.args)
-            attributes["gen_ai.tool.call.result"] = entry.result or ""
+                attributes["gen_ai.tool.call.arguments"] = _kept(_json(entry.args))
+            attributes["gen_ai.tool.call.result"] = _kept(entry.result or "")
         if status == "error":
             attributes["error.type"] = "tool_error"
             span.set_status(Status(StatusCode.ERROR, "The tool call failed."))
@@ -405,6 +405,25 @@ class RunSpans:
 #: its stack trace: a provider's 200 KB error body is not exported three times per span.
 MAX_ERROR_MESSAGE = 4_000
 MAX_STACKTRACE = 8_000
+
+
+#: How much of each text a span keeps with ``capture_content`` (a message's text, a tool call's
+#: arguments or result): a 10 MB tool result was exported in full on its tool span, its chat
+#: span and every later chat span (OTLP exporters refuse messages past a few MB).
+MAX_CONTENT = 20_000
+
+
+def _kept(text: str) -> str:
+    return _bounded(text, MAX_CONTENT)
+
+
+def _kept_arguments(arguments: Any) -> Any:
+    """A tool call's arguments as sent, unless their JSON is longer than :data:`MAX_CONTENT`:
+    then that JSON, cut short."""
+    if isinstance(arguments, str):
+        return _kept(arguments)
+    text = _dumps(arguments)
+    return arguments if len(text) <= MAX_CONTENT else _kept(text)
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -453,13 +472,13 @@ def _message(message: Message) -> dict[str, Any]:
     """A message in the GenAI conventions' shape: a role and typed parts."""
     parts: list[dict[str, Any]] = []
     if message.content:
-        parts.append({"type": "text", "content": message.content})
+        parts.append({"type": "text", "content": _kept(message.content)})
     parts.extend(
-        {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+        {"type": "tool_call", "id": c.id, "name": c.name, "arguments": _kept_arguments(c.arguments)}
         for c in message.tool_calls
     )
     parts.extend(
-        {"type": "tool_call_response", "id": r.tool_call_id, "response": r.content}
+        {"type": "tool_call_response", "id": r.tool_call_id, "response": _kept(r.content)}
         for r in message.tool_results
     )
     return {"role": message.role, "parts": parts}

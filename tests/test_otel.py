@@ -151,6 +151,33 @@ def test_capture_content_adds_messages_arguments_and_results(content_spans) -> N
     }
 
 
+def test_captured_texts_are_bounded_and_the_json_stays_json(content_spans) -> None:
+    """A 1 MB argument and a 1 MB result were exported whole on the tool's span, the chat span
+    that asked for them and every later chat span (OTLP exporters refuse messages of a few MB)."""
+    from anvia_notebook import tool
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return text.upper()
+
+    big = "a" * 1_000_000
+    model = QueueModel([call("echo", {"text": big}, id="c1"), "done " + "b" * 1_000_000])
+    AgentBuilder("a", model).tool(echo).build().prompt("go").send_sync()
+    finished = content_spans.get_finished_spans()
+    for span in finished:
+        for name, value in span.attributes.items():
+            assert len(str(value)) < 50_000, (span.name, name, len(str(value)))
+    tool_span = by_name(content_spans)["execute_tool echo"]
+    assert "characters not kept" in tool_span.attributes["gen_ai.tool.call.result"]
+    assert tool_span.attributes["gen_ai.tool.call.result"].startswith("AAAA")
+    chats = [s for s in finished if s.name.startswith("chat")]
+    sent = json.loads(chats[-1].attributes["gen_ai.input.messages"])  # still JSON
+    assert sent[-1]["parts"][0]["response"].startswith("AAAA")
+    [answer] = json.loads(chats[-1].attributes["gen_ai.output.messages"])
+    assert answer["parts"][0]["content"].startswith("done bbb")
+
+
 def test_captured_arguments_are_the_json_the_model_sent(content_spans) -> None:
     sent = '{"x":2,\n  "y":3}'  # the model's own JSON text, kept as it came
     add = make_add_tool()
