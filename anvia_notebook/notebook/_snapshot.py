@@ -210,9 +210,16 @@ def _waiting_lines(transcript: dict[str, Any], cli: str) -> list[str]:
                 if item.get("fix_required"):  # approving it needs the fixed arguments
                     command = "fix"
                 waiting.append((command, str(item.get("id")), _tool_label(entry), _call_of(entry)))
+    run = _cut(run_id, MAX_SHORT, sep=" ")
+    if not waiting and transcript.get("status", {}).get("state") == "running":
+        # (a copy the kernel never replaced: it stopped before the run ended)
+        return [
+            f"Run {run} was running when this copy was made. If its kernel stopped before "
+            "the run ended, resume it in a notebook with the agent that started it:",
+            f'agent.resume("{run}").show()',
+        ]
     if not waiting:
         return []
-    run = _cut(run_id, MAX_SHORT, sep=" ")
     lines = [
         f"Run {run} was waiting for a decision when this copy was made. In a notebook, "
         "resume it with the agent that started it; from a terminal, decide it:",

@@ -335,3 +335,21 @@ def test_an_approval_ended_by_an_interrupt_does_not_say_stop_was_pressed():
     for copy_text in (render_text(t, "Run"), render_html(t, "Run")):
         assert "when the run was stopped" in copy_text
         assert "by Stop" not in copy_text
+
+
+def test_a_copy_of_a_running_run_says_how_to_resume_it():
+    """A notebook saved while a tool ran, whose kernel then died, reopened as "Running" for ever,
+    with no run id and no way to go on."""
+    t = base()
+    t["status"] = {**t["status"], "state": "running", "run_id": "run_9"}
+    for entry in t["entries"]:
+        for field in ("approval", "question"):
+            if isinstance(entry.get(field), dict):
+                entry[field] = {**entry[field], "status": "approved"}
+    for copy_text in (render_text(t, "Run"), render_html(t, "Run")):
+        assert "Run run_9 was running when this copy was made" in copy_text
+        assert "agent.resume(&quot;run_9&quot;).show()" in copy_text or (
+            'agent.resume("run_9").show()' in copy_text
+        )
+    done = {**t, "status": {**t["status"], "state": "done"}}
+    assert "was running" not in render_text(done, "Run")
