@@ -136,9 +136,10 @@ class Agent:
         return PromptRequest.resume(self, run_id, store)
 
 
-def _model_from_text(text: str) -> str:
+def model_given_as_text(text: str) -> str:
     """What to say when a model is given by its name (``"gpt-4o-mini"``,
-    ``"openai:gpt-4o-mini"``): the model object to make instead."""
+    ``"openai:gpt-4o-mini"``): the model object to make instead (package-internal: a judge's
+    model is checked the same way)."""
     provider, colon, name = text.partition(":")
     name = name.strip() if colon else text.strip()
     if "anthropic" in provider.lower() or name.lower().startswith("claude"):
@@ -160,7 +161,7 @@ class AgentBuilder:
         if not isinstance(agent_id, str) or not agent_id.strip():
             raise ValueError("An agent id must be a non-empty string.")
         if isinstance(model, str):
-            raise TypeError(_model_from_text(model))
+            raise TypeError(model_given_as_text(model))
         if not hasattr(model, "stream"):
             raise TypeError("`model` must have an async `stream(request)` method.")
         self._id = agent_id.strip()

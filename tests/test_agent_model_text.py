@@ -38,3 +38,11 @@ def test_the_suggested_objects_exist_where_the_message_says():
 def test_another_object_without_stream_keeps_the_old_message():
     with pytest.raises(TypeError, match=r"`model` must have an async `stream\(request\)` method"):
         AgentBuilder("x", 42)  # type: ignore[arg-type]
+
+
+def test_a_judge_given_a_model_name_names_the_object_to_make():
+    """Before: "model must be a model (with a stream method)."."""
+    from anvia_notebook import evals
+
+    with pytest.raises(TypeError, match=r"llm_judge\(model, rubric\): .*OpenAIModel\('gpt-4o'\)"):
+        evals.llm_judge("gpt-4o", "Is it right?")

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from ..agent import model_given_as_text
 from .cases import Case
 from .metrics import DEFAULT_THRESHOLD, Metric, Score, checked_threshold, expected_text
 
@@ -113,6 +114,8 @@ def llm_judge(
     backoff from ``initial_delay`` to ``max_delay`` seconds), so they do not count as failures.
     A reply without a usable verdict marks that score as an error.
     """
+    if isinstance(model, str):
+        raise TypeError(f"llm_judge(model, rubric): {model_given_as_text(model)}")
     if not hasattr(model, "stream"):
         raise TypeError("llm_judge(model, rubric): model must be a model (with a stream method).")
     if not isinstance(rubric, str) or not rubric.strip():
