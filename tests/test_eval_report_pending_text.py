@@ -47,3 +47,13 @@ async def test_a_report_stopped_before_any_case_finished_has_no_pass_rate():
 def test_a_finished_case_that_failed_is_a_pass_rate_of_zero():
     report = evals.evaluate_sync(agent_answering("no"), CASES, [evals.contains("ok")], show=False)
     assert report.summary() == "2/2 cases, pass rate 0%; mean contains 0.00"
+
+
+def test_a_comparison_with_a_report_that_has_not_run_has_no_pass_rate_for_it():
+    """Before: "pass rate 0% -> 100%" and "+100 pts" against a report nothing had run in."""
+    done = evals.evaluate_sync(agent_answering("ok"), CASES, [evals.contains("ok")])
+    pending = evals.runner.prepare(agent_answering("ok"), CASES, [evals.contains("ok")])
+    comparison = evals.compare(pending, done)
+    assert "pass rate — -> 100%" in comparison.summary()
+    html = comparison._repr_html_()
+    assert "+100 pts" not in html and "<td>—</td>" in html

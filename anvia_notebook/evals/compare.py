@@ -201,7 +201,7 @@ class Comparison:
         )
 
     def summary(self) -> str:
-        parts = [f"pass rate {self.pass_rate_a:.0%} -> {self.pass_rate_b:.0%}"]
+        parts = [f"pass rate {_rate(self.a)} -> {_rate(self.b)}"]
         for change in self.metrics.values():
             delta = change.delta
             parts.append(
@@ -238,9 +238,13 @@ class Comparison:
         pass_row = (
             "<tr>"
             + cell("pass rate")
-            + cell(f"{self.pass_rate_a:.0%}")
-            + cell(f"{self.pass_rate_b:.0%}")
-            + cell(f"{(self.pass_rate_b - self.pass_rate_a) * 100:+.0f} pts")
+            + cell(_rate(self.a))
+            + cell(_rate(self.b))
+            + cell(
+                f"{(self.pass_rate_b - self.pass_rate_a) * 100:+.0f} pts"
+                if self.a.finished and self.b.finished
+                else "—"
+            )
             + "</tr>"
         )
         head = "".join(
@@ -296,3 +300,8 @@ def compare(a: EvalReport, b: EvalReport) -> Comparison:
             stacklevel=2,
         )
     return Comparison(a, b)
+
+
+def _rate(report: EvalReport) -> str:
+    """A report's pass rate as its summary says it: ``—`` until a case has finished."""
+    return f"{report.pass_rate:.0%}" if report.finished else "—"
