@@ -51,6 +51,13 @@ def redrawn(widget: Locator) -> None:
     expect(widget.locator(".anvia-root")).to_have_count(1)
 
 
+def free(widget: Locator) -> None:
+    """Wait until the Studio is free again (its agent picker on): the kernel redraws the output
+    at the reply, at the run's end and once more when it saves the run, all before it says so;
+    a key typed while a view is being replaced may go to the page instead."""
+    expect(widget.get_by_role("combobox", name="Agent")).to_be_enabled()
+
+
 def test_studio_prompt_box_keeps_focus_after_each_reply(
     page: Page, jupyter_server: JupyterServer, jupyter_app: App, notebook_name: str
 ):
@@ -68,6 +75,7 @@ def test_studio_prompt_box_keeps_focus_after_each_reply(
     page.keyboard.press("Enter")
     wait_for_text(widget, "First reply.")
     redrawn(widget)
+    free(widget)
     expect(prompt).to_be_focused()
     # The person goes on typing, without clicking the box again.
     mark_view(widget)
@@ -76,6 +84,7 @@ def test_studio_prompt_box_keeps_focus_after_each_reply(
     page.keyboard.press("Enter")
     wait_for_text(widget, "Second reply.")
     redrawn(widget)
+    free(widget)
     expect(prompt).to_be_focused()
     expect(prompt).to_have_value("")
 
@@ -112,6 +121,7 @@ def test_studio_agent_picker_and_quick_prompt_with_the_keyboard(
     wait_for_text(widget, "Hello and welcome!")
     expect(quick).to_have_count(0)
     redrawn(widget)
+    free(widget)
     prompt = widget.get_by_placeholder("Message the agent")
     expect(prompt).to_be_focused()
     page.keyboard.type("thanks")
