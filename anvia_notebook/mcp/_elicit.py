@@ -166,8 +166,7 @@ def _content(record: QuestionRecord, schema: dict[str, Any]) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for answer in record.answers:
         spec = properties.get(answer.question_id, {})
-        blank = answer.question_id not in required
-        if answer.choice == BLANK and _may_be_blank(spec, not blank):
+        if answer.choice == BLANK and _may_be_blank(spec, answer.question_id in required):
             if spec.get("default") is not None:  # the server's default, filled in for it
                 content[answer.question_id] = spec["default"]
             continue

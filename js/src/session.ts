@@ -62,7 +62,6 @@ export const KERNEL_STOPPED = "The kernel stopped: this view is no longer live";
  * output is redrawn when the kernel refreshes its static copy after each run). */
 export interface Draft {
   text: string;
-  focused: boolean;
   start: number;
   end: number;
 }
@@ -84,7 +83,7 @@ export class Session {
   /** The kernel this model lived in stopped (restarted, shut down or died): final. Views say so
    * and turn their buttons off; requests are refused without being sent. */
   kernelStopped = false;
-  readonly draft: Draft = { text: "", focused: false, start: 0, end: 0 };
+  readonly draft: Draft = { text: "", start: 0, end: 0 };
   /** Which entries a person opened or closed, so a redrawn view (the output re-rendered, a
    * second view, VS Code's lazy views) shows them the same way; keyed by `entryKey`. */
   readonly openEntries = new Map<string, boolean>();

@@ -231,7 +231,6 @@ export function studioControls(session: Session): StudioControls {
     const moved = el.isConnected && (now.length !== place.length || now.some((e, i) => e !== place[i]));
     if (el.isConnected && !moved) {
       carried.key = null; // the person went elsewhere (or the control was turned off)
-      draft.focused = false;
       return;
     }
     if (!nothingFocused()) return;
@@ -241,7 +240,6 @@ export function studioControls(session: Session): StudioControls {
     el.addEventListener("focus", () => {
       carried.key = key;
       carried.place = ancestors(el);
-      draft.focused = key === "prompt";
     });
     el.addEventListener("blur", () => {
       const place = carried.place;
