@@ -86,9 +86,10 @@ RUN_ENDS: frozenset[type[Any]] = frozenset((FinalEvent, CancelledEvent, ErrorEve
 #: Finish reasons of an answer the token limit cut (OpenAI's, Anthropic's).
 CUT_AT_THE_LIMIT = frozenset(("length", "max_tokens"))
 
-#: Events before whose batch a Studio's saved copy is refreshed: a turn's text is complete, the
-#: run has ended.
-STUDIO_COPY_EVENTS: frozenset[type[Any]] = RUN_ENDS | {TurnEndEvent}
+#: How long a Studio's saved copy may lag behind a turn's complete text while the run goes on.
+#: The run's end usually comes at once after its last turn, and refreshes the copy with both:
+#: each refresh redraws the live view in the page, so a reply makes one, not one per event.
+STUDIO_COPY_LAG = 0.5
 
 Handler = Callable[[Any], "str | None"]
 
@@ -143,6 +144,11 @@ class TranscriptSession:
         self._refresh_loop: asyncio.AbstractEventLoop | None = None
         #: The end of the run was awaited before that refresh was scheduled: make it at once.
         self._refresh_awaited = False
+        #: A Studio's refresh after a turn's text (see :data:`STUDIO_COPY_LAG`).
+        self._copy_timer: asyncio.TimerHandle | None = None
+        #: What each display (by id) was last sent: a refresh that would change nothing is not
+        #: sent (it would only redraw the live view, and a key typed meanwhile could be lost).
+        self._shown: dict[str, dict[str, Any]] = {}
         #: Output tools printed from other threads, not yet handed to the loop (one hand-over
         #: for many prints: a sync tool printing in a loop must not wake the loop each time).
         self._printed: list[tuple[CurrentToolCall, str]] = []
@@ -379,12 +385,16 @@ class TranscriptSession:
                 self._undelivered()
                 if kind is FinalEvent:
                     self._cut_short()
-            if kind in STUDIO_COPY_EVENTS and self.mode == "studio" and self._displays:
-                # A Studio stays live: its saved copy holds a turn's complete text, then the
-                # run's end, before the page shows them (the update goes out on the same
-                # channel, before the batch), so a notebook saved as soon as the reply is there
-                # keeps it. The run's end can come long after the reply (hooks, the store).
-                self.refresh_displays()
+            if self.mode == "studio" and self._displays:
+                # A Studio stays live: its saved copy holds the run's end before the page hears
+                # of it (the update goes out on the same channel, before the batch), so a
+                # notebook saved once the reply is shown as done keeps it. A turn's complete
+                # text is in the copy at the latest STUDIO_COPY_LAG later, for a run whose end
+                # comes long after it (hooks, tools, a wait for a person).
+                if kind in RUN_ENDS:
+                    self.refresh_displays()
+                elif kind is TurnEndEvent:
+                    self._refresh_copy_soon()
             self.batcher.flush()
         if kind in INTERACTION_EVENTS and self._displays:
             # A notebook saved now shows what waits (or what was decided), and how to go on.
@@ -537,6 +547,7 @@ class TranscriptSession:
         data, metadata = self.bundle()
         _display.publish(data, metadata, display_id=display_id)
         self._displays.append((display_id, _display.current_parent()))
+        self._shown[display_id] = data
 
     @property
     def displayed_in(self) -> list[str | None]:
@@ -570,11 +581,26 @@ class TranscriptSession:
         timer.cancel()
         self.refresh_displays()
 
+    def _refresh_copy_soon(self) -> None:
+        """:meth:`refresh_displays` within :data:`STUDIO_COPY_LAG`, unless one comes sooner."""
+        loop = self.loop
+        if loop is None or _running_loop() is not loop:
+            self.refresh_displays()
+        elif self._copy_timer is None:
+            self._copy_timer = loop.call_later(STUDIO_COPY_LAG, self.refresh_displays)
+
     def refresh_displays(self) -> None:
         """Update every display with the current :meth:`bundle` (at the end of a run): a run's
-        views become the static copy; a Studio's keep the widget, with a fresh static copy."""
+        views become the static copy; a Studio's keep the widget, with a fresh static copy.
+        A display already showing that bundle is left as it is."""
+        if self._copy_timer is not None:
+            self._copy_timer.cancel()
+            self._copy_timer = None
         data, metadata = self.bundle()
         for display_id, parent in self._displays:
+            if self._shown.get(display_id) == data:
+                continue
+            self._shown[display_id] = data
             try:
                 _display.publish(data, metadata, display_id=display_id, update=True, parent=parent)
             except Exception:

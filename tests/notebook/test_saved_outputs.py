@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from notebook_helpers import Page, finished, pending_approval, record_send, refund_tool, until
 
-from anvia_notebook import AgentBuilder, Studio
+from anvia_notebook import AgentBuilder, Studio, create_hook
 from anvia_notebook._util import cli_command
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook import _display
@@ -149,11 +149,14 @@ async def test_a_studio_stays_live_with_a_static_copy_refreshed_after_each_run(o
     assert "run_id" not in page.state.status  # a new session has no run yet
 
 
-async def test_a_studios_copy_holds_the_reply_before_the_page_is_sent_it(outputs, monkeypatch):
+async def test_a_studios_copy_holds_the_reply_before_the_page_hears_the_run_ended(
+    outputs, monkeypatch
+):
     """The page applies a cell's display update when it gets it, in the order the kernel sent
-    its messages: a Studio's copy is refreshed before the batch that completes the reply, again
-    before the one that says the run is done, and before the Studio says it is free. A notebook
-    saved as soon as the page shows any of these keeps the reply."""
+    its messages, and each update redraws the Studio's live view (a key typed meanwhile can be
+    lost): a reply makes one update, with the reply and the run's end, sent before the batch that
+    says the run is done and before the Studio says it is free. A notebook saved as soon as the
+    page shows the reply as done keeps it."""
     timeline: list[tuple[str, Any]] = []
     publish = _display.publish
 
@@ -168,8 +171,6 @@ async def test_a_studios_copy_holds_the_reply_before_the_page_is_sent_it(outputs
 
     monkeypatch.setattr(_display, "publish", publish_in_order)
     monkeypatch.setattr(AnviaWidget, "send", send_in_order)
-    # The reply comes in two pieces, as a model streams it; the run's end comes later (hooks,
-    # the store): the page shows the reply before it hears the run has ended.
     studio = Studio([agent("Hello from the Studio.")])
     studio.start()
     await Page(studio.widget).sync()
@@ -182,29 +183,54 @@ async def test_a_studios_copy_holds_the_reply_before_the_page_is_sent_it(outputs
         return any(k == "page" and m["type"] == "studio" and not m["busy"] for k, m in after)
 
     await until(free, what="the Studio free again")
-    # What the page has been sent of the reply, batch after batch.
-    reply, reply_done, ended, free_at, copies = "", None, None, None, []
+    ended, free_at, copies = None, None, []
     for i, (kind, message) in enumerate(after):
         if kind == "copy":
             copies.append(i)
             continue
         for op in message.get("ops", []) if message["type"] == "batch" else []:
-            if op["op"] == "add" and op["entry"]["kind"] == "assistant":
-                reply = op["entry"]["text"]
-            elif op["op"] == "append":
-                reply += op["text"]
-            elif op["op"] == "status" and op["status"]["state"] == "success" and ended is None:
+            if op["op"] == "status" and op["status"]["state"] == "success" and ended is None:
                 ended = i
-        if reply == "Hello from the Studio." and reply_done is None:
-            reply_done = i
         if message["type"] == "studio" and not message["busy"] and free_at is None:
             free_at = i
-    assert reply_done is not None and ended is not None and free_at is not None, after
-    assert reply_done < ended < free_at
-    with_reply = [i for i in copies if "Hello from the Studio." in after[i][1]]
-    assert with_reply and with_reply[0] < reply_done  # the copy has it before the page
-    assert any(reply_done < i < ended for i in copies)  # the run's end, before the page hears
-    assert copies[-1] < free_at  # and nothing changes the copy once the Studio is free
+    assert ended is not None and free_at is not None, after
+    assert len(copies) == 1, [after[i][1] for i in copies]  # one redraw for the reply
+    [copy] = copies
+    assert "Hello from the Studio." in after[copy][1] and "Done" in after[copy][1]
+    assert copy < ended < free_at  # the copy first, then the page hears, then it is free
+
+
+async def test_a_studios_copy_holds_a_turns_text_while_the_run_is_still_ending(outputs):
+    """A run whose end comes long after its reply (an ``on_run_end`` hook that waits): the saved
+    copy holds the reply within a moment, the run still running, and then its end."""
+    ending = asyncio.Event()
+
+    async def slow_end(_event: Any) -> None:
+        await ending.wait()
+
+    slow = (
+        AgentBuilder("shop", QueueModel(["Hello while ending."]))
+        .name("Shop")
+        .hook(create_hook(on_run_end=slow_end))
+        .build()
+    )
+    studio = Studio([slow])
+    studio.start()
+    await Page(studio.widget).sync()
+    run = studio.send("Hi there")
+
+    def copy_with_reply() -> str | None:
+        for update in outputs.updates():
+            if "Hello while ending." in update["data"]["text/html"]:
+                return update["data"]["text/html"]
+        return None
+
+    copy = await until(copy_with_reply, what="the copy with the reply")
+    assert "Running" in copy and not run.done
+    ending.set()
+    await run.wait()
+    await until(lambda: "Done" in outputs.updates()[-1]["data"]["text/html"], what="the end")
+    assert "Hello while ending." in outputs.updates()[-1]["data"]["text/html"]
 
 
 @pytest.mark.timeout(180)
@@ -266,13 +292,18 @@ async def test_the_static_copy_follows_the_last_batch_after_a_pause_unless_await
     assert [u for u in outputs.updates() if "Awaited." in u["data"]["text/html"]]
 
 
-async def test_a_run_awaited_before_its_end_is_handled_gets_its_static_copy_at_once(outputs, cell):
+async def test_a_run_awaited_before_its_end_is_handled_gets_its_static_copy_at_once(
+    outputs, cell, monkeypatch
+):
     """``await handle`` can resume before the run's done listeners schedule the copy: the copy is
     then written as soon as it is scheduled, not a timer later."""
     handle = runner.show(agent("Done.").prompt("hello"))
     await finished(handle)
     before = len(outputs.updates())
+    # (a copy that has changed since the last one: an unchanged copy is not sent again)
+    copy = {"text/html": "<p>Done, later.</p>", "text/plain": "Done, later."}
+    monkeypatch.setattr(handle.session, "bundle", lambda: (copy, {}))
     handle.session.refresh_pending()  # as when the wait resumed first
     handle.session.refresh_displays_later(asyncio.get_running_loop(), 60.0)
     assert len(outputs.updates()) == before + 1
-    assert WIDGET_MIME not in outputs.updates()[-1]["data"]
+    assert outputs.updates()[-1]["data"] == copy
