@@ -175,6 +175,11 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         )
         turn = state.turn if run.resumed else 0
         interrupted_calls = _unanswered_calls(state.messages) if run.resumed else []
+        stored = _stored_result(run, typed) if run.resumed and typed is not None else None
+        if stored is not None and not steering.before_end(turn + 1):
+            # The run had its valid result when it stopped (in its on_run_end hook, say): it
+            # ends with it now, as it would have, unless a message was steered to it.
+            return await _succeed(run, stored)
         if interrupted_calls and typed is not None and typed.handles(interrupted_calls):
             accepted = await typed.tool_round(interrupted_calls, turn, state.messages[-1].content)
             if accepted is not None:
@@ -199,6 +204,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         if run.resumed:  # steering the stored run queued and did not deliver yet
             steering.deliver(turn + 1)
         executor.resuming = False
+        turn_prompt: Message | None = None
         # As in Anvia, the loop runs while the turn counter is at most max_turns + 1.
         while turn <= max_turns + 1:
             turn += 1
@@ -237,8 +243,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             run.share_text(turn, state.messages[-1].content)
             state.calls.clear()
             run.persist()
-            run.emit(TurnEndEvent(turn=turn, usage=response.usage))
+            # As in Anvia, the hook runs first: one that cancels the run leaves no turn_end.
             await _lifecycle(run, "on_turn_end", TurnEndHookEvent(turn, response, RUN_CONTROL))
+            run.emit(TurnEndEvent(turn=turn, usage=response.usage))
 
             if not response.tool_calls:
                 await run.let_streams_catch_up()  # (a reader may steer at turn_end)
@@ -272,7 +279,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             results = await executor.run_calls(response.tool_calls, turn, keep_partial)
             _end_tool_round(run, results)
             steering.deliver(turn + 1)
-        raise MaxTurnsError(max_turns, list(state.messages), state.messages[-1], state.usage)
+        # (the prompt of the last model call, as in Anvia: the tool message before its calls)
+        last_prompt = turn_prompt if turn_prompt is not None else state.messages[-1]
+        raise MaxTurnsError(max_turns, list(state.messages), last_prompt, state.usage)
     except (asyncio.CancelledError, PromptCancelledError, KeyboardInterrupt) as error:
         # (a KeyboardInterrupt must not leave the run's task either: it stops the run)
         steering.end()
@@ -359,6 +368,19 @@ async def _check_answer(typed: TypedOutput, steering: Any, text: str, turn: int)
     if steering.before_end(turn + 1):
         return None
     return accepted
+
+
+def _stored_result(run: AgentRun, typed: TypedOutput) -> Accepted | None:
+    """The valid result a resumed typed run had stored as it ended (None: it had none, or it no
+    longer validates as the output type, when the model is asked as before)."""
+    state = run.state
+    if state.output is None:
+        return None
+    try:
+        value = typed.spec.adapter.validate_python(state.data)
+    except Exception:  # (a validator may raise anything): the model is asked as before
+        return None
+    return Accepted(value, state.data, state.output)
 
 
 def _unchecked_answer(messages: list[Message]) -> bool:

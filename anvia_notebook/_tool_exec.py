@@ -51,6 +51,7 @@ from .hooks import (
     RUN_CONTROL,
     TOOL_CALL_CONTROL,
     Hook,
+    HookAction,
     ToolCallDecision,
     ToolCallHookEvent,
     ToolErrorEvent,
@@ -237,11 +238,21 @@ class ToolExecutor:
         self._ended = {}
         self._ending = None
         semaphore = asyncio.Semaphore(self.concurrency)
+        ended = False
 
         async def one(index: int) -> None:
+            nonlocal ended
             async with semaphore:
-                with _user_code_edge():
-                    outcomes[index].part = await self._run_call(calls[index], turn)
+                if ended:
+                    # A call before it failed or cancelled the run: this one never starts (as
+                    # in Anvia). The semaphore hands over before the failure reaches the tasks.
+                    return
+                try:
+                    with _user_code_edge():
+                        outcomes[index].part = await self._run_call(calls[index], turn)
+                except BaseException:
+                    ended = True
+                    raise
 
         tasks = [asyncio.ensure_future(one(index)) for index in range(len(calls))]
         try:
@@ -449,6 +460,10 @@ class ToolExecutor:
         )
         for hook in self.hooks:
             value = await maybe_await(hook.on_tool_call(event))
+            if isinstance(value, HookAction):  # run.cancel(...) ends the run, as in Anvia
+                if value.type == "cancel":
+                    return ToolCallDecision("cancel", reason=value.reason)
+                continue
             if value is None:
                 continue
             if not isinstance(value, ToolCallDecision):

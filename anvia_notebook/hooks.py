@@ -391,6 +391,7 @@ async def call_hooks(
             logger.exception("%s hook %r failed", name, hook)
             failures.append(error)
             continue
-        if isinstance(action, HookAction) and action.type == "cancel":
-            raise PromptCancelledError(action.reason)
+        if isinstance(action, (HookAction, ToolCallDecision)) and action.type == "cancel":
+            # (``tool.cancel(...)`` ends the run as ``run.cancel(...)`` does, as in Anvia)
+            raise PromptCancelledError(action.reason or "Cancelled by a hook.")
     return failures

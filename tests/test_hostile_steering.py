@@ -9,6 +9,7 @@ resumable). Now it is refused with a clear error, and the run stays stored.
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import hostile_steer_agents
@@ -27,7 +28,7 @@ from anvia_notebook import (
     create_tool,
 )
 from anvia_notebook.__main__ import main as cli
-from anvia_notebook.models import FunctionModel, QueueModel
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
 from helpers import AddInput, call, wait_on_events
 
@@ -194,6 +195,40 @@ def test_a_run_killed_as_it_ended_ends_with_its_answer_once_resumed(
         assert [m.content for m in response.messages] == ["hello", "first answer"]
         assert store.status(summary.run_id) == "success"
         assert store.get(summary.run_id).output == "first answer"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("mode", ["tool", "native"])
+def test_a_typed_run_killed_as_it_ended_ends_with_its_result_once_resumed(
+    tmp_path, store_path, monkeypatch, mode
+):
+    """The same with a typed result: in tool mode the history ends with the accepted
+    ``final_result`` (no answer to check again), and the resumed run asked the model again,
+    ending with another value than the one it had accepted."""
+    effects = tmp_path / "effects.txt"
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(effects))
+    env = {**child_environ(), "ANVIA_TEST_BLOCK_END": "1"}
+    store = RunStore(env["ANVIA_NOTEBOOK_STORE"])
+    try:
+        child = start_python(f"import hostile_steer_agents as a; a.run_typed({mode!r})", env)
+        wait_until(effects.exists, child, "the run's end")
+        [summary] = store.runs()
+        kill(child)
+        effects.unlink()
+        lyon = {"name": "Lyon", "population": 2}
+        other = (
+            ModelResponse(tool_calls=[ToolCall(id="c2", name="final_result", arguments=lyon)])
+            if mode == "tool"
+            else json.dumps(lyon)
+        )
+        agent, model = hostile_steer_agents.typed_closer(mode, other)
+        response = agent.resume(summary.run_id).send_sync()
+        assert response.data == hostile_steer_agents.City(name="Paris", population=1)
+        assert model.requests == []
+        assert effects.read_text() == "ending\n"
+        assert store.status(summary.run_id) == "success"
+        assert store.get(summary.run_id).data == {"name": "Paris", "population": 1}
     finally:
         store.close()
 
