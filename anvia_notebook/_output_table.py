@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import typing_extensions
-from pydantic import BaseModel
+from pydantic import BaseModel, RootModel
 
 __all__ = [
     "MAX_TABLE_ROWS",
@@ -31,8 +31,28 @@ MAX_TABLE_COLUMNS = 12
 MAX_CELL = 80
 
 
+def _root(value: Any) -> Any:
+    """The value a ``RootModel`` holds (at any depth: a root model of a root model); any other
+    value as it is."""
+    while isinstance(value, RootModel):
+        value = value.root
+    return value
+
+
+def _root_type(output_type: Any) -> Any:
+    """The type of a ``RootModel`` type's root (``list[Model]`` of ``RootModel[list[Model]]``);
+    any other type as it is."""
+    while isinstance(output_type, type) and issubclass(output_type, RootModel):
+        root = output_type.model_fields.get("root")
+        if root is None or root.annotation is None:
+            break
+        output_type = root.annotation
+    return output_type
+
+
 def _record(item: Any) -> dict[str, Any] | None:
     """One item as a row (a mapping of column to value), or None when it is not record-like."""
+    item = _root(item)
     if isinstance(item, BaseModel):
         return dict(item)
     if dataclasses.is_dataclass(item) and not isinstance(item, type):
@@ -44,7 +64,9 @@ def _record(item: Any) -> dict[str, Any] | None:
 
 def rows_of(data: Any) -> list[dict[str, Any]] | None:
     """The rows of a typed value: one per item of a list of records, one for a single record;
-    None for a value that is not a table (a number, a text, a list of numbers)."""
+    None for a value that is not a table (a number, a text, a list of numbers). A ``RootModel``
+    is its root: ``RootModel[list[Model]]`` has a row per model."""
+    data = _root(data)
     single = _record(data)
     if single is not None:
         return [single]
@@ -56,10 +78,12 @@ def rows_of(data: Any) -> list[dict[str, Any]] | None:
 
 
 def _unwrapped(output_type: Any) -> Any:
-    """``X`` of ``X | None`` (``Optional[X]``); any other type as it is."""
+    """``X`` of ``X | None`` (``Optional[X]``), the root's type of a ``RootModel``; any other
+    type as it is."""
+    output_type = _root_type(output_type)
     args = typing.get_args(output_type)
     rest = [arg for arg in args if arg is not type(None)]
-    return rest[0] if len(rest) == 1 and len(args) == 2 else output_type
+    return _root_type(rest[0]) if len(rest) == 1 and len(args) == 2 else output_type
 
 
 def item_columns(output_type: Any) -> list[str]:
@@ -68,7 +92,7 @@ def item_columns(output_type: Any) -> list[str]:
     other types."""
     output_type = _unwrapped(output_type)
     args = typing.get_args(output_type)
-    item = args[0] if len(args) == 1 else output_type
+    item = _root_type(args[0] if len(args) == 1 else output_type)
     if isinstance(item, type) and issubclass(item, BaseModel):
         return list(item.model_fields)
     if dataclasses.is_dataclass(item) and isinstance(item, type):
@@ -85,6 +109,7 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
         raise ValueError(
             "This response has no typed data: set output_type(...) on the agent or the request."
         )
+    data = _root(data)
     keyed = None if data is None else _keyed_records(data, output_type)
     rows = [] if data is None else rows_of(data) if keyed is None else list(keyed.values())
     if rows is None:
@@ -114,7 +139,7 @@ def _float_fields(output_type: Any) -> list[str]:
     ``float | None``)."""
     output_type = _unwrapped(output_type)
     args = typing.get_args(output_type)
-    item = args[-1] if args else output_type
+    item = _root_type(args[-1] if args else output_type)
     hints: dict[str, Any] = {}
     if isinstance(item, type) and issubclass(item, BaseModel):
         hints = {name: info.annotation for name, info in item.model_fields.items()}

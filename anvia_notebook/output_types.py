@@ -144,9 +144,13 @@ class OutputSpec:
                 return self.adapter.validate_python(text)  # the bare text of a text type
 
     def unwrap(self, parsed: BaseModel) -> Any:
+        """The value ``input_model`` validated: the ``result`` of a wrapped type, the root of
+        the root model made for an object type that is not a model (``dict[str, Model]``, a
+        dataclass), else the instance itself (a ``RootModel`` subclass of the output type's
+        own stays one: ``data`` is an instance of the output type)."""
         if self.wrapped:
             return getattr(parsed, WRAPPED_KEY)
-        if isinstance(parsed, pydantic.RootModel):
+        if self.input_model is not self.output_type and isinstance(parsed, pydantic.RootModel):
             return parsed.root
         return parsed
 
@@ -164,11 +168,12 @@ class OutputSpec:
         return value if isinstance(value, dict) else {}
 
     def dump(self, value: Any) -> Any:
-        """The validated value as JSON data (for events, the store and the transcript). A type
-        whose own serializer fails raises :class:`OutputValidationError` saying so (the model
-        cannot fix that)."""
+        """The validated value as JSON data (for events, the store and the transcript), by alias:
+        its keys are those of the schema the model was given, so the data validates as the type
+        again. A type whose own serializer fails raises :class:`OutputValidationError` saying so
+        (the model cannot fix that)."""
         try:
-            return self.adapter.dump_python(value, mode="json")
+            return self.adapter.dump_python(value, mode="json", by_alias=True)
         except PydanticSerializationError as error:
             raise OutputValidationError(
                 f"The {self.name} is valid, but it could not be turned into JSON: {error}. "
@@ -309,8 +314,9 @@ def _object_at_top(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _input_model(output_type: Any, wrapped: bool) -> type[BaseModel]:
-    """What validates ``final_result``'s arguments: the model itself, a root model of an object
-    type, or ``{"result": ...}`` around any other type."""
+    """What validates ``final_result``'s arguments: the model itself (a ``RootModel`` subclass
+    of an object type too), a root model of any other object type (unwrapped to its root by
+    :meth:`OutputSpec.unwrap`), or ``{"result": ...}`` around any other type."""
     if wrapped:
         fields: dict[str, Any] = {WRAPPED_KEY: (output_type, ...)}
         model: type[BaseModel] = create_model(
