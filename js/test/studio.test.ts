@@ -9,7 +9,7 @@ const studioMsg = fixture("studio.json")[0] as Record<string, unknown>;
 function setup(extra: Record<string, unknown> = {}) {
   const m = mount([], status("idle", { turn: 0 }), { mode: "studio" });
   m.model.kernel({ ...studioMsg, ...extra });
-  const box = () => byPlaceholder<HTMLTextAreaElement>(m.root, "Message the agent");
+  const box = () => m.root.querySelector('textarea[aria-label="Message the agent"]') as HTMLTextAreaElement;
   const select = () => m.root.querySelector("select") as HTMLSelectElement;
   const prompts = () => m.root.querySelector(".anvia-quick-prompts") as HTMLElement;
   const enter = (init: KeyboardEventInit = {}) => {

@@ -89,9 +89,18 @@ export function interactionPanel(session: Session, toolName: string, interaction
       error.set("");
       const reply = await session.request(decision);
       if (reply.ok) return;
-      setSending(false);
       const refused = kind === "approval" ? "The decision was not accepted" : "The answers were not accepted";
-      error.set(`${refused}: ${reply.error ?? "unknown error"}`);
+      const why = `${refused}: ${reply.error ?? "unknown error"}`;
+      if (shown !== view) {
+        // Decided meanwhile (in another tab, from the terminal, by a handler): the record shows
+        // how; under it, why this decision was not used.
+        const late = errorLine(`anvia-${kind}-error`);
+        late.set(why);
+        el.append(late.el);
+        return;
+      }
+      setSending(false);
+      error.set(why);
     };
     // The countdown and the refusal line go at the end of the form.
     const form: Form = next.kind === "approval" ? approvalForm(next.view, toolName, submit) : questionForm(next.view, submit);

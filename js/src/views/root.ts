@@ -3,12 +3,13 @@
 // parts at once (and for what they redraw later); controls that only change what the view shows
 // (Show more, Jump to latest) keep working.
 import { h } from "../dom";
+import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
 import { evalsView } from "./evals";
 import { inspectView } from "./inspect";
 import { statusView } from "./status";
 import { steerBox } from "./steer";
-import { studioControls } from "./studio";
+import { CARRIES_FOCUS, studioControls } from "./studio";
 import { transcriptView } from "./transcript";
 
 /** Controls that only change what this view shows: they keep working without a kernel. */
@@ -67,29 +68,55 @@ export function mountView(session: Session, el: HTMLElement): () => void {
  * on the root. And a control taken out of the page, turned off or hidden while focused (a decided
  * approval's buttons) hands focus to the transcript, not to the page, where the next key would act on the notebook.
  * Returns the function that stops watching. */
-export function keepShortcutsOut(root: HTMLElement): () => void {
+export function keepShortcutsOut(root: HTMLElement, session?: Session): () => void {
   const SUPPRESS = "data-lm-suppress-shortcuts";
   root.setAttribute(SUPPRESS, "true");
   let focused: HTMLElement | null = null;
+  /** The focus is in this view, or left it for nothing (the control went away). */
+  let inside = false;
+  /** The control that last had the focus here. */
+  let last: HTMLElement | null = null;
+  /** Where the view sat in the page when it last had focus (its ancestors, nearest first). */
+  let place: Element[] = [];
+  const roots = session === undefined ? undefined : rootsOf(session);
+  roots?.add(root);
   /** Once the browser has settled focus: if `left` went away or was turned off and nothing
    * has focus, the transcript takes it (a click elsewhere keeps its focus: `left` is still
    * there). */
   const refocusAfter = (left: HTMLElement): void => {
     setTimeout(() => {
-      if (!root.isConnected || (left.isConnected && !left.matches(":disabled, [hidden]"))) return;
-      const active = document.activeElement;
-      if (active !== null && active !== document.body) return;
-      root.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
+      if (left.isConnected && !left.matches(":disabled, [hidden]")) {
+        inside = root.contains(document.activeElement);
+        return;
+      }
+      if (!nothingFocused()) return;
+      if (root.isConnected) root.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
+      else handOver();
     }, 0);
+  };
+  /** The whole view was taken out with the focus in it (the kernel redrew the cell's output,
+   * after a decision made with the keyboard, say): the view of the same session drawn in its
+   * place takes the focus, in its transcript, once it is in the page (it may come a little
+   * later). The Studio's own controls carry their focus themselves (views/studio.ts). */
+  const handOver = (until = Date.now() + WAIT_FOR_REDRAW_MS): void => {
+    if (roots === undefined || !nothingFocused() || last?.hasAttribute(CARRIES_FOCUS)) return;
+    const home = place.find((e) => e.isConnected);
+    const next = [...roots].reverse().find((r) => r !== root && r.isConnected && (!home || home.contains(r)));
+    if (next) next.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
+    else if (Date.now() < until) schedule(root, () => handOver(until));
   };
   root.addEventListener("focusin", (ev) => {
     const target = ev.target;
     if (!(target instanceof HTMLElement)) return;
     if (!target.hasAttribute(SUPPRESS)) target.setAttribute(SUPPRESS, "true");
-    focused = target;
+    focused = last = target;
+    inside = true;
+    place = ancestors(root);
   });
   root.addEventListener("focusout", (ev) => {
-    if (ev.target instanceof HTMLElement && ev.relatedTarget === null) refocusAfter(ev.target);
+    if (!(ev.target instanceof HTMLElement)) return;
+    if (ev.relatedTarget === null) refocusAfter(ev.target);
+    else inside = ev.relatedTarget instanceof Node && root.contains(ev.relatedTarget);
   });
   // (a focused element taken out of the page may leave without a focusout)
   const watcher = new MutationObserver(() => {
@@ -98,7 +125,38 @@ export function keepShortcutsOut(root: HTMLElement): () => void {
     focused = null;
   });
   watcher.observe(root, { childList: true, subtree: true });
-  return () => watcher.disconnect();
+  return () => {
+    watcher.disconnect();
+    roots?.delete(root);
+    // (taken down with the focus in it, which may not have said so: a control turned off while
+    // focused keeps the focus without a word in some browsers)
+    if (inside) setTimeout(() => handOver(), 0);
+  };
+}
+
+/** How long a view taken out with the focus waits for the one drawn in its place (ms): the page
+ * draws it as soon as it has the kernel's message, later on a busy machine. */
+const WAIT_FOR_REDRAW_MS = 1000;
+const rootsBySession = new WeakMap<Session, Set<HTMLElement>>();
+
+function rootsOf(session: Session): Set<HTMLElement> {
+  let roots = rootsBySession.get(session);
+  if (roots === undefined) {
+    roots = new Set();
+    rootsBySession.set(session, roots);
+  }
+  return roots;
+}
+
+function ancestors(el: Element): Element[] {
+  const list: Element[] = [];
+  for (let e = el.parentElement; e; e = e.parentElement) list.push(e);
+  return list;
+}
+
+function nothingFocused(): boolean {
+  const active = document.activeElement;
+  return active === null || active === document.body;
 }
 
 /** The root of one view in `el`, with the `title` trait (the agent's name, as text) that `build`
@@ -111,7 +169,7 @@ function mountRoot(
   build: (root: HTMLElement, title: HTMLElement) => (() => void)[],
 ): () => void {
   const root = h("div", { class: `anvia-root ${mode}` });
-  const stopKeeping = keepShortcutsOut(root);
+  const stopKeeping = keepShortcutsOut(root, session);
   const title = h("div", { class: "anvia-title" });
   const showTitle = (): void => {
     title.textContent = session.trait("title");

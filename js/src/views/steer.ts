@@ -19,6 +19,46 @@ export async function steer(session: Session, text: string): Promise<string | nu
   return reply.ok ? null : (reply.error ?? "Request refused");
 }
 
+export interface SentNote {
+  el: HTMLElement;
+  /** A message was sent into the run: say so until the transcript shows it. */
+  sent(): void;
+  dispose(): void;
+}
+
+/** The line under a message box that says a message went into the run and waits there: the
+ * agent reads it after its current step (which may wait for an approval or an answer), and the
+ * transcript shows it only then. It goes once every message sent is shown, or the run ended (the
+ * transcript then says which were not delivered). A polite live region. */
+export function sentNote(session: Session): SentNote {
+  const el = h("div", { class: "anvia-steer-note", role: "status", hidden: true });
+  let waiting = 0;
+  const render = (): void => {
+    el.hidden = waiting === 0;
+    el.textContent =
+      waiting === 0
+        ? ""
+        : waiting === 1
+          ? "Sent: the agent reads your message after its current step."
+          : `${waiting} messages sent: the agent reads them after its current step.`;
+  };
+  const onEvent = (ev: SessionEvent): void => {
+    if (ev.type === "add" && ev.entry.kind === "user" && ev.entry.steered && waiting > 0) waiting -= 1;
+    else if ((ev.type === "status" && !runGoesOn(ev.status)) || ev.type === "reset") waiting = 0;
+    else return;
+    render();
+  };
+  const unsubscribe = session.subscribe(onEvent);
+  return {
+    el,
+    sent: () => {
+      waiting += 1;
+      render();
+    },
+    dispose: unsubscribe,
+  };
+}
+
 export interface SteerBox {
   el: HTMLElement;
   dispose(): void;
@@ -34,7 +74,14 @@ export function steerBox(session: Session): SteerBox {
   });
   const send = button("Send", () => void submit(), { class: "anvia-button anvia-primary" });
   const error = h("div", { class: "anvia-error-text", hidden: true });
-  const el = h("div", { class: "anvia-composer anvia-steer", hidden: true }, h("div", { class: "anvia-row" }, textarea, send), error);
+  const note = sentNote(session);
+  const el = h(
+    "div",
+    { class: "anvia-composer anvia-steer", hidden: true },
+    h("div", { class: "anvia-row" }, textarea, send),
+    error,
+    note.el,
+  );
   let sending = false;
 
   function setError(text: string | null): void {
@@ -54,6 +101,8 @@ export function steerBox(session: Session): SteerBox {
     if (refused) {
       setError(refused);
       if (!textarea.value) textarea.value = text; // nothing typed meanwhile: the text comes back
+    } else {
+      note.sent();
     }
     render();
   }
@@ -77,5 +126,11 @@ export function steerBox(session: Session): SteerBox {
   };
   render();
   const unsubscribe = session.subscribe(onEvent);
-  return { el, dispose: unsubscribe };
+  return {
+    el,
+    dispose: () => {
+      unsubscribe();
+      note.dispose();
+    },
+  };
 }

@@ -5,7 +5,12 @@
 import { button, formatTime, h } from "../dom";
 import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
-import { runGoesOn, steer } from "./steer";
+import { runGoesOn, STEER_PLACEHOLDER, sentNote, steer } from "./steer";
+
+/** Marks a control whose focus its own view carries over a redraw (the Studio's controls below);
+ * other controls taken out with the view hand the focus to the new view's transcript
+ * (views/root.ts). */
+export const CARRIES_FOCUS = "data-anvia-carries-focus";
 
 /** The Studio's controls that keep focus across redraws of the view, by name. */
 type FocusKey = "prompt" | "agent" | "sessions" | "open" | "new-session";
@@ -81,7 +86,8 @@ export function studioControls(session: Session): StudioControls {
   });
   const send = button("Send", () => void submit(), { class: "anvia-button anvia-primary" });
   const error = h("div", { class: "anvia-error-text", hidden: true });
-  const composer = h("div", { class: "anvia-composer" }, h("div", { class: "anvia-row" }, textarea, send), error);
+  const note = sentNote(session);
+  const composer = h("div", { class: "anvia-composer" }, h("div", { class: "anvia-row" }, textarea, send), error, note.el);
 
   /** The agent the user picked here while the kernel is asked to show its conversation; else
    * the kernel's selection counts. */
@@ -132,6 +138,8 @@ export function studioControls(session: Session): StudioControls {
         textarea.value = text;
         keepDraft();
       }
+    } else {
+      note.sent();
     }
     render();
   }
@@ -237,6 +245,7 @@ export function studioControls(session: Session): StudioControls {
     for (const view of [...views].reverse()) if (takeFocus(view[key], carried, key, draft)) return;
   };
   for (const [key, el] of Object.entries(controls) as [FocusKey, HTMLElement][]) {
+    el.setAttribute(CARRIES_FOCUS, "");
     el.addEventListener("focus", () => {
       carried.key = key;
       carried.place = ancestors(el);
@@ -331,6 +340,7 @@ export function studioControls(session: Session): StudioControls {
       if (list.some((s) => s.id === kept)) sessionSelect.value = kept;
     }
     sessionSelect.disabled = openSession.disabled = list.length === 0 || busy();
+    newSession.disabled = busy(); // (the kernel refuses it while a run goes)
   }
 
   function render(): void {
@@ -339,6 +349,7 @@ export function studioControls(session: Session): StudioControls {
     renderPrompts();
     const steers = steering();
     send.disabled = (busy() && !steers) || !textarea.value.trim() || agentId() === null;
+    textarea.placeholder = steers ? STEER_PLACEHOLDER : "Message the agent";
   }
 
   function onEvent(ev: SessionEvent): void {
@@ -353,6 +364,7 @@ export function studioControls(session: Session): StudioControls {
   const unsubscribe = session.subscribe(onEvent);
   const dispose = (): void => {
     unsubscribe();
+    note.dispose();
     views.delete(controls);
   };
   return { header, prompts, composer, dispose };
