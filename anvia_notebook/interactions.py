@@ -116,6 +116,16 @@ class Interactions:
             children = list(self._children)
         return next(filter(None, (child._owner(item_id) for child in children)), None)
 
+    def _settled(self, item_id: str) -> Record | None:
+        """The record ``item_id`` of this run's state or of a sub-agent's run below it, when no
+        interaction holds it (one decided before a resumed run reached it)."""
+        record = self.state.record(item_id)
+        if record is not None:
+            return record
+        with self._lock:
+            children = list(self._children)
+        return next(filter(None, (child._settled(item_id) for child in children)), None)
+
     # -- the run side ----------------------------------------------------------------------------
 
     def open(
@@ -364,6 +374,10 @@ class Interactions:
         """Decide ``item`` of this run or below it; a decision that is not the first is refused."""
         owned, name = self._owner(id_of(item)), "approval" if kind is ApprovalRecord else "question"
         if owned is None:
+            settled = self._settled(id_of(item))
+            if settled is not None:  # decided before this process took the run up (resumed)
+                decisions.check_kind(settled, name)
+                raise decisions.refused_twice(settled)
             raise DecisionRefusedError(f"Unknown {name} {quoted(id_of(item))}.")
         owner, interaction = owned
         decisions.check_kind(interaction.record, name)

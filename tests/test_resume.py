@@ -18,7 +18,14 @@ import store_agents
 from child_processes import child_environ, kill, start_python, wait_until
 from store_agents import effects
 
-from anvia_notebook import PromptCancelledError, RunOwnedError, RunStore, RunStoreError, runs
+from anvia_notebook import (
+    DecisionRefusedError,
+    PromptCancelledError,
+    RunOwnedError,
+    RunStore,
+    RunStoreError,
+    runs,
+)
 from anvia_notebook.__main__ import main as cli
 
 pytestmark = pytest.mark.timeout(120)
@@ -98,6 +105,27 @@ async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env
     response = await asyncio.wait_for(store_agents.agent("approval").resume(run_id).send(), 10)
     assert effects() == ["started a1 5", "done a1 5"]  # the approved call ran, once
     assert "sent" in response.output
+
+
+async def test_the_resumed_runs_handle_refuses_a_decision_made_before_it_as_already_made(
+    env, store_location
+):
+    """The run's handle (``RunHandle.approve``, ``run.interactions``) called an approval decided
+    while no process ran it "Unknown" once resumed, where the store and the command line say it
+    is already approved."""
+    store = RunStore(store_location)
+    [approval] = killed_at_the_approval(env, store)
+    run_id = only_run(store).run_id
+    store.approve(run_id, approval.id)
+    run = store_agents.agent("approval").resume(run_id).start()
+    await asyncio.wait_for(run.wait(), 10)
+    with pytest.raises(DecisionRefusedError, match="already approved; a second decision"):
+        run.interactions.decide(approval.id, approved=False, via="handle")
+    with pytest.raises(DecisionRefusedError, match="Unknown approval"):
+        run.interactions.decide("approval_not_of_this_run", approved=False, via="handle")
+    with pytest.raises(DecisionRefusedError, match="is an approval, not a question"):
+        run.interactions.answer(approval.id, ["yes"], via="handle")
+    assert effects() == ["started a1 5", "done a1 5"]
 
 
 async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env, store_location):
