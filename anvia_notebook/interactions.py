@@ -124,7 +124,11 @@ class Interactions:
             return record
         with self._lock:
             children = list(self._children)
-        return next(filter(None, (child._settled(item_id) for child in children)), None)
+        for child in children:
+            found = child._settled(item_id)
+            if found is not None:
+                return found
+        return None
 
     # -- the run side ----------------------------------------------------------------------------
 
