@@ -132,12 +132,21 @@ def _is_url(location: str) -> bool:
 #: the C1 controls, and the bidirectional overrides that make text read backwards); a line's end
 #: and a tab are kept.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Halves of a character that came alone (from JSON text): no terminal can be sent them.
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def _visible(text: str) -> str:
     """``text`` with its control characters as visible escapes (``\\x1b``): a model's, a tool's
     or a prompt's text must not clear the screen or rewrite what a line says."""
     return _CONTROLS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def _readable(data: Any) -> str:
+    """``data`` as JSON with its text as written (a payee in Cyrillic reads as such, not as
+    ``\\u`` escapes); what cannot be shown on a terminal is made visible by :func:`_say`."""
+    text = json.dumps(data, ensure_ascii=False)
+    return _SURROGATES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)  # (cannot be printed)
 
 
 def _say(text: str = "") -> None:
@@ -230,14 +239,14 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             _say(f"\nPending {record.kind} {record.id}{what}\n  {late}")
             continue
         if record.kind == "approval":
-            _say(f"\nPending approval {record.id}: {record.tool_name} {json.dumps(record.args)}")
+            _say(f"\nPending approval {record.id}: {record.tool_name} {_readable(record.args)}")
             if record.reason:
                 _say(f"  reason: {record.reason}")
             # A typed output that failed validation: approving it needs the fix.
             fix = " --args '{...the fixed arguments...}'" if record.fix_required else ""
             for status, edited, words in store.edit_requests(record.id):
                 said = "waits for the run to check it" if status == "queued" else words
-                _say(f"  edited arguments {json.dumps(edited)}: {said}")
+                _say(f"  edited arguments {_readable(edited)}: {said}")
             _say(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
             _say(f"      or: {command} reject {ids} --reason ...")
             continue
@@ -260,7 +269,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         _say("  (replace each <...> first: a choice's value, or a text of your own)")
     for record, edited, why in refused:
         _say(f"\nEdited arguments for {record.tool_name} ({record.id}, {record.status}), refused:")
-        _say(f"  {json.dumps(edited)}: {why}")
+        _say(f"  {_readable(edited)}: {why}")
 
 
 def _refused_edits(
@@ -401,6 +410,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     wrong = _not_text(args)
     if wrong is not None:
         print(f"error: {wrong}", file=sys.stderr)
+        return 2
+    if args.store is not None and not args.store.strip():
+        # (``--store "$TEAM_STORE"`` with the variable unset must not act on another store)
+        print(
+            "error: --store was given an empty location; name a file or a postgresql:// address.",
+            file=sys.stderr,
+        )
         return 2
     location = args.store or default_location()
     if location is None:

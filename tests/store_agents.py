@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 from anvia_notebook import AgentBuilder, StoreHumanInput, ToolApproval, ask_question, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, TextDelta, ToolCall
@@ -24,6 +24,17 @@ from anvia_notebook.models import FunctionModel, ModelResponse, TextDelta, ToolC
 class TransferInput(BaseModel):
     account: str
     amount: int
+
+    @field_validator("account")
+    @classmethod
+    def _checked(cls, account: str) -> str:
+        """An account named ``slow...`` is being checked for a long time with
+        ``ANVIA_TEST_BLOCK_CHECK=1`` (the child is killed while its run checks an edit)."""
+        if account.startswith("slow") and os.environ.get("ANVIA_TEST_BLOCK_CHECK") == "1":
+            with effects_file().open("a") as out:
+                out.write(f"checking {account}\n")
+            time.sleep(3600)
+        return account
 
 
 def effects_file() -> Path:

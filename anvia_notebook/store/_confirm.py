@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._util import error_text, new_id
-from ..decisions import Resolution
+from ..decisions import Resolution, refused_twice
 from ..errors import DecisionRefusedError
 from ..records import ApprovalRecord, QuestionRecord, utc_now
 from ._owner import owner_alive, store_clock
@@ -84,7 +84,9 @@ class DecisionRequests:
             if status == "done":
                 return stored
             if status == "queued" and not stored.pending and self._move(request_id, "withdrawn"):
-                return stored  # another decision came first
+                # Another decision came first (the same edit sent by someone else, maybe): this
+                # one was never applied, so its sender is told it was refused.
+                raise refused_twice(stored)
             if not alive and status == "taken" and stored.pending:
                 self._move(request_id, "queued", "taken")  # its taker died before deciding
             if not alive or time.monotonic() > deadline:
@@ -128,7 +130,15 @@ class DecisionRequests:
     def take_queued(self, item_id: str, confirm: ConfirmCallback) -> list[str]:
         """On resume, before anything else may decide approval ``item_id``: hand the edits
         queued for it while no process ran the run to ``confirm`` (the run's one check and
-        claim), oldest first. Returns the run's words for each one it refused."""
+        claim), oldest first. Returns the run's words for each one it refused.
+
+        A request a process had taken and not answered when it died (this process runs the run
+        now) is queued again first, or it would wait for ever, said to wait for the run."""
+        self._q(
+            "UPDATE decision_requests SET status = 'queued' "
+            "WHERE interaction_id = ? AND status = 'taken'",
+            (item_id,),
+        )
         return self._deliver_requests({item_id: confirm})
 
     def _deliver_requests(self, confirming: dict[str, ConfirmCallback]) -> list[str]:

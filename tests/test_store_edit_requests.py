@@ -1,0 +1,160 @@
+"""Edited approvals sent through the run store (``approve --args``), which the run's process
+checks with the tool's own model before anything is recorded: what happens when that process
+dies while checking one, and when several people send the same edit at once. And how the
+command line shows arguments written in any script, and an empty ``--store``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import pytest
+import store_agents
+from child_processes import child_environ, kill, start_python, wait_until
+from pydantic import BaseModel
+from store_agents import effects
+
+from anvia_notebook import (
+    AgentBuilder,
+    DecisionRefusedError,
+    PromptCancelledError,
+    RunStore,
+    StoreHumanInput,
+    ToolApproval,
+    create_tool,
+)
+from anvia_notebook.__main__ import main as cli
+from anvia_notebook.models import QueueModel
+
+from helpers import call
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def env(store_location, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    for name in ("ANVIA_TEST_BLOCK_TOOL", "ANVIA_TEST_FAST", "ANVIA_TEST_BLOCK_CHECK"):
+        monkeypatch.delenv(name, raising=False)
+    return child_environ()
+
+
+def waiting_child(env, **extra):
+    code = "import store_agents; store_agents.run('approval', 'send 5 to a1')"
+    return start_python(code, {**env, **extra})
+
+
+async def test_an_edit_taken_by_a_process_that_died_is_checked_when_the_run_resumes(
+    env, store_location
+):
+    """The run's process took the edit and was checking it when it died, and so did the
+    process that sent it: the request stayed "taken" for ever, the resumed run never looked at
+    it, ``show`` said it waited for the run to check it, and the approval waited for ever."""
+    store = RunStore(store_location)
+    child = waiting_child(env, ANVIA_TEST_BLOCK_CHECK="1")
+    [approval] = wait_until(store.pending, child, "the approval")
+    edit = json.dumps({"account": "slow1", "amount": 7})
+    sender = start_python(
+        "import sys; from anvia_notebook.__main__ import main; "
+        f"sys.exit(main(['--store', {store_location!r}, 'approve', {approval.run_id!r}, "
+        f"{approval.id!r}, '--args', {edit!r}]))",
+        env,
+    )
+    wait_until(lambda: "checking slow1" in effects(), child, "the run to check the edit")
+    kill(sender)
+    kill(child)
+    run = store_agents.agent("approval").resume(approval.run_id).start()
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert effects() == ["checking slow1", "started slow1 7", "done slow1 7"]
+    assert "sent" in response.output
+    record = store.record(approval.id)
+    assert record is not None and record.status == "approved"
+    assert record.edited_args == {"account": "slow1", "amount": 7}
+
+
+async def test_of_people_sending_the_same_edit_at_once_one_is_told_it_approved(env, store_location):
+    """The others were told "Approved" too (exit 0) when their request, still queued, was
+    withdrawn because the same decision had been recorded: they are refused, as plain approvals
+    racing are."""
+    store = RunStore(store_location)
+    child = waiting_child(env)
+    try:
+        [approval] = wait_until(store.pending, child, "the approval")
+        senders = 6
+        ready = threading.Barrier(senders)
+        told: list[Any] = [None] * senders
+
+        def send(index: int) -> None:
+            own = RunStore(store_location)
+            try:
+                ready.wait()
+                own.approve(approval.run_id, approval.id, args={"account": "b2", "amount": 9})
+                told[index] = "approved"
+            except DecisionRefusedError as error:
+                told[index] = str(error)
+            finally:
+                own.close()
+
+        threads = [threading.Thread(target=send, args=(i,)) for i in range(senders)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert told.count("approved") == 1, told
+        refused = [t for t in told if t != "approved"]
+        assert all("already approved" in t for t in refused), told
+        wait_until(lambda: "done b2 9" in effects(), child, "the edited call")
+        assert effects() == ["started b2 9", "done b2 9"]
+    finally:
+        kill(child)
+
+
+class Payment(BaseModel):
+    payee: str
+    memo: str
+
+
+async def test_show_prints_arguments_as_written(store_location, capsys):
+    """Arguments in Cyrillic or Chinese were printed as \\u escapes: an operator could not check
+    a payee before approving."""
+    pay = create_tool(
+        name="pay",
+        description="Pay someone.",
+        input=Payment,
+        execute=lambda args, ctx: "paid",
+        approval=ToolApproval(reason="Money leaves."),
+    )
+    arguments = {"payee": "Ирина Петрова", "memo": "租金 😀"}
+    agent = (
+        AgentBuilder("payer", QueueModel([call("pay", arguments), "Paid."]))
+        .tools([pay])
+        .human_input(StoreHumanInput())
+        .build()
+    )
+    run = agent.prompt("pay the rent").store(store_location).start()
+    store = RunStore(store_location)
+    try:
+        for _ in range(500):
+            if store.pending(run.run_id):
+                break
+            await asyncio.sleep(0.01)
+        assert cli(["--store", store_location, "show", run.run_id]) == 0
+        shown = capsys.readouterr().out
+        assert 'pay {"payee": "Ирина Петрова", "memo": "租金 😀"}' in shown
+        assert "\\u" not in shown
+    finally:
+        run.cancel("done looking")
+        with pytest.raises(PromptCancelledError):
+            await asyncio.wait_for(run.wait(), 10)
+        store.close()
+
+
+@pytest.mark.parametrize("command", [["runs"], ["show", "run_x"], ["approve", "run_x", "a_1"]])
+def test_an_empty_store_location_is_refused(store_location, monkeypatch, capsys, command):
+    """``--store "$TEAM_STORE"`` with the variable unset acted on the default store."""
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", store_location)
+    assert cli(["--store", "", *command]) == 2
+    assert "--store was given an empty location" in capsys.readouterr().err
