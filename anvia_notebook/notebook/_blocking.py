@@ -145,6 +145,8 @@ async def await_serving_widgets(awaitable: Awaitable[T], *, poll_interval: float
     future = asyncio.ensure_future(awaitable)
     target = _cell_pump_target()
     if target is None:
+        if _native_awaiting_cell():
+            return await _awaited_with_heartbeat(future)
         return await future
     try:
         with _pumping(target, poll_interval) as waiter:
@@ -179,6 +181,33 @@ def _cell_pump_target() -> PumpTarget | None:
     if target is None or info.native_await or not _in_cell_task():
         return None
     return target
+
+
+#: Seconds between the wake-ups of a cell's loop while the cell awaits on ipykernel 7.4+.
+HEARTBEAT = 0.2
+
+
+def _native_awaiting_cell() -> bool:
+    """Whether the caller is a cell's top-level await on a kernel that serves widgets meanwhile
+    (ipykernel 7.4+), outside any wait that already wakes the loop."""
+    if getattr(_local, "wait", None) is not None:
+        return False
+    info, _ = _inspect()
+    return info.native_await and _in_cell_task()
+
+
+async def _awaited_with_heartbeat(future: asyncio.Future[T]) -> T:
+    """Await ``future``, waking the loop every :data:`HEARTBEAT` seconds. ipykernel cancels a
+    cell's top-level await on Kernel > Interrupt only once something wakes its loop: with
+    nothing else to do, the interrupt took effect when the next message came (never, for a
+    person waiting); with the tick, within a few tenths of a second (``kernel.md``)."""
+    try:
+        while not future.done():
+            await asyncio.wait((future,), timeout=HEARTBEAT)
+        return future.result()
+    finally:
+        if not future.done():
+            future.cancel()
 
 
 def _in_cell_task() -> bool:

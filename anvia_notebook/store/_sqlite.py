@@ -17,6 +17,7 @@ import random
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -65,7 +66,8 @@ class SQLiteBackend:
         self.busy_timeout = BUSY_TIMEOUT
         self._busy_since = 0.0
         self._local = threading.local()
-        self._all: list[sqlite3.Connection] = []
+        #: Every thread's connection, for close(): a thread's own goes when the thread ends.
+        self._all: weakref.WeakSet[_Held] = weakref.WeakSet()
         self._lock = threading.Lock()
         #: Transactions committed by this process (the background thread checkpoints after).
         self.commits = 0
@@ -88,7 +90,8 @@ class SQLiteBackend:
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use; a driver error is raised as is)."""
-        connection: sqlite3.Connection | None = getattr(self._local, "connection", None)
+        held: _Held | None = getattr(self._local, "held", None)
+        connection = None if held is None else held.connection
         if connection is not None and self.read_only:
             connection = self._still_current(connection)
         if connection is None:
@@ -112,9 +115,10 @@ class SQLiteBackend:
                 raise
             if self._file is None:
                 self._file = _identity(self._absolute)
-            self._local.connection = connection
+            held = _Held(connection)
+            self._local.held = held
             with self._lock:
-                self._all.append(connection)
+                self._all.add(held)
         return connection
 
     def _still_current(self, connection: sqlite3.Connection) -> sqlite3.Connection | None:
@@ -123,11 +127,11 @@ class SQLiteBackend:
         that, so it is opened anew."""
         if getattr(self._local, "stamp", None) == _stamp(self.path):
             return connection
+        held = self._local.held
         with self._lock:
-            if connection in self._all:
-                self._all.remove(connection)
-        connection.close()
-        self._local.connection = None
+            self._all.discard(held)
+        held.close()
+        self._local.held = None
         return None
 
     def _run(self, action: Callable[[sqlite3.Connection], _T]) -> _T:
@@ -303,11 +307,28 @@ class SQLiteBackend:
 
     def close(self) -> None:
         with self._lock:
-            connections, self._all = self._all, []
-        for connection in connections:
-            with contextlib.suppress(sqlite3.Error):
-                connection.close()
+            connections, self._all = list(self._all), weakref.WeakSet()
+        for held in connections:
+            held.close()
         self._local = threading.local()
+
+
+class _Held:
+    """One thread's connection, kept in that thread's local data: closed when the thread ends
+    (``send_sync()`` runs each run on a thread of its own: a kernel must not keep a connection,
+    and its files, open per run it ever ran) or when the store is closed."""
+
+    __slots__ = ("__weakref__", "connection")
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self.connection = connection
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            self.connection.close()
+
+    def __del__(self) -> None:
+        self.close()
 
 
 #: Statements that only read (no check that the file is still in its place before them).

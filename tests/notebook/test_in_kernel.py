@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,41 @@ def test_send_sync_blocks_the_cell_while_the_widget_works(kernel: Kernel) -> Non
     assert late["ok"]
 
 
+STORE_FILES = r"""
+import os
+
+def store_files():
+    "How many files of the run store this kernel holds open."
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            count += "runs.sqlite" in os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            pass
+    return count
+
+def plain():
+    return AgentBuilder("plain", QueueModel(["All good."])).build()
+"""
+
+
+def test_send_sync_keeps_no_store_file_open_per_run(kernel: Kernel) -> None:
+    """Each send_sync() runs its run on a thread of its own, whose connection to the run store
+    stayed open: two files more per run, until the kernel ran out (its output was lost)."""
+    kernel.run(STORE_FILES)
+    kernel.run("plain().prompt('first').send_sync()")
+    check = kernel.execute(
+        "before = store_files()\n"
+        "for _ in range(15):\n    plain().prompt('again').send_sync()\n"
+        "print('@@', before, store_files())"
+    )
+    reply = kernel.reply(check, 60)
+    assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
+    before, after = map(int, kernel.printed(check, "@@").split("@@", 1)[1].split())
+    # (the last run's thread may not have ended yet: its connection, the file and its log)
+    assert before > 0 and after <= before + 2, (before, after)
+
+
 def test_await_handle_in_the_showing_cell_keeps_the_widget_working(kernel: Kernel) -> None:
     # ipykernel < 7.4 (Colab's 6.17.1) runs no comm message while a cell awaits: without the
     # wait serving them, the view never got its transcript and the approval waited forever.
@@ -212,6 +248,29 @@ def test_interrupt_during_await_handle_stops_the_run(kernel: Kernel) -> None:
     assert reply["content"]["ename"] == "PromptCancelledError"
     kernel.run("assert h.status == 'cancelled', h.status")
     assert '"state": "cancelled"' in json.dumps(kernel.to_page(model_id))
+
+
+def test_interrupt_during_await_handle_ends_a_cell_that_catches_it(kernel: Kernel) -> None:
+    """On ipykernel 7.4 the interrupt of a cell awaiting its handle took effect only when the
+    next message reached the kernel (the cell showed as running for as long as nobody did
+    anything): the wait wakes the cell's loop meanwhile."""
+    cell = kernel.execute("h = agent().prompt('refund A-1').show()")
+    model_id = kernel.widget_id(cell)
+    kernel.reply(cell)
+    wait_until_pending(kernel, model_id)
+    waiting = kernel.execute(
+        "print('awaiting', flush=True)\n"
+        "try:\n    await h\nexcept BaseException as error:\n"
+        "    print('@@', type(error).__name__, flush=True)"
+    )
+    kernel.printed(waiting, "awaiting")
+    # The fault shows only once the kernel's loop has nothing left scheduled (the run's first
+    # batches and timers are done): no event says so, so the test lets a moment pass.
+    time.sleep(1.5)
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply(waiting, timeout=20)  # (no other message is sent meanwhile)
+    assert reply["content"]["status"] == "ok"
+    assert "@@ PromptCancelledError" in kernel.printed(waiting, "@@")
 
 
 def test_running_a_cell_again_stops_the_run_it_showed(kernel: Kernel) -> None:
