@@ -90,7 +90,8 @@ function cover(slot: HTMLElement): void {
   slot.prepend(host);
   covered.set(slot, { key, host, copies, dispose });
   // A moved view lost its scroll position with its layout: its transcript puts it back.
-  if (orphan) for (const list of host.querySelectorAll(".anvia-transcript")) list.dispatchEvent(new Event(MOVED_EVENT));
+  // (and a view that had the focus takes it back: the move took it away without a word)
+  if (orphan) for (const el of host.querySelectorAll(".anvia-transcript, .anvia-root")) el.dispatchEvent(new Event(MOVED_EVENT));
 }
 
 /** Let go of a view whose slot left the page: disposed now, or (while mutations are handled)

@@ -124,6 +124,36 @@ describe("static copies of a finished run", () => {
     expect(copyOf(second)).not.toBeNull();
   });
 
+  it("keep the focus in a live view moved to an output redrawn with the same copy", async () => {
+    const m = finished();
+    const first = staticOutput();
+    document.body.appendChild(first);
+    await tick();
+    const transcript = liveOf(first)?.querySelector(".anvia-transcript") as HTMLElement;
+    transcript.focus(); // a person reading it with the keys
+    expect(document.activeElement).toBe(transcript);
+    const second = staticOutput();
+    first.replaceWith(second); // the move takes the focus away, without a blur
+    await tick();
+    expect(liveOf(second)?.querySelector(".anvia-transcript")).toBe(transcript);
+    expect(document.activeElement).toBe(transcript);
+    m.cleanup();
+  });
+
+  it("leave the focus where it is when the moved view did not have it", async () => {
+    const m = finished();
+    const first = staticOutput();
+    document.body.appendChild(first);
+    await tick();
+    const elsewhere = document.body.appendChild(document.createElement("input"));
+    elsewhere.focus();
+    const second = staticOutput();
+    first.replaceWith(second);
+    await tick();
+    expect(document.activeElement).toBe(elsewhere);
+    m.cleanup();
+  });
+
   it("of an evaluation report give way to its live table, and show again without the model", async () => {
     // EvalsSession.static_bundle: the report's own HTML (EvalReport._repr_html_) in the slot.
     const output = document.createElement("div");

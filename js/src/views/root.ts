@@ -10,7 +10,7 @@ import { inspectView } from "./inspect";
 import { statusView } from "./status";
 import { steerBox } from "./steer";
 import { CARRIES_FOCUS, studioControls } from "./studio";
-import { transcriptView } from "./transcript";
+import { MOVED_EVENT, transcriptView } from "./transcript";
 
 /** Controls that only change what this view shows: they keep working without a kernel. */
 const VIEW_ONLY = ".anvia-fold-toggle, .anvia-jump, .anvia-view-only";
@@ -85,12 +85,12 @@ export function keepShortcutsOut(root: HTMLElement, session?: Session): () => vo
    * there). */
   const refocusAfter = (left: HTMLElement): void => {
     setTimeout(() => {
-      if (left.isConnected && !left.matches(":disabled, [hidden]")) {
+      if (shown(left) && !left.matches(":disabled, [hidden]")) {
         inside = root.contains(document.activeElement);
         return;
       }
       if (!nothingFocused()) return;
-      if (root.isConnected) root.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
+      if (shown(root)) root.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
       else handOver();
     }, 0);
   };
@@ -105,6 +105,12 @@ export function keepShortcutsOut(root: HTMLElement, session?: Session): () => vo
     if (next) next.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
     else if (Date.now() < until) schedule(root, () => handOver(until));
   };
+  // Moved to the slot of an output drawn again (views/slots.ts): moving it took the focus away.
+  root.addEventListener(MOVED_EVENT, (ev) => {
+    if (ev.target !== root || !inside || !nothingFocused()) return;
+    const back = last !== null && root.contains(last) && shown(last) ? last : root.querySelector<HTMLElement>(".anvia-transcript");
+    back?.focus({ preventScroll: true });
+  });
   root.addEventListener("focusin", (ev) => {
     const target = ev.target;
     if (!(target instanceof HTMLElement)) return;
@@ -136,7 +142,7 @@ export function keepShortcutsOut(root: HTMLElement, session?: Session): () => vo
 
 /** How long a view taken out with the focus waits for the one drawn in its place (ms): the page
  * draws it as soon as it has the kernel's message, later on a busy machine. */
-const WAIT_FOR_REDRAW_MS = 1000;
+const WAIT_FOR_REDRAW_MS = 5000;
 const rootsBySession = new WeakMap<Session, Set<HTMLElement>>();
 
 function rootsOf(session: Session): Set<HTMLElement> {
@@ -152,6 +158,12 @@ function ancestors(el: Element): Element[] {
   const list: Element[] = [];
   for (let e = el.parentElement; e; e = e.parentElement) list.push(e);
   return list;
+}
+
+/** Whether `el` is in the page and drawn: a view being replaced may be hidden first (the page
+ * blurs its focused control then), and taken out a moment later. */
+function shown(el: HTMLElement): boolean {
+  return el.isConnected && (typeof el.checkVisibility !== "function" || el.checkVisibility());
 }
 
 function nothingFocused(): boolean {
