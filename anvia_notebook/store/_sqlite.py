@@ -328,7 +328,11 @@ class _Held:
             self.connection.close()
 
     def __del__(self) -> None:
-        self.close()
+        # (also at interpreter exit, when the modules' names may be gone: builtins only)
+        try:  # noqa: SIM105 (contextlib may be gone at exit)
+            self.connection.close()
+        except Exception:
+            pass
 
 
 #: Statements that only read (no check that the file is still in its place before them).
