@@ -24,6 +24,19 @@ def child_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return child
 
 
+#: What the test agents read from the environment to block or hurry (cleared for each test).
+TEST_SWITCHES = ("ANVIA_TEST_BLOCK_TOOL", "ANVIA_TEST_FAST", "ANVIA_TEST_BLOCK_CHECK")
+
+
+def agents_environ(tmp_path: Path, monkeypatch: Any) -> dict[str, str]:
+    """The environment of a child that runs the test agents (``store_agents``): their tools
+    write what they did to ``effects.txt`` in ``tmp_path``, and nothing blocks or hurries them."""
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    for name in TEST_SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    return child_environ()
+
+
 def start_python(code: str, env: Mapping[str, str], **popen: Any) -> subprocess.Popen[str]:
     """``python -c code`` with ``env``, its output read through pipes (unless ``popen`` says
     otherwise)."""

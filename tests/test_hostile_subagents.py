@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import subagent_agents
 import subagent_deep_agents
-from child_processes import child_environ, kill, start_python, wait_until
+from child_processes import agents_environ, kill, start_python, wait_until
 
 from anvia_notebook import RunStore
 from anvia_notebook.__main__ import main as cli
@@ -18,9 +18,7 @@ from anvia_notebook.__main__ import main as cli
 
 @pytest.fixture
 def env(store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
-    return child_environ()
+    return agents_environ(tmp_path, monkeypatch)
 
 
 def _another(store: RunStore, run_id: str, seen: str) -> Any:

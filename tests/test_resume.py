@@ -15,7 +15,7 @@ import time
 
 import pytest
 import store_agents
-from child_processes import child_environ, kill, start_python, wait_until
+from child_processes import agents_environ, child_environ, kill, start_python, wait_until
 from store_agents import effects
 
 from anvia_notebook import (
@@ -33,10 +33,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 def env(store_location, tmp_path, monkeypatch):
-    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    monkeypatch.delenv("ANVIA_TEST_BLOCK_TOOL", raising=False)
-    monkeypatch.delenv("ANVIA_TEST_FAST", raising=False)
-    return child_environ()
+    return agents_environ(tmp_path, monkeypatch)
 
 
 def start_child(environ, kind, prompt="send 5 to a1", **extra):

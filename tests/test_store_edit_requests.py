@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import store_agents
-from child_processes import child_environ, kill, start_python, wait_until
+from child_processes import agents_environ, kill, start_python, wait_until
 from pydantic import BaseModel
 from store_agents import effects
 
@@ -36,10 +36,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture
 def env(store_location, tmp_path, monkeypatch):
-    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    for name in ("ANVIA_TEST_BLOCK_TOOL", "ANVIA_TEST_FAST", "ANVIA_TEST_BLOCK_CHECK"):
-        monkeypatch.delenv(name, raising=False)
-    return child_environ()
+    return agents_environ(tmp_path, monkeypatch)
 
 
 def waiting_child(env, **extra):

@@ -324,15 +324,13 @@ class _Held:
         self.connection = connection
 
     def close(self) -> None:
-        with contextlib.suppress(sqlite3.Error):
-            self.connection.close()
-
-    def __del__(self) -> None:
         # (also at interpreter exit, when the modules' names may be gone: builtins only)
         try:  # noqa: SIM105 (contextlib may be gone at exit)
             self.connection.close()
         except Exception:
             pass
+
+    __del__ = close
 
 
 #: Statements that only read (no check that the file is still in its place before them).

@@ -40,6 +40,19 @@ let uid = 0;
 /** A page-unique id for aria wiring (never derived from model text). */
 export const nextDomId = (prefix: string): string => `anvia-${prefix}-${++uid}`;
 
+/** The elements around `el`, nearest first: where it sits in the page. */
+export function ancestors(el: Element): Element[] {
+  const list: Element[] = [];
+  for (let e = el.parentElement; e; e = e.parentElement) list.push(e);
+  return list;
+}
+
+/** Whether no control has the focus (the page's body holds it): a redraw took it away. */
+export function nothingFocused(): boolean {
+  const active = document.activeElement;
+  return active === null || active === document.body;
+}
+
 export function formatTime(iso: string | null): string {
   if (!iso) return "";
   const d = new Date(iso);

@@ -157,6 +157,25 @@ describe("a message sent into a run", () => {
     expect(box.placeholder).toBe("Message the agent");
   });
 
+  it("is still said in a view the kernel draws again while the message waits, and counted once", async () => {
+    const s = shown("transcript");
+    const cell = s.cell();
+    const old = s.draw(cell);
+    const other = s.draw(s.cell()); // the same run shown in a second output
+    const noteOf = (view: { el: HTMLElement }) => view.el.querySelector(".anvia-steer-note") as HTMLElement;
+    const box = old.el.querySelector(".anvia-steer textarea") as HTMLTextAreaElement;
+    type(box, "also check the invoice");
+    box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    s.model.reply("steer");
+    await tick();
+    takeOut(old);
+    const redrawn = s.draw(cell);
+    const said = "Sent: the agent reads your message after its current step.";
+    expect([noteOf(redrawn).textContent, noteOf(other).textContent]).toEqual([said, said]);
+    batch(s.model, { op: "add", entry: { id: "u2", kind: "user", text: "also check the invoice", steered: true } });
+    expect([noteOf(redrawn).hidden, noteOf(other).hidden]).toEqual([true, true]);
+  });
+
   it("is not said to be sent when the kernel refused it", async () => {
     const m = mount([waiting], status("waiting"));
     const box = m.root.querySelector(".anvia-steer textarea") as HTMLTextAreaElement;

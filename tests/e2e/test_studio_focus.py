@@ -53,8 +53,8 @@ def redrawn(widget: Locator) -> None:
 
 def free(widget: Locator) -> None:
     """Wait until the Studio is free again (its agent picker on): the kernel redraws the output
-    at the reply, at the run's end and once more when it saves the run, all before it says so;
-    a key typed while a view is being replaced may go to the page instead."""
+    once per reply, before it says so; a key typed while a view is being replaced may go to the
+    page instead."""
     expect(widget.get_by_role("combobox", name="Agent")).to_be_enabled()
 
 

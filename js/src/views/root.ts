@@ -2,7 +2,7 @@
 // Once the kernel stopped, every control that would talk to it is turned off here, for all the
 // parts at once (and for what they redraw later); controls that only change what the view shows
 // (Show more, Jump to latest) keep working.
-import { h } from "../dom";
+import { ancestors, h, nothingFocused } from "../dom";
 import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
 import { evalsView } from "./evals";
@@ -154,21 +154,10 @@ function rootsOf(session: Session): Set<HTMLElement> {
   return roots;
 }
 
-function ancestors(el: Element): Element[] {
-  const list: Element[] = [];
-  for (let e = el.parentElement; e; e = e.parentElement) list.push(e);
-  return list;
-}
-
 /** Whether `el` is in the page and drawn: a view being replaced may be hidden first (the page
  * blurs its focused control then), and taken out a moment later. */
 function shown(el: HTMLElement): boolean {
   return el.isConnected && (typeof el.checkVisibility !== "function" || el.checkVisibility());
-}
-
-function nothingFocused(): boolean {
-  const active = document.activeElement;
-  return active === null || active === document.body;
 }
 
 /** The root of one view in `el`, with the `title` trait (the agent's name, as text) that `build`

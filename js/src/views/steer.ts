@@ -4,6 +4,7 @@
 // only while the run goes; the Studio's box steers while a run goes (views/studio.ts). Stop, in
 // the status bar, stops.
 import { button, h } from "../dom";
+import { Listeners } from "../listeners";
 import type { Status } from "../protocol";
 import type { Session, SessionEvent } from "../session";
 
@@ -13,16 +14,41 @@ export const runGoesOn = (status: Status): boolean => status.state === "running"
 /** The message box's hint while a run goes. */
 export const STEER_PLACEHOLDER = "Message the agent while it works (Enter to send)";
 
+/** Messages sent from this page into a session's run that the agent has not read yet. One count
+ * per session, not per view: a view the kernel draws again while a message waits still says so,
+ * and each steered message the transcript shows is counted once, however many views there are. */
+interface Waiting {
+  count: number;
+  views: Listeners<void>;
+}
+const waitingBySession = new WeakMap<Session, Waiting>();
+
+function waitingOf(session: Session): Waiting {
+  const known = waitingBySession.get(session);
+  if (known !== undefined) return known;
+  const waiting: Waiting = { count: 0, views: new Listeners<void>("message note") };
+  session.subscribe((ev) => {
+    if (ev.type === "add" && ev.entry.kind === "user" && ev.entry.steered && waiting.count > 0) waiting.count -= 1;
+    else if ((ev.type === "status" && !runGoesOn(ev.status)) || ev.type === "reset") waiting.count = 0;
+    else return;
+    waiting.views.emit();
+  });
+  waitingBySession.set(session, waiting);
+  return waiting;
+}
+
 /** Send `text` into the shown run; resolves to the refusal's text, or null when it was sent. */
 export async function steer(session: Session, text: string): Promise<string | null> {
+  const waiting = waitingOf(session); // (counting before the reply: the message may be read first)
   const reply = await session.request({ type: "steer", text });
-  return reply.ok ? null : (reply.error ?? "Request refused");
+  if (!reply.ok) return reply.error ?? "Request refused";
+  waiting.count += 1;
+  waiting.views.emit();
+  return null;
 }
 
 export interface SentNote {
   el: HTMLElement;
-  /** A message was sent into the run: say so until the transcript shows it. */
-  sent(): void;
   dispose(): void;
 }
 
@@ -32,31 +58,19 @@ export interface SentNote {
  * transcript then says which were not delivered). A polite live region. */
 export function sentNote(session: Session): SentNote {
   const el = h("div", { class: "anvia-steer-note", role: "status", hidden: true });
-  let waiting = 0;
+  const waiting = waitingOf(session);
   const render = (): void => {
-    el.hidden = waiting === 0;
+    const count = waiting.count;
+    el.hidden = count === 0;
     el.textContent =
-      waiting === 0
+      count === 0
         ? ""
-        : waiting === 1
+        : count === 1
           ? "Sent: the agent reads your message after its current step."
-          : `${waiting} messages sent: the agent reads them after its current step.`;
+          : `${count} messages sent: the agent reads them after its current step.`;
   };
-  const onEvent = (ev: SessionEvent): void => {
-    if (ev.type === "add" && ev.entry.kind === "user" && ev.entry.steered && waiting > 0) waiting -= 1;
-    else if ((ev.type === "status" && !runGoesOn(ev.status)) || ev.type === "reset") waiting = 0;
-    else return;
-    render();
-  };
-  const unsubscribe = session.subscribe(onEvent);
-  return {
-    el,
-    sent: () => {
-      waiting += 1;
-      render();
-    },
-    dispose: unsubscribe,
-  };
+  render();
+  return { el, dispose: waiting.views.subscribe(render) };
 }
 
 export interface SteerBox {
@@ -101,8 +115,6 @@ export function steerBox(session: Session): SteerBox {
     if (refused) {
       setError(refused);
       if (!textarea.value) textarea.value = text; // nothing typed meanwhile: the text comes back
-    } else {
-      note.sent();
     }
     render();
   }

@@ -2,7 +2,7 @@
 // session" above the transcript, quick prompts while the transcript is empty, and the prompt box
 // with "Send" below it. Each agent has its own conversation: picking one asks the kernel to show
 // it (`studio_select`), picking the first one again shows the earlier one.
-import { button, formatTime, h } from "../dom";
+import { ancestors, button, formatTime, h, nothingFocused } from "../dom";
 import { schedule } from "../frame";
 import type { Session, SessionEvent } from "../session";
 import { runGoesOn, STEER_PLACEHOLDER, sentNote, steer } from "./steer";
@@ -27,19 +27,8 @@ const carriedBySession = new WeakMap<Session, Carried>();
  * one leaves: the old one hands its focus over as it goes). */
 const viewsBySession = new WeakMap<Session, Set<Record<FocusKey, HTMLElement>>>();
 
-function ancestors(el: Element): Element[] {
-  const list: Element[] = [];
-  for (let e = el.parentElement; e; e = e.parentElement) list.push(e);
-  return list;
-}
-
 /** The nearest of `place` still in the page: where a view taken out was redrawn. */
 const homeOf = (place: Element[]): Element | undefined => place.find((e) => e.isConnected);
-
-const nothingFocused = (): boolean => {
-  const active = document.activeElement;
-  return active === null || active === document.body;
-};
 
 /** Focus `el` if it is where the focused control was (its output, not another view's). */
 function takeFocus(el: HTMLElement, carried: Carried, key: FocusKey, draft: Session["draft"]): boolean {
@@ -138,8 +127,6 @@ export function studioControls(session: Session): StudioControls {
         textarea.value = text;
         keepDraft();
       }
-    } else {
-      note.sent();
     }
     render();
   }
