@@ -508,8 +508,14 @@ class ToolExecutor:
         decision: ToolCallDecision,
     ) -> tuple[str, bool, str]:
         """The tool exists and its arguments are valid (else ``on_tool_error`` hooks are told, as
-        in Anvia, and the result says what is wrong); then approval, questions, ``execute``."""
+        in Anvia, and the result says what is wrong); then approval, questions, ``execute``.
+        A tool the agent does not have is asked for first, if a hook requested it (as Anvia
+        asks before it calls the tool, which is only then found missing)."""
         if tool is None:
+            asked = await self._unknown_tool_approval(call, internal_id, raw_args, decision)
+            if isinstance(asked, tuple):  # rejected: told so, never found missing
+                return asked
+            raw_args = asked
             missing = ToolNotFoundError(call.name)
             result = f"{type(missing).__name__}: {missing}"
             return (
@@ -526,6 +532,29 @@ class ToolExecutor:
         return await self._approved_call(
             tool, call, internal_id, raw_args, args, decision, intercepted
         )
+
+    async def _unknown_tool_approval(
+        self, call: ToolCall, internal_id: str, raw_args: str, decision: ToolCallDecision
+    ) -> tuple[str, bool, str] | str:
+        """The approval a hook requested for a call of a tool the agent does not have, put to
+        the handler or the human input as any other, its arguments as the model sent them: the
+        arguments (edited, if they were) when approved, else what the model is told. Only a
+        hook's request is asked, as in Anvia (an approval asked before a resume, of a tool the
+        agent no longer has, is closed by the run instead)."""
+        if decision.type != "approval_request":
+            return raw_args
+        texts = decision.reason, decision.reject_message
+        request = ToolApprovalRequest(
+            **call_fields(call, internal_id),
+            args=decode_args(raw_args),
+            raw_args=raw_args,
+            run=self.run_info,
+        )
+        request.reason, request.reject_message = valid_data(texts)  # (code wrote them)
+        outcome = await self.approve(request)
+        if not outcome.approved:
+            return outcome.told, outcome.told.startswith(EDIT_REFUSED), raw_args
+        return raw_args if outcome.edited is None else compact_json(outcome.edited)
 
     async def _approved_call(
         self,
@@ -623,7 +652,9 @@ class ToolExecutor:
             edited = record.edited_args
             return ApprovalOutcome(True, edited=edited if isinstance(edited, dict) else None)
         self._ended[record.tool_call_id or ""] = _ended_status(record)
-        told_model = record.decision_reason or DEFAULT_REJECT_MESSAGE
+        told_model = record.decision_reason
+        if told_model is None or (not told_model and record.status != "rejected"):
+            told_model = DEFAULT_REJECT_MESSAGE  # (a rejection's empty text is told as it is)
         refused = told if isinstance(told, RefusedFix) else None
         return ApprovalOutcome(False, told_model, refused_fix=refused)
 

@@ -404,14 +404,11 @@ def refused_twice(record: Record) -> DecisionRefusedError:
 
 
 def rejection_text(resolution: Resolution, record: ApprovalRecord) -> str:
-    """What the model is told of a rejected call: the first present of the decision's reject
-    message, its reason, the request's reject message, and the default text (as in Anvia)."""
-    return (
-        resolution.reject_message
-        or resolution.reason
-        or record.reject_message
-        or DEFAULT_REJECT_MESSAGE
-    )
+    """What the model is told of a rejected call: the first given of the decision's reject
+    message, its reason, the request's reject message, and the default text. As in Anvia
+    (``??``), only a missing text is passed over: an empty one is told as it is."""
+    texts = (resolution.reject_message, resolution.reason, record.reject_message)
+    return next((text for text in texts if text is not None), DEFAULT_REJECT_MESSAGE)
 
 
 def decided(record: Record, resolution: Resolution) -> Record:
