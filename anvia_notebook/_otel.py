@@ -148,6 +148,8 @@ class RunSpans:
         self._instructions_json: tuple[str, str] | None = None
         #: The arguments each tool span was given (set again at the end only if they changed).
         self._tool_args: dict[int, Any] = {}
+        #: The exception each failed tool span recorded, by name (its ``error.type``).
+        self._tool_errors: dict[int, str] = {}
 
     # -- the run ---------------------------------------------------------------------------------
 
@@ -177,6 +179,7 @@ class RunSpans:
                 self._end(span)
             self._tools.clear()
             self._tool_args.clear()
+            self._tool_errors.clear()
             self._message_json.clear()
             self._tool_json.clear()
             self._end(root)
@@ -353,6 +356,7 @@ class RunSpans:
         span = self._tools.get(id(entry))
         if span is not None:
             _record_exception(span, error)
+            self._tool_errors[id(entry)] = type(error).__name__
 
     @_guarded
     def interaction(
@@ -381,6 +385,7 @@ class RunSpans:
     @_guarded
     def tool_ended(self, entry: ToolCallTrace) -> None:
         span = self._tools.pop(id(entry), None)
+        raised = self._tool_errors.pop(id(entry), None)
         if span is None:  # the call never began: nothing ran
             return
         status = entry.status or ""
@@ -395,7 +400,8 @@ class RunSpans:
                 attributes["gen_ai.tool.call.arguments"] = _kept(_json(entry.args))
             attributes["gen_ai.tool.call.result"] = _kept(entry.result or "")
         if status == "error":
-            attributes["error.type"] = "tool_error"
+            # (the exception's class, as on the other spans; "tool_error" when none was raised)
+            attributes["error.type"] = raised or "tool_error"
             span.set_status(Status(StatusCode.ERROR, "The tool call failed."))
         span.set_attributes(attributes)
         span.end()

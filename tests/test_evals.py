@@ -168,6 +168,10 @@ async def test_a_metric_that_raises_marks_only_that_score():
     assert report.cases[1].scores["fragile"] is True
     assert report.mean_scores["fragile"] == 1.0  # errors are left out of the mean
     assert report.mean_scores["returns_text"] is None
+    # The case failed: its error says which metrics could not score it, and why.
+    assert first.error.startswith("fragile: KeyError: 'boom'; returns_text: ")
+    assert report.cases[1].error.startswith("returns_text: ")
+    assert report.errors == 0  # (the runs did not fail)
 
 
 async def test_a_metric_needing_expected_errors_on_cases_without_it():
@@ -175,6 +179,9 @@ async def test_a_metric_needing_expected_errors_on_cases_without_it():
         agent_with(answering()), [{"input": "add 2 and 5"}], [evals.contains()]
     )
     assert "needs the case's expected value" in report.cases[0].details["contains"].error
+    row = report.to_pandas().iloc[0]
+    assert not row["passed"] and row["status"] == "success"
+    assert row["error"].startswith("contains: ValueError: ") and "expected value" in row["error"]
 
 
 async def test_threshold_of_a_metric():

@@ -312,7 +312,7 @@ def test_a_failing_tool_and_a_failing_model_are_errors_on_their_spans(spans) -> 
     ]
     _, tool, chat, root = finished
     assert tool.status.status_code == StatusCode.ERROR
-    assert tool.attributes["error.type"] == "tool_error"
+    assert tool.attributes["error.type"] == "RuntimeError"  # as the exception, like the others
     [raised] = [e for e in tool.events if e.name == "exception"]
     assert raised.attributes["exception.type"] == "RuntimeError"
     assert raised.attributes["exception.message"] == "disk full"

@@ -61,7 +61,8 @@ class CaseResult:
 
     ``status`` is ``"success"`` (the run finished; its metrics decide ``passed``) or ``"error"``
     (the run failed: ``error`` says why, ``passed`` is False). ``scores`` maps each metric's
-    name to its value (None when the metric failed: ``details[name].error`` says why);
+    name to its value (None when the metric failed: ``details[name].error`` says why, and so
+    does ``error``, each such metric by name, so the case is not failed without a word);
     ``details`` keeps each :class:`Score` with its reason (an LLM judge's reasoning).
     """
 

@@ -173,6 +173,8 @@ async def _run_case(report: EvalReport, index: int) -> None:
     if error is None:
         assert output is not None
         details = await _score(report.metrics, case, output)
+    # A metric that could not score the case fails it: the table's error column says why.
+    unscored = "; ".join(f"{name}: {s.error}" for name, s in details.items() if s.error)
     assert case.name is not None
     result = CaseResult(
         name=case.name,
@@ -181,7 +183,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         output=output if error is None else run.state.output,
         passed=error is None and all(s.passed for s in details.values()),
         status="success" if error is None else "error",
-        error=error,
+        error=error or unscored or None,
         duration_ms=duration_ms,
         tokens=run.state.usage.total_tokens,
         run_id=run.run_id,
