@@ -9,6 +9,7 @@ off, nothing of OpenTelemetry is imported and each notification costs one ``None
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import operator
 import time
@@ -50,6 +51,21 @@ __all__ = ["TraceRecorder", "clock", "decode_args"]
 _M = TypeVar("_M", bound=BaseModel)
 
 logger = logging.getLogger("anvia_notebook")
+
+
+class ToolErrorsLogged:
+    """Tool failures of many runs logged as one: an evaluation's cases may each fail the same
+    way, and a notebook cell would show one warning per case. The first is logged (saying the
+    others are not), the others at the debug level; each stays in its run's trace."""
+
+    def __init__(self) -> None:
+        self.logged = False
+
+
+#: Set (in a context its runs inherit) by whoever runs many runs at once: an evaluation.
+tool_errors_logged: contextvars.ContextVar[ToolErrorsLogged | None] = contextvars.ContextVar(
+    "tool_errors_logged", default=None
+)
 
 #: The clock timings are read from (seconds, monotonic). Tests replace it with a fake clock.
 clock: Callable[[], float] = time.perf_counter
@@ -404,15 +420,25 @@ class TraceRecorder:
             text = "".join(traceback.format_exception(error))
             _set(entry, traceback=_keep_end(text, TRACEBACK_LIMIT))
             self._mark(entry)
-            logger.warning(
-                "Tool %r (call %s) raised %s: %s; the model is told only the message. The "
-                "traceback is in the run's trace (trace.tool_calls[...].traceback) and its "
-                "Inspect view.",
-                entry.name,
-                call_id,
-                type(error).__name__,
-                error_text(error),
-            )
+            shared = tool_errors_logged.get()
+            if shared is None or not shared.logged:
+                logger.warning(
+                    "Tool %r (call %s) raised %s: %s; the model is told only the message. The "
+                    "traceback is in the run's trace (trace.tool_calls[...].traceback) and its "
+                    "Inspect view.%s",
+                    entry.name,
+                    call_id,
+                    type(error).__name__,
+                    error_text(error),
+                    ""
+                    if shared is None
+                    else " Further tool errors of this evaluation are not logged: each is in "
+                    "its case's trace.",
+                )
+                if shared is not None:
+                    shared.logged = True
+            else:
+                logger.debug("Tool %r (call %s) raised %s", entry.name, call_id, error)
             logger.debug("Traceback of tool call %s", call_id, exc_info=error)
         if self.spans is not None:
             self.spans.tool_exception(entry, error)

@@ -848,3 +848,37 @@ def test_a_judge_reply_with_a_brace_in_its_prose_after_the_verdict_is_read(reply
     from anvia_notebook.evals.judge import parse_verdict
 
     assert parse_verdict(reply) == (0.8, "Close.")
+
+
+async def test_tool_errors_of_an_evaluation_are_logged_once_not_once_a_case(caplog):
+    """Twenty cases whose tool raises printed twenty warnings in the cell; one now, saying the
+    others are in each case's trace. A run after the evaluation logs its own again."""
+    import logging
+
+    from anvia_notebook import tool
+
+    @tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        raise KeyError(key)
+
+    async def respond(request):
+        if request.messages[-1].role == "user":
+            return ModelResponse(
+                tool_calls=[ToolCall(id="c1", name="lookup", arguments={"key": "k"})]
+            )
+        return ModelResponse(text="not found")
+
+    agent = agent_with(FunctionModel(respond), lookup)
+    caplog.set_level(logging.WARNING, logger="anvia_notebook")
+    cases = [evals.Case(input=f"find {n}", expected="not found") for n in range(20)]
+    report = await evals.evaluate(agent, cases, [evals.contains()], concurrency=4)
+    assert report.pass_rate == 1.0
+    assert all(run.trace.tool_calls[0].traceback for run in report.runs.values())  # each kept
+    warned = [r.getMessage() for r in caplog.records if "raised KeyError" in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert "Further tool errors of this evaluation are not logged" in warned[0]
+    caplog.clear()
+    await agent.prompt("find it").send()
+    warned = [r.getMessage() for r in caplog.records if "raised KeyError" in r.getMessage()]
+    assert len(warned) == 1 and "evaluation" not in warned[0], warned

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from .. import request as _request
+from .._tracing import ToolErrorsLogged, tool_errors_logged
 from .._util import error_text, new_id, running_loop
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
 from ..errors import PromptCancelledError
@@ -213,9 +214,15 @@ async def run_report(report: EvalReport) -> EvalReport:
                 report.case_ended(index)  # the row shows it was not finished
                 raise
 
-    workers = [
-        asyncio.ensure_future(worker()) for _ in range(min(report.concurrency, report.total))
-    ]
+    # The workers' runs inherit it (the caller's context is left as it was): one warning for the
+    # evaluation's tool errors, not one a case.
+    shared = tool_errors_logged.set(ToolErrorsLogged())
+    try:
+        workers = [
+            asyncio.ensure_future(worker()) for _ in range(min(report.concurrency, report.total))
+        ]
+    finally:
+        tool_errors_logged.reset(shared)
     report.run_workers(workers)
     try:
         await asyncio.gather(*workers, return_exceptions=True)
