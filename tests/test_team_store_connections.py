@@ -136,3 +136,28 @@ def test_an_empty_team_store_lists_no_runs_without_advice_about_notebook_files(t
     assert done.returncode == 0, done.stderr
     assert "No stored runs in postgresql://" in done.stdout
     assert "runs.sqlite" not in done.stdout
+
+
+def test_a_store_let_go_closes_its_connections_at_once(team_store):
+    """``RunStore(url).pending()`` in a loop (a script polling for approvals) left each store's
+    connection open until Python's cycle collector ran, and psycopg warned of each one then:
+    with the collector off, 30 polls held 30 of the server's connections. A store no longer
+    referenced closes them as it goes."""
+    import gc
+    import warnings
+
+    location, server, name = team_store
+    RunStore(location).pending()  # (the schema made once)
+    gc.collect()
+    before = _connections(server, name)
+    gc.disable()
+    try:
+        with warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always", ResourceWarning)
+            for _ in range(30):
+                RunStore(location).pending()
+            held = _connections(server, name) - before
+    finally:
+        gc.enable()
+    assert held <= 1, f"{held} connections still open"
+    assert not [w for w in warned if issubclass(w.category, ResourceWarning)]

@@ -17,6 +17,7 @@ import importlib
 import re
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -95,15 +96,28 @@ def _secrets(url: str) -> list[str]:
 
 class _Held:
     """A thread's connection: given back to the backend when the thread ends (its
-    ``threading.local`` goes), for the next thread, instead of staying open unused."""
+    ``threading.local`` goes), for the next thread, instead of staying open unused. It does not
+    keep the backend alive: a store let go closes its connections at once (see ``_close_all``)."""
 
     def __init__(self, backend: PostgresBackend, connection: Any) -> None:
-        self.backend = backend
+        self.backend = weakref.ref(backend)
         self.connection = connection
         self.used = time.monotonic()
 
     def __del__(self) -> None:
-        self.backend._give_back(self.connection)
+        backend = self.backend()
+        if backend is not None:
+            backend._give_back(self.connection)
+
+
+def _close_all(connections: list[Any]) -> None:
+    """Close a backend's connections (when it is closed, or let go)."""
+    for connection in list(connections):
+        try:  # noqa: SIM105 (also at interpreter exit, when contextlib may be gone)
+            connection.close()
+        except Exception:
+            pass
+    connections.clear()
 
 
 class PostgresBackend:
@@ -118,7 +132,11 @@ class PostgresBackend:
         self.url = url
         self.location = shown_url(url)  # (without its password)
         self._local = threading.local()
-        self._all: list[Any] = []
+        self._all: list[Any] = []  # (every connection opened, the listener's too)
+        # A store no longer referenced closes its connections as it goes (a script polling with
+        # RunStore(url).pending() held one of the server's connections per poll until Python's
+        # cycle collector ran).
+        weakref.finalize(self, _close_all, self._all)
         self._idle: list[Any] = []  # connections of threads that ended, for the next thread
         # (reentrant: a thread's connection is given back from a finalizer, which may run in a
         # thread that holds it)
@@ -157,7 +175,7 @@ class PostgresBackend:
                 f"Cannot connect to the run store {self.location}: {self._told(error)}"
             ) from None
         with self._lock:
-            self._all = [c for c in self._all if not c.closed]
+            self._all[:] = [c for c in self._all if not c.closed]
             self._all.append(connection)
         return connection
 
@@ -347,8 +365,10 @@ class PostgresBackend:
         return isinstance(error, self._psycopg.Error)
 
     def close(self) -> None:
-        with self._lock:
-            connections, self._all, self._idle = self._all, [], []
+        with self._lock:  # (the lists stay the same objects: the finalizer holds the first)
+            connections = list(self._all)
+            self._all.clear()
+            self._idle.clear()
         if self._listener is not None:
             connections.append(self._listener)
             self._listener = None
