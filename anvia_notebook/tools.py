@@ -115,12 +115,18 @@ class Tool:
         otherwise :class:`SyncToolAbandoned` (a ``CancelledError``) is raised and the thread
         finishes on its own without holding a worker slot.
         """
-        if self._is_async:
-            value = await self._execute(args, ctx)
-        else:
-            value = await _call_sync(self._execute, args, ctx)
-            if inspect.isawaitable(value):
-                value = await value
+        try:
+            if self._is_async:
+                value = await self._execute(args, ctx)
+            else:
+                value = await _call_sync(self._execute, args, ctx)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as error:
+            clearer = _explained(error)
+            if clearer is None:
+                raise
+            raise clearer from error
         if self.output is not None:
             value = (
                 value
@@ -246,6 +252,27 @@ def parse_arguments(tool_name: str, model: type[BaseModel], raw: str | dict[str,
             f"Invalid arguments for tool {tool_name}: {describe_validation_error(error)}. "
             "Call the tool again with corrected arguments."
         ) from None
+
+
+#: Set by whoever starts a run, in the run's context (its tool calls inherit it): called with
+#: the exception a tool raised, it returns one that says more to raise in its place (what the
+#: model and the transcript are told), or None to keep the tool's own. The notebook layer sets it
+#: for a run that goes on after its cell has finished, where ``input()`` cannot be answered.
+EXPLAIN_TOOL_ERROR: contextvars.ContextVar[Callable[[Exception], Exception | None] | None] = (
+    contextvars.ContextVar("anvia_explain_tool_error", default=None)
+)
+
+
+def _explained(error: Exception) -> Exception | None:
+    """What :data:`EXPLAIN_TOOL_ERROR` makes of ``error`` (None: keep it as it is)."""
+    explain = EXPLAIN_TOOL_ERROR.get()
+    if explain is None:
+        return None
+    try:
+        clearer = explain(error)
+    except Exception:  # the tool's own error stays what the model is told
+        return None
+    return clearer if isinstance(clearer, Exception) and clearer is not error else None
 
 
 #: The worker threads of sync tools (their own, bounded; stopped calls do not starve new ones).

@@ -26,7 +26,9 @@ import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import PromptCancelledError
+from ..tools import EXPLAIN_TOOL_ERROR
 from . import _display
+from ._background_input import explain_tool_error
 from ._blocking import await_serving_widgets, wait_for_future
 from ._handle import RunHandle
 from ._human_input import WidgetHumanInput
@@ -167,7 +169,12 @@ def show(request: PromptRequest, *, timeout: float | None = None) -> RunHandle:
 
     session.add_done_listener(finished)
     session.display()
-    run.start(loop)
+    # The run's task copies this context: its tool calls say what to do when input() fails.
+    explaining = EXPLAIN_TOOL_ERROR.set(explain_tool_error)
+    try:
+        run.start(loop)
+    finally:
+        EXPLAIN_TOOL_ERROR.reset(explaining)
     _runs_by_cell.add(_display.current_cell_id(), _display.current_message_id(), run)
     return handle
 
