@@ -61,7 +61,8 @@ def test_an_evaluations_counts_are_integers_and_a_failed_cases_scores_are_missin
     assert frame["contains"].iloc[0] == True  # noqa: E712 (a numpy bool)
     assert frame["length_score"].iloc[0] is pd.NA  # the metric failed
     assert frame["contains"].iloc[1] is pd.NA and frame["length_score"].iloc[1] is pd.NA
-    assert frame["error"].iloc[0] is pd.NA and frame["output"].iloc[1] is pd.NA
+    assert frame["error"].iloc[0] == "length_score: ValueError: cannot score this one"
+    assert frame["output"].iloc[1] is pd.NA
     shown = frame.to_string()
     assert "NaN" not in shown and "430.0" not in shown
     comparison = evals.compare(report, report).to_pandas()
