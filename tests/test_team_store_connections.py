@@ -80,6 +80,76 @@ async def test_a_decision_reaches_a_run_whose_listening_connection_the_server_en
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
 
 
+async def test_a_run_whose_connections_the_server_ended_goes_on_being_stored(team_store):
+    """A server restart (or an admin's pg_terminate_backend) while a run waits: the run's next
+    write failed with "terminating connection due to administrator command", the run went on in
+    memory only, the store kept it as interrupted, and resuming that copy ran the approved tool
+    a second time. The statement the server never ran is run again on a new connection."""
+    location, server, database = team_store
+    run = store_agents.agent("approval").prompt("send 5 to a1").start()
+    [waiting] = await pending_of(run)
+    assert _end_backends(server, database) >= 1  # the run's connections
+    command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
+    approve = await asyncio.create_subprocess_exec(
+        *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
+    )
+    _, said = await asyncio.wait_for(approve.communicate(), 60)
+    assert approve.returncode == 0, said
+    response = await asyncio.wait_for(run.wait(), 30)  # (a warning would fail the test)
+    assert response.output.startswith("Result:")
+    store = RunStore(location)
+    [stored] = store.runs()
+    assert stored.status == "success", stored
+    store.close()
+    assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
+def test_a_statement_on_a_connection_the_server_ended_runs_on_a_new_one(team_store):
+    """An operator's first command after a server restart failed ("terminating connection
+    due to administrator command") and the next one worked: it works the first time."""
+    location, server, database = team_store
+    store = RunStore(location)
+    assert store.runs() == []
+    assert _end_backends(server, database) >= 1
+    assert store.runs() == []
+    assert _end_backends(server, database) >= 1
+    with store._backend.transaction():  # (a write's transaction, begun on a new connection)
+        assert store._backend.execute("SELECT count(*) FROM runs") == [(0,)]
+    store.close()
+
+
+async def test_a_waiting_run_that_cannot_listen_still_hears_a_decision(team_store, monkeypatch):
+    """The listening connection could not open again once the server ended it (the role's or
+    the server's connection limit reached meanwhile): the watcher never looked again, and the
+    run waited for ever for a decision made long before. It looks every few seconds without
+    it, and tries to listen again that often."""
+    location, _, _ = team_store
+    monkeypatch.setattr(_postgres, "LOOK_ANYWAY_SECONDS", 0.5)
+    run = store_agents.agent("approval").prompt("send 5 to a1").start()
+    [waiting] = await pending_of(run)
+    store = store_module.get_store()
+    assert store is not None
+    backend = store._backend
+    backend.data_version()  # (its listening connection is open)
+    connect = backend._connect
+    refused: list[int] = []
+
+    def connect_unless_listening() -> object:
+        if sys._getframe(1).f_code.co_name in ("_listen", "data_version"):  # (others open)
+            refused.append(1)
+            raise RunStoreError("Cannot connect to the run store: too many clients already")
+        return connect()
+
+    monkeypatch.setattr(backend, "_connect", connect_unless_listening)
+    backend._listener.close()  # (the server ended it, and the watcher noticed)
+    other = RunStore(location)
+    await asyncio.to_thread(other.approve, run.run_id, waiting.id)
+    other.close()
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.output.startswith("Result:")
+    assert refused  # (it tried to listen again, and could not)
+
+
 def test_an_idle_connection_the_server_ended_is_replaced_before_it_is_used(team_store, monkeypatch):
     location, server, database = team_store
     store = RunStore(location)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import logging
 import re
 import threading
 import time
@@ -23,6 +24,8 @@ from typing import Any
 
 from .._util import shown_url
 from ._errors import RunStoreError, not_text
+
+logger = logging.getLogger("anvia_notebook")
 
 __all__ = ["PostgresBackend"]
 
@@ -77,6 +80,9 @@ IDLE_CHECK_SECONDS = 10.0
 LOOK_ANYWAY_SECONDS = 5.0
 #: SQLSTATE of "lock not available" (``lock_timeout`` passed).
 _LOCK_NOT_AVAILABLE = "55P03"
+#: The server ended the connection (a restart or shutdown, an admin's pg_terminate_backend,
+#: another backend's crash): a statement met with this never ran (or was rolled back).
+_ENDED_BY_SERVER = frozenset({"57P01", "57P02"})
 
 
 def _secrets(url: str) -> list[str]:
@@ -144,6 +150,7 @@ class PostgresBackend:
         self._version = 0
         self._listener: Any = None
         self._looked = 0.0  # when the watcher was last told to look (monotonic)
+        self._listen_again_at = 0.0  # a listening connection that could not open waits (monotonic)
         self._secrets = _secrets(url)
         self.commits = 0
         #: The server's clock minus this machine's, when it was measured (monotonic), and this
@@ -283,25 +290,48 @@ class PostgresBackend:
         """``error`` (raised by this backend) says the role may not write (or alter) it."""
         return getattr(error.__cause__, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE
 
+    def _ended_by_server(self, error: BaseException, connection: Any, alone: bool) -> bool:
+        """Whether ``error`` says the server had ended ``connection`` (see
+        :data:`_ENDED_BY_SERVER`), for a statement run ``alone`` (not in a transaction begun
+        before it): then it runs again on a new connection."""
+        ended = getattr(error, "sqlstate", None) in _ENDED_BY_SERVER
+        return alone and ended and bool(connection.closed)
+
+    def _alone(self, connection: Any) -> bool:
+        """Whether ``connection`` is in no transaction (a statement on it commits on its own)."""
+        return bool(connection.info.transaction_status == self._psycopg.pq.TransactionStatus.IDLE)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        try:
-            cursor = self._connection().execute(sql, tuple(map(_put, params)))
-            self._local.rowcount = cursor.rowcount
-            rows = cursor.fetchall() if cursor.description is not None else []
-            if sql.lstrip().upper().startswith(_ANNOUNCED) and cursor.rowcount:
-                self._connection().execute(f"NOTIFY {CHANNEL}")
-        except self._psycopg.Error as error:
-            raise self.error(error, sql) from error
-        except UnicodeEncodeError as error:
-            raise not_text(self.location, error) from None
-        return [tuple(map(_get, r)) for r in rows]
+        for again in (False, True):
+            connection = self._connection()
+            alone = self._alone(connection)
+            try:
+                cursor = connection.execute(sql, tuple(map(_put, params)))
+                self._local.rowcount = cursor.rowcount
+                rows = cursor.fetchall() if cursor.description is not None else []
+                if sql.lstrip().upper().startswith(_ANNOUNCED) and cursor.rowcount:
+                    connection.execute(f"NOTIFY {CHANNEL}")
+            except self._psycopg.Error as error:
+                if not again and self._ended_by_server(error, connection, alone):
+                    continue
+                raise self.error(error, sql) from error
+            except UnicodeEncodeError as error:
+                raise not_text(self.location, error) from None
+            return [tuple(map(_get, r)) for r in rows]
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        try:
-            with self._connection().cursor() as cursor:
-                cursor.executemany(sql, [tuple(map(_put, row)) for row in rows])
-        except self._psycopg.Error as error:
-            raise self.error(error, sql) from error
+        for again in (False, True):
+            connection = self._connection()
+            alone = self._alone(connection)
+            try:
+                with connection.cursor() as cursor:
+                    cursor.executemany(sql, [tuple(map(_put, row)) for row in rows])
+            except self._psycopg.Error as error:
+                if not again and self._ended_by_server(error, connection, alone):
+                    continue
+                raise self.error(error, sql) from error
+            return
 
     @property
     def rowcount(self) -> int:
@@ -312,14 +342,29 @@ class PostgresBackend:
         """A transaction that takes the store's one writer lock. (``yielding`` is for SQLite:
         the server queues the writers waiting for this lock, so a run's writes get their turn
         however often another process writes.)"""
-        connection = self._connection()
         try:
-            with connection.transaction():
-                # One writer at a time for schema changes and ownership claims, as SQLite does.
-                connection.execute("SELECT pg_advisory_xact_lock(7426001)")
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(self._begun())
                 yield
         except self._psycopg.Error as error:
             raise self.error(error) from error
+
+    def _begun(self) -> contextlib.AbstractContextManager[Any]:
+        """A transaction begun and holding the store's writer lock (one writer at a time for
+        schema changes and ownership claims, as SQLite does); begun again on a new connection
+        when the server had ended the thread's (nothing of it ran)."""
+        for again in (False, True):
+            connection = self._connection()
+            alone = self._alone(connection)
+            try:
+                with contextlib.ExitStack() as attempt:
+                    attempt.enter_context(connection.transaction())
+                    connection.execute("SELECT pg_advisory_xact_lock(7426001)")
+                    return attempt.pop_all()
+            except self._psycopg.Error as error:
+                if again or not self._ended_by_server(error, connection, alone):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def start_writing(self) -> None:
         """Nothing to switch on (SQLite turns on its write-ahead log here)."""
@@ -343,12 +388,11 @@ class PostgresBackend:
         try:
             if self._listener is not None and self._listener.closed:
                 self._listener = None
-            if self._listener is None:
-                self._listener = self._connect()
-                self._listener.execute(f"LISTEN {CHANNEL}")
-                self._version += 1  # look once after subscribing
-            for _ in self._listener.notifies(timeout=0.0, stop_after=100):
-                self._version += 1
+            if self._listener is None and now >= self._listen_again_at:
+                self._listen(now)
+            if self._listener is not None:
+                for _ in self._listener.notifies(timeout=0.0, stop_after=100):
+                    self._version += 1
         except (self._psycopg.Error, RunStoreError):
             listener, self._listener = self._listener, None
             if listener is not None:
@@ -360,6 +404,24 @@ class PostgresBackend:
                 self._looked = now
                 self._version += 1
         return self._version
+
+    def _listen(self, now: float) -> None:
+        """Open the listening connection. One that cannot open (the server's or the role's
+        connection limit reached, the server restarting) is tried again after
+        :data:`LOOK_ANYWAY_SECONDS`; meanwhile the watcher looks that often without it (it
+        did not look at all: a waiting run never heard a decision)."""
+        try:
+            self._listener = self._connect()
+            self._listener.execute(f"LISTEN {CHANNEL}")
+        except (self._psycopg.Error, RunStoreError) as error:
+            listener, self._listener = self._listener, None
+            if listener is not None:
+                with contextlib.suppress(Exception):
+                    listener.close()
+            self._listen_again_at = now + LOOK_ANYWAY_SECONDS
+            logger.debug("The run store's listening connection could not open: %s", error)
+            return
+        self._version += 1  # look once after subscribing
 
     def is_error(self, error: BaseException) -> bool:
         return isinstance(error, self._psycopg.Error)
