@@ -422,14 +422,15 @@ class TraceRecorder:
             self._mark(entry)
             shared = tool_errors_logged.get()
             if shared is None or not shared.logged:
+                said = error_text(error).rstrip()
                 logger.warning(
-                    "Tool %r (call %s) raised %s: %s; the model is told only the message. The "
+                    "Tool %r (call %s) raised %s: %s The model is told only the message. The "
                     "traceback is in the run's trace (trace.tool_calls[...].traceback) and its "
                     "Inspect view.%s",
                     entry.name,
                     call_id,
                     type(error).__name__,
-                    error_text(error),
+                    said if said.endswith((".", "!", "?")) else f"{said}.",
                     ""
                     if shared is None
                     else " Further tool errors of this evaluation are not logged: each is in "

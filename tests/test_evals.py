@@ -878,6 +878,7 @@ async def test_tool_errors_of_an_evaluation_are_logged_once_not_once_a_case(capl
     warned = [r.getMessage() for r in caplog.records if "raised KeyError" in r.getMessage()]
     assert len(warned) == 1, warned
     assert "Further tool errors of this evaluation are not logged" in warned[0]
+    assert "raised KeyError: 'k'. The model is told only the message." in warned[0]
     caplog.clear()
     await agent.prompt("find it").send()
     warned = [r.getMessage() for r in caplog.records if "raised KeyError" in r.getMessage()]

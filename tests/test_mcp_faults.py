@@ -583,3 +583,26 @@ def test_a_server_still_becoming_its_command_is_waited_for_to_be_known():
     finally:
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+
+
+async def test_a_session_closed_during_a_call_says_it_was_closed(tmp_path):
+    """``close_all()`` during a call told the model (and the cell's warning) that the server
+    "went away", as if it had crashed: it says the session was closed."""
+    started = tmp_path / "started.txt"
+    server = toolbox("closable", env={"TOOLBOX_STARTED": str(started)})
+    model = QueueModel([call("slow", {"seconds": 60}, id="c1"), "done"])
+    agent = AgentBuilder("a", model).mcp([server]).approvals(lambda request: True).build()
+    run = agent.prompt("go").start()
+    deadline = time.monotonic() + 60
+    while not started.exists():  # (the server writes it as the call begins)
+        assert time.monotonic() < deadline, "the call did not begin"
+        await asyncio.sleep(0.05)
+    await mcp.close_all()
+    response = await asyncio.wait_for(run.wait(), 60)
+    assert response.output == "done"
+    failed = tool_results(model.requests[1])[0]
+    assert failed.is_error
+    assert (
+        "'closable' was closed (close() or close_all()) during the call of slow "
+        "(the next call starts it again)." in failed.content
+    ), failed.content

@@ -541,6 +541,7 @@ class Connection:
         self, name: str, arguments: dict[str, Any], timeout: float, ask: ElicitFn | None
     ) -> mcp_types.CallToolResult:
         session = await self.ensure_open()
+        closing = self._closing  # (set when this session is closed on purpose)
         loop = asyncio.get_running_loop()
         last_progress = loop.time()
 
@@ -588,10 +589,12 @@ class Connection:
                     await self.close()
                     raise _SessionUnknown from None
                 if _is_closed(error):
+                    closed_here = closing is not None and closing.is_set()
                     await self.close()
                     again = "starts it" if isinstance(self.config, StdioServer) else "connects"
+                    what = "was closed (close() or close_all())" if closed_here else "went away"
                     raise McpConnectionError(
-                        f"MCP server {self.config.name!r} went away during the call of {name} "
+                        f"MCP server {self.config.name!r} {what} during the call of {name} "
                         f"(the next call {again} again)."
                     ) from None
                 raise
