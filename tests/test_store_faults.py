@@ -46,14 +46,19 @@ def foreign_database(path, *tables_and_rows):
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
             "INSERT INTO meta VALUES ('application', 'ledger')",
         ],
+        [  # a meta table of another shape (it gave "no such column: key")
+            "CREATE TABLE meta (name TEXT, setting TEXT)",
+            "INSERT INTO meta VALUES ('theme', 'dark')",
+        ],
     ],
-    ids=["other tables", "other application"],
+    ids=["other tables", "other application", "other meta table"],
 )
 def test_a_refused_file_is_left_byte_for_byte_as_it_was(tmp_path, statements):
     path = foreign_database(tmp_path / "app.sqlite", *statements)
     before = path.read_bytes()
-    with pytest.raises(RunStoreError, match=r"not an anvia_notebook run store|another application"):
+    with pytest.raises(RunStoreError, match=r"not an anvia_notebook run store") as caught:
         RunStore(path)
+    assert "choose another store with set_store(...)" in str(caught.value)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]  # no -wal, no -shm
 
@@ -212,6 +217,7 @@ def test_a_limit_of_zero_lists_no_run_and_a_negative_limit_is_refused(store_path
     assert store.runs(limit=0) == [] and an.runs(limit=0) == []
     assert [r.prompt for r in store.runs(limit=1)] == ["c"]
     assert len(store.runs(limit=3)) == 3
+    assert len(store.runs(limit=None)) == 3 == len(an.runs(limit=None))  # (all of them)
     for refused in (store.runs, an.runs):
         with pytest.raises(ValueError, match="0 or more, not -1"):
             refused(limit=-1)

@@ -165,9 +165,9 @@ def warn_once(key: str, message: str) -> None:
     warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-def runs(status: str | None = None, agent_id: str | None = None, limit: int = 50) -> RunList:
+def runs(status: str | None = None, agent_id: str | None = None, limit: int | None = 50) -> RunList:
     """The stored runs, newest first (an empty list when runs are not stored); at most
-    ``limit`` of them (0 or more)."""
+    ``limit`` of them (0 or more; None: all of them)."""
     from ._store import RunList, check_limit
 
     check_limit(limit)

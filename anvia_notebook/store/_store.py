@@ -197,8 +197,11 @@ class StudioSession(BaseModel):
     updated_at: datetime
 
 
-def check_limit(limit: int) -> int:
-    """``limit`` (how many to list) if it is a whole number, 0 or more; else a clear error."""
+def check_limit(limit: int | None) -> int | None:
+    """``limit`` (how many to list) if it is a whole number, 0 or more, or None (all of them);
+    else a clear error."""
+    if limit is None:
+        return None
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(f"limit is a whole number of runs, not {type(limit).__name__}.")
     if limit < 0:
@@ -340,16 +343,20 @@ class RunStore(SteeringRows, DecisionRequests):
         database of another application and one written by a newer version."""
         if not tables:
             return 0
+        other = RunStoreError(
+            f"{self.location} is a database of another application, not an anvia_notebook "
+            "run store; choose another store with set_store(...)."
+        )
         if "meta" not in tables:
-            raise RunStoreError(
-                f"{self.location} is a database of another application, not an "
-                "anvia_notebook run store; choose another file with set_store(...)."
-            )
-        meta = dict(self._q("SELECT key, value FROM meta"))
+            raise other
+        try:
+            meta = dict(self._q("SELECT key, value FROM meta"))
+        except RunStoreError:  # a meta table of another shape
+            raise other from None
         if meta.get("application") != APPLICATION:
             raise RunStoreError(
                 f"{self.location} is not an anvia_notebook run store "
-                f"(application {meta.get('application')!r}); choose another file with "
+                f"(application {meta.get('application')!r}); choose another store with "
                 "set_store(...)."
             )
         version = int(meta.get("schema_version", "0"))
@@ -395,16 +402,17 @@ class RunStore(SteeringRows, DecisionRequests):
         self,
         status: str | None = None,
         agent_id: str | None = None,
-        limit: int = 50,
+        limit: int | None = 50,
         *,
         session_id: str | None = None,
     ) -> RunList:
-        """Runs, newest first; ``interrupted`` when the process that ran it is gone.
-        ``session_id``: only the runs of that session (e.g. a Studio conversation)."""
+        """Runs, newest first; ``interrupted`` when the process that ran it is gone. At most
+        ``limit`` of them (None: all). ``session_id``: only the runs of that session (e.g. a
+        Studio conversation)."""
         out = RunList()
         if status is not None and status not in RUN_STATUSES:
             raise ValueError(f"{status!r} is not a run status: one of {', '.join(RUN_STATUSES)}.")
-        if not check_limit(limit):
+        if check_limit(limit) == 0:
             return out
         sql = (
             "SELECT r.run_id, r.agent_id, r.session_id, r.status, r.prompt, r.created_at, "
@@ -446,7 +454,7 @@ class RunStore(SteeringRows, DecisionRequests):
             summaries.append(summary)
         for summary in _under_parents(summaries):
             out.append(summary)
-            if len(out) >= limit:
+            if limit is not None and len(out) >= limit:
                 break
         return out
 
