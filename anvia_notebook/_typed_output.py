@@ -20,6 +20,7 @@ call, and no tool hook.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from .output_types import FINAL_RESULT, OutputSpec, error_list, format_errors
 if TYPE_CHECKING:
     from ._tool_exec import ToolExecutor
     from .run import AgentRun
+    from .trace import ToolCallStatus
 
 __all__ = ["Accepted", "TypedOutput"]
 
@@ -171,7 +173,16 @@ class TypedOutput:
             parts[call.id] = self._result(call, turn, internal_id, text, True)
             self._end_round(calls, parts)
             raise
-        except BaseException:
+        except BaseException as error:
+            # The trace ends the call too (a Stop while its fix waited for approval left it
+            # with no status), as a stopped or failed call of any tool.
+            entry = self.executor.trace.entry(call.id)
+            if entry is not None and call.id not in parts:
+                stopped = isinstance(error, (asyncio.CancelledError, PromptCancelledError))
+                status: ToolCallStatus = "cancelled" if stopped else "error"
+                self.executor.trace.tool_call_done(
+                    entry, self._args(call), CANCELLED_RESULT, status
+                )
             self._end_round(calls, parts, interrupted=True)
             raise
         if isinstance(outcome, Accepted) and self.steered is not None and self.steered():

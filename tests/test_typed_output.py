@@ -19,6 +19,7 @@ from anvia_notebook import (
     CallbackHumanInput,
     DecisionRefusedError,
     OutputValidationError,
+    PromptCancelledError,
     RunStore,
     StoreHumanInput,
 )
@@ -354,6 +355,32 @@ async def test_the_person_fixes_it_through_the_handle_and_an_invalid_fix_is_refu
     assert decided.status == "approved" and decided.decided_via == "handle"
     assert response.data == [City(name="Paris", population=2)]
     assert len(model.requests) == 1  # no paid retry
+
+
+async def test_a_stop_while_the_repair_waits_ends_its_call_in_the_trace_as_cancelled() -> None:
+    """Stop while the person was asked to fix the value: the approval was cancelled, but the
+    call's trace entry kept no status (trace tables skipped it); it is cancelled, as a stopped
+    call of any tool."""
+    model = QueueModel([final({"result": [BAD_CITY]}, "a")])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(list[City], retries=0)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+    request = agent.prompt("cities").store(None)
+    run = request.start()
+    await wait_for(run, "tool_approval_request")
+    run.cancel("Stopped")
+    with pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(run.wait(), 30)
+    [entry] = request.trace.tool_calls
+    assert (entry.name, entry.status, entry.approval.status) == (
+        "final_result",
+        "cancelled",
+        "cancelled",
+    )
+    assert entry.result.startswith("ToolCallCancelled")
 
 
 async def test_the_repair_decided_through_the_run_store(tmp_path: Any) -> None:
