@@ -71,27 +71,46 @@ def _parser() -> argparse.ArgumentParser:
     after = argparse.ArgumentParser(add_help=False)
     after.add_argument("--store", default=argparse.SUPPRESS, help=store_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    runs = commands.add_parser("runs", parents=[after], help="list runs, newest first")
+    run_help = "the run's id (the runs command lists them)"
+    runs = commands.add_parser(
+        "runs",
+        parents=[after],
+        help="list runs, newest first",
+        description="List the stored runs, newest first: id, agent, status, pending, prompt.",
+    )
     runs.add_argument("--status", choices=RUN_STATUSES, help="only the runs in this state")
-    runs.add_argument("--agent")
+    runs.add_argument("--agent", help="only the runs of the agent with this id")
     runs.add_argument("--limit", type=_count, default=50, help="at most this many (default 50)")
     runs.add_argument("--json", action="store_true", help="print JSON")
     show = commands.add_parser(
-        "show", parents=[after], help="show a run and its pending interactions"
+        "show",
+        parents=[after],
+        help="show a run and its pending interactions",
+        description="Show a run: its status, prompt, and each pending approval or question "
+        "with the command that decides it.",
     )
-    show.add_argument("run_id")
+    show.add_argument("run_id", help=run_help)
     show.add_argument("--json", action="store_true", help="print JSON")
     decide: dict[str, argparse.ArgumentParser] = {}
     for command, (item_id, what, _) in DECISIONS.items():
-        decide[command] = commands.add_parser(command, parents=[after], help=what)
-        decide[command].add_argument("run_id")
-        decide[command].add_argument(item_id)
-    decide["approve"].add_argument("--reason")
+        described = f"{what[0].upper()}{what[1:]} (show RUN_ID lists them, with their ids)."
+        decide[command] = commands.add_parser(
+            command, parents=[after], help=what, description=described
+        )
+        decide[command].add_argument("run_id", help=run_help)
+        kind = item_id.split("_")[0]
+        decide[command].add_argument(item_id, help=f"the {kind}'s id (show RUN_ID lists it)")
+    decide["approve"].add_argument("--reason", help="why it was approved (kept with it)")
     edits = "edited arguments, a JSON object (checked by the run's process while it is alive)"
     decide["approve"].add_argument("--args", help=edits)
-    decide["reject"].add_argument("--reason")
+    decide["reject"].add_argument("--reason", help="why: the agent is told it")
     decide["answer"].add_argument(
-        "--json", required=True, dest="answers", help="the answers, a JSON list"
+        "--json",
+        required=True,
+        dest="answers",
+        help='the answers, a JSON list with one object per question: {"questionId": ..., '
+        '"answer": ...}, plus "choice" (the picked option\'s value, also its answer) or '
+        '"custom": true (an answer of your own)',
     )
     steer = commands.add_parser(
         "steer",
@@ -119,8 +138,8 @@ def _count(text: str) -> int:
 RUN_STATUSES = ("pending", "running", "waiting", "interrupted", "success", "error", "cancelled")
 
 _WHERE_NOTEBOOKS_STORE = (
-    "A notebook keeps its runs in .anvia/runs.sqlite next to the notebook: pass that file, "
-    "e.g. --store notebooks/.anvia/runs.sqlite."
+    "A notebook keeps its runs in .anvia/runs.sqlite in the notebook's folder: pass that file "
+    "with --store (from a project's top folder, e.g. --store notebooks/.anvia/runs.sqlite)."
 )
 
 

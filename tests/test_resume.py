@@ -309,7 +309,7 @@ def test_the_store_can_be_named_after_the_command(env, store_location, capsys, c
 
 def test_when_no_run_is_found_the_command_line_says_where_it_looked(tmp_path, capsys):
     missing = tmp_path / "nothing" / "runs.sqlite"
-    hint = "runs in .anvia/runs.sqlite next to the notebook"
+    hint = "runs in .anvia/runs.sqlite in the notebook's folder"
     assert cli(["runs", "--store", str(missing)]) == 0
     out = capsys.readouterr().out
     assert str(missing) in out and hint in out and "--store notebooks/.anvia/runs.sqlite" in out
@@ -325,6 +325,10 @@ def test_when_no_run_is_found_the_command_line_says_where_it_looked(tmp_path, ca
     assert cli(["--store", str(empty), "show", "run_x"]) == 1
     err = capsys.readouterr().err
     assert str(empty) in err and hint in err
+    # Deciding in a run that is not there says so (it said "Unknown approval ... in run").
+    assert cli(["--store", str(empty), "approve", "run_x", "approval_y"]) == 1
+    err = capsys.readouterr().err
+    assert f"No stored run 'run_x' in {empty}" in err and hint in err
 
 
 async def test_show_prints_a_pending_question_readably_once(env, store_location, capsys):

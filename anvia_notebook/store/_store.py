@@ -759,6 +759,8 @@ class RunStore(SteeringRows, DecisionRequests):
             (item_id,),
         )
         if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
+            if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
+                raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
             raise unknown
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
