@@ -78,6 +78,7 @@ EXPECTED = {
         "'cached_tokens': 768",
         "tools: ['get_order_status', 'issue_refund']",
         "issue_refund status: rejected",
+        "| decided by: handler | at: ",  # who decided, and when
         "2 model calls, 1 tool call, 932 tokens in / 71 out",  # a trace shown as a table
         "stored trace: True",
         "invoke_agent Support agent",
