@@ -309,16 +309,27 @@ class PostgresBackend:
                 cursor = connection.execute(sql, tuple(map(_put, params)))
                 self._local.rowcount = cursor.rowcount
                 rows = cursor.fetchall() if cursor.description is not None else []
-                if sql.lstrip().upper().startswith(_ANNOUNCED) and cursor.rowcount:
-                    connection.execute(f"NOTIFY {CHANNEL}")
             except self._psycopg.Error as error:
                 if not again and self._ended_by_server(error, connection, alone):
                     continue
                 raise self.error(error, sql) from error
             except UnicodeEncodeError as error:
                 raise not_text(self.location, error) from None
+            if sql.lstrip().upper().startswith(_ANNOUNCED) and cursor.rowcount:
+                self._announce(connection, alone)
             return [tuple(map(_get, r)) for r in rows]
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _announce(self, connection: Any, alone: bool) -> None:
+        """Tell the listening watchers that a decision (or a message) was written. The write
+        has run: when the server ended the connection just after it, the announcement is lost
+        (watchers look every :data:`LOOK_ANYWAY_SECONDS` anyway), the write is not undone."""
+        try:
+            connection.execute(f"NOTIFY {CHANNEL}")
+        except self._psycopg.Error as error:
+            if not self._ended_by_server(error, connection, alone):
+                raise self.error(error, "NOTIFY") from error
+            logger.debug("The run store's announcement was lost: %s", error)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         for again in (False, True):
