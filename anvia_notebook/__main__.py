@@ -257,8 +257,14 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             what = f": {record.tool_name}" if record.kind == "approval" else ""
             _say(f"\nPending {record.kind} {record.id}{what}\n  {late}")
             continue
+        # A sub-agent's: which agents it comes from (two may wait at once).
+        from .records import path_label
+
+        asked_by = f"  asked by: {path_label(record.path)}" if len(record.path) > 1 else None
         if record.kind == "approval":
             _say(f"\nPending approval {record.id}: {record.tool_name} {_readable(record.args)}")
+            if asked_by:
+                _say(asked_by)
             if record.reason:
                 _say(f"  reason: {record.reason}")
             # A typed output that failed validation: approving it needs the fix.
@@ -270,6 +276,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             _say(f"      or: {command} reject {ids} --reason ...")
             continue
         _say(f"\nPending question {record.id}:")
+        if asked_by:
+            _say(asked_by)
         for question in record.questions:
             choices = ", ".join(f"{c.value!r} ({c.label})" for c in question.choices)
             offered = f"choices: {choices}" if choices else "(no choices: a text of your own)"

@@ -30,7 +30,10 @@ pytestmark = pytest.mark.timeout(120)
 
 
 async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_run_id(
-    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store_path: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     run = subagent_agents.lead().prompt("which region?").start()
@@ -42,6 +45,11 @@ async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_ru
         [stored] = other.pending(run.run_id)
         assert stored.id == record.id and stored.run_id == sub.run_id
         assert stored.path == ["lead", "analyst"]
+        # The command line says which agents it comes from (two may wait at once).
+        assert cli(["show", run.run_id, "--store", str(store_path)]) == 0
+        shown = capsys.readouterr().out
+        assert f"Pending approval {record.id}: {record.tool_name} " in shown
+        assert "\n  asked by: lead \u203a analyst\n" in shown
         assert [r.id for r in other.pending(sub.run_id)] == [record.id]
         top, child = other.runs()[:2]
         assert (top.run_id, top.parent_run_id, top.pending, top.status) == (
