@@ -132,6 +132,9 @@ INTERRUPTED_RESULT = (
     "it may or may not have completed. Check its effect before calling it again."
 )
 CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
+#: What the model is told of a call a hook skipped without a reason (an empty one is kept, as in
+#: Anvia, whose ``skip(reason)`` result is the reason as given).
+SKIPPED_RESULT = "Tool call skipped."
 STOPPED_RUNNING_RESULT = (
     "ToolCallStopped: the run was stopped while {name} was still running; it may have completed "
     "(its effects may have happened) but its result was not received. Check before calling it "
@@ -310,7 +313,7 @@ class ToolExecutor:
         if decision.type == "cancel":
             raise PromptCancelledError(decision.reason or "Cancelled by a hook.")
         if decision.type == "skip":
-            result = decision.reason or "Tool call skipped."
+            result = SKIPPED_RESULT if decision.reason is None else decision.reason
         else:
             try:
                 result, is_error, effective_args = await self._checked_call(

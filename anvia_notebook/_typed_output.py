@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from ._tool_exec import CANCELLED_RESULT, call_fields, result_part
+from ._tool_exec import CANCELLED_RESULT, SKIPPED_RESULT, call_fields, result_part
 from ._util import compact_arguments, compact_json, decode_args, new_id
 from .approvals import ToolApprovalRequest
 from .decisions import RefusedFix
@@ -212,7 +212,7 @@ class TypedOutput:
         if decision.type == "cancel":
             raise PromptCancelledError(decision.reason or "Cancelled by a hook.")
         if decision.type == "skip":
-            reason = decision.reason or "Tool call skipped."
+            reason = SKIPPED_RESULT if decision.reason is None else decision.reason
             return await self._told(call, turn, internal_id, reason, skipped=True)
         try:
             value = spec.validate_arguments(raw)

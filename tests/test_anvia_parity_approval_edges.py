@@ -181,3 +181,19 @@ def test_an_unknown_tools_approval_with_no_handler_ends_the_run() -> None:
         agent.prompt("go").store(None).send_sync()
     assert errors == []
     assert len(model.requests) == 1
+
+
+# -- a hook's skip with an empty reason ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reason", ["", "Not today."])
+def test_a_skip_s_reason_is_what_the_model_is_told_even_empty(reason: str) -> None:
+    """Anvia's ``skip(reason)`` result is the reason as given (``output = callAction.reason``);
+    an empty one was replaced by "Tool call skipped."."""
+    executed: list[Any] = []
+    hook = create_hook(on_tool_call=lambda e: e.tool.skip(reason))
+    model = QueueModel([call("guarded", {}), "fine"])
+    agent = AgentBuilder("test-agent", model).tool(guarded_tool(executed)).hook(hook).build()
+    agent.prompt("go").store(None).send_sync()
+    [part] = tool_results(model.requests[1])
+    assert (part.content, part.is_error, executed) == (reason, False, [])

@@ -39,7 +39,7 @@ function waitingOf(session: Session): Waiting {
 
 /** Send `text` into the shown run; resolves to the refusal's text, or null when it was sent. */
 export async function steer(session: Session, text: string): Promise<string | null> {
-  const waiting = waitingOf(session); // (counting before the reply: the message may be read first)
+  const waiting = waitingOf(session);
   const reply = await session.request({ type: "steer", text });
   if (!reply.ok) return reply.error ?? "Request refused";
   waiting.count += 1;
