@@ -209,6 +209,13 @@ def check_limit(limit: int | None) -> int | None:
     return limit
 
 
+def _no_such_column(error: RunStoreError) -> bool:
+    """Whether the statement named a column its table does not have (SQLite's "no such column",
+    PostgreSQL's SQLSTATE 42703)."""
+    cause = error.__cause__
+    return getattr(cause, "sqlstate", None) == "42703" or "no such column" in str(cause)
+
+
 def _now() -> str:
     return utc_now().isoformat()
 
@@ -351,8 +358,10 @@ class RunStore(SteeringRows, DecisionRequests):
             raise other
         try:
             meta = dict(self._q("SELECT key, value FROM meta"))
-        except RunStoreError:  # a meta table of another shape
-            raise other from None
+        except RunStoreError as error:
+            if _no_such_column(error):  # a meta table of another shape
+                raise other from None
+            raise  # (a role without the right to read it is told so, and the like)
         if meta.get("application") != APPLICATION:
             raise RunStoreError(
                 f"{self.location} is not an anvia_notebook run store "
@@ -760,7 +769,7 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
             if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
-                raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
+                raise DecisionRefusedError(f"No stored run {run_id!r} in {self.location}.")
             raise unknown
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
