@@ -294,7 +294,10 @@ class PostgresBackend:
         """Whether ``error`` says the server had ended ``connection`` (see
         :data:`_ENDED_BY_SERVER`), for a statement run ``alone`` (not in a transaction begun
         before it): then it runs again on a new connection."""
-        ended = getattr(error, "sqlstate", None) in _ENDED_BY_SERVER
+        code = getattr(error, "sqlstate", None)
+        # (older psycopg, 3.2.1 for one, reads the server's farewell without its SQLSTATE)
+        farewell = code is None and "terminating connection" in str(error)
+        ended = code in _ENDED_BY_SERVER or farewell
         return alone and ended and bool(connection.closed)
 
     def _alone(self, connection: Any) -> bool:
