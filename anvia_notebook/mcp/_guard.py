@@ -52,19 +52,31 @@ def guarded_command(
 
 
 def child_processes() -> set[int]:
-    """The process ids of this process's children (Linux; elsewhere none are known)."""
+    """The process ids of this process's children (Linux; elsewhere none are known): each
+    process whose ``/proc/<pid>/stat`` names this one as its parent. (Not the kernel's
+    per-thread ``children`` lists: a child exiting while they are read can hide another one
+    from them, as proc(5) warns, and a server hidden so was left running after ``close()``.)"""
+    own = os.getpid()
     found: set[int] = set()
     try:
-        tasks = os.listdir("/proc/self/task")
+        entries = os.listdir("/proc")
     except OSError:
         return found
-    for task in tasks:
-        try:
-            with open(f"/proc/self/task/{task}/children") as listed:
-                found.update(int(pid) for pid in listed.read().split())
-        except (OSError, ValueError):
-            continue
+    for name in entries:
+        if name.isdigit() and _parent_of(name) == own:
+            found.add(int(name))
     return found
+
+
+def _parent_of(pid: str) -> int | None:
+    """The parent's process id of ``pid`` (None once it is gone): the field after its state
+    in ``/proc/<pid>/stat``, read after the program's name, which may hold any character."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        return int(fields[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def started_server(
