@@ -95,14 +95,18 @@ class Resolution:
         decided_by: DecidedBy = "human",
         decided_via: DecidedVia | None = None,
         reject_message: str | None = None,
+        blank_reason_is_none: bool = True,
     ) -> Resolution:
-        """Approving (with ``args``, edited arguments, if any) or rejecting. A blank reason is
-        none."""
+        """Approving (with ``args``, edited arguments, if any) or rejecting. A blank reason (a
+        person's empty box) is none, unless ``blank_reason_is_none`` is false: code's reason
+        is kept as given, as Anvia tells the model a handler's ``reason: ""``."""
+        if blank_reason_is_none and isinstance(reason, str):
+            reason = reason.strip() or None
         return cls(
             "approved" if approved else "rejected",
             decided_by,
             decided_via,
-            reason=(reason.strip() or None) if isinstance(reason, str) else reason,
+            reason=reason,
             args=edited_args_data(args) if approved else None,
             reject_message=reject_message,
         )
@@ -119,6 +123,7 @@ class Resolution:
             reject_message=decision.reject_message,
             decided_by=decider(decision.decided_by or decided_by, decided_by),
             decided_via=decided_via,
+            blank_reason_is_none=False,
         )
 
     @classmethod

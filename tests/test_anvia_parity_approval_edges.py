@@ -3,7 +3,8 @@
 - ``internal/prompt-runtime/tool-execution.ts`` (``requestApproval``): a rejected call's result
   is ``decision.rejectMessage ?? decision.reason ?? request.rejectMessage ?? "Tool approval was
   rejected."``: ``??`` passes over a missing text only, so an empty reject message (from the
-  decision, the tool's policy or the hook's request) is what the model is told, ``""``.
+  decision, the tool's policy or the hook's request) or an empty reason of the decision is
+  what the model is told, ``""``.
   ``hooks/control.ts`` (``requestToolApproval``) keeps an empty ``rejectMessage`` too.
 - The same file (``execute``): a hook's ``approval_request`` goes to ``requestApproval`` with
   the agent's tool, ``undefined`` for a name it does not know; only an approved call goes on to
@@ -85,6 +86,18 @@ REJECTIONS: dict[str, tuple[ToolApproval | None, Any, Any, str]] = {
         "",
     ),
     "the hook's empty reject message": (None, hook_asking(""), False, ""),
+    "the decision's empty reason": (
+        ToolApproval(reject_message="Rejected by policy."),
+        None,
+        ApprovalDecision(False, reason=""),
+        "",
+    ),
+    "a handler's dict with a blank reason": (
+        ToolApproval(),
+        None,
+        {"approved": False, "reason": "  "},
+        "  ",
+    ),
     # A missing text still falls back, in Anvia's order.
     "no text at all": (ToolApproval(), None, False, DEFAULT_REJECT_MESSAGE),
     "the decision's reason": (
