@@ -500,9 +500,8 @@ def _run_command(location: str, args: argparse.Namespace) -> int:
         elif args.command in DECISIONS:
             _decide(store, args)
     except (ValueError, AnviaError) as error:  # (ValueError: a blank message)
-        # (a decision in a run the store does not have is refused with the same words)
-        missing = isinstance(error, RunNotFoundError) or str(error).startswith("No stored run")
-        hint = f"\n{_WHERE_NOTEBOOKS_STORE}" if missing else ""
+        # (a decision in a run the store does not have is a RunNotFoundError too)
+        hint = f"\n{_WHERE_NOTEBOOKS_STORE}" if isinstance(error, RunNotFoundError) else ""
         print(f"error: {error}{hint}", file=sys.stderr)
         return 1
     return 0

@@ -13,6 +13,7 @@ AnviaError
 ├── HumanInputUnavailable      a human input cannot take that request (a NotImplementedError)
 ├── RunStoreError              the run store cannot be used
 │   └── RunNotFoundError       no such run (also a KeyError)
+│       └── DecisionRunNotFoundError  a decision in no such run (also a DecisionRefusedError)
 ├── RunOwnedError              another live process owns the run
 │   └── RunTakenOverError      another process resumed this process's run: it stopped here
 ├── SubAgentError              a sub-agent call could not run (too deep, its run had ended)
@@ -73,6 +74,7 @@ __all__ = [
     "RequestAlreadyUsedError",
     "ToolApprovalRequiredError",
     "DecisionRefusedError",
+    "DecisionRunNotFoundError",
     "RunNotFoundError",
     "RunEndedError",
     "RunExitedError",
@@ -161,6 +163,11 @@ class RunNotFoundError(RunStoreError, KeyError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else "Not found."
+
+
+class DecisionRunNotFoundError(DecisionRefusedError, RunNotFoundError):
+    """A decision in a run the run store does not have: refused as any decision that cannot be
+    taken is (``except DecisionRefusedError``), and a run not found (``RunNotFoundError``)."""
 
 
 class RunOwnedError(AnviaError):

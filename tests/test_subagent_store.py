@@ -17,7 +17,7 @@ import pytest
 import subagent_agents
 from child_processes import child_environ, kill, start_python, wait_until
 
-from anvia_notebook import AgentBuilder, DecisionRefusedError, RunStore
+from anvia_notebook import AgentBuilder, DecisionRefusedError, RunNotFoundError, RunStore
 from anvia_notebook.__main__ import main as cli
 from anvia_notebook.models import QueueModel
 
@@ -73,8 +73,9 @@ async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_ru
         response = await asyncio.wait_for(run.wait(), 30)
         assert response.output == "lead: analyst: west +12% (select 1)"
         assert subagent_agents.effects() == ["started select 1", "done select 1"]
-        with pytest.raises(DecisionRefusedError, match="No stored run 'run_unrelated'"):
+        with pytest.raises(DecisionRefusedError, match="No stored run 'run_unrelated'") as no_run:
             other.approve("run_unrelated", record.id)
+        assert isinstance(no_run.value, RunNotFoundError)  # (the command line's hint goes by it)
         with pytest.raises(Exception, match="Unknown approval"):  # (a run of another tree)
             other.approve(other.runs()[-1].run_id, "approval_of_no_run")
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..errors import (
     DecisionRefusedError,
+    DecisionRunNotFoundError,
     RunEndedError,
     RunNotFoundError,
     RunOwnedError,
@@ -13,6 +14,7 @@ from ..errors import (
 
 __all__ = [
     "DecisionRefusedError",
+    "DecisionRunNotFoundError",
     "RunEndedError",
     "RunNotFoundError",
     "RunOwnedError",

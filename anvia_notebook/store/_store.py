@@ -62,6 +62,7 @@ from ..trace import Trace
 from ._confirm import ConfirmCallback, DecisionRequests, same_decision
 from ._errors import (
     DecisionRefusedError,
+    DecisionRunNotFoundError,
     RunNotFoundError,
     RunOwnedError,
     RunStoreError,
@@ -769,7 +770,7 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
             if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
-                raise DecisionRefusedError(f"No stored run {run_id!r} in {self.location}.")
+                raise DecisionRunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
             raise unknown
         owner_run, schema, *row = rows[0]
         record = _row_record(*row)
