@@ -86,6 +86,21 @@ async def test_scores_pass_rate_means_and_case_names(store_path):
     assert report.status == "done"
 
 
+async def test_a_mean_score_is_the_decimal_mean_not_floating_point_noise(store_path):
+    """Scores of 0.1, 0.2 and 0.3 averaged 0.20000000000000004 (and ten 0.1s
+    0.09999999999999999) in ``mean_scores``, as printed and exported."""
+    scores = {"sum": [0.1] * 10, "capital of France": [0.2] * 10, "json please": [0.3] * 10}
+
+    def tenth(case, output):
+        return scores[case.input].pop()
+
+    cases = [evals.Case(input=prompt) for prompt in ["sum", "capital of France", "json please"]]
+    report = await evals.evaluate(agent_with(answering()), cases, [tenth])
+    assert report.mean_scores == {"tenth": 0.2}
+    ten = await evals.evaluate(agent_with(answering()), [evals.Case(input="sum")] * 10, [tenth])
+    assert ten.mean_scores == {"tenth": 0.1}
+
+
 async def test_every_case_is_a_stored_run(store_path):
     report = await evals.evaluate(agent_with(answering()), CASES, [evals.contains()])
     store = get_store()

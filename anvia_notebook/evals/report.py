@@ -100,8 +100,13 @@ class CaseResult:
         }
 
 
+#: Decimal places a mean score keeps: what floating point adds past them is noise
+#: (``0.1, 0.2, 0.3`` average 0.2, not ``0.20000000000000004``).
+MEAN_DECIMALS = 12
+
+
 def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    return round(math.fsum(values) / len(values), MEAN_DECIMALS) if values else None
 
 
 class EvalReport:
