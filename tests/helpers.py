@@ -8,8 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from anvia_notebook import create_tool
+from anvia_notebook import AgentBuilder, StoreHumanInput, create_tool
 from anvia_notebook.models import ModelResponse, ToolCall
+
+
+class Empty(BaseModel):
+    """A tool's input with no fields."""
 
 
 class AddInput(BaseModel):
@@ -124,3 +128,14 @@ def stored_decision(store: Any, item_id: str) -> tuple[str, dict[str, Any] | Non
         "args": edited,
         "decided_by": by,
     }
+
+
+def fix_asking_agent(model: Any, output_type: Any, timeout: float | None = None) -> Any:
+    """An agent whose typed output, when invalid, is put to a person to fix at once (no paid
+    retry), waiting through the run store's human input (``StoreHumanInput(timeout)``)."""
+    return (
+        AgentBuilder("typed", model)
+        .output_type(output_type, retries=0)
+        .human_input(StoreHumanInput(timeout=timeout))
+        .build()
+    )

@@ -18,7 +18,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from anvia_notebook import (
     AgentBuilder,
@@ -31,13 +30,9 @@ from anvia_notebook import (
 from anvia_notebook.approvals import DEFAULT_REJECT_MESSAGE
 from anvia_notebook.models import QueueModel
 
-from helpers import call, tool_results
+from helpers import Empty, call, tool_results
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class Empty(BaseModel):
-    pass
 
 
 def guarded_tool(executed: list[Any], approval: ToolApproval | None = None):

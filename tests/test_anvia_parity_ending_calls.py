@@ -18,7 +18,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from anvia_notebook import (
     AgentBuilder,
@@ -32,13 +31,9 @@ from anvia_notebook import (
 from anvia_notebook.hooks import RUN_CONTROL, TOOL_CALL_CONTROL
 from anvia_notebook.models import QueueModel
 
-from helpers import call, calls
+from helpers import Empty, call, calls
 
 pytestmark = pytest.mark.timeout(60)
-
-
-class Empty(BaseModel):
-    pass
 
 
 class Failed(Exception):

@@ -25,7 +25,7 @@ from anvia_notebook import (
 )
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 
-from helpers import call, calls, make_add_tool, tool_results
+from helpers import call, calls, fix_asking_agent, make_add_tool, tool_results
 
 
 class City(BaseModel):
@@ -328,12 +328,7 @@ async def test_the_person_fixes_it_through_the_handle_and_an_invalid_fix_is_refu
     approval without a fix and a fix that is itself invalid are refused with the errors, and
     the interaction stays pending; a valid fix ends the run with it."""
     model = QueueModel([final({"result": [BAD_CITY]}, "a")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(list[City], retries=0)
-        .human_input(StoreHumanInput())
-        .build()
-    )
+    agent = fix_asking_agent(model, list[City])
     run = agent.prompt("cities").store(None).start()
     asked = await wait_for(run, "tool_approval_request")
     record = asked.approval
@@ -362,12 +357,7 @@ async def test_a_stop_while_the_repair_waits_ends_its_call_in_the_trace_as_cance
     call's trace entry kept no status (trace tables skipped it); it is cancelled, as a stopped
     call of any tool."""
     model = QueueModel([final({"result": [BAD_CITY]}, "a")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(list[City], retries=0)
-        .human_input(StoreHumanInput())
-        .build()
-    )
+    agent = fix_asking_agent(model, list[City])
     request = agent.prompt("cities").store(None)
     run = request.start()
     await wait_for(run, "tool_approval_request")
@@ -386,12 +376,7 @@ async def test_a_stop_while_the_repair_waits_ends_its_call_in_the_trace_as_cance
 async def test_the_repair_decided_through_the_run_store(tmp_path: Any) -> None:
     path = tmp_path / "runs.sqlite"
     model = QueueModel([final(BAD_CITY, "a")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(City, retries=0)
-        .human_input(StoreHumanInput())
-        .build()
-    )
+    agent = fix_asking_agent(model, City)
     run = agent.prompt("Paris?").store(RunStore(path)).start()
     asked = await wait_for(run, "tool_approval_request")
 
@@ -631,12 +616,7 @@ async def test_to_pandas_keeps_a_float_field_float_when_its_values_are_whole() -
 
 async def test_a_repair_nobody_decides_in_time_ends_the_run() -> None:
     model = QueueModel([final(BAD_CITY, "a")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(City, retries=0)
-        .human_input(StoreHumanInput(timeout=0.2))
-        .build()
-    )
+    agent = fix_asking_agent(model, City, timeout=0.2)
     run = agent.prompt("Paris?").store(None).start()
     with pytest.raises(OutputValidationError, match="the fix asked for was timed out"):
         await asyncio.wait_for(run.wait(), 30)

@@ -10,11 +10,13 @@ from typing import Any
 from notebook_helpers import PageState
 from pydantic import BaseModel, Field
 
-from anvia_notebook import AgentBuilder, ApprovalDecision, StoreHumanInput
+from anvia_notebook import AgentBuilder, ApprovalDecision
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook._protocol import parse_outbound
 from anvia_notebook.notebook._snapshot import render_html, render_text
 from anvia_notebook.notebook._transcript import Transcript
+
+from helpers import fix_asking_agent
 
 
 class City(BaseModel):
@@ -86,12 +88,7 @@ async def test_a_value_that_is_not_a_table_is_shown_as_json() -> None:
 async def test_the_repair_form_of_a_huge_invalid_output_is_bounded() -> None:
     rows = [{"name": f"c{i}", "population": "many"} for i in range(20_000)]
     model = QueueModel([final({"result": rows}, "a")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(list[City], retries=0)
-        .human_input(StoreHumanInput())
-        .build()
-    )
+    agent = fix_asking_agent(model, list[City])
     request = agent.prompt("cities").store(None)
     run = request.start()
     asked = asyncio.Event()
