@@ -31,6 +31,8 @@ from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
 from ..models import ToolCall
+from ..tools import EXPLAIN_TOOL_ERROR
+from ._background_input import explain_studio_tool_error
 from ._human_input import WidgetHumanInput
 from ._inspect import SubRun, stored_run
 from ._runner import stop_when_this_cell_reruns
@@ -445,7 +447,12 @@ class Studio:
         self.run = run
         self._last_runs[agent.id] = run
         session.attach(run)
-        run.start(session.loop)
+        # The run's task copies this context: its tool calls say what to do when input() fails.
+        explaining = EXPLAIN_TOOL_ERROR.set(explain_studio_tool_error)
+        try:
+            run.start(session.loop)
+        finally:
+            EXPLAIN_TOOL_ERROR.reset(explaining)
         # Stored now with the message sent, not only when the run ends: a kernel that dies
         # during the run leaves a session that lists and continues with what was asked.
         self._save(run, asked)

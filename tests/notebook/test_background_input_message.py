@@ -1,4 +1,5 @@
-"""The words a tool's failed ``input()`` gets in a run ``show()`` started (no kernel).
+"""The words a tool's failed ``input()`` gets in a run ``show()`` or the Studio started (no
+kernel).
 
 Only the run ``show()`` started explains the failure (its task's context); the cell's context,
 other runs and other errors are left as they are. The real kernels are in
@@ -12,7 +13,11 @@ from pydantic import BaseModel
 from anvia_notebook import AgentBuilder, create_tool
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook import _runner as runner
-from anvia_notebook.notebook._background_input import INPUT_ADVICE, explain_tool_error
+from anvia_notebook.notebook._background_input import (
+    INPUT_ADVICE,
+    STUDIO_INPUT_ADVICE,
+    explain_tool_error,
+)
 from anvia_notebook.tools import EXPLAIN_TOOL_ERROR
 
 
@@ -95,3 +100,18 @@ async def test_a_failing_explanation_keeps_the_tools_own_error():
     finally:
         EXPLAIN_TOOL_ERROR.reset(token)
     assert tool_results(response) == ["ToolCallError: EOF when reading a line"]
+
+
+async def test_a_studio_run_explains_with_the_studios_advice():
+    """A Studio run goes on in the background as a shown one does: its tool's input() failed
+    with the bare "EOF when reading a line"."""
+    from anvia_notebook.notebook import Studio
+
+    studio = Studio([asking_agent()])
+    run = studio.send("ask me")
+    assert EXPLAIN_TOOL_ERROR.get() is None  # nothing left in the cell's context
+    response = await run.wait()
+    assert tool_results(response) == [
+        f"ToolCallError: EOFError: EOF when reading a line. {STUDIO_INPUT_ADVICE}"
+    ]
+    assert "show()" not in STUDIO_INPUT_ADVICE and "ask_question" in STUDIO_INPUT_ADVICE
