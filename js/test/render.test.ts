@@ -379,4 +379,50 @@ describe("scrolling", () => {
     expect(list.scrollTop).toBe(1200);
     expect(jump.hidden).toBe(true);
   });
+
+  it("is unpinned by a key or the wheel moving up, before the scroll leaves the bottom", () => {
+    // Home's smooth scroll first reports a position still within the slack of the bottom: an
+    // entry added (or an older one built) then scrolled the list back down, and Home did nothing.
+    for (const move of [
+      (list: HTMLElement) => list.dispatchEvent(new KeyboardEvent("keydown", { key: "Home" })),
+      (list: HTMLElement) => list.dispatchEvent(new KeyboardEvent("keydown", { key: "PageUp" })),
+      (list: HTMLElement) => list.dispatchEvent(new WheelEvent("wheel", { deltaY: -40 })),
+    ]) {
+      const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
+      const list = root.querySelector(".anvia-transcript") as HTMLElement;
+      const sizes = { scrollHeight: 1000, clientHeight: 200 };
+      fakeLayout(list, sizes);
+      batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
+      flushFrames();
+      expect(list.scrollTop).toBe(1000);
+      list.scrollTop = 800; // at the bottom (jsdom keeps what is set)
+      move(list);
+      list.scrollTop = 790; // the smooth scroll's first step: still within the slack
+      list.dispatchEvent(new Event("scroll"));
+      batch(model, { op: "add", entry: { kind: "notice", id: "n2", text: "even more" } });
+      flushFrames();
+      expect(list.scrollTop).toBe(790);
+      const jump = root.querySelector(".anvia-jump") as HTMLButtonElement;
+      expect(jump.hidden).toBe(false);
+      list.scrollTop = 400; // on its way up
+      list.dispatchEvent(new Event("scroll"));
+      list.scrollTop = 800; // the person scrolls back to the bottom: pinned again
+      list.dispatchEvent(new Event("scroll"));
+      batch(model, { op: "add", entry: { kind: "notice", id: "n3", text: "and more" } });
+      flushFrames();
+      expect(list.scrollTop).toBe(1000);
+    }
+  });
+
+  it("stays pinned when a key moves up in a list that cannot scroll up", () => {
+    const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
+    const list = root.querySelector(".anvia-transcript") as HTMLElement;
+    const sizes = { scrollHeight: 100, clientHeight: 200 };
+    fakeLayout(list, sizes);
+    list.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp" }));
+    sizes.scrollHeight = 1000;
+    batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(1000);
+  });
 });

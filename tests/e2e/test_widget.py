@@ -497,14 +497,19 @@ def _cell_count(page: Page) -> int:
 
 
 def _settled(page: Page, index: int) -> None:
-    """Wait until cell ``index`` holds the final copy of its finished run (the widget's
-    mimetype gone: no more display updates) with the live view drawn in its place."""
+    """Wait until cell ``index`` holds the final copy of its finished run: the kernel's last
+    update of the output, whose static copy says the run is done (the page drops the widget's
+    mimetype from every copy as soon as it draws the view, outputs.ts, so its absence alone
+    says nothing). That update redraws the output, and the live view moves into its place:
+    keys pressed before it would be lost with the scroll it cancels."""
     page.wait_for_function(
         """(index) => {
           const cell = window.__anviaE2E.panel(window.__anviaE2E.current).content.model.cells.get(index);
           const data = cell.outputs.toJSON().map((out) => out.data || {});
+          const html = (d) => [].concat(d["text/html"] || []).join("");
           return data.length > 0 && data.every(
-            (d) => !("application/vnd.jupyter.widget-view+json" in d));
+            (d) => !("application/vnd.jupyter.widget-view+json" in d))
+            && data.some((d) => html(d).includes("</strong> \u2014 Done"));
         }""",
         arg=index,
     )

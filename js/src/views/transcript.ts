@@ -31,6 +31,8 @@ const PIN_SLACK = 32;
 export const EAGER_ENTRIES = 24;
 /** Stand-ins this close (px) above or below the visible part of the list are built. */
 const NEAR = 800;
+/** Keys that scroll a focused list up. */
+const UP_KEYS = new Set(["Home", "PageUp", "ArrowUp"]);
 
 interface Slot {
   kind: Entry["kind"];
@@ -103,9 +105,26 @@ export function transcriptView(session: Session): TranscriptView {
       if (Math.abs(moved) >= 1) list.scrollTop += moved;
     }
   });
+  // A person moving up (a key, the wheel) unpins the list at once, and it stays unpinned until
+  // their scroll has left the bottom: a smooth scroll's first steps are still within PIN_SLACK
+  // of it, and content built meanwhile (older entries coming near) would scroll it back down.
+  let leaving = false;
+  const moveUp = (): void => {
+    if (list.scrollTop <= 0) return; // nothing above: no scroll comes
+    pinned = false;
+    leaving = true;
+  };
+  list.addEventListener("keydown", (ev) => {
+    if (UP_KEYS.has(ev.key) || (ev.key === " " && ev.shiftKey)) moveUp();
+  });
+  list.addEventListener("wheel", (ev) => {
+    if (ev.deltaY < 0) moveUp();
+  }, { passive: true });
   list.addEventListener("scroll", () => {
     if (list.clientHeight > 0) schedule(anchorKey, keepAnchor);
-    pinned = list.scrollHeight - list.scrollTop - list.clientHeight <= PIN_SLACK;
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight <= PIN_SLACK;
+    if (leaving && !atBottom) leaving = false;
+    pinned = atBottom && !leaving;
     if (pinned) jump.hidden = true;
     if (pending.length > 0) schedule(nearKey, buildNear);
   }, { passive: true });
