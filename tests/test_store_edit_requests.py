@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -112,6 +113,75 @@ async def test_of_people_sending_the_same_edit_at_once_one_is_told_it_approved(e
 class Payment(BaseModel):
     payee: str
     memo: str
+
+
+def test_an_edit_the_run_was_checking_when_another_decided_is_not_told_it_approved(tmp_path):
+    """Of the same edit sent twice at once, both senders were told "Approved" (a CI run): the
+    second one's request was being checked by the run's process when the first one's decision
+    was recorded and the run ended (its process no longer the run's owner), and the sender,
+    finding the run over and the approval approved with its very arguments, took that for its
+    own decision. Only the run's answer ("done") says a request made the decision."""
+    import sqlite3
+
+    from anvia_notebook.decisions import Resolution, decided
+    from anvia_notebook.records import ApprovalRecord
+    from anvia_notebook.run_state import RunState
+
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    store.create_run(RunState(run_id="run_1", agent_id="a", status="running"), "send")
+    ids = {"id": "approval_1", "run_id": "run_1", "tool_call_id": "c1", "internal_call_id": "i1"}
+    record = ApprovalRecord(**ids, agent_id="a", tool_name="send", args={"account": "a1"})
+    store.open_interaction(record)
+    edit = {"account": "b2"}
+    told: list[Any] = []
+    sender = RunStore(path)
+    looks = [0]  # how often the sender has read the approval (once a round of its wait)
+    read = sender.record
+
+    def counted(item_id: str) -> Any:
+        looks[0] += 1
+        return read(item_id)
+
+    sender.record = counted  # type: ignore[method-assign]
+
+    def send() -> None:
+        try:
+            told.append(sender.approve("run_1", "approval_1", args=edit).status)
+        except DecisionRefusedError as error:
+            told.append(str(error))
+
+    def until(condition: Any) -> None:
+        deadline = time.monotonic() + 30
+        while not condition():
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    try:
+        with sqlite3.connect(path) as db:
+            until(lambda: db.execute("SELECT 1 FROM decision_requests").fetchall())
+            # The run's process takes it to check it; meanwhile another's same edit is recorded
+            # and the run ends.
+            db.execute("UPDATE decision_requests SET status = 'taken'")
+        first = Resolution.approval(True, args=edit, decided_via="store")
+        assert store.claim(decided(record, first))[0]
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE runs SET owner_host = NULL, owner_pid = NULL")
+        seen = looks[0]
+        until(lambda: looks[0] >= seen + 2 or not thread.is_alive())  # a whole round since
+        assert told == []  # (it was told "approved" here)
+        with sqlite3.connect(path) as db:  # the run's answer: refused, as it came second
+            db.execute(
+                "UPDATE decision_requests SET status = 'refused', answer = ?",
+                ("This approval is already approved; a second decision is refused.",),
+            )
+    finally:
+        thread.join(30)
+        sender.close()
+        store.close()
+    assert told == ["This approval is already approved; a second decision is refused."]
 
 
 async def test_show_prints_arguments_as_written(store_location, capsys):

@@ -77,17 +77,25 @@ class DecisionRequests:
             )
             if status == "refused":
                 raise DecisionRefusedError(answer)
-            alive = owner_alive(*self._owner_of(owner_run), now=store_clock(self._backend))
+            owner = self._owner_of(owner_run)
+            alive = owner_alive(*owner, now=store_clock(self._backend))
             # (read last: what the run's process did before it answered or died is in it)
             stored = self.record(record.id)
             assert stored is not None
             if status == "done":
                 return stored
-            if status == "queued" and not stored.pending and self._move(request_id, "withdrawn"):
+            if not stored.pending:
+                # Decided, and not (yet) said to be by this request: only "done" says it is.
+                if status == "queued" and not self._move(request_id, "withdrawn"):
+                    continue  # the run's process took it meanwhile: its answer comes
+                if status == "taken" and time.monotonic() <= deadline and (alive or not owner[1]):
+                    # Being checked (the run may have ended since: its process still answers).
+                    time.sleep(poll)
+                    continue
                 # Another decision came first (the same edit sent by someone else, maybe): this
                 # one was never applied, so its sender is told it was refused.
                 raise refused_twice(stored)
-            if not alive and status == "taken" and stored.pending:
+            if not alive and status == "taken":
                 self._move(request_id, "queued", "taken")  # its taker died before deciding
             if not alive or time.monotonic() > deadline:
                 return stored
