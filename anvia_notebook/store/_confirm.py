@@ -88,10 +88,15 @@ class DecisionRequests:
                 # Decided, and not (yet) said to be by this request: only "done" says it is.
                 if status == "queued" and not self._move(request_id, "withdrawn"):
                     continue  # the run's process took it meanwhile: its answer comes
-                if status == "taken" and time.monotonic() <= deadline and (alive or not owner[1]):
-                    # Being checked (the run may have ended since: its process still answers).
-                    time.sleep(poll)
-                    continue
+                if status == "taken":
+                    if time.monotonic() <= deadline and (alive or not owner[1]):
+                        # Being checked (the run may have ended since: its process still
+                        # answers): the answer says whose decision this is.
+                        time.sleep(poll)
+                        continue
+                    # Its taker died (or does not answer): what was recorded is all there is
+                    # to go by (the caller tells the sender it won when it holds its edit).
+                    return stored
                 # Another decision came first (the same edit sent by someone else, maybe): this
                 # one was never applied, so its sender is told it was refused.
                 raise refused_twice(stored)
