@@ -380,14 +380,11 @@ describe("scrolling", () => {
     expect(jump.hidden).toBe(true);
   });
 
-  it("is unpinned by a key or the wheel moving up, before the scroll leaves the bottom", () => {
+  it("is unpinned by a key moving up, before the scroll leaves the bottom", () => {
     // Home's smooth scroll first reports a position still within the slack of the bottom: an
     // entry added (or an older one built) then scrolled the list back down, and Home did nothing.
-    for (const move of [
-      (list: HTMLElement) => list.dispatchEvent(new KeyboardEvent("keydown", { key: "Home" })),
-      (list: HTMLElement) => list.dispatchEvent(new KeyboardEvent("keydown", { key: "PageUp" })),
-      (list: HTMLElement) => list.dispatchEvent(new WheelEvent("wheel", { deltaY: -40 })),
-    ]) {
+    for (const key of ["Home", "PageUp", "ArrowUp"]) {
+      const move = (list: HTMLElement) => list.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
       const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
       const list = root.querySelector(".anvia-transcript") as HTMLElement;
       const sizes = { scrollHeight: 1000, clientHeight: 200 };
@@ -412,6 +409,35 @@ describe("scrolling", () => {
       flushFrames();
       expect(list.scrollTop).toBe(1000);
     }
+  });
+
+  it("is pinned again by Jump to latest, and keys pressed in a control inside it are the control's", () => {
+    const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
+    const list = root.querySelector(".anvia-transcript") as HTMLElement;
+    const sizes = { scrollHeight: 1000, clientHeight: 200 };
+    fakeLayout(list, sizes);
+    batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
+    flushFrames();
+    list.scrollTop = 800;
+    list.dispatchEvent(new KeyboardEvent("keydown", { key: "Home", bubbles: true }));
+    list.scrollTop = 795;
+    list.dispatchEvent(new Event("scroll"));
+    batch(model, { op: "add", entry: { kind: "notice", id: "n1b", text: "meanwhile" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(795); // not followed: the person moved up
+    byLabel(root, "Jump to latest").click();
+    list.dispatchEvent(new Event("scroll")); // (the jump's own scroll, at the bottom)
+    sizes.scrollHeight = 1200;
+    batch(model, { op: "add", entry: { kind: "notice", id: "n2", text: "even more" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(1200); // followed again
+    const inside = document.createElement("textarea");
+    list.append(inside);
+    inside.dispatchEvent(new KeyboardEvent("keydown", { key: "ArrowUp", bubbles: true }));
+    sizes.scrollHeight = 1400;
+    batch(model, { op: "add", entry: { kind: "notice", id: "n3", text: "and more" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(1400);
   });
 
   it("stays pinned when a key moves up in a list that cannot scroll up", () => {

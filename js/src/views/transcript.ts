@@ -53,6 +53,7 @@ export function transcriptView(session: Session): TranscriptView {
   const list = h("div", { class: "anvia-transcript", tabindex: 0, "aria-label": "Transcript" });
   const jump = button("Jump to latest", () => {
     pinned = true;
+    leaving = false;
     scrollToBottom();
   }, { class: "anvia-button anvia-jump", hidden: true });
   const el = h("div", { class: "anvia-transcript-wrap" }, list, jump);
@@ -64,6 +65,8 @@ export function transcriptView(session: Session): TranscriptView {
   const foldedIds = new WeakMap<Element, string>();
   let idle: IdleHandle | null = null;
   let pinned = true;
+  /** A key moved the list up and its scroll has not left the bottom yet. */
+  let leaving = false;
   const scrollKey = {};
   const nearKey = {};
 
@@ -105,21 +108,17 @@ export function transcriptView(session: Session): TranscriptView {
       if (Math.abs(moved) >= 1) list.scrollTop += moved;
     }
   });
-  // A person moving up (a key, the wheel) unpins the list at once, and it stays unpinned until
-  // their scroll has left the bottom: a smooth scroll's first steps are still within PIN_SLACK
-  // of it, and content built meanwhile (older entries coming near) would scroll it back down.
-  let leaving = false;
-  const moveUp = (): void => {
-    if (list.scrollTop <= 0) return; // nothing above: no scroll comes
-    pinned = false;
-    leaving = true;
-  };
+  // A key that scrolls the focused list up unpins it at once, and it stays unpinned until the
+  // scroll has left the bottom: a smooth scroll's first steps are still within PIN_SLACK of it,
+  // and content built meanwhile (older entries coming near) would scroll it back down. (Keys
+  // pressed in a control inside the list are that control's.)
   list.addEventListener("keydown", (ev) => {
-    if (UP_KEYS.has(ev.key) || (ev.key === " " && ev.shiftKey)) moveUp();
+    if (ev.target !== list || list.scrollTop <= 0) return; // (nothing above: no scroll comes)
+    if (UP_KEYS.has(ev.key) || (ev.key === " " && ev.shiftKey)) {
+      pinned = false;
+      leaving = true;
+    }
   });
-  list.addEventListener("wheel", (ev) => {
-    if (ev.deltaY < 0) moveUp();
-  }, { passive: true });
   list.addEventListener("scroll", () => {
     if (list.clientHeight > 0) schedule(anchorKey, keepAnchor);
     const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight <= PIN_SLACK;
