@@ -380,19 +380,25 @@ describe("scrolling", () => {
     expect(jump.hidden).toBe(true);
   });
 
+  /** A transcript taller than its list (1000 px in 200), followed to its bottom. */
+  function scrolledToTheBottom() {
+    const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
+    const list = root.querySelector(".anvia-transcript") as HTMLElement;
+    const sizes = { scrollHeight: 1000, clientHeight: 200 };
+    fakeLayout(list, sizes);
+    batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
+    flushFrames();
+    expect(list.scrollTop).toBe(1000);
+    list.scrollTop = 800; // at the bottom (jsdom keeps what is set)
+    return { model, root, list, sizes };
+  }
+
   it("is unpinned by a key moving up, before the scroll leaves the bottom", () => {
     // Home's smooth scroll first reports a position still within the slack of the bottom: an
     // entry added (or an older one built) then scrolled the list back down, and Home did nothing.
     for (const key of ["Home", "PageUp", "ArrowUp"]) {
       const move = (list: HTMLElement) => list.dispatchEvent(new KeyboardEvent("keydown", { key, bubbles: true }));
-      const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
-      const list = root.querySelector(".anvia-transcript") as HTMLElement;
-      const sizes = { scrollHeight: 1000, clientHeight: 200 };
-      fakeLayout(list, sizes);
-      batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
-      flushFrames();
-      expect(list.scrollTop).toBe(1000);
-      list.scrollTop = 800; // at the bottom (jsdom keeps what is set)
+      const { model, root, list } = scrolledToTheBottom();
       move(list);
       list.scrollTop = 790; // the smooth scroll's first step: still within the slack
       list.dispatchEvent(new Event("scroll"));
@@ -412,13 +418,7 @@ describe("scrolling", () => {
   });
 
   it("is pinned again by Jump to latest, and keys pressed in a control inside it are the control's", () => {
-    const { model, root } = mount([{ kind: "user", id: "u1", text: "x" }]);
-    const list = root.querySelector(".anvia-transcript") as HTMLElement;
-    const sizes = { scrollHeight: 1000, clientHeight: 200 };
-    fakeLayout(list, sizes);
-    batch(model, { op: "add", entry: { kind: "notice", id: "n1", text: "more" } });
-    flushFrames();
-    list.scrollTop = 800;
+    const { model, root, list, sizes } = scrolledToTheBottom();
     list.dispatchEvent(new KeyboardEvent("keydown", { key: "Home", bubbles: true }));
     list.scrollTop = 795;
     list.dispatchEvent(new Event("scroll"));
