@@ -45,16 +45,19 @@ def start_python(code: str, env: Mapping[str, str], **popen: Any) -> subprocess.
 
 
 def wait_until(
-    condition: Callable[[], Any], child: subprocess.Popen[str], what: str, timeout: float = 60.0
+    condition: Callable[[], Any],
+    child: subprocess.Popen[str] | None,
+    what: str,
+    timeout: float = 60.0,
 ) -> Any:
     """Poll ``condition`` until it gives a true value, which is returned; fail when the child
-    ends first (with its error output) or after ``timeout`` seconds."""
+    (if any) ends first (with its error output) or after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
         if value:
             return value
-        if child.poll() is not None:
+        if child is not None and child.poll() is not None:
             raise AssertionError(f"the child ended before {what}: {child.stderr.read()}")  # type: ignore[union-attr]
         time.sleep(0.02)
     raise AssertionError(f"timed out waiting for {what}")

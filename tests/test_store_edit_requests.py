@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -151,17 +150,11 @@ def test_an_edit_the_run_was_checking_when_another_decided_is_not_told_it_approv
         except DecisionRefusedError as error:
             told.append(str(error))
 
-    def until(condition: Any) -> None:
-        deadline = time.monotonic() + 30
-        while not condition():
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-
     thread = threading.Thread(target=send)
     thread.start()
     try:
         with sqlite3.connect(path) as db:
-            until(lambda: db.execute("SELECT 1 FROM decision_requests").fetchall())
+            wait_until(lambda: db.execute("SELECT 1 FROM decision_requests").fetchall(), None, "it")
             # The run's process takes it to check it; meanwhile another's same edit is recorded
             # and the run ends.
             db.execute("UPDATE decision_requests SET status = 'taken'")
@@ -170,7 +163,8 @@ def test_an_edit_the_run_was_checking_when_another_decided_is_not_told_it_approv
         with sqlite3.connect(path) as db:
             db.execute("UPDATE runs SET owner_host = NULL, owner_pid = NULL")
         seen = looks[0]
-        until(lambda: looks[0] >= seen + 2 or not thread.is_alive())  # a whole round since
+        # (a whole round of the sender's wait since)
+        wait_until(lambda: looks[0] >= seen + 2 or not thread.is_alive(), None, "a round")
         assert told == []  # (it was told "approved" here)
         with sqlite3.connect(path) as db:  # the run's answer: refused, as it came second
             db.execute(
