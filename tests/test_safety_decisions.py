@@ -256,6 +256,79 @@ async def test_an_approval_decided_in_the_store_while_no_process_ran_is_settled_
         interactions.decide(record.id, approved=False)
 
 
+async def test_a_decision_written_just_before_its_watch_begins_reaches_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The store's watcher was already looking (for another approval) and saw the decision,
+    written after the approval was opened and before its watch began, while nothing watched it;
+    the store did not change again, and the run waited for ever."""
+    from anvia_notebook.store import _store
+
+    monkeypatch.setattr(_store, "POLL_INTERVAL", 0.01)
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    interactions = Interactions("run_1", store)
+    interactions.open(approval_record().model_copy(update={"id": "approval_0"}))
+    looks = threading.Semaphore(0)
+    version = store._backend.data_version
+
+    def counted() -> int:
+        looks.release()
+        return version()
+
+    monkeypatch.setattr(store._backend, "data_version", counted)
+    watch = store.watch
+
+    def decided_first(item_id: str, *args: object) -> None:
+        if item_id == "approval_1":
+            RunStore(path).approve("run_1", item_id, reason="from the terminal", via="cli")
+            while looks.acquire(blocking=False):
+                pass  # (looks begun before the decision)
+            for _ in range(2):  # a whole look began after it, and ended
+                assert looks.acquire(timeout=5)
+        watch(item_id, *args)
+
+    monkeypatch.setattr(store, "watch", decided_first)
+    interaction = interactions.open(approval_record())
+    resolution = await asyncio.wait_for(
+        interactions.wait(interaction, wait_for_a_decision(), "human", "widget"), 5
+    )
+    assert (resolution.status, resolution.reason) == ("approved", "from the terminal")
+
+
+async def test_a_look_at_the_store_that_failed_is_made_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A look that failed (the store locked for a moment) was taken as made: the decision it
+    missed reached the run only when the store changed again."""
+    import sqlite3
+
+    from anvia_notebook.store import _store
+
+    monkeypatch.setattr(_store, "POLL_INTERVAL", 0.01)
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    deliver = store._deliver
+    failed: list[str] = []
+
+    def locked_once(watched: dict) -> None:
+        decided = store.record("approval_1")
+        if not failed and decided is not None and not decided.pending:  # the look that sees it
+            failed.append("approval_1")
+            raise sqlite3.OperationalError("database is locked")
+        deliver(watched)
+
+    monkeypatch.setattr(store, "_deliver", locked_once)
+    interactions = Interactions("run_1", store)
+    interaction = interactions.open(approval_record())
+    RunStore(path).approve("run_1", "approval_1", reason="from the terminal", via="cli")
+    resolution = await asyncio.wait_for(
+        interactions.wait(interaction, wait_for_a_decision(), "human", "widget"), 5
+    )
+    assert failed == ["approval_1"]
+    assert (resolution.status, resolution.reason) == ("approved", "from the terminal")
+
+
 def test_a_decision_after_the_run_s_loop_closed_is_taken_without_an_error():
     interactions = Interactions("run_1")
     record = approval_record()

@@ -66,6 +66,50 @@ async def test_the_write_before_each_tool_call_is_one_statement_on_the_runs_row(
         assert writes[0].startswith("UPDATE runs SET status"), writes
 
 
+def commits_of(statements: list[str]) -> int:
+    """Commits in a connection's statement trace: each COMMIT, and each write outside one."""
+    count, open_transaction = 0, False
+    for statement in statements:
+        word = statement.lstrip().split(None, 1)[0].upper()
+        if word == "BEGIN":
+            open_transaction = True
+        elif word in ("COMMIT", "END", "ROLLBACK"):
+            count += word != "ROLLBACK"
+            open_transaction = False
+        elif word in ("INSERT", "UPDATE", "DELETE", "REPLACE") and not open_transaction:
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("turns", [1, 3])
+async def test_a_turn_with_an_approved_call_commits_four_times(store_path, no_timed_writes, turns):
+    """The state saved as the approval opens, the approval opened, its decision, the call
+    marked started: nothing more (an approval nobody sent a decision for writes nothing
+    when it is opened again). ``benchmarks/store_commits_bench.py`` prints the figures."""
+
+    async def commits_of_a_run(turns: int) -> int:
+        store = RunStore(store_path)
+        statements: list[str] = []
+        store._backend._connection().set_trace_callback(statements.append)
+        protected = an.create_tool(
+            name="add",
+            description="Add.",
+            input=AddInput,
+            execute=lambda args, ctx: args.x + args.y,
+            approval=an.ToolApproval(),
+        )
+        steps = [call("add", {"x": i, "y": 1}, id=f"c{i}") for i in range(turns)]
+        model = QueueModel([*steps, ModelResponse(text="done")])
+        agent = AgentBuilder("adder", model).tool(protected).approvals(lambda r: True).build()
+        response = await asyncio.wait_for(agent.prompt("count").store(store).send(), 10)
+        assert response.output == "done"
+        store.close()
+        return commits_of(statements)
+
+    base = await commits_of_a_run(0)  # the run's creation and its end
+    assert (await commits_of_a_run(turns)) - base == 4 * turns
+
+
 async def test_the_event_log_is_one_row_per_write(store_location, no_timed_writes):
     def execute(args, ctx):
         return args.x + args.y

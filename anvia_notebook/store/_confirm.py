@@ -146,12 +146,22 @@ class DecisionRequests:
         claim), oldest first. Returns the run's words for each one it refused.
 
         A request a process had taken and not answered when it died (this process runs the run
-        now) is queued again first, or it would wait for ever, said to wait for the run."""
-        self._q(
-            "UPDATE decision_requests SET status = 'queued' "
-            "WHERE interaction_id = ? AND status = 'taken'",
+        now) is queued again first, or it would wait for ever, said to wait for the run.
+
+        Looked for first: a run with nothing sent for it (the usual case) writes nothing here."""
+        open_requests = self._q(
+            "SELECT status FROM decision_requests "
+            "WHERE interaction_id = ? AND status IN ('queued', 'taken')",
             (item_id,),
         )
+        if not open_requests:
+            return []
+        if any(status == "taken" for (status,) in open_requests):
+            self._q(
+                "UPDATE decision_requests SET status = 'queued' "
+                "WHERE interaction_id = ? AND status = 'taken'",
+                (item_id,),
+            )
         return self._deliver_requests({item_id: confirm})
 
     def _deliver_requests(self, confirming: dict[str, ConfirmCallback]) -> list[str]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from .._util import shown_url
 from ._errors import RunStoreError, not_text
+from ._fork import inherited, keep, process_id, reset_in_forked_copies
 
 logger = logging.getLogger("anvia_notebook")
 
@@ -103,14 +104,19 @@ def _secrets(url: str) -> list[str]:
 class _Held:
     """A thread's connection: given back to the backend when the thread ends (its
     ``threading.local`` goes), for the next thread, instead of staying open unused. It does not
-    keep the backend alive: a store let go closes its connections at once (see ``_close_all``)."""
+    keep the backend alive: a store let go closes its connections at once (see ``_close_all``).
+    In a forked copy of the process it is left alone (see ``_fork``)."""
 
     def __init__(self, backend: PostgresBackend, connection: Any) -> None:
         self.backend = weakref.ref(backend)
         self.connection = connection
         self.used = time.monotonic()
+        self.pid = process_id()
 
     def __del__(self) -> None:
+        if inherited(self.pid):  # (the backend's lock may be held by a thread not copied)
+            keep(self.connection)
+            return
         backend = self.backend()
         if backend is not None:
             backend._give_back(self.connection)
@@ -156,6 +162,20 @@ class PostgresBackend:
         #: The server's clock minus this machine's, when it was measured (monotonic), and this
         #: machine's clock minus its monotonic clock then (a step of the clock measures again).
         self._clock: tuple[float, float, float] | None = None
+        reset_in_forked_copies(self)
+
+    def after_fork(self) -> None:
+        """In a forked copy of this process: its own connections from now on (the inherited
+        ones are kept, untouched: closing one would end the parent's session), and its own
+        lock. (The lists stay the same objects: the finalizer holds the first.)"""
+        for connection in [*self._all, *self._idle, self._listener]:
+            if connection is not None:
+                keep(connection)
+        self._all.clear()
+        self._idle.clear()
+        self._listener = None
+        self._lock = threading.RLock()
+        self._local = threading.local()
 
     def _connection(self) -> Any:
         held: _Held | None = getattr(self._local, "held", None)

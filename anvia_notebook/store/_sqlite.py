@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ._errors import RunStoreError, StoreFileGoneError, not_text
+from ._fork import SQLITE_CALLS, inherited, keep, process_id, reset_in_forked_copies
 
 __all__ = ["BUSY_TIMEOUT", "CONTENDED_LIMIT", "SQLiteBackend"]
 
@@ -79,6 +80,14 @@ class SQLiteBackend:
         self._uri = read_only_uri(self.path) if self.read_only else None
         #: ``(st_dev, st_ino)`` of the file this process opened (see :meth:`check_file`).
         self._file: tuple[int, int] | None = None
+        reset_in_forked_copies(self)
+
+    def after_fork(self) -> None:
+        """In a forked copy of this process: its own connections from now on (the inherited
+        ones are kept, untouched: see ``_fork``), and its own lock."""
+        self._lock = threading.Lock()
+        self._all = weakref.WeakSet()
+        self._local = threading.local()
 
     def start_writing(self) -> None:
         """The file is a run store (or new): switch it to the write-ahead log (a setting kept
@@ -143,7 +152,8 @@ class SQLiteBackend:
         waiting: _Waiting | None = None
         while True:
             try:
-                return action(self._connection())
+                with SQLITE_CALLS:
+                    return action(self._connection())
             except sqlite3.OperationalError as error:
                 if not _busy(error) or getattr(self._local, "in_transaction", False):
                     raise self.error(error) from error
@@ -161,7 +171,8 @@ class SQLiteBackend:
     def _version(self) -> int | None:
         """This thread's ``PRAGMA data_version`` (None when it cannot be read now)."""
         try:
-            return int(self._connection().execute("PRAGMA data_version").fetchone()[0])
+            with SQLITE_CALLS:
+                return int(self._connection().execute("PRAGMA data_version").fetchone()[0])
         except sqlite3.Error:
             return None
 
@@ -265,11 +276,12 @@ class SQLiteBackend:
         try:
             yield
             try:
-                connection.execute("COMMIT")
+                with SQLITE_CALLS:
+                    connection.execute("COMMIT")
             except sqlite3.Error as error:
                 raise self.error(error) from error
         except BaseException:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(sqlite3.Error), SQLITE_CALLS:
                 if connection.in_transaction:
                     connection.execute("ROLLBACK")
             raise
@@ -316,17 +328,23 @@ class SQLiteBackend:
 class _Held:
     """One thread's connection, kept in that thread's local data: closed when the thread ends
     (``send_sync()`` runs each run on a thread of its own: a kernel must not keep a connection,
-    and its files, open per run it ever ran) or when the store is closed."""
+    and its files, open per run it ever ran) or when the store is closed; never in a forked
+    copy of the process (see ``_fork``)."""
 
-    __slots__ = ("__weakref__", "connection")
+    __slots__ = ("__weakref__", "connection", "pid")
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
+        self.pid = process_id()
 
     def close(self) -> None:
         # (also at interpreter exit, when the modules' names may be gone: builtins only)
-        try:  # noqa: SIM105 (contextlib may be gone at exit)
-            self.connection.close()
+        try:
+            if inherited(self.pid):  # a forked copy's: another thread may be using it
+                keep(self.connection)
+                return
+            with SQLITE_CALLS:
+                self.connection.close()
         except Exception:
             pass
 

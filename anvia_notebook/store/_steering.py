@@ -32,6 +32,7 @@ class SteeringRows:
     location: str
     _watch_lock: Any
     _steering_watched: dict[str, SteeringCallback]
+    _watch_generation: int
 
     def _ensure_watcher(self) -> None:  # pragma: no cover - RunStore's
         raise NotImplementedError
@@ -82,6 +83,7 @@ class SteeringRows:
         ``run_id`` by any process (maybe again for the same ones until they are taken)."""
         with self._watch_lock:
             self._steering_watched[run_id] = callback
+            self._watch_generation += 1
         self._ensure_watcher()
 
     def unwatch_steering(self, run_id: str) -> None:

@@ -68,6 +68,7 @@ from ._errors import (
     RunStoreError,
     RunTakenOverError,
 )
+from ._fork import reset_in_forked_copies
 from ._location import location_problem
 from ._owner import (
     HEARTBEAT_INTERVAL,
@@ -259,13 +260,28 @@ class RunStore(SteeringRows, DecisionRequests):
         #: Runs this process runs, watched for messages steered into them (by run id).
         self._steering_watched: dict[str, SteeringCallback] = {}
         self._owned: set[str] = set()
+        #: Bumped whenever something starts being watched: the watcher then looks at once,
+        #: though the store has not changed since its last look (a decision written just
+        #: before the watch began was seen by that look, for nothing watched it yet).
+        self._watch_generation = 0
         #: Runs this process owns and writes: what of their messages is where.
         self._recent: dict[str, _Recent] = {}
         self._watcher: threading.Thread | None = None
         self._stop = threading.Event()
         self._closed = False
         self._checkpointed = 0  # the backend's commit count at the last checkpoint
+        reset_in_forked_copies(self)
         self._prepare()
+
+    def after_fork(self) -> None:
+        """In a forked copy of this process: nothing watched (the runs that watched are the
+        parent's, and so is the background thread), and its own lock."""
+        self._watch_lock = threading.Lock()
+        self._watched, self._confirming, self._steering_watched = {}, {}, {}
+        self._owned = set()
+        self._recent = {}
+        self._watcher = None
+        self._stop = threading.Event()
 
     def __repr__(self) -> str:
         return f"RunStore({self.location!r})"
@@ -1245,6 +1261,7 @@ class RunStore(SteeringRows, DecisionRequests):
             self._watched[item_id] = callback
             if confirm is not None:
                 self._confirming[item_id] = confirm
+            self._watch_generation += 1
         self._ensure_watcher()
 
     def unwatch(self, item_id: str) -> None:
@@ -1274,6 +1291,7 @@ class RunStore(SteeringRows, DecisionRequests):
 
     def _watch_loop(self) -> None:
         last_version: int | None = None
+        last_generation = -1
         last_beat = 0.0
         idle_since: float | None = None
         while not self._stop.wait(POLL_INTERVAL):
@@ -1283,6 +1301,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 confirming = dict(self._confirming)
                 steered = dict(self._steering_watched)
                 owned = set(self._owned)
+                generation = self._watch_generation
             if self._backend.commits != self._checkpointed:
                 # The log written since is copied into the database file here, off the run's
                 # thread (SQLite; PostgreSQL has nothing to do).
@@ -1307,14 +1326,15 @@ class RunStore(SteeringRows, DecisionRequests):
                     self._beat(owned)
                 if watched or steered:
                     version = self._backend.data_version()
-                    if version != last_version:
-                        last_version = version
+                    if version != last_version or generation != last_generation:
                         if confirming:
                             self._deliver_requests(confirming)
                         if watched:
                             self._deliver(watched)
                         if steered:
                             self._deliver_steering(steered)
+                        # (only once all was looked at: a look that failed is made again)
+                        last_version, last_generation = version, generation
             except Exception as error:  # a locked or vanished store: try again next time
                 logger.debug("Run store watcher: %s", error)
 

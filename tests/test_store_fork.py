@@ -1,0 +1,79 @@
+"""A process forked while a store is in use (a notebook's ``!command``, ``os.fork()``,
+multiprocessing's "fork" start) neither hangs nor harms the parent's connections.
+
+Python lets go of the other threads' data as it forks: a SQLite connection another thread was
+using was closed in the copy, which then waited for ever on that thread's lock (before it could
+run the command: the cell of ``!python -m anvia_notebook ...`` never finished). Each scenario
+forks a fresh process, as a kernel is, not the test process (what earlier tests left running
+there is not what is tested)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from child_processes import child_environ
+
+FORKS = """
+import os, select, sys, threading
+from anvia_notebook import RunStore
+from anvia_notebook.models import QueueModel
+from anvia_notebook import AgentBuilder
+
+location, forks, child_uses_it = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "use"
+store = RunStore(location)
+AgentBuilder("a", QueueModel(["hello"])).build().prompt("hi").store(store).send_sync()
+stop = threading.Event()
+
+def reader():  # another thread of the kernel using the store as the fork comes
+    while not stop.is_set():
+        store.runs()
+
+thread = threading.Thread(target=reader)
+thread.start()
+hung = failed = 0
+for _ in range(forks):
+    pid = os.fork()
+    if pid == 0:
+        if not child_uses_it:
+            os._exit(0)  # as a command run by a notebook's ``!`` does, at once
+        ok = [r.status for r in store.runs()] == ["success"]
+        sys.exit(0 if ok else 3)  # (a normal exit: the interpreter shuts down)
+    watch = os.pidfd_open(pid)
+    if not select.select([watch], [], [], 20)[0]:
+        hung += 1
+        os.kill(pid, 9)
+    os.close(watch)
+    _, status = os.waitpid(pid, 0)
+    failed += os.WIFEXITED(status) and os.WEXITSTATUS(status) != 0
+stop.set()
+thread.join()
+runs = [r.status for r in store.runs()]  # the parent's own connections still work
+print(f"hung {hung} failed {failed} runs {runs}")
+"""
+
+
+def forked(location: str, child: str) -> str:
+    """What the script above prints, forking 60 times while a thread reads the store."""
+    done = subprocess.run(
+        [sys.executable, "-c", FORKS, location, "60", child],
+        env=child_environ(),
+        capture_output=True,
+        text=True,
+        timeout=220,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+@pytest.mark.timeout(240)
+def test_a_command_run_while_another_thread_reads_the_store_starts(store_path):
+    assert forked(str(store_path), "exits") == "hung 0 failed 0 runs ['success']"
+
+
+@pytest.mark.timeout(240)
+def test_a_forked_copy_uses_the_store_on_connections_of_its_own(store_location: str):
+    """The copy reads the store and exits normally; the parent's connections still work (a
+    PostgreSQL connection closed by the copy ends the parent's session)."""
+    assert forked(store_location, "use") == "hung 0 failed 0 runs ['success']"
