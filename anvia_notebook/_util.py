@@ -8,6 +8,7 @@ import json
 import math
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -47,10 +48,16 @@ def new_id(prefix: str) -> str:
     return f"{prefix}_{os.urandom(10).hex()}"
 
 
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing: only blanks and invisible format characters (a
+    zero-width space, a word joiner, a byte order mark), which ``str.strip`` keeps."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+
+
 def check_steering_text(text: str) -> None:
     """Refuse a blank steering message, or one that is not valid text (the rules its text
     follows, wherever it is sent)."""
-    if not text.strip():
+    if blank(text):
         raise ValueError("A steering message needs some text; this one is empty.")
     check_valid_text(text, "The steering message")
 

@@ -23,7 +23,7 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ._positional import PositionalFields
-from ._util import quoted
+from ._util import blank, quoted
 
 __all__ = [
     "Answer",
@@ -254,6 +254,10 @@ def _given(answer: Any) -> tuple[Any, Any, Any, Any]:
     return question_id, get("answer"), get("choice"), get("custom")
 
 
+#: The longest answer text a person may give (as long as a reason may be).
+MAX_ANSWER = 20_000
+
+
 def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | None:
     """Why one answer to ``question`` is refused, or ``None`` when it is acceptable.
 
@@ -266,11 +270,21 @@ def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | N
     name = f"The answer to question {question.id!r}"
     if text is not None and not isinstance(text, str):
         return f"{name} must be a text, not {text!r}."
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or blank(text):
         return f"{name} is empty."
+    if len(text) > MAX_ANSWER:
+        # (the model, the page, the trace and the store would each get a copy)
+        return (
+            f"{name} is {len(text):,} characters long; at most {MAX_ANSWER:,} are kept: shorten it."
+        )
     if custom is not None and not isinstance(custom, bool):  # ("true" was dropped unread)
         return f"{name} has custom={quoted(custom)}; custom is true or false."
     if choice is None:
+        if custom is False and text.strip() not in {c.value for c in question.choices}:
+            return (
+                f"{name} is marked as not custom, but {text.strip()!r} is not one of its "
+                "choices; an answer is either a declared choice or a custom text."
+            )
         return None if question.answer_schema is None else _unfit(question, text.strip(), name)
     if not isinstance(choice, str) or choice not in {c.value for c in question.choices}:
         return f"{choice!r} is not a choice of question {question.id!r}."

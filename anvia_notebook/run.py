@@ -18,7 +18,7 @@ from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
 from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_text, wrap_event
 from ._tracing import TraceRecorder
 from ._util import valid_text
-from .decisions import Resolution
+from .decisions import MAX_REASON, Resolution
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
 from .human import warn_store_gone
@@ -894,7 +894,8 @@ class AgentRun:
 
     def cancel(self, reason: str | None = None) -> bool:
         """Stop the run (thread-safe). Returns False when it had already ended; a run not
-        started yet ends cancelled as soon as it starts."""
+        started yet ends cancelled as soon as it starts. A reason longer than a decision's
+        may be is cut (the stop is never refused for it)."""
         if reason is not None and not isinstance(reason, str):
             raise TypeError(
                 f"The reason to stop must be a text or None, not {type(reason).__name__}."
@@ -903,7 +904,7 @@ class AgentRun:
             return False
         if self.state.cancel_reason is None:
             # A lone surrogate in the reason becomes U+FFFD: the store keeps the run's end.
-            self.state.cancel_reason = valid_text(reason or "") or DEFAULT_CANCEL_REASON
+            self.state.cancel_reason = _at_most_a_reason(valid_text(reason or ""))
         self.interactions.stopping = self.cancelled_as()  # (decisions after it: refused)
         self.steering.stop_asked()
         loop = self._loop
@@ -1008,3 +1009,15 @@ async def _outcome_of(run: AgentRun) -> _Outcome:
         return _Outcome(await run_loop(run), None)
     except Exception as error:
         return _Outcome(None, error)
+
+
+def _at_most_a_reason(reason: str) -> str:
+    """The reason to stop as the run keeps it: the default when blank, cut to
+    :data:`~anvia_notebook.decisions.MAX_REASON` characters (it becomes the reason of every
+    approval and question the stop leaves open)."""
+    if not reason:
+        return DEFAULT_CANCEL_REASON
+    if len(reason) <= MAX_REASON:
+        return reason
+    note = f" … ({len(reason):,} characters, cut)"
+    return reason[: MAX_REASON - len(note)] + note

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._tool_exec import INTERACTION_EVENTS
-from .._util import cli_command, quoted
+from .._util import blank, cli_command, quoted
 from ..decisions import check_kind
 from ..errors import DecisionRefusedError
 from ..events import (
@@ -340,7 +340,7 @@ class TranscriptSession:
     def _on_steer(self, message: SteerMsg) -> str | None:
         """The message box while a run goes: the text is steered into the run."""
         run = self.run
-        if not message.text.strip():
+        if blank(message.text):
             return "The message is empty."
         try:
             sent = run is not None and not run.done and run.steer(message.text)

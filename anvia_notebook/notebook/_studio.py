@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._util import check_valid_text, quoted
+from .._util import blank, check_valid_text, quoted
 from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
@@ -421,7 +421,7 @@ class Studio:
         if agent is None:
             return f"Unknown agent {quoted(agent_id)}."
         text = text.strip()
-        if not text:
+        if blank(text):
             return "Type a message first."
         try:  # (a store cannot keep it: the run and the session would go unstored)
             check_valid_text(text, "The message")
