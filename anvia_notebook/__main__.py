@@ -173,6 +173,13 @@ def _say(text: str = "") -> None:
     print(_visible(text))
 
 
+def _say_edits(store: RunStore, record: Any) -> None:
+    """The edited arguments sent for approval ``record`` that the run has not recorded."""
+    for status, edited, words in store.edit_requests(record.id):
+        said = "waits for the run to check it" if status == "queued" else words
+        _say(f"  edited arguments {_readable(edited)}: {said}")
+
+
 def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
     found = store.runs(status=args.status, agent_id=args.agent, limit=args.limit)
     if args.json:
@@ -254,8 +261,12 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         ids = f"{state.run_id} {record.id}"
         late = store.too_late(record.run_id, record)
         if late is not None:  # (no command to decide it: it would be refused)
-            what = f": {record.tool_name}" if record.kind == "approval" else ""
+            what = ""
+            if record.kind == "approval":
+                what = f": {record.tool_name} {_readable(record.args)}"
             _say(f"\nPending {record.kind} {record.id}{what}\n  {late}")
+            if record.kind == "approval":
+                _say_edits(store, record)
             continue
         # A sub-agent's: which agents it comes from (two may wait at once).
         from .records import path_label
@@ -269,9 +280,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
                 _say(f"  reason: {record.reason}")
             # A typed output that failed validation: approving it needs the fix.
             fix = " --args '{...the fixed arguments...}'" if record.fix_required else ""
-            for status, edited, words in store.edit_requests(record.id):
-                said = "waits for the run to check it" if status == "queued" else words
-                _say(f"  edited arguments {_readable(edited)}: {said}")
+            _say_edits(store, record)
             _say(f"  {'fix it' if fix else 'decide'}: {command} approve {ids}{fix}")
             _say(f"      or: {command} reject {ids} --reason ...")
             continue

@@ -412,6 +412,49 @@ def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refuse
     assert f"approve {pending.run_id} {pending.id}" not in shown
 
 
+def test_an_edit_sent_before_the_time_limit_is_said_to_decide_the_approval_on_resume(
+    env, store_location, monkeypatch, capsys
+):
+    """Edited arguments sent while no process ran the run, before the approval's time limit,
+    decide it when the run resumes; after the limit, ``show`` hid them and a late reject was
+    told the approval would be asked again, which the resumed run did not do."""
+    from datetime import timedelta
+
+    import anvia_notebook.__main__ as cli
+    from anvia_notebook import DecisionRefusedError
+    from anvia_notebook.store import _store
+
+    store = RunStore(store_location)
+    child = start_child(env, "timed")
+    [pending] = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    edit = {"account": "b2", "amount": 5}
+    assert store.approve(pending.run_id, pending.id, args=edit).pending  # queued for the run
+    assert pending.expires_at is not None
+    later = pending.expires_at + timedelta(seconds=1)
+    monkeypatch.setattr(_store, "utc_now", lambda: later)  # the clock, once the limit passed
+    with pytest.raises(DecisionRefusedError) as refused:
+        store.reject(pending.run_id, pending.id)
+    assert str(refused.value).startswith(
+        f"Too late: the time limit of approval {pending.id} passed at "
+    )
+    assert "the edited arguments sent for it before then decide it when the run resumes" in str(
+        refused.value
+    )
+    assert "it is asked again" not in str(refused.value).split("unless the run refuses")[0]
+    capsys.readouterr()
+    assert cli.main(["--store", str(store_location), "show", pending.run_id]) == 0
+    shown = capsys.readouterr().out
+    assert f'Pending approval {pending.id}: transfer {{"account": "a1", "amount": 5}}' in shown
+    assert f"  {refused.value}" in shown
+    assert 'edited arguments {"account": "b2", "amount": 5}: waits for the run to check it' in shown
+    response = store_agents.agent("timed").resume(pending.run_id).send_sync()
+    assert response.output.startswith("Result:")
+    assert effects() == ["started b2 5", "done b2 5"]
+    decided = store.get(pending.run_id).approvals[pending.id]
+    assert (decided.status, decided.edited_args) == ("approved", edit)
+
+
 def test_a_resume_dropped_unstarted_lets_other_processes_resume_the_run(env, store_location):
     """A resume request that never made its run (a cell that failed on an option, a request
     never sent) gives its claim back once dropped: before, other processes got

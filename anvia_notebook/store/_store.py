@@ -838,11 +838,23 @@ class RunStore(SteeringRows, DecisionRequests):
                 "interrupted, or, for a tool the server says can be repeated, made again."
             )
         assert record.expires_at is not None
-        return (
+        passed_at = (
             f"Too late: the time limit of {record.kind} {record.id} passed at "
-            f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC, while no process ran the run; it is "
-            "asked again, with a new time limit, when the run resumes "
-            f"(agent.resume({self._resumed_as(run_id)!r}))."
+            f"{record.expires_at:%Y-%m-%d %H:%M:%S} UTC, while no process ran the run"
+        )
+        resume = f"agent.resume({self._resumed_as(run_id)!r})"
+        if record.kind == "approval" and any(
+            status == "queued" for status, _, _ in self.edit_requests(record.id)
+        ):
+            # (sent in time: the run checks them before anything else decides it)
+            return (
+                f"{passed_at}; the edited arguments sent for it before then decide it when the "
+                f"run resumes ({resume}), unless the run refuses them: then it is asked again, "
+                "with a new time limit."
+            )
+        return (
+            f"{passed_at}; it is asked again, with a new time limit, when the run resumes "
+            f"({resume})."
         )
 
     def _resumed_as(self, run_id: str) -> str:
