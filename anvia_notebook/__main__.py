@@ -243,6 +243,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         print(json.dumps(data, indent=2))
         return
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
+    if status == "error" and state.error:
+        _say(f"  error: {' '.join(state.error.split())[:2000]}")
     # (a password in a PostgreSQL address is not printed back: give it as PGPASSWORD)
     command = _command(shown_url(args.store) if _is_url(args.store or "") else args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}

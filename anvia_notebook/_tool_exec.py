@@ -132,6 +132,12 @@ INTERRUPTED_RESULT = (
     "it may or may not have completed. Check its effect before calling it again."
 )
 CANCELLED_RESULT = "ToolCallCancelled: the run was stopped before this tool call finished."
+#: The result of a call the run's error ended (``{error}``: the error's type and message).
+FAILED_RESULT = (
+    "ToolCallCancelled: the run ended on an error before this tool call finished: {error}"
+)
+#: At most this much of the error's message is in such a result (the run's error has it whole).
+FAILED_RESULT_CHARS = 2_000
 #: What the model is told of a call a hook skipped without a reason (an empty one is kept, as in
 #: Anvia, whose ``skip(reason)`` result is the reason as given).
 SKIPPED_RESULT = "Tool call skipped."
@@ -278,9 +284,8 @@ class ToolExecutor:
                 if part is None:
                     # A question cancelled by Stop resolves with no answers, as in Anvia.
                     content = self._interrupted.get(call.id)
-                    part = result_part(
-                        call, CANCELLED_RESULT if content is None else content, content is None
-                    )
+                    said = CANCELLED_RESULT if stopped else _failed_result(error)
+                    part = result_part(call, said if content is None else content, content is None)
                 parts.append(part)
                 # The trace ends each call still open (one that never began is recorded too).
                 entry = self.trace.tool_call(call, turn, started=False)
@@ -1088,3 +1093,12 @@ def interaction_event(record: ApprovalRecord | QuestionRecord, decided: bool) ->
     """The event telling that ``record`` was asked, or (``decided``) decided or closed; it holds
     a copy of the record as it is now."""
     return _EVENTS[record.kind][decided].model_validate({record.kind: record.model_copy()})
+
+
+def _failed_result(error: BaseException) -> str:
+    """What a call the run's ``error`` ended before it finished is told (not "stopped")."""
+    what = error_text(error)
+    failure = f"{type(error).__name__}: {what}" if what else type(error).__name__
+    if len(failure) > FAILED_RESULT_CHARS:
+        failure = failure[:FAILED_RESULT_CHARS] + " …"
+    return FAILED_RESULT.format(error=failure)

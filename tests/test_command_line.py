@@ -167,3 +167,28 @@ def test_ctrl_c_while_the_store_is_held_locked_says_interrupted_without_a_traceb
     monkeypatch.setattr(cli, "_run_command", held)
     assert cli.main(["--store", str(store_path), "approve", "run_x", "approval_x"]) == 130
     assert capsys.readouterr().err == "Interrupted.\n"
+
+
+def test_a_run_that_failed_says_so_in_its_calls_and_show_prints_its_error(store_file, tmp_path):
+    """A protected call with nobody to approve it fails the run: the call's result said the run
+    "was stopped", and ``show`` printed no error at all."""
+    from anvia_notebook import AgentBuilder, ToolApprovalRequiredError
+    from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+    call = ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+    model = QueueModel([ModelResponse(tool_calls=[call]), "never"])
+    request = (
+        AgentBuilder("banker", model).tools([store_agents.transfer_tool()]).build().prompt("pay")
+    )
+    with pytest.raises(ToolApprovalRequiredError):
+        request.send_sync()
+    [run] = RunStore(store_file).runs()
+    [result] = RunStore(store_file).get(run.run_id).messages[-1].tool_results
+    assert result.content.startswith(
+        "ToolCallCancelled: the run ended on an error before this tool call finished: "
+        "ToolApprovalRequiredError: "
+    )
+    lines = show(run.run_id, tmp_path)
+    assert lines[0].endswith(": error")
+    assert lines[1].startswith("  error: ") and "transfer" in lines[1]
+    assert "was stopped" not in "\n".join(lines)
