@@ -655,7 +655,7 @@ class ToolExecutor:
         args = _shown_args(request.args, request.raw_args)
         record, told = await self._interact(ApprovalRecord, request, record, args=args)
         if told is _UNAVAILABLE:
-            raise ToolApprovalRequiredError(request)
+            raise ToolApprovalRequiredError(request, record.decision_reason)
         if record.status == "approved":
             edited = record.edited_args
             return ApprovalOutcome(True, edited=edited if isinstance(edited, dict) else None)
@@ -803,8 +803,9 @@ class ToolExecutor:
         except asyncio.CancelledError as cancelled:
             self._finish(interaction, self._cut_short(cancelled))
             raise
-        except HumanInputUnavailable:
-            unavailable = Resolution("cancelled", decided_by="runtime")
+        except HumanInputUnavailable as error:
+            why = error_text(error) or None  # (the human input's own words, when it said why)
+            unavailable = Resolution("cancelled", decided_by="runtime", reason=why)
             return self._gave_up(interaction, unavailable, _UNAVAILABLE)
         except HumanInputTimeout as timeout:
             text = _timed_out_text(interaction.record, timeout.timeout)

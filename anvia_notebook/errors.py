@@ -134,11 +134,18 @@ class PromptCancelledError(AnviaError):
 
 
 class ToolApprovalRequiredError(AnviaError):
-    def __init__(self, request: ToolApprovalRequest) -> None:
-        super().__init__(
-            f"Tool approval required for {request.tool_name}, but no approval handler or "
-            "human input is configured."
-        )
+    """Nothing here could decide the approval: no approval handler or human input, or (``why``)
+    the human input could not ask (a :class:`HumanInputUnavailable` saying why)."""
+
+    def __init__(self, request: ToolApprovalRequest, why: str | None = None) -> None:
+        if why:
+            said = f"Tool approval required for {request.tool_name}: {why.rstrip('.')}."
+        else:
+            said = (
+                f"Tool approval required for {request.tool_name}, but no approval handler or "
+                "human input is configured."
+            )
+        super().__init__(said)
         self.request = request
 
 

@@ -106,6 +106,13 @@ class CallbackHumanInput:
         return list(answers)
 
 
+#: Why a :class:`ConsoleHumanInput` could not ask (its input ended).
+NO_TERMINAL = (
+    "The input ended before an answer was given (ConsoleHumanInput reads answers from a "
+    "terminal: run the script in one, or give the agent an approval handler)."
+)
+
+
 class ConsoleHumanInput:
     """Asks on a terminal: approvals as y/n (with an optional reason), questions by number.
 
@@ -127,7 +134,11 @@ class ConsoleHumanInput:
         print(text, file=self._output or sys.stdout, flush=True)
 
     async def _read(self, prompt: str) -> str:
-        return str(await asyncio.to_thread(self._input, prompt)).strip()
+        try:
+            return str(await asyncio.to_thread(self._input, prompt)).strip()
+        except EOFError:  # (a script run with no terminal: nohup, cron, CI, ``< /dev/null``)
+            self._print(f"\n{NO_TERMINAL}")
+            raise HumanInputUnavailable(NO_TERMINAL) from None
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         self._print(f"\nApproval required for {request.tool_name}")

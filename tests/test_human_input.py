@@ -108,3 +108,62 @@ def test_console_reads_a_digit_that_is_not_a_number_as_a_custom_answer():
         "answer": "²",
         "custom": True,
     }
+
+
+def test_a_console_human_input_with_no_terminal_input_fails_the_run_saying_so(tmp_path):
+    """A script with ``ConsoleHumanInput`` run with no terminal (nohup, cron, CI, ``< /dev/null``)
+    ended in a bare ``EOFError`` traceback; a question got no word of why nobody answered."""
+    import subprocess
+    import sys
+
+    from child_processes import child_environ
+
+    script = """
+import sys
+from anvia_notebook import AgentBuilder, ConsoleHumanInput, ToolApprovalRequiredError, ask_question
+from anvia_notebook import get_store
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+import store_agents
+
+kind = sys.argv[1]
+if kind == "approval":
+    call = ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+    tools = [store_agents.transfer_tool()]
+else:
+    question = {"id": "size", "question": "Which size?", "choices": [{"label": "S", "value": "s"}]}
+    call = ToolCall(id="q1", name="ask_question", arguments={"questions": [question]})
+    tools = [ask_question]
+model = QueueModel([ModelResponse(tool_calls=[call]), "done"])
+agent = AgentBuilder("a", model).tools(tools).human_input(ConsoleHumanInput()).build()
+try:
+    response = agent.prompt("go").send_sync()
+except ToolApprovalRequiredError as error:
+    print("refused:", error)
+else:
+    print("result:", response.messages[-2].tool_results[0].content)
+    [record] = get_store().get(response.run_id).questions.values()
+    print("reason:", record.decision_reason)
+"""
+    environ = {
+        **child_environ(),
+        "ANVIA_TEST_EFFECTS": str(tmp_path / "effects.txt"),
+        "ANVIA_NOTEBOOK_STORE": str(tmp_path / "runs.sqlite"),
+    }
+    said = {}
+    for kind in ("approval", "question"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, kind],
+            stdin=subprocess.DEVNULL,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        said[kind] = done.stdout
+    from anvia_notebook.human import NO_TERMINAL
+
+    assert f"refused: Tool approval required for transfer: {NO_TERMINAL}" in said["approval"]
+    assert NO_TERMINAL in said["question"].split("result:")[0]  # told on the terminal too
+    assert "No human answer was provided by this runtime." in said["question"].split("result:")[1]
+    assert f"reason: {NO_TERMINAL}" in said["question"]
