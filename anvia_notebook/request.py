@@ -315,7 +315,7 @@ class PromptRequest:
             except Exception as error:
                 from .store import store_failed
 
-                store_failed(store, error)
+                store_failed(store, error, nothing_stored=True)
                 store = None
         self._run = AgentRun(self, state, store=store)
         if store is not None:

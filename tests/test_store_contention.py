@@ -257,6 +257,32 @@ def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
         "program has finished writing, or close it. This run goes on in memory only: nothing "
         "it does from here on is stored."
     ), warning
-    assert "listed as running while this kernel lives, then as interrupted" in warning
+    assert "listed as running while this process lives, then as interrupted" in warning
     assert store.get(response.run_id).status == "running"  # (as it was before the tool ran)
+    store.close()
+
+
+def test_a_run_the_store_could_not_even_record_is_said_to_be_stored_not_at_all(
+    store_path, monkeypatch
+):
+    """The store locked by another program from before the run began: the warning said the
+    store kept the run "as it was before (listed as running while this kernel lives ...)";
+    nothing of it was ever written."""
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.3)
+    store = RunStore(store_path)
+    locker = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
+    agent = AgentBuilder("a", QueueModel([ModelResponse(text="hello")])).build()
+    locker.execute("BEGIN IMMEDIATE")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            response = agent.prompt("hi").store(store).send_sync()
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    assert response.output == "hello"
+    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
+    assert warning.endswith("Nothing of it is stored: the store does not list it."), warning
+    assert "as it was before" not in warning
+    assert store.runs() == []
     store.close()

@@ -137,16 +137,22 @@ def get_store() -> RunStore | None:
         return _opened[location]
 
 
-def store_failed(store: RunStore | None, error: BaseException) -> None:
-    """A write to ``store`` failed during a run: one warning, and the run goes on in memory."""
+def store_failed(
+    store: RunStore | None, error: BaseException, *, nothing_stored: bool = False
+) -> None:
+    """A write to ``store`` failed during a run (``nothing_stored``: its first, the run's
+    creation): one warning, and the run goes on in memory."""
     location = store.location if store is not None else "the run store"
     reason = str(error).rstrip(". ")
-    if isinstance(error, StoreFileGoneError):
+    if nothing_stored:
+        kept = "Nothing of it is stored: the store does not list it."
+    elif isinstance(error, StoreFileGoneError):
         kept = "What it wrote before went with that file."
     else:
         kept = (
-            "The store keeps it as it was before (listed as running while this kernel lives, "
-            "then as interrupted); resuming it from there would do again what it did since."
+            "The store keeps it as it was before (listed as running while this process "
+            "lives, then as interrupted); resuming it from there would do again what it did "
+            "since."
         )
     warn_once(
         f"write:{location}",
