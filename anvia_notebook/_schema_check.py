@@ -2,16 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import functools
 import ipaddress
 import json
 import re
+import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["schema_problems"]
+__all__ = ["schema_problems", "warm_up"]
+
+_warm_up = threading.Lock()
+_warmed_up = False
+
+
+def warm_up() -> None:
+    """Get :func:`schema_problems` ready on a thread of its own, once a process (call it when
+    an approval opens): importing jsonschema takes most of a second where Jupyter is installed
+    (it then compiles a grammar of ``rfc3987-syntax``), which the first decision with edited
+    arguments waited for, after the person clicked."""
+    global _warmed_up
+    with _warm_up:
+        if _warmed_up:
+            return
+        _warmed_up = True
+    threading.Thread(target=_check_once, name="anvia-schema-check", daemon=True).start()
+
+
+def _check_once() -> None:
+    # (the formats' checks are made then too; the decision's own check says what is wrong)
+    with contextlib.suppress(Exception):
+        schema_problems({"type": "object", "properties": {"a": {"format": "uri"}}}, {"a": "x"})
 
 
 @functools.lru_cache(maxsize=256)

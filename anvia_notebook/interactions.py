@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from . import decisions, records
+from ._schema_check import warm_up
 from ._util import quoted, valid_data
 from .decisions import Resolution
 from .errors import DecisionRefusedError
@@ -154,6 +155,8 @@ class Interactions:
             record.expires_at = records.utc_now() + timedelta(seconds=timeout)  # (its clock)
         if args_schema is None and input_model is not None:
             args_schema = _model_schema(input_model)
+        if args_schema is not None:
+            warm_up()  # (edited arguments are checked against it: ready before anyone clicks)
         interaction = OpenInteraction(
             record.id, self.state, loop.create_future(), input_model, args_schema
         )

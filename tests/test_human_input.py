@@ -167,3 +167,42 @@ else:
     assert NO_TERMINAL in said["question"].split("result:")[0]  # told on the terminal too
     assert "No human answer was provided by this runtime." in said["question"].split("result:")[1]
     assert f"reason: {NO_TERMINAL}" in said["question"]
+
+
+def test_the_check_of_edited_arguments_is_made_ready_while_the_approval_waits():
+    """Importing jsonschema took most of a second where Jupyter is installed (a grammar of
+    rfc3987-syntax is compiled), and the first decision with edited arguments waited for it,
+    after the person clicked. It is imported while the approval waits (a fresh process: the
+    test process has it imported already)."""
+    import subprocess
+    import sys
+
+    from child_processes import child_environ
+
+    script = """
+import sys, time
+from anvia_notebook import AgentBuilder, ApprovalDecision, CallbackHumanInput
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+import store_agents
+
+def approve(request):
+    deadline = time.monotonic() + 20
+    while "jsonschema" not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.01)  # (a person reading the approval)
+    print("ready before the decision:", "jsonschema" in sys.modules, flush=True)
+    return ApprovalDecision(approved=True, args={"account": "b2", "amount": 5})
+
+call = ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+model = QueueModel([ModelResponse(tool_calls=[call]), "done"])
+tools = [store_agents.transfer_tool()]
+human = CallbackHumanInput(approve=approve)
+agent = AgentBuilder("a", model).tools(tools).human_input(human).build()
+assert "jsonschema" not in sys.modules
+print(agent.prompt("go").store(None).send_sync().output)
+"""
+    environ = {**child_environ(), "ANVIA_TEST_EFFECTS": "/dev/null"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=environ, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["ready before the decision: True", "done"]
