@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 import store_agents
@@ -378,23 +379,35 @@ def test_an_owner_killed_but_not_yet_reaped_counts_as_gone(env, store_location):
         kill(child)
 
 
+def killed_with_a_time_limit(env: dict[str, str], store: RunStore) -> Any:
+    """The approval of a run whose approvals have a time limit, its process killed."""
+    child = start_child(env, "timed")
+    [pending] = wait_until(lambda: store.pending(), child, "the approval")
+    kill(child)
+    assert pending.expires_at is not None
+    return pending
+
+
+def once_the_limit_passed(monkeypatch: pytest.MonkeyPatch, pending: Any) -> None:
+    """The store's clock set a second past ``pending``'s time limit."""
+    from datetime import timedelta
+
+    from anvia_notebook.store import _store
+
+    later = pending.expires_at + timedelta(seconds=1)
+    monkeypatch.setattr(_store, "utc_now", lambda: later)
+
+
 def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refused(
     env, store_location, monkeypatch, capsys
 ):
     """Before, a decision written after ``expires_at`` (the owner killed, so no timer fired)
     was recorded, and the tool ran on resume: the time limit held only while the owner lived."""
-    from datetime import timedelta
-
     from anvia_notebook import DecisionRefusedError
-    from anvia_notebook.store import _store
 
     store = RunStore(store_location)
-    child = start_child(env, "timed")
-    [pending] = wait_until(lambda: store.pending(), child, "the approval")
-    kill(child)
-    assert pending.expires_at is not None
-    later = pending.expires_at + timedelta(seconds=1)
-    monkeypatch.setattr(_store, "utc_now", lambda: later)  # the clock, once the limit passed
+    pending = killed_with_a_time_limit(env, store)
+    once_the_limit_passed(monkeypatch, pending)
     with pytest.raises(DecisionRefusedError) as refused:
         store.approve(pending.run_id, pending.id)
     assert str(refused.value).startswith(
@@ -418,21 +431,14 @@ def test_an_edit_sent_before_the_time_limit_is_said_to_decide_the_approval_on_re
     """Edited arguments sent while no process ran the run, before the approval's time limit,
     decide it when the run resumes; after the limit, ``show`` hid them and a late reject was
     told the approval would be asked again, which the resumed run did not do."""
-    from datetime import timedelta
-
     import anvia_notebook.__main__ as cli
     from anvia_notebook import DecisionRefusedError
-    from anvia_notebook.store import _store
 
     store = RunStore(store_location)
-    child = start_child(env, "timed")
-    [pending] = wait_until(lambda: store.pending(), child, "the approval")
-    kill(child)
+    pending = killed_with_a_time_limit(env, store)
     edit = {"account": "b2", "amount": 5}
     assert store.approve(pending.run_id, pending.id, args=edit).pending  # queued for the run
-    assert pending.expires_at is not None
-    later = pending.expires_at + timedelta(seconds=1)
-    monkeypatch.setattr(_store, "utc_now", lambda: later)  # the clock, once the limit passed
+    once_the_limit_passed(monkeypatch, pending)
     with pytest.raises(DecisionRefusedError) as refused:
         store.reject(pending.run_id, pending.id)
     assert str(refused.value).startswith(

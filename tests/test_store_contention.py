@@ -15,6 +15,7 @@ import re
 import sqlite3
 import threading
 import warnings
+from typing import Any
 
 import pytest
 from child_processes import child_environ, kill, start_python
@@ -242,15 +243,8 @@ def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
     tool = create_tool(name="add", description="Add.", input=AddInput, execute=lock_the_store)
     model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
     agent = AgentBuilder("a", model).tool(tool).build()
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            response = agent.prompt("add").store(store).send_sync()
-    finally:
-        locker.execute("ROLLBACK")
-        locker.close()
+    response, warning = run_warned(agent.prompt("add").store(store), locker)
     assert response.output == "3"
-    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
     assert warning.startswith(
         f"Could not write to the run store {store.location}: The run store {store.location} "
         "is locked by another program (waited 0.3 s): database is locked. Try again once that "
@@ -260,6 +254,20 @@ def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
     assert "listed as running while this process lives, then as interrupted" in warning
     assert store.get(response.run_id).status == "running"  # (as it was before the tool ran)
     store.close()
+
+
+def run_warned(request: Any, locker: sqlite3.Connection) -> tuple[Any, str]:
+    """``request`` sent (``locker``'s lock given back and closed after it), and the one warning
+    about the run store it gave."""
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            response = request.send_sync()
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
+    return response, warning
 
 
 def test_a_run_the_store_could_not_even_record_is_said_to_be_stored_not_at_all(
@@ -273,15 +281,8 @@ def test_a_run_the_store_could_not_even_record_is_said_to_be_stored_not_at_all(
     locker = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
     agent = AgentBuilder("a", QueueModel([ModelResponse(text="hello")])).build()
     locker.execute("BEGIN IMMEDIATE")
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            response = agent.prompt("hi").store(store).send_sync()
-    finally:
-        locker.execute("ROLLBACK")
-        locker.close()
+    response, warning = run_warned(agent.prompt("hi").store(store), locker)
     assert response.output == "hello"
-    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
     assert warning.endswith("Nothing of it is stored: the store does not list it."), warning
     assert "as it was before" not in warning
     assert store.runs() == []

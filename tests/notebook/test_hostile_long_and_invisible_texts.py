@@ -21,15 +21,8 @@ from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook import _runner as runner
 from anvia_notebook.question_types import MAX_ANSWER
 
-PRIORITY = {
-    "questions": [
-        {
-            "id": "priority",
-            "question": "Which priority?",
-            "choices": [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}],
-        }
-    ]
-}
+CHOICES = [{"label": label, "value": label.lower()} for label in ("High", "Low")]
+PRIORITY = {"questions": [{"id": "priority", "question": "Which priority?", "choices": CHOICES}]}
 
 
 def asking() -> object:
