@@ -332,18 +332,21 @@ class _Held:
     copy of the process (see ``_fork``)."""
 
     __slots__ = ("__weakref__", "connection", "pid")
+    # (also used at interpreter exit, when the module's names may be gone: bound here)
+    _inherited = staticmethod(inherited)
+    _keep = staticmethod(keep)
+    _calls = SQLITE_CALLS
 
     def __init__(self, connection: sqlite3.Connection) -> None:
         self.connection = connection
         self.pid = process_id()
 
     def close(self) -> None:
-        # (also at interpreter exit, when the modules' names may be gone: builtins only)
         try:
-            if inherited(self.pid):  # a forked copy's: another thread may be using it
-                keep(self.connection)
+            if self._inherited(self.pid):  # a forked copy's: another thread may be using it
+                self._keep(self.connection)
                 return
-            with SQLITE_CALLS:
+            with self._calls:
                 self.connection.close()
         except Exception:
             pass
