@@ -208,14 +208,14 @@ def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> li
     ``path: message`` (just the message at the top level); empty when it fits."""
     from referencing.exceptions import Unresolvable
 
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    if validator is None:
-        return []
     try:
+        validator = _validator(json.dumps(schema, sort_keys=True))
+        if validator is None:
+            return []
         errors = sorted(
             validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]
         )
-    except Unresolvable:  # a $ref to nowhere: a schema that is not usable, as above
+    except (Unresolvable, RecursionError):  # a $ref to nowhere or to itself: as above
         return []
     return [
         f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"

@@ -63,6 +63,19 @@ async def test_a_tool_whose_schema_refers_to_nowhere_can_be_called():
     assert (result.is_error, result.content) == (False, '{"order": {"id": "A1"}}')
 
 
+async def test_a_tool_whose_schema_refers_to_itself_can_be_called():
+    """Its check recursed until Python's limit, a second or more of CPU, and every call failed
+    with "maximum recursion depth exceeded"."""
+    model = QueueModel([call("self_ref", {"a": 1}), "done"])
+    agent = AgentBuilder("a", model).mcp([odd(approval="never")]).build()
+    try:
+        assert (await agent.prompt("go").send()).output == "done"
+    finally:
+        await mcp.close_all()
+    [result] = tool_results(model.requests[1])
+    assert (result.is_error, result.content) == (False, '{"a": 1}')
+
+
 @pytest.mark.parametrize("front", ["run", "store"])
 async def test_an_edit_of_such_a_call_is_decided_as_the_server_will_check_it(store_path, front):
     try:

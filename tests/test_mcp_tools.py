@@ -83,6 +83,32 @@ def test_one_session_per_server_per_process_and_close_stops_the_process():
     asyncio.run(main())
 
 
+def test_an_agent_runs_again_after_every_session_was_closed():
+    """``mcp.close_all()`` between two runs: the agent's tools from the closed session were
+    taken for its own tools, and every later run failed, each with "the agent already has a
+    tool of that name" (and a new server process left running)."""
+    read = call("read_note", {"key": "greeting"})
+    model = QueueModel([read, "one", read, "two"])
+    agent = AgentBuilder("a", model).mcp([toolbox("toolbox-reopened")]).build()
+    assert _run(agent).output == "one"
+    asyncio.run(mcp.close_all())
+    assert _run(agent).output == "two"
+    assert tool_results(model.requests[-1])[0].content == "hello"
+
+
+def test_one_server_given_twice_is_said_to_be_given_twice():
+    """Two servers of one name in ``.mcp([...])``: the error said the server offered each of its
+    tool names twice, as if the server were at fault."""
+    model = QueueModel(["never"])
+    agent = AgentBuilder("a", model).mcp([toolbox("toolbox-twice"), toolbox("toolbox-twice")])
+    with pytest.raises(McpToolNameClashError) as clash:
+        _run(agent.build())
+    assert str(clash.value).startswith(
+        "The MCP server 'toolbox-twice' is given to this agent twice"
+    )
+    assert model.requests == []
+
+
 def test_agent_connects_on_first_run_and_read_only_tools_need_no_approval():
     model = QueueModel([call("read_note", {"key": "greeting"}), "done"])
     agent = AgentBuilder("a", model).mcp([TOOLBOX]).build()

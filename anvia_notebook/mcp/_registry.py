@@ -139,7 +139,13 @@ def _check_clashes(
     """Every tool name once: no two servers (nor a server and the agent's own tools) may
     offer the same name."""
     seen: dict[str, McpTool] = {}
-    for server_name, tools in listed:
+    given: dict[str, int] = {}  # server name: the listing it was first seen in
+    for index, (server_name, tools) in enumerate(listed):
+        if given.setdefault(server_name, index) != index:
+            raise McpToolNameClashError(
+                f"The MCP server {server_name!r} is given to this agent twice (two servers of "
+                "that name in .mcp([...])); give each server once, under a name of its own."
+            )
         for tool in tools:
             other = seen.get(tool.name)
             if other is not None:
@@ -173,11 +179,16 @@ async def attach_mcp_tools(agent: Agent) -> None:
         ours.add(id(connection))
         listed.append((server.name, await run_on_mcp_loop(_open(connection, server))))
     # The agent's own tools: MCP tools given with .tools(...) (from mcp.connect) included,
-    # only the tools of its servers' earlier listings are replaced.
+    # only the tools of its servers' earlier listings are replaced (also those of a session
+    # closed since, by ``close_all``: a new one is open now).
+    servers = {id(server) for server in agent.mcp_servers}
     own = {
         name: tool
         for name, tool in agent.tools.items()
-        if not (isinstance(tool, McpTool) and id(tool.connection) in ours)
+        if not (
+            isinstance(tool, McpTool)
+            and (id(tool.connection) in ours or id(tool.connection.config) in servers)
+        )
     }
     tools = _check_clashes(listed, own)
     for name in [name for name in agent.tools if name not in own]:

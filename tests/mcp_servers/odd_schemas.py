@@ -1,5 +1,6 @@
 """A stdio MCP server written by hand whose tools declare input schemas a validator finds odd:
-``dangling`` refers to a definition it does not have (``$ref`` to nowhere); ``booking`` is a
+``dangling`` refers to a definition it does not have (``$ref`` to nowhere), ``self_ref`` to
+itself; ``booking`` is a
 draft-07 schema (``definitions``, a ``date-time``); ``labels`` (and ``labels_2020``, with
 ``unevaluatedProperties``) takes only properties whose names match a pattern that backtracks for
 ever in Python's regular expressions. Each call
@@ -18,6 +19,11 @@ from typing import Any
 from hand_written import reply, serve
 
 TOOLS = [
+    {
+        # (refers to itself: a validator following it never ends)
+        "name": "self_ref",
+        "inputSchema": {"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}},
+    },
     {
         "name": "dangling",
         "inputSchema": {
