@@ -62,7 +62,11 @@ TOOLS = [
     {"name": "ask_room", "inputSchema": {"type": "object"}},
     {"name": "ask_code", "inputSchema": {"type": "object"}},
     # Runs only as a task (a plain call is refused), as server-everything's research tool.
-    {"name": "research", "inputSchema": {"type": "object"}, "execution": {"taskSupport": "required"}},
+    {
+        "name": "research",
+        "inputSchema": {"type": "object"},
+        "execution": {"taskSupport": "required"},
+    },
 ]
 
 FORM = {
