@@ -270,6 +270,34 @@ def test_declining_the_form_answers_the_server_decline():
     asyncio.run(main())
 
 
+@pytest.mark.parametrize(("choice", "said"), [("accept", "wiped"), ("decline", "decline")])
+def test_a_form_with_no_field_asks_the_person_to_accept_or_decline(choice, said):
+    """A server's confirmation ("Delete every note?", a form with no field) was accepted for
+    the person, who was never asked."""
+    asked = []
+
+    def ask(request):
+        asked.append(request)
+        return [{"questionId": "confirm", "answer": choice, "choice": choice}]
+
+    model = QueueModel([call("wipe_notes", {}), "done"])
+    _agent(model, CallbackHumanInput(ask=ask)).prompt("clean up").send_sync()
+    [request] = asked
+    [question] = request.questions
+    assert question.question == "Delete every note? This cannot be undone."
+    assert [(c.label, c.value) for c in question.choices] == [
+        ("Accept", "accept"),
+        ("Decline", "decline"),
+    ]
+    assert tool_results(model.requests[1])[0].content == said
+
+
+def test_a_form_with_no_field_and_nobody_to_ask_is_declined():
+    model = QueueModel([call("wipe_notes", {}), "done"])
+    AgentBuilder("a", model).mcp([SERVER]).build().prompt("clean up").send_sync()
+    assert tool_results(model.requests[1])[0].content == "decline"
+
+
 @pytest.mark.parametrize(("choice", "action"), [("done", "accept"), ("decline", "decline")])
 def test_a_url_elicitation_shows_the_link_and_answers_what_the_person_says(choice, action):
     asked = []

@@ -39,7 +39,7 @@ __all__ = ["BLANK", "CallAsker", "asker_for_this_call", "form_questions", "elici
 
 #: The value of the "Leave blank" choice of an optional field.
 BLANK = "(blank)"
-DONE, DECLINE = "done", "decline"
+DONE, DECLINE, ACCEPT = "done", "decline", "accept"
 
 Ask = Callable[[list[Question]], Awaitable[QuestionRecord | None]]
 
@@ -250,6 +250,18 @@ async def _elicit_result(ask: Ask, params: Any, server_name: str) -> Any:
             f"as questions ({problem}): it was declined.",
         )
     if not questions:
+        # A form with no field asks only for a yes or a no ("Delete everything?"): the person
+        # says it, nobody says it for them.
+        confirm = Question(
+            id="confirm",
+            question=str(params.message),
+            choices=[Choice(label="Accept", value=ACCEPT), Choice(label="Decline", value=DECLINE)],
+        )
+        record = await ask([confirm])
+        if record is None or record.status != "answered":
+            return types.ElicitResult(action=_ended_action(record))
+        if record.answers[0].answer != ACCEPT:
+            return types.ElicitResult(action="decline")
         return types.ElicitResult(action="accept", content={})
     if left_out:
         warnings.warn(

@@ -194,6 +194,17 @@ async def ask_two_names(ctx: Context) -> str:
     return " and ".join(names)
 
 
+class Nothing(BaseModel):
+    """A form with no field: the person only accepts or declines."""
+
+
+@server.tool(annotations=READ_ONLY)
+async def wipe_notes(ctx: Context) -> str:
+    """Ask the person to confirm (a form with no field), then report what came back."""
+    result = await ctx.elicit("Delete every note? This cannot be undone.", Nothing)
+    return "wiped" if result.action == "accept" else result.action
+
+
 @server.tool(annotations=READ_ONLY)
 async def connect_account(ctx: Context) -> str:
     """Send the person to a web page (a URL elicitation) and report what came back."""
