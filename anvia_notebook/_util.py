@@ -120,17 +120,44 @@ def compact_arguments(raw: str) -> str:
         return raw
 
 
+#: How deeply a tool call's arguments may nest (objects and lists in one another): deeper ones
+#: are refused (no tool takes them; a run could not store, trace or show them).
+MAX_ARGUMENT_DEPTH = 100
+
+
+def too_deep(value: Any, limit: int = MAX_ARGUMENT_DEPTH) -> bool:
+    """Whether ``value`` nests objects and lists more than ``limit`` levels deep."""
+    level: list[Any] = [value]
+    for _ in range(limit + 1):
+        level = [
+            item
+            for node in level
+            if isinstance(node, (dict, list, tuple))
+            for item in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not level:
+            return False
+    return True
+
+
 def decode_args(arguments: Any) -> Any:
     """A tool call's arguments as data: JSON text decoded, anything else (invalid JSON, NaN or
-    Infinity included, as the run refuses them) kept."""
+    Infinity included, and JSON nested more than :data:`MAX_ARGUMENT_DEPTH` levels deep, as the
+    run refuses them) kept."""
     if not isinstance(arguments, str):
-        return arguments
+        if not too_deep(arguments):
+            return arguments
+        try:  # (as text, as the model would have sent it)
+            return json.dumps(arguments, ensure_ascii=False)
+        except (TypeError, ValueError, RecursionError):
+            return f"(arguments nested more than {MAX_ARGUMENT_DEPTH} levels deep)"
     if not arguments.strip():
         return {}
     try:
-        return json.loads(arguments, parse_constant=not_a_json_number)
+        decoded = json.loads(arguments, parse_constant=not_a_json_number)
     except (ValueError, RecursionError):
         return arguments
+    return arguments if too_deep(decoded) else decoded
 
 
 def not_a_json_number(name: str) -> Any:

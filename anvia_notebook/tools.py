@@ -17,7 +17,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ._sync_pool import SyncToolExecutor
-from ._util import normalize_result, not_a_json_number
+from ._util import MAX_ARGUMENT_DEPTH, normalize_result, not_a_json_number, too_deep
 from .approvals import ToolApproval
 from .errors import ToolArgumentsError
 from .models.base import ToolDefinition
@@ -226,9 +226,18 @@ def _without_context(execute: Callable[..., Any]) -> Callable[..., Any]:
 
 def decode_arguments(tool_name: str, raw: str | dict[str, Any]) -> Any:
     """Raw arguments as data: JSON text decoded (blank text is ``{}``), a dict as it is; text
-    that is not JSON raises :class:`ToolArgumentsError` with a reason the model can act on."""
-    if not isinstance(raw, str):
-        return raw
+    that is not JSON, or data nested more than :data:`~anvia_notebook._util.MAX_ARGUMENT_DEPTH`
+    levels deep, raises :class:`ToolArgumentsError` with a reason the model can act on."""
+    data = raw if not isinstance(raw, str) else _json_arguments(tool_name, raw)
+    if too_deep(data):
+        raise ToolArgumentsError(
+            f"Invalid arguments for tool {tool_name}: nested more than {MAX_ARGUMENT_DEPTH} "
+            "levels deep. Call the tool again with flatter arguments."
+        )
+    return data
+
+
+def _json_arguments(tool_name: str, raw: str) -> Any:
     try:
         return json.loads(raw, parse_constant=not_a_json_number) if raw.strip() else {}
     except json.JSONDecodeError as error:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._positional import PositionalFields
-from .._util import compact_json, valid_data, valid_text
+from .._util import MAX_ARGUMENT_DEPTH, compact_json, too_deep, valid_data, valid_text
 from ..errors import ModelError, is_retryable_status
 from ..messages import Message, MessageToolCall, Usage
 
@@ -126,9 +126,15 @@ class ToolCall(PositionalFields):
     @classmethod
     def _json_arguments(cls, value: dict[str, Any] | str) -> dict[str, Any] | str:
         """Arguments given as data hold only what JSON can (a date, a Decimal, a set... as
-        pydantic writes them), so that every event, trace and store can keep them."""
+        pydantic writes them), so that every event, trace and store can keep them; data nested
+        deeper than any tool takes is kept as its JSON text (the call is refused, saying why)."""
         if isinstance(value, str):
             return value
+        if too_deep(value):
+            try:
+                return compact_json(value)
+            except (TypeError, ValueError, RecursionError):
+                return f"(arguments nested more than {MAX_ARGUMENT_DEPTH} levels deep)"
         try:
             compact_json(value)
             return value
