@@ -110,8 +110,11 @@ async def started_server_soon(
     ours = _own_command_line()
     for _ in range(100):
         found = started_server(before, command, args, env)
-        if found is not None or not _any_changing(before, ours):
+        if found is not None:
             return found
+        if not _any_changing(before, ours):
+            # (one may have become the server between the two looks: a last look says)
+            return started_server(before, command, args, env)
         await asyncio.sleep(0.01)
     return started_server(before, command, args, env)
 
