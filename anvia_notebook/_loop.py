@@ -10,6 +10,7 @@ from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput
 from ._util import cancelled_from_outside, error_text, maybe_await, valid_text
+from .decisions import cut_reason
 from .errors import (
     DEFAULT_CANCEL_REASON,
     INTERRUPTED_REASON,
@@ -286,7 +287,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         # (a KeyboardInterrupt must not leave the run's task either: it stops the run)
         steering.end()
         if isinstance(error, PromptCancelledError):
-            reason = error.reason
+            reason = error.reason if not isinstance(error.reason, str) else cut_reason(error.reason)
         elif isinstance(error, KeyboardInterrupt):
             reason = INTERRUPTED_REASON
         else:
@@ -302,6 +303,8 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         steering.end()
         cancel_reason = await _run_error_hooks(run, failure)
         if cancel_reason is not None:  # a hook returned run.cancel(reason), as in Anvia
+            if isinstance(cancel_reason, str):
+                cancel_reason = cut_reason(cancel_reason)
             state.cancel_reason = cancel_reason
             cancelled = PromptCancelledError(cancel_reason, list(state.messages))
             raise _ended_cancelled(run, cancelled) from caught

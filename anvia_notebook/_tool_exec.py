@@ -31,7 +31,14 @@ from .approvals import (
     RunInfo,
     ToolApprovalRequest,
 )
-from .decisions import EDIT_REFUSED, RefusedFix, Resolution, Withdrawn, closed_for_edits
+from .decisions import (
+    EDIT_REFUSED,
+    RefusedFix,
+    Resolution,
+    Withdrawn,
+    closed_for_edits,
+    cut_reason,
+)
 from .errors import (
     INTERRUPTED_REASON,
     PromptCancelledError,
@@ -856,7 +863,7 @@ class ToolExecutor:
         if ending is None or self.state.cancel_reason is not None:
             return self.stopped()
         if isinstance(ending, PromptCancelledError):
-            reason = ending.reason if isinstance(ending.reason, str) else None
+            reason = cut_reason(ending.reason) if isinstance(ending.reason, str) else None
         else:
             what = error_text(ending)
             failure = f"{type(ending).__name__}: {what}" if what else type(ending).__name__

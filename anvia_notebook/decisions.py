@@ -158,6 +158,15 @@ class RefusedFix:
 MAX_REASON = 20_000
 
 
+def cut_reason(reason: str) -> str:
+    """``reason`` cut to :data:`MAX_REASON` characters, saying so (a reason to stop, which no
+    one may refuse, becomes the reason of every approval and question the stop closes)."""
+    if len(reason) <= MAX_REASON:
+        return reason
+    note = f" … ({len(reason):,} characters, cut)"
+    return reason[: MAX_REASON - len(note)] + note
+
+
 def _check_values(resolution: Resolution) -> None:
     """Refuse a decider or a source the record has no word for, a reason or reject message
     that is not a text, and a decision holding text that is not valid Unicode (a lone surrogate

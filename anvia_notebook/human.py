@@ -150,7 +150,10 @@ class ConsoleHumanInput:
             if answer in ("y", "yes"):
                 return ApprovalDecision(approved=True)
             if answer in ("n", "no"):
-                why = await self._read("Reason (optional): ")
+                try:
+                    why = await self._read("Reason (optional): ")
+                except HumanInputUnavailable:  # (the input ended: no reason, still a "no")
+                    why = ""
                 return ApprovalDecision(approved=False, reason=why or None)
             self._print("Please answer y or n.")
 

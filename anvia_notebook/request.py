@@ -315,7 +315,7 @@ class PromptRequest:
             except Exception as error:
                 from .store import store_failed
 
-                store_failed(store, error, nothing_stored=True)
+                store_failed(store, error, nothing_stored=not _listed(store, state.run_id))
                 store = None
         self._run = AgentRun(self, state, store=store)
         if store is not None:
@@ -458,3 +458,12 @@ def _notebook_runner() -> Any:
     if shell is None or getattr(shell, "kernel", None) is None:
         return None
     return importlib.import_module(".notebook._runner", __package__)
+
+
+def _listed(store: Any, run_id: str) -> bool:
+    """Whether ``store`` lists run ``run_id`` (False when it cannot even be read)."""
+    try:
+        store.status(run_id)
+    except Exception:
+        return False
+    return True

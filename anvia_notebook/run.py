@@ -18,7 +18,7 @@ from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
 from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_text, wrap_event
 from ._tracing import TraceRecorder
 from ._util import valid_text
-from .decisions import MAX_REASON, Resolution
+from .decisions import Resolution, cut_reason
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
 from .human import warn_store_gone
@@ -1012,12 +1012,6 @@ async def _outcome_of(run: AgentRun) -> _Outcome:
 
 
 def _at_most_a_reason(reason: str) -> str:
-    """The reason to stop as the run keeps it: the default when blank, cut to
-    :data:`~anvia_notebook.decisions.MAX_REASON` characters (it becomes the reason of every
-    approval and question the stop leaves open)."""
-    if not reason:
-        return DEFAULT_CANCEL_REASON
-    if len(reason) <= MAX_REASON:
-        return reason
-    note = f" … ({len(reason):,} characters, cut)"
-    return reason[: MAX_REASON - len(note)] + note
+    """The reason to stop as the run keeps it: the default when blank, else cut to a
+    decision's reason's length (:func:`~anvia_notebook.decisions.cut_reason`)."""
+    return cut_reason(reason) if reason else DEFAULT_CANCEL_REASON

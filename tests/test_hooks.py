@@ -515,3 +515,56 @@ def test_a_run_error_hook_that_cancels_ends_the_run_cancelled_with_its_reason():
         request.send_sync()
     assert caught.value.reason == "The provider is down; try later."
     assert isinstance(caught.value.__cause__, ModelError)
+
+
+def test_a_hook_s_reason_to_cancel_is_kept_at_most_as_long_as_a_reason(store_path):
+    """A hook cancelling the run with a reason of 30,000 characters: the run and the approval
+    the cancel closed each kept it whole (a Stop's reason is cut to 20,000)."""
+    import asyncio
+
+    from anvia_notebook import (
+        CallbackHumanInput,
+        PromptCancelledError,
+        RunStore,
+        ToolApproval,
+        create_tool,
+    )
+    from anvia_notebook.decisions import MAX_REASON
+    from anvia_notebook.models import ModelResponse, ToolCall
+
+    from helpers import AddInput
+
+    asked = asyncio.Event()
+
+    async def never(request):
+        asked.set()
+        await asyncio.Event().wait()
+
+    async def cancel_the_second(event):
+        if event.tool_name != "other":
+            return event.tool.run()
+        await asked.wait()  # (the first call's approval waits)
+        return event.tool.cancel("x" * 30_000)
+
+    guarded = create_tool(
+        name="add", description="d", input=AddInput, execute=lambda a, c: 1, approval=ToolApproval()
+    )
+    other = create_tool(name="other", description="d", input=AddInput, execute=lambda a, c: 1)
+    calls = [ToolCall("c1", "add", {"x": 1, "y": 2}), ToolCall("c2", "other", {"x": 1, "y": 2})]
+    model = QueueModel([ModelResponse(tool_calls=calls), "done"])
+    agent = (
+        AgentBuilder("a", model)
+        .tools([guarded, other])
+        .hook(create_hook(on_tool_call=cancel_the_second))
+        .human_input(CallbackHumanInput(approve=never))
+        .build()
+    )
+    store = RunStore(store_path)
+    with pytest.raises(PromptCancelledError):
+        agent.prompt("go").with_tool_concurrency(2).store(store).send_sync()
+    [run] = store.runs()
+    state = store.get(run.run_id)
+    [approval] = state.approvals.values()
+    assert state.cancel_reason is not None and len(state.cancel_reason) == MAX_REASON
+    assert state.cancel_reason.endswith("(30,000 characters, cut)")
+    assert (approval.status, approval.decision_reason) == ("cancelled", state.cancel_reason)

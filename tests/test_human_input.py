@@ -206,3 +206,24 @@ print(agent.prompt("go").store(None).send_sync().output)
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["ready before the decision: True", "done"]
+
+
+def test_a_console_no_whose_reason_the_input_ends_before_is_still_a_no():
+    """``printf 'n\\n' | python script.py``: the rejection was lost, and the run failed saying
+    the input had ended."""
+    import io
+
+    answers = iter(["n"])
+
+    def read(prompt: str) -> str:
+        for answer in answers:
+            return answer
+        raise EOFError
+
+    tool = make_add_tool(approval=ToolApproval())
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "ok"])
+    human = ConsoleHumanInput(input_fn=read, output=io.StringIO())
+    agent = AgentBuilder("a", model).tool(tool).human_input(human).build()
+    assert agent.prompt("add").store(None).send_sync().output == "ok"
+    [result] = tool_results(model.requests[1])
+    assert "rejected" in result.content.lower() and tool.calls == []

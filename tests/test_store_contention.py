@@ -287,3 +287,26 @@ def test_a_run_the_store_could_not_even_record_is_said_to_be_stored_not_at_all(
     assert "as it was before" not in warning
     assert store.runs() == []
     store.close()
+
+
+def test_a_run_recorded_before_its_store_failed_is_not_said_to_be_stored_not_at_all(
+    store_path, monkeypatch
+):
+    """The run's row was written, then the store failed (its background thread could not
+    start): the warning said the store did not list a run it listed."""
+    store = RunStore(store_path)
+
+    def no_thread(run_id: str) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(store, "_own", no_thread)
+    agent = AgentBuilder("a", QueueModel([ModelResponse(text="hello")])).build()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        response = agent.prompt("hi").store(store).send_sync()
+    assert response.output == "hello"
+    [warning] = [str(w.message) for w in caught if "run store" in str(w.message)]
+    assert "Nothing of it is stored" not in warning
+    assert "The store keeps it as it was before" in warning
+    assert [run.run_id for run in store.runs()] == [response.run_id]
+    store.close()

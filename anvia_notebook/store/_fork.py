@@ -75,19 +75,24 @@ def _after_fork_in_child() -> None:
 
 
 class _CallsUnderWay:
-    """``with SQLITE_CALLS:`` around each call into SQLite; a fork waits until no other thread
-    is inside one, and no call starts until the fork is made."""
+    """``with SQLITE_CALLS:`` around each call into SQLite (and each transaction: a copy made
+    in one would find the file's write lock held for ever); a fork waits until no other thread
+    is inside one, and no call starts until the fork is made.
+
+    The lock is re-entrant, and a thread that forks or is inside goes on: the garbage collector
+    may run a destructor that closes a connection wherever the lock is held, the fork's own
+    wait included."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
         self._inside: dict[int, int] = {}  # thread id: calls it is inside (they may nest)
-        self._forking = False
+        self._forking: dict[int, bool] = {}  # thread id: whether it holds the lock for its fork
 
     def __enter__(self) -> None:
         me = threading.get_ident()
         with self._changed:
-            while self._forking and me not in self._inside:
+            while self._forking and me not in self._inside and me not in self._forking:
                 self._changed.wait()
             self._inside[me] = self._inside.get(me, 0) + 1
 
@@ -99,8 +104,8 @@ class _CallsUnderWay:
     ) -> None:
         me = threading.get_ident()
         with self._changed:
-            left = self._inside.pop(me) - 1
-            if left:
+            left = self._inside.pop(me, 1) - 1
+            if left > 0:
                 self._inside[me] = left
             if self._forking:
                 self._changed.notify_all()
@@ -108,18 +113,25 @@ class _CallsUnderWay:
     def before_fork(self) -> None:
         me = threading.get_ident()
         self._lock.acquire()  # (held through the fork: released in both processes after it)
-        self._forking = True
-        deadline = time.monotonic() + FORK_WAIT
-        while any(thread != me for thread in self._inside):
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            self._changed.wait(left)
+        self._forking[me] = True
+        try:
+            deadline = time.monotonic() + FORK_WAIT
+            while [thread for thread in self._inside if thread != me]:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+        except BaseException:  # (a Ctrl-C while it waits: the fork goes on, nothing held)
+            self._done_forking(me)
+            raise
 
     def after_fork_in_parent(self) -> None:
-        self._forking = False
-        self._changed.notify_all()
-        self._lock.release()
+        self._done_forking(threading.get_ident())
+
+    def _done_forking(self, me: int) -> None:
+        if self._forking.pop(me, False):
+            self._changed.notify_all()
+            self._lock.release()
 
     def after_fork_in_child(self) -> None:
         self.__init__()  # type: ignore[misc]  # (the one thread left is the one that forked)

@@ -270,26 +270,26 @@ class SQLiteBackend:
         if yielding:
             _yield_turn(self._local)
         self.check_file()
-        connection = self._run(_begin)
-        taken = time.monotonic()
-        self._local.in_transaction = True
-        try:
-            yield
+        with SQLITE_CALLS:  # (the whole transaction: a fork waits for its end)
+            connection = self._run(_begin)
+            taken = time.monotonic()
+            self._local.in_transaction = True
             try:
-                with SQLITE_CALLS:
+                yield
+                try:
                     connection.execute("COMMIT")
-            except sqlite3.Error as error:
-                raise self.error(error) from error
-        except BaseException:
-            with contextlib.suppress(sqlite3.Error), SQLITE_CALLS:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-            raise
-        finally:
-            self._local.in_transaction = False
-            if yielding:
-                released = time.monotonic()
-                self._local.turn = (released, released - taken)
+                except sqlite3.Error as error:
+                    raise self.error(error) from error
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                raise
+            finally:
+                self._local.in_transaction = False
+                if yielding:
+                    released = time.monotonic()
+                    self._local.turn = (released, released - taken)
         self.commits += 1
 
     def checkpoint(self) -> None:
