@@ -54,17 +54,22 @@ print(f"hung {hung} failed {failed} runs {runs}")
 """
 
 
-def forked(location: str, child: str) -> str:
-    """What the script above prints, forking 60 times while a thread reads the store."""
+def run_script(script: str, *args: str, timeout: float = 60) -> str:
+    """What ``script`` prints, run in a fresh process (as a kernel is) with ``args``."""
     done = subprocess.run(
-        [sys.executable, "-c", FORKS, location, "60", child],
+        [sys.executable, "-c", script, *args],
         env=child_environ(),
         capture_output=True,
         text=True,
-        timeout=220,
+        timeout=timeout,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
+
+
+def forked(location: str, child: str) -> str:
+    """What the script above prints, forking 60 times while a thread reads the store."""
+    return run_script(FORKS, location, "60", child, timeout=220)
 
 
 @pytest.mark.timeout(240)
@@ -129,18 +134,6 @@ thread.join()
 _, status = os.waitpid(pid, 0)
 print("child", os.WEXITSTATUS(status), backend.execute("SELECT count(*) FROM t")[0][0])
 """
-
-
-def run_script(script: str, *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", script, *args],
-        env=child_environ(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout.strip()
 
 
 def test_a_connection_closed_by_a_destructor_during_a_fork_does_not_hang_it(store_path):
