@@ -232,26 +232,3 @@ def test_a_server_command_not_found_is_started_as_given():
         assert (command, args[-4:]) == (sys.executable, [str(os.getpid()), name, "-m", "srv"])
     else:
         assert (command, args) == (name, ["-m", "srv"])
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_a_group_left_with_only_an_ended_process_is_not_waited_for():
-    """The guard's watcher, once it has ended the server's group, is left for the init
-    process to collect; where none does (a container's), closing a server waited the whole
-    grace (2 s) for that ended process, at every close."""
-    from anvia_notebook.mcp._guard import _group_runs, end_group
-
-    ended = subprocess.Popen(["true"], start_new_session=True)
-    deadline = time.monotonic() + 30
-    while True:  # ended, not yet waited for
-        with open(f"/proc/{ended.pid}/stat", "rb") as stat:
-            if stat.read().rpartition(b")")[2].split()[0] == b"Z":
-                break
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    try:
-        os.killpg(ended.pid, 0)  # (the group still exists: the ended process is in it)
-        assert not _group_runs(ended.pid)
-        asyncio.run(asyncio.wait_for(end_group(ended.pid, grace=60), 30))
-    finally:
-        ended.wait()
