@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -117,7 +116,7 @@ import asyncio, os, sys
 sys.path[:0] = {paths!r}
 from anvia_notebook import mcp
 async def main():
-    server = mcp.stdio("toolbox", {command!r}, {args!r}, env={{"TOOLBOX_TAG": {tag!r}, "TOOLBOX_STARTED": {started!r}}})
+    server = mcp.stdio("toolbox", sys.executable, [{toolbox!r}], env={{"TOOLBOX_TAG": {tag!r}, "TOOLBOX_STARTED": {started!r}}})
     connected = await mcp.connect(server)
     pid_tool = next(t for t in connected.tools if t.name == "pid")
     print(await pid_tool.call(pid_tool.parse_args({{}}), None), flush=True)
@@ -126,21 +125,10 @@ asyncio.run(main())
 """
 
 
-def _child(
-    tag: str, ending: str, started: str = "", wrapped: bool = False
-) -> tuple[subprocess.Popen[str], int]:
+def _child(tag: str, ending: str, started: str = "") -> tuple[subprocess.Popen[str], int]:
     """A Python process connected to the toolbox server (``started``: the file its long calls
-    say they began in; ``wrapped``: started by a shell that stays its parent, as ``npx`` starts
-    a server), and the server's process id."""
-    command, args = sys.executable, [TOOLBOX]
-    if wrapped:
-        command, args = (
-            "bash",
-            ["-c", f"{shlex.quote(sys.executable)} {shlex.quote(TOOLBOX)}; true"],
-        )
-    code = _CHILD.format(
-        paths=sys.path, command=command, args=args, tag=tag, ending=ending, started=started
-    )
+    say they began in), and the server's process id."""
+    code = _CHILD.format(paths=sys.path, toolbox=TOOLBOX, tag=tag, ending=ending, started=started)
     child = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
     )
@@ -181,18 +169,17 @@ def test_at_exit_the_mcp_loop_is_closed_after_its_sessions():
     assert _gone(server_pid)
 
 
-@pytest.mark.parametrize(("tool", "wrapped"), [("slow", False), ("busy", False), ("busy", True)])
-def test_no_busy_server_process_outlives_a_killed_kernel(tool: str, wrapped: bool, tmp_path):
+@pytest.mark.parametrize("tool", ["slow", "busy"])
+def test_no_busy_server_process_outlives_a_killed_kernel(tool: str, tmp_path):
     """Killed (SIGKILL) while its server runs a long call, one that awaits (``slow``) or one
     that computes and reads nothing meanwhile (``busy``): the server ends with it, not when
-    the call ends (an hour later); also a server started by a program that stays its parent
-    (``npx``, ``bash -c``), which alone was told (the server kept running)."""
+    the call ends (an hour later)."""
     ending = (
         f"tool = next(t for t in connected.tools if t.name == {tool!r})\n"
         "    await tool.call(tool.parse_args({'seconds': 3600}), None)"
     )
     started = tmp_path / "started"
-    child, server_pid = _child(f"killed-{tool}", ending, str(started), wrapped)
+    child, server_pid = _child(f"killed-{tool}", ending, str(started))
     try:
         deadline = time.monotonic() + 30
         while not (started.exists() and tool in started.read_text()):  # the call began

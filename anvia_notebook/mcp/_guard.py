@@ -21,41 +21,17 @@ from collections.abc import Mapping, Sequence
 __all__ = ["child_processes", "end_group", "guarded_command", "started_server"]
 
 #: Run with ``python -I -S -c``: asks for SIGTERM when the parent (argv[1], its process id)
-#: goes, gives up if it went already, leaves a watcher behind (below), then becomes the server
-#: (argv[2:]). The watcher, a child of the server in its process group, holding none of its
-#: streams, ends the group when the server ends: a server started through a program that
-#: starts the real one (``npx``, ``bash -c``, ``uv run``) is only that program, which SIGTERM
-#: ends, and the real server, busy in a long call, would be left running.
+#: goes, gives up if it went already, then becomes the server (argv[2:]).
 #: (A Python without ``ctypes`` starts the server unguarded.)
 _GUARD = (
-    "import os, signal, sys, time\n"
+    "import os, signal, sys\n"
     "try:\n"
     "    import ctypes\n"
-    "    prctl = ctypes.CDLL(None).prctl\n"
-    "    prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
+    "    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
     "except Exception:\n"
-    "    prctl = None\n"
+    "    pass\n"
     "if os.getppid() != int(sys.argv[1]):\n"
     "    sys.exit(0)\n"
-    "server = os.getpid()\n"
-    "# (only a server that leads a group of its own: the group is what the watcher ends)\n"
-    "if prctl is not None and os.getpgrp() == server and os.fork() == 0:\n"
-    "    try:\n"
-    "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "        signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-    "        null = os.open(os.devnull, os.O_RDWR)\n"
-    "        for fd in (0, 1, 2):\n"
-    "            os.dup2(null, fd)\n"
-    "        os.closerange(3, 65536)\n"
-    "        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])\n"
-    "        prctl(1, signal.SIGUSR1)  # told when the server ends\n"
-    "        while os.getppid() == server:\n"
-    "            signal.sigtimedwait([signal.SIGUSR1], 5.0)\n"
-    "        os.killpg(0, signal.SIGTERM)\n"
-    "        time.sleep(2)\n"
-    "        os.killpg(0, signal.SIGKILL)\n"
-    "    finally:\n"
-    "        os._exit(0)\n"
     "os.execvp(sys.argv[2], sys.argv[2:])\n"
 )
 
