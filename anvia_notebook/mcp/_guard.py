@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 __all__ = ["child_processes", "end_group", "guarded_command", "started_server"]
 
 #: Run with ``python -I -S -c``: asks for SIGTERM when the parent (argv[1], its process id)
-#: goes, gives up if it went already, then becomes the server (argv[2:]).
+#: goes, gives up if it went already, starts the watcher (below) when the server leads a
+#: process group of its own, then becomes the server (argv[2:]).
 #: (A Python without ``ctypes`` starts the server unguarded.)
 _GUARD = (
     "import os, signal, sys\n"
@@ -30,9 +31,54 @@ _GUARD = (
     "    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
     "except Exception:\n"
     "    pass\n"
+    "else:\n"
+    "    if os.getppid() == int(sys.argv[1]) and os.getpgrp() == os.getpid():\n"
+    "        try:\n"
+    "            os.posix_spawn(sys.executable,\n"
+    "                [sys.executable, '-I', '-S', '-c', sys.argv[2], str(os.getpid())],\n"
+    "                os.environ, file_actions=[\n"
+    "                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),\n"
+    "                    (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])\n"
+    "        except OSError:\n"
+    "            pass\n"
     "if os.getppid() != int(sys.argv[1]):\n"
     "    sys.exit(0)\n"
-    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "os.execvp(sys.argv[3], sys.argv[3:])\n"
+)
+
+#: The watcher, run with ``python -I -S -c`` by the guard as a child of the server (argv[1],
+#: its process id), in its process group, holding none of its streams: when the server ends,
+#: it ends the rest of the group. A server started through a program that starts the real one
+#: (``npx``, ``uv run``, ``bash -c``) is only that program, which SIGTERM ends, and the real
+#: server, busy in a long call that reads nothing, would be left running. Its command line
+#: names no server (a count of a server's processes by its command does not see it). A
+#: SIGTERM to the group (a server closed) ends it at once.
+_WATCHER = (
+    "import ctypes, os, signal, sys, time\n"
+    "server = int(sys.argv[1])\n"
+    "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGUSR1)  # told when the server ends\n"
+    "while os.getppid() == server:\n"
+    "    signal.sigtimedwait([signal.SIGUSR1], 5.0)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "me = os.getpid()\n"
+    "def others():\n"
+    "    for name in os.listdir('/proc'):\n"
+    "        try:\n"
+    "            with open('/proc/' + name + '/stat', 'rb') as stat:\n"
+    "                fields = stat.read().rpartition(b')')[2].split()\n"
+    "            if int(name) != me and fields[0] != b'Z' and int(fields[2]) == server:\n"
+    "                return True\n"
+    "        except (OSError, ValueError, IndexError):\n"
+    "            continue\n"
+    "    return False\n"
+    "if others():\n"
+    "    os.killpg(0, signal.SIGTERM)\n"
+    "    deadline = time.monotonic() + 2.0\n"
+    "    while others() and time.monotonic() < deadline:\n"
+    "        time.sleep(0.05)\n"
+    "    if others():\n"
+    "        os.killpg(0, signal.SIGKILL)\n"
 )
 
 
@@ -48,7 +94,7 @@ def guarded_command(
         return command, list(args)  # (relative to the server's working folder: as given)
     if shutil.which(command, path=path) is None:
         return command, list(args)
-    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
+    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), _WATCHER, command, *args]
 
 
 def child_processes() -> set[int]:
@@ -155,10 +201,31 @@ async def end_group(group: int, grace: float = 2.0) -> None:
         return  # nothing is left of it
     deadline = asyncio.get_running_loop().time() + grace
     while asyncio.get_running_loop().time() < deadline:
-        try:
-            os.killpg(group, 0)
-        except (ProcessLookupError, PermissionError):
+        if not _group_runs(group):
             return
         await asyncio.sleep(0.05)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, signal.SIGKILL)
+
+
+def _group_runs(group: int) -> bool:
+    """Whether a process of ``group`` still runs: one that ended and that nobody has waited for
+    yet (a zombie, such as the guard's watcher where no init process collects orphans) runs
+    nothing. Where ``/proc`` cannot tell, whether the group has any process at all."""
+    try:
+        os.killpg(group, 0)  # (no signal: only whether the group exists)
+    except (ProcessLookupError, PermissionError):
+        return False
+    if not os.path.isdir("/proc/self"):
+        return True
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+            if int(fields[2]) == group and fields[0] != b"Z":
+                return True
+        except (OSError, IndexError, ValueError):
+            continue
+    return False
