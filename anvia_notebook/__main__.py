@@ -263,12 +263,12 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         ids = f"{state.run_id} {record.id}"
         late = store.too_late(record.run_id, record)
         if late is not None:  # (no command to decide it: it would be refused)
-            what = ""
-            if record.kind == "approval":
-                what = f": {record.tool_name} {_readable(record.args)}"
-            _say(f"\nPending {record.kind} {record.id}{what}\n  {late}")
-            if record.kind == "approval":
-                _say_edits(store, record)
+            if record.kind == "question":
+                _say(f"\nPending question {record.id}\n  {late}")
+                continue
+            _say(f"\nPending approval {record.id}: {record.tool_name} {_readable(record.args)}")
+            _say(f"  {late}")
+            _say_edits(store, record)
             continue
         # A sub-agent's: which agents it comes from (two may wait at once).
         from .records import path_label

@@ -47,29 +47,45 @@ def _non_empty(what: str) -> AfterValidator:
     return AfterValidator(strip)
 
 
+def _for_the_model(schema: dict[str, Any]) -> None:
+    """The schema the model reads: its fields' descriptions (as Anvia's ``ask_question``
+    example gives them), not the class's docstring, which is written for Python readers."""
+    schema.pop("description", None)
+
+
 class Choice(BaseModel):
     """One predefined answer: ``label`` is shown, ``value`` is what the model gets back."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid", json_schema_extra=_for_the_model)
 
-    label: Annotated[str, _non_empty("choice label and value")]
-    value: Annotated[str, _non_empty("choice label and value")]
+    label: Annotated[str, _non_empty("choice label and value")] = Field(
+        description="The visible choice label."
+    )
+    value: Annotated[str, _non_empty("choice label and value")] = Field(
+        description="The value returned to the model if selected."
+    )
 
 
 class Question(BaseModel):
     """One question put to the operator."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid", json_schema_extra=_for_the_model)
 
-    id: Annotated[str, _non_empty("question id")]
-    question: Annotated[str, _non_empty("question text")]
+    id: Annotated[str, _non_empty("question id")] = Field(
+        description="Stable id for this question."
+    )
+    question: Annotated[str, _non_empty("question text")] = Field(
+        description="The question to show to the human operator."
+    )
     #: For a question from an MCP server's form (elicitation): the JSON Schema a custom answer
     #: must satisfy, with its JSON type (``string``, ``number``, ``integer``). Not part of the
     #: ``ask_question`` contract (the model never sees it).
     answer_schema: SkipJsonSchema[dict[str, Any] | None] = None
     #: At least one, as in Anvia; only a question with an ``answer_schema`` (a custom answer
     #: of a form's field) may have none.
-    choices: list[Choice] = Field(json_schema_extra={"minItems": 1})
+    choices: list[Choice] = Field(
+        json_schema_extra={"minItems": 1}, description="Choices to show before a custom input."
+    )
 
     @field_validator("choices")
     @classmethod
@@ -142,7 +158,7 @@ def question_args_schema() -> dict[str, Any]:
 class QuestionInput(BaseModel):
     """The arguments of an ``ask_question`` call."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid")
+    model_config = ConfigDict(defer_build=True, extra="forbid", json_schema_extra=_for_the_model)
 
     questions: list[Question] = Field(min_length=1)
 

@@ -39,13 +39,34 @@ QUESTIONS = {
 }
 
 
-def test_the_tool_schema_is_the_seed_contract():
+def test_the_tool_schema_is_the_anvia_contract():
     schema = ask_question.definition().parameters
     assert ask_question.name == "ask_question"
     assert schema["required"] == ["questions"]
     question = schema["$defs"]["Question"]
     assert set(question["properties"]) == {"id", "question", "choices"}
     assert set(schema["$defs"]["Choice"]["properties"]) == {"label", "value"}
+
+
+def test_the_model_reads_what_each_field_is_for_not_python_docstrings():
+    """As Anvia's ``ask_question`` describes its fields; the classes' docstrings (written for
+    Python readers, with reST markup) were sent to the model as the objects' descriptions."""
+    schema = ask_question.definition().parameters
+    question, choice = schema["$defs"]["Question"], schema["$defs"]["Choice"]
+    described = {
+        name: part["description"]
+        for part in (question["properties"], choice["properties"])
+        for name, part in part.items()
+    }
+    assert described == {
+        "id": "Stable id for this question.",
+        "question": "The question to show to the human operator.",
+        "choices": "Choices to show before a custom input.",
+        "label": "The visible choice label.",
+        "value": "The value returned to the model if selected.",
+    }
+    assert "``" not in json.dumps(schema)
+    assert all("description" not in part for part in (schema, question, choice))
 
 
 def test_fallback_without_human_input_answers_every_question():
