@@ -912,7 +912,7 @@ class ToolExecutor:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
         except Exception as error:
-            result = f"ToolCallError: {error_text(error)}"
+            result = f"ToolCallError: {error_text(error) or type(error).__name__}"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         except SystemExit as error:
             # (``exit()`` in code the model wrote, a command-line parser's error): the call
@@ -1015,7 +1015,7 @@ def _unparsed_text(error: Exception) -> str:
     bug in it), the tool's failure, as in Anvia, whose tools parse their input in the call."""
     if isinstance(error, ToolArgumentsError):
         return str(error)
-    return f"ToolCallError: {error_text(error)}"
+    return f"ToolCallError: {error_text(error) or type(error).__name__}"
 
 
 def call_fields(call: ToolCall, internal_id: str) -> dict[str, Any]:

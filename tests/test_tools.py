@@ -391,3 +391,21 @@ def test_arguments_that_are_not_json_are_told_in_json_s_own_words():
         "Invalid arguments for tool add: not valid JSON (Unterminated string starting at: line 1 "
         "column 15 (char 14))."
     )
+
+
+class QuotaExceeded(Exception):
+    pass
+
+
+@pytest.mark.parametrize("raised", [RuntimeError(), QuotaExceeded()])
+def test_a_tool_failing_without_a_message_tells_the_model_what_failed(raised: Exception):
+    """``raise RuntimeError()`` told the model "ToolCallError: " and nothing more."""
+
+    def fail(args: AddInput, ctx: ToolContext) -> int:
+        raise raised
+
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "done"])
+    failing = create_tool(name="add", description="Add", input=AddInput, execute=fail)
+    AgentBuilder("a", model).tool(failing).build().prompt("go").send_sync()
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error and result.content == f"ToolCallError: {type(raised).__name__}"
