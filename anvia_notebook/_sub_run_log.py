@@ -105,18 +105,64 @@ class NestLink:
     last. In the parent's log it stands for an ``agent_tool_event`` not built yet (its ``type``
     says so); the entry's place in the sub-run's log is the parent's to keep."""
 
-    __slots__ = ("fields", "parent", "run", "shared")
+    __slots__ = ("fields", "keep", "parent", "run", "shared")
 
     #: What the parent's log entry it stands for is.
     type = "agent_tool_event"
 
-    def __init__(self, parent: AgentRun, run: AgentRun, fields: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        parent: AgentRun,
+        run: AgentRun,
+        fields: dict[str, Any],
+        keep: InteractionsOnly | None = None,
+    ) -> None:
         self.parent = parent
         self.run = run
         #: ``AgentToolEvent``'s fields but ``event`` (with its ``type``).
         self.fields = fields
+        #: Which of the sub-run's events go up (None: all of them).
+        self.keep = keep
         #: The sub-run's log entry the parent's log has an entry for last.
         self.shared: Any = None
+
+
+class InteractionsOnly:
+    """Which events of a sub-agent's run called with ``stream=False`` go up to its parent all
+    the same: its approvals and questions (at any depth), which are decided on the top-level
+    run and shown in its cell, and the result of each call that had one (so its entry does
+    not stay open)."""
+
+    __slots__ = ("_asked",)
+
+    def __init__(self) -> None:
+        self._asked: set[str] = set()
+
+    def __call__(self, event: Any) -> bool:
+        inner = _innermost(event)
+        kind = getattr(inner, "type", None)
+        if kind in ("tool_approval_request", "tool_approval_result"):
+            self._asked.add(inner.approval.internal_call_id)
+            return True
+        if kind in ("tool_question_request", "tool_question_result"):
+            self._asked.add(inner.question.internal_call_id)
+            return True
+        return kind == "tool_result" and inner.internal_call_id in self._asked
+
+
+def _innermost(event: Any) -> Any:
+    """The sub-run's own event inside ``agent_tool_event`` wrappers, built or not (see
+    ``built``); None for a text delta not built yet."""
+    while True:
+        if type(event) is tuple:
+            first, inner = event
+            if type(first) is not dict:
+                return None
+            event = inner
+        elif getattr(event, "type", None) == "agent_tool_event":
+            event = event.event
+        else:
+            return event
 
 
 def built(event: Any) -> Any:

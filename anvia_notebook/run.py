@@ -15,7 +15,15 @@ from pydantic_core import SchemaSerializer, to_json
 from ._loop import run_loop
 from ._steering import Steering
 from ._stored_once import MERGED_FIELD, KnownCalls, compact_events
-from ._sub_run_log import NestLink, built, innermost_run_id, stored_refs, with_text, wrap_event
+from ._sub_run_log import (
+    InteractionsOnly,
+    NestLink,
+    built,
+    innermost_run_id,
+    stored_refs,
+    with_text,
+    wrap_event,
+)
 from ._tracing import TraceRecorder
 from ._util import valid_text
 from .decisions import Resolution, cut_reason
@@ -286,11 +294,13 @@ class AgentRun:
         takes it to queue and deliver messages)."""
         return self._lock
 
-    def nest_in(self, parent: AgentRun, fields: dict[str, Any]) -> None:
-        """This sub-agent's run passes its events on to ``parent``'s log and stream as
-        ``agent_tool_event`` with ``fields`` (package-internal: :mod:`~anvia_notebook.subagents`
-        calls it before the run starts)."""
-        self._nest = NestLink(parent, self, fields)
+    def nest_in(
+        self, parent: AgentRun, fields: dict[str, Any], keep: InteractionsOnly | None = None
+    ) -> None:
+        """This sub-agent's run passes its events (those ``keep`` keeps; all by default) on to
+        ``parent``'s log and stream as ``agent_tool_event`` with ``fields`` (package-internal:
+        :mod:`~anvia_notebook.subagents` calls it before the run starts)."""
+        self._nest = NestLink(parent, self, fields, keep)
 
     # -- events --------------------------------------------------------------------------------
 
@@ -514,7 +524,7 @@ class AgentRun:
         for callback, _ in subscribers:
             self._deliver(callback, event)
         nest = self._nest
-        if nest is not None:
+        if nest is not None and (nest.keep is None or nest.keep(event)):
             # A sub-agent's run: on to its parent's log (an entry for a new one of this log's)
             # and stream. (Only the loop thread appends to the log: its last entry is this
             # event's.)
@@ -537,13 +547,15 @@ class AgentRun:
         Subscribers get it as an ``agent_tool_event`` (built only when there is one); so does
         this run's parent when this run is a sub-agent's (``event`` may stand for what is not
         built yet: see ``built``)."""
+        up = self._nest
+        if up is not None and up.keep is not None and not up.keep(event):
+            up = None  # (this run is a sub-agent's whose events do not go up: not this one)
         if index < 0:
             subscribers = self._subscribers
             if self._joining:
                 # The sub-run's text holds this delta already: a subscriber that joined from
                 # another thread gets it with what it missed since its replay, not twice.
                 self._adopt_joining()
-            up = self._nest
             if not subscribers and up is None:
                 return
             position = -1
@@ -566,7 +578,6 @@ class AgentRun:
                 subscribers = self._subscribers
             if catch_up is not None:
                 self._catch_up(catch_up)
-            up = self._nest
         wrapped = None
         if subscribers:
             wrapped = wrap_event(link.fields, built(event))
@@ -586,6 +597,8 @@ class AgentRun:
         if self._joining:
             self._adopt_joining()  # (as in nested_event)
         up = self._nest
+        if up is not None and up.keep is not None:
+            up = None  # (text goes up only from a sub-agent's run that streams)
         if subscribers:
             wrapped = wrap_event(link.fields, text_delta_event(turn, delta))
             for callback, _ in subscribers:
@@ -617,7 +630,7 @@ class AgentRun:
         elif self._subscribers:
             self._fan_out_text(self._subscribers, turn, delta)
         nest = self._nest
-        if nest is not None:  # a sub-agent's run: on to its parent's stream, when it has one
+        if nest is not None and nest.keep is None:  # a sub-agent's: on to its parent's stream
             parent = nest.parent
             if parent._subscribers or parent._joining or parent._nest is not None:
                 parent.nested_text(nest, turn, delta)

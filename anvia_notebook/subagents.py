@@ -7,8 +7,10 @@ the parent run and the parent's tool call, it goes to the parent's run store,
 its approvals and questions are decided by the nearest approval handler up the chain, else by
 the top-level run's human input, and they are listed and decided on the top-level run (its
 interactions adopt the sub-run's). With ``stream=True`` its events reach the parent's stream as
-``agent_tool_event``. Stop, cancel and the human input's time limit reach it through the parent;
-its failure is the tool call's error result. On ``agent.resume(top_run_id)`` a sub-agent call
+``agent_tool_event``; with ``stream=False`` only its approvals and questions do (and the results
+of their calls), so that the top-level run's cell shows what waits for a person. Stop, cancel
+and the human input's time limit reach it through the parent; its failure is the tool call's
+error result. On ``agent.resume(top_run_id)`` a sub-agent call
 that was interrupted takes up the stored sub-run instead of starting again.
 """
 
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ._run_context import current_run
+from ._sub_run_log import InteractionsOnly
 from ._tool_exec import CURRENT_TOOL_CALL
 from ._util import compact_json
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
@@ -146,8 +149,7 @@ class _SubAgentCall:
         self._inherit(request, parent)
         run = request.create_run()
         parent.adopt(run)
-        if self.stream:
-            self._forward(run, parent, ctx)
+        self._forward(run, parent, ctx)
         run.start()
         try:
             response = await run.wait()
@@ -208,7 +210,9 @@ class _SubAgentCall:
 
     def _forward(self, run: AgentRun, parent: AgentRun, ctx: ToolContext) -> None:
         """Pass the sub-run's events on to the parent's log and stream as ``agent_tool_event``
-        (for the sub-run's life: an ended run sends nothing more)."""
+        (for the sub-run's life: an ended run sends nothing more); with ``stream=False`` only
+        its approvals and questions and their calls' results, which the top-level run's cell
+        must show all the same (they are decided there)."""
         fields: dict[str, Any] = {
             "type": "agent_tool_event",
             "turn": parent.state.turn,
@@ -219,4 +223,4 @@ class _SubAgentCall:
             "agent_name": self.agent.name,
             "run_id": run.run_id,
         }
-        run.nest_in(parent, fields)
+        run.nest_in(parent, fields, None if self.stream else InteractionsOnly())

@@ -92,7 +92,7 @@ class Finding(BaseModel):
     rows: int
 
 
-def lead(typed: bool = False) -> Any:
+def lead(typed: bool = False, stream: bool = True) -> Any:
     run_sql = create_tool(
         name="run_sql",
         description="Run SQL.",
@@ -105,7 +105,7 @@ def lead(typed: bool = False) -> Any:
         analyst = analyst.output_type(Finding)
     return (
         AgentBuilder("lead", FunctionModel(_lead))
-        .tool(analyst.build().as_tool(name="ask_analyst"))
+        .tool(analyst.build().as_tool(name="ask_analyst", stream=stream))
         .human_input(StoreHumanInput())
         .build()
     )

@@ -466,3 +466,39 @@ def test_as_tool_refuses_options_it_cannot_use_naming_them(options, error, words
         agent.as_tool(**options)
     assert words in str(raised.value)
     assert agent.as_tool(name=" ask_helper ", stream=False, max_turns=0).name == "ask_helper"
+
+
+async def test_stream_false_still_sends_what_waits_for_a_person_at_any_depth() -> None:
+    """A question two sub-agents down, through sub-agents called with ``stream=False``: it is
+    decided on the top-level run, so the top-level stream (and so its cell) hears of it, of its
+    answer and of its call's result, and of nothing else the sub-runs did."""
+    from anvia_notebook import CallbackHumanInput, ask_question
+
+    question = {"questions": [{"id": "p", "question": "Priority?", "choices": ["High"]}]}
+    deep = AgentBuilder("deep", QueueModel([call("ask_question", question), "deep done"]))
+    mid = AgentBuilder("mid", QueueModel([call("ask_deep", {"prompt": "x"}), "mid done"])).tool(
+        deep.tool(ask_question).build().as_tool(name="ask_deep", stream=False)
+    )
+    top = (
+        AgentBuilder("top", QueueModel([call("ask_mid", {"prompt": "y"}), "top done"]))
+        .tool(mid.build().as_tool(name="ask_mid", stream=False))
+        .human_input(
+            CallbackHumanInput(ask=lambda request: [{"questionId": "p", "answer": "High"}])
+        )
+        .build()
+    )
+    events = await _collect(top.prompt("go").store(None))
+    inner = []
+    for event in events:
+        if event.type == "agent_tool_event":
+            assert event.agent_id == "mid"
+            assert event.event.type == "agent_tool_event" and event.event.agent_id == "deep"
+            inner.append(event.event.event)
+    assert [e.type for e in inner] == [
+        "tool_question_request",
+        "tool_question_result",
+        "tool_result",
+    ]
+    assert inner[1].question.path == ["top", "mid", "deep"]
+    assert json.loads(inner[2].result)["answers"][0]["answer"] == "High"
+    assert events[-1].type == "final" and events[-1].output == "top done"
