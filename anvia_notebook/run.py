@@ -818,9 +818,12 @@ class AgentRun:
             self._taken_over = error
             self.cut_short(str(error))
             return
-        from .store import store_failed
+        from .store import left_behind_text, store_failed
+        from .store._errors import StoreFileGoneError
 
         store_failed(store, error)
+        if store is not None and not isinstance(error, StoreFileGoneError):
+            store.left_behind(self.run_id, left_behind_text(error))
         human = self.request.active_human_input
         only = getattr(human, "decided_through_the_store_only", False) is True
         if only:  # what waits for a decision made through the store cannot get one now

@@ -14,6 +14,7 @@ import itertools
 import re
 import sqlite3
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -251,8 +252,21 @@ def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
         "program has finished writing, or close it. This run goes on in memory only: nothing "
         "it does from here on is stored."
     ), warning
-    assert "listed as running while this process lives, then as interrupted" in warning
-    assert store.get(response.run_id).status == "running"  # (as it was before the tool ran)
+    assert "lists it as failed once it can be written again" in warning
+    # The lock given back, the run's row is marked ended: left "running" as before the tool
+    # ran, it was listed as interrupted once this process ended, and a resume ran the tool
+    # (in a probe, a transfer that needed approval) a second time.
+    deadline = time.monotonic() + 30
+    while (state := store.get(response.run_id)).status != "error":
+        assert state.status == "running" and time.monotonic() < deadline
+        time.sleep(0.05)
+    assert state.error is not None and state.error.startswith(
+        "The run store could not be written during the run (The run store "
+    )
+    assert "resuming it from here would do that again" in state.error
+    with pytest.raises(RunStoreError, match="has already ended \\(error\\)"):
+        agent.resume(response.run_id)
+    assert [run.status for run in store.runs()] == ["error"]
     store.close()
 
 

@@ -150,14 +150,24 @@ def store_failed(
         kept = "What it wrote before went with that file."
     else:
         kept = (
-            "The store keeps it as it was before (listed as running while this process "
-            "lives, then as interrupted); resuming it from there would do again what it did "
-            "since."
+            "The store keeps it as it was before and lists it as failed once it can be "
+            "written again (resuming it from there would do again what it did since)."
         )
     warn_once(
         f"write:{location}",
         f"Could not write to the run store {location}: {reason}. This run goes on in memory "
         f"only: nothing it does from here on is stored. {kept}",
+    )
+
+
+def left_behind_text(error: BaseException) -> str:
+    """The error a run's row is marked with when the run went on without the store after
+    ``error``."""
+    reason = str(error).rstrip(". ")
+    return (
+        f"The run store could not be written during the run ({reason}), so the run went on "
+        "without it in the process that ran it: what it did from there on is not stored, and "
+        "resuming it from here would do that again. See the outcome where it ran."
     )
 
 

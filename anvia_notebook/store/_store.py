@@ -260,6 +260,9 @@ class RunStore(SteeringRows, DecisionRequests):
         #: Runs this process runs, watched for messages steered into them (by run id).
         self._steering_watched: dict[str, SteeringCallback] = {}
         self._owned: set[str] = set()
+        #: Runs of this process that went on without the store (a write failed): the text
+        #: their row is to be marked ended with, the next try's time and the wait after it.
+        self._left: dict[str, tuple[str, float, float]] = {}
         #: Bumped whenever something starts being watched: the watcher then looks at once,
         #: though the store has not changed since its last look (a decision written just
         #: before the watch began was seen by that look, for nothing watched it yet).
@@ -279,6 +282,7 @@ class RunStore(SteeringRows, DecisionRequests):
         self._watch_lock = threading.Lock()
         self._watched, self._confirming, self._steering_watched = {}, {}, {}
         self._owned = set()
+        self._left = {}
         self._recent = {}
         self._watcher = None
         self._stop = threading.Event()
@@ -1313,6 +1317,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 confirming = dict(self._confirming)
                 steered = dict(self._steering_watched)
                 owned = set(self._owned)
+                left = dict(self._left)
                 generation = self._watch_generation
             if self._backend.commits != self._checkpointed:
                 # The log written since is copied into the database file here, off the run's
@@ -1322,11 +1327,15 @@ class RunStore(SteeringRows, DecisionRequests):
                     self._backend.checkpoint()
                 except Exception as error:  # a locked or vanished store: try again next time
                     logger.debug("Run store checkpoint: %s", error)
-            if not watched and not owned and not steered:
+            if left:
+                self._mark_left(left)
+            if not watched and not owned and not steered and not left:
                 idle_since = idle_since or time.monotonic()
                 if time.monotonic() - idle_since > 2.0:
                     with self._watch_lock:
-                        if not self._watched and not self._owned and not self._steering_watched:
+                        if not (
+                            self._watched or self._owned or self._steering_watched or self._left
+                        ):
                             self._watcher = None
                             return
                 continue
@@ -1349,6 +1358,47 @@ class RunStore(SteeringRows, DecisionRequests):
                         last_version, last_generation = version, generation
             except Exception as error:  # a locked or vanished store: try again next time
                 logger.debug("Run store watcher: %s", error)
+
+    def left_behind(self, run_id: str, text: str) -> None:
+        """A run of this process could not be written here and goes on without this store
+        (package-internal): its row is marked ended, ``error`` with ``text``, as soon as the
+        store can be written again (tried in the background). Left as it was, it would be
+        listed as interrupted once this process ends, and resuming it would do again what it
+        did since (a tool that needed approval run twice)."""
+        with self._watch_lock:
+            self._left[run_id] = (text, 0.0, 0.5)
+        self._ensure_watcher()
+
+    def _mark_left(self, left: dict[str, tuple[str, float, float]]) -> None:
+        me = this_process()
+        for run_id, (text, next_try, wait) in left.items():
+            now = time.monotonic()
+            if now < next_try:
+                continue
+            try:
+                with self._backend.transaction():
+                    rows = self._q(
+                        "SELECT status, state, owner_host, owner_pid FROM runs WHERE run_id = ?",
+                        (run_id,),
+                    )
+                    ours = bool(rows) and (rows[0][2], rows[0][3]) == (me.host, me.pid)
+                    if ours and rows[0][0] in ACTIVE:
+                        state = json.loads(rows[0][1])
+                        state.update(status="error", error=text)
+                        self._q(
+                            "UPDATE runs SET status = 'error', state = ?, updated_at = ? "
+                            "WHERE run_id = ?",
+                            (json.dumps(state), _now(), run_id),
+                        )
+            except Exception as error:  # still not writable: later, less and less often
+                logger.debug("Run store: marking run %s ended: %s", run_id, error)
+                with self._watch_lock:
+                    if run_id in self._left:
+                        self._left[run_id] = (text, now + wait, min(wait * 2, 30.0))
+                continue
+            with self._watch_lock:
+                self._left.pop(run_id, None)
+                self._owned.discard(run_id)
 
     def _beat(self, owned: set[str]) -> None:
         me: Owner = this_process()
