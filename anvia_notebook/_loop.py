@@ -175,6 +175,10 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             run, "on_run_start", RunStartEvent(prompt, list(history), max_turns, RUN_CONTROL)
         )
         turn = state.turn if run.resumed else 0
+        if not run.resumed:
+            state.answered_turn = 0
+        elif state.answered_turn is not None and state.answered_turn < turn:
+            turn -= 1  # its model call was cut short: made again, as the same turn
         interrupted_calls = _unanswered_calls(state.messages) if run.resumed else []
         stored = _stored_result(run, typed) if run.resumed and typed is not None else None
         if stored is not None and not steering.before_end(turn + 1):
@@ -241,6 +245,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             )
             state.usage = state.usage + response.usage
             state.messages.append(response.to_message())
+            state.answered_turn = turn
             run.share_text(turn, state.messages[-1].content)
             state.calls.clear()
             run.persist()

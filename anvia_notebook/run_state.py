@@ -83,6 +83,10 @@ class RunState(BaseModel):
     session_id: str | None = None
     status: RunStatus = "pending"
     turn: int = 0
+    #: The last turn whose model call completed (its answer is in ``messages``): below
+    #: ``turn`` when the run stopped while the model answered, so that a resumed run makes
+    #: that call again as the same turn. None in a run stored by an earlier version.
+    answered_turn: int | None = None
     usage: Usage = Field(default_factory=Usage)
     messages: list[Message] = Field(default_factory=list)
     approvals: dict[str, ApprovalRecord] = Field(default_factory=dict)

@@ -165,6 +165,10 @@ async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_location
         del os.environ["ANVIA_TEST_FAST"]
     assert response.output == "complete answer"
     assert [m.role for m in response.messages] == ["user", "assistant"]
+    # Made again as the same turn: a stop mid-stream cost the run a turn (a tight
+    # ``max_turns`` then failed the resumed run with MaxTurnsError, and hooks saw turn 2).
+    assert [e.turn for e in store.events(run_id) if e.type == "turn_start"] == [1, 1]
+    assert store.get(run_id).turn == 1
 
 
 async def test_a_pending_question_survives_and_is_answered_from_the_command_line(

@@ -341,7 +341,12 @@ class Transcript:
             case ToolCallEvent():
                 self._on_tool_call(event)
             case TurnStartEvent():
-                self._run.turn = event.turn
+                run = self._run
+                run.turn = event.turn
+                # (a turn made again, its model call cut short by a stopped process: its text
+                # is new entries, after what the first try showed)
+                run.assistant.pop(event.turn, None)
+                run.reasoning.pop(event.turn, None)
                 self._set_status(turn=event.turn)
             case TurnEndEvent():
                 self._on_turn_end(event)

@@ -269,3 +269,19 @@ def test_reset_clears_entries_and_keeps_the_agent():
         "error": None,
         "agent_id": "agent",
     }
+
+
+def test_a_turn_made_again_after_a_stop_mid_stream_shows_its_text_apart():
+    """A resumed run makes a model call that was cut short again, as the same turn: its text
+    is a reply of its own after what the first try streamed, not glued to it."""
+    r = Recorder()
+    t = r.transcript
+    t.begin_run("r1", "agent", "talk")
+    t.apply(TurnStartEvent(turn=1))
+    t.apply(TextDeltaEvent(turn=1, delta="partial "))
+    t.apply(TurnStartEvent(turn=1))
+    t.apply(TextDeltaEvent(turn=1, delta="complete "))
+    t.apply(TextDeltaEvent(turn=1, delta="answer"))
+    r.check()
+    replies = [e["text"] for e in r.page.entries if e["kind"] == "assistant"]
+    assert replies == ["partial ", "complete answer"]
