@@ -15,6 +15,25 @@ describe("the transcript view's message box (show())", () => {
   const box = (root: HTMLElement) => root.querySelector(".anvia-steer") as HTMLElement;
   const input = (root: HTMLElement) => box(root).querySelector("textarea") as HTMLTextAreaElement;
 
+  it("keeps Shift and Enter from the notebook around it, which cancelled the new line", () => {
+    // JupyterLab, told of an Enter in a cell, cancels the line break the text box would type.
+    const m = mount([], status("running"));
+    const heard: string[] = [];
+    const listen = (ev: KeyboardEvent) => heard.push(`${ev.ctrlKey ? "Ctrl+" : ""}${ev.shiftKey ? "Shift+" : ""}${ev.key}`);
+    document.addEventListener("keydown", listen);
+    try {
+      // (Shift, held down while Enter is pressed: JupyterLab waited for its line break)
+      input(m.root).dispatchEvent(new KeyboardEvent("keydown", { key: "Shift", shiftKey: true, bubbles: true }));
+      expect(enter(input(m.root), { shiftKey: true }).defaultPrevented).toBe(false);
+      enter(input(m.root));
+      input(m.root).dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", ctrlKey: true, bubbles: true }));
+      input(m.root).dispatchEvent(new KeyboardEvent("keydown", { key: "a", bubbles: true }));
+    } finally {
+      document.removeEventListener("keydown", listen);
+    }
+    expect(heard).toEqual(["Ctrl+Enter", "a"]); // (other keys still reach it)
+  });
+
   it("is shown while the run goes (running or waiting), hidden before and after", () => {
     const m = mount([], status("running"));
     expect(box(m.root).hidden).toBe(false);

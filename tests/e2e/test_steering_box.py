@@ -86,7 +86,11 @@ def test_the_show_view_box_steers_a_waiting_run_and_the_model_sees_it(
     expect(widget.get_by_role("button", name="Approve")).to_be_visible()
     box = widget.get_by_placeholder("Message the agent while it works (Enter to send)")
     expect(box).to_be_visible()
-    box.fill("also split it by region")
+    # Shift+Enter types a new line (JupyterLab, told of an Enter in a cell, cancelled it).
+    box.fill("also split it")
+    box.press("Shift+Enter")
+    box.press_sequentially("by region")
+    expect(box).to_have_value("also split it\nby region")
     box.press("Enter")
     expect(box).to_have_value("")
     widget.get_by_role("button", name="Approve").click()
@@ -102,7 +106,9 @@ def test_the_show_view_box_steers_a_waiting_run_and_the_model_sees_it(
     assert kinds.index("steered") == len(kinds) - 2, kinds
     expect(box).to_be_hidden()  # the run has ended: the box goes
     run_cell(page, 2)
-    wait_for_text(cell_output(page, 2), "SEEN ['Sum the sales', 'also split it by region'] success")
+    wait_for_text(
+        cell_output(page, 2), "SEEN ['Sum the sales', 'also split it\\nby region'] success"
+    )
 
 
 def test_the_studio_box_steers_while_a_run_goes_then_starts_the_next_one(
@@ -120,6 +126,10 @@ def test_the_studio_box_steers_while_a_run_goes_then_starts_the_next_one(
     widget = cell_output(page, 1)
     expect(widget.get_by_role("combobox", name="Agent")).to_have_value("analyst")  # connected
     prompt = widget.get_by_placeholder("Message the agent")
+    prompt.fill("Sum the")
+    prompt.press("Shift+Enter")
+    prompt.press_sequentially("sales")
+    expect(prompt).to_have_value("Sum the\nsales")
     prompt.fill("Sum the sales")
     prompt.press("Enter")
     expect(widget.get_by_role("button", name="Approve")).to_be_visible()

@@ -111,6 +111,17 @@ export function keepShortcutsOut(root: HTMLElement, session?: Session): () => vo
     const back = last !== null && root.contains(last) && shown(last) ? last : root.querySelector<HTMLElement>(".anvia-transcript");
     back?.focus({ preventScroll: true });
   });
+  // JupyterLab, told of a key pressed in a cell, cancels a line break typed before that key is
+  // let go (its `beforeinput`; Shift is held down while Enter is pressed): Enter and Shift in
+  // the widget's text boxes stop here, past the box's own handler (Enter sends, Shift+Enter is
+  // a new line; the editor of arguments takes both as new lines). Other keys, Escape and the
+  // shortcuts with Ctrl, Alt or Cmd, still reach the notebook.
+  root.addEventListener("keydown", (ev) => {
+    if (!(ev.target instanceof HTMLTextAreaElement)) return;
+    if (ev.key === "Shift" || (ev.key === "Enter" && !ev.ctrlKey && !ev.metaKey && !ev.altKey)) {
+      ev.stopPropagation();
+    }
+  });
   root.addEventListener("focusin", (ev) => {
     const target = ev.target;
     if (!(target instanceof HTMLElement)) return;
