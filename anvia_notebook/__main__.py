@@ -248,12 +248,14 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     # (a password in a PostgreSQL address is not printed back: give it as PGPASSWORD)
     command = _command(shown_url(args.store) if _is_url(args.store or "") else args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
+    edited = {
+        a.tool_call_id: a.edited_args
+        for a in state.approvals.values()
+        if a.tool_call_id and a.status == "approved" and a.edited_args is not None
+    }
     for message in state.messages:
         text = " ".join((message.content or "").split())
-        calls = ", ".join(
-            _question_call(questions[c.id]) if c.id in questions else f"{c.name}({c.arguments})"
-            for c in message.tool_calls
-        )
+        calls = ", ".join(_call_line(c, questions, edited) for c in message.tool_calls)
         if message.role == "tool":
             text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
         _say(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
@@ -352,6 +354,19 @@ def _refuse_placeholders(answers: list[Any]) -> None:
             )
 
 
+def _call_line(
+    call: Any, questions: dict[str, QuestionRecord], edited: dict[str, dict[str, Any]]
+) -> str:
+    """A tool call of the conversation, readable: a question's as :func:`_question_call`, an
+    approved call's with the edited arguments it ran with (the model's alone misled)."""
+    if call.id in questions:
+        return _question_call(questions[call.id])
+    line = f"{call.name}({call.arguments})"
+    if call.id in edited:
+        line += f" approved with edited arguments {_readable(edited[call.id])}"
+    return line
+
+
 def _question_call(record: QuestionRecord) -> str:
     """A question's call, readable: its raw arguments repeat what the pending question shows."""
     if record.status == "pending":
@@ -387,8 +402,11 @@ def _decide(store: RunStore, args: argparse.Namespace) -> None:
     record = getattr(store, args.command)(args.run_id, getattr(args, item_id), **given)
     if record.pending:  # edited arguments: they wait for the run to check them
         print(store.edit_waits(record.run_id, record.id))
-    else:
-        print(f"{done} {getattr(args, item_id)}.")
+        return
+    print(f"{done} {getattr(args, item_id)}.")
+    waits = store.decision_waits(record.run_id)
+    if waits is not None:
+        print(waits)
 
 
 def _not_text(args: argparse.Namespace) -> str | None:

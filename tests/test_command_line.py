@@ -192,3 +192,23 @@ def test_a_run_that_failed_says_so_in_its_calls_and_show_prints_its_error(store_
     assert lines[0].endswith(": error")
     assert lines[1].startswith("  error: ") and "transfer" in lines[1]
     assert "was stopped" not in "\n".join(lines)
+
+
+def test_show_says_which_arguments_an_approved_call_ran_with(store_file, tmp_path):
+    """Approved with edited arguments, the call ran with them: ``show`` printed only the model's
+    (amount 5 where 2 was sent), and nothing of the edit."""
+    from anvia_notebook import AgentBuilder, ApprovalDecision, CallbackHumanInput
+    from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+    call = ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+    model = QueueModel([ModelResponse(tool_calls=[call]), "sent"])
+    edited = ApprovalDecision(True, args={"account": "a1", "amount": 2})
+    edit = CallbackHumanInput(approve=lambda request: edited)
+    agent = AgentBuilder("banker", model).tools([store_agents.transfer_tool()]).build()
+    response = agent.prompt("pay").human_input(edit).send_sync()
+    lines = show(response.run_id, tmp_path)
+    [line] = [line for line in lines if "transfer(" in line]
+    assert line.endswith(
+        'transfer({"account":"a1","amount":5}) approved with edited arguments '
+        '{"account": "a1", "amount": 2}'
+    ), line

@@ -94,11 +94,19 @@ async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_onc
     assert store.runs()[0].status == "success"
 
 
-async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(env, store_location):
+async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(
+    env, store_location, capsys
+):
     store = RunStore(store_location)
     [approval] = killed_at_the_approval(env, store)
     run_id = only_run(store).run_id
     assert cli(["--store", store_location, "approve", run_id, approval.id]) == 0
+    # (it said only "Approved ...": nothing of the resume that must follow)
+    assert capsys.readouterr().out.splitlines() == [
+        f"Approved {approval.id}.",
+        f"Nothing runs run {run_id} now: the decision is used when the run is resumed "
+        f"(agent.resume({run_id!r})).",
+    ]
     assert cli(["--store", store_location, "reject", run_id, approval.id]) == 1  # second: refused
     response = await asyncio.wait_for(store_agents.agent("approval").resume(run_id).send(), 10)
     assert effects() == ["started a1 5", "done a1 5"]  # the approved call ran, once

@@ -813,12 +813,9 @@ class RunStore(SteeringRows, DecisionRequests):
                 raise unknown if current is None else refused_twice(current)
             if kind is ApprovalRecord:
                 self.close_requests(item_id, str(refused_twice(ours)))
-            if not self._alive(self._owner_of(owner_run)):
-                logger.info(
-                    "Run %s has no live process; the decision waits until agent.resume(%r).",
-                    owner_run,
-                    self._resumed_as(owner_run),
-                )
+            waits = self.decision_waits(owner_run)
+            if waits is not None:
+                logger.info("%s", waits)
         assert isinstance(current, kind)
         return current
 
@@ -864,6 +861,18 @@ class RunStore(SteeringRows, DecisionRequests):
     def _resumed_as(self, run_id: str) -> str:
         """The run to resume for ``run_id`` to go on: itself, or a sub-agent's top-level run."""
         return (self.top_run(run_id) or (run_id,))[0]
+
+    def decision_waits(self, run_id: str) -> str | None:
+        """What to tell of a decision recorded for run ``run_id`` while no process runs it
+        (None while one does): it is used when the run is resumed."""
+        if self._alive(self._owner_of(run_id)):
+            return None
+        resumed = self._resumed_as(run_id)
+        where = run_id if resumed == run_id else f"{resumed} (in its sub-agent's run {run_id})"
+        return (
+            f"Nothing runs run {where} now: the decision is used when the run is resumed "
+            f"(agent.resume({resumed!r}))."
+        )
 
     def edit_waits(self, run_id: str, approval_id: str) -> str:
         """What to tell of an approval with edited arguments that waits for its run."""
