@@ -264,3 +264,27 @@ def test_a_run_id_that_is_not_utf8_is_a_store_error_from_the_api(store_location)
     with pytest.raises(RunStoreError, match=r"cannot take 'run_\\xff': it is not valid UTF-8"):
         store.get(os.fsdecode(b"run_\xff"))
     store.close()
+
+
+def test_a_run_state_changed_by_hand_is_a_store_error_from_get_resume_and_show(tmp_path):
+    """A damaged ``runs.state`` was a bare pydantic ``ValidationError`` from ``get`` and
+    ``resume``, and ``show`` printed "1 validation error for RunState" with pydantic's link."""
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    agent = AgentBuilder("a", QueueModel(["ok"])).build()
+    run_id = agent.prompt("hi").store(store).send_sync().run_id
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "UPDATE runs SET state = '{not json', status = 'running' WHERE run_id = ?", (run_id,)
+        )
+    said = (
+        rf"The stored state of run '{run_id}' in .* could not be read \(was it changed by hand\?\)"
+    )
+    with pytest.raises(RunStoreError, match=said):
+        store.get(run_id)
+    with pytest.raises(RunStoreError, match=said):
+        agent.resume(run_id, store)
+    store.close()
+    err = one_line_error(command_line("show", run_id, "--store", str(path)))
+    assert "could not be read (was it changed by hand?)" in err
+    assert "pydantic" not in err and "validation error for" not in err

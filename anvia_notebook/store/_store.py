@@ -598,7 +598,13 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         if not rows:
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
-        state = RunState.model_validate_json(rows[0][0])
+        try:
+            state = RunState.model_validate_json(rows[0][0])
+        except ValidationError as error:
+            raise RunStoreError(
+                f"The stored state of run {run_id!r} in {self.location} could not be read "
+                f"(was it changed by hand?): {describe_validation_error(error)}"
+            ) from None
         state.messages = self._messages(run_id)
         if state.output == STORED_TEXT:
             state.output = last_reply(state.messages)
