@@ -11,6 +11,7 @@ is read (a snapshot, or :attr:`Transcript.entries`).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,6 +137,9 @@ class _RunView:
     orphan_output: dict[str, list[str]] = field(default_factory=dict)
     #: How much of each tool entry's printed output is shown (at most OUTPUT_LIMIT, as kept).
     output_shown: dict[str, int] = field(default_factory=dict)
+    #: By tool entry id: the start of a terminal control sequence that ended a piece of
+    #: printed text (its rest comes with the next piece).
+    output_held: dict[str, str] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
     #: A sub-agent's run: the id of the tool entry its entries are drawn in (their ``parent``).
@@ -512,7 +516,7 @@ class Transcript:
             run.tool_by_internal[internal_id] = entry.id
             orphan = run.orphan_output.pop(internal_id, None)
             if orphan:
-                self._append(entry, "output", "".join(orphan))
+                self._printed(run, entry, "".join(orphan))
         return entry
 
     def _on_interaction(self, record: ApprovalRecord | QuestionRecord) -> None:
@@ -600,6 +604,19 @@ class Transcript:
         if entry is None:
             run.orphan_output.setdefault(internal_id, []).append(text)
             return
+        self._printed(run, entry, text)
+
+    def _printed(self, run: _RunView, entry: _Entry, text: str) -> None:
+        """``text`` a tool printed, appended to its ``entry``'s output as the page shows it."""
+        # Without terminal colours and cursor moves, which would show as "[31m" (the run keeps
+        # the text as printed).
+        text = run.output_held.pop(entry.id, "") + text
+        cut = _CONTROL_CUT.search(text)
+        if cut is not None and len(text) - cut.start() <= _HELD_AT_MOST:
+            run.output_held[entry.id], text = text[cut.start() :], text[: cut.start()]
+        text = _TERMINAL_CONTROL.sub("", text)
+        if not text:
+            return
         # Shown as the run keeps it (the trace, the store): the first OUTPUT_LIMIT characters,
         # then a note; a tool printing in a loop must not grow the page without end.
         shown = run.output_shown.get(entry.id, 0)
@@ -609,6 +626,18 @@ class Transcript:
             text = text[: OUTPUT_LIMIT - shown] + OUTPUT_CUT
         run.output_shown[entry.id] = shown + len(text)
         self._append(entry, "output", text)
+
+
+#: Terminal control sequences in text a tool printed (colours from a logging or testing library,
+#: cursor moves): CSI (``ESC [`` ... a final letter), OSC (``ESC ]`` ... BEL or ``ESC \``, a
+#: title or a link) and the other escapes (``ESC``, intermediate bytes, a final byte).
+_TERMINAL_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -/]*[0-Z\\^-~]"
+)
+#: The start of one at the very end of a piece of printed text.
+_CONTROL_CUT = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[ -/]+)?$")
+#: A longer unfinished sequence is no control sequence: shown as it is.
+_HELD_AT_MOST = 256
 
 
 def _shortened(text: str, limit: int = 2_000) -> str:

@@ -181,6 +181,23 @@ def test_output_before_the_entry_is_known_is_kept_for_it():
     assert r.page.entries[-1]["output"] == "early "
 
 
+def test_printed_terminal_colours_and_cursor_moves_are_not_shown_as_text():
+    """A tool's coloured print (a logging or testing library's) showed as "[31mRED[0m"; a
+    sequence split between two prints is taken out whole; the run keeps what was printed."""
+    r = Recorder()
+    t = r.transcript
+    t.begin_run("r1", "agent", "x")
+    t.apply(ToolCallEvent(turn=1, tool_call=ToolCall(id="c1", name="check", arguments={})))
+    t.tool_output("r1", "c1", "i1", "\x1b[1;3")  # (cut off: the rest comes next)
+    t.tool_output("r1", "c1", "i1", "1mRED\x1b[0m plain \x1b]8;;https://x.test\x07link\x1b]8;;\x07")
+    t.tool_output("r1", "c1", "i1", " \x1b[2K\x1b")
+    t.tool_output("r1", "c1", "i1", "[Gdone \x1b(B\x1bMend\n")
+    r.check()
+    [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
+    assert entry["output"] == "RED plain link done end\n"
+    assert "\x1b" not in entry["output"]
+
+
 def _fed(count: int, delta: str = "token ") -> tuple[Transcript, list[TextDeltaEvent]]:
     """A transcript with a run begun, and ``count`` text deltas (the same string) to feed it."""
     t = Transcript("a", emit=lambda op: None)
