@@ -11,7 +11,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
 from ._util import maybe_await, quoted
-from .records import DEFAULT_REJECT_MESSAGE
+from .records import DEFAULT_REJECT_MESSAGE, DecidedVia
 from .run_info import RunInfo
 
 __all__ = [
@@ -112,6 +112,9 @@ class ApprovalDecision(PositionalFields):
     #: Who decided, as recorded on the ``ApprovalRecord`` (default ``"handler"`` for an approval
     #: handler, ``"human"`` for a human input); e.g. ``"policy"`` for an "always allow" rule.
     decided_by: str | None = None
+    #: Where it was decided, as recorded (default ``"handler"`` or ``"human_input"``); e.g.
+    #: ``"widget"`` for an "Always allow" ticked there.
+    decided_via: DecidedVia | None = None
 
     @field_validator("args", mode="before")
     @classmethod
@@ -130,6 +133,7 @@ class ApprovalDecision(PositionalFields):
             args: dict[str, Any] | None = None,
             *,
             decided_by: str | None = None,
+            decided_via: DecidedVia | None = None,
         ) -> None: ...
 
 

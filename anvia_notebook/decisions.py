@@ -114,7 +114,8 @@ class Resolution:
     @classmethod
     def of_decision(cls, value: Any, decided_by: DecidedBy, decided_via: DecidedVia) -> Resolution:
         """What an approval handler or a human input returned (a bool, an
-        ``ApprovalDecision`` or its dict form); its own ``decided_by`` wins when it is known."""
+        ``ApprovalDecision`` or its dict form); its own ``decided_by`` (when it is known) and
+        ``decided_via`` win."""
         decision = normalize_decision(value)
         return cls.approval(
             decision.approved,
@@ -122,7 +123,7 @@ class Resolution:
             args=decision.args,
             reject_message=decision.reject_message,
             decided_by=decider(decision.decided_by or decided_by, decided_by),
-            decided_via=decided_via,
+            decided_via=decision.decided_via or decided_via,
             blank_reason_is_none=False,
         )
 

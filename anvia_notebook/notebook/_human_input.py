@@ -168,7 +168,10 @@ class WidgetHumanInput(StoreHumanInput):
             return await super().approve(request)
         if approval_scope(request.run.path, request.tool_name) in self.always_allowed:
             return ApprovalDecision(
-                approved=True, reason=ALWAYS_ALLOWED_REASON, decided_by="policy"
+                approved=True,
+                reason=ALWAYS_ALLOWED_REASON,
+                decided_by="policy",
+                decided_via="widget",  # (ticked there: 'Approved by "Always allow"')
             )
         if self.auto is not None:
             await asyncio.sleep(0)

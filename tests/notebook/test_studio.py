@@ -399,3 +399,33 @@ async def test_always_allow_in_one_agents_conversation_allows_no_other_agents_to
     assert (await page.approve(entry["approval"]["id"]))["ok"]
     await idle(page)
     assert [c.order_id for c in prod_tool.calls] == ["P"]
+
+
+async def test_a_call_always_allowed_from_the_widget_says_so_on_its_record():
+    """'Approved by "Always allow"', as the page words a rule ticked in the widget: the record
+    said only ``decided_by="policy"`` by the human input, which reads "by a rule" (the scripted
+    operator's words)."""
+
+    def refund(call_id: str, order: str) -> ModelResponse:
+        arguments = {"order_id": order, "amount": 1}
+        return ModelResponse(
+            tool_calls=[ToolCall(id=call_id, name="issue_refund", arguments=arguments)]
+        )
+
+    model = QueueModel([refund("c1", "A"), "Refunded A.", refund("c2", "B"), "Refunded B."])
+    tool = refund_tool()
+    studio = Studio([AgentBuilder("shop", model).tools([tool]).build()])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
+    entry = await pending_approval(page)
+    assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
+    await idle(page)
+    await send(page, "shop", "refund B")
+    assert [c.order_id for c in tool.calls] == ["A", "B"]
+    decided = [e["approval"] for e in page.state.entries if e["kind"] == "tool"]
+    assert [(a["decided_by"], a["decided_via"]) for a in decided] == [
+        ("human", "widget"),
+        ("policy", "widget"),
+    ]
+    assert decided[1]["decision_reason"] == "Always allowed in this session."
