@@ -20,6 +20,7 @@ import pytest
 import anvia_notebook as an
 from anvia_notebook import (
     AgentBuilder,
+    PromptCancelledError,
     RunStore,
     RunStoreError,
     StoreHumanInput,
@@ -288,3 +289,43 @@ def test_a_run_state_changed_by_hand_is_a_store_error_from_get_resume_and_show(t
     err = one_line_error(command_line("show", run_id, "--store", str(path)))
     assert "could not be read (was it changed by hand?)" in err
     assert "pydantic" not in err and "validation error for" not in err
+
+
+async def test_a_decision_that_cannot_be_read_holds_up_no_other_run(store_path, caplog):
+    """Two runs of this process wait for a decision through the store; one's stored decision
+    is damaged (changed by hand): the other's decision was never delivered either (the watcher's
+    whole look failed, and was made again every 0.2 s)."""
+    tool = make_add_tool(approval=ToolApproval(reason="check"))
+    runs = []
+    for _ in range(2):
+        model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+        agent = AgentBuilder("a", model).tool(tool).human_input(StoreHumanInput()).build()
+        runs.append(agent.prompt("add").start())
+    decider = RunStore(store_path)
+    pending = []
+    for run in runs:
+        for _ in range(1000):
+            pending = decider.pending(run.run_id)
+            if pending:
+                break
+            await asyncio.sleep(0.01)
+        assert pending
+    damaged, fine = (decider.pending(run.run_id)[0] for run in runs)
+    with contextlib.closing(sqlite3.connect(store_path)) as db, db:
+        db.execute(
+            "UPDATE interactions SET status = 'approved', record = '{not json' WHERE id = ?",
+            (damaged.id,),
+        )
+    with caplog.at_level(logging.WARNING, logger="anvia_notebook"):
+        decider.approve(runs[1].run_id, fine.id)
+        response = await asyncio.wait_for(runs[1].wait(), 10)
+    assert response.output == "3"
+    assert any(
+        damaged.id in r.getMessage() and "could not be read" in r.getMessage()
+        for r in caplog.records
+    )
+    runs[0].cancel()  # (closing the damaged one, the run cannot read it either: it says so)
+    said = pytest.warns(RuntimeWarning, match="could not be read")
+    with said, pytest.raises(PromptCancelledError):
+        await asyncio.wait_for(runs[0].wait(), 10)
+    decider.close()

@@ -263,6 +263,8 @@ class RunStore(SteeringRows, DecisionRequests):
         #: Runs of this process that went on without the store (a write failed): the text
         #: their row is to be marked ended with, the next try's time and the wait after it.
         self._left: dict[str, tuple[str, float, float]] = {}
+        #: Watched interactions whose stored decision could not be read (said once).
+        self._unreadable: set[str] = set()
         #: Bumped whenever something starts being watched: the watcher then looks at once,
         #: though the store has not changed since its last look (a decision written just
         #: before the watch began was seen by that look, for nothing watched it yet).
@@ -1425,8 +1427,21 @@ class RunStore(SteeringRows, DecisionRequests):
             )
 
     def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
-        where = f"id IN ({_marks(watched)}) AND status <> 'pending'"
-        for record in self._records(where, list(watched)):
+        rows = self._q(
+            "SELECT id, kind, status, record, decision FROM interactions "
+            f"WHERE id IN ({_marks(watched)}) AND status <> 'pending'",
+            list(watched),
+        )
+        for item_id, *row in rows:
+            try:
+                record = _row_record(*row)
+            except RunStoreError as error:
+                # One that cannot be read holds up no other (looked at again when the store
+                # changes: it may be written again); said once.
+                if item_id not in self._unreadable:
+                    self._unreadable.add(item_id)
+                    logger.warning("The decision of %s in %s: %s", item_id, self.location, error)
+                continue
             with self._watch_lock:
                 callback = self._watched.pop(record.id, None)
                 self._confirming.pop(record.id, None)
