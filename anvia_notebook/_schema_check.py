@@ -2,47 +2,48 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
 import ipaddress
 import json
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["schema_problems", "warm_up"]
-
-_warm_up = threading.Lock()
-_warmed_up = False
+__all__ = ["schema_problems"]
 
 
-def warm_up() -> None:
-    """Get :func:`schema_problems` ready on a thread of its own, once a process (call it when
-    an approval opens): importing jsonschema takes most of a second where Jupyter is installed
-    (it then compiles a grammar of ``rfc3987-syntax``), which the first decision with edited
-    arguments waited for, after the person clicked."""
-    global _warmed_up
-    with _warm_up:
-        if _warmed_up:
-            return
-        _warmed_up = True
-    threading.Thread(target=_check_once, name="anvia-schema-check", daemon=True).start()
+def _jsonschema() -> Any:
+    """The ``jsonschema`` module, imported without its check of the ``iri`` formats where it is
+    not imported yet: at import, that check compiles a grammar of ``rfc3987-syntax`` (installed
+    with Jupyter), which took most of a second (the first decision with edited arguments waited
+    for it after the click) and parses thousands of Python snippets with :mod:`ast`, which on
+    Python 3.11 is not safe while another thread parses (a notebook cell run meanwhile could
+    fail with "SystemError: AST constructor recursion depth mismatch"). The checks of formats
+    used here are this module's own (:func:`_format_checker`)."""
+    with _importing:
+        skipped = "jsonschema" not in sys.modules and "rfc3987_syntax" not in sys.modules
+        if skipped:  # (its import then fails: jsonschema goes without)
+            sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]
+        try:
+            import jsonschema
+        finally:
+            if skipped and sys.modules.get("rfc3987_syntax", 0) is None:
+                del sys.modules["rfc3987_syntax"]
+    return jsonschema
 
 
-def _check_once() -> None:
-    # (the formats' checks are made then too; the decision's own check says what is wrong)
-    with contextlib.suppress(Exception):
-        schema_problems({"type": "object", "properties": {"a": {"format": "uri"}}}, {"a": "x"})
+_importing = threading.Lock()
 
 
 @functools.lru_cache(maxsize=256)
 def _validator(schema_text: str) -> Any:
     """The validator of the schema's own draft, or None for a schema that is not valid (then
     whoever wrote it checks the value)."""
-    import jsonschema
+    jsonschema = _jsonschema()
 
     schema = json.loads(schema_text)
     cls = jsonschema.validators.validator_for(schema)
@@ -186,7 +187,7 @@ def _check_email(value: Any) -> bool:
 def _format_checker() -> Any:
     """Checks those formats of a text as the tool's pydantic model reads it (no stricter), so
     another process refuses the text the run would refuse, before it is recorded."""
-    import jsonschema
+    jsonschema = _jsonschema()
     from pydantic import AnyUrl, TypeAdapter, ValidationError
 
     checker = jsonschema.FormatChecker(formats=())
@@ -206,6 +207,7 @@ def _format_checker() -> Any:
 def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> list[str]:
     """What in ``value`` breaks ``schema`` (at most ``limit``, by where they are), each as
     ``path: message`` (just the message at the top level); empty when it fits."""
+    _jsonschema()
     from referencing.exceptions import Unresolvable
 
     try:

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from . import decisions, records
-from ._schema_check import warm_up
 from ._util import quoted, valid_data
 from .decisions import Resolution
 from .errors import DecisionRefusedError
@@ -155,8 +154,6 @@ class Interactions:
             record.expires_at = records.utc_now() + timedelta(seconds=timeout)  # (its clock)
         if args_schema is None and input_model is not None:
             args_schema = _model_schema(input_model)
-        if args_schema is not None:
-            warm_up()  # (edited arguments are checked against it: ready before anyone clicks)
         interaction = OpenInteraction(
             record.id, self.state, loop.create_future(), input_model, args_schema
         )
