@@ -315,7 +315,14 @@ class Trace(BaseModel):
     def calls_of(self, turn: TurnTrace | int) -> list[ToolCallTrace]:
         """The tool calls asked for by one model call (a :class:`TurnTrace` or its index)."""
         entry = turn if isinstance(turn, TurnTrace) else self.turns[self._index(turn)]
+        if entry is not self._last_of_turn().get(entry.turn, entry):
+            return []  # (cut short by a stopped process, then made again: the new one asked)
         return [call for call in self.tool_calls if call.turn == entry.turn]
+
+    def _last_of_turn(self) -> dict[int, TurnTrace]:
+        """The last model call of each turn: a turn's calls are its. (A turn has two when a
+        resumed run made again a model call that a stopped process cut short.)"""
+        return {entry.turn: entry for entry in self.turns}
 
     def turn_view(self, index: int) -> dict[str, Any]:
         """Model call ``index`` (0 for the first) as a JSON-ready dict, with its tool calls."""
@@ -369,9 +376,11 @@ class Trace(BaseModel):
         calls_by_turn: dict[int, list[ToolCallTrace]] = {}
         for call in self.tool_calls:
             calls_by_turn.setdefault(call.turn, []).append(call)
+        last = self._last_of_turn()
         for turn in self.turns:
             rows.append(_model_row(turn))
-            rows.extend(_tool_row(call) for call in calls_by_turn.pop(turn.turn, ()))
+            if last[turn.turn] is turn:
+                rows.extend(_tool_row(call) for call in calls_by_turn.pop(turn.turn, ()))
         for calls in calls_by_turn.values():  # calls whose model call is not in the trace
             rows.extend(_tool_row(call) for call in calls)
         return rows

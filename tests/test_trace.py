@@ -698,3 +698,30 @@ def test_a_tool_name_and_call_id_of_any_length_are_cut_in_inspect_and_the_table(
     assert shown["id"].startswith("iii") and "(1,998,000 more characters)" in shown["id"]
     html = trace._repr_html_()
     assert len(html) < 5_000 and "n" * 79 + "…" in html
+
+
+def test_a_model_call_made_again_on_resume_owns_its_turns_tool_calls() -> None:
+    """A model call cut short by a stopped process is made again as the same turn: the tool
+    calls of that turn were listed under both calls (``calls_of``, Inspect) and shown in the
+    table under the one cut short, before the call that asked for them."""
+    when = "2026-01-01T00:00:00Z"
+    trace = Trace.model_validate(
+        {
+            "run_id": "run_1",
+            "agent_id": "a",
+            "turns": [
+                {"index": 0, "turn": 1, "request": {}, "started_at": when, "error": "Interrupted"},
+                {"index": 1, "turn": 1, "request": {}, "started_at": when},
+                {"index": 2, "turn": 2, "request": {}, "started_at": when},
+            ],
+            "tool_calls": [{"id": "c1", "name": "add", "turn": 1, "status": "success"}],
+        }
+    )
+    assert [[c.id for c in trace.calls_of(i)] for i in range(3)] == [[], ["c1"], []]
+    assert [(row["kind"], row["turn"]) for row in trace.rows()] == [
+        ("model", 1),
+        ("model", 1),
+        ("tool", 1),
+        ("model", 2),
+    ]
+    assert [c["id"] for c in trace.turn_view(0)["tool_calls"]] == []
