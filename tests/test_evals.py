@@ -664,6 +664,43 @@ def test_exact_match_compares_exactly_unless_told_otherwise():
     assert evals.contains(case_sensitive=False).fn(case, "it is paris") is True
 
 
+async def test_json_valid_refuses_nan_and_infinity_which_json_has_not():
+    """Python's reader takes them; JSON (RFC 8259), ``JSON.parse`` and most services do not:
+    an agent writing ``{"value": NaN}`` passed."""
+    for output in ["NaN", '{"value": NaN}', "Infinity", '{"value": -Infinity}']:
+        score = await evals.json_valid().score(evals.Case("x"), output)
+        assert score.passed is False, output
+        assert "is not a JSON value (JSON has no NaN or infinity)" in (score.reason or "")
+    assert (await evals.json_valid().score(evals.Case("x"), '{"value": 1e308}')).passed is True
+
+
+def test_exact_match_takes_data_whatever_the_order_of_its_keys():
+    """A typed agent's output (its validated value as JSON) against an expected dict written
+    in another key order failed; text stays compared as text, as in Anvia."""
+    point = evals.Case(input="q", expected={"y": 2, "x": 1})
+    assert evals.exact_match().fn(point, '{"x":1,"y":2}') is True
+    assert evals.exact_match().fn(point, '{"x":1,"y":3}') is False
+    assert evals.exact_match().fn(evals.Case(input="q", expected={"x": 1}), '{"x":1.0}') is False
+    assert evals.exact_match().fn(evals.Case(input="q", expected=[True]), "[1]") is False
+    assert evals.exact_match().fn(point, "not json") is False
+    written = evals.Case(input="q", expected='{"x": 1, "y": 2}')  # (a text: compared as text)
+    assert evals.exact_match().fn(written, '{"x":1,"y":2}') is False
+
+
+def test_compare_does_not_call_a_score_changed_when_a_report_only_adds_a_metric():
+    cases = [{"input": k, "name": k} for k in "ab"]
+    answers = {"a": "yes", "b": "yes"}
+    before = evals.evaluate_sync(agent_with(answering(answers)), cases, [evals.contains("yes")])
+    length = evals.Metric("length", lambda case, output: len(output) > 1)
+    after = evals.evaluate_sync(
+        agent_with(answering(answers)), cases, [evals.contains("yes"), length]
+    )
+    assert {row.name: row.change for row in evals.compare(before, after).cases} == {
+        "a": "unchanged",
+        "b": "unchanged",
+    }
+
+
 def _notebook_references(path, package_root):
     """Where ``path`` reaches the notebook layer: each import of ``anvia_notebook.notebook``
     (absolute or relative, type-only ones too) and each module name string naming it (what

@@ -91,7 +91,8 @@ def _change(a: Any, b: Any) -> Change:
         return "newly passing"
     if not b.passed:
         return "still failing"
-    if a.scores != b.scores:
+    shared = a.scores.keys() & b.scores.keys()  # (a metric only one report has changed none)
+    if any(a.scores[name] != b.scores[name] for name in shared):
         return "score changed"
     return "unchanged"
 

@@ -268,6 +268,10 @@ def exact_match(
 
     def fn(case: Case, output: str) -> bool:
         expected, got = _expected_text(case, name), output
+        if not isinstance(case.expected, str):  # data (a typed output's): by value, not text
+            same = _same_json(expected, got)
+            if same is not None:
+                return same
         if strip:
             expected, got = expected.strip(), got.strip()
         if not case_sensitive:
@@ -275,6 +279,16 @@ def exact_match(
         return got == expected
 
     return _quick(Metric(name, fn))
+
+
+def _same_json(expected: str, output: str) -> bool | None:
+    """Whether two JSON texts hold the same data whatever the order of their keys and their
+    spacing (``1`` and ``1.0``, ``true`` and ``1`` stay apart); None when either is no JSON."""
+    try:
+        a, b = json.loads(expected), json.loads(output)
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    except (ValueError, RecursionError):
+        return None
 
 
 def contains(
@@ -365,6 +379,16 @@ def _schema_validator(schema: Any) -> Callable[[Any, str], None] | None:
     )
 
 
+class _NotJson(ValueError):
+    pass
+
+
+def _not_json(constant: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity``, which Python's reader takes and JSON has not
+    (RFC 8259): what reads the agent's output (``JSON.parse``, most services) refuses them."""
+    raise _NotJson(f"{constant} is not a JSON value (JSON has no NaN or infinity)")
+
+
 def json_valid(schema: Any = None, *, name: str = "json_valid") -> Metric:
     """The output is JSON (surrounding whitespace allowed) and, with ``schema`` (a pydantic
     model or a JSON schema dict), fits it. A failing case's score is False, not an error."""
@@ -373,8 +397,10 @@ def json_valid(schema: Any = None, *, name: str = "json_valid") -> Metric:
     def fn(case: Case, output: str) -> Score:
         text = output.strip()
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_constant=_not_json)
         except json.JSONDecodeError as error:
+            return Score(False, False, reason=f"not JSON: {error}")
+        except _NotJson as error:
             return Score(False, False, reason=f"not JSON: {error}")
         except RecursionError:
             return Score(False, False, reason="not JSON this package can read: nested too deeply")
