@@ -351,6 +351,7 @@ class Transcript:
                 # is new entries, after what the first try showed)
                 run.assistant.pop(event.turn, None)
                 run.reasoning.pop(event.turn, None)
+                self._cool()
                 self._set_status(turn=event.turn)
             case TurnEndEvent():
                 self._on_turn_end(event)
@@ -635,7 +636,7 @@ _TERMINAL_CONTROL = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[ -/]*[0-Z\\^-~]"
 )
 #: The start of one at the very end of a piece of printed text.
-_CONTROL_CUT = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*|[ -/]+)?$")
+_CONTROL_CUT = re.compile(r"\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[ -/]+)?$")
 #: A longer unfinished sequence is no control sequence: shown as it is.
 _HELD_AT_MOST = 256
 

@@ -191,10 +191,11 @@ def test_printed_terminal_colours_and_cursor_moves_are_not_shown_as_text():
     t.tool_output("r1", "c1", "i1", "\x1b[1;3")  # (cut off: the rest comes next)
     t.tool_output("r1", "c1", "i1", "1mRED\x1b[0m plain \x1b]8;;https://x.test\x07link\x1b]8;;\x07")
     t.tool_output("r1", "c1", "i1", " \x1b[2K\x1b")
-    t.tool_output("r1", "c1", "i1", "[Gdone \x1b(B\x1bMend\n")
+    t.tool_output("r1", "c1", "i1", "[Gdone \x1b(B\x1bMend\n\x1b]8;;https://y.test\x1b")
+    t.tool_output("r1", "c1", "i1", "\\more\x1b]8;;\x1b\\\n")  # (a link cut at its ESC \\)
     r.check()
     [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
-    assert entry["output"] == "RED plain link done end\n"
+    assert entry["output"] == "RED plain link done end\nmore\n"
     assert "\x1b" not in entry["output"]
 
 
@@ -296,9 +297,10 @@ def test_a_turn_made_again_after_a_stop_mid_stream_shows_its_text_apart():
     t.begin_run("r1", "agent", "talk")
     t.apply(TurnStartEvent(turn=1))
     t.apply(TextDeltaEvent(turn=1, delta="partial "))
+    t.apply(TextDeltaEvent(turn=1, delta="try "))  # (a second delta: the per-delta path)
     t.apply(TurnStartEvent(turn=1))
     t.apply(TextDeltaEvent(turn=1, delta="complete "))
     t.apply(TextDeltaEvent(turn=1, delta="answer"))
     r.check()
     replies = [e["text"] for e in r.page.entries if e["kind"] == "assistant"]
-    assert replies == ["partial ", "complete answer"]
+    assert replies == ["partial try ", "complete answer"]
