@@ -23,6 +23,7 @@ from child_processes import child_environ, kill, start_python
 
 from anvia_notebook import (
     AgentBuilder,
+    DecisionRefusedError,
     RunStore,
     RunStoreError,
     StoreHumanInput,
@@ -267,6 +268,37 @@ def test_a_lock_that_is_never_released_makes_the_run_go_on_unstored_and_say_so(
     with pytest.raises(RunStoreError, match="has already ended \\(error\\)"):
         agent.resume(response.run_id)
     assert [run.status for run in store.runs()] == ["error"]
+    store.close()
+
+
+def test_a_run_marked_failed_closes_what_it_left_open_in_the_store(store_path, monkeypatch):
+    """Its approval was decided while another program held the store (the decision could not
+    be written): marked failed, the run kept that approval pending in the store, listed it as
+    waiting, and took a decision for it from the command line."""
+    monkeypatch.setattr(_sqlite, "BUSY_TIMEOUT", 0.3)
+    store = RunStore(store_path)
+    locker = sqlite3.connect(store_path, isolation_level=None, check_same_thread=False)
+
+    def decide_while_locked(request: object) -> bool:
+        locker.execute("BEGIN IMMEDIATE")
+        return True
+
+    tool = make_add_tool(approval=ToolApproval(reason="check"))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+    agent = AgentBuilder("a", model).tool(tool).approvals(decide_while_locked).build()
+    response, warning = run_warned(agent.prompt("add").store(store), locker)
+    assert response.output == "3" and tool.calls == [(1, 2)]
+    assert "This run goes on in memory only" in warning
+    deadline = time.monotonic() + 30
+    while store.get(response.run_id).status != "error":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    [approval] = store.interactions(response.run_id)
+    assert (approval.status, approval.decided_by) == ("cancelled", "runtime")
+    assert store.pending(response.run_id) == []
+    assert [(run.status, run.pending) for run in store.runs()] == [("error", 0)]
+    with pytest.raises(DecisionRefusedError):
+        store.approve(response.run_id, approval.id)
     store.close()
 
 

@@ -8,6 +8,7 @@ runs) resumes with ``agent.resume(top_run_id)``, the whole tree, nothing run twi
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -17,7 +18,13 @@ import pytest
 import subagent_agents
 from child_processes import child_environ, kill, start_python, wait_until
 
-from anvia_notebook import AgentBuilder, DecisionRefusedError, RunNotFoundError, RunStore
+from anvia_notebook import (
+    AgentBuilder,
+    DecisionRefusedError,
+    PromptCancelledError,
+    RunNotFoundError,
+    RunStore,
+)
 from anvia_notebook.__main__ import main as cli
 from anvia_notebook.models import QueueModel
 
@@ -27,6 +34,34 @@ pytestmark = pytest.mark.timeout(120)
 
 
 # -- in one process ------------------------------------------------------------------------------
+
+
+async def test_a_decision_for_a_sub_run_whose_top_level_run_goes_on_is_not_said_to_wait(
+    store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sub-agent's run still names a process that is gone (its top-level run was resumed
+    here and has not reached that call yet): the command line said nothing ran the run and
+    told the person to resume the top-level run, which was running."""
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    run = subagent_agents.lead().prompt("which region?").start()
+    await wait_on_events(run, lambda: bool(run.interactions.pending))
+    sub = run.children[0]
+    other = RunStore(store_path)
+    try:
+        with sqlite3.connect(store_path) as db:  # (as a process that has ended left it)
+            db.execute("UPDATE runs SET owner_pid = 999999999 WHERE run_id = ?", (sub.run_id,))
+        assert other.decision_waits(sub.run_id) is None
+        with sqlite3.connect(store_path) as db:  # the top-level run's process gone too
+            db.execute("UPDATE runs SET owner_pid = 999999999 WHERE run_id = ?", (run.run_id,))
+        said = other.decision_waits(sub.run_id)
+        assert said is not None and f"agent.resume({run.run_id!r})" in said
+    finally:
+        with sqlite3.connect(store_path) as db:  # (this process's again)
+            db.execute("UPDATE runs SET owner_pid = ?", (os.getpid(),))
+        run.cancel()
+        with pytest.raises(PromptCancelledError):
+            await asyncio.wait_for(run.wait(), 10)
+        other.close()
 
 
 async def test_the_store_lists_and_decides_a_nested_approval_by_the_top_level_run_id(

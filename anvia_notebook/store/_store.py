@@ -873,9 +873,9 @@ class RunStore(SteeringRows, DecisionRequests):
     def decision_waits(self, run_id: str) -> str | None:
         """What to tell of a decision recorded for run ``run_id`` while no process runs it
         (None while one does): it is used when the run is resumed."""
-        if self._alive(self._owner_of(run_id)):
-            return None
         resumed = self._resumed_as(run_id)
+        if any(self._alive(self._owner_of(run)) for run in {run_id, resumed}):
+            return None  # (a sub-agent's run is run by whatever runs its top-level run)
         where = run_id if resumed == run_id else f"{resumed} (in its sub-agent's run {run_id})"
         return (
             f"Nothing runs run {where} now: the decision is used when the run is resumed "
@@ -1407,6 +1407,7 @@ class RunStore(SteeringRows, DecisionRequests):
                             "WHERE run_id = ?",
                             (json.dumps(state), _now(), run_id),
                         )
+                        self._end_left(run_id, state)
             except Exception as error:  # still not writable: later, less and less often
                 logger.debug("Run store: marking run %s ended: %s", run_id, error)
                 with self._watch_lock:
@@ -1416,6 +1417,19 @@ class RunStore(SteeringRows, DecisionRequests):
             with self._watch_lock:
                 self._left.pop(run_id, None)
                 self._owned.discard(run_id)
+            self._recent.pop(run_id, None)
+
+    def _end_left(self, run_id: str, state: dict[str, Any]) -> None:
+        """In the write that marks a run left behind ended: what it left open in the store is
+        closed and its sub-agents' runs end, as when a run ends (a decision for it was taken,
+        and said to wait for a resume that is refused). What cannot be read is left as it is."""
+        try:
+            left = RunState.model_validate(state)
+            self._close_left_open(run_id, left)
+            if left.parent_run_id is None:
+                self._end_sub_runs(run_id)
+        except (ValidationError, RunStoreError) as error:
+            logger.debug("Run store: closing what run %s left open: %s", run_id, error)
 
     def _beat(self, owned: set[str]) -> None:
         me: Owner = this_process()
