@@ -248,14 +248,10 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     # (a password in a PostgreSQL address is not printed back: give it as PGPASSWORD)
     command = _command(shown_url(args.store) if _is_url(args.store or "") else args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
-    edited = {
-        a.tool_call_id: a.edited_args
-        for a in state.approvals.values()
-        if a.tool_call_id and a.status == "approved" and a.edited_args is not None
-    }
+    approvals = sorted(state.approvals.values(), key=lambda a: a.requested_at)
     for message in state.messages:
         text = " ".join((message.content or "").split())
-        calls = ", ".join(_call_line(c, questions, edited) for c in message.tool_calls)
+        calls = ", ".join(_call_line(c, questions, approvals) for c in message.tool_calls)
         if message.role == "tool":
             text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
         _say(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
@@ -354,17 +350,29 @@ def _refuse_placeholders(answers: list[Any]) -> None:
             )
 
 
-def _call_line(
-    call: Any, questions: dict[str, QuestionRecord], edited: dict[str, dict[str, Any]]
-) -> str:
+def _call_line(call: Any, questions: dict[str, QuestionRecord], approvals: list[Any]) -> str:
     """A tool call of the conversation, readable: a question's as :func:`_question_call`, an
-    approved call's with the edited arguments it ran with (the model's alone misled)."""
+    approved call's with the edited arguments it ran with (the model's alone misled).
+    ``approvals`` (oldest first): each is the call's whose id and arguments it has, taken from
+    the list once it is (a model may give two calls the same id)."""
     if call.id in questions:
         return _question_call(questions[call.id])
     line = f"{call.name}({call.arguments})"
-    if call.id in edited:
-        line += f" approved with edited arguments {_readable(edited[call.id])}"
+    args = call.arguments if isinstance(call.arguments, dict) else _json_or_none(call.arguments)
+    for index, approval in enumerate(approvals):
+        if approval.tool_call_id == call.id and approval.args == args:
+            del approvals[index]
+            if approval.status == "approved" and approval.edited_args is not None:
+                line += f" approved with edited arguments {_readable(approval.edited_args)}"
+            break
     return line
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _question_call(record: QuestionRecord) -> str:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import store_agents
@@ -212,3 +213,34 @@ def test_show_says_which_arguments_an_approved_call_ran_with(store_file, tmp_pat
         'transfer({"account":"a1","amount":5}) approved with edited arguments '
         '{"account": "a1", "amount": 2}'
     ), line
+
+
+def test_show_tells_edits_apart_for_calls_a_model_gave_the_same_id(store_file, tmp_path):
+    """Some servers give every call the same id: a later call approved as it was read as run
+    with the earlier call's edited arguments."""
+    from anvia_notebook import AgentBuilder, ApprovalDecision
+    from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
+
+    def model(request: Any) -> ModelResponse:
+        done = sum(m.role == "tool" for m in request.messages)
+        if done < 2:
+            call = ToolCall(
+                id="call_0", name="transfer", arguments={"account": "a1", "amount": done + 1}
+            )
+            return ModelResponse(tool_calls=[call])
+        return ModelResponse(text="sent")
+
+    decisions = iter([ApprovalDecision(True, args={"account": "a1", "amount": 9}), True])
+    agent = (
+        AgentBuilder("banker", FunctionModel(model))
+        .tools([store_agents.transfer_tool()])
+        .approvals(lambda request: next(decisions))
+        .build()
+    )
+    response = agent.prompt("pay").send_sync()
+    lines = [line for line in show(response.run_id, tmp_path) if "transfer(" in line]
+    assert [line.split("-> ")[1] for line in lines] == [
+        'transfer({"account":"a1","amount":1}) approved with edited arguments '
+        '{"account": "a1", "amount": 9}',
+        'transfer({"account":"a1","amount":2})',
+    ]
