@@ -126,18 +126,24 @@ asyncio.run(main())
 """
 
 
+#: Shells that start the server and stay its parent, as ``npx`` does: one that SIGTERM ends,
+#: and one whose trap of SIGTERM waits until its child (the server, busy) has ended.
+WRAPPERS = {
+    "shell": "{server}; true",
+    "trap": "trap 'echo cleaning up >&2' TERM; {server}",
+}
+
+
 def _child(
-    tag: str, ending: str, started: str = "", wrapped: bool = False
+    tag: str, ending: str, started: str = "", wrapper: str | None = None
 ) -> tuple[subprocess.Popen[str], int]:
     """A Python process connected to the toolbox server (``started``: the file its long calls
-    say they began in; ``wrapped``: started by a shell that stays its parent, as ``npx`` starts
-    a server), and the server's process id."""
+    say they began in; ``wrapper``: a shell of :data:`WRAPPERS` starts it), and the server's
+    process id."""
     command, args = sys.executable, [TOOLBOX]
-    if wrapped:
-        command, args = (
-            "bash",
-            ["-c", f"{shlex.quote(sys.executable)} {shlex.quote(TOOLBOX)}; true"],
-        )
+    if wrapper is not None:
+        server = f"{shlex.quote(sys.executable)} {shlex.quote(TOOLBOX)}"
+        command, args = "bash", ["-c", WRAPPERS[wrapper].format(server=server)]
     code = _CHILD.format(
         paths=sys.path, command=command, args=args, tag=tag, ending=ending, started=started
     )
@@ -181,18 +187,21 @@ def test_at_exit_the_mcp_loop_is_closed_after_its_sessions():
     assert _gone(server_pid)
 
 
-@pytest.mark.parametrize(("tool", "wrapped"), [("slow", False), ("busy", False), ("busy", True)])
-def test_no_busy_server_process_outlives_a_killed_kernel(tool: str, wrapped: bool, tmp_path):
+@pytest.mark.parametrize(
+    ("tool", "wrapper"), [("slow", None), ("busy", None), ("busy", "shell"), ("busy", "trap")]
+)
+def test_no_busy_server_process_outlives_a_killed_kernel(tool: str, wrapper: str | None, tmp_path):
     """Killed (SIGKILL) while its server runs a long call, one that awaits (``slow``) or one
     that computes and reads nothing meanwhile (``busy``): the server ends with it, not when
     the call ends (an hour later); also a server started by a program that stays its parent
-    (``npx``, ``bash -c``), which alone was told (the server kept running)."""
+    (``npx``, ``bash -c``), which alone was told (the server kept running), and one whose trap
+    of SIGTERM waits for the server (neither ended)."""
     ending = (
         f"tool = next(t for t in connected.tools if t.name == {tool!r})\n"
         "    await tool.call(tool.parse_args({'seconds': 3600}), None)"
     )
     started = tmp_path / "started"
-    child, server_pid = _child(f"killed-{tool}", ending, str(started), wrapped)
+    child, server_pid = _child(f"killed-{tool}", ending, str(started), wrapper)
     try:
         deadline = time.monotonic() + 30
         while not (started.exists() and tool in started.read_text()):  # the call began
@@ -256,3 +265,51 @@ def test_a_group_left_with_only_an_ended_process_is_not_waited_for():
         asyncio.run(asyncio.wait_for(end_group(ended.pid, grace=60), 30))
     finally:
         ended.wait()
+
+
+async def test_closing_one_of_two_servers_started_together_leaves_the_other_running():
+    """Two servers of the same command connected at once: each was told from the other
+    children by its command line, so closing one could end the other's process group (its
+    call in progress failed), in about half the tries."""
+    for _ in range(5):
+        first, second = await asyncio.gather(
+            mcp.connect(mcp.stdio("first", sys.executable, [TOOLBOX])),
+            mcp.connect(mcp.stdio("second", sys.executable, [TOOLBOX])),
+        )
+        pids = []
+        for connected in (first, second):
+            pid_tool = next(t for t in connected.tools if t.name == "pid")
+            pids.append(int(await pid_tool.call(pid_tool.parse_args({}), None)))
+        slow = next(t for t in second.tools if t.name == "slow")
+        going = asyncio.ensure_future(slow.call(slow.parse_args({"seconds": 0.5}), None))
+        await first.close()
+        await going  # (a server gone during the call raises)
+        assert alive(pids[1]) and _gone(pids[0])
+        await second.close()
+        assert _gone(pids[1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_the_watcher_beside_a_server_is_out_of_its_process_group():
+    """Where no init process collects ended orphans, the watcher's ended process kept the
+    server's group in being, and closing a server busy in a call waited the MCP SDK's whole
+    time limit for that group to end (about 2 s more)."""
+    connected = await mcp.connect(mcp.stdio("watched", sys.executable, [TOOLBOX]))
+    pid_tool = next(t for t in connected.tools if t.name == "pid")
+    server = int(await pid_tool.call(pid_tool.parse_args({}), None))
+    [(watcher, group)] = _children_of(server)  # (the toolbox starts no process of its own)
+    assert group == watcher != server
+    await connected.close()
+    assert _gone(server) and _gone(watcher)
+
+
+def _children_of(pid: int) -> list[tuple[int, int]]:
+    """The processes whose parent is ``pid``: each one's id and process group."""
+    children = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{name}/stat", "rb") as stat:
+                fields = stat.read().rpartition(b")")[2].split()
+                if int(fields[1]) == pid:
+                    children.append((int(name), int(fields[2])))
+    return children

@@ -14,6 +14,7 @@ import functools
 import importlib
 import os
 import shutil
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -305,14 +306,23 @@ class Connection:
         group: int | None = None  # the stdio server's process group, once it is known
         try:
             async with contextlib.AsyncExitStack() as stack:
-                before = child_processes() if isinstance(self.config, StdioServer) else None
-                read, write = await stack.enter_async_context(self._transport(errlog.writer))
-                errlog.started()
                 config = self.config
-                if isinstance(config, StdioServer) and before is not None:
-                    group = await started_server_soon(
-                        before, config.command, config.args, config.env
-                    )
+                if isinstance(config, StdioServer):
+                    # One stdio server is started at a time in this process: it is told from
+                    # the other children by its command line, which two servers may share, and
+                    # closing one took down the other (its process group) now and then.
+                    async with _starting(asyncio.get_running_loop()):
+                        before = child_processes()
+                        read, write = await stack.enter_async_context(
+                            self._transport(errlog.writer)
+                        )
+                        errlog.started()
+                        group = await started_server_soon(
+                            before, config.command, config.args, config.env
+                        )
+                else:
+                    read, write = await stack.enter_async_context(self._transport(errlog.writer))
+                    errlog.started()
                 ended = asyncio.Event()  # the server's messages ended: it went away
                 session = await stack.enter_async_context(
                     _results_as_sent(ClientSession)(
@@ -643,3 +653,16 @@ def _results_as_sent(session_type: type[Any]) -> type[Any]:
             return None
 
     return ResultsAsSent
+
+
+_STARTING: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _starting(loop: asyncio.AbstractEventLoop) -> asyncio.Lock:
+    """The lock a stdio server's start holds on ``loop`` until the server is known."""
+    lock = _STARTING.get(loop)
+    if lock is None:
+        lock = _STARTING[loop] = asyncio.Lock()
+    return lock

@@ -35,7 +35,8 @@ _GUARD = (
     "    if os.getppid() == int(sys.argv[1]) and os.getpgrp() == os.getpid():\n"
     "        try:\n"
     "            os.posix_spawn(sys.executable,\n"
-    "                [sys.executable, '-I', '-S', '-c', sys.argv[2], str(os.getpid())],\n"
+    "                [sys.executable, '-I', '-S', '-c', sys.argv[2], str(os.getpid()),\n"
+    "                 sys.argv[1]],\n"
     "                os.environ, file_actions=[\n"
     "                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),\n"
     "                    (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])\n"
@@ -47,20 +48,40 @@ _GUARD = (
 )
 
 #: The watcher, run with ``python -I -S -c`` by the guard as a child of the server (argv[1],
-#: its process id), in its process group, holding none of its streams: when the server ends,
-#: it ends the rest of the group. A server started through a program that starts the real one
-#: (``npx``, ``uv run``, ``bash -c``) is only that program, which SIGTERM ends, and the real
-#: server, busy in a long call that reads nothing, would be left running. Its command line
-#: names no server (a count of a server's processes by its command does not see it). A
-#: SIGTERM to the group (a server closed) ends it at once.
+#: its process id, also its process group's), holding none of its streams: when the server
+#: ends, it ends the rest of the server's group. A server started through a program that starts
+#: the real one (``npx``, ``uv run``, ``bash -c``) is only that program, which SIGTERM ends, and
+#: the real server, busy in a long call that reads nothing, would be left running. Its command
+#: line names no server (a count of a server's processes by its command does not see it). It
+#: leaves the server's group at once: where no init process collects ended orphans (a
+#: container's), its ended process would keep the group in being, and whoever waits for the
+#: group to end (the MCP SDK closing a busy server) would wait its whole time limit. It also
+#: watches the process that started the server (argv[2]): once that one is gone (a kernel
+#: killed), the group is ended even if the server is not (one that ignores SIGTERM, or a
+#: wrapper that waits for its child before its trap of SIGTERM runs): SIGTERM, then SIGKILL.
 _WATCHER = (
-    "import ctypes, os, signal, sys, time\n"
-    "server = int(sys.argv[1])\n"
+    "import ctypes, os, select, signal, sys, time\n"
+    "server, owner = int(sys.argv[1]), int(sys.argv[2])\n"
+    "os.setpgid(0, 0)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])\n"
     "ctypes.CDLL(None).prctl(1, signal.SIGUSR1)  # told when the server ends\n"
-    "while os.getppid() == server:\n"
-    "    signal.sigtimedwait([signal.SIGUSR1], 5.0)\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "try:\n"
+    "    owner_fd = os.pidfd_open(owner)  # (readable once the owner has ended)\n"
+    "except (AttributeError, OSError):\n"
+    "    owner_fd = None\n"
+    "def owner_gone():\n"
+    "    if owner_fd is not None:\n"
+    "        return bool(select.select([owner_fd], [], [], 0)[0])\n"
+    "    try:\n"
+    "        os.kill(owner, 0)\n"
+    "    except ProcessLookupError:\n"
+    "        return True\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    return False\n"
+    "while os.getppid() == server and not owner_gone():\n"
+    "    signal.sigtimedwait([signal.SIGUSR1], 0.5)\n"
     "me = os.getpid()\n"
     "def others():\n"
     "    for name in os.listdir('/proc'):\n"
@@ -73,12 +94,12 @@ _WATCHER = (
     "            continue\n"
     "    return False\n"
     "if others():\n"
-    "    os.killpg(0, signal.SIGTERM)\n"
+    "    os.killpg(server, signal.SIGTERM)\n"
     "    deadline = time.monotonic() + 2.0\n"
     "    while others() and time.monotonic() < deadline:\n"
     "        time.sleep(0.05)\n"
     "    if others():\n"
-    "        os.killpg(0, signal.SIGKILL)\n"
+    "        os.killpg(server, signal.SIGKILL)\n"
 )
 
 
