@@ -117,7 +117,7 @@ import asyncio, os, sys
 sys.path[:0] = {paths!r}
 from anvia_notebook import mcp
 async def main():
-    server = mcp.stdio("toolbox", {command!r}, {args!r}, env={{"TOOLBOX_TAG": {tag!r}, "TOOLBOX_STARTED": {started!r}}})
+    server = mcp.stdio("toolbox", {command!r}, {args!r}, env={{"TOOLBOX_TAG": {tag!r}, "TOOLBOX_STARTED": {started!r}}}, cwd={cwd!r})
     connected = await mcp.connect(server)
     pid_tool = next(t for t in connected.tools if t.name == "pid")
     print(await pid_tool.call(pid_tool.parse_args({{}}), None), flush=True)
@@ -138,14 +138,27 @@ def _child(
     tag: str, ending: str, started: str = "", wrapper: str | None = None
 ) -> tuple[subprocess.Popen[str], int]:
     """A Python process connected to the toolbox server (``started``: the file its long calls
-    say they began in; ``wrapper``: a shell of :data:`WRAPPERS` starts it), and the server's
-    process id."""
-    command, args = sys.executable, [TOOLBOX]
-    if wrapper is not None:
+    say they began in; ``wrapper``: a shell of :data:`WRAPPERS` starts it, or ``"relative"``:
+    a link to Python in ``started``'s folder, given relative to it), and the server's process
+    id."""
+    command, args, cwd = sys.executable, [TOOLBOX], None
+    if wrapper == "relative":  # (a command given relative to the server's working folder)
+        cwd = os.path.dirname(started) if started else None
+        assert cwd is not None
+        os.makedirs(os.path.join(cwd, "bin"), exist_ok=True)
+        os.symlink(sys.executable, os.path.join(cwd, "bin", "py"))
+        command = os.path.join("bin", "py")
+    elif wrapper is not None:
         server = f"{shlex.quote(sys.executable)} {shlex.quote(TOOLBOX)}"
         command, args = "bash", ["-c", WRAPPERS[wrapper].format(server=server)]
     code = _CHILD.format(
-        paths=sys.path, command=command, args=args, tag=tag, ending=ending, started=started
+        paths=sys.path,
+        command=command,
+        args=args,
+        tag=tag,
+        ending=ending,
+        started=started,
+        cwd=cwd,
     )
     child = subprocess.Popen(
         [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
@@ -188,14 +201,16 @@ def test_at_exit_the_mcp_loop_is_closed_after_its_sessions():
 
 
 @pytest.mark.parametrize(
-    ("tool", "wrapper"), [("slow", None), ("busy", None), ("busy", "shell"), ("busy", "trap")]
+    ("tool", "wrapper"),
+    [("slow", None), ("busy", None), ("busy", "shell"), ("busy", "trap"), ("busy", "relative")],
 )
 def test_no_busy_server_process_outlives_a_killed_kernel(tool: str, wrapper: str | None, tmp_path):
     """Killed (SIGKILL) while its server runs a long call, one that awaits (``slow``) or one
     that computes and reads nothing meanwhile (``busy``): the server ends with it, not when
     the call ends (an hour later); also a server started by a program that stays its parent
-    (``npx``, ``bash -c``), which alone was told (the server kept running), and one whose trap
-    of SIGTERM waits for the server (neither ended)."""
+    (``npx``, ``bash -c``), which alone was told (the server kept running), one whose trap of
+    SIGTERM waits for the server (neither ended), and one given by a path relative to its
+    working folder (started unguarded)."""
     ending = (
         f"tool = next(t for t in connected.tools if t.name == {tool!r})\n"
         "    await tool.call(tool.parse_args({'seconds': 3600}), None)"

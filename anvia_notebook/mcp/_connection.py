@@ -318,7 +318,7 @@ class Connection:
                         )
                         errlog.started()
                         group = await started_server_soon(
-                            before, config.command, config.args, config.env
+                            before, config.command, config.args, config.env, config.cwd
                         )
                 else:
                     read, write = await stack.enter_async_context(self._transport(errlog.writer))
@@ -357,7 +357,7 @@ class Connection:
         config = self.config
         assert isinstance(config, StdioServer)
         env = dict(config.env) if config.env is not None else None
-        return guarded_command(config.command, config.args, env)
+        return guarded_command(config.command, config.args, env, config.cwd)
 
     def _transport(self, errlog: Any) -> Any:
         config = self.config

@@ -104,16 +104,23 @@ _WATCHER = (
 
 
 def guarded_command(
-    command: str, args: Sequence[str], env: Mapping[str, str] | None = None
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> tuple[str, list[str]]:
-    """``(command, args)`` that start the server ``command args`` so that it ends when this
-    process ends (see the module's text); unchanged where that cannot be done."""
+    """``(command, args)`` that start the server ``command args`` (in the folder ``cwd``, else
+    this process's) so that it ends when this process ends (see the module's text); unchanged
+    where that cannot be done."""
     path = (env or {}).get("PATH") or os.environ.get("PATH")
     if not sys.platform.startswith("linux") or not sys.executable:
         return command, list(args)
     if os.sep in command and not os.path.isabs(command):
-        return command, list(args)  # (relative to the server's working folder: as given)
-    if shutil.which(command, path=path) is None:
+        # (relative to the server's working folder, where the guard runs it from too)
+        found = os.path.join(cwd or os.getcwd(), command)
+        if not (os.path.isfile(found) and os.access(found, os.X_OK)):
+            return command, list(args)
+    elif shutil.which(command, path=path) is None:
         return command, list(args)
     return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), _WATCHER, command, *args]
 
@@ -147,12 +154,16 @@ def _parent_of(pid: str) -> int | None:
 
 
 def started_server(
-    before: set[int], command: str, args: Sequence[str], env: Mapping[str, str] | None = None
+    before: set[int],
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> int | None:
     """Which new child (not in ``before``) is the server ``command args`` (by its command line:
     the guard's while it starts, the server's once the guard became it), or None when that
     cannot be told."""
-    guard_command, guard_args = guarded_command(command, args, env)
+    guard_command, guard_args = guarded_command(command, args, env, cwd)
     forms = [[os.path.basename(command), *args], [os.path.basename(guard_command), *guard_args]]
     for pid in child_processes() - before:
         try:
@@ -166,7 +177,11 @@ def started_server(
 
 
 async def started_server_soon(
-    before: set[int], command: str, args: Sequence[str], env: Mapping[str, str] | None = None
+    before: set[int],
+    command: str,
+    args: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> int | None:
     """:func:`started_server`, once the new child is no longer between two programs: just
     started, it may still be a copy of this process, and while the guard becomes the server
@@ -176,14 +191,14 @@ async def started_server_soon(
 
     ours = _own_command_line()
     for _ in range(100):
-        found = started_server(before, command, args, env)
+        found = started_server(before, command, args, env, cwd)
         if found is not None:
             return found
         if not _any_changing(before, ours):
             # (one may have become the server between the two looks: a last look says)
-            return started_server(before, command, args, env)
+            return started_server(before, command, args, env, cwd)
         await asyncio.sleep(0.01)
-    return started_server(before, command, args, env)
+    return started_server(before, command, args, env, cwd)
 
 
 def _own_command_line() -> bytes:
