@@ -291,6 +291,22 @@ def test_a_run_state_changed_by_hand_is_a_store_error_from_get_resume_and_show(t
     assert "pydantic" not in err and "validation error for" not in err
 
 
+def test_a_conversation_changed_by_hand_is_a_store_error_from_get_and_show(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    agent = AgentBuilder("a", QueueModel(["ok"])).build()
+    run_id = agent.prompt("hi").store(store).send_sync().run_id
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute("UPDATE messages SET message = '{\"role\": 7}' WHERE run_id = ?", (run_id,))
+        db.execute("UPDATE runs SET recent_messages = NULL WHERE run_id = ?", (run_id,))
+    said = rf"The stored conversation of run '{run_id}' in .* could not be read"
+    with pytest.raises(RunStoreError, match=said):
+        store.get(run_id)
+    store.close()
+    err = one_line_error(command_line("show", run_id, "--store", str(path)))
+    assert "could not be read (was it changed by hand?)" in err and "pydantic" not in err
+
+
 async def test_a_decision_that_cannot_be_read_holds_up_no_other_run(store_path, caplog):
     """Two runs of this process wait for a decision through the store; one's stored decision
     is damaged (changed by hand): the other's decision was never delivered either (the watcher's

@@ -34,7 +34,7 @@ from .._stored_once import (
     restore,
 )
 from .._sub_run_log import SubRunEventRef, expand_sub_run_refs
-from .._util import quoted
+from .._util import error_text, quoted
 from ..decisions import (
     Resolution,
     answers_resolution,
@@ -676,17 +676,26 @@ class RunStore(SteeringRows, DecisionRequests):
             self._q("SELECT idx, message FROM messages WHERE run_id = ? ORDER BY idx", (run_id,))
         )
         recent = self._q("SELECT recent_messages FROM runs WHERE run_id = ?", (run_id,))
-        if recent and recent[0][0]:
-            data = json.loads(recent[0][0])
-            start = int(data["from"])
-            for offset, message in enumerate(data["messages"]):
-                by_index[start + offset] = message
-        return [
-            Message.model_validate_json(text)
-            if isinstance(text, str)
-            else Message.model_validate(text)
-            for _, text in sorted(by_index.items())
-        ]
+        try:
+            if recent and recent[0][0]:
+                data = json.loads(recent[0][0])
+                start = int(data["from"])
+                for offset, message in enumerate(data["messages"]):
+                    by_index[start + offset] = message
+            return [
+                Message.model_validate_json(text)
+                if isinstance(text, str)
+                else Message.model_validate(text)
+                for _, text in sorted(by_index.items())
+            ]
+        except ValidationError as error:
+            why = describe_validation_error(error)
+        except (ValueError, TypeError, KeyError) as error:
+            why = error_text(error)
+        raise RunStoreError(
+            f"The stored conversation of run {run_id!r} in {self.location} could not be read "
+            f"(was it changed by hand?): {why}"
+        )
 
     def events(self, run_id: str) -> list[Any]:
         """The run's stored event log (consecutive text deltas already merged).
