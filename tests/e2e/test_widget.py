@@ -161,7 +161,9 @@ def test_reject_with_a_typed_reason(page: Page, jupyter_server: JupyterServer, n
     check(page, 2, "EXECUTED [] RESULT Too expensive for a scratch")
 
 
-def test_edit_arguments_then_approve(page: Page, jupyter_server: JupyterServer, notebook_name: str):
+def test_edit_arguments_then_approve(
+    page: Page, jupyter_server: JupyterServer, jupyter_app: App, notebook_name: str
+):
     start(
         page,
         jupyter_server,
@@ -171,6 +173,7 @@ def test_edit_arguments_then_approve(page: Page, jupyter_server: JupyterServer, 
             'handle = agent.prompt("Refund A1").show()',
             'print("EXECUTED", executed)',
         ],
+        jupyter_app,
     )
     widget = cell_output(page, 1)
     widget.get_by_role("button", name="Edit arguments").click()
