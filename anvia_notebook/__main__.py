@@ -359,13 +359,22 @@ def _call_line(call: Any, questions: dict[str, QuestionRecord], approvals: list[
         return _question_call(questions[call.id])
     line = f"{call.name}({call.arguments})"
     args = call.arguments if isinstance(call.arguments, dict) else _json_or_none(call.arguments)
-    for index, approval in enumerate(approvals):
-        if approval.tool_call_id == call.id and approval.args == args:
-            del approvals[index]
-            if approval.status == "approved" and approval.edited_args is not None:
-                line += f" approved with edited arguments {_readable(approval.edited_args)}"
-            break
+    mine = [a for a in approvals if a.tool_call_id == call.id]
+    # (its record holds the arguments as the tool read them, defaults filled in)
+    approval = next((a for a in mine if _holds(a.args, args)), mine[0] if mine else None)
+    if approval is not None:
+        approvals.remove(approval)
+        if approval.status == "approved" and approval.edited_args is not None:
+            line += f" approved with edited arguments {_readable(approval.edited_args)}"
     return line
+
+
+def _holds(recorded: Any, sent: Any) -> bool:
+    """Whether an approval's arguments are those the model sent: the same, or with more (the
+    defaults the tool filled in)."""
+    if isinstance(recorded, dict) and isinstance(sent, dict):
+        return all(key in recorded and recorded[key] == value for key, value in sent.items())
+    return bool(recorded == sent)
 
 
 def _json_or_none(text: str) -> Any:

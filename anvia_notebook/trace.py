@@ -315,7 +315,8 @@ class Trace(BaseModel):
     def calls_of(self, turn: TurnTrace | int) -> list[ToolCallTrace]:
         """The tool calls asked for by one model call (a :class:`TurnTrace` or its index)."""
         entry = turn if isinstance(turn, TurnTrace) else self.turns[self._index(turn)]
-        if entry is not self._last_of_turn().get(entry.turn, entry):
+        last = self._last_of_turn().get(entry.turn)
+        if last is not None and last.index != entry.index:
             return []  # (cut short by a stopped process, then made again: the new one asked)
         return [call for call in self.tool_calls if call.turn == entry.turn]
 

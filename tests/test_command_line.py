@@ -244,3 +244,37 @@ def test_show_tells_edits_apart_for_calls_a_model_gave_the_same_id(store_file, t
         '{"account": "a1", "amount": 9}',
         'transfer({"account":"a1","amount":2})',
     ]
+
+
+def test_show_finds_the_edit_of_a_call_that_left_out_an_argument_with_a_default(
+    store_file, tmp_path
+):
+    """The approval keeps the arguments as the tool read them (its defaults filled in), which
+    the model's call, without the default, did not match: the edit was not said."""
+    from pydantic import BaseModel
+
+    from anvia_notebook import AgentBuilder, ApprovalDecision, ToolApproval, create_tool
+    from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+    class Payment(BaseModel):
+        account: str
+        amount: int
+        note: str = ""
+
+    pay = create_tool(
+        name="pay",
+        description="Pay.",
+        input=Payment,
+        execute=lambda args, ctx: f"paid {args.amount}",
+        approval=ToolApproval(),
+    )
+    call = ToolCall(id="t1", name="pay", arguments={"account": "a1", "amount": 5})
+    edit = ApprovalDecision(True, args={"account": "a1", "amount": 2})
+    model = QueueModel([ModelResponse(tool_calls=[call]), "done"])
+    agent = AgentBuilder("payer", model).tool(pay).approvals(lambda request: edit).build()
+    response = agent.prompt("pay").send_sync()
+    [line] = [line for line in show(response.run_id, tmp_path) if "pay(" in line]
+    assert line.endswith(
+        'pay({"account":"a1","amount":5}) approved with edited arguments '
+        '{"account": "a1", "amount": 2}'
+    ), line

@@ -685,6 +685,9 @@ def test_exact_match_takes_data_whatever_the_order_of_its_keys():
     assert evals.exact_match().fn(point, "not json") is False
     written = evals.Case(input="q", expected='{"x": 1, "y": 2}')  # (a text: compared as text)
     assert evals.exact_match().fn(written, '{"x":1,"y":2}') is False
+    city = evals.Case(input="q", expected={"city": "Paris"})
+    assert evals.exact_match().fn(city, '{"city":"paris"}') is False
+    assert evals.exact_match(case_sensitive=False).fn(city, '{"city":"paris"}') is True
 
 
 def test_compare_does_not_call_a_score_changed_when_a_report_only_adds_a_metric():

@@ -139,14 +139,17 @@ def _child(
 ) -> tuple[subprocess.Popen[str], int]:
     """A Python process connected to the toolbox server (``started``: the file its long calls
     say they began in; ``wrapper``: a shell of :data:`WRAPPERS` starts it, or ``"relative"``:
-    a link to Python in ``started``'s folder, given relative to it), and the server's process
-    id."""
+    a script starting Python in ``started``'s folder, given relative to it), and the server's
+    process id."""
     command, args, cwd = sys.executable, [TOOLBOX], None
     if wrapper == "relative":  # (a command given relative to the server's working folder)
         cwd = os.path.dirname(started) if started else None
         assert cwd is not None
         os.makedirs(os.path.join(cwd, "bin"), exist_ok=True)
-        os.symlink(sys.executable, os.path.join(cwd, "bin", "py"))
+        script = os.path.join(cwd, "bin", "py")  # (a script: a link to a virtualenv's Python
+        with open(script, "w") as file:  # would run outside that environment)
+            file.write(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+        os.chmod(script, 0o755)
         command = os.path.join("bin", "py")
     elif wrapper is not None:
         server = f"{shlex.quote(sys.executable)} {shlex.quote(TOOLBOX)}"

@@ -295,10 +295,52 @@ def test_a_run_marked_failed_closes_what_it_left_open_in_the_store(store_path, m
         time.sleep(0.05)
     [approval] = store.interactions(response.run_id)
     assert (approval.status, approval.decided_by) == ("cancelled", "runtime")
+    # (it was approved where the run went on: the record does not say it never was)
+    assert approval.decision_reason == (
+        "The run went on without the run store: what became of this is not stored."
+    )
     assert store.pending(response.run_id) == []
     assert [(run.status, run.pending) for run in store.runs()] == [("error", 0)]
     with pytest.raises(DecisionRefusedError):
         store.approve(response.run_id, approval.id)
+    store.close()
+
+
+def test_a_run_marked_failed_leaves_its_sub_agents_runs_to_this_process(store_path):
+    """A sub-agent's run still going on here was cancelled with its top-level run's marking
+    (its next write then said another process had taken it over), and a damaged one stopped
+    the marking for good; a damaged top-level state is marked too."""
+    from anvia_notebook.messages import Message
+
+    store = RunStore(store_path)
+    top = RunState(run_id="run_top", agent_id="lead", status="running", messages=[])
+    sub = RunState(
+        run_id="run_sub",
+        agent_id="helper",
+        status="running",
+        messages=[Message.user("go")],
+        parent_run_id="run_top",
+        parent_call_id="c1",
+        path=["lead", "helper"],
+    )
+    broken = RunState(run_id="run_broken", agent_id="other", status="running", messages=[])
+    for state in (top, sub, broken):
+        store.create_run(state, "go")
+    with sqlite3.connect(store_path) as db:
+        db.execute("UPDATE runs SET state = '{damaged' WHERE run_id = 'run_broken'")
+    store.left_behind("run_top", "the store failed")
+    store.left_behind("run_broken", "the store failed")
+    deadline = time.monotonic() + 30
+    while {run.run_id: run.status for run in store.runs()} != {
+        "run_top": "error",
+        "run_sub": "running",
+        "run_broken": "error",
+    }:
+        assert time.monotonic() < deadline, store.runs()
+        time.sleep(0.05)
+    sub.messages.append(Message.assistant("still working"))
+    store.save_run("run_sub", sub, [], 0, [])  # (no RunTakenOverError)
+    assert store.get("run_sub").status == "running"
     store.close()
 
 

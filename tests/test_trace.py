@@ -725,3 +725,4 @@ def test_a_model_call_made_again_on_resume_owns_its_turns_tool_calls() -> None:
         ("model", 2),
     ]
     assert [c["id"] for c in trace.turn_view(0)["tool_calls"]] == []
+    assert [c.id for c in trace.calls_of(trace.turns[1].model_copy())] == ["c1"]  # (a copy)

@@ -268,8 +268,8 @@ def exact_match(
 
     def fn(case: Case, output: str) -> bool:
         expected, got = _expected_text(case, name), output
-        if not isinstance(case.expected, str):  # data (a typed output's): by value, not text
-            same = _same_json(expected, got)
+        if isinstance(case.expected, (dict, list)):  # data (a typed output's): by value
+            same = _same_json(expected, got, casefold=not case_sensitive)
             if same is not None:
                 return same
         if strip:
@@ -281,14 +281,15 @@ def exact_match(
     return _quick(Metric(name, fn))
 
 
-def _same_json(expected: str, output: str) -> bool | None:
+def _same_json(expected: str, output: str, *, casefold: bool = False) -> bool | None:
     """Whether two JSON texts hold the same data whatever the order of their keys and their
-    spacing (``1`` and ``1.0``, ``true`` and ``1`` stay apart); None when either is no JSON."""
+    spacing (``1`` and ``1.0``, ``true`` and ``1`` stay apart; ``casefold``: case aside);
+    None when either is no JSON."""
     try:
-        a, b = json.loads(expected), json.loads(output)
-        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+        a, b = (json.dumps(json.loads(text), sort_keys=True) for text in (expected, output))
     except (ValueError, RecursionError):
         return None
+    return a.casefold() == b.casefold() if casefold else a == b
 
 
 def contains(

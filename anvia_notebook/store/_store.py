@@ -894,9 +894,10 @@ class RunStore(SteeringRows, DecisionRequests):
     def edit_waits(self, run_id: str, approval_id: str) -> str:
         """What to tell of an approval with edited arguments that waits for its run."""
         resumed = self._resumed_as(run_id)
+        alive = any(self._alive(self._owner_of(run)) for run in {run_id, resumed})
         if resumed != run_id:
             run_id = f"{resumed} (in its sub-agent's run {run_id})"
-        if self._alive(self._owner_of(run_id)):
+        if alive:
             return (
                 f"The edited arguments for approval {approval_id} are sent to run {run_id}, "
                 "which has not answered yet: it checks them against the tool's own rules and "
@@ -1176,7 +1177,9 @@ class RunStore(SteeringRows, DecisionRequests):
         if state is not None and state.status not in ACTIVE:
             self._disown(run_id)
 
-    def _close_left_open(self, run_id: str, state: RunState) -> None:
+    def _close_left_open(
+        self, run_id: str, state: RunState, undecided: Resolution | None = None
+    ) -> None:
         """In the write that ends a run: every interaction of it the store still holds as
         pending is closed, as the run closed it (its record in ``state``) or else as cancelled
         by the runtime. A decision that reached the store first stands, and the state's copy
@@ -1184,7 +1187,8 @@ class RunStore(SteeringRows, DecisionRequests):
         for closed in self._records("run_id = ?", (run_id,)):
             ours = state.record(closed.id)
             if closed.pending:
-                closed = ours if ours and not ours.pending else decided(closed, _ENDED_UNDECIDED)
+                closing = undecided or _ENDED_UNDECIDED
+                closed = ours if ours and not ours.pending else decided(closed, closing)
                 self._write_decided(closed, if_pending=True)
             if ours is not None and ours.status != closed.status:
                 state.hold(closed)
@@ -1409,14 +1413,23 @@ class RunStore(SteeringRows, DecisionRequests):
                     )
                     ours = bool(rows) and (rows[0][2], rows[0][3]) == (me.host, me.pid)
                     if ours and rows[0][0] in ACTIVE:
-                        state = json.loads(rows[0][1])
-                        state.update(status="error", error=text)
-                        self._q(
-                            "UPDATE runs SET status = 'error', state = ?, updated_at = ? "
-                            "WHERE run_id = ?",
-                            (json.dumps(state), _now(), run_id),
-                        )
-                        self._end_left(run_id, state)
+                        try:
+                            state = json.loads(rows[0][1])
+                            state.update(status="error", error=text)
+                        except (ValueError, AttributeError):  # (damaged: the status only)
+                            state = None
+                        if state is None:
+                            self._q(
+                                "UPDATE runs SET status = 'error', updated_at = ? WHERE run_id = ?",
+                                (_now(), run_id),
+                            )
+                        else:
+                            self._q(
+                                "UPDATE runs SET status = 'error', state = ?, updated_at = ? "
+                                "WHERE run_id = ?",
+                                (json.dumps(state), _now(), run_id),
+                            )
+                            self._end_left(run_id, state)
             except Exception as error:  # still not writable: later, less and less often
                 logger.debug("Run store: marking run %s ended: %s", run_id, error)
                 with self._watch_lock:
@@ -1430,14 +1443,13 @@ class RunStore(SteeringRows, DecisionRequests):
 
     def _end_left(self, run_id: str, state: dict[str, Any]) -> None:
         """In the write that marks a run left behind ended: what it left open in the store is
-        closed and its sub-agents' runs end, as when a run ends (a decision for it was taken,
-        and said to wait for a resume that is refused). What cannot be read is left as it is."""
+        closed, as when a run ends (a decision for it was taken, and said to wait for a resume
+        that is refused), saying that how it was decided is not stored. (Its sub-agents' runs
+        go on in this process: each is marked so if its own writes fail.) What cannot be read
+        is left as it is."""
         try:
-            left = RunState.model_validate(state)
-            self._close_left_open(run_id, left)
-            if left.parent_run_id is None:
-                self._end_sub_runs(run_id)
-        except (ValidationError, RunStoreError) as error:
+            self._close_left_open(run_id, RunState.model_validate(state), _LEFT_UNDECIDED)
+        except (ValidationError, RunStoreError, ValueError) as error:
             logger.debug("Run store: closing what run %s left open: %s", run_id, error)
 
     def _beat(self, owned: set[str]) -> None:
@@ -1541,6 +1553,13 @@ SUB_RUN_ENDED = "The run that started this sub-agent's run ended before it did."
 
 _ENDED_UNDECIDED = Resolution(
     "cancelled", decided_by="runtime", reason="The run ended before this was decided."
+)
+#: What a run that went on without its store left open there is closed with (it may well have
+#: been decided where the run went on).
+_LEFT_UNDECIDED = Resolution(
+    "cancelled",
+    decided_by="runtime",
+    reason="The run went on without the run store: what became of this is not stored.",
 )
 
 
