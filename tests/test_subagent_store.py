@@ -51,6 +51,7 @@ async def test_a_decision_for_a_sub_run_whose_top_level_run_goes_on_is_not_said_
         with sqlite3.connect(store_path) as db:  # (as a process that has ended left it)
             db.execute("UPDATE runs SET owner_pid = 999999999 WHERE run_id = ?", (sub.run_id,))
         assert other.decision_waits(sub.run_id) is None
+        assert "are sent to run" in other.edit_waits(sub.run_id, "approval_x")  # (not "wait")
         with sqlite3.connect(store_path) as db:  # the top-level run's process gone too
             db.execute("UPDATE runs SET owner_pid = 999999999 WHERE run_id = ?", (run.run_id,))
         said = other.decision_waits(sub.run_id)
