@@ -8,7 +8,7 @@ import copy
 import pytest
 from notebook_helpers import Page, gated_model, pending_approval, refund_tool, sent, until
 
-from anvia_notebook import AgentBuilder, Studio
+from anvia_notebook import Agent, AgentBuilder, Studio
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 from anvia_notebook.notebook._studio import BUSY
 
@@ -23,6 +23,19 @@ def make_studio() -> tuple[Studio, QueueModel]:
 
 async def idle(page: Page) -> None:
     await until(lambda: (page.pump(), page.studio and not page.studio["busy"])[1], what="idle")
+
+
+async def always_allowed_after_refund_a(agent: Agent) -> tuple[Studio, Page]:
+    """A Studio of ``agent`` (id ``shop``) sent "refund A", its approval approved with "Always
+    allow" ticked, and the run ended."""
+    studio = Studio([agent])
+    page = Page(studio.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
+    entry = await pending_approval(page)
+    assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
+    await idle(page)
+    return studio, page
 
 
 async def send(page: Page, agent_id: str, text: str) -> None:
@@ -130,13 +143,7 @@ async def test_new_session_clears_history_transcript_and_always_allow():
         ]
     )
     agent = AgentBuilder("shop", model).tools([tool]).build()
-    studio = Studio([agent])
-    page = Page(studio.widget)
-    await page.sync()
-    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
-    entry = await pending_approval(page)
-    assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
-    await idle(page)
+    studio, page = await always_allowed_after_refund_a(agent)
     assert "shop \u203a issue_refund" in studio.human_input.always_allowed
 
     assert (await page.request("studio_new_session"))["ok"]
@@ -414,13 +421,7 @@ async def test_a_call_always_allowed_from_the_widget_says_so_on_its_record():
 
     model = QueueModel([refund("c1", "A"), "Refunded A.", refund("c2", "B"), "Refunded B."])
     tool = refund_tool()
-    studio = Studio([AgentBuilder("shop", model).tools([tool]).build()])
-    page = Page(studio.widget)
-    await page.sync()
-    assert (await page.request("studio_send", agent_id="shop", text="refund A"))["ok"]
-    entry = await pending_approval(page)
-    assert (await page.approve(entry["approval"]["id"], always_allow=True))["ok"]
-    await idle(page)
+    _, page = await always_allowed_after_refund_a(AgentBuilder("shop", model).tools([tool]).build())
     await send(page, "shop", "refund B")
     assert [c.order_id for c in tool.calls] == ["A", "B"]
     decided = [e["approval"] for e in page.state.entries if e["kind"] == "tool"]
