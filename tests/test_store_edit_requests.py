@@ -178,6 +178,57 @@ def test_an_edit_the_run_was_checking_when_another_decided_is_not_told_it_approv
     assert told == ["This approval is already approved; a second decision is refused."]
 
 
+def test_an_edit_taken_by_a_run_that_ended_unanswered_is_not_told_it_approved(tmp_path):
+    """The same edit sent by two people: the run's process took both, answered the first
+    ("done": it made the decision) and ended before answering the second; its sender, once no
+    process ran the run, took the recorded decision, its very edit, for its own (a CI run:
+    two of six senders told "approved")."""
+    import sqlite3
+
+    from anvia_notebook.decisions import Resolution, decided
+    from anvia_notebook.records import ApprovalRecord
+    from anvia_notebook.run_state import RunState
+
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    store.create_run(RunState(run_id="run_1", agent_id="a", status="running"), "send")
+    ids = {"id": "approval_1", "run_id": "run_1", "tool_call_id": "c1", "internal_call_id": "i1"}
+    record = ApprovalRecord(**ids, agent_id="a", tool_name="send", args={"account": "a1"})
+    store.open_interaction(record)
+    edit = {"account": "b2"}
+    with sqlite3.connect(path) as db:  # the first sender's, answered: it made the decision
+        db.execute(
+            "INSERT INTO decision_requests (id, interaction_id, decision, status, created_at) "
+            "VALUES ('decide_first', 'approval_1', ?, 'done', '2026-01-01T00:00:00+00:00')",
+            (json.dumps({"approved": True, "args": edit}),),
+        )
+    told: list[Any] = []
+    sender = RunStore(path)
+
+    def send() -> None:
+        try:
+            told.append(sender.approve("run_1", "approval_1", args=edit).status)
+        except DecisionRefusedError as error:
+            told.append(str(error))
+
+    thread = threading.Thread(target=send)
+    thread.start()
+    try:
+        with sqlite3.connect(path) as db:
+            second = "SELECT 1 FROM decision_requests WHERE id <> 'decide_first'"
+            wait_until(lambda: db.execute(second).fetchall(), None, "the second request")
+            db.execute("UPDATE decision_requests SET status = 'taken' WHERE status = 'queued'")
+        first = Resolution.approval(True, args=edit, decided_via="store")
+        assert store.claim(decided(record, first))[0]
+        with sqlite3.connect(path) as db:  # the run's process has ended
+            db.execute("UPDATE runs SET owner_pid = 999999999")
+    finally:
+        thread.join(60)
+        sender.close()
+        store.close()
+    assert told == ["This approval is already approved; a second decision is refused."]
+
+
 async def test_show_prints_arguments_as_written(store_location, capsys):
     """Arguments in Cyrillic or Chinese were printed as \\u escapes: an operator could not check
     a payee before approving."""

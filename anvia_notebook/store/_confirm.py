@@ -95,7 +95,10 @@ class DecisionRequests:
                         time.sleep(poll)
                         continue
                     # Its taker died (or does not answer): what was recorded is all there is
-                    # to go by (the caller tells the sender it won when it holds its edit).
+                    # to go by (the caller tells the sender it won when it holds its edit),
+                    # unless another request is said to have made that decision.
+                    if self._done_by_another(record.id, request_id):
+                        raise refused_twice(stored)
                     return stored
                 # Another decision came first (the same edit sent by someone else, maybe): this
                 # one was never applied, so its sender is told it was refused.
@@ -105,6 +108,18 @@ class DecisionRequests:
             if not alive or time.monotonic() > deadline:
                 return stored
             time.sleep(poll)
+
+    def _done_by_another(self, item_id: str, request_id: str) -> bool:
+        """Whether the run answered another request for ``item_id`` that it made the decision
+        (the same edit sent by two people: the run's process, ending, may never answer the
+        second one it took)."""
+        return bool(
+            self._q(
+                "SELECT 1 FROM decision_requests WHERE interaction_id = ? AND id <> ? "
+                "AND status = 'done'",
+                (item_id, request_id),
+            )
+        )
 
     def _move(self, request_id: str, status: str, only_from: str = "queued") -> bool:
         """Set a request's ``status`` if it is ``only_from`` (``withdrawn``: the sender takes
