@@ -359,9 +359,9 @@ def _call_line(call: Any, questions: dict[str, QuestionRecord], approvals: list[
         return _question_call(questions[call.id])
     line = f"{call.name}({call.arguments})"
     args = call.arguments if isinstance(call.arguments, dict) else _json_or_none(call.arguments)
-    mine = [a for a in approvals if a.tool_call_id == call.id]
+    mine = [a for a in approvals if (a.tool_call_id, a.tool_name) == (call.id, call.name)]
     # (its record holds the arguments as the tool read them, defaults filled in)
-    approval = next((a for a in mine if _holds(a.args, args)), mine[0] if mine else None)
+    approval = next((a for a in mine if _holds(a.args, args)), mine[0] if len(mine) == 1 else None)
     if approval is not None:
         approvals.remove(approval)
         if approval.status == "approved" and approval.edited_args is not None:

@@ -312,6 +312,19 @@ class Interactions:
             with self._storing():
                 self.store.save_interaction(record)
 
+    def leave_store(self) -> None:
+        """The run goes on without its store (a write failed): what it watched there is watched
+        no more. The store then records what the run left open as closed, which is not the
+        run's decision."""
+        store, self.store = self.store, None
+        if store is None:
+            return
+        with self._lock:
+            watched = list(self._items)
+        for item_id in watched:
+            with contextlib.suppress(Exception):
+                store.unwatch(item_id)
+
     def finish(self, interaction: OpenInteraction) -> None:
         """The run has taken the outcome: stop its timer and stop watching the store."""
         if interaction.timer is not None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import store_agents
+from pydantic import BaseModel
 
 from anvia_notebook import PromptCancelledError, RunStore
 
@@ -243,6 +244,44 @@ def test_show_tells_edits_apart_for_calls_a_model_gave_the_same_id(store_file, t
         'transfer({"account":"a1","amount":1}) approved with edited arguments '
         '{"account": "a1", "amount": 9}',
         'transfer({"account":"a1","amount":2})',
+    ]
+
+
+def test_show_gives_an_edit_to_the_call_of_its_own_tool_whatever_the_ids(store_file, tmp_path):
+    """A call of a tool that needs no approval, with the id a later protected call reused, was
+    said to have run with that call's edit."""
+    from anvia_notebook import AgentBuilder, ApprovalDecision, create_tool
+    from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
+
+    class Lookup(BaseModel):
+        account: str
+
+    lookup = create_tool(
+        name="lookup", description="Look up.", input=Lookup, execute=lambda a, c: "found"
+    )
+
+    def model(request: Any) -> ModelResponse:
+        done = sum(m.role == "tool" for m in request.messages)
+        if done == 0:
+            return ModelResponse(tool_calls=[ToolCall("call_0", "lookup", {"account": "a1"})])
+        if done == 1:
+            arguments = {"account": "a1", "amount": 5}
+            return ModelResponse(tool_calls=[ToolCall("call_0", "transfer", arguments)])
+        return ModelResponse(text="sent")
+
+    edit = ApprovalDecision(True, args={"account": "a1", "amount": 2})
+    agent = (
+        AgentBuilder("banker", FunctionModel(model))
+        .tools([lookup, store_agents.transfer_tool()])
+        .approvals(lambda request: edit)
+        .build()
+    )
+    response = agent.prompt("pay").send_sync()
+    lines = [line.split("-> ")[1] for line in show(response.run_id, tmp_path) if "-> " in line]
+    assert lines == [
+        'lookup({"account":"a1"})',
+        'transfer({"account":"a1","amount":5}) approved with edited arguments '
+        '{"account": "a1", "amount": 2}',
     ]
 
 

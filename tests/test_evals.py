@@ -688,6 +688,16 @@ def test_exact_match_takes_data_whatever_the_order_of_its_keys():
     city = evals.Case(input="q", expected={"city": "Paris"})
     assert evals.exact_match().fn(city, '{"city":"paris"}') is False
     assert evals.exact_match(case_sensitive=False).fn(city, '{"city":"paris"}') is True
+    street = evals.Case(input="q", expected={"street": "\u00c4u\u00dfere"})
+    assert evals.exact_match(case_sensitive=False).fn(street, '{"street":"\u00e4usSERE"}') is True
+
+    class Point(BaseModel):
+        x: int
+        y: int
+
+    model = evals.Case(input="q", expected=Point(x=1, y=2))  # (a model, a tuple: data too)
+    assert evals.exact_match().fn(model, '{"y": 2, "x": 1}') is True
+    assert evals.exact_match().fn(evals.Case(input="q", expected=(1, 2)), "[1, 2]") is True
 
 
 def test_compare_does_not_call_a_score_changed_when_a_report_only_adds_a_metric():

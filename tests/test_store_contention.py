@@ -10,6 +10,7 @@ busy timeout here (0.5 s instead of 5 s), so a starved writer shows at once.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import sqlite3
@@ -341,6 +342,90 @@ def test_a_run_marked_failed_leaves_its_sub_agents_runs_to_this_process(store_pa
     sub.messages.append(Message.assistant("still working"))
     store.save_run("run_sub", sub, [], 0, [])  # (no RunTakenOverError)
     assert store.get("run_sub").status == "running"
+    store.close()
+
+
+async def test_a_run_going_on_without_its_store_keeps_its_approval_waiting(store_path):
+    """The store's marking of the run as failed closed the approval left open there, and the
+    run, still watching the store, took that for a decision: its approval was cancelled while
+    it waited in memory, and an approval given afterwards ran nothing."""
+    store = RunStore(store_path)
+    go = asyncio.Event()
+
+    async def decide_later(request: object) -> bool:
+        await go.wait()
+        return True
+
+    tool = make_add_tool(approval=ToolApproval(reason="check"))
+    model = QueueModel([call("add", {"x": 1, "y": 2}), ModelResponse(text="3")])
+    agent = AgentBuilder("a", model).tool(tool).approvals(decide_later).build()
+    run = agent.prompt("add").store(store).start()
+    deadline = time.monotonic() + 30
+    while not run.interactions.pending:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.01)
+    with pytest.warns(RuntimeWarning, match="goes on in memory only"):
+        run.store_failed(RunStoreError("the store is locked by another program"))
+    while store.get(run.run_id).status != "error":
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    [closed] = store.interactions(run.run_id)
+    assert closed.status == "cancelled"  # (in the store)
+    ends = time.monotonic() + 1.5  # (the watcher's rounds: 0.2 s each)
+    while time.monotonic() < ends:
+        assert [r.status for r in run.interactions.pending] == ["pending"]
+        await asyncio.sleep(0.05)
+    go.set()
+    response = await asyncio.wait_for(run.wait(), 10)
+    assert response.output == "3" and tool.calls == [(1, 2)]
+    store.close()
+
+
+def test_a_run_marked_failed_ends_sub_agents_runs_an_earlier_process_left(store_path):
+    """Its sub-agent's run left by an earlier process (not taken up again) stayed listed, with
+    an approval that took decisions, under a run that can no longer be resumed; a damaged run
+    state kept its approvals open too."""
+    from anvia_notebook.messages import Message
+    from anvia_notebook.records import ApprovalRecord
+
+    store = RunStore(store_path)
+    top = RunState(run_id="run_top", agent_id="lead", status="running", messages=[])
+    sub = RunState(
+        run_id="run_sub",
+        agent_id="helper",
+        status="waiting",
+        messages=[Message.user("go")],
+        parent_run_id="run_top",
+        parent_call_id="c1",
+        path=["lead", "helper"],
+    )
+    broken = RunState(run_id="run_broken", agent_id="other", status="running", messages=[])
+    for state in (top, sub, broken):
+        store.create_run(state, "go")
+    for run_id, agent_id in (("run_sub", "helper"), ("run_broken", "other")):
+        ids = {"run_id": run_id, "tool_call_id": "c9", "internal_call_id": f"i_{run_id}"}
+        store.open_interaction(
+            ApprovalRecord(
+                id=f"approval_{run_id}", **ids, agent_id=agent_id, tool_name="send", args={}
+            )
+        )
+    with sqlite3.connect(store_path) as db:
+        db.execute("UPDATE runs SET owner_pid = 999999999 WHERE run_id = 'run_sub'")
+        db.execute("UPDATE runs SET state = '{damaged' WHERE run_id = 'run_broken'")
+    store.left_behind("run_top", "the store failed")
+    store.left_behind("run_broken", "the store failed")
+    deadline = time.monotonic() + 30
+    while {run.run_id: run.status for run in store.runs()} != {
+        "run_top": "error",
+        "run_sub": "cancelled",
+        "run_broken": "error",
+    }:
+        assert time.monotonic() < deadline, store.runs()
+        time.sleep(0.05)
+    assert store.pending() == []
+    for run_id in ("run_sub", "run_broken"):
+        with pytest.raises(DecisionRefusedError, match="already cancelled"):
+            store.reject(run_id, f"approval_{run_id}")
     store.close()
 
 

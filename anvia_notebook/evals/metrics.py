@@ -268,7 +268,7 @@ def exact_match(
 
     def fn(case: Case, output: str) -> bool:
         expected, got = _expected_text(case, name), output
-        if isinstance(case.expected, (dict, list)):  # data (a typed output's): by value
+        if not isinstance(case.expected, str):  # data (a typed output's): by value
             same = _same_json(expected, got, casefold=not case_sensitive)
             if same is not None:
                 return same
@@ -286,7 +286,10 @@ def _same_json(expected: str, output: str, *, casefold: bool = False) -> bool | 
     spacing (``1`` and ``1.0``, ``true`` and ``1`` stay apart; ``casefold``: case aside);
     None when either is no JSON."""
     try:
-        a, b = (json.dumps(json.loads(text), sort_keys=True) for text in (expected, output))
+        a, b = (
+            json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+            for text in (expected, output)
+        )
     except (ValueError, RecursionError):
         return None
     return a.casefold() == b.casefold() if casefold else a == b

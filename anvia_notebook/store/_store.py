@@ -8,6 +8,7 @@ the command line) and every later one is refused.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -1193,7 +1194,7 @@ class RunStore(SteeringRows, DecisionRequests):
             if ours is not None and ours.status != closed.status:
                 state.hold(closed)
 
-    def _end_sub_runs(self, run_id: str) -> None:
+    def _end_sub_runs(self, run_id: str, *, leave_ours: bool = False) -> None:
         """In the write that ends a top-level run: its sub-agents' runs left unfinished (one
         whose call was not taken up again after a resume, before the run was stopped) end with
         it, cancelled by the runtime, and what they left open is closed (else it would wait,
@@ -1209,10 +1210,18 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         me = this_process()
         for sub_id, text, *owner in rows:
-            elsewhere = owner[0] is not None and (owner[0], owner[1]) != (me.host, me.pid)
-            if elsewhere and self._alive(owner):
+            ours = (owner[0], owner[1]) == (me.host, me.pid)
+            elsewhere = owner[0] is not None and not ours
+            if (elsewhere and self._alive(owner)) or (leave_ours and ours):
+                continue  # (``leave_ours``: this process's go on, its top-level run with them)
+            try:
+                data = json.loads(text)
+            except ValueError:  # (damaged: its status only)
+                self._q(
+                    "UPDATE runs SET status = 'cancelled', updated_at = ? WHERE run_id = ?",
+                    (_now(), sub_id),
+                )
                 continue
-            data = json.loads(text)
             data["status"] = "cancelled"
             data["cancel_reason"] = data.get("cancel_reason") or SUB_RUN_ENDED
             self._close_left_open(sub_id, RunState.model_validate(data))
@@ -1408,7 +1417,8 @@ class RunStore(SteeringRows, DecisionRequests):
             try:
                 with self._backend.transaction():
                     rows = self._q(
-                        "SELECT status, state, owner_host, owner_pid FROM runs WHERE run_id = ?",
+                        "SELECT status, state, owner_host, owner_pid, agent_id FROM runs "
+                        "WHERE run_id = ?",
                         (run_id,),
                     )
                     ours = bool(rows) and (rows[0][2], rows[0][3]) == (me.host, me.pid)
@@ -1429,7 +1439,7 @@ class RunStore(SteeringRows, DecisionRequests):
                                 "WHERE run_id = ?",
                                 (json.dumps(state), _now(), run_id),
                             )
-                            self._end_left(run_id, state)
+                        self._end_left(run_id, state, rows[0][4])
             except Exception as error:  # still not writable: later, less and less often
                 logger.debug("Run store: marking run %s ended: %s", run_id, error)
                 with self._watch_lock:
@@ -1441,14 +1451,19 @@ class RunStore(SteeringRows, DecisionRequests):
                 self._owned.discard(run_id)
             self._recent.pop(run_id, None)
 
-    def _end_left(self, run_id: str, state: dict[str, Any]) -> None:
+    def _end_left(self, run_id: str, state: dict[str, Any] | None, agent_id: str) -> None:
         """In the write that marks a run left behind ended: what it left open in the store is
         closed, as when a run ends (a decision for it was taken, and said to wait for a resume
-        that is refused), saying that how it was decided is not stored. (Its sub-agents' runs
-        go on in this process: each is marked so if its own writes fail.) What cannot be read
-        is left as it is."""
+        that is refused), saying that how it was decided is not stored; so are its sub-agents'
+        runs that an earlier process left (those this process runs go on: each is marked so if
+        its own writes fail). What cannot be read is left as it is."""
         try:
-            self._close_left_open(run_id, RunState.model_validate(state), _LEFT_UNDECIDED)
+            left = RunState(run_id=run_id, agent_id=agent_id, status="error")
+            with contextlib.suppress(ValidationError):
+                left = RunState.model_validate(state)
+            self._close_left_open(run_id, left, _LEFT_UNDECIDED)
+            if left.parent_run_id is None:
+                self._end_sub_runs(run_id, leave_ours=True)
         except (ValidationError, RunStoreError, ValueError) as error:
             logger.debug("Run store: closing what run %s left open: %s", run_id, error)
 
