@@ -104,7 +104,7 @@ async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(
     # (it said only "Approved ...": nothing of the resume that must follow)
     assert capsys.readouterr().out.splitlines() == [
         f"Approved {approval.id}.",
-        f"Nothing runs run {run_id} now: the decision is used when the run is resumed "
+        f"Run {run_id} is not running anywhere now: the decision is used when it is resumed "
         f"(agent.resume({run_id!r})).",
     ]
     assert cli(["--store", store_location, "reject", run_id, approval.id]) == 1  # second: refused

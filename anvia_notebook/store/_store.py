@@ -888,7 +888,7 @@ class RunStore(SteeringRows, DecisionRequests):
             return None  # (a sub-agent's run is run by whatever runs its top-level run)
         where = run_id if resumed == run_id else f"{resumed} (in its sub-agent's run {run_id})"
         return (
-            f"Nothing runs run {where} now: the decision is used when the run is resumed "
+            f"Run {where} is not running anywhere now: the decision is used when it is resumed "
             f"(agent.resume({resumed!r}))."
         )
 
