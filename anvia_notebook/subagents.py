@@ -190,9 +190,11 @@ class _SubAgentCall:
             if state.parent_turn is not None and state.parent_turn != parent.state.turn:
                 continue  # an earlier turn's call that had the same id
             if state.status == "success":
-                if state.output_type is not None and state.data is not None:
+                # (a store of an earlier version kept no value: its text, then; a value of
+                # None is a value, kept as null)
+                if state.output_type is not None and "data" in state.model_fields_set:
                     return compact_json(state.data)
-                return state.output or ""  # (a store of an earlier version kept no value)
+                return state.output or ""
             if state.status in ("error", "cancelled"):
                 raise SubAgentError(
                     f"The {self.agent.id} agent's run {state.run_id} had ended "

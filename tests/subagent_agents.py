@@ -19,7 +19,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from anvia_notebook import AgentBuilder, StoreHumanInput, ToolApproval, ask_question, create_tool
+from anvia_notebook import (
+    AgentBuilder,
+    Hook,
+    StoreHumanInput,
+    ToolApproval,
+    ask_question,
+    create_tool,
+)
 from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
 
 
@@ -62,7 +69,14 @@ def _analyst(request: Any) -> ModelResponse:
         return ModelResponse(
             tool_calls=[ToolCall(id="s2", name="run_sql", arguments={"sql": f"from {table}"})]
         )
-    if any(tool.name == "final_result" for tool in request.tools):  # typed: ``lead(typed=True)``
+    final = next((tool for tool in request.tools if tool.name == "final_result"), None)
+    if final is not None and "result" in final.parameters.get("properties", {}):
+        # ``lead(typed="optional")``: the analyst found nothing (its valid value is None)
+        return ModelResponse(
+            text="Nothing to report.",
+            tool_calls=[ToolCall(id="out", name="final_result", arguments={"result": None})],
+        )
+    if final is not None:  # typed: ``lead(typed=True)``
         finding = {"query": last.tool_results[0].content, "rows": len(request.messages)}
         return ModelResponse(
             text="Here is what I found.",
@@ -92,7 +106,19 @@ class Finding(BaseModel):
     rows: int
 
 
-def lead(typed: bool = False, stream: bool = True) -> Any:
+class _HoldFirstResult(Hook):
+    """With ``ANVIA_TEST_HOLD_RESULT`` set: the lead's process waits (to be killed) once the
+    analyst's first call has finished, before the lead takes in its result."""
+
+    def on_tool_result(self, event: Any) -> None:
+        if os.environ.get("ANVIA_TEST_HOLD_RESULT"):
+            print("holding", flush=True)
+            time.sleep(3600)
+
+
+def lead(typed: bool | str = False, stream: bool = True) -> Any:
+    """The lead and its analyst; ``typed``: the analyst answers a :class:`Finding` (True) or
+    ``Finding | None`` ("optional", and it answers None)."""
     run_sql = create_tool(
         name="run_sql",
         description="Run SQL.",
@@ -101,17 +127,20 @@ def lead(typed: bool = False, stream: bool = True) -> Any:
         approval=ToolApproval(reason="Runs a query on the warehouse."),
     )
     analyst = AgentBuilder("analyst", FunctionModel(_analyst)).tools([run_sql, ask_question])
-    if typed:
+    if typed == "optional":
+        analyst = analyst.output_type(Finding | None)  # type: ignore[arg-type]
+    elif typed:
         analyst = analyst.output_type(Finding)
     return (
         AgentBuilder("lead", FunctionModel(_lead))
         .tool(analyst.build().as_tool(name="ask_analyst", stream=stream))
         .human_input(StoreHumanInput())
+        .hook(_HoldFirstResult())
         .build()
     )
 
 
-def run(prompt: str, concurrency: int = 1, typed: bool = False) -> None:
+def run(prompt: str, concurrency: int = 1, typed: bool | str = False) -> None:
     print("started", flush=True)
     try:
         response = lead(typed).prompt(prompt).with_tool_concurrency(concurrency).send_sync()

@@ -164,3 +164,48 @@ def test_a_typed_sub_agent_that_had_finished_gives_its_value_again_after_a_resum
         ]
     finally:
         store.close()
+
+
+def test_a_typed_sub_agent_whose_value_was_none_gives_null_again_after_a_resume(
+    env: dict[str, str],
+) -> None:
+    """An output type that allows None, and the finished sub-agent's value was None: on resume
+    it answers ``null`` from the store, as it did the first time (not the words said with it)."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        code = "import subagent_agents; subagent_agents.run('east and west', typed='optional')"
+        top, later = _killed_at_the_second_approval(store, code, env)
+        store.approve(top.run_id, later.id)
+        response = subagent_agents.lead(typed="optional").resume(top.run_id).send_sync()
+        assert response.output == "lead: null | null", subagent_agents.effects()
+        assert subagent_agents.effects() == ["started select 1", "done select 1"] * 2
+    finally:
+        store.close()
+
+
+def test_a_typed_sub_agent_that_ended_with_none_just_before_the_kill_gives_null_on_resume(
+    env: dict[str, str],
+) -> None:
+    """Killed after the sub-agent's run ended with the value None but before the lead took in
+    its result: on resume the call answers from the sub-run's stored value, ``null`` (not the
+    words the sub-agent said with it), and the sub-agent is not run again."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        code = "import subagent_agents; subagent_agents.run('west', typed='optional')"
+        child = start_python(code, {**env, "ANVIA_TEST_HOLD_RESULT": "1"})
+        top = wait_until(lambda: _top(store), child, "the lead's run")
+        [first] = wait_until(lambda: store.pending(top.run_id), child, "the analyst's approval")
+        store.approve(top.run_id, first.id)
+
+        def sub_run_ended() -> bool:
+            return [store.get(sub).status for sub in store.run_tree(top.run_id)[1:]] == ["success"]
+
+        wait_until(sub_run_ended, child, "the analyst's run to end")
+        kill(child)
+        response = subagent_agents.lead(typed="optional").resume(top.run_id).send_sync()
+        assert response.output == "lead: null"
+        assert subagent_agents.effects() == ["started select 1", "done select 1"]
+    finally:
+        store.close()
