@@ -285,3 +285,45 @@ def test_in_colab_the_install_cell_says_what_pip_left_installed(path, monkeypatc
     with pytest.raises(RuntimeError, match="pip could not install anvia_notebook: see its"):
         exec(code, {"get_ipython": lambda: shell})
     assert "Installed" not in capsys.readouterr().out
+
+
+#: What each tutorial uses besides the package (the module, and what pip installs it from).
+TUTORIAL_NEEDS = {
+    "09_inspect_a_run": {"opentelemetry.sdk": "opentelemetry-sdk", "pandas": "pandas"},
+    "10_evaluate_an_agent": {"pandas": "pandas"},
+    "12_mcp_tools_behind_approvals": {"mcp": '"mcp>=2.3"'},
+    "13_steer_and_typed_results": {"pandas": "pandas"},
+}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_outside_colab_the_install_cell_names_what_is_missing(path, monkeypatch, capsys):
+    """The first cell's other branch: with all it needs installed it says so; with some of it
+    missing it stops, with the one ``%pip install`` line of what is missing (and only that)."""
+    import importlib.util
+
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    cells = nbformat.read(path, as_version=4).cells
+    source = next(c.source for c in cells if c.cell_type == "code")
+    code = TransformerManager().transform_cell(source)
+    exec(code, {"get_ipython": lambda: None})
+    assert "Not in Colab: using the anvia_notebook installed" in capsys.readouterr().out
+
+    needs = {"anvia_notebook": None, **TUTORIAL_NEEDS.get(path.stem, {})}
+    real_find_spec = importlib.util.find_spec
+    for gone in needs:
+
+        def find_spec(name: str, package: str | None = None, gone: str = gone) -> object:
+            if name != gone:
+                return real_find_spec(name, package)
+            if "." in name:  # as when the package it is part of is missing
+                raise ModuleNotFoundError(f"No module named {name.split('.')[0]!r}")
+            return None
+
+        monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+        with pytest.raises(ModuleNotFoundError) as raised:
+            exec(code, {"get_ipython": lambda: None})
+        [pip_line] = [line for line in str(raised.value).splitlines() if "%pip" in line]
+        wanted = needs[gone] or '"anvia_notebook @ git+https://github.com/anvia-hq/anvia_notebook"'
+        assert pip_line.strip() == f"%pip install {wanted}"
