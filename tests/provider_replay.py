@@ -68,6 +68,22 @@ class Recorded:
             content=(FIXTURES / name).read_bytes(),
         )
 
+    def cut(self, name: str, before: str) -> Any:
+        """The recorded stream ``name`` up to the text ``before``, then the connection lost
+        (as a proxy resetting it: the HTTP library's error for a body cut short)."""
+        body = (FIXTURES / name).read_bytes()
+        sent = body[: body.index(before.encode())]
+        http = self.http
+
+        async def chunks() -> Any:
+            yield sent
+            raise http.RemoteProtocolError(
+                "peer closed connection without sending complete message body "
+                "(incomplete chunked read)"
+            )
+
+        return http.Response(200, headers={"content-type": "text/event-stream"}, content=chunks())
+
     def error_response(self, status: int, name: str) -> Any:
         return self.http.Response(
             status,

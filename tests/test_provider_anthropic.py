@@ -665,3 +665,25 @@ async def test_tool_calls_a_server_sent_without_an_id_get_one(
     ids = [event.id for event in events if isinstance(event, ToolCall)]
     assert len(ids) == 2 and len(set(ids)) == 2
     assert all(re.fullmatch(r"toolu_[0-9a-f]{24}", call_id) for call_id in ids)
+
+
+async def test_a_connection_lost_after_the_stop_reason_keeps_the_whole_answer(
+    serve: Callable[..., Server],
+) -> None:
+    """Lost once ``message_delta`` gave the stop reason (before ``message_stop``): the answer
+    and its usage stand; lost before it, the answer is cut short and the error says so."""
+    serve(recorded.cut("anthropic_text.sse", "event: message_stop"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    events = await events_of(model, ask())
+
+    assert events[-2:] == [
+        UsageUpdate(usage=Usage(input_tokens=0, output_tokens=11), cached_tokens=0),
+        Finish(reason="stop"),
+    ]
+    assert events[1:3] == ["Hello", "! How can I help you today?"]
+
+    serve(recorded.cut("anthropic_text.sse", "event: message_delta"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")  # (a client of it)
+    with pytest.raises(ModelError, match="connection"):
+        await events_of(model, ask())

@@ -958,3 +958,92 @@ async def test_content_given_as_parts_is_text_and_reasoning(serve: Callable[...,
         ReasoningDelta(delta="Let me think")
     ]
     assert "".join(e for e in events if isinstance(e, str)) == "Hello"
+
+
+async def test_reasoning_sent_as_reasoning_content_goes_back_with_the_turn_s_tool_calls(
+    serve: Callable[..., Server],
+) -> None:
+    """DeepSeek's thinking mode refuses a tool-calling assistant message sent back without its
+    ``reasoning_content``: it goes back there. Reasoning sent in the other field (``reasoning``),
+    and a turn's reasoning without tool calls, are not sent (servers that do not know the field
+    refuse it)."""
+    server = serve(
+        chunk_stream(
+            {"role": "assistant", "reasoning_content": "I should look"},
+            {"reasoning_content": " it up."},
+            {"tool_calls": [tool_fragment(0, "call_1", "get_weather", '{"city":"Paris"}')]},
+            finish="tool_calls",
+        ),
+        chunk_stream({"reasoning_content": "Done."}, {"content": "18 °C."}),
+        chunk_stream(
+            {"reasoning": "Look again."},
+            {"tool_calls": [tool_fragment(0, "call_2", "get_weather", '{"city":"Rome"}')]},
+            finish="tool_calls",
+        ),
+        chunk_stream({"content": "Warm."}),
+    )
+    model = OpenAIModel("deepseek-v4-flash", base_url="http://deepseek:8000/v1", api_key="k")
+    agent = weather_agent(model)
+
+    first = await agent.prompt("Weather in Paris?").send()
+    await agent.prompt([*first.messages, Message.user("And Rome?")]).send()
+
+    [sent] = [m for m in server.body(1)["messages"] if m["role"] == "assistant"]
+    assert sent["reasoning_content"] == "I should look it up."
+    assert sent["tool_calls"][0]["function"]["arguments"] == '{"city":"Paris"}'
+    later = [m for m in server.body(3)["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in later] == ["I should look it up.", None, None]
+    assert [m["content"] for m in later] == [None, "18 °C.", None]
+
+
+async def test_arguments_that_are_not_a_json_object_go_back_as_an_empty_object(
+    serve: Callable[..., Server],
+) -> None:
+    """The model is told its arguments were invalid; the call itself goes back with ``{}``
+    (vLLM and other servers that read the history refuse arguments that are not JSON)."""
+    server = serve(
+        chunk_stream(
+            {"tool_calls": [tool_fragment(0, "call_1", "get_weather", "{'city': 'Paris'}")]},
+            {"tool_calls": [tool_fragment(1, "call_2", "get_weather", '["Paris"]')]},
+            finish="tool_calls",
+        ),
+        chunk_stream({"content": "Sorry."}),
+    )
+    model = OpenAIModel("local", base_url="http://localhost:1234/v1")
+
+    await weather_agent(model).prompt("Weather in Paris?").send()
+
+    messages = server.body(1)["messages"]
+    [assistant] = [m for m in messages if m["role"] == "assistant"]
+    assert [c["function"]["arguments"] for c in assistant["tool_calls"]] == ["{}", "{}"]
+    told = [m["content"] for m in messages if m["role"] == "tool"]
+    assert all("Invalid arguments for tool get_weather" in text for text in told), told
+
+
+def tool_fragment(index: int, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "index": index,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+async def test_a_connection_lost_after_the_finish_reason_keeps_the_whole_answer(
+    serve: Callable[..., Server],
+) -> None:
+    """Lost once the answer's finish reason came: the answer stands (only the usage chunk that
+    follows it is lost); lost before it, the answer is cut short and the error says so."""
+    serve(recorded.cut("openai_text.sse", '"choices":[],"usage"'))
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")
+
+    events = await events_of(model, ask())
+
+    assert events == ["Hello", "!", " How can I help?", Finish(reason="stop")]
+
+    serve(recorded.cut("openai_text.sse", '"finish_reason":"stop"'))
+    model = OpenAIModel("gpt-4o-mini", api_key="sk-test")  # (a client of that server)
+    got: list[Any] = []
+    with pytest.raises(ModelError, match="connection") as caught:
+        await drain(model, ask(), into=got)
+    assert got == ["Hello", "!", " How can I help?"] and caught.value.retryable is True

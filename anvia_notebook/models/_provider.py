@@ -8,7 +8,7 @@ import difflib
 import importlib
 import inspect
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +98,18 @@ def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
         raise connection_error(provider, exc) from exc
     except json.JSONDecodeError as exc:  # (the SDK reads each event's data as JSON)
         raise unreadable_event(provider, exc) from exc
+
+
+@contextmanager
+def whole_answer_kept(sdk: Any, finished: Callable[[], bool]) -> Iterator[None]:
+    """A connection lost after the answer's end came (its finish reason or stop reason; a
+    proxy that resets the connection instead of ending the stream) ends the stream there: the
+    answer is whole, only what follows it (usage, the end marker) is lost."""
+    try:
+        yield
+    except (sdk.APIConnectionError, *transport_error_types()):
+        if not finished():
+            raise
 
 
 @dataclass

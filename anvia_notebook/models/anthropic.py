@@ -21,7 +21,14 @@ from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects
 from ._media import images_to_send
-from ._provider import PendingCall, check_options, check_settings, provider_errors, provider_sdk
+from ._provider import (
+    PendingCall,
+    check_options,
+    check_settings,
+    provider_errors,
+    provider_sdk,
+    whole_answer_kept,
+)
 from .base import (
     CompletionEvent,
     CompletionModel,
@@ -167,11 +174,12 @@ class AnthropicModel(CompletionModel):
                 if "authentication method" not in str(exc):
                     raise
                 raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
-            async with stream:
-                event = None
-                async for event in stream:
-                    for completion_event in assembler.feed(event):
-                        yield completion_event
+            event = None
+            with whole_answer_kept(anthropic, lambda: assembler.finished):
+                async with stream:
+                    async for event in stream:
+                        for completion_event in assembler.feed(event):
+                            yield completion_event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
             raise ended_early("Anthropic", "message_stop", event is not None)
         if assembler.first_call_id is not None and assembler.thinking:

@@ -17,13 +17,21 @@ from ..messages import Message, Usage
 from ._errors import ended_early
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
-from ._provider import PendingCall, check_options, check_settings, provider_errors, provider_sdk
+from ._provider import (
+    PendingCall,
+    check_options,
+    check_settings,
+    provider_errors,
+    provider_sdk,
+    whole_answer_kept,
+)
 from .base import (
     CompletionEvent,
     CompletionModel,
     CompletionRequest,
     Finish,
     ModelError,
+    ProviderData,
     ReasoningDelta,
     ResponseFormat,
     ToolCallDelta,
@@ -56,6 +64,10 @@ _LIMIT_FIELDS = ("max_completion_tokens", "max_tokens")
 #: Delta fields OpenAI-compatible servers stream reasoning in (DeepSeek and vLLM use the first,
 #: Ollama, OpenRouter and newer vLLM the second; `_reasoning_text` reads them in this order).
 REASONING_FIELDS = ("reasoning_content", "reasoning")
+#: The ``Message.provider_data`` key saying the turn's reasoning came as ``reasoning_content``:
+#: DeepSeek's thinking mode refuses a tool-calling assistant message sent back without it, so it
+#: goes back there (only to a server that sent it: OpenAI refuses fields it does not know).
+REASONING_CONTENT_KEY = "openai_reasoning_content"
 #: Arguments of ``chat.completions.create`` this model sets itself.
 RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
 
@@ -157,16 +169,17 @@ class OpenAIModel(CompletionModel):
             stream = await self.client.chat.completions.create(
                 model=self.model, messages=messages, stream=True, **options
             )
-            async with stream:
-                text_only, feed = assembler.text_only, assembler.feed
-                chunk = None
-                async for chunk in stream:
-                    text = text_only(chunk)
-                    if text is not None:
-                        yield text  # the per-delta path: a plain string, no generator
-                        continue
-                    for event in feed(chunk):
-                        yield event
+            chunk = None
+            with whole_answer_kept(openai, lambda: assembler.finished):
+                async with stream:
+                    text_only, feed = assembler.text_only, assembler.feed
+                    async for chunk in stream:
+                        text = text_only(chunk)
+                        if text is not None:
+                            yield text  # the per-delta path: a plain string, no generator
+                            continue
+                        for event in feed(chunk):
+                            yield event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
             raise ended_early("OpenAI", "a finish_reason", chunk is not None)
         for event in assembler.finish():
@@ -199,7 +212,8 @@ def to_openai_messages(
 ) -> list[ChatCompletionMessageParam]:
     """The conversation as Chat Completions messages: the instructions first, as a system message,
     and one ``tool`` message per tool result (with ``images``, then a user message with the
-    images those results returned). Reasoning is never sent back."""
+    images those results returned). Reasoning is sent back only with a turn's tool calls, and
+    only where the server sent it as ``reasoning_content`` (DeepSeek wants it back there)."""
     result: list[ChatCompletionMessageParam] = []
     if instructions:
         result.append({"role": "system", "content": instructions})
@@ -216,10 +230,13 @@ def to_openai_messages(
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
+                        "function": {"name": call.name, "arguments": _sent_arguments(call)},
                     }
                     for call in message.tool_calls
                 ]
+                data = message.provider_data or {}
+                if message.reasoning and data.get(REASONING_CONTENT_KEY) is True:
+                    assistant["reasoning_content"] = message.reasoning  # type: ignore[typeddict-unknown-key]
             result.append(assistant)
         else:
             result.extend(
@@ -231,6 +248,17 @@ def to_openai_messages(
                 if shown is not None:
                     result.append(shown)
     return result
+
+
+def _sent_arguments(call: Any) -> str:
+    """A call's arguments as sent back: the model's text when it is a JSON object, else
+    ``{}`` (the call's result told the model they were invalid; servers that read the history,
+    such as vLLM, refuse arguments that are not JSON), as the Anthropic model sends them."""
+    try:
+        value = json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        return "{}"
+    return call.arguments if isinstance(value, dict) else "{}"
 
 
 def _tool_images_message(message: Message) -> ChatCompletionUserMessageParam | None:
@@ -365,6 +393,8 @@ class _ChunkAssembler:
         self._usage: Usage | None = None
         self._cached: int | None = None
         self._finish_reason: str | None = None
+        #: Whether reasoning came as ``reasoning_content`` (see ``REASONING_CONTENT_KEY``).
+        self._reasoning_content = False
 
     def text_only(self, chunk: ChatCompletionChunk) -> str | None:
         """The chunk's text when it is a piece of text and nothing else (most chunks are), as
@@ -403,6 +433,8 @@ class _ChunkAssembler:
             delta = choice.delta  # (None in some servers' last chunk)
             reasoning = _reasoning_text(delta) if delta is not None else None
             if reasoning:
+                if not self._reasoning_content:
+                    self._reasoning_content = _field(delta, "reasoning_content") == reasoning
                 yield ReasoningDelta(delta=reasoning)
             # Text goes out as plain strings (a piece of text each, as a ``TextDelta`` would
             # be): no object built per delta.
@@ -505,6 +537,8 @@ class _ChunkAssembler:
             yield call.complete()
         if self._usage is not None:
             yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
+        if self._calls and self._reasoning_content:
+            yield ProviderData(data={REASONING_CONTENT_KEY: True})
         default = "tool_calls" if self._calls else "stop"
         yield Finish(reason=self._finish_reason or default)
 
@@ -546,6 +580,14 @@ def _cached_tokens(usage: Any) -> int | None:
         if isinstance(cached, int):
             return cached
     return None
+
+
+def _field(delta: Any, name: str) -> Any:
+    """The delta's field ``name``, a declared one or a server's extra one, or None."""
+    extra = getattr(delta, "__pydantic_extra__", None)
+    if type(extra) is dict and name in extra:
+        return extra[name]
+    return getattr(delta, name, None)
 
 
 def _reasoning_text(delta: Any) -> str | None:
