@@ -188,11 +188,15 @@ async def test_a_server_that_answers_without_streaming_is_told_apart() -> None:
         ],
     }
     answer = OPENAI.http.Response(200, json=whole)
-    model, _ = model_on("openai", answer)
+    model, server = model_on("openai", answer, answer, answer)
 
-    seen = await run_events(model, [])
+    seen = await run_events(model, [], attempts=3)
 
-    assert "(does it stream its answers?)" in seen[-1].error
+    assert seen[-1].error == (
+        "OpenAI stream cut short: the server answered with application/json, not a stream of "
+        "events (it does not stream its answers, which this model needs)."
+    )
+    assert len(server.requests) == 1  # (asked again, it would answer and charge the same)
 
 
 @pytest.mark.parametrize(

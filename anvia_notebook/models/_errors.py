@@ -170,9 +170,21 @@ def unreadable_event(provider: str, exc: ValueError) -> ModelError:
     )
 
 
-def ended_early(provider: str, last_event: str, any_event: bool) -> ModelError:
+def ended_early(
+    provider: str, last_event: str, any_event: bool, content_type: str | None = None
+) -> ModelError:
     """A stream that ended before the event saying the answer is complete (``last_event``):
-    what came is not the whole answer (a tool call in it may be cut too). Worth retrying."""
+    what came is not the whole answer (a tool call in it may be cut too). Worth retrying,
+    unless the server answered with something else than a stream (``content_type``, the
+    response's): asked again, it would answer (and charge for) the same again."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if not any_event and kind and kind != "text/event-stream":
+        return ModelError(
+            f"{provider} stream cut short: the server answered with {kind}, not a stream of "
+            "events (it does not stream its answers, which this model needs).",
+            status_code=None,
+            retryable=False,
+        )
     if not any_event:
         what = "the server sent no stream events (does it stream its answers?)"
     else:

@@ -181,7 +181,10 @@ class AnthropicModel(CompletionModel):
                         for completion_event in assembler.feed(event):
                             yield completion_event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
-            raise ended_early("Anthropic", "message_stop", event is not None)
+            answered = getattr(getattr(stream, "response", None), "headers", {})
+            raise ended_early(
+                "Anthropic", "message_stop", event is not None, answered.get("content-type")
+            )
         if assembler.first_call_id is not None and assembler.thinking:
             yield ProviderData(data={THINKING_KEY: assembler.thinking, ORDER_KEY: assembler.order})
         yield assembler.finish()

@@ -181,7 +181,10 @@ class OpenAIModel(CompletionModel):
                         for event in feed(chunk):
                             yield event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
-            raise ended_early("OpenAI", "a finish_reason", chunk is not None)
+            answered = getattr(getattr(stream, "response", None), "headers", {})
+            raise ended_early(
+                "OpenAI", "a finish_reason", chunk is not None, answered.get("content-type")
+            )
         for event in assembler.finish():
             yield event
 
