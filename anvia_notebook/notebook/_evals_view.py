@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._util import running_loop
 from ..evals._table import preview
+from . import _display
 from ._blocking import wait_for_future
 from ._loop_thread import LoopThread
 from ._session import LIVE_SLOT_CLASS, TranscriptSession
@@ -349,10 +350,14 @@ def _session_for(report: EvalReport, loop: asyncio.AbstractEventLoop | None) -> 
 
 
 def show_report(report: EvalReport) -> EvalsSession:
-    """Display ``report``'s widget in the current cell (live while it runs)."""
+    """Display ``report``'s widget in the current cell (live while it runs), unless this cell
+    shows it already: ``report = await evals.evaluate(...)`` shows it live, and a ``report``
+    line after it in the same cell would show a second copy."""
     loop = report.loop if report.status == "running" else None
     session = _session_for(report, loop or running_loop())
-    session.display()
+    here = _display.current_message_id()
+    if here is None or here not in session.displayed_in:
+        session.display()
     return session
 
 
