@@ -392,8 +392,6 @@ def test_bad_metric_arguments_are_refused_when_made():
         evals.json_valid(schema={"type": 12})
     with pytest.raises(ValueError, match="rubric must be a non-empty string"):
         evals.llm_judge(answering(), " ")
-    with pytest.raises(ValueError, match="lambda has no name"):
-        evals.evaluate_sync(agent_with(answering()), CASES, [lambda c, o: True])
 
 
 def test_dataframe_in_and_out():
@@ -948,3 +946,17 @@ async def test_tool_errors_of_an_evaluation_are_logged_once_not_once_a_case(capl
     await agent.prompt("find it").send()
     warned = [r.getMessage() for r in caplog.records if "raised KeyError" in r.getMessage()]
     assert len(warned) == 1 and "evaluation" not in warned[0], warned
+
+
+def test_lambdas_are_metrics_named_as_pandas_names_them():
+    """A lambda's column is ``<lambda>``; with more than one, ``<lambda_0>``, ``<lambda_1>``,
+    ... in order (pandas' names for lambdas in an aggregation)."""
+    agent = agent_with(answering())
+    one = evals.evaluate_sync(agent, CASES[:1], [lambda case, output: True])
+    assert one.metric_names == ["<lambda>"] and one.pass_rate == 1.0
+    two = evals.evaluate_sync(
+        agent, CASES[:1], [lambda case, output: 1.0, evals.contains(), lambda case, output: 0.0]
+    )
+    assert two.metric_names == ["<lambda_0>", "contains", "<lambda_1>"]
+    assert two.cases[0].scores == {"<lambda_0>": 1.0, "contains": 1.0, "<lambda_1>": 0.0}
+    assert two.cases[0].passed is False

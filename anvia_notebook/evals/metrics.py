@@ -418,6 +418,10 @@ def json_valid(schema: Any = None, *, name: str = "json_valid") -> Metric:
     return _quick(Metric(name, fn))
 
 
+#: The name Python gives every lambda.
+_LAMBDA = (lambda: None).__name__
+
+
 def as_metric(value: Any) -> Metric:
     """A :class:`Metric`, or a plain callable ``(case, output) -> bool | float`` named after it."""
     if isinstance(value, Metric):
@@ -441,11 +445,6 @@ def as_metric(value: Any) -> Metric:
         ) from None
     except ValueError:  # (no signature to read: a builtin; it is called as it is)
         pass
-    if name == "<lambda>":
-        raise ValueError(
-            "A lambda has no name to head its column: define the metric with def, or wrap it: "
-            "evals.Metric('my_name', lambda case, output: ...)."
-        )
     return Metric(name, value)
 
 
@@ -459,6 +458,16 @@ def normalize_metrics(metrics: Any) -> list[Metric]:
     if not items:
         raise ValueError("Give at least one metric, e.g. metrics=[evals.contains()].")
     checked = [as_metric(item) for item in items]
+    # Lambdas are named as pandas names them in an aggregation: ``<lambda>`` when there is one,
+    # ``<lambda_0>``, ``<lambda_1>``, ... when there are more.
+    lambdas = [
+        metric
+        for item, metric in zip(items, checked, strict=True)
+        if metric.name == _LAMBDA and metric is not item  # (made here of a plain callable)
+    ]
+    if len(lambdas) > 1:
+        for number, metric in enumerate(lambdas):
+            metric.name = f"<lambda_{number}>"
     seen: set[str] = set()
     for metric in checked:
         if metric.name in seen:
