@@ -188,12 +188,15 @@ HEARTBEAT = 0.2
 
 
 def _native_awaiting_cell() -> bool:
-    """Whether the caller is a cell's top-level await on a kernel that serves widgets meanwhile
-    (ipykernel 7.4+), outside any wait that already wakes the loop."""
+    """Whether the caller awaits on a kernel that serves widgets meanwhile (ipykernel 7.4+),
+    outside any wait that already wakes the loop: in the cell's own task, or in a task the cell
+    awaits through another (``asyncio.gather``, ``asyncio.wait_for``), whose wake-ups let
+    Kernel > Interrupt reach the cell just as well (and cost a task the cell does not await
+    nothing but the wake-ups)."""
     if getattr(_local, "wait", None) is not None:
         return False
     info, _ = _inspect()
-    return info.native_await and _in_cell_task()
+    return info.native_await
 
 
 async def _awaited_with_heartbeat(future: asyncio.Future[T]) -> T:

@@ -371,3 +371,33 @@ def test_nbclient_runs_a_notebook_headless_with_the_scripted_operator(
     html = shown.data["text/html"]
     assert "Refund issued." in html and "Approval: approved by a rule" in html
     assert nb.cells[2].outputs[0].data["text/plain"] == "'Refund issued.'"
+
+
+@pytest.fixture
+def kernel7(tmp_path: Path) -> Iterator[Kernel]:
+    yield from started_kernel("ipykernel7", tmp_path, SETUP)
+
+
+@pytest.mark.parametrize("awaited", ["asyncio.gather(h)", "asyncio.wait_for(h, 600)"])
+def test_interrupt_while_a_cell_awaits_the_handle_through_gather_or_wait_for(
+    kernel7: Kernel, awaited: str
+) -> None:
+    """A handle awaited in a task of asyncio's (``gather``, ``wait_for``), not by the cell
+    itself: on ipykernel 7.4 the interrupt took effect only when another message reached the
+    kernel, or at wait_for's time limit. The wait wakes the loop there too; the run stops."""
+    kernel = kernel7
+    cell = kernel.execute("import asyncio\nh = agent().prompt('refund A-1').show()")
+    model_id = kernel.widget_id(cell)
+    kernel.reply(cell)
+    wait_until_pending(kernel, model_id)
+    waiting = kernel.execute(
+        f"print('awaiting', flush=True)\ntry:\n    await {awaited}\n"
+        "except BaseException as error:\n    print('@@', type(error).__name__, flush=True)"
+    )
+    kernel.printed(waiting, "awaiting")
+    time.sleep(1.5)  # (as above: the loop has nothing left scheduled)
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply(waiting, timeout=20)  # (no other message is sent meanwhile)
+    assert reply["content"]["status"] == "ok"
+    assert "@@" in kernel.printed(waiting, "@@")
+    kernel.run("assert h.status == 'cancelled', h.status")
