@@ -948,15 +948,17 @@ async def test_tool_errors_of_an_evaluation_are_logged_once_not_once_a_case(capl
     assert len(warned) == 1 and "evaluation" not in warned[0], warned
 
 
-def test_lambdas_are_metrics_named_as_pandas_names_them():
-    """A lambda's column is ``<lambda>``; with more than one, ``<lambda_0>``, ``<lambda_1>``,
-    ... in order (pandas' names for lambdas in an aggregation)."""
+def test_lambdas_are_metrics_named_by_their_place_among_the_lambdas():
+    """A lambda's column is ``<lambda_0>``, ``<lambda_1>``, ... in order (as pandas names
+    several lambdas in an aggregation), one alone too: reports compare them by place."""
     agent = agent_with(answering())
     one = evals.evaluate_sync(agent, CASES[:1], [lambda case, output: True])
-    assert one.metric_names == ["<lambda>"] and one.pass_rate == 1.0
+    assert one.metric_names == ["<lambda_0>"] and one.pass_rate == 1.0
     two = evals.evaluate_sync(
         agent, CASES[:1], [lambda case, output: 1.0, evals.contains(), lambda case, output: 0.0]
     )
     assert two.metric_names == ["<lambda_0>", "contains", "<lambda_1>"]
     assert two.cases[0].scores == {"<lambda_0>": 1.0, "contains": 1.0, "<lambda_1>": 0.0}
     assert two.cases[0].passed is False
+    change = evals.compare(one, two).metrics["<lambda_0>"]  # (the first lambda of each)
+    assert (change.mean_a, change.mean_b) == (1.0, 1.0)

@@ -698,3 +698,51 @@ async def test_a_tool_call_a_gateway_sends_whole_in_message_stop_runs() -> None:
     ran: list[str] = []
     seen = await run_events(model, ran)
     assert ran == ["get_weather(Lima)"] and seen[-1].output == "ok"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_gateway_s_error_said_as_json_with_status_200_is_told_and_tried_again(
+    provider: str,
+) -> None:
+    """A streamed request answered 200 with an error object: its message, and asked again
+    (an error, not a whole answer that asking again would charge for twice)."""
+    error = recorded(provider).http.Response(
+        200, json={"error": {"message": "upstream overloaded", "type": "overloaded"}}
+    )
+    model, server = model_on(
+        provider, error, stream_of(provider, joined(events_in(TEXT_STREAMS[provider])))
+    )
+
+    seen = await run_events(model, [], attempts=2)
+
+    assert seen[-1].type == "final" and seen[-1].output
+    assert len(server.requests) == 2
+    model, _ = model_on(provider, error)
+    failure = await stream_error(model)
+    name = "OpenAI" if provider == "openai" else "Anthropic"
+    assert str(failure) == f"{name} API error: upstream overloaded" and failure.retryable
+
+
+async def test_a_connection_lost_while_a_tool_call_is_still_open_is_a_cut_answer() -> None:
+    """Anthropic: the stop reason came (a gateway's order) before the tool_use block's
+    content_block_stop, then the connection was lost: the call may be cut, so the answer is
+    not taken as whole (it was ended with no call at all)."""
+    events = events_in("anthropic_tool_picture.sse")
+    stops = [i for i, event in enumerate(events) if "content_block_stop" in event]
+    delta = next(i for i, event in enumerate(events) if "message_delta" in event)
+    reordered = [e for i, e in enumerate(events) if i != stops[-1] and "message_stop" not in e]
+    assert delta > stops[-1]  # (the recorded order: the block's stop, then the stop reason)
+    body = joined(reordered).encode()
+
+    async def cut() -> Any:
+        yield body
+        raise ANTHROPIC.http.RemoteProtocolError("peer closed connection (incomplete chunked read)")
+
+    response = ANTHROPIC.http.Response(
+        200, headers={"content-type": "text/event-stream"}, content=cut()
+    )
+    model, _ = model_on("anthropic", response)
+
+    failure = await stream_error(model)
+
+    assert "connection" in str(failure) and failure.retryable

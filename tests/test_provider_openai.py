@@ -960,13 +960,23 @@ async def test_content_given_as_parts_is_text_and_reasoning(serve: Callable[...,
     assert "".join(e for e in events if isinstance(e, str)) == "Hello"
 
 
-async def test_reasoning_sent_as_reasoning_content_goes_back_with_the_turn_s_tool_calls(
+async def test_reasoning_goes_back_once_the_server_refuses_a_request_without_it(
     serve: Callable[..., Server],
 ) -> None:
-    """DeepSeek's thinking mode refuses a tool-calling assistant message sent back without its
-    ``reasoning_content``: it goes back there. Reasoning sent in the other field (``reasoning``),
-    and a turn's reasoning without tool calls, are not sent (servers that do not know the field
-    refuse it)."""
+    """DeepSeek's thinking mode refuses a history whose tool-calling assistant message comes
+    without its ``reasoning_content``: the request is sent again with each assistant message's
+    reasoning, and the model sends it from then on. Until a server asks, it is not sent (most
+    servers refuse the field)."""
+    missing = http.Response(
+        400,
+        json={
+            "error": {
+                "message": "Missing `reasoning_content` field in the assistant message at "
+                "message index 2.",
+                "type": "invalid_request_error",
+            }
+        },
+    )
     server = serve(
         chunk_stream(
             {"role": "assistant", "reasoning_content": "I should look"},
@@ -974,26 +984,29 @@ async def test_reasoning_sent_as_reasoning_content_goes_back_with_the_turn_s_too
             {"tool_calls": [tool_fragment(0, "call_1", "get_weather", '{"city":"Paris"}')]},
             finish="tool_calls",
         ),
-        chunk_stream({"reasoning_content": "Done."}, {"content": "18 °C."}),
-        chunk_stream(
-            {"reasoning": "Look again."},
-            {"tool_calls": [tool_fragment(0, "call_2", "get_weather", '{"city":"Rome"}')]},
-            finish="tool_calls",
-        ),
-        chunk_stream({"content": "Warm."}),
+        missing,
+        chunk_stream({"content": "18 °C."}),
+        chunk_stream({"content": "Warm too."}),
     )
     model = OpenAIModel("deepseek-v4-flash", base_url="http://deepseek:8000/v1", api_key="k")
     agent = weather_agent(model)
 
     first = await agent.prompt("Weather in Paris?").send()
-    await agent.prompt([*first.messages, Message.user("And Rome?")]).send()
+    assert first.output == "18 °C." and model.sends_reasoning is True
+    refused, sent = server.body(1)["messages"], server.body(2)["messages"]
+    assert [m for m in refused if "reasoning_content" in m] == []
+    [assistant] = [m for m in sent if m["role"] == "assistant"]
+    assert assistant["reasoning_content"] == "I should look it up."
+    assert assistant["tool_calls"][0]["function"]["arguments"] == '{"city":"Paris"}'
 
-    [sent] = [m for m in server.body(1)["messages"] if m["role"] == "assistant"]
-    assert sent["reasoning_content"] == "I should look it up."
-    assert sent["tool_calls"][0]["function"]["arguments"] == '{"city":"Paris"}'
+    await agent.prompt([*first.messages, Message.user("And Rome?")]).send()
     later = [m for m in server.body(3)["messages"] if m["role"] == "assistant"]
-    assert [m.get("reasoning_content") for m in later] == ["I should look it up.", None, None]
-    assert [m["content"] for m in later] == [None, "18 °C.", None]
+    assert [m["reasoning_content"] for m in later] == ["I should look it up.", ""]
+
+    other = serve(chunk_stream({"content": "Sunny."}))
+    fresh = OpenAIModel("gpt-4o-mini", api_key="sk-test")  # (another server: not asked)
+    await weather_agent(fresh).prompt([*first.messages, Message.user("Rome?")]).send()
+    assert all("reasoning_content" not in m for m in other.body()["messages"])
 
 
 async def test_arguments_that_are_not_a_json_object_go_back_as_an_empty_object(
@@ -1005,6 +1018,7 @@ async def test_arguments_that_are_not_a_json_object_go_back_as_an_empty_object(
         chunk_stream(
             {"tool_calls": [tool_fragment(0, "call_1", "get_weather", "{'city': 'Paris'}")]},
             {"tool_calls": [tool_fragment(1, "call_2", "get_weather", '["Paris"]')]},
+            {"tool_calls": [tool_fragment(2, "call_3", "get_weather", '{"city": NaN}')]},
             finish="tool_calls",
         ),
         chunk_stream({"content": "Sorry."}),
@@ -1015,7 +1029,7 @@ async def test_arguments_that_are_not_a_json_object_go_back_as_an_empty_object(
 
     messages = server.body(1)["messages"]
     [assistant] = [m for m in messages if m["role"] == "assistant"]
-    assert [c["function"]["arguments"] for c in assistant["tool_calls"]] == ["{}", "{}"]
+    assert [c["function"]["arguments"] for c in assistant["tool_calls"]] == ["{}", "{}", "{}"]
     told = [m["content"] for m in messages if m["role"] == "tool"]
     assert all("Invalid arguments for tool get_weather" in text for text in told), told
 

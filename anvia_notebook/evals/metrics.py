@@ -458,16 +458,16 @@ def normalize_metrics(metrics: Any) -> list[Metric]:
     if not items:
         raise ValueError("Give at least one metric, e.g. metrics=[evals.contains()].")
     checked = [as_metric(item) for item in items]
-    # Lambdas are named as pandas names them in an aggregation: ``<lambda>`` when there is one,
-    # ``<lambda_0>``, ``<lambda_1>``, ... when there are more.
+    # Lambdas are named by their place among the lambdas, as pandas names several in an
+    # aggregation: ``<lambda_0>``, ``<lambda_1>``, ... (one alone too, so that a report with
+    # one and a report with two compare their first one as one metric).
     lambdas = [
         metric
         for item, metric in zip(items, checked, strict=True)
         if metric.name == _LAMBDA and metric is not item  # (made here of a plain callable)
     ]
-    if len(lambdas) > 1:
-        for number, metric in enumerate(lambdas):
-            metric.name = f"<lambda_{number}>"
+    for number, metric in enumerate(lambdas):
+        metric.name = f"<lambda_{number}>"
     seen: set[str] = set()
     for metric in checked:
         if metric.name in seen:

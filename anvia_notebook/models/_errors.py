@@ -34,6 +34,7 @@ __all__ = [
     "connection_error",
     "ended_early",
     "missing_sdk",
+    "refuse_json_answer",
     "transport_error_types",
     "unreadable_event",
 ]
@@ -170,21 +171,38 @@ def unreadable_event(provider: str, exc: ValueError) -> ModelError:
     )
 
 
-def ended_early(
-    provider: str, last_event: str, any_event: bool, content_type: str | None = None
-) -> ModelError:
-    """A stream that ended before the event saying the answer is complete (``last_event``):
-    what came is not the whole answer (a tool call in it may be cut too). Worth retrying,
-    unless the server answered with something else than a stream (``content_type``, the
-    response's): asked again, it would answer (and charge for) the same again."""
-    kind = (content_type or "").split(";")[0].strip().lower()
-    if not any_event and kind and kind != "text/event-stream":
-        return ModelError(
-            f"{provider} stream cut short: the server answered with {kind}, not a stream of "
-            "events (it does not stream its answers, which this model needs).",
-            status_code=None,
-            retryable=False,
+async def refuse_json_answer(provider: str, stream: object) -> None:
+    """Raise a ``ModelError`` when a streamed request was answered with JSON, with status 200:
+    a gateway's error (its message, worth retrying), or a server that does not stream, which
+    sent the whole answer (asked again, it would answer, and charge for, the same again)."""
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None)
+    kind = str(getattr(headers, "get", lambda _name: None)("content-type") or "")
+    kind = kind.split(";")[0].strip().lower()
+    if kind != "application/json" and not kind.endswith("+json"):
+        return
+    body = await response.aread()  # type: ignore[union-attr]
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        parsed = None
+    error = _error_object(parsed) if isinstance(parsed, dict) and "error" in parsed else None
+    message = error.get("message") if error else None
+    if isinstance(message, str) and message.strip():
+        raise ModelError(
+            f"{provider} API error: {_bounded(message)}", status_code=None, retryable=True
         )
+    raise ModelError(
+        f"{provider} stream cut short: the server answered with {kind}, not a stream of events "
+        "(it does not stream its answers, which this model needs).",
+        status_code=None,
+        retryable=False,
+    )
+
+
+def ended_early(provider: str, last_event: str, any_event: bool) -> ModelError:
+    """A stream that ended before the event saying the answer is complete (``last_event``):
+    what came is not the whole answer (a tool call in it may be cut too). Worth retrying."""
     if not any_event:
         what = "the server sent no stream events (does it stream its answers?)"
     else:

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
-from ._errors import ended_early
+from ._errors import ended_early, refuse_json_answer
 from ._json_schema import closed_objects
 from ._media import images_to_send
 from ._provider import (
@@ -174,17 +174,15 @@ class AnthropicModel(CompletionModel):
                 if "authentication method" not in str(exc):
                     raise
                 raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
+            await refuse_json_answer("Anthropic", stream)
             event = None
-            with whole_answer_kept(anthropic, lambda: assembler.finished):
+            with whole_answer_kept(anthropic, lambda: assembler.whole):
                 async with stream:
                     async for event in stream:
                         for completion_event in assembler.feed(event):
                             yield completion_event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
-            answered = getattr(getattr(stream, "response", None), "headers", {})
-            raise ended_early(
-                "Anthropic", "message_stop", event is not None, answered.get("content-type")
-            )
+            raise ended_early("Anthropic", "message_stop", event is not None)
         if assembler.first_call_id is not None and assembler.thinking:
             yield ProviderData(data={THINKING_KEY: assembler.thinking, ORDER_KEY: assembler.order})
         yield assembler.finish()
@@ -393,6 +391,12 @@ class _EventAssembler:
         self.finished = False
         #: Content blocks streamed (none: a gateway may give the whole answer at the end).
         self._blocks = 0
+
+    @property
+    def whole(self) -> bool:
+        """Whether the answer is complete and no tool call of it is still open (one whose
+        ``content_block_stop`` did not come: its arguments may be cut)."""
+        return self.finished and not self._calls
 
     def feed(self, event: RawMessageStreamEvent) -> Iterator[CompletionEvent | str]:
         if event.type == "content_block_delta":  # the most frequent first

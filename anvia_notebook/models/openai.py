@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._util import compact_json, shown_url
 from ..messages import Message, Usage
-from ._errors import ended_early
+from ._errors import ended_early, refuse_json_answer
 from ._json_schema import closed_objects, every_property_required
 from ._media import images_to_send
 from ._provider import (
@@ -31,7 +31,6 @@ from .base import (
     CompletionRequest,
     Finish,
     ModelError,
-    ProviderData,
     ReasoningDelta,
     ResponseFormat,
     ToolCallDelta,
@@ -64,10 +63,9 @@ _LIMIT_FIELDS = ("max_completion_tokens", "max_tokens")
 #: Delta fields OpenAI-compatible servers stream reasoning in (DeepSeek and vLLM use the first,
 #: Ollama, OpenRouter and newer vLLM the second; `_reasoning_text` reads them in this order).
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-#: The ``Message.provider_data`` key saying the turn's reasoning came as ``reasoning_content``:
-#: DeepSeek's thinking mode refuses a tool-calling assistant message sent back without it, so it
-#: goes back there (only to a server that sent it: OpenAI refuses fields it does not know).
-REASONING_CONTENT_KEY = "openai_reasoning_content"
+#: What a server that wants reasoning sent back says when it is missing (DeepSeek's thinking
+#: mode: "Missing `reasoning_content` field in the assistant message at message index 1").
+_REASONING_WANTED = "reasoning_content"
 #: Arguments of ``chat.completions.create`` this model sets itself.
 RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
 
@@ -141,6 +139,10 @@ class OpenAIModel(CompletionModel):
         self.model = model
         self.client = client
         self.request_options = request_options
+        #: Whether each assistant message goes with its reasoning, as ``reasoning_content``:
+        #: set once the server refused a request for want of it (DeepSeek's thinking mode);
+        #: other servers refuse the field, so it is not sent until then.
+        self.sends_reasoning = False
         # OpenAI's reasoning models (on Azure too) refuse the older `max_tokens`, the one
         # compatible servers know; a limit given as an option names the field to use.
         host = client.base_url.host
@@ -160,15 +162,11 @@ class OpenAIModel(CompletionModel):
         if self._no_key is not None:  # (nothing is sent: the placeholder key is never used)
             raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from self._no_key
 
-        messages = to_openai_messages(
-            request.instructions, request.messages, images=self.tool_result_images
-        )
         options = self._options(request)
         assembler = _ChunkAssembler()
         with provider_errors("OpenAI", openai):
-            stream = await self.client.chat.completions.create(
-                model=self.model, messages=messages, stream=True, **options
-            )
+            stream = await self._create(request, options, openai)
+            await refuse_json_answer("OpenAI", stream)
             chunk = None
             with whole_answer_kept(openai, lambda: assembler.finished):
                 async with stream:
@@ -181,12 +179,31 @@ class OpenAIModel(CompletionModel):
                         for event in feed(chunk):
                             yield event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
-            answered = getattr(getattr(stream, "response", None), "headers", {})
-            raise ended_early(
-                "OpenAI", "a finish_reason", chunk is not None, answered.get("content-type")
-            )
+            raise ended_early("OpenAI", "a finish_reason", chunk is not None)
         for event in assembler.finish():
             yield event
+
+    async def _create(
+        self, request: CompletionRequest, options: dict[str, Any], openai: Any
+    ) -> Any:
+        """Send the request; when the server refuses it for want of the reasoning sent back
+        (DeepSeek's thinking mode, once a turn called a tool), send it again with it: this
+        model sends it from then on (:attr:`sends_reasoning`)."""
+        while True:
+            messages = to_openai_messages(
+                request.instructions,
+                request.messages,
+                images=self.tool_result_images,
+                reasoning=self.sends_reasoning,
+            )
+            try:
+                return await self.client.chat.completions.create(
+                    model=self.model, messages=messages, stream=True, **options
+                )
+            except openai.BadRequestError as error:
+                if self.sends_reasoning or _REASONING_WANTED not in str(error):
+                    raise
+                self.sends_reasoning = True
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
         options = dict(self.request_options)
@@ -211,12 +228,13 @@ class OpenAIModel(CompletionModel):
 
 
 def to_openai_messages(
-    instructions: str | None, messages: list[Message], images: bool = False
+    instructions: str | None, messages: list[Message], images: bool = False, reasoning: bool = False
 ) -> list[ChatCompletionMessageParam]:
     """The conversation as Chat Completions messages: the instructions first, as a system message,
     and one ``tool`` message per tool result (with ``images``, then a user message with the
-    images those results returned). Reasoning is sent back only with a turn's tool calls, and
-    only where the server sent it as ``reasoning_content`` (DeepSeek wants it back there)."""
+    images those results returned). Reasoning is not sent back, unless ``reasoning`` is true:
+    then each assistant message carries its reasoning as ``reasoning_content`` (DeepSeek's
+    thinking mode wants it; most servers refuse the field)."""
     result: list[ChatCompletionMessageParam] = []
     if instructions:
         result.append({"role": "system", "content": instructions})
@@ -237,9 +255,8 @@ def to_openai_messages(
                     }
                     for call in message.tool_calls
                 ]
-                data = message.provider_data or {}
-                if message.reasoning and data.get(REASONING_CONTENT_KEY) is True:
-                    assistant["reasoning_content"] = message.reasoning  # type: ignore[typeddict-unknown-key]
+            if reasoning:
+                assistant["reasoning_content"] = message.reasoning or ""  # type: ignore[typeddict-unknown-key]
             result.append(assistant)
         else:
             result.extend(
@@ -254,14 +271,20 @@ def to_openai_messages(
 
 
 def _sent_arguments(call: Any) -> str:
-    """A call's arguments as sent back: the model's text when it is a JSON object, else
-    ``{}`` (the call's result told the model they were invalid; servers that read the history,
-    such as vLLM, refuse arguments that are not JSON), as the Anthropic model sends them."""
+    """A call's arguments as sent back: the model's text when it is a JSON object (NaN and
+    Infinity are not JSON), else ``{}`` (the call's result told the model they were invalid;
+    servers that read the history, such as vLLM, refuse arguments that are not JSON), as the
+    Anthropic model sends them."""
     try:
-        value = json.loads(call.arguments)
+        value = json.loads(call.arguments, parse_constant=_not_json)
     except (ValueError, RecursionError):
         return "{}"
     return call.arguments if isinstance(value, dict) else "{}"
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and Infinity, which Python's JSON reads and JSON has not."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _tool_images_message(message: Message) -> ChatCompletionUserMessageParam | None:
@@ -396,8 +419,6 @@ class _ChunkAssembler:
         self._usage: Usage | None = None
         self._cached: int | None = None
         self._finish_reason: str | None = None
-        #: Whether reasoning came as ``reasoning_content`` (see ``REASONING_CONTENT_KEY``).
-        self._reasoning_content = False
 
     def text_only(self, chunk: ChatCompletionChunk) -> str | None:
         """The chunk's text when it is a piece of text and nothing else (most chunks are), as
@@ -436,8 +457,6 @@ class _ChunkAssembler:
             delta = choice.delta  # (None in some servers' last chunk)
             reasoning = _reasoning_text(delta) if delta is not None else None
             if reasoning:
-                if not self._reasoning_content:
-                    self._reasoning_content = _field(delta, "reasoning_content") == reasoning
                 yield ReasoningDelta(delta=reasoning)
             # Text goes out as plain strings (a piece of text each, as a ``TextDelta`` would
             # be): no object built per delta.
@@ -540,8 +559,6 @@ class _ChunkAssembler:
             yield call.complete()
         if self._usage is not None:
             yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
-        if self._calls and self._reasoning_content:
-            yield ProviderData(data={REASONING_CONTENT_KEY: True})
         default = "tool_calls" if self._calls else "stop"
         yield Finish(reason=self._finish_reason or default)
 
@@ -583,14 +600,6 @@ def _cached_tokens(usage: Any) -> int | None:
         if isinstance(cached, int):
             return cached
     return None
-
-
-def _field(delta: Any, name: str) -> Any:
-    """The delta's field ``name``, a declared one or a server's extra one, or None."""
-    extra = getattr(delta, "__pydantic_extra__", None)
-    if type(extra) is dict and name in extra:
-        return extra[name]
-    return getattr(delta, name, None)
 
 
 def _reasoning_text(delta: Any) -> str | None:

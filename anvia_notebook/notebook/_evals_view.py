@@ -16,9 +16,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import inspect
 import math
+import os
 import time
 from collections.abc import Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .._util import running_loop
@@ -350,15 +353,31 @@ def _session_for(report: EvalReport, loop: asyncio.AbstractEventLoop | None) -> 
 
 
 def show_report(report: EvalReport) -> EvalsSession:
-    """Display ``report``'s widget in the current cell (live while it runs), unless this cell
-    shows it already: ``report = await evals.evaluate(...)`` shows it live, and a ``report``
-    line after it in the same cell would show a second copy."""
+    """Display ``report``'s widget in the current cell (live while it runs), unless it is the
+    cell's result and the cell shows it already: ``report = await evals.evaluate(...)`` shows
+    it live, and a ``report`` line after it would show a second copy (``display(report)``
+    always shows it)."""
     loop = report.loop if report.status == "running" else None
     session = _session_for(report, loop or running_loop())
     here = _display.current_message_id()
-    if here is None or here not in session.displayed_in:
+    if here is None or here not in session.displayed_in or not _the_cell_s_result():
         session.display()
     return session
+
+
+def _the_cell_s_result() -> bool:
+    """Whether IPython's display hook (which shows a cell's last expression) is the caller."""
+    frame: FrameType | None = inspect.currentframe()
+    while frame is not None:
+        code = frame.f_code
+        if code.co_name == "__call__" and code.co_filename.endswith(_DISPLAY_HOOK):
+            return True
+        frame = frame.f_back
+    return False
+
+
+#: The file of IPython's display hook (its ``__call__``), as the frames name it.
+_DISPLAY_HOOK = os.path.join("IPython", "core", "displayhook.py")
 
 
 def _wait(future: concurrent.futures.Future[EvalReport]) -> EvalReport:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kernel_client import KERNELS, Kernel, started_kernel
+from kernel_client import KERNELS, WIDGET_MIME, Kernel, started_kernel
 
 SETUP = r"""
 from pydantic import BaseModel
@@ -401,3 +401,32 @@ def test_interrupt_while_a_cell_awaits_the_handle_through_gather_or_wait_for(
     assert reply["content"]["status"] == "ok"
     assert "@@" in kernel.printed(waiting, "@@")
     kernel.run("assert h.status == 'cancelled', h.status")
+
+
+def test_a_report_shown_live_by_its_cell_is_not_its_result_again(kernel7: Kernel) -> None:
+    """``report = await evals.evaluate(...)`` shows the report live; ``report`` as the cell's
+    last line showed a second copy of it. ``display(report)`` still shows it."""
+    cell = kernel7.execute(
+        "from anvia_notebook import evals\n"
+        "from anvia_notebook.models import FunctionModel\n"
+        "quick = AgentBuilder('quick', FunctionModel(lambda request: 'hi')).build()\n"
+        "report = await evals.evaluate(quick, [{'input': 'x'}], [evals.contains('hi')])\n"
+        "display(report)\n"
+        "report"
+    )
+    assert kernel7.reply(cell)["content"]["status"] == "ok"
+    kernel7.wait(
+        lambda m: (
+            m["msg_type"] == "status"
+            and m["parent_header"].get("msg_id") == cell
+            and m["content"]["execution_state"] == "idle"
+        )
+    )
+    views = [
+        m
+        for m in kernel7.iopub
+        if m["parent_header"].get("msg_id") == cell
+        and m["msg_type"] in ("display_data", "execute_result")
+        and WIDGET_MIME in m["content"]["data"]
+    ]
+    assert len(views) == 2  # the live one, and display(report)'s
