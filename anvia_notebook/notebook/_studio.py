@@ -48,6 +48,15 @@ __all__ = ["BUSY", "SESSIONS_SHOWN", "Studio"]
 
 #: The refusal while a run is in progress (part of the contract).
 BUSY = "A run is in progress"
+
+
+def _in_progress(session_id: str) -> str:
+    return (
+        f"Session {quoted(session_id)} has a run in progress in another Studio: let it end (or "
+        "stop it there), then open the session."
+    )
+
+
 #: How many earlier sessions the page's picker offers (newest first).
 SESSIONS_SHOWN = 20
 #: A session title is the first line of its first user message, up to this many characters.
@@ -67,6 +76,9 @@ def session_title(messages: Sequence[Message]) -> str:
 #: The Studio of this kernel that holds each session open (a session continued in two Studios
 #: at once lost the exchanges of whichever saved first).
 _OPEN: weakref.WeakValueDictionary[str, Studio] = weakref.WeakValueDictionary()
+#: Every Studio of this kernel (to find one whose run of a session is in progress: a Studio
+#: whose cell was run again let go of its sessions, and its stopped run goes on to its end).
+_STUDIOS: weakref.WeakSet[Studio] = weakref.WeakSet()
 
 
 def _quick_prompts(agent_id: str, given: Any) -> list[str]:
@@ -194,6 +206,10 @@ class Studio:
         self._earlier: list[StudioSession] | None = None
         #: A session opened before the widget existed: its transcript is rebuilt with it.
         self._replay: tuple[StudioSession, list[Message]] | None = None
+        #: The run of the session asked for (``session=``) that another Studio was stopping
+        #: then (its cell was run again): the session is opened once that run has ended.
+        self._waiting_for: AgentRun | None = None
+        _STUDIOS.add(self)
         if session is not None:
             if session == "latest":
                 latest = self.sessions(limit=1)
@@ -211,8 +227,12 @@ class Studio:
                         "sessions of these agents."
                     )
             if found is not None:
-                self._load(*found)
-                self._replay = found
+                other = self._running_elsewhere(found[0].session_id)
+                if other is not None:
+                    self._after_its_stop(other, found[0].session_id)
+                else:
+                    self._load(*found)
+                    self._replay = found
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -220,7 +240,8 @@ class Studio:
     def busy(self) -> bool:
         # Until the run's end is taken in (its conversation kept, the page told): a message
         # sent as the run's task ends would otherwise start from the history before it.
-        return self.run is not None and self.run is not self._taken_in
+        running = self.run is not None and self.run is not self._taken_in
+        return running or self._waiting_for is not None
 
     def history(self, agent_id: str | None = None) -> list[Message]:
         """The conversation so far with ``agent_id`` (default: the selected agent)."""
@@ -237,6 +258,49 @@ class Studio:
         session_id = self._session_ids.setdefault(agent_id, uuid.uuid4().hex)
         _OPEN.setdefault(session_id, self)
         return session_id
+
+    def _running_elsewhere(self, session_id: str) -> Studio | None:
+        """Another Studio of this kernel with a run of ``session_id`` in progress, or None.
+        Opened here meanwhile, that run's end would be missing (the model would not hear of
+        what its tools did) and the next save here would overwrite it in the store."""
+        for other in list(_STUDIOS):
+            run = other.run
+            if other is self or run is None or run is other._taken_in:
+                continue
+            if run.state.session_id == session_id:
+                return other
+        return None
+
+    def _after_its_stop(self, other: Studio, session_id: str) -> None:
+        """Open ``session_id`` once the run ``other`` is stopping has ended (and been saved):
+        a cell run again (``Studio(..., session="latest")``) stops the run its Studio showed,
+        which ends on the kernel's loop after the cell. A run not being stopped is refused
+        (``RuntimeError``)."""
+        run = other.run
+        assert run is not None
+        if run.state.cancel_reason is None:
+            raise RuntimeError(_in_progress(session_id))
+        self._waiting_for = run
+
+        def take_up(ended: AgentRun) -> None:
+            if ended is not run or self._waiting_for is not run:
+                return
+            self._waiting_for = None
+            found = self._read(session_id)
+            if found is None:
+                return
+            self._load(*found)
+            if self._session is None:
+                self._replay = found
+                return
+            session = self._session
+            session.human_input = self.human_input
+            self._rebuild(session.transcript, *found)
+            session.batcher.flush()
+            self._send_studio()
+            session.refresh_displays()
+
+        other.session.add_done_listener(take_up)
 
     def _release_sessions(self) -> None:
         for session_id in self._session_ids.values():
@@ -488,7 +552,8 @@ class Studio:
         ``RuntimeError``; a session it cannot open: ``ValueError``)."""
         error = self._open(session_id)
         if error is not None:
-            raise RuntimeError(error) if error == BUSY else ValueError(error)
+            stateful = error == BUSY or self._running_elsewhere(session_id) is not None
+            raise RuntimeError(error) if stateful else ValueError(error)
 
     def _on_run_done(self, run: AgentRun) -> None:
         self._history[run.request.agent.id] = list(run.state.messages)
@@ -562,7 +627,9 @@ class Studio:
         if self._earlier is None:
             self._earlier = self.sessions(limit=SESSIONS_SHOWN + len(self._session_ids))
         open_ids = set(self._session_ids.values())
-        return [s for s in self._earlier if s.session_id not in open_ids][:SESSIONS_SHOWN]
+        offered = [s for s in self._earlier if s.session_id not in open_ids]
+        offered = [s for s in offered if self._running_elsewhere(s.session_id) is None]
+        return offered[:SESSIONS_SHOWN]
 
     def _read(self, session_id: str) -> tuple[StudioSession, list[Message]] | None:
         """The stored session ``session_id`` of one of these agents, with its messages."""
@@ -598,6 +665,8 @@ class Studio:
             return BUSY
         if self._store() is None:
             return "Earlier sessions are not available: runs are not stored."
+        if self._running_elsewhere(session_id) is not None:
+            return _in_progress(session_id)
         found = self._read(session_id)
         if found is None:
             return f"Unknown session {quoted(session_id)}."

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from typing import Any
 
 import pytest
 from notebook_helpers import Page, gated_model, pending_approval, refund_tool, sent, until
 
 from anvia_notebook import AgentBuilder, Studio, get_store
 from anvia_notebook.messages import Message
-from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 from anvia_notebook.notebook._protocol import parse_outbound
 from anvia_notebook.notebook._studio import BUSY, session_title
 from anvia_notebook.store import RunStore
@@ -358,8 +359,9 @@ async def test_a_session_is_stored_with_its_message_while_its_first_run_goes_on(
     await pending_approval(page)  # the kernel could die now
     [stored] = studio.sessions()
     assert stored.title == "please refund B"
-    again = Studio(agent.build(), session="latest")
-    assert [m.content for m in again.history()] == ["please refund B"]
+    # What a Studio of the next kernel would continue (this one may not open it meanwhile).
+    kept = get_store().session(stored.session_id)
+    assert kept is not None and [m["content"] for m in kept.messages] == ["please refund B"]
     studio.stop()
 
 
@@ -382,3 +384,95 @@ async def test_a_session_continued_in_another_studio_is_no_longer_written_here(s
         "from the second",
         "Other answer.",
     ]
+
+
+async def test_a_session_with_a_run_in_progress_in_another_studio_is_not_opened(store_path):
+    """Opened meanwhile, the run's end (a refund it made) would be missing from the history the
+    model reads, and the next save would overwrite it in the store: the picker does not offer
+    it, and opening it (from the page, a cell, or ``session=``) is refused, saying why."""
+    tool = refund_tool()
+    call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A1", "amount": 5})
+    first = Studio(
+        [
+            AgentBuilder("support", QueueModel([ModelResponse(tool_calls=[call]), "Done."]))
+            .tool(tool)
+            .build()
+        ]
+    )
+    page = Page(first.widget)
+    await page.sync()
+    reply = await page.request("studio_send", agent_id="support", text="Refund A1")
+    assert reply["ok"], reply
+    entry = await pending_approval(page)
+    held = first.session_id
+
+    second = Studio(agents("Second.")[0])
+    other = Page(second.widget)
+    await other.sync()
+    assert other.studio is not None
+    assert held not in [s["id"] for s in other.studio["sessions"]]
+    refused = await other.request("studio_open_session", session_id=held)
+    assert refused["ok"] is False and "has a run in progress in another Studio" in refused["error"]
+    with pytest.raises(RuntimeError, match="has a run in progress in another Studio"):
+        second.open_session(held)
+    for asked in (held, "latest"):
+        with pytest.raises(RuntimeError, match="has a run in progress in another Studio"):
+            Studio(agents()[0], session=asked)
+
+    await page.approve(entry["approval"]["id"])
+    await idle(page)
+    assert len(tool.calls) == 1
+    second.open_session(held)  # ended: it opens, with the refund in it
+    assert [m.role for m in second.history("support")] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_studio_of_a_cell_run_again_opens_the_session_once_the_stopped_run_ended(
+    store_path, cell
+):
+    """``Studio(..., session="latest")`` in a cell run again during a run: the run the cell's
+    earlier Studio showed is stopped, and ends after the cell; the new Studio takes the session
+    up once it has ended (its history and transcript hold the stopped turn, told why)."""
+    gate = asyncio.Event()
+    gated = gated_model(gate)
+
+    async def answer(request: Any) -> Any:  # "One.", then a turn that waits for the gate
+        if len(request.messages) == 1:
+            yield TextDelta(delta="One.")
+            return
+        async for event in gated.stream(request):
+            yield event
+
+    first = Studio([AgentBuilder("support", FunctionModel(answer)).build()])
+    cell.cell_id = "cell-studio"
+    first._ipython_display_()
+    page = Page(first.widget)
+    await page.sync()
+    await say(page, "Hello")
+    reply = await page.request("studio_send", agent_id="support", text="Second")
+    assert reply["ok"], reply
+    await until(lambda: "working" in str(sent(first.widget)), what="the second turn streaming")
+
+    cell.run_again("cell-2")  # the same cell again: its Studio's run is stopped
+    again = Studio(
+        [AgentBuilder("support", QueueModel(["Third answer."])).build()], session="latest"
+    )
+    assert again.busy and again.history("support") == []  # (until the stopped run has ended)
+    with pytest.raises(RuntimeError, match=BUSY):
+        again.send("Too soon")
+    again._ipython_display_()
+    view = Page(again.widget)
+    await view.sync()
+    await idle(view)
+    assert [(m.role, m.content) for m in again.history("support")] == [
+        ("user", "Hello"),
+        ("assistant", "One."),
+        ("user", "Second"),
+        ("assistant", "working"),
+    ]
+    notices = [e.get("text") for e in view.state.entries if e["kind"] == "notice"]
+    assert notices and "did not finish" not in notices[-1]
+    await say(view, "Third")
+    stored = get_store().session(again.session_id)
+    assert stored is not None
+    assert [m["content"] for m in stored.messages][-2:] == ["Third", "Third answer."]
+    assert [m["content"] for m in stored.messages][:4] == ["Hello", "One.", "Second", "working"]
