@@ -148,8 +148,10 @@ FAILED_RESULT_CHARS = 2_000
 #: What the model is told of a call a hook skipped without a reason (an empty one is kept, as in
 #: Anvia, whose ``skip(reason)`` result is the reason as given).
 SKIPPED_RESULT = "Tool call skipped."
-STOPPED_RUNNING_RESULT = (
-    "ToolCallStopped: the run was stopped while {name} was still running; it may have completed "
+#: How the result of a call whose tool was still running when the run stopped begins.
+STOPPED_RUNNING = "ToolCallStopped: "
+STOPPED_RUNNING_RESULT = STOPPED_RUNNING + (
+    "the run was stopped while {name} was still running; it may have completed "
     "(its effects may have happened) but its result was not received. Check before calling it "
     "again."
 )

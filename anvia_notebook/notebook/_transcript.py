@@ -23,6 +23,7 @@ else:  # pragma: no cover - pydantic brings typing_extensions
     from typing_extensions import assert_never
 
 from .._output_table import typed_result_markdown
+from .._tool_exec import STOPPED_RUNNING
 from .._tracing import OUTPUT_CUT
 from ..decisions import Resolution, decided
 from ..events import (
@@ -540,6 +541,8 @@ class Transcript:
         entry = self._link(event.tool_call_id, event.internal_call_id, event.tool_name)
         current = entry.get("status")
         done = "skipped" if event.skipped else "error" if event.is_error else "done"
+        if event.is_error and event.result.startswith(STOPPED_RUNNING):
+            done = "cancelled"  # (stopped while its tool ran: it may have completed, as traced)
         status = current if current in _STICKY else done
         images = [
             {"media_type": str(part.get("media_type")), "data": str(part.get("data"))}

@@ -304,3 +304,50 @@ def test_a_turn_made_again_after_a_stop_mid_stream_shows_its_text_apart():
     r.check()
     replies = [e["text"] for e in r.page.entries if e["kind"] == "assistant"]
     assert replies == ["partial try ", "complete answer"]
+
+
+async def test_a_sync_tool_stopped_while_it_ran_shows_as_cancelled_as_in_its_trace(monkeypatch):
+    """Stop while a sync tool still runs: the trace says ``cancelled`` (it may have completed);
+    the widget said ``error``. Played from the run's own events."""
+    import asyncio
+
+    import pytest
+
+    from anvia_notebook import AgentBuilder, create_tool
+    from anvia_notebook import tools as tools_module
+    from anvia_notebook.errors import PromptCancelledError
+    from anvia_notebook.models import ModelResponse, QueueModel
+
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 0.0, raising=False)
+    import threading
+
+    from pydantic import BaseModel
+
+    class NoInput(BaseModel):
+        pass
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(args: NoInput, ctx: Any) -> str:
+        started.set()
+        release.wait(10)
+        return "done"
+
+    tool = create_tool(name="slow_sync", description="Slow.", input=NoInput, execute=slow)
+    call = ModelResponse(tool_calls=[ToolCall(id="c1", name="slow_sync", arguments={})])
+    run = AgentBuilder("a", QueueModel([call, "never"])).tool(tool).build().prompt("go").start()
+    try:
+        assert await asyncio.to_thread(started.wait, 10)
+        run.cancel("Stop")
+        with pytest.raises(PromptCancelledError):
+            await run.wait()
+    finally:
+        release.set()
+    r = Recorder()
+    r.transcript.begin_run(run.run_id, "a", "go")
+    for event in run.events:
+        r.transcript.apply(event)
+    r.check()
+    [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
+    assert entry["status"] == "cancelled" == run.trace.tool_calls[0].status
+    assert entry["result"].startswith("ToolCallStopped:") and entry["is_error"] is True
