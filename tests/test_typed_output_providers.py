@@ -4,6 +4,8 @@ streamed text is validated (and, when invalid, sent back with pydantic's errors)
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import anthropic
 import httpx
 import openai
@@ -79,7 +81,37 @@ def test_openai_strict_only_when_every_property_is_required():
     schema = Loose.model_json_schema()
     sent = to_openai_response_format(ResponseFormat(name="Loose", json_schema=schema))
     assert sent["json_schema"]["strict"] is False
-    assert sent["json_schema"]["schema"] == schema  # as pydantic wrote it
+    assert sent["json_schema"]["schema"] == {**schema, "additionalProperties": False}
+
+
+class Named(BaseModel):
+    name: str = Field(min_length=1)
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+
+
+class Pet(BaseModel):
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+
+
+class Where(BaseModel):
+    address: Named = Field(description="Where it goes.")
+
+
+@pytest.mark.parametrize("model", [Named, Pet, Where])
+def test_openai_strict_only_with_the_keywords_strict_mode_takes(model):
+    """A length limit, a oneOf with a discriminator, or a $ref beside a description: OpenAI's
+    strict mode refuses the request (every property is required, yet it is not strict)."""
+    schema = model.model_json_schema()
+    sent = to_openai_response_format(ResponseFormat(name=model.__name__, json_schema=schema))
+    assert sent["json_schema"]["strict"] is False
+    assert sent["json_schema"]["schema"]["additionalProperties"] is False  # (closed all the same)
 
 
 async def test_anthropic_gets_the_output_format_beside_its_own_output_config(monkeypatch):
@@ -98,9 +130,15 @@ async def test_anthropic_gets_the_output_format_beside_its_own_output_config(mon
         await agent.prompt("Grade it.").store(None).send()
 
     first = server.body(0)
+    # As the SDK's transform_schema makes it: the limits the API does not take, described (an
+    # SDK without it, the lowest this package takes: the objects closed).
+    score = {"type": "number", "title": "Score", "description": "{maximum: 1, minimum: 0.5}"}
+    verdict = {**CLOSED_VERDICT, "properties": {**CLOSED_VERDICT["properties"], "score": score}}
+    if not hasattr(anthropic, "transform_schema"):
+        verdict = CLOSED_VERDICT
     assert first["output_config"] == {
         "effort": "low",
-        "format": {"type": "json_schema", "schema": CLOSED_VERDICT},
+        "format": {"type": "json_schema", "schema": verdict},
     }
     retry = server.body(1)["messages"][-1]
     assert retry["role"] == "user"

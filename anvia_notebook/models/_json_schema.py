@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["closed_objects", "every_property_required"]
+__all__ = ["closed_objects", "every_property_required", "strict_keywords_only"]
 
 
 def closed_objects(schema: Any) -> Any:
@@ -40,3 +40,41 @@ def every_property_required(schema: Any) -> bool:
         if schema.get("additionalProperties") not in (False, None):
             return False
     return all(every_property_required(value) for value in schema.values())
+
+
+#: The keywords OpenAI's strict mode takes (its "supported schemas"); any other (a length
+#: limit, ``oneOf``, ``discriminator``, ``default``) makes it refuse the request.
+STRICT_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "anyOf", "enum",
+        "const", "$ref", "$defs", "definitions", "title", "description", "pattern", "format",
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "minItems",
+        "maxItems",
+    }
+)  # fmt: skip
+#: The keywords whose value maps names to schemas (not keywords themselves).
+_SCHEMA_MAPS = ("properties", "$defs", "definitions")
+
+
+def strict_keywords_only(schema: Any) -> bool:
+    """True when every schema in ``schema`` uses only :data:`STRICT_KEYWORDS`, and a ``$ref``
+    stands alone (strict mode takes no keyword beside it)."""
+    if isinstance(schema, list):
+        return all(strict_keywords_only(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if not STRICT_KEYWORDS.issuperset(schema) or ("$ref" in schema and len(schema) > 1):
+        return False
+    for key, value in schema.items():
+        if key in _SCHEMA_MAPS:
+            if not isinstance(value, dict):
+                return False
+            if not all(strict_keywords_only(inner) for inner in value.values()):
+                return False
+        elif (
+            isinstance(value, (dict, list))
+            and key not in ("enum", "const")
+            and not strict_keywords_only(value)
+        ):
+            return False
+    return True

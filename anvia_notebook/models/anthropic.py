@@ -332,8 +332,21 @@ def to_anthropic_tool(tool: ToolDefinition) -> ToolParam:
 
 def to_anthropic_output_format(response_format: ResponseFormat) -> dict[str, Any]:
     """The schema as the Messages API's structured output format (``output_config.format``),
-    its objects closed, as the API wants them."""
-    return {"type": "json_schema", "schema": closed_objects(response_format.json_schema)}
+    made as the API wants it by the SDK's own ``transform_schema`` (every object closed,
+    ``oneOf`` as ``anyOf``, limits it does not take, such as a length, told in the description);
+    with an SDK without it (older versions), its objects closed."""
+    schema = response_format.json_schema
+    try:
+        import anthropic
+    except ImportError:  # (the SDK is needed to send it anyway)
+        anthropic = None  # type: ignore[assignment]
+    transform = getattr(anthropic, "transform_schema", None)
+    if transform is not None:
+        try:
+            return {"type": "json_schema", "schema": transform(schema)}
+        except (ValueError, TypeError, KeyError):  # (a schema it cannot make: sent closed)
+            pass
+    return {"type": "json_schema", "schema": closed_objects(schema)}
 
 
 def to_anthropic_tool_choice(choice: Any) -> Any:

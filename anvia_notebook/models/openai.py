@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._util import compact_json, shown_url
 from ..messages import Message, Usage
 from ._errors import ended_early, refuse_json_answer
-from ._json_schema import closed_objects, every_property_required
+from ._json_schema import closed_objects, every_property_required, strict_keywords_only
 from ._media import images_to_send
 from ._provider import (
     PendingCall,
@@ -325,17 +325,15 @@ def to_openai_tool(tool: ToolDefinition) -> ChatCompletionToolParam:
 
 
 def to_openai_response_format(response_format: ResponseFormat) -> dict[str, Any]:
-    """The schema as Chat Completions' ``json_schema`` response format: strict (the answer is
-    guaranteed to follow it) when the schema allows it, i.e. every property is required."""
+    """The schema as Chat Completions' ``json_schema`` response format, its objects closed:
+    strict (the answer is guaranteed to follow it) when strict mode takes the schema, i.e.
+    every property is required and it uses only the keywords strict mode knows (a length
+    limit, a ``oneOf`` or a ``$ref`` with a description would make OpenAI refuse the request)."""
     schema = closed_objects(response_format.json_schema)
-    strict = every_property_required(schema)
+    strict = every_property_required(schema) and strict_keywords_only(schema)
     return {
         "type": "json_schema",
-        "json_schema": {
-            "name": response_format.name,
-            "schema": schema if strict else response_format.json_schema,
-            "strict": strict,
-        },
+        "json_schema": {"name": response_format.name, "schema": schema, "strict": strict},
     }
 
 
