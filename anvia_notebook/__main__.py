@@ -26,6 +26,7 @@ interpreter's full path, so they work as written in any terminal.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -479,6 +480,7 @@ def _steer(location: str, args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    _text_any_terminal_shows()
     args = _parser().parse_args(argv)
     wrong = _not_text(args)
     if wrong is not None:
@@ -523,12 +525,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # (here, where a reader that stopped is noticed)
         return code
     except BrokenPipeError:  # (the output went to a reader that stopped: ``| head``)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # (Python would complain again at exit)
+        _drop_the_output()
+        return 1
+    except OSError as error:  # the output could not be written (a full disk)
+        _drop_the_output()
+        why = error.strerror or str(error)
+        print(f"error: the output could not be written: {why}.", file=sys.stderr)
         return 1
     except KeyboardInterrupt:  # Ctrl-C (waiting for a store another process holds locked)
         print("Interrupted.", file=sys.stderr)
         return 130
+
+
+def _drop_the_output() -> None:
+    """What is left of the output goes nowhere (Python would try to write it again at exit)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _text_any_terminal_shows() -> None:
+    """A character the output's encoding has not (the arrow between a sub-agent and its parent
+    on an ASCII terminal) is written as its escape, ``\u203a``, instead of failing the command
+    half-way."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(Exception):
+                reconfigure(errors="backslashreplace")
 
 
 def _run_command(location: str, args: argparse.Namespace) -> int:
@@ -547,7 +571,8 @@ def _run_command(location: str, args: argparse.Namespace) -> int:
             _decide(store, args)
     except (ValueError, AnviaError) as error:  # (ValueError: a blank message)
         # (a decision in a run the store does not have is a RunNotFoundError too)
-        hint = f"\n{_WHERE_NOTEBOOKS_STORE}" if isinstance(error, RunNotFoundError) else ""
+        notebook_file = isinstance(error, RunNotFoundError) and not _is_url(location)
+        hint = f"\n{_WHERE_NOTEBOOKS_STORE}" if notebook_file else ""
         print(f"error: {error}{hint}", file=sys.stderr)
         return 1
     return 0

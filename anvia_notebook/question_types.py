@@ -387,5 +387,5 @@ def check_operator_answers(
         )
     missing = [q.id for q in questions if q.id not in seen]
     if missing:
-        return f"Every question needs an answer; missing: {', '.join(missing)}."
+        return f"Every question needs an answer; missing: {', '.join(map(quoted, missing))}."
     return [seen[q.id] for q in questions]

@@ -157,3 +157,51 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
     cli._print_run(FakeStore(), args)
     out = capsys.readouterr().out
     assert "s3cret" not in out and "op:***@db.example" in out
+
+
+async def test_output_a_terminal_cannot_encode_or_a_full_disk_ends_without_a_traceback(
+    store_file,
+):
+    """An ASCII terminal: a character it has not (the prompt's é) failed the command half-way
+    with the codec's words; a full disk (/dev/full) printed a traceback."""
+    store = RunStore(store_file)
+    run, _ = await started(store, "send 5 to a1 (café)")
+    try:
+        ascii_only = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii"}
+        shown = await asyncio.to_thread(
+            subprocess.run,
+            [
+                sys.executable,
+                "-m",
+                "anvia_notebook",
+                "--store",
+                str(store_file),
+                "show",
+                run.run_id,
+            ],
+            env=ascii_only,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "caf\\xe9" in shown.stdout and "codec" not in shown.stderr
+        written = await asyncio.to_thread(_runs_into_a_full_disk, store_file)
+        assert written.returncode == 1
+        assert written.stderr.strip() == (
+            "error: the output could not be written: No space left on device."
+        )
+    finally:
+        await stop(run)
+
+
+def _runs_into_a_full_disk(store_file: Path) -> subprocess.CompletedProcess[str]:
+    with open("/dev/full", "w") as full:
+        return subprocess.run(
+            [sys.executable, "-m", "anvia_notebook", "--store", str(store_file), "runs"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )

@@ -404,3 +404,14 @@ def test_an_answer_takes_its_fields_by_position_as_the_docs_write_it():
             {"questionId": "note", "answer": "x"},
         ]
     }
+
+
+def test_the_ids_of_unanswered_questions_are_told_escaped():
+    """A question's id is the model's text: the command line printed control characters in it
+    to the terminal as they were (an escape sequence colouring or moving the terminal)."""
+    from anvia_notebook.question_types import Choice, Question, check_operator_answers
+
+    choices = [Choice(label="Red", value="red")]
+    questions = [Question(id="\x1b[31mRED\x1b[0m", question="Which colour?", choices=choices)]
+    said = check_operator_answers(questions, [])
+    assert said == "Every question needs an answer; missing: '\\x1b[31mRED\\x1b[0m'."

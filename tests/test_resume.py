@@ -111,6 +111,13 @@ async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(
     response = await asyncio.wait_for(store_agents.agent("approval").resume(run_id).send(), 10)
     assert effects() == ["started a1 5", "done a1 5"]  # the approved call ran, once
     assert "sent" in response.output
+    # Once its process is gone, the run that took the decision and ended is not said to wait
+    # for a resume (it was, after an edit the run itself recorded just before it ended).
+    store._q(
+        "UPDATE runs SET owner_host = 'gone', owner_pid = 1, heartbeat_at = 0 WHERE run_id = ?",
+        (run_id,),
+    )
+    assert store.decision_waits(run_id) is None
 
 
 async def test_the_resumed_runs_handle_refuses_a_decision_made_before_it_as_already_made(

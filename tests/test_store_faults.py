@@ -59,7 +59,9 @@ def test_a_refused_file_is_left_byte_for_byte_as_it_was(tmp_path, statements):
     before = path.read_bytes()
     with pytest.raises(RunStoreError, match=r"not an anvia_notebook run store") as caught:
         RunStore(path)
-    assert "choose another store with set_store(...)" in str(caught.value)
+    assert "choose another store (set_store(...) in a notebook, --store on the command" in str(
+        caught.value
+    )
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.sqlite"]  # no -wal, no -shm
 

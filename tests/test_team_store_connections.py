@@ -197,6 +197,9 @@ def test_a_lock_another_program_holds_is_waited_for_then_named(team_store):
         done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stdout
     assert "is locked by another program (waited 5 s)" in done.stderr
+    # On one line: the server's message, not the statement it quoted nor its caret line.
+    [line] = done.stderr.strip().splitlines()
+    assert "LINE 1" not in line and "SELECT" not in line, line
 
 
 def test_a_password_the_driver_repeats_is_not_shown():
@@ -217,6 +220,10 @@ def test_an_empty_team_store_lists_no_runs_without_advice_about_notebook_files(t
     assert done.returncode == 0, done.stderr
     assert "No stored runs in postgresql://" in done.stdout
     assert "runs.sqlite" not in done.stdout
+    for args in (["show", "nope"], ["approve", "nope", "approval_x"]):
+        told = subprocess.run([*command[:-1], *args], capture_output=True, text=True, timeout=60)
+        assert told.returncode == 1 and "No stored run 'nope'" in told.stderr, told.stderr
+        assert "runs.sqlite" not in told.stderr, told.stderr
 
 
 def test_a_store_let_go_closes_its_connections_at_once(team_store):

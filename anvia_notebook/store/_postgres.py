@@ -235,9 +235,12 @@ class PostgresBackend:
         return True
 
     def _told(self, error: BaseException) -> str:
-        """The driver's message without the address's secrets (libpq repeats the text it
-        could not read, a password included)."""
-        text = str(error)
+        """The driver's message on one line, without the address's secrets (libpq repeats the
+        text it could not read, a password included): the server's own message, without the
+        statement it quotes, its caret line and its context lines."""
+        primary = getattr(getattr(error, "diag", None), "message_primary", None)
+        text = primary if isinstance(primary, str) and primary.strip() else str(error)
+        text = " ".join(line.strip() for line in text.splitlines() if line.strip())
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text

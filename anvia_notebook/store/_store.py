@@ -91,6 +91,10 @@ logger = logging.getLogger("anvia_notebook")
 InteractionKind = Literal["approval", "question"]
 Record = ApprovalRecord | QuestionRecord
 ACTIVE = ("pending", "running", "waiting")
+#: What a location that is not a run store is told to do.
+_CHOOSE_ANOTHER = (
+    "choose another store (set_store(...) in a notebook, --store on the command line)."
+)
 #: How often the watcher looks for decisions written by other processes (seconds).
 POLL_INTERVAL = 0.2
 PROMPT_PREVIEW = 200
@@ -376,7 +380,7 @@ class RunStore(SteeringRows, DecisionRequests):
             return 0
         other = RunStoreError(
             f"{self.location} is a database of another application, not an anvia_notebook "
-            "run store; choose another store with set_store(...)."
+            f"run store; {_CHOOSE_ANOTHER}"
         )
         if "meta" not in tables:
             raise other
@@ -389,8 +393,7 @@ class RunStore(SteeringRows, DecisionRequests):
         if meta.get("application") != APPLICATION:
             raise RunStoreError(
                 f"{self.location} is not an anvia_notebook run store "
-                f"(application {meta.get('application')!r}); choose another store with "
-                "set_store(...)."
+                f"(application {meta.get('application')!r}); {_CHOOSE_ANOTHER}"
             )
         version = int(meta.get("schema_version", "0"))
         if version > SCHEMA_VERSION:
@@ -886,6 +889,9 @@ class RunStore(SteeringRows, DecisionRequests):
         resumed = self._resumed_as(run_id)
         if any(self._alive(self._owner_of(run)) for run in {run_id, resumed}):
             return None  # (a sub-agent's run is run by whatever runs its top-level run)
+        ended = self._q("SELECT status FROM runs WHERE run_id = ?", (resumed,))
+        if ended and ended[0][0] not in ACTIVE:
+            return None  # it took the decision, then ended (an edit is recorded by the run)
         where = run_id if resumed == run_id else f"{resumed} (in its sub-agent's run {run_id})"
         return (
             f"Run {where} is not running anywhere now: the decision is used when it is resumed "

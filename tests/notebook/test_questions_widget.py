@@ -83,7 +83,7 @@ async def test_answers_with_a_choice_and_a_custom_text_resume_the_same_tool_call
 @pytest.mark.parametrize(
     ("answers", "error"),
     [
-        ([{"questionId": "priority", "answer": "high"}], "missing: note"),
+        ([{"questionId": "priority", "answer": "high"}], "missing: 'note'"),
         (
             [
                 {"questionId": "priority", "answer": "high"},
