@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
-from ._typed_output import Accepted, TypedOutput
+from ._typed_output import Accepted, TypedOutput, fixed_then_steered
 from ._util import cancelled_from_outside, error_text, maybe_await, valid_text
 from .decisions import cut_reason
 from .errors import (
@@ -373,7 +373,10 @@ async def _check_answer(typed: TypedOutput, steering: Any, text: str, turn: int)
     if accepted is None:
         steering.deliver(turn + 1)
         return None
-    if steering.before_end(turn + 1):
+    if steering.waits_at_end():
+        if accepted.fixed:  # (a person's fix is not lost: the model hears of it first)
+            typed.tell(fixed_then_steered(accepted))
+        steering.before_end(turn + 1)
         return None
     return accepted
 

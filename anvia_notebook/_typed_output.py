@@ -54,6 +54,15 @@ STEERED_RESULT = (
 SUPERSEDED_RESULT = "Not used: a later final_result call in the same turn gives the result."
 
 
+def fixed_then_steered(accepted: Accepted) -> str:
+    """What the model is told when a person fixed its result and messages were steered to the
+    run meanwhile: the fixed value (its own was not valid), and to answer again with them."""
+    return (
+        f"Your result was not valid; a person fixed it: {compact_json(accepted.data)}. New "
+        "messages from the user follow: take them into account and give the result again."
+    )
+
+
 @dataclass(frozen=True)
 class Accepted:
     """A valid value: the run ends with it."""
@@ -63,6 +72,8 @@ class Accepted:
     data: Any
     #: The value's text: the model's text of that turn, else the value as JSON.
     text: str
+    #: Whether a person (or the approval handler) fixed the model's value into this one.
+    fixed: bool = False
 
 
 class TypedOutput:
@@ -141,7 +152,7 @@ class TypedOutput:
             if isinstance(fixed, str):
                 self._tell(fixed)
                 return None
-            return Accepted(fixed.value, fixed.data, compact_json(fixed.data))
+            return Accepted(fixed.value, fixed.data, compact_json(fixed.data), fixed=True)
         self.run.state.output_failures = 0
         return Accepted(value, spec.dump(value), text)
 
@@ -186,7 +197,8 @@ class TypedOutput:
             self._end_round(calls, parts, interrupted=True)
             raise
         if isinstance(outcome, Accepted) and self.steered is not None and self.steered():
-            steered = Accepted(outcome.value, outcome.data, STEERED_RESULT)
+            told = fixed_then_steered(outcome) if outcome.fixed else STEERED_RESULT
+            steered = Accepted(outcome.value, outcome.data, told, outcome.fixed)
             parts[call.id] = await self._hooked_done(call, turn, steered, calls, parts)
             self._end_round(calls, parts)
             return None
@@ -228,7 +240,7 @@ class TypedOutput:
             fixed = await self._repair(call, internal_id, raw, error)
             if isinstance(fixed, str):
                 return await self._told(call, turn, internal_id, fixed, True)
-            return Accepted(fixed.value, fixed.data, FIXED_RESULT)
+            return Accepted(fixed.value, fixed.data, FIXED_RESULT, fixed=True)
         self.run.state.output_failures = 0
         if decision.type == "approval_request":
             asked = await self._hook_approval(call, internal_id, raw, decision)
@@ -318,6 +330,10 @@ class TypedOutput:
         state.output_failures += 1
         return state.output_failures <= self.spec.retries
 
+    def tell(self, text: str) -> None:
+        """``text`` as a user message of the conversation (before what was steered to it)."""
+        self._tell(text)
+
     def _tell(self, text: str) -> None:
         """Ask the model again: ``text`` as a user message of the conversation."""
         self.run.state.messages.append(Message.user(text))
@@ -396,7 +412,7 @@ class TypedOutput:
             if edited is not None:
                 value = self.spec.validate_arguments(edited)
                 self.run.state.output_failures = 0
-                return Accepted(value, self.spec.dump(value), FIXED_RESULT)
+                return Accepted(value, self.spec.dump(value), FIXED_RESULT, fixed=True)
             refused = RefusedFix()  # (refused by every check: a record saying so is corrected)
         except ValidationError as error:
             refused = RefusedFix(edited, error)

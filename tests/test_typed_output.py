@@ -23,6 +23,7 @@ from anvia_notebook import (
     RunStore,
     StoreHumanInput,
 )
+from anvia_notebook._util import compact_json
 from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
 
 from helpers import call, calls, fix_asking_agent, make_add_tool, tool_results
@@ -670,11 +671,43 @@ async def test_a_message_steered_while_a_native_repair_waits_is_delivered_after_
     run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
     response = await asyncio.wait_for(run.wait(), 30)
     assert response.data == City(name="Lyon", population=500)
-    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "user"]
-    assert model.requests[1].messages[-1].content == "Also add Lyon."
+    # The model hears of the person's fix first (it was lost: only the message reached it).
+    told = model.requests[1].messages
+    assert [m.role for m in told] == ["user", "assistant", "user", "user"]
+    assert told[2].content == (
+        f"Your result was not valid; a person fixed it: {compact_json(GOOD_CITY)}. New messages "
+        "from the user follow: take them into account and give the result again."
+    )
+    assert told[-1].content == "Also add Lyon."
     [steered] = [e for e in run.events if e.type == "steering_message"]
     assert steered.turn == 2
     assert run.steer("too late") is False
+
+
+async def test_a_message_steered_while_a_tool_mode_repair_waits_keeps_the_fix_told() -> None:
+    """Tool mode: the final_result call's result told the model its invalid value was
+    "received" and nothing of the person's fix; it says the fixed value now."""
+    later = {"name": "Lyon", "population": 500}
+    model = QueueModel([final(BAD_CITY), final(later, "out_2")])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City, "tool", retries=0)
+        .human_input(StoreHumanInput())
+        .build()
+    )
+    run = agent.prompt("Paris?").store(None).start()
+    asked = await wait_for(run, "tool_approval_request")
+    assert run.steer("Also add Lyon.") is True
+    run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.data == City(**later)
+    told = model.requests[1].messages
+    [result] = told[2].tool_results
+    assert result.content == (
+        f"Your result was not valid; a person fixed it: {compact_json(GOOD_CITY)}. New messages "
+        "from the user follow: take them into account and give the result again."
+    )
+    assert told[-1].content == "Also add Lyon."
 
 
 @pytest.mark.parametrize("mode", ["tool", "native"])
