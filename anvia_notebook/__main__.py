@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import re
@@ -480,7 +481,8 @@ def _steer(location: str, args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _text_any_terminal_shows()
+    if argv is None:  # (the command itself, not a call of main() from Python)
+        _text_any_terminal_shows()
     args = _parser().parse_args(argv)
     wrong = _not_text(args)
     if wrong is not None:
@@ -528,6 +530,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _drop_the_output()
         return 1
     except OSError as error:  # the output could not be written (a full disk)
+        if error.errno not in _WRITE_FAILURES:
+            raise
         _drop_the_output()
         why = error.strerror or str(error)
         print(f"error: the output could not be written: {why}.", file=sys.stderr)
@@ -535,6 +539,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C (waiting for a store another process holds locked)
         print("Interrupted.", file=sys.stderr)
         return 130
+
+
+#: Why writing the output may fail: a full disk or quota, a device error, a file too large.
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG})
 
 
 def _drop_the_output() -> None:

@@ -375,7 +375,7 @@ async def _check_answer(typed: TypedOutput, steering: Any, text: str, turn: int)
         return None
     if steering.waits_at_end():
         if accepted.fixed:  # (a person's fix is not lost: the model hears of it first)
-            typed.tell(fixed_then_steered(accepted))
+            typed.tell(fixed_then_steered(accepted, False))
         steering.before_end(turn + 1)
         return None
     return accepted

@@ -54,12 +54,14 @@ STEERED_RESULT = (
 SUPERSEDED_RESULT = "Not used: a later final_result call in the same turn gives the result."
 
 
-def fixed_then_steered(accepted: Accepted) -> str:
-    """What the model is told when a person fixed its result and messages were steered to the
-    run meanwhile: the fixed value (its own was not valid), and to answer again with them."""
+def fixed_then_steered(accepted: Accepted, tool: bool) -> str:
+    """What the model is told when a person changed its result (a fix, or an edit at an
+    approval) and messages were steered to the run meanwhile: the value as changed, and to
+    answer again with the messages (``tool``: by calling ``final_result``)."""
+    again = f"call {FINAL_RESULT} again with the result" if tool else "give the result again"
     return (
-        f"Your result was not valid; a person fixed it: {compact_json(accepted.data)}. New "
-        "messages from the user follow: take them into account and give the result again."
+        f"A person changed your result to: {compact_json(accepted.data)}. New messages from "
+        f"the user follow: take them into account and {again}."
     )
 
 
@@ -197,7 +199,7 @@ class TypedOutput:
             self._end_round(calls, parts, interrupted=True)
             raise
         if isinstance(outcome, Accepted) and self.steered is not None and self.steered():
-            told = fixed_then_steered(outcome) if outcome.fixed else STEERED_RESULT
+            told = fixed_then_steered(outcome, True) if outcome.fixed else STEERED_RESULT
             steered = Accepted(outcome.value, outcome.data, told, outcome.fixed)
             parts[call.id] = await self._hooked_done(call, turn, steered, calls, parts)
             self._end_round(calls, parts)
@@ -279,7 +281,7 @@ class TypedOutput:
             told = f"Edited arguments were rejected:\n{format_errors(refused)}"
             self.executor.refuse_edit(request.approval_id, told)
             return told
-        return Accepted(value, spec.dump(value), FIXED_RESULT)
+        return Accepted(value, spec.dump(value), FIXED_RESULT, fixed=True)
 
     async def _told(
         self,

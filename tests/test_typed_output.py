@@ -675,8 +675,8 @@ async def test_a_message_steered_while_a_native_repair_waits_is_delivered_after_
     told = model.requests[1].messages
     assert [m.role for m in told] == ["user", "assistant", "user", "user"]
     assert told[2].content == (
-        f"Your result was not valid; a person fixed it: {compact_json(GOOD_CITY)}. New messages "
-        "from the user follow: take them into account and give the result again."
+        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
+        "user follow: take them into account and give the result again."
     )
     assert told[-1].content == "Also add Lyon."
     [steered] = [e for e in run.events if e.type == "steering_message"]
@@ -704,10 +704,43 @@ async def test_a_message_steered_while_a_tool_mode_repair_waits_keeps_the_fix_to
     told = model.requests[1].messages
     [result] = told[2].tool_results
     assert result.content == (
-        f"Your result was not valid; a person fixed it: {compact_json(GOOD_CITY)}. New messages "
-        "from the user follow: take them into account and give the result again."
+        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
+        "user follow: take them into account and call final_result again with the result."
     )
     assert told[-1].content == "Also add Lyon."
+
+
+async def test_an_edit_at_a_hook_s_approval_of_the_result_is_told_when_a_message_was_steered():
+    """A hook asks approval of a valid final_result; the person edits it while a message is
+    steered: the model was told "Result received" beside its own value, the edit lost."""
+    from anvia_notebook import create_hook
+
+    def on_tool_call(event: Any) -> Any:
+        if event.tool_call_id == "out_1":
+            return event.tool.request_approval("Check the city.")
+        return None
+
+    later = {"name": "Lyon", "population": 500}
+    mine = {"name": "Pariss", "population": 5}
+    model = QueueModel([final(mine), final(later, "out_2")])
+    agent = (
+        AgentBuilder("typed", model)
+        .output_type(City, "tool", retries=0)
+        .human_input(StoreHumanInput())
+        .hook(create_hook(on_tool_call=on_tool_call))
+        .build()
+    )
+    run = agent.prompt("Paris?").store(None).start()
+    asked = await wait_for(run, "tool_approval_request")
+    assert run.steer("Also add Lyon.") is True
+    run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.data == City(**later)
+    [result] = model.requests[1].messages[2].tool_results
+    assert result.content == (
+        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
+        "user follow: take them into account and call final_result again with the result."
+    )
 
 
 @pytest.mark.parametrize("mode", ["tool", "native"])

@@ -4,7 +4,7 @@ streamed text is validated (and, when invalid, sent back with pydantic's errors)
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import anthropic
 import httpx
@@ -104,7 +104,11 @@ class Where(BaseModel):
     address: Named = Field(description="Where it goes.")
 
 
-@pytest.mark.parametrize("model", [Named, Pet, Where])
+class Anything(BaseModel):
+    note: Any
+
+
+@pytest.mark.parametrize("model", [Named, Pet, Where, Anything])
 def test_openai_strict_only_with_the_keywords_strict_mode_takes(model):
     """A length limit, a oneOf with a discriminator, or a $ref beside a description: OpenAI's
     strict mode refuses the request (every property is required, yet it is not strict)."""
@@ -153,3 +157,20 @@ async def test_no_response_format_without_an_output_type(monkeypatch):
     agent = AgentBuilder("judge", openai_model(server, monkeypatch)).build()
     await agent.prompt("Grade it.").store(None).send()
     assert "response_format" not in server.body(0)
+
+
+class Counts(BaseModel):
+    counts: dict[str, int]
+
+
+def test_anthropic_keeps_a_dict_field_open():
+    """The SDK's transform_schema closes every object: a dict field held to
+    ``{"properties": {}, "additionalProperties": false}`` could only be answered ``{}``, which
+    validates, so the result was silently empty."""
+    from anvia_notebook.models.anthropic import to_anthropic_output_format
+
+    schema = Counts.model_json_schema()
+    sent = to_anthropic_output_format(ResponseFormat(name="Counts", json_schema=schema))
+    field = sent["schema"]["properties"]["counts"]
+    assert field["additionalProperties"] == {"type": "integer"}
+    assert sent["schema"]["additionalProperties"] is False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["closed_objects", "every_property_required", "strict_keywords_only"]
+__all__ = ["closed_objects", "every_property_required", "open_objects", "strict_keywords_only"]
 
 
 def closed_objects(schema: Any) -> Any:
@@ -71,6 +71,8 @@ def strict_keywords_only(schema: Any) -> bool:
                 return False
             if not all(strict_keywords_only(inner) for inner in value.values()):
                 return False
+            if key == "properties" and not all(map(_typed, value.values())):
+                return False  # (an ``Any`` field: strict mode wants each property typed)
         elif (
             isinstance(value, (dict, list))
             and key not in ("enum", "const")
@@ -78,3 +80,23 @@ def strict_keywords_only(schema: Any) -> bool:
         ):
             return False
     return True
+
+
+def open_objects(schema: Any) -> bool:
+    """True when an object schema in ``schema`` takes keys it does not name (its
+    ``additionalProperties`` a schema or true: a ``dict`` field, a model with extra keys)."""
+    if isinstance(schema, list):
+        return any(open_objects(item) for item in schema)
+    if not isinstance(schema, dict):
+        return False
+    extra = schema.get("additionalProperties")
+    if extra is True or isinstance(extra, dict):
+        return True
+    return any(open_objects(value) for value in schema.values())
+
+
+def _typed(schema: Any) -> bool:
+    """Whether a property's schema says what it holds (``Any``'s says nothing)."""
+    return isinstance(schema, dict) and any(
+        key in schema for key in ("type", "$ref", "anyOf", "enum", "const")
+    )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
 from ._errors import ended_early, refuse_json_answer
-from ._json_schema import closed_objects
+from ._json_schema import closed_objects, open_objects
 from ._media import images_to_send
 from ._provider import (
     PendingCall,
@@ -334,14 +334,16 @@ def to_anthropic_output_format(response_format: ResponseFormat) -> dict[str, Any
     """The schema as the Messages API's structured output format (``output_config.format``),
     made as the API wants it by the SDK's own ``transform_schema`` (every object closed,
     ``oneOf`` as ``anyOf``, limits it does not take, such as a length, told in the description);
-    with an SDK without it (older versions), its objects closed."""
+    with an SDK without it (older versions), its objects closed. A schema with an object open
+    to any key (a ``dict`` field) is sent closed only where it was not open: the SDK's would
+    close it, and the model, held to the schema, could then only answer ``{}`` there."""
     schema = response_format.json_schema
     try:
         import anthropic
     except ImportError:  # (the SDK is needed to send it anyway)
         anthropic = None  # type: ignore[assignment]
     transform = getattr(anthropic, "transform_schema", None)
-    if transform is not None:
+    if transform is not None and not open_objects(schema):
         try:
             return {"type": "json_schema", "schema": transform(schema)}
         except (ValueError, TypeError, KeyError):  # (a schema it cannot make: sent closed)

@@ -125,6 +125,7 @@ class _CurrentRun:
         """The cell runs again: stop the run, and let go of the sessions (the new Studio the
         cell makes may continue them)."""
         self.studio._release_sessions()
+        self.studio._waiting_for = None  # (a session it waited to open is the new Studio's)
         run = self.studio.run
         return run is not None and not run.done and run.cancel(reason)
 
@@ -278,7 +279,7 @@ class Studio:
         (``RuntimeError``)."""
         run = other.run
         assert run is not None
-        if run.state.cancel_reason is None:
+        if run.state.cancel_reason is None and not run.done:  # (done: its end is taken in next)
             raise RuntimeError(_in_progress(session_id))
         self._waiting_for = run
 

@@ -476,3 +476,46 @@ async def test_a_studio_of_a_cell_run_again_opens_the_session_once_the_stopped_r
     assert stored is not None
     assert [m["content"] for m in stored.messages][-2:] == ["Third", "Third answer."]
     assert [m["content"] for m in stored.messages][:4] == ["Hello", "One.", "Second", "working"]
+
+
+async def _streaming_in_a_cell(cell: Any) -> tuple[asyncio.Event, Studio]:
+    gate = asyncio.Event()
+    first = Studio([AgentBuilder("support", gated_model(gate)).build()])
+    cell.cell_id = "cell-studio"
+    first._ipython_display_()
+    page = Page(first.widget)
+    await page.sync()
+    assert (await page.request("studio_send", agent_id="support", text="Hello"))["ok"]
+    await until(lambda: "working" in str(sent(first.widget)), what="the turn streaming")
+    return gate, first
+
+
+async def test_a_cell_run_again_just_as_its_studio_s_run_ends_opens_the_session(store_path, cell):
+    """The run's task had ended, its end not yet taken in: the new Studio was refused."""
+    gate, first = await _streaming_in_a_cell(cell)
+    run = first.run
+    assert run is not None
+    gate.set()
+    # One pass of the loop at a time (an event would be set a pass late): the run's end is
+    # taken in on a later pass than the one its task ends on.
+    while not run.done:  # noqa: ASYNC110
+        await asyncio.sleep(0)
+    assert first.busy  # (the moment this test is about)
+    cell.run_again("cell-2")
+    again = Studio([AgentBuilder("support", QueueModel(["x"])).build()], session="latest")
+    again._ipython_display_()
+    await until(lambda: not again.busy, what="the session opened")
+    assert [m.content for m in again.history("support")] == ["Hello", "working done"]
+
+
+async def test_a_cell_run_again_twice_opens_the_session_in_the_last_studio_only(store_path, cell):
+    await _streaming_in_a_cell(cell)
+    cell.run_again("cell-2")
+    second = Studio([AgentBuilder("support", QueueModel(["x"])).build()], session="latest")
+    second._ipython_display_()
+    cell.run_again("cell-3")
+    third = Studio([AgentBuilder("support", QueueModel(["y"])).build()], session="latest")
+    third._ipython_display_()
+    await until(lambda: not third.busy, what="the session opened")
+    assert not second.busy and second.history("support") == []
+    assert [m.content for m in third.history("support")] == ["Hello", "working"]
