@@ -654,59 +654,57 @@ async def test_a_message_steered_as_final_result_comes_keeps_the_run_going() -> 
     assert request.steer("too late") is False
 
 
-async def test_a_message_steered_while_a_native_repair_waits_is_delivered_after_the_fix() -> None:
-    """In native mode the repair of the model's answer waits for a person, and the run stays
-    open to steering meanwhile (as while any approval waits): the message is delivered after
-    the fix, and the model, having read it, gives the result."""
-    model = QueueModel([json.dumps(BAD_CITY), json.dumps({"name": "Lyon", "population": 500})])
+async def fixed_while_steered(model: QueueModel, mode: str, *hooks: Any) -> Any:
+    """Run a typed agent on ``model`` until its result's approval is asked, steer a message to
+    it, approve with ``GOOD_CITY`` and wait for the end: the response."""
     agent = (
         AgentBuilder("typed", model)
-        .output_type(City, "native", retries=0)
+        .output_type(City, mode, retries=0)  # type: ignore[arg-type]
         .human_input(StoreHumanInput())
-        .build()
     )
-    run = agent.prompt("Paris?").store(None).start()
+    for hook in hooks:
+        agent = agent.hook(hook)
+    run = agent.build().prompt("Paris?").store(None).start()
     asked = await wait_for(run, "tool_approval_request")
     assert run.steer("Also add Lyon.") is True
     run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
     response = await asyncio.wait_for(run.wait(), 30)
     assert response.data == City(name="Lyon", population=500)
+    assert run.steer("too late") is False
+    return run
+
+
+def changed_to_good_city(tool: bool) -> str:
+    again = "call final_result again with the result" if tool else "give the result again"
+    return (
+        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
+        f"user follow: take them into account and {again}."
+    )
+
+
+async def test_a_message_steered_while_a_native_repair_waits_is_delivered_after_the_fix() -> None:
+    """In native mode the repair of the model's answer waits for a person, and the run stays
+    open to steering meanwhile (as while any approval waits): the message is delivered after
+    the fix, and the model, having read it, gives the result."""
+    model = QueueModel([json.dumps(BAD_CITY), json.dumps({"name": "Lyon", "population": 500})])
+    run = await fixed_while_steered(model, "native")
     # The model hears of the person's fix first (it was lost: only the message reached it).
     told = model.requests[1].messages
     assert [m.role for m in told] == ["user", "assistant", "user", "user"]
-    assert told[2].content == (
-        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
-        "user follow: take them into account and give the result again."
-    )
+    assert told[2].content == changed_to_good_city(tool=False)
     assert told[-1].content == "Also add Lyon."
     [steered] = [e for e in run.events if e.type == "steering_message"]
     assert steered.turn == 2
-    assert run.steer("too late") is False
 
 
 async def test_a_message_steered_while_a_tool_mode_repair_waits_keeps_the_fix_told() -> None:
     """Tool mode: the final_result call's result told the model its invalid value was
     "received" and nothing of the person's fix; it says the fixed value now."""
-    later = {"name": "Lyon", "population": 500}
-    model = QueueModel([final(BAD_CITY), final(later, "out_2")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(City, "tool", retries=0)
-        .human_input(StoreHumanInput())
-        .build()
-    )
-    run = agent.prompt("Paris?").store(None).start()
-    asked = await wait_for(run, "tool_approval_request")
-    assert run.steer("Also add Lyon.") is True
-    run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
-    response = await asyncio.wait_for(run.wait(), 30)
-    assert response.data == City(**later)
+    model = QueueModel([final(BAD_CITY), final({"name": "Lyon", "population": 500}, "out_2")])
+    await fixed_while_steered(model, "tool")
     told = model.requests[1].messages
     [result] = told[2].tool_results
-    assert result.content == (
-        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
-        "user follow: take them into account and call final_result again with the result."
-    )
+    assert result.content == changed_to_good_city(tool=True)
     assert told[-1].content == "Also add Lyon."
 
 
@@ -720,27 +718,11 @@ async def test_an_edit_at_a_hook_s_approval_of_the_result_is_told_when_a_message
             return event.tool.request_approval("Check the city.")
         return None
 
-    later = {"name": "Lyon", "population": 500}
     mine = {"name": "Pariss", "population": 5}
-    model = QueueModel([final(mine), final(later, "out_2")])
-    agent = (
-        AgentBuilder("typed", model)
-        .output_type(City, "tool", retries=0)
-        .human_input(StoreHumanInput())
-        .hook(create_hook(on_tool_call=on_tool_call))
-        .build()
-    )
-    run = agent.prompt("Paris?").store(None).start()
-    asked = await wait_for(run, "tool_approval_request")
-    assert run.steer("Also add Lyon.") is True
-    run.interactions.decide(asked.approval.id, approved=True, args=GOOD_CITY, via="handle")
-    response = await asyncio.wait_for(run.wait(), 30)
-    assert response.data == City(**later)
+    model = QueueModel([final(mine), final({"name": "Lyon", "population": 500}, "out_2")])
+    await fixed_while_steered(model, "tool", create_hook(on_tool_call=on_tool_call))
     [result] = model.requests[1].messages[2].tool_results
-    assert result.content == (
-        f"A person changed your result to: {compact_json(GOOD_CITY)}. New messages from the "
-        "user follow: take them into account and call final_result again with the result."
-    )
+    assert result.content == changed_to_good_city(tool=True)
 
 
 @pytest.mark.parametrize("mode", ["tool", "native"])

@@ -290,16 +290,11 @@ class Studio:
             found = self._read(session_id)
             if found is None:
                 return
-            self._load(*found)
-            if self._session is None:
+            if self._session is None:  # (its transcript is rebuilt with its widget)
+                self._load(*found)
                 self._replay = found
-                return
-            session = self._session
-            session.human_input = self.human_input
-            self._rebuild(session.transcript, *found)
-            session.batcher.flush()
-            self._send_studio()
-            session.refresh_displays()
+            else:
+                self._show_opened(found)
 
         other.session.add_done_listener(take_up)
 
@@ -671,6 +666,11 @@ class Studio:
         found = self._read(session_id)
         if found is None:
             return f"Unknown session {quoted(session_id)}."
+        self._show_opened(found)
+        return None
+
+    def _show_opened(self, found: tuple[StudioSession, list[Message]]) -> None:
+        """Make the stored session ``found`` this Studio's conversation, shown in its widget."""
         self._load(*found)
         session = self.session
         session.human_input = self.human_input
@@ -678,7 +678,6 @@ class Studio:
         session.batcher.flush()
         self._send_studio()
         session.refresh_displays()
-        return None
 
     def _opened_run(self) -> SubRun | None:
         """What Inspect reads of the stored session opened, while its conversation is shown and
