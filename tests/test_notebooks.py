@@ -292,7 +292,6 @@ TUTORIAL_NEEDS = {
     "09_inspect_a_run": {"opentelemetry.sdk": "opentelemetry-sdk", "pandas": "pandas"},
     "10_evaluate_an_agent": {"pandas": "pandas"},
     "12_mcp_tools_behind_approvals": {"mcp.server.mcpserver": '"mcp>=2.3,<3"'},
-    "13_steer_and_typed_results": {"pandas": "pandas"},
 }
 
 
