@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ._run_context import CURRENT_RUN
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput, fixed_then_steered
-from ._util import cancelled_from_outside, error_text, maybe_await, valid_text
+from ._util import StreamedHalves, cancelled_from_outside, error_text, maybe_await, valid_text
 from .decisions import cut_reason
 from .errors import (
     DEFAULT_CANCEL_REASON,
@@ -459,7 +459,8 @@ async def _run_error_hooks(run: AgentRun, error: BaseException) -> str | None:
     return reason
 
 
-#: Streamed text kept as it is sent: a lone surrogate in it becomes U+FFFD (see ``valid_text``).
+#: Streamed text kept as it is sent: an emoji's halves sent in two deltas are joined, a lone
+#: surrogate becomes U+FFFD (see ``StreamedHalves``).
 _TEXT_DELTAS = (TextDelta, ReasoningDelta)
 
 
@@ -477,6 +478,7 @@ async def _complete(
         emitted = False  # an event was passed on: the call is not made again
         observed = False  # the provider sent anything at all: not made again either (Anvia)
         announced: set[str] = set()
+        halves = StreamedHalves()
         token = tracer.attempt(entry, attempt)
         add = accumulator.add
         add_text = accumulator.text_parts.append
@@ -490,8 +492,10 @@ async def _complete(
                     if type(event) is text_delta and type(event.delta) is text:
                         event = event.delta
                     if type(event) is text:
-                        if not event.isascii():  # (a lone surrogate: U+FFFD, as nothing keeps it)
-                            event = valid_text(event)
+                        if not event.isascii() or halves.held:  # (see _TEXT_DELTAS)
+                            event = halves.text("text_delta", event)
+                            if not event:
+                                continue
                         add_text(event)
                         if not emitted:
                             tracer.first_token(entry)
@@ -499,8 +503,13 @@ async def _complete(
                         emit_text(turn, event)
                         continue
                     observed = True
-                    if isinstance(event, _TEXT_DELTAS) and not event.delta.isascii():
-                        event = event.model_copy(update={"delta": valid_text(event.delta)})
+                    if isinstance(event, _TEXT_DELTAS) and (
+                        not event.delta.isascii() or halves.held
+                    ):
+                        delta = halves.text(event.type, event.delta)
+                        if not delta:
+                            continue
+                        event = event.model_copy(update={"delta": delta})
                     elif type(event) is ToolCallDelta:  # (its id, name, text: as a store keeps)
                         fixed = {k: valid_text(v) for k, v in event if type(v) is str}
                         if any(value is not getattr(event, key) for key, value in fixed.items()):
@@ -514,6 +523,13 @@ async def _complete(
                         run.emit(mapped)
                         if event.type == "tool_call":
                             announced.add(event.id)
+                for kind, rest in halves.rest().items():  # a half nothing came to pair
+                    kept = (
+                        TextDelta(delta=rest)
+                        if kind == "text_delta"
+                        else ReasoningDelta(delta=rest)
+                    )
+                    run.emit(_map_event(turn, add(kept)))
                 response = accumulator.response()
                 tracer.model_call_done(entry, response, token)
                 for call in response.tool_calls:  # calls streamed only as deltas

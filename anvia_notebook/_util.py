@@ -90,6 +90,41 @@ def valid_text(text: str) -> str:
     return text
 
 
+def paired_text(text: str) -> str:
+    """``text`` with each pair of UTF-16 halves in it (``"\\ud83d\\ude00"``, as JSON escapes
+    an emoji, decoded apart) made the one character they are, and each lone half U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
+class StreamedHalves:
+    """Joins a character past U+FFFF (an emoji) whose two UTF-16 halves a model's stream sent in
+    two deltas (JSON's ``"\\ud83d"``, then ``"\\ude00"``: two lone surrogates once decoded, each
+    U+FFFD alone). A delta ending in a first half keeps it back until the next delta of its kind;
+    :meth:`rest` gives, per kind, what a stream left unpaired at its end (as U+FFFD)."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, str] = {}  # kind -> a first half waiting for its second
+
+    def text(self, kind: str, delta: str) -> str:
+        """``delta`` as valid text, joined to the half held back for ``kind``; may be empty."""
+        held = self.held.pop(kind, None)
+        if held is not None:
+            delta = held + delta
+        if delta and "\ud800" <= delta[-1] <= "\udbff":
+            self.held[kind], delta = delta[-1], delta[:-1]
+        return paired_text(delta)
+
+    def rest(self) -> dict[str, str]:
+        """The halves still held back (none came to pair them), each as U+FFFD; then none."""
+        rest = dict.fromkeys(self.held, "\ufffd")
+        self.held.clear()
+        return rest
+
+
 def valid_data(value: Any) -> Any:
     """``value`` (a string, or JSON-like data: dicts, lists, pydantic models) with
     :func:`valid_text` applied to every string in it; ``value`` itself when it has none."""

@@ -746,3 +746,20 @@ async def test_a_connection_lost_while_a_tool_call_is_still_open_is_a_cut_answer
     failure = await stream_error(model)
 
     assert "connection" in str(failure) and failure.retryable
+
+
+async def test_an_emoji_whose_halves_come_in_two_events_reaches_the_user_whole() -> None:
+    # Some gateways cut a stream's text by UTF-16 unit: an emoji's halves come as "\ud83d" in
+    # one event and "\ude00" in the next (each one U+FFFD alone).
+    model, _ = model_on(
+        "openai",
+        chunks(
+            [choice({"content": "Done \ud83d"})],
+            [choice({"content": "\ude00 and \ud83d"})],
+            [choice({"content": "\ude80!"}, "stop")],
+        ),
+    )
+    events = await run_events(model, [])
+    texts = [event.delta for event in events if event.type == "text_delta"]
+    assert "".join(texts) == "Done \U0001f600 and \U0001f680!"
+    assert events[-1].type == "final" and events[-1].output == "Done \U0001f600 and \U0001f680!"

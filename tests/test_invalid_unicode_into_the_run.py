@@ -77,6 +77,29 @@ async def test_streamed_text_and_reasoning_with_a_lone_surrogate_are_stored_as_v
     store.close()
 
 
+async def _halves(request: Any) -> Any:
+    yield ReasoningDelta(delta="Hmm \ud83e")
+    yield "Done \ud83d"
+    yield ReasoningDelta(delta="\udd14 so")
+    yield "\ude00 and"
+    yield " \ud83d"  # (its second half never comes)
+
+
+async def test_an_emoji_streamed_as_two_halves_is_one_character_and_a_lone_half_is_u_fffd(
+    store_path: Path,
+) -> None:
+    store = RunStore(store_path)
+    agent = AgentBuilder("writer", FunctionModel(_halves)).build()
+    run = agent.prompt("write").store(store).start()
+    response = await run.wait()
+    assert response.output == "Done \U0001f600 and \ufffd"
+    assert response.messages[-1].reasoning == "Hmm \U0001f914 so"
+    deltas = [e.delta for e in run.events if e.type in ("text_delta", "reasoning_delta")]
+    assert all(_valid(delta) for delta in deltas)
+    assert store.get(response.run_id).messages[-1].content == "Done \U0001f600 and \ufffd"
+    store.close()
+
+
 async def test_a_decision_holding_a_lone_surrogate_is_refused_and_the_approval_still_waits(
     store_path: Path,
 ) -> None:

@@ -15,7 +15,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._positional import PositionalFields
-from .._util import MAX_ARGUMENT_DEPTH, compact_json, too_deep, valid_data, valid_text
+from .._util import (
+    MAX_ARGUMENT_DEPTH,
+    compact_json,
+    paired_text,
+    too_deep,
+    valid_data,
+    valid_text,
+)
 from ..errors import ModelError, is_retryable_status
 from ..messages import Message, MessageToolCall, Usage
 
@@ -316,8 +323,8 @@ class CompletionAccumulator:
                 )
             calls.append(call)
         return CompletionResponse(
-            text="".join(self.text_parts),
-            reasoning="".join(self._reasoning),
+            text=paired_text("".join(self.text_parts)),
+            reasoning=paired_text("".join(self._reasoning)),
             tool_calls=calls,
             usage=self._usage,
             cached_tokens=self._cached,
