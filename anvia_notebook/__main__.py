@@ -480,6 +480,15 @@ def _steer(location: str, args: argparse.Namespace) -> None:
         )
 
 
+def _empty_file(location: str) -> bool:
+    """Whether ``location`` is a file with nothing in it (not yet a run store: a read of it must
+    not make it one)."""
+    try:
+        return os.path.isfile(location) and os.path.getsize(location) == 0
+    except OSError:
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:  # (the command itself, not a call of main() from Python)
         _text_any_terminal_shows()
@@ -507,18 +516,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         location = os.path.abspath(os.path.expanduser(location))
         if args.store:
             args.store = location  # the commands it suggests work from any folder
-        if not os.path.exists(location):
-            # Opening the store would create an empty one (and its folder): say where it looked.
+        if not os.path.exists(location) or _empty_file(location):
+            # Opening the store would make one there (and its folder): say where it looked.
+            where = f"there is no run store at {location}"
+            if os.path.exists(location):
+                where += " (the file is empty)"
             if args.command == "runs":
                 if args.json:
                     print("[]")
                 else:
-                    print(f"No stored runs: there is no run store at {location}.")
+                    print(f"No stored runs: {where}.")
                     print(_WHERE_NOTEBOOKS_STORE)
                 return 0
             print(
-                f"error: No stored run {args.run_id!r}: there is no run store at {location}.\n"
-                f"{_WHERE_NOTEBOOKS_STORE}",
+                f"error: No stored run {args.run_id!r}: {where}.\n{_WHERE_NOTEBOOKS_STORE}",
                 file=sys.stderr,
             )
             return 1

@@ -205,3 +205,21 @@ def _runs_into_a_full_disk(store_file: Path) -> subprocess.CompletedProcess[str]
             text=True,
             timeout=60,
         )
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [(("runs",), 0), (("show", "run-1"), 1), (("approve", "run-1", "approval-1"), 1)],
+)
+def test_an_empty_file_given_as_the_store_is_said_to_be_empty_and_left_as_it_is(
+    tmp_path, args, code
+):
+    # (a file another program made, or one cut to nothing: a read must not make it a run store)
+    empty = tmp_path / "runs.sqlite"
+    empty.touch()
+    result = command_line(empty, *args)
+    assert result.returncode == code, result.stderr
+    said = result.stdout if code == 0 else result.stderr
+    assert f"there is no run store at {empty} (the file is empty)." in said
+    assert "Traceback" not in result.stderr
+    assert empty.stat().st_size == 0
