@@ -120,8 +120,10 @@ class Tool:
                 value = await self._execute(args, ctx)
             else:
                 value = await _call_sync(self._execute, args, ctx)
-                if inspect.isawaitable(value):
-                    value = await value
+            if inspect.isawaitable(value):  # (a coroutine returned, not awaited)
+                value = await value
+            if inspect.isasyncgen(value):  # (an async generator: what it yields, as a list)
+                value = [item async for item in value]
         except Exception as error:
             clearer = _explained(error)
             if clearer is None:
@@ -479,6 +481,15 @@ def _tool_from_function(
             raise TypeError(
                 f"@tool: parameter {param.name!r} of {tool_name} starts with an underscore, "
                 "which pydantic keeps private: the model could never give it. Rename it."
+            )
+        if param.name == "model_config" or (
+            param.name.startswith("model_") and hasattr(BaseModel, param.name)
+        ):
+            raise TypeError(
+                f"@tool: parameter {param.name!r} of {tool_name} is a name pydantic keeps for "
+                "its own use: the model could never give it. Rename it, or write the tool "
+                f"with create_tool and an input model whose field has "
+                f"Field(alias={param.name!r})."
             )
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (annotation, default)

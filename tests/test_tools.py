@@ -409,3 +409,64 @@ def test_a_tool_failing_without_a_message_tells_the_model_what_failed(raised: Ex
     AgentBuilder("a", model).tool(failing).build().prompt("go").send_sync()
     result = tool_results(model.requests[1])[0]
     assert result.is_error and result.content == f"ToolCallError: {type(raised).__name__}"
+
+
+@pytest.mark.parametrize("name", ["model_config", "model_dump", "model_validate"])
+def test_tool_decorator_refuses_a_parameter_named_as_pydantic_s_own(name):
+    # (model_config was taken as the input model's settings: the model never saw the parameter,
+    # a call with it was refused, and the function got {'extra': 'forbid'} instead)
+    source = f'def train({name}: dict, epochs: int) -> str:\n    """Train."""\n    return ""\n'
+    scope: dict = {}
+    exec(source, scope)
+    with pytest.raises(TypeError, match=rf"'{name}' of train is a name pydantic keeps"):
+        tool(scope["train"])
+
+
+class Numbers(BaseModel):
+    x: int
+
+
+class Config(BaseModel):
+    config: dict = Field(alias="model_config")
+    epochs: int
+
+
+def test_the_alias_the_refusal_suggests_gives_the_model_that_name():
+    train = create_tool(
+        name="train", description="Train.", input=Config, execute=lambda a, c: a.config
+    )
+    assert set(train.definition().parameters["properties"]) == {"model_config", "epochs"}
+    model = QueueModel([call("train", {"model_config": {"lr": 0.1}, "epochs": 3}), "done"])
+    AgentBuilder("a", model).tool(train).build().prompt("go").send_sync()
+    assert [r.content for r in tool_results(model.requests[1])] == ['{"lr":0.1}']
+
+
+async def _five() -> int:
+    return 5
+
+
+async def _returns_a_coroutine(args, ctx):
+    return _five()  # (not awaited)
+
+
+async def _yields(args, ctx):
+    yield 1
+    yield {"b": 2}
+
+
+@pytest.mark.parametrize(
+    ("execute", "told"),
+    [
+        (_returns_a_coroutine, "5"),
+        (lambda args, ctx: _five(), "5"),
+        (_yields, '[1,{"b":2}]'),
+    ],
+)
+def test_a_coroutine_returned_is_awaited_and_an_async_generator_s_items_are_the_result(
+    execute, told
+):
+    # (the model was told "<coroutine object ...>" or "<async_generator object ...>", a success)
+    probe = create_tool(name="probe", description="Probe.", input=Numbers, execute=execute)
+    model = QueueModel([call("probe", {"x": 1}), "done"])
+    AgentBuilder("a", model).tool(probe).build().prompt("go").send_sync()
+    assert [r.content for r in tool_results(model.requests[1])] == [told]
