@@ -141,7 +141,19 @@ def read_questions(data: Any) -> Any:
     if "questions" in data and not isinstance(data["questions"], list) and "question" not in data:
         return {"questions": data["questions"]}  # refused as "not a list", naming the key
     raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
-    return {"questions": [_question(question, n) for n, question in enumerate(raw, start=1)]}
+    questions = [_question(question, n) for n, question in enumerate(raw, start=1)]
+    given = {_text(q.get("id")) for q in raw if isinstance(q, dict)}
+    taken: set[Any] = set()
+    for question, asked in zip(questions, raw, strict=True):
+        if isinstance(asked, dict) and _text(asked.get("id")) is None:
+            # A filled id is not one the model gave another question (it would be refused
+            # as repeated, for a repeat the model never wrote): q2_2, q2_3, ... then.
+            filled, n = question["id"], 1
+            while question["id"] in given or question["id"] in taken:
+                n += 1
+                question["id"] = f"{filled}_{n}"
+            taken.add(question["id"])
+    return {"questions": questions}
 
 
 #: Marks the JSON Schema kept with an approval of an ``ask_question`` call: its edited
@@ -168,7 +180,8 @@ class QuestionInput(BaseModel):
         """Model output as Anvia's Studio reads it: a single question may come without the
         ``questions`` list; a choice given as a plain string becomes ``{label: s, value: s}``, a
         missing or blank ``value`` takes the label, a choice without a label is dropped, a
-        missing or blank question id is filled (``q1``, ``q2``, ... by position), texts are
+        missing or blank question id is filled (``q1``, ``q2``, ... by position; ``q1_2`` where
+        the model gave another question the id ``q1``), texts are
         trimmed and keys Anvia does not know are ignored."""
         return read_questions(data)
 

@@ -278,6 +278,31 @@ def test_model_output_is_normalised_like_anvia_studio():
     assert second.choices[0].value == "mail"
 
 
+def test_a_filled_id_is_not_one_the_model_gave_another_question():
+    # (the call was refused with "'q1' is repeated", a repeat the model never wrote)
+    from anvia_notebook.question_types import QuestionInput
+
+    parsed = QuestionInput.model_validate(
+        {
+            "questions": [
+                {"question": "Size?", "choices": ["S"]},
+                {"question": "Colour?", "choices": ["red"]},
+                {"id": "q1", "question": "Gift wrap?", "choices": ["yes"]},
+            ]
+        }
+    )
+    assert [q.id for q in parsed.questions] == ["q1_2", "q2", "q1"]
+    with pytest.raises(ValidationError, match="'a' is repeated"):
+        QuestionInput.model_validate(
+            {
+                "questions": [
+                    {"id": "a", "question": "x?", "choices": ["1"]},
+                    {"id": "a", "question": "y?", "choices": ["2"]},
+                ]
+            }
+        )
+
+
 def test_an_answer_is_written_with_the_key_questionid_wherever_it_is_dumped(tmp_path):
     """API.md section 8: ``Answer`` is serialised with ``questionId`` (its dump, the record,
     the store, ``show --json``); both keys are read back (stores of earlier versions wrote
