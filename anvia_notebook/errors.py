@@ -57,6 +57,7 @@ __all__ = [
     "HumanInputTimeout",
     "HumanInputUnavailable",
     "ModelError",
+    "EvaluationStoppedError",
     "ExtractionError",
     "OutputValidationError",
     "ProtocolError",
@@ -234,6 +235,20 @@ class OutputValidationError(AnviaError):
         self.errors = list(errors or [])
         self.output = output
         self.output_type = output_type
+
+
+class EvaluationStoppedError(AnviaError):
+    """Kernel > Interrupt stopped an evaluation in a notebook cell before its end (Stop, the
+    report's button, returns the report instead). ``report`` is the :class:`EvalReport`: the
+    cases that finished, the others rows that say they did not; each case is a stored run."""
+
+    def __init__(self, report: Any) -> None:
+        super().__init__(
+            f"Kernel > Interrupt stopped the evaluation: {report.finished} of {report.total} cases "
+            "finished. The report keeps them (shown in the cell; in code, this error's "
+            "`report`)."
+        )
+        self.report = report
 
 
 class ExtractionError(AnviaError):

@@ -15,6 +15,7 @@ through the notebook runner (``request.notebook_runner()``), which loads the liv
 
 from __future__ import annotations
 
+from ..errors import EvaluationStoppedError
 from .cases import Case
 from .compare import CaseChange, Comparison, MetricChange, compare
 from .judge import llm_judge
@@ -28,6 +29,7 @@ __all__ = [
     "CaseResult",
     "Comparison",
     "EvalReport",
+    "EvaluationStoppedError",
     "Metric",
     "MetricChange",
     "NO_REVIEWER_MESSAGE",

@@ -27,7 +27,7 @@ from .. import request as _request
 from .._tracing import ToolErrorsLogged, tool_errors_logged
 from .._util import error_text, new_id, running_loop
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
-from ..errors import PromptCancelledError
+from ..errors import EvaluationStoppedError, PromptCancelledError
 from ..human import HumanInputUnavailable
 from .cases import Case, normalize_cases
 from .metrics import Metric, Score, normalize_metrics
@@ -291,8 +291,19 @@ async def evaluate(
     runner = _request.notebook_runner() if show is not False else None
     if runner is not None:
         runner.show_evals_report(report)
-        # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits.
-        return await runner.await_serving_widgets(run_report(report))  # type: ignore[no-any-return]
+        evaluation = asyncio.ensure_future(run_report(report))
+        try:
+            # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits.
+            return await runner.await_serving_widgets(evaluation)  # type: ignore[no-any-return]
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Kernel > Interrupt: the cases that finished are kept, the others stopped; the
+            # cell fails saying so (not with a bare CancelledError, the report out of reach).
+            evaluation.cancel()
+            with contextlib.suppress(BaseException):  # (a second interrupt ends only this)
+                await evaluation
+            if report.status != "stopped":
+                raise
+            raise EvaluationStoppedError(report) from None
     return await run_report(report)
 
 

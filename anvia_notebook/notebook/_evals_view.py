@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import inspect
 import math
@@ -25,6 +26,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from .._util import running_loop
+from ..errors import EvaluationStoppedError
 from ..evals._table import preview
 from . import _display
 from ._blocking import wait_for_future
@@ -396,7 +398,7 @@ def evaluate_blocking(
     """Run ``report`` (``run(report)``, the evals runner's, handed in so that this view imports
     nothing of the runtime that would import it back) on a worker thread's loop and block the
     cell until it ends, its widget (Stop, opening a case) working meanwhile; Kernel > Interrupt
-    stops it.
+    stops it and raises ``EvaluationStoppedError`` (with the report).
 
     Called by ``_runner.evaluate_blocking`` for ``evals.evaluate_sync`` in a cell."""
     worker = LoopThread(name="anvia-evals")
@@ -413,11 +415,12 @@ def evaluate_blocking(
         try:
             return _wait(future)
         except KeyboardInterrupt:
-            report.stop()  # Kernel > Interrupt: like Stop, the finished cases are kept
-            try:
-                return _wait(future)
-            except KeyboardInterrupt:
-                return report
+            # Kernel > Interrupt: like Stop, the finished cases are kept, and the cell fails (as
+            # an interrupted cell does: Run All goes no further with a part of the report).
+            report.stop()
+            with contextlib.suppress(KeyboardInterrupt):  # (a second one: the same)
+                _wait(future)
+            raise EvaluationStoppedError(report) from None
     finally:
         if session is not None and future.done():
             worker.join(5)

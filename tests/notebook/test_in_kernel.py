@@ -438,3 +438,54 @@ def test_a_report_shown_live_by_its_cell_is_not_its_result_again(kernel7: Kernel
         and WIDGET_MIME in m["content"]["data"]
     ]
     assert len(views) == 2  # the live one, and display(report)'s
+
+
+EVALUATION = r"""
+import asyncio, pathlib
+from anvia_notebook import evals
+from anvia_notebook.models import FunctionModel
+
+async def answer(request):
+    if request.messages[-1].content == "slow":
+        pathlib.Path(MARKER).touch()
+        await asyncio.Event().wait()  # (until Kernel > Interrupt)
+    return "ok"
+
+graded = AgentBuilder("graded", FunctionModel(answer)).build()
+cases = [{"input": "fast"}, {"input": "slow"}, {"input": "never"}]
+"""
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "evals.evaluate_sync(graded, cases, [evals.contains('ok')])",
+        "await evals.evaluate(graded, cases, [evals.contains('ok')])",
+    ],
+)
+def test_an_interrupted_evaluation_fails_its_cell_and_keeps_the_finished_cases(
+    kernel: Kernel, tmp_path: Path, call: str
+) -> None:
+    """Kernel > Interrupt during ``evaluate_sync`` returned the stopped report as if the cell
+    had succeeded (Run All went on with a third of the cases); during ``await evaluate`` the
+    cell failed with a bare ``CancelledError`` and the finished cases were out of reach."""
+    marker = tmp_path / "slow-case-started"
+    kernel.run(f"MARKER = {str(marker)!r}\n{EVALUATION}")
+    cell = kernel.execute(
+        f"try:\n    report = {call}\n"
+        "except evals.EvaluationStoppedError as error:\n"
+        "    kept = error.report\n"
+        "    print('@@', kept.status, kept.finished, kept.not_run, flush=True)\n"
+        "    raise\n"
+    )
+    queued = kernel.execute("print('the next cell ran')")  # (as Run All queues it)
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the second case never started"
+        kernel._drain(0.02)
+    kernel.km.interrupt_kernel()
+    reply = kernel.reply(cell)["content"]
+    assert (reply["status"], reply["ename"]) == ("error", "EvaluationStoppedError")
+    assert "1 of 3 cases finished" in reply["evalue"]
+    assert "@@ stopped 1 ['case-2', 'case-3']" in kernel.printed(cell, "@@")
+    assert kernel.reply(queued)["content"]["status"] == "aborted"
