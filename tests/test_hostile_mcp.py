@@ -60,8 +60,9 @@ def test_a_server_that_prints_to_its_output_works_and_each_line_is_one_short_war
         agent.build().prompt("go").send_sync()
     assert [part.content for part in tool_results(model.requests[1])] == ["done"]
     stray = [record for record in caplog.records if record.name == "mcp.client.stdio"]
-    assert [record.getMessage().rsplit(": ", 1)[1] for record in stray] == [
+    assert [record.getMessage().split("was skipped: ", 1)[1] for record in stray] == [
         "'Starting the hostile server v0 ...'",
+        """'{"status": "ready", "port": 0}'""",  # (it was pydantic's 11 errors about it)
         "'working...'",
     ]
     assert all(record.levelname == "WARNING" and not record.exc_info for record in stray)

@@ -10,6 +10,7 @@ questions, and no ``node`` process left once the session is closed or the interp
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import shutil
 import subprocess
@@ -28,7 +29,12 @@ from helpers import call, tool_results
 
 NPM_FOLDER = SERVERS / "npm"
 EVERYTHING = (
-    NPM_FOLDER / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    NPM_FOLDER
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "server-everything"
+    / "dist"
+    / "index.js"
 )
 
 
@@ -70,10 +76,14 @@ def test_read_only_tools_run_without_approval_and_the_others_ask(everything):
     assert "Started simulated" in tool_results(model.requests[2])[0].content
     assert "Stopped simulated" in tool_results(model.requests[3])[0].content
     # get-sum declares readOnlyHint: true; toggle-simulated-logging declares readOnlyHint: false.
-    assert asked == [
-        "toggle-simulated-logging from the MCP server 'everything' (declares: not read-only, "
-        "not destructive, not idempotent, closed world)"
-    ] * 2
+    assert (
+        asked
+        == [
+            "toggle-simulated-logging from the MCP server 'everything' (declares: not read-only, "
+            "not destructive, not idempotent, closed world)"
+        ]
+        * 2
+    )
 
 
 def test_its_image_is_shown_in_the_transcript_and_the_model_reads_a_placeholder(everything):
@@ -132,12 +142,24 @@ def test_its_elicitation_form_is_asked_as_questions_and_the_answers_reach_it(eve
     questions = {q.id: q for q in request.questions}
     # Multi-select lists (optional) cannot be asked: left out, with the warning above.
     assert list(questions) == [
-        "name", "check", "firstLine", "email", "homepage", "birthdate", "integer", "number",
-        "untitledSingleSelectEnum", "titledSingleSelectEnum", "legacyTitledEnum",
+        "name",
+        "check",
+        "firstLine",
+        "email",
+        "homepage",
+        "birthdate",
+        "integer",
+        "number",
+        "untitledSingleSelectEnum",
+        "titledSingleSelectEnum",
+        "legacyTitledEnum",
     ]
     assert questions["name"].choices == []  # required: a custom answer only
     assert [c.label for c in questions["titledSingleSelectEnum"].choices] == [
-        "Superman", "Green Lantern", "Wonder Woman", "Use the default (Superman)",
+        "Superman",
+        "Green Lantern",
+        "Wonder Woman",
+        "Use the default (Superman)",
     ]
     assert [c.label for c in questions["legacyTitledEnum"].choices][:2] == ["Cats", "Dogs"]
     assert questions["integer"].answer_schema == {"type": "integer", "minimum": 1, "maximum": 100}
@@ -244,3 +266,64 @@ async def test_an_edit_on_approval_is_checked_against_the_published_servers_own_
         assert "23" in tool_results(model.requests[1])[0].content
     finally:
         await mcp.close_all()
+
+
+def _start_everything_over_http(script: str, port: int) -> subprocess.Popen:
+    """The server over streamable HTTP on 127.0.0.1's ``port``, once it listens."""
+    import socket
+
+    process = subprocess.Popen(
+        ["node", "-r", str(NPM_FOLDER / "listen_on_loopback.cjs"), script, "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return process
+        except OSError:
+            assert process.poll() is None, "the server exited"
+            assert time.monotonic() < deadline, "the server did not start listening"
+            time.sleep(0.1)
+
+
+def test_a_restarted_http_server_that_refuses_the_old_session_with_400_gets_a_new_one(
+    caplog,
+):
+    """The TypeScript SDK's servers answer a session they do not know with HTTP 400 ("No
+    valid session ID provided"), not the spec's 404: every later call failed with "error
+    -32603: Server returned an error response" until mcp.close_all(), and closing then logged
+    "Session termination failed: 400"."""
+    from mcp_helpers import _free_port
+
+    script = _everything_script()
+    port = _free_port()
+    server = mcp.http("everything-http", f"http://127.0.0.1:{port}/mcp", allow_private_network=True)
+    model = QueueModel(
+        [
+            call("echo", {"message": "one"}, id="c1"),
+            "first",
+            call("echo", {"message": "two"}, id="c2"),
+            call("echo", {"message": "three"}, id="c3"),
+            "second",
+        ]
+    )
+    agent = AgentBuilder("a", model).mcp([server]).build()
+    processes = [_start_everything_over_http(script, port)]
+    try:
+        assert agent.prompt("go").send_sync().output == "first"
+        processes[0].terminate()
+        processes[0].wait(timeout=10)
+        processes.append(_start_everything_over_http(script, port))  # the same address
+        assert agent.prompt("again").send_sync().output == "second"
+        asyncio.run(mcp.close_all())
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=10)
+    told = [tool_results(model.requests[i])[0].content for i in (1, 3, 4)]
+    assert told == ["Echo: one", "Echo: two", "Echo: three"]
+    assert agent.get_tool("echo").connection.opened == 2
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "Session" in r.msg]

@@ -96,8 +96,9 @@ def _is_closed(error: BaseException) -> bool:
 
 
 class _SessionUnknown(Exception):
-    """The HTTP server no longer knows the session (HTTP 404: it was restarted or ended the
-    session): it did not see the call, which may be made again on a new session."""
+    """The HTTP server no longer knows the session (HTTP 404, or a 400 about the session: it
+    was restarted or ended the session): it did not handle the call, which may be made again
+    on a new session."""
 
 
 def _session_unknown(error: BaseException) -> bool:
@@ -237,6 +238,9 @@ class Connection:
         self.tools_changed = False
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
+        #: The HTTP server refused a request of this session for its session (see
+        #: :meth:`_note_refused_session`): it no longer knows it.
+        self._session_refused = False
         self._opening: asyncio.Lock | None = None
         #: The calls in flight on this session: who asks the person for each, and whether
         #: a person is being asked (which pauses its time limit).
@@ -384,10 +388,28 @@ class Connection:
         if isinstance(config, HttpServer):
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            return _http_transport(
-                config.url, create_mcp_http_client(headers=dict(config.headers or {}))
-            )
+            client = create_mcp_http_client(headers=dict(config.headers or {}))
+            hooks = client.event_hooks
+            client.event_hooks = {**hooks, "response": [*hooks["response"], self._note_refused]}
+            self._session_refused = False
+            return _http_transport(config.url, client)
         raise TypeError(f"Not an MCP server: {config!r}")  # pragma: no cover
+
+    async def _note_refused(self, response: Any) -> None:
+        """Note a request of the session refused for its session. A server that no longer
+        knows a session answers 404 (the MCP spec, the Python SDK) or 400 with words on the
+        session (the TypeScript SDK's servers: "No valid session ID provided"), and did not
+        handle the request; the SDK turns a 400 into "Server returned an error response"."""
+        if response.status_code not in (400, 404):
+            return
+        if not response.request.headers.get("mcp-session-id"):
+            return
+        kind = response.headers.get("content-type", "")
+        if "json" not in kind and not kind.startswith("text/"):  # (not an event stream)
+            return
+        body = await response.aread()  # (an error's few bytes: the SDK reads them from here)
+        if b"session" in body[:2000].lower():
+            self._session_refused = True
 
     def _roots_callback(self) -> Any:
         config = self.config
@@ -595,7 +617,9 @@ class Connection:
                     f"that is not a valid MCP tool result ({describe_validation_error(error)})."
                 ) from None
             except BaseException as error:
-                if isinstance(self.config, HttpServer) and _session_unknown(error):
+                if isinstance(self.config, HttpServer) and (
+                    _session_unknown(error) or self._session_refused
+                ):
                     await self.close()
                     raise _SessionUnknown from None
                 if _is_closed(error):

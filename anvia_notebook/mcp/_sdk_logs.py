@@ -7,11 +7,13 @@ by filters on its loggers (the records are the SDK's):
 - an HTTP or SSE server that goes away (stopped, restarted, its connection dropped): the SDK
   logs the broken connection with a traceback of four chained errors. The session notices the
   end itself and the next call reports it or connects again, so the record becomes one line at
-  the INFO level (not shown unless logging is set up to show it).
+  the INFO level (not shown unless logging is set up to show it); so does the SDK's warning
+  that such a server did not end the session it had forgotten.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -41,7 +43,8 @@ class _StrayLine(logging.Filter):
 
 
 def _line_of(error: Any) -> str:
-    """The text the SDK could not read (pydantic's error keeps it as its input)."""
+    """The text the SDK could not read (pydantic's error keeps it as its input: the line, or
+    the JSON it held when it was JSON but no MCP message)."""
     errors = getattr(error, "errors", None)
     if callable(errors):
         try:
@@ -51,6 +54,9 @@ def _line_of(error: Any) -> str:
         for item in found:
             if isinstance(item.get("input"), str):
                 return str(item["input"])
+        for item in found:
+            if isinstance(item.get("input"), (dict, list)):
+                return json.dumps(item["input"], ensure_ascii=False, default=str)
     return str(error)
 
 
@@ -84,8 +90,20 @@ def _connection_error(error: BaseException | None) -> bool:
     return module.split(".", 1)[0].startswith(_CONNECTION_MODULES)
 
 
+class _EndNotTaken(logging.Filter):
+    """The SDK's warning that the server did not end a session when it was closed (it logs
+    "Session termination failed: 400" for a server that had forgotten it): nothing is left to
+    do, so the record becomes one line at the INFO level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and record.msg.startswith("Session termination failed"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
 _FILTERS: list[tuple[str, logging.Filter]] = [(SDK_LOGGER, _StrayLine())]
 _FILTERS += [(name, _DroppedConnection()) for name in HTTP_LOGGERS]
+_FILTERS += [("mcp.client.streamable_http", _EndNotTaken())]
 
 
 def quiet_sdk_logs() -> None:

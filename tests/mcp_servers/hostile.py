@@ -7,7 +7,8 @@ hostile MCP tests:
 - ``endless_listing``: every page of its tool list names the same next page;
 - ``final_result``: it offers a tool named ``final_result``;
 - ``bad_listing``: its tool list is not valid MCP (a tool without an input schema);
-- ``noisy``: it prints a banner, and a line at each call, to its standard output;
+- ``noisy``: it prints a banner, a line of JSON that is no MCP message, and a line at each
+  call, to its standard output;
 - ``odd_media``: its one tool answers with an SVG image, an audio clip and a PNG image;
 - ``bad_bytes``: it prints a Latin-1 banner, and at each call a line that is not valid UTF-8,
   to its standard output, and answers with a text holding a byte that is not UTF-8 either;
@@ -72,6 +73,7 @@ if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
     print("Starting the hostile server v0 ...", flush=True)
+    print('{"status": "ready", "port": 0}', flush=True)  # (JSON, but no MCP message)
     serve("hostile", [TOOL], lambda message: (print("working...", flush=True), answered(message)))
 elif MODE == "bad_listing":  # a tool whose hint is not a boolean, one without a schema
     bad = {
