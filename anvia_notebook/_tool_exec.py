@@ -806,6 +806,12 @@ class ToolExecutor:
             if asker is None:
                 raise HumanInputUnavailable  # nobody here can take it
             if asker[1] == "human" and self._store_gone(human):
+                lost = self.interactions.store_lost
+                if lost is not None:  # (a script's StoreHumanInput waited for ever, silently)
+                    raise HumanInputUnavailable(
+                        f"The run store could not be written ({lost.rstrip('. ')}), so no "
+                        "decision made through it can reach this run."
+                    )
                 warn_store_gone(interaction.record)
             ask, by, via = asker
             resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)

@@ -78,6 +78,9 @@ class Interactions:
     ) -> None:
         self.run_id = run_id
         self.store = store
+        #: Why the run left its store (a write failed: the error's words); None while it has
+        #: it, or had none.
+        self.store_lost: str | None = None
         self.state = state if state is not None else RunState(run_id=run_id, agent_id="")
         self._items: dict[str, OpenInteraction] = {}
         #: The interactions of the sub-agents' runs this run started: shown and decided here
@@ -312,13 +315,14 @@ class Interactions:
             with self._storing():
                 self.store.save_interaction(record)
 
-    def leave_store(self) -> None:
-        """The run goes on without its store (a write failed): what it watched there is watched
-        no more. The store then records what the run left open as closed, which is not the
-        run's decision."""
+    def leave_store(self, why: str) -> None:
+        """The run goes on without its store (a write failed, saying ``why``): what it watched
+        there is watched no more. The store then records what the run left open as closed,
+        which is not the run's decision."""
         store, self.store = self.store, None
         if store is None:
             return
+        self.store_lost = why
         with self._lock:
             watched = list(self._items)
         for item_id in watched:
@@ -442,6 +446,7 @@ class Interactions:
 
             store_failed(self.store, error)
             self.store = None
+            self.store_lost = str(error)
 
 
 @functools.lru_cache(maxsize=256)

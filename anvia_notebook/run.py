@@ -812,7 +812,7 @@ class AgentRun:
         the run meanwhile, the run stops instead (it writes nothing more there): see
         :class:`~anvia_notebook.errors.RunTakenOverError`."""
         store, self.store = self.store, None
-        self.interactions.leave_store()
+        self.interactions.leave_store(str(error))
         if isinstance(error, RunTakenOverError):
             logger.warning("%s", error)
             self._taken_over = error

@@ -127,3 +127,25 @@ async def test_what_waits_through_a_store_that_then_fails_is_said(project):
     run.cancel("done")
     with pytest.raises(PromptCancelledError):
         await asyncio.wait_for(run.wait(), 10)
+
+
+async def test_an_approval_asked_through_a_store_that_failed_ends_the_run_saying_why(project):
+    """A write failed (a PostgreSQL server restarting, a full disk) while a script's run waited
+    through StoreHumanInput: the next approval it asked waited for ever in that process, while
+    the store said the run had ended. The run now ends there, saying no decision can reach it."""
+    from anvia_notebook import ToolApprovalRequiredError
+
+    run = store_agents.stepper().prompt("three steps").start()
+    [first] = await pending_of(run)
+    with pytest.warns(UserWarning, match="waits for a decision"):
+        run.store_failed(OSError("Connection refused"))  # what the run does when a write fails
+    run.interactions.decide(first.id, approved=True)  # (this process can still decide it)
+    with pytest.raises(ToolApprovalRequiredError) as caught:
+        await asyncio.wait_for(run.wait(), 30)
+    assert str(caught.value) == (
+        "Tool approval required for step: The run store could not be written (Connection "
+        "refused), so no decision made through it can reach this run."
+    )
+    second = run.state.approvals[caught.value.request.approval_id]
+    assert (second.status, second.decided_by) == ("cancelled", "runtime")
+    assert len(run.state.approvals) == 2
