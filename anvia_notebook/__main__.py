@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ._util import cli_command, shown_url
+from ._util import cli_command, url_for_commands
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
 from .store import STORE_ENV, default_location
 from .store._location import location_problem
@@ -247,8 +247,9 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
     if status == "error" and state.error:
         _say(f"  error: {' '.join(state.error.split())[:2000]}")
-    # (a password in a PostgreSQL address is not printed back: give it as PGPASSWORD)
-    command = _command(shown_url(args.store) if _is_url(args.store or "") else args.store)
+    # (a password in a PostgreSQL address is not printed back: given as PGPASSWORD)
+    written, secret = url_for_commands(args.store) if _is_url(args.store or "") else (None, False)
+    command = _command(written or args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
     approvals = sorted(state.approvals.values(), key=lambda a: a.requested_at)
     for message in state.messages:
@@ -305,6 +306,11 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         if record.declinable:
             _say(f"      or: {command} decline {ids}")
         _say("  (replace each <...> first: a choice's value, or a text of your own)")
+    if pending and secret:
+        _say(
+            "\n(The commands above leave out the password the store's address holds: set "
+            "PGPASSWORD to it first, or write it back into the address.)"
+        )
     for record, edited, why in refused:
         _say(f"\nEdited arguments for {record.tool_name} ({record.id}, {record.status}), refused:")
         _say(f"  {_readable(edited)}: {why}")

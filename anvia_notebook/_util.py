@@ -296,6 +296,26 @@ def shown_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
+def url_for_commands(url: str) -> tuple[str, bool]:
+    """``url`` as a command the command line suggests may write it: without its password and
+    the query parameters named like secrets (a ``***`` there would be sent as the password),
+    and whether it held any (then the reader is told to give it as ``PGPASSWORD``)."""
+    from urllib.parse import unquote_plus, urlsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return shown_url(url), True
+    credentials, at, hosts = parts.netloc.rpartition("@")
+    user, colon, _ = credentials.partition(":")
+    pairs = [pair for pair in parts.query.split("&") if pair]
+    kept = [p for p in pairs if not _SECRET_NAMES.search(unquote_plus(p.split("=", 1)[0]))]
+    netloc = f"{user}@{hosts}" if at else hosts
+    query = "&".join(kept)
+    written = f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+    return written, bool(colon) or len(kept) < len(pairs)
+
+
 #: A request option's name that says its value is a credential (``api_key``, ``password``,
 #: ``Ocp-Apim-Subscription-Key``, ``Authorization``, ``access_token``; not ``max_tokens``).
 _SECRET_OPTION = re.compile(

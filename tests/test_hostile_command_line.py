@@ -115,7 +115,9 @@ async def test_output_piped_into_a_reader_that_stops_ends_without_a_traceback(st
 
 
 def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
-    """The commands ``show`` suggests name the store: its password became ``***``."""
+    """The commands ``show`` suggests name the store without its password, and say to give it
+    as PGPASSWORD (they named it ``op:***@``: ``***`` was then sent as the password, which
+    also overrides PGPASSWORD)."""
     from anvia_notebook import __main__ as cli
     from anvia_notebook.messages import Message
     from anvia_notebook.records import ApprovalRecord
@@ -156,7 +158,9 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
     )
     cli._print_run(FakeStore(), args)
     out = capsys.readouterr().out
-    assert "s3cret" not in out and "op:***@db.example" in out
+    assert "s3cret" not in out and "***" not in out
+    assert "--store postgresql://op@db.example/runs approve run_1 approval_1" in out
+    assert "set PGPASSWORD to it first" in out
 
 
 async def test_output_a_terminal_cannot_encode_or_a_full_disk_ends_without_a_traceback(
