@@ -52,7 +52,9 @@ export type PendingRequest<T extends RequestResult = RequestResult> = Promise<T>
  * never leaves buttons disabled for good (a reply that comes later is ignored). */
 export const REPLY_TIMEOUT_MS = 30_000;
 /** The refusal of a request whose reply did not come in time. */
-export const NO_REPLY = "No answer from the kernel in time (it may be busy running a cell); try again";
+export const NO_REPLY =
+  "No answer from the kernel in time: it may be busy running a cell (try again), or it was restarted " +
+  "from another tab or outside this page, which then keeps sending to the kernel it had (reload the page)";
 
 export const DISCONNECTED = "Kernel disconnected";
 /** The refusal of every request once the kernel stopped (see `Session.kernelStopped`). */

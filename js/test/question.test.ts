@@ -113,6 +113,31 @@ describe("question panel", () => {
     ]);
   });
 
+  it("sends the choice clicked after custom text was typed, and unticks a choice once text is typed", () => {
+    // (the typed text was sent while the clicked choice showed ticked)
+    const q = setup({ ...question, questions: [question.questions[0]!] });
+    type(q.custom(), "my own words");
+    byLabel(q.panel(), "Low").click();
+    expect(q.custom().value).toBe("");
+    expect(byLabel(q.panel(), "Low").getAttribute("aria-pressed")).toBe("true");
+    byLabel(q.panel(), "Submit answers").click();
+    expect(q.model.last("question_answers").answers).toEqual([{ questionId: "priority", answer: "low", choice: "low" }]);
+    const again = setup({ ...question, id: "q_2", questions: [question.questions[0]!] });
+    byLabel(again.panel(), "High").click();
+    type(again.custom(), "Urgent");
+    expect(byLabel(again.panel(), "High").getAttribute("aria-pressed")).toBe("false");
+    expect(byLabel(again.panel(), "High").classList.contains("anvia-choice-selected")).toBe(false);
+    expect(byLabel(again.panel(), "High").querySelector(".anvia-choice-check")).toBeNull();
+  });
+
+  it("does not count a custom answer of invisible characters, as the kernel refuses it", () => {
+    // (a zero-width space survives trim(): "3/3 answered", then the kernel said the answer was empty)
+    const q = setup({ ...question, questions: [question.questions[0]!] });
+    type(q.custom(), "  \u200b\u2060 ");
+    expect(q.count()).toBe("0/1 answered");
+    expect(byLabel(q.panel(), "Submit answers").disabled).toBe(true);
+  });
+
   it("re-enables the form with an error when the answers are refused", async () => {
     const q = setup({ ...question, questions: [question.questions[0]!] });
     expect(q.progress()).toBe("Question 1 of 1");

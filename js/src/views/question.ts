@@ -1,6 +1,6 @@
 // What is particular to a question (ask_question), drawn by the interaction panel
 // (interaction.ts): the pending form, one question at a time, choices as buttons that record and
-// advance, a custom answer that overrides the choice (but on a question only its choices answer,
+// advance, a custom answer instead of the choice (but on a question only its choices answer,
 // `allowCustom: false`, which has no custom answer box), Back / Next, "n/N answered", and "Submit
 // answers" once every question has an answer; a question an MCP server asked (`declinable`) also
 // has "Decline", which tells the server no; and the record of the answers once settled.
@@ -21,6 +21,10 @@ const STATUS_TEXT: Record<QuestionView["status"], string> = {
  * field (an older kernel's, a saved notebook's) allows one, and so does a question without choices
  * (nothing else could answer it). */
 const allowsCustom = (question: Question): boolean => question.allowCustom !== false || question.choices.length === 0;
+
+/** Whether `text` shows nothing: blanks and invisible format characters only (a zero-width
+ * space, which `trim()` keeps), as the kernel reads an answer (it refuses one as empty). */
+const blank = (text: string): boolean => /^[\s\p{Cf}\x1c-\x1f]*$/u.test(text);
 
 /** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
 const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
@@ -63,13 +67,13 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
   }, { class: "anvia-button anvia-primary" });
   const decline = q.declinable ? button("Decline", () => submit({ type: "question_decline", question_id: q.id })) : null;
 
-  // Each question's answer, if it has one: non-empty custom text wins over the chosen value
-  // (where a custom answer may answer it).
+  // Each question's answer, if it has one: its custom text (where a custom answer may answer
+  // it; typing one unticks the choice, choosing one clears it), else its chosen value.
   const answers = (): (Answer | null)[] =>
     q.questions.map((question, i) => {
       const questionId = question.id;
       const { choice, custom } = drafts[i]!;
-      if (custom.trim() && allowsCustom(question)) return { questionId, answer: custom.trim(), custom: true };
+      if (!blank(custom) && allowsCustom(question)) return { questionId, answer: custom.trim(), custom: true };
       return choice ? { questionId, answer: choice, choice } : null;
     });
 
@@ -102,6 +106,7 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
         const chosen = d.choice === c.value;
         const b = button(showOverrides(c.label), () => {
           d.choice = c.value;
+          d.custom = ""; // (the choice clicked last is the answer, as its tick says)
           go(index + 1); // the last question stays
           focusAnswer();
         }, {
@@ -121,7 +126,15 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
   }
 
   custom.addEventListener("input", () => {
-    drafts[index]!.custom = custom.value;
+    const d = drafts[index]!;
+    d.custom = custom.value;
+    if (!blank(d.custom) && d.choice !== undefined) {
+      d.choice = undefined; // (the text typed is the answer: no choice stays ticked)
+      const tick = choices.querySelector('[aria-pressed="true"]');
+      tick?.setAttribute("aria-pressed", "false");
+      tick?.classList.remove("anvia-choice-selected");
+      tick?.querySelector(".anvia-choice-check")?.remove();
+    }
     refreshCounts();
   });
   custom.addEventListener("keydown", (ev) => {
