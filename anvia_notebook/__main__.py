@@ -486,6 +486,12 @@ def _steer(location: str, args: argparse.Namespace) -> None:
         )
 
 
+#: The exit status when the output's reader stopped reading (``runs | head``): what a shell
+#: gives a command SIGPIPE ended (128 + 13), as ``git`` or ``cat`` exit there; 1 said a
+#: decision was refused.
+STOPPED_READER = 141
+
+
 def _empty_file(location: str) -> bool:
     """Whether ``location`` is a file with nothing in it (not yet a run store: a read of it must
     not make it one)."""
@@ -545,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except BrokenPipeError:  # (the output went to a reader that stopped: ``| head``)
         _drop_the_output()
-        return 1
+        return STOPPED_READER
     except OSError as error:  # the output could not be written (a full disk)
         if error.errno not in _WRITE_FAILURES:
             raise

@@ -97,8 +97,10 @@ def _read_stopped_early(store_file: Path, args: list[str]) -> str:
     assert child.stdout is not None and child.stderr is not None
     child.stdout.close()  # the reader stops before the command writes
     error = child.stderr.read()
-    child.wait(60)
+    code = child.wait(60)
     child.stderr.close()
+    # (as a shell gives a command SIGPIPE ended: 1, before, is also a refused decision's)
+    assert code == 141, (args, code, error)
     return error
 
 
