@@ -395,6 +395,8 @@ def check_operator_answers(
         if refusal is not None:
             return refusal
         custom = custom if isinstance(custom, bool) else None
+        if choice is None and custom is False:  # (not custom: the choice its text is)
+            choice, custom = text.strip(), None
         seen[question.id] = Answer(
             question_id=question.id, answer=text.strip(), choice=choice, custom=custom
         )

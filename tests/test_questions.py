@@ -440,3 +440,21 @@ def test_the_ids_of_unanswered_questions_are_told_escaped():
     questions = [Question(id="\x1b[31mRED\x1b[0m", question="Which colour?", choices=choices)]
     said = check_operator_answers(questions, [])
     assert said == "Every question needs an answer; missing: '\\x1b[31mRED\\x1b[0m'."
+
+
+def test_an_answer_marked_not_custom_is_the_choice_its_text_names():
+    # (it went to the model as {"answer": "high", "custom": false}, with no choice)
+    from anvia_notebook.question_types import Question, check_operator_answers
+
+    choices = [{"label": "High", "value": "high"}, {"label": "Low", "value": "low"}]
+    question = Question.model_validate(
+        {"id": "priority", "question": "Priority?", "choices": choices}
+    )
+    [answer] = check_operator_answers(
+        [question], [{"questionId": "priority", "answer": " high", "custom": False}]
+    )
+    assert answer.to_wire() == {"questionId": "priority", "answer": "high", "choice": "high"}
+    refused = check_operator_answers(
+        [question], [{"questionId": "priority", "answer": "urgent", "custom": False}]
+    )
+    assert isinstance(refused, str) and "is not one of its choices" in refused
