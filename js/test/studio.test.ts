@@ -236,6 +236,38 @@ describe("studio", () => {
     expect(send().disabled).toBe(true);
   });
 
+  it("sends a message typed while the previous one was on its way once the kernel answered", async () => {
+    // (Enter pressed again within a moment of the first did nothing, with no word why)
+    const s = setup();
+    type(s.box(), "hello");
+    s.enter();
+    type(s.box(), "and also this");
+    s.enter();
+    expect(s.model.ofType("studio_send")).toHaveLength(1);
+    expect(s.model.ofType("steer")).toHaveLength(0);
+    expect(s.box().value).toBe("and also this"); // kept meanwhile
+    s.model.kernel({ ...studioMsg, busy: true });
+    s.model.reply("studio_send", true);
+    await tick();
+    expect(s.model.ofType("steer")).toHaveLength(0); // (not yet told the run goes on)
+    batch(s.model, { op: "status", status: status("running") });
+    expect(s.model.last("steer")).toMatchObject({ type: "steer", text: "and also this" });
+    expect(s.box().value).toBe("");
+  });
+
+  it("keeps a message typed while the previous one was on its way when that one is refused", async () => {
+    const s = setup();
+    type(s.box(), "hello");
+    s.enter();
+    type(s.box(), "second");
+    s.enter();
+    s.model.reply("studio_send", false, "A run is already in progress");
+    await tick();
+    expect(s.model.ofType("studio_send")).toHaveLength(1);
+    expect(s.model.ofType("steer")).toHaveLength(0);
+    expect(s.box().value).toBe("second");
+  });
+
   it("restores the text and shows the error when sending is refused", async () => {
     const s = setup();
     type(s.box(), "hello");

@@ -122,6 +122,7 @@ export function studioControls(session: Session): StudioControls {
     const refused = await steer(session, text);
     sending = false;
     if (refused) {
+      sendWhenAnswered = false;
       setError(refused);
       if (!textarea.value) {
         textarea.value = text;
@@ -129,11 +130,23 @@ export function studioControls(session: Session): StudioControls {
       }
     }
     render();
+    sendQueued();
   }
 
   /** Enter was pressed before the kernel said which agents there are (the Studio was just
    * drawn): the box's text goes as soon as it has. */
   let sendWhenKnown = false;
+  /** Enter was pressed while the previous message was still on its way to the kernel: the
+   * box's text goes once the kernel has answered it and said whether a run goes on (then it is
+   * steered into it). */
+  let sendWhenAnswered = false;
+
+  function sendQueued(): void {
+    if (!sendWhenAnswered || sending) return;
+    if (!steering() && busy()) return; // (the run's status is not here yet)
+    sendWhenAnswered = false;
+    void submit();
+  }
 
   async function sendText(text: string, fromBox: boolean): Promise<void> {
     if (fromBox && !session.studio && text.trim()) {
@@ -141,6 +154,10 @@ export function studioControls(session: Session): StudioControls {
       return;
     }
     if (fromBox && text.trim() && steering()) return steerText(text);
+    if (fromBox && text.trim() && sending) {
+      sendWhenAnswered = true;
+      return;
+    }
     const agent = agentId();
     if (!text.trim() || busy()) return;
     if (!agent) {
@@ -157,11 +174,13 @@ export function studioControls(session: Session): StudioControls {
     render();
     const ok = await run({ type: "studio_send", agent_id: agent, text });
     sending = false;
+    if (!ok) sendWhenAnswered = false; // (what was typed next stays in the box)
     if (!ok && fromBox && !textarea.value) {
       textarea.value = text;
       keepDraft();
     }
     render();
+    sendQueued();
   }
   const submit = (): Promise<void> => sendText(textarea.value, true);
 
@@ -345,6 +364,7 @@ export function studioControls(session: Session): StudioControls {
       sendWhenKnown = false;
       void submit();
     }
+    if (ev.type === "studio" || ev.type === "status") sendQueued();
   }
 
   render();
