@@ -33,6 +33,7 @@ from .approvals import (
 )
 from .decisions import (
     EDIT_REFUSED,
+    RAN_WITH_EDITS,
     RefusedFix,
     Resolution,
     Withdrawn,
@@ -360,7 +361,8 @@ class ToolExecutor:
         )
         self._progress(call, turn, "done", effective_args, result, is_error)
         media = [] if is_error else ToolResultMedia.from_parts(returned)
-        return result_part(call, result, is_error, media=media)
+        told = _told(tool, call, effective_args, result, raw_args)
+        return result_part(call, told, is_error, media=media)
 
     def emit_result(
         self,
@@ -450,7 +452,10 @@ class ToolExecutor:
             self.trace.tool_call_done(
                 entry, args, progress.result or "", "error" if progress.is_error else "success"
             )
-            return result_part(call, progress.result or "", progress.is_error)
+            result = progress.result or ""
+            tool = self.agent.get_tool(call.name)
+            told = _told(tool, call, progress.args, result) if progress.args else result
+            return result_part(call, told, progress.is_error)
         tool = self.agent.get_tool(call.name)
         if tool is not None and tool.idempotent:
             return None
@@ -464,7 +469,8 @@ class ToolExecutor:
         self.emit_result(call, turn, internal_id, args, result, True)
         self.trace.tool_call_done(entry, args, result, "interrupted")
         self._progress(call, turn, "done", args, result, True)
-        return result_part(call, result, True)
+        told = _told(tool, call, args, result) if progress.args else result
+        return result_part(call, told, True)
 
     async def _tool_call_decision(
         self, call: ToolCall, internal_id: str, raw_args: str
@@ -1044,6 +1050,19 @@ def result_part(
         is_error=is_error,
         media=media or [],
     )
+
+
+def _told(
+    tool: Tool | None, call: ToolCall, args: str, result: str, sent: str | None = None
+) -> str:
+    """``result`` as the model is told it: first the arguments ``call`` ran with when they are
+    not those the model sent (``sent``, compact: changed at its approval); a question's
+    answers stay the JSON object its contract says they are."""
+    if args == (sent if sent is not None else compact_arguments(call.arguments_json())):
+        return result
+    if isinstance(tool, QuestionTool) or call.name == "ask_question":
+        return result
+    return RAN_WITH_EDITS.format(name=call.name, args=args) + result
 
 
 def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | None) -> str:

@@ -254,6 +254,9 @@ def check_kind(record: Record, kind: str) -> None:
 #: How what the model is told of a call begins when its approval came with edited arguments
 #: that do not fit the tool.
 EDIT_REFUSED = "Edited arguments were rejected: "
+#: What the model is told first in the result of a call approved with other arguments than it
+#: sent: its call stays in the history as it made it, so it would say it did what it asked.
+RAN_WITH_EDITS = "[The arguments were changed at approval: {name} ran with {args}]\n"
 #: What a typed output's repair approved by code without a fix is recorded with.
 FIX_MISSING = "Approved without a fix."
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
 from anvia_notebook import AgentBuilder, StoreHumanInput, create_tool
+from anvia_notebook.decisions import RAN_WITH_EDITS
 from anvia_notebook.models import ModelResponse, ToolCall
 
 
@@ -68,6 +70,13 @@ def make_note_tool(name: str = "note", description: str = "", **kwargs: Any):
     )
     tool.calls = notes  # type: ignore[attr-defined]
     return tool
+
+
+def ran_with(name: str, args: Any, result: str) -> str:
+    """``result`` as the model is told it when an approval changed the call's arguments to
+    ``args`` (it is told them first: its own call in the history still has its own)."""
+    written = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+    return RAN_WITH_EDITS.format(name=name, args=written) + result
 
 
 def call(name: str, arguments: Any = None, id: str = "call_1") -> ModelResponse:

@@ -21,7 +21,7 @@ from anvia_notebook import (
 from anvia_notebook.models import QueueModel
 from anvia_notebook.records import DEFAULT_REJECT_MESSAGE
 
-from helpers import call, make_add_tool, pending_of, tool_results
+from helpers import call, make_add_tool, pending_of, ran_with, tool_results
 
 
 def run_events(agent, prompt="go"):
@@ -146,7 +146,8 @@ def test_edited_arguments_replace_the_call_and_are_validated_again():
 
     events = asyncio.run(collect())
     assert add.calls == [(10, 20)]
-    assert tool_results(model.requests[1])[0].content == "30"
+    # (told first the arguments it ran with: the model's own call said 1 and 2)
+    assert tool_results(model.requests[1])[0].content == ran_with("add", {"x": 10, "y": 20}, "30")
     second = tool_results(model.requests[2])[0]
     assert second.is_error
     assert second.content.startswith(
@@ -271,7 +272,7 @@ def test_edited_arguments_given_as_the_tools_input_model_are_taken():
     agent = AgentBuilder("a", model).tool(tool).approvals(handler).build()
     response = agent.prompt("go").send_sync()
     assert tool.calls == [(1, 100)]
-    assert tool_results(model.requests[1])[0].content == "101"
+    assert tool_results(model.requests[1])[0].content == ran_with("add", {"x": 1, "y": 100}, "101")
     assert response.output == "done"
 
 
@@ -308,7 +309,8 @@ def test_edited_arguments_holding_models_are_taken_as_their_json():
 
     agent = AgentBuilder("a", model).tool(_segment_tool()).approvals(handler).build()
     agent.prompt("go").store(None).send_sync()
-    assert tool_results(model.requests[1])[0].content == "10"
+    edited = {"start": {"x": 0, "y": 0}, "end": {"x": 5, "y": 5}}
+    assert tool_results(model.requests[1])[0].content == ran_with("length", edited, "10")
 
 
 async def test_the_run_store_and_the_handle_take_edited_arguments_as_the_tools_model(store_path):
@@ -327,7 +329,8 @@ async def test_the_run_store_and_the_handle_take_edited_arguments_as_the_tools_m
             args = {"start": edited.start, "end": edited.end}
             run.interactions.decide(pending.id, approved=True, args=args, via="handle")
         await run.wait()
-        assert tool_results(model.requests[1])[0].content == "5", decide
+        told = ran_with("length", edited.model_dump(), "5")
+        assert tool_results(model.requests[1])[0].content == told, decide
         store.close()
 
 

@@ -26,6 +26,8 @@ from test_edits_confirmed_by_the_run import (
 
 from anvia_notebook import RunStore, ToolApprovalRequiredError
 
+from helpers import ran_with
+
 pytestmark = pytest.mark.timeout(180)
 
 
@@ -97,7 +99,7 @@ async def test_a_bad_then_a_good_edit_both_waiting_the_resumed_run_applies_the_g
         assert sent.returncode == 0, sent.stderr
     assert [status for status, _, _ in store.edit_requests(approval.id)] == ["queued"] * 2
     response = await asyncio.wait_for(confirm_agents.agent(human=False).resume(run_id).send(), 60)
-    assert response.output == "told: paid 4"
+    assert response.output == f"told: {ran_with('pay', {'amount': 4}, 'paid 4')}"
     assert confirm_agents.effects() == ["paid 4"]
     [record] = store.interactions(run_id)
     assert (record.status, record.edited_args, record.decided_via) == (
@@ -120,7 +122,7 @@ async def test_two_good_edits_waiting_the_resumed_run_applies_the_first_and_refu
         sent = await asyncio.to_thread(edit, store_location, run_id, approval.id, amount)
         assert sent.returncode == 0, sent.stderr
     response = await asyncio.wait_for(confirm_agents.agent(human=False).resume(run_id).send(), 60)
-    assert response.output == "told: paid 4"
+    assert response.output == f"told: {ran_with('pay', {'amount': 4}, 'paid 4')}"
     assert confirm_agents.effects() == ["paid 4"]
     [record] = store.interactions(run_id)
     assert (record.status, record.edited_args) == ("approved", {"amount": 4})
@@ -181,7 +183,9 @@ async def test_a_sub_agent_s_edit_waits_for_the_top_level_run(
     assert RULE in store.edit_requests(approval.id)[0][2]
     assert [p.id for p in store.pending(top)] == [approval.id]
     await asyncio.to_thread(store.approve, top, approval.id, args={"amount": 8})
-    assert (await asyncio.wait_for(resumed.wait(), 60)).output == "lead told: paid 8"
+    assert (
+        await asyncio.wait_for(resumed.wait(), 60)
+    ).output == f"lead told: {ran_with('pay', {'amount': 8}, 'paid 8')}"
     assert confirm_agents.effects() == ["paid 8"]
     assert not any(TOLD_REJECTED in text for text in told_the_model(store, top))
     store.close()

@@ -23,6 +23,8 @@ from child_processes import child_environ, kill, start_python, wait_until
 
 from anvia_notebook import RunStore
 
+from helpers import ran_with
+
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.timeout(180)
 
@@ -87,7 +89,7 @@ async def test_the_command_line_s_edit_the_tool_refuses_is_refused_in_the_run_s_
     assert approved.returncode == 0, approved.stderr
     assert f"Approved {approval.id}." in approved.stdout
     response = await asyncio.wait_for(run.wait(), 30)
-    assert response.output == "told: paid 4"
+    assert response.output == f"told: {ran_with('pay', {'amount': 4}, 'paid 4')}"
     assert confirm_agents.effects() == ["paid 4"]
     [stored] = store.interactions(run.run_id)
     assert (stored.status, stored.edited_args, stored.decided_via) == (
@@ -142,7 +144,9 @@ async def test_run_store_approve_in_another_process_is_decided_by_the_run(
         store_location, "approve", run.run_id, approval.id, args={"amount": 6}
     )
     assert await asyncio.to_thread(said, approved) == 'ok approved {"amount": 6}'
-    assert (await asyncio.wait_for(run.wait(), 30)).output == "told: paid 6"
+    assert (
+        await asyncio.wait_for(run.wait(), 30)
+    ).output == f"told: {ran_with('pay', {'amount': 6}, 'paid 6')}"
     assert confirm_agents.effects() == ["paid 6"]
     assert not any(TOLD_REJECTED in text for text in told_the_model(store, run.run_id))
     store.close()
@@ -180,7 +184,7 @@ async def test_an_edited_approval_racing_a_rejection_from_a_third_process_has_on
             rejected == "refused This approval is already approved; a second decision is refused."
         )
         assert confirm_agents.effects() == ["paid 8"]
-        assert response.output == "told: paid 8"
+        assert response.output == f"told: {ran_with('pay', {'amount': 8}, 'paid 8')}"
     else:
         assert stored.status == "rejected"
         assert rejected == "ok rejected null"
@@ -251,7 +255,7 @@ async def test_the_run_s_process_killed_while_an_edit_waits_for_it_then_resumed(
     response = await asyncio.wait_for(resumed.wait(), 60)
     [stored] = store.interactions(approval.run_id)
     paid = 4 if amount == 4 else 6
-    assert response.output == f"told: paid {paid}"
+    assert response.output == f"told: {ran_with('pay', {'amount': paid}, f'paid {paid}')}"
     assert confirm_agents.effects() == [f"paid {paid}"]
     assert (stored.status, stored.edited_args, stored.decided_via) == (
         "approved",
@@ -285,7 +289,7 @@ async def test_the_run_s_process_killed_after_it_recorded_the_edit_the_sender_is
         "store",
     )
     response = await asyncio.wait_for(confirm_agents.agent().resume(approval.run_id).send(), 60)
-    assert response.output == "told: paid 4"
+    assert response.output == f"told: {ran_with('pay', {'amount': 4}, 'paid 4')}"
     assert confirm_agents.effects() == ["paid 4"]
     store.close()
 
@@ -303,7 +307,9 @@ async def test_a_sub_agent_s_approval_decided_given_the_top_level_run_id_is_chec
     assert [p.id for p in run.interactions.pending] == [approval.id]
     approved = await asyncio.to_thread(command_line, store_location, *args, '{"amount": 10}')
     assert approved.returncode == 0, approved.stderr
-    assert (await asyncio.wait_for(run.wait(), 30)).output == "lead told: paid 10"
+    assert (
+        await asyncio.wait_for(run.wait(), 30)
+    ).output == f"lead told: {ran_with('pay', {'amount': 10}, 'paid 10')}"
     assert confirm_agents.effects() == ["paid 10"]
     assert not any(TOLD_REJECTED in text for text in told_the_model(store, run.run_id))
     store.close()

@@ -14,6 +14,8 @@ from child_processes import child_environ, kill, start_python, wait_until
 
 from anvia_notebook import RunStore
 
+from helpers import ran_with
+
 pytestmark = pytest.mark.timeout(120)
 
 
@@ -48,6 +50,7 @@ def test_a_later_call_with_the_same_id_is_not_decided_by_the_earlier_approval_on
         response = resumed.send_sync()
         assert [(a.x, a.y) for a in asked] == [(2, 1)]  # asked afresh, with its own arguments
         assert ran == [(2, 1)]
-        assert response.output == "20 | 3"
+        # (the first call's result says it ran with the arguments edited in the store)
+        assert response.output == ran_with("add", {"x": 10, "y": 10}, "20") + " | 3"
     finally:
         store.close()

@@ -38,7 +38,15 @@ from anvia_notebook import (
 )
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, ToolCall
 
-from helpers import call, calls, make_add_tool, pending_of, tool_results, wait_on_events
+from helpers import (
+    call,
+    calls,
+    make_add_tool,
+    pending_of,
+    ran_with,
+    tool_results,
+    wait_on_events,
+)
 
 pytestmark = pytest.mark.timeout(120)
 env = test_resume.env  # the fixture: effects file and PYTHONPATH for the child process
@@ -417,7 +425,7 @@ async def test_an_edit_only_the_tool_s_own_validator_refuses_is_refused_before_i
     await asyncio.wait_for(run.wait(), 10)
     assert ran == [4]
     [result] = tool_results(model.requests[1])
-    assert not result.is_error and result.content == "paid"
+    assert not result.is_error and result.content == ran_with("pay", {"amount": 4}, "paid")
     [stored] = RunStore(store_path).interactions(run.run_id)
     assert stored == approved == run.state.approvals[pending.id]
 

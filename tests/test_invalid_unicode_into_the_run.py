@@ -16,6 +16,8 @@ from pydantic import BaseModel
 from anvia_notebook import AgentBuilder, RunStore, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, ReasoningDelta, ToolCall
 
+from helpers import ran_with
+
 pytestmark = pytest.mark.timeout(60)
 
 
@@ -132,7 +134,8 @@ async def test_a_decision_holding_a_lone_surrogate_is_refused_and_the_approval_s
             run.interactions.decide(approval.id, approved=True, **bad)
     assert [p.id for p in store.pending(run.run_id)] == [approval.id]
     run.interactions.decide(approval.id, approved=True, args={"folder": "docs"})
-    assert (await asyncio.wait_for(run.wait(), 10)).output == "listed docs"
+    told = ran_with("ls", {"folder": "docs"}, "listed docs")  # (edited: the model said ".")
+    assert (await asyncio.wait_for(run.wait(), 10)).output == told
     assert store.runs()[0].status == "success"
     store.close()
 
@@ -173,7 +176,7 @@ def _ls(ran: list[str] | None = None, approval: Any = None) -> Any:
         ),
         (
             {"approved": True, "args": {"folder": "caf\udce9"}},
-            "listed caf\ufffd",
+            ran_with("ls", {"folder": "caf\ufffd"}, "listed caf\ufffd"),
             "approved",
             None,
         ),

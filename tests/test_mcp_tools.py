@@ -21,7 +21,7 @@ from anvia_notebook import (
 from anvia_notebook.errors import McpToolNameClashError
 from anvia_notebook.models import QueueModel
 
-from helpers import call, make_add_tool, tool_results
+from helpers import call, make_add_tool, ran_with, tool_results
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -195,7 +195,8 @@ def test_approved_call_with_edited_arguments_reaches_the_server():
         .build()
     )
     _run(agent)
-    assert tool_results(model.requests[1])[0].content == "wrote k2"
+    edited = {"key": "k2", "text": "edited"}
+    assert tool_results(model.requests[1])[0].content == ran_with("write_note", edited, "wrote k2")
     assert tool_results(model.requests[2])[0].content == "edited"
 
 

@@ -40,6 +40,7 @@ from helpers import (
     make_add_tool,
     make_note_tool,
     pending_of,
+    ran_with,
     stored_decision,
     tool_results,
 )
@@ -371,7 +372,7 @@ async def test_an_approval_stored_just_before_a_crash_is_the_one_the_resumed_run
         moment,
     )
     assert (before, ran) == ([], [42])
-    assert tool_results(model.requests[0])[0].content == "did 42"
+    assert tool_results(model.requests[0])[0].content == ran_with("guarded", {"n": 42}, "did 42")
     [record] = RunStore(path).get(run_id).approvals.values()
     assert (record.status, record.decided_by, record.decision_reason) == (
         "approved",
