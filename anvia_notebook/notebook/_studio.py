@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import warnings
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,6 +41,7 @@ from ._session import TranscriptSession
 from ._transcript import Transcript
 
 if TYPE_CHECKING:
+    from ..request import PromptRequest
     from ..run import AgentRun
     from ..store import RunStore, StudioSession
     from ._protocol import StudioOpenSessionMsg, StudioSelectMsg, StudioSendMsg
@@ -490,12 +492,18 @@ class Studio:
         taken = self._taken_over(self._own_session(agent.id))
         if taken is not None:
             return taken
-        session = self.session
-        self._show(agent.id)
-        self.selected = agent.id
         asked = [*self._history.get(agent.id, []), Message.user(text)]
         request = agent.prompt(asked)
         request.session(self._own_session(agent.id))
+        self._launch(agent, request, asked)
+        return None
+
+    def _launch(self, agent: Agent, request: PromptRequest, asked: list[Message] | None) -> None:
+        """Run ``request`` (a prompt, or the resume of a run its kernel left) in the widget;
+        ``asked``: the conversation it starts with, stored with its session at once."""
+        session = self.session
+        self._show(agent.id)
+        self.selected = agent.id
         current = request.active_human_input
         if current is None:
             request.human_input(self.human_input)
@@ -515,9 +523,9 @@ class Studio:
             EXPLAIN_TOOL_ERROR.reset(explaining)
         # Stored now with the message sent, not only when the run ends: a kernel that dies
         # during the run leaves a session that lists and continues with what was asked.
-        self._save(run, asked)
+        if asked is not None:
+            self._save(run, asked)
         self._send_studio()
-        return None
 
     def send(self, text: str, agent_id: str | None = None) -> AgentRun:
         """Send a prompt as if typed in the prompt box (call it in a cell); returns the run."""
@@ -695,21 +703,72 @@ class Studio:
     def _rebuild(
         self, transcript: Transcript, stored: StudioSession, messages: list[Message]
     ) -> None:
-        """Show ``stored``'s conversation again: from its runs' event logs, else its messages."""
+        """Show ``stored``'s conversation again: from its runs' event logs, else its messages.
+        Its last run, when the kernel that ran it stopped before it ended (an approval or a
+        question waiting, say), goes on here: resumed, its buttons live again."""
         transcript.reset(stored.agent_id)
-        if not self._replay_runs(transcript, stored):
+        left = self._left_by_its_kernel(stored)
+        if not self._replay_runs(transcript, stored, skip=left):
             _replay_messages(transcript, stored, messages)
         transcript.set_agent(stored.agent_id)
+        if left is not None and not self._take_up(stored.agent_id, left):
+            self._replay_runs(transcript, stored, only=left)
 
-    def _replay_runs(self, transcript: Transcript, stored: StudioSession) -> bool:
+    def _left_by_its_kernel(self, stored: StudioSession) -> str | None:
+        """The id of ``stored``'s last run when its process ended before the run did (the
+        store lists it as interrupted), else None."""
+        store = self._store()
+        if store is None:
+            return None
+        try:
+            runs = store.runs(session_id=stored.session_id, limit=10)
+        except Exception as error:
+            self._store_failed(store, error)
+            return None
+        last = next((r for r in runs if r.parent_run_id is None), None)
+        if last is None or last.agent_id != stored.agent_id or last.status != "interrupted":
+            return None
+        return last.run_id
+
+    def _take_up(self, agent_id: str, run_id: str) -> bool:
+        """Resume the run ``run_id`` its kernel left, shown in the widget; False when it
+        cannot be (a warning says why: its log is shown as it was left instead)."""
+        agent = self.agents[agent_id]
+        try:
+            request = agent.resume(run_id, self._store())
+            self._launch(agent, request, None)
+        except Exception as error:  # (run elsewhere meanwhile, its state unreadable, ...)
+            warnings.warn(
+                f"The last run of this session ({run_id}) stopped with its kernel and could "
+                f"not be continued here: {error}",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return False
+        return True
+
+    def _replay_runs(
+        self,
+        transcript: Transcript,
+        stored: StudioSession,
+        *,
+        skip: str | None = None,
+        only: str | None = None,
+    ) -> bool:
+        """Replay the event logs of ``stored``'s runs (but ``skip``; or ``only`` that one);
+        False when it has none (a run skipped counts)."""
         store = self._store()
         if store is None:
             return False
         logs: list[tuple[str, str, list[Any], list[Any]]] = []
         try:
             runs = store.runs(session_id=stored.session_id, limit=10_000)
+            if skip is not None and any(r.run_id == skip for r in runs):
+                logs.append(("", "", [], []))  # (a run the caller shows: the session has runs)
             for summary in reversed(runs):  # oldest first
-                if summary.agent_id != stored.agent_id:
+                if summary.agent_id != stored.agent_id or summary.run_id == skip:
+                    continue
+                if only is not None and summary.run_id != only:
                     continue
                 state = store.get(summary.run_id)
                 index = state.prompt_index
@@ -724,6 +783,8 @@ class Studio:
             self._store_failed(store, error)
             return False
         for run_id, prompt, events, calls in logs:
+            if not run_id:
+                continue
             transcript.begin_run(run_id, stored.agent_id, prompt)
             for event in events:
                 transcript.apply(event)

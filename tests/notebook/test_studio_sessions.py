@@ -519,3 +519,57 @@ async def test_a_cell_run_again_twice_opens_the_session_in_the_last_studio_only(
     await until(lambda: not third.busy, what="the session opened")
     assert not second.busy and second.history("support") == []
     assert [m.content for m in third.history("support")] == ["Hello", "working"]
+
+
+LEFT_BY_ITS_KERNEL = """
+from pydantic import BaseModel
+from anvia_notebook import AgentBuilder, StoreHumanInput, ToolApproval, create_tool, get_store
+from anvia_notebook.messages import Message
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+class RefundInput(BaseModel):
+    order_id: str
+    amount: float
+
+tool = create_tool(name="issue_refund", description="Issue a refund.", input=RefundInput,
+                   execute=lambda args, ctx: "never", approval=ToolApproval())
+call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A", "amount": 1})
+model = QueueModel([ModelResponse(text="Checking.", tool_calls=[call])])
+agent = AgentBuilder("shop", model).tools([tool]).human_input(StoreHumanInput()).build()
+asked = [Message.user("refund A")]
+get_store().save_session("s-left", "shop", "refund A", asked)  # (as a Studio stores it)
+agent.prompt(asked).session("s-left").send_sync()
+"""
+
+
+async def test_a_session_whose_run_its_kernel_left_waiting_goes_on_in_a_new_studio(store_path):
+    """A Studio's kernel restarted while an approval waited: ``Studio(..., session="latest")``
+    showed the approval as cancelled ("Run cancelled: it did not finish"), with no button, while
+    the store kept it pending and the run interrupted. The run is resumed in the new Studio: its
+    approval waits there, and approving it runs the tool."""
+    from child_processes import child_environ, kill, start_python, wait_until
+
+    store = RunStore(store_path)
+    child = start_python(LEFT_BY_ITS_KERNEL, child_environ())
+    try:
+        [waiting] = await asyncio.to_thread(wait_until, store.pending, child, "the approval")
+    finally:
+        kill(child)
+    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    tool = refund_tool()
+    agent = AgentBuilder("shop", QueueModel(["Refunded A."])).tools([tool]).build()
+    studio = Studio([agent], session="latest")
+    page = Page(studio.widget)
+    await page.sync()
+    entry = await pending_approval(page)
+    assert entry["approval"]["id"] == waiting.id
+    assert page.studio is not None and page.studio["busy"]
+    assert (await page.approve(waiting.id))["ok"]
+    await idle(page)
+    assert [(args.order_id, args.amount) for args in tool.calls] == [("A", 1.0)]
+    kinds = texts(page)
+    assert kinds[0] == ("user", "refund A") and kinds[-1] == ("assistant", "Refunded A.")
+    assert not [text for kind, text in kinds if kind == "notice" and "did not finish" in text]
+    assert [(r.run_id, r.status) for r in store.runs()] == [(waiting.run_id, "success")]
+    assert [m.content for m in studio.history()][-1] == "Refunded A."
+    store.close()
