@@ -64,14 +64,19 @@ def start_toolbox(transport: str, port: int) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    return listening(process, port, "the HTTP toolbox")
+
+
+def listening(process: subprocess.Popen, port: int, what: str) -> subprocess.Popen:
+    """``process`` once it listens on 127.0.0.1's ``port`` (``what`` names it in a failure)."""
     deadline = time.monotonic() + 60
-    while True:  # until it listens
+    while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             return process
         except OSError:
-            assert process.poll() is None, "the HTTP toolbox exited"
-            assert time.monotonic() < deadline, "the HTTP toolbox did not start listening"
+            assert process.poll() is None, f"{what} exited"
+            assert time.monotonic() < deadline, f"{what} did not start listening"
             time.sleep(0.1)
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp_helpers import SERVERS, alive, processes_running
+from mcp_helpers import SERVERS, alive, listening, processes_running
 
 from anvia_notebook import AgentBuilder, CallbackHumanInput, mcp
 from anvia_notebook.models import QueueModel
@@ -270,23 +270,13 @@ async def test_an_edit_on_approval_is_checked_against_the_published_servers_own_
 
 def _start_everything_over_http(script: str, port: int) -> subprocess.Popen:
     """The server over streamable HTTP on 127.0.0.1's ``port``, once it listens."""
-    import socket
-
     process = subprocess.Popen(
         ["node", "-r", str(NPM_FOLDER / "listen_on_loopback.cjs"), script, "streamableHttp"],
         env={**os.environ, "PORT": str(port)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return process
-        except OSError:
-            assert process.poll() is None, "the server exited"
-            assert time.monotonic() < deadline, "the server did not start listening"
-            time.sleep(0.1)
+    return listening(process, port, "server-everything")
 
 
 def test_a_restarted_http_server_that_refuses_the_old_session_with_400_gets_a_new_one(
