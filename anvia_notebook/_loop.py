@@ -495,6 +495,7 @@ async def _complete(
                         if not event.isascii() or halves.held:  # (see _TEXT_DELTAS)
                             event = halves.text("text_delta", event)
                             if not event:
+                                observed = True  # (a half held back: the provider sent it)
                                 continue
                         add_text(event)
                         if not emitted:
@@ -543,6 +544,8 @@ async def _complete(
                 # cancelled): the call failed, the run was not stopped.
                 raise ModelError(MODEL_CANCELLED, retryable=False) from cancelled
         except asyncio.CancelledError:
+            for kind, rest in halves.rest().items():  # (kept, as U+FFFD, with what came)
+                add(TextDelta(delta=rest) if kind == "text_delta" else ReasoningDelta(delta=rest))
             partial = accumulator.response()
             run.state.usage = run.state.usage + partial.usage  # (tokens it had already cost)
             reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON

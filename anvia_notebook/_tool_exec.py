@@ -1062,7 +1062,7 @@ def _told(
         return result
     if isinstance(tool, QuestionTool) or call.name == "ask_question":
         return result
-    return RAN_WITH_EDITS.format(name=call.name, args=args) + result
+    return RAN_WITH_EDITS.format(args=args) + result
 
 
 def _timed_out_text(record: ApprovalRecord | QuestionRecord, timeout: float | None) -> str:

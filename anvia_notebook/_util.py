@@ -296,20 +296,25 @@ def shown_url(url: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
+#: The settings of a PostgreSQL address that hold a password (libpq's); the others, paths and
+#: modes, are no secret and stay in a command the command line suggests.
+_PASSWORD_SETTINGS = frozenset({"password", "sslpassword"})
+
+
 def url_for_commands(url: str) -> tuple[str, bool]:
-    """``url`` as a command the command line suggests may write it: without its password and
-    the query parameters named like secrets (a ``***`` there would be sent as the password),
-    and whether it held any (then the reader is told to give it as ``PGPASSWORD``)."""
+    """``url`` as a command the command line suggests may write it: without its password (a
+    ``***`` there would be sent as the password, and outweigh ``PGPASSWORD``), and whether it
+    held one (then the reader is told to give it as ``PGPASSWORD``)."""
     from urllib.parse import unquote_plus, urlsplit
 
     try:
         parts = urlsplit(url)
     except ValueError:
-        return shown_url(url), True
+        return shown_url(url), False
     credentials, at, hosts = parts.netloc.rpartition("@")
     user, colon, _ = credentials.partition(":")
     pairs = [pair for pair in parts.query.split("&") if pair]
-    kept = [p for p in pairs if not _SECRET_NAMES.search(unquote_plus(p.split("=", 1)[0]))]
+    kept = [p for p in pairs if unquote_plus(p.split("=", 1)[0]).lower() not in _PASSWORD_SETTINGS]
     netloc = f"{user}@{hosts}" if at else hosts
     query = "&".join(kept)
     written = f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")

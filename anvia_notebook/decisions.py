@@ -256,7 +256,7 @@ def check_kind(record: Record, kind: str) -> None:
 EDIT_REFUSED = "Edited arguments were rejected: "
 #: What the model is told first in the result of a call approved with other arguments than it
 #: sent: its call stays in the history as it made it, so it would say it did what it asked.
-RAN_WITH_EDITS = "[The arguments were changed at approval: {name} ran with {args}]\n"
+RAN_WITH_EDITS = "[Approved with changed arguments: {args}]\n"
 #: What a typed output's repair approved by code without a fix is recorded with.
 FIX_MISSING = "Approved without a fix."
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import BaseModel
 
 from . import decisions, records
-from ._util import quoted, valid_data
+from ._util import error_text, quoted, valid_data
 from .decisions import Resolution
 from .errors import DecisionRefusedError
 from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
@@ -446,7 +446,7 @@ class Interactions:
 
             store_failed(self.store, error)
             self.store = None
-            self.store_lost = str(error)
+            self.store_lost = error_text(error) or type(error).__name__
 
 
 @functools.lru_cache(maxsize=256)

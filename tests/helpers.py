@@ -73,10 +73,11 @@ def make_note_tool(name: str = "note", description: str = "", **kwargs: Any):
 
 
 def ran_with(name: str, args: Any, result: str) -> str:
-    """``result`` as the model is told it when an approval changed the call's arguments to
-    ``args`` (it is told them first: its own call in the history still has its own)."""
+    """``result`` as the model is told it when an approval changed the arguments of a call of
+    the tool ``name`` to ``args`` (it is told them first: its own call in the history still has
+    its own)."""
     written = json.dumps(args, separators=(",", ":"), ensure_ascii=False)
-    return RAN_WITH_EDITS.format(name=name, args=written) + result
+    return RAN_WITH_EDITS.format(args=written) + result
 
 
 def call(name: str, arguments: Any = None, id: str = "call_1") -> ModelResponse:

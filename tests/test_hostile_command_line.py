@@ -229,3 +229,25 @@ def test_an_empty_file_given_as_the_store_is_said_to_be_empty_and_left_as_it_is(
     assert f"there is no run store at {empty} (the file is empty)." in said
     assert "Traceback" not in result.stderr
     assert empty.stat().st_size == 0
+
+
+@pytest.mark.parametrize(
+    ("address", "written", "secret"),
+    [
+        ("postgresql://op:pw@db/runs", "postgresql://op@db/runs", True),
+        (
+            "postgresql://op@db/runs?password=pw&sslmode=require",
+            "postgresql://op@db/runs?sslmode=require",
+            True,
+        ),
+        # (settings named like secrets that are none: a command without them connects elsewhere,
+        # or not at all, and no password was left out)
+        ("postgresql://op@a,b/runs?target_session_attrs=read-write", None, False),
+        ("postgresql://op@db/runs?sslcert=/c.crt&sslkey=/c.key&passfile=/p", None, False),
+        ("postgresql://op@db/runs?require_auth=scram-sha-256", None, False),
+    ],
+)
+def test_the_store_address_in_suggested_commands_drops_only_its_password(address, written, secret):
+    from anvia_notebook._util import url_for_commands
+
+    assert url_for_commands(address) == (written or address, secret)

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from anvia_notebook import AgentBuilder, RunStore, create_tool
 from anvia_notebook.models import FunctionModel, ModelResponse, ReasoningDelta, ToolCall
 
-from helpers import ran_with
+from helpers import ran_with, wait_on_events
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -380,3 +380,18 @@ async def test_a_streamed_call_s_id_and_name_with_a_lone_surrogate_are_stored_as
     assert [(c.id, c.name) for c in asked.tool_calls] == [("c\ufffd", "l\ufffds")]
     assert _valid(json.dumps([e.model_dump(mode="json") for e in store.events(response.run_id)]))
     store.close()
+
+
+async def _cut_after_a_half(request: Any) -> Any:
+    yield "Hi \ud83d"
+    await asyncio.Event().wait()  # (until the run is stopped)
+
+
+async def test_a_run_stopped_while_a_half_is_held_keeps_it_as_u_fffd(store_path: Path) -> None:
+    agent = AgentBuilder("writer", FunctionModel(_cut_after_a_half)).build()
+    run = agent.prompt("write").start()
+    await wait_on_events(run, lambda: "Hi " in "".join(getattr(e, "delta", "") for e in run.events))
+    run.cancel("enough")
+    with pytest.raises(Exception, match="enough"):
+        await run.wait()
+    assert run.state.messages[-1].content == "Hi \ufffd"

@@ -18,7 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic_core import to_json
@@ -292,19 +295,49 @@ async def evaluate(
     if runner is not None:
         runner.show_evals_report(report)
         evaluation = asyncio.ensure_future(run_report(report))
-        try:
-            # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits.
-            return await runner.await_serving_widgets(evaluation)  # type: ignore[no-any-return]
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            # Kernel > Interrupt: the cases that finished are kept, the others stopped; the
-            # cell fails saying so (not with a bare CancelledError, the report out of reach).
-            evaluation.cancel()
-            with contextlib.suppress(BaseException):  # (a second interrupt ends only this)
-                await evaluation
-            if report.status != "stopped":
-                raise
-            raise EvaluationStoppedError(report) from None
+        with _noting_interrupts() as interrupted:
+            try:
+                # ipykernel < 7.4 (Colab's 6.17.1) runs no widget message while a cell awaits.
+                return await runner.await_serving_widgets(evaluation)  # type: ignore[no-any-return]
+            except (asyncio.CancelledError, KeyboardInterrupt) as error:
+                # Kernel > Interrupt (ipykernel 7.4 cancels the cell, earlier ones raise
+                # KeyboardInterrupt): the finished cases are kept, the others stopped, and the
+                # cell fails saying so, not with a bare CancelledError, the report out of reach.
+                # Another cancellation (asyncio.timeout, wait_for) stays one.
+                evaluation.cancel()
+                with contextlib.suppress(BaseException):  # (a second interrupt ends only this)
+                    await evaluation
+                if report.status != "stopped":
+                    raise
+                if isinstance(error, asyncio.CancelledError) and not interrupted:
+                    raise
+                raise EvaluationStoppedError(report) from None
     return await run_report(report)
+
+
+@contextlib.contextmanager
+def _noting_interrupts() -> Iterator[list[int]]:
+    """While the block runs (on the main thread), the SIGINTs that came, in a list that is
+    true once one did; each is still handled as before (by the kernel: it cancels the cell)."""
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if not callable(previous):  # (SIG_IGN, SIG_DFL, or set outside Python: left alone)
+        yield noted
+        return
+
+    def note(signum: int, frame: Any) -> Any:
+        noted.append(signum)
+        return previous(signum, frame)
+
+    signal.signal(signal.SIGINT, note)
+    try:
+        yield noted
+    finally:
+        if signal.getsignal(signal.SIGINT) is note:
+            signal.signal(signal.SIGINT, previous)
 
 
 def evaluate_sync(

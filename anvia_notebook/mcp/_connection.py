@@ -113,6 +113,20 @@ def _session_unknown(error: BaseException) -> bool:
     return "session" in message and ("not found" in message or "terminated" in message)
 
 
+def _refused_post(error: BaseException) -> bool:
+    """Whether ``error`` is the SDK's word for its request's POST answered with an HTTP error
+    and no JSON-RPC error (a call the server refused before handling it, when the session was
+    refused too; any other failure of a call, a lost stream, is not made again)."""
+    from mcp import MCPError
+
+    error = _flatten(error)
+    return (
+        isinstance(error, MCPError)
+        and error.code == -32603
+        and str(getattr(error, "message", "") or error) == "Server returned an error response"
+    )
+
+
 def _links_required(error: BaseException) -> list[Any] | None:
     """The web pages a server's error -32042 (URL elicitation required) asks the person to
     open first, or None for any other error (or one whose pages cannot be read)."""
@@ -400,8 +414,8 @@ class Connection:
         knows a session answers 404 (the MCP spec, the Python SDK) or 400 with words on the
         session (the TypeScript SDK's servers: "No valid session ID provided"), and did not
         handle the request; the SDK turns a 400 into "Server returned an error response"."""
-        if response.status_code not in (400, 404):
-            return
+        if response.status_code not in (400, 404) or response.request.method != "POST":
+            return  # (a refused GET, the SDK's resumption of a stream, is not a call's)
         if not response.request.headers.get("mcp-session-id"):
             return
         kind = response.headers.get("content-type", "")
@@ -618,7 +632,7 @@ class Connection:
                 ) from None
             except BaseException as error:
                 if isinstance(self.config, HttpServer) and (
-                    _session_unknown(error) or self._session_refused
+                    _session_unknown(error) or (self._session_refused and _refused_post(error))
                 ):
                     await self.close()
                     raise _SessionUnknown from None

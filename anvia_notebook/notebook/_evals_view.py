@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import inspect
 import math
@@ -418,8 +417,12 @@ def evaluate_blocking(
             # Kernel > Interrupt: like Stop, the finished cases are kept, and the cell fails (as
             # an interrupted cell does: Run All goes no further with a part of the report).
             report.stop()
-            with contextlib.suppress(KeyboardInterrupt):  # (a second one: the same)
-                _wait(future)
+            try:
+                done = _wait(future)
+            except KeyboardInterrupt:  # (a second one: the same, without waiting longer)
+                raise EvaluationStoppedError(report) from None
+            if done.status != "stopped":  # (it had not begun, or had just ended: nothing stopped)
+                return done
             raise EvaluationStoppedError(report) from None
     finally:
         if session is not None and future.done():

@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._util import blank, check_valid_text, quoted
+from .._util import blank, check_valid_text, quoted, running_loop
 from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
@@ -236,6 +236,10 @@ class Studio:
                 else:
                     self._load(*found)
                     self._replay = found
+                    if running_loop() is not None and self._left_by_its_kernel(found[0]):
+                        # Its run goes on now, not when the Studio is shown: a message sent
+                        # meanwhile, or another Studio opening the session, finds it going.
+                        _ = self.session
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -533,6 +537,7 @@ class Studio:
             raise TypeError(
                 f"Studio.send() takes the message as a text, not {type(text).__name__}."
             )
+        _ = self.session  # (an opened session's run its kernel left goes on first)
         error = self._start(text, agent_id)
         if error is not None:
             raise RuntimeError(error)

@@ -133,7 +133,7 @@ describe("question panel", () => {
   it("does not count a custom answer of invisible characters, as the kernel refuses it", () => {
     // (a zero-width space survives trim(): "3/3 answered", then the kernel said the answer was empty)
     const q = setup({ ...question, questions: [question.questions[0]!] });
-    type(q.custom(), "  \u200b\u2060 ");
+    type(q.custom(), "  \u200b\u2060\u0085\u001c ");
     expect(q.count()).toBe("0/1 answered");
     expect(byLabel(q.panel(), "Submit answers").disabled).toBe(true);
   });

@@ -255,6 +255,21 @@ describe("studio", () => {
     expect(s.box().value).toBe("");
   });
 
+  it("does not send by itself a message whose text was changed while the previous one was on its way", async () => {
+    const s = setup();
+    type(s.box(), "hello");
+    s.enter();
+    type(s.box(), "and also");
+    s.enter();
+    type(s.box(), "and also this, still typing");
+    s.model.kernel({ ...studioMsg, busy: true });
+    s.model.reply("studio_send", true);
+    await tick();
+    batch(s.model, { op: "status", status: status("running") });
+    expect(s.model.ofType("steer")).toHaveLength(0);
+    expect(s.box().value).toBe("and also this, still typing");
+  });
+
   it("keeps a message typed while the previous one was on its way when that one is refused", async () => {
     const s = setup();
     type(s.box(), "hello");
@@ -321,6 +336,22 @@ describe("studio", () => {
       s.model.reply("studio_open_session");
       await tick();
       expect(byLabel(s.root, "Open").disabled).toBe(false);
+    });
+
+    it("do not send later by themselves a message Enter was pressed on while one opened", async () => {
+      // (it was queued, then steered into the next run a cell started, with no Enter)
+      const s = setup({ sessions: earlier });
+      sessionSelect(s.root).value = earlier[1]!.id;
+      byLabel(s.root, "Open").click();
+      type(s.box(), "typed while it opened");
+      s.enter();
+      s.model.reply("studio_open_session");
+      await tick();
+      s.model.kernel({ ...studioMsg, sessions: earlier, busy: true });
+      batch(s.model, { op: "status", status: status("running") });
+      expect(s.model.ofType("steer")).toHaveLength(0);
+      expect(s.model.ofType("studio_send")).toHaveLength(0);
+      expect(s.box().value).toBe("typed while it opened");
     });
 
     it("open with Enter on the picker, and follow the kernel's agent afterwards", async () => {

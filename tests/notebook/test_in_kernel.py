@@ -489,3 +489,18 @@ def test_an_interrupted_evaluation_fails_its_cell_and_keeps_the_finished_cases(
     assert "1 of 3 cases finished" in reply["evalue"]
     assert "@@ stopped 1 ['case-2', 'case-3']" in kernel.printed(cell, "@@")
     assert kernel.reply(queued)["content"]["status"] == "aborted"
+
+
+def test_an_evaluation_a_time_limit_cancels_in_a_cell_is_a_timeout_not_an_interrupt(
+    kernel: Kernel, tmp_path: Path
+) -> None:
+    """Only Kernel > Interrupt is told as EvaluationStoppedError: a cancellation of the
+    cell's own (``asyncio.timeout``) stays one, so the time limit raises TimeoutError."""
+    kernel.run(f"MARKER = {str(tmp_path / 'slow-case-started')!r}\n{EVALUATION}")
+    cell = kernel.execute(
+        "async with asyncio.timeout(1):\n"
+        "    await evals.evaluate(graded, cases, [evals.contains('ok')])\n",
+        stop_on_error=False,
+    )
+    reply = kernel.reply(cell)["content"]
+    assert (reply["status"], reply["ename"]) == ("error", "TimeoutError")

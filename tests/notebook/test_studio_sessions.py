@@ -542,20 +542,26 @@ agent.prompt(asked).session("s-left").send_sync()
 """
 
 
-async def test_a_session_whose_run_its_kernel_left_waiting_goes_on_in_a_new_studio(store_path):
-    """A Studio's kernel restarted while an approval waited: ``Studio(..., session="latest")``
-    showed the approval as cancelled ("Run cancelled: it did not finish"), with no button, while
-    the store kept it pending and the run interrupted. The run is resumed in the new Studio: its
-    approval waits there, and approving it runs the tool."""
+async def left_waiting(store: RunStore) -> Any:
+    """The approval of a Studio session's run whose kernel was killed while it waited."""
     from child_processes import child_environ, kill, start_python, wait_until
 
-    store = RunStore(store_path)
     child = start_python(LEFT_BY_ITS_KERNEL, child_environ())
     try:
         [waiting] = await asyncio.to_thread(wait_until, store.pending, child, "the approval")
     finally:
         kill(child)
     await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    return waiting
+
+
+async def test_a_session_whose_run_its_kernel_left_waiting_goes_on_in_a_new_studio(store_path):
+    """A Studio's kernel restarted while an approval waited: ``Studio(..., session="latest")``
+    showed the approval as cancelled ("Run cancelled: it did not finish"), with no button, while
+    the store kept it pending and the run interrupted. The run is resumed in the new Studio: its
+    approval waits there, and approving it runs the tool."""
+    store = RunStore(store_path)
+    waiting = await left_waiting(store)
     tool = refund_tool()
     agent = AgentBuilder("shop", QueueModel(["Refunded A."])).tools([tool]).build()
     studio = Studio([agent], session="latest")
@@ -572,4 +578,24 @@ async def test_a_session_whose_run_its_kernel_left_waiting_goes_on_in_a_new_stud
     assert not [text for kind, text in kinds if kind == "notice" and "did not finish" in text]
     assert [(r.run_id, r.status) for r in store.runs()] == [(waiting.run_id, "success")]
     assert [m.content for m in studio.history()][-1] == "Refunded A."
+    store.close()
+
+
+async def test_a_session_whose_run_goes_on_again_is_busy_at_once_and_not_opened_twice(store_path):
+    """Its run goes on when the Studio is made, not when it is shown: a message sent before
+    it is shown started a second run of the session (the first one's approval was then refused
+    as unknown), and a second Studio of the session showed the run as cancelled and took the
+    session over."""
+    store = RunStore(store_path)
+    waiting = await left_waiting(store)
+    agent = AgentBuilder("shop", QueueModel(["Refunded A."])).tools([refund_tool()]).build()
+    studio = Studio([agent], session="latest")
+    assert studio.busy and studio.run is not None and studio.run.run_id == waiting.run_id
+    with pytest.raises(RuntimeError, match=BUSY):
+        studio.send("and another thing")
+    with pytest.raises(RuntimeError, match="in progress"):
+        Studio([agent], session="latest")
+    studio.stop("done here")
+    await until(lambda: not studio.busy, 10, "the run stopped")
+    assert [r.status for r in store.runs()] == ["cancelled"]
     store.close()

@@ -24,7 +24,7 @@ const allowsCustom = (question: Question): boolean => question.allowCustom !== f
 
 /** Whether `text` shows nothing: blanks and invisible format characters only (a zero-width
  * space, which `trim()` keeps), as the kernel reads an answer (it refuses one as empty). */
-const blank = (text: string): boolean => /^[\s\p{Cf}\x1c-\x1f]*$/u.test(text);
+const blank = (text: string): boolean => /^[\s\p{Cf}\x1c-\x1f\x85]*$/u.test(text);
 
 /** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
 const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";

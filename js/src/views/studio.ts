@@ -114,15 +114,15 @@ export function studioControls(session: Session): StudioControls {
   const steering = (): boolean => !sending && runGoesOn(session.store.status);
 
   async function steerText(text: string): Promise<void> {
-    sending = true;
+    sending = messageInFlight = true;
     setError(null);
     textarea.value = "";
     keepDraft();
     render();
     const refused = await steer(session, text);
-    sending = false;
+    sending = messageInFlight = false;
     if (refused) {
-      sendWhenAnswered = false;
+      queued = null;
       setError(refused);
       if (!textarea.value) {
         textarea.value = text;
@@ -136,16 +136,19 @@ export function studioControls(session: Session): StudioControls {
   /** Enter was pressed before the kernel said which agents there are (the Studio was just
    * drawn): the box's text goes as soon as it has. */
   let sendWhenKnown = false;
-  /** Enter was pressed while the previous message was still on its way to the kernel: the
-   * box's text goes once the kernel has answered it and said whether a run goes on (then it is
-   * steered into it). */
-  let sendWhenAnswered = false;
+  /** A message (a prompt or a steer) is on its way to the kernel. */
+  let messageInFlight = false;
+  /** The text Enter was pressed on while the previous message was still on its way: it goes
+   * once the kernel has answered that one and said whether a run goes on (then it is steered
+   * into it), unless the box holds something else by then (the person's to send). */
+  let queued: string | null = null;
 
   function sendQueued(): void {
-    if (!sendWhenAnswered || sending) return;
+    if (queued === null || sending) return;
     if (!steering() && busy()) return; // (the run's status is not here yet)
-    sendWhenAnswered = false;
-    void submit();
+    const text = queued;
+    queued = null;
+    if (textarea.value === text) void submit();
   }
 
   async function sendText(text: string, fromBox: boolean): Promise<void> {
@@ -154,8 +157,8 @@ export function studioControls(session: Session): StudioControls {
       return;
     }
     if (fromBox && text.trim() && steering()) return steerText(text);
-    if (fromBox && text.trim() && sending) {
-      sendWhenAnswered = true;
+    if (fromBox && text.trim() && messageInFlight) {
+      queued = text;
       return;
     }
     const agent = agentId();
@@ -164,7 +167,7 @@ export function studioControls(session: Session): StudioControls {
       setError("No agent to send to");
       return;
     }
-    sending = true;
+    sending = messageInFlight = true;
     if (fromBox) {
       textarea.value = "";
       keepDraft();
@@ -173,8 +176,8 @@ export function studioControls(session: Session): StudioControls {
     }
     render();
     const ok = await run({ type: "studio_send", agent_id: agent, text });
-    sending = false;
-    if (!ok) sendWhenAnswered = false; // (what was typed next stays in the box)
+    sending = messageInFlight = false;
+    if (!ok) queued = null; // (what was typed next stays in the box)
     if (!ok && fromBox && !textarea.value) {
       textarea.value = text;
       keepDraft();
