@@ -720,8 +720,10 @@ class Studio:
             self._replay_runs(transcript, stored, only=left)
 
     def _left_by_its_kernel(self, stored: StudioSession) -> str | None:
-        """The id of ``stored``'s last run when its process ended before the run did (the
-        store lists it as interrupted), else None."""
+        """The id of ``stored``'s last run when its process ended while the run waited for a
+        person (the store lists it as interrupted, an approval or a question pending), else
+        None. (One left in a model call or a tool is not taken up by opening its session: that
+        would call the model, or run the tool, again.)"""
         store = self._store()
         if store is None:
             return None
@@ -732,6 +734,8 @@ class Studio:
             return None
         last = next((r for r in runs if r.parent_run_id is None), None)
         if last is None or last.agent_id != stored.agent_id or last.status != "interrupted":
+            return None
+        if not last.pending:
             return None
         return last.run_id
 

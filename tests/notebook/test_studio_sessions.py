@@ -599,3 +599,42 @@ async def test_a_session_whose_run_goes_on_again_is_busy_at_once_and_not_opened_
     await until(lambda: not studio.busy, 10, "the run stopped")
     assert [r.status for r in store.runs()] == ["cancelled"]
     store.close()
+
+
+LEFT_IN_A_MODEL_CALL = """
+import asyncio
+from anvia_notebook import AgentBuilder, get_store
+from anvia_notebook.messages import Message
+from anvia_notebook.models import FunctionModel
+
+async def thinking(request):
+    print("asked", flush=True)
+    await asyncio.Event().wait()
+    yield "never"
+
+agent = AgentBuilder("shop", FunctionModel(thinking)).build()
+asked = [Message.user("refund A")]
+get_store().save_session("s-left", "shop", "refund A", asked)
+agent.prompt(asked).session("s-left").send_sync()
+"""
+
+
+async def test_a_session_whose_run_its_kernel_left_in_a_model_call_is_only_shown(store_path):
+    """Opening it does not call the model again (opening an old session to read it would):
+    its run is shown as it was left."""
+    from child_processes import child_environ, kill, start_python
+
+    store = RunStore(store_path)
+    child = start_python(LEFT_IN_A_MODEL_CALL, child_environ())
+    try:
+        assert child.stdout is not None
+        assert await asyncio.to_thread(child.stdout.readline) == "asked\n"
+    finally:
+        kill(child)
+    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    model = QueueModel(["never asked"])
+    studio = Studio([AgentBuilder("shop", model).build()], session="latest")
+    assert not studio.busy and model.requests == []
+    assert studio.transcript[0]["text"] == "refund A"
+    assert studio.transcript[-1]["text"] == "Run cancelled: it did not finish"
+    store.close()
