@@ -308,8 +308,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         _say("  (replace each <...> first: a choice's value, or a text of your own)")
     if pending and secret:
         _say(
-            "\n(The commands above leave out the password the store's address holds: set "
-            "PGPASSWORD to it first, or write it back into the address.)"
+            "\n(The commands above leave out the passwords the store's address holds: set "
+            "PGPASSWORD to its login password first, or write them back into the address.)"
         )
     for record, edited, why in refused:
         _say(f"\nEdited arguments for {record.tool_name} ({record.id}, {record.status}), refused:")

@@ -162,7 +162,7 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "s3cret" not in out and "***" not in out
     assert "--store postgresql://op@db.example/runs approve run_1 approval_1" in out
-    assert "set PGPASSWORD to it first" in out
+    assert "set PGPASSWORD to its login password first" in out
 
 
 async def test_output_a_terminal_cannot_encode_or_a_full_disk_ends_without_a_traceback(

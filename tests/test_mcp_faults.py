@@ -101,13 +101,17 @@ def test_a_stdio_server_that_dies_between_calls_is_started_again_by_the_next_cal
     assert opened == 2
 
 
-def test_an_http_server_restarted_between_calls_gets_a_new_session_and_the_call_is_made():
-    """A server that no longer knows the session answers HTTP 404; as the MCP spec says, the
-    client starts a new session (it had not seen the call, which is made on it). Before, every
-    later call failed with "Session not found" for the kernel's life."""
+@pytest.mark.parametrize("transport", ["http", "http-400"])
+def test_an_http_server_restarted_between_calls_gets_a_new_session_and_the_call_is_made(
+    transport,
+):
+    """A server that no longer knows the session answers HTTP 404 (or 400 with a JSON-RPC
+    error, as the TypeScript SDK's servers do); as the MCP spec says, the client starts a new
+    session (it had not seen the call, which is made on it). Before, every later call failed
+    with "Session not found" (or "Bad Request: No valid session ID provided") for good."""
     port = _free_port()
     server = mcp.http("restarted", f"http://127.0.0.1:{port}/mcp", allow_private_network=True)
-    processes = [start_toolbox("http", port)]
+    processes = [start_toolbox(transport, port)]
     model = QueueModel(
         [call("pid", {}, id="c1"), "first", call("pid", {}, id="c2"), call("pid", {}, id="c3"), "x"]
     )
@@ -116,7 +120,7 @@ def test_an_http_server_restarted_between_calls_gets_a_new_session_and_the_call_
         agent.prompt("go").send_sync()
         processes[0].terminate()
         processes[0].wait(timeout=10)
-        processes.append(start_toolbox("http", port))  # restarted, on the same address
+        processes.append(start_toolbox(transport, port))  # restarted, on the same address
         agent.prompt("again").send_sync()
     finally:
         for process in processes:

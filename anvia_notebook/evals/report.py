@@ -253,8 +253,12 @@ class EvalReport:
     # -- control -------------------------------------------------------------------------------
 
     def stop(self) -> bool:
-        """Cancel the cases not finished yet and keep the finished ones (thread-safe). Returns
-        False when the evaluation is not running."""
+        """Cancel the cases not finished yet and keep the finished ones (thread-safe; asked
+        before the evaluation began, no case starts). Returns False when it has ended, or
+        was asked to stop already."""
+        if self.status == "pending" and not self._stopping:
+            self._stopping = True  # (Kernel > Interrupt as the cell began: nothing runs)
+            return True
         if self.status != "running" or self._stopping:
             return False
         self._stopping = True

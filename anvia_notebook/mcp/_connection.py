@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import importlib
+import json
 import os
 import shutil
 import weakref
@@ -113,18 +114,22 @@ def _session_unknown(error: BaseException) -> bool:
     return "session" in message and ("not found" in message or "terminated" in message)
 
 
-def _refused_post(error: BaseException) -> bool:
-    """Whether ``error`` is the SDK's word for its request's POST answered with an HTTP error
-    and no JSON-RPC error (a call the server refused before handling it, when the session was
-    refused too; any other failure of a call, a lost stream, is not made again)."""
+def _refused_post(error: BaseException, refusals: set[str]) -> bool:
+    """Whether ``error`` is how the SDK tells of its request's POST refused with an HTTP error
+    (a call the server did not handle, when the session was refused too): the JSON-RPC error
+    of a refusal (``refusals``: their messages), or the SDK's stand-in for a body it could not
+    read. Any other failure of a call, a lost stream, is not a reason to make it again."""
     from mcp import MCPError
 
     error = _flatten(error)
-    return (
-        isinstance(error, MCPError)
-        and error.code == -32603
-        and str(getattr(error, "message", "") or error) == "Server returned an error response"
-    )
+    if not isinstance(error, MCPError):
+        return False
+    said = str(getattr(error, "message", "") or error)
+    return said in refusals or (error.code == -32603 and said == STAND_IN)
+
+
+#: What the SDK says of a request whose POST got an HTTP error with no JSON-RPC error in it.
+STAND_IN = "Server returned an error response"
 
 
 def _links_required(error: BaseException) -> list[Any] | None:
@@ -255,6 +260,8 @@ class Connection:
         #: The HTTP server refused a request of this session for its session (see
         #: :meth:`_note_refused_session`): it no longer knows it.
         self._session_refused = False
+        #: The messages of the JSON-RPC errors those refusals held.
+        self._refusals: set[str] = set()
         self._opening: asyncio.Lock | None = None
         #: The calls in flight on this session: who asks the person for each, and whether
         #: a person is being asked (which pauses its time limit).
@@ -406,6 +413,7 @@ class Connection:
             hooks = client.event_hooks
             client.event_hooks = {**hooks, "response": [*hooks["response"], self._note_refused]}
             self._session_refused = False
+            self._refusals = set()
             return _http_transport(config.url, client)
         raise TypeError(f"Not an MCP server: {config!r}")  # pragma: no cover
 
@@ -424,6 +432,9 @@ class Connection:
         body = await response.aread()  # (an error's few bytes: the SDK reads them from here)
         if b"session" in body[:2000].lower():
             self._session_refused = True
+            with contextlib.suppress(ValueError, LookupError, TypeError):
+                # (a JSON-RPC error the SDK reads: the call fails with its very words)
+                self._refusals.add(str(json.loads(body)["error"]["message"]))
 
     def _roots_callback(self) -> Any:
         config = self.config
@@ -632,7 +643,8 @@ class Connection:
                 ) from None
             except BaseException as error:
                 if isinstance(self.config, HttpServer) and (
-                    _session_unknown(error) or (self._session_refused and _refused_post(error))
+                    _session_unknown(error)
+                    or (self._session_refused and _refused_post(error, self._refusals))
                 ):
                     await self.close()
                     raise _SessionUnknown from None

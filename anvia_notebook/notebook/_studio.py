@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._util import blank, check_valid_text, quoted, running_loop
+from .._util import blank, check_valid_text, quoted
 from ..agent import Agent
 from ..events import CancelledEvent, FinalEvent, TextDeltaEvent, ToolCallEvent, ToolResultEvent
 from ..messages import Message, Usage
@@ -236,10 +236,6 @@ class Studio:
                 else:
                     self._load(*found)
                     self._replay = found
-                    if running_loop() is not None and self._left_by_its_kernel(found[0]):
-                        # Its run goes on now, not when the Studio is shown: a message sent
-                        # meanwhile, or another Studio opening the session, finds it going.
-                        _ = self.session
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -712,11 +708,21 @@ class Studio:
         Its last run, when the kernel that ran it stopped before it ended (an approval or a
         question waiting, say), goes on here: resumed, its buttons live again."""
         transcript.reset(stored.agent_id)
-        left = self._left_by_its_kernel(stored)
-        if not self._replay_runs(transcript, stored, skip=left):
+        # Another Studio of this kernel took up the session's run since this one was made (it
+        # was shown first): the run goes on there, and so does the session.
+        other = self._running_elsewhere(stored.session_id)
+        going = other.run.run_id if other is not None and other.run is not None else None
+        left = None if other is not None else self._left_by_its_kernel(stored)
+        if not self._replay_runs(transcript, stored, skip=going or left):
             _replay_messages(transcript, stored, messages)
         transcript.set_agent(stored.agent_id)
-        if left is not None and not self._take_up(stored.agent_id, left):
+        if other is not None:
+            _OPEN[stored.session_id] = other  # (a message sent here is refused, saying so)
+            transcript.notice(
+                "This session's run goes on in another Studio: continue it there, or start a "
+                "new session here."
+            )
+        elif left is not None and not self._take_up(stored.agent_id, left):
             self._replay_runs(transcript, stored, only=left)
 
     def _left_by_its_kernel(self, stored: StudioSession) -> str | None:
@@ -729,15 +735,17 @@ class Studio:
             return None
         try:
             runs = store.runs(session_id=stored.session_id, limit=10)
+            last = next((r for r in runs if r.parent_run_id is None), None)
+            if last is None or last.agent_id != stored.agent_id or last.status != "interrupted":
+                return None
+            # An approval, or a question the model asked (its sub-agents' too); not an MCP
+            # server's form, asked from inside a tool call that the resume ends.
+            pending = store.pending(last.run_id)
         except Exception as error:
             self._store_failed(store, error)
             return None
-        last = next((r for r in runs if r.parent_run_id is None), None)
-        if last is None or last.agent_id != stored.agent_id or last.status != "interrupted":
-            return None
-        if not last.pending:
-            return None
-        return last.run_id
+        waiting = [r for r in pending if not getattr(r, "declinable", False)]
+        return last.run_id if waiting else None
 
     def _take_up(self, agent_id: str, run_id: str) -> bool:
         """Resume the run ``run_id`` its kernel left, shown in the widget; False when it

@@ -1,7 +1,8 @@
 """A small MCP server for the tests, written with the ``mcp`` SDK's MCPServer (FastMCP).
 
 Run as ``python toolbox.py`` (stdio), ``python toolbox.py http PORT`` (streamable HTTP on
-127.0.0.1) or ``python toolbox.py sse PORT`` (HTTP with server-sent events, at ``/sse``). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
+127.0.0.1; ``http-400``: refusing a session it does not know with 400, as the TypeScript SDK's
+servers do) or ``python toolbox.py sse PORT`` (HTTP with server-sent events, at ``/sse``). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
 (the tests count calls with it); ``TOOLBOX_CLASH=1`` adds a tool named like the tests' own.
 """
 
@@ -271,9 +272,48 @@ if os.environ.get("TOOLBOX_CLASH"):
         return a + b
 
 
+def refusing_with_400(app: Any) -> Any:
+    """``app`` answering a session it does not know as the TypeScript SDK's servers do: HTTP 400
+    with a JSON-RPC error the client can read (the Python SDK answers 404)."""
+    import json
+
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
+            "id": None,
+        }
+    ).encode()
+
+    async def refusing(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        refused = False
+
+        async def relay(message: Any) -> None:
+            nonlocal refused
+            if message["type"] == "http.response.start" and message["status"] == 404:
+                refused = True
+                headers = [(b"content-type", b"application/json")]
+                await send({"type": "http.response.start", "status": 400, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+            elif not refused:
+                await send(message)
+
+        await app(scope, receive, relay)
+
+    return refusing
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) >= 3 and sys.argv[1] == "http-400":
+        import uvicorn
+
+        app = refusing_with_400(server.streamable_http_app())
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     elif len(sys.argv) >= 3 and sys.argv[1] == "sse":
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:

@@ -581,22 +581,31 @@ async def test_a_session_whose_run_its_kernel_left_waiting_goes_on_in_a_new_stud
     store.close()
 
 
-async def test_a_session_whose_run_goes_on_again_is_busy_at_once_and_not_opened_twice(store_path):
-    """Its run goes on when the Studio is made, not when it is shown: a message sent before
-    it is shown started a second run of the session (the first one's approval was then refused
-    as unknown), and a second Studio of the session showed the run as cancelled and took the
-    session over."""
+async def test_a_session_s_left_run_goes_on_once_shown_or_sent_to_and_in_one_studio(store_path):
+    """It goes on when the Studio is shown or sent a message, not when it is only made (to read
+    its history: the run would wait unseen, holding the session). A message sent before it is
+    shown started a second run of the session (the first one's approval was then refused as
+    unknown); a second Studio of the session showed the run as cancelled and took the session
+    over."""
     store = RunStore(store_path)
     waiting = await left_waiting(store)
     agent = AgentBuilder("shop", QueueModel(["Refunded A."])).tools([refund_tool()]).build()
-    studio = Studio([agent], session="latest")
-    assert studio.busy and studio.run is not None and studio.run.run_id == waiting.run_id
+    assert [m.content for m in Studio([agent], session="latest").history()] == ["refund A"]
+    assert [r.status for r in store.runs()] == ["interrupted"]
+    first, second = Studio([agent], session="latest"), Studio([agent], session="latest")
     with pytest.raises(RuntimeError, match=BUSY):
-        studio.send("and another thing")
-    with pytest.raises(RuntimeError, match="in progress"):
-        Studio([agent], session="latest")
-    studio.stop("done here")
-    await until(lambda: not studio.busy, 10, "the run stopped")
+        first.send("and another thing")
+    assert first.busy and first.run is not None and first.run.run_id == waiting.run_id
+    page = Page(second.widget)
+    await page.sync()
+    assert [text for kind, text in texts(page) if kind == "notice"] == [
+        "This session's run goes on in another Studio: continue it there, or start a new "
+        "session here."
+    ]
+    with pytest.raises(RuntimeError, match="continued in another Studio"):
+        second.send("me too")
+    first.stop("done here")
+    await until(lambda: not first.busy, 10, "the run stopped")
     assert [r.status for r in store.runs()] == ["cancelled"]
     store.close()
 
