@@ -683,3 +683,22 @@ async def test_a_session_closed_during_a_call_says_it_was_closed(tmp_path):
         "'closable' was closed (close() or close_all()) during the call of slow "
         "(the next call starts it again)." in failed.content
     ), failed.content
+
+
+def test_a_call_the_server_ran_then_failed_with_400_is_not_made_again(tmp_path, monkeypatch):
+    """A server that answers a tool's failure with HTTP 400 and an error of its own that names a
+    session ("Browser session closed"): that is no refused MCP session, and the call, which ran,
+    is not made again on a new one (a note was written twice)."""
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("TOOLBOX_LOG", str(log))
+    port = _free_port()
+    server = mcp.http("failing", f"http://127.0.0.1:{port}/mcp", allow_private_network=True)
+    process = start_toolbox("http-failing", port)
+    try:
+        model, _ = _results(server, call("write_note", {"key": "k", "text": "v"}), "done")
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+    [result] = tool_results(model.requests[1])
+    assert result.is_error and "Browser session closed" in result.content
+    assert len(log.read_text().splitlines()) == 1

@@ -14,6 +14,7 @@ import functools
 import importlib
 import json
 import os
+import re
 import shutil
 import weakref
 from collections.abc import Awaitable, Callable
@@ -130,6 +131,14 @@ def _refused_post(error: BaseException, refusals: set[str]) -> bool:
 
 #: What the SDK says of a request whose POST got an HTTP error with no JSON-RPC error in it.
 STAND_IN = "Server returned an error response"
+#: How servers refuse a session they do not know (the MCP transports of the TypeScript and
+#: Python SDKs and their examples: "No valid session ID provided", "Session not found",
+#: "Invalid or missing session ID", "Mcp-Session-Id header is required").
+_REFUSED_SESSION = re.compile(
+    r"session[ _-]?id|session not found|(unknown|invalid|no valid|expired) session|"
+    r"session (expired|terminated)",
+    re.IGNORECASE,
+)
 
 
 def _links_required(error: BaseException) -> list[Any] | None:
@@ -430,11 +439,15 @@ class Connection:
         if "json" not in kind and not kind.startswith("text/"):  # (not an event stream)
             return
         body = await response.aread()  # (an error's few bytes: the SDK reads them from here)
-        if b"session" in body[:2000].lower():
-            self._session_refused = True
-            with contextlib.suppress(ValueError, LookupError, TypeError):
+        if not _REFUSED_SESSION.search(body[:2000].decode("utf-8", "replace")):
+            return  # (a tool's own error at 400, say "Browser session closed", is not one)
+        self._session_refused = True
+        if len(body) <= 2000:
+            with contextlib.suppress(ValueError, LookupError, TypeError, RecursionError):
                 # (a JSON-RPC error the SDK reads: the call fails with its very words)
-                self._refusals.add(str(json.loads(body)["error"]["message"]))
+                said = json.loads(body)["error"]["message"]
+                if isinstance(said, str) and _REFUSED_SESSION.search(said):
+                    self._refusals.add(said)
 
     def _roots_callback(self) -> Any:
         config = self.config

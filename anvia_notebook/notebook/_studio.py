@@ -212,6 +212,8 @@ class Studio:
         #: The run of the session asked for (``session=``) that another Studio was stopping
         #: then (its cell was run again): the session is opened once that run has ended.
         self._waiting_for: AgentRun | None = None
+        #: Sessions this Studio gave way to another of the kernel that took up their run.
+        self._gave_way: set[str] = set()
         _STUDIOS.add(self)
         if session is not None:
             if session == "latest":
@@ -310,7 +312,7 @@ class Studio:
         opened it since, and continues it: two writing one session would each lose the other's
         messages), or None."""
         other = _OPEN.get(session_id)
-        if other is None or other is self:
+        if session_id not in self._gave_way and (other is None or other is self):
             return None
         return (
             f"This conversation (session {quoted(session_id)}) was continued in another Studio "
@@ -470,6 +472,7 @@ class Studio:
     def select(self, agent_id: str) -> None:
         """Pick ``agent_id`` as in the page's agent picker: its conversation is shown (call it in
         a cell, not while busy: ``RuntimeError``; an unknown agent: ``ValueError``)."""
+        _ = self.session  # (an opened session's run its kernel left goes on first)
         error = self._select(agent_id)
         if error is not None:
             raise RuntimeError(error) if error == BUSY else ValueError(error)
@@ -547,6 +550,7 @@ class Studio:
 
     def new_session(self) -> None:
         """Clear the history and the transcript (call it in a cell, not while busy)."""
+        _ = self.session  # (an opened session's run its kernel left goes on first)
         error = self._on_new_session(None)
         if error is not None:
             raise RuntimeError(error)
@@ -555,6 +559,7 @@ class Studio:
         """Continue the earlier session ``session_id`` (one of :meth:`sessions`): its history
         comes back and its transcript is shown again (call it in a cell, not while busy:
         ``RuntimeError``; a session it cannot open: ``ValueError``)."""
+        _ = self.session  # (an opened session's run its kernel left goes on first)
         error = self._open(session_id)
         if error is not None:
             stateful = error == BUSY or self._running_elsewhere(session_id) is not None
@@ -652,6 +657,7 @@ class Studio:
 
     def _load(self, stored: StudioSession, messages: list[Message]) -> None:
         """Make ``stored`` the Studio's only conversation (like New session, then its history)."""
+        self._replay = None  # (one asked for when it was made is replaced)
         self._history = {stored.agent_id: list(messages)}
         self._session_ids = {stored.agent_id: stored.session_id}
         _OPEN[stored.session_id] = self
@@ -717,7 +723,8 @@ class Studio:
             _replay_messages(transcript, stored, messages)
         transcript.set_agent(stored.agent_id)
         if other is not None:
-            _OPEN[stored.session_id] = other  # (a message sent here is refused, saying so)
+            _OPEN[stored.session_id] = other
+            self._gave_way.add(stored.session_id)  # (a message sent here is refused, saying so)
             transcript.notice(
                 "This session's run goes on in another Studio: continue it there, or start a "
                 "new session here."
@@ -754,6 +761,8 @@ class Studio:
         try:
             request = agent.resume(run_id, self._store())
             self._launch(agent, request, None)
+            if self.run is not None and self.run.state.session_id is not None:
+                _OPEN[self.run.state.session_id] = self  # (it goes on here)
         except Exception as error:  # (run elsewhere meanwhile, its state unreadable, ...)
             warnings.warn(
                 f"The last run of this session ({run_id}) stopped with its kernel and could "

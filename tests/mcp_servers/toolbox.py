@@ -2,7 +2,8 @@
 
 Run as ``python toolbox.py`` (stdio), ``python toolbox.py http PORT`` (streamable HTTP on
 127.0.0.1; ``http-400``: refusing a session it does not know with 400, as the TypeScript SDK's
-servers do) or ``python toolbox.py sse PORT`` (HTTP with server-sent events, at ``/sse``). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
+servers do; ``http-failing``: answering each tool call, once it ran, with 400 and an error
+of its own) or ``python toolbox.py sse PORT`` (HTTP with server-sent events, at ``/sse``). ``TOOLBOX_LOG`` names a file each call of a tool that changes things is appended to
 (the tests count calls with it); ``TOOLBOX_CLASH=1`` adds a tool named like the tests' own.
 """
 
@@ -272,6 +273,58 @@ if os.environ.get("TOOLBOX_CLASH"):
         return a + b
 
 
+def failing_its_calls_with_400(app: Any) -> Any:
+    """``app`` whose tool calls run, then are answered with HTTP 400 and a JSON-RPC error of the
+    tool's own (a browser session it lost): a server that says a tool's failure so."""
+    import json
+
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "error": {"code": -32603, "message": "Browser session closed"},
+            "id": None,
+        }
+    ).encode()
+
+    async def failing(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        chunks, more = [], True
+        while more:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            more = message.get("more_body", False)
+        request = b"".join(chunks)
+        given = False
+
+        async def again() -> Any:
+            nonlocal given
+            if not given:
+                given = True
+                return {"type": "http.request", "body": request, "more_body": False}
+            return await receive()
+
+        if b'"tools/call"' not in request:
+            await app(scope, again, send)
+            return
+
+        async def dropped(message: Any) -> None:
+            return None
+
+        await app(scope, again, dropped)  # (the call runs)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400,
+                "headers": [(b"content-type", b"application/json")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+    return failing
+
+
 def refusing_with_400(app: Any) -> Any:
     """``app`` answering a session it does not know as the TypeScript SDK's servers do: HTTP 400
     with a JSON-RPC error the client can read (the Python SDK answers 404)."""
@@ -313,6 +366,11 @@ if __name__ == "__main__":
         import uvicorn
 
         app = refusing_with_400(server.streamable_http_app())
+        uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+    elif len(sys.argv) >= 3 and sys.argv[1] == "http-failing":
+        import uvicorn
+
+        app = failing_its_calls_with_400(server.streamable_http_app())
         uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
     elif len(sys.argv) >= 3 and sys.argv[1] == "sse":
         server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))

@@ -604,9 +604,49 @@ async def test_a_session_s_left_run_goes_on_once_shown_or_sent_to_and_in_one_stu
     ]
     with pytest.raises(RuntimeError, match="continued in another Studio"):
         second.send("me too")
-    first.stop("done here")
-    await until(lambda: not first.busy, 10, "the run stopped")
-    assert [r.status for r in store.runs()] == ["cancelled"]
+    first_page = Page(first.widget)
+    await first_page.sync()
+    assert (await first_page.approve(waiting.id))["ok"]
+    await idle(first_page)
+    first._release_sessions()  # (as when its cell is run again)
+    with pytest.raises(RuntimeError, match="continued in another Studio"):
+        second.send("me too")  # (its history is not the session's any more)
+    store.close()
+
+
+@pytest.mark.parametrize("call", ["select", "new_session"])
+async def test_a_studio_asked_first_to_select_or_start_anew_takes_up_the_left_run(store_path, call):
+    """The left run goes on first, so the Studio is busy: selecting another agent showed the
+    resumed run in that agent's conversation, and New session mixed it into the new one."""
+    store = RunStore(store_path)
+    await left_waiting(store)
+    agent = AgentBuilder("shop", QueueModel(["Refunded A."])).tools([refund_tool()]).build()
+    other = AgentBuilder("other", QueueModel(["Other."])).build()
+    studio = Studio([agent, other], session="latest")
+    with pytest.raises(RuntimeError, match=BUSY):
+        studio.select("other") if call == "select" else studio.new_session()
+    assert studio.busy and studio.selected == "shop"
+    studio.stop("done here")
+    await until(lambda: not studio.busy, 10, "the run stopped")
+    store.close()
+
+
+async def test_the_studio_that_took_up_the_left_run_goes_on_with_the_session(store_path):
+    """Made first, shown first, while another Studio of the session was made after it: once
+    its run ended, its next message was refused as "continued in another Studio"."""
+    store = RunStore(store_path)
+    waiting = await left_waiting(store)
+    agent = AgentBuilder("shop", QueueModel(["Refunded A.", "Anything else?"]))
+    agent = agent.tools([refund_tool()]).build()
+    first = Studio([agent], session="latest")
+    second = Studio([agent], session="latest")  # (made, never shown)
+    page = Page(first.widget)
+    await page.sync()
+    assert (await page.approve(waiting.id))["ok"]
+    await idle(page)
+    await say(page, "thanks", agent_id="shop")
+    assert texts(page)[-1] == ("assistant", "Anything else?")
+    assert second.run is None
     store.close()
 
 
