@@ -687,7 +687,7 @@ async def test_a_session_closed_during_a_call_says_it_was_closed(tmp_path):
 
 def test_a_call_the_server_ran_then_failed_with_400_is_not_made_again(tmp_path, monkeypatch):
     """A server that answers a tool's failure with HTTP 400 and an error of its own that names a
-    session ("Browser session closed"): that is no refused MCP session, and the call, which ran,
+    session ("Browser session expired"): that is no refused MCP session, and the call, which ran,
     is not made again on a new one (a note was written twice)."""
     log = tmp_path / "calls.log"
     monkeypatch.setenv("TOOLBOX_LOG", str(log))
@@ -700,5 +700,5 @@ def test_a_call_the_server_ran_then_failed_with_400_is_not_made_again(tmp_path, 
         process.terminate()
         process.wait(timeout=10)
     [result] = tool_results(model.requests[1])
-    assert result.is_error and "Browser session closed" in result.content
+    assert result.is_error and "Browser session expired" in result.content
     assert len(log.read_text().splitlines()) == 1

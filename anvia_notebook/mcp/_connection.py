@@ -131,14 +131,18 @@ def _refused_post(error: BaseException, refusals: set[str]) -> bool:
 
 #: What the SDK says of a request whose POST got an HTTP error with no JSON-RPC error in it.
 STAND_IN = "Server returned an error response"
-#: How servers refuse a session they do not know (the MCP transports of the TypeScript and
-#: Python SDKs and their examples: "No valid session ID provided", "Session not found",
-#: "Invalid or missing session ID", "Mcp-Session-Id header is required").
+#: How servers refuse a session they do not know, word for word (the MCP transports of the
+#: TypeScript and Python SDKs and their examples); a tool's own error that names some session
+#: ("Browser session expired") is not one.
 _REFUSED_SESSION = re.compile(
-    r"session[ _-]?id|session not found|(unknown|invalid|no valid|expired) session|"
-    r"session (expired|terminated)",
+    r"\s*(?:(?:bad request|not found|unauthorized)\s*:\s*)?"
+    r"(?:no valid session id provided|mcp-session-id header is required|missing session id"
+    r"|session not found|invalid session id|invalid or expired session id"
+    r"|session (?:has been )?terminated|server not initialized)\.?\s*",
     re.IGNORECASE,
 )
+#: A refusal's body is read only when it is at most this long (an error's few bytes).
+_REFUSAL_READ = 4096
 
 
 def _links_required(error: BaseException) -> list[Any] | None:
@@ -438,16 +442,16 @@ class Connection:
         kind = response.headers.get("content-type", "")
         if "json" not in kind and not kind.startswith("text/"):  # (not an event stream)
             return
+        length = response.headers.get("content-length", "")
+        if not length.isdigit() or int(length) > _REFUSAL_READ:
+            return
         body = await response.aread()  # (an error's few bytes: the SDK reads them from here)
-        if not _REFUSED_SESSION.search(body[:2000].decode("utf-8", "replace")):
-            return  # (a tool's own error at 400, say "Browser session closed", is not one)
-        self._session_refused = True
-        if len(body) <= 2000:
-            with contextlib.suppress(ValueError, LookupError, TypeError, RecursionError):
-                # (a JSON-RPC error the SDK reads: the call fails with its very words)
-                said = json.loads(body)["error"]["message"]
-                if isinstance(said, str) and _REFUSED_SESSION.search(said):
-                    self._refusals.add(said)
+        said: Any = body.decode("utf-8", "replace")
+        with contextlib.suppress(ValueError, LookupError, TypeError, RecursionError):
+            said = json.loads(body)["error"]["message"]  # (a JSON-RPC error: its words)
+        if isinstance(said, str) and _REFUSED_SESSION.fullmatch(said):
+            self._session_refused = True
+            self._refusals.add(said)
 
     def _roots_callback(self) -> Any:
         config = self.config

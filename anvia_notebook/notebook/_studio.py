@@ -354,6 +354,11 @@ class Studio:
             self._conversations = {self.selected: session.transcript}
             replay, self._replay = self._replay, None
             if replay is not None:
+                # As it is now: another Studio may have gone on with it since this one was made.
+                fresh = self._read(replay[0].session_id)
+                if fresh is not None and fresh[0].updated_at != replay[0].updated_at:
+                    self._load(*fresh)
+                    replay = fresh
                 self._rebuild(session.transcript, *replay)
         return self._session
 
@@ -658,6 +663,7 @@ class Studio:
     def _load(self, stored: StudioSession, messages: list[Message]) -> None:
         """Make ``stored`` the Studio's only conversation (like New session, then its history)."""
         self._replay = None  # (one asked for when it was made is replaced)
+        self._gave_way.discard(stored.session_id)  # (opened again: see _rebuild)
         self._history = {stored.agent_id: list(messages)}
         self._session_ids = {stored.agent_id: stored.session_id}
         _OPEN[stored.session_id] = self

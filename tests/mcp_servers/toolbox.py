@@ -281,7 +281,7 @@ def failing_its_calls_with_400(app: Any) -> Any:
     body = json.dumps(
         {
             "jsonrpc": "2.0",
-            "error": {"code": -32603, "message": "Browser session closed"},
+            "error": {"code": -32603, "message": "Browser session expired"},
             "id": None,
         }
     ).encode()
@@ -317,7 +317,10 @@ def failing_its_calls_with_400(app: Any) -> Any:
             {
                 "type": "http.response.start",
                 "status": 400,
-                "headers": [(b"content-type", b"application/json")],
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
             }
         )
         await send({"type": "http.response.body", "body": body})
@@ -348,7 +351,8 @@ def refusing_with_400(app: Any) -> Any:
             nonlocal refused
             if message["type"] == "http.response.start" and message["status"] == 404:
                 refused = True
-                headers = [(b"content-type", b"application/json")]
+                length = str(len(body)).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", length)]
                 await send({"type": "http.response.start", "status": 400, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
             elif not refused:

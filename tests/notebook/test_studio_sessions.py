@@ -589,7 +589,8 @@ async def test_a_session_s_left_run_goes_on_once_shown_or_sent_to_and_in_one_stu
     over."""
     store = RunStore(store_path)
     waiting = await left_waiting(store)
-    agent = AgentBuilder("shop", QueueModel(["Refunded A."])).tools([refund_tool()]).build()
+    agent = AgentBuilder("shop", QueueModel(["Refunded A.", "Other."]))
+    agent = agent.tools([refund_tool()]).build()
     assert [m.content for m in Studio([agent], session="latest").history()] == ["refund A"]
     assert [r.status for r in store.runs()] == ["interrupted"]
     first, second = Studio([agent], session="latest"), Studio([agent], session="latest")
@@ -611,6 +612,46 @@ async def test_a_session_s_left_run_goes_on_once_shown_or_sent_to_and_in_one_stu
     first._release_sessions()  # (as when its cell is run again)
     with pytest.raises(RuntimeError, match="continued in another Studio"):
         second.send("me too")  # (its history is not the session's any more)
+    session_id = store.runs()[0].session_id
+    assert session_id is not None
+    second.open_session(session_id)  # (opened again)
+    assert [m.content for m in second.history()][-1] == "Refunded A."
+    await second.send("me too").wait()  # (it goes on with the session as it is now)
+    stored = store.session(session_id)
+    assert [m["content"] for m in stored.messages if m["content"]][-3:] == [
+        "Refunded A.",
+        "me too",
+        "Other.",
+    ]
+    store.close()
+
+
+async def test_a_studio_shown_after_another_went_on_with_its_session_shows_it_as_it_is(
+    store_path,
+):
+    """Made with session="latest" before another Studio took up its run and chatted on, then
+    shown: it kept the history it read when it was made, and a message sent there overwrote
+    the session, losing the other's exchange."""
+    store = RunStore(store_path)
+    waiting = await left_waiting(store)
+    agent = AgentBuilder("shop", QueueModel(["Refunded A.", "Anything else?", "Bye."]))
+    agent = agent.tools([refund_tool()]).build()
+    first, second = Studio([agent], session="latest"), Studio([agent], session="latest")
+    page = Page(first.widget)
+    await page.sync()
+    assert (await page.approve(waiting.id))["ok"]
+    await idle(page)
+    await say(page, "thanks", agent_id="shop")
+    first._release_sessions()  # (as when its cell is run again)
+    second_page = Page(second.widget)
+    await second_page.sync()
+    assert [m.content for m in second.history()][-2:] == ["thanks", "Anything else?"]
+    await say(second_page, "bye", agent_id="shop")
+    assert [e for e in texts(second_page) if e[0] != "notice"][-3:] == [
+        ("assistant", "Anything else?"),
+        ("user", "bye"),
+        ("assistant", "Bye."),
+    ]
     store.close()
 
 
