@@ -273,18 +273,18 @@ if os.environ.get("TOOLBOX_CLASH"):
         return a + b
 
 
+def _json_rpc_error(code: int, message: str) -> bytes:
+    """The body of a JSON-RPC error answering a request whose id was not read."""
+    import json
+
+    error = {"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": None}
+    return json.dumps(error).encode()
+
+
 def failing_its_calls_with_400(app: Any) -> Any:
     """``app`` whose tool calls run, then are answered with HTTP 400 and a JSON-RPC error of the
     tool's own (a browser session it lost): a server that says a tool's failure so."""
-    import json
-
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "error": {"code": -32603, "message": "Browser session expired"},
-            "id": None,
-        }
-    ).encode()
+    body = _json_rpc_error(-32603, "Browser session expired")
 
     async def failing(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -331,15 +331,7 @@ def failing_its_calls_with_400(app: Any) -> Any:
 def refusing_with_400(app: Any) -> Any:
     """``app`` answering a session it does not know as the TypeScript SDK's servers do: HTTP 400
     with a JSON-RPC error the client can read (the Python SDK answers 404)."""
-    import json
-
-    body = json.dumps(
-        {
-            "jsonrpc": "2.0",
-            "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"},
-            "id": None,
-        }
-    ).encode()
+    body = _json_rpc_error(-32000, "Bad Request: No valid session ID provided")
 
     async def refusing(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
