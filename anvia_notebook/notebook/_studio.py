@@ -358,6 +358,7 @@ class Studio:
                 fresh = self._read(replay[0].session_id)
                 if fresh is not None and fresh[0].updated_at != replay[0].updated_at:
                     self._load(*fresh)
+                    session.human_input = self.human_input  # (the one _load made)
                     replay = fresh
                 self._rebuild(session.transcript, *replay)
         return self._session
