@@ -271,7 +271,7 @@ class Connection:
         self._holder: asyncio.Task[None] | None = None
         self._closing: asyncio.Event | None = None
         #: The HTTP server refused a request of this session for its session (see
-        #: :meth:`_note_refused_session`): it no longer knows it.
+        #: :meth:`_note_refused`): it no longer knows it.
         self._session_refused = False
         #: The messages of the JSON-RPC errors those refusals held.
         self._refusals: set[str] = set()
