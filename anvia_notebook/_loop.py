@@ -238,12 +238,13 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             )
             run.emit(GenerationStartEvent(turn=turn, model=model_name))
             response = await _complete(run, completion_request, turn, turn_prompt)
+            # Counted before the hook, as in Anvia: a hook that cancels leaves the tokens paid.
+            state.usage = state.usage + response.usage
             await _lifecycle(
                 run,
                 "on_completion_response",
                 CompletionResponseEvent(turn_prompt, response, RUN_CONTROL),
             )
-            state.usage = state.usage + response.usage
             state.messages.append(response.to_message())
             state.answered_turn = turn
             run.share_text(turn, state.messages[-1].content)

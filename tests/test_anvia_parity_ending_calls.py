@@ -225,3 +225,21 @@ def test_tool_cancel_returned_by_a_lifecycle_hook_cancels_the_run() -> None:
     with pytest.raises(PromptCancelledError, match="from the turn's end"):
         agent.prompt("go").store(None).send_sync()
     assert len(model.requests) == 1
+
+
+def test_a_model_call_s_usage_counts_when_its_response_hook_cancels_the_run() -> None:
+    """prompt-request.ts adds a response's usage before ``onCompletionResponse`` runs: a hook
+    that cancels there leaves the tokens the call cost in the run's usage (they were lost)."""
+    from anvia_notebook.models import ModelResponse
+    from anvia_notebook.models.base import Usage
+
+    seen = []
+    hook = create_hook(
+        on_completion_response=lambda _e: RUN_CONTROL.cancel("not this answer"),
+        on_run_error=lambda e: seen.append(e.usage),
+    )
+    paid = Usage(input_tokens=10, output_tokens=5)
+    model = QueueModel([ModelResponse(text="an answer", usage=paid)])
+    with pytest.raises(PromptCancelledError, match="not this answer"):
+        AgentBuilder("a", model).hook(hook).build().prompt("go").store(None).send_sync()
+    assert seen == [paid]
