@@ -538,6 +538,26 @@ def test_compare_lists_newly_failing_first_and_metric_changes():
         evals.compare(before, "after")
 
 
+def test_a_comparison_keeps_an_error_out_of_the_output_column():
+    cases = [{"input": k, "name": k} for k in "ab"]
+    before = evals.evaluate_sync(
+        agent_with(answering({"a": "yes", "b": "yes"})), cases, [evals.contains("y")]
+    )
+    after = evals.evaluate_sync(
+        agent_with(answering({"a": "yes"}, fail_on="b")), cases, [evals.contains("y")]
+    )
+    by_name = {c.name: c for c in evals.compare(before, after).cases}
+    assert by_name["b"].output_a == "yes" and by_name["b"].error_a is None
+    assert by_name["b"].output_b is None
+    assert by_name["b"].error_b == "RuntimeError: model broke on b"
+    table = evals.compare(before, after).to_pandas().set_index("name")
+    pd = pytest.importorskip("pandas")
+    assert table.loc["b", "output_b"] is pd.NA  # (as an error case's output in the report's)
+    assert table.loc["b", "error_b"] == "RuntimeError: model broke on b"
+    assert table.loc["a", "error_b"] is pd.NA and table.loc["a", "output_b"] == "yes"
+    assert "error: RuntimeError: model broke on b" in evals.compare(before, after)._repr_html_()
+
+
 def test_html_tables_escape_model_text():
     evil = '<img src=x onerror="alert(1)">'
     report = evals.evaluate_sync(

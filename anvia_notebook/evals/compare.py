@@ -72,6 +72,9 @@ class CaseChange:
     output_b: str | None
     scores_a: dict[str, Any]
     scores_b: dict[str, Any]
+    #: Why the case failed in each report (its ``error``; None when it had none).
+    error_a: str | None = None
+    error_b: str | None = None
 
     def delta(self, metric: str) -> float | None:
         a, b = self.scores_a.get(metric), self.scores_b.get(metric)
@@ -134,10 +137,12 @@ class Comparison:
                     passed_b=cb.passed if cb else None,
                     status_a=ca.status if ca else None,
                     status_b=cb.status if cb else None,
-                    output_a=(ca.output if ca.status == "success" else ca.error) if ca else None,
-                    output_b=(cb.output if cb.status == "success" else cb.error) if cb else None,
+                    output_a=ca.output if ca else None,
+                    output_b=cb.output if cb else None,
                     scores_a=dict(ca.scores) if ca else {},
                     scores_b=dict(cb.scores) if cb else {},
+                    error_a=ca.error if ca else None,
+                    error_b=cb.error if cb else None,
                 )
             )
         changes.sort(key=lambda c: _ORDER[c.change])  # stable: case order within a group
@@ -161,7 +166,8 @@ class Comparison:
 
     def to_pandas(self) -> Any:
         """One row per case: name, change, passed_a, passed_b, status_a, status_b, output_a,
-        output_b, then ``<metric>_a``, ``<metric>_b``, ``<metric>_delta`` for each metric."""
+        output_b, error_a, error_b, then ``<metric>_a``, ``<metric>_b``, ``<metric>_delta`` for
+        each metric."""
         pandas = needs_pandas()
         rows = []
         for c in self.cases:
@@ -174,6 +180,8 @@ class Comparison:
                 "status_b": c.status_b,
                 "output_a": c.output_a,
                 "output_b": c.output_b,
+                "error_a": c.error_a,
+                "error_b": c.error_b,
             }
             for metric in self.metrics:
                 row[f"{metric}_a"] = c.scores_a.get(metric)
@@ -189,6 +197,8 @@ class Comparison:
             "status_b",
             "output_a",
             "output_b",
+            "error_a",
+            "error_b",
             *(f"{m}_{s}" for m in self.metrics for s in ("a", "b", "delta")),
         ]
         return nullable_frame(
@@ -196,7 +206,11 @@ class Comparison:
             rows,
             columns,
             floats=tuple(f"{m}_delta" for m in self.metrics),
-            texts=("name", "change", "status_a", "status_b", "output_a", "output_b"),
+            texts=(
+                "name",
+                "change",
+                *(f"{c}_{s}" for c in ("status", "output", "error") for s in "ab"),
+            ),
             scores=("passed_a", "passed_b", *(f"{m}_{s}" for m in self.metrics for s in "ab")),
             paired=(("passed_a", "passed_b"), *((f"{m}_a", f"{m}_b") for m in self.metrics)),
         )
@@ -260,7 +274,7 @@ class Comparison:
                 _verdict(c.passed_a),
                 _verdict(c.passed_b),
                 *("—" if (d := c.delta(m)) is None else f"{d:+.2f}" for m in self.metrics),
-                c.output_b,
+                c.output_b if c.status_b != "error" else f"error: {c.error_b}",
             ]
             case_rows.append("<tr>" + "".join(cell(v) for v in cells) + "</tr>")
         return (
