@@ -156,6 +156,11 @@ STOPPED_RUNNING_RESULT = STOPPED_RUNNING + (
     "(its effects may have happened) but its result was not received. Check before calling it "
     "again."
 )
+#: The same for an async tool, which Stop cancelled where it awaited.
+STOPPED_AWAITING_RESULT = STOPPED_RUNNING + (
+    "the run was stopped while {name} was running; it was cancelled before it finished, but "
+    "what it did until then may have happened. Check before calling it again."
+)
 
 
 @dataclass(frozen=True)
@@ -404,7 +409,10 @@ class ToolExecutor:
         result, is_error, args = landed
         entry = self.trace.entry(call.id)
         if entry is not None:
-            stopped = result == STOPPED_RUNNING_RESULT.format(name=call.name)
+            stopped = result in (
+                STOPPED_RUNNING_RESULT.format(name=call.name),
+                STOPPED_AWAITING_RESULT.format(name=call.name),
+            )
             status: ToolCallStatus = "cancelled" if stopped else "error" if is_error else "success"
             self.trace.tool_call_done(entry, args, result, status)
         self.emit_result(call, turn, internal_id, args, result, is_error)
@@ -935,6 +943,9 @@ class ToolExecutor:
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         except asyncio.CancelledError as error:
             if cancelled_from_outside():
+                if self._ending is None:  # (Stop, not another call's failure ending the run)
+                    said = STOPPED_AWAITING_RESULT.format(name=call.name)
+                    self._landed[call.id] = (said, True, raw_args)
                 raise  # Stop, cancel() or a hook
             # The tool itself raised it (it awaited something that was cancelled): it failed.
             result = f"ToolCallError: {error_text(error) or 'the tool was cancelled'}"

@@ -351,3 +351,45 @@ async def test_a_sync_tool_stopped_while_it_ran_shows_as_cancelled_as_in_its_tra
     [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
     assert entry["status"] == "cancelled" == run.trace.tool_calls[0].status
     assert entry["result"].startswith("ToolCallStopped:") and entry["is_error"] is True
+
+
+async def test_an_async_tool_stopped_while_it_awaited_gets_its_result_event_as_a_sync_one():
+    """Stop while an async tool awaits: its ``tool_result`` event comes (it came for a sync tool
+    only), saying it was cut short; the widget, the trace and the history agree."""
+    import asyncio
+
+    import pytest
+
+    from anvia_notebook import AgentBuilder, tool
+    from anvia_notebook.errors import PromptCancelledError
+    from anvia_notebook.models import ModelResponse, QueueModel
+
+    started = asyncio.Event()
+
+    @tool
+    async def slow_async() -> str:
+        """Slow."""
+        started.set()
+        await asyncio.Event().wait()
+        return "done"
+
+    call = ModelResponse(tool_calls=[ToolCall(id="c1", name="slow_async", arguments={})])
+    run = AgentBuilder("a", QueueModel([call, "never"])).tool(slow_async).build().prompt("go")
+    run = run.start()
+    await asyncio.wait_for(started.wait(), 10)
+    run.cancel("Stop")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    [event] = [e for e in run.events if e.type == "tool_result"]
+    assert event.is_error and event.result.startswith(
+        "ToolCallStopped: the run was stopped while slow_async was running; it was cancelled"
+    )
+    [told] = [r for m in run.state.messages if m.role == "tool" for r in m.tool_results]
+    assert told.content == event.result
+    r = Recorder()
+    r.transcript.begin_run(run.run_id, "a", "go")
+    for e in run.events:
+        r.transcript.apply(e)
+    r.check()
+    [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
+    assert entry["status"] == "cancelled" == run.trace.tool_calls[0].status
