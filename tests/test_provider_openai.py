@@ -916,6 +916,24 @@ async def test_a_name_told_again_with_each_piece_is_still_one_call(
     ]
 
 
+async def test_a_name_split_over_pieces_is_joined(serve: Callable[..., Server]) -> None:
+    """The call was named by its first piece only ("get_"): a tool nobody has."""
+    piece = {"index": 0, "id": "call_1", "function": {"name": "get_", "arguments": ""}}
+    serve(
+        chunk_stream(
+            {"tool_calls": [piece]},
+            {"tool_calls": [{"index": 0, "function": {"name": "weather"}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": "{"}}]},
+            {"tool_calls": [{"index": 0, "function": {"arguments": '"city": "Oslo"}'}}]},
+            finish="tool_calls",
+        )
+    )
+    events = await events_of(OpenAIModel("local", base_url="http://localhost:1234/v1"), ask())
+    assert [event for event in events if isinstance(event, ToolCall)] == [
+        ToolCall(id="call_1", name="get_weather", arguments='{"city": "Oslo"}')
+    ]
+
+
 async def test_arguments_sent_as_a_json_object_are_taken_as_its_text(
     serve: Callable[..., Server],
 ) -> None:

@@ -515,6 +515,11 @@ class _ChunkAssembler:
             call = self._calls[key] = PendingCall(id=new_id, name=name or "")
         elif name and not call.name:
             call.name = name
+        elif name and name != call.name and not call.arguments:
+            # A name in pieces, before any arguments (some servers split it): joined, as the
+            # SDK's own accumulator does; a name told again whole is the same call's.
+            call.name += name
+            name = call.name
         elif arguments:
             name = None  # the name is told once
         else:
