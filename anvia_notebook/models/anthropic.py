@@ -183,9 +183,12 @@ class AnthropicModel(CompletionModel):
                             yield completion_event
         if not assembler.finished:  # (cut short: a tool call in it may be too)
             raise ended_early("Anthropic", "message_stop", event is not None)
+        finish = assembler.finish()
+        for call in assembler.done_calls:
+            yield call
         if assembler.first_call_id is not None and assembler.thinking:
             yield ProviderData(data={THINKING_KEY: assembler.thinking, ORDER_KEY: assembler.order})
-        yield assembler.finish()
+        yield finish
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
         options = dict(self.request_options)
@@ -406,6 +409,9 @@ class _EventAssembler:
         self.finished = False
         #: Content blocks streamed (none: a gateway may give the whole answer at the end).
         self._blocks = 0
+        #: The tool calls whose blocks ended, held until the answer's stop reason: one that
+        #: says they were cut (``max_tokens``) fails the call, and no ``tool_call`` is told.
+        self.done_calls: list[ToolCall] = []
 
     @property
     def whole(self) -> bool:
@@ -456,8 +462,8 @@ class _EventAssembler:
                 self.thinking.append({"type": "redacted_thinking", "data": block.data})
         elif event.type == "content_block_stop":
             done = self._calls.pop(event.index, None)
-            if done is not None:
-                yield done.complete()
+            if done is not None:  # (told once the stop reason says it was not cut: see finish)
+                self.done_calls.append(done.complete())
         elif event.type == "message_delta":
             if event.delta.stop_reason:
                 self._stop_reason = event.delta.stop_reason
