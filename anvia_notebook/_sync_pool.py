@@ -20,9 +20,15 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["SyncJob", "SyncToolExecutor"]
+__all__ = ["StopIterationRaised", "SyncJob", "SyncToolExecutor"]
 
 _names = itertools.count(1)
+
+
+class StopIterationRaised(RuntimeError):
+    """The function raised ``StopIteration`` (a ``next()`` that found nothing left), which is
+    its ``__cause__``: asyncio refuses to put a ``StopIteration`` in a future, so unwrapped the
+    call waiting for it never ended."""
 
 
 class SyncJob:
@@ -134,7 +140,10 @@ class SyncToolExecutor:
 
     def _run(self, job: SyncJob) -> None:
         try:
-            result = job.fn()
+            try:
+                result = job.fn()
+            except StopIteration as stop:
+                raise StopIterationRaised(str(stop)) from stop
         except BaseException as error:  # handed to the caller, as ThreadPoolExecutor does
             job.future.set_exception(error)
         else:

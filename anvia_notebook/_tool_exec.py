@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel
 
+from ._sync_pool import StopIterationRaised
 from ._tracing import TraceRecorder
 from ._util import (
     cancelled_from_outside,
@@ -161,6 +162,18 @@ STOPPED_AWAITING_RESULT = STOPPED_RUNNING + (
     "the run was stopped while {name} was running; it was cancelled before it finished, but "
     "what it did until then may have happened. Check before calling it again."
 )
+
+
+def _raised_by_the_tool(error: Exception) -> Exception:
+    """What a tool raised: a ``StopIteration`` comes wrapped in a ``RuntimeError`` (Python's
+    own for a coroutine, the worker thread's for a sync tool), which would hide its message."""
+    cause = error.__cause__
+    if isinstance(cause, StopIteration) and (
+        isinstance(error, StopIterationRaised)
+        or (type(error) is RuntimeError and str(error).endswith("raised StopIteration"))
+    ):
+        return cause
+    return error
 
 
 @dataclass(frozen=True)
@@ -934,6 +947,7 @@ class ToolExecutor:
             self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
             raise
         except Exception as error:
+            error = _raised_by_the_tool(error)
             result = f"ToolCallError: {error_text(error) or type(error).__name__}"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         except SystemExit as error:
