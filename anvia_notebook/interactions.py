@@ -153,8 +153,11 @@ class Interactions:
         decision written to the store meanwhile decides it at once.
         """
         loop = asyncio.get_running_loop()
-        if timeout is not None:
-            record.expires_at = records.utc_now() + timedelta(seconds=timeout)  # (its clock)
+        # (its clock; none when reopened without a limit: an earlier run's would refuse every
+        # decision once it passed)
+        record.expires_at = (
+            None if timeout is None else records.utc_now() + timedelta(seconds=timeout)
+        )
         if args_schema is None and input_model is not None:
             args_schema = _model_schema(input_model)
         interaction = OpenInteraction(

@@ -444,6 +444,26 @@ def test_a_decision_after_the_time_limit_while_no_process_runs_the_run_is_refuse
     assert f"approve {pending.run_id} {pending.id}" not in shown
 
 
+async def test_a_resume_without_a_time_limit_clears_the_one_that_passed(
+    env, store_location, monkeypatch
+):
+    """The approval reopened by a resume with no time limit kept the earlier run's
+    ``expires_at``: once that had passed, every decision sent through the store was refused
+    as too late, also after the resumed process died in its turn."""
+    from helpers import pending_of
+
+    store = RunStore(store_location)
+    pending = killed_with_a_time_limit(env, store)
+    once_the_limit_passed(monkeypatch, pending)
+    run = store_agents.agent("approval").resume(pending.run_id).start()
+    await pending_of(run)
+    [reopened] = store.pending(pending.run_id)
+    assert reopened.id == pending.id and reopened.expires_at is None
+    store.approve(pending.run_id, pending.id)
+    await asyncio.wait_for(run.wait(), 10)
+    assert effects() == ["started a1 5", "done a1 5"]
+
+
 def test_an_edit_sent_before_the_time_limit_is_said_to_decide_the_approval_on_resume(
     env, store_location, monkeypatch, capsys
 ):
