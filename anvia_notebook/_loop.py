@@ -320,7 +320,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         run.tracer.run_ended("error", failure)
         run.persist()
         run.emit(
-            ErrorEvent(run_id=state.run_id, error=state.error, error_type=type(failure).__name__)
+            ErrorEvent(
+                run_id=state.run_id,
+                error=state.error,
+                error_type=type(failure).__name__,
+                usage=state.usage,
+            )
         )
         if failure is not caught:
             raise failure from caught
@@ -439,7 +444,7 @@ def _ended_cancelled(run: AgentRun, cancelled: PromptCancelledError) -> PromptCa
     state.status = "cancelled"
     run.tracer.run_ended("cancelled", cancelled)
     run.persist()
-    run.emit(CancelledEvent(run_id=state.run_id, reason=cancelled.reason))
+    run.emit(CancelledEvent(run_id=state.run_id, reason=cancelled.reason, usage=state.usage))
     return cancelled
 
 

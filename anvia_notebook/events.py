@@ -176,6 +176,8 @@ class CancelledEvent(BaseModel):
     type: Literal["cancelled"] = "cancelled"
     run_id: str
     reason: str
+    #: The tokens the run used until it was cancelled (as Anvia's terminal events carry them).
+    usage: Usage = Field(default_factory=Usage)
 
 
 class ErrorEvent(BaseModel):
@@ -187,6 +189,8 @@ class ErrorEvent(BaseModel):
     run_id: str
     error: str
     error_type: str = "Exception"
+    #: The tokens the run used until it failed (a failed model call's own included, once).
+    usage: Usage = Field(default_factory=Usage)
 
 
 class AgentToolCall(BaseModel):

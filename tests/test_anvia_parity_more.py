@@ -876,6 +876,50 @@ async def test_does_not_retry_after_a_non_emitted_provider_event_has_been_observ
     assert len(model.requests) == 1
 
 
+async def test_the_terminal_error_event_carries_the_usage_so_far_once():
+    """streaming.test.ts: "includes authoritative provider failure usage exactly once" and
+    "retains completed turn usage when a later provider call fails before usage": the
+    ``error`` event had no usage (a reader adding up cost lost a failed run's tokens)."""
+    first, failed = Usage(input_tokens=8, output_tokens=2), Usage(input_tokens=7, output_tokens=2)
+    error = ModelError("provider failed", status_code=400)
+    model = StreamingQueueModel(
+        [
+            [
+                ToolCall(id="call_1", name="add", arguments={"x": 2, "y": 5}),
+                UsageUpdate(usage=first),
+            ],
+            [UsageUpdate(usage=failed), error],
+        ]
+    )
+    agent = AgentBuilder("test-agent", model).tool(make_add_tool()).build()
+    seen: list[Any] = []
+    with pytest.raises(ModelError):
+        async for event in no_wait(agent.prompt("add").store(None)).stream():
+            seen.append(event)
+    assert seen[-1].type == "error" and seen[-1].usage == first + failed
+    empty = StreamingQueueModel([[ModelError("before usage", status_code=400)]])
+    seen = []
+    with pytest.raises(ModelError):
+        async for event in AgentBuilder("t", empty).build().prompt("hi").store(None).stream():
+            seen.append(event)
+    assert seen[-1].type == "error" and seen[-1].usage == Usage()
+
+
+async def test_the_cancelled_event_carries_the_usage_so_far():
+    """As Anvia's terminal events do: a run stopped after a turn told nobody its tokens."""
+    used = Usage(input_tokens=4, output_tokens=2)
+    model = StreamingQueueModel(
+        [[ToolCall(id="call_1", name="add", arguments={"x": 2, "y": 5}), UsageUpdate(usage=used)]]
+    )
+    hook = create_hook(on_tool_call=lambda event: event.tool.cancel("enough"))
+    agent = AgentBuilder("t", model).tool(make_add_tool()).hook(hook).build()
+    seen: list[Any] = []
+    with pytest.raises(PromptCancelledError):
+        async for event in agent.prompt("add").store(None).stream():
+            seen.append(event)
+    assert seen[-1].type == "cancelled" and seen[-1].usage == used
+
+
 async def test_retains_completed_usage_when_the_run_end_hook_cancels_before_final():
     """streaming.test.ts: "retains completed usage when the run end hook cancels before
     final"."""
