@@ -14,6 +14,7 @@ from .decisions import cut_reason
 from .errors import (
     DEFAULT_CANCEL_REASON,
     INTERRUPTED_REASON,
+    InvalidModelOutputError,
     MaxTurnsError,
     ModelError,
     PromptCancelledError,
@@ -268,7 +269,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 return await _succeed(run, response.text)
             for call in response.tool_calls:
                 if not call.name:
-                    raise ValueError(
+                    raise InvalidModelOutputError(
                         f"The model returned tool call {call.id!r} with an empty name; this "
                         "indicates invalid provider output."
                     )

@@ -56,6 +56,7 @@ __all__ = [
     "AnviaError",
     "HumanInputTimeout",
     "HumanInputUnavailable",
+    "InvalidModelOutputError",
     "ModelError",
     "EvaluationStoppedError",
     "ExtractionError",
@@ -294,6 +295,11 @@ class ModelError(AnviaError):
         self.status_code = status_code
         self.retryable = is_retryable_status(status_code) if retryable is None else retryable
         self.retry_after = retry_after
+
+
+class InvalidModelOutputError(ModelError, ValueError):
+    """The model's answer cannot be used as it is (a tool call with no name): a provider's
+    fault, so a :class:`ModelError`, and the ``ValueError`` it was raised as before."""
 
 
 def is_retryable_status(status_code: int | None) -> bool:

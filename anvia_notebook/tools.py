@@ -61,8 +61,11 @@ class Tool:
                 f"The description of tool {name!r} must be a text (the model reads it to choose "
                 f"the tool), not {type(description).__name__}."
             )
-        if not (isinstance(input, type) and issubclass(input, BaseModel)):
-            raise TypeError("`input` must be a pydantic model class.")
+        if not (isinstance(input, type) and issubclass(input, BaseModel)) or input is BaseModel:
+            raise TypeError(
+                "`input` must be a pydantic model class of the tool's own (a subclass of "
+                "BaseModel with its fields, `class Input(BaseModel): ...`)."
+            )
         if output is not None and not (isinstance(output, type) and issubclass(output, BaseModel)):
             raise TypeError("`output` must be a pydantic model class or None.")
         if approval is not None and not isinstance(approval, ToolApproval):
@@ -106,8 +109,12 @@ class Tool:
         """Validate raw arguments (JSON text or a dict); raises :class:`ToolArgumentsError`."""
         return parse_arguments(self.name, self.input, raw)
 
-    async def call(self, args: BaseModel, ctx: ToolContext) -> str:
-        """Run ``execute`` and normalise its result.
+    async def call(
+        self, args: BaseModel | dict[str, Any] | str, ctx: ToolContext | None = None
+    ) -> str:
+        """Run ``execute`` and normalise its result. ``args`` given as a dict or JSON text are
+        validated first, as Anvia's ``tool.call`` does (:class:`ToolArgumentsError` when they do
+        not fit); ``ctx`` is None outside a run.
 
         A sync ``execute`` runs on a worker thread of :data:`SYNC_TOOL_EXECUTOR`. It cannot be
         interrupted, so when the call is cancelled while it runs it gets
@@ -115,6 +122,8 @@ class Tool:
         otherwise :class:`SyncToolAbandoned` (a ``CancelledError``) is raised and the thread
         finishes on its own without holding a worker slot.
         """
+        if not isinstance(args, BaseModel):
+            args = self.parse_args(args)
         try:
             if self._is_async:
                 value = await self._execute(args, ctx)

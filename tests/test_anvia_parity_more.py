@@ -333,9 +333,11 @@ def test_rejects_empty_completion_tool_names_before_dispatch():
     """prompt-request.test.ts: "rejects empty completion tool names before dispatch"."""
     model = QueueModel([call("", {"command": "pwd"}, id="tool_0"), "should not continue"])
     agent = AgentBuilder("test-agent", model).build()
-    with pytest.raises(ValueError, match=r"tool call 'tool_0' with an empty name"):
+    with pytest.raises(ValueError, match=r"tool call 'tool_0' with an empty name") as raised:
         agent.prompt("run a command").store(None).send_sync()
     assert len(model.requests) == 1
+    # (every error the package raises is an AnviaError: this one was a bare ValueError)
+    assert isinstance(raised.value, ModelError) and not raised.value.retryable
 
 
 def test_executes_multiple_tool_calls_in_one_turn():

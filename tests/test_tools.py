@@ -470,3 +470,25 @@ def test_a_coroutine_returned_is_awaited_and_an_async_generator_s_items_are_the_
     model = QueueModel([call("probe", {"x": 1}), "done"])
     AgentBuilder("a", model).tool(probe).build().prompt("go").send_sync()
     assert [r.content for r in tool_results(model.requests[1])] == [told]
+
+
+async def test_a_tool_called_outside_a_run_takes_its_arguments_as_a_dict_and_validates_them():
+    """agent-tool.test.ts: "delegates tool calls to the wrapped agent" calls
+    ``tool.call({prompt: "do work"})``: here that raised ``TypeError`` (no ``ctx``), then
+    ``AttributeError`` (a dict is no input model), and unchecked arguments reached the tool."""
+    from anvia_notebook import ToolArgumentsError
+
+    add = make_add_tool()
+    assert await add.call({"x": 1, "y": 2}) == "3"
+    assert await add.call('{"x": 4, "y": 5}', None) == "9"
+    with pytest.raises(ToolArgumentsError, match="Invalid arguments for tool add"):
+        await add.call({"x": "one", "y": 2})
+    assert add.calls == [(1, 2), (4, 5)]
+    worker = AgentBuilder("worker", QueueModel(["done: do work"])).build()
+    assert await worker.as_tool().call({"prompt": "do work"}) == "done: do work"
+
+
+def test_a_tool_whose_input_is_pydantic_base_model_itself_is_refused_when_made():
+    """It was accepted, and every run of an agent with it failed before calling the model."""
+    with pytest.raises(TypeError, match="a pydantic model class of the tool's own"):
+        create_tool(name="t", description="d", input=BaseModel, execute=lambda args: "x")
