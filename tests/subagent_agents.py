@@ -116,9 +116,8 @@ class _HoldFirstResult(Hook):
             time.sleep(3600)
 
 
-def lead(typed: bool | str = False, stream: bool = True) -> Any:
-    """The lead and its analyst; ``typed``: the analyst answers a :class:`Finding` (True) or
-    ``Finding | None`` ("optional", and it answers None)."""
+def analyst_agent(typed: bool | str = False) -> Any:
+    """The analyst of :func:`lead` (also alone, to resume its run on its own)."""
     run_sql = create_tool(
         name="run_sql",
         description="Run SQL.",
@@ -131,9 +130,15 @@ def lead(typed: bool | str = False, stream: bool = True) -> Any:
         analyst = analyst.output_type(Finding | None)  # type: ignore[arg-type]
     elif typed:
         analyst = analyst.output_type(Finding)
+    return analyst.build()
+
+
+def lead(typed: bool | str = False, stream: bool = True) -> Any:
+    """The lead and its analyst; ``typed``: the analyst answers a :class:`Finding` (True) or
+    ``Finding | None`` ("optional", and it answers None)."""
     return (
         AgentBuilder("lead", FunctionModel(_lead))
-        .tool(analyst.build().as_tool(name="ask_analyst", stream=stream))
+        .tool(analyst_agent(typed).as_tool(name="ask_analyst", stream=stream))
         .human_input(StoreHumanInput())
         .hook(_HoldFirstResult())
         .build()

@@ -23,6 +23,7 @@ from anvia_notebook import (
     DecisionRefusedError,
     PromptCancelledError,
     RunNotFoundError,
+    RunOwnedError,
     RunStore,
 )
 from anvia_notebook.__main__ import main as cli
@@ -228,6 +229,46 @@ def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resume
         assert sub.parent_call_id == store.get(sub.run_id).parent_call_id != first_call
         assert store.get(top.run_id).status == "success"
     finally:
+        store.close()
+
+
+def test_a_run_whose_sub_agent_s_run_goes_on_elsewhere_is_not_resumed_beside_it(
+    env: dict[str, str],
+) -> None:
+    """The sub-agent's run resumed on its own in another process, then the lead's run resumed:
+    the lead's call was made again, its sub-run refused as owned, and the lead's model told the
+    call failed; the lead's run ended ``success`` while the sub-run went on, its effect
+    unknown to the lead. Now the lead's resume is refused while that process runs it."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    elsewhere = None
+    try:
+        child = start_child(env, "which region?")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        kill(child)
+        [sub] = store.sub_runs(top.run_id)
+        code = (
+            "import subagent_agents\n"
+            "from anvia_notebook import StoreHumanInput\n"
+            f"request = subagent_agents.analyst_agent().resume({sub.run_id!r})\n"
+            "print('claimed', flush=True)\n"
+            "request.human_input(StoreHumanInput()).send_sync()\n"
+        )
+        elsewhere = start_python(code, env)
+        assert elsewhere.stdout is not None and elsewhere.stdout.readline() == "claimed\n"
+        with pytest.raises(RunOwnedError, match=f"sub-agent {sub.run_id!r} is still running"):
+            subagent_agents.lead().resume(top.run_id)
+        assert store.get(top.run_id).status == "interrupted"
+        kill(elsewhere)
+        elsewhere = None
+        request = subagent_agents.lead().resume(top.run_id)  # (once that process is gone)
+        assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
+        assert request.send_sync().output == "lead: analyst: west +12% (select 1)"
+        assert subagent_agents.effects() == ["started select 1", "done select 1"]
+    finally:
+        if elsewhere is not None:
+            kill(elsewhere)
         store.close()
 
 

@@ -997,6 +997,33 @@ class RunStore(SteeringRows, DecisionRequests):
             ),
         )
 
+    def _live_owner(self, run_id: str, owner: Sequence[Any], me: Any) -> str | None:
+        """Where a live process other than this one runs ``run_id`` (or this kernel, while it
+        runs it here); None when no live process does."""
+        here = owner[1] == me.pid and owner[0] == me.host
+        if self._alive(owner) and (not here or running_here(run_id)):
+            return "this kernel" if here else f"process {owner[1]} on {owner[0]}"
+        return None
+
+    def _sub_run_running(self, run_id: str, me: Any) -> tuple[str, str] | None:
+        """A sub-agent's run below ``run_id`` (at any depth) that has not ended and that a live
+        process runs (one resumed on its own), with where; None when there is none."""
+        level = [run_id]
+        while level:
+            marks = ", ".join("?" for _ in level)
+            rows = self._q(
+                "SELECT run_id, status, owner_host, owner_pid, owner_started, heartbeat_at "
+                f"FROM runs WHERE parent_run_id IN ({marks})",
+                tuple(level),
+            )
+            for sub_run, status, *owner in rows:
+                if status in ACTIVE:
+                    where = self._live_owner(sub_run, owner, me)
+                    if where is not None:
+                        return sub_run, where
+            level = [row[0] for row in rows]
+        return None
+
     def claim_run(self, run_id: str) -> RunState:
         """Take ownership of a stored run to resume it; raises when a live process owns it."""
         me = this_process()
@@ -1015,13 +1042,21 @@ class RunStore(SteeringRows, DecisionRequests):
                     "To go on from where it ended, start a new run with its history: "
                     f"{_history_hint(self, run_id)}."
                 )
-            here = owner[1] == me.pid and owner[0] == me.host
-            if self._alive(owner) and (not here or running_here(run_id)):
-                where = "this kernel" if here else f"process {owner[1]} on {owner[0]}"
+            where = self._live_owner(run_id, owner, me)
+            if where is not None:
                 raise RunOwnedError(
                     f"Run {run_id!r} is still running in {where}; decide its pending "
                     "interactions there (or with RunStore.approve / the command line) instead "
                     "of resuming it."
+                )
+            busy = self._sub_run_running(run_id, me)
+            if busy is not None:
+                sub_run, where = busy
+                raise RunOwnedError(
+                    f"Run {run_id!r} cannot be resumed while the run of its sub-agent "
+                    f"{sub_run!r} is still running in {where} (it was resumed there): the "
+                    "call that started it would be made again beside it. Let it end (or stop "
+                    "it there), then resume this run."
                 )
             self._q(
                 "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_started = ?, "
