@@ -223,6 +223,10 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     status = store.status(args.run_id)
     pending = store.pending(args.run_id)
     refused = _refused_edits(store, args.run_id)
+    # Sent while no process took them (a row its run holds already, marked taken by nobody
+    # since, is not waiting)
+    taken = set(state.steered_ids)
+    queued = [item for item in store.queued_steering(args.run_id) if item.id not in taken]
     if args.json:
         data = state.model_dump(mode="json")
         data["status"] = status
@@ -242,6 +246,9 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             }
             for record, edited, why in refused
         ]
+        data["queued_steering"] = [
+            {"id": item.id, "text": item.message.content or ""} for item in queued
+        ]
         print(json.dumps(data, indent=2))
         return
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
@@ -258,6 +265,23 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         if message.role == "tool":
             text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
         _say(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
+    if status in ("interrupted", "waiting", "running"):
+        for call in state.calls.values():
+            if call.status == "started":  # (its process ended, or it still runs)
+                _say(
+                    f"\nTool call {call.tool_call_id} ({call.tool_name} "
+                    f"{(call.args or '{}')[:200]}) had started and has no result: "
+                    + (
+                        "it is still running."
+                        if status == "running"
+                        else "when the run resumes, the model is told it was interrupted (a "
+                        "tool marked idempotent runs again); check its effect."
+                    )
+                )
+    for item in queued:
+        text = " ".join((item.message.content or "").split())
+        _say(f"\nMessage sent with steer, waiting for the run to take it ({item.id}):")
+        _say(f"  {text[:200]}{'...' if len(text) > 200 else ''}")
     if not pending:
         _say("No pending approvals or questions.")
     for record in pending:

@@ -141,10 +141,17 @@ async def test_the_resumed_runs_handle_refuses_a_decision_made_before_it_as_alre
     assert effects() == ["started a1 5", "done a1 5"]
 
 
-async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(env, store_location):
+async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(
+    env, store_location, capsys
+):
     killed_while_the_tool_runs(env)
     store = RunStore(store_location)
     run_id = only_run(store).run_id
+    # ``show`` says the call had started (it said only "No pending approvals or questions.")
+    capsys.readouterr()
+    assert cli(["--store", str(store_location), "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "(transfer " in shown and "had started and has no result: when the run resumes" in shown
     model_agent = store_agents.agent("plain")
     response = await asyncio.wait_for(model_agent.resume(run_id).send(), 10)
     assert effects() == ["started a1 5"]  # never executed twice

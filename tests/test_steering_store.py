@@ -6,6 +6,7 @@ one test kills a real child process while its run waits for an approval, then re
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -233,6 +234,14 @@ async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
         assert store.status(run_id) == "interrupted"
         assert cli(["--store", store_location, "steer", run_id, "second: in euros"]) == 0
         assert "resumed" in capsys.readouterr().out
+        # ``show`` lists the message that waits (only the one the run does not hold already)
+        assert cli(["--store", store_location, "show", run_id]) == 0
+        shown = capsys.readouterr().out
+        assert "waiting for the run to take it" in shown and "  second: in euros" in shown
+        assert "  first: by region" not in shown
+        assert cli(["--store", store_location, "show", run_id, "--json"]) == 0
+        listed = json.loads(capsys.readouterr().out)["queued_steering"]
+        assert [item["text"] for item in listed] == ["second: in euros"]
         request = store_agents.agent("steerable").resume(run_id)
         run = request.start()
         for _ in range(1000):
