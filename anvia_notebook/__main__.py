@@ -343,11 +343,13 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
 def _refused_edits(
     store: RunStore, run_id: str
 ) -> list[tuple[ApprovalRecord, dict[str, Any], str]]:
-    """The edits sent for the run's decided approvals that the run refused, with its words
+    """The edits sent for the decided approvals of the run and of its sub-agents' runs (which
+    the command line decides by the run's id too) that were refused, with the run's words
     (those of approvals still pending are listed with them)."""
     return [
         (record, edited, why or "")
-        for record in store.interactions(run_id)
+        for run in store.run_tree(run_id)
+        for record in store.interactions(run)
         if record.kind == "approval" and not record.pending
         for status, edited, why in store.edit_requests(record.id)
         if status == "refused"

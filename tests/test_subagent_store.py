@@ -8,6 +8,7 @@ runs) resumes with ``agent.resume(top_run_id)``, the whole tree, nothing run twi
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import subprocess
@@ -228,6 +229,34 @@ def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resume
         # the call that ran it this time (a resumed call has an internal id of its own)
         assert sub.parent_call_id == store.get(sub.run_id).parent_call_id != first_call
         assert store.get(top.run_id).status == "success"
+    finally:
+        store.close()
+
+
+def test_show_by_the_lead_s_run_id_keeps_listing_a_refused_edit_of_the_sub_agent_s_approval(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An edit sent by the lead's run id (as ``show`` suggests), then a plain approval: once
+    decided, ``show`` by the lead's id no longer listed the edit nor said it was refused."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    try:
+        child = start_child(env, "which region?")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        kill(child)
+        edit = json.dumps({"sql": "select 2"})
+        assert cli(["--store", location, "approve", top.run_id, pending.id, "--args", edit]) == 0
+        assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
+        response = subagent_agents.lead().resume(top.run_id).send_sync()
+        assert response.output == "lead: analyst: west +12% (select 1)"
+        capsys.readouterr()
+        assert cli(["--store", location, "show", top.run_id]) == 0
+        shown = capsys.readouterr().out
+        assert f"Edited arguments for run_sql ({pending.id}, approved), refused:" in shown
+        assert cli(["--store", location, "show", top.run_id, "--json"]) == 0
+        [refused] = json.loads(capsys.readouterr().out)["refused_edits"]
+        assert (refused["approval_id"], refused["args"]) == (pending.id, {"sql": "select 2"})
     finally:
         store.close()
 
