@@ -260,7 +260,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 if typed is not None:
                     if steering.deliver(turn + 1):
                         continue  # messages came: the model reads them before giving its result
-                    accepted = await _check_answer(typed, steering, response.text, turn)
+                    accepted = await _check_answer(
+                        typed, steering, response.text, turn, response.finish_reason
+                    )
                     if accepted is None:
                         continue  # the model was asked again (or a message came meanwhile)
                     return await _succeed(run, accepted)
@@ -371,12 +373,14 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
     )
 
 
-async def _check_answer(typed: TypedOutput, steering: Any, text: str, turn: int) -> Accepted | None:
+async def _check_answer(
+    typed: TypedOutput, steering: Any, text: str, turn: int, finish: str | None = None
+) -> Accepted | None:
     """A typed run's answer without tool calls, checked (native mode: validated, retried, maybe
     repaired by a person; tool mode: a reminder to call ``final_result``) while the run stays
     open to steering. The result, or None when the run goes on: the model was asked again
     (with what was steered meanwhile), or a message came before the run could end."""
-    accepted = await typed.answered(text, turn)
+    accepted = await typed.answered(text, turn, finish)
     if accepted is None:
         steering.deliver(turn + 1)
         return None

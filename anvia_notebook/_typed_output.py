@@ -65,6 +65,15 @@ def fixed_then_steered(accepted: Accepted, tool: bool) -> str:
     )
 
 
+#: Why an answer that ended so (its finish reason) is not asked for again.
+_ENDED_SHORT = {
+    "length": "it was cut off at the token limit. Raise the limit (.max_tokens(...) of the "
+    "agent, or the model's max_tokens) or ask for a shorter result.",
+    "content_filter": "the model refused to answer (or its provider's content filter stopped "
+    "it); its words are the error's output.",
+}
+
+
 @dataclass(frozen=True)
 class Accepted:
     """A valid value: the run ends with it."""
@@ -118,9 +127,10 @@ class TypedOutput:
         """True when this turn's calls give the result (they include ``final_result``)."""
         return self.spec.mode == "tool" and any(call.name == FINAL_RESULT for call in calls)
 
-    async def answered(self, text: str, turn: int) -> Accepted | None:
+    async def answered(self, text: str, turn: int, finish: str | None = None) -> Accepted | None:
         """The model answered without tool calls: the result (native mode), or None when the
-        model was asked again (a message was added to the conversation)."""
+        model was asked again (a message was added to the conversation). ``finish``: why the
+        answer ended (an answer the token limit cut, or a refusal, is not asked for again)."""
         spec = self.spec
         if spec.mode == "tool":
             if self._failed():
@@ -139,6 +149,14 @@ class TypedOutput:
         try:
             value = spec.validate_text(text)
         except ValidationError as error:
+            why = _ENDED_SHORT.get(finish or "")
+            if why is not None:  # (asked again, it would end the same way, and be paid for)
+                raise OutputValidationError(
+                    f"The model's answer is not a valid {spec.name}: {why}",
+                    errors=error_list(error),
+                    output=text,
+                    output_type=spec.output_type,
+                ) from None
             if self._failed():
                 self._tell(
                     f"Your answer is not a valid {spec.name}:\n{format_errors(error)}\n"

@@ -201,3 +201,25 @@ async def test_a_model_that_refers_to_itself_is_asked_for_as_the_object_it_is(mo
     assert list(schema["properties"]) == ["name", "children"]
     assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
     assert schema["$defs"]["Node"]["properties"]["name"] == {"title": "Name", "type": "string"}
+
+
+@pytest.mark.parametrize(
+    ("finish", "text", "said"),
+    [
+        ("length", '{"name": "Par', "it was cut off at the token limit"),
+        ("content_filter", "I can't help with that.", "the model refused to answer"),
+    ],
+)
+async def test_a_native_answer_cut_at_the_limit_or_refused_is_not_asked_for_again(
+    finish: str, text: str, said: str
+) -> None:
+    """Both were sent back as invalid JSON ("answer again with only JSON"), twice, each call
+    paid for and ending the same way, and the error then spoke of JSON only."""
+    from anvia_notebook.models import StreamingQueueModel
+
+    model = StreamingQueueModel([[text, Finish(reason=finish)]] * 3)
+    agent = AgentBuilder("a", model).output_type(City, mode="native").build()
+    with pytest.raises(OutputValidationError, match=said) as raised:
+        await agent.prompt("Where?").store(None).send()
+    assert len(model.requests) == 1
+    assert raised.value.output == text and raised.value.errors

@@ -417,6 +417,8 @@ class _ChunkAssembler:
         self._usage: Usage | None = None
         self._cached: int | None = None
         self._finish_reason: str | None = None
+        #: The answer is a refusal (its words came as ``refusal`` deltas).
+        self._refused = False
 
     def text_only(self, chunk: ChatCompletionChunk) -> str | None:
         """The chunk's text when it is a piece of text and nothing else (most chunks are), as
@@ -466,6 +468,7 @@ class _ChunkAssembler:
                 yield from _content_parts(content)
             refusal = getattr(delta, "refusal", None)
             if refusal:
+                self._refused = True
                 yield refusal
             tool_calls = getattr(delta, "tool_calls", None)
             if tool_calls:  # (most deltas have none: no enumerate built for them)
@@ -563,7 +566,10 @@ class _ChunkAssembler:
         if self._usage is not None:
             yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
         default = "tool_calls" if self._calls else "stop"
-        yield Finish(reason=self._finish_reason or default)
+        reason = self._finish_reason or default
+        if self._refused and reason == "stop":  # (as the Anthropic model says of a refusal)
+            reason = "content_filter"
+        yield Finish(reason=reason)
 
 
 def _argument_text(value: Any) -> str:
