@@ -199,6 +199,30 @@ async def test_a_server_that_answers_without_streaming_is_told_apart() -> None:
     assert len(server.requests) == 1  # (asked again, it would answer and charge the same)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_web_page_answered_with_status_200_is_named_and_not_asked_again(
+    provider: str,
+) -> None:
+    """(a proxy's login page): it was "the server sent no stream events", tried again."""
+    page = (
+        "<!doctype html><html><head><title>Sign in &ndash; Corp Proxy</title></head>"
+        "<body>Please sign in.</body></html>"
+    )
+    server_module = OPENAI if provider == "openai" else ANTHROPIC
+    answer = server_module.http.Response(
+        200, headers={"content-type": "text/html; charset=utf-8"}, content=page.encode()
+    )
+    model, server = model_on(provider, answer, answer, answer)
+
+    seen = await run_events(model, [], attempts=3)
+
+    assert seen[-1].error == (
+        f'{NAMES[provider]} stream cut short: the server answered with a web page ("Sign in '
+        '\u2013 Corp Proxy"), not an API error (from a proxy?).'
+    )
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("provider", "fixture", "cut"),
     [

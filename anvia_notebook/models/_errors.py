@@ -174,11 +174,19 @@ def unreadable_event(provider: str, exc: ValueError) -> ModelError:
 async def refuse_json_answer(provider: str, stream: object) -> None:
     """Raise a ``ModelError`` when a streamed request was answered with JSON, with status 200:
     a gateway's error (its message, worth retrying), or a server that does not stream, which
-    sent the whole answer (asked again, it would answer, and charge for, the same again)."""
+    sent the whole answer (asked again, it would answer, and charge for, the same again); or
+    with a web page (a proxy's login page), named by its title."""
     response = getattr(stream, "response", None)
     headers = getattr(response, "headers", None)
     kind = str(getattr(headers, "get", lambda _name: None)("content-type") or "")
     kind = kind.split(";")[0].strip().lower()
+    if kind == "text/html":  # (a proxy's or a captive portal's page: asked again, the same)
+        page = (await response.aread()).decode("utf-8", "replace")  # type: ignore[union-attr]
+        raise ModelError(
+            f"{provider} stream cut short: {_body_text(page) or 'an empty web page'}.",
+            status_code=None,
+            retryable=False,
+        )
     if kind != "application/json" and not kind.endswith("+json"):
         return
     body = await response.aread()  # type: ignore[union-attr]
