@@ -221,7 +221,8 @@ class Trace(BaseModel):
     run_id: str
     agent_id: str
     agent_name: str | None = None
-    #: The run's status: ``running``, ``success``, ``error`` or ``cancelled``.
+    #: The run's status: ``running``, ``success``, ``error`` or ``cancelled``; a stored trace
+    #: whose run's process ended before it did is ``interrupted``.
     status: str = "pending"
     error: str | None = None
     started_at: datetime | None = None

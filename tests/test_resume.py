@@ -82,6 +82,7 @@ async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_onc
     assert runs(status="interrupted")[0].run_id == summary.run_id
     # The stored state says what the listing says (its row still says the run waits).
     assert store.get(summary.run_id).status == store.status(summary.run_id) == "interrupted"
+    assert store.trace(summary.run_id).status == "interrupted"  # (it said "running")
     request = store_agents.agent("approval").resume(summary.run_id)
     run = request.start()
     [again] = await settle(run, store)
@@ -91,7 +92,7 @@ async def test_killed_while_an_approval_waits_then_resumed_and_approved_runs_onc
     response = await asyncio.wait_for(run.wait(), 10)
     assert response.output.startswith("Result:")
     assert effects() == ["started a1 5", "done a1 5"]
-    assert store.runs()[0].status == "success"
+    assert store.runs()[0].status == "success" == store.trace(summary.run_id).status
 
 
 async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(

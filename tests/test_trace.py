@@ -462,7 +462,7 @@ async def test_a_resumed_run_continues_its_stored_trace(store_path, tmp_path, mo
             child.stderr.close()
     [summary] = store.runs()
     before = store.trace(summary.run_id)
-    assert before.status == "running" and len(before.turns) == 1
+    assert before.status == "interrupted" and len(before.turns) == 1  # (as the run says)
     [waiting] = before.tool_calls
     assert waiting.status is None and waiting.approval is not None
     assert waiting.approval.status == "pending"

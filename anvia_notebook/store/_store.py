@@ -667,11 +667,14 @@ class RunStore(SteeringRows, DecisionRequests):
             (run_id,),
         )
         try:
-            return decode_trace(run_id, rows[0][0], entries, messages)
+            trace = decode_trace(run_id, rows[0][0], entries, messages)
         except (ValidationError, ValueError) as error:
             raise RunStoreError(
                 f"The stored trace of run {run_id!r} could not be read: {error}"
             ) from None
+        if trace.status in ("running", "waiting") and self.status(run_id) == "interrupted":
+            trace.status = "interrupted"  # (its process ended: the run and its trace agree)
+        return trace
 
     def _messages(self, run_id: str) -> list[Message]:
         """The run's conversation: the rows of ``messages``, then its recent messages (those
