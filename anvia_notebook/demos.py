@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .models import DemoContext, DemoModel, ModelResponse, Script, ToolCall, auto_model
+from .models.demo import ran_with_edits, tool_output
 
 __all__ = ["greeter_demo", "greeter_model", "support_demo", "support_model"]
 
@@ -74,16 +75,17 @@ def _refund_outcome(ctx: DemoContext) -> str:
     result = ctx.result("issue_refund")
     if part.is_error:
         return _not_done(part.content, "The refund")
+    edited = " (with the arguments you changed)" if ran_with_edits(part) else ""
     if isinstance(result, dict):
         status = str(result.get("status", "")).lower()
         if status in _FAILED or result.get("ok") is False or result.get("success") is False:
-            return _not_done(part.content, "The refund")
+            return _not_done(tool_output(part), "The refund")
         if result.get("refund_id"):
-            return f"Done: refund `{result['refund_id']}` was issued for order A1001."
-        return "Done: the refund for order A1001 was issued."
-    text = " ".join(part.content.split())
+            return f"Done: refund `{result['refund_id']}` was issued for order A1001{edited}."
+        return f"Done: the refund for order A1001 was issued{edited}."
+    text = " ".join(tool_output(part).split())
     if not text:
-        return "Done: the refund for order A1001 was issued."
+        return f"Done: the refund for order A1001 was issued{edited}."
     if any(word in text.lower() for word in _NOT_RUN):
         return _not_done(text, "The refund")
     return f"The refund for order A1001 was not confirmed: {text}"

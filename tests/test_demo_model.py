@@ -119,6 +119,22 @@ def test_a_refund_with_an_id_is_reported_as_done(result):
     assert output == "Done: refund `rf_1` was issued for order A1001."
 
 
+def test_a_refund_approved_with_changed_arguments_is_reported_as_done():
+    """Tutorial 02's Edit arguments: the result the model reads starts with a note saying so,
+    and the demo quoted the whole result as "not confirmed" (the refund had been issued)."""
+    decision = {"approved": True, "args": {"order_id": "A1001", "amount": 3.5, "reason": "edited"}}
+    seen = []
+
+    def issue(args, ctx):
+        seen.append(args.amount)
+        return {"refund_id": "rf_1", "status": "issued"}
+
+    assert refund_output(issue, approve=decision) == (
+        "Done: refund `rf_1` was issued for order A1001 (with the arguments you changed)."
+    )
+    assert seen == [3.5]
+
+
 def test_a_refund_object_without_an_id_is_done_too():
     output = refund_output(lambda args, ctx: {"amount": 25.0})
     assert output == "Done: the refund for order A1001 was issued."

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..decisions import RAN_WITH_EDITS
 from ..messages import Message, ToolResultPart
 from .base import CompletionModel, CompletionRequest
 from .testing import ModelResponse
@@ -27,14 +28,31 @@ class DemoContext:
     tool_results: list[ToolResultPart]
 
     def result(self, tool_name: str) -> Any:
-        """The latest result of ``tool_name`` in this exchange (decoded when it is JSON)."""
+        """The latest result of ``tool_name`` in this exchange (decoded when it is JSON), as the
+        tool gave it (without the note a call approved with changed arguments starts with)."""
         for part in reversed(self.tool_results):
             if part.tool_name == tool_name:
+                content = tool_output(part)
                 try:
-                    return json.loads(part.content)
+                    return json.loads(content)
                 except json.JSONDecodeError:
-                    return part.content
+                    return content
         return None
+
+
+#: How the result of a call approved with changed arguments begins (its first line).
+_EDITED_NOTE = RAN_WITH_EDITS.partition("{")[0]
+
+
+def ran_with_edits(part: ToolResultPart) -> bool:
+    """Whether the call was approved with changed arguments (its result says so first)."""
+    return part.content.startswith(_EDITED_NOTE)
+
+
+def tool_output(part: ToolResultPart) -> str:
+    """A call's result as its tool gave it: without the first line saying it was approved with
+    changed arguments (the arguments are compact JSON: that line has no other line break)."""
+    return part.content.partition("\n")[2] if ran_with_edits(part) else part.content
 
 
 @dataclass
