@@ -177,6 +177,62 @@ def test_a_form_s_fields_of_fixed_values_have_no_custom_box_and_the_keyboard_ans
     ]
 
 
+def test_a_long_question_with_many_choices_keeps_the_question_in_view(blank: Page):
+    """A 2,200-character question with 60 long choices: the form was as tall as its content
+    (about 4,900 px), and the transcript, kept at its bottom, showed the last choices and
+    Submit with the question 4,300 px above them. Its text and its choices now scroll inside."""
+    choices = [
+        {
+            "label": f"Option {i}: " + "a rather long description of this choice " * 5,
+            "value": f"v{i}",
+        }
+        for i in range(60)
+    ]
+    question = {
+        "id": "q_1",
+        "status": "pending",
+        "questions": [
+            {"id": "pick", "question": "Which plan fits? " + "Context. " * 240, "choices": choices},
+            {"id": "why", "question": "Why?", "choices": []},
+            {"id": "when", "question": "When?", "choices": []},
+        ],
+        "answers": [],
+        "decided_by": None,
+        "decided_via": None,
+        "declinable": False,
+    }
+    code = (STATIC / "widget.js").read_text()
+    blank.evaluate(MOUNT, {"snapshot": snapshot("", {}, question), "code": code})
+    blank.get_by_role("button", name="Submit answers").wait_for()
+    blank.wait_for_function(  # (the transcript keeps to its bottom, as a run's does)
+        """() => {
+          const l = document.querySelector(".anvia-transcript");
+          return l.scrollHeight - l.scrollTop - l.clientHeight <= 2;
+        }"""
+    )
+    seen = blank.evaluate(
+        """() => {
+          const list = document.querySelector(".anvia-transcript").getBoundingClientRect();
+          const at = (el) => el.getBoundingClientRect();
+          const inside = (r) => r.top >= list.top - 1 && r.bottom <= list.bottom + 1;
+          const form = document.querySelector(".anvia-question-pending");
+          const submit = [...form.querySelectorAll("button")]
+            .find((b) => b.textContent === "Submit answers");
+          return {
+            progress: inside(at(form.querySelector(".anvia-question-progress"))),
+            text: inside(at(form.querySelector(".anvia-question-text"))),
+            box: inside(at(form.querySelector(".anvia-custom-answer"))),
+            submit: inside(at(submit)),
+          };
+        }"""
+    )
+    assert seen == {"progress": True, "text": True, "box": True, "submit": True}
+    # every choice can still be reached and chosen (the list scrolls)
+    last = blank.get_by_role("button", name="Option 59: a rather long", exact=False)
+    last.click()
+    expect(blank.get_by_text("Question 2 of 3")).to_be_visible()
+
+
 def test_the_card_fits_an_output_area_narrower_than_its_inputs(blank: Page):
     """In a narrow notebook (600 px, the file browser open) the reason box stuck out of the
     card, past the output area's edge: the transcript scrolled sideways and cut the card."""
