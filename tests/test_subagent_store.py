@@ -301,6 +301,45 @@ def test_a_run_whose_sub_agent_s_run_goes_on_elsewhere_is_not_resumed_beside_it(
         store.close()
 
 
+def test_a_sub_agent_s_run_is_not_resumed_alone_while_its_parent_runs_elsewhere(
+    env: dict[str, str],
+) -> None:
+    """The other order of the test above: the lead's run resumed by a live process that has not
+    reached the sub-agent's call yet, then its sub-run resumed alone here: it was taken, and
+    the lead's call then refused as owned, told to its model as failed."""
+    location = env["ANVIA_NOTEBOOK_STORE"]
+    store = RunStore(location)
+    holder = None
+    try:
+        child = start_child(env, "which region?")
+        top = wait_until(lambda: top_run(store), child, "the lead's run")
+        wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+        kill(child)
+        [sub] = store.sub_runs(top.run_id)
+        code = (
+            "import time\n"
+            "from anvia_notebook import RunStore\n"
+            f"RunStore({location!r}).claim_run({top.run_id!r})\n"
+            "print('claimed', flush=True)\n"
+            "time.sleep(600)\n"
+        )
+        holder = start_python(code, env)
+        assert holder.stdout is not None and holder.stdout.readline() == "claimed\n"
+        with pytest.raises(RunOwnedError, match=f"sub-agent's run of {top.run_id!r}"):
+            subagent_agents.analyst_agent().resume(sub.run_id)
+        kill(holder)
+        holder = None
+        request = subagent_agents.lead().resume(top.run_id)  # (the tree, once it is gone)
+        assert (
+            cli(["--store", location, "approve", top.run_id, store.pending(top.run_id)[0].id]) == 0
+        )
+        assert request.send_sync().output == "lead: analyst: west +12% (select 1)"
+    finally:
+        if holder is not None:
+            kill(holder)
+        store.close()
+
+
 def test_killed_while_a_nested_question_waits_then_answered_and_resumed(
     env: dict[str, str],
 ) -> None:

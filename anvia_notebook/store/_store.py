@@ -1008,6 +1008,29 @@ class RunStore(SteeringRows, DecisionRequests):
             return "this kernel" if here else f"process {owner[1]} on {owner[0]}"
         return None
 
+    def _parent_running_elsewhere(self, run_id: str, me: Any) -> tuple[str, str] | None:
+        """A run above ``run_id`` (its parent, at any height) that has not ended and that a live
+        process other than this one runs, with where; None when there is none (a parent that
+        runs here may take its sub-run up again)."""
+        seen = {run_id}
+        parent = self._q("SELECT parent_run_id FROM runs WHERE run_id = ?", (run_id,))
+        above = parent[0][0] if parent else None
+        while above is not None and above not in seen:
+            seen.add(above)
+            rows = self._q(
+                "SELECT status, owner_host, owner_pid, owner_started, heartbeat_at, "
+                "parent_run_id FROM runs WHERE run_id = ?",
+                (above,),
+            )
+            if not rows:
+                return None
+            status, *owner, next_above = rows[0]
+            here = owner[1] == me.pid and owner[0] == me.host
+            if status in ACTIVE and not here and self._alive(owner):
+                return above, f"process {owner[1]} on {owner[0]}"
+            above = next_above
+        return None
+
     def _sub_run_running(self, run_id: str, me: Any) -> tuple[str, str] | None:
         """A sub-agent's run below ``run_id`` (at any depth) that has not ended and that a live
         process runs (one resumed on its own), with where; None when there is none."""
@@ -1051,6 +1074,14 @@ class RunStore(SteeringRows, DecisionRequests):
                     f"Run {run_id!r} is still running in {where}; decide its pending "
                     "interactions there (or with RunStore.approve / the command line) instead "
                     "of resuming it."
+                )
+            above = self._parent_running_elsewhere(run_id, me)
+            if above is not None:
+                parent, where = above
+                raise RunOwnedError(
+                    f"Run {run_id!r} is a sub-agent's run of {parent!r}, which is running in "
+                    f"{where}: that run goes on with it (decide its pending interactions there, "
+                    "or with RunStore.approve / the command line by either run's id)."
                 )
             busy = self._sub_run_running(run_id, me)
             if busy is not None:
