@@ -246,9 +246,11 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             }
             for record, edited, why in refused
         ]
-        data["queued_steering"] = [
-            {"id": item.id, "text": item.message.content or ""} for item in queued
-        ]
+        # (messages a run that ended never took are "unread_steering": it cannot take them)
+        key = (
+            "unread_steering" if status in ("success", "error", "cancelled") else "queued_steering"
+        )
+        data[key] = [{"id": item.id, "text": item.message.content or ""} for item in queued]
         print(json.dumps(data, indent=2))
         return
     _say(f"Run {state.run_id} of agent {state.agent_id}: {status}")
@@ -265,22 +267,25 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         if message.role == "tool":
             text = "; ".join(f"{r.tool_name}: {r.content}" for r in message.tool_results)
         _say(f"  {message.role:>9}: {text[:200]}{'  -> ' + calls if calls else ''}")
-    if status in ("interrupted", "waiting", "running"):
+    if status == "interrupted":  # (a live process runs the others: their calls go on)
+        # A sub-agent's call is taken up again with its own run, not reported as interrupted.
+        delegated = {sub.parent_tool_call_id for sub in store.sub_runs(args.run_id)}
         for call in state.calls.values():
-            if call.status == "started":  # (its process ended, or it still runs)
+            if call.status == "started" and call.tool_call_id not in delegated:
                 _say(
                     f"\nTool call {call.tool_call_id} ({call.tool_name} "
-                    f"{(call.args or '{}')[:200]}) had started and has no result: "
-                    + (
-                        "it is still running."
-                        if status == "running"
-                        else "when the run resumes, the model is told it was interrupted (a "
-                        "tool marked idempotent runs again); check its effect."
-                    )
+                    f"{(call.args or '{}')[:200]}) had started when the run's process ended, "
+                    "and has no result: when the run resumes, the model is told it was "
+                    "interrupted, unless its tool is marked idempotent (then it runs again). "
+                    "Check what it did first."
                 )
+    ended = status in ("success", "error", "cancelled")
     for item in queued:
         text = " ".join((item.message.content or "").split())
-        _say(f"\nMessage sent with steer, waiting for the run to take it ({item.id}):")
+        if ended:
+            _say(f"\nMessage sent with steer that the run never took: it ended first ({item.id}):")
+        else:
+            _say(f"\nMessage sent with steer, waiting for the run to take it ({item.id}):")
         _say(f"  {text[:200]}{'...' if len(text) > 200 else ''}")
     if not pending:
         _say("No pending approvals or questions.")

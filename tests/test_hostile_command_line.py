@@ -157,6 +157,9 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
         def queued_steering(self, run_id):
             return []
 
+        def sub_runs(self, run_id):
+            return []
+
     monkeypatch.setattr(cli, "_refused_edits", lambda store, run_id: [])
     args = cli._parser().parse_args(
         ["--store", "postgresql://op:s3cret@db.example/runs", "show", "run_1"]

@@ -152,7 +152,7 @@ async def test_a_call_killed_midway_is_reported_as_interrupted_not_run_again(
     capsys.readouterr()
     assert cli(["--store", str(store_location), "show", run_id]) == 0
     shown = capsys.readouterr().out
-    assert "(transfer " in shown and "had started and has no result: when the run resumes" in shown
+    assert "(transfer " in shown and "had started when the run's process ended" in shown
     model_agent = store_agents.agent("plain")
     response = await asyncio.wait_for(model_agent.resume(run_id).send(), 10)
     assert effects() == ["started a1 5"]  # never executed twice

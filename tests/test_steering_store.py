@@ -19,6 +19,7 @@ from anvia_notebook import (
     AgentBuilder,
     AnviaError,
     Message,
+    PromptCancelledError,
     RunEndedError,
     RunNotFoundError,
     RunStore,
@@ -179,6 +180,33 @@ async def test_a_run_that_has_ended_refuses_a_message(store_location, ending, ca
     code = cli(["--store", store_location, "steer", run_id, "late"])
     assert code == 1
     assert "has already ended" in capsys.readouterr().err
+
+
+async def test_show_does_not_say_a_message_waits_for_a_run_that_ended(store_location, capsys):
+    """A message steered through the store just before Stop: ``show`` said it waited for the
+    run to take it, which a cancelled run never does."""
+    started, release = asyncio.Event(), asyncio.Event()
+    run = blocking_agent(started, release, QueueModel([call("work", {"x": 1, "y": 1}), "ok"]))
+    run = run.prompt("work").start()
+    await started.wait()
+    store = RunStore(store_location)
+    try:
+        store.steer(run.run_id, "also split it by region")
+        run.cancel("Stop")
+        with pytest.raises(PromptCancelledError):
+            await run.wait()
+        unread = store.queued_steering(run.run_id)  # (unless the run took it before the Stop)
+    finally:
+        store.close()
+    capsys.readouterr()
+    assert cli(["--store", store_location, "show", run.run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "waiting for the run to take it" not in shown
+    assert ("the run never took: it ended first" in shown) == bool(unread)
+    assert cli(["--store", store_location, "show", run.run_id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "queued_steering" not in data
+    assert [m["text"] for m in data["unread_steering"]] == [i.message.content for i in unread]
 
 
 async def test_an_unknown_run_and_a_blank_message_are_refused(store_location, capsys):

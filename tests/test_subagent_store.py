@@ -199,7 +199,7 @@ def top_run(store: RunStore) -> Any:
 
 
 def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resumed(
-    env: dict[str, str],
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     location = env["ANVIA_NOTEBOOK_STORE"]
     store = RunStore(location)
@@ -215,6 +215,10 @@ def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resume
             ("analyst", "interrupted"),
         ]
         assert listed[0].pending == 1
+        # the sub-agent's call is taken up again with its run: not said to be interrupted
+        capsys.readouterr()
+        assert cli(["--store", location, "show", top.run_id]) == 0
+        assert "had started" not in capsys.readouterr().out
         first_call = listed[1].parent_call_id
         assert first_call is not None and first_call == store.get(listed[1].run_id).parent_call_id
         # the command line decides it given the top-level run's id
