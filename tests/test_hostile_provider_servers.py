@@ -223,6 +223,29 @@ async def test_a_web_page_answered_with_status_200_is_named_and_not_asked_again(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_an_event_stream_a_server_labels_a_web_page_is_still_read(
+    provider: str, chunked: bool
+) -> None:
+    """(an nginx default_type): the SDKs read the events whatever the label, and so does the
+    run; a page is told apart by what it holds, not by its label alone."""
+    body = joined(events_in(TEXT_STREAMS[provider])).encode()
+
+    async def pieces() -> Any:
+        yield body[: len(body) // 2]
+        yield body[len(body) // 2 :]
+
+    answer = recorded(provider).http.Response(
+        200, headers={"content-type": "text/html"}, content=pieces() if chunked else body
+    )
+    model, _ = model_on(provider, answer)
+
+    seen = await run_events(model, [])
+
+    assert seen[-1].type == "final" and seen[-1].output
+
+
 @pytest.mark.parametrize(
     ("provider", "fixture", "cut"),
     [

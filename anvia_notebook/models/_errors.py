@@ -171,6 +171,10 @@ def unreadable_event(provider: str, exc: ValueError) -> ModelError:
     )
 
 
+#: The largest answer labelled a web page that is read whole to tell whether it is one.
+_PAGE_LIMIT = 1_000_000
+
+
 async def refuse_json_answer(provider: str, stream: object) -> None:
     """Raise a ``ModelError`` when a streamed request was answered with JSON, with status 200:
     a gateway's error (its message, worth retrying), or a server that does not stream, which
@@ -180,13 +184,17 @@ async def refuse_json_answer(provider: str, stream: object) -> None:
     headers = getattr(response, "headers", None)
     kind = str(getattr(headers, "get", lambda _name: None)("content-type") or "")
     kind = kind.split(";")[0].strip().lower()
-    if kind == "text/html":  # (a proxy's or a captive portal's page: asked again, the same)
+    if kind == "text/html" and _small_whole_body(headers):
+        # A proxy's or a captive portal's page, asked again the same: named by its title. (An
+        # event stream a server labels text/html, read whole here, is then parsed as it is.)
         page = (await response.aread()).decode("utf-8", "replace")  # type: ignore[union-attr]
-        raise ModelError(
-            f"{provider} stream cut short: {_body_text(page) or 'an empty web page'}.",
-            status_code=None,
-            retryable=False,
-        )
+        if _looks_like_a_page(page):
+            raise ModelError(
+                f"{provider} stream cut short: {_body_text(page)}.",
+                status_code=None,
+                retryable=False,
+            )
+        return
     if kind != "application/json" and not kind.endswith("+json"):
         return
     body = await response.aread()  # type: ignore[union-attr]
@@ -228,11 +236,25 @@ def _error_object(body: object) -> dict[str, object] | None:
     return body
 
 
+def _small_whole_body(headers: object) -> bool:
+    """Whether the answer says its length, and it is small enough to read at once (a page;
+    an event stream comes in chunks, its length unknown)."""
+    try:
+        length = int(headers.get("content-length"))  # type: ignore[attr-defined]
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return 0 <= length <= _PAGE_LIMIT
+
+
+def _looks_like_a_page(body: str) -> bool:
+    lowered = body[:4000].lower()
+    return "<html" in lowered or "<!doctype" in lowered or "<body" in lowered
+
+
 def _body_text(body: str) -> str:
     """An error body that is not JSON, as a message: a web page by its title, text bounded."""
     head = body[:4000]
-    lowered = head.lower()
-    if "<html" in lowered or "<!doctype" in lowered or "<body" in lowered:
+    if _looks_like_a_page(head):
         match = _TITLE.search(head)
         title = " ".join(html.unescape(match.group(1)).split()) if match else ""
         named = f" ({_bounded(json.dumps(title, ensure_ascii=False))})" if title else ""
