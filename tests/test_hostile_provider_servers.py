@@ -719,6 +719,7 @@ async def test_a_tool_call_in_an_answer_cut_or_refused_does_not_run(stop: str, e
     seen = await run_events(model, ran, attempts=3)
     assert seen[-1].error == f'Anthropic tool-call stream ended with stop_reason "{stop}"; {end}.'
     assert ran == [] and len(server.requests) == 1
+    assert "tool_call" not in [e.type for e in seen]  # (it showed a call that never ran)
 
 
 def whole_at_stop(*content: dict[str, Any], reason: str = "end_turn") -> Any:
@@ -745,6 +746,16 @@ async def test_a_tool_call_a_gateway_sends_whole_in_message_stop_runs() -> None:
     ran: list[str] = []
     seen = await run_events(model, ran)
     assert ran == ["get_weather(Lima)"] and seen[-1].output == "ok"
+
+
+@pytest.mark.parametrize("reason", ["max_tokens", "refusal"])
+async def test_a_tool_call_a_gateway_sends_whole_in_a_cut_answer_is_not_shown(reason: str) -> None:
+    call = {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {"city": "Lima"}}
+    model, _ = model_on("anthropic", whole_at_stop(call, reason=reason))
+    ran: list[str] = []
+    seen = await run_events(model, ran, attempts=1)
+    assert seen[-1].type == "error" and ran == []
+    assert "tool_call" not in [e.type for e in seen]
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)

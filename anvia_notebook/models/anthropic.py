@@ -490,7 +490,9 @@ class _EventAssembler:
                 call_id = block["id"] or _new_call_id()
                 if self.first_call_id is None:
                     self.first_call_id = call_id
-                yield ToolCall(id=call_id, name=str(block.get("name") or ""), arguments=arguments)
+                name = str(block.get("name") or "")
+                # (held, as a streamed block's: told once the stop reason says it was not cut)
+                self.done_calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
         usage = message.get("usage")
         if isinstance(usage, dict):
             yield from self._usage(_Fields(usage))
