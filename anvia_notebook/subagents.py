@@ -112,9 +112,11 @@ class _SubAgentCall:
     stream: bool
     max_depth: int
 
-    async def execute(self, args: AgentToolInput, ctx: ToolContext) -> str:
+    async def execute(self, args: AgentToolInput, ctx: ToolContext | None) -> str:
         parent = current_run()
-        if parent is None:  # called directly, not by a run: as Anvia's tool.call(...)
+        if parent is None or ctx is None:
+            # Called directly (``tool.call({...})``, as Anvia's), not as a run's tool call: even
+            # from code a run runs (another tool), it is a run of its own, not a sub-run.
             alone = self.agent.prompt(args.prompt)
             if self.max_turns is not None:
                 alone.max_turns(self.max_turns)

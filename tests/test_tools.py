@@ -488,6 +488,22 @@ async def test_a_tool_called_outside_a_run_takes_its_arguments_as_a_dict_and_val
     assert await worker.as_tool().call({"prompt": "do work"}) == "done: do work"
 
 
+async def test_a_sub_agent_tool_called_directly_by_a_run_s_tool_runs_the_agent_alone():
+    """``ctx`` left out inside a run (a tool delegating by calling another): it failed on
+    ``ctx.internal_call_id``."""
+    worker = AgentBuilder("worker", QueueModel(["done: sort"])).build().as_tool()
+
+    @tool
+    async def delegate(task: str) -> str:
+        """Hand a task on."""
+        return await worker.call({"prompt": task})
+
+    lead = AgentBuilder("lead", QueueModel([call("delegate", {"task": "sort"}), "ok"]))
+    response = await lead.tool(delegate).build().prompt("go").store(None).send()
+    [result] = [r for m in response.messages if m.role == "tool" for r in m.tool_results]
+    assert (result.content, result.is_error) == ("done: sort", False)
+
+
 def test_a_tool_whose_input_is_pydantic_base_model_itself_is_refused_when_made():
     """It was accepted, and every run of an agent with it failed before calling the model."""
     with pytest.raises(TypeError, match="a pydantic model class of the tool's own"):
