@@ -88,7 +88,7 @@ from .records import (
     RecordT,
 )
 from .run_state import ToolCallProgress
-from .tools import SyncToolAbandoned, Tool, ToolContext, parse_arguments
+from .tools import SyncToolAbandoned, SyncToolNotStarted, Tool, ToolContext, parse_arguments
 from .trace import ToolCallStatus, ToolCallTrace, Trace
 
 if TYPE_CHECKING:
@@ -957,7 +957,9 @@ class ToolExecutor:
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         except asyncio.CancelledError as error:
             if cancelled_from_outside():
-                if self._ending is None:  # (Stop, not another call's failure ending the run)
+                # (Stop, not another call's failure ending the run; a sync tool that waited for
+                # a worker thread never ran: nothing to report but that it was cancelled)
+                if self._ending is None and not isinstance(error, SyncToolNotStarted):
                     said = STOPPED_AWAITING_RESULT.format(name=call.name)
                     self._landed[call.id] = (said, True, raw_args)
                 raise  # Stop, cancel() or a hook

@@ -307,6 +307,10 @@ class SyncToolAbandoned(asyncio.CancelledError):
     so its side effects may still happen."""
 
 
+class SyncToolNotStarted(asyncio.CancelledError):
+    """A sync tool's call was cancelled while it waited for a worker thread: it never ran."""
+
+
 async def _call_sync(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` on a sync tool worker (with this context), as described in
     :meth:`Tool.call`."""
@@ -318,7 +322,7 @@ async def _call_sync(function: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.shield(waiter)
     except asyncio.CancelledError:
         if SYNC_TOOL_EXECUTOR.cancel_waiting(job):
-            raise  # it had not started: it never runs
+            raise SyncToolNotStarted("cancelled before it started") from None  # it never runs
         loop = asyncio.get_running_loop()
         deadline = loop.time() + SYNC_TOOL_STOP_GRACE
         while not waiter.done() and loop.time() < deadline:

@@ -53,7 +53,12 @@ def _sync_raises_asyncio_error(args, ctx):
 )
 @pytest.mark.parametrize(
     "execute",
-    [_awaits_a_cancelled_future, _awaits_a_cancelled_task, _sync_raises, _sync_raises_asyncio_error],
+    [
+        _awaits_a_cancelled_future,
+        _awaits_a_cancelled_task,
+        _sync_raises,
+        _sync_raises_asyncio_error,
+    ],
 )
 async def test_the_model_is_told_the_tool_failed_and_the_run_goes_on(execute):
     tool = create_tool(name="fetch", description="", input=Nothing, execute=execute)
@@ -79,3 +84,56 @@ async def test_a_stop_while_the_tool_awaits_still_stops_the_run():
     with pytest.raises(PromptCancelledError, match="enough"):
         await run.wait()
     assert run.status == "cancelled"
+
+
+async def test_a_sync_call_stopped_while_it_waited_for_a_thread_is_not_said_to_have_run(
+    monkeypatch,
+):
+    """Two sync calls, one worker thread, Stop while the second waits for it: the model was
+    told the second "was running" and might have done things, though it never ran."""
+    import threading
+
+    from anvia_notebook import tool
+    from anvia_notebook import tools as tools_module
+    from anvia_notebook._sync_pool import SyncToolExecutor
+    from anvia_notebook.models import ModelResponse, ToolCall
+
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_EXECUTOR", SyncToolExecutor(max_workers=1))
+    # (a grace for the first: it stays its thread's while the second's Stop is handled)
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 0.05)
+    started, release = threading.Event(), threading.Event()
+    ran = []
+
+    @tool
+    def blocker(n: int) -> str:
+        """Block."""
+        ran.append(n)
+        started.set()
+        release.wait(30)
+        return "done"
+
+    both = ModelResponse(
+        tool_calls=[
+            ToolCall(id="c1", name="blocker", arguments={"n": 1}),
+            ToolCall(id="c2", name="blocker", arguments={"n": 2}),
+        ]
+    )
+    agent = AgentBuilder("a", QueueModel([both, "never"])).tool(blocker).build()
+    run = agent.prompt("go").store(None).with_tool_concurrency(2).start()
+    try:
+        assert await asyncio.to_thread(started.wait, 30)
+        run.cancel("Stop")
+        with pytest.raises(PromptCancelledError):
+            await run.wait()
+    finally:
+        release.set()
+    told = {
+        r.tool_call_id: r.content
+        for m in run.state.messages
+        if m.role == "tool"
+        for r in m.tool_results
+    }
+    assert ran == [1]
+    assert told["c1"].startswith("ToolCallStopped: ")  # it ran, and may have done things
+    assert told["c2"] == "ToolCallCancelled: the run was stopped before this tool call finished."
+    assert [e.tool_call_id for e in run.events if e.type == "tool_result"] == ["c1"]
