@@ -198,6 +198,16 @@ def top_run(store: RunStore) -> Any:
     return tops[0] if tops else None
 
 
+def killed_at_the_nested_approval(env: dict[str, str], store: RunStore) -> tuple[Any, Any]:
+    """The lead asked its analyst, whose approval waits; then the process is killed (SIGKILL):
+    the lead's run and the approval."""
+    child = start_child(env, "which region?")
+    top = wait_until(lambda: top_run(store), child, "the lead's run")
+    [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
+    kill(child)
+    return top, pending
+
+
 def test_killed_while_a_nested_approval_waits_then_decided_by_the_cli_and_resumed(
     env: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -245,10 +255,7 @@ def test_show_by_the_lead_s_run_id_keeps_listing_a_refused_edit_of_the_sub_agent
     location = env["ANVIA_NOTEBOOK_STORE"]
     store = RunStore(location)
     try:
-        child = start_child(env, "which region?")
-        top = wait_until(lambda: top_run(store), child, "the lead's run")
-        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
-        kill(child)
+        top, pending = killed_at_the_nested_approval(env, store)
         edit = json.dumps({"sql": "select 2"})
         assert cli(["--store", location, "approve", top.run_id, pending.id, "--args", edit]) == 0
         assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
@@ -276,10 +283,7 @@ def test_a_run_whose_sub_agent_s_run_goes_on_elsewhere_is_not_resumed_beside_it(
     store = RunStore(location)
     elsewhere = None
     try:
-        child = start_child(env, "which region?")
-        top = wait_until(lambda: top_run(store), child, "the lead's run")
-        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
-        kill(child)
+        top, pending = killed_at_the_nested_approval(env, store)
         [sub] = store.sub_runs(top.run_id)
         code = (
             "import subagent_agents\n"
@@ -315,10 +319,7 @@ def test_a_sub_agent_s_run_is_not_resumed_alone_while_its_parent_runs_elsewhere(
     store = RunStore(location)
     holder = None
     try:
-        child = start_child(env, "which region?")
-        top = wait_until(lambda: top_run(store), child, "the lead's run")
-        wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
-        kill(child)
+        top, pending = killed_at_the_nested_approval(env, store)
         [sub] = store.sub_runs(top.run_id)
         code = (
             "import time\n"
@@ -334,9 +335,7 @@ def test_a_sub_agent_s_run_is_not_resumed_alone_while_its_parent_runs_elsewhere(
         kill(holder)
         holder = None
         request = subagent_agents.lead().resume(top.run_id)  # (the tree, once it is gone)
-        assert (
-            cli(["--store", location, "approve", top.run_id, store.pending(top.run_id)[0].id]) == 0
-        )
+        assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
         assert request.send_sync().output == "lead: analyst: west +12% (select 1)"
     finally:
         if holder is not None:
@@ -400,10 +399,7 @@ def test_a_resumed_run_stopped_before_it_reaches_the_sub_agent_ends_the_whole_tr
     location = env["ANVIA_NOTEBOOK_STORE"]
     store = RunStore(location)
     try:
-        child = start_child(env, "which region?")
-        top = wait_until(lambda: top_run(store), child, "the lead's run")
-        [pending] = wait_until(lambda: store.pending(top.run_id), child, "the nested approval")
-        kill(child)
+        top, pending = killed_at_the_nested_approval(env, store)
 
         async def resume_and_stop() -> None:
             run = subagent_agents.lead().resume(top.run_id).start()

@@ -1008,6 +1008,32 @@ class RunStore(SteeringRows, DecisionRequests):
             return "this kernel" if here else f"process {owner[1]} on {owner[0]}"
         return None
 
+    def _owned_elsewhere(self, run_id: str, owner: Sequence[Any], me: Any) -> str | None:
+        """Why ``run_id`` cannot be resumed here: a live process runs it, the run above it, or
+        a run of its sub-agents resumed on its own; None when nothing does."""
+        where = self._live_owner(run_id, owner, me)
+        if where is not None:
+            return (
+                f"Run {run_id!r} is still running in {where}; decide its pending interactions "
+                "there (or with RunStore.approve / the command line) instead of resuming it."
+            )
+        above = self._parent_running_elsewhere(run_id, me)
+        if above is not None:
+            return (
+                f"Run {run_id!r} is a sub-agent's run of {above[0]!r}, which is running in "
+                f"{above[1]}: that run goes on with it (decide its pending interactions there, "
+                "or with RunStore.approve / the command line by either run's id)."
+            )
+        busy = self._sub_run_running(run_id, me)
+        if busy is not None:
+            return (
+                f"Run {run_id!r} cannot be resumed while the run of its sub-agent {busy[0]!r} "
+                f"is still running in {busy[1]} (it was resumed there): the call that started "
+                "it would be made again beside it. Let it end (or stop it there), then resume "
+                "this run."
+            )
+        return None
+
     def _parent_running_elsewhere(self, run_id: str, me: Any) -> tuple[str, str] | None:
         """A run above ``run_id`` (its parent, at any height) that has not ended and that a live
         process other than this one runs, with where; None when there is none (a parent that
@@ -1068,30 +1094,9 @@ class RunStore(SteeringRows, DecisionRequests):
                     "To go on from where it ended, start a new run with its history: "
                     f"{_history_hint(self, run_id)}."
                 )
-            where = self._live_owner(run_id, owner, me)
-            if where is not None:
-                raise RunOwnedError(
-                    f"Run {run_id!r} is still running in {where}; decide its pending "
-                    "interactions there (or with RunStore.approve / the command line) instead "
-                    "of resuming it."
-                )
-            above = self._parent_running_elsewhere(run_id, me)
-            if above is not None:
-                parent, where = above
-                raise RunOwnedError(
-                    f"Run {run_id!r} is a sub-agent's run of {parent!r}, which is running in "
-                    f"{where}: that run goes on with it (decide its pending interactions there, "
-                    "or with RunStore.approve / the command line by either run's id)."
-                )
-            busy = self._sub_run_running(run_id, me)
-            if busy is not None:
-                sub_run, where = busy
-                raise RunOwnedError(
-                    f"Run {run_id!r} cannot be resumed while the run of its sub-agent "
-                    f"{sub_run!r} is still running in {where} (it was resumed there): the "
-                    "call that started it would be made again beside it. Let it end (or stop "
-                    "it there), then resume this run."
-                )
+            refused = self._owned_elsewhere(run_id, owner, me)
+            if refused is not None:
+                raise RunOwnedError(refused)
             self._q(
                 "UPDATE runs SET owner_host = ?, owner_pid = ?, owner_started = ?, "
                 "heartbeat_at = ?, updated_at = ?, steering_closed = NULL WHERE run_id = ?",
