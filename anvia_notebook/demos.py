@@ -74,7 +74,7 @@ def _refund_outcome(ctx: DemoContext) -> str:
         return "The refund did not happen: the refund tool was not called."
     result = ctx.result("issue_refund")
     if part.is_error:
-        return _not_done(part.content, "The refund")
+        return _not_done(tool_output(part), "The refund")
     edited = " (with the arguments you changed)" if ran_with_edits(part) else ""
     if isinstance(result, dict):
         status = str(result.get("status", "")).lower()

@@ -124,15 +124,23 @@ class Tool:
         """
         if not isinstance(args, BaseModel):
             args = self.parse_args(args)
+        waiting_for_a_thread = False  # (this call's own sync execute, not started yet)
         try:
             if self._is_async:
                 value = await self._execute(args, ctx)
             else:
+                waiting_for_a_thread = True
                 value = await _call_sync(self._execute, args, ctx)
+                waiting_for_a_thread = False
             if inspect.isawaitable(value):  # (a coroutine returned, not awaited)
                 value = await value
             if inspect.isasyncgen(value):  # (an async generator: what it yields, as a list)
                 value = [item async for item in value]
+        except SyncToolNotStarted:
+            if waiting_for_a_thread:
+                raise
+            # Another tool this one called had not started: this one had, and was cut short.
+            raise asyncio.CancelledError("cancelled") from None
         except Exception as error:
             clearer = _explained(error)
             if clearer is None:

@@ -134,6 +134,13 @@ def test_a_refund_approved_with_changed_arguments_is_reported_as_done():
     )
     assert seen == [3.5]
 
+    def decline(args, ctx):
+        raise RuntimeError("card declined")
+
+    failed = refund_output(decline, approve=decision)
+    assert failed.startswith("The refund did not happen") and "card declined" in failed
+    assert "Approved with changed arguments" not in failed  # (the note is not the tool's)
+
 
 def test_a_refund_object_without_an_id_is_done_too():
     output = refund_output(lambda args, ctx: {"amount": 25.0})

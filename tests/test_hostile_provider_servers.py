@@ -5,6 +5,7 @@ how long to wait. Through the SDKs' real HTTP path (no network) and whole runs."
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -199,18 +200,30 @@ async def test_a_server_that_answers_without_streaming_is_told_apart() -> None:
     assert len(server.requests) == 1  # (asked again, it would answer and charge the same)
 
 
+def _in_pieces(body: bytes) -> Any:
+    """``body`` sent in two chunks, with no length given (as a gzip proxy or a stream sends)."""
+
+    async def pieces() -> Any:
+        yield body[: len(body) // 2]
+        yield body[len(body) // 2 :]
+
+    return pieces()
+
+
 @pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize("chunked", [False, True])
 async def test_a_web_page_answered_with_status_200_is_named_and_not_asked_again(
-    provider: str,
+    provider: str, chunked: bool
 ) -> None:
     """(a proxy's login page): it was "the server sent no stream events", tried again."""
     page = (
-        "<!doctype html><html><head><title>Sign in &ndash; Corp Proxy</title></head>"
-        "<body>Please sign in.</body></html>"
+        b"\n  <!doctype html><html><head><title>Sign in &ndash; Corp Proxy</title></head>"
+        b"<body>Please sign in.</body></html>"
     )
-    server_module = OPENAI if provider == "openai" else ANTHROPIC
-    answer = server_module.http.Response(
-        200, headers={"content-type": "text/html; charset=utf-8"}, content=page.encode()
+    answer = recorded(provider).http.Response(
+        200,
+        headers={"content-type": "text/html; charset=utf-8"},
+        content=_in_pieces(page) if chunked else page,
     )
     model, server = model_on(provider, answer, answer, answer)
 
@@ -229,21 +242,24 @@ async def test_an_event_stream_a_server_labels_a_web_page_is_still_read(
     provider: str, chunked: bool
 ) -> None:
     """(an nginx default_type): the SDKs read the events whatever the label, and so does the
-    run; a page is told apart by what it holds, not by its label alone."""
-    body = joined(events_in(TEXT_STREAMS[provider])).encode()
-
-    async def pieces() -> Any:
-        yield body[: len(body) // 2]
-        yield body[len(body) // 2 :]
-
+    run; a page is told apart by how it starts, not by its label, nor by markup the model
+    wrote in its answer."""
+    stream = joined(events_in(TEXT_STREAMS[provider]))
+    said = "<!doctype html><html><body>A page the model wrote</body></html>"
+    first = json.dumps(said)[1:-1]
+    written = re.sub(
+        r'("(?:content|text)": ?")[^"]+"', lambda m: f'{m.group(1)}{first}"', stream, count=1
+    )
+    assert written != stream
+    body = written.encode()
     answer = recorded(provider).http.Response(
-        200, headers={"content-type": "text/html"}, content=pieces() if chunked else body
+        200, headers={"content-type": "text/html"}, content=_in_pieces(body) if chunked else body
     )
     model, _ = model_on(provider, answer)
 
     seen = await run_events(model, [])
 
-    assert seen[-1].type == "final" and seen[-1].output
+    assert seen[-1].type == "final" and seen[-1].output.startswith(said)
 
 
 @pytest.mark.parametrize(

@@ -137,3 +137,66 @@ async def test_a_sync_call_stopped_while_it_waited_for_a_thread_is_not_said_to_h
     assert told["c1"].startswith("ToolCallStopped: ")  # it ran, and may have done things
     assert told["c2"] == "ToolCallCancelled: the run was stopped before this tool call finished."
     assert [e.tool_call_id for e in run.events if e.type == "tool_result"] == ["c1"]
+
+
+async def test_an_async_tool_stopped_while_a_tool_it_called_waited_for_a_thread_ran(monkeypatch):
+    """The async tool had done things, then awaited a sync tool's ``call`` still waiting for a
+    worker thread: the model was told it never finished (as if it had not run)."""
+    import threading
+
+    from anvia_notebook import tool
+    from anvia_notebook import tools as tools_module
+    from anvia_notebook._sync_pool import SyncToolExecutor
+    from anvia_notebook.models import ModelResponse, ToolCall
+
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_EXECUTOR", SyncToolExecutor(max_workers=1))
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 0.05)
+    started, release = threading.Event(), threading.Event()
+    logging = asyncio.Event()
+    effects = []
+
+    @tool
+    def blocker() -> str:
+        """Hold the only worker thread."""
+        started.set()
+        release.wait(30)
+        return "done"
+
+    @tool
+    def write_log(text: str) -> str:
+        """Write a line."""
+        return "ok"
+
+    @tool
+    async def transfer(amount: int) -> str:
+        """Move money, then log it."""
+        effects.append(f"moved {amount}")
+        logging.set()  # (the log's call is queued before this task next gives way)
+        return await write_log.call({"text": "moved"})
+
+    both = ModelResponse(
+        tool_calls=[
+            ToolCall(id="c1", name="blocker", arguments={}),
+            ToolCall(id="c2", name="transfer", arguments={"amount": 5}),
+        ]
+    )
+    agent = AgentBuilder("a", QueueModel([both, "never"])).tools([blocker, transfer]).build()
+    run = agent.prompt("go").store(None).with_tool_concurrency(2).start()
+    try:
+        assert await asyncio.to_thread(started.wait, 30)
+        await asyncio.wait_for(logging.wait(), 30)
+        run.cancel("Stop")
+        with pytest.raises(PromptCancelledError):
+            await run.wait()
+    finally:
+        release.set()
+    told = {
+        r.tool_call_id: r.content
+        for m in run.state.messages
+        if m.role == "tool"
+        for r in m.tool_results
+    }
+    assert effects == ["moved 5"]
+    assert told["c2"].startswith(
+        "ToolCallStopped: the run was stopped while transfer was running; it was cancelled"
+    )

@@ -171,10 +171,6 @@ def unreadable_event(provider: str, exc: ValueError) -> ModelError:
     )
 
 
-#: The largest answer labelled a web page that is read whole to tell whether it is one.
-_PAGE_LIMIT = 1_000_000
-
-
 async def refuse_json_answer(provider: str, stream: object) -> None:
     """Raise a ``ModelError`` when a streamed request was answered with JSON, with status 200:
     a gateway's error (its message, worth retrying), or a server that does not stream, which
@@ -184,13 +180,16 @@ async def refuse_json_answer(provider: str, stream: object) -> None:
     headers = getattr(response, "headers", None)
     kind = str(getattr(headers, "get", lambda _name: None)("content-type") or "")
     kind = kind.split(";")[0].strip().lower()
-    if kind == "text/html" and _small_whole_body(headers):
-        # A proxy's or a captive portal's page, asked again the same: named by its title. (An
-        # event stream a server labels text/html, read whole here, is then parsed as it is.)
+    if kind == "text/html":
+        # A proxy's or a captive portal's page (asked again, the same), named by its title. An
+        # event stream a server labels so, read whole here, is then parsed as it is: it starts
+        # with its events' fields (``data:``), a page with its markup.
         page = (await response.aread()).decode("utf-8", "replace")  # type: ignore[union-attr]
-        if _looks_like_a_page(page):
+        start = page.lstrip()
+        if not start or start.startswith("<"):
             raise ModelError(
-                f"{provider} stream cut short: {_body_text(page)}.",
+                f"{provider} stream cut short: "
+                f"{_body_text(page) if start else 'the server answered with an empty web page'}.",
                 status_code=None,
                 retryable=False,
             )
@@ -234,16 +233,6 @@ def _error_object(body: object) -> dict[str, object] | None:
     if isinstance(inner, dict):
         return inner
     return body
-
-
-def _small_whole_body(headers: object) -> bool:
-    """Whether the answer says its length, and it is small enough to read at once (a page;
-    an event stream comes in chunks, its length unknown)."""
-    try:
-        length = int(headers.get("content-length"))  # type: ignore[attr-defined]
-    except (TypeError, ValueError, AttributeError):
-        return False
-    return 0 <= length <= _PAGE_LIMIT
 
 
 def _looks_like_a_page(body: str) -> bool:
