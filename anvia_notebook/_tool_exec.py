@@ -957,9 +957,10 @@ class ToolExecutor:
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         except asyncio.CancelledError as error:
             if cancelled_from_outside():
-                # (Stop, not another call's failure ending the run; a sync tool that waited for
-                # a worker thread never ran: nothing to report but that it was cancelled)
-                if self._ending is None and not isinstance(error, SyncToolNotStarted):
+                # (Stop, or the run ending as another call failed or a hook cancelled it; a
+                # sync tool that waited for a worker thread never ran: nothing to report but
+                # that it was cancelled)
+                if not isinstance(error, SyncToolNotStarted):
                     said = STOPPED_AWAITING_RESULT.format(name=call.name)
                     self._landed[call.id] = (said, True, raw_args)
                 raise  # Stop, cancel() or a hook

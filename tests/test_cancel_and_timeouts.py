@@ -15,12 +15,14 @@ from anvia_notebook import (
     CallbackHumanInput,
     PromptCancelledError,
     ToolApproval,
+    ToolApprovalRequiredError,
     ask_question,
+    create_hook,
     create_tool,
 )
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 
-from helpers import call, make_add_tool, tool_results
+from helpers import Empty, call, make_add_tool, tool_results
 
 QUESTIONS = {
     "questions": [{"id": "p", "question": "P?", "choices": [{"label": "A", "value": "a"}]}]
@@ -395,3 +397,49 @@ async def test_a_run_stopped_before_it_starts_ends_cancelled_as_it_begins():
     assert [e.type for e in run.events][-1] == "cancelled"
     assert run.cancel() is False  # ended now
     assert len(model.requests) == 0
+
+
+@pytest.mark.parametrize("ending", ["a hook cancels", "a call needs an approval nobody gives"])
+async def test_an_async_tool_cut_short_as_the_run_ends_gets_its_result_event(ending):
+    """Another call in the same turn ends the run while an async tool awaits: the model and
+    the event stream were told nothing of it but "cancelled before this tool call finished"
+    (no ``tool_result``), though it had started and may have done things; a sync one was."""
+    started = asyncio.Event()
+
+    async def waits(args, ctx):
+        started.set()
+        await asyncio.Event().wait()
+
+    async def after_it(args, ctx):
+        await started.wait()
+        return "done"
+
+    def cancel_after(event):
+        return event.run.cancel("enough") if event.tool_name == "after_it" else None
+
+    slow = create_tool(name="slow", description="", input=Empty, execute=waits)
+    protected = ending != "a hook cancels"
+    other = create_tool(
+        name="after_it",
+        description="",
+        input=Empty,
+        execute=after_it,
+        approval=ToolApproval(when=True) if protected else None,
+    )
+    both = ModelResponse(
+        tool_calls=[
+            ToolCall(id="c1", name="slow", arguments={}),
+            ToolCall(id="c2", name="after_it", arguments={}),
+        ]
+    )
+    builder = AgentBuilder("a", QueueModel([both, "never"])).tools([slow, other])
+    if not protected:
+        builder = builder.hook(create_hook(on_tool_result=cancel_after))
+    run = builder.build().prompt("go").store(None).with_tool_concurrency(2).start()
+    with pytest.raises((PromptCancelledError, ToolApprovalRequiredError)):
+        await asyncio.wait_for(run.wait(), 10)
+    said = "ToolCallStopped: the run was stopped while slow was running; it was cancelled"
+    told = {r.tool_call_id: r.content for r in tool_results(run.state)}
+    assert told["c1"].startswith(said)
+    (event,) = [e for e in run.events if e.type == "tool_result" and e.tool_call_id == "c1"]
+    assert event.is_error and event.result.startswith(said)
