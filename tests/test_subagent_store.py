@@ -8,10 +8,12 @@ runs) resumes with ``agent.resume(top_run_id)``, the whole tree, nothing run twi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +274,26 @@ def test_show_by_the_lead_s_run_id_keeps_listing_a_refused_edit_of_the_sub_agent
         store.close()
 
 
+@contextlib.contextmanager
+def held_elsewhere(env: dict[str, str], code: str) -> Iterator[tuple[RunStore, Any, Any, Any, Any]]:
+    """The lead's run killed at its analyst's approval, then ``code`` (which prints "claimed"
+    once it holds a run of that tree) run by another live process: yields ``(store, top,
+    pending, sub, process)``; the process is killed at the end unless the test did (``kill`` sets
+    ``process.returncode``)."""
+    store = RunStore(env["ANVIA_NOTEBOOK_STORE"])
+    process = None
+    try:
+        top, pending = killed_at_the_nested_approval(env, store)
+        [sub] = store.sub_runs(top.run_id)
+        process = start_python(code.format(top=top.run_id, sub=sub.run_id), env)
+        assert process.stdout is not None and process.stdout.readline() == "claimed\n"
+        yield store, top, pending, sub, process
+    finally:
+        if process is not None and process.returncode is None:
+            kill(process)
+        store.close()
+
+
 def test_a_run_whose_sub_agent_s_run_goes_on_elsewhere_is_not_resumed_beside_it(
     env: dict[str, str],
 ) -> None:
@@ -280,33 +302,22 @@ def test_a_run_whose_sub_agent_s_run_goes_on_elsewhere_is_not_resumed_beside_it(
     call failed; the lead's run ended ``success`` while the sub-run went on, its effect
     unknown to the lead. Now the lead's resume is refused while that process runs it."""
     location = env["ANVIA_NOTEBOOK_STORE"]
-    store = RunStore(location)
-    elsewhere = None
-    try:
-        top, pending = killed_at_the_nested_approval(env, store)
-        [sub] = store.sub_runs(top.run_id)
-        code = (
-            "import subagent_agents\n"
-            "from anvia_notebook import StoreHumanInput\n"
-            f"request = subagent_agents.analyst_agent().resume({sub.run_id!r})\n"
-            "print('claimed', flush=True)\n"
-            "request.human_input(StoreHumanInput()).send_sync()\n"
-        )
-        elsewhere = start_python(code, env)
-        assert elsewhere.stdout is not None and elsewhere.stdout.readline() == "claimed\n"
+    code = (
+        "import subagent_agents\n"
+        "from anvia_notebook import StoreHumanInput\n"
+        "request = subagent_agents.analyst_agent().resume({sub!r})\n"
+        "print('claimed', flush=True)\n"
+        "request.human_input(StoreHumanInput()).send_sync()\n"
+    )
+    with held_elsewhere(env, code) as (store, top, pending, sub, elsewhere):
         with pytest.raises(RunOwnedError, match=f"sub-agent {sub.run_id!r} is still running"):
             subagent_agents.lead().resume(top.run_id)
         assert store.get(top.run_id).status == "interrupted"
         kill(elsewhere)
-        elsewhere = None
         request = subagent_agents.lead().resume(top.run_id)  # (once that process is gone)
         assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
         assert request.send_sync().output == "lead: analyst: west +12% (select 1)"
         assert subagent_agents.effects() == ["started select 1", "done select 1"]
-    finally:
-        if elsewhere is not None:
-            kill(elsewhere)
-        store.close()
 
 
 def test_a_sub_agent_s_run_is_not_resumed_alone_while_its_parent_runs_elsewhere(
@@ -316,31 +327,20 @@ def test_a_sub_agent_s_run_is_not_resumed_alone_while_its_parent_runs_elsewhere(
     reached the sub-agent's call yet, then its sub-run resumed alone here: it was taken, and
     the lead's call then refused as owned, told to its model as failed."""
     location = env["ANVIA_NOTEBOOK_STORE"]
-    store = RunStore(location)
-    holder = None
-    try:
-        top, pending = killed_at_the_nested_approval(env, store)
-        [sub] = store.sub_runs(top.run_id)
-        code = (
-            "import time\n"
-            "from anvia_notebook import RunStore\n"
-            f"RunStore({location!r}).claim_run({top.run_id!r})\n"
-            "print('claimed', flush=True)\n"
-            "time.sleep(600)\n"
-        )
-        holder = start_python(code, env)
-        assert holder.stdout is not None and holder.stdout.readline() == "claimed\n"
+    code = (
+        "import time\n"
+        "from anvia_notebook import RunStore\n"
+        f"RunStore({location!r}).claim_run({{top!r}})\n"
+        "print('claimed', flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    with held_elsewhere(env, code) as (_, top, pending, sub, holder):
         with pytest.raises(RunOwnedError, match=f"sub-agent's run of {top.run_id!r}"):
             subagent_agents.analyst_agent().resume(sub.run_id)
         kill(holder)
-        holder = None
         request = subagent_agents.lead().resume(top.run_id)  # (the tree, once it is gone)
         assert cli(["--store", location, "approve", top.run_id, pending.id]) == 0
         assert request.send_sync().output == "lead: analyst: west +12% (select 1)"
-    finally:
-        if holder is not None:
-            kill(holder)
-        store.close()
 
 
 def test_killed_while_a_nested_question_waits_then_answered_and_resumed(

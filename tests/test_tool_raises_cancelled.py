@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import sys
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -119,20 +120,7 @@ async def test_a_sync_call_stopped_while_it_waited_for_a_thread_is_not_said_to_h
         ]
     )
     agent = AgentBuilder("a", QueueModel([both, "never"])).tool(blocker).build()
-    run = agent.prompt("go").store(None).with_tool_concurrency(2).start()
-    try:
-        assert await asyncio.to_thread(started.wait, 30)
-        run.cancel("Stop")
-        with pytest.raises(PromptCancelledError):
-            await run.wait()
-    finally:
-        release.set()
-    told = {
-        r.tool_call_id: r.content
-        for m in run.state.messages
-        if m.role == "tool"
-        for r in m.tool_results
-    }
+    run, told = await _stopped_while_held(agent, started, release)
     assert ran == [1]
     assert told["c1"].startswith("ToolCallStopped: ")  # it ran, and may have done things
     assert told["c2"] == "ToolCallCancelled: the run was stopped before this tool call finished."
@@ -181,22 +169,28 @@ async def test_an_async_tool_stopped_while_a_tool_it_called_waited_for_a_thread_
         ]
     )
     agent = AgentBuilder("a", QueueModel([both, "never"])).tools([blocker, transfer]).build()
+    _, told = await _stopped_while_held(agent, started, release, logging)
+    assert effects == ["moved 5"]
+    assert told["c2"].startswith(
+        "ToolCallStopped: the run was stopped while transfer was running; it was cancelled"
+    )
+
+
+async def _stopped_while_held(
+    agent: Any, started: Any, release: Any, *also: asyncio.Event
+) -> tuple[Any, dict[str, str]]:
+    """Run ``agent`` (two calls at once) until ``started`` (a ``threading.Event`` its blocking
+    tool sets) and ``also`` are set, Stop it, then ``release`` the tool: the run, and what its
+    model was told of each call by id."""
     run = agent.prompt("go").store(None).with_tool_concurrency(2).start()
     try:
         assert await asyncio.to_thread(started.wait, 30)
-        await asyncio.wait_for(logging.wait(), 30)
+        for event in also:
+            await asyncio.wait_for(event.wait(), 30)
         run.cancel("Stop")
         with pytest.raises(PromptCancelledError):
             await run.wait()
     finally:
         release.set()
-    told = {
-        r.tool_call_id: r.content
-        for m in run.state.messages
-        if m.role == "tool"
-        for r in m.tool_results
-    }
-    assert effects == ["moved 5"]
-    assert told["c2"].startswith(
-        "ToolCallStopped: the run was stopped while transfer was running; it was cancelled"
-    )
+    told = {r.tool_call_id: r.content for m in run.state.messages for r in m.tool_results}
+    return run, told

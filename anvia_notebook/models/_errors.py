@@ -235,15 +235,11 @@ def _error_object(body: object) -> dict[str, object] | None:
     return body
 
 
-def _looks_like_a_page(body: str) -> bool:
-    lowered = body[:4000].lower()
-    return "<html" in lowered or "<!doctype" in lowered or "<body" in lowered
-
-
 def _body_text(body: str) -> str:
     """An error body that is not JSON, as a message: a web page by its title, text bounded."""
     head = body[:4000]
-    if _looks_like_a_page(head):
+    lowered = head.lower()
+    if "<html" in lowered or "<!doctype" in lowered or "<body" in lowered:
         match = _TITLE.search(head)
         title = " ".join(html.unescape(match.group(1)).split()) if match else ""
         named = f" ({_bounded(json.dumps(title, ensure_ascii=False))})" if title else ""

@@ -343,12 +343,7 @@ async def test_a_sync_tool_stopped_while_it_ran_shows_as_cancelled_as_in_its_tra
             await run.wait()
     finally:
         release.set()
-    r = Recorder()
-    r.transcript.begin_run(run.run_id, "a", "go")
-    for event in run.events:
-        r.transcript.apply(event)
-    r.check()
-    [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
+    entry = _replayed_tool_entry(run)
     assert entry["status"] == "cancelled" == run.trace.tool_calls[0].status
     assert entry["result"].startswith("ToolCallStopped:") and entry["is_error"] is True
 
@@ -386,10 +381,17 @@ async def test_an_async_tool_stopped_while_it_awaited_gets_its_result_event_as_a
     )
     [told] = [r for m in run.state.messages if m.role == "tool" for r in m.tool_results]
     assert told.content == event.result
+    entry = _replayed_tool_entry(run)
+    assert entry["status"] == "cancelled" == run.trace.tool_calls[0].status
+
+
+def _replayed_tool_entry(run: Any) -> dict[str, Any]:
+    """A stopped run's events replayed into a transcript (checked against the page's copy):
+    its one tool entry, as the page shows it."""
     r = Recorder()
     r.transcript.begin_run(run.run_id, "a", "go")
-    for e in run.events:
-        r.transcript.apply(e)
+    for event in run.events:
+        r.transcript.apply(event)
     r.check()
     [entry] = [e for e in r.page.entries if e["kind"] == "tool"]
-    assert entry["status"] == "cancelled" == run.trace.tool_calls[0].status
+    return entry
