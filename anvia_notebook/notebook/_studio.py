@@ -741,9 +741,10 @@ class Studio:
 
     def _left_by_its_kernel(self, stored: StudioSession) -> str | None:
         """The id of ``stored``'s last run when its process ended while the run waited for a
-        person (the store lists it as interrupted, an approval or a question pending), else
-        None. (One left in a model call or a tool is not taken up by opening its session: that
-        would call the model, or run the tool, again.)"""
+        person (the store lists it as interrupted, an approval or a question pending, or
+        decided since from the command line or another process), else None. (One left in a
+        model call or a tool is not taken up by opening its session: that would call the
+        model, or run the tool, again.)"""
         store = self._store()
         if store is None:
             return None
@@ -755,11 +756,13 @@ class Studio:
             # An approval, or a question the model asked (its sub-agents' too); not an MCP
             # server's form, asked from inside a tool call that the resume ends.
             pending = store.pending(last.run_id)
+            waiting = [r for r in pending if not getattr(r, "declinable", False)]
+            if not waiting and not _left_for_a_person(store, last.run_id):
+                return None
         except Exception as error:
             self._store_failed(store, error)
             return None
-        waiting = [r for r in pending if not getattr(r, "declinable", False)]
-        return last.run_id if waiting else None
+        return last.run_id
 
     def _take_up(self, agent_id: str, run_id: str) -> bool:
         """Resume the run ``run_id`` its kernel left, shown in the widget; False when it
@@ -866,3 +869,32 @@ def _replay_messages(
                     )
                 )
     end()
+
+
+def _left_for_a_person(store: RunStore, run_id: str) -> bool:
+    """Whether resuming the interrupted run ``run_id`` goes on only from where it waited for a
+    person whose decision has come since: a call of its turn without a result was put to a
+    person (an approval, or a question the model asked), or is a sub-agent's whose run was
+    left so, and none of its tools had begun."""
+    state = store.get(run_id)
+    last = state.messages[-1] if state.messages else None
+    if last is None or last.role != "assistant" or not last.tool_calls:
+        return False  # (left in a model call)
+    records = [*state.approvals.values(), *state.questions.values()]
+    asked = {r.tool_call_id for r in records if not getattr(r, "declinable", False)}
+    subs = {s.parent_tool_call_id: s for s in store.sub_runs(run_id) if s.parent_turn == state.turn}
+    waited = False
+    for call in last.tool_calls:
+        progress = state.calls.get(call.id)
+        if progress is not None and progress.status == "done":
+            continue
+        sub = subs.get(call.id)
+        if sub is not None:
+            if sub.status != "interrupted" or not _left_for_a_person(store, sub.run_id):
+                return False
+            waited = True
+        elif progress is not None:
+            return False  # (its tool had begun)
+        elif call.id in asked:
+            waited = True
+    return waited

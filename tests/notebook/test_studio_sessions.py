@@ -542,16 +542,18 @@ agent.prompt(asked).session("s-left").send_sync()
 """
 
 
-async def left_waiting(store: RunStore) -> Any:
+async def left_waiting(store: RunStore, script: str | None = None) -> Any:
     """The approval of a Studio session's run whose kernel was killed while it waited."""
     from child_processes import child_environ, kill, start_python, wait_until
 
-    child = start_python(LEFT_BY_ITS_KERNEL, child_environ())
+    child = start_python(script or LEFT_BY_ITS_KERNEL, child_environ())
     try:
         [waiting] = await asyncio.to_thread(wait_until, store.pending, child, "the approval")
     finally:
         kill(child)
-    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    await until(
+        lambda: {r.status for r in store.runs()} == {"interrupted"}, 30, "the run interrupted"
+    )
     return waiting
 
 
@@ -652,6 +654,144 @@ async def test_a_studio_shown_after_another_went_on_with_its_session_shows_it_as
         ("user", "bye"),
         ("assistant", "Bye."),
     ]
+    store.close()
+
+
+LEFT_AT_A_SUB_AGENT_S_APPROVAL = LEFT_BY_ITS_KERNEL.replace(
+    'agent = AgentBuilder("shop", model).tools([tool])',
+    'analyst = AgentBuilder("analyst", model).tools([tool]).build()\n'
+    'lead_call = ToolCall(id="l1", name="analyst", arguments={"prompt": "refund A"})\n'
+    "lead_model = QueueModel([ModelResponse(tool_calls=[lead_call])])\n"
+    'agent = AgentBuilder("shop", lead_model).tool(analyst.as_tool())',
+)
+
+
+LEFT_AT_A_QUESTION = LEFT_BY_ITS_KERNEL.replace(
+    'call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A", "amount": 1})',
+    "from anvia_notebook import ask_question\n"
+    "tool = ask_question\n"
+    'questions = [{"id": "q", "question": "Which order?", "choices": ['
+    '{"label": "A", "value": "A"}, {"label": "B", "value": "B"}]}]\n'
+    'call = ToolCall(id="c1", name="ask_question", arguments={"questions": questions})',
+)
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject", "approve a sub-agent's"])
+async def test_a_left_run_decided_from_the_terminal_goes_on_with_that_decision(
+    store_path, decision
+):
+    """The approval decided with ``python -m anvia_notebook approve|reject`` while no kernel
+    ran it: opening the session showed the call as cancelled ("Run cancelled: it did not
+    finish") and left the run interrupted, so a later ``agent.resume`` ran the refund the
+    Studio had shown as cancelled. The run goes on, with the decision the store holds."""
+    from anvia_notebook.__main__ import main as cli
+
+    store = RunStore(store_path)
+    nested = decision.endswith("sub-agent's")
+    waiting = await left_waiting(store, LEFT_AT_A_SUB_AGENT_S_APPROVAL if nested else None)
+    top = store.runs()[0].run_id
+    said = decision.split()[0]
+    assert cli(["--store", str(store_path), said, top, waiting.id]) == 0
+    tool = refund_tool()
+    agent = AgentBuilder("shop", QueueModel(["Done."])).tools([tool]).build()
+    if nested:
+        analyst = AgentBuilder("analyst", QueueModel(["Refunded."])).tools([tool]).build()
+        agent = AgentBuilder("shop", QueueModel(["Done."])).tool(analyst.as_tool()).build()
+    studio = Studio([agent], session="latest")
+    page = Page(studio.widget)
+    await page.sync()
+    await idle(page)
+    assert [(args.order_id, args.amount) for args in tool.calls] == (
+        [("A", 1.0)] if said == "approve" else []
+    )
+    assert (store.record(waiting.id).status, store.record(waiting.id).decided_via) == (
+        "approved" if said == "approve" else "rejected",
+        "cli",
+    )
+    kinds = texts(page)
+    assert kinds[0] == ("user", "refund A") and kinds[-1] == ("assistant", "Done.")
+    assert not [text for kind, text in kinds if kind == "notice" and "did not finish" in text]
+    assert {r.status for r in store.runs()} == {"success"}
+    if not nested:
+        [entry] = [e for e in page.state.entries if e["kind"] == "tool"]
+        assert (entry["approval"]["status"], entry["approval"]["decided_via"]) == (
+            store.record(waiting.id).status,
+            "cli",
+        )
+    store.close()
+
+
+async def test_a_left_run_whose_question_was_answered_from_the_terminal_goes_on(store_path):
+    """The same for a question the model asked, answered with ``python -m anvia_notebook
+    answer``: the run goes on with that answer."""
+    from anvia_notebook.__main__ import main as cli
+
+    store = RunStore(store_path)
+    waiting = await left_waiting(store, LEFT_AT_A_QUESTION)
+    answers = '[{"questionId": "q", "answer": "B", "choice": "B"}]'
+    code = cli(
+        ["--store", str(store_path), "answer", "--json", answers, waiting.run_id, waiting.id]
+    )
+    assert code == 0
+    from anvia_notebook import ask_question
+
+    agent = AgentBuilder("shop", QueueModel(["Done."])).tools([ask_question]).build()
+    page = Page(Studio([agent], session="latest").widget)
+    await page.sync()
+    await idle(page)
+    assert texts(page)[-1] == ("assistant", "Done.")
+    [entry] = [e for e in page.state.entries if e["kind"] == "tool"]
+    assert entry["question"]["status"] == "answered"
+    assert entry["question"]["answers"][0]["answer"] == "B"
+    assert [r.status for r in store.runs()] == ["success"]
+    store.close()
+
+
+LEFT_IN_AN_APPROVED_TOOL = """
+import threading
+from pydantic import BaseModel
+from anvia_notebook import AgentBuilder, ToolApproval, create_tool, get_store
+from anvia_notebook.messages import Message
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+class RefundInput(BaseModel):
+    order_id: str
+    amount: float
+
+def refund(args, ctx):
+    print("refunding", flush=True)
+    threading.Event().wait()
+
+tool = create_tool(name="issue_refund", description="Issue a refund.", input=RefundInput,
+                   execute=refund, approval=ToolApproval())
+call = ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A", "amount": 1})
+model = QueueModel([ModelResponse(text="Checking.", tool_calls=[call])])
+agent = AgentBuilder("shop", model).tools([tool]).approvals(lambda request: True).build()
+asked = [Message.user("refund A")]
+get_store().save_session("s-left", "shop", "refund A", asked)
+agent.prompt(asked).session("s-left").send_sync()
+"""
+
+
+async def test_a_session_whose_run_its_kernel_left_in_an_approved_tool_is_only_shown(store_path):
+    """Approved, then its tool was running when the kernel ended: opening the session does not
+    take the run up (the model would be told of a refund that may have happened)."""
+    from child_processes import child_environ, kill, start_python
+
+    store = RunStore(store_path)
+    child = start_python(LEFT_IN_AN_APPROVED_TOOL, child_environ())
+    try:
+        assert child.stdout is not None
+        assert await asyncio.to_thread(child.stdout.readline) == "refunding\n"
+    finally:
+        kill(child)
+    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    model = QueueModel(["never asked"])
+    agent = AgentBuilder("shop", model).tools([refund_tool()]).build()
+    studio = Studio([agent], session="latest")
+    assert not studio.busy and model.requests == []
+    assert studio.transcript[-1]["text"] == "Run cancelled: it did not finish"
+    assert store.runs()[0].status == "interrupted"
     store.close()
 
 
