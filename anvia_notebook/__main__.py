@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
         required=True,
         dest="answers",
         help='the answers, a JSON list with one object per question: {"questionId": ..., '
-        '"answer": ...}, plus "choice" (the picked option\'s value, also its answer) or '
+        '"answer": ...}, plus "choice" (the picked option\'s value, given as the answer too) or '
         '"custom": true (an answer of your own)',
     )
     steer = commands.add_parser(

@@ -299,6 +299,8 @@ def _refusal(question: Question, text: Any, choice: Any, custom: Any) -> str | N
     name = f"The answer to question {question.id!r}"
     if text is not None and not isinstance(text, str):
         return f"{name} must be a text, not {text!r}."
+    if text is None and isinstance(choice, str):
+        return f'{name} has a choice but no "answer": give the choice\'s value ({choice!r}) too.'
     if not isinstance(text, str) or blank(text):
         return f"{name} is empty."
     if len(text) > MAX_ANSWER:

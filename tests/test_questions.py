@@ -212,6 +212,10 @@ def test_invalid_answers_from_a_human_input_become_an_error_result():
             "has custom='true'; custom is true or false",
         ),
         ({"questionId": "priority", "answer": "urgent", "custom": 1}, "has custom=1;"),
+        (  # (it said only "is empty", though a choice was given)
+            {"questionId": "priority", "choice": "low"},
+            """has a choice but no "answer": give the choice's value ('low') too.""",
+        ),
     ],
 )
 def test_answers_that_misuse_a_choice_or_are_blank_are_refused_with_a_clear_reason(
