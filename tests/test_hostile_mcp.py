@@ -170,3 +170,28 @@ def test_a_server_error_with_the_sdk_s_closed_code_is_the_server_s_error_not_a_l
     [again] = tool_results(model.requests[2])
     assert again.is_error and "quota exceeded for today" in again.content
     assert built.get_tool("read_file").connection.opened == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "told"),
+    [
+        ({"units": 15}, "Weekly report \ufffd"),  # (half of the emoji's pair)
+        ({"units": 16}, "Weekly report \U0001f600"),
+        ({"broken": True}, "the server's answer was not a valid MCP message"),
+    ],
+)
+def test_an_answer_the_sdk_cannot_read_is_read_again_not_waited_for(arguments, told, caplog):
+    """A JavaScript server that cut a text inside an emoji writes half of its pair (``\ud83d``),
+    which the SDK's JSON reader refuses: the answer was skipped as "not an MCP message" and
+    the call waited out its whole timeout, then was told it gave no result. An answer that is
+    no valid MCP answer (``"result": null``) waited the same way."""
+    model = QueueModel([call("read_file", arguments), "ok"])
+    server = mcp.stdio("hostile-cut", sys.executable, [HOSTILE, "cut_text"], timeout=30)
+    agent = AgentBuilder("a", model).mcp([server]).approvals(lambda r: True).build()
+    with caplog.at_level(logging.WARNING):
+        response = agent.prompt("go").send_sync()
+    assert response.output == "ok"
+    [result] = tool_results(model.requests[1])
+    assert told in result.content and result.is_error == ("broken" in arguments)
+    assert "within 30 s" not in result.content
+    assert not [r for r in caplog.records if "not an MCP message" in r.getMessage()]

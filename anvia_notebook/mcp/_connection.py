@@ -31,6 +31,7 @@ from ..errors import (
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
 from ._guard import child_processes, end_group, guarded_command, started_server_soon
+from ._lines import read_again
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
 from ._stderr import StderrTail
@@ -171,7 +172,8 @@ def _not_mcp(error: ValidationError) -> str:
 class _EndWatched:
     """The server's messages as the session reads them, setting ``ended`` when they end: a
     stdio server that exits (or an SSE stream that drops) while no call is in flight is then
-    noticed at once, and the next call opens a new session instead of failing."""
+    noticed at once, and the next call opens a new session instead of failing. A line the SDK
+    could not read is read again where its intent is plain (see :mod:`._lines`)."""
 
     def __init__(self, stream: Any, ended: asyncio.Event) -> None:
         self._stream = stream
@@ -193,14 +195,14 @@ class _EndWatched:
 
     async def __anext__(self) -> Any:
         try:
-            return await self._stream.__anext__()
+            return read_again(await self._stream.__anext__())
         except _stream_ends(StopAsyncIteration):
             self._ended.set()
             raise
 
     async def receive(self) -> Any:
         try:
-            return await self._stream.receive()
+            return read_again(await self._stream.receive())
         except _stream_ends():
             self._ended.set()
             raise

@@ -17,6 +17,8 @@ import json
 import logging
 from typing import Any
 
+from ._lines import read_again
+
 __all__ = ["quiet_sdk_logs"]
 
 #: The SDK's logger of the stdio transport, and the message it logs for a line it skipped.
@@ -30,6 +32,8 @@ class _StrayLine(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.msg != SDK_MESSAGE or not record.exc_info:
             return True
+        if read_again(record.exc_info[1]) is not record.exc_info[1]:
+            return False  # (read as a message after all: nothing was skipped)
         line = _line_of(record.exc_info[1])
         record.msg = (
             "An MCP server wrote a line that is not an MCP message to its standard output "

@@ -13,7 +13,10 @@ hostile MCP tests:
 - ``bad_bytes``: it prints a Latin-1 banner, and at each call a line that is not valid UTF-8,
   to its standard output, and answers with a text holding a byte that is not UTF-8 either;
 - ``server_error``: a call with ``{"fail": true}`` is answered with the JSON-RPC error -32000
-  (the code the MCP SDK also uses for a closed connection), any other call with ``done``.
+  (the code the MCP SDK also uses for a closed connection), any other call with ``done``;
+- ``cut_text``: a call with ``{"units": n}`` is answered with the first ``n`` UTF-16 units of a
+  text with an emoji, as a JavaScript server's ``slice`` and ``JSON.stringify`` write it (cut
+  inside the emoji: half of its pair, escaped); ``{"broken": true}`` with ``"result": null``.
 """
 
 from __future__ import annotations
@@ -69,6 +72,19 @@ def server_error(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def cut_text(message: dict[str, Any]) -> None:
+    arguments = message["params"].get("arguments", {})
+    if arguments.get("broken"):
+        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": None})
+    else:
+        units = "Weekly report \U0001f600 all green".encode("utf-16-le")[: 2 * arguments["units"]]
+        text = units.decode("utf-16-le", "surrogatepass")  # (json.dumps escapes a lone half)
+        result = {"content": [{"type": "text", "text": text}]}
+        answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    sys.stdout.write(answer + "\n")
+    sys.stdout.flush()
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -88,6 +104,8 @@ elif MODE == "bad_bytes":  # a Latin-1 banner: "Démarrage ..."
     serve("hostile", [TOOL], not_utf8)
 elif MODE == "server_error":
     serve("hostile", [TOOL], server_error)
+elif MODE == "cut_text":
+    serve("hostile", [TOOL], cut_text)
 elif MODE == "odd_media":
     serve("hostile", [TOOL], odd_media)
 elif MODE == "final_result":
