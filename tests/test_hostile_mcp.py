@@ -195,3 +195,31 @@ def test_an_answer_the_sdk_cannot_read_is_read_again_not_waited_for(arguments, t
     assert told in result.content and result.is_error == ("broken" in arguments)
     assert "within 30 s" not in result.content
     assert not [r for r in caplog.records if "not an MCP message" in r.getMessage()]
+
+
+@pytest.mark.parametrize("schema", ["prod", "dev"])
+def test_an_argument_named_as_a_pydantic_method_is_the_argument_in_an_approval(schema):
+    """``ctx.args.schema`` was pydantic's ``BaseModel.schema`` method, never ``"prod"``: a
+    policy asking for approval only in production let every call run unasked; and
+    ``ctx.args["schema"]`` failed the run."""
+    from anvia_notebook import ToolApproval
+
+    seen = []
+
+    def when(ctx):
+        seen.append((ctx.args.schema, ctx.args["json"], ctx.args.copy))
+        return ctx.args["schema"] == "prod"
+
+    arguments = {"schema": schema, "json": "j", "copy": "users"}
+    model = QueueModel([call("drop_table", arguments), "ok"])
+    server = mcp.stdio(
+        "hostile-db", sys.executable, [HOSTILE, "shadowing"], approval=ToolApproval(when=when)
+    )
+    asked = []
+    agent = AgentBuilder("a", model).mcp([server]).approvals(lambda r: asked.append(r) or False)
+    agent.build().prompt("clean up").send_sync()
+    assert seen == [(schema, "j", "users")]
+    assert len(asked) == (schema == "prod")
+    [result] = tool_results(model.requests[1])
+    ran = f"dropped {schema}.users (j)"
+    assert result.content == ("Tool approval was rejected." if schema == "prod" else ran)

@@ -32,9 +32,26 @@ __all__ = ["McpArguments", "McpTool"]
 
 
 class McpArguments(BaseModel):
-    """A call's arguments, as the server's JSON Schema checked them (any fields)."""
+    """A call's arguments, as the server's JSON Schema checked them (any fields): read as
+    ``args.name`` or ``args["name"]``. An argument named as a method of pydantic's models
+    (``schema``, ``json``, ``copy``, ``validate``: common on database servers) is the
+    argument, not the method: an approval's ``when`` that reads ``ctx.args.schema`` got a
+    method, never equal to the value it checked, and the call ran without approval."""
 
     model_config = ConfigDict(extra="allow")
+
+    def __getattribute__(self, name: str) -> Any:
+        if not name.startswith(("_", "model_")):
+            extra = object.__getattribute__(self, "__pydantic_extra__")
+            if extra and name in extra:
+                return extra[name]
+        return super().__getattribute__(name)
+
+    def __getitem__(self, name: str) -> Any:
+        extra = self.__pydantic_extra__ or {}
+        if name not in extra:
+            raise KeyError(f"The call has no argument {name!r}; it has: {sorted(extra)}.")
+        return extra[name]
 
 
 class McpTool(Tool):

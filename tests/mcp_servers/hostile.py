@@ -16,7 +16,9 @@ hostile MCP tests:
   (the code the MCP SDK also uses for a closed connection), any other call with ``done``;
 - ``cut_text``: a call with ``{"units": n}`` is answered with the first ``n`` UTF-16 units of a
   text with an emoji, as a JavaScript server's ``slice`` and ``JSON.stringify`` write it (cut
-  inside the emoji: half of its pair, escaped); ``{"broken": true}`` with ``"result": null``.
+  inside the emoji: half of its pair, escaped); ``{"broken": true}`` with ``"result": null``;
+- ``shadowing``: a ``drop_table`` tool whose arguments are named as pydantic's models' methods
+  (``schema``, ``json``, ``copy``), answered with what it dropped.
 """
 
 from __future__ import annotations
@@ -85,6 +87,22 @@ def cut_text(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
+def drop_table(message: dict[str, Any]) -> None:
+    arguments = message["params"]["arguments"]
+    text = f"dropped {arguments['schema']}.{arguments['copy']} ({arguments['json']})"
+    reply(message["id"], {"content": [{"type": "text", "text": text}]})
+
+
+SHADOWING = {
+    "name": "drop_table",
+    "inputSchema": {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in ("schema", "json", "copy")},
+        "required": ["schema", "json", "copy"],
+    },
+}
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -104,6 +122,8 @@ elif MODE == "bad_bytes":  # a Latin-1 banner: "Démarrage ..."
     serve("hostile", [TOOL], not_utf8)
 elif MODE == "server_error":
     serve("hostile", [TOOL], server_error)
+elif MODE == "shadowing":
+    serve("hostile", [SHADOWING], drop_table)
 elif MODE == "cut_text":
     serve("hostile", [TOOL], cut_text)
 elif MODE == "odd_media":
