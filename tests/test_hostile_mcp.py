@@ -5,8 +5,10 @@ output's ``final_result``. Each gives a clear error or result, never a hang."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import sys
+import warnings
 
 import pytest
 from mcp_helpers import SERVERS
@@ -223,3 +225,29 @@ def test_an_argument_named_as_a_pydantic_method_is_the_argument_in_an_approval(s
     [result] = tool_results(model.requests[1])
     ran = f"dropped {schema}.users (j)"
     assert result.content == ("Tool approval was rejected." if schema == "prod" else ran)
+
+
+async def test_a_form_a_server_asks_for_a_call_that_was_stopped_is_answered_cancel(tmp_path):
+    """Asked after Stop had ended its call: it was answered ``decline`` (a server may read that
+    as the person's refusal), with a warning that the run had nobody to ask, though it had."""
+    from child_processes import wait_until
+
+    from anvia_notebook import CallbackHumanInput, PromptCancelledError
+
+    log = tmp_path / "answers.log"
+    server = mcp.stdio("hostile-late", sys.executable, [HOSTILE, "late_form", str(log)])
+    asked = []
+    human = CallbackHumanInput(ask=lambda request: asked.append(request) or [])
+    agent = AgentBuilder("a", QueueModel([call("read_file", {}), "never"])).mcp([server])
+    run = agent.human_input(human).approvals(lambda r: True).build().prompt("go").start()
+    await asyncio.to_thread(wait_until, lambda: log.exists(), None, "the call")
+    run.cancel("Stop")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        answered = await asyncio.to_thread(
+            wait_until, lambda: log.read_text().splitlines()[1:], None, "the answer"
+        )
+    assert json.loads(answered[0])["result"] == {"action": "cancel"}
+    assert asked == [] and not [w for w in said if "nobody to ask" in str(w.message)]

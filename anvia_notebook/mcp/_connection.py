@@ -689,9 +689,14 @@ class Connection:
         """A server asks the person something during a call: the run of the call that can ask
         someone asks (such a call runs alone on the session, so it is the call that caused
         the question); the call's time limit is paused meanwhile. With only calls that have
-        nobody to ask in flight (or none), it is declined with a warning."""
+        nobody to ask in flight, it is declined with a warning; with none, it is cancelled (the
+        call that asked has ended: stopped, or out of time; nobody declined anything)."""
+        from mcp.types import ElicitResult
+
         from ._elicit import elicit_result
 
+        if not self._calls:
+            return ElicitResult(action="cancel")
         asking = [(ask, waiting) for ask, waiting in self._calls if ask is not None]
         if not asking:
             return await elicit_result(None, params, self.config.name)

@@ -17,6 +17,9 @@ hostile MCP tests:
 - ``cut_text``: a call with ``{"units": n}`` is answered with the first ``n`` UTF-16 units of a
   text with an emoji, as a JavaScript server's ``slice`` and ``JSON.stringify`` write it (cut
   inside the emoji: half of its pair, escaped); ``{"broken": true}`` with ``"result": null``;
+- ``late_form``: a call is never answered: it writes ``called`` to the file its second argument
+  names, and once the call is cancelled (``notifications/cancelled``) asks for input
+  (``elicitation/create``), then writes the answer it got to that file;
 - ``shadowing``: a ``drop_table`` tool whose arguments are named as pydantic's models' methods
   (``schema``, ``json``, ``copy``), answered with what it dropped.
 """
@@ -103,6 +106,27 @@ SHADOWING = {
 }
 
 
+def late_form(message: dict[str, Any]) -> None:
+    log = sys.argv[2]
+    with open(log, "w") as file:
+        file.write("called\n")
+    for line in sys.stdin:
+        if json.loads(line).get("method") == "notifications/cancelled":
+            break
+    form = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    ask = {"message": "Which name?", "requestedSchema": form}
+    sys.stdout.write(
+        json.dumps({"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": ask})
+    )
+    sys.stdout.write("\n")
+    sys.stdout.flush()
+    for line in sys.stdin:
+        if json.loads(line).get("id") == "e1":
+            with open(log, "a") as file:
+                file.write(line)
+            return
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -122,6 +146,8 @@ elif MODE == "bad_bytes":  # a Latin-1 banner: "Démarrage ..."
     serve("hostile", [TOOL], not_utf8)
 elif MODE == "server_error":
     serve("hostile", [TOOL], server_error)
+elif MODE == "late_form":
+    serve("hostile", [TOOL], late_form)
 elif MODE == "shadowing":
     serve("hostile", [SHADOWING], drop_table)
 elif MODE == "cut_text":
