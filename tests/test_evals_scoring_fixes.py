@@ -75,6 +75,27 @@ def test_exact_match_and_contains_pass_on_a_typed_output_equal_to_the_expected_v
     assert case.passed
 
 
+class Price(BaseModel):
+    sku: str
+    price: float
+
+
+def test_a_typed_output_s_float_matches_a_whole_number_expected_and_a_blank_row_changes_nothing():
+    """A ``float`` field holds 7.0 where a case expects 7: it failed (it passed only when the
+    expected value was written as the model); and one blank ``expected`` cell in a DataFrame
+    turned the column's 7.0 into 7, failing every other row."""
+    pandas = pytest.importorskip("pandas")
+    price = typed_agent(Price, {"sku": "A1", "price": 7})
+    cases = [evals.Case("q", expected={"sku": "A1", "price": 7}, name="dict")]
+    cases.append(evals.Case("q", expected=Price(sku="A1", price=7), name="model"))
+    report = evals.evaluate_sync(price, cases, [evals.exact_match()], show=False)
+    assert [case.scores for case in report.cases] == [{"exact_match": True}] * 2
+    seven = typed_agent(float, {"result": 7.0})
+    frame = pandas.DataFrame({"input": ["a", "b", "c"], "expected": [7.0, 7.0, None]})
+    report = evals.evaluate_sync(seven, frame, [evals.exact_match()], show=False)
+    assert [case.scores["exact_match"] for case in report.cases[:2]] == [True, True]
+
+
 def test_a_case_duration_is_its_runs_time_not_its_scoring(monkeypatch):
     """The clock the report reads moves a second while the agent runs and an hour while the
     metric scores: the case's time is the run's (before: the hour was in it too)."""

@@ -283,16 +283,28 @@ def exact_match(
 
 def _same_json(expected: str, output: str, *, casefold: bool = False) -> bool | None:
     """Whether two JSON texts hold the same data whatever the order of their keys and their
-    spacing (``1`` and ``1.0``, ``true`` and ``1`` stay apart; ``casefold``: case aside);
-    None when either is no JSON."""
+    spacing; numbers by value, as JavaScript has them in Anvia (``7`` and ``7.0`` are one
+    number: a typed output's ``float`` field holds 7.0 where a case expects 7), ``true`` and
+    ``1`` apart; ``casefold``: case aside. None when either is no JSON."""
     try:
         a, b = (
-            json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
+            json.dumps(_numbers_by_value(json.loads(text)), sort_keys=True, ensure_ascii=False)
             for text in (expected, output)
         )
     except (ValueError, RecursionError):
         return None
     return a.casefold() == b.casefold() if casefold else a == b
+
+
+def _numbers_by_value(value: Any) -> Any:
+    """``value`` (JSON data) with each whole float as an int."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, list):
+        return [_numbers_by_value(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _numbers_by_value(item) for key, item in value.items()}
+    return value
 
 
 def contains(
