@@ -11,6 +11,7 @@ and results, and free-text reasons are attached only with ``capture_content=True
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import traceback
 from collections.abc import Callable
@@ -268,19 +269,21 @@ class RunSpans:
             return
         span, token = started
         otel_context.detach(token)
+        usage = entry.usage
+        attributes: dict[str, Any] = {}
+        if (error is None and stopped is None) or usage.input_tokens or usage.output_tokens:
+            # (a call that failed or was stopped after the provider told its usage: the run's
+            # total has those tokens, and the chat spans add up to it)
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+            if usage.cached_tokens is not None:
+                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
         if error is not None:
             _record_error(span, error)
         elif stopped is not None:
             span.add_event("cancelled", {"reason": stopped} if self.content else {})
         else:
-            usage = entry.usage
             response = entry.response
-            attributes: dict[str, Any] = {
-                "gen_ai.usage.input_tokens": usage.input_tokens,
-                "gen_ai.usage.output_tokens": usage.output_tokens,
-            }
-            if usage.cached_tokens is not None:
-                attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cached_tokens
             if response.finish_reason:
                 # (a list: the SDK checks it faster than a tuple, and exports it as a tuple)
                 attributes["gen_ai.response.finish_reasons"] = [response.finish_reason]
@@ -303,7 +306,7 @@ class RunSpans:
                     "finish_reason": response.finish_reason or "",
                 }
                 attributes["gen_ai.output.messages"] = _dumps([output])
-            span.set_attributes(attributes)
+        span.set_attributes(attributes)
         span.end()
 
     # -- tool calls ------------------------------------------------------------------------------
@@ -424,10 +427,18 @@ def _kept(text: str) -> str:
 
 
 def _kept_arguments(arguments: Any) -> Any:
-    """A tool call's arguments as sent, unless their JSON is longer than :data:`MAX_CONTENT`:
-    then that JSON, cut short."""
+    """A tool call's arguments as data (the JSON text a message of the history keeps them as
+    is read: one shape for a call in the answer and in the next request), unless their JSON is
+    longer than :data:`MAX_CONTENT`: then that JSON, cut short. Text that is no JSON object
+    stays text."""
     if isinstance(arguments, str):
-        return _kept(arguments)
+        try:
+            data = json.loads(arguments) if len(arguments) <= MAX_CONTENT else None
+        except (ValueError, RecursionError):
+            data = None
+        if not isinstance(data, dict):
+            return _kept(arguments)
+        arguments = data
     text = _dumps(arguments)
     return arguments if len(text) <= MAX_CONTENT else _kept(text)
 

@@ -149,6 +149,9 @@ def test_capture_content_adds_messages_arguments_and_results(content_spans) -> N
         "role": "tool",
         "parts": [{"type": "tool_call_response", "id": "c1", "response": "5"}],
     }
+    # (the call as the next request sends it back: its arguments as data, as in the answer;
+    # they were the JSON text)
+    assert sent[1]["parts"] == output["parts"]
 
 
 def test_captured_texts_are_bounded_and_the_json_stays_json(content_spans) -> None:
@@ -226,7 +229,12 @@ def test_every_model_call_captures_the_whole_conversation_it_received(content_sp
                 "role": m.role,
                 "parts": [{"type": "text", "content": m.content}] * bool(m.content)
                 + [
-                    {"type": "tool_call", "id": c.id, "name": c.name, "arguments": c.arguments}
+                    {
+                        "type": "tool_call",
+                        "id": c.id,
+                        "name": c.name,
+                        "arguments": json.loads(c.arguments),
+                    }
                     for c in m.tool_calls
                 ]
                 + [
@@ -321,6 +329,35 @@ def test_a_failing_tool_and_a_failing_model_are_errors_on_their_spans(spans) -> 
     assert [e.name for e in chat.events] == ["exception"]
     assert root.status.status_code == StatusCode.ERROR
     assert root.attributes["anvia.run.status"] == "error"
+
+
+@pytest.mark.parametrize("ending", ["fails", "is stopped"])
+async def test_a_model_call_that_ends_badly_keeps_the_usage_it_was_told(spans, ending) -> None:
+    """The provider told the call's usage, then the stream broke (or Stop came): its chat span
+    had no token attributes, so the chat spans did not add up to the run's usage."""
+    from anvia_notebook.models import FunctionModel, UsageUpdate
+
+    told = asyncio.Event()
+
+    async def answer(request):
+        yield TextDelta(delta="partial ")
+        yield UsageUpdate(usage=Usage(input_tokens=100, output_tokens=10))
+        told.set()
+        if ending == "fails":
+            raise ModelError("stream broke")
+        await asyncio.Event().wait()
+
+    run = AgentBuilder("a", FunctionModel(answer)).build().prompt("go").start()
+    await asyncio.wait_for(told.wait(), 5)
+    if ending == "is stopped":
+        run.cancel("Stop pressed")
+    with pytest.raises(ModelError if ending == "fails" else PromptCancelledError):
+        await run.wait()
+    named = by_name(spans)
+    for name in ("chat function-model", "invoke_agent a"):
+        attributes = named[name].attributes
+        tokens = (attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"])
+        assert tokens == (100, 10) == (run.state.usage.input_tokens, run.state.usage.output_tokens)
 
 
 def test_a_huge_error_is_bounded_on_every_span(spans) -> None:
