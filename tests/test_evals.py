@@ -505,6 +505,23 @@ async def test_evaluate_sync_refuses_to_block_a_running_loop():
         evals.evaluate_sync(agent_with(answering()), CASES, [evals.contains()])
 
 
+def test_compare_s_changes_are_rounded_as_the_means_are():
+    """``MetricChange.delta`` was -0.03333333333300001 and a case's 0.19999999999999998: the
+    floating point noise the report's means are rounded to leave out."""
+    scores = {"A": [0.1, 0.2, 0.3], "B": [0.1, 0.2, 0.2]}
+
+    def graded(case, output):
+        return scores[output][int(case.input[1]) - 1]
+
+    cases = [evals.Case(f"q{n}", name=f"c{n}") for n in (1, 2, 3)]
+    a = evals.evaluate_sync(agent_with(FunctionModel(lambda r: "A")), cases, [graded], show=False)
+    b = evals.evaluate_sync(agent_with(FunctionModel(lambda r: "B")), cases, [graded], show=False)
+    comparison = evals.compare(b, a)
+    [change] = comparison.metrics.values()
+    assert (change.mean_a, change.mean_b, change.delta) == (0.166666666667, 0.2, 0.033333333333)
+    assert [c.delta("graded") for c in comparison.cases] == [0.0, 0.0, 0.1]
+
+
 def test_compare_lists_newly_failing_first_and_metric_changes():
     before = evals.evaluate_sync(
         agent_with(answering({"a": "yes", "b": "no", "c": "yes", "d": "no"})),

@@ -15,7 +15,7 @@ from ._table import (
     needs_pandas,
     nullable_frame,
 )
-from .report import EvalReport
+from .report import MEAN_DECIMALS, EvalReport
 
 __all__ = ["CaseChange", "Comparison", "MetricChange", "compare"]
 
@@ -52,9 +52,11 @@ class MetricChange:
 
     @property
     def delta(self) -> float | None:
+        """``mean_b - mean_a``, rounded as the means are (to what floating point adds past
+        them: 0.166666666667 - 0.2 is -0.033333333333, not -0.03333333333300001)."""
         if self.mean_a is None or self.mean_b is None:
             return None
-        return self.mean_b - self.mean_a
+        return round(self.mean_b - self.mean_a, MEAN_DECIMALS)
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class CaseChange:
         a, b = self.scores_a.get(metric), self.scores_b.get(metric)
         if a is None or b is None:
             return None
-        return float(b) - float(a)
+        return round(float(b) - float(a), MEAN_DECIMALS)  # (0.3 - 0.1 is 0.2 here)
 
 
 def _change(a: Any, b: Any) -> Change:
