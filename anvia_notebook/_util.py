@@ -274,13 +274,28 @@ def cli_command(store: str | None = None) -> str:
 _SECRET_NAMES = re.compile(r"pass|token|secret|key|auth|sig|cred|session|code", re.IGNORECASE)
 
 
+def _url_parts(url: str) -> Any:
+    """``urlsplit(url)``, its credentials read up to the address's last ``@``: a password
+    written with ``/``, ``?`` or ``#`` in it, not percent-encoded, ended the host part there
+    (and was then shown whole, as a path or a query)."""
+    from urllib.parse import quote, urlsplit
+
+    parts = urlsplit(url)
+    start = f"{parts.scheme}://"
+    if url.startswith(start) and "@" in url[len(start) + len(parts.netloc) :]:
+        credentials, _, after = url[len(start) :].rpartition("@")
+        if ":" in credentials:  # (a password: an @ in a query's value leaves the rest alone)
+            parts = urlsplit(f"{start}{quote(credentials, safe=':')}@{after}")
+    return parts
+
+
 def shown_url(url: str) -> str:
     """``url`` as a message may show it: a password before the host and the values of query
     parameters named like secrets (the name may be percent-encoded) become ``***``."""
-    from urllib.parse import unquote_plus, urlsplit
+    from urllib.parse import unquote_plus
 
     try:
-        parts = urlsplit(url)
+        parts = _url_parts(url)
     except ValueError:  # (an address that cannot be read: its scheme alone)
         return url.split("://", 1)[0] + "://..."
     credentials, at, hosts = parts.netloc.rpartition("@")
@@ -305,10 +320,10 @@ def url_for_commands(url: str) -> tuple[str, bool]:
     """``url`` as a command the command line suggests may write it: without its password (a
     ``***`` there would be sent as the password, and outweigh ``PGPASSWORD``), and whether it
     held one (then the reader is told to give it as ``PGPASSWORD``)."""
-    from urllib.parse import unquote_plus, urlsplit
+    from urllib.parse import unquote_plus
 
     try:
-        parts = urlsplit(url)
+        parts = _url_parts(url)
     except ValueError:
         return shown_url(url), False
     credentials, at, hosts = parts.netloc.rpartition("@")

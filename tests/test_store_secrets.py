@@ -60,6 +60,22 @@ def test_a_store_that_cannot_connect_names_it_without_its_password(index: int) -
     assert SECRET not in _everything_said(caught.value)
 
 
+@pytest.mark.parametrize(
+    "password",
+    ["ab/cdSECRETx", "x?SECRETy", "Summer#SECRET24", "p@SECRETword", "p@ss:w/SECRETrd?#% é"],
+)
+def test_a_password_written_with_url_delimiters_is_not_shown(password: str) -> None:
+    """Not percent-encoded, a password with ``/ ? # @`` ended the host part where it has one
+    (libpq reads it so too): "Cannot connect to the run store postgresql://alice:ab/cd..." showed
+    it whole, or a piece of it, as a path, a query, a fragment or a host the driver quoted."""
+    address = f"postgresql://alice:{password}@127.0.0.1:{_closed_port()}/teamdb"
+    with pytest.raises(RunStoreError) as caught:
+        an.RunStore(address)
+    said = _everything_said(caught.value)
+    assert "SECRET" not in said, said
+    assert "Cannot connect to the run store postgresql://alice:***@127.0.0.1:" in said, said
+
+
 def test_the_default_store_warns_without_its_password(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

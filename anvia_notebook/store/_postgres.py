@@ -97,6 +97,9 @@ def _secrets(url: str) -> list[str]:
     if ":" in credentials:
         password = credentials.split(":", 1)[1]
         found += [password, unquote(password)]
+        # (libpq reads a password with / ? # @ or : in it, not percent-encoded, as other parts
+        # of the address, and may quote a piece of it)
+        found += re.split(r"[/?#@:]", password)
     found += re.findall(r"(?:password|sslpassword)=([^&\s]+)", url, flags=re.IGNORECASE)
     return sorted({text for text in found if len(text) >= 3}, key=len, reverse=True)
 
