@@ -881,7 +881,13 @@ def _left_for_a_person(store: RunStore, run_id: str) -> bool:
     if last is None or last.role != "assistant" or not last.tool_calls:
         return False  # (left in a model call)
     records = [*state.approvals.values(), *state.questions.values()]
-    asked = {r.tool_call_id for r in records if not getattr(r, "declinable", False)}
+    # (not a call that ended: some servers give a later turn's call the same id)
+    ended = {e.internal_call_id for e in store.events(run_id) if isinstance(e, ToolResultEvent)}
+    asked = {
+        r.tool_call_id
+        for r in records
+        if not getattr(r, "declinable", False) and r.internal_call_id not in ended
+    }
     subs = {s.parent_tool_call_id: s for s in store.sub_runs(run_id) if s.parent_turn == state.turn}
     waited = False
     for call in last.tool_calls:

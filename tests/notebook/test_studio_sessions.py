@@ -7,9 +7,17 @@ import warnings
 from typing import Any
 
 import pytest
-from notebook_helpers import Page, gated_model, pending_approval, refund_tool, sent, until
+from notebook_helpers import (
+    Page,
+    gated_model,
+    pending_approval,
+    refund_tool,
+    sent,
+    until,
+)
+from pydantic import BaseModel
 
-from anvia_notebook import AgentBuilder, Studio, get_store
+from anvia_notebook import AgentBuilder, Studio, create_tool, get_store
 from anvia_notebook.messages import Message
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 from anvia_notebook.notebook._protocol import parse_outbound
@@ -744,6 +752,74 @@ async def test_a_left_run_whose_question_was_answered_from_the_terminal_goes_on(
     assert entry["question"]["status"] == "answered"
     assert entry["question"]["answers"][0]["answer"] == "B"
     assert [r.status for r in store.runs()] == ["success"]
+    store.close()
+
+
+LEFT_IN_A_LATER_TURN_S_HOOK = """
+import asyncio
+from pydantic import BaseModel
+from anvia_notebook import AgentBuilder, ToolApproval, create_hook, create_tool, get_store
+from anvia_notebook.messages import Message
+from anvia_notebook.models import ModelResponse, QueueModel, ToolCall
+
+class Order(BaseModel):
+    order_id: str
+
+refund = create_tool(name="issue_refund", description="", input=Order,
+                     execute=lambda args, ctx: "refunded", approval=ToolApproval())
+ship = create_tool(name="ship", description="", input=Order, execute=lambda args, ctx: "shipped")
+
+async def slow_check(event):
+    if event.tool_name == "ship":  # (its turn stored, then the kernel is killed here)
+        store = get_store()
+        while not [m for m in store.get(store.runs()[0].run_id).messages if m.tool_calls][1:]:
+            await asyncio.sleep(0.05)
+        print("checking", flush=True)
+        await asyncio.Event().wait()
+
+# (a server that numbers the calls of each turn: both turns' calls are "c1")
+refunding = ModelResponse(tool_calls=[ToolCall(id="c1", name="issue_refund", arguments={"order_id": "A"})])
+shipping = ModelResponse(tool_calls=[ToolCall(id="c1", name="ship", arguments={"order_id": "A"})])
+agent = (AgentBuilder("shop", QueueModel([refunding, shipping])).tools([refund, ship])
+         .approvals(lambda request: True).hook(create_hook(on_tool_call=slow_check)).build())
+asked = [Message.user("refund A")]
+get_store().save_session("s-left", "shop", "refund A", asked)
+agent.prompt(asked).session("s-left").send_sync()
+"""
+
+
+async def test_a_run_left_in_a_later_turn_whose_call_reuses_an_asked_id_is_only_shown(
+    store_path,
+):
+    """Turn 1's call ``c1`` was approved and ran; turn 2's call, also ``c1``, of a tool that
+    asks nobody, was in a hook when the kernel ended: the earlier approval counted as this
+    call's, and opening the session ran the tool and called the model, though nobody had been
+    asked anything."""
+    from child_processes import child_environ, kill, start_python
+
+    store = RunStore(store_path)
+    child = start_python(LEFT_IN_A_LATER_TURN_S_HOOK, child_environ())
+    try:
+        assert child.stdout is not None
+        assert await asyncio.to_thread(child.stdout.readline) == "checking\n"
+    finally:
+        kill(child)
+    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+
+    class Order(BaseModel):
+        order_id: str
+
+    shipped = []
+    ship = create_tool(
+        name="ship",
+        description="",
+        input=Order,
+        execute=lambda args, ctx: shipped.append(args) or "shipped",
+    )
+    model = QueueModel(["never asked"])
+    studio = Studio([AgentBuilder("shop", model).tools([ship]).build()], session="latest")
+    assert not studio.busy and model.requests == [] and shipped == []
+    assert studio.transcript[-1]["text"] == "Run cancelled: it did not finish"
     store.close()
 
 
