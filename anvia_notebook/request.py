@@ -20,7 +20,7 @@ from ._option_checks import (
 from ._steering import new_items, steering_messages, storable
 from ._util import new_id, running_loop
 from .approvals import ApprovalHandler
-from .errors import RequestAlreadyUsedError, RunOwnedError, RunStoreError
+from .errors import RequestAlreadyUsedError, RunOwnedError
 from .events import RunEvent
 from .hooks import Hook, dropped_tool_call_hooks
 from .messages import Message
@@ -95,17 +95,12 @@ class PromptRequest:
         cls, agent: Agent, run_id: str, store: RunStore | str | os.PathLike[str] | None = None
     ) -> PromptRequest:
         """A request that continues the stored run ``run_id`` (see :meth:`Agent.resume`)."""
-        from .store import as_store, get_store
+        from .store import as_store, required_store
         from .store._owner import give_back_dropped, resume_claimed
 
         give_back_dropped()
 
-        chosen = as_store(store) or get_store()
-        if chosen is None:
-            raise RunStoreError(
-                "Runs are not stored (ANVIA_NOTEBOOK_STORE is off, or set_store(None) was "
-                "called), so there is no run to resume."
-            )
+        chosen = as_store(store) or required_store()
         state = chosen.claim_run(run_id)  # raises if a live process owns it
         if state.agent_id != agent.id:
             chosen.release_run(run_id)

@@ -15,8 +15,9 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-__all__ = ["fresh_database", "postgres_bin", "running_postgres"]
+__all__ = ["fresh_database", "postgres_bin", "running_postgres", "start_server", "stop_server"]
 
 
 def postgres_bin() -> Path | None:
@@ -49,6 +50,7 @@ def running_postgres() -> Iterator[str]:
         shutil.chown(folder, "postgres", "postgres")
     data = folder / "data"
     port = _free_port()
+    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
     run = lambda *args: subprocess.run(  # noqa: E731
         [*prefix, *args], check=True, capture_output=True, text=True, timeout=120
     )
@@ -59,7 +61,7 @@ def running_postgres() -> Iterator[str]:
             "-D",
             str(data),
             "-o",
-            f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+            options,
             "-l",
             str(folder / "log"),
             "-w",
@@ -68,6 +70,7 @@ def running_postgres() -> Iterator[str]:
             "start",
         )
         url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        _CONTROL[url] = (run, [str(bin_dir / "pg_ctl"), "-D", str(data)], options, folder)
         deadline = time.monotonic() + 30
         while True:
             with socket.socket() as sock:
@@ -78,9 +81,27 @@ def running_postgres() -> Iterator[str]:
             time.sleep(0.05)
         yield url
     finally:
+        _CONTROL.pop(f"postgresql://postgres@127.0.0.1:{port}/postgres", None)
         with contextlib.suppress(Exception):
             run(str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop")
         shutil.rmtree(folder, ignore_errors=True)
+
+
+#: How to stop and start each server :func:`running_postgres` runs, by its URL.
+_CONTROL: dict[str, tuple[Any, list[str], str, Path]] = {}
+
+
+def stop_server(url: str) -> None:
+    """Stop the server at ``url`` (started by :func:`running_postgres`) as an admin's restart
+    does (``pg_ctl stop -m fast``: connections are ended, the server is gone until started)."""
+    run, pg_ctl, _, _ = _CONTROL[url]
+    run(*pg_ctl, "-m", "fast", "-w", "stop")
+
+
+def start_server(url: str) -> None:
+    """Start again the server :func:`stop_server` stopped, and wait until it takes connections."""
+    run, pg_ctl, options, folder = _CONTROL[url]
+    run(*pg_ctl, "-o", options, "-l", str(folder / "log"), "-w", "-t", "60", "start")
 
 
 _DATABASES: list[str] = []

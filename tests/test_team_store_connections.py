@@ -16,7 +16,7 @@ import time
 
 import pytest
 import store_agents
-from postgres_server import fresh_database
+from postgres_server import fresh_database, running_postgres, start_server, stop_server
 
 from anvia_notebook import RunStore, RunStoreError
 from anvia_notebook import store as store_module
@@ -249,3 +249,94 @@ def test_a_store_let_go_closes_its_connections_at_once(team_store):
         gc.enable()
     assert held <= 1, f"{held} connections still open"
     assert not [w for w in warned if issubclass(w.category, ResourceWarning)]
+
+
+class _RefusalsSeen:
+    """The driver module as a backend uses it, its ``connect`` telling when one was refused."""
+
+    def __init__(self) -> None:
+        self.refused = threading.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(psycopg, name)
+
+    def connect(self, *args: object, **kwargs: object) -> object:
+        try:
+            return psycopg.connect(*args, **kwargs)
+        except psycopg.OperationalError:
+            self.refused.set()
+            raise
+
+
+async def test_a_run_that_writes_while_its_server_restarts_waits_for_it(tmp_path, monkeypatch):
+    """The server restarted while a run waited for an approval, and the run wrote in that
+    moment: the connection was refused once, and the run left its store for good ("goes on in
+    memory only"); the store marked it failed, an approval then sent with the command line was
+    refused (or said "Approved" and never reached it), and the run waited for ever. The run
+    waits for the server to take connections again."""
+    with running_postgres() as server:  # (its own server: this one is stopped and started)
+        location, _ = fresh_database(server)
+        monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
+        monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+        store_module._reset_for_tests()
+        try:
+            run = store_agents.agent("approval").prompt("send 5 to a1").start()
+            [waiting] = await pending_of(run)
+            store = store_module.get_store()
+            assert store is not None
+            seen = _RefusalsSeen()
+            monkeypatch.setattr(store._backend, "_psycopg", seen)
+            stop_server(server)
+            restart = threading.Thread(
+                target=lambda: seen.refused.wait(30) and start_server(server)
+            )
+            restart.start()
+            try:
+                run.checkpoint()  # (a write while the server is down: refused, then waited for)
+            finally:
+                restart.join(90)
+            assert seen.refused.is_set()
+            command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
+            approve = await asyncio.create_subprocess_exec(
+                *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
+            )
+            _, said = await asyncio.wait_for(approve.communicate(), 60)
+            assert approve.returncode == 0, said
+            response = await asyncio.wait_for(run.wait(), 30)  # (a warning would fail the test)
+            assert response.output.startswith("Result:")
+            assert store_agents.effects() == ["started a1 5", "done a1 5"]
+            [stored] = RunStore(location).runs()
+            assert stored.status == "success", stored
+        finally:
+            store_module._reset_for_tests()
+
+
+def test_a_team_store_that_could_not_be_opened_is_tried_again_and_resume_says_why(
+    request, monkeypatch
+):
+    """The store could not be opened once (its database not there yet, its server down a
+    moment): every later run of the process stayed in memory, without a word; and resuming
+    said "Runs are not stored (ANVIA_NOTEBOOK_STORE is off ...)", hiding why."""
+    from anvia_notebook import AgentBuilder
+    from anvia_notebook.models import FunctionModel
+
+    server = request.getfixturevalue("postgres_server")
+    name = f"later_{threading.get_ident()}"
+    location = server.rsplit("/", 1)[0] + "/" + name
+    monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
+    monkeypatch.setattr(store_module, "REOPEN_SECONDS", 0.0)
+    store_module._reset_for_tests()
+    agent = AgentBuilder("k", FunctionModel(lambda request: "ok")).build()
+    try:
+        with pytest.warns(RuntimeWarning, match="Runs stay in memory only"):
+            agent.prompt("while there is no database").send_sync()
+        with pytest.raises(RunStoreError, match=f'database "{name}" does not exist'):
+            agent.resume("run_0123456789abcdef0123")
+        with psycopg.connect(server, autocommit=True) as db:
+            db.execute(f"CREATE DATABASE {name}")
+        agent.prompt("once it is there").send_sync()
+        store = RunStore(location)
+        assert [run.prompt for run in store.runs()] == ["once it is there"]
+        store.close()
+    finally:
+        store_module._reset_for_tests()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -72,6 +73,10 @@ def __getattr__(name: str) -> Any:
 _lock = threading.Lock()
 _chosen: RunStore | bool | None = False  # False: not chosen yet (use the environment)
 _opened: dict[str, RunStore | None] = {}
+#: When a PostgreSQL store last could not be opened (monotonic), by its address.
+_failed_at: dict[str, float] = {}
+#: Seconds after which a PostgreSQL store that could not be opened is tried again.
+REOPEN_SECONDS = 30.0
 _warned: set[str] = set()
 
 
@@ -116,7 +121,9 @@ def get_store() -> RunStore | None:
     """The store new runs are written to, opened on first use; None when runs stay in memory.
 
     A store that cannot be opened (a read-only folder, a damaged file, one written by a newer
-    version) gives one warning and runs stay in memory.
+    version) gives one warning and runs stay in memory. A PostgreSQL store is tried again
+    :data:`REOPEN_SECONDS` after it could not be (its server may have been down a moment: every
+    later run of the kernel stayed in memory, without a word).
     """
     with _lock:
         if _chosen is not False:
@@ -125,16 +132,42 @@ def get_store() -> RunStore | None:
         if location is None:
             return None
         opened = _opened.get(location)
-        if location not in _opened or (opened is not None and opened.file_gone()):
+        again = location in _failed_at and time.monotonic() - _failed_at[location] >= REOPEN_SECONDS
+        if location not in _opened or again or (opened is not None and opened.file_gone()):
             # (a store whose file was deleted or replaced is left to the runs that use it)
             from ._store import RunStore
 
             try:
                 _opened[location] = RunStore(location)
+                _failed_at.pop(location, None)
             except RunStoreError as error:
                 _opened[location] = None
+                if location.startswith(("postgresql://", "postgres://")):
+                    _failed_at[location] = time.monotonic()
                 warn_once(location, f"{error} Runs stay in memory only (nothing is stored).")
         return _opened[location]
+
+
+def required_store() -> RunStore:
+    """:func:`get_store` for what cannot go on without a store (a resume): why there is none,
+    as an error (a store that cannot be opened says why, not that runs are not stored)."""
+    store = get_store()
+    if store is not None:
+        return store
+    with _lock:
+        location = default_location() if _chosen is False else None
+    if location is None:
+        raise RunStoreError(
+            "Runs are not stored (ANVIA_NOTEBOOK_STORE is off, or set_store(None) was "
+            "called), so there is no run to resume."
+        )
+    from ._store import RunStore
+
+    store = RunStore(location)  # (raises why it cannot be opened)
+    with _lock:
+        _opened[location] = store
+        _failed_at.pop(location, None)
+    return store
 
 
 def store_failed(
@@ -201,4 +234,5 @@ def _reset_for_tests() -> Any:  # pragma: no cover - used by the test suite
             if store is not None:
                 store.close()
         _opened.clear()
+        _failed_at.clear()
         _warned.clear()

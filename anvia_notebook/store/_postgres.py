@@ -81,6 +81,23 @@ IDLE_CHECK_SECONDS = 10.0
 LOOK_ANYWAY_SECONDS = 5.0
 #: SQLSTATE of "lock not available" (``lock_timeout`` passed).
 _LOCK_NOT_AVAILABLE = "55P03"
+#: Seconds a store whose server was reached waits for it to take connections again (a restart
+#: of the server: connections refused, or "the database system is starting up").
+RECONNECT_SECONDS = 10.0
+#: SQLSTATE of "the database system is starting up" (or shutting down).
+_CANNOT_CONNECT_NOW = "57P03"
+
+
+def _not_taking_connections(error: BaseException) -> bool:
+    """Whether a failed connection says the server is not taking connections now (stopped, or
+    starting), rather than refusing these (a password, a database that is not there)."""
+    code = getattr(error, "sqlstate", None)
+    said = str(error).lower()
+    return code == _CANNOT_CONNECT_NOW or (
+        code is None and ("refused" in said or "is the server running" in said)
+    )
+
+
 #: The server ended the connection (a restart or shutdown, an admin's pg_terminate_backend,
 #: another backend's crash): a statement met with this never ran (or was rolled back).
 _ENDED_BY_SERVER = frozenset({"57P01", "57P02"})
@@ -161,6 +178,8 @@ class PostgresBackend:
         self._looked = 0.0  # when the watcher was last told to look (monotonic)
         self._listen_again_at = 0.0  # a listening connection that could not open waits (monotonic)
         self._secrets = _secrets(url)
+        #: A connection was made once: the server is there (see :meth:`_connect`).
+        self._reached = False
         self.commits = 0
         #: The server's clock minus this machine's, when it was measured (monotonic), and this
         #: machine's clock minus its monotonic clock then (a step of the clock measures again).
@@ -193,17 +212,29 @@ class PostgresBackend:
 
     def _connect(self) -> Any:
         """A new connection, in autocommit mode, waiting at most 5 s for a lock (as a SQLite
-        store waits for a busy file) and ``connect_timeout`` seconds to connect."""
+        store waits for a busy file) and ``connect_timeout`` seconds to connect. Once the
+        server was reached, one that refuses connections for a while (a restart) is waited
+        for, up to :data:`RECONNECT_SECONDS`: a run that wrote in that moment left its store
+        for good, and a decision then sent through the store never reached it."""
         options: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in self.url:
             options["connect_timeout"] = CONNECT_TIMEOUT
-        try:
-            connection = self._psycopg.connect(self.url, **options)
-            connection.execute(f"SET lock_timeout = '{int(self.busy_timeout * 1000)}ms'")
-        except self._psycopg.Error as error:
-            raise RunStoreError(
-                f"Cannot connect to the run store {self.location}: {self._told(error)}"
-            ) from None
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        pause = 0.05
+        while True:
+            try:
+                connection = self._psycopg.connect(self.url, **options)
+                connection.execute(f"SET lock_timeout = '{int(self.busy_timeout * 1000)}ms'")
+                break
+            except self._psycopg.Error as error:
+                left = deadline - time.monotonic()
+                if not (self._reached and _not_taking_connections(error) and left > 0):
+                    raise RunStoreError(
+                        f"Cannot connect to the run store {self.location}: {self._told(error)}"
+                    ) from None
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 1.0)
+        self._reached = True
         with self._lock:
             self._all[:] = [c for c in self._all if not c.closed]
             self._all.append(connection)
