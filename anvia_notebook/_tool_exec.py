@@ -832,16 +832,16 @@ class ToolExecutor:
         try:
             if asker is None:
                 raise HumanInputUnavailable  # nobody here can take it
-            if asker[1] == "human" and self._store_gone(human):
-                lost = self.interactions.store_lost
-                if lost is not None:  # (a script's StoreHumanInput waited for ever, silently)
-                    raise HumanInputUnavailable(
-                        f"The run store could not be written ({lost.rstrip('. ')}), so no "
-                        "decision made through it can reach this run."
-                    )
+            through_the_store = asker[1] == "human" and _through_the_store_only(human)
+            if through_the_store and self.interactions.store is None:
+                if self.interactions.store_lost is not None:  # (a script waited for ever)
+                    raise HumanInputUnavailable(self.interactions.store_lost_text())
                 warn_store_gone(interaction.record)
             ask, by, via = asker
-            resolution = await self.interactions.wait(interaction, _asked(ask, request), by, via)
+            source = _asked(ask, request)
+            if through_the_store and self.interactions.store is not None:
+                source = self.interactions.unless_store_lost(source)  # (a write may fail later)
+            resolution = await self.interactions.wait(interaction, source, by, via)
         except asyncio.CancelledError as cancelled:
             self._finish(interaction, self._cut_short(cancelled))
             raise
@@ -870,12 +870,6 @@ class ToolExecutor:
             return None
         self._finish(interaction, resolution)
         return resolution.refused_fix
-
-    def _store_gone(self, human: HumanInput | None) -> bool:
-        """A ``StoreHumanInput`` waits for decisions made through the run store: without one
-        (``set_store(None)``, a store that failed), only this process can decide."""
-        only = getattr(human, "decided_through_the_store_only", False)
-        return only is True and self.interactions.store is None
 
     def _gave_up(
         self, interaction: OpenInteraction, resolution: Resolution, told: object
@@ -1156,6 +1150,12 @@ def interaction_event(record: ApprovalRecord | QuestionRecord, decided: bool) ->
     """The event telling that ``record`` was asked, or (``decided``) decided or closed; it holds
     a copy of the record as it is now."""
     return _EVENTS[record.kind][decided].model_validate({record.kind: record.model_copy()})
+
+
+def _through_the_store_only(human: HumanInput | None) -> bool:
+    """A ``StoreHumanInput`` waits for decisions made through the run store: without one
+    (``set_store(None)``, a store that failed), only this process can decide."""
+    return getattr(human, "decided_through_the_store_only", False) is True
 
 
 def _failed_result(error: BaseException) -> str:

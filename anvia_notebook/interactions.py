@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from . import decisions, records
 from ._util import error_text, quoted, valid_data
 from .decisions import Resolution
-from .errors import DecisionRefusedError
+from .errors import DecisionRefusedError, HumanInputUnavailable
 from .records import ApprovalRecord, DecidedBy, DecidedVia, QuestionRecord, RecordT, id_of
 from .run_state import RunState
 
@@ -81,6 +81,8 @@ class Interactions:
         #: Why the run left its store (a write failed: the error's words); None while it has
         #: it, or had none.
         self.store_lost: str | None = None
+        #: What waits for a decision made through the store only (see :meth:`unless_store_lost`).
+        self._through_the_store: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self.state = state if state is not None else RunState(run_id=run_id, agent_id="")
         self._items: dict[str, OpenInteraction] = {}
         #: The interactions of the sub-agents' runs this run started: shown and decided here
@@ -328,9 +330,41 @@ class Interactions:
         self.store_lost = why
         with self._lock:
             watched = list(self._items)
+            waiting, self._through_the_store = self._through_the_store, []
         for item_id in watched:
             with contextlib.suppress(Exception):
                 store.unwatch(item_id)
+        for loop, lost in waiting:
+            with contextlib.suppress(RuntimeError):  # (its loop has closed)
+                loop.call_soon_threadsafe(_set_unless_done, lost)
+
+    def store_lost_text(self) -> str:
+        """Why no decision made through the store can reach the run (it left its store)."""
+        lost = (self.store_lost or "").rstrip(". ")
+        return (
+            f"The run store could not be written ({lost}), so no decision made through it "
+            "can reach this run."
+        )
+
+    async def unless_store_lost(self, source: Awaitable[Any]) -> Any:
+        """``source`` (a wait for a decision made through the store only: ``StoreHumanInput``),
+        unless the run leaves its store first: then :class:`HumanInputUnavailable`, saying why
+        (a script waited for ever for a decision nobody could send it any more)."""
+        loop = asyncio.get_running_loop()
+        lost: asyncio.Future[None] = loop.create_future()
+        with self._lock:
+            self._through_the_store.append((loop, lost))
+        task = asyncio.ensure_future(source)
+        try:
+            await asyncio.wait({task, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            with self._lock, contextlib.suppress(ValueError):
+                self._through_the_store.remove((loop, lost))
+            if not task.done():
+                task.cancel()
+        if lost.done() and not task.done():
+            raise HumanInputUnavailable(self.store_lost_text())
+        return task.result()
 
     def finish(self, interaction: OpenInteraction) -> None:
         """The run has taken the outcome: stop its timer and stop watching the store."""
@@ -462,3 +496,8 @@ def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
 def _set_result(future: asyncio.Future[Resolution], resolution: Resolution) -> None:
     if not future.done():
         future.set_result(resolution)
+
+
+def _set_unless_done(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -827,8 +827,11 @@ class AgentRun:
         human = self.request.active_human_input
         only = getattr(human, "decided_through_the_store_only", False) is True
         if only:  # what waits for a decision made through the store cannot get one now
+            # (this run's own end, saying so: see Interactions.unless_store_lost; its
+            # sub-agents' runs keep their store until a write of theirs fails)
             for record in self.interactions.pending:
-                warn_store_gone(record)
+                if record.run_id != self.run_id:
+                    warn_store_gone(record)
 
     @staticmethod
     def _deliver(callback: Subscriber, event: Any) -> None:
