@@ -30,6 +30,13 @@ def read_again(item: Any) -> Any:
     could not read; such a line is a message when it can be read as one (see above)."""
     if not isinstance(item, ValueError):
         return item
+    try:
+        return _read_again(item)
+    except RecursionError:  # (JSON nested too deep to read: skipped, as the SDK skips it)
+        return item
+
+
+def _read_again(item: ValueError) -> Any:
     data = _data_of(item)
     if not isinstance(data, dict):
         return item
@@ -55,8 +62,10 @@ def read_again(item: Any) -> Any:
 
 
 def _data_of(error: ValueError) -> Any:
-    """The JSON the unread line held, from the SDK's pydantic error (its input: the line, or
-    the JSON read from it), or None."""
+    """The JSON the unread line held, from the SDK's pydantic error, or None: the line itself
+    when it was no JSON the SDK could read (``json_invalid``), or the message it read when a
+    field of the message itself is missing or wrong (not a value deeper in it, which may be
+    a text that holds JSON)."""
     errors = getattr(error, "errors", None)
     if not callable(errors):
         return None
@@ -66,13 +75,14 @@ def _data_of(error: ValueError) -> Any:
         return None
     for entry in found:
         given = entry.get("input")
-        if isinstance(given, dict):
-            return given
-        if isinstance(given, str):
+        if entry.get("type") == "json_invalid" and isinstance(given, str):
             try:
                 return json.loads(given)  # (Python's reader takes a lone half of a pair)
-            except (ValueError, RecursionError):
+            except ValueError:
                 return None
+        if entry.get("type") == "missing" and len(entry.get("loc", ())) <= 2:
+            # (the union's member and the field: the input is the whole message)
+            return given if isinstance(given, dict) else None
     return None
 
 

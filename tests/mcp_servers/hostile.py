@@ -17,6 +17,9 @@ hostile MCP tests:
 - ``cut_text``: a call with ``{"units": n}`` is answered with the first ``n`` UTF-16 units of a
   text with an emoji, as a JavaScript server's ``slice`` and ``JSON.stringify`` write it (cut
   inside the emoji: half of its pair, escaped); ``{"broken": true}`` with ``"result": null``;
+  ``{"deep": n}`` and ``{"quoting": true}`` with ``done``, after a notification nested ``n``
+  deep (too deep for the SDK's reader) or a request whose params are a text that holds an
+  answer to request 1 (no valid MCP message: neither is read as one);
 - ``late_form``: a call is never answered: it writes ``called`` to the file its second argument
   names, and once the call is cancelled (``notifications/cancelled``) asks for input
   (``elicitation/create``), then writes the answer it got to that file;
@@ -79,6 +82,18 @@ def server_error(message: dict[str, Any]) -> None:
 
 def cut_text(message: dict[str, Any]) -> None:
     arguments = message["params"].get("arguments", {})
+    if arguments.get("deep") or arguments.get("quoting"):
+        depth = arguments.get("deep", 1)
+        skipped = (
+            '{"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", '
+            f'"data": {"[" * depth}{"]" * depth}}}}}'
+        )
+        if arguments.get("quoting"):
+            quoted = json.dumps(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}))
+            skipped = f'{{"jsonrpc": "2.0", "id": "p1", "method": "ping", "params": {quoted}}}'
+        sys.stdout.write(skipped + "\n")
+        answered(message)
+        return
     if arguments.get("broken"):
         answer = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": None})
     else:
