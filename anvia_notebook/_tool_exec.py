@@ -162,6 +162,11 @@ STOPPED_AWAITING_RESULT = STOPPED_RUNNING + (
     "the run was stopped while {name} was running; it was cancelled before it finished, but "
     "what it did until then may have happened. Check before calling it again."
 )
+#: What a call whose tool was running is told when the run's error ended it (not "stopped").
+ENDED_RUNNING_RESULT = STOPPED_RUNNING + (
+    "the run ended on an error ({error}) while {name} was running; {how}, but what it did "
+    "until then may have happened. Check before calling it again."
+)
 
 
 def _raised_by_the_tool(error: Exception) -> Exception:
@@ -938,7 +943,7 @@ class ToolExecutor:
                     self._parts[call.id] = parts
         except (SyncToolAbandoned, KeyboardInterrupt):
             # (an interrupt stops the run: the call is not a failure the model is told of)
-            self._landed[call.id] = (STOPPED_RUNNING_RESULT.format(name=call.name), True, raw_args)
+            self._landed[call.id] = (self._cut_text(call, sync=True), True, raw_args)
             raise
         except Exception as error:
             error = _raised_by_the_tool(error)
@@ -955,8 +960,7 @@ class ToolExecutor:
                 # sync tool that waited for a worker thread never ran: nothing to report but
                 # that it was cancelled)
                 if not isinstance(error, SyncToolNotStarted):
-                    said = STOPPED_AWAITING_RESULT.format(name=call.name)
-                    self._landed[call.id] = (said, True, raw_args)
+                    self._landed[call.id] = (self._cut_text(call, sync=False), True, raw_args)
                 raise  # Stop, cancel() or a hook
             # The tool itself raised it (it awaited something that was cancelled): it failed.
             result = f"ToolCallError: {error_text(error) or 'the tool was cancelled'}"
@@ -966,6 +970,16 @@ class ToolExecutor:
             TOOL_CALL_QUESTIONS.reset(asking)
             TOOL_CALL_PARTS.reset(media)
             CURRENT_TOOL_CALL.reset(token)
+
+    def _cut_text(self, call: ToolCall, *, sync: bool) -> str:
+        """What a call whose tool was running when the run ended is told: stopped (Stop, a
+        hook's cancel), or ended by the run's error, which it names."""
+        ending = self._ending
+        if ending is None or isinstance(ending, PromptCancelledError):
+            said = STOPPED_RUNNING_RESULT if sync else STOPPED_AWAITING_RESULT
+            return said.format(name=call.name)
+        how = "it may have completed" if sync else "it was cancelled before it finished"
+        return ENDED_RUNNING_RESULT.format(error=_failure(ending), name=call.name, how=how)
 
     async def _ask_during_call(
         self, call: ToolCall, internal_id: str, questions: list[Question]
@@ -1160,8 +1174,13 @@ def _through_the_store_only(human: HumanInput | None) -> bool:
 
 def _failed_result(error: BaseException) -> str:
     """What a call the run's ``error`` ended before it finished is told (not "stopped")."""
+    return FAILED_RESULT.format(error=_failure(error))
+
+
+def _failure(error: BaseException) -> str:
+    """The run's ``error`` as such a result names it: its type and message, bounded."""
     what = error_text(error)
     failure = f"{type(error).__name__}: {what}" if what else type(error).__name__
     if len(failure) > FAILED_RESULT_CHARS:
         failure = failure[:FAILED_RESULT_CHARS] + " …"
-    return FAILED_RESULT.format(error=failure)
+    return failure

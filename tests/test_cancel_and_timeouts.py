@@ -439,7 +439,63 @@ async def test_an_async_tool_cut_short_as_the_run_ends_gets_its_result_event(end
     with pytest.raises((PromptCancelledError, ToolApprovalRequiredError)):
         await asyncio.wait_for(run.wait(), 10)
     said = "ToolCallStopped: the run was stopped while slow was running; it was cancelled"
+    status = "cancelled"
+    if protected:  # (an error ended the run: it is named, and the call is no stop)
+        said = (
+            "ToolCallStopped: the run ended on an error (ToolApprovalRequiredError: Tool "
+            "approval required for after_it"
+        )
+        status = "error"
     told = {r.tool_call_id: r.content for r in tool_results(run.state)}
     assert told["c1"].startswith(said)
+    assert "it was cancelled before it finished" in told["c1"]
     (event,) = [e for e in run.events if e.type == "tool_result" and e.tool_call_id == "c1"]
-    assert event.is_error and event.result.startswith(said)
+    assert event.is_error and event.result == told["c1"]
+    assert run.trace.tool_calls[0].status == status
+
+
+async def test_a_sync_tool_running_as_an_error_ends_the_run_is_told_that_error(monkeypatch):
+    """As for an async tool (above): a sync tool still running when another call's error ended
+    the run was told "the run was stopped", and its trace said cancelled; the error is named
+    and the call is no stop."""
+    monkeypatch.setattr(tools_module, "SYNC_TOOL_STOP_GRACE", 0.0, raising=False)
+    started, release = threading.Event(), threading.Event()
+
+    def blocks(args, ctx):
+        started.set()
+        release.wait(30)
+        return "done"
+
+    async def once_it_runs(event):  # (the approval nobody can give comes after it started)
+        if event.tool_name == "after_it":
+            await asyncio.to_thread(started.wait, 10)
+
+    slow = create_tool(name="slow", description="", input=Empty, execute=blocks)
+    other = create_tool(
+        name="after_it",
+        description="",
+        input=Empty,
+        execute=lambda args, ctx: "never",
+        approval=ToolApproval(when=True),
+    )
+    both = ModelResponse(
+        tool_calls=[
+            ToolCall(id="c1", name="slow", arguments={}),
+            ToolCall(id="c2", name="after_it", arguments={}),
+        ]
+    )
+    agent = AgentBuilder("a", QueueModel([both, "never"])).tools([slow, other])
+    agent = agent.hook(create_hook(on_tool_call=once_it_runs)).build()
+    run = agent.prompt("go").store(None).with_tool_concurrency(2).start()
+    try:
+        with pytest.raises(ToolApprovalRequiredError):
+            await asyncio.wait_for(run.wait(), 10)
+    finally:
+        release.set()
+    told = {r.tool_call_id: r.content for r in tool_results(run.state)}
+    assert told["c1"].startswith(
+        "ToolCallStopped: the run ended on an error (ToolApprovalRequiredError: Tool approval "
+        "required for after_it"
+    )
+    assert "while slow was running; it may have completed" in told["c1"]
+    assert run.trace.tool_calls[0].status == "error"
