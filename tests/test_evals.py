@@ -519,7 +519,18 @@ def test_compare_s_changes_are_rounded_as_the_means_are():
     comparison = evals.compare(b, a)
     [change] = comparison.metrics.values()
     assert (change.mean_a, change.mean_b, change.delta) == (0.166666666667, 0.2, 0.033333333333)
-    assert [c.delta("graded") for c in comparison.cases] == [0.0, 0.0, 0.1]
+    deltas = [c.delta("graded") for c in comparison.cases]
+    assert deltas == [0.0, 0.0, 0.1] and str(deltas[0]) == "0.0"  # (not -0.0)
+    # (0.7 + 0.2 against 0.9: the same score, not "score changed" with a change of 0.0)
+    scores = {"A": [0.7 + 0.2], "B": [0.9]}
+    a = evals.evaluate_sync(
+        agent_with(FunctionModel(lambda r: "A")), cases[:1], [graded], show=False
+    )
+    b = evals.evaluate_sync(
+        agent_with(FunctionModel(lambda r: "B")), cases[:1], [graded], show=False
+    )
+    [case] = evals.compare(a, b).cases
+    assert (case.change, case.delta("graded")) == ("unchanged", 0.0)
 
 
 def test_compare_lists_newly_failing_first_and_metric_changes():

@@ -56,7 +56,7 @@ class MetricChange:
         them: 0.166666666667 - 0.2 is -0.033333333333, not -0.03333333333300001)."""
         if self.mean_a is None or self.mean_b is None:
             return None
-        return round(self.mean_b - self.mean_a, MEAN_DECIMALS)
+        return round(self.mean_b - self.mean_a, MEAN_DECIMALS) + 0.0  # (never -0.0)
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class CaseChange:
         a, b = self.scores_a.get(metric), self.scores_b.get(metric)
         if a is None or b is None:
             return None
-        return round(float(b) - float(a), MEAN_DECIMALS)  # (0.3 - 0.1 is 0.2 here)
+        return _rounded(float(b) - float(a))  # (0.3 - 0.1 is 0.2 here; never -0.0)
 
 
 def _change(a: Any, b: Any) -> Change:
@@ -97,9 +97,16 @@ def _change(a: Any, b: Any) -> Change:
     if not b.passed:
         return "still failing"
     shared = a.scores.keys() & b.scores.keys()  # (a metric only one report has changed none)
-    if any(a.scores[name] != b.scores[name] for name in shared):
+    if any(_rounded(a.scores[name]) != _rounded(b.scores[name]) for name in shared):
         return "score changed"
     return "unchanged"
+
+
+def _rounded(score: Any) -> Any:
+    """A number score as the changes compare it (0.7 + 0.2 is 0.9 here); others as they are."""
+    if isinstance(score, (int, float)) and not isinstance(score, bool):
+        return round(float(score), MEAN_DECIMALS) + 0.0
+    return score
 
 
 class Comparison:
