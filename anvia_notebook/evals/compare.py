@@ -82,7 +82,7 @@ class CaseChange:
         a, b = self.scores_a.get(metric), self.scores_b.get(metric)
         if a is None or b is None:
             return None
-        return _rounded(float(b) - float(a))  # (0.3 - 0.1 is 0.2 here; never -0.0)
+        return float(_rounded(float(b) - float(a)))  # (0.3 - 0.1 is 0.2 here; never -0.0)
 
 
 def _change(a: Any, b: Any) -> Change:
