@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from ._util import cli_command, url_for_commands
+from ._util import cli_command, shown_url, url_for_commands
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
 from .store import STORE_ENV, default_location
 from .store._location import location_problem
@@ -564,18 +564,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             where = f"there is no run store at {location}"
             if os.path.exists(location):
                 where += " (the file is empty)"
-            if args.command == "runs":
-                if args.json:
-                    print("[]")
-                else:
-                    print(f"No stored runs: {where}.")
-                    print(_WHERE_NOTEBOOKS_STORE)
-                return 0
-            print(
-                f"error: No stored run {args.run_id!r}: {where}.\n{_WHERE_NOTEBOOKS_STORE}",
-                file=sys.stderr,
-            )
-            return 1
+            return _no_store(args, where)
     try:
         code = _run_command(location, args)
         sys.stdout.flush()  # (here, where a reader that stopped is noticed)
@@ -617,8 +606,28 @@ def _text_any_terminal_shows() -> None:
                 reconfigure(errors="backslashreplace")
 
 
+def _no_store(args: argparse.Namespace, where: str, hint: bool = True) -> int:
+    """What a command says when there is no run store ``where`` it looked (none is made);
+    ``hint``: where a notebook keeps its runs (a file store)."""
+    said = f"\n{_WHERE_NOTEBOOKS_STORE}" if hint else ""
+    if args.command == "runs":
+        if args.json:
+            print("[]")
+        else:
+            print(f"No stored runs: {where}.{said}")
+        return 0
+    print(f"error: No stored run {args.run_id!r}: {where}.{said}", file=sys.stderr)
+    return 1
+
+
 def _run_command(location: str, args: argparse.Namespace) -> int:
     try:
+        if _is_url(location):
+            from .store._store import empty_database
+
+            if empty_database(location):  # (opening it as a store would make it one)
+                where = f"there is no run store in {shown_url(location)} (it has no tables)"
+                return _no_store(args, where, hint=False)
         if args.command == "steer":
             _steer(location, args)
             return 0

@@ -218,7 +218,7 @@ def test_an_empty_team_store_lists_no_runs_without_advice_about_notebook_files(t
     command = [sys.executable, "-m", "anvia_notebook", "--store", location, "runs"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "No stored runs in postgresql://" in done.stdout
+    assert "No stored runs: there is no run store in postgresql://" in done.stdout
     assert "runs.sqlite" not in done.stdout
     for args in (["show", "nope"], ["approve", "nope", "approval_x"]):
         told = subprocess.run([*command[:-1], *args], capture_output=True, text=True, timeout=60)
@@ -340,3 +340,28 @@ def test_a_team_store_that_could_not_be_opened_is_tried_again_and_resume_says_wh
         store.close()
     finally:
         store_module._reset_for_tests()
+
+
+def test_reading_a_database_with_no_tables_leaves_it_so(request, capsys):
+    """``runs`` and ``show`` on a PostgreSQL database with no tables (a mistyped name on a
+    server with many) made it a run store of ten tables; a missing or empty file is not made
+    one. It is said there is no run store there."""
+    from anvia_notebook.__main__ import main as cli
+
+    location, _ = fresh_database(request.getfixturevalue("postgres_server"))
+    assert cli(["--store", location, "runs"]) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("No stored runs: there is no run store in postgresql://")
+    assert cli(["--store", location, "runs", "--json"]) == 0
+    assert capsys.readouterr().out == "[]\n"
+    for command in (
+        ["show", "run_x"],
+        ["approve", "run_x", "approval_x"],
+        ["steer", "run_x", "hi"],
+    ):
+        assert cli(["--store", location, *command]) == 1
+        assert "error: No stored run 'run_x': there is no run store in" in capsys.readouterr().err
+    with psycopg.connect(location, autocommit=True) as db:
+        assert db.execute(
+            "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = 'public'"
+        ).fetchall() == [(0,)]

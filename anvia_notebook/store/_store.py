@@ -252,6 +252,17 @@ def _open_backend(location: str | os.PathLike[str]) -> Any:
     return SQLiteBackend(text)
 
 
+def empty_database(location: str) -> bool:
+    """Whether the PostgreSQL database at ``location`` has no tables at all: a command that
+    only reads or decides must not make it a run store (ten tables in a mistyped database),
+    as it makes no file where there is none."""
+    backend = _open_backend(location)
+    try:
+        return not backend.table_names()
+    finally:
+        backend.close()
+
+
 class RunStore(SteeringRows, DecisionRequests):
     """Runs that outlive the kernel: a SQLite file (default) or ``postgresql://...``."""
 
