@@ -64,7 +64,8 @@ def _read_again(item: ValueError) -> Any:
 
 def _data_of(error: ValueError) -> Any:
     """The JSON the unread line held, from the SDK's pydantic error, or None: the line itself
-    when it was no JSON the SDK could read (``json_invalid``), or the message it read when a
+    when the SDK's reader refused only its escapes (``json_invalid``: half of a UTF-16 pair,
+    which Python's reader takes), or the message it read when a
     field of the message itself is missing or wrong (not a value deeper in it, which may be
     a text that holds JSON)."""
     errors = getattr(error, "errors", None)
@@ -77,6 +78,8 @@ def _data_of(error: ValueError) -> Any:
     for entry in found:
         given = entry.get("input")
         if entry.get("type") == "json_invalid" and isinstance(given, str):
+            if "hex escape" not in str((entry.get("ctx") or {}).get("error", "")):
+                return None  # (no JSON by any reader, or nested too deep for the SDK's)
             try:
                 return json.loads(given)  # (Python's reader takes a lone half of a pair)
             except ValueError:
@@ -88,11 +91,25 @@ def _data_of(error: ValueError) -> Any:
 
 
 def _valid(value: Any) -> Any:
-    """``value`` with every lone half of a UTF-16 pair in its texts (keys too) as U+FFFD."""
+    """``value`` with every lone half of a UTF-16 pair in its texts (keys too) as U+FFFD (a
+    loop, not a recursion: how deep it may nest does not depend on the stack)."""
     if isinstance(value, str):
         return valid_text(value)
-    if isinstance(value, list):
-        return [_valid(item) for item in value]
-    if isinstance(value, dict):
-        return {valid_text(key): _valid(item) for key, item in value.items()}
-    return value
+    root: list[Any] = [value]
+    todo: list[tuple[Any, Any, Any]] = [(root, 0, value)]  # (container, key, value)
+    while todo:
+        parent, key, item = todo.pop()
+        if isinstance(item, dict):
+            copy: Any = {}
+            for name, inner in item.items():
+                copy[valid_text(name)] = inner
+                todo.append((copy, valid_text(name), inner))
+        elif isinstance(item, list):
+            copy = list(item)
+            todo.extend((copy, index, inner) for index, inner in enumerate(item))
+        elif isinstance(item, str):
+            copy = valid_text(item)
+        else:
+            continue
+        parent[key] = copy
+    return root[0]
