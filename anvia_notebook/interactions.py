@@ -324,16 +324,23 @@ class Interactions:
         """The run goes on without its store (a write failed, saying ``why``): what it watched
         there is watched no more. The store then records what the run left open as closed,
         which is not the run's decision."""
-        store, self.store = self.store, None
+        store = self.store
         if store is None:
             return
-        self.store_lost = why
+        self._left(why)
         with self._lock:
             watched = list(self._items)
-            waiting, self._through_the_store = self._through_the_store, []
         for item_id in watched:
             with contextlib.suppress(Exception):
                 store.unwatch(item_id)
+
+    def _left(self, why: str) -> None:
+        """The run has no store from now on, because ``why``: what waits for a decision made
+        through it only is woken (see :meth:`unless_store_lost`)."""
+        with self._lock:
+            self.store = None
+            self.store_lost = why
+            waiting, self._through_the_store = self._through_the_store, []
         for loop, lost in waiting:
             with contextlib.suppress(RuntimeError):  # (its loop has closed)
                 loop.call_soon_threadsafe(_set_unless_done, lost)
@@ -353,6 +360,10 @@ class Interactions:
         loop = asyncio.get_running_loop()
         lost: asyncio.Future[None] = loop.create_future()
         with self._lock:
+            if self.store is None and self.store_lost is not None:  # (left meanwhile)
+                if asyncio.iscoroutine(source):
+                    source.close()  # (never awaited: no warning of it)
+                raise HumanInputUnavailable(self.store_lost_text())
             self._through_the_store.append((loop, lost))
         task = asyncio.ensure_future(source)
         try:
@@ -482,8 +493,9 @@ class Interactions:
             from .store import store_failed
 
             store_failed(self.store, error)
-            self.store = None
-            self.store_lost = error_text(error) or type(error).__name__
+            # (what it watched there is left as it is: this may run under the lock a watcher's
+            # delivery waits for)
+            self._left(error_text(error) or type(error).__name__)
 
 
 @functools.lru_cache(maxsize=256)

@@ -140,3 +140,63 @@ async def test_an_approval_through_a_store_that_failed_ends_the_run_saying_why(p
     ended = run.state.approvals[caught.value.request.approval_id]
     assert (ended.status, ended.decided_by) == ("cancelled", "runtime")
     assert len(run.state.approvals) == (1 if waiting == "already" else 2)
+
+
+@pytest.mark.parametrize(
+    "beside", ["a tool called after it", "a tool called before it", "a question asked beside it"]
+)
+async def test_an_approval_through_the_store_ends_whichever_write_fails(
+    project, monkeypatch, beside
+):
+    """The approval's wait began in the same step as another call's write failed (its wait
+    was registered after the run had left the store), or the write that failed was a question's
+    opened beside it (it left the store without waking the wait): it waited for ever."""
+    from pydantic import BaseModel
+
+    from anvia_notebook import (
+        AgentBuilder,
+        StoreHumanInput,
+        ToolApprovalRequiredError,
+        ask_question,
+        create_tool,
+    )
+    from anvia_notebook.models import FunctionModel, ModelResponse, ToolCall
+
+    class Nothing(BaseModel):
+        pass
+
+    plain = create_tool(name="plain", description="", input=Nothing, execute=lambda a, c: "ok")
+    other = ToolCall(id="p1", name="plain", arguments={})
+    if beside.startswith("a question"):
+        chosen = [{"label": "S", "value": "s"}]
+        asked = {"questions": [{"id": "x", "question": "Which?", "choices": chosen}]}
+        other = ToolCall(id="q1", name="ask_question", arguments=asked)
+    transfer = ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+    calls = [other, transfer] if beside == "a tool called before it" else [transfer, other]
+    model = FunctionModel(
+        lambda r: ModelResponse(tool_calls=calls) if len(r.messages) == 1 else "done"
+    )
+    tools = [store_agents.transfer_tool(), plain, ask_question]
+    agent = AgentBuilder("banker", model).tools(tools).human_input(StoreHumanInput()).build()
+    store = store_module.get_store()
+    opened: list[str] = []
+    real_open, real_save = store.open_interaction, store.save_run
+
+    def open_interaction(record, **options):
+        opened.append(record.kind)
+        if record.kind == "question":
+            raise OSError("Connection refused")  # (the server went away)
+        return real_open(record, **options)
+
+    def save_run(*args, **options):
+        if opened:
+            raise OSError("Connection refused")
+        return real_save(*args, **options)
+
+    monkeypatch.setattr(store, "open_interaction", open_interaction)
+    monkeypatch.setattr(store, "save_run", save_run)
+    run = agent.prompt("go").with_tool_concurrency(2).start()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the run says it goes on in memory only)
+        with pytest.raises(ToolApprovalRequiredError, match="no decision made through it"):
+            await asyncio.wait_for(run.wait(), 30)
