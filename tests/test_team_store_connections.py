@@ -274,6 +274,8 @@ async def test_a_run_that_writes_while_its_server_restarts_waits_for_it(tmp_path
     memory only"); the store marked it failed, an approval then sent with the command line was
     refused (or said "Approved" and never reached it), and the run waited for ever. The run
     waits for the server to take connections again."""
+    # (a machine under load may take longer to start a server than a person's would)
+    monkeypatch.setattr(_postgres, "RECONNECT_SECONDS", 120.0)
     with running_postgres() as server:  # (its own server: this one is stopped and started)
         location, _ = fresh_database(server)
         monkeypatch.setenv("ANVIA_NOTEBOOK_STORE", location)
@@ -365,3 +367,51 @@ def test_reading_a_database_with_no_tables_leaves_it_so(request, capsys):
         assert db.execute(
             "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = 'public'"
         ).fetchall() == [(0,)]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "FATAL:  the database system is starting up",
+        "FATAL:  the database system is shutting down",
+        "FATAL:  the database system is not yet accepting connections",
+        "FATAL:  the database system is in recovery mode",
+    ],
+)
+def test_a_server_restarting_is_waited_for_then_a_server_down_is_not(team_store, monkeypatch, said):
+    """libpq gives no SQLSTATE for a server starting or shutting down: such a refusal left
+    the store at once (only "Connection refused" was waited for). And a server still down when
+    the wait ran out was waited for again at every write, each holding the run 10 s."""
+    location, _, _ = team_store
+    store = RunStore(location)
+    backend = store._backend
+    real_connect = psycopg.connect
+    refusals = [said, "connection to server failed: Connection refused"]
+    attempts: list[str] = []
+
+    def connect(*args: object, **options: object) -> object:
+        attempts.append("tried")
+        if refusals:
+            raise psycopg.OperationalError(f"connection failed: {refusals.pop(0)}")
+        return real_connect(*args, **options)
+
+    class Driver:
+        def __getattr__(self, name: str) -> object:
+            return connect if name == "connect" else getattr(psycopg, name)
+
+    monkeypatch.setattr(backend, "_psycopg", Driver())
+    monkeypatch.setattr(_postgres.time, "sleep", lambda seconds: None)
+    backend._local.held.connection.close()  # (the server ended it)
+    assert store.runs() == []  # (waited for, then reached)
+    assert len(attempts) == 3
+    monkeypatch.setattr(_postgres, "RECONNECT_SECONDS", 0.0)  # (a wait that runs out)
+    refusals[:] = ["Connection refused"] * 3
+    backend._local.held.connection.close()
+    with pytest.raises(RunStoreError, match="Cannot connect"):
+        store.runs()
+    monkeypatch.setattr(_postgres, "RECONNECT_SECONDS", 60.0)
+    attempts.clear()
+    with pytest.raises(RunStoreError, match="Cannot connect"):
+        store.runs()  # (not waited for: at once)
+    assert attempts == ["tried"]
+    store.close()

@@ -88,14 +88,25 @@ RECONNECT_SECONDS = 10.0
 _CANNOT_CONNECT_NOW = "57P03"
 
 
+#: How libpq says a server is not taking connections now (it gives no SQLSTATE for them):
+#: stopped, starting, shutting down, recovering.
+_NOT_NOW = (
+    "refused",
+    "is the server running",
+    "starting up",
+    "shutting down",
+    "not yet accepting connections",
+    "not accepting connections",
+    "in recovery mode",
+)
+
+
 def _not_taking_connections(error: BaseException) -> bool:
     """Whether a failed connection says the server is not taking connections now (stopped, or
     starting), rather than refusing these (a password, a database that is not there)."""
     code = getattr(error, "sqlstate", None)
     said = str(error).lower()
-    return code == _CANNOT_CONNECT_NOW or (
-        code is None and ("refused" in said or "is the server running" in said)
-    )
+    return code == _CANNOT_CONNECT_NOW or (code is None and any(s in said for s in _NOT_NOW))
 
 
 #: The server ended the connection (a restart or shutdown, an admin's pg_terminate_backend,
@@ -229,6 +240,9 @@ class PostgresBackend:
             except self._psycopg.Error as error:
                 left = deadline - time.monotonic()
                 if not (self._reached and _not_taking_connections(error) and left > 0):
+                    # (a server still down after the wait is not waited for again, until it
+                    # is reached: every write would hold the run that long)
+                    self._reached = False
                     raise RunStoreError(
                         f"Cannot connect to the run store {self.location}: {self._told(error)}"
                     ) from None
