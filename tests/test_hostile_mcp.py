@@ -198,8 +198,11 @@ def test_an_answer_the_sdk_cannot_read_is_read_again_not_waited_for(arguments, t
     [result] = tool_results(model.requests[1])
     assert told in result.content and result.is_error == ("broken" in arguments)
     assert "within 30 s" not in result.content
-    skipped = [r for r in caplog.records if "not an MCP message" in r.getMessage()]
+    skipped = [r.getMessage() for r in caplog.records if "not an MCP message" in r.getMessage()]
     assert len(skipped) == ("deep" in arguments or "quoting" in arguments)
+    if "quoting" in arguments:  # (the line the server wrote, not the text inside it)
+        written = skipped[0].split("was skipped: ", 1)[1]
+        assert written.startswith('\'{"jsonrpc": "2.0", "id": "p1"')
 
 
 @pytest.mark.parametrize("schema", ["prod", "dev"])

@@ -55,12 +55,17 @@ def _line_of(error: Any) -> str:
             found = errors()
         except Exception:  # pragma: no cover - not a pydantic error after all
             found = []
+        # The line itself, else the message read from it (an error of one of its own fields:
+        # a value deeper in it may be a text, which is not what the server wrote)
+        for item in found:
+            if item.get("type") == "json_invalid" and isinstance(item.get("input"), str):
+                return str(item["input"])
+        for item in found:
+            if len(item.get("loc", ())) <= 2 and isinstance(item.get("input"), (dict, list)):
+                return json.dumps(item["input"], ensure_ascii=False, default=str)
         for item in found:
             if isinstance(item.get("input"), str):
                 return str(item["input"])
-        for item in found:
-            if isinstance(item.get("input"), (dict, list)):
-                return json.dumps(item["input"], ensure_ascii=False, default=str)
     return str(error)
 
 
