@@ -156,6 +156,13 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 announce "Starting JupyterLab"
 echo "JupyterLab opens http://127.0.0.1:PORT$page (the port and token are printed below)."
+# The tutorials stay on the scripted offline model even where a provider key is set (start with
+# ANVIA_NOTEBOOK_OFFLINE=0 to have them use it: they then call the provider, and bill for it).
+export ANVIA_NOTEBOOK_OFFLINE="${ANVIA_NOTEBOOK_OFFLINE:-1}"
+if [ "$ANVIA_NOTEBOOK_OFFLINE" = 1 ] && [ -n "${OPENAI_API_KEY:-}${ANTHROPIC_API_KEY:-}" ]; then
+  echo "The tutorials use the scripted offline model, not your provider key" \
+    "(start with ANVIA_NOTEBOOK_OFFLINE=0 to use it)."
+fi
 show "$python" "${args[@]}" "$@"
 if [ "$dry_run" -eq 1 ]; then
   exit 0

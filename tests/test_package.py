@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import anvia_notebook
 from anvia_notebook import AgentBuilder
 from anvia_notebook.models import DemoModel, ModelResponse, Script, ToolCall, auto_model
@@ -202,6 +204,30 @@ def test_auto_model_is_the_demo_without_keys(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     demo = DemoModel()
     assert auto_model(demo) is demo
+
+
+@pytest.mark.parametrize("key", ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"])
+def test_auto_model_stays_offline_when_told_and_names_the_key_when_its_sdk_is_missing(
+    monkeypatch, key
+):
+    """With a provider key set, the offline tour and tutorials used the provider with no way
+    to keep them offline, and without its SDK failed with an install hint that did not say a
+    key had chosen it."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv(key, "sk-test")
+    demo = DemoModel()
+    monkeypatch.setenv("ANVIA_NOTEBOOK_OFFLINE", "1")
+    assert auto_model(demo) is demo
+    monkeypatch.setenv("ANVIA_NOTEBOOK_OFFLINE", "0")
+    assert auto_model(demo) is not demo  # (the provider's model)
+    package = "openai" if key == "OPENAI_API_KEY" else "anthropic"
+    monkeypatch.setitem(sys.modules, package, None)  # (as if not installed: import fails)
+    with pytest.raises(ImportError) as caught:
+        auto_model(demo)
+    said = str(caught.value)
+    assert f'pip install "anvia_notebook[{package}]"' in said
+    assert f"{key} is set" in said and "ANVIA_NOTEBOOK_OFFLINE=1" in said
 
 
 def _import_graph() -> dict[str, set[str]]:

@@ -137,19 +137,37 @@ def _only_offered_tools(response: ModelResponse, request: CompletionRequest) -> 
     )
 
 
+#: Set to ``1`` (or ``true``, ``yes``, ``on``) to keep :func:`auto_model` on the scripted
+#: offline model where a provider key is set (the offline tour and tutorials).
+OFFLINE_ENV = "ANVIA_NOTEBOOK_OFFLINE"
+
+
 def auto_model(demo: CompletionModel | None = None) -> Any:
     """A real model when a provider key is set, else ``demo`` (or a bare :class:`DemoModel`).
 
     ``OPENAI_API_KEY`` selects ``OpenAIModel`` (``ANVIA_OPENAI_MODEL``, default ``gpt-4o-mini``);
     ``ANTHROPIC_API_KEY`` selects ``AnthropicModel`` (``ANVIA_ANTHROPIC_MODEL``, default
-    ``claude-haiku-4-5``).
+    ``claude-haiku-4-5``). ``ANVIA_NOTEBOOK_OFFLINE=1`` keeps ``demo`` whatever key is set.
     """
-    if os.environ.get("OPENAI_API_KEY"):
+    if os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("1", "true", "yes", "on"):
+        for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+            if os.environ.get(key):
+                try:
+                    return _provider_model(key)
+                except ImportError as error:
+                    raise ImportError(
+                        f"{error} ({key} is set, so a real model is used here; set "
+                        f"{OFFLINE_ENV}=1 to use the scripted offline model instead)",
+                        name=error.name,
+                    ) from None
+    return demo if demo is not None else DemoModel()
+
+
+def _provider_model(key: str) -> Any:
+    if key == "OPENAI_API_KEY":
         from .openai import OpenAIModel
 
         return OpenAIModel(os.environ.get("ANVIA_OPENAI_MODEL", "gpt-4o-mini"))
-    if os.environ.get("ANTHROPIC_API_KEY"):
-        from .anthropic import AnthropicModel
+    from .anthropic import AnthropicModel
 
-        return AnthropicModel(os.environ.get("ANVIA_ANTHROPIC_MODEL", "claude-haiku-4-5"))
-    return demo if demo is not None else DemoModel()
+    return AnthropicModel(os.environ.get("ANVIA_ANTHROPIC_MODEL", "claude-haiku-4-5"))
