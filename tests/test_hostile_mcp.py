@@ -257,3 +257,17 @@ async def test_a_form_a_server_asks_for_a_call_that_was_stopped_is_answered_canc
         )
     assert json.loads(answered[0])["result"] == {"action": "cancel"}
     assert asked == [] and not [w for w in said if "nobody to ask" in str(w.message)]
+
+
+def test_an_mcp_sdk_of_another_major_version_is_named_not_waited_on(monkeypatch):
+    """With the SDK 1.x installed (``pip install mcp`` in an older environment), a run with an
+    MCP server waited for ever, without a word: the package uses what only 2.3 and later have."""
+    import importlib.metadata
+
+    real = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "1.30.0" if name == "mcp" else real(name)
+    )
+    agent = AgentBuilder("a", QueueModel(["never"])).mcp([hostile("noisy")]).build()
+    with pytest.raises(ImportError, match=r"mcp>=2\.3,<3; version 1\.30\.0 is installed"):
+        agent.prompt("go").send_sync()

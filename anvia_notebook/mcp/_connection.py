@@ -247,13 +247,31 @@ class _PersonWait:
         self.changed = asyncio.Event()
 
 
+#: The MCP SDK versions this package works with (as its ``mcp`` extra asks).
+SDK_VERSIONS = "mcp>=2.3,<3"
+
+
 def _require_sdk() -> None:
+    """The official MCP SDK, of a version this package works with: 1.x lacks what it uses (a
+    session then waited for ever, without a word), a later major version may change it."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         import mcp  # noqa: F401
-    except ImportError:
+
+        installed = version("mcp")
+    except (ImportError, PackageNotFoundError):
         raise ImportError(
             "MCP servers need the official MCP SDK: pip install 'anvia_notebook[mcp]'"
         ) from None
+    major, _, rest = installed.partition(".")
+    minor = rest.partition(".")[0]
+    if not (major == "2" and minor.isdigit() and int(minor) >= 3):
+        raise ImportError(
+            f"MCP servers need the official MCP SDK {SDK_VERSIONS}; version {installed} is "
+            "installed: pip install 'anvia_notebook[mcp]' (or pip install "
+            f"'{SDK_VERSIONS}')."
+        )
 
 
 class Connection:
