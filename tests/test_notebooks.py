@@ -292,7 +292,18 @@ TUTORIAL_NEEDS = {
     "09_inspect_a_run": {"opentelemetry.sdk": "opentelemetry-sdk", "pandas": "pandas"},
     "10_evaluate_an_agent": {"pandas": "pandas"},
     "12_mcp_tools_behind_approvals": {"mcp.server.mcpserver": '"mcp>=2.3,<3"'},
+    "13_steer_and_typed_results": {"pandas": "pandas"},
 }
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_a_tutorial_that_makes_a_table_checks_for_pandas_first(path):
+    """Tutorial 13 makes a table (``to_pandas()``) but its first cell did not check for pandas:
+    without it, it failed half-way, where 09 and 10 stop at once saying what to install."""
+    cells = nbformat.read(path, as_version=4).cells
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
+    if "to_pandas(" in code or "import pandas" in code:
+        assert "pandas" in TUTORIAL_NEEDS.get(path.stem, {})
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
