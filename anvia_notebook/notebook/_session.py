@@ -15,6 +15,7 @@ import contextvars
 import html
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Callable
@@ -56,6 +57,11 @@ from ._snapshot import render_html, render_text
 from ._transcript import Transcript
 from ._widget import AnviaWidget
 from ._wire_text import sendable
+
+#: Seconds an approval or question waits while no page has shown the widget before the kernel
+#: process's own error output says how a notebook run unattended goes on (see
+#: :meth:`TranscriptSession._waits_unseen`).
+UNSEEN_SECONDS = 10.0
 
 if TYPE_CHECKING:
     from .._tool_exec import CurrentToolCall
@@ -153,6 +159,10 @@ class TranscriptSession:
         #: for many prints: a sync tool printing in a loop must not wake the loop each time).
         self._printed: list[tuple[CurrentToolCall, str]] = []
         self._printed_lock = threading.Lock()
+        #: A page has shown the widget (it asked for its snapshot); the hint of
+        #: :meth:`_waits_unseen` was given.
+        self._seen = False
+        self._hinted = False
         self.handlers: dict[str, Handler] = {
             "sync": self._on_sync,
             "approval_decision": self._on_approval_decision,
@@ -243,8 +253,40 @@ class TranscriptSession:
         self._send(reply_message(message.request_id, error))
 
     def _on_sync(self, _message: Any) -> str | None:
+        self._seen = True
         self.send_snapshot()
         return None
+
+    def _waits_unseen(self, event: Any) -> None:
+        """An approval or question waits: when no page has shown the widget
+        :data:`UNSEEN_SECONDS` later (a notebook run unattended: nbconvert, papermill), say
+        once how to go on, on the kernel process's own error output (the terminal that runs
+        them: the cell's output is not saved while it waits)."""
+        if type(event) not in (ToolApprovalRequestEvent, ToolQuestionRequestEvent):
+            return
+        human = self.human_input
+        loop = self.loop
+        if self._seen or self._hinted or loop is None or getattr(human, "auto", None):
+            return
+        record = event.approval if type(event) is ToolApprovalRequestEvent else event.question
+        loop.call_later(UNSEEN_SECONDS, self._hint_unseen, record.run_id, record.id, record.kind)
+
+    def _hint_unseen(self, run_id: str, item_id: str, kind: str) -> None:
+        run = self.run
+        waiting = run is not None and any(r.id == item_id for r in run.interactions.pending)
+        if self._seen or self._hinted or not waiting:
+            return
+        self._hinted = True
+        with contextlib.suppress(Exception):  # (no error output: nothing to say it on)
+            print(
+                f"anvia_notebook: run {run_id} waits for a person to decide {kind} {item_id} in "
+                "its widget, which no page shows. Running the notebook unattended (nbconvert, "
+                "papermill)? Set ANVIA_NOTEBOOK_AUTO=approve (or reject) for a scripted "
+                "operator, or decide from a terminal: "
+                f"{self._cli()} show {run_id}",
+                file=sys.__stderr__,
+                flush=True,
+            )
 
     def _on_approval_decision(self, message: ApprovalDecisionMsg) -> str | None:
         """A click on an approval's form, decided through the run's interactions (which refuse
@@ -396,9 +438,11 @@ class TranscriptSession:
                 elif kind is TurnEndEvent:
                     self._refresh_copy_soon()
             self.batcher.flush()
-        if kind in INTERACTION_EVENTS and self._displays:
-            # A notebook saved now shows what waits (or what was decided), and how to go on.
-            self.refresh_displays()
+        if kind in INTERACTION_EVENTS:
+            self._waits_unseen(event)
+            if self._displays:
+                # A notebook saved now shows what waits (or what was decided), and how to go on.
+                self.refresh_displays()
 
     def _on_nested_event(self, event: AgentToolEvent) -> None:
         """A sub-agent's event: its approvals and questions go out (and into the saved copy)
@@ -408,6 +452,7 @@ class TranscriptSession:
             inner = inner.event
         kind = type(inner)
         if kind in INTERACTION_EVENTS:
+            self._waits_unseen(inner)
             self.batcher.flush()
             if self._displays:
                 self.refresh_displays()

@@ -682,3 +682,37 @@ async def test_without_a_time_limit_there_is_no_deadline():
     assert entry["approval"].get("expires_at") is None
     handle.cancel()
     await finished(handle)
+
+
+@pytest.mark.parametrize("page", ["no page shows it", "a page shows it"])
+def test_a_run_waiting_where_no_page_shows_its_widget_says_how_to_go_on(capfd, monkeypatch, page):
+    """A notebook run unattended (nbconvert, papermill) without ANVIA_NOTEBOOK_AUTO waited at its
+    approval until the cell timed out, with no word on what to do: the kernel's own error output
+    (the terminal that runs them) says it once, on a virtual clock here."""
+    import virtual_time
+
+    from anvia_notebook.notebook import _session
+
+    monkeypatch.delenv("ANVIA_NOTEBOOK_AUTO", raising=False)
+
+    async def main() -> str:
+        handle = runner.show(refund_agent(refund_model()).prompt("Refund A-1"))
+        if page == "a page shows it":
+            await Page(handle.widget).sync()
+        await until(lambda: handle.pending, 10, "the approval")
+        await asyncio.sleep(_session.UNSEEN_SECONDS + 1)
+        said = capfd.readouterr().err
+        handle.cancel("done")
+        with pytest.raises(PromptCancelledError):
+            await handle
+        return said
+
+    said = virtual_time.run(main)
+    hints = [line for line in said.splitlines() if "no page shows" in line]
+    if page == "a page shows it":
+        assert hints == []
+        return
+    [waiting] = hints
+    assert "waits for a person to decide approval approval_" in waiting
+    assert "Set ANVIA_NOTEBOOK_AUTO=approve (or reject)" in waiting
+    assert " -m anvia_notebook --store " in waiting and " show run_" in waiting
