@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import pytest
 import store_agents
@@ -70,14 +71,7 @@ async def test_a_decision_reaches_a_run_whose_listening_connection_the_server_en
 
     store._backend.data_version()  # (its listening connection is open)
     assert _end_backends(server, database, "LISTEN%") == 1
-    command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
-    approve = await asyncio.create_subprocess_exec(
-        *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
-    )
-    _, said = await asyncio.wait_for(approve.communicate(), 60)
-    assert approve.returncode == 0, said
-    response = await asyncio.wait_for(run.wait(), 30)
-    assert response.output.startswith("Result:")
+    await approved_from_the_command_line(location, run, waiting)
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
 
 
@@ -90,14 +84,7 @@ async def test_a_run_whose_connections_the_server_ended_goes_on_being_stored(tea
     run = store_agents.agent("approval").prompt("send 5 to a1").start()
     [waiting] = await pending_of(run)
     assert _end_backends(server, database) >= 1  # the run's connections
-    command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
-    approve = await asyncio.create_subprocess_exec(
-        *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
-    )
-    _, said = await asyncio.wait_for(approve.communicate(), 60)
-    assert approve.returncode == 0, said
-    response = await asyncio.wait_for(run.wait(), 30)  # (a warning would fail the test)
-    assert response.output.startswith("Result:")
+    await approved_from_the_command_line(location, run, waiting)
     store = RunStore(location)
     [stored] = store.runs()
     assert stored.status == "success", stored
@@ -298,14 +285,7 @@ async def test_a_run_that_writes_while_its_server_restarts_waits_for_it(tmp_path
             finally:
                 restart.join(90)
             assert seen.refused.is_set()
-            command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
-            approve = await asyncio.create_subprocess_exec(
-                *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
-            )
-            _, said = await asyncio.wait_for(approve.communicate(), 60)
-            assert approve.returncode == 0, said
-            response = await asyncio.wait_for(run.wait(), 30)  # (a warning would fail the test)
-            assert response.output.startswith("Result:")
+            await approved_from_the_command_line(location, run, waiting)
             assert store_agents.effects() == ["started a1 5", "done a1 5"]
             [stored] = RunStore(location).runs()
             assert stored.status == "success", stored
@@ -415,3 +395,16 @@ def test_a_server_restarting_is_waited_for_then_a_server_down_is_not(team_store,
         store.runs()  # (not waited for: at once)
     assert attempts == ["tried"]
     store.close()
+
+
+async def approved_from_the_command_line(location: str, run: Any, waiting: Any) -> None:
+    """Approve ``waiting`` with ``python -m anvia_notebook approve`` from another process;
+    the run then ends with its result (a warning would fail the test)."""
+    command = [sys.executable, "-m", "anvia_notebook", "--store", location, "approve"]
+    approve = await asyncio.create_subprocess_exec(
+        *command, run.run_id, waiting.id, stderr=asyncio.subprocess.PIPE
+    )
+    _, said = await asyncio.wait_for(approve.communicate(), 60)
+    assert approve.returncode == 0, said
+    response = await asyncio.wait_for(run.wait(), 30)
+    assert response.output.startswith("Result:")

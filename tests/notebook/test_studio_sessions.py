@@ -795,16 +795,8 @@ async def test_a_run_left_in_a_later_turn_whose_call_reuses_an_asked_id_is_only_
     asks nobody, was in a hook when the kernel ended: the earlier approval counted as this
     call's, and opening the session ran the tool and called the model, though nobody had been
     asked anything."""
-    from child_processes import child_environ, kill, start_python
-
     store = RunStore(store_path)
-    child = start_python(LEFT_IN_A_LATER_TURN_S_HOOK, child_environ())
-    try:
-        assert child.stdout is not None
-        assert await asyncio.to_thread(child.stdout.readline) == "checking\n"
-    finally:
-        kill(child)
-    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    await killed_once_it_says(store, LEFT_IN_A_LATER_TURN_S_HOOK, "checking")
 
     class Order(BaseModel):
         order_id: str
@@ -852,16 +844,8 @@ agent.prompt(asked).session("s-left").send_sync()
 async def test_a_session_whose_run_its_kernel_left_in_an_approved_tool_is_only_shown(store_path):
     """Approved, then its tool was running when the kernel ended: opening the session does not
     take the run up (the model would be told of a refund that may have happened)."""
-    from child_processes import child_environ, kill, start_python
-
     store = RunStore(store_path)
-    child = start_python(LEFT_IN_AN_APPROVED_TOOL, child_environ())
-    try:
-        assert child.stdout is not None
-        assert await asyncio.to_thread(child.stdout.readline) == "refunding\n"
-    finally:
-        kill(child)
-    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    await killed_once_it_says(store, LEFT_IN_AN_APPROVED_TOOL, "refunding")
     model = QueueModel(["never asked"])
     agent = AgentBuilder("shop", model).tools([refund_tool()]).build()
     studio = Studio([agent], session="latest")
@@ -928,19 +912,25 @@ agent.prompt(asked).session("s-left").send_sync()
 async def test_a_session_whose_run_its_kernel_left_in_a_model_call_is_only_shown(store_path):
     """Opening it does not call the model again (opening an old session to read it would):
     its run is shown as it was left."""
-    from child_processes import child_environ, kill, start_python
-
     store = RunStore(store_path)
-    child = start_python(LEFT_IN_A_MODEL_CALL, child_environ())
-    try:
-        assert child.stdout is not None
-        assert await asyncio.to_thread(child.stdout.readline) == "asked\n"
-    finally:
-        kill(child)
-    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
+    await killed_once_it_says(store, LEFT_IN_A_MODEL_CALL, "asked")
     model = QueueModel(["never asked"])
     studio = Studio([AgentBuilder("shop", model).build()], session="latest")
     assert not studio.busy and model.requests == []
     assert studio.transcript[0]["text"] == "refund A"
     assert studio.transcript[-1]["text"] == "Run cancelled: it did not finish"
     store.close()
+
+
+async def killed_once_it_says(store: RunStore, script: str, line: str) -> None:
+    """Run ``script`` in a child process, kill it (SIGKILL) once it printed ``line``, and wait
+    until the store lists its run as interrupted."""
+    from child_processes import child_environ, kill, start_python
+
+    child = start_python(script, child_environ())
+    try:
+        assert child.stdout is not None
+        assert await asyncio.to_thread(child.stdout.readline) == f"{line}\n"
+    finally:
+        kill(child)
+    await until(lambda: store.runs()[0].status == "interrupted", 30, "the run interrupted")
