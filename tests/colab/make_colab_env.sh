@@ -50,7 +50,9 @@ rm -rf "$venv"
 pip=("$venv/bin/python" -m pip install --quiet --disable-pip-version-check --progress-bar off)
 "${pip[@]}" "${pins[@]}"
 # As the install cell does: the package on top, its requirements resolved against the pins.
-"${pip[@]}" "$root" jupyterlab notebook  # jupyterlab, notebook: the page side, for the browser tests
+# (jupyterlab, notebook: the page side, for the browser tests; pandas: Colab ships it, and the
+# tutorials that make tables check for it first)
+"${pip[@]}" "$root" jupyterlab notebook pandas
 "$venv/bin/python" -c "$check" "${pins[@]}"
 printf '%s' "$wanted" >"$stamp"
 echo "Colab environment made: $venv"
