@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from ._util import cli_command, shown_url, url_for_commands
 from .errors import AnviaError, DecisionRefusedError, RunNotFoundError
 from .store import STORE_ENV, default_location
-from .store._location import location_problem
+from .store._location import is_postgres_address, location_problem
 
 if TYPE_CHECKING:
     from .question_types import Question
@@ -143,10 +143,6 @@ _WHERE_NOTEBOOKS_STORE = (
     "A notebook keeps its runs in .anvia/runs.sqlite in the notebook's folder: pass that file "
     "with --store (from a project's top folder, e.g. --store notebooks/.anvia/runs.sqlite)."
 )
-
-
-def _is_url(location: str) -> bool:
-    return location.startswith(("postgresql://", "postgres://"))
 
 
 #: Characters a terminal acts on instead of showing (escape sequences, carriage return, bell,
@@ -257,7 +253,9 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     if status == "error" and state.error:
         _say(f"  error: {' '.join(state.error.split())[:2000]}")
     # (a password in a PostgreSQL address is not printed back: given as PGPASSWORD)
-    written, secret = url_for_commands(args.store) if _is_url(args.store or "") else (None, False)
+    written, secret = (None, False)
+    if is_postgres_address(args.store):
+        written, secret = url_for_commands(args.store)
     command = _command(written or args.store)
     questions = {q.tool_call_id: q for q in state.questions.values() if q.tool_call_id}
     approvals = sorted(state.approvals.values(), key=lambda a: a.requested_at)
@@ -555,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if problem is not None:
         print(f"error: {problem}", file=sys.stderr)
         return 2
-    if not _is_url(location):
+    if not is_postgres_address(location):
         location = os.path.abspath(os.path.expanduser(location))
         if args.store:
             args.store = location  # the commands it suggests work from any folder
@@ -622,7 +620,7 @@ def _no_store(args: argparse.Namespace, where: str, hint: bool = True) -> int:
 
 def _run_command(location: str, args: argparse.Namespace) -> int:
     try:
-        if _is_url(location):
+        if is_postgres_address(location):
             from .store._store import empty_database
 
             if empty_database(location):  # (opening it as a store would make it one)
@@ -642,7 +640,7 @@ def _run_command(location: str, args: argparse.Namespace) -> int:
             _decide(store, args)
     except (ValueError, AnviaError) as error:  # (ValueError: a blank message)
         # (a decision in a run the store does not have is a RunNotFoundError too)
-        notebook_file = isinstance(error, RunNotFoundError) and not _is_url(location)
+        notebook_file = isinstance(error, RunNotFoundError) and not is_postgres_address(location)
         hint = f"\n{_WHERE_NOTEBOOKS_STORE}" if notebook_file else ""
         print(f"error: {error}{hint}", file=sys.stderr)
         return 1

@@ -130,3 +130,36 @@ def test_an_open_store_and_the_command_line_never_show_its_password(
         assert missing.returncode != 0
         assert "run_missing" in missing.stdout + missing.stderr
         assert SECRET not in missing.stdout + missing.stderr
+
+
+@pytest.mark.parametrize("scheme", ["PostgreSQL", "POSTGRES"])
+def test_an_address_with_its_scheme_in_capitals_is_a_team_store(
+    scheme: str, postgres_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``PostgreSQL://...`` was taken for a file path: a folder named ``PostgreSQL:`` with a
+    SQLite file named after the password, and the team never saw the runs. It is the server."""
+    monkeypatch.chdir(tmp_path)
+    refused = f"{scheme}://bob:{SECRET}@127.0.0.1:{_closed_port()}/teamdb"
+    with pytest.raises(RunStoreError) as caught:
+        an.RunStore(refused)
+    assert str(caught.value).startswith("Cannot connect to the run store postgres"), caught.value
+    assert SECRET not in _everything_said(caught.value)
+    scheme_end = postgres_server.index("://")
+    address = scheme + postgres_server[scheme_end:]
+    store = an.RunStore(address)
+    try:
+        assert store.location.startswith("postgres"), store.location
+        assert store.runs() == []
+    finally:
+        store.close()
+    listed = subprocess.run(
+        [sys.executable, "-m", "anvia_notebook", "runs", "--store", refused],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert listed.returncode != 0 and "Cannot connect" in listed.stderr, listed
+    assert SECRET not in listed.stdout + listed.stderr
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())

@@ -36,6 +36,7 @@ from ..events import (
     TurnEndEvent,
 )
 from ..records import approval_scope
+from ..store._location import is_postgres_address
 from . import _capture, _display
 from ._batcher import DEFAULT_INTERVAL, Batcher
 from ._human_input import ALWAYS_ALLOWED_REASON, WidgetHumanInput
@@ -571,7 +572,7 @@ class TranscriptSession:
         store named by its absolute path; a PostgreSQL address is not written out)."""
         store = getattr(self.run, "store", None)
         location = getattr(store, "location", None)
-        if not isinstance(location, str) or location.startswith(("postgres://", "postgresql://")):
+        if not isinstance(location, str) or is_postgres_address(location):
             return cli_command()
         return cli_command(os.path.abspath(location))
 

@@ -25,6 +25,7 @@ from ..errors import (
     RunStoreError,
 )
 from ._errors import StoreFileGoneError
+from ._location import is_postgres_address
 
 if TYPE_CHECKING:
     from ._store import RunList, RunStore, RunSummary, StudioSession
@@ -142,7 +143,7 @@ def get_store() -> RunStore | None:
                 _failed_at.pop(location, None)
             except RunStoreError as error:
                 _opened[location] = None
-                if location.startswith(("postgresql://", "postgres://")):
+                if is_postgres_address(location):
                     _failed_at[location] = time.monotonic()
                 warn_once(location, f"{error} Runs stay in memory only (nothing is stored).")
         return _opened[location]

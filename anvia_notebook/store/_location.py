@@ -5,13 +5,29 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["location_problem"]
+__all__ = ["is_postgres_address", "location_problem", "postgres_address"]
 
 #: Connection keywords of PostgreSQL's ``key=value`` form (``host=db dbname=runs``), which would
 #: otherwise become a SQLite file of that name.
 _POSTGRES_KEYWORDS = re.compile(
     r"(?:^|\s)(?:host|hostaddr|port|dbname|user|password|passfile|service|sslmode)\s*=", re.I
 )
+
+
+#: The schemes of a PostgreSQL address, any case (libpq takes them in lower case only).
+_POSTGRES_SCHEME = re.compile(r"(postgres(?:ql)?)://", re.I)
+
+
+def is_postgres_address(location: object) -> bool:
+    """Whether ``location`` is a ``postgresql://`` (or ``postgres://``) address, in any case:
+    ``PostgreSQL://...`` is one too (it made a folder named ``PostgreSQL:`` holding a SQLite
+    file named after the password)."""
+    return isinstance(location, str) and _POSTGRES_SCHEME.match(location) is not None
+
+
+def postgres_address(location: str) -> str:
+    """``location`` with its scheme in lower case, as libpq reads it."""
+    return _POSTGRES_SCHEME.sub(lambda scheme: scheme[0].lower(), location, count=1)
 
 
 def location_problem(location: str) -> str | None:

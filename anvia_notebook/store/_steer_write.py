@@ -21,6 +21,7 @@ from typing import Any
 
 from .._util import check_steering_text, new_id
 from ._errors import RunEndedError, RunNotFoundError
+from ._location import is_postgres_address, postgres_address
 from ._owner import owner_alive, store_clock
 from ._schema import APPLICATION, SCHEMA_VERSION
 
@@ -127,10 +128,10 @@ def steer_stored(
 
 
 def _open_backend(location: str) -> Any:
-    if location.startswith(("postgresql://", "postgres://")):
+    if is_postgres_address(location):
         from ._postgres import PostgresBackend
 
-        return PostgresBackend(location)
+        return PostgresBackend(postgres_address(location))
     from ._sqlite import SQLiteBackend
 
     return SQLiteBackend(os.fspath(location))

@@ -70,7 +70,7 @@ from ._errors import (
     RunTakenOverError,
 )
 from ._fork import reset_in_forked_copies
-from ._location import location_problem
+from ._location import is_postgres_address, location_problem, postgres_address
 from ._owner import (
     HEARTBEAT_INTERVAL,
     Owner,
@@ -243,10 +243,10 @@ def _open_backend(location: str | os.PathLike[str]) -> Any:
     problem = location_problem(text)
     if problem is not None:
         raise RunStoreError(problem)
-    if text.startswith(("postgresql://", "postgres://")):
+    if is_postgres_address(text):
         from ._postgres import PostgresBackend
 
-        return PostgresBackend(text)
+        return PostgresBackend(postgres_address(text))
     from ._sqlite import SQLiteBackend
 
     return SQLiteBackend(text)
