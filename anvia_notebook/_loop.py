@@ -303,7 +303,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             reason = state.cancel_reason or DEFAULT_CANCEL_REASON
         state.cancel_reason = reason
         cancelled = PromptCancelledError(reason, list(state.messages))
-        await _run_error_hooks(run, cancelled)
+        hook_reason = await _run_error_hooks(run, cancelled)
+        if hook_reason is not None:  # as in Anvia, a hook's run.cancel(reason) replaces it
+            if isinstance(hook_reason, str):
+                hook_reason = cut_reason(hook_reason)
+            state.cancel_reason = hook_reason
+            cancelled = PromptCancelledError(hook_reason, list(state.messages))
         raise _ended_cancelled(run, cancelled) from None
     except (Exception, SystemExit) as caught:
         # A SystemExit must not leave the run's task: asyncio would let it through the event

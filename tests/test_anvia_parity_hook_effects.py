@@ -5,7 +5,8 @@ out, read from its source: repository anvia-hq/anvia, branch main).
   ``this.cancelled(newMessages, reason)``, a ``PromptCancelledError`` whose conversation is
   ``[...chatHistory, ...newMessages]``: ``runCompletionErrorHook`` throws it in place of the
   model's error, ``runRunStartHook`` before the first turn; ``onRunError`` is then called with
-  it. ``MaxTurnsError`` carries the same whole conversation.
+  it. ``MaxTurnsError`` carries the same whole conversation. An ``onRunError`` that returns
+  ``run.cancel(reason)`` replaces the error with a cancel of that reason, a cancel too.
 - ``internal/prompt-runtime/tool-execution.ts``: a hook's ``approval_request`` goes to
   ``requestApproval`` with the hook's texts only (the tool's policy is not evaluated: neither
   its ``when`` nor its reason or reject message); an approval nobody can decide throws
@@ -198,3 +199,20 @@ async def test_preserves_valid_scalar_json_tool_arguments() -> None:
     [result] = [e for e in events if e.type == "tool_result"]
     assert result.is_error and result.args == '"hello"'
     assert "Invalid arguments for tool add" in result.result
+
+
+async def test_a_run_error_hook_that_cancels_a_cancelled_run_gives_its_reason() -> None:
+    """``runRunErrorHook`` is called with the ``PromptCancelledError`` too, and a hook that
+    returns ``run.cancel(reason)`` there replaces it (``return this.cancelled(newMessages,
+    action.reason)``): the run ends with the hook's reason (the first one was kept)."""
+    hook = create_hook(
+        on_tool_call=lambda e: e.tool.cancel("blocked"),
+        on_run_error=lambda e: e.run.cancel(f"Audited: {e.error.reason}"),
+    )
+    model = QueueModel([call("add", {"x": 1, "y": 2}), "never"])
+    agent = AgentBuilder("a", model).tool(make_add_tool()).hook(hook).build()
+    events, raised = await collect(agent.prompt("go").store(None))
+    assert isinstance(raised, PromptCancelledError)
+    assert raised.reason == "Audited: blocked"
+    assert (events[-1].type, events[-1].reason) == ("cancelled", "Audited: blocked")
+    assert raised.messages[-1].role == "tool"  # every call still has its result
