@@ -337,3 +337,33 @@ def test_outside_colab_the_install_cell_names_what_is_missing(path, monkeypatch,
         [pip_line] = [line for line in str(raised.value).splitlines() if "%pip" in line]
         wanted = needs[gone] or '"anvia_notebook @ git+https://github.com/anvia-hq/anvia_notebook"'
         assert pip_line.strip() == f"%pip install {wanted}"
+
+
+def test_tutorial_10_keeps_its_judge_offline_where_a_key_is_set_but_the_notebook_is_offline(
+    monkeypatch, capsys
+):
+    """``ANVIA_NOTEBOOK_OFFLINE=1`` (what the quickstart's JupyterLab runs with) keeps the
+    tutorials on the scripted model whatever key is set; tutorial 10's "real judge" cell looked at
+    the keys only, so it graded with a real model there, calling (and billing) the provider."""
+    import ast
+    import asyncio
+    import types
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-not-a-real-key")
+    monkeypatch.setenv("ANVIA_NOTEBOOK_OFFLINE", "1")
+    cells = nbformat.read(ROOT / "notebooks" / "10_evaluate_an_agent.ipynb", as_version=4).cells
+    [source] = [c.source for c in cells if c.cell_type == "code" and "real_judge" in c.source]
+
+    async def evaluate(*args: object, **kwargs: object) -> None:
+        raise AssertionError("an evaluation with a real judge")
+
+    def llm_judge(model: object, rubric: str) -> object:
+        raise AssertionError(f"a real judge: {model!r}")
+
+    stub = types.SimpleNamespace(evaluate=evaluate, llm_judge=llm_judge, contains=lambda **_: None)
+    code = compile(source, "cell", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+    names = {"evals": stub, "agent": None, "cases": [], "display": print}
+    result = eval(code, names)  # the tutorial's own cell
+    if asyncio.iscoroutine(result):
+        asyncio.run(result)
+    assert "to grade with a real model" in capsys.readouterr().out
