@@ -367,3 +367,56 @@ def test_tutorial_10_keeps_its_judge_offline_where_a_key_is_set_but_the_notebook
     if asyncio.iscoroutine(result):
         asyncio.run(result)
     assert "to grade with a real model" in capsys.readouterr().out
+
+
+def python_in_a_folder_with_a_space(tmp_path: pathlib.Path) -> pathlib.Path:
+    """This Python, reached through a path with a space in it, as the `.venv` of a repository
+    cloned into a folder such as ``Data Science/`` is."""
+    import shutil
+    import sys
+
+    home = tmp_path / "Data Science" / "env"
+    (home / "bin").mkdir(parents=True)
+    python = home / "bin" / "python"
+    python.symlink_to(sys.executable)
+    if sys.prefix != sys.base_prefix:  # a virtual environment: its configuration and packages too
+        shutil.copy(pathlib.Path(sys.prefix) / "pyvenv.cfg", home / "pyvenv.cfg")
+        (home / "lib").symlink_to(pathlib.Path(sys.prefix) / "lib")
+    found = subprocess.run(
+        [str(python), "-c", "import sys, ipykernel; print(sys.executable)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert found == str(python), found
+    return python
+
+
+def test_tutorial_06_runs_its_commands_with_a_python_whose_path_has_a_space(monkeypatch, tmp_path):
+    """Tutorial 06 ran its terminal commands as ``!{sys.executable} -m anvia_notebook ...``: with
+    the kernel's Python in a folder whose name has a space, the shell split its path, so the
+    question was never answered and the run waited until its human input timed out."""
+    python = python_in_a_folder_with_a_space(tmp_path)
+    kernels = tmp_path / "jupyter" / "kernels" / "spaced"
+    kernels.mkdir(parents=True)
+    spec = {
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python (in a folder with a space)",
+        "language": "python",
+    }
+    (kernels / "kernel.json").write_text(json.dumps(spec))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("ANVIA_NOTEBOOK_AUTO", "approve")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.delenv("ANVIA_NOTEBOOK_STORE", raising=False)
+    notebook = nbformat.read(ROOT / "notebooks" / "06_human_input_outside.ipynb", as_version=4)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    NotebookClient(
+        notebook, timeout=60, kernel_name="spaced", resources={"metadata": {"path": str(folder)}}
+    ).execute()
+    text = outputs_text(notebook)
+    for needle in EXPECTED["06_human_input_outside.ipynb"]:
+        assert needle in text, (needle, text[-3000:])
