@@ -114,7 +114,7 @@ EXPECTED = {
         "You (during the run): Also split it by region.",  # where the agent read it
         "['user', 'assistant', 'tool', 'user', 'assistant', 'tool', 'assistant']",
         "after the end: False",
-        "delivered: And by region, please.",
+        "answered: Q3 sales: total: $2.8M.\ndelivered: And by region, please.",  # before it ended
         "has already ended (success); a message can no longer be sent to it.",
         "region='west' sales_musd=1.2 growth_pct=12.0\nfastest growth: west",
         "0   west         1.2        12.0",  # to_pandas()
