@@ -31,6 +31,7 @@ from .base import (
     CompletionRequest,
     Finish,
     ModelError,
+    ProviderData,
     ReasoningDelta,
     ResponseFormat,
     ToolCallDelta,
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
         ChatCompletionChunk,
         ChatCompletionContentPartParam,
         ChatCompletionMessageParam,
+        ChatCompletionMessageToolCallParam,
         ChatCompletionToolParam,
         ChatCompletionUserMessageParam,
     )
@@ -66,6 +68,10 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 #: What a server that wants reasoning sent back says when it is missing (DeepSeek's thinking
 #: mode: "Missing `reasoning_content` field in the assistant message at message index 1").
 _REASONING_WANTED = "reasoning_content"
+#: The ``Message.provider_data`` key of the ``extra_content`` a server sent with a turn's tool
+#: calls, by call id: Gemini's OpenAI-compatible API sends a call's thought signature there and
+#: refuses the next request when the call comes back without it.
+EXTRA_CONTENT_KEY = "openai_tool_call_extra_content"
 #: Arguments of ``chat.completions.create`` this model sets itself.
 RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
 
@@ -232,7 +238,8 @@ def to_openai_messages(
 ) -> list[ChatCompletionMessageParam]:
     """The conversation as Chat Completions messages: the instructions first, as a system message,
     and one ``tool`` message per tool result (with ``images``, then a user message with the
-    images those results returned). Reasoning is not sent back, unless ``reasoning`` is true:
+    images those results returned). A tool call's ``extra_content`` goes back as the server sent
+    it (see ``EXTRA_CONTENT_KEY``). Reasoning is not sent back, unless ``reasoning`` is true:
     then each assistant message carries its reasoning as ``reasoning_content`` (DeepSeek's
     thinking mode wants it; most servers refuse the field)."""
     result: list[ChatCompletionMessageParam] = []
@@ -247,14 +254,19 @@ def to_openai_messages(
                 "content": message.content or (None if message.tool_calls else ""),
             }
             if message.tool_calls:
-                assistant["tool_calls"] = [
-                    {
+                extras = (message.provider_data or {}).get(EXTRA_CONTENT_KEY)
+                extras = extras if isinstance(extras, dict) else {}
+                calls: list[ChatCompletionMessageToolCallParam] = []
+                for call in message.tool_calls:
+                    sent: ChatCompletionMessageToolCallParam = {
                         "id": call.id,
                         "type": "function",
                         "function": {"name": call.name, "arguments": _sent_arguments(call)},
                     }
-                    for call in message.tool_calls
-                ]
+                    if call.id in extras:  # (as the server sent it: see EXTRA_CONTENT_KEY)
+                        sent["extra_content"] = extras[call.id]  # type: ignore[typeddict-unknown-key]
+                    calls.append(sent)
+                assistant["tool_calls"] = calls
             if reasoning:
                 assistant["reasoning_content"] = message.reasoning or ""  # type: ignore[typeddict-unknown-key]
             result.append(assistant)
@@ -413,6 +425,8 @@ class _ChunkAssembler:
         #: The call each index (or, without one, each id) currently feeds, and its given id.
         self._slots: dict[int | str, int] = {}
         self._given: dict[int, str | None] = {}
+        #: The ``extra_content`` each call came with (see ``EXTRA_CONTENT_KEY``).
+        self._extra: dict[int, Any] = {}
         self._last_slot: int | str | None = None
         self._usage: Usage | None = None
         self._cached: int | None = None
@@ -508,6 +522,8 @@ class _ChunkAssembler:
             and self._another_call(key, call, call_id, name, arguments)
         ):
             call = None
+        elif call is not None and key is not None:
+            self._keep_extra(key, fragment)
         if call is None:
             new_id = call_id or f"call_{uuid.uuid4().hex[:24]}"
             taken = {pending.id for pending in self._calls.values()}
@@ -516,6 +532,7 @@ class _ChunkAssembler:
             key = self._slots[slot] = len(self._calls)
             self._given[key] = call_id
             call = self._calls[key] = PendingCall(id=new_id, name=name or "")
+            self._keep_extra(key, fragment)
         elif name and not call.name:
             call.name = name
         elif name and name != call.name and not call.arguments:
@@ -530,6 +547,14 @@ class _ChunkAssembler:
         if arguments:
             call.arguments.append(arguments)
         return ToolCallDelta(id=call.id, name=name, arguments_delta=arguments)
+
+    def _keep_extra(self, key: int, fragment: Any) -> None:
+        """Keep the ``extra_content`` the fragment came with, if any (see
+        ``EXTRA_CONTENT_KEY``); the SDK's fragment type declares no such field."""
+        extra = getattr(fragment, "__pydantic_extra__", None)
+        value = extra.get("extra_content") if type(extra) is dict else None
+        if value is not None:
+            self._extra[key] = value
 
     def _another_call(
         self, key: int, call: PendingCall, call_id: str | None, name: str | None, arguments: str
@@ -563,6 +588,9 @@ class _ChunkAssembler:
             raise _refused(known or _UNSUPPORTED_TOOL_FINISH.format(reason=reason))
         for call in self._calls.values():
             yield call.complete()
+        if self._extra:
+            extras = {self._calls[key].id: value for key, value in self._extra.items()}
+            yield ProviderData(data={EXTRA_CONTENT_KEY: extras})
         if self._usage is not None:
             yield UsageUpdate(usage=self._usage, cached_tokens=self._cached)
         default = "tool_calls" if self._calls else "stop"
