@@ -4,6 +4,7 @@ whose arguments are still streaming."""
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import importlib
 import inspect
@@ -22,7 +23,7 @@ from ._errors import (
 )
 from .base import ToolCall
 
-__all__ = ["PendingCall", "check_options", "provider_errors", "provider_sdk"]
+__all__ = ["LoopClients", "PendingCall", "check_options", "provider_errors", "provider_sdk"]
 
 
 def provider_sdk(
@@ -123,3 +124,36 @@ class PendingCall:
     def complete(self) -> ToolCall:
         """The whole call (``{}`` when no argument text came)."""
         return ToolCall(id=self.id, name=self.name, arguments="".join(self.arguments) or "{}")
+
+
+class LoopClients:
+    """The SDK client a model built itself, one for each event loop the model streams on.
+
+    A client's connection pool belongs to the event loop its connections were opened on: on
+    another one (each ``send_sync()`` of a script runs its own, and so does each
+    ``asyncio.run()``) a kept-alive connection fails ("Event loop is closed"). The first loop
+    uses the model's ``client``; each other loop gets a new client from ``build``, and those of
+    loops that have closed are let go. A client given to the model, or set on it later, is
+    used as it is."""
+
+    def __init__(self, built: Any, build: Callable[[], Any] | None) -> None:
+        #: The client the model built (None: it was given one).
+        self.built = built if build is not None else None
+        self._build = build
+        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._first_taken = False
+
+    def on_this_loop(self, client: Any) -> Any:
+        """The client to use on the running loop, ``client`` being the model's ``client``."""
+        if client is not self.built or self._build is None:
+            return client
+        loop = asyncio.get_running_loop()
+        found = self._clients.get(loop)
+        if found is None:
+            for old in list(self._clients):  # (a copy: other threads' loops may add theirs)
+                if old.is_closed():
+                    self._clients.pop(old, None)
+            found = client if not self._first_taken else self._build()
+            self._first_taken = True
+            self._clients[loop] = found
+        return found

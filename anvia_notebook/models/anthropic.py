@@ -22,6 +22,7 @@ from ._errors import ended_early, refuse_json_answer
 from ._json_schema import closed_objects, open_objects
 from ._media import images_to_send
 from ._provider import (
+    LoopClients,
     PendingCall,
     check_options,
     check_settings,
@@ -96,7 +97,9 @@ class AnthropicModel(CompletionModel):
 
     ``model`` is the model id (also the :attr:`name`). The key comes from ``api_key`` or the
     ``ANTHROPIC_API_KEY`` environment variable. ``client`` replaces the ``AsyncAnthropic`` client
-    this model would build (its options, such as ``max_retries``, are then left as they are).
+    this model would build (its options, such as ``max_retries``, are then left as they are; its
+    connections stay with the first event loop it is used on, whereas the model's own client is
+    built again for each event loop).
     ``max_tokens`` caps each completion unless the request sets its own cap. Images a tool
     returned (an MCP tool's) go in its ``tool_result`` as image blocks, which every Claude model
     reads; ``tool_result_images=False`` sends only the text placeholder naming them. Other keyword
@@ -135,7 +138,18 @@ class AnthropicModel(CompletionModel):
         anthropic = provider_sdk("anthropic", "AnthropicModel", RESERVED_OPTIONS, request_options)
         self.name = model
         self.model = model
-        self.client = client or anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
+        build = None
+        if client is None:
+            client = anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
+            key, token, url = client.api_key, client.auth_token, client.base_url
+
+            def build() -> AsyncAnthropic:  # (the same client again, for another event loop)
+                return anthropic.AsyncAnthropic(  # type: ignore[no-any-return]
+                    api_key=key, auth_token=token, base_url=url, max_retries=0
+                )
+
+        self.client = client
+        self._loop_clients = LoopClients(client, build)
         check_options(
             "AnthropicModel",
             self.client.messages.create,
@@ -162,7 +176,8 @@ class AnthropicModel(CompletionModel):
         assembler = _EventAssembler()
         with provider_errors("Anthropic", anthropic):
             try:
-                stream = await self.client.messages.create(
+                client = self._loop_clients.on_this_loop(self.client)
+                stream = await client.messages.create(
                     model=self.model,
                     max_tokens=max_tokens,
                     messages=messages,

@@ -18,6 +18,7 @@ from ._errors import ended_early, refuse_json_answer
 from ._json_schema import closed_objects, every_property_required, strict_keywords_only
 from ._media import images_to_send
 from ._provider import (
+    LoopClients,
     PendingCall,
     check_options,
     check_settings,
@@ -91,8 +92,10 @@ class OpenAIModel(CompletionModel):
     ``OPENAI_API_KEY`` environment variable; ``base_url`` points at any OpenAI-compatible server
     (``http://localhost:11434/v1`` for Ollama), and a server that needs no key gets a placeholder
     one. ``client`` replaces the ``AsyncOpenAI`` client this model would build (its options, such as
-    ``max_retries``, are then left as they are). Other keyword arguments are sent with every request
-    (``top_p=0.9``, ``reasoning_effort="low"``, ``extra_body={...}``); the request's own
+    ``max_retries``, are then left as they are; its connections stay with the first event loop
+    it is used on, whereas the model's own client is built again for each event loop). Other
+    keyword arguments are sent with every request (``top_p=0.9``, ``reasoning_effort="low"``,
+    ``extra_body={...}``); the request's own
     ``temperature``, ``max_tokens`` and ``tool_choice`` win over them. A request's token limit
     goes as ``max_completion_tokens`` to OpenAI and Azure, as ``max_tokens`` elsewhere, or under
     the name of a limit given as an option. Usage is asked for (``stream_options``); pass
@@ -129,6 +132,7 @@ class OpenAIModel(CompletionModel):
         if base_url is not None and not isinstance(base_url, str):
             raise TypeError(f"OpenAIModel: base_url must be a text, not {type(base_url).__name__}.")
         openai = provider_sdk("openai", "OpenAIModel", RESERVED_OPTIONS, request_options)
+        build = None
         if client is None:
             local = base_url is not None or bool(os.environ.get("OPENAI_BASE_URL"))
             if local and api_key is None and not os.environ.get("OPENAI_API_KEY"):
@@ -138,12 +142,18 @@ class OpenAIModel(CompletionModel):
             except openai.OpenAIError as error:  # no key given nor set: said at the first request
                 self._no_key = error
                 client = openai.AsyncOpenAI(api_key=NO_API_KEY, base_url=base_url, max_retries=0)
+            key, url = client.api_key, client.base_url
+
+            def build() -> AsyncOpenAI:  # (the same client again, for another event loop)
+                return openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)  # type: ignore[no-any-return]
+
         check_options(
             "OpenAIModel", client.chat.completions.create, request_options, also=frozenset()
         )
         self.name = model
         self.model = model
         self.client = client
+        self._loop_clients = LoopClients(client, build)
         self.request_options = request_options
         #: Whether each assistant message goes with its reasoning, as ``reasoning_content``:
         #: set once the server refused a request for want of it (DeepSeek's thinking mode);
@@ -203,7 +213,8 @@ class OpenAIModel(CompletionModel):
                 reasoning=self.sends_reasoning,
             )
             try:
-                return await self.client.chat.completions.create(
+                client = self._loop_clients.on_this_loop(self.client)
+                return await client.chat.completions.create(
                     model=self.model, messages=messages, stream=True, **options
                 )
             except openai.BadRequestError as error:

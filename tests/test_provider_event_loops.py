@@ -1,0 +1,97 @@
+"""A provider model used on several event loops: a script's ``send_sync()`` runs each prompt on
+an event loop of its own, and the SDK client's kept-alive connection belongs to the first one.
+The second prompt of a script failed ("Event loop is closed": OpenAI raised it as it is, after
+sending the request; Anthropic's was a connection error). A server on 127.0.0.1 that keeps its
+connections alive, replaying the recorded streams; never the network."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from anvia_notebook import AgentBuilder
+from anvia_notebook.models.anthropic import AnthropicModel
+from anvia_notebook.models.openai import OpenAIModel
+
+from provider_replay import FIXTURES
+
+
+class _KeepAlive(BaseHTTPRequestHandler):
+    """Answers each request with the recorded stream of its provider, keeping the connection."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        name = "anthropic_text.sse" if self.path.endswith("/messages") else "openai_text.sse"
+        body = (FIXTURES / name).read_bytes()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAlive)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+def _three_prompts(model: object) -> None:
+    agent = AgentBuilder("a", model).build()
+    for _ in range(3):  # (no retry hides a failed attempt)
+        response = agent.prompt("Hi").with_completion_retries(max_attempts=1).send_sync()
+        assert response.output
+
+
+def test_openai_model_answers_each_send_sync_of_a_script(server):
+    _three_prompts(OpenAIModel("gpt-4o", api_key="sk-test", base_url=f"{server}/v1"))
+
+
+def test_anthropic_model_answers_each_send_sync_of_a_script(server, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
+    _three_prompts(AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test"))
+
+
+def test_a_client_is_kept_per_loop_and_let_go_with_its_loop(server):
+    model = OpenAIModel("gpt-4o", api_key="sk-test", base_url=f"{server}/v1")
+    agent = AgentBuilder("a", model).build()
+
+    async def two_prompts() -> None:
+        for _ in range(2):
+            assert (await agent.prompt("Hi").send()).output
+
+    asyncio.run(two_prompts())
+    asyncio.run(two_prompts())
+    # One loop's client (the model's own first), then another's; the closed loop's let go.
+    clients = model._loop_clients._clients
+    assert len(clients) == 1
+    assert next(iter(clients.values())) is not model.client
+
+
+def test_a_client_given_to_the_model_is_used_as_it_is():
+    import openai
+
+    given = openai.AsyncOpenAI(api_key="sk-test", max_retries=0)
+    model = OpenAIModel("gpt-4o", client=given)
+
+    async def used() -> object:
+        return model._loop_clients.on_this_loop(model.client)
+
+    assert asyncio.run(used()) is given
+    assert asyncio.run(used()) is given
