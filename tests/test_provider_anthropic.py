@@ -321,6 +321,21 @@ async def test_tool_choice(serve: Callable[..., Server], tool_choice: Any, sent:
     assert server.body()["tool_choice"] == sent
 
 
+async def test_a_server_tool_given_as_an_option_is_sent_with_the_agents_tools(
+    serve: Callable[..., Server],
+) -> None:
+    """Web search given as the model's ``tools`` was dropped once the agent had tools."""
+    server = serve(sse("anthropic_text.sse"), sse("anthropic_text.sse"))
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", tools=[search])
+
+    await events_of(model, ask(tools=[WEATHER]))
+    await events_of(model, ask())
+
+    assert [tool["name"] for tool in server.body(0)["tools"]] == ["web_search", "get_weather"]
+    assert server.body(1)["tools"] == [search]
+
+
 async def test_thinking_and_parallel_tool_calls(serve: Callable[..., Server]) -> None:
     serve(sse("anthropic_thinking_parallel_tools.sse"))
     model = AnthropicModel(

@@ -104,10 +104,11 @@ class AnthropicModel(CompletionModel):
     returned (an MCP tool's) go in its ``tool_result`` as image blocks, which every Claude model
     reads; ``tool_result_images=False`` sends only the text placeholder naming them. Other keyword
     arguments are sent with every request (``thinking={"type": "adaptive"}``,
-    ``stop_sequences=[...]``, ...); the request's own ``tool_choice`` wins over them. The request's
-    ``temperature`` is sent only through an SDK that still has the parameter: the 2.x SDK dropped
-    it, and the API version it speaks refuses every sampling parameter, so it is left out, with a
-    warning.
+    ``stop_sequences=[...]``, ...); the request's own ``tool_choice`` wins over them, and ``tools``
+    given so (a server tool, such as ``{"type": "web_search_20250305", "name": "web_search"}``)
+    are sent before the agent's. The request's ``temperature`` is sent only through an SDK that
+    still has the parameter: the 2.x SDK dropped it, and the API version it speaks refuses every
+    sampling parameter, so it is left out, with a warning.
 
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
@@ -210,7 +211,9 @@ class AnthropicModel(CompletionModel):
         if request.instructions:
             options["system"] = request.instructions
         if request.tools:
-            options["tools"] = [to_anthropic_tool(tool) for tool in request.tools]
+            given = options.get("tools")  # (a server tool, such as web search: sent too)
+            own = [to_anthropic_tool(tool) for tool in request.tools]
+            options["tools"] = [*given, *own] if isinstance(given, (list, tuple)) else own
             if request.tool_choice is not None:
                 options["tool_choice"] = to_anthropic_tool_choice(request.tool_choice)
         if request.response_format is not None:
