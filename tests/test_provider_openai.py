@@ -499,6 +499,36 @@ async def test_stream_options_given_are_kept_and_none_sends_none() -> None:
     assert "stream_options" not in server.body(1)
 
 
+async def test_a_server_that_refuses_stream_options_is_asked_again_without() -> None:
+    """Azure's API versions before 2024-09 (and some gateways) refuse ``stream_options``:
+    every run failed with that 400 until the user found ``stream_options=None``."""
+    refused = recorded.http.Response(
+        400,
+        json={
+            "error": {
+                "message": "Unrecognized request argument supplied: stream_options",
+                "type": "invalid_request_error",
+            }
+        },
+    )
+    server = Server(refused, sse("openai_text.sse"), sse("openai_text.sse"))
+    azure = openai.AsyncAzureOpenAI(
+        api_key="azure-key",
+        api_version="2024-02-01",
+        azure_endpoint="https://myres.openai.azure.com",
+        azure_deployment="gpt-4o",
+        http_client=recorded.client(server),
+    )
+    model = OpenAIModel("gpt-4o", client=azure)
+    assert "".join(e for e in await events_of(model, ask()) if isinstance(e, str)).startswith(
+        "Hello"
+    )
+    assert "stream_options" in server.body(0) and "stream_options" not in server.body(1)
+    assert model.asks_usage is False
+    await events_of(model, ask())  # (not asked for again)
+    assert len(server.requests) == 3 and "stream_options" not in server.body(2)
+
+
 def test_a_local_server_set_in_the_environment_needs_no_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -98,9 +98,10 @@ class OpenAIModel(CompletionModel):
     ``extra_body={...}``); the request's own
     ``temperature``, ``max_tokens`` and ``tool_choice`` win over them. A request's token limit
     goes as ``max_completion_tokens`` to OpenAI and Azure, as ``max_tokens`` elsewhere, or under
-    the name of a limit given as an option. Usage is asked for (``stream_options``); pass
-    ``stream_options=None`` for a server that refuses it. Values of headers and of options
-    named like credentials are hidden in the run's trace.
+    the name of a limit given as an option. Usage is asked for (``stream_options``) unless
+    ``stream_options=None`` is passed, or until the server refuses it (the request is then sent
+    again without). Values of headers and of options named like credentials are hidden in the
+    run's trace.
 
     Tool messages take only text, so the model reads a short placeholder naming an image a tool
     returned (an MCP tool's). With ``tool_result_images=True`` the images also follow the turn's
@@ -159,6 +160,9 @@ class OpenAIModel(CompletionModel):
         #: set once the server refused a request for want of it (DeepSeek's thinking mode);
         #: other servers refuse the field, so it is not sent until then.
         self.sends_reasoning = False
+        #: Whether usage is asked for (``stream_options``): set to False once the server
+        #: refused a request for it (then no usage is reported).
+        self.asks_usage = True
         # OpenAI's reasoning models (on Azure too) refuse the older `max_tokens`, the one
         # compatible servers know; a limit given as an option names the field to use.
         host = client.base_url.host
@@ -204,7 +208,9 @@ class OpenAIModel(CompletionModel):
     ) -> Any:
         """Send the request; when the server refuses it for want of the reasoning sent back
         (DeepSeek's thinking mode, once a turn called a tool), send it again with it: this
-        model sends it from then on (:attr:`sends_reasoning`)."""
+        model sends it from then on (:attr:`sends_reasoning`). When it refuses
+        ``stream_options`` (Azure's API versions before 2024-09, some compatible servers), send
+        it again without: this model asks for no usage from then on (:attr:`asks_usage`)."""
         while True:
             messages = to_openai_messages(
                 request.instructions,
@@ -218,15 +224,20 @@ class OpenAIModel(CompletionModel):
                     model=self.model, messages=messages, stream=True, **options
                 )
             except openai.BadRequestError as error:
-                if self.sends_reasoning or _REASONING_WANTED not in str(error):
+                said = str(error)
+                if not self.sends_reasoning and _REASONING_WANTED in said:
+                    self.sends_reasoning = True
+                elif "stream_options" in options and "stream_options" in said:
+                    self.asks_usage = False  # (its usage is then unknown: shown as 0)
+                    del options["stream_options"]
+                else:
                     raise
-                self.sends_reasoning = True
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
         options = dict(self.request_options)
         given = options.get("stream_options", {})
-        if given is None:  # (a server that refuses stream_options: no usage is reported)
-            del options["stream_options"]
+        if given is None or not self.asks_usage:  # (a server that refuses stream_options)
+            options.pop("stream_options", None)
         else:
             options["stream_options"] = {"include_usage": True, **given}
         if request.tools:
