@@ -431,6 +431,31 @@ async def test_empty_and_invalid_tool_input(serve: Callable[..., Server]) -> Non
     assert not refused.value.retryable
 
 
+async def test_arguments_that_are_not_json_go_back_as_an_empty_object(
+    serve: Callable[..., Server],
+) -> None:
+    """A call whose input held NaN (an Anthropic-compatible server's) is told it was invalid;
+    sent back as it came, the SDK could not send the next request ("Out of range float values
+    are not JSON compliant") and the run failed."""
+    text = (FIXTURES / "anthropic_thinking_parallel_tools.sse").read_text()
+    text = text.replace('{\\"city\\": \\"Pa', '{\\"city\\": NaN').replace('"ris\\"', '"')
+    server = serve(
+        recorded.http.Response(
+            200, headers={"content-type": "text/event-stream"}, content=text.encode()
+        ),
+        sse("anthropic_text.sse"),
+    )
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+    response = await weather_agent(model).prompt("Weather and time in Paris?").send()
+
+    assert response.output
+    [weather, _] = [b for b in server.body(1)["messages"][1]["content"] if b["type"] == "tool_use"]
+    assert weather["input"] == {}
+    [told, _] = server.body(1)["messages"][2]["content"]
+    assert told["is_error"] and "NaN" in told["content"]
+
+
 @pytest.mark.parametrize(
     ("status", "fixture", "retryable"),
     [

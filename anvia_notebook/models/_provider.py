@@ -113,6 +113,12 @@ def whole_answer_kept(sdk: Any, finished: Callable[[], bool]) -> Iterator[None]:
             raise
 
 
+def not_json(constant: str) -> Any:
+    """Refuse NaN and Infinity, which Python's JSON reads and JSON has not (``parse_constant``
+    of a call's arguments sent back)."""
+    raise ValueError(f"{constant} is not JSON")
+
+
 @dataclass
 class PendingCall:
     """A tool call being streamed: its id, name and the argument fragments so far."""

@@ -26,6 +26,7 @@ from ._provider import (
     PendingCall,
     check_options,
     check_settings,
+    not_json,
     provider_errors,
     provider_sdk,
     whole_answer_kept,
@@ -339,10 +340,12 @@ def _text_and_calls(message: Message) -> list[ContentBlockParam]:
 
 
 def _tool_input(arguments: str) -> dict[str, Any]:
-    """A call's arguments as the object ``tool_use`` wants (``{}`` when they were not one)."""
+    """A call's arguments as the object ``tool_use`` wants (``{}`` when they were not one, or
+    held NaN or Infinity, which the SDK cannot send: the call's result told the model they were
+    invalid)."""
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
+        value = json.loads(arguments, parse_constant=not_json) if arguments.strip() else {}
+    except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

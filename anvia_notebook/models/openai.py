@@ -22,6 +22,7 @@ from ._provider import (
     PendingCall,
     check_options,
     check_settings,
+    not_json,
     provider_errors,
     provider_sdk,
     whole_answer_kept,
@@ -310,15 +311,10 @@ def _sent_arguments(call: Any) -> str:
     servers that read the history, such as vLLM, refuse arguments that are not JSON), as the
     Anthropic model sends them."""
     try:
-        value = json.loads(call.arguments, parse_constant=_not_json)
+        value = json.loads(call.arguments, parse_constant=not_json)
     except (ValueError, RecursionError):
         return "{}"
     return call.arguments if isinstance(value, dict) else "{}"
-
-
-def _not_json(constant: str) -> Any:
-    """NaN and Infinity, which Python's JSON reads and JSON has not."""
-    raise ValueError(f"{constant} is not JSON")
 
 
 def _tool_images_message(message: Message) -> ChatCompletionUserMessageParam | None:
