@@ -8,9 +8,46 @@ the output type itself.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-__all__ = ["closed_objects", "every_property_required", "open_objects", "strict_keywords_only"]
+__all__ = [
+    "closed_objects",
+    "every_property_required",
+    "finite_numbers_only",
+    "open_objects",
+    "strict_keywords_only",
+]
+
+
+def finite_numbers_only(schema: Any) -> Any:
+    """``schema`` without the numbers JSON has not (a parameter's ``default`` of ``math.inf``,
+    a NaN bound), each such key or list item left out: the SDKs cannot send them ("Out of range
+    float values are not JSON compliant"), and the arguments are still validated against the
+    tool's own input. ``schema`` itself when it has none."""
+    return _finite(schema) if _non_finite(schema) else schema
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_non_finite(item) for item in value)
+    return False
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items() if not _non_finite_number(item)}
+    if isinstance(value, list):
+        return [_finite(item) for item in value if not _non_finite_number(item)]
+    return value
+
+
+def _non_finite_number(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def closed_objects(schema: Any) -> Any:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
 from ._errors import ended_early, refuse_json_answer
-from ._json_schema import closed_objects, open_objects
+from ._json_schema import closed_objects, finite_numbers_only, open_objects
 from ._media import images_to_send
 from ._provider import (
     LoopClients,
@@ -351,7 +351,11 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 
 
 def to_anthropic_tool(tool: ToolDefinition) -> ToolParam:
-    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+    return {
+        "name": tool.name,
+        "description": tool.description,
+        "input_schema": finite_numbers_only(tool.parameters),
+    }
 
 
 def to_anthropic_output_format(response_format: ResponseFormat) -> dict[str, Any]:
@@ -361,7 +365,7 @@ def to_anthropic_output_format(response_format: ResponseFormat) -> dict[str, Any
     with an SDK without it (older versions), its objects closed. A schema with an object open
     to any key (a ``dict`` field) is sent closed only where it was not open: the SDK's would
     close it, and the model, held to the schema, could then only answer ``{}`` there."""
-    schema = response_format.json_schema
+    schema = finite_numbers_only(response_format.json_schema)
     try:
         import anthropic
     except ImportError:  # (the SDK is needed to send it anyway)

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING, Any
 from .._util import compact_json, shown_url
 from ..messages import Message, Usage
 from ._errors import ended_early, refuse_json_answer
-from ._json_schema import closed_objects, every_property_required, strict_keywords_only
+from ._json_schema import (
+    closed_objects,
+    every_property_required,
+    finite_numbers_only,
+    strict_keywords_only,
+)
 from ._media import images_to_send
 from ._provider import (
     LoopClients,
@@ -349,7 +354,7 @@ def to_openai_tool(tool: ToolDefinition) -> ChatCompletionToolParam:
         "function": {
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.parameters,
+            "parameters": finite_numbers_only(tool.parameters),
         },
     }
 
@@ -359,7 +364,7 @@ def to_openai_response_format(response_format: ResponseFormat) -> dict[str, Any]
     strict (the answer is guaranteed to follow it) when strict mode takes the schema, i.e.
     every property is required and it uses only the keywords strict mode knows (a length
     limit, a ``oneOf`` or a ``$ref`` with a description would make OpenAI refuse the request)."""
-    schema = closed_objects(response_format.json_schema)
+    schema = closed_objects(finite_numbers_only(response_format.json_schema))
     strict = every_property_required(schema) and strict_keywords_only(schema)
     return {
         "type": "json_schema",
