@@ -217,6 +217,8 @@ class AnthropicModel(CompletionModel):
             options["tools"] = [*given, *own] if isinstance(given, (list, tuple)) else own
             if request.tool_choice is not None:
                 options["tool_choice"] = to_anthropic_tool_choice(request.tool_choice)
+        elif not options.get("tools"):  # (an agent without tools: the API refuses it alone)
+            options.pop("tool_choice", None)
         if request.response_format is not None:
             config = dict(options.get("output_config") or {})
             config["format"] = to_anthropic_output_format(request.response_format)

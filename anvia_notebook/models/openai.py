@@ -79,6 +79,8 @@ _REASONING_WANTED = "reasoning_content"
 #: calls, by call id: Gemini's OpenAI-compatible API sends a call's thought signature there and
 #: refuses the next request when the call comes back without it.
 EXTRA_CONTENT_KEY = "openai_tool_call_extra_content"
+#: Options that go only with tools (sent without, the API refuses the request).
+TOOL_OPTIONS = ("tool_choice", "parallel_tool_calls")
 #: Arguments of ``chat.completions.create`` this model sets itself.
 RESERVED_OPTIONS = frozenset({"model", "messages", "stream"})
 
@@ -250,6 +252,11 @@ class OpenAIModel(CompletionModel):
             options["tools"] = [to_openai_tool(tool) for tool in request.tools]
             if request.tool_choice is not None:
                 options["tool_choice"] = to_openai_tool_choice(request.tool_choice)
+        elif not options.get("tools"):
+            # An agent without tools (a judge) on a model given these: the API refuses them
+            # ("'parallel_tool_calls' is only allowed when 'tools' are specified").
+            for name in TOOL_OPTIONS:
+                options.pop(name, None)
         if request.response_format is not None:
             options["response_format"] = to_openai_response_format(request.response_format)
         if request.temperature is not None:
