@@ -306,6 +306,28 @@ async def test_an_event_that_is_not_json_is_a_model_error_that_may_be_retried(
     assert isinstance(error.__cause__, json.JSONDecodeError)
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_an_event_that_is_not_utf8_is_a_model_error_that_may_be_retried(
+    provider: str,
+) -> None:
+    """A proxy that cut a character in two (or a server writing Latin-1): the SDK's bare
+    UnicodeDecodeError ended the run, not tried again."""
+    body = (FIXTURES / TEXT_STREAMS[provider]).read_bytes().replace(b"Hello", b"Caf\xe9")
+    model, _ = model_on(
+        provider,
+        recorded(provider).http.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body
+        ),
+    )
+
+    error = await stream_error(model)
+
+    name = NAMES[provider]
+    assert str(error).startswith(f"{name} sent a stream event that is not valid UTF-8 text (")
+    assert error.retryable is True
+    assert isinstance(error.__cause__, UnicodeDecodeError)
+
+
 # -- error bodies ----------------------------------------------------------------------------
 
 

@@ -161,10 +161,11 @@ def _server_says_retry(response: object) -> bool | None:
 
 
 def unreadable_event(provider: str, exc: ValueError) -> ModelError:
-    """A stream event that is not JSON (a proxy that cut or rewrote the stream): worth
-    retrying, as a dropped connection is."""
+    """A stream event that is not JSON, or not UTF-8 text (a proxy that cut or rewrote the
+    stream): worth retrying, as a dropped connection is."""
+    what = "UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "JSON"
     return ModelError(
-        f"{provider} sent a stream event that is not valid JSON ({_bounded(str(exc))}); "
+        f"{provider} sent a stream event that is not valid {what} ({_bounded(str(exc))}); "
         "the answer was cut short.",
         status_code=None,
         retryable=True,

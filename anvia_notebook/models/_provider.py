@@ -97,7 +97,7 @@ def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
         raise api_error(provider, exc) from exc
     except transport_error_types() as exc:
         raise connection_error(provider, exc) from exc
-    except json.JSONDecodeError as exc:  # (the SDK reads each event's data as JSON)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # (each event's data: UTF-8 JSON)
         raise unreadable_event(provider, exc) from exc
 
 
