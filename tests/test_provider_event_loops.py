@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from anvia_notebook import AgentBuilder
+from anvia_notebook.errors import ModelError
 from anvia_notebook.models.anthropic import AnthropicModel
 from anvia_notebook.models.openai import OpenAIModel
 
@@ -82,6 +83,31 @@ def test_a_client_is_kept_per_loop_and_let_go_with_its_loop(server):
     clients = model._loop_clients._clients
     assert len(clients) == 1
     assert next(iter(clients.values())) is not model.client
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_given_client_s_closed_loop_connection_is_a_connection_error_tried_again(
+    server, provider
+):
+    """A client given to the model is used as it is: its kept-alive connection of a closed loop
+    failed the next script prompt (OpenAI's as a bare RuntimeError, never tried again)."""
+    if provider == "openai":
+        import openai
+
+        given: object = openai.AsyncOpenAI(api_key="k", base_url=f"{server}/v1", max_retries=0)
+        model: object = OpenAIModel("gpt-4o", client=given)
+    else:
+        import anthropic
+
+        given = anthropic.AsyncAnthropic(api_key="k", base_url=server, max_retries=0)
+        model = AnthropicModel("claude-sonnet-4-6", client=given)
+    agent = AgentBuilder("a", model).build()
+    assert agent.prompt("Hi").send_sync().output
+    with pytest.raises(ModelError, match=r"(?i)event loop (that has|is) closed") as failed:
+        agent.prompt("Hi").with_completion_retries(max_attempts=1).send_sync()
+    assert failed.value.retryable
+    assert agent.prompt("Hi").send_sync().output  # (tried again, on a new connection)
+    assert agent.prompt("Hi").send_sync().output
 
 
 def test_a_client_given_to_the_model_is_used_as_it_is():

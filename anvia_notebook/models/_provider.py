@@ -21,7 +21,7 @@ from ._errors import (
     transport_error_types,
     unreadable_event,
 )
-from .base import ToolCall
+from .base import ModelError, ToolCall
 
 __all__ = ["LoopClients", "PendingCall", "check_options", "provider_errors", "provider_sdk"]
 
@@ -99,6 +99,19 @@ def provider_errors(provider: str, sdk: Any) -> Iterator[None]:
         raise connection_error(provider, exc) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # (each event's data: UTF-8 JSON)
         raise unreadable_event(provider, exc) from exc
+    except RuntimeError as exc:
+        if str(exc) != "Event loop is closed":
+            raise
+        # A kept-alive connection of a client given to the model, opened on an event loop
+        # that has closed (an earlier asyncio.run() or send_sync()): dropped, so trying again
+        # opens a new one.
+        raise ModelError(
+            f"{provider} connection error: the client's kept-alive connection belongs to an "
+            "event loop that has closed (a client given to the model is used as it is: one "
+            "made per event loop avoids this).",
+            status_code=None,
+            retryable=True,
+        ) from exc
 
 
 @contextmanager
