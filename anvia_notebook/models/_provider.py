@@ -9,8 +9,9 @@ import difflib
 import importlib
 import inspect
 import json
+import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +24,14 @@ from ._errors import (
 )
 from .base import ModelError, ToolCall
 
-__all__ = ["LoopClients", "PendingCall", "check_options", "provider_errors", "provider_sdk"]
+__all__ = [
+    "LoopClients",
+    "PendingCall",
+    "check_options",
+    "not_json",
+    "provider_errors",
+    "provider_sdk",
+]
 
 
 def provider_sdk(
@@ -161,6 +169,7 @@ class LoopClients:
         self._build = build
         self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
         self._first_taken = False
+        self._lock = threading.Lock()  # (loops of several threads may ask at once)
 
     def on_this_loop(self, client: Any) -> Any:
         """The client to use on the running loop, ``client`` being the model's ``client``."""
@@ -169,10 +178,30 @@ class LoopClients:
         loop = asyncio.get_running_loop()
         found = self._clients.get(loop)
         if found is None:
-            for old in list(self._clients):  # (a copy: other threads' loops may add theirs)
-                if old.is_closed():
-                    self._clients.pop(old, None)
-            found = client if not self._first_taken else self._build()
-            self._first_taken = True
-            self._clients[loop] = found
+            with self._lock:
+                for old in list(self._clients):
+                    if old.is_closed():
+                        _let_go(self._clients.pop(old), keep=self.built)
+                found = client if not self._first_taken else self._build()
+                self._first_taken = True
+                self._clients[loop] = found
         return found
+
+
+def _let_go(client: Any, keep: Any) -> None:
+    """Let go of a client whose event loop has closed, its connections with it. Its HTTP
+    client, when the SDK made it for it (one that closes itself when collected), is marked
+    closed first: else, collected while another thread's loop runs, it would be closed on that
+    loop, which fails ("Task exception was never retrieved: Event loop is closed" in the log).
+    One it shares with ``keep`` (the model's own client) is left as it is. Best effort: an SDK
+    made otherwise is let go as it is."""
+    http = getattr(client, "_client", None)
+    if http is None or http is getattr(keep, "_client", None):
+        return
+    if "__del__" not in type(http).__dict__:  # (one that does not close itself when collected)
+        return
+    state = getattr(http, "_state", None)
+    closed = getattr(type(state), "CLOSED", None)
+    if closed is not None:
+        with suppress(Exception):  # (an HTTP client that does not take it)
+            http._state = closed
