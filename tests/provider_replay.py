@@ -6,7 +6,6 @@ before), so the helpers take that module; ``Recorded`` binds them to one SDK.
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -97,7 +96,16 @@ class Recorded:
     def route(self, monkeypatch: Any, sdk: Any, client_class: str, server: Server) -> None:
         """Make the clients a model builds itself (``sdk.<client_class>``, such as
         ``openai.AsyncOpenAI``) talk to ``server``, for the rest of the test."""
-        built = functools.partial(getattr(sdk, client_class), http_client=self.client(server))
+        original = getattr(sdk, client_class)
+
+        def built(*args: Any, **kwargs: Any) -> Any:
+            # (the SDK's default HTTP client, which a model gives the clients it builds for
+            # another event loop, is replaced too; a test's own is kept)
+            given = kwargs.get("http_client")
+            if given is None or isinstance(given, sdk.DefaultAsyncHttpxClient):
+                kwargs["http_client"] = self.client(server)
+            return original(*args, **kwargs)
+
         monkeypatch.setattr(sdk, client_class, built)
 
 

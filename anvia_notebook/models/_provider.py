@@ -11,7 +11,7 @@ import inspect
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,8 +160,11 @@ class LoopClients:
     another one (each ``send_sync()`` of a script runs its own, and so does each
     ``asyncio.run()``) a kept-alive connection fails ("Event loop is closed"). The first loop
     uses the model's ``client``; each other loop gets a new client from ``build``, and those of
-    loops that have closed are let go. A client given to the model, or set on it later, is
-    used as it is."""
+    loops that have closed are let go. ``build`` gives each its own HTTP client, the SDK's
+    ``DefaultAsyncHttpxClient``, which does not close itself when collected: the one the SDK
+    makes by default does, on whatever loop runs then, which fails for connections of a closed
+    loop ("Task exception was never retrieved: Event loop is closed" in the log). A client
+    given to the model, or set on it later, is used as it is."""
 
     def __init__(self, built: Any, build: Callable[[], Any] | None) -> None:
         #: The client the model built (None: it was given one).
@@ -181,27 +184,8 @@ class LoopClients:
             with self._lock:
                 for old in list(self._clients):
                     if old.is_closed():
-                        _let_go(self._clients.pop(old), keep=self.built)
+                        del self._clients[old]
                 found = client if not self._first_taken else self._build()
                 self._first_taken = True
                 self._clients[loop] = found
         return found
-
-
-def _let_go(client: Any, keep: Any) -> None:
-    """Let go of a client whose event loop has closed, its connections with it. Its HTTP
-    client, when the SDK made it for it (one that closes itself when collected), is marked
-    closed first: else, collected while another thread's loop runs, it would be closed on that
-    loop, which fails ("Task exception was never retrieved: Event loop is closed" in the log).
-    One it shares with ``keep`` (the model's own client) is left as it is. Best effort: an SDK
-    made otherwise is let go as it is."""
-    http = getattr(client, "_client", None)
-    if http is None or http is getattr(keep, "_client", None):
-        return
-    if "__del__" not in type(http).__dict__:  # (one that does not close itself when collected)
-        return
-    state = getattr(http, "_state", None)
-    closed = getattr(type(state), "CLOSED", None)
-    if closed is not None:
-        with suppress(Exception):  # (an HTTP client that does not take it)
-            http._state = closed

@@ -147,7 +147,11 @@ class AnthropicModel(CompletionModel):
 
             def build() -> AsyncAnthropic:  # (the same client again, for another event loop)
                 return anthropic.AsyncAnthropic(  # type: ignore[no-any-return]
-                    api_key=key, auth_token=token, base_url=url, max_retries=0
+                    api_key=key,
+                    auth_token=token,
+                    base_url=url,
+                    max_retries=0,
+                    http_client=anthropic.DefaultAsyncHttpxClient(),
                 )
 
         self.client = client

@@ -154,7 +154,12 @@ class OpenAIModel(CompletionModel):
             key, url = client.api_key, client.base_url
 
             def build() -> AsyncOpenAI:  # (the same client again, for another event loop)
-                return openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)  # type: ignore[no-any-return]
+                return openai.AsyncOpenAI(  # type: ignore[no-any-return]
+                    api_key=key,
+                    base_url=url,
+                    max_retries=0,
+                    http_client=openai.DefaultAsyncHttpxClient(),
+                )
 
         check_options(
             "OpenAIModel", client.chat.completions.create, request_options, also=frozenset()
