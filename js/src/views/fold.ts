@@ -6,6 +6,11 @@ import { button, h } from "../dom";
 export const FOLD_CHARS = 1500;
 export const FOLD_LINES = 20;
 
+/** Lists and objects nested deeper than this are shown as sent, not laid out: each level indents
+ * every line inside it, so a few kB of brackets (a tool's result, a model's arguments) would
+ * become hundreds of MB of spaces, or more than a string may hold. */
+export const MAX_PRETTY_DEPTH = 100;
+
 /** Pretty-print JSON text when it parses to an object or array; otherwise return it as is.
  * Laid out as `JSON.stringify(value, null, 2)` lays it out, but a whole number JavaScript's
  * numbers would round (past 2**53: a 64-bit id) is kept as written. */
@@ -17,15 +22,16 @@ export function prettyJson(text: string): string {
   } catch {
     return text;
   }
-  return relaid(t);
+  return relaid(t) ?? text;
 }
 
 const SPACE = /\s/;
 const VALUE_END = /[\s,:\]}]/;
 const WHOLE = /^-?\d+$/;
 
-/** Valid JSON text `t` laid out with two-space indents, token by token. */
-function relaid(t: string): string {
+/** Valid JSON text `t` laid out with two-space indents, token by token (null: nested deeper
+ * than `MAX_PRETTY_DEPTH`). */
+function relaid(t: string): string | null {
   let out = "";
   let depth = 0;
   const newline = (): string => `\n${"  ".repeat(depth)}`;
@@ -46,7 +52,7 @@ function relaid(t: string): string {
         out += c + at(j);
         i = j + 1;
       } else {
-        depth++;
+        if (++depth > MAX_PRETTY_DEPTH) return null;
         out += c + newline();
         i++;
       }
