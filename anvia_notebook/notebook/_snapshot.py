@@ -296,8 +296,24 @@ def _then(sentence: str, more: str) -> str:
     )
 
 
+def _answers(question: dict[str, Any]) -> dict[Any, Any]:
+    """Each answer of ``question`` as the person gave it, by question id: a picked choice by its
+    label, the words they clicked ("Yes"), not the value the model or server gets ("true"), as
+    the live view shows it."""
+    asked = {q.get("id"): q for q in question.get("questions", [])}
+    shown = {}
+    for answer in question.get("answers", []):
+        choice = answer.get("choice")
+        choices = asked.get(answer.get("questionId"), {}).get("choices", [])
+        picked = [
+            c.get("label") for c in choices if choice is not None and c.get("value") == choice
+        ]
+        shown[answer.get("questionId")] = picked[0] if picked else answer.get("answer")
+    return shown
+
+
 def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
-    answers = {a.get("questionId"): a.get("answer") for a in question.get("answers", [])}
+    answers = _answers(question)
     status = question.get("status", "")
     if status == "cancelled" and question.get("decided_by") == "human":
         status = "declined"  # the person's Decline (a question an MCP server asked)
@@ -545,7 +561,7 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
         lines.append(line)
     question = entry.get("question")
     if question:
-        answers = {a.get("questionId"): a.get("answer") for a in question.get("answers", [])}
+        answers = _answers(question)
         questions = question.get("questions", [])
         for item in questions[:MAX_ITEMS]:
             asked = _cut(str(item.get("question", "")), MAX_SHORT, budget, " ")

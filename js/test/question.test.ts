@@ -161,7 +161,7 @@ describe("question panel", () => {
       if (seen.length === 1) {
         const text = q.panel().textContent ?? "";
         expect(text).toContain("What priority should this escalation have?");
-        expect(text).toContain("high");
+        expect(text).toContain("High"); // (the label the person clicked, not the value "high")
         expect(text).toContain("Customer is a VIP (custom answer)");
       }
     }

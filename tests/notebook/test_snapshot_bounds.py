@@ -110,7 +110,10 @@ FIELDS = {
     "decision reason": lambda t: _tool(t)["approval"].__setitem__("decision_reason", EVIL),
     "edited args": lambda t: _tool(t)["approval"].__setitem__("edited_args", {"note": EVIL}),
     "question text": lambda t: _question(t)["questions"][0].__setitem__("question", EVIL),
-    "answer": lambda t: _question(t)["answers"][0].__setitem__("answer", EVIL),
+    "answer": lambda t: _question(t)["answers"].__setitem__(
+        0, {"questionId": "p", "answer": EVIL, "custom": True}
+    ),
+    "choice label": lambda t: _question(t)["questions"][0]["choices"][0].__setitem__("label", EVIL),
     "error": lambda t: t["entries"][5].__setitem__("text", EVIL),
     "notice": lambda t: t["entries"][6].__setitem__("text", EVIL),
     "status error": lambda t: t["status"].__setitem__("error", EVIL),
