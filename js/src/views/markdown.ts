@@ -265,6 +265,15 @@ export function neutralizeRawHtml(html: string): string {
     const close = lower.indexOf(">", at);
     return { start: at, end: close === -1 ? html.length : close + 1 };
   };
+  // Where the next `-->` ends a comment opened at or after a position (-1: nowhere), memoised as
+  // `nextTag` is: text of many unclosed `<!--` would be scanned to its end once per `<!--`.
+  let commentEnd = { from: Infinity, at: -1 };
+  const nextCommentEnd = (from: number): number => {
+    if (commentEnd.from > from || (commentEnd.at !== -1 && commentEnd.at < from)) {
+      commentEnd = { from, at: html.indexOf("-->", from) };
+    }
+    return commentEnd.at;
+  };
   const openDropped = new Map<string, number>();
   let out = "";
   let last = 0;
@@ -274,7 +283,7 @@ export function neutralizeRawHtml(html: string): string {
     let next = i + 1;
     let keep = "&lt;";
     if (html.startsWith("<!--", i)) {
-      const end = html.indexOf("-->", i + 4);
+      const end = nextCommentEnd(i + 4);
       if (end !== -1) {
         keep = ""; // a complete comment: never shown
         next = end + 3;
