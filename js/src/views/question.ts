@@ -114,7 +114,10 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
     choices.replaceChildren(
       ...cur.choices.map((c) => {
         const chosen = d.choice === c.value;
-        const b = button(showOverrides(c.label), () => {
+        const b = button(showOverrides(c.label), (ev) => {
+          // The later clicks of a double click land on what took this choice's place: the next
+          // question's choice under the pointer, which they must not answer unread.
+          if (ev.detail > 1) return;
           d.choice = c.value;
           d.custom = ""; // (the choice clicked last is the answer, as its tick says)
           go(index + 1); // the last question stays
