@@ -26,7 +26,7 @@ from typing import Any
 from ..records import path_label
 from ._markdown import render_markdown
 from ._protocol import TOOL_STATUS_LABELS
-from ._wire_text import show_invisibles, valid_text
+from ._wire_text import show_invisibles, show_overrides, valid_text
 
 __all__ = ["render_html", "render_text"]
 
@@ -282,7 +282,8 @@ def _approval_html(approval: dict[str, Any], budget: _Budget) -> str:
     if approval.get("edited_args") and approval.get("status") == "approved":
         line += " with edited arguments"
     if approval.get("reason"):
-        line = _then(line, f"Reason asked: {_esc(approval['reason'], MAX_SHORT, budget)}")
+        reason = show_overrides(str(approval["reason"]))
+        line = _then(line, f"Reason asked: {_esc(reason, MAX_SHORT, budget)}")
     if approval.get("decision_reason"):
         line = _then(line, f"Decision: {_esc(approval['decision_reason'], MAX_SHORT, budget)}")
     return f"<div>{line}</div>"
@@ -321,8 +322,13 @@ def _questions_html(question: dict[str, Any], budget: _Budget) -> str:
     questions = question.get("questions", [])
     for item in questions[:MAX_ITEMS]:
         answer = answers.get(item.get("id"))
-        shown = _esc(answer, MAX_SHORT, budget) if answer else f"<em>{_esc(status)}</em>"
-        items.append(f"<li>{_esc(item.get('question', ''), MAX_SHORT, budget)} — {shown}</li>")
+        shown = (
+            _esc(show_overrides(str(answer)), MAX_SHORT, budget)
+            if answer
+            else f"<em>{_esc(status)}</em>"
+        )
+        asked = show_overrides(str(item.get("question", "")))
+        items.append(f"<li>{_esc(asked, MAX_SHORT, budget)} — {shown}</li>")
     if len(questions) > MAX_ITEMS:
         more = _plural(len(questions) - MAX_ITEMS, "more question")
         items.append(f"<li><em>… ({more})</em></li>")
@@ -555,7 +561,8 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
         if who:
             line += f" {who}"
         if approval.get("reason"):
-            line += f"; reason asked: {_cut(approval['reason'], MAX_SHORT, budget, ' ')}"
+            reason = show_overrides(str(approval["reason"]))
+            line += f"; reason asked: {_cut(reason, MAX_SHORT, budget, ' ')}"
         if approval.get("decision_reason"):
             line += f"; decision: {_cut(approval['decision_reason'], MAX_SHORT, budget, ' ')}"
         lines.append(line)
@@ -564,9 +571,13 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
         answers = _answers(question)
         questions = question.get("questions", [])
         for item in questions[:MAX_ITEMS]:
-            asked = _cut(str(item.get("question", "")), MAX_SHORT, budget, " ")
+            asked = _cut(show_overrides(str(item.get("question", ""))), MAX_SHORT, budget, " ")
             answer = answers.get(item.get("id"))
-            shown = _cut(str(answer), MAX_SHORT, budget, " ") if answer else question.get("status")
+            shown = (
+                _cut(show_overrides(str(answer)), MAX_SHORT, budget, " ")
+                if answer
+                else question.get("status")
+            )
             lines.append(f"  question: {asked} — {shown}")
         if len(questions) > MAX_ITEMS:
             lines.append(f"  … ({_plural(len(questions) - MAX_ITEMS, 'more question')})")

@@ -15,7 +15,7 @@ from typing import Any
 
 from .._util import valid_text
 
-__all__ = ["invalid_text", "sendable", "show_invisibles", "valid_text"]
+__all__ = ["invalid_text", "sendable", "show_invisibles", "show_overrides", "valid_text"]
 
 #: Bidirectional controls and zero-width characters: invisible, but they change how the text
 #: around them reads (U+202E shows what follows backwards), or hide a difference (U+200B). Not
@@ -28,6 +28,19 @@ def show_invisibles(json_text: str) -> str:
     """JSON text (a tool's arguments) with each invisible control written as its JSON escape
     (``\\u202e``): the same value, but what a person approves reads as it is."""
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)
+
+
+#: Controls that turn the text after them around or embed it (U+202E shows ``txt.exe`` as
+#: ``exe.txt``), not the marks U+200E/U+200F that right-to-left prose uses. The same list as
+#: ``OVERRIDES`` in js/src/views/fold.ts.
+_OVERRIDES = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
+def show_overrides(text: str) -> str:
+    """Model-written prose (an approval's reason, a question and its answers) with each
+    direction override written as its escape (``\\u202e``): it reads in the order it was
+    written, as the live view shows it."""
+    return _OVERRIDES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def sendable(value: Any) -> Any:
