@@ -57,6 +57,13 @@ async def test_the_rest_of_the_form_is_asked_and_answered_with_a_warning():
     [
         {"type": "object", "properties": {"tags": MULTI}, "required": ["tags"]},  # required
         {"type": "object", "properties": {"tags": MULTI}},  # nothing else to ask
+        # a required field that allows no value: no answer could ever be taken
+        {
+            "type": "object",
+            "properties": {"size": {"type": "string", "enum": []}},
+            "required": ["size"],
+        },
+        {"type": "object", "properties": {"size": {"enum": []}}, "required": ["size"]},
     ],
 )
 async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):

@@ -115,6 +115,8 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
         text = f"{message.strip()}\n\n{text}"
     kind = spec.get("type")
     choices = _enum_choices(spec)
+    if choices == []:  # (an empty enum: no answer could be taken, the person could only decline)
+        raise FormNotShown(f"field {name!r} allows no value (its enum is empty)")
     answer_schema: dict[str, Any] | None = None
     if choices is None and kind == "boolean":
         choices = [Choice(label="Yes", value="true"), Choice(label="No", value="false")]
