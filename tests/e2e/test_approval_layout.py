@@ -252,3 +252,32 @@ def test_the_card_fits_an_output_area_narrower_than_its_inputs(blank: Page):
         }"""
     )
     assert overflow == []
+
+
+def test_a_double_click_on_a_choice_answers_only_its_own_question(blank: Page):
+    """The first click of a double click picks the choice and shows the next question, whose
+    first choice then sits under the pointer: the second click (click count 2) answered it too,
+    unread, and the form moved on past it."""
+    question = {
+        "id": "q_1",
+        "status": "pending",
+        "questions": [
+            {"id": "priority", "question": "What priority?", "choices": [
+                {"label": "High", "value": "high"}, {"label": "Low", "value": "low"}]},
+            {"id": "channel", "question": "Which channel?", "choices": [
+                {"label": "Email", "value": "email"}, {"label": "Phone", "value": "phone"}]},
+            {"id": "note", "question": "Anything else?", "choices": [{"label": "No", "value": "no"}]},
+        ],
+        "answers": [],
+        "decided_by": None,
+        "decided_via": None,
+        "declinable": False,
+    }  # fmt: skip
+    code = (STATIC / "widget.js").read_text()
+    blank.evaluate(MOUNT, {"snapshot": snapshot("", {}, question), "code": code})
+    blank.get_by_role("button", name="High").dblclick()
+    expect(blank.get_by_text("Question 2 of 3")).to_be_visible()
+    expect(blank.get_by_text("1/3 answered")).to_be_visible()
+    expect(blank.get_by_role("button", name="Email")).to_have_attribute("aria-pressed", "false")
+    blank.get_by_role("button", name="Email").click()  # a click of its own picks it
+    expect(blank.get_by_text("2/3 answered")).to_be_visible()
