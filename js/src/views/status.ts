@@ -23,6 +23,22 @@ export const ANNOUNCEMENTS: Partial<Record<RunState, string>> = {
   error: "Failed",
 };
 
+/** The most characters of a run's error the status line shows (the whole error is the
+ * transcript's error entry, above it). */
+export const STATUS_ERROR_CHARS = 200;
+
+/** A run's error as the status line says it: its first line, cut to `STATUS_ERROR_CHARS` ("…"
+ * where something was left out). A provider's error can hold a whole HTML page: in full, the
+ * status line grew to thousands of pixels under the transcript. */
+export function errorSummary(error: string): string {
+  const text = error.trim();
+  const line = text.split("\n", 1)[0]!.trim();
+  let end = Math.min(line.length, STATUS_ERROR_CHARS);
+  if (end < line.length && /[\ud800-\udbff]/.test(line.charAt(end - 1))) end--; // (no half of a pair)
+  const shown = line.slice(0, end);
+  return shown.length < text.length ? `${shown}…` : shown;
+}
+
 const stoppable = (s: Status): boolean => s.state === "running" || s.state === "waiting";
 
 /** How a person continues a run from a new kernel (API: `agent.resume(run_id)`). */
@@ -116,7 +132,7 @@ export function statusView(session: Session): StatusView {
         ? "Connecting…"
         : STATE_LABELS[s.state];
     const parts: string[] = [];
-    if (s.state === "error" && s.error) parts.push(s.error);
+    if (s.state === "error" && s.error) parts.push(errorSummary(s.error));
     if (s.turn > 0) parts.push(`Turn ${s.turn}`);
     if (s.input_tokens > 0 || s.output_tokens > 0) {
       parts.push(`${s.input_tokens.toLocaleString()} in / ${s.output_tokens.toLocaleString()} out tokens`);
