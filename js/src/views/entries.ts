@@ -5,6 +5,7 @@ import { h } from "../dom";
 import { cancelScheduled, scheduleLeading } from "../frame";
 import type { AppendField, Entry } from "../protocol";
 import type { Session } from "../session";
+import { foldedPre } from "./fold";
 import { StreamingMarkdown } from "./markdown";
 import { toolView } from "./tool";
 
@@ -83,7 +84,25 @@ function reasoningView(entry: Entry & { text: string }): EntryView {
   return textNodeView(el, text);
 }
 
-/** Error and notice lines: plain text. */
+/** An error: plain text, folded when long (a provider's error can hold a whole HTML page), as a
+ * tool's result is. */
+function errorView(entry: Entry & { text: string }): EntryView {
+  const fold = foldedPre("anvia-line-text", "Error", { prose: true });
+  fold.set(entry.text);
+  const el = h("div", { class: "anvia-entry anvia-entry-error" }, h("strong", {}, "Error: "), fold.el);
+  return {
+    el,
+    update(e) {
+      fold.set((e as Entry & { text: string }).text);
+    },
+    append(field, added) {
+      if (field === "text") fold.append(added);
+    },
+    dispose() {},
+  };
+}
+
+/** Notice lines: plain text. */
 function lineView(entry: Entry & { text: string }, label: string | null): EntryView {
   const text = document.createTextNode(entry.text);
   const el = h(
@@ -106,7 +125,7 @@ export function entryView(session: Session, entry: Entry): EntryView {
     case "tool":
       return toolView(session, entry);
     case "error":
-      return lineView(entry, "Error");
+      return errorView(entry);
     case "notice":
       return lineView(entry, null);
   }
