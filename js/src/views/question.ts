@@ -4,7 +4,7 @@
 // `allowCustom: false`, which has no custom answer box), Back / Next, "n/N answered", and "Submit
 // answers" once every question has an answer; a question an MCP server asked (`declinable`) also
 // has "Decline", which tells the server no; and the record of the answers once settled.
-import { button, h } from "../dom";
+import { button, h, nextDomId } from "../dom";
 import { type Answer, type Question, type QuestionView, TOOL_STATUS_LABELS } from "../protocol";
 import { showOverrides } from "./fold";
 import type { Form, Submit } from "./interaction";
@@ -60,13 +60,17 @@ export function questionForm(q: QuestionView, submit: Submit): Form {
   let index = 0;
 
   const progress = h("div", { class: "anvia-question-progress" });
-  const text = h("div", { class: "anvia-question-text" });
-  const choices = h("div", { class: "anvia-choices", role: "group", "aria-label": "Choices" });
+  // The question names its choices and describes the custom answer box, so that a screen reader
+  // says what they answer ("Which channel?"), not only "Choices" or "Custom answer".
+  const textId = nextDomId("question-text");
+  const text = h("div", { class: "anvia-question-text", id: textId });
+  const choices = h("div", { class: "anvia-choices", role: "group", "aria-labelledby": textId });
   const custom = h("input", {
     type: "text",
     class: "anvia-input anvia-custom-answer",
     placeholder: "Type a custom answer",
     "aria-label": "Custom answer",
+    "aria-describedby": textId,
   });
   const back = button("Back", () => go(index - 1));
   const next = button("Next", () => go(index + 1));
