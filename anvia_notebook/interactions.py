@@ -187,7 +187,10 @@ class Interactions:
                     if not interaction.record.pending:
                         return interaction
                 self.store.watch(
-                    record.id, lambda decided: self._from_store(record.id, decided), confirm
+                    record.id,
+                    lambda decided: self._from_store(record.id, decided),
+                    confirm,
+                    lost=self._store_file_left,
                 )
         if timeout is not None:
             timed_out = Resolution("timed_out", decided_by="timeout", reason=timeout_reason)
@@ -476,6 +479,13 @@ class Interactions:
             interaction = self._items.get(item_id)
             if interaction is not None and interaction.record.pending:
                 self._settle(interaction, record, Resolution.of_record(record))
+
+    def _store_file_left(self, error: Exception) -> None:
+        """The store's file was deleted or replaced while a decision was awaited through it
+        (called on the watcher thread): the store is left, so what waits for a decision made
+        through it only ends saying why (the file now there is not read). The run's next
+        write reports it (one warning, from the run)."""
+        self._left(error_text(error) or type(error).__name__)
 
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""

@@ -6,8 +6,11 @@ with the file now there. New runs are stored in a store opened anew at that plac
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
 import shutil
+import sqlite3
 import warnings
 
 import pytest
@@ -72,6 +75,37 @@ async def test_a_store_file_deleted_or_replaced_while_a_run_waits_is_reported_at
     assert run.run_id not in [r.run_id for r in after.runs()]
     await store_agents.agent("plain").prompt("send 6 to a2").send()
     assert [r.prompt for r in RunStore(project).runs()] == ["send 6 to a2"]
+
+
+async def test_a_decision_in_a_copy_put_at_the_store_s_place_is_not_carried_out(project):
+    """A copy of the store (a backup restored) put at its place while a run waits through the
+    store, and the approval given in that copy: the waiting run heard it (the two files share
+    the write-ahead log beside them) and ran the tool, though it could record nothing there,
+    so resuming the run from the copy ran the tool a second time. The run now ends saying its
+    store was replaced, and the resumed run runs the tool once."""
+    from anvia_notebook import ToolApprovalRequiredError
+
+    run, _, approval = await waiting_run()
+    copy = project.with_name("copy.sqlite")
+    with (
+        contextlib.closing(sqlite3.connect(project)) as source,
+        contextlib.closing(sqlite3.connect(copy)) as target,
+    ):
+        source.backup(target)
+    with contextlib.ExitStack() as stack:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")  # (from the replacement on, whenever the run sees it)
+            os.replace(copy, project)
+            restored = stack.enter_context(contextlib.closing(RunStore(project)))
+            restored.approve(run.run_id, approval.id)
+            with pytest.raises(ToolApprovalRequiredError, match="replaced by another file"):
+                await asyncio.wait_for(run.wait(), 10)
+        assert store_agents.effects() == []
+        assert any("replaced by another file" in str(w.message) for w in caught)
+        resumed = store_agents.agent("approval").resume(run.run_id)
+        response = await asyncio.wait_for(resumed.store(restored).send(), 30)
+        assert response.output.startswith("Result:")
+        assert store_agents.effects() == ["started a1 5", "done a1 5"]
 
 
 def test_a_store_opened_by_a_relative_path_is_kept_after_a_change_of_folder(tmp_path, monkeypatch):

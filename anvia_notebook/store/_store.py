@@ -68,6 +68,7 @@ from ._errors import (
     RunOwnedError,
     RunStoreError,
     RunTakenOverError,
+    StoreFileGoneError,
 )
 from ._fork import reset_in_forked_copies
 from ._location import is_postgres_address, location_problem, postgres_address
@@ -273,6 +274,8 @@ class RunStore(SteeringRows, DecisionRequests):
         self._watched: dict[str, Callable[[Record], None]] = {}
         #: The run's check of an approval with edited arguments sent through a store (by id).
         self._confirming: dict[str, ConfirmCallback] = {}
+        #: Told (by id) when the store's file leaves its place while the item is watched.
+        self._lost: dict[str, Callable[[RunStoreError], None]] = {}
         #: Runs this process runs, watched for messages steered into them (by run id).
         self._steering_watched: dict[str, SteeringCallback] = {}
         self._owned: set[str] = set()
@@ -299,6 +302,7 @@ class RunStore(SteeringRows, DecisionRequests):
         parent's, and so is the background thread), and its own lock."""
         self._watch_lock = threading.Lock()
         self._watched, self._confirming, self._steering_watched = {}, {}, {}
+        self._lost = {}
         self._owned = set()
         self._left = {}
         self._recent = {}
@@ -1399,14 +1403,20 @@ class RunStore(SteeringRows, DecisionRequests):
         item_id: str,
         callback: Callable[[Record], None],
         confirm: ConfirmCallback | None = None,
+        lost: Callable[[RunStoreError], None] | None = None,
     ) -> None:
         """Call ``callback(record)`` (on a background thread) once ``item_id`` is decided in the
         store by anyone; :meth:`unwatch` stops watching. ``confirm(resolution)`` (the run's
-        process) decides an approval with edited arguments sent through a store."""
+        process) decides an approval with edited arguments sent through a store. ``lost(error)``
+        instead, when the store's file is deleted or replaced while ``item_id`` waits: a
+        decision in the file now at its place is not this run's to act on (the run could not
+        record what it did, and a resume from that file would do it again)."""
         with self._watch_lock:
             self._watched[item_id] = callback
             if confirm is not None:
                 self._confirming[item_id] = confirm
+            if lost is not None:
+                self._lost[item_id] = lost
             self._watch_generation += 1
         self._ensure_watcher()
 
@@ -1414,6 +1424,7 @@ class RunStore(SteeringRows, DecisionRequests):
         with self._watch_lock:
             self._watched.pop(item_id, None)
             self._confirming.pop(item_id, None)
+            self._lost.pop(item_id, None)
 
     def _own(self, run_id: str) -> None:
         with self._watch_lock:
@@ -1472,6 +1483,8 @@ class RunStore(SteeringRows, DecisionRequests):
             idle_since = None
             try:
                 now = time.monotonic()
+                if (watched or steered) and self._file_left(watched):
+                    continue  # (nothing is read from another file at the store's place)
                 if owned and now - last_beat >= HEARTBEAT_INTERVAL:
                     last_beat = now
                     self._beat(owned)
@@ -1567,6 +1580,31 @@ class RunStore(SteeringRows, DecisionRequests):
                 (store_clock(self._backend), run_id, me.pid, me.host),
             )
 
+    def _file_left(self, watched: Iterable[str]) -> bool:
+        """True when the store's file was deleted or replaced (SQLite): the file now at its
+        place (a restored copy, say) may hold decisions and messages for these runs, but they
+        cannot record there what they do, so what it holds is not delivered. What was watched
+        is dropped, each ``lost`` callback told why."""
+        if self._backend.gone() is None:  # (always, for PostgreSQL)
+            return False
+        try:
+            self._backend.check_file()
+        except StoreFileGoneError as error:
+            gone = error
+        else:
+            return False  # (back in its place meanwhile)
+        with self._watch_lock:
+            told = [self._lost.pop(i) for i in watched if i in self._lost]
+            for item_id in watched:
+                self._watched.pop(item_id, None)
+                self._confirming.pop(item_id, None)
+        for lost in told:
+            try:
+                lost(gone)
+            except Exception:
+                logger.exception("Telling a run that its store's file left failed")
+        return True
+
     def _deliver(self, watched: dict[str, Callable[[Record], None]]) -> None:
         rows = self._q(
             "SELECT id, kind, status, record, decision FROM interactions "
@@ -1586,6 +1624,7 @@ class RunStore(SteeringRows, DecisionRequests):
             with self._watch_lock:
                 callback = self._watched.pop(record.id, None)
                 self._confirming.pop(record.id, None)
+                self._lost.pop(record.id, None)
             try:
                 if callback is not None:
                     callback(record)
