@@ -174,6 +174,36 @@ def test_the_python_api_reads_and_every_write_is_refused_as_read_only(archive, c
     assert "is read-only" in err
 
 
+def test_a_store_that_cannot_be_created_in_its_folder_says_why(tmp_path):
+    """A new store (a notebook's first run) in a folder that cannot be written: the error, and
+    the warning of a run that goes on in memory, said only "failed: unable to open database
+    file" (SQLite's words), not which folder to make writable."""
+    folder = tmp_path / "archive"
+    folder.mkdir()
+    path = folder / "runs.sqlite"
+    script = textwrap.dedent(
+        f"""
+        from anvia_notebook import RunStore, RunStoreError
+        try:
+            RunStore({str(path)!r})
+        except RunStoreError as error:
+            print(error)
+        """
+    )
+    folder.chmod(0o555)
+    try:
+        result = as_reader("-c", script)
+    finally:
+        folder.chmod(0o755)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        f"The run store {path} cannot be created: its folder {folder} cannot be written. Make "
+        "the folder writable, or choose another place for the store (set_store(...), --store, "
+        "ANVIA_NOTEBOOK_STORE)."
+    )
+    assert not path.exists()
+
+
 def test_an_older_store_that_cannot_be_written_says_it_cannot_be_brought_up_to_date(archive):
     path, _ = archive
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as db:

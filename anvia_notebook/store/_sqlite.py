@@ -201,6 +201,13 @@ class SQLiteBackend:
                 "run in it. Make the file and its folder writable, or copy the store to a "
                 "writable place and use the copy (--store, set_store(...))."
             )
+        folder = os.path.dirname(self._absolute)
+        if not os.path.exists(self._absolute) and not os.access(folder, os.W_OK):
+            return RunStoreError(  # (SQLite says only "unable to open database file")
+                f"The run store {self.location} cannot be created: its folder {folder} cannot "
+                "be written. Make the folder writable, or choose another place for the store "
+                "(set_store(...), --store, ANVIA_NOTEBOOK_STORE)."
+            )
         if os.path.isdir(self.location):  # (e.g. --store notebooks/.anvia)
             inside = os.path.join(self.location, "runs.sqlite")
             return RunStoreError(
