@@ -541,8 +541,8 @@ class _EventAssembler:
         elif delta.type in ("thinking_delta", "signature_delta"):
             thinking = self._thinking_blocks.get(index)
             if delta.type == "signature_delta":
-                if thinking is not None:
-                    thinking["signature"] += delta.signature or ""
+                if thinking is not None:  # (replaces the start's, as the SDK's accumulator)
+                    thinking["signature"] = delta.signature or ""
             elif delta.thinking:
                 if thinking is not None:
                     thinking["thinking"] += delta.thinking
