@@ -164,6 +164,8 @@ class OpenAIModel(CompletionModel):
         check_options(
             "OpenAIModel", client.chat.completions.create, request_options, also=frozenset()
         )
+        if "tool_choice" in request_options:  # (an Anthropic-style one: made OpenAI's)
+            request_options["tool_choice"] = to_openai_tool_choice(request_options["tool_choice"])
         self.name = model
         self.model = model
         self.client = client
@@ -384,13 +386,30 @@ def to_openai_response_format(response_format: ResponseFormat) -> dict[str, Any]
     }
 
 
+#: Anthropic's ``tool_choice`` types, as Chat Completions' (``"tool"`` names the tool to call).
+_ANTHROPIC_CHOICES = {"auto": "auto", "none": "none", "any": "required", "tool": None}
+
+
 def to_openai_tool_choice(choice: Any) -> Any:
-    """``"auto"``, ``"none"``, ``"required"`` and dicts pass through; ``"any"`` is ``"required"``
-    and any other string names the one tool to call."""
+    """``"auto"``, ``"none"``, ``"required"`` and OpenAI's dicts pass through; ``"any"`` is
+    ``"required"`` and any other string names the one tool to call. An Anthropic-style dict
+    (``{"type": "tool", "name": ...}``, ``{"type": "any"}``, ...) is made OpenAI's, as the
+    Anthropic model makes an OpenAI-style one its own (its ``disable_parallel_tool_use`` is
+    not carried over: ``parallel_tool_calls=False`` says it to OpenAI)."""
     if choice == "any":
         return "required"
     if isinstance(choice, str) and choice not in ("auto", "none", "required"):
         return {"type": "function", "function": {"name": choice}}
+    if isinstance(choice, dict) and choice.get("type") in _ANTHROPIC_CHOICES:
+        if choice["type"] != "tool":
+            return _ANTHROPIC_CHOICES[choice["type"]]
+        name = choice.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(
+                'OpenAIModel: tool_choice {"type": "tool", ...} needs the name of the tool to '
+                f"call, as {{'type': 'tool', 'name': 'get_weather'}}; got {choice!r}."
+            )
+        return {"type": "function", "function": {"name": name}}
     return choice
 
 
