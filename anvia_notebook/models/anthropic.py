@@ -107,9 +107,12 @@ class AnthropicModel(CompletionModel):
     arguments are sent with every request (``thinking={"type": "adaptive"}``,
     ``stop_sequences=[...]``, ...); the request's own ``tool_choice`` wins over them, and ``tools``
     given so (a server tool, such as ``{"type": "web_search_20250305", "name": "web_search"}``)
-    are sent before the agent's. The request's ``temperature`` is sent only through an SDK that
-    still has the parameter: the 2.x SDK dropped it, and the API version it speaks refuses every
-    sampling parameter, so it is left out, with a warning.
+    are sent before the agent's; so is a ``system`` given so, before the agent's instructions
+    (``system=[{"type": "text", "text": doc, "cache_control": {"type": "ephemeral"}}]`` caches
+    a long document: its blocks are sent, then the instructions as another text block; a text
+    is sent joined to them by a blank line). The request's ``temperature`` is sent only through
+    an SDK that still has the parameter: the 2.x SDK dropped it, and the API version it speaks
+    refuses every sampling parameter, so it is left out, with a warning.
 
     The SDK's own retries are off (``max_retries=0``): the run loop retries. Failures are raised as
     :class:`~anvia_notebook.models.base.ModelError` with the HTTP status.
@@ -214,7 +217,7 @@ class AnthropicModel(CompletionModel):
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
         options = dict(self.request_options)
         if request.instructions:
-            options["system"] = request.instructions
+            options["system"] = _with_instructions(options.get("system"), request.instructions)
         if request.tools:
             given = options.get("tools")  # (a server tool, such as web search: sent too)
             own = [to_anthropic_tool(tool) for tool in request.tools]
@@ -249,6 +252,17 @@ _NO_CREDENTIALS = (
     "before starting Jupyter, or in os.environ before creating the model), or pass "
     'AnthropicModel(..., api_key="...").'
 )
+
+
+def _with_instructions(given: Any, instructions: str) -> Any:
+    """The ``system`` sent: the one given as an option (its blocks, with their
+    ``cache_control``), then the request's instructions (another text block, or after a blank
+    line when the option is a text)."""
+    if isinstance(given, str) and given:
+        return f"{given}\n\n{instructions}"
+    if isinstance(given, (list, tuple)) and given:
+        return [*given, {"type": "text", "text": instructions}]
+    return instructions
 
 
 def _has_parameter(function: Any, name: str) -> bool:
