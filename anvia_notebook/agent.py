@@ -20,6 +20,7 @@ from ._option_checks import (
     checked_tool_choice,
     checked_turns,
 )
+from ._util import blank
 from .approvals import ApprovalHandler
 from .hooks import Hook
 from .messages import Message
@@ -84,10 +85,16 @@ class Agent:
         return self.tools.get(name)
 
     def prompt(self, prompt: str | Message | Sequence[Message]) -> PromptRequest:
-        """A request for one run. With a list, the last message is the prompt, the rest history."""
+        """A request for one run. With a list, the last message is the prompt, the rest history.
+        A blank prompt (a user message showing no text) is refused, as a blank steering message
+        is: Anthropic's API refuses it, and an OpenAI model would answer nothing asked."""
         from .request import PromptRequest
 
-        return PromptRequest(self, prompt)
+        request = PromptRequest(self, prompt)
+        message = request.prompt_message
+        if message.role == "user" and not message.tool_results and blank(message.content):
+            raise ValueError("agent.prompt() needs some text; this prompt is blank.")
+        return request
 
     def as_tool(
         self,

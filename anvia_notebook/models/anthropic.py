@@ -179,6 +179,13 @@ class AnthropicModel(CompletionModel):
     async def stream(self, request: CompletionRequest) -> AsyncIterator[CompletionEvent | str]:
         import anthropic
 
+        last = request.messages[-1] if request.messages else None
+        if last is None or (
+            last.role == "user" and not last.tool_results and not last.content.strip()
+        ):
+            # (left out as blank, the request would end on the model's own answer, which it
+            # would continue, or hold no message, which the API refuses)
+            raise ModelError(_BLANK_PROMPT, status_code=None, retryable=False)
         messages = to_anthropic_messages(request.messages, images=self.tool_result_images)
         options = self._options(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
@@ -263,6 +270,12 @@ def _with_instructions(given: Any, instructions: str) -> Any:
     if isinstance(given, (list, tuple)) and given:
         return [*given, {"type": "text", "text": instructions}]
     return instructions
+
+
+_BLANK_PROMPT = (
+    "Anthropic needs a prompt with some text: the conversation's last message is a blank user "
+    "message (or there is none), which the Messages API refuses."
+)
 
 
 def _has_parameter(function: Any, name: str) -> bool:
