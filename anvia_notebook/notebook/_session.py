@@ -92,6 +92,9 @@ FLUSH_NOW: frozenset[type[Any]] = frozenset(
 RUN_ENDS: frozenset[type[Any]] = frozenset((FinalEvent, CancelledEvent, ErrorEvent))
 #: Finish reasons of an answer the token limit cut (OpenAI's, Anthropic's).
 CUT_AT_THE_LIMIT = frozenset(("length", "max_tokens"))
+#: The finish reason of an answer a content filter stopped, or the model refused (Azure
+#: OpenAI's filter, OpenAI's refusals and Anthropic's ``refusal`` are all told so).
+FILTERED = "content_filter"
 
 #: How long a Studio's saved copy may lag behind a turn's complete text while the run goes on.
 #: The run's end usually comes at once after its last turn, and refreshes the copy with both:
@@ -509,13 +512,20 @@ class TranscriptSession:
             self.transcript.undelivered(left)
 
     def _cut_short(self) -> None:
-        """The answer ended at the model's token limit: said under it (it reads as whole)."""
+        """The answer ended at the model's token limit, or a content filter stopped it: said
+        under it (it reads as whole)."""
         run = self.run
         turns = run.trace.turns if run is not None else []
-        if turns and turns[-1].response.finish_reason in CUT_AT_THE_LIMIT:
+        reason = turns[-1].response.finish_reason if turns else None
+        if reason in CUT_AT_THE_LIMIT:
             self.transcript.notice(
                 "The answer was cut short at the model's token limit (raise max_tokens, or ask "
                 "it to go on)."
+            )
+        elif reason == FILTERED:
+            self.transcript.notice(
+                "The answer was stopped by the provider's content filter, or the model refused "
+                "to answer: what it said may be cut short."
             )
 
     def _summarise(self, run: AgentRun | None = None) -> None:
