@@ -290,6 +290,8 @@ class EvalsSession(TranscriptSession):
         return None
 
     def _on_stop_evals(self, _message: Any) -> str | None:
+        if self.report.status in ("stopped", "done"):
+            return None  # (Stop in a second view, after the first's): its summary says it ended
         if self.report.status != "running":
             return "The evaluation is not running."
         self.report.stop()

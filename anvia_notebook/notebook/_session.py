@@ -377,10 +377,13 @@ class TranscriptSession:
         return inspect_reply_message(message.request_id, count=count, turn=turn)
 
     def _on_stop(self, message: StopMsg) -> str | None:
+        """Stop the shown run. Its Stop clicked once it had ended (in a second view of it, whose
+        status had not said so yet) is no error: the run's status says how it ended."""
         run = self.run
-        if run is None or run.done:
+        if run is None:
             return "No run in progress."
-        run.cancel((message.reason or "").strip() or None)
+        if not run.done:
+            run.cancel((message.reason or "").strip() or None)
         return None
 
     def _on_steer(self, message: SteerMsg) -> str | None:

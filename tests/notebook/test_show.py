@@ -10,6 +10,7 @@ import pytest
 from notebook_helpers import (
     Page,
     finished,
+    gated_model,
     pending_approval,
     refund_tool,
     sent,
@@ -290,10 +291,42 @@ async def test_stop_while_waiting_on_an_approval_cancels_everything():
         "text": "Run cancelled: Changed my mind",
     }
     assert handle.status == "cancelled"
-    again = await page.request("stop", reason=None)
-    assert again["ok"] is False and "No run in progress" in again["error"]
+    again = await page.request("stop", reason=None)  # (a view that had not heard of it yet)
+    assert again == {**again, "ok": True, "error": None}
     late = await page.approve(entry["approval"]["id"])
     assert late["ok"] is False
+
+
+async def test_stop_in_a_second_view_after_the_first_stopped_the_run_is_no_error():
+    # The same handle shown twice: Stop in one view, then in the other before its status said
+    # so. The run's state already says it stopped: the second Stop is not refused.
+    gate = asyncio.Event()
+    handle = runner.show(AgentBuilder("a", gated_model(gate)).build().prompt("hi"))
+    first, second = Page(handle.widget), Page(handle.widget)
+    await first.sync()
+    await second.sync()
+    assert (await first.request("stop", reason=None))["ok"]
+    await finished(handle)
+    assert handle.status == "cancelled"
+    reply = await second.request("stop", reason=None)
+    assert (reply["ok"], reply["error"]) == (True, None)
+    second.pump()
+    assert second.state.status["state"] == "cancelled"
+    assert [e["text"] for e in second.state.entries if e["kind"] == "notice"] == [
+        "Run cancelled: Stopped by the user."
+    ]
+
+
+async def test_stop_after_the_run_finished_is_no_error():
+    handle = runner.show(AgentBuilder("a", QueueModel(["done"])).build().prompt("hi"))
+    page = Page(handle.widget)
+    await page.sync()
+    await finished(handle)
+    assert handle.status == "success"
+    reply = await page.request("stop", reason=None)
+    assert (reply["ok"], reply["error"]) == (True, None)
+    page.pump()
+    assert page.state.status["state"] == "success"
 
 
 async def test_stop_while_an_async_tool_runs_cancels_the_tool():
