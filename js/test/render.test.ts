@@ -80,7 +80,7 @@ describe("entries", () => {
     expect(reasoning.open).toBe(false);
     expect(reasoning.textContent).toContain("I should call issue_refund");
     expect(root.querySelector(".anvia-entry-error")?.textContent).toContain("MaxTurnsError");
-    expect(root.querySelector(".anvia-entry-notice")?.textContent).toBe("Run cancelled: stopped by the operator");
+    expect(root.querySelector(".anvia-entry-notice .anvia-line-text")?.textContent).toBe("Run cancelled: stopped by the operator");
   });
 
   it("shows each tool status label", () => {
@@ -254,7 +254,7 @@ describe("incremental updates", () => {
     batch(m.model, { op: "add", entry: { kind: "notice", id: "n1", text: "hello" } });
     for (const el of [m.el, second]) {
       expect(el.querySelectorAll(".anvia-entry")).toHaveLength(2);
-      expect(el.querySelector(".anvia-entry-notice")?.textContent).toBe("hello");
+      expect(el.querySelector(".anvia-entry-notice .anvia-line-text")?.textContent).toBe("hello");
     }
     expect(m.model.ofType("sync")).toHaveLength(1); // one session per model
     m.cleanup();

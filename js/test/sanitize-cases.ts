@@ -194,7 +194,7 @@ describe(`markdown sanitising (${env})`, () => {
     expect(assistant.textContent?.trim()).toBe("Remove the <style> element and the <script> tag, then reload.");
     expectInert(assistant);
     expect(m.root.querySelector(".anvia-entry-error .anvia-line-text")?.textContent).toBe(error);
-    expect(m.root.querySelector(".anvia-entry-notice")?.textContent).toBe("Run cancelled: <script> tag found");
+    expect(m.root.querySelector(".anvia-entry-notice .anvia-line-text")?.textContent).toBe("Run cancelled: <script> tag found");
     expect(m.root.querySelector(".anvia-status-meta")?.textContent).toContain(error);
     expect(m.root.querySelector("script, style, lambda")).toBeNull();
     m.cleanup();

@@ -84,12 +84,13 @@ function reasoningView(entry: Entry & { text: string }): EntryView {
   return textNodeView(el, text);
 }
 
-/** An error: plain text, folded when long (a provider's error can hold a whole HTML page), as a
- * tool's result is. */
-function errorView(entry: Entry & { text: string }): EntryView {
-  const fold = foldedPre("anvia-line-text", "Error", { prose: true });
+/** A line of plain text folded when long, as a tool's result is: an error (a provider's error
+ * can hold a whole HTML page) after `label`, or a notice (a hook's cancel reason can be of any
+ * length) with none. */
+function foldedLineView(entry: Entry & { text: string }, label: string | null, name: string): EntryView {
+  const fold = foldedPre("anvia-line-text", name, { prose: true });
   fold.set(entry.text);
-  const el = h("div", { class: "anvia-entry anvia-entry-error" }, h("strong", {}, "Error: "), fold.el);
+  const el = h("div", { class: `anvia-entry anvia-entry-${entry.kind}` }, label ? h("strong", {}, `${label}: `) : null, fold.el);
   return {
     el,
     update(e) {
@@ -100,18 +101,6 @@ function errorView(entry: Entry & { text: string }): EntryView {
     },
     dispose() {},
   };
-}
-
-/** Notice lines: plain text. */
-function lineView(entry: Entry & { text: string }, label: string | null): EntryView {
-  const text = document.createTextNode(entry.text);
-  const el = h(
-    "div",
-    { class: `anvia-entry anvia-entry-${entry.kind}` },
-    label ? h("strong", {}, `${label}: `) : null,
-    h("span", { class: "anvia-line-text" }, text),
-  );
-  return textNodeView(el, text);
 }
 
 export function entryView(session: Session, entry: Entry): EntryView {
@@ -125,8 +114,8 @@ export function entryView(session: Session, entry: Entry): EntryView {
     case "tool":
       return toolView(session, entry);
     case "error":
-      return errorView(entry);
+      return foldedLineView(entry, "Error", "Error");
     case "notice":
-      return lineView(entry, null);
+      return foldedLineView(entry, null, "Notice");
   }
 }
