@@ -25,6 +25,21 @@ describe("root", () => {
     expect(transcript.getAttribute("role")).not.toBe("log");
   });
 
+  it("gives the focusable transcript and folded blocks a role, so their names are announced", () => {
+    // An aria-label on a plain div or pre (no role) is not read out by every screen reader.
+    const { root } = mount([toolEntry("t1", { status: "done", result: "found" }), { kind: "notice", id: "n", text: "Run cancelled: why" }]);
+    const transcript = root.querySelector(".anvia-transcript")!;
+    expect([transcript.getAttribute("role"), transcript.getAttribute("aria-label")]).toEqual(["region", "Transcript"]);
+    const blocks = [...root.querySelectorAll<HTMLElement>(".anvia-pre")];
+    expect(blocks.length).toBeGreaterThanOrEqual(3);
+    for (const block of blocks) {
+      expect(block.tabIndex).toBe(0);
+      expect(block.getAttribute("role")).toBe("group");
+      expect(block.getAttribute("aria-label")).toBeTruthy();
+    }
+    expect(blocks.map((b) => b.getAttribute("aria-label"))).toEqual(expect.arrayContaining(["Arguments", "Result", "Notice"]));
+  });
+
   it("keeps notebook shortcuts off whatever takes focus, and focus in the widget when it goes", async () => {
     // A notebook shortcut's selector ends in `:focus`: it matched the focused transcript or
     // button itself, before the root's attribute was looked at (`d d` deleted the cell).

@@ -152,6 +152,9 @@ export function foldedPre(className: string, label: string, options: FoldOptions
   const code = document.createTextNode("");
   const pre = h(options.prose ? "div" : "pre", {
     class: options.prose ? `anvia-pre anvia-prose ${className}` : `anvia-pre ${className}`,
+    // Focusable (its text scrolls) and named: a group, as a <pre> or <div> takes no name (not
+    // a region: a transcript has a "Result" and an "Arguments" per tool call, too many landmarks).
+    role: "group",
     tabindex: 0,
     "aria-label": label,
     id: options.id,

@@ -50,7 +50,9 @@ function standIn(entry: Entry): HTMLElement {
 }
 
 export function transcriptView(session: Session): TranscriptView {
-  const list = h("div", { class: "anvia-transcript", tabindex: 0, "aria-label": "Transcript" });
+  // A named region (a landmark a screen reader lists and announces by its name), not a "log":
+  // that would make it a live region, reading out every streamed token.
+  const list = h("div", { class: "anvia-transcript", role: "region", tabindex: 0, "aria-label": "Transcript" });
   const jump = button("Jump to latest", () => {
     pinned = true;
     leaving = false;
