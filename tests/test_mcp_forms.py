@@ -64,6 +64,8 @@ async def test_the_rest_of_the_form_is_asked_and_answered_with_a_warning():
             "required": ["size"],
         },
         {"type": "object", "properties": {"size": {"enum": []}}, "required": ["size"]},
+        # values written alike: two choices "1", one pick ticked both
+        {"type": "object", "properties": {"x": {"enum": [1, "1"]}}, "required": ["x"]},
     ],
 )
 async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):
@@ -73,6 +75,33 @@ async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):
     with pytest.warns(UserWarning, match="cannot be shown as questions"):
         result = await elicit_result(ask, _params(schema), "forms")
     assert result.action == "decline"
+
+
+@pytest.mark.parametrize(
+    ("spec", "alike"),
+    [
+        ({"enum": [1, "1"]}, '1 and "1"'),
+        (
+            {"enum": ["a", True, "True"], "enumNames": ["A", "Yes", "The text True"]},
+            'true and "True"',
+        ),
+        (
+            {"oneOf": [{"const": 2, "title": "Two"}, {"const": "2", "title": "Two, as text"}]},
+            '2 and "2"',
+        ),
+        ({"type": "string", "enum": ["a", "b", "a"]}, '"a" and "a"'),
+    ],
+)
+def test_a_field_whose_values_are_written_alike_is_not_shown_as_choices(spec, alike):
+    """Its values became two choices of the same value: picking one ticked both, and the
+    answer could not tell the server which value the person meant."""
+    form = {"properties": {"x": spec}, "required": ["x"]}
+    with pytest.raises(FormNotShown, match=f"field 'x' has values written alike \\({alike}\\)"):
+        form_questions("Pick", form)
+    left_out: list[str] = []  # optional: left out, as any field a question cannot ask
+    optional = {"properties": {"x": spec, "name": {"type": "string"}}}
+    assert [q.id for q in form_questions("Pick", optional, left_out)] == ["name"]
+    assert left_out == ["x"]
 
 
 def _picked(*answers):

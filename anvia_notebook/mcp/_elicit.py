@@ -117,6 +117,13 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
     choices = _enum_choices(spec)
     if choices == []:  # (an empty enum: no answer could be taken, the person could only decline)
         raise FormNotShown(f"field {name!r} allows no value (its enum is empty)")
+    if choices is not None and len({choice.value for choice in choices}) < len(choices):
+        # (1 and "1" are the same choice on the page: picking one ticked both, and the answer
+        # could not say which of them the person meant)
+        alike = _alike(_fixed_values(spec))
+        raise FormNotShown(
+            f"field {name!r} has values written alike ({alike}): no choice tells them apart"
+        )
     answer_schema: dict[str, Any] | None = None
     if choices is None and kind == "boolean":
         choices = [Choice(label="Yes", value="true"), Choice(label="No", value="false")]
@@ -150,6 +157,22 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
         label = "Leave blank" if default is None else f"Use the default ({shown})"
         choices = [*choices, Choice(label=label, value=BLANK)]
     return Question(id=name, question=text, choices=choices, answer_schema=answer_schema)
+
+
+def _alike(values: list[Any]) -> str:
+    """The first values of ``values`` written alike as a choice's text, as the server wrote them."""
+    by_text: dict[str, list[Any]] = {}
+    for value in values:
+        by_text.setdefault(str(value), []).append(value)
+    same = next((group for group in by_text.values() if len(group) > 1), values)
+    return " and ".join(_shown_as_written(value) for value in same)
+
+
+def _shown_as_written(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _may_be_blank(spec: dict[str, Any], required: bool) -> bool:
