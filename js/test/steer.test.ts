@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { USER_LABEL_STEERED } from "../src/views/entries";
-import { STEER_PLACEHOLDER } from "../src/views/steer";
-import { batch, byLabel, fixture, mount, status, tick, type } from "./helpers";
+import { STEER_PLACEHOLDER, UNSENT_NOTE } from "../src/views/steer";
+import { batch, buttons, byLabel, fixture, mount, status, tick, type } from "./helpers";
 
 afterEach(() => document.body.replaceChildren());
 
@@ -78,6 +78,56 @@ describe("the transcript view's message box (show())", () => {
     enter(input(m.root));
     m.model.reply("steer", false, "No run in progress: the message was not sent.");
     await tick();
+    expect(input(m.root).value).toBe("too late");
+    expect(box(m.root).querySelector(".anvia-error-text")?.textContent).toBe("No run in progress: the message was not sent.");
+  });
+
+  it("keeps a message typed but not sent when the run ends: shown, copyable, discarded only on Discard", () => {
+    // The box hid as the run ended, with the text in it: typed text was silently lost.
+    const m = mount([], status("running"));
+    type(input(m.root), "also split it\nby region");
+    batch(m.model, { op: "status", status: status("success") });
+    expect(box(m.root).hidden).toBe(false);
+    expect(input(m.root).value).toBe("also split it\nby region");
+    expect(input(m.root).readOnly).toBe(true); // (selectable and copyable, not to be sent)
+    const note = box(m.root).querySelector(".anvia-steer-unsent") as HTMLElement;
+    expect(note.hidden).toBe(false);
+    expect(note.textContent).toBe(UNSENT_NOTE);
+    expect(input(m.root).getAttribute("aria-describedby")).toBe(note.id);
+    expect(buttons(box(m.root)).map((b) => b.textContent)).toEqual(["Discard"]);
+    enter(input(m.root));
+    expect(m.model.ofType("steer")).toHaveLength(0);
+    input(m.root).focus();
+    byLabel(box(m.root), "Discard").click();
+    expect(input(m.root).value).toBe("");
+    expect(box(m.root).hidden).toBe(true);
+    expect(document.activeElement).toBe(m.root.querySelector(".anvia-transcript")); // (not lost)
+  });
+
+  it("hides an empty or blank box when the run ends, and lets a kept message be sent if a run goes again", () => {
+    const m = mount([], status("running"));
+    type(input(m.root), "  ");
+    batch(m.model, { op: "status", status: status("cancelled") });
+    expect(box(m.root).hidden).toBe(true);
+    const kept = mount([], status("running"));
+    type(input(kept.root), "by region");
+    batch(kept.model, { op: "status", status: status("error", { error: "boom" }) });
+    expect(box(kept.root).hidden).toBe(false);
+    batch(kept.model, { op: "status", status: status("running") });
+    expect(input(kept.root).readOnly).toBe(false);
+    expect((box(kept.root).querySelector(".anvia-steer-unsent") as HTMLElement).hidden).toBe(true);
+    enter(input(kept.root));
+    expect(kept.model.last("steer").text).toBe("by region");
+  });
+
+  it("keeps the text a refusal gave back when the run ended meanwhile, with the kernel's reason", async () => {
+    const m = mount([], status("running"));
+    type(input(m.root), "too late");
+    enter(input(m.root));
+    batch(m.model, { op: "status", status: status("success") });
+    m.model.reply("steer", false, "No run in progress: the message was not sent.");
+    await tick();
+    expect(box(m.root).hidden).toBe(false);
     expect(input(m.root).value).toBe("too late");
     expect(box(m.root).querySelector(".anvia-error-text")?.textContent).toBe("No run in progress: the message was not sent.");
   });

@@ -1,9 +1,9 @@
 // Steering from the page: while a run goes (running, or waiting for you), a message typed in the
 // message box is sent into it (`steer`): the agent reads it after its current step, or before it
 // would finish (and then goes on). The transcript view (`show()`) gets its own message box, shown
-// only while the run goes; the Studio's box steers while a run goes (views/studio.ts). Stop, in
-// the status bar, stops.
-import { button, h } from "../dom";
+// while the run goes (and after, while it keeps a message typed but not sent); the Studio's box
+// steers while a run goes (views/studio.ts). Stop, in the status bar, stops.
+import { button, h, nextDomId } from "../dom";
 import { Listeners } from "../listeners";
 import type { Status } from "../protocol";
 import type { Session, SessionEvent } from "../session";
@@ -13,6 +13,9 @@ export const runGoesOn = (status: Status): boolean => status.state === "running"
 
 /** The message box's hint while a run goes. */
 export const STEER_PLACEHOLDER = "Message the agent while it works (Enter to send)";
+
+/** Under a message typed but not sent when the run ended: the box stays, its text kept. */
+export const UNSENT_NOTE = "Not sent: the run ended first. Copy the text to keep it, or discard it.";
 
 /** Messages sent from this page into a session's run that the agent has not read yet. One count
  * per session, not per view: a view the kernel draws again while a message waits still says so,
@@ -78,8 +81,11 @@ export interface SteerBox {
   dispose(): void;
 }
 
-/** The transcript view's message box: visible while the run goes. */
+/** The transcript view's message box: visible while the run goes, and after it while it holds a
+ * message typed but not sent (then read-only, to copy, with Discard): a chat box keeps a draft,
+ * and this one has no run left to send it to. */
 export function steerBox(session: Session): SteerBox {
+  const unsentId = nextDomId("steer-unsent");
   const textarea = h("textarea", {
     class: "anvia-input anvia-prompt",
     placeholder: STEER_PLACEHOLDER,
@@ -87,13 +93,23 @@ export function steerBox(session: Session): SteerBox {
     rows: 1,
   });
   const send = button("Send", () => void submit(), { class: "anvia-button anvia-primary" });
+  const discard = button("Discard", () => {
+    const hadFocus = el.contains(document.activeElement);
+    textarea.value = "";
+    setError(null);
+    render();
+    // (the box goes: focus to the transcript above it, not lost to the page)
+    if (hadFocus) el.closest(".anvia-root")?.querySelector<HTMLElement>(".anvia-transcript")?.focus({ preventScroll: true });
+  }, { class: "anvia-button", hidden: true });
   const error = h("div", { class: "anvia-error-text", hidden: true });
+  const unsent = h("div", { class: "anvia-steer-unsent", id: unsentId, hidden: true }, UNSENT_NOTE);
   const note = sentNote(session);
   const el = h(
     "div",
     { class: "anvia-composer anvia-steer", hidden: true },
-    h("div", { class: "anvia-row" }, textarea, send),
+    h("div", { class: "anvia-row" }, textarea, send, discard),
     error,
+    unsent,
     note.el,
   );
   let sending = false;
@@ -129,8 +145,15 @@ export function steerBox(session: Session): SteerBox {
 
   function render(): void {
     const goes = runGoesOn(session.store.status);
-    el.hidden = !goes;
+    const kept = !goes && !sending && textarea.value.trim() !== ""; // typed, not sent: kept
+    el.hidden = !goes && !kept;
+    send.hidden = kept;
     send.disabled = !goes || sending || !textarea.value.trim();
+    discard.hidden = !kept;
+    unsent.hidden = !kept;
+    textarea.readOnly = kept;
+    if (kept) textarea.setAttribute("aria-describedby", unsentId);
+    else textarea.removeAttribute("aria-describedby");
   }
 
   const onEvent = (ev: SessionEvent): void => {
