@@ -211,6 +211,9 @@ describe("redrawn views", () => {
 
 describe("incremental updates", () => {
   it("appends without rebuilding, draws a batch's text when it arrives, and markdown at most once a frame", () => {
+    // The clock stands still: the batches below come within one frame however slow the machine
+    // (a real clock let a busy one take a frame's time between them, and draw the second at once).
+    vi.spyOn(performance, "now").mockReturnValue(1_000);
     const { model, root } = mount([
       { kind: "user", id: "u1", text: "hi" },
       { kind: "assistant", id: "a1", turn: 1, text: "" },
