@@ -279,14 +279,14 @@ async def test_a_decision_written_just_before_its_watch_begins_reaches_the_run(
     monkeypatch.setattr(store._backend, "data_version", counted)
     watch = store.watch
 
-    def decided_first(item_id: str, *args: object) -> None:
+    def decided_first(item_id: str, *args: object, **kwargs: object) -> None:
         if item_id == "approval_1":
             RunStore(path).approve("run_1", item_id, reason="from the terminal", via="cli")
             while looks.acquire(blocking=False):
                 pass  # (looks begun before the decision)
             for _ in range(2):  # a whole look began after it, and ended
                 assert looks.acquire(timeout=5)
-        watch(item_id, *args)
+        watch(item_id, *args, **kwargs)
 
     monkeypatch.setattr(store, "watch", decided_first)
     interaction = interactions.open(approval_record())
