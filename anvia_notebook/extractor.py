@@ -10,11 +10,11 @@ validated with pydantic. An attempt without a ``submit`` call, or whose data fai
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ._script_loop import run_in_script
 from ._util import check_valid_text
 from .agent import Agent, AgentBuilder
 from .errors import ExtractionError
@@ -89,7 +89,7 @@ class Extractor(Generic[T]):
 
     def extract_sync(self, text: str | Message) -> T:
         """:meth:`extract` from code that is not async (a script, a thread)."""
-        return asyncio.run(self.extract(text))
+        return run_in_script(self.extract(text))
 
     def get_inner(self) -> Agent:
         """The agent holding the extractor's model, instructions and ``submit`` tool."""

@@ -17,6 +17,7 @@ from ._option_checks import (
     checked_session,
     checked_turns,
 )
+from ._script_loop import run_in_script
 from ._steering import new_items, steering_messages, storable
 from ._util import new_id, running_loop
 from .approvals import ApprovalHandler
@@ -406,7 +407,7 @@ class PromptRequest:
             )
         if running_loop() is None:
             # (asyncio.run() cancels the task it runs only on Ctrl-C)
-            return asyncio.run(self._send(CTRL_C_REASON))
+            return run_in_script(self._send(CTRL_C_REASON))
         if runner is None:
             raise RuntimeError(
                 "send_sync() cannot block the event loop that is running in this thread; "

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import to_json
 
 from .. import request as _request
+from .._script_loop import run_in_script
 from .._tracing import ToolErrorsLogged, tool_errors_logged
 from .._util import error_text, new_id, running_loop
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
@@ -362,7 +363,7 @@ def evaluate_sync(
     if running_loop() is None:  # a script, or a thread of the kernel
         if show and runner is not None:
             runner.show_evals_report(report)
-        return asyncio.run(run_report(report))
+        return run_in_script(run_report(report))
     if runner is None:
         raise RuntimeError(
             "evaluate_sync() cannot block the event loop running in this thread; use "
