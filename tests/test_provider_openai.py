@@ -529,6 +529,26 @@ async def test_a_server_that_refuses_stream_options_is_asked_again_without() -> 
     assert len(server.requests) == 3 and "stream_options" not in server.body(2)
 
 
+async def test_a_400_that_only_repeats_the_request_keeps_stream_options(
+    serve: Callable[..., Server],
+) -> None:
+    """vLLM's validation errors repeat the whole request body, ``stream_options`` included:
+    such a 400 (here for another field) is not a refusal of it, so it is raised as it is,
+    not sent again, and usage is still asked for."""
+    said = (
+        "[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, max_tokens must be at "
+        "least 1, got -1.', 'input': {'model': 'qwen', 'messages': [{'role': 'user', 'content': "
+        "'Hi'}], 'stream': True, 'stream_options': {'include_usage': True}, 'max_tokens': -1}}]"
+    )
+    refused = recorded.http.Response(400, json={"object": "error", "message": said, "code": 400})
+    server = serve(refused, refused)
+    model = OpenAIModel("qwen", base_url="http://localhost:8000/v1")
+    with pytest.raises(ModelError, match="max_tokens must be at least 1"):
+        await events_of(model, ask())
+    assert len(server.requests) == 1
+    assert model.asks_usage is True
+
+
 def test_a_local_server_set_in_the_environment_needs_no_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

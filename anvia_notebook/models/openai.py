@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,10 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 #: What a server that wants reasoning sent back says when it is missing (DeepSeek's thinking
 #: mode: "Missing `reasoning_content` field in the assistant message at message index 1").
 _REASONING_WANTED = "reasoning_content"
+#: ``stream_options`` named in an error as the field refused ("Unrecognized request argument
+#: supplied: stream_options", "loc: ('body', 'stream_options')"), not as a key of the request
+#: the error repeats (vLLM's validation errors echo the whole body: "'stream_options': {...}").
+_STREAM_OPTIONS_REFUSED = re.compile(r"""stream_options(?!['"]?\s*:)""")
 #: The ``Message.provider_data`` key of the ``extra_content`` a server sent with a turn's tool
 #: calls, by call id: Gemini's OpenAI-compatible API sends a call's thought signature there and
 #: refuses the next request when the call comes back without it.
@@ -242,7 +247,7 @@ class OpenAIModel(CompletionModel):
                 said = str(error)
                 if not self.sends_reasoning and _REASONING_WANTED in said:
                     self.sends_reasoning = True
-                elif "stream_options" in options and "stream_options" in said:
+                elif "stream_options" in options and _STREAM_OPTIONS_REFUSED.search(said):
                     self.asks_usage = False  # (its usage is then unknown: shown as 0)
                     del options["stream_options"]
                 else:
