@@ -368,6 +368,8 @@ def test_bad_input_is_refused_before_any_case_runs():
 
     assert "Case 2 has no input" in refused([{"input": "a"}, {"expected": "b"}])
     assert "Case 1 has no input" in refused([evals.Case(input="  ")])
+    # (invisible only, which agent.prompt() refuses: it failed the whole evaluation mid-way)
+    assert "Case 2 has no input" in refused([{"input": "a"}, {"input": "\u200b\n"}])
     assert "both named 'x'" in refused([{"input": "a", "name": "x"}, {"input": "b", "name": "x"}])
     assert "not a metric" in refused(metrics=[evals.contains(), "contains"])
     assert "Two metrics are named 'contains'" in refused(

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ConfigDict, Field, field_validator
 
 from .._positional import PositionalFields
-from .._util import check_valid_text
+from .._util import blank, check_valid_text
 
 __all__ = ["Case", "normalize_cases"]
 
@@ -89,7 +89,7 @@ def _from_mapping(raw: Mapping[str, Any], where: str) -> Case:
 
 
 def _check(value: Any, expected: Any, name: Any, metadata: Any, where: str) -> Case:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or blank(value):  # (as agent.prompt() refuses it)
         raise ValueError(
             f"{where} has no input: every case needs a non-empty prompt (a string), got {value!r}."
         )
