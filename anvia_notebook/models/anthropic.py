@@ -105,7 +105,8 @@ class AnthropicModel(CompletionModel):
     returned (an MCP tool's) go in its ``tool_result`` as image blocks, which every Claude model
     reads; ``tool_result_images=False`` sends only the text placeholder naming them. Other keyword
     arguments are sent with every request (``thinking={"type": "adaptive"}``,
-    ``stop_sequences=[...]``, ...); the request's own ``tool_choice`` wins over them, and ``tools``
+    ``stop_sequences=[...]``, ...; a ``tool_choice`` given so is made Anthropic's, as the
+    request's own is); the request's own ``tool_choice`` wins over them, and ``tools``
     given so (a server tool, such as ``{"type": "web_search_20250305", "name": "web_search"}``)
     are sent before the agent's; so is a ``system`` given so, before the agent's instructions
     (``system=[{"type": "text", "text": doc, "cache_control": {"type": "ephemeral"}}]`` caches
@@ -165,6 +166,10 @@ class AnthropicModel(CompletionModel):
             request_options,
             also=frozenset({"output_config"}),  # (sent in the body by an SDK without it)
         )
+        if "tool_choice" in request_options:  # (an OpenAI-style one: made Anthropic's)
+            request_options["tool_choice"] = to_anthropic_tool_choice(
+                request_options["tool_choice"]
+            )
         self.max_tokens = max_tokens
         self.tool_result_images = tool_result_images
         self.request_options = request_options

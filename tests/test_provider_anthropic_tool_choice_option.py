@@ -1,0 +1,57 @@
+"""A ``tool_choice`` given to AnthropicModel as an option is sent as Anthropic's, as the request's
+own is: an OpenAI-style one (``"required"``, a tool's name, ``{"type": "function", ...}``) went
+as it was, and the API refused the request (400), while OpenAIModel takes an Anthropic-style
+option."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+from anthropic import _base_client as anthropic_base_client
+
+from anvia_notebook.models.anthropic import AnthropicModel
+
+from provider_replay import TIME, WEATHER, Recorded, Server, ask, events_of
+
+#: The HTTP library the installed SDK is built on (httpx2 for the 2.x SDK, httpx before).
+http: Any = getattr(anthropic_base_client, "httpx2", None) or httpx
+recorded = Recorded(http)
+
+
+@pytest.fixture
+def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
+    def serve(*responses: Any) -> Server:
+        server = Server(*responses)
+        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
+        return server
+
+    return serve
+
+
+@pytest.mark.parametrize(
+    ("tool_choice", "sent"),
+    [
+        ("required", {"type": "any"}),
+        ("any", {"type": "any"}),
+        ("auto", {"type": "auto"}),
+        ("get_time", {"type": "tool", "name": "get_time"}),
+        (
+            {"type": "function", "function": {"name": "get_time"}},
+            {"type": "tool", "name": "get_time"},
+        ),
+        ({"type": "tool", "name": "get_time"}, {"type": "tool", "name": "get_time"}),
+    ],
+)
+async def test_a_tool_choice_option_is_sent_as_anthropics(
+    serve: Callable[..., Server], tool_choice: Any, sent: Any
+) -> None:
+    server = serve(recorded.sse("anthropic_text.sse"))
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", tool_choice=tool_choice)
+
+    await events_of(model, ask(tools=[WEATHER, TIME]))
+
+    assert server.body(0)["tool_choice"] == sent
