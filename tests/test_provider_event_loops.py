@@ -133,6 +133,48 @@ def test_prompts_sent_from_several_threads_at_once_each_get_their_answer(server)
     assert "Task exception was never retrieved" not in result.stderr
 
 
+#: A notebook's first prompt sent with send_sync() (on a loop of its own, closed after), then
+#: the model's cell run again: the old model is let go while the kernel's loop runs.
+MODEL_LET_GO_SCRIPT = """
+import asyncio, gc, os, sys
+from anvia_notebook import AgentBuilder
+from anvia_notebook.models.anthropic import AnthropicModel
+from anvia_notebook.models.openai import OpenAIModel
+
+if sys.argv[2] == "openai":
+    model = OpenAIModel("gpt-4o", api_key="sk-test", base_url=sys.argv[1] + "/v1")
+else:
+    os.environ["ANTHROPIC_BASE_URL"] = sys.argv[1]
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+agent = AgentBuilder("a", model).build()
+print(bool(agent.prompt("Hi").send_sync().output))
+
+async def cell_run_again():
+    global model, agent
+    model = agent = None
+    gc.collect()
+    await asyncio.sleep(0.2)
+
+asyncio.run(cell_run_again())
+"""
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_model_let_go_after_its_loop_closed_closes_nothing_on_another(server, provider):
+    """The model's own first client had the SDK's HTTP client, which closes itself when
+    collected, on whatever loop runs then: its connections of the closed loop failed there
+    ("Task exception was never retrieved: Event loop is closed" in the kernel's log)."""
+    result = subprocess.run(
+        [sys.executable, "-c", MODEL_LET_GO_SCRIPT, server, provider],
+        cwd=Path(__file__).parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (result.returncode, result.stdout.strip()) == (0, "True"), result.stderr
+    assert "Task exception was never retrieved" not in result.stderr, result.stderr
+
+
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_a_given_client_s_closed_loop_connection_is_a_connection_error_tried_again(
     server, provider

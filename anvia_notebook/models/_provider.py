@@ -160,8 +160,9 @@ class LoopClients:
     another one (each ``send_sync()`` of a script runs its own, and so does each
     ``asyncio.run()``) a kept-alive connection fails ("Event loop is closed"). The first loop
     uses the model's ``client``; each other loop gets a new client from ``build``, and those of
-    loops that have closed are let go. ``build`` gives each its own HTTP client, the SDK's
-    ``DefaultAsyncHttpxClient``, which does not close itself when collected: the one the SDK
+    loops that have closed are let go. Each of them, the model's own ``client`` too, has an HTTP
+    client of its own, the SDK's ``DefaultAsyncHttpxClient``, which does not close itself when
+    collected (nor does the model's, collected with the model): the one the SDK
     makes by default does, on whatever loop runs then, which fails for connections of a closed
     loop ("Task exception was never retrieved: Event loop is closed" in the log). A client
     given to the model, or set on it later, is used as it is."""

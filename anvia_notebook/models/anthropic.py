@@ -146,7 +146,11 @@ class AnthropicModel(CompletionModel):
         self.model = model
         build = None
         if client is None:
-            client = anthropic.AsyncAnthropic(api_key=api_key, max_retries=0)
+            # (with an HTTP client that does not close itself when collected: see LoopClients;
+            # its connections may be of an event loop that has closed by then)
+            client = anthropic.AsyncAnthropic(
+                api_key=api_key, max_retries=0, http_client=anthropic.DefaultAsyncHttpxClient()
+            )
             key, token, url = client.api_key, client.auth_token, client.base_url
 
             def build() -> AsyncAnthropic:  # (the same client again, for another event loop)

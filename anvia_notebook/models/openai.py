@@ -151,11 +151,18 @@ class OpenAIModel(CompletionModel):
             local = base_url is not None or bool(os.environ.get("OPENAI_BASE_URL"))
             if local and api_key is None and not os.environ.get("OPENAI_API_KEY"):
                 api_key = NO_API_KEY  # (a local server, such as Ollama's, wants no key)
+            # (each of its clients with an HTTP client that does not close itself when collected:
+            # see LoopClients; the first one's connections may be of a loop that has closed)
+            http = openai.DefaultAsyncHttpxClient
             try:
-                client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+                client = openai.AsyncOpenAI(
+                    api_key=api_key, base_url=base_url, max_retries=0, http_client=http()
+                )
             except openai.OpenAIError as error:  # no key given nor set: said at the first request
                 self._no_key = error
-                client = openai.AsyncOpenAI(api_key=NO_API_KEY, base_url=base_url, max_retries=0)
+                client = openai.AsyncOpenAI(
+                    api_key=NO_API_KEY, base_url=base_url, max_retries=0, http_client=http()
+                )
             key, url = client.api_key, client.base_url
 
             def build() -> AsyncOpenAI:  # (the same client again, for another event loop)
