@@ -549,6 +549,17 @@ async def test_a_400_that_only_repeats_the_request_keeps_stream_options(
     assert model.asks_usage is True
 
 
+async def test_a_refusal_naming_stream_options_as_a_key_is_still_one(
+    serve: Callable[..., Server],
+) -> None:
+    said = "{'stream_options': ['Unknown field.']}"
+    refused = recorded.http.Response(400, json={"error": {"message": said}})
+    server = serve(refused, sse("openai_text.sse"))
+    model = OpenAIModel("qwen", base_url="http://localhost:8000/v1")
+    await events_of(model, ask())
+    assert "stream_options" not in server.body(1) and model.asks_usage is False
+
+
 def test_a_local_server_set_in_the_environment_needs_no_key(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -77,9 +77,10 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 #: mode: "Missing `reasoning_content` field in the assistant message at message index 1").
 _REASONING_WANTED = "reasoning_content"
 #: ``stream_options`` named in an error as the field refused ("Unrecognized request argument
-#: supplied: stream_options", "loc: ('body', 'stream_options')"), not as a key of the request
-#: the error repeats (vLLM's validation errors echo the whole body: "'stream_options': {...}").
-_STREAM_OPTIONS_REFUSED = re.compile(r"""stream_options(?!['"]?\s*:)""")
+#: supplied: stream_options", "loc: ('body', 'stream_options')", "{'stream_options': ['Unknown
+#: field.']}"), not as a key of the request the error repeats, with the object sent (vLLM's
+#: validation errors echo the whole body: "'stream_options': {'include_usage': True}").
+_STREAM_OPTIONS_REFUSED = re.compile(r"""stream_options(?!['"]?\s*:\s*\{)""")
 #: The ``Message.provider_data`` key of the ``extra_content`` a server sent with a turn's tool
 #: calls, by call id: Gemini's OpenAI-compatible API sends a call's thought signature there and
 #: refuses the next request when the call comes back without it.
