@@ -9,7 +9,8 @@ import httpx
 import openai
 from openai import _base_client as openai_base_client
 
-from anvia_notebook.messages import Message, MessageToolCall
+from anvia_notebook import AgentBuilder
+from anvia_notebook.messages import Message, MessageToolCall, ToolResultPart
 from anvia_notebook.models.openai import EXTRA_CONTENT_KEY, OpenAIModel, to_openai_messages
 
 from provider_replay import Recorded, Server, weather_agent
@@ -52,3 +53,26 @@ def test_calls_without_extra_content_are_sent_as_before():
     assert sent[1]["tool_calls"] == [
         {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
     ]
+
+
+def test_a_gemini_history_sent_to_openai_goes_without_extra_content(monkeypatch):
+    """OpenAI's and Azure's APIs refuse a message field they do not know ("Additional
+    properties are not allowed ... - 'messages.1'"): a conversation begun with Gemini and
+    continued with GPT-4o failed (400) for the signature only Gemini reads."""
+    history = [
+        Message.user("Weather in Paris?"),
+        Message.assistant(
+            tool_calls=[MessageToolCall(id="c1", name="get_weather", arguments="{}")],
+            provider_data={EXTRA_CONTENT_KEY: {"c1": SIGNED}},
+        ),
+        Message.tool([ToolResultPart(tool_call_id="c1", tool_name="get_weather", content="Sunny")]),
+        Message.user("And tomorrow?"),
+    ]
+    server = Server(OPENAI.sse("openai_text.sse"), OPENAI.sse("openai_text.sse"))
+    OPENAI.route(monkeypatch, openai, "AsyncOpenAI", server)
+    gpt = OpenAIModel("gpt-4o", api_key="sk-test")
+    assert AgentBuilder("a", gpt).build().prompt(history).send_sync().output
+    assert "extra_content" not in server.body(0)["messages"][1]["tool_calls"][0]
+    gemini = OpenAIModel("gemini-3-pro-preview", api_key="test-key", base_url=GEMINI)
+    assert AgentBuilder("a", gemini).build().prompt(history).send_sync().output
+    assert server.body(1)["messages"][1]["tool_calls"][0]["extra_content"] == SIGNED

@@ -196,6 +196,10 @@ class OpenAIModel(CompletionModel):
         host = client.base_url.host
         is_openai = host == OPENAI_API_HOST or host.endswith(AZURE_OPENAI_HOSTS)
         is_openai = is_openai or isinstance(client, getattr(openai, "AsyncAzureOpenAI", ()))
+        #: Whether a tool call's ``extra_content`` (Gemini's thought signature) is sent back:
+        #: not to OpenAI nor Azure, which refuse a message field they do not know ("Additional
+        #: properties are not allowed"), as a conversation begun with Gemini would bring.
+        self.sends_extra_content = not is_openai
         named = [field for field in _LIMIT_FIELDS if field in request_options]
         self.max_tokens_field = named[0] if named else _LIMIT_FIELDS[not is_openai]
         self.tool_result_images = bool(tool_result_images)
@@ -245,6 +249,7 @@ class OpenAIModel(CompletionModel):
                 request.messages,
                 images=self.tool_result_images,
                 reasoning=self.sends_reasoning,
+                extra_content=self.sends_extra_content,
             )
             try:
                 client = self._loop_clients.on_this_loop(self.client)
@@ -289,14 +294,18 @@ class OpenAIModel(CompletionModel):
 
 
 def to_openai_messages(
-    instructions: str | None, messages: list[Message], images: bool = False, reasoning: bool = False
+    instructions: str | None,
+    messages: list[Message],
+    images: bool = False,
+    reasoning: bool = False,
+    extra_content: bool = True,
 ) -> list[ChatCompletionMessageParam]:
     """The conversation as Chat Completions messages: the instructions first, as a system message,
     and one ``tool`` message per tool result (with ``images``, then a user message with the
     images those results returned). A tool call's ``extra_content`` goes back as the server sent
-    it (see ``EXTRA_CONTENT_KEY``). Reasoning is not sent back, unless ``reasoning`` is true:
-    then each assistant message carries its reasoning as ``reasoning_content`` (DeepSeek's
-    thinking mode wants it; most servers refuse the field)."""
+    it (see ``EXTRA_CONTENT_KEY``), unless ``extra_content`` is false. Reasoning is not sent
+    back, unless ``reasoning`` is true: then each assistant message carries its reasoning as
+    ``reasoning_content`` (DeepSeek's thinking mode wants it; most servers refuse the field)."""
     result: list[ChatCompletionMessageParam] = []
     if instructions:
         result.append({"role": "system", "content": instructions})
@@ -310,7 +319,7 @@ def to_openai_messages(
             }
             if message.tool_calls:
                 extras = (message.provider_data or {}).get(EXTRA_CONTENT_KEY)
-                extras = extras if isinstance(extras, dict) else {}
+                extras = extras if isinstance(extras, dict) and extra_content else {}
                 calls: list[ChatCompletionMessageToolCallParam] = []
                 for call in message.tool_calls:
                     sent: ChatCompletionMessageToolCallParam = {
