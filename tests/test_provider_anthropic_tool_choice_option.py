@@ -55,3 +55,8 @@ async def test_a_tool_choice_option_is_sent_as_anthropics(
     await events_of(model, ask(tools=[WEATHER, TIME]))
 
     assert server.body(0)["tool_choice"] == sent
+
+
+def test_an_openai_style_tool_choice_without_a_name_is_refused_where_the_model_is_made() -> None:
+    with pytest.raises(ValueError, match="needs the name of the tool"):
+        AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test", tool_choice={"type": "function"})

@@ -431,7 +431,15 @@ def to_anthropic_tool_choice(choice: Any) -> Any:
     if isinstance(choice, str):
         return {"type": "tool", "name": choice}
     if isinstance(choice, dict) and choice.get("type") == "function":
-        return {"type": "tool", "name": choice["function"]["name"]}
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(
+                'AnthropicModel: tool_choice {"type": "function", ...} needs the name of the tool '
+                "to call, as {'type': 'function', 'function': {'name': 'get_weather'}}; got "
+                f"{choice!r}."
+            )
+        return {"type": "tool", "name": name}
     return choice
 
 
