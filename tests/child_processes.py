@@ -70,3 +70,27 @@ def kill(child: subprocess.Popen[str]) -> None:
     for stream in (child.stdout, child.stderr):
         if stream is not None:
             stream.close()
+
+
+def stop_outside_a_write(child: subprocess.Popen[str], location: str) -> None:
+    """SIGSTOP the child at a moment it holds no write lock on the SQLite store at ``location``
+    (stopped inside a write, its heartbeat's say, it would hold the lock for as long as it is
+    stopped, and every write of the test would wait on it). Stopped inside one, it is let go
+    on and stopped again once the write has ended. A PostgreSQL store's rows lock no other
+    row's write: the child is stopped as it is."""
+    import sqlite3
+
+    while True:
+        child.send_signal(signal.SIGSTOP)
+        if location.startswith(("postgresql://", "postgres://")):
+            return
+        probe = sqlite3.connect(location, timeout=0, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:  # ("database is locked": the child is in a write)
+            child.send_signal(signal.SIGCONT)
+            time.sleep(0.01)
+        finally:
+            probe.close()

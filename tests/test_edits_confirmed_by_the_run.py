@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import confirm_agents
 import pytest
-from child_processes import child_environ, kill, start_python, wait_until
+from child_processes import child_environ, kill, start_python, stop_outside_a_write, wait_until
 
 from anvia_notebook import RunStore
 
@@ -218,11 +217,15 @@ async def stopped_owner_with_a_queued_request(
     monkeypatch.setattr(_confirm, "CONFIRM_TIMEOUT", 3600.0)
     owner = start_owner(location, effects)
     [approval] = await asyncio.to_thread(wait_until, lambda: store.pending(), owner, "the approval")
-    owner.send_signal(signal.SIGSTOP)
+    stop_outside_a_write(owner, location)
     deciding = asyncio.ensure_future(
         asyncio.to_thread(store.approve, approval.run_id, approval.id, args={"amount": amount})
     )
-    await asyncio.to_thread(wait_until, lambda: queued_requests(store), owner, "the request")
+    try:
+        await asyncio.to_thread(wait_until, lambda: queued_requests(store), owner, "the request")
+    except BaseException:
+        kill(owner)  # (not left stopped; the sender then ends too)
+        raise
     return owner, approval, deciding
 
 

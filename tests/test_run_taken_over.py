@@ -13,7 +13,7 @@ import time
 
 import pytest
 import store_agents
-from child_processes import child_environ, kill, start_python, wait_until
+from child_processes import child_environ, kill, start_python, stop_outside_a_write, wait_until
 from store_agents import effects
 
 from anvia_notebook import RunStore
@@ -31,7 +31,7 @@ async def test_an_owner_whose_run_another_machine_resumed_stops_and_the_tool_run
     child = start_python("import store_agents; store_agents.run('approval')", env)
     try:
         [pending] = wait_until(lambda: store.pending(), child, "the approval")
-        os.kill(child.pid, signal.SIGSTOP)  # the owner's machine sleeps...
+        stop_outside_a_write(child, store_location)  # the owner's machine sleeps...
         # ...past its lease, as another machine sees it (its last heartbeat is long ago)
         store._q("UPDATE runs SET heartbeat_at = 0 WHERE run_id = ?", (pending.run_id,))
         monkeypatch.setattr(socket, "gethostname", lambda: "another-machine")
