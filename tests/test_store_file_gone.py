@@ -234,3 +234,39 @@ async def test_an_approval_through_the_store_ends_whichever_write_fails(
         warnings.simplefilter("ignore")  # (the run says it goes on in memory only)
         with pytest.raises(ToolApprovalRequiredError, match="no decision made through it"):
             await asyncio.wait_for(run.wait(), 30)
+
+
+def test_a_store_file_that_cannot_be_looked_at_for_a_moment_is_not_taken_as_gone(
+    tmp_path, monkeypatch
+):
+    """A look at the file that fails for another reason than its absence (a network folder's
+    ``EIO`` or stale handle for a moment, a folder made unreadable): the file is not taken as
+    deleted, so the decisions the store's watcher waits for are not dropped (before: a
+    moment's failure dropped them all, and the waiting runs were told their store had left)."""
+    import errno
+    import time
+
+    from anvia_notebook.store import _sqlite
+
+    path = tmp_path / "runs.sqlite"
+    store = RunStore(path)
+    try:
+        store.runs()
+        lost: list[Exception] = []
+        store.watch("q_1", lambda record: None, lost=lost.append)
+        absolute = os.path.abspath(path)
+        real_stat = os.stat
+
+        def failing_stat(location, *args, **kwargs):
+            if os.fspath(location) == absolute:
+                raise OSError(errno.EIO, "Input/output error", absolute)
+            return real_stat(location, *args, **kwargs)
+
+        monkeypatch.setattr(_sqlite.os, "stat", failing_stat)
+        time.sleep(1.0)  # (the watcher looks every 0.2 s)
+        monkeypatch.setattr(_sqlite.os, "stat", real_stat)
+        time.sleep(0.5)
+        assert lost == []
+        assert "q_1" in store._watched
+    finally:
+        store.close()

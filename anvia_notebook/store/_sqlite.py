@@ -123,7 +123,8 @@ class SQLiteBackend:
                 connection.close()
                 raise
             if self._file is None:
-                self._file = _identity(self._absolute)
+                with contextlib.suppress(OSError):  # (not known now: taken at a later look)
+                    self._file = _identity(self._absolute)
             held = _Held(connection)
             self._local.held = held
             with self._lock:
@@ -225,7 +226,10 @@ class SQLiteBackend:
         away)", "replaced by another file"), or None while it is still there."""
         if self._file is None:
             return None
-        now = _identity(self._absolute)
+        try:
+            now = _identity(self._absolute)
+        except OSError:  # (a network folder's moment of EIO, a folder made unreadable: the
+            return None  # file may well be there, so what waits on it is not dropped)
         if now == self._file:
             return None
         return "deleted (or moved away)" if now is None else "replaced by another file"
@@ -366,10 +370,12 @@ _READS = ("SELECT", "PRAGMA data_version", "PRAGMA wal_checkpoint")
 
 
 def _identity(location: str) -> tuple[int, int] | None:
-    """``(st_dev, st_ino)`` of the file at ``location`` (None when there is none)."""
+    """``(st_dev, st_ino)`` of the file at ``location`` (None when there is none). Another
+    failure to look at it (``EIO``, ``EACCES``, a stale network handle) is raised: it does not
+    say the file left."""
     try:
         status = os.stat(location)
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     return status.st_dev, status.st_ino
 
