@@ -69,6 +69,9 @@ MAX_FIELD = 20_000
 MAX_RENDERED = 3 * MAX_FIELD
 #: The same for short fields: names, reasons, questions, answers, the status line.
 MAX_SHORT = 2_000
+#: The most characters of a run's error its status line says (``STATUS_ERROR_CHARS`` in
+#: js/src/views/status.ts).
+STATUS_ERROR_CHARS = 200
 #: How a copy says to run the command line when it is not told (``python`` of the kernel).
 DEFAULT_CLI = "python -m anvia_notebook"
 #: The most questions of one tool entry listed.
@@ -148,8 +151,17 @@ def _status_line(status: dict[str, Any]) -> str:
             f"{status.get('input_tokens', 0)} in / {status.get('output_tokens', 0)} out tokens"
         )
     if status.get("error"):
-        parts.append(f"error: {_cut(str(status['error']), MAX_SHORT, sep=' ')}")
+        parts.append(f"error: {_error_summary(str(status['error']))}")
     return " · ".join(parts)
+
+
+def _error_summary(error: str) -> str:
+    """A run's error as the status line says it (``errorSummary`` in js/src/views/status.ts):
+    its first line, cut to :data:`STATUS_ERROR_CHARS` (noted as any cut in the copy). The whole
+    error is the copy's error entry (a provider's error can hold a whole HTML page)."""
+    text = error.strip()
+    shown = text.split("\n", 1)[0].strip()[:STATUS_ERROR_CHARS]
+    return shown if len(shown) == len(text) else shown + _more(len(text) - len(shown), " ")
 
 
 def _reply_label(transcript: dict[str, Any], agent_names: Mapping[str, str] | None) -> str:
