@@ -89,7 +89,7 @@ async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):
             {"oneOf": [{"const": 2, "title": "Two"}, {"const": "2", "title": "Two, as text"}]},
             '2 and "2"',
         ),
-        ({"type": "string", "enum": ["a", "b", "a"]}, '"a" and "a"'),
+        ({"enum": [1, 1, "1"]}, '1 and "1"'),
     ],
 )
 def test_a_field_whose_values_are_written_alike_is_not_shown_as_choices(spec, alike):
@@ -102,6 +102,25 @@ def test_a_field_whose_values_are_written_alike_is_not_shown_as_choices(spec, al
     optional = {"properties": {"x": spec, "name": {"type": "string"}}}
     assert [q.id for q in form_questions("Pick", optional, left_out)] == ["name"]
     assert left_out == ["x"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "string", "enum": ["a", "b", "a"], "enumNames": ["A", "B", "A again"]},
+        {"oneOf": [{"const": "a", "title": "A"}, {"const": "b"}, {"const": "a", "title": "A!"}]},
+    ],
+)
+def test_a_value_the_server_repeats_as_it_is_is_one_choice(spec):
+    """``["a", "b", "a"]``: JSON Schema asks for unique values but does not require them, and
+    both are the same answer, so the field is asked with the value once (first label), not left
+    out of the form (or the whole form declined) as values written alike are."""
+    [question] = form_questions("Pick", {"properties": {"x": spec}, "required": ["x"]})
+    assert [(c.label, c.value) for c in question.choices] == [
+        ("A", "a"),
+        ("B" if "enumNames" in spec else "b", "b"),
+    ]
+    assert question.answer_schema == {"enum": ["a", "b"]}
 
 
 def _picked(*answers):

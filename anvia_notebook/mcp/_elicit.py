@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Future
 from typing import Any
 
@@ -68,20 +68,34 @@ def _fixed_values(spec: dict[str, Any]) -> list[Any]:
 def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
     if isinstance(spec.get("enum"), list):
         names = spec.get("enumNames")
-        values = [str(v) for v in spec["enum"]]
+        values = spec["enum"]
         labels = names if isinstance(names, list) and len(names) == len(values) else values
         pairs = zip(labels, values, strict=True)
-        return [Choice(label=str(label), value=value) for label, value in pairs]
+        return [Choice(label=str(label), value=str(value)) for label, value in _once(pairs)]
     options = spec.get("oneOf") or spec.get("anyOf")
     if (
         isinstance(options, list)
         and options
         and all(isinstance(o, dict) and "const" in o for o in options)
     ):
-        return [
-            Choice(label=str(o.get("title") or o["const"]), value=str(o["const"])) for o in options
-        ]
+        titled = ((o.get("title") or o["const"], o["const"]) for o in options)
+        return [Choice(label=str(label), value=str(value)) for label, value in _once(titled)]
     return None
+
+
+def _once(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    """``(label, value)`` pairs with a value the server repeated as it is (``["a", "b", "a"]``:
+    JSON Schema asks for unique values, but does not require them) kept once, with its first
+    label: one choice, whose answer is that value. Values only written alike (``1`` and ``"1"``)
+    are kept, and refused as such."""
+    seen: set[str] = set()
+    kept = []
+    for label, value in pairs:
+        written = _shown_as_written(value)
+        if written not in seen:
+            seen.add(written)
+            kept.append((label, value))
+    return kept
 
 
 def form_questions(
@@ -162,7 +176,7 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
 def _alike(values: list[Any]) -> str:
     """The first values of ``values`` written alike as a choice's text, as the server wrote them."""
     by_text: dict[str, list[Any]] = {}
-    for value in values:
+    for _, value in _once((None, value) for value in values):
         by_text.setdefault(str(value), []).append(value)
     same = next((group for group in by_text.values() if len(group) > 1), values)
     return " and ".join(_shown_as_written(value) for value in same)
