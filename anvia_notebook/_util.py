@@ -281,8 +281,8 @@ def _url_parts(url: str) -> Any:
     from urllib.parse import quote, urlsplit
 
     parts = urlsplit(url)
-    start = f"{parts.scheme}://"
-    if url.startswith(start) and "@" in url[len(start) + len(parts.netloc) :]:
+    start = f"{parts.scheme}://"  # (urlsplit writes the scheme in lower case: PostgreSQL://)
+    if url[: len(start)].lower() == start and "@" in url[len(start) + len(parts.netloc) :]:
         credentials, _, after = url[len(start) :].rpartition("@")
         if ":" in credentials:  # (a password: an @ in a query's value leaves the rest alone)
             parts = urlsplit(f"{start}{quote(credentials, safe=':')}@{after}")

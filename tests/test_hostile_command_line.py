@@ -251,9 +251,24 @@ def test_an_empty_file_given_as_the_store_is_said_to_be_empty_and_left_as_it_is(
         ("postgresql://op@a,b/runs?target_session_attrs=read-write", None, False),
         ("postgresql://op@db/runs?sslcert=/c.crt&sslkey=/c.key&passfile=/p", None, False),
         ("postgresql://op@db/runs?require_auth=scram-sha-256", None, False),
+        # (a scheme in capitals is a PostgreSQL address too: a password with "/" or "#" in it,
+        # not percent-encoded, was written out whole in the command, as a path or a fragment)
+        ("PostgreSQL://op:p/w@db/runs", "postgresql://op@db/runs", True),
+        ("POSTGRES://op:p#w@db/runs", "postgres://op@db/runs", True),
     ],
 )
 def test_the_store_address_in_suggested_commands_drops_only_its_password(address, written, secret):
     from anvia_notebook._util import url_for_commands
 
     assert url_for_commands(address) == (written or address, secret)
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["postgresql://op:p/w@db/runs", "PostgreSQL://op:p/w@db/runs", "POSTGRES://op:p#w@db"],
+)
+def test_a_password_with_a_slash_or_hash_is_not_shown_whatever_the_scheme_s_case(address):
+    from anvia_notebook._util import shown_url
+
+    shown = shown_url(address)
+    assert "p/w" not in shown and "p#w" not in shown and "op:***@db" in shown, shown
