@@ -428,9 +428,41 @@ def _entry_html(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
     if kind == "error":
         return (
             f'<div style="{_BOX};border-color:#cf222e"><strong>Error</strong>'
-            f"{_pre(text, budget)}</div>"
+            f"{_folded_pre(text, budget)}</div>"
         )
-    return f"<div><em>{_esc(text, MAX_FIELD, budget)}</em></div>"
+    cut = _fold_point(text)
+    if cut is None:
+        return f"<div><em>{_esc(text, MAX_FIELD, budget)}</em></div>"
+    return (
+        f"<div><em>{_esc(text[:cut], MAX_FIELD, budget)}</em>{_SHOW_MORE}"
+        f"<em>{_esc(text[cut:], MAX_FIELD, budget)}</em></details></div>"
+    )
+
+
+#: Where the live view folds a long error or notice (``FOLD_CHARS``, ``FOLD_LINES`` in
+#: js/src/views/fold.ts): a provider's error can hold a whole HTML page.
+FOLD_CHARS = 1_500
+FOLD_LINES = 20
+_SHOW_MORE = "<details><summary>Show more</summary>"
+
+
+def _fold_point(text: str) -> int | None:
+    """Where the page folds ``text`` (``foldPoint`` in js/src/views/fold.ts), or None."""
+    cut = FOLD_CHARS if len(text) > FOLD_CHARS else None
+    newline = -1
+    for _ in range(FOLD_LINES):
+        newline = text.find("\n", newline + 1, cut)
+        if newline == -1:
+            return cut
+    return newline
+
+
+def _folded_pre(text: str, budget: _Budget) -> str:
+    """``text`` preformatted, what the page folds away behind "Show more" (``<details>``)."""
+    cut = _fold_point(text)
+    if cut is None:
+        return _pre(text, budget)
+    return f"{_pre(text[:cut], budget)}{_SHOW_MORE}{_pre(text[cut:], budget)}</details>"
 
 
 def _nesting(entries: list[dict[str, Any]]) -> dict[str, tuple[int, str]]:
