@@ -82,8 +82,8 @@ async def test_a_form_that_cannot_be_asked_is_declined_with_a_warning(schema):
     [
         ({"enum": [1, "1"]}, '1 and "1"'),
         (
-            {"enum": ["a", True, "True"], "enumNames": ["A", "Yes", "The text True"]},
-            'true and "True"',
+            {"enum": ["a", True, "true"], "enumNames": ["A", "Yes", "The text true"]},
+            'true and "true"',
         ),
         (
             {"oneOf": [{"const": 2, "title": "Two"}, {"const": "2", "title": "Two, as text"}]},
@@ -159,6 +159,25 @@ async def test_answers_go_to_the_server_with_their_exact_json_type():
         "level": 2,
         "price": 9.5,
     }
+
+
+@pytest.mark.parametrize(
+    "spec", [{"type": "boolean", "enum": [True, False]}, {"enum": [True, False]}]
+)
+async def test_a_boolean_enum_sends_the_value_picked(spec):
+    """A boolean field written with its values (``"enum": [true, false]``): its choices were
+    ``True`` and ``False`` (Python's words), and a typed field's answer was read as ``"true"``,
+    so picking True sent false."""
+    form = {"type": "object", "properties": {"ok": spec}, "required": ["ok"]}
+    [question] = form_questions("Sure?", form)
+    assert [c.value for c in question.choices] == ["true", "false"]
+    for picked, sent in (("true", True), ("false", False)):
+
+        async def ask(questions, picked=picked):
+            return _picked(("ok", picked, picked))
+
+        result = await elicit_result(ask, _params(form), "forms")
+        assert result.content == {"ok": sent}
 
 
 async def test_a_human_input_that_fails_tells_the_server_cancel_not_its_error():

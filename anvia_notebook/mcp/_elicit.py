@@ -71,7 +71,7 @@ def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
         values = spec["enum"]
         labels = names if isinstance(names, list) and len(names) == len(values) else values
         pairs = zip(labels, values, strict=True)
-        return [Choice(label=str(label), value=str(value)) for label, value in _once(pairs)]
+        return [Choice(label=_text(label), value=_text(value)) for label, value in _once(pairs)]
     options = spec.get("oneOf") or spec.get("anyOf")
     if (
         isinstance(options, list)
@@ -79,8 +79,14 @@ def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
         and all(isinstance(o, dict) and "const" in o for o in options)
     ):
         titled = ((o.get("title") or o["const"], o["const"]) for o in options)
-        return [Choice(label=str(label), value=str(value)) for label, value in _once(titled)]
+        return [Choice(label=_text(label), value=_text(value)) for label, value in _once(titled)]
     return None
+
+
+def _text(value: Any) -> str:
+    """A fixed value as a choice's text: ``true`` / ``false`` as JSON writes them (a boolean
+    field's answer is read so), not Python's ``True``."""
+    return json.dumps(value) if isinstance(value, bool) else str(value)
 
 
 def _once(pairs: Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
@@ -166,7 +172,7 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
     if _may_be_blank(spec, required):
         # (a default the server gives is what leaving the field blank sends: said here)
         default = spec.get("default")
-        named = [choice.label for choice in choices if choice.value == str(default)]
+        named = [choice.label for choice in choices if choice.value == _text(default)]
         shown = named[0] if named else _shown(default)  # (a picked value by its label)
         label = "Leave blank" if default is None else f"Use the default ({shown})"
         choices = [*choices, Choice(label=label, value=BLANK)]
@@ -177,7 +183,7 @@ def _alike(values: list[Any]) -> str:
     """The first values of ``values`` written alike as a choice's text, as the server wrote them."""
     by_text: dict[str, list[Any]] = {}
     for _, value in _once((None, value) for value in values):
-        by_text.setdefault(str(value), []).append(value)
+        by_text.setdefault(_text(value), []).append(value)
     same = next((group for group in by_text.values() if len(group) > 1), values)
     return " and ".join(_shown_as_written(value) for value in same)
 
@@ -216,7 +222,7 @@ def _content(record: QuestionRecord, schema: dict[str, Any]) -> dict[str, Any]:
         else:  # a fixed value as the server wrote it (a number of an enum without a type)
             fixed = [value for value in _fixed_values(spec) if not isinstance(value, str)]
             content[answer.question_id] = next(
-                (value for value in fixed if str(value) == answer.answer), answer.answer
+                (value for value in fixed if _text(value) == answer.answer), answer.answer
             )
     return content
 
