@@ -123,6 +123,27 @@ def test_a_value_the_server_repeats_as_it_is_is_one_choice(spec):
     assert question.answer_schema == {"enum": ["a", "b"]}
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"enum": ["a", "b"], "enumNames": ["", "B"]},
+        {"oneOf": [{"const": "a", "title": "  "}, {"const": "b", "title": "B"}]},
+        {"enum": ["a", "b"], "enumNames": [None, "B"]},
+    ],
+)
+def test_a_choice_whose_label_is_blank_is_shown_by_its_value(spec):
+    """A blank name or title (``enumNames: ["", "B"]``) failed the whole form: the person was
+    never asked, and the warning said the human input had failed."""
+    [question] = form_questions("Pick", {"properties": {"x": spec}, "required": ["x"]})
+    assert [(c.label, c.value) for c in question.choices] == [("a", "a"), ("B", "b")]
+
+
+def test_a_blank_value_of_an_enum_is_said_to_be_one_no_choice_can_give():
+    form = {"properties": {"x": {"enum": ["", "a"]}}, "required": ["x"]}
+    with pytest.raises(FormNotShown, match="field 'x' has a blank value"):
+        form_questions("Pick", form)
+
+
 def _picked(*answers):
     return SimpleNamespace(
         status="answered",

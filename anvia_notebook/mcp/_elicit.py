@@ -71,16 +71,30 @@ def _enum_choices(spec: dict[str, Any]) -> list[Choice] | None:
         values = spec["enum"]
         labels = names if isinstance(names, list) and len(names) == len(values) else values
         pairs = zip(labels, values, strict=True)
-        return [Choice(label=_text(label), value=_text(value)) for label, value in _once(pairs)]
+        return [_choice(label, value) for label, value in _once(pairs)]
     options = spec.get("oneOf") or spec.get("anyOf")
     if (
         isinstance(options, list)
         and options
         and all(isinstance(o, dict) and "const" in o for o in options)
     ):
-        titled = ((o.get("title") or o["const"], o["const"]) for o in options)
-        return [Choice(label=_text(label), value=_text(value)) for label, value in _once(titled)]
+        titled = ((o.get("title"), o["const"]) for o in options)
+        return [_choice(label, value) for label, value in _once(titled)]
     return None
+
+
+class _BlankValue(ValueError):
+    """A fixed value written as a blank text: no choice can give it."""
+
+
+def _choice(label: Any, value: Any) -> Choice:
+    """The choice of ``value``, shown by ``label`` (the server's name or title), or by the
+    value itself when the label is blank or missing (a blank label failed the whole form)."""
+    text = _text(value)
+    if not text.strip():
+        raise _BlankValue
+    named = "" if label is None else _text(label)
+    return Choice(label=named if named.strip() else text, value=text)
 
 
 def _text(value: Any) -> str:
@@ -134,7 +148,10 @@ def _field_question(name: str, spec: Any, required: bool, message: str, first: b
     if first and message.strip():
         text = f"{message.strip()}\n\n{text}"
     kind = spec.get("type")
-    choices = _enum_choices(spec)
+    try:
+        choices = _enum_choices(spec)
+    except _BlankValue:  # (a choice's value is never blank: the answer could not be given)
+        raise FormNotShown(f"field {name!r} has a blank value no choice can give") from None
     if choices == []:  # (an empty enum: no answer could be taken, the person could only decline)
         raise FormNotShown(f"field {name!r} allows no value (its enum is empty)")
     if choices is not None and len({choice.value for choice in choices}) < len(choices):
