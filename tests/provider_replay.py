@@ -93,6 +93,17 @@ class Recorded:
     def client(self, server: Server) -> Any:
         return self.http.AsyncClient(transport=self.http.MockTransport(server))
 
+    def serving(self, monkeypatch: Any, sdk: Any, client_class: str) -> Any:
+        """A function of a test's recorded responses: it makes their :class:`Server` and routes
+        the clients a model builds itself to it (see :meth:`route`), for the rest of the test."""
+
+        def serve(*responses: Any) -> Server:
+            server = Server(*responses)
+            self.route(monkeypatch, sdk, client_class, server)
+            return server
+
+        return serve
+
     def route(self, monkeypatch: Any, sdk: Any, client_class: str, server: Server) -> None:
         """Make the clients a model builds itself (``sdk.<client_class>``, such as
         ``openai.AsyncOpenAI``) talk to ``server``, for the rest of the test."""

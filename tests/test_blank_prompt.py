@@ -28,12 +28,7 @@ HISTORY = [Message.user("What is 2 + 2?"), Message.assistant("4.")]
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, anthropic, "AsyncAnthropic")
 
 
 def models() -> list[Any]:

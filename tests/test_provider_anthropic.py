@@ -63,12 +63,7 @@ def api_key_sent(request: Any) -> str:
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
     """Routes the clients AnthropicModel builds itself to a recorded server."""
 
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, anthropic, "AsyncAnthropic")
 
 
 async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:

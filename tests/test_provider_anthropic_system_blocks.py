@@ -24,12 +24,7 @@ DOCUMENT = {"type": "text", "text": "A long document.", "cache_control": {"type"
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, anthropic, "AsyncAnthropic")
 
 
 async def test_system_blocks_are_sent_then_the_instructions(

@@ -27,12 +27,7 @@ SIGNED = (
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, anthropic, "AsyncAnthropic")
 
 
 async def test_a_signature_delta_replaces_the_one_the_block_started_with(

@@ -24,12 +24,7 @@ recorded = Recorded(http)
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, anthropic, "AsyncAnthropic", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, anthropic, "AsyncAnthropic")
 
 
 @pytest.mark.parametrize(

@@ -54,12 +54,7 @@ error_response = recorded.error_response
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
     """Routes the clients OpenAIModel builds itself to a recorded server."""
 
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, openai, "AsyncOpenAI", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, openai, "AsyncOpenAI")
 
 
 async def test_text_is_streamed_with_usage_and_finish(serve: Callable[..., Server]) -> None:

@@ -23,12 +23,7 @@ FUNCTION = {"type": "function", "function": {"name": "get_time"}}
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, openai, "AsyncOpenAI", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, openai, "AsyncOpenAI")
 
 
 @pytest.mark.parametrize(

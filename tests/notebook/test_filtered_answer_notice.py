@@ -28,12 +28,7 @@ SAID = "stopped by the provider's content filter"
 
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
-    def serve(*responses: Any) -> Server:
-        server = Server(*responses)
-        recorded.route(monkeypatch, openai, "AsyncOpenAI", server)
-        return server
-
-    return serve
+    return recorded.serving(monkeypatch, openai, "AsyncOpenAI")
 
 
 @pytest.mark.parametrize(("reason", "filtered"), [("content_filter", True), ("stop", False)])
