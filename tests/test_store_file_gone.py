@@ -67,6 +67,9 @@ async def test_a_store_file_deleted_or_replaced_while_a_run_waits_is_reported_at
     assert f"The run store {project} was {what} while this process used it" in warning
     assert "goes on in memory only" in warning
     assert "The store keeps it" not in warning  # (it does not: the file is gone)
+    # A copy restored at the store's place holds the run as it was then: the warning says a
+    # resume from it would repeat what the run did since (a deleted file holds nothing).
+    assert ("resuming one from it does again" in warning) == (how == "replaced")
     with pytest.raises(RunStoreError, match=re.escape(f"was {what}")):
         store.approve(run.run_id, approval.id)  # the old store object says so too
     # Nothing of the run was written into the file now at that place; a new run is stored there.

@@ -245,6 +245,13 @@ class SQLiteBackend:
                 "writes nothing more to it. Open the store again (RunStore(...), set_store(...))"
                 " to use the file now there; a notebook's default store is opened anew for "
                 "its next run."
+                + (
+                    " If the file now there is an earlier copy of this store, the runs this "
+                    "process went on with are in it as they were then: resuming one from it "
+                    "does again what the run did since."
+                    if how == "replaced by another file"
+                    else ""
+                )
             )
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
