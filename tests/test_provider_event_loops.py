@@ -7,12 +7,15 @@ connections alive, replaying the recorded streams; never the network."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,7 +24,7 @@ from anvia_notebook.errors import ModelError
 from anvia_notebook.models.anthropic import AnthropicModel
 from anvia_notebook.models.openai import OpenAIModel
 
-from provider_replay import FIXTURES
+from provider_replay import FIXTURES, ask, events_of
 
 
 class _KeepAlive(BaseHTTPRequestHandler):
@@ -70,6 +73,35 @@ def _three_prompts(model: object) -> None:
         assert response.output
 
 
+def _model(provider: str, server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    if provider == "openai":
+        return OpenAIModel("gpt-4o", api_key="sk-test", base_url=f"{server}/v1")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server)
+    return AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_each_loop_s_client_is_closed_on_it_as_it_ends(server, provider, monkeypatch):
+    """The client the model built for an event loop kept its connection open when the loop
+    ended (asyncio.run() returned): let go when the next loop came, or with the model, it was
+    "ResourceWarning: unclosed transport", and its socket stayed open until then."""
+    model = _model(provider, server, monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            assert asyncio.run(events_of(model, ask()))
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
+    assert model.client.is_closed()  # (the first loop's, closed as that loop ended)
+
+    async def still_open() -> bool:
+        await events_of(model, ask())
+        client = await model._loop_clients.on_this_loop(model.client)
+        return not client.is_closed()
+
+    assert asyncio.run(still_open())  # (not while its loop runs)
+
+
 def test_openai_model_answers_each_send_sync_of_a_script(server):
     _three_prompts(OpenAIModel("gpt-4o", api_key="sk-test", base_url=f"{server}/v1"))
 
@@ -92,7 +124,7 @@ def test_a_client_is_kept_per_loop_and_let_go_with_its_loop(server):
     # One loop's client (the model's own first), then another's; the closed loop's let go.
     clients = model._loop_clients._clients
     assert len(clients) == 1
-    assert next(iter(clients.values())) is not model.client
+    assert next(iter(clients.values()))[0] is not model.client
 
 
 #: Prompts sent from two threads at once, then one after another, by a script of its own (what
@@ -207,7 +239,8 @@ def test_a_client_given_to_the_model_is_used_as_it_is():
     model = OpenAIModel("gpt-4o", client=given)
 
     async def used() -> object:
-        return model._loop_clients.on_this_loop(model.client)
+        return await model._loop_clients.on_this_loop(model.client)
 
     assert asyncio.run(used()) is given
     assert asyncio.run(used()) is given
+    assert not given.is_closed()  # (the user's: never closed by the model)

@@ -10,8 +10,8 @@ import importlib
 import inspect
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,34 +159,53 @@ class LoopClients:
     A client's connection pool belongs to the event loop its connections were opened on: on
     another one (each ``send_sync()`` of a script runs its own, and so does each
     ``asyncio.run()``) a kept-alive connection fails ("Event loop is closed"). The first loop
-    uses the model's ``client``; each other loop gets a new client from ``build``, and those of
-    loops that have closed are let go. Each of them, the model's own ``client`` too, has an HTTP
-    client of its own, the SDK's ``DefaultAsyncHttpxClient``, which does not close itself when
-    collected (nor does the model's, collected with the model): the one the SDK
+    uses the model's ``client``; each other loop gets a new client from ``build``. Each client is
+    closed on its own loop when that loop shuts down (``asyncio.run()`` and ``send_sync()`` do,
+    as the loop's async generators are closed), so its connections end there; a loop closed
+    without that leaves them open. Those of loops that have closed are let go. Each of them,
+    the model's own ``client`` too, has an HTTP client of its own, the SDK's
+    ``DefaultAsyncHttpxClient``, which does not close itself when collected: the one the SDK
     makes by default does, on whatever loop runs then, which fails for connections of a closed
     loop ("Task exception was never retrieved: Event loop is closed" in the log). A client
-    given to the model, or set on it later, is used as it is."""
+    given to the model, or set on it later, is used as it is (and never closed)."""
 
     def __init__(self, built: Any, build: Callable[[], Any] | None) -> None:
         #: The client the model built (None: it was given one).
         self.built = built if build is not None else None
         self._build = build
-        self._clients: dict[asyncio.AbstractEventLoop, Any] = {}
+        #: Each loop's client, with what closes it when the loop shuts down.
+        self._clients: dict[asyncio.AbstractEventLoop, tuple[Any, AsyncGenerator[None, None]]]
+        self._clients = {}
         self._first_taken = False
         self._lock = threading.Lock()  # (loops of several threads may ask at once)
 
-    def on_this_loop(self, client: Any) -> Any:
+    async def on_this_loop(self, client: Any) -> Any:
         """The client to use on the running loop, ``client`` being the model's ``client``."""
         if client is not self.built or self._build is None:
             return client
         loop = asyncio.get_running_loop()
         found = self._clients.get(loop)
-        if found is None:
-            with self._lock:
-                for old in list(self._clients):
-                    if old.is_closed():
-                        del self._clients[old]
-                found = client if not self._first_taken else self._build()
-                self._first_taken = True
-                self._clients[loop] = found
-        return found
+        if found is not None:
+            return found[0]
+        with self._lock:
+            for old in list(self._clients):
+                if old.is_closed():
+                    del self._clients[old]
+            built = client if not self._first_taken else self._build()
+            self._first_taken = True
+            closer = _closed_with_its_loop(built)
+            self._clients[loop] = (built, closer)
+        # (it runs to its yield at once: the loop now knows it, and closes it when it shuts down)
+        await closer.asend(None)
+        return built
+
+
+async def _closed_with_its_loop(client: Any) -> AsyncGenerator[None, None]:
+    """Waits at its ``yield`` until the event loop it began on closes its async generators as
+    it shuts down (or until it is collected while that loop runs), then closes ``client`` there,
+    while the loop can still end the client's connections."""
+    try:
+        yield
+    finally:
+        with suppress(Exception):  # (nothing to do about it as the loop ends)
+            await client.close()

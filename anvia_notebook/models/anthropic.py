@@ -100,7 +100,7 @@ class AnthropicModel(CompletionModel):
     ``ANTHROPIC_API_KEY`` environment variable. ``client`` replaces the ``AsyncAnthropic`` client
     this model would build (its options, such as ``max_retries``, are then left as they are; its
     connections stay with the first event loop it is used on, whereas the model's own client is
-    built again for each event loop).
+    built again for each event loop, and closed on it as that loop ends).
     ``max_tokens`` caps each completion unless the request sets its own cap. Images a tool
     returned (an MCP tool's) go in its ``tool_result`` as image blocks, which every Claude model
     reads; ``tool_result_images=False`` sends only the text placeholder naming them. Other keyword
@@ -201,7 +201,7 @@ class AnthropicModel(CompletionModel):
         assembler = _EventAssembler()
         with provider_errors("Anthropic", anthropic):
             try:
-                client = self._loop_clients.on_this_loop(self.client)
+                client = await self._loop_clients.on_this_loop(self.client)
                 stream = await client.messages.create(
                     model=self.model,
                     max_tokens=max_tokens,

@@ -107,7 +107,8 @@ class OpenAIModel(CompletionModel):
     (``http://localhost:11434/v1`` for Ollama), and a server that needs no key gets a placeholder
     one. ``client`` replaces the ``AsyncOpenAI`` client this model would build (its options, such as
     ``max_retries``, are then left as they are; its connections stay with the first event loop
-    it is used on, whereas the model's own client is built again for each event loop). Other
+    it is used on, whereas the model's own client is built again for each event loop, and
+    closed on it as that loop ends). Other
     keyword arguments are sent with every request (``top_p=0.9``, ``reasoning_effort="low"``,
     ``extra_body={...}``); the request's own
     ``temperature``, ``max_tokens`` and ``tool_choice`` win over them. A request's token limit
@@ -252,7 +253,7 @@ class OpenAIModel(CompletionModel):
                 extra_content=self.sends_extra_content,
             )
             try:
-                client = self._loop_clients.on_this_loop(self.client)
+                client = await self._loop_clients.on_this_loop(self.client)
                 return await client.chat.completions.create(
                     model=self.model, messages=messages, stream=True, **options
                 )
