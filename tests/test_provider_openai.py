@@ -1084,6 +1084,48 @@ async def test_reasoning_goes_back_once_the_server_refuses_a_request_without_it(
     assert all("reasoning_content" not in m for m in other.body()["messages"])
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        "The `reasoning_content` in the thinking mode must be passed back to the API.",
+        "thinking is enabled but reasoning_content is missing in assistant tool call message at "
+        "index 2",
+        "messages[2]: assistant message with tool_calls must include reasoning_content.",
+    ],
+)
+async def test_each_server_s_way_of_asking_for_the_reasoning_is_heard(
+    serve: Callable[..., Server], said: str
+) -> None:
+    """DeepSeek V4, Moonshot's Kimi and LiteLLM say it in their own words."""
+    missing = http.Response(400, json={"error": {"message": said, "type": "invalid_request"}})
+    server = serve(missing, chunk_stream({"content": "18 °C."}))
+    model = OpenAIModel("kimi-k2.5", base_url="http://localhost:8000/v1", api_key="k")
+    await events_of(model, ask())
+    assert model.sends_reasoning is True and len(server.requests) == 2
+
+
+async def test_a_400_that_repeats_a_conversation_naming_reasoning_content_is_raised(
+    serve: Callable[..., Server],
+) -> None:
+    """vLLM's validation errors repeat the whole request: a conversation that names
+    ``reasoning_content`` (a question about it, a tool's result reading code) made any such 400,
+    here for another field, turn on sending the reasoning for good (and the request was sent
+    again). Servers that do not know the field then refused every later request."""
+    asked = "Why does my server say reasoning_content is not allowed?"
+    said = (
+        "[{'type': 'value_error', 'loc': ('body',), 'msg': 'Value error, max_tokens must be at "
+        f"least 1, got -1.', 'input': {{'model': 'qwen', 'messages': [{{'role': 'user', "
+        f"'content': '{asked}'}}, {{'role': 'assistant', 'content': 'See reasoning_content: "
+        "missing'}], 'max_tokens': -1}}]"
+    )
+    refused = http.Response(400, json={"object": "error", "message": said, "code": 400})
+    server = serve(refused, refused)
+    model = OpenAIModel("qwen", base_url="http://localhost:8000/v1")
+    with pytest.raises(ModelError, match="max_tokens must be at least 1"):
+        await events_of(model, ask(asked))
+    assert len(server.requests) == 1 and model.sends_reasoning is False
+
+
 async def test_arguments_that_are_not_a_json_object_go_back_as_an_empty_object(
     serve: Callable[..., Server],
 ) -> None:

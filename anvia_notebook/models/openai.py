@@ -73,9 +73,26 @@ _LIMIT_FIELDS = ("max_completion_tokens", "max_tokens")
 #: Delta fields OpenAI-compatible servers stream reasoning in (DeepSeek and vLLM use the first,
 #: Ollama, OpenRouter and newer vLLM the second; `_reasoning_text` reads them in this order).
 REASONING_FIELDS = ("reasoning_content", "reasoning")
-#: What a server that wants reasoning sent back says when it is missing (DeepSeek's thinking
-#: mode: "Missing `reasoning_content` field in the assistant message at message index 1").
-_REASONING_WANTED = "reasoning_content"
+#: What a server that wants reasoning sent back says when it is missing: DeepSeek's thinking
+#: mode ("Missing `reasoning_content` field in the assistant message at message index 1", "The
+#: `reasoning_content` in the thinking mode must be passed back to the API"), Moonshot's Kimi
+#: ("thinking is enabled but reasoning_content is missing in assistant tool call message at
+#: index 2"), LiteLLM ("assistant message with tool_calls must include reasoning_content").
+#: Not the name alone: an error that repeats the request (vLLM's validation errors) has it
+#: wherever the conversation does (the words are told apart by spaces and quotes only, not by
+#: the colon or comma of a repeated key).
+_REASONING_WANTED = re.compile(
+    "|".join(
+        words.replace(" ", r"[\s`'\"]+")
+        for words in (
+            "missing (?:field )?reasoning_content",
+            "reasoning_content (?:field )?(?:is )?(?:missing|required)",
+            "reasoning_content in the thinking mode must",
+            "must (?:include|contain) (?:the )?reasoning_content",
+        )
+    ),
+    re.IGNORECASE,
+)
 #: ``stream_options`` named in an error as the field refused ("Unrecognized request argument
 #: supplied: stream_options", "loc: ('body', 'stream_options')", "{'stream_options': ['Unknown
 #: field.']}"), not as a key of the request the error repeats, with the object sent (vLLM's
@@ -259,7 +276,7 @@ class OpenAIModel(CompletionModel):
                 )
             except openai.BadRequestError as error:
                 said = str(error)
-                if not self.sends_reasoning and _REASONING_WANTED in said:
+                if not self.sends_reasoning and _REASONING_WANTED.search(said):
                     self.sends_reasoning = True
                 elif "stream_options" in options and _STREAM_OPTIONS_REFUSED.search(said):
                     self.asks_usage = False  # (its usage is then unknown: shown as 0)
