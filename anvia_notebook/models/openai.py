@@ -128,7 +128,9 @@ class OpenAIModel(CompletionModel):
     closed on it as that loop ends). Other
     keyword arguments are sent with every request (``top_p=0.9``, ``reasoning_effort="low"``,
     ``extra_body={...}``); the request's own
-    ``temperature``, ``max_tokens`` and ``tool_choice`` win over them. A request's token limit
+    ``temperature``, ``max_tokens`` and ``tool_choice`` win over them (an Anthropic-style
+    ``tool_choice``, given either way, is made OpenAI's, and its ``disable_parallel_tool_use``
+    sent as ``parallel_tool_calls=False``). A request's token limit
     goes as ``max_completion_tokens`` to OpenAI and Azure, as ``max_tokens`` elsewhere, or under
     the name of a limit given as an option. Usage is asked for (``stream_options``) unless
     ``stream_options=None`` is passed, or until the server refuses it (the request is then sent
@@ -196,7 +198,10 @@ class OpenAIModel(CompletionModel):
             "OpenAIModel", client.chat.completions.create, request_options, also=frozenset()
         )
         if "tool_choice" in request_options:  # (an Anthropic-style one: made OpenAI's)
-            request_options["tool_choice"] = to_openai_tool_choice(request_options["tool_choice"])
+            given_choice = request_options["tool_choice"]
+            request_options["tool_choice"] = to_openai_tool_choice(given_choice)
+            if _parallel_calls_off(given_choice):  # (a parallel_tool_calls given wins)
+                request_options.setdefault("parallel_tool_calls", False)
         self.name = model
         self.model = model
         self.client = client
@@ -295,6 +300,8 @@ class OpenAIModel(CompletionModel):
             options["tools"] = [to_openai_tool(tool) for tool in request.tools]
             if request.tool_choice is not None:
                 options["tool_choice"] = to_openai_tool_choice(request.tool_choice)
+                if _parallel_calls_off(request.tool_choice):
+                    options["parallel_tool_calls"] = False
         elif not options.get("tools"):
             # An agent without tools (a judge) on a model given these: the API refuses them
             # ("'parallel_tool_calls' is only allowed when 'tools' are specified").
@@ -434,8 +441,8 @@ def to_openai_tool_choice(choice: Any) -> Any:
     """``"auto"``, ``"none"``, ``"required"`` and OpenAI's dicts pass through; ``"any"`` is
     ``"required"`` and any other string names the one tool to call. An Anthropic-style dict
     (``{"type": "tool", "name": ...}``, ``{"type": "any"}``, ...) is made OpenAI's, as the
-    Anthropic model makes an OpenAI-style one its own (its ``disable_parallel_tool_use`` is
-    not carried over: ``parallel_tool_calls=False`` says it to OpenAI)."""
+    Anthropic model makes an OpenAI-style one its own (its ``disable_parallel_tool_use`` goes
+    as ``parallel_tool_calls=False``, beside it)."""
     if choice == "any":
         return "required"
     if isinstance(choice, str) and choice not in ("auto", "none", "required"):
@@ -451,6 +458,17 @@ def to_openai_tool_choice(choice: Any) -> Any:
             )
         return {"type": "function", "function": {"name": name}}
     return choice
+
+
+def _parallel_calls_off(choice: Any) -> bool:
+    """Whether ``choice`` is an Anthropic-style ``tool_choice`` that turns parallel tool calls
+    off (``"disable_parallel_tool_use": True``), which OpenAI is told as
+    ``parallel_tool_calls=False``."""
+    return (
+        isinstance(choice, dict)
+        and choice.get("type") in _ANTHROPIC_CHOICES
+        and choice.get("disable_parallel_tool_use") is True
+    )
 
 
 #: The finish reasons a streamed answer with tool calls may end with (its calls are then
