@@ -106,7 +106,9 @@ class AnthropicModel(CompletionModel):
     reads; ``tool_result_images=False`` sends only the text placeholder naming them. Other keyword
     arguments are sent with every request (``thinking={"type": "adaptive"}``,
     ``stop_sequences=[...]``, ...; a ``tool_choice`` given so is made Anthropic's, as the
-    request's own is); the request's own ``tool_choice`` wins over them, and ``tools``
+    request's own is, and OpenAI's ``parallel_tool_calls=False`` is sent as the
+    ``tool_choice``'s ``disable_parallel_tool_use``); the request's own ``tool_choice`` wins
+    over them, and ``tools``
     given so (a server tool, such as ``{"type": "web_search_20250305", "name": "web_search"}``)
     are sent before the agent's; so is a ``system`` given so, before the agent's instructions
     (``system=[{"type": "text", "text": doc, "cache_control": {"type": "ephemeral"}}]`` caches
@@ -168,8 +170,16 @@ class AnthropicModel(CompletionModel):
             "AnthropicModel",
             self.client.messages.create,
             request_options,
-            also=frozenset({"output_config"}),  # (sent in the body by an SDK without it)
+            # (output_config: sent in the body by an SDK without it; parallel_tool_calls:
+            # OpenAI's, made Anthropic's)
+            also=frozenset({"output_config", "parallel_tool_calls"}),
         )
+        parallel = request_options.get("parallel_tool_calls")
+        if parallel is not None and not isinstance(parallel, bool):
+            raise TypeError(
+                "AnthropicModel: parallel_tool_calls must be True or False, not "
+                f"{type(parallel).__name__}."
+            )
         if "tool_choice" in request_options:  # (an OpenAI-style one: made Anthropic's)
             request_options["tool_choice"] = to_anthropic_tool_choice(
                 request_options["tool_choice"]
@@ -232,6 +242,7 @@ class AnthropicModel(CompletionModel):
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
         options = dict(self.request_options)
+        parallel = options.pop("parallel_tool_calls", None)  # (OpenAI's: not the API's)
         if request.instructions:
             options["system"] = _with_instructions(options.get("system"), request.instructions)
         if request.tools:
@@ -242,6 +253,8 @@ class AnthropicModel(CompletionModel):
                 options["tool_choice"] = to_anthropic_tool_choice(request.tool_choice)
         elif not options.get("tools"):  # (an agent without tools: the API refuses it alone)
             options.pop("tool_choice", None)
+        if parallel is False and options.get("tools"):
+            options["tool_choice"] = _parallel_calls_off(options.get("tool_choice"))
         if request.response_format is not None:
             config = dict(options.get("output_config") or {})
             config["format"] = to_anthropic_output_format(request.response_format)
@@ -419,6 +432,17 @@ def to_anthropic_output_format(response_format: ResponseFormat) -> dict[str, Any
         except (ValueError, TypeError, KeyError):  # (a schema it cannot make: sent closed)
             pass
     return {"type": "json_schema", "schema": closed_objects(schema)}
+
+
+def _parallel_calls_off(choice: Any) -> Any:
+    """``choice`` (none: ``auto``, the API's default) with ``disable_parallel_tool_use``, as
+    OpenAI's ``parallel_tool_calls=False`` says it; one that sets it already, and ``none``
+    (which calls no tool), are left as they are."""
+    if choice is None:
+        choice = {"type": "auto"}
+    if isinstance(choice, dict) and choice.get("type") in ("auto", "any", "tool"):
+        return {"disable_parallel_tool_use": True, **choice}
+    return choice
 
 
 def to_anthropic_tool_choice(choice: Any) -> Any:
