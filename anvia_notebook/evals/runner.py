@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..question_types import Answer
     from ..questions import QuestionRequest
+    from ..run import AgentRun
 
 __all__ = [
     "NO_REVIEWER_MESSAGE",
@@ -133,6 +134,11 @@ def prepare(
     return report
 
 
+def _tokens(run: AgentRun) -> int:
+    """The tokens a case's run used, its sub-agents' runs (at every depth) included."""
+    return run.state.usage.total_tokens + sum(_tokens(child) for child in run.children)
+
+
 async def _score(metrics: list[Metric], case: Case, output: str) -> dict[str, Score]:
     if len(metrics) == 1:
         return {metrics[0].name: await metrics[0].score(case, output)}
@@ -190,7 +196,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         status="success" if error is None else "error",
         error=error or unscored or None,
         duration_ms=duration_ms,
-        tokens=run.state.usage.total_tokens,
+        tokens=_tokens(run),
         run_id=run.run_id,
         scores={name: s.value for name, s in details.items()},
         details=details,
