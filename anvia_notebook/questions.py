@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from .question_types import Answer, Question, QuestionInput
 from .run_info import RunInfo
-from .tools import Tool, ToolContext
+from .tools import Tool, ToolContext, warn_unsendable_name
 
 __all__ = [
     "NO_HUMAN_ANSWER",
@@ -54,6 +54,7 @@ def create_question_tool(
             {"answers": [answer.to_wire() for answer in answers]}, separators=(",", ":")
         )  # (compact, as a person's answers are told)
 
+    warn_unsendable_name(name)
     return QuestionTool(name=name, description=description, input=QuestionInput, execute=execute)
 
 

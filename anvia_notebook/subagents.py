@@ -28,7 +28,7 @@ from ._tool_exec import CURRENT_TOOL_CALL
 from ._util import compact_json
 from .errors import DEFAULT_CANCEL_REASON, SubAgentError
 from .records import PATH_SEPARATOR, approval_scope, path_label
-from .tools import Tool, ToolContext
+from .tools import Tool, ToolContext, warn_unsendable_name
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -78,6 +78,7 @@ def agent_as_tool(
     if not isinstance(max_depth, int) or isinstance(max_depth, bool) or max_depth < 1:
         raise ValueError("max_depth must be a positive integer (sub-agent levels)")
     tool_name = (name or agent.id).strip()
+    warn_unsendable_name(tool_name)  # (an agent's id may be "data analyst")
     if description is not None:
         text = description
     else:

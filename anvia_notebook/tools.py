@@ -7,6 +7,7 @@ import contextvars
 import functools
 import inspect
 import json
+import os
 import re
 import types
 import warnings
@@ -361,7 +362,7 @@ def create_tool(
     ``idempotent=True`` says the tool is safe to run twice: a resumed run re-runs a call of it
     that had started when the run was interrupted.
     """
-    _warn_unsendable_name(name)
+    warn_unsendable_name(name)
     return Tool(
         name=name,
         description=description,
@@ -408,13 +409,19 @@ def tool(
     return build(fn) if fn is not None else build
 
 
+#: The package's folder: a warning is told at the first frame outside it.
+_PACKAGE_FOLDER = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _warn(message: str) -> None:
-    """A ``UserWarning`` told where the user's code made the tool (the first frame outside this
-    module)."""
+    """A ``UserWarning`` told where the user's code made the tool (the first frame outside the
+    package: ``agent.as_tool()`` and ``create_question_tool()`` make theirs through it too)."""
     level = 2
     here = inspect.currentframe()
     frame: types.FrameType | None = here.f_back if here is not None else None
-    while frame is not None and frame.f_code.co_filename == __file__:
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+        _PACKAGE_FOLDER
+    ):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, UserWarning, stacklevel=level)
 
@@ -429,9 +436,10 @@ def sendable_name(name: str) -> bool:
     return _SENDABLE_NAME.fullmatch(name) is not None
 
 
-def _warn_unsendable_name(name: Any) -> None:
+def warn_unsendable_name(name: Any) -> None:
     """Say at once that OpenAI and Anthropic would refuse the name (their error would come at
-    the first model call, far from here); other servers may take it, so it is not refused."""
+    the first model call, far from here); other servers may take it, so it is not refused.
+    (Package-internal: a sub-agent's and a question tool's names are checked with it too.)"""
     if isinstance(name, str) and name.strip() and not sendable_name(name):
         _warn(
             f"Tool name {name!r}: OpenAI and Anthropic take only letters, digits, _ and - (at "
@@ -477,7 +485,7 @@ def _tool_from_function(
         raise TypeError(f"@tool makes a tool of a function, not of {type(function).__name__}.")
     tool_name = name if name is not None else _function_name(function)
     if name is not None:
-        _warn_unsendable_name(name)
+        warn_unsendable_name(name)
     signature = inspect.signature(function)
     hints = _type_hints(function)
     bound = function.keywords if isinstance(function, functools.partial) else {}
