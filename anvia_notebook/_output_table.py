@@ -115,7 +115,7 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
     if rows is None:
         raise TypeError(
             f"to_pandas() needs a list of models (or one model); this response's data is a "
-            f"{type(data).__name__}."
+            f"{_kind(data)}."
         )
     try:
         pd = importlib.import_module("pandas")
@@ -132,6 +132,16 @@ def to_pandas(data: Any, output_type: Any = None) -> Any:
         if column in frame.columns and str(frame[column].dtype) == "Int64":
             frame[column] = frame[column].astype("Float64")
     return frame
+
+
+def _kind(data: Any) -> str:
+    """What ``data`` is, for an error: its type, and for a list the types of its items (a
+    ``list of int``, not a ``list``, which would read as what was asked for)."""
+    kind = type(data).__name__
+    if isinstance(data, (list, tuple)) and data:
+        items = sorted({type(_root(item)).__name__ for item in data})
+        return f"{kind} of {', '.join(items)}"
+    return kind
 
 
 def _float_fields(output_type: Any) -> list[str]:

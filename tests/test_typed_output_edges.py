@@ -223,3 +223,14 @@ async def test_a_native_answer_cut_at_the_limit_or_refused_is_not_asked_for_agai
         await agent.prompt("Where?").store(None).send()
     assert len(model.requests) == 1
     assert raised.value.output == text and raised.value.errors
+
+
+async def test_to_pandas_of_a_list_of_numbers_says_what_the_items_are():
+    """The refusal named only ``list`` ("needs a list of models; this response's data is a
+    list"), which reads as what was asked for: it names the items' type."""
+    call = ToolCall("f1", "final_result", {"result": [1, 2]})
+    model = QueueModel([ModelResponse(tool_calls=[call])])
+    agent = AgentBuilder("numbers", model).output_type(list[int]).build()
+    response = await agent.prompt("a").store(None).send()
+    with pytest.raises(TypeError, match=r"this response's data is a list of int\.$"):
+        response.to_pandas()
