@@ -509,3 +509,19 @@ def test_two_sub_agents_waiting_side_by_side_wait_side_by_side_after_a_resume(
         assert store.get(top.run_id).tool_concurrency == 2
     finally:
         store.close()
+
+
+def test_the_tree_and_top_run_of_a_run_the_store_does_not_have_are_refused(store_path):
+    """``run_tree`` and ``top_run`` of a mistyped id said ``[id]`` and None, the answers of a
+    stored top-level run without sub-agents (so a script resumed the typo as a top-level run),
+    where every other read of a run (``get``, ``sub_runs``, ``pending``...) says it is not
+    there."""
+    model = QueueModel(["hello"])
+    response = AgentBuilder("alone", model).build().prompt("hi").send_sync()
+    with RunStore(store_path) as store:
+        assert store.run_tree(response.run_id) == [response.run_id]
+        assert store.top_run(response.run_id) is None
+        with pytest.raises(RunNotFoundError, match="No stored run 'run_typo'"):
+            store.run_tree("run_typo")
+        with pytest.raises(RunNotFoundError, match="No stored run 'run_typo'"):
+            store.top_run("run_typo")

@@ -547,7 +547,16 @@ class RunStore(SteeringRows, DecisionRequests):
             raise RunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
 
     def run_tree(self, run_id: str) -> list[str]:
-        """``run_id`` and the runs of its sub-agents at every depth (parents first)."""
+        """``run_id`` and the runs of its sub-agents at every depth (parents first);
+        :class:`RunNotFoundError` when no run ``run_id`` is stored."""
+        tree = self._tree(run_id)
+        if len(tree) == 1:
+            self._known(run_id)
+        return tree
+
+    def _tree(self, run_id: str) -> list[str]:
+        """:meth:`run_tree`, without asking whether ``run_id`` is stored (``[run_id]`` when it
+        is not)."""
         tree = [run_id]
         level = [run_id]
         while level:
@@ -562,8 +571,12 @@ class RunStore(SteeringRows, DecisionRequests):
 
     def top_run(self, run_id: str) -> tuple[str, str] | None:
         """``(run id, agent id)`` of the top-level run above ``run_id`` when that is a
-        sub-agent's run (the run to resume to go on with it), else None."""
-        return top_run(self._backend, self._sql, run_id)
+        sub-agent's run (the run to resume to go on with it), else None (a top-level run);
+        :class:`RunNotFoundError` when no run ``run_id`` is stored."""
+        top = top_run(self._backend, self._sql, run_id)
+        if top is None:
+            self._known(run_id)
+        return top
 
     def _effective_status(self, status: str, owner: Sequence[Any], pending: int) -> str:
         if status in ACTIVE:
@@ -588,7 +601,7 @@ class RunStore(SteeringRows, DecisionRequests):
         interactions count as its own."""
         pending = 0
         if status in ACTIVE and self._alive(owner):
-            tree = self.run_tree(run_id)
+            tree = self._tree(run_id)
             pending = int(
                 self._q(
                     f"SELECT COUNT(*) FROM interactions WHERE run_id IN ({_marks(tree)}) "
@@ -653,7 +666,7 @@ class RunStore(SteeringRows, DecisionRequests):
     def pending(self, run_id: str | None = None) -> list[Record]:
         """Pending approvals and questions (of one run and its sub-agents' runs at every
         depth, or of every run)."""
-        tree = [] if run_id is None else self.run_tree(run_id)
+        tree = [] if run_id is None else self._tree(run_id)
         where = f" AND run_id IN ({_marks(tree)})" if tree else ""
         records = self._records(f"status = 'pending'{where} ORDER BY id", tree)
         if run_id is not None and not records:
@@ -827,7 +840,7 @@ class RunStore(SteeringRows, DecisionRequests):
             "WHERE id = ?",
             (item_id,),
         )
-        if not rows or (rows[0][0] != run_id and rows[0][0] not in self.run_tree(run_id)):
+        if not rows or (rows[0][0] != run_id and rows[0][0] not in self._tree(run_id)):
             if not self._q("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)):
                 raise DecisionRunNotFoundError(f"No stored run {run_id!r} in {self.location}.")
             raise unknown
@@ -899,7 +912,7 @@ class RunStore(SteeringRows, DecisionRequests):
 
     def _resumed_as(self, run_id: str) -> str:
         """The run to resume for ``run_id`` to go on: itself, or a sub-agent's top-level run."""
-        return (self.top_run(run_id) or (run_id,))[0]
+        return (top_run(self._backend, self._sql, run_id) or (run_id,))[0]
 
     def decision_waits(self, run_id: str) -> str | None:
         """What to tell of a decision recorded for run ``run_id`` while no process runs it
@@ -1295,7 +1308,7 @@ class RunStore(SteeringRows, DecisionRequests):
         it, cancelled by the runtime, and what they left open is closed (else it would wait,
         and be decided, for ever). A sub-agent's run that another live process runs (resumed
         on its own) is left to it."""
-        below = self.run_tree(run_id)[1:]
+        below = self._tree(run_id)[1:]
         if not below:
             return
         rows = self._q(
