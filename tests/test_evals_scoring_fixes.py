@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+from enum import Enum
+from typing import Literal
 
 import pytest
 from pydantic import BaseModel
@@ -262,3 +264,25 @@ def test_a_comparison_types_a_metric_that_failed_on_every_case_of_one_side_alike
     b = evals.evaluate_sync(agent("fine"), cases, [checks], show=False)
     frame = evals.compare(a, b).to_pandas()
     assert (str(frame["checks_a"].dtype), str(frame["checks_b"].dtype)) == ("boolean", "boolean")
+
+
+def test_a_typed_text_label_is_scored_as_the_text_not_as_a_json_string():
+    """A classifier (``output_type(Literal["positive", "negative"])``) scored as JSON gave the
+    metrics ``"positive"`` with its quotes: ``exact_match`` against ``expected="positive"``
+    failed every case, and so did ``matches("^positive$")``."""
+
+    class Mood(str, Enum):
+        POSITIVE = "positive"
+
+    for output_type in (Literal["positive", "negative"], str, Mood):
+        report = evals.evaluate_sync(
+            typed_agent(output_type, {"result": "positive"}),
+            [evals.Case("I love it", expected="positive")],
+            [evals.exact_match(), evals.matches("^positive$")],
+            show=False,
+        )
+        [case] = report.cases
+        assert case.status == "success", case.error
+        assert case.output == "positive", output_type
+        assert case.passed, (output_type, case.scores)
+        assert case.data == "positive"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import signal
 import threading
@@ -134,6 +135,15 @@ def prepare(
     return report
 
 
+def _scored_text(data: Any) -> str:
+    """A typed output's value as its metrics read it: as JSON (``{"value":7}``), but a text
+    (a ``Literal`` label, a ``str`` enum) as itself, ``positive`` and not ``"positive"``, which
+    no ``exact_match("positive")`` would match."""
+    text = to_json(data).decode()
+    value = json.loads(text)
+    return value if isinstance(value, str) else text
+
+
 def _tokens(run: AgentRun) -> int:
     """The tokens a case's run used, its sub-agents' runs (at every depth) included."""
     return run.state.usage.total_tokens + sum(_tokens(child) for child in run.children)
@@ -168,7 +178,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         response = await run.wait()
         output, data = response.output, response.data
         if request.active_output_type is not None:  # scored as its validated value's JSON
-            output = to_json(data).decode()
+            output = _scored_text(data)
     except asyncio.CancelledError:
         run.cancel(STOP_REASON)
         raise
