@@ -219,10 +219,13 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     status = store.status(args.run_id)
     pending = store.pending(args.run_id)
     refused = _refused_edits(store, args.run_id)
+    ended = status in ("success", "error", "cancelled")
     # Sent while no process took them (a row its run holds already, marked taken by nobody
-    # since, is not waiting)
+    # since, is not waiting); for a run that ended, with the messages it took and never read
     taken = set(state.steered_ids)
     queued = [item for item in store.queued_steering(args.run_id) if item.id not in taken]
+    if ended:
+        queued = [*state.steering, *queued]
     if args.json:
         data = state.model_dump(mode="json")
         data["status"] = status
@@ -242,10 +245,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             }
             for record, edited, why in refused
         ]
-        # (messages a run that ended never took are "unread_steering": it cannot take them)
-        key = (
-            "unread_steering" if status in ("success", "error", "cancelled") else "queued_steering"
-        )
+        # (messages a run that ended never read are "unread_steering": it cannot read them)
+        key = "unread_steering" if ended else "queued_steering"
         data[key] = [{"id": item.id, "text": item.message.content or ""} for item in queued]
         print(json.dumps(data, indent=2))
         return
@@ -277,11 +278,10 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
                     "interrupted, unless its tool is marked idempotent (then it runs again). "
                     "Check what it did first."
                 )
-    ended = status in ("success", "error", "cancelled")
     for item in queued:
         text = " ".join((item.message.content or "").split())
         if ended:
-            _say(f"\nMessage sent with steer that the run never took: it ended first ({item.id}):")
+            _say(f"\nMessage sent with steer that the run never read: it ended first ({item.id}):")
         else:
             _say(f"\nMessage sent with steer, waiting for the run to take it ({item.id}):")
         _say(f"  {text[:200]}{'...' if len(text) > 200 else ''}")

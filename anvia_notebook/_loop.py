@@ -7,6 +7,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ._run_context import CURRENT_RUN
+from ._steering import last_turn
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput, fixed_then_steered
 from ._util import StreamedHalves, cancelled_from_outside, error_text, maybe_await, valid_text
@@ -212,7 +213,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         executor.resuming = False
         turn_prompt: Message | None = None
         # As in Anvia, the loop runs while the turn counter is at most max_turns + 1.
-        while turn <= max_turns + 1:
+        while turn < last_turn(max_turns):
             turn += 1
             state.turn = turn
             # This turn's prompt is the last new message (the tool message after a tool round).

@@ -124,6 +124,11 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
+def last_turn(max_turns: int) -> int:
+    """The number of a run's last model call (as in Anvia, ``max_turns + 2`` calls at most)."""
+    return max_turns + 2
+
+
 def new_items(messages: Sequence[Message]) -> list[SteeringItem]:
     return [SteeringItem(id=new_id("steer"), message=message) for message in messages]
 
@@ -139,6 +144,8 @@ class Steering:
         self._closed_in_store = False  # the store refuses messages to this run already
         #: True once Stop was asked: the run will end without reading another message.
         self.stopping = False
+        #: True once the run has ended: what is queued stays unread (said at its end).
+        self.ended = False
 
     # -- queueing (any thread) -------------------------------------------------------------------
 
@@ -202,7 +209,7 @@ class Steering:
         """Queue the rows this run has not taken yet, store the state, then mark every row
         taken (on the run's loop). Returns the rows newly queued."""
         run = self._run
-        if not items or self.stopping:  # (left queued: the store refuses them once it ends)
+        if not items or self.stopping or self.ended:  # (taken as unread by end)
             return []
         with run.lock:
             known = set(run.state.steered_ids)
@@ -223,10 +230,13 @@ class Steering:
 
     def deliver(self, turn: int) -> bool:
         """Put the queued messages into the conversation (``turn``: the model call that will
-        first see them); True when there were any."""
+        first see them); True when there were any. When the turn limit leaves no such call, they
+        stay queued: the run ends (``MaxTurnsError``) with them unread, as after a Stop."""
         run = self._run
         state = run.state
         with run.lock:
+            if turn > last_turn(run.request.max_turn_count):
+                return bool(state.steering)
             items, state.steering = list(state.steering), []
         for item in items:
             state.messages.append(item.message)
@@ -296,13 +306,26 @@ class Steering:
 
     def end(self) -> None:
         """The run has ended, or is ending (on any path: its error hooks may still run): no
-        more steering, from this process or through the store."""
+        more steering, from this process or through the store. What was sent through the store
+        and not taken joins the run's queue unread: the run's end says every message it never
+        read (``RunState.steering``), wherever it came from."""
         run = self._run
         with run.lock:
-            self.closed = True
+            self.closed = self.ended = True
         self.stop()
-        if run.store is not None and not self._closed_in_store:
-            try:
-                run.store.end_steering(run.run_id)
-            except Exception as error:
-                run.store_failed(error)
+        store = run.store
+        if store is None:
+            return
+        try:
+            if not self._closed_in_store:
+                store.end_steering(run.run_id)
+                self._closed_in_store = True
+            left = store.queued_steering(run.run_id)  # (final: the store refuses more)
+        except Exception as error:
+            run.store_failed(error)
+            return
+        with run.lock:
+            known = set(run.state.steered_ids)
+            unread = [item for item in left if item.id not in known]
+            run.state.steering.extend(unread)
+            run.state.steered_ids.extend(item.id for item in unread)

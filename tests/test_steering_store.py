@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 import store_agents
 from child_processes import child_environ
+from pydantic import BaseModel
 from test_resume import kill, start_child, wait_until
 
 from anvia_notebook import (
     AgentBuilder,
     AnviaError,
+    MaxTurnsError,
     Message,
     PromptCancelledError,
     RunEndedError,
@@ -28,9 +30,17 @@ from anvia_notebook import (
     create_tool,
 )
 from anvia_notebook.__main__ import main as cli
-from anvia_notebook.models import FunctionModel, ModelError, QueueModel, TextDelta
+from anvia_notebook.models import (
+    FunctionModel,
+    ModelError,
+    ModelResponse,
+    QueueModel,
+    TextDelta,
+)
+from anvia_notebook.notebook._session import TranscriptSession
+from anvia_notebook.notebook._snapshot import render_text
 
-from helpers import AddInput, call, make_add_tool
+from helpers import AddInput, call, calls, make_add_tool
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -195,18 +205,99 @@ async def test_show_does_not_say_a_message_waits_for_a_run_that_ended(store_loca
         run.cancel("Stop")
         with pytest.raises(PromptCancelledError):
             await run.wait()
-        unread = store.queued_steering(run.run_id)  # (unless the run took it before the Stop)
     finally:
         store.close()
     capsys.readouterr()
     assert cli(["--store", store_location, "show", run.run_id]) == 0
     shown = capsys.readouterr().out
     assert "waiting for the run to take it" not in shown
-    assert ("the run never took: it ended first" in shown) == bool(unread)
+    # (said whether or not the run took the message before the Stop)
+    assert "the run never read: it ended first" in shown
+    assert "also split it by region" in shown
     assert cli(["--store", store_location, "show", run.run_id, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert "queued_steering" not in data
-    assert [m["text"] for m in data["unread_steering"]] == [i.message.content for i in unread]
+    assert [m["text"] for m in data["unread_steering"]] == ["also split it by region"]
+
+
+class Answer(BaseModel):
+    city: str
+
+
+ENDINGS = ["stop", "model error", "max turns", "typed output at the turn limit"]
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+async def test_every_message_a_run_ended_before_reading_is_said_at_its_end(
+    store_location, ending, capsys
+):
+    """Messages steered from this process and through the store just before the run ends
+    (Stop, a model error, the turn limit, a typed result at the turn limit): the run's end says
+    each was not delivered, in the transcript and its saved copy, and ``show`` lists them. Before,
+    at the turn limit the model never read the message the transcript showed as delivered, and a
+    message sent through the store was said by ``show`` only."""
+    waiting, release = asyncio.Event(), asyncio.Event()
+
+    async def work(args: AddInput, ctx: Any) -> int:
+        if args.x == 2:  # the run waits here while the messages are sent
+            waiting.set()
+            await release.wait()
+        return args.x + args.y
+
+    async def failing(request: Any) -> ModelResponse:
+        waiting.set()
+        await release.wait()
+        raise ModelError("The provider is down.")
+
+    first, last = call("work", {"x": 1, "y": 1}, "c1"), call("work", {"x": 2, "y": 1}, "c2")
+    replies: dict[str, Any] = {
+        "stop": QueueModel([last]),
+        "model error": FunctionModel(failing),
+        "max turns": QueueModel([first, last]),
+        "typed output at the turn limit": QueueModel(
+            [
+                first,
+                calls(("work", {"x": 2, "y": 1}, "c2"), ("final_result", {"city": "Oslo"}, "f")),
+            ]
+        ),
+    }
+    model = replies[ending]
+    tool = create_tool(name="work", description="Work a while.", input=AddInput, execute=work)
+    agent = AgentBuilder("a", model).tool(tool)
+    if ending.startswith("typed"):
+        agent = agent.output_type(Answer)
+    run = agent.build().prompt("hi").max_turns(0).create_run()
+    session = TranscriptSession(agent_id="a", loop=asyncio.get_running_loop())
+    session._send = lambda message: None  # type: ignore[method-assign]
+    session.attach(run)
+    run.start()
+    await waiting.wait()
+    other = RunStore(store_location)  # another process's view of the same store
+    try:
+        assert run.steer("in this process") is True
+        other.steer(run.run_id, "through the store")
+        if ending == "stop":
+            run.cancel("Stop")
+        release.set()
+        with pytest.raises((PromptCancelledError, ModelError, MaxTurnsError)):
+            await run.wait()
+    finally:
+        other.close()
+    sent = [m.content for request in model.requests for m in request.messages]
+    assert "in this process" not in sent and "through the store" not in sent
+    entries = session.state()["entries"]
+    assert not [e for e in entries if e.get("steered")]  # (no bubble: never delivered)
+    said = [e["text"] for e in entries if e["kind"] == "notice"][-2:]
+    assert said == [
+        "Not delivered, the run ended first: in this process",
+        "Not delivered, the run ended first: through the store",
+    ]
+    assert all(line in render_text(session.state()) for line in said)
+    capsys.readouterr()
+    assert cli(["--store", store_location, "show", run.run_id, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    unread = [m["text"] for m in data["unread_steering"]]
+    assert unread == ["in this process", "through the store"]
 
 
 async def test_an_unknown_run_and_a_blank_message_are_refused(store_location, capsys):
