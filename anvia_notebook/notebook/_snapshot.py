@@ -297,7 +297,8 @@ def _approval_html(approval: dict[str, Any], budget: _Budget) -> str:
         reason = show_overrides(str(approval["reason"]))
         line = _then(line, f"Reason asked: {_esc(reason, MAX_SHORT, budget)}")
     if approval.get("decision_reason"):
-        line = _then(line, f"Decision: {_esc(approval['decision_reason'], MAX_SHORT, budget)}")
+        decided = show_overrides(str(approval["decision_reason"]))
+        line = _then(line, f"Decision: {_esc(decided, MAX_SHORT, budget)}")
     return f"<div>{line}</div>"
 
 
@@ -608,7 +609,8 @@ def _entry_text(entry: dict[str, Any], budget: _Budget, reply: str) -> str:
             reason = show_overrides(str(approval["reason"]))
             line += f"; reason asked: {_cut(reason, MAX_SHORT, budget, ' ')}"
         if approval.get("decision_reason"):
-            line += f"; decision: {_cut(approval['decision_reason'], MAX_SHORT, budget, ' ')}"
+            decided = show_overrides(str(approval["decision_reason"]))
+            line += f"; decision: {_cut(decided, MAX_SHORT, budget, ' ')}"
         lines.append(line)
     question = entry.get("question")
     if question:

@@ -37,9 +37,9 @@ _OVERRIDES = re.compile("[\u202a-\u202e\u2066-\u2069]")
 
 
 def show_overrides(text: str) -> str:
-    """Model-written prose (an approval's reason, a question and its answers) with each
-    direction override written as its escape (``\\u202e``): it reads in the order it was
-    written, as the live view shows it."""
+    """Model-written prose (an approval's reason and its decision's, a question and its
+    answers) with each direction override written as its escape (``\\u202e``): it reads in
+    the order it was written, as the live view shows it."""
     return _OVERRIDES.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

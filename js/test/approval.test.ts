@@ -173,6 +173,15 @@ describe("approval panel", () => {
     expect(buttons(root).filter((b) => ["Approve", "Reject"].includes(b.textContent ?? ""))).toHaveLength(0);
   });
 
+  it("shows a direction override in the decision's reason as an escape, as in the saved copy", () => {
+    const { model, root } = setup();
+    const approval = { ...pending, status: "rejected", decided_by: "human", decided_via: "store", decision_reason: "Fine\u202eenif" } as const;
+    batch(model, { op: "patch", id: "t1", changes: { status: "rejected", approval } });
+    const line = root.querySelector(".anvia-decision")?.textContent ?? "";
+    expect(line).toMatch(/Reason: Fine\\u202eenif$/);
+    expect(line).not.toContain("\u202e");
+  });
+
   it("says how other decisions were made", () => {
     const cases: [Partial<ApprovalView>, RegExp][] = [
       [{ status: "approved", decided_by: "human", decided_via: "widget", edited_args: { amount: 1 } }, /^Approved by you with edited arguments\.$/],

@@ -1,5 +1,5 @@
 """The static copy a saved notebook keeps shows each direction override in model-written prose (an
-approval's reason, a question, an answer) as its escape, as the live view does: U+202E would
+approval's reason, its decision's, a question, an answer) as its escape, as the live view does: U+202E would
 show "Delete report\u202etxt.exe" as "Delete reportexe.txt", to a reviewer reading the saved
 notebook on GitHub too."""
 
@@ -29,7 +29,7 @@ def transcript(char: str) -> dict:
         "decided_by": "human",
         "decided_via": "widget",
         "reason": f"Delete report{char}txt.exe",
-        "decision_reason": None,
+        "decision_reason": f"Fine{char}enif",
     }
     question = {
         "id": "q_1",
@@ -53,13 +53,14 @@ def transcript(char: str) -> dict:
 
 
 @pytest.mark.parametrize("char", OVERRIDES, ids=[f"U+{ord(c):04X}" for c in OVERRIDES])
-def test_direction_overrides_in_reasons_questions_and_answers_show_as_escapes(char: str):
+def test_direction_overrides_in_reasons_decisions_questions_and_answers_show_as_escapes(char: str):
     escape = f"\\u{ord(char):04x}"
     for copy in (render_html(transcript(char)), render_text(transcript(char))):
         assert char not in copy
         assert f"Delete report{escape}txt.exe" in copy
         assert f"Keep{escape} it?" in copy
         assert f"no{escape}pe" in copy
+        assert f"Fine{escape}enif" in copy
 
 
 def test_right_to_left_prose_and_its_marks_are_kept():

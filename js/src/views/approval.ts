@@ -52,8 +52,8 @@ export function approvalRecord(a: ApprovalView): HTMLElement {
   }
   if (a.status === "approved" && a.edited_args) line.append(" with edited arguments");
   line.append(".");
-  const reason = a.decision_reason;
-  if (!reason) return line;
+  if (!a.decision_reason) return line;
+  const reason = showOverrides(a.decision_reason);
   // A long reason goes in a folded block under the line.
   const long = foldPoint(reason, REASON.chars, REASON.lines) !== null;
   line.append(" ", h("span", { class: "anvia-decision-reason" }, long ? "Reason:" : `Reason: ${reason}`));

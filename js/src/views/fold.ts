@@ -96,8 +96,9 @@ export const showInvisibles = (json: string): string =>
  * `exe.txt`), not the marks U+200E/U+200F that right-to-left prose uses. */
 const OVERRIDES = /[\u202a-\u202e\u2066-\u2069]/g;
 
-/** Model-written prose (an approval's reason, a question and its choices) with each direction
- * override written as its escape (`\u202e`): it reads in the order it was written. */
+/** Model-written prose (an approval's reason and its decision's, a question and its choices)
+ * with each direction override written as its escape (`\u202e`): it reads in the order it was
+ * written. */
 export const showOverrides = (text: string): string =>
   text.replace(OVERRIDES, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
