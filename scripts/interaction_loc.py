@@ -239,6 +239,7 @@ PYTHON: list[tuple[str, str, list[str] | None]] = [
             "ChoiceView",
             "QuestionItemView",
             "AnswerView",
+            "AnsweredView",
             "QuestionView",
             "_RecordView",
             "IsoTime",

@@ -50,6 +50,7 @@ __all__ = [
     "TOOL_STATUS_LABELS",
     "AddOp",
     "AnswerView",
+    "AnsweredView",
     "AppendOp",
     "ApprovalDecisionMsg",
     "ApprovalView",
@@ -303,11 +304,18 @@ class AnswerView(_Model):
     custom: bool | None = None
 
 
+class AnsweredView(AnswerView):
+    """An answer in a question's view; ``label`` is what the page and the saved copy show: the
+    words the person gave, a picked choice by its label ("Yes", not the value sent, "true")."""
+
+    label: str
+
+
 class QuestionView(_RecordView):
     id: NonEmpty
     status: QuestionStatus
     questions: list[QuestionItemView]
-    answers: list[AnswerView]
+    answers: list[AnsweredView]
     decided_by: Decider | None = None
     decided_via: DecidedVia | None = None
     #: While pending with a time limit (``show(timeout=...)``): when it times out (ISO time).
@@ -320,11 +328,14 @@ class QuestionView(_RecordView):
     @classmethod
     def from_record(cls, record: QuestionRecord) -> QuestionView:
         """The questions are the record's as the page shows them (:meth:`QuestionItemView.of`),
-        the answers are given in their wire form."""
+        the answers in their wire form with their labels (a value's first choice's; a choice's
+        value is never blank)."""
+        labels = {(q.id, c.value): c.label for q in record.questions for c in reversed(q.choices)}
+        shown = [(a, labels.get((a.question_id, a.choice or ""), a.answer)) for a in record.answers]
         return cls._of(
             record,
             questions=[QuestionItemView.of(q) for q in record.questions],
-            answers=[answer.to_wire() for answer in record.answers],
+            answers=[{**answer.to_wire(), "label": label} for answer, label in shown],
         )
 
 

@@ -311,19 +311,8 @@ def _then(sentence: str, more: str) -> str:
 
 
 def _answers(question: dict[str, Any]) -> dict[Any, Any]:
-    """Each answer of ``question`` as the person gave it, by question id: a picked choice by its
-    label, the words they clicked ("Yes"), not the value the model or server gets ("true"), as
-    the live view shows it."""
-    asked = {q.get("id"): q for q in question.get("questions", [])}
-    shown = {}
-    for answer in question.get("answers", []):
-        choice = answer.get("choice")
-        choices = asked.get(answer.get("questionId"), {}).get("choices", [])
-        picked = [
-            c.get("label") for c in choices if choice is not None and c.get("value") == choice
-        ]
-        shown[answer.get("questionId")] = picked[0] if picked else answer.get("answer")
-    return shown
+    """Each answer of ``question`` as the page shows it (its ``label``), by question id."""
+    return {a.get("questionId"): a.get("label") for a in question.get("answers", [])}
 
 
 def _questions_html(question: dict[str, Any], budget: _Budget) -> str:

@@ -1,4 +1,5 @@
-// An answered question's record shows each picked choice by the label the person clicked.
+// An answered question's record shows each picked choice by the label the person clicked: the
+// answer's `label` in the kernel's view of the record, which the saved copy shows too.
 import { afterEach, expect, it } from "vitest";
 import type { QuestionView } from "../src/protocol";
 import { mount, status, toolEntry } from "./helpers";
@@ -17,9 +18,9 @@ const answered: QuestionView = {
     { id: "note", question: "Note", choices: [] },
   ],
   answers: [
-    { questionId: "confirm", answer: "true", choice: "true" },
-    { questionId: "retries", answer: "(blank)", choice: "(blank)" },
-    { questionId: "note", answer: "true", custom: true },
+    { questionId: "confirm", answer: "true", choice: "true", label: "Yes" },
+    { questionId: "retries", answer: "(blank)", choice: "(blank)", label: "Use the default (3)" },
+    { questionId: "note", answer: "true", custom: true, label: "true" },
   ],
 };
 

@@ -22,7 +22,7 @@ const answered: QuestionView = {
   id: "q_1",
   status: "answered",
   questions: [{ id: "p", question: "What priority?", choices: [{ label: "High", value: "high" }] }],
-  answers: [{ questionId: "p", answer: "high", choice: "high" }],
+  answers: [{ questionId: "p", answer: "high", choice: "high", label: "High" }],
 };
 
 afterEach(() => {

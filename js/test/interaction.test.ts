@@ -93,7 +93,7 @@ describe("interactions of a tool entry", () => {
     batch(model, {
       op: "patch",
       id: "t1",
-      changes: { status: "done", question: { ...question, status: "answered", answers: [{ questionId: "p", answer: "high" }] } },
+      changes: { status: "done", question: { ...question, status: "answered", answers: [{ questionId: "p", answer: "high", label: "high" }] } },
     });
     const slot = root.querySelector(".anvia-question-slot") as HTMLElement;
     expect(slot.textContent).toBe("AnsweredWhat priority?high");

@@ -16,7 +16,7 @@ const question = (status: QuestionView["status"]): QuestionView => ({
   id: "q_1",
   status,
   questions: [{ id: "amount", question: ASKED, choices: [] }],
-  answers: status === "answered" ? [{ questionId: "amount", answer: "12\n(twelve)", custom: true }] : [],
+  answers: status === "answered" ? [{ questionId: "amount", answer: "12\n(twelve)", custom: true, label: "12\n(twelve)" }] : [],
 });
 
 afterEach(() => {

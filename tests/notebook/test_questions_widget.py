@@ -71,6 +71,8 @@ async def test_answers_with_a_choice_and_a_custom_text_resume_the_same_tool_call
         ]
     }
     assert json.loads(tool_entry["result"]) == expected
+    labels = [a.pop("label") for a in tool_entry["question"]["answers"]]
+    assert labels == ["High", "Customer is a VIP"]  # (the words shown for each answer)
     assert tool_entry["question"]["answers"] == expected["answers"]
     # The same tool call (id q1) got the answers; no new user message was added.
     tool_message = [m for m in model.requests[1].messages if m.role == "tool"][-1]

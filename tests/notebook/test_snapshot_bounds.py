@@ -71,7 +71,7 @@ def base() -> dict[str, Any]:
                             "choices": [{"label": "Hi", "value": "hi"}],
                         }
                     ],
-                    "answers": [{"questionId": "p", "answer": "hi", "choice": "hi"}],
+                    "answers": [{"questionId": "p", "answer": "hi", "choice": "hi", "label": "Hi"}],
                 },
             },
             {"kind": "error", "id": "e6", "text": "boom"},
@@ -97,6 +97,13 @@ def _question(t: dict[str, Any]) -> dict[str, Any]:
     return t["entries"][4]["question"]
 
 
+def _choice_label(t: dict[str, Any], label: str) -> None:
+    """The question's choice labelled ``label``, and the answer that picked it (its view's
+    label is the choice's)."""
+    _question(t)["questions"][0]["choices"][0]["label"] = label
+    _question(t)["answers"][0]["label"] = label
+
+
 #: Where a 1 MB text can be put, by name.
 FIELDS = {
     "user message": lambda t: t["entries"][0].__setitem__("text", EVIL),
@@ -111,9 +118,9 @@ FIELDS = {
     "edited args": lambda t: _tool(t)["approval"].__setitem__("edited_args", {"note": EVIL}),
     "question text": lambda t: _question(t)["questions"][0].__setitem__("question", EVIL),
     "answer": lambda t: _question(t)["answers"].__setitem__(
-        0, {"questionId": "p", "answer": EVIL, "custom": True}
+        0, {"questionId": "p", "answer": EVIL, "custom": True, "label": EVIL}
     ),
-    "choice label": lambda t: _question(t)["questions"][0]["choices"][0].__setitem__("label", EVIL),
+    "choice label": lambda t: _choice_label(t, EVIL),
     "error": lambda t: t["entries"][5].__setitem__("text", EVIL),
     "notice": lambda t: t["entries"][6].__setitem__("text", EVIL),
     "status error": lambda t: t["status"].__setitem__("error", EVIL),

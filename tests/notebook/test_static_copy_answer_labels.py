@@ -1,42 +1,50 @@
 """The static copy a saved notebook keeps shows a picked choice by the label the person clicked
 ("Yes", "Use the default (3)"), not the value the model or the MCP server got ("true",
-"(blank)"), as the live view does."""
+"(blank)"), as the live view does: both read the answer's ``label`` in the view made from the
+record (one serialiser)."""
 
 from __future__ import annotations
 
+from anvia_notebook.notebook._protocol import interaction_view
 from anvia_notebook.notebook._snapshot import render_html, render_text
+from anvia_notebook.question_types import Answer, Choice, Question
+from anvia_notebook.records import QuestionRecord
 
 
 def transcript() -> dict:
-    question = {
-        "id": "q_1",
-        "status": "answered",
-        "questions": [
-            {
-                "id": "confirm",
-                "question": "Delete the branch?",
-                "choices": [{"label": "Yes", "value": "true"}, {"label": "No", "value": "false"}],
-            },
-            {
-                "id": "retries",
-                "question": "Retries",
-                "choices": [{"label": "Use the default (3)", "value": "(blank)"}],
-            },
-            {"id": "note", "question": "Note", "choices": []},
+    record = QuestionRecord(
+        id="q_1",
+        run_id="run_1",
+        agent_id="ops",
+        tool_name="ask_question",
+        tool_call_id="c1",
+        status="answered",
+        questions=[
+            Question(
+                id="confirm",
+                question="Delete the branch?",
+                choices=[Choice(label="Yes", value="true"), Choice(label="No", value="false")],
+            ),
+            Question(
+                id="retries",
+                question="Retries",
+                choices=[Choice(label="Use the default (3)", value="(blank)")],
+            ),
+            Question(id="note", question="Note", choices=[Choice(label="None", value="none")]),
         ],
-        "answers": [
-            {"questionId": "confirm", "answer": "true", "choice": "true"},
-            {"questionId": "retries", "answer": "(blank)", "choice": "(blank)"},
-            {"questionId": "note", "answer": "false", "custom": True},
+        answers=[
+            Answer(question_id="confirm", answer="true", choice="true"),
+            Answer(question_id="retries", answer="(blank)", choice="(blank)"),
+            Answer(question_id="note", answer="false", custom=True),
         ],
-    }
+    )
     entry = {
         "id": "e1",
         "kind": "tool",
         "tool_name": "deploy",
         "arguments": "{}",
         "status": "done",
-        "question": question,
+        "question": interaction_view(record),
     }
     return {"entries": [entry], "status": {"state": "success", "agent_id": "ops"}}
 

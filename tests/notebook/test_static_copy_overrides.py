@@ -35,7 +35,9 @@ def transcript(char: str) -> dict:
         "id": "q_1",
         "status": "answered",
         "questions": [{"id": "p", "question": f"Keep{char} it?", "choices": []}],
-        "answers": [{"questionId": "p", "answer": f"no{char}pe", "custom": True}],
+        "answers": [
+            {"questionId": "p", "answer": f"no{char}pe", "custom": True, "label": f"no{char}pe"}
+        ],
     }
     entries = [
         {"id": "e1", "kind": "tool", "tool_name": "delete", "arguments": "{}", "status": "done"},

@@ -207,7 +207,9 @@ CASES: dict[str, tuple[ApprovalRecord | QuestionRecord, dict[str, Any]]] = {
             "decided_via": "cli",
             "path": ["lead", "mcp"],
             "questions": [{"id": "email", "question": "Your email?", "choices": []}],
-            "answers": [{"questionId": "email", "answer": "a@b.c", "custom": True}],
+            "answers": [
+                {"questionId": "email", "answer": "a@b.c", "custom": True, "label": "a@b.c"}
+            ],
             "declinable": True,
         },
     ),
@@ -281,7 +283,59 @@ CASES: dict[str, tuple[ApprovalRecord | QuestionRecord, dict[str, Any]]] = {
             "decided_by": "policy",
             "decided_via": "human_input",
             "questions": [SIZE.model_dump(exclude={"answer_schema"})],
-            "answers": [{"questionId": "size", "answer": "Small", "choice": "s"}],
+            "answers": [{"questionId": "size", "answer": "Small", "choice": "s", "label": "Small"}],
+        },
+    ),
+    "question answered by the words clicked, not the value sent (one label for both views)": (
+        QuestionRecord(
+            id="q5",
+            questions=[
+                Question(
+                    id="go",
+                    question="Delete the branch?",
+                    choices=[
+                        Choice(label="Yes", value="true"),
+                        Choice(label="No", value="false"),
+                        Choice(label="Sure", value="true"),
+                    ],
+                ),
+                Question(id="note", question="Note?", choices=[Choice(label="No", value="false")]),
+                Question(id="size", question="Size?", choices=[Choice(label="Small", value="s")]),
+            ],
+            status="answered",
+            answers=[
+                Answer(question_id="go", answer="true", choice="true"),
+                Answer(question_id="note", answer="false", custom=True),
+                Answer(question_id="size", answer="l", choice="l"),
+            ],
+            decided_by="human",
+            decided_via="widget",
+            resolved_at=NOW,
+            **BASE,
+        ),
+        {
+            "id": "q5",
+            "status": "answered",
+            "decided_by": "human",
+            "decided_via": "widget",
+            "questions": [
+                {
+                    "id": "go",
+                    "question": "Delete the branch?",
+                    "choices": [
+                        {"label": "Yes", "value": "true"},
+                        {"label": "No", "value": "false"},
+                        {"label": "Sure", "value": "true"},
+                    ],
+                },
+                {"id": "note", "question": "Note?", "choices": [{"label": "No", "value": "false"}]},
+                {"id": "size", "question": "Size?", "choices": [{"label": "Small", "value": "s"}]},
+            ],
+            "answers": [
+                {"questionId": "go", "answer": "true", "choice": "true", "label": "Yes"},
+                {"questionId": "note", "answer": "false", "custom": True, "label": "false"},
+                {"questionId": "size", "answer": "l", "choice": "l", "label": "l"},
+            ],
         },
     ),
 }

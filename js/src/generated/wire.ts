@@ -158,7 +158,7 @@ export interface QuestionView {
   id: string;
   status: "pending" | "answered" | "cancelled" | "timed_out";
   questions: QuestionItemView[];
-  answers: AnswerView[];
+  answers: AnsweredView[];
   decided_by?: ("human" | "handler" | "policy" | "timeout" | "stop" | "runtime") | null;
   decided_via?: ("widget" | "handle" | "store" | "cli" | "handler" | "human_input") | null;
   expires_at?: string | null;
@@ -184,16 +184,18 @@ export interface ChoiceView {
   value: string;
 }
 /**
- * An answer on the wire: ``questionId``, ``answer``, optional ``choice`` and ``custom``.
+ * An answer in a question's view; ``label`` is what the page and the saved copy show: the
+ * words the person gave, a picked choice by its label ("Yes", not the value sent, "true").
  *
  * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "AnswerView".
+ * via the `definition` "AnsweredView".
  */
-export interface AnswerView {
+export interface AnsweredView {
   questionId: string;
   answer: string;
   choice?: string | null;
   custom?: boolean | null;
+  label: string;
 }
 /**
  * The sub-agent a tool call runs (``agent.as_tool``): its entries have the tool entry as
@@ -236,6 +238,18 @@ export interface NoticeEntry {
   id: string;
   text: string;
   parent?: string | null;
+}
+/**
+ * An answer on the wire: ``questionId``, ``answer``, optional ``choice`` and ``custom``.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "AnswerView".
+ */
+export interface AnswerView {
+  questionId: string;
+  answer: string;
+  choice?: string | null;
+  custom?: boolean | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema

@@ -29,20 +29,13 @@ const blank = (text: string): boolean => /^[\s\p{Cf}\x1c-\x1f\x85]*$/u.test(text
 /** Closed by the person's Decline (a question an MCP server asked), not by Stop or the runtime. */
 const declined = (q: QuestionView): boolean => q.status === "cancelled" && q.decided_by === "human";
 
-/** An answer as the person gave it: a picked choice by its label, the words they clicked ("Yes",
- * "Use the default (42)"), not the value the model or the server gets ("true", "(blank)"). */
-export function answerShown(question: Question | undefined, answer: Answer): string {
-  const picked = answer.choice == null ? undefined : question?.choices.find((c) => c.value === answer.choice);
-  return picked ? picked.label : answer.answer;
-}
-
 export function questionRecord(q: QuestionView): HTMLElement {
   // Each answer under its question's text.
   const answers = q.answers.flatMap((a) => {
     const question = q.questions.find((x) => x.id === a.questionId);
     return [
       h("dt", {}, showOverrides(question?.question ?? a.questionId)),
-      h("dd", {}, showOverrides(answerShown(question, a)), a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null),
+      h("dd", {}, showOverrides(a.label), a.custom ? h("span", { class: "anvia-muted" }, " (custom answer)") : null),
     ];
   });
   return h(
