@@ -110,8 +110,9 @@ class Anything(BaseModel):
 
 @pytest.mark.parametrize("model", [Named, Pet, Where, Anything])
 def test_openai_strict_only_with_the_keywords_strict_mode_takes(model):
-    """A length limit, a oneOf with a discriminator, or a $ref beside a description: OpenAI's
-    strict mode refuses the request (every property is required, yet it is not strict)."""
+    """A length limit (also in a model a described field names), a oneOf with a discriminator,
+    an untyped field: OpenAI's strict mode refuses the request (every property is required, yet
+    it is not strict)."""
     schema = model.model_json_schema()
     sent = to_openai_response_format(ResponseFormat(name=model.__name__, json_schema=schema))
     assert sent["json_schema"]["strict"] is False

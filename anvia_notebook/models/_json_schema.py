@@ -16,6 +16,7 @@ __all__ = [
     "every_property_required",
     "finite_numbers_only",
     "open_objects",
+    "refs_alone",
     "strict_keywords_only",
 ]
 
@@ -117,6 +118,58 @@ def strict_keywords_only(schema: Any) -> bool:
         ):
             return False
     return True
+
+
+def refs_alone(schema: Any) -> Any:
+    """``schema`` with each ``$ref`` that has keywords beside it (pydantic's ``{"$ref": ...,
+    "description": ...}`` for a field of a model type given a description; older pydantic's
+    ``{"allOf": [{"$ref": ...}], "description": ...}``) made one that stands alone, as OpenAI's
+    strict mode wants it ("$ref cannot have keywords"): the definition it names put in its place,
+    the keywords beside it winning (as the OpenAI SDK does for its own strict schemas). A
+    ``$ref`` to a definition it is already inside (a recursive model) keeps only the ref when
+    what is beside it only describes it (a title, a description); other refs, and those
+    that do not name one of the schema's ``$defs`` (or ``definitions``), stay as they are.
+    ``schema`` itself when it has no such ref."""
+    if not isinstance(schema, dict):
+        return schema
+    return _refs_alone(schema, schema, ())
+
+
+#: The keywords that only describe a schema: dropped beside a recursive ``$ref``.
+_ANNOTATIONS = frozenset({"title", "description"})
+
+
+def _refs_alone(value: Any, root: dict[str, Any], inside: tuple[str, ...]) -> Any:
+    if isinstance(value, list):
+        items = [_refs_alone(item, root, inside) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if not isinstance(value, dict):
+        return value
+    all_of = value.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
+        merged = {key: item for key, item in value.items() if key != "allOf"}
+        value = {**merged, **all_of[0]}
+    ref = value.get("$ref")
+    if isinstance(ref, str) and len(value) > 1:
+        resolved = _definition(root, ref)
+        if resolved is not None and ref not in inside:
+            beside = {key: item for key, item in value.items() if key != "$ref"}
+            return _refs_alone({**resolved, **beside}, root, (*inside, ref))
+        if resolved is not None and _ANNOTATIONS.issuperset(set(value) - {"$ref", "$defs"}):
+            value = {key: item for key, item in value.items() if key not in _ANNOTATIONS}
+    copy = {key: _refs_alone(item, root, inside) for key, item in value.items()}
+    return value if all(copy[key] is value[key] for key in value) else copy
+
+
+def _definition(root: dict[str, Any], ref: str) -> dict[str, Any] | None:
+    """The schema a local ``$ref`` (``#/$defs/Name``, ``#/definitions/Name``) names, or None."""
+    for key in ("$defs", "definitions"):
+        prefix = f"#/{key}/"
+        if ref.startswith(prefix):
+            defs = root.get(key)
+            found = defs.get(ref[len(prefix) :]) if isinstance(defs, dict) else None
+            return found if isinstance(found, dict) else None
+    return None
 
 
 def open_objects(schema: Any) -> bool:

@@ -20,6 +20,7 @@ from ._json_schema import (
     closed_objects,
     every_property_required,
     finite_numbers_only,
+    refs_alone,
     strict_keywords_only,
 )
 from ._media import images_to_send
@@ -424,9 +425,15 @@ def to_openai_response_format(response_format: ResponseFormat) -> dict[str, Any]
     """The schema as Chat Completions' ``json_schema`` response format, its objects closed:
     strict (the answer is guaranteed to follow it) when strict mode takes the schema, i.e.
     every property is required and it uses only the keywords strict mode knows (a length
-    limit, a ``oneOf`` or a ``$ref`` with a description would make OpenAI refuse the request)."""
+    limit or a ``oneOf`` would make OpenAI refuse the request). A ``$ref`` with a keyword beside
+    it (a described field of a model type), which strict mode refuses too, is sent as the
+    definition it names, with that keyword (see ``refs_alone``), when that makes it strict."""
     schema = closed_objects(finite_numbers_only(response_format.json_schema))
     strict = every_property_required(schema) and strict_keywords_only(schema)
+    if not strict:
+        alone = refs_alone(schema)
+        if alone is not schema and every_property_required(alone) and strict_keywords_only(alone):
+            schema, strict = alone, True
     return {
         "type": "json_schema",
         "json_schema": {"name": response_format.name, "schema": schema, "strict": strict},
