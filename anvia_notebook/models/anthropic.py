@@ -6,6 +6,11 @@ install it with ``pip install "anvia_notebook[anthropic]"``.
 Stop reasons are reported in the vocabulary the OpenAI model uses too: ``end_turn`` and
 ``stop_sequence`` are ``"stop"``, ``max_tokens`` is ``"length"``, ``tool_use`` is
 ``"tool_calls"``, ``refusal`` is ``"content_filter"``; any other reason passes through.
+
+An answer the API paused (``pause_turn``: a long turn of server tools, such as web search) is
+continued as Anthropic documents it: the request is sent again with the answer so far as the
+last assistant message, up to :data:`PAUSED_TURN_CONTINUATIONS` times, and the parts stream as
+one answer (their usage added up). One still paused after that ends with ``"pause_turn"``.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import json
 import uuid
 import warnings
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
@@ -84,6 +90,8 @@ _CUT_TOOL_CALLS = {
     "model_context_window_exceeded": "provider output may be incomplete",
     "refusal": "tool calls will not be executed",
 }
+#: How many times an answer the API paused (``pause_turn``) is continued within one completion.
+PAUSED_TURN_CONTINUATIONS = 5
 #: The usage fields that add up to the input tokens of a request.
 INPUT_TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 #: The ``Message.provider_data`` key under which a turn's signed thinking blocks travel.
@@ -208,36 +216,51 @@ class AnthropicModel(CompletionModel):
         messages = to_anthropic_messages(request.messages, images=self.tool_result_images)
         options = self._options(request)
         max_tokens = request.max_tokens if request.max_tokens is not None else self.max_tokens
-        assembler = _EventAssembler()
-        with provider_errors("Anthropic", anthropic):
-            try:
-                client = await self._loop_clients.on_this_loop(self.client)
-                stream = await client.messages.create(
-                    model=self.model,
-                    max_tokens=max_tokens,
-                    messages=messages,
-                    stream=True,
-                    **options,
-                )
-            except TypeError as exc:
-                # The SDK found no key, token or credentials anywhere before sending anything.
-                if "authentication method" not in str(exc):
-                    raise
-                raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
-            await refuse_json_answer("Anthropic", stream)
-            event = None
-            with whole_answer_kept(anthropic, lambda: assembler.whole):
-                async with stream:
-                    async for event in stream:
-                        for completion_event in assembler.feed(event):
-                            yield completion_event
-        if not assembler.finished:  # (cut short: a tool call in it may be too)
-            raise ended_early("Anthropic", "message_stop", event is not None)
+        parts: list[_EventAssembler] = []
+        paused: list[Any] = []  # (the answer's content so far, when the API paused it)
+        while True:
+            assembler = _EventAssembler()
+            parts.append(assembler)
+            sent = [*messages, {"role": "assistant", "content": paused}] if paused else messages
+            with provider_errors("Anthropic", anthropic):
+                try:
+                    client = await self._loop_clients.on_this_loop(self.client)
+                    stream = await client.messages.create(
+                        model=self.model,
+                        max_tokens=max_tokens,
+                        messages=sent,
+                        stream=True,
+                        **options,
+                    )
+                except TypeError as exc:
+                    # The SDK found no key, token or credentials anywhere before sending anything.
+                    if "authentication method" not in str(exc):
+                        raise
+                    raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
+                await refuse_json_answer("Anthropic", stream)
+                event = None
+                with whole_answer_kept(anthropic, partial(getattr, assembler, "whole")):
+                    async with stream:
+                        async for event in stream:
+                            for completion_event in assembler.feed(event):
+                                yield completion_event
+            if not assembler.finished:  # (cut short: a tool call in it may be too)
+                raise ended_early("Anthropic", "message_stop", event is not None)
+            if not assembler.paused or len(parts) > PAUSED_TURN_CONTINUATIONS:
+                break
+            # Paused (a long turn of server tools): sent back as the last assistant message,
+            # the model goes on with its answer, as Anthropic documents.
+            paused = _paused_content([*paused, *assembler.content()])
+            if not paused:  # (nothing to go on from: the request would be the same again)
+                break
         finish = assembler.finish()
-        for call in assembler.done_calls:
+        calls = [call for part in parts for call in part.done_calls]
+        thinking = [block for part in parts for block in part.thinking]
+        order = [kind for part in parts for kind in part.order]
+        for call in calls:
             yield call
-        if assembler.first_call_id is not None and assembler.thinking:
-            yield ProviderData(data={THINKING_KEY: assembler.thinking, ORDER_KEY: assembler.order})
+        if thinking and any(part.first_call_id is not None for part in parts):
+            yield ProviderData(data={THINKING_KEY: thinking, ORDER_KEY: order})
         yield finish
 
     def _options(self, request: CompletionRequest) -> dict[str, Any]:
@@ -467,6 +490,30 @@ def to_anthropic_tool_choice(choice: Any) -> Any:
     return choice
 
 
+def _paused_content(blocks: list[Any]) -> list[Any]:
+    """A paused answer's content blocks as they go back: blank text left out (the API refuses
+    it), and the last block's text without trailing white space (the API refuses an assistant
+    message that ends with it)."""
+    kept = [
+        block
+        for block in blocks
+        if not (block.get("type") == "text" and not str(block.get("text") or "").strip())
+    ]
+    if kept and kept[-1].get("type") == "text":
+        kept[-1] = {**kept[-1], "text": str(kept[-1]["text"]).rstrip()}
+    return kept
+
+
+def _block_param(block: Any) -> dict[str, Any]:
+    """A streamed content block as it is sent back: the fields the server gave."""
+    dump = getattr(block, "model_dump", None)
+    if dump is not None:
+        dumped = dump(mode="json", exclude_unset=True)
+        if isinstance(dumped, dict):
+            return dumped
+    return {"type": block.type}
+
+
 class _Fields:
     """A dict's keys read as attributes (a usage object a gateway sent as plain JSON)."""
 
@@ -511,6 +558,33 @@ class _EventAssembler:
         #: The tool calls whose blocks ended, held until the answer's stop reason: one that
         #: says they were cut (``max_tokens``) fails the call, and no ``tool_call`` is told.
         self.done_calls: list[ToolCall] = []
+        #: Each content block as it goes back should the API pause the answer (``pause_turn``),
+        #: by index: its start, with the text and input JSON streamed into it.
+        self._content: dict[int, dict[str, Any]] = {}
+        self._texts: dict[int, list[str]] = {}
+        self._inputs: dict[int, list[str]] = {}
+
+    @property
+    def paused(self) -> bool:
+        """Whether the API paused the answer, to be continued (``pause_turn``)."""
+        return self._stop_reason == "pause_turn"
+
+    def content(self) -> list[dict[str, Any]]:
+        """The answer's content blocks, in order, as the Messages API takes them back."""
+        blocks = []
+        for index in sorted(self._content):
+            block = self._content[index]
+            if index in self._texts:
+                block = {**block, "text": "".join(self._texts[index])}
+            pieces = self._inputs.get(index)
+            if pieces and index not in self._whole_at_start:
+                try:
+                    given = json.loads("".join(pieces), parse_constant=not_json)
+                except (ValueError, RecursionError):
+                    given = {}
+                block = {**block, "input": given if isinstance(given, dict) else {}}
+            blocks.append(block)
+        return blocks
 
     @property
     def whole(self) -> bool:
@@ -523,6 +597,9 @@ class _EventAssembler:
             delta = event.delta
             if delta.type == "text_delta":
                 if delta.text:
+                    pieces = self._texts.get(event.index)
+                    if pieces is not None:
+                        pieces.append(delta.text)
                     yield delta.text  # a plain string: a piece of text, no object built for it
             else:
                 yield from self._delta(event.index, delta)
@@ -533,6 +610,11 @@ class _EventAssembler:
             block = event.content_block
             kind = "thinking" if block.type == "redacted_thinking" else block.type
             self.order.append(kind)
+            self._content[event.index] = _block_param(block)
+            if block.type == "text":
+                self._texts[event.index] = [getattr(block, "text", None) or ""]
+            elif isinstance(getattr(block, "input", None), dict):  # (a tool's, a server tool's)
+                self._inputs[event.index] = []
             if block.type == "tool_use":
                 call_id = block.id or _new_call_id()  # (a server that sent "")
                 call = self._calls[event.index] = PendingCall(id=call_id, name=block.name)
@@ -555,6 +637,7 @@ class _EventAssembler:
                     "signature": getattr(block, "signature", None) or "",
                 }
                 self.thinking.append(thinking)
+                self._content[event.index] = thinking  # type: ignore[assignment]
                 if thinking["thinking"]:
                     yield ReasoningDelta(delta=thinking["thinking"])
             elif block.type == "redacted_thinking":
@@ -602,10 +685,18 @@ class _EventAssembler:
     def _delta(self, index: int, delta: Any) -> Iterator[CompletionEvent]:
         """A content block's delta other than text."""
         if delta.type == "input_json_delta" and delta.partial_json:
+            pieces = self._inputs.get(index)
+            if pieces is not None:
+                pieces.append(delta.partial_json)
             call = None if index in self._whole_at_start else self._calls.get(index)
             if call is not None:
                 call.arguments.append(delta.partial_json)
                 yield ToolCallDelta(id=call.id, arguments_delta=delta.partial_json)
+        elif delta.type == "citations_delta":
+            block = self._content.get(index)
+            if block is not None and delta.citation is not None:
+                cited = [*(block.get("citations") or ()), _block_param(delta.citation)]
+                block["citations"] = cited
         elif delta.type in ("thinking_delta", "signature_delta"):
             thinking = self._thinking_blocks.get(index)
             if delta.type == "signature_delta":
