@@ -561,6 +561,8 @@ class _EventAssembler:
         #: Each content block as it goes back should the API pause the answer (``pause_turn``),
         #: by index: its start, with the text and input JSON streamed into it.
         self._content: dict[int, dict[str, Any]] = {}
+        #: The usage message_start reported, told once the answer begins (see ``feed``).
+        self._held: list[UsageUpdate] = []
         self._texts: dict[int, list[str]] = {}
         self._inputs: dict[int, list[str]] = {}
 
@@ -604,8 +606,13 @@ class _EventAssembler:
             else:
                 yield from self._delta(event.index, delta)
         elif event.type == "message_start":
-            yield from self._usage(event.message.usage)
+            # Held until the answer begins: an error the API sends before that (an
+            # ``overloaded_error`` just after message_start is common) then comes before any
+            # event, so the run tries the request again, as it does an error status.
+            self._held = list(self._usage(event.message.usage))
         elif event.type == "content_block_start":
+            if self._held:
+                yield from self._release()
             self._blocks += 1
             block = event.content_block
             kind = "thinking" if block.type == "redacted_thinking" else block.type
@@ -647,15 +654,24 @@ class _EventAssembler:
             if done is not None:  # (told once the stop reason says it was not cut: see finish)
                 self.done_calls.append(done.complete())
         elif event.type == "message_delta":
+            if self._held:
+                yield from self._release()
             if event.delta.stop_reason:
                 self._stop_reason = event.delta.stop_reason
                 self.finished = True  # (the answer is whole, should message_stop not come)
             yield from self._usage(event.usage)
         elif event.type == "message_stop":
+            if self._held:
+                yield from self._release()
             self.finished = True
             whole = getattr(event, "message", None)  # (some gateways send the answer here)
             if isinstance(whole, dict) and not self._blocks:
                 yield from self._whole_message(whole)
+
+    def _release(self) -> Iterator[UsageUpdate]:
+        """The usage message_start reported, held until the answer began."""
+        held, self._held = self._held, []
+        yield from held
 
     def _whole_message(self, message: dict[str, Any]) -> Iterator[CompletionEvent | str]:
         """The answer a gateway sent whole in ``message_stop`` (``message``) instead of as
