@@ -95,6 +95,9 @@ CUT_AT_THE_LIMIT = frozenset(("length", "max_tokens"))
 #: The finish reason of an answer a content filter stopped, or the model refused (Azure
 #: OpenAI's filter, OpenAI's refusals and Anthropic's ``refusal`` are all told so).
 FILTERED = "content_filter"
+#: The finish reason of an answer the provider paused (Anthropic's ``pause_turn``: a long turn of
+#: server tools) and that was still paused after the model asked it to go on a few times.
+PAUSED = "pause_turn"
 
 #: How long a Studio's saved copy may lag behind a turn's complete text while the run goes on.
 #: The run's end usually comes at once after its last turn, and refreshes the copy with both:
@@ -515,8 +518,8 @@ class TranscriptSession:
             self.transcript.undelivered(left)
 
     def _cut_short(self) -> None:
-        """The answer ended at the model's token limit, or a content filter stopped it: said
-        under it (it reads as whole)."""
+        """The answer ended at the model's token limit, a content filter stopped it, or the
+        provider left it paused: said under it (it reads as whole)."""
         run = self.run
         turns = run.trace.turns if run is not None else []
         reason = turns[-1].response.finish_reason if turns else None
@@ -529,6 +532,12 @@ class TranscriptSession:
             self.transcript.notice(
                 "The answer was stopped by the provider's content filter, or the model refused "
                 "to answer: what it said may be cut short."
+            )
+        elif reason == PAUSED:
+            self.transcript.notice(
+                "The provider paused the answer (a long turn of its own tools, such as web "
+                "search) and it was still paused after being asked to go on several times: what "
+                "it said may be cut short. Ask it to go on."
             )
 
     def _summarise(self, run: AgentRun | None = None) -> None:

@@ -1,4 +1,5 @@
-"""What the transcript says under a run's end: an answer the model's token limit cut."""
+"""What the transcript says under a run's end: an answer the model's token limit cut, or one
+the provider left paused."""
 
 from __future__ import annotations
 
@@ -30,3 +31,20 @@ async def test_an_answer_the_token_limit_cut_is_said_to_be_cut(reason: str, cut:
     notices = [e["text"] for e in session.state()["entries"] if e["kind"] == "notice"]
     said = "The answer was cut short at the model's token limit"
     assert any(said in notice for notice in notices) is cut
+
+
+@pytest.mark.parametrize(("reason", "paused"), [("pause_turn", True), ("stop", False)])
+async def test_an_answer_the_provider_left_paused_is_said_to_be_so(reason: str, paused: bool):
+    """Anthropic's ``pause_turn`` still there after the model's continuations: the run ends in
+    success with what came, which may be cut short."""
+    model = StreamingQueueModel([[TextDelta(delta="Searching"), Finish(reason=reason)]])
+    session = TranscriptSession(agent_id="a", loop=asyncio.get_running_loop())
+    session._send = lambda message: None  # type: ignore[method-assign]
+    run = AgentBuilder("a", model).build().prompt("go").store(None).create_run()
+    session.attach(run)
+    run.start()
+    assert (await run.wait()).output == "Searching"
+    for _ in range(5):
+        await asyncio.sleep(0)
+    notices = [e["text"] for e in session.state()["entries"] if e["kind"] == "notice"]
+    assert any("The provider paused the answer" in notice for notice in notices) is paused
