@@ -4,7 +4,9 @@
 ``concurrency`` cases at a time. A case whose run fails is ``status="error"`` and the others go
 on. Protected tool calls are decided by ``approvals=`` (a handler as for
 ``PromptRequest.approvals``; without it, by the agent's own approval handler if it has one) or
-rejected with a message that no reviewer is present; questions (``ask_question``) get no answer.
+rejected with a message that no reviewer is present (a case that then reaches its turn limit says
+how many were); a typed result a hook puts to a person for sign-off ends its case at once;
+questions (``ask_question``) get no answer.
 No case ever waits for a person: a human input attached to the agent is not used. An agent with
 an ``output_type`` is scored on its validated value, as JSON (``CaseResult.data`` holds it).
 
@@ -32,8 +34,9 @@ from .._script_loop import run_in_script
 from .._tracing import ToolErrorsLogged, tool_errors_logged
 from .._util import error_text, new_id, running_loop
 from ..approvals import ApprovalDecision, ApprovalHandler, ToolApprovalRequest
-from ..errors import EvaluationStoppedError, PromptCancelledError
+from ..errors import EvaluationStoppedError, MaxTurnsError, PromptCancelledError
 from ..human import HumanInputUnavailable
+from ..output_types import FINAL_RESULT
 from .cases import Case, normalize_cases
 from .metrics import Metric, Score, normalize_metrics
 from .report import BASE_COLUMNS, STOP_REASON, CaseResult, EvalReport
@@ -61,6 +64,15 @@ NO_REVIEWER_MESSAGE = (
 )
 
 
+#: Why a case whose typed result a hook puts to a person for sign-off ends at once.
+RESULT_NEEDS_REVIEWER = (
+    "the agent's result needs a person's sign-off (a hook asks for approval of its "
+    f"{FINAL_RESULT} call), and no reviewer is present in an evaluation. To evaluate this "
+    "agent, pass approvals= to evals.evaluate (approvals=lambda request: True accepts every "
+    "result) or give the agent an approval handler."
+)
+
+
 class NoReviewer:
     """The human input of every eval case: nobody is there, so nothing waits.
 
@@ -68,12 +80,32 @@ class NoReviewer:
     :data:`NO_REVIEWER_MESSAGE`; questions get the tool's "no human answer" fallback. The fix of
     a typed output that stayed invalid is not taken (nobody can write it): the case ends with
     ``OutputValidationError``, as a run with nobody attached does (a rejection would send the
-    model round again, until the turn limit).
+    model round again, until the turn limit). Nor is the sign-off a hook asks for a typed output's
+    valid ``final_result`` call: the case ends with ``ToolApprovalRequiredError`` saying so (a
+    rejection would refuse every result the model can give, until the turn limit).
     """
+
+    def __init__(self) -> None:
+        #: The case's run (set once it is made): which of its runs have a typed output.
+        self.case_run: AgentRun | None = None
+
+    def _gives_typed_result(self, run_id: str) -> bool:
+        """Whether the run ``run_id`` (the case's, or a sub-agent's) has a typed output whose
+        ``final_result`` tool gives the result."""
+        runs = [self.case_run] if self.case_run is not None else []
+        while runs:
+            run = runs.pop()
+            if run.run_id == run_id:
+                output = run.state.output_type
+                return output is not None and output.mode == "tool"
+            runs.extend(run.children)
+        return False
 
     async def approve(self, request: ToolApprovalRequest) -> ApprovalDecision:
         if request.fix_required:
             raise HumanInputUnavailable("No reviewer is present in an evaluation.")
+        if request.tool_name == FINAL_RESULT and self._gives_typed_result(request.run.run_id):
+            raise HumanInputUnavailable(RESULT_NEEDS_REVIEWER)
         return ApprovalDecision(
             approved=False,
             reason="No reviewer is present in an evaluation.",
@@ -149,6 +181,25 @@ def _tokens(run: AgentRun) -> int:
     return run.state.usage.total_tokens + sum(_tokens(child) for child in run.children)
 
 
+def _rejected_note(run: AgentRun) -> str:
+    """Why a case that reached its turn limit may have: the protected calls it kept making,
+    each rejected for want of a reviewer (its sub-agents' runs included)."""
+    rejected, runs = 0, [run]
+    while runs:
+        one = runs.pop()
+        runs.extend(one.children)
+        rejected += sum(
+            record.decision_reason == NO_REVIEWER_MESSAGE for record in one.state.approvals.values()
+        )
+    if not rejected:
+        return ""
+    calls = "call was" if rejected == 1 else "calls were"
+    return (
+        f" ({rejected} tool {calls} rejected because they need approval and no reviewer is "
+        "present in an evaluation: pass approvals= to evals.evaluate to decide them)"
+    )
+
+
 async def _score(metrics: list[Metric], case: Case, output: str) -> dict[str, Score]:
     if len(metrics) == 1:
         return {metrics[0].name: await metrics[0].score(case, output)}
@@ -160,7 +211,8 @@ async def _run_case(report: EvalReport, index: int) -> None:
     assert report.run_options is not None
     agent, approvals, max_turns = report.run_options
     case = report.case_list[index]
-    request = agent.prompt(case.input).human_input(NoReviewer())
+    reviewer = NoReviewer()
+    request = agent.prompt(case.input).human_input(reviewer)
     request.session(report.eval_id, {"eval_case": case.name})
     if approvals is not None:
         request.approvals(approvals)
@@ -168,6 +220,7 @@ async def _run_case(report: EvalReport, index: int) -> None:
         request.max_turns(max_turns)
     started = time.perf_counter()
     run = request.create_run()
+    reviewer.case_run = run
     report.runs[index] = run
     run.start()
     report.case_started(index)
@@ -189,6 +242,8 @@ async def _run_case(report: EvalReport, index: int) -> None:
     except Exception as failure:
         text = error_text(failure)
         error = f"{type(failure).__name__}: {text}" if text else type(failure).__name__
+        if isinstance(failure, MaxTurnsError):
+            error += _rejected_note(run)
     duration_ms = round((time.perf_counter() - started) * 1000)  # the run's, not its scoring
     details: dict[str, Score] = {}
     if error is None:
