@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
+import sys
 from typing import Any
 
 from ..agent import model_given_as_text
+from ..errors import ModelError
 from .cases import Case
 from .metrics import DEFAULT_THRESHOLD, Metric, Score, checked_threshold, expected_text
 
@@ -87,6 +90,25 @@ def parse_verdict(text: str) -> tuple[float, str]:
     return float(score), reasoning if isinstance(reasoning, str) else json.dumps(reasoning)
 
 
+def _takes_temperature(model: Any) -> bool:
+    """Whether a temperature asked of ``model`` is sent: an ``AnthropicModel`` on an SDK without
+    sampling parameters (2.x, whose API version refuses them) leaves it out, with a warning."""
+    anthropic = sys.modules.get("anvia_notebook.models.anthropic")
+    if anthropic is None or not isinstance(model, anthropic.AnthropicModel):
+        return True
+    try:
+        return "temperature" in inspect.signature(model.client.messages.create).parameters
+    except (AttributeError, TypeError, ValueError):
+        return True
+
+
+def _refuses_temperature(error: ModelError) -> bool:
+    """Whether the provider refused the request for its temperature (OpenAI's reasoning models:
+    "Unsupported value: 'temperature' does not support 0 with this model"; Claude with extended
+    thinking: "temperature may only be set to 1 when thinking is enabled")."""
+    return error.status_code == 400 and "temperature" in str(error).lower()
+
+
 def _prompt(rubric: str, case: Case, output: str) -> str:
     parts = [f"## Rubric\n{rubric}", f"## Task given to the agent\n{case.input}"]
     if case.expected is not None:
@@ -110,6 +132,9 @@ def llm_judge(
     each output from 0 to 1 against ``rubric``; the score passes at ``>= threshold`` and the
     judge's reasoning is kept (``case.details[name].reason``).
 
+    The judge is asked at temperature 0 (as Anvia's); a model that refuses it (OpenAI's reasoning
+    models) is asked at its own temperature from then on.
+
     Rate limits and other transient provider failures are retried (``max_attempts`` in all,
     backoff from ``initial_delay`` to ``max_delay`` seconds), so they do not count as failures.
     A reply without a usable verdict marks that score as an error.
@@ -128,19 +153,37 @@ def llm_judge(
         )
     from ..agent import AgentBuilder
 
-    judge = AgentBuilder(f"{name}-judge", model).instructions(JUDGE_INSTRUCTIONS).build()
+    builder = AgentBuilder(f"{name}-judge", model).instructions(JUDGE_INSTRUCTIONS)
+    # Asked at temperature 0, as Anvia's judge, so a case is graded the same each time; a model
+    # that refuses it (OpenAI's reasoning models, Claude with extended thinking) is asked at its
+    # own from then on, and one that cannot send it is not asked.
+    at_its_own = builder.build()
+    judges = (
+        [builder.temperature(0).build(), at_its_own] if _takes_temperature(model) else [at_its_own]
+    )
     # Validated now, not at the first case.
     from ..retry import CompletionRetries
 
     CompletionRetries(max_attempts, initial_delay, max_delay)
 
-    async def fn(case: Case, output: str) -> Score:
+    async def ask(judge: Any, prompt: str) -> Any:
         request = (
-            judge.prompt(_prompt(rubric, case, output))
+            judge.prompt(prompt)
             .store(None)  # the judge's own calls are not runs of the agent under test
             .with_completion_retries(max_attempts, initial_delay, max_delay)
         )
-        response = await request.send()
+        return await request.send()
+
+    async def fn(case: Case, output: str) -> Score:
+        prompt, judge = _prompt(rubric, case, output), judges[0]
+        try:
+            response = await ask(judge, prompt)
+        except ModelError as error:
+            if judge is at_its_own or not _refuses_temperature(error):
+                raise
+            if judges[0] is judge:  # (the other cases too, from now on)
+                del judges[0]
+            response = await ask(at_its_own, prompt)
         score, reasoning = parse_verdict(response.output)
         return Score(score, score >= checked, reason=reasoning)
 
