@@ -11,6 +11,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
 from ._util import maybe_await, quoted
+from .errors import ToolApprovalPolicyError
 from .records import DEFAULT_REJECT_MESSAGE, DecidedVia
 from .run_info import RunInfo
 
@@ -174,19 +175,30 @@ class ToolApproval:
                 )
 
     async def required(self, ctx: ApprovalContext[Any]) -> bool:
+        """Whether this call needs approval; a ``when`` that raises fails the run with
+        :class:`ToolApprovalPolicyError` (naming the tool), raised from what it raised."""
         if isinstance(self.when, bool):
             return self.when
-        return bool(await maybe_await(self.when(ctx)))
+        try:
+            return bool(await maybe_await(self.when(ctx)))
+        except Exception as error:
+            raise ToolApprovalPolicyError(ctx.tool_name, "when", error) from error
 
     async def texts(self, ctx: ApprovalContext[Any]) -> tuple[str | None, str | None]:
-        return await _text(self.reason, ctx), await _text(self.reject_message, ctx)
+        return (
+            await _text(self.reason, ctx, "reason"),
+            await _text(self.reject_message, ctx, "reject_message"),
+        )
 
 
-async def _text(value: TextOrFn, ctx: ApprovalContext[Any]) -> str | None:
+async def _text(value: TextOrFn, ctx: ApprovalContext[Any], part: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    text = await maybe_await(value(ctx))
-    return None if text is None else str(text)  # (none given: as Anvia, no text)
+    try:
+        text = await maybe_await(value(ctx))
+        return None if text is None else str(text)  # (none given: as Anvia, no text)
+    except Exception as error:
+        raise ToolApprovalPolicyError(ctx.tool_name, part, error) from error
 
 
 def normalize_decision(value: Any) -> ApprovalDecision:
