@@ -358,6 +358,9 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
     state.status = "success"
     run.tracer.run_ended("success")
     run.persist()
+    spec = run.request.active_output_type
+    from ._output_table import keyed_type  # (pandas' helpers: not loaded at import)
+
     run.emit(
         FinalEvent(
             run_id=state.run_id,
@@ -365,9 +368,9 @@ async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
             usage=state.usage,
             messages=list(state.messages),
             data=data,
+            keyed=spec is not None and keyed_type(spec.output_type),
         )
     )
-    spec = run.request.active_output_type
     return PromptResponse(
         output=text,
         usage=state.usage,

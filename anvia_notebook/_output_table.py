@@ -17,6 +17,7 @@ from pydantic import BaseModel, RootModel
 __all__ = [
     "MAX_TABLE_ROWS",
     "item_columns",
+    "keyed_type",
     "markdown_table",
     "rows_of",
     "to_pandas",
@@ -170,13 +171,17 @@ def _is_float(hint: Any) -> bool:
     ) and options == [float]
 
 
+def keyed_type(output_type: Any) -> bool:
+    """Whether ``output_type`` maps keys to values (``dict[str, Model]``, also ``| None``): a
+    value of records by key is a row per key, not one row."""
+    origin = typing.get_origin(_unwrapped(output_type))
+    return isinstance(origin, type) and issubclass(origin, Mapping)
+
+
 def _keyed_records(data: Any, output_type: Any) -> dict[Any, dict[str, Any]] | None:
     """The rows of a ``dict[key, Model]`` result, by key (the frame's index), or None for any
     other type (a single record that is a dict is one row)."""
-    origin = typing.get_origin(_unwrapped(output_type))
-    if not (isinstance(origin, type) and issubclass(origin, Mapping)):
-        return None
-    if not isinstance(data, Mapping):
+    if not keyed_type(output_type) or not isinstance(data, Mapping):
         return None
     rows = {key: _record(value) for key, value in data.items()}
     if not all(row is not None for row in rows.values()):
@@ -198,10 +203,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def markdown_table(data: Any) -> str | None:
+def markdown_table(data: Any, keyed: bool = False) -> str | None:
     """The JSON data of a typed result as a markdown table (bounded), or None when it is not a
-    table; a value that is not a table is shown as JSON by the caller."""
-    rows = rows_of(data)
+    table; a value that is not a table is shown as JSON by the caller. ``keyed``: the output
+    type maps keys to records, a row per key (its key first, in a column without a name, as
+    ``to_pandas()`` makes the keys its index)."""
+    rows = _keyed_rows(data) if keyed else None
+    if rows is None:
+        rows = rows_of(data)
     if not rows:
         return None
     columns: list[str] = []
@@ -227,6 +236,23 @@ def markdown_table(data: Any) -> str | None:
     )
 
 
+#: The column of a keyed table's keys (as pandas shows an index without a name).
+_KEY_COLUMN = ""
+
+
+def _keyed_rows(data: Any) -> list[dict[str, Any]] | None:
+    """A row per key of a mapping of records, its key first; None when ``data`` is not one."""
+    if not isinstance(data, Mapping) or not data:
+        return None
+    rows = []
+    for key, value in data.items():
+        record = _record(value)
+        if record is None:
+            return None
+        rows.append({_KEY_COLUMN: key, **record})
+    return rows
+
+
 def _cell(value: Any) -> str:
     if value is None:
         text = ""
@@ -244,11 +270,14 @@ def _cell(value: Any) -> str:
 MAX_JSON_SHOWN = 2_000
 
 
-def typed_result_markdown(data: Any) -> str:
-    """How the transcript shows a run's typed result (its JSON data): a table for records, else
-    the JSON in a code block; bounded either way."""
-    table = markdown_table(data)
+def typed_result_markdown(data: Any, keyed: bool = False) -> str:
+    """How the transcript shows a run's typed result (its JSON data): a table for records (a
+    row per key of a ``keyed`` one: see :func:`markdown_table`), else the JSON in a code block;
+    bounded either way."""
+    table = markdown_table(data, keyed)
     count = len(data) if isinstance(data, list) else 1
+    if keyed and _keyed_rows(data) is not None:
+        count = len(data)
     if table is not None:
         rows = f"{count} row{'s' if count != 1 else ''}"
         return f"**Result** ({rows})\n\n{table}"

@@ -169,6 +169,9 @@ class FinalEvent(BaseModel):
     messages: list[Message]
     #: The validated value of a run with an ``output_type``, as JSON data (None without one).
     data: Any = None
+    #: The output type maps keys to records (``dict[str, Model]``): the value is a table of a
+    #: row per key, as ``PromptResponse.to_pandas()`` makes it (one record is one row).
+    keyed: bool = False
 
 
 class CancelledEvent(BaseModel):

@@ -572,7 +572,8 @@ class Transcript:
     def _on_final(self, event: FinalEvent) -> None:
         self._finish_unfinished()
         if event.data is not None:  # a typed result: shown as a table (or its JSON)
-            self._add("assistant", turn=self._run.turn, text=typed_result_markdown(event.data))
+            text = typed_result_markdown(event.data, event.keyed)
+            self._add("assistant", turn=self._run.turn, text=text)
         self._set_status(
             state="success",
             input_tokens=event.usage.input_tokens,
