@@ -11,7 +11,6 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
 from ._util import maybe_await, quoted
-from .errors import ToolApprovalPolicyError
 from .records import DEFAULT_REJECT_MESSAGE, DecidedVia
 from .run_info import RunInfo
 
@@ -175,30 +174,19 @@ class ToolApproval:
                 )
 
     async def required(self, ctx: ApprovalContext[Any]) -> bool:
-        """Whether this call needs approval; a ``when`` that raises fails the run with
-        :class:`ToolApprovalPolicyError` (naming the tool), raised from what it raised."""
         if isinstance(self.when, bool):
             return self.when
-        try:
-            return bool(await maybe_await(self.when(ctx)))
-        except Exception as error:
-            raise ToolApprovalPolicyError(ctx.tool_name, "when", error) from error
+        return bool(await maybe_await(self.when(ctx)))
 
     async def texts(self, ctx: ApprovalContext[Any]) -> tuple[str | None, str | None]:
-        return (
-            await _text(self.reason, ctx, "reason"),
-            await _text(self.reject_message, ctx, "reject_message"),
-        )
+        return await _text(self.reason, ctx), await _text(self.reject_message, ctx)
 
 
-async def _text(value: TextOrFn, ctx: ApprovalContext[Any], part: str) -> str | None:
+async def _text(value: TextOrFn, ctx: ApprovalContext[Any]) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    try:
-        text = await maybe_await(value(ctx))
-        return None if text is None else str(text)  # (none given: as Anvia, no text)
-    except Exception as error:
-        raise ToolApprovalPolicyError(ctx.tool_name, part, error) from error
+    text = await maybe_await(value(ctx))
+    return None if text is None else str(text)  # (none given: as Anvia, no text)
 
 
 def normalize_decision(value: Any) -> ApprovalDecision:

@@ -4,7 +4,6 @@ AnviaError
 ├── MaxTurnsError              the model kept calling tools past the turn limit
 ├── PromptCancelledError       a hook, Stop, ``cancel()`` or an interrupt ended the run
 ├── ToolApprovalRequiredError  approval was needed but nothing can decide it
-├── ToolApprovalPolicyError    a function of a tool's ToolApproval raised (its ``__cause__``)
 ├── RequestAlreadyUsedError    a PromptRequest runs once (also a RuntimeError)
 ├── DecisionRefusedError       an approval or answer that cannot be taken
 ├── ToolNotFoundError          the model called a tool the agent does not have (a LookupError)
@@ -74,7 +73,6 @@ __all__ = [
     "is_retryable_status",
     "MaxTurnsError",
     "PromptCancelledError",
-    "ToolApprovalPolicyError",
     "RequestAlreadyUsedError",
     "ToolApprovalRequiredError",
     "DecisionRefusedError",
@@ -151,31 +149,6 @@ class ToolApprovalRequiredError(AnviaError):
             )
         super().__init__(said)
         self.request = request
-
-
-class ToolApprovalPolicyError(AnviaError):
-    """A function given to a tool's :class:`~anvia_notebook.ToolApproval` (``when``, ``reason``
-    or ``reject_message``) raised: the run fails, as in Anvia, saying which tool and which
-    function; ``__cause__`` is what it raised. ``tool_name`` and ``part`` (``"when"``,
-    ``"reason"``, ``"reject_message"``) say where."""
-
-    def __init__(self, tool_name: str, part: str, error: BaseException) -> None:
-        self.tool_name = tool_name
-        self.part = part
-        text = valid_text(_described(error))
-        super().__init__(
-            f"The approval policy of the tool {tool_name!r} failed: its {part}= function "
-            f"raised {text}. Fix the function given to ToolApproval({part}=...)."
-        )
-
-
-def _described(error: BaseException) -> str:
-    """``Type: message`` (the type alone without a message), whatever its ``__str__`` does."""
-    try:
-        said = str(error)
-    except Exception:
-        said = ""
-    return f"{type(error).__name__}: {said}" if said else type(error).__name__
 
 
 class RequestAlreadyUsedError(AnviaError, RuntimeError):
