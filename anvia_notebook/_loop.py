@@ -10,7 +10,13 @@ from ._run_context import CURRENT_RUN
 from ._steering import last_turn
 from ._tool_exec import ToolExecutor, interaction_event
 from ._typed_output import Accepted, TypedOutput, fixed_then_steered
-from ._util import StreamedHalves, cancelled_from_outside, error_text, maybe_await, valid_text
+from ._util import (
+    StreamedHalves,
+    cancelled_from_outside,
+    error_with_notes,
+    maybe_await,
+    valid_text,
+)
 from .decisions import cut_reason
 from .errors import (
     DEFAULT_CANCEL_REASON,
@@ -323,7 +329,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             state.cancel_reason = cancel_reason
             cancelled = PromptCancelledError(cancel_reason, list(state.messages))
             raise _ended_cancelled(run, cancelled) from caught
-        state.error = error_text(failure) or type(failure).__name__
+        state.error = error_with_notes(failure) or type(failure).__name__
         _close_interactions(run, f"The run failed: {state.error}")
         state.status = "error"
         run.tracer.run_ended("error", failure)

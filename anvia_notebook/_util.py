@@ -387,3 +387,23 @@ def error_text(error: BaseException) -> str:
         return str(error)
     except Exception:
         return f"(the message of this {type(error).__name__} could not be read)"
+
+
+def add_note(error: BaseException, note: str) -> None:
+    """``error.add_note(note)`` (Python 3.11+; on 3.10 the same ``__notes__`` list, which a
+    run's error text shows: see :func:`error_with_notes`)."""
+    try:
+        error.add_note(note)
+    except AttributeError:
+        with contextlib.suppress(Exception):
+            error.__notes__ = [*getattr(error, "__notes__", ()), note]  # type: ignore[attr-defined]
+
+
+def error_with_notes(error: BaseException) -> str:
+    """:func:`error_text` followed by the error's notes (``add_note``), a line each, as a
+    traceback shows them: where in the user's code it was raised, when a note says so."""
+    try:
+        notes = [note for note in getattr(error, "__notes__", None) or () if isinstance(note, str)]
+    except Exception:
+        notes = []
+    return "\n".join(part for part in (error_text(error), *notes) if part)

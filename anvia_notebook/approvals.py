@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -10,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from ._positional import PositionalFields
-from ._util import maybe_await, quoted
+from ._util import add_note, maybe_await, quoted
 from .records import DEFAULT_REJECT_MESSAGE, DecidedVia
 from .run_info import RunInfo
 
@@ -174,19 +175,41 @@ class ToolApproval:
                 )
 
     async def required(self, ctx: ApprovalContext[Any]) -> bool:
+        """Whether this call needs approval. A ``when`` that raises fails the run, as in Anvia,
+        with what it raised, noted with the tool and the function (see :func:`_noted`)."""
         if isinstance(self.when, bool):
             return self.when
-        return bool(await maybe_await(self.when(ctx)))
+        with _noted(ctx, "when"):
+            return bool(await maybe_await(self.when(ctx)))
 
     async def texts(self, ctx: ApprovalContext[Any]) -> tuple[str | None, str | None]:
-        return await _text(self.reason, ctx), await _text(self.reject_message, ctx)
+        return (
+            await _text(self.reason, ctx, "reason"),
+            await _text(self.reject_message, ctx, "reject_message"),
+        )
 
 
-async def _text(value: TextOrFn, ctx: ApprovalContext[Any]) -> str | None:
+async def _text(value: TextOrFn, ctx: ApprovalContext[Any], part: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    text = await maybe_await(value(ctx))
+    with _noted(ctx, part):
+        text = await maybe_await(value(ctx))
     return None if text is None else str(text)  # (none given: as Anvia, no text)
+
+
+@contextlib.contextmanager
+def _noted(ctx: ApprovalContext[Any], part: str) -> Iterator[None]:
+    """What a function given to ``ToolApproval`` raises goes on as it is (the run fails with it,
+    as in Anvia), with a note naming the tool and the function: the run's error says where."""
+    try:
+        yield
+    except Exception as error:
+        add_note(
+            error,
+            f"(raised by the {part}= function of the approval policy of the tool "
+            f"{ctx.tool_name!r}: ToolApproval({part}=...))",
+        )
+        raise
 
 
 def normalize_decision(value: Any) -> ApprovalDecision:
