@@ -392,10 +392,11 @@ def error_text(error: BaseException) -> str:
 def add_note(error: BaseException, note: str) -> None:
     """``error.add_note(note)`` (Python 3.11+; on 3.10 the same ``__notes__`` list, which a
     run's error text shows: see :func:`error_with_notes`)."""
-    try:
-        error.add_note(note)
-    except AttributeError:
-        with contextlib.suppress(Exception):
+    noting = getattr(error, "add_note", None)
+    with contextlib.suppress(Exception):
+        if noting is not None:
+            noting(note)
+        else:
             error.__notes__ = [*getattr(error, "__notes__", ()), note]  # type: ignore[attr-defined]
 
 
