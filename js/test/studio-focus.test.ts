@@ -166,4 +166,29 @@ describe("studio focus", () => {
     await tick();
     expect(document.activeElement).toBe(view.box());
   });
+
+  it("a message Enter was pressed on as a run ended goes from the view the kernel redrew", async () => {
+    // (the status said the run was done before the Studio said it was free, and the kernel
+    // redrew the Studio meanwhile: the old view held the message, and it was never sent)
+    const s = studio();
+    const cell = s.cell();
+    const old = s.draw(cell);
+    type(old.box(), "first");
+    old.box().dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    s.model.reply("studio_send");
+    await tick();
+    s.model.kernel({ ...studioMsg, busy: true });
+    s.model.kernel({ type: "batch", seq: 1, ops: [{ op: "status", status: status("success") }] });
+    type(old.box(), "second message");
+    old.box().dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    expect(s.model.ofType("studio_send")).toHaveLength(1);
+    takeOut(old); // the kernel redraws the Studio as the run ends
+    const redrawn = s.draw(cell);
+    expect(redrawn.box().value).toBe("second message");
+    s.model.kernel({ ...studioMsg, busy: false });
+    expect(s.model.ofType("studio_send")).toHaveLength(2);
+    expect(s.model.last("studio_send").text).toBe("second message");
+    expect(redrawn.box().value).toBe("");
+  });
 });
+

@@ -255,6 +255,28 @@ describe("studio", () => {
     expect(s.box().value).toBe("");
   });
 
+  it("sends a message typed as a run ended once the kernel has taken the run's end in", async () => {
+    // (the status said the run was done before the Studio said it was free: Enter then did
+    // nothing, with no word why, and the text stayed in the box)
+    const s = setup();
+    byLabel(s.root, "Escalate ticket 42").click();
+    s.model.reply("studio_send");
+    await tick();
+    s.model.kernel({ ...studioMsg, busy: true });
+    batch(s.model, { op: "status", status: status("running") });
+    batch(s.model, { op: "status", status: status("success") });
+    type(s.box(), "second message");
+    s.enter();
+    expect(s.model.ofType("studio_send")).toHaveLength(1);
+    expect(s.model.ofType("steer")).toHaveLength(0);
+    expect(s.box().value).toBe("second message"); // kept meanwhile
+    s.model.kernel({ ...studioMsg, busy: false });
+    expect(s.model.ofType("studio_send")).toHaveLength(2);
+    expect(s.model.last("studio_send")).toMatchObject({ text: "second message" });
+    expect(s.model.ofType("steer")).toHaveLength(0);
+    expect(s.box().value).toBe("");
+  });
+
   it("does not send by itself a message whose text was changed while the previous one was on its way", async () => {
     const s = setup();
     type(s.box(), "hello");

@@ -27,6 +27,10 @@ const carriedBySession = new WeakMap<Session, Carried>();
  * one leaves: the old one hands its focus over as it goes). */
 const viewsBySession = new WeakMap<Session, Set<Record<FocusKey, HTMLElement>>>();
 
+/** The text Enter was pressed on that waits to be sent (see `sendQueued`), kept by the session:
+ * the kernel may redraw the Studio meanwhile (as a run ends), and the new view sends it. */
+const queuedBySession = new WeakMap<Session, { text: string | null }>();
+
 /** The nearest of `place` still in the page: where a view taken out was redrawn. */
 const homeOf = (place: Element[]): Element | undefined => place.find((e) => e.isConnected);
 
@@ -122,7 +126,7 @@ export function studioControls(session: Session): StudioControls {
     const refused = await steer(session, text);
     sending = messageInFlight = false;
     if (refused) {
-      queued = null;
+      queue.text = null;
       setError(refused);
       if (!textarea.value) {
         textarea.value = text;
@@ -138,16 +142,18 @@ export function studioControls(session: Session): StudioControls {
   let sendWhenKnown = false;
   /** A message (a prompt or a steer) is on its way to the kernel. */
   let messageInFlight = false;
-  /** The text Enter was pressed on while the previous message was still on its way: it goes
-   * once the kernel has answered that one and said whether a run goes on (then it is steered
-   * into it), unless the box holds something else by then (the person's to send). */
-  let queued: string | null = null;
+  /** The text Enter was pressed on while the previous message was still on its way, or while
+   * the kernel took in the end of a run: it goes once the kernel has answered that one and said
+   * whether a run goes on (then it is steered into it), unless the box holds something else by
+   * then (the person's to send). */
+  const queue = queuedBySession.get(session) ?? { text: null };
+  queuedBySession.set(session, queue);
 
   function sendQueued(): void {
-    if (queued === null || sending) return;
+    if (queue.text === null || sending) return;
     if (!steering() && busy()) return; // (the run's status is not here yet)
-    const text = queued;
-    queued = null;
+    const text = queue.text;
+    queue.text = null;
     if (textarea.value === text) void submit();
   }
 
@@ -158,7 +164,13 @@ export function studioControls(session: Session): StudioControls {
     }
     if (fromBox && text.trim() && steering()) return steerText(text);
     if (fromBox && text.trim() && messageInFlight) {
-      queued = text;
+      queue.text = text;
+      return;
+    }
+    if (fromBox && text.trim() && !sending && !picking && kernelBusy()) {
+      // The run has ended (no run to steer) but the kernel is still taking its end in (the
+      // status comes before the Studio's word): the message goes once it has, as a new prompt.
+      queue.text = text;
       return;
     }
     const agent = agentId();
@@ -177,7 +189,7 @@ export function studioControls(session: Session): StudioControls {
     render();
     const ok = await run({ type: "studio_send", agent_id: agent, text });
     sending = messageInFlight = false;
-    if (!ok) queued = null; // (what was typed next stays in the box)
+    if (!ok) queue.text = null; // (what was typed next stays in the box)
     if (!ok && fromBox && !textarea.value) {
       textarea.value = text;
       keepDraft();
