@@ -30,7 +30,14 @@ from ..errors import (
 )
 from ..question_types import describe_validation_error
 from ._call_slots import CallSlots
-from ._guard import child_processes, end_group, guarded_command, started_server_soon
+from ._guard import (
+    child_processes,
+    end_group,
+    end_watcher,
+    guarded_command,
+    start_watcher,
+    started_server_soon,
+)
 from ._lines import read_again
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
@@ -362,6 +369,7 @@ class Connection:
 
         errlog = StderrTail()
         group: int | None = None  # the stdio server's process group, once it is known
+        watcher: Any = None  # the watcher of that group (see _guard), this process's child
         try:
             async with contextlib.AsyncExitStack() as stack:
                 config = self.config
@@ -378,6 +386,8 @@ class Connection:
                         group = await started_server_soon(
                             before, config.command, config.args, config.env, config.cwd
                         )
+                        if group is not None:
+                            watcher = start_watcher(group)
                 else:
                     read, write = await stack.enter_async_context(self._transport(errlog.writer))
                     errlog.started()
@@ -409,6 +419,8 @@ class Connection:
             errlog.started()
             if group is not None:  # what the server started and left running
                 await end_group(group)
+            if watcher is not None:  # (collected here: nobody else would)
+                await end_watcher(watcher)
 
     def _command(self) -> tuple[str, list[str]]:
         """The command that starts the stdio server (through the guard where there is one)."""

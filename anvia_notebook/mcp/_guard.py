@@ -7,7 +7,9 @@ ends, an orphan. On Linux the server is started through a few lines of Python th
 kernel of the operating system to send it ``SIGTERM`` when its parent goes
 (``PR_SET_PDEATHSIG``, which outlives ``exec``), then become the server (same process id, same
 standard streams). Elsewhere, or when the command is not found (the start error is then the
-one the server's own command gives), the server is started as given.
+one the server's own command gives), the server is started as given. Once the server is
+known, a watcher (below), a child of this process collected when the session ends, ends what
+the server left in its process group.
 """
 
 from __future__ import annotations
@@ -15,14 +17,21 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-__all__ = ["child_processes", "end_group", "guarded_command", "started_server"]
+__all__ = [
+    "child_processes",
+    "end_group",
+    "end_watcher",
+    "guarded_command",
+    "start_watcher",
+    "started_server",
+]
 
 #: Run with ``python -I -S -c``: asks for SIGTERM when the parent (argv[1], its process id)
-#: goes, gives up if it went already, starts the watcher (below) when the server leads a
-#: process group of its own, then becomes the server (argv[2:]).
+#: goes, gives up if it went already, then becomes the server (argv[2:]).
 #: (A Python without ``ctypes`` starts the server unguarded.)
 _GUARD = (
     "import os, signal, sys\n"
@@ -31,57 +40,49 @@ _GUARD = (
     "    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG\n"
     "except Exception:\n"
     "    pass\n"
-    "else:\n"
-    "    if os.getppid() == int(sys.argv[1]) and os.getpgrp() == os.getpid():\n"
-    "        try:\n"
-    "            os.posix_spawn(sys.executable,\n"
-    "                [sys.executable, '-I', '-S', '-c', sys.argv[2], str(os.getpid()),\n"
-    "                 sys.argv[1]],\n"
-    "                os.environ, file_actions=[\n"
-    "                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),\n"
-    "                    (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])\n"
-    "        except OSError:\n"
-    "            pass\n"
     "if os.getppid() != int(sys.argv[1]):\n"
     "    sys.exit(0)\n"
-    "os.execvp(sys.argv[3], sys.argv[3:])\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
 )
 
-#: The watcher, run with ``python -I -S -c`` by the guard as a child of the server (argv[1],
-#: its process id, also its process group's), holding none of its streams: when the server
-#: ends, it ends the rest of the server's group. A server started through a program that starts
-#: the real one (``npx``, ``uv run``, ``bash -c``) is only that program, which SIGTERM ends, and
-#: the real server, busy in a long call that reads nothing, would be left running. Its command
-#: line names no server (a count of a server's processes by its command does not see it). It
-#: leaves the server's group at once: where no init process collects ended orphans (a
-#: container's), its ended process would keep the group in being, and whoever waits for the
-#: group to end (the MCP SDK closing a busy server) would wait its whole time limit. It also
-#: watches the process that started the server (argv[2]): once that one is gone (a kernel
-#: killed), the group is ended even if the server is not (one that ignores SIGTERM, or a
-#: wrapper that waits for its child before its trap of SIGTERM runs): SIGTERM, then SIGKILL.
+#: The watcher, run with ``python -I -S -c`` by this process (see :func:`start_watcher`) once
+#: a stdio server is known (argv[1], its process id, also its process group's), in a session
+#: of its own and holding none of the server's streams: when the server ends, it ends the rest
+#: of the server's group. A server started through a program that starts the real one
+#: (``npx``, ``uv run``, ``bash -c``) is only that program, which SIGTERM ends, and the real
+#: server, busy in a long call that reads nothing, would be left running. Its command line
+#: names no server (a count of a server's processes by its command does not see it). It also
+#: watches the process that started it (argv[2]): once that one is gone (a kernel killed),
+#: the group is ended even if the server is not (one that ignores SIGTERM, or a wrapper that
+#: waits for its child before its trap of SIGTERM runs): SIGTERM, then SIGKILL. It is this
+#: process's child, not the server's: a child of the server, once the server ended, went to
+#: the init process, and where none collects ended orphans (a container's) each start of a
+#: server left one ended process for good.
 _WATCHER = (
-    "import ctypes, os, select, signal, sys, time\n"
+    "import os, select, signal, sys, time\n"
     "server, owner = int(sys.argv[1]), int(sys.argv[2])\n"
-    "os.setpgid(0, 0)\n"
     "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])\n"
-    "ctypes.CDLL(None).prctl(1, signal.SIGUSR1)  # told when the server ends\n"
-    "try:\n"
-    "    owner_fd = os.pidfd_open(owner)  # (readable once the owner has ended)\n"
-    "except (AttributeError, OSError):\n"
-    "    owner_fd = None\n"
-    "def owner_gone():\n"
-    "    if owner_fd is not None:\n"
-    "        return bool(select.select([owner_fd], [], [], 0)[0])\n"
+    "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "def state(pid):\n"
     "    try:\n"
-    "        os.kill(owner, 0)\n"
+    "        with open('/proc/%d/stat' % pid, 'rb') as stat:\n"
+    "            return stat.read().rpartition(b')')[2].split()[0]\n"
+    "    except (OSError, IndexError):\n"
+    "        return b'Z'\n"
+    "def pidfd(pid):\n"
+    "    try:\n"
+    "        return os.pidfd_open(pid)  # (readable once the process has ended)\n"
     "    except ProcessLookupError:\n"
-    "        return True\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "    return False\n"
-    "while os.getppid() == server and not owner_gone():\n"
-    "    signal.sigtimedwait([signal.SIGUSR1], 0.5)\n"
+    "        return -1\n"
+    "    except (AttributeError, OSError):\n"
+    "        return None\n"
+    "server_fd, owner_fd = pidfd(server), pidfd(owner)\n"
+    "if server_fd is not None and owner_fd is not None:\n"
+    "    if server_fd >= 0 and owner_fd >= 0:\n"
+    "        select.select([server_fd, owner_fd], [], [])\n"
+    "else:\n"
+    "    while state(server) != b'Z' and os.getppid() == owner:\n"
+    "        time.sleep(0.5)\n"
     "me = os.getpid()\n"
     "def others():\n"
     "    for name in os.listdir('/proc'):\n"
@@ -122,7 +123,40 @@ def guarded_command(
             return command, list(args)
     elif shutil.which(command, path=path) is None:
         return command, list(args)
-    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), _WATCHER, command, *args]
+    return sys.executable, ["-I", "-S", "-c", _GUARD, str(os.getpid()), command, *args]
+
+
+def start_watcher(server: int) -> subprocess.Popen[bytes] | None:
+    """Start the watcher (see :data:`_WATCHER`) of the server ``server`` when it leads a
+    process group of its own (Linux only); None when it is not started. The caller collects it
+    with :func:`end_watcher` once the server has ended."""
+    if not sys.platform.startswith("linux") or not sys.executable:
+        return None
+    try:
+        if os.getpgid(server) != server:
+            return None
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCHER, str(server), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # (out of the server's group and of this one's)
+        )
+    except OSError:
+        return None
+
+
+async def end_watcher(watcher: subprocess.Popen[bytes], grace: float = 5.0) -> None:
+    """Collect the watcher once its server has ended (it ends at once then, or once it has
+    ended what the server left, within about two seconds); one still running after ``grace``
+    seconds is killed."""
+    import asyncio
+
+    try:
+        await asyncio.to_thread(watcher.wait, grace)
+    except subprocess.TimeoutExpired:
+        watcher.kill()
+        await asyncio.to_thread(watcher.wait)
 
 
 def child_processes() -> set[int]:
@@ -246,7 +280,7 @@ async def end_group(group: int, grace: float = 2.0) -> None:
 
 def _group_runs(group: int) -> bool:
     """Whether a process of ``group`` still runs: one that ended and that nobody has waited for
-    yet (a zombie, such as the guard's watcher where no init process collects orphans) runs
+    yet (a zombie, such as an orphan where no init process collects them) runs
     nothing. Where ``/proc`` cannot tell, whether the group has any process at all."""
     try:
         os.killpg(group, 0)  # (no signal: only whether the group exists)
