@@ -704,3 +704,68 @@ def test_a_call_the_server_ran_then_failed_with_400_is_not_made_again(tmp_path, 
     [result] = tool_results(model.requests[1])
     assert result.is_error and "Browser session expired" in result.content
     assert len(log.read_text().splitlines()) == 1
+
+
+@pytest.fixture(params=["json", "sse"])
+def cut_http_server(request):
+    """The hand-written streamable HTTP server of ``cut_http.py``: its answers as JSON, or as
+    an event stream sent in pieces that cut the escape of the half in two; yields its URL."""
+    from mcp_helpers import listening
+
+    port = _free_port()
+    command = [sys.executable, str(SERVERS / "cut_http.py"), request.param, str(port)]
+    process = listening(subprocess.Popen(command), port, "the cut HTTP server")
+    yield f"http://127.0.0.1:{port}/mcp"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "told"),
+    [
+        ({}, "Weekly report \ufffd"),  # (half of the emoji's pair)
+        ({"whole": True}, "Weekly report \U0001f600"),
+        ({"slash": True}, "C:\\ud83d"),  # (an escaped backslash: text, not an escape)
+    ],
+)
+async def test_an_http_answer_with_half_of_a_pair_is_read_as_over_stdio(
+    cut_http_server, arguments, told
+):
+    """A JavaScript server that cut a text inside an emoji writes half of its pair
+    (``"\\ud83d"``): over stdio and SSE the answer is read (the half as U+FFFD); over
+    streamable HTTP the call failed at once with the SDK's -32700 ("Failed to parse")."""
+    server = mcp.http("cut-http", cut_http_server, allow_private_network=True, timeout=30)
+    connected = await mcp.connect(server)
+    try:
+        [tool] = connected.tools
+        assert await tool.call(tool.parse_args(arguments), None) == told
+    finally:
+        await connected.close()
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        (rb'"a\ud83d"', rb'"a\ufffd"'),
+        (rb'"\ude00\ud83d\ud83d\ude00"', rb'"\ufffd\ufffd\ud83d\ude00"'),
+        (rb'"\\\ud83d \\ud83d \\\\ud83d"', rb'"\\\ufffd \\ud83d \\\\ud83d"'),
+        (rb'"\u00e9\uD83D"', rb'"\u00e9\ufffd"'),
+    ],
+)
+def test_only_escapes_of_lone_halves_are_mended(written, read):
+    from anvia_notebook.mcp._halves import _mend
+
+    assert _mend(written, events=False) == read
+    event = b"id: " + written + b"\r\ndata: " + written + b"\n\n"
+    assert _mend(event, events=True) == b"id: " + written + b"\r\ndata: " + read + b"\n\n"
+
+
+async def test_an_escape_cut_between_two_pieces_of_a_stream_is_mended_whole():
+    from anvia_notebook.mcp._halves import _mended_type
+
+    async def pieces():
+        for piece in [b'data: {"t": "a\\ud8', b'3d"}\r', b'\ndata: {"t": "\\ud83d', b"\\ude00"]:
+            yield piece
+
+    read = [piece async for piece in _mended_type()(pieces(), True)]
+    assert b"".join(read) == b'data: {"t": "a\\ufffd"}\r\ndata: {"t": "\\ud83d\\ude00'

@@ -38,6 +38,7 @@ from ._guard import (
     start_watcher,
     started_server_soon,
 )
+from ._halves import mend_halves
 from ._lines import read_again
 from ._sdk_logs import quiet_sdk_logs
 from ._servers import HttpServer, McpServerConfig, SseServer, StdioServer
@@ -456,7 +457,10 @@ class Connection:
 
             client = create_mcp_http_client(headers=dict(config.headers or {}))
             hooks = client.event_hooks
-            client.event_hooks = {**hooks, "response": [*hooks["response"], self._note_refused]}
+            client.event_hooks = {
+                **hooks,
+                "response": [mend_halves, *hooks["response"], self._note_refused],
+            }
             self._session_refused = False
             self._refusals = set()
             return _http_transport(config.url, client)

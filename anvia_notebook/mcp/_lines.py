@@ -1,6 +1,7 @@
 """What a server sent that the SDK could not read as an MCP message, read again where the
 intent is plain (over stdio and SSE, the SDK hands the session its error instead of a message,
-and skips it; over streamable HTTP it fails the request at once, which is left as it is):
+and skips it; over streamable HTTP it fails the request at once: there a lone half is mended
+before the SDK reads the answer, see :mod:`._halves`, and the rest is left as it is):
 
 - JSON that escapes half of a UTF-16 pair (``"\\ud83d"``): a JavaScript server whose text was
   cut in the middle of an emoji writes it, and JavaScript reads it; the SDK's JSON reader
