@@ -259,6 +259,41 @@ async def test_a_form_a_server_asks_for_a_call_that_was_stopped_is_answered_canc
     assert asked == [] and not [w for w in said if "nobody to ask" in str(w.message)]
 
 
+async def test_a_form_for_a_stopped_call_that_comes_during_the_next_call_is_not_put_to_its_person(
+    tmp_path,
+):
+    """Over stdio a server's question names no call. One the server sent for a call that was
+    stopped, just before it read the cancel, came while the next call (of another run) was in
+    progress, and was put to that run's person as if it were that call's question."""
+    from child_processes import wait_until
+
+    from anvia_notebook import CallbackHumanInput, PromptCancelledError
+
+    log = tmp_path / "answers.log"
+    server = mcp.stdio("hostile-late-next", sys.executable, [HOSTILE, "late_form_next", str(log)])
+    asked: list[object] = []
+    human = CallbackHumanInput(ask=lambda request: asked.append(request) or [])
+
+    def agent(model: QueueModel):
+        return AgentBuilder("a", model).mcp([server]).human_input(human).approvals(lambda r: True)
+
+    first = agent(QueueModel([call("read_file", {}), "never"])).build().prompt("go").start()
+    await asyncio.to_thread(wait_until, lambda: log.exists(), None, "the call")
+    first.cancel("Stop")
+    with pytest.raises(PromptCancelledError):
+        await first.wait()
+    model = QueueModel([call("read_file", {}), "ok"])
+    second = agent(model).build().prompt("go again").start()
+    assert (await second.wait()).output == "ok"
+    [result] = tool_results(model.requests[1])
+    assert result.content == "done" and not result.is_error
+    answered = await asyncio.to_thread(
+        wait_until, lambda: log.read_text().splitlines()[1:], None, "the answer"
+    )
+    assert json.loads(answered[0])["result"] == {"action": "cancel"}
+    assert asked == []
+
+
 def test_an_mcp_sdk_of_another_major_version_is_named_not_waited_on(monkeypatch):
     """With the SDK 1.x installed (``pip install mcp`` in an older environment), a run with an
     MCP server waited for ever, without a word: the package uses what only 2.3 and later have."""

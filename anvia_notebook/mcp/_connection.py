@@ -307,6 +307,11 @@ class Connection:
         #: The calls in flight on this session: who asks the person for each, and whether
         #: a person is being asked (which pauses its time limit).
         self._calls: list[tuple[ElicitFn | None, _PersonWait]] = []
+        #: The session on which a call ended without its answer (stopped, out of time): the
+        #: server may still ask for it (see :meth:`_fence`).
+        self._abandoned_in: ClientSession | None = None
+        #: Fences in progress: a form that comes meanwhile is the server's for an ended call.
+        self._fences = 0
         #: Admission: a call that can ask someone runs alone (see ``_call_slots``).
         self._slots = CallSlots()
         #: Times the session was opened (a reconnect counts), for tests and messages.
@@ -652,6 +657,8 @@ class Connection:
     ) -> mcp_types.CallToolResult:
         session = await self.ensure_open()
         closing = self._closing  # (set when this session is closed on purpose)
+        if self._abandoned_in is session:
+            await self._fence(session, timeout)
         loop = asyncio.get_running_loop()
         last_progress = loop.time()
 
@@ -668,6 +675,7 @@ class Connection:
                 if not waiting.count:
                     remaining = last_progress + timeout - loop.time()
                     if remaining <= 0:
+                        self._abandoned_in = session
                         task.cancel()
                         with contextlib.suppress(BaseException):
                             await task
@@ -712,6 +720,8 @@ class Connection:
                     ) from None
                 raise
         except asyncio.CancelledError:
+            if not task.done():
+                self._abandoned_in = session
             task.cancel()
             with contextlib.suppress(BaseException):
                 await task
@@ -719,17 +729,40 @@ class Connection:
         finally:
             self._calls.remove((ask, waiting))
 
+    async def _fence(self, session: ClientSession, timeout: float) -> None:
+        """Make sure a form the server sent for a call that ended without its answer is not
+        put to the person of the next call. Over stdio and SSE a server's question names no
+        call (the MCP SDK gives its callback nothing that does), and one sent just before the
+        server read that the call was cancelled came while the next call was in progress, and
+        was put to its person as if it were that call's. The server is pinged first: what it
+        sent before it answered the ping is from before the next call, and is answered
+        ``cancel`` (see :meth:`_on_elicit`). (Over streamable HTTP a call's questions come on
+        its own request's stream, which ends with the call.)"""
+        if isinstance(self.config, HttpServer):
+            self._abandoned_in = None
+            return
+        self._fences += 1
+        try:
+            # (any answer will do, an error too; a server gone is for the call to find)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.send_ping(), timeout)
+                if self._abandoned_in is session:
+                    self._abandoned_in = None
+        finally:
+            self._fences -= 1
+
     async def _on_elicit(self, context: Any, params: Any) -> Any:
         """A server asks the person something during a call: the run of the call that can ask
         someone asks (such a call runs alone on the session, so it is the call that caused
         the question); the call's time limit is paused meanwhile. With only calls that have
-        nobody to ask in flight, it is declined with a warning; with none, it is cancelled (the
-        call that asked has ended: stopped, or out of time; nobody declined anything)."""
+        nobody to ask in flight, it is declined with a warning; with none, or while a call
+        waits for the server to answer its ping (see :meth:`_fence`), it is cancelled (the call
+        that asked has ended: stopped, or out of time; nobody declined anything)."""
         from mcp.types import ElicitResult
 
         from ._elicit import elicit_result
 
-        if not self._calls:
+        if not self._calls or self._fences:
             return ElicitResult(action="cancel")
         asking = [(ask, waiting) for ask, waiting in self._calls if ask is not None]
         if not asking:

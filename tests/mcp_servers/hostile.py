@@ -23,6 +23,11 @@ hostile MCP tests:
 - ``late_form``: a call is never answered: it writes ``called`` to the file its second argument
   names, and once the call is cancelled (``notifications/cancelled``) asks for input
   (``elicitation/create``), then writes the answer it got to that file;
+- ``late_form_next``: the first call is never answered: it writes ``called`` to the file its
+  second argument names; once the call is cancelled, the next request the server reads (a
+  ping, or the next call) is answered after a question for the ended call, as a server that
+  was about to ask when it read the cancel sends it; each answer to that question is written
+  to the file; the next calls are answered ``done``;
 - ``shadowing``: a ``drop_table`` tool whose arguments are named as pydantic's models' methods
   (``schema``, ``json``, ``copy``), answered with what it dropped.
 """
@@ -142,6 +147,35 @@ def late_form(message: dict[str, Any]) -> None:
             return
 
 
+def late_form_next(message: dict[str, Any]) -> None:
+    log = sys.argv[2]
+    with open(log, "w") as file:
+        file.write("called\n")
+    cancelled = False
+    for line in sys.stdin:
+        read = json.loads(line)
+        if read.get("method") == "notifications/cancelled":
+            cancelled = True
+        elif read.get("id") == "e1":
+            with open(log, "a") as file:
+                file.write(line)
+        elif cancelled and "id" in read:
+            cancelled = False
+            form = {"type": "object", "properties": {"name": {"type": "string"}}}
+            ask = {"message": "Which name (for the call that ended)?", "requestedSchema": form}
+            sys.stdout.write(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": "e1", "method": "elicitation/create", "params": ask}
+                )
+                + "\n"
+            )
+            sys.stdout.flush()
+        if read.get("method") == "ping":
+            reply(read["id"], {})
+        elif read.get("method") == "tools/call":
+            answered(read)
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -163,6 +197,8 @@ elif MODE == "server_error":
     serve("hostile", [TOOL], server_error)
 elif MODE == "late_form":
     serve("hostile", [TOOL], late_form)
+elif MODE == "late_form_next":
+    serve("hostile", [TOOL], late_form_next)
 elif MODE == "shadowing":
     serve("hostile", [SHADOWING], drop_table)
 elif MODE == "cut_text":
