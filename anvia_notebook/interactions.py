@@ -112,27 +112,21 @@ class Interactions:
             level = level._parent
         return None
 
-    def _owner(self, item_id: str) -> tuple[Interactions, OpenInteraction] | None:
-        """The interaction ``item_id`` of this run or of a sub-agent's run below it, with the
-        interactions that hold it."""
-        with self._lock:
-            if item_id in self._items:
-                return self, self._items[item_id]
-            children = list(self._children)
-        return next(filter(None, (child._owner(item_id) for child in children)), None)
-
-    def _settled(self, item_id: str) -> Record | None:
-        """The record ``item_id`` of this run's state or of a sub-agent's run below it, when no
-        interaction holds it (one decided before a resumed run reached it)."""
-        record = self.state.record(item_id)
-        if record is not None:
-            return record
+    def _levels(self) -> Iterator[Interactions]:
+        """These interactions, then those of the sub-agents' runs below (depth first)."""
+        yield self
         with self._lock:
             children = list(self._children)
         for child in children:
-            found = child._settled(item_id)
-            if found is not None:
-                return found
+            yield from child._levels()
+
+    def _owner(self, item_id: str) -> tuple[Interactions, OpenInteraction] | None:
+        """The interaction ``item_id`` of this run or of a sub-agent's run below it, with the
+        interactions that hold it."""
+        for level in self._levels():
+            with level._lock:
+                if item_id in level._items:
+                    return level, level._items[item_id]
         return None
 
     # -- the run side ----------------------------------------------------------------------------
@@ -174,7 +168,10 @@ class Interactions:
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction
-                confirm = functools.partial(self._confirm, record.id)
+                # An edit sent through the store for this run to check (on the watcher thread):
+                # decided as any decider's here, refused with the run's words when the check
+                # refuses it or another decision came first (see store/_confirm.py).
+                confirm = functools.partial(self._decide, record.id, ApprovalRecord)
                 if stored is not None and record.kind == "approval":
                     # Edits sent while no process ran the run are checked (and recorded, or
                     # refused) first, then whatever else decides it.
@@ -190,7 +187,9 @@ class Interactions:
                     record.id,
                     lambda decided: self._from_store(record.id, decided),
                     confirm,
-                    lost=self._store_file_left,
+                    # (its file deleted or replaced meanwhile: left as when a write fails; the
+                    # file now there is not read, and the run's next write reports it)
+                    lost=self._left,
                 )
         if timeout is not None:
             timed_out = Resolution("timed_out", decided_by="timeout", reason=timeout_reason)
@@ -240,15 +239,14 @@ class Interactions:
             return self.resolve(interaction, resolution, check=False)
         try:
             answers = valid_data(value)  # (a lone surrogate in them: U+FFFD)
-        except RecursionError:
-            raise ValueError(
-                "Answers must be JSON data; these nest without end (they hold themselves)."
-            ) from None
-        try:
             answered = decisions.answers_resolution(
                 answers, decided_by=decided_by, decided_via=decided_via
             )
             return self.resolve(interaction, answered)
+        except RecursionError:
+            raise ValueError(
+                "Answers must be JSON data; these nest without end (they hold themselves)."
+            ) from None
         except DecisionRefusedError as error:
             raise ValueError(str(error)) from None
 
@@ -323,26 +321,27 @@ class Interactions:
             with self._storing():
                 self.store.save_interaction(record)
 
-    def leave_store(self, why: str) -> None:
-        """The run goes on without its store (a write failed, saying ``why``): what it watched
+    def leave_store(self, error: BaseException) -> None:
+        """The run goes on without its store (a write failed with ``error``): what it watched
         there is watched no more. The store then records what the run left open as closed,
         which is not the run's decision."""
         store = self.store
         if store is None:
             return
-        self._left(why)
+        self._left(error)
         with self._lock:
             watched = list(self._items)
         for item_id in watched:
             with contextlib.suppress(Exception):
                 store.unwatch(item_id)
 
-    def _left(self, why: str) -> None:
-        """The run has no store from now on, because ``why``: what waits for a decision made
-        through it only is woken (see :meth:`unless_store_lost`)."""
+    def _left(self, error: BaseException) -> None:
+        """The run has no store from now on, because of ``error`` (a write failed, or its file
+        was deleted or replaced while a decision was awaited through it): what waits for a
+        decision made through it only is woken, told why (see :meth:`unless_store_lost`)."""
         with self._lock:
             self.store = None
-            self.store_lost = why
+            self.store_lost = error_text(error) or type(error).__name__
             waiting, self._through_the_store = self._through_the_store, []
         for loop, lost in waiting:
             with contextlib.suppress(RuntimeError):  # (its loop has closed)
@@ -400,11 +399,12 @@ class Interactions:
         """The pending approvals and questions of this run and of its sub-agents' runs, as
         copies (editing one, e.g. its ``args`` before approving with them, changes nothing of
         what the run holds)."""
-        with self._lock:
-            held = [i.record for i in self._items.values() if i.record.pending]
-            mine = [record.model_copy(deep=True) for record in held]
-            children = list(self._children)
-        return mine + [record for child in children for record in child.pending]
+        copies: list[Record] = []
+        for level in self._levels():
+            with level._lock:
+                held = [i.record for i in level._items.values() if i.record.pending]
+                copies += [record.model_copy(deep=True) for record in held]
+        return copies
 
     def decide(
         self,
@@ -444,13 +444,16 @@ class Interactions:
 
     def _decide(self, item: str | Record, kind: type[RecordT], resolution: Resolution) -> RecordT:
         """Decide ``item`` of this run or below it; a decision that is not the first is refused."""
-        owned, name = self._owner(id_of(item)), "approval" if kind is ApprovalRecord else "question"
+        item_id, name = id_of(item), "approval" if kind is ApprovalRecord else "question"
+        owned = self._owner(item_id)
         if owned is None:
-            settled = self._settled(id_of(item))
-            if settled is not None:  # decided before this process took the run up (resumed)
-                decisions.check_kind(settled, name)
-                raise decisions.refused_twice(settled)
-            raise DecisionRefusedError(f"Unknown {name} {quoted(id_of(item))}.")
+            # A record no interaction holds: decided before this process took the run up.
+            for level in self._levels():
+                settled = level.state.record(item_id)
+                if settled is not None:
+                    decisions.check_kind(settled, name)
+                    raise decisions.refused_twice(settled)
+            raise DecisionRefusedError(f"Unknown {name} {quoted(item_id)}.")
         owner, interaction = owned
         decisions.check_kind(interaction.record, name)
         with owner._lock:
@@ -466,13 +469,6 @@ class Interactions:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _confirm(self, item_id: str, resolution: Resolution) -> None:
-        """An approval with edited arguments sent through a run store for this run to decide (on
-        the watcher thread): checked and claimed as any decider's here (a decision that comes
-        second loses); raises ``DecisionRefusedError`` when the check refuses it, or when
-        another decision came first (its sender is told, as ``decide`` tells a second one)."""
-        self._decide(item_id, ApprovalRecord, resolution)
-
     def _from_store(self, item_id: str, record: Record) -> None:
         """A decision another process wrote to the store (called on the watcher thread)."""
         with self._lock:
@@ -480,19 +476,12 @@ class Interactions:
             if interaction is not None and interaction.record.pending:
                 self._settle(interaction, record, Resolution.of_record(record))
 
-    def _store_file_left(self, error: Exception) -> None:
-        """The store's file was deleted or replaced while a decision was awaited through it
-        (called on the watcher thread): the store is left, so what waits for a decision made
-        through it only ends saying why (the file now there is not read). The run's next
-        write reports it (one warning, from the run)."""
-        self._left(error_text(error) or type(error).__name__)
-
     def _settle(self, interaction: OpenInteraction, record: Record, resolution: Resolution) -> None:
         """Write the decided ``record`` into the run's state, then wake the run (on its loop)."""
         self.state.hold(record)
         future = interaction.future
         with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
-            future.get_loop().call_soon_threadsafe(_set_result, future, resolution)
+            future.get_loop().call_soon_threadsafe(_set_unless_done, future, resolution)
 
     @contextlib.contextmanager
     def _storing(self) -> Iterator[None]:
@@ -505,7 +494,7 @@ class Interactions:
             store_failed(self.store, error)
             # (what it watched there is left as it is: this may run under the lock a watcher's
             # delivery waits for)
-            self._left(error_text(error) or type(error).__name__)
+            self._left(error)
 
 
 @functools.lru_cache(maxsize=256)
@@ -515,11 +504,6 @@ def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return decisions.closed_for_edits(model.model_json_schema(), model)
 
 
-def _set_result(future: asyncio.Future[Resolution], resolution: Resolution) -> None:
+def _set_unless_done(future: asyncio.Future[Any], result: Any = None) -> None:
     if not future.done():
-        future.set_result(resolution)
-
-
-def _set_unless_done(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+        future.set_result(result)

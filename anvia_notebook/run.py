@@ -25,7 +25,7 @@ from ._sub_run_log import (
     wrap_event,
 )
 from ._tracing import TraceRecorder
-from ._util import error_text, valid_text
+from ._util import valid_text
 from .decisions import Resolution, cut_reason
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
@@ -812,7 +812,7 @@ class AgentRun:
         the run meanwhile, the run stops instead (it writes nothing more there): see
         :class:`~anvia_notebook.errors.RunTakenOverError`."""
         store, self.store = self.store, None
-        self.interactions.leave_store(error_text(error) or type(error).__name__)
+        self.interactions.leave_store(error)
         if isinstance(error, RunTakenOverError):
             logger.warning("%s", error)
             self._taken_over = error

@@ -36,8 +36,9 @@ Record = ApprovalRecord | QuestionRecord
 #: Seconds a sender waits for a live run's process to answer (then its request stays queued).
 CONFIRM_TIMEOUT = 30.0
 #: Decides the interaction with the resolution in the run's process; raises
-#: ``DecisionRefusedError`` (with the run's words) when the run refuses it.
-ConfirmCallback = Callable[[Resolution], None]
+#: ``DecisionRefusedError`` (with the run's words) when the run refuses it (what it returns is
+#: not used).
+ConfirmCallback = Callable[[Resolution], object]
 #: What is sent of an approval, and what a record holds of a decision.
 _SENT = ("reason", "args", "decided_by", "decided_via")
 _DECIDED = {"status", "decided_by", "decided_via", "decision_reason", "edited_args"}
