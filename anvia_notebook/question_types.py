@@ -142,14 +142,14 @@ def read_questions(data: Any) -> Any:
         return {"questions": data["questions"]}  # refused as "not a list", naming the key
     raw = data["questions"] if isinstance(data.get("questions"), list) else [data]
     questions = [_question(question, n) for n, question in enumerate(raw, start=1)]
-    given = {_text(q.get("id")) for q in raw if isinstance(q, dict)}
-    taken: set[Any] = set()
+    taken = {_text(q.get("id")) for q in raw if isinstance(q, dict)}
     for question, asked in zip(questions, raw, strict=True):
         if isinstance(asked, dict) and _text(asked.get("id")) is None:
-            # A filled id is not one the model gave another question (it would be refused
-            # as repeated, for a repeat the model never wrote): q2_2, q2_3, ... then.
+            # A filled id is not one the model gave another question, nor one filled before
+            # (it would be refused as repeated, for a repeat the model never wrote): q2_2,
+            # q2_3, ... then.
             filled, n = question["id"], 1
-            while question["id"] in given or question["id"] in taken:
+            while question["id"] in taken:
                 n += 1
                 question["id"] = f"{filled}_{n}"
             taken.add(question["id"])
@@ -396,7 +396,6 @@ def check_operator_answers(
         refusal = _refusal(question, text, choice, custom)
         if refusal is not None:
             return refusal
-        custom = custom if isinstance(custom, bool) else None
         if choice is None and custom is False:  # (not custom: the choice its text is)
             choice, custom = text.strip(), None
         seen[question.id] = Answer(
