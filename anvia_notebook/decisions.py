@@ -178,13 +178,11 @@ def _check_values(resolution: Resolution) -> None:
             words = ", ".join(map(repr, filter(None, known)))
             raise DecisionRefusedError(f"Unknown {name} {quoted(value)}: it is one of {words}.")
     for name in ("reason", "reject_message"):
-        value = getattr(resolution, name)
+        value, what = getattr(resolution, name), name.replace("_", " ")
         if value is not None and not isinstance(value, str):
-            what = name.replace("_", " ")
             raise DecisionRefusedError(f"The {what} must be a text, not {type(value).__name__}.")
         if value is not None and len(value) > MAX_REASON:
             # (the model, the page, the trace and the store would each get a copy)
-            what = name.replace("_", " ")
             raise DecisionRefusedError(
                 f"The {what} is {len(value):,} characters long; at most {MAX_REASON:,} are "
                 "kept: shorten it."
