@@ -1433,11 +1433,12 @@ class RunStore(SteeringRows, DecisionRequests):
             self._watch_generation += 1
         self._ensure_watcher()
 
-    def unwatch(self, item_id: str) -> None:
+    def unwatch(self, item_id: str) -> Callable[[Record], None] | None:
+        """Stop watching ``item_id``; returns the callback it had (None if it was not watched)."""
         with self._watch_lock:
-            self._watched.pop(item_id, None)
             self._confirming.pop(item_id, None)
             self._lost.pop(item_id, None)
+            return self._watched.pop(item_id, None)
 
     def _own(self, run_id: str) -> None:
         with self._watch_lock:
@@ -1634,10 +1635,7 @@ class RunStore(SteeringRows, DecisionRequests):
                     self._unreadable.add(item_id)
                     logger.warning("The decision of %s in %s: %s", item_id, self.location, error)
                 continue
-            with self._watch_lock:
-                callback = self._watched.pop(record.id, None)
-                self._confirming.pop(record.id, None)
-                self._lost.pop(record.id, None)
+            callback = self.unwatch(record.id)
             try:
                 if callback is not None:
                     callback(record)
