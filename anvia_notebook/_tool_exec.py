@@ -837,15 +837,14 @@ class ToolExecutor:
         try:
             if asker is None:
                 raise HumanInputUnavailable  # nobody here can take it
-            through_the_store = asker[1] == "human" and _through_the_store_only(human)
-            if through_the_store and self.interactions.store is None:
-                if self.interactions.store_lost is not None:  # (a script waited for ever)
-                    raise HumanInputUnavailable(self.interactions.store_lost_text())
-                warn_store_gone(interaction.record)
             ask, by, via = asker
             source = _asked(ask, request)
-            if through_the_store and self.interactions.store is not None:
-                source = self.interactions.unless_store_lost(source)  # (a write may fail later)
+            if by == "human" and _through_the_store_only(human):
+                interactions = self.interactions
+                if interactions.store is None and interactions.store_lost is None:
+                    warn_store_gone(interaction.record)  # (set_store(None): only this process)
+                # Unavailable once the run left its store (a script waited for ever).
+                source = interactions.unless_store_lost(source)
             resolution = await self.interactions.wait(interaction, source, by, via)
         except asyncio.CancelledError as cancelled:
             self._finish(interaction, self._cut_short(cancelled))
