@@ -72,6 +72,7 @@ from .human import (
     HumanInputTimeout,
     HumanInputUnavailable,
     positive_timeout,
+    through_the_store_only,
     warn_store_gone,
 )
 from .interactions import Interactions, OpenInteraction
@@ -839,7 +840,7 @@ class ToolExecutor:
                 raise HumanInputUnavailable  # nobody here can take it
             ask, by, via = asker
             source = _asked(ask, request)
-            if by == "human" and _through_the_store_only(human):
+            if by == "human" and through_the_store_only(human):
                 interactions = self.interactions
                 if interactions.store is None and interactions.store_lost is None:
                     warn_store_gone(interaction.record)  # (set_store(None): only this process)
@@ -1163,12 +1164,6 @@ def interaction_event(record: ApprovalRecord | QuestionRecord, decided: bool) ->
     """The event telling that ``record`` was asked, or (``decided``) decided or closed; it holds
     a copy of the record as it is now."""
     return _EVENTS[record.kind][decided].model_validate({record.kind: record.model_copy()})
-
-
-def _through_the_store_only(human: HumanInput | None) -> bool:
-    """A ``StoreHumanInput`` waits for decisions made through the run store: without one
-    (``set_store(None)``, a store that failed), only this process can decide."""
-    return getattr(human, "decided_through_the_store_only", False) is True
 
 
 def _failed_result(error: BaseException) -> str:

@@ -223,6 +223,13 @@ class StoreHumanInput:
         return await wait_for_a_decision()  # type: ignore[no-any-return]
 
 
+def through_the_store_only(human: object) -> bool:
+    """Whether ``human`` waits for decisions made through the run store only (a
+    ``StoreHumanInput``): without one (``set_store(None)``, a store that failed), only this
+    process can decide."""
+    return getattr(human, "decided_through_the_store_only", False) is True
+
+
 def warn_store_gone(record: ApprovalRecord | QuestionRecord) -> None:
     """Say that a run waiting through the store (``StoreHumanInput``) has no store to hear a
     decision from: only ``RunHandle.approve/reject/answer`` in this process can decide it (a

@@ -29,7 +29,7 @@ from ._util import valid_text
 from .decisions import Resolution, cut_reason
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
-from .human import warn_store_gone
+from .human import through_the_store_only, warn_store_gone
 from .interactions import Interactions
 from .records import DecidedBy
 from .run_state import PromptResponse, RunState, RunStatus
@@ -824,11 +824,10 @@ class AgentRun:
         store_failed(store, error)
         if store is not None and not isinstance(error, StoreFileGoneError):
             store.left_behind(self.run_id, left_behind_text(error))
-        human = self.request.active_human_input
-        only = getattr(human, "decided_through_the_store_only", False) is True
-        if only:  # what waits for a decision made through the store cannot get one now
-            # (this run's own end, saying so: see Interactions.unless_store_lost; its
-            # sub-agents' runs keep their store until a write of theirs fails)
+        if through_the_store_only(self.request.active_human_input):
+            # What waits for a decision made through the store cannot get one now (this run's
+            # own end, saying so: see Interactions.unless_store_lost; its sub-agents' runs keep
+            # their store until a write of theirs fails).
             for record in self.interactions.pending:
                 if record.run_id != self.run_id:
                     warn_store_gone(record)
