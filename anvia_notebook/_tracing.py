@@ -390,12 +390,9 @@ class TraceRecorder:
             return
         entry.__dict__[record.kind] = record  # its ``approval`` or ``question`` (as ``_set``)
         if record.kind == "question":  # every question of the call, each as it is now
-            asked = [q for q in entry.questions if q.id != record.id]
-            if len(asked) < len(entry.questions):
-                asked = [record if q.id == record.id else q for q in entry.questions]
-            else:
-                asked.append(record)
-            entry.__dict__["questions"] = asked
+            asked = {question.id: question for question in entry.questions}
+            asked[record.id] = record  # (in its place, or last when it is new)
+            entry.__dict__["questions"] = list(asked.values())
         self._mark(entry)
         if self.spans is not None:
             self.spans.interaction(entry, record, resolved)
