@@ -185,7 +185,7 @@ class Interactions:
                         return interaction
                 self.store.watch(
                     record.id,
-                    lambda decided: self._from_store(record.id, decided),
+                    self._from_store,
                     confirm,
                     # (its file deleted or replaced meanwhile: left as when a write fails; the
                     # file now there is not read, and the run's next write reports it)
@@ -469,10 +469,10 @@ class Interactions:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _from_store(self, item_id: str, record: Record) -> None:
+    def _from_store(self, record: Record) -> None:
         """A decision another process wrote to the store (called on the watcher thread)."""
         with self._lock:
-            interaction = self._items.get(item_id)
+            interaction = self._items.get(record.id)
             if interaction is not None and interaction.record.pending:
                 self._settle(interaction, record, Resolution.of_record(record))
 
