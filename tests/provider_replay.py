@@ -67,6 +67,13 @@ class Recorded:
             content=(FIXTURES / name).read_bytes(),
         )
 
+    def events(self, *events: dict[str, Any]) -> Any:
+        """A stream of the server-sent ``events`` written here (each named by its ``type``)."""
+        body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+        return self.http.Response(
+            200, headers={"content-type": "text/event-stream"}, content=body.encode()
+        )
+
     def cut(self, name: str, before: str) -> Any:
         """The recorded stream ``name`` up to the text ``before``, then the connection lost
         (as a proxy resetting it: the HTTP library's error for a body cut short)."""

@@ -4,7 +4,6 @@ tried again, as a 529 status would be. Once the answer has begun, it is not (as 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -44,8 +43,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
 
 
 def stream(*events: dict[str, Any]) -> Any:
-    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-    return http.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
+    return recorded.events(*events)
 
 
 def request_of(model: AnthropicModel) -> Any:

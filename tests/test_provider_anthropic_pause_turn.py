@@ -4,7 +4,6 @@ so far as the last assistant message; the parts stream as one answer, their usag
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -45,8 +44,7 @@ def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
 
 
 def stream(*events: dict[str, Any]) -> Any:
-    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-    return http.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
+    return recorded.events(*events)
 
 
 def start(input_tokens: int) -> dict[str, Any]:
