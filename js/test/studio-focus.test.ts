@@ -190,5 +190,36 @@ describe("studio focus", () => {
     expect(s.model.last("studio_send").text).toBe("second message");
     expect(redrawn.box().value).toBe("");
   });
+
+  it("a queued message goes from any view of the Studio, and leaves every view's box", async () => {
+    // (two views of one Studio: the first view to hear the kernel took the message, compared
+    // it with its own empty box, and sent nothing; a redrawn view kept a sent message, to be
+    // sent again)
+    const s = studio();
+    const a = s.draw(s.cell());
+    const b = s.draw(s.cell());
+    const boxOf = (view: View) => view.el.querySelector('textarea[aria-label="Message the agent"]') as HTMLTextAreaElement;
+    const enter = (box: HTMLTextAreaElement) =>
+      box.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter", bubbles: true, cancelable: true }));
+    type(boxOf(b), "first");
+    enter(boxOf(b));
+    type(boxOf(b), "next");
+    enter(boxOf(b)); // (while the first is on its way)
+    s.model.kernel({ ...studioMsg, busy: true });
+    s.model.kernel({ type: "batch", seq: 1, ops: [{ op: "status", status: status("running") }] });
+    s.model.reply("studio_send");
+    await tick();
+    expect(s.model.ofType("steer").map((m) => m.text)).toEqual(["next"]);
+    expect([boxOf(a).value, boxOf(b).value]).toEqual(["", ""]);
+    s.model.reply("steer");
+    await tick();
+    s.model.kernel({ type: "batch", seq: 2, ops: [{ op: "status", status: status("success") }] });
+    type(boxOf(a), "as it ends");
+    enter(boxOf(a)); // (the kernel still takes the run's end in)
+    const redrawn = s.draw(s.cell()); // drawn before the old view leaves
+    s.model.kernel({ ...studioMsg, busy: false });
+    expect(s.model.ofType("studio_send").map((m) => m.text)).toEqual(["first", "as it ends"]);
+    expect([boxOf(a).value, boxOf(b).value, boxOf(redrawn).value]).toEqual(["", "", ""]);
+  });
 });
 

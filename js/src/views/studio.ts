@@ -120,8 +120,7 @@ export function studioControls(session: Session): StudioControls {
   async function steerText(text: string): Promise<void> {
     sending = messageInFlight = true;
     setError(null);
-    textarea.value = "";
-    keepDraft();
+    emptyBoxes();
     render();
     const refused = await steer(session, text);
     sending = messageInFlight = false;
@@ -152,9 +151,19 @@ export function studioControls(session: Session): StudioControls {
   function sendQueued(): void {
     if (queue.text === null || sending) return;
     if (!steering() && busy()) return; // (the run's status is not here yet)
+    // (a view of the session in the page sends it: one being taken out may hear of it first)
+    if (!textarea.isConnected && [...views].some((view) => view.prompt.isConnected)) return;
     const text = queue.text;
     queue.text = null;
-    if (textarea.value === text) void submit();
+    if (draft.text === text) void sendText(text, true); // (else the box holds another's)
+  }
+
+  /** The box's text has left: every view's box of the session is emptied (a view the kernel
+   * redrew, or the Studio shown twice, would otherwise hold it, to be sent again). */
+  function emptyBoxes(): void {
+    for (const view of views) (view.prompt as HTMLTextAreaElement).value = "";
+    textarea.value = "";
+    keepDraft();
   }
 
   async function sendText(text: string, fromBox: boolean): Promise<void> {
@@ -181,8 +190,7 @@ export function studioControls(session: Session): StudioControls {
     }
     sending = messageInFlight = true;
     if (fromBox) {
-      textarea.value = "";
-      keepDraft();
+      emptyBoxes();
     } else {
       toPromptBox(prompts);
     }
