@@ -218,6 +218,8 @@ def markdown_table(data: Any, keyed: bool = False) -> str | None:
         for key in row:
             if key not in columns:
                 columns.append(key)
+    if not columns:  # (records without fields: ``{}``, a dict of no keys)
+        return None
     shown_columns = columns[:MAX_TABLE_COLUMNS]
     lines = [
         "| " + " | ".join(_cell(name) for name in shown_columns) + " |",

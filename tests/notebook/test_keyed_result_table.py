@@ -76,3 +76,12 @@ async def test_a_dict_that_is_one_record_stays_one_row() -> None:
     # a model whose fields are models is one record, not a table by key
     text, _, _ = await shown(Trip, {"start": PARIS, "end": LYON})
     assert text.startswith("**Result** (1 row)") and "| start | end |" in text
+
+
+async def test_no_models_by_key_are_shown_as_the_empty_value_not_a_broken_table() -> None:
+    """``{}`` was "(1 row)" over three lines of ``|  |`` (no header row: stray text)."""
+    text, html, response = await shown(dict[str, City], {})
+    assert response.data == {}
+    assert "row" not in text and "|  |" not in text
+    assert "{}" in text
+    assert "<table" not in html
