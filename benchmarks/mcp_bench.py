@@ -16,7 +16,10 @@ Figures: medians in milliseconds; "overhead" is ``tool`` minus ``bare`` (the tar
 (``agent`` minus ``bare``). Then connection set-up: ``mcp.connect`` of a fresh server (process
 start, initialize, list tools), median of a few: the toolbox (Python), and the MCP project's
 reference server from npm (``@modelcontextprotocol/server-everything``, Node.js) when
-``tests/mcp_servers/npm`` has it installed (``npm ci`` there).
+``tests/mcp_servers/npm`` has it installed (``npm ci`` there). Last, the time to read a 20 MB
+streamable-HTTP answer through the mending of escaped lone UTF-16 halves (``mcp/_halves.py``),
+with no line end in it: a JSON body in 16 KB pieces, and an event stream's one ``data:`` line in
+64 KB pieces (best of three, in milliseconds).
 
     python benchmarks/mcp_bench.py [--calls 300] [--connects 3] [--json out.json]
 """
@@ -38,8 +41,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 TOOLBOX = str(ROOT / "tests" / "mcp_servers" / "toolbox.py")
 EVERYTHING = (
-    ROOT / "tests" / "mcp_servers" / "npm" / "node_modules" / "@modelcontextprotocol"
-    / "server-everything" / "dist" / "index.js"
+    ROOT
+    / "tests"
+    / "mcp_servers"
+    / "npm"
+    / "node_modules"
+    / "@modelcontextprotocol"
+    / "server-everything"
+    / "dist"
+    / "index.js"
 )
 
 
@@ -105,7 +115,30 @@ async def bench(calls: int, connects: int) -> dict[str, float]:
             lambda index: mcp.stdio(f"everything-{index}", "node", [str(EVERYTHING), "stdio"]),
             connects,
         )
+    figures["mend_20mb_json_ms"] = await _mend_time(False, 16 * 1024)
+    figures["mend_20mb_event_line_ms"] = await _mend_time(True, 64 * 1024)
     return figures
+
+
+async def _mend_time(events: bool, piece: int, size: int = 20 * 1024 * 1024) -> float:
+    """The time to read a ``size`` body with no line end, in pieces of ``piece`` bytes, through
+    the mending of the answers of a streamable HTTP server, in milliseconds (best of three)."""
+    from anvia_notebook.mcp._halves import _mended_type
+
+    body = (b"data: " if events else b"") + b'{"t": "' + b"x" * size + b'\\ud83d"}'
+    pieces = [body[at : at + piece] for at in range(0, len(body), piece)]
+
+    async def stream() -> Any:
+        for each in pieces:
+            yield each
+
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        read = [each async for each in _mended_type()(stream(), events)]
+        best = min(best, time.perf_counter() - t0)
+    assert sum(map(len, read)) == len(body)
+    return best * 1000
 
 
 async def _connect_times(server: Callable[[int], Any], connects: int) -> float:

@@ -769,3 +769,60 @@ async def test_an_escape_cut_between_two_pieces_of_a_stream_is_mended_whole():
 
     read = [piece async for piece in _mended_type()(pieces(), True)]
     assert b"".join(read) == b'data: {"t": "a\\ufffd"}\r\ndata: {"t": "\\ud83d\\ude00'
+
+
+@pytest.mark.parametrize("events", [False, True])
+async def test_a_long_body_without_a_line_end_is_read_once_not_once_a_piece(events):
+    """A body with no line end (a JSON answer, or one long ``data:`` line) was held as one text
+    grown by each piece and searched whole for a line end at each: time quadratic in its
+    size, on the MCP loop (a 20 MB body in 16 KB pieces took seconds). Counted here, not timed:
+    the bytes of the texts whose methods the mending calls (its searches) stay within a few
+    times the body's size."""
+    import sys
+
+    from anvia_notebook.mcp._halves import _mended_type
+
+    start = b'data: {"t": "' if events else b'{"t": "'
+    body = start + b"x" * 199_990 + b'a\\ud83d \\\\ud83d \\ud83d\\ude00"}'
+    size = 64
+    pieces = [body[at : at + size] for at in range(0, len(body), size)]
+
+    async def stream():
+        for piece in pieces:
+            yield piece
+
+    scanned = 0
+
+    def count(frame: object, event: str, called: object) -> None:
+        nonlocal scanned
+        text = getattr(called, "__self__", None)
+        if event == "c_call" and isinstance(text, (bytes, bytearray)):
+            scanned += len(text)
+
+    sys.setprofile(count)
+    try:
+        read = [piece async for piece in _mended_type()(stream(), events)]
+    finally:
+        sys.setprofile(None)
+    assert b"".join(read) == body.replace(b"a\\ud83d", b"a\\ufffd")
+    assert scanned <= 4 * len(body)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 13])
+@pytest.mark.parametrize("events", [False, True])
+async def test_a_stream_in_pieces_of_any_size_is_mended_as_it_is_whole(events, size):
+    """Escapes, runs of backslashes and line ends (``\\r\\n`` too) cut anywhere between pieces."""
+    from anvia_notebook.mcp._halves import _mend, _mended_type
+
+    body = (
+        b'data: {"t": "a\\ud83d \\\\\\ud83d \\\\ud83d\\ude00"}\r\n\r\n'
+        b'id: \\ud83d\rdata: {"t": "\\ud83d\\ude00\\ude00 \\\\\\\\\\uDC00"}\n'
+        b'data: {"t": "\\ud83d'
+    )
+
+    async def stream():
+        for at in range(0, len(body), size):
+            yield body[at : at + size]
+
+    read = [piece async for piece in _mended_type()(stream(), events)]
+    assert b"".join(read) == _mend(body, events)

@@ -59,23 +59,29 @@ def _mended_type() -> type[Any]:
 
     class Mended(httpx2.AsyncByteStream):
         """A response's raw stream, mended line by line: no escape spans a line end (JSON
-        writes none inside a text), so each piece is mended up to its last line end, the rest
-        kept for the next piece, or for the end."""
+        writes none inside a text), so the text up to a piece's last line end is mended, the
+        rest held for the next pieces, or for the end (a JSON body with no line end is mended
+        whole at its end). Only a new piece is searched for a line end, and the pieces held
+        are joined once: a long line (a JSON body, an event's ``data:``) costs time linear in
+        its length, not in its length times its pieces."""
 
         def __init__(self, stream: Any, events: bool) -> None:
             self._stream = stream
             self._events = events
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            kept = b""
+            held: list[bytes] = []  # (since the last line end: no line end in them)
             async for piece in self._stream:
-                kept += piece
-                end = max(kept.rfind(b"\n"), kept.rfind(b"\r")) + 1
-                if end:
-                    yield _mend(kept[:end], self._events)
-                    kept = kept[end:]
-            if kept:
-                yield _mend(kept, self._events)
+                end = max(piece.rfind(b"\n"), piece.rfind(b"\r")) + 1
+                if not end:
+                    held.append(piece)
+                    continue
+                held.append(piece[:end])
+                yield _mend(b"".join(held), self._events)
+                held = [piece[end:]]
+            rest = b"".join(held)
+            if rest:
+                yield _mend(rest, self._events)
 
         async def aclose(self) -> None:
             await self._stream.aclose()
