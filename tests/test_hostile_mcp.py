@@ -294,6 +294,33 @@ async def test_a_form_for_a_stopped_call_that_comes_during_the_next_call_is_not_
     assert asked == []
 
 
+@pytest.mark.parametrize("answer", ["error", "silent"])
+async def test_a_ping_answered_with_an_error_or_not_at_all_fences_the_session_once(
+    tmp_path, monkeypatch, answer
+):
+    """After a call that ended without its answer, the next call pings the server first (see
+    ``Connection._fence``). A ping answered with an error, or not in time, left the session
+    marked: every later call pinged again, and waited for it as long as the call's own time
+    limit."""
+    from anvia_notebook.errors import McpTimeoutError
+
+    monkeypatch.setattr(_connection, "FENCE_PING_TIMEOUT", 0.2)
+    log = tmp_path / "pings.log"
+    server = mcp.stdio(
+        "hostile-ping", sys.executable, [HOSTILE, "bad_ping", str(log), answer], timeout=1
+    )
+    connected = await mcp.connect(server)
+    try:
+        [tool] = connected.tools
+        with pytest.raises(McpTimeoutError):
+            await tool.call(tool.parse_args({}), None)
+        assert await tool.call(tool.parse_args({}), None) == "done"
+        assert await tool.call(tool.parse_args({}), None) == "done"
+    finally:
+        await connected.close()
+    assert log.read_text() == "ping\n"
+
+
 def test_an_mcp_sdk_of_another_major_version_is_named_not_waited_on(monkeypatch):
     """With the SDK 1.x installed (``pip install mcp`` in an older environment), a run with an
     MCP server waited for ever, without a word: the package uses what only 2.3 and later have."""

@@ -55,6 +55,9 @@ STDERR_LINES = 12
 #: Seconds a server may take at least to start, answer ``initialize`` and list its tools (its
 #: ``timeout=`` when larger: a server npx fetches the first time may need minutes).
 START_TIMEOUT = 30.0
+#: The longest the first call after one that ended without its answer waits for the server to
+#: answer its ping (see ``Connection._fence``), in seconds, at most the call's own time limit.
+FENCE_PING_TIMEOUT = 5.0
 #: Seconds a server that could not start is given to finish writing its standard error.
 _LAST_WORDS = 2.0
 
@@ -737,19 +740,23 @@ class Connection:
         was put to its person as if it were that call's. The server is pinged first: what it
         sent before it answered the ping is from before the next call, and is answered
         ``cancel`` (see :meth:`_on_elicit`). (Over streamable HTTP a call's questions come on
-        its own request's stream, which ends with the call.)"""
+        its own request's stream, which ends with the call.) Any answer will do, an error too;
+        a server that gives none within :data:`FENCE_PING_TIMEOUT` (or the call's time limit,
+        if shorter) is waited on no longer, and the call goes on (a server gone is for the call
+        to find). Either way the session is fenced once: the next calls ping no more (unless
+        one of them ends without its answer). A call stopped while it waits leaves the fence
+        to the next call."""
         if isinstance(self.config, HttpServer):
             self._abandoned_in = None
             return
         self._fences += 1
         try:
-            # (any answer will do, an error too; a server gone is for the call to find)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(session.send_ping(), timeout)
-                if self._abandoned_in is session:
-                    self._abandoned_in = None
+                await asyncio.wait_for(session.send_ping(), min(timeout, FENCE_PING_TIMEOUT))
         finally:
             self._fences -= 1
+        if self._abandoned_in is session:
+            self._abandoned_in = None
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
         """A server asks the person something during a call: the run of the call that can ask

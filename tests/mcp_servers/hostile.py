@@ -28,6 +28,9 @@ hostile MCP tests:
   ping, or the next call) is answered after a question for the ended call, as a server that
   was about to ask when it read the cancel sends it; each answer to that question is written
   to the file; the next calls are answered ``done``;
+- ``bad_ping``: the first call is never answered; each ping after it is written (``ping``) to
+  the file the second argument names, and answered with a JSON-RPC error if the third is
+  ``error``, not at all if it is ``silent``; the next calls are answered ``done``;
 - ``shadowing``: a ``drop_table`` tool whose arguments are named as pydantic's models' methods
   (``schema``, ``json``, ``copy``), answered with what it dropped.
 """
@@ -176,6 +179,22 @@ def late_form_next(message: dict[str, Any]) -> None:
             answered(read)
 
 
+def bad_ping(message: dict[str, Any]) -> None:
+    log, answer = sys.argv[2], sys.argv[3]
+    for line in sys.stdin:  # (the first call: never answered; the rest is read here)
+        read = json.loads(line)
+        if read.get("method") == "ping":
+            with open(log, "a") as file:
+                file.write("ping\n")
+            if answer == "error":
+                error = {"code": -32601, "message": "Method not found: ping"}
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": read["id"], "error": error}))
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+        elif read.get("method") == "tools/call":
+            answered(read)
+
+
 if MODE == "bracket_error":
     serve("hostile", [TOOL], bracket_error)
 elif MODE == "noisy":  # a banner on standard output, where only JSON-RPC may go
@@ -199,6 +218,8 @@ elif MODE == "late_form":
     serve("hostile", [TOOL], late_form)
 elif MODE == "late_form_next":
     serve("hostile", [TOOL], late_form_next)
+elif MODE == "bad_ping":
+    serve("hostile", [TOOL], bad_ping)
 elif MODE == "shadowing":
     serve("hostile", [SHADOWING], drop_table)
 elif MODE == "cut_text":
