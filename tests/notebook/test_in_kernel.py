@@ -175,7 +175,10 @@ def test_send_sync_keeps_no_store_file_open_per_run(kernel: Kernel) -> None:
     reply = kernel.reply(check, 60)
     assert reply["content"]["status"] == "ok", reply["content"].get("traceback")
     before, after = map(int, kernel.printed(check, "@@").split("@@", 1)[1].split())
-    assert before > 0 and after == before, (before, after)
+    # (SQLite keeps the file of a connection closed while another connection of the process
+    # holds a lock on it, the store's watcher reading say, and reuses it for the next one it
+    # opens: one such file may be open at either count. Kept open per run, it was 30 more.)
+    assert before > 0 and abs(after - before) <= 1, (before, after)
 
 
 def test_await_handle_in_the_showing_cell_keeps_the_widget_working(kernel: Kernel) -> None:
