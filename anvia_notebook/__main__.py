@@ -45,6 +45,7 @@ from .store._location import is_postgres_address, location_problem
 if TYPE_CHECKING:
     from .question_types import Question
     from .records import ApprovalRecord, QuestionRecord
+    from .run_state import RunState
     from .store import RunStore
 
 __all__ = ["main"]
@@ -209,6 +210,20 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
         )
 
 
+def _say_resume(store: RunStore, state: RunState, location: str | None) -> None:
+    """How an interrupted run goes on: the code that resumes it (a sub-agent's run, with its
+    top-level run), and with which agent. ``location``: the store as named on the command line
+    (None: the default one, which a notebook in this folder opens too)."""
+    top = store.top_run(state.run_id)
+    run_id, agent_id = top if top is not None else (state.run_id, state.agent_id)
+    where = f", store={location!r}" if location else ""
+    inside = f" (the run of a sub-agent inside run {run_id})" if run_id != state.run_id else ""
+    _say(
+        f"\nIts process is gone{inside}: it goes on when resumed with agent {agent_id!r} "
+        f"(its tools and model): agent.resume({run_id!r}{where})"
+    )
+
+
 def _local(moment: datetime) -> str:
     """A time in this machine's time zone, to the minute (as a terminal user reads it)."""
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
@@ -220,12 +235,13 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
     pending = store.pending(args.run_id)
     refused = _refused_edits(store, args.run_id)
     ended = status in ("success", "error", "cancelled")
-    # Sent while no process took them (a row its run holds already, marked taken by nobody
-    # since, is not waiting); for a run that ended, with the messages it took and never read
+    # Every message the run has not read: those it took (held in its state: a run that was
+    # interrupted reads them when resumed), then those sent while no process took them (a row
+    # its run holds already, marked taken by nobody since, is listed once)
     taken = set(state.steered_ids)
+    held = {item.id for item in state.steering}
     queued = [item for item in store.queued_steering(args.run_id) if item.id not in taken]
-    if ended:
-        queued = [*state.steering, *queued]
+    queued = [*state.steering, *queued]
     if args.json:
         data = state.model_dump(mode="json")
         data["status"] = status
@@ -282,6 +298,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
         text = " ".join((item.message.content or "").split())
         if ended:
             _say(f"\nMessage sent with steer that the run never read: it ended first ({item.id}):")
+        elif item.id in held:
+            _say(f"\nMessage sent with steer, taken by the run and not read yet ({item.id}):")
         else:
             _say(f"\nMessage sent with steer, waiting for the run to take it ({item.id}):")
         _say(f"  {text[:200]}{'...' if len(text) > 200 else ''}")
@@ -338,6 +356,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
             "\n(The commands above leave out the passwords the store's address holds: set "
             "PGPASSWORD to its login password first, or write them back into the address.)"
         )
+    if status == "interrupted":
+        _say_resume(store, state, written or args.store)
     for record, edited, why in refused:
         _say(f"\nEdited arguments for {record.tool_name} ({record.id}, {record.status}), refused:")
         _say(f"  {_readable(edited)}: {why}")

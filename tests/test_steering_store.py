@@ -353,14 +353,24 @@ async def test_steered_while_waiting_then_killed_is_delivered_once_after_resume(
         assert store.status(run_id) == "interrupted"
         assert cli(["--store", store_location, "steer", run_id, "second: in euros"]) == 0
         assert "resumed" in capsys.readouterr().out
-        # ``show`` lists the message that waits (only the one the run does not hold already)
+        # ``show`` lists both messages the run has not read, each once: the one it took before
+        # its process died (before, left out: nothing said it would still be delivered), and
+        # the one that waits; then the code that resumes the run
         assert cli(["--store", store_location, "show", run_id]) == 0
         shown = capsys.readouterr().out
-        assert "waiting for the run to take it" in shown and "  second: in euros" in shown
-        assert "  first: by region" not in shown
+        taken, waiting = shown.split("taken by the run and not read yet", 1)[1].split(
+            "waiting for the run to take it", 1
+        )
+        assert "  first: by region" in taken and "  second: in euros" in waiting
+        assert shown.count("by region") == shown.count("in euros") == 1
+        resume = shown.rstrip().rsplit("\n", 1)[1]
+        assert resume.endswith(f"agent.resume({run_id!r}, store={store_location!r})") or (
+            "postgresql" in store_location and f"agent.resume({run_id!r}, store=" in resume
+        )
+        assert "with agent 'banker'" in shown
         assert cli(["--store", store_location, "show", run_id, "--json"]) == 0
         listed = json.loads(capsys.readouterr().out)["queued_steering"]
-        assert [item["text"] for item in listed] == ["second: in euros"]
+        assert [item["text"] for item in listed] == ["first: by region", "second: in euros"]
         request = store_agents.agent("steerable").resume(run_id)
         run = request.start()
         for _ in range(1000):
