@@ -188,6 +188,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         elif state.answered_turn is not None and state.answered_turn < turn:
             turn -= 1  # its model call was cut short: made again, as the same turn
         interrupted_calls = _unanswered_calls(state.messages) if run.resumed else []
+        _tell_unlogged_calls(run, interrupted_calls, turn)
         stored = _stored_result(run, typed) if run.resumed and typed is not None else None
         if stored is not None and not steering.before_end(turn + 1):
             # The run had its valid result when it stopped (in its on_run_end hook, say): it
@@ -434,6 +435,22 @@ def _unanswered_calls(messages: list[Message]) -> list[ToolCall]:
         ToolCall(id=call.id, name=call.name, arguments=call.arguments)
         for call in messages[-1].tool_calls
     ]
+
+
+def _tell_unlogged_calls(run: AgentRun, calls: list[ToolCall], turn: int) -> None:
+    """The calls of a resumed run's interrupted turn that its stored event log does not hold
+    (the process ended before the log's next write, within a second of them: a tool that
+    killed its kernel) are told now, with the turn's text, before their results: the
+    transcript of the resumed run shows what was called, with its arguments."""
+    logged = {(e.turn, e.tool_call.id) for e in run.events if isinstance(e, ToolCallEvent)}
+    missing = [call for call in calls if (turn, call.id) not in logged]
+    if not missing:
+        return
+    text = run.state.messages[-1].content
+    if text and not any(isinstance(e, TextDeltaEvent) and e.turn == turn for e in run.events):
+        run.emit(TextDeltaEvent(turn=turn, delta=text))
+    for call in missing:
+        run.emit(ToolCallEvent(turn=turn, tool_call=call))
 
 
 def _end_tool_round(run: AgentRun, results: list[ToolResultPart]) -> None:
