@@ -210,6 +210,34 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
         )
 
 
+def _say_decided(state: RunState) -> None:
+    """The decisions an interrupted run holds for calls that have not started (made before its
+    process ended, or since then from the command line, a handle or the store): what its
+    resume does with each (else a decision made from the terminal left no trace in ``show``)."""
+    last = state.messages[-1] if state.messages else None
+    if last is None or last.role != "assistant":
+        return
+    waiting = {call.id for call in last.tool_calls} - set(state.calls)
+    records: list[Any] = [*state.approvals.values(), *state.questions.values()]
+    for record in records:
+        if record.tool_call_id not in waiting or record.status not in _DECIDED_NOTES:
+            continue
+        via = f" (from the {record.decided_via})" if record.decided_via else ""
+        what = f"{record.tool_name} {_readable(record.args)}" if record.kind == "approval" else ""
+        _say(
+            f"\n{record.kind.capitalize()} {record.id} {what}".rstrip()
+            + f" was {record.status.replace('_', ' ')}{via}: {_DECIDED_NOTES[record.status]}"
+        )
+
+
+#: What the resume of an interrupted run does with a decision its call has not used yet.
+_DECIDED_NOTES = {
+    "approved": "the call runs when the run resumes.",
+    "rejected": "the model is told so when the run resumes; the call does not run.",
+    "answered": "the answers go to the model when the run resumes.",
+}
+
+
 def _say_resume(store: RunStore, state: RunState, location: str | None) -> None:
     """How an interrupted run goes on: the code that resumes it (a sub-agent's run, with its
     top-level run), and with which agent. ``location``: the store as named on the command line
@@ -294,6 +322,8 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
                     "interrupted, unless its tool is marked idempotent (then it runs again). "
                     "Check what it did first."
                 )
+    if status == "interrupted":
+        _say_decided(state)
     for item in queued:
         text = " ".join((item.message.content or "").split())
         if ended:

@@ -109,6 +109,15 @@ async def test_a_decision_written_while_no_process_runs_it_is_used_on_resume(
         f"(agent.resume({run_id!r})).",
     ]
     assert cli(["--store", store_location, "reject", run_id, approval.id]) == 1  # second: refused
+    # ``show`` says what the resume does with it (it said only "No pending approvals or
+    # questions.", the call's line without its decision)
+    capsys.readouterr()
+    assert cli(["--store", store_location, "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert (
+        f'Approval {approval.id} transfer {{"account": "a1", "amount": 5}} was approved '
+        "(from the cli): the call runs when the run resumes."
+    ) in shown
     response = await asyncio.wait_for(store_agents.agent("approval").resume(run_id).send(), 10)
     assert effects() == ["started a1 5", "done a1 5"]  # the approved call ran, once
     assert "sent" in response.output
