@@ -92,6 +92,45 @@ async def test_a_run_whose_connections_the_server_ended_goes_on_being_stored(tea
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
 
 
+async def test_a_run_whose_connection_the_server_ended_inside_a_write_goes_on_being_stored(
+    team_store,
+):
+    """The server ended the run's connection in the middle of a write's transaction (a
+    restart or an admin's pg_terminate_backend while the run wrote): the run left its store
+    for good ("goes on in memory only"), and the approval it waited for could no longer be
+    decided through the store. Nothing of that transaction was committed: it is written
+    again, whole, on a new connection."""
+    location, server, _ = team_store
+    run = store_agents.agent("approval").prompt("send 5 to a1").start()
+    [waiting] = await pending_of(run)
+    store = store_module.get_store()
+    assert store is not None
+    backend = store._backend
+    real_execute = backend.execute
+    ended: list[str] = []
+
+    def execute(sql: str, params: Any = ()) -> Any:
+        connection = backend._connection()
+        if not ended and not backend._alone(connection):  # (inside the write's transaction)
+            ended.append(sql)
+            with psycopg.connect(server, autocommit=True) as db:  # (waits until it is gone)
+                db.execute("SELECT pg_terminate_backend(%s, 30000)", (connection.info.backend_pid,))
+        return real_execute(sql, params)
+
+    backend.execute = execute  # type: ignore[method-assign]
+    try:
+        run.persist()  # (the state changed: written with the run's next checkpoint)
+        run.checkpoint()
+    finally:
+        del backend.execute
+    assert ended
+    assert run.store is store
+    await approved_from_the_command_line(location, run, waiting)
+    [stored] = RunStore(location).runs()
+    assert stored.status == "success", stored
+    assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
 def test_a_statement_on_a_connection_the_server_ended_runs_on_a_new_one(team_store):
     """An operator's first command after a server restart failed ("terminating connection
     due to administrator command") and the next one worked: it works the first time."""

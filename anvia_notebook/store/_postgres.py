@@ -114,6 +114,14 @@ def _not_taking_connections(error: BaseException) -> bool:
 _ENDED_BY_SERVER = frozenset({"57P01", "57P02"})
 
 
+def _ended(error: BaseException) -> bool:
+    """Whether ``error`` says the server ended the connection (see :data:`_ENDED_BY_SERVER`)."""
+    code = getattr(error, "sqlstate", None)
+    # (older psycopg, 3.2.1 for one, reads the server's farewell without its SQLSTATE)
+    farewell = code is None and "terminating connection" in str(error)
+    return code in _ENDED_BY_SERVER or farewell
+
+
 def _secrets(url: str) -> list[str]:
     """The secrets an address holds (its password, raw and decoded, and values of parameters
     named like secrets), for taking out of the driver's messages, which may repeat them."""
@@ -365,11 +373,16 @@ class PostgresBackend:
         """Whether ``error`` says the server had ended ``connection`` (see
         :data:`_ENDED_BY_SERVER`), for a statement run ``alone`` (not in a transaction begun
         before it): then it runs again on a new connection."""
-        code = getattr(error, "sqlstate", None)
-        # (older psycopg, 3.2.1 for one, reads the server's farewell without its SQLSTATE)
-        farewell = code is None and "terminating connection" in str(error)
-        ended = code in _ENDED_BY_SERVER or farewell
-        return alone and ended and bool(connection.closed)
+        return alone and _ended(error) and bool(connection.closed)
+
+    def cut_off(self, error: BaseException) -> bool:
+        """Whether ``error``, raised out of :meth:`transaction`, says the server ended this
+        thread's connection in the middle of the transaction (a restart, an admin's
+        pg_terminate_backend, a failover): none of it was committed, and the whole write may
+        be made again on a new connection."""
+        held = getattr(self._local, "held", None)
+        cause = error.__cause__
+        return held is not None and cause is not None and _ended(cause) and held.connection.closed
 
     def _alone(self, connection: Any) -> bool:
         """Whether ``connection`` is in no transaction (a statement on it commits on its own)."""

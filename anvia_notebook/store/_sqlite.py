@@ -327,6 +327,10 @@ class SQLiteBackend:
     def is_error(self, error: BaseException) -> bool:
         return isinstance(error, sqlite3.Error)
 
+    def cut_off(self, error: BaseException) -> bool:
+        """A file's transaction is never cut off by a server (see the PostgreSQL backend)."""
+        return False
+
     def refuses_writes(self, error: RunStoreError) -> bool:
         """``error`` (raised by this backend) says the file may not be written."""
         cause = error.__cause__

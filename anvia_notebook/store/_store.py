@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence, Sized
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union, cast, get_args
+from typing import Annotated, Any, Concatenate, Literal, ParamSpec, TypeVar, Union, cast, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
@@ -231,6 +231,32 @@ def _now() -> str:
 def _marks(items: Sized) -> str:
     """One SQL placeholder for each of ``items`` (``?, ?, ?``)."""
     return ", ".join("?" * len(items))
+
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+
+def _again_if_cut_off(
+    write: Callable[Concatenate[RunStore, _P], _T],
+) -> Callable[Concatenate[RunStore, _P], _T]:
+    """A write of the run store made again, once, when the server ended the connection in the
+    middle of its transaction (a restart of a PostgreSQL server, an admin's
+    pg_terminate_backend, a failover): nothing of it was committed. (Else the run that wrote
+    left its store for good, and what it waited for could not be decided through it.) Only for
+    writes that begin their own transaction, never one inside another's."""
+
+    @functools.wraps(write)
+    def again(self: RunStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return write(self, *args, **kwargs)
+        except RunStoreError as error:
+            if not self._backend.cut_off(error):
+                raise
+            logger.debug("A write to the run store was cut off; made again: %s", error)
+        return write(self, *args, **kwargs)
+
+    return again
 
 
 def _open_backend(location: str | os.PathLike[str]) -> Any:
@@ -984,6 +1010,7 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         return tuple(rows[0]) if rows else (None, None, None, None)
 
+    @_again_if_cut_off
     def create_run(self, state: RunState, prompt: str) -> None:
         """Record a new run, owned by this process (the run and its prompt in one write: one
         statement when the conversation is short, as it is kept in the run's row)."""
@@ -1165,6 +1192,7 @@ class RunStore(SteeringRows, DecisionRequests):
         )
         self._disown(run_id)
 
+    @_again_if_cut_off
     def open_interaction(
         self, record: Record, *, args_schema: dict[str, Any] | None = None
     ) -> Record | None:
@@ -1185,6 +1213,7 @@ class RunStore(SteeringRows, DecisionRequests):
         """Write a record as it is (the owning run correcting what it recorded)."""
         self._write_decided(record, if_pending=False)
 
+    @_again_if_cut_off
     def save_run(
         self,
         run_id: str,
@@ -1364,6 +1393,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 [(run_id, seq, text) for seq, text in rows],
             )
 
+    @_again_if_cut_off
     def save_events(self, run_id: str, items: Iterable[tuple[int, str]]) -> None:
         """Insert or replace ``(seq, event JSON)`` rows of the run's event log."""
         rows = list(items)
