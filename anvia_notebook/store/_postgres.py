@@ -109,6 +109,44 @@ def _not_taking_connections(error: BaseException) -> bool:
     return code == _CANNOT_CONNECT_NOW or (code is None and any(s in said for s in _NOT_NOW))
 
 
+def _how_to_connect(error: BaseException) -> str:
+    """What to change when the server refused a connection, as a sentence after its message
+    (or nothing): the message alone said what went wrong, not where to look."""
+    said = str(error)
+    lower = said.lower()
+    missing = re.search(r'(database|role) "([^"]*)" does not exist', said)
+    if missing is not None and missing[1] == "database":
+        return (
+            f" Create the database (CREATE DATABASE {missing[2]}, or createdb {missing[2]}) or "
+            "correct its name at the end of the address."
+        )
+    if missing is not None:
+        return " Correct the user name in the address, or create that role on the server."
+    if "password authentication failed" in lower or "no password supplied" in lower:
+        return (
+            " Correct the user name or password in the address (postgresql://USER:PASSWORD@"
+            "HOST:PORT/DBNAME; percent-encode @ : / ? # % in a password, @ as %40)."
+        )
+    if "no pg_hba.conf entry" in lower:
+        return (
+            " The server's pg_hba.conf lets no such connection in: ask its administrator to "
+            "allow this user, database and address."
+        )
+    if "resolve host" in lower or "translate host name" in lower:
+        return " Correct the host name in the address."
+    if "timeout expired" in lower or "timed out" in lower:
+        return (
+            " Check the host and port in the address and that no firewall stops the "
+            "connection (?connect_timeout=N in the address waits longer)."
+        )
+    if _not_taking_connections(error):
+        return (
+            " Check the host and port in the address, and that the PostgreSQL server runs "
+            "there and listens on that address (listen_addresses, port)."
+        )
+    return ""
+
+
 #: The server ended the connection (a restart or shutdown, an admin's pg_terminate_backend,
 #: another backend's crash): a statement met with this never ran (or was rolled back).
 _ENDED_BY_SERVER = frozenset({"57P01", "57P02"})
@@ -251,8 +289,11 @@ class PostgresBackend:
                     # (a server still down after the wait is not waited for again, until it
                     # is reached: every write would hold the run that long)
                     self._reached = False
+                    told = self._told(error)
+                    told += "" if told.endswith((".", "?", "!")) else "."
                     raise RunStoreError(
-                        f"Cannot connect to the run store {self.location}: {self._told(error)}"
+                        f"Cannot connect to the run store {self.location}: {told}"
+                        + _how_to_connect(error)
                     ) from None
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, 1.0)
