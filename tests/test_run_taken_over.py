@@ -84,6 +84,38 @@ async def test_a_machine_whose_clock_differs_does_not_take_a_live_run(
 
 
 @pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
+async def test_a_machine_with_the_same_host_name_does_not_take_a_live_run(
+    store_location, tmp_path, monkeypatch
+):
+    """Two machines (or containers with their own process ids) of one host name sharing a
+    team store (default names such as "MacBook-Pro", "jupyter", containers on the host's
+    network): the other machine judged the owner by its process id, not alive there, and took
+    the live run from it; with the same process id it took the run for its own."""
+    from anvia_notebook import RunOwnedError
+
+    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
+    child = start_python("import store_agents; store_agents.run('approval')", child_environ())
+    try:
+        [pending] = wait_until(lambda: RunStore(store_location).pending(), child, "the approval")
+        # Another machine: the same host name, its own processes (none of this one's ids runs)
+        monkeypatch.setattr(_owner, "_machine", lambda: "another machine", raising=False)
+        monkeypatch.setattr(_owner, "_pid_alive", lambda pid: False)
+        monkeypatch.setattr(_owner, "_THIS", None)
+        store = RunStore(store_location)
+        [summary] = store.runs()
+        assert summary.status == "waiting"
+        with pytest.raises(RunOwnedError):
+            store_agents.agent("approval").resume(pending.run_id).start()
+        store.approve(pending.run_id, pending.id)
+        out, err = await asyncio.to_thread(child.communicate, timeout=60)
+    finally:
+        kill(child)
+    assert child.returncode == 0, err
+    assert "output: Result:" in out
+    assert effects() == ["started a1 5", "done a1 5"]
+
+
+@pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
 def test_a_step_of_this_machine_s_clock_is_measured_again_at_once(store_location, monkeypatch):
     """The offset to the server's clock is kept a minute, unless this machine's clock was set
     or stepped meanwhile (NTP correcting it): then heartbeats would be written that far off."""

@@ -7,6 +7,7 @@ background thread renews. On the same host the pid decides; from another host, t
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import socket
@@ -27,6 +28,7 @@ __all__ = [
     "give_back_dropped",
     "resume_claimed",
     "running_here",
+    "shown_host",
     "store_clock",
     "this_process",
 ]
@@ -67,6 +69,27 @@ def _start_time(pid: int) -> str:
     fields = _stat(pid)
     return fields[19] if len(fields) > 19 else ""
 
+
+def _machine() -> str:
+    """What tells this machine's processes from another's of the same host name (default
+    names such as "MacBook-Pro", containers on the host's network): this boot of its kernel
+    and the namespace its process ids are counted in (Linux), or "" where unknown."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as boot:
+            booted = boot.read().strip()
+        counted = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return ""
+    return f"{booted}/{counted}"
+
+
+def shown_host(host: object) -> str:
+    """A stored owner's host as a person knows it (its host name, without the machine's mark)."""
+    return str(host).split(_MARK, 1)[0]
+
+
+#: Between the host name and the machine's mark in a stored owner's host.
+_MARK = "#"
 
 _THIS: Owner | None = None
 
@@ -140,11 +163,15 @@ def running_here(run_id: str) -> bool:
 
 
 def this_process() -> Owner:
-    """This process as an owner (computed again after a fork)."""
+    """This process as an owner (computed again after a fork). Its host is the host name and
+    a mark of the machine (see :func:`_machine`): the process id of an owner of the same host
+    name is judged only on the machine that counts it."""
     global _THIS
     pid = os.getpid()
     if _THIS is None or _THIS.pid != pid:
-        _THIS = Owner(socket.gethostname(), pid, _start_time(pid))
+        machine = _machine()
+        mark = _MARK + hashlib.sha256(machine.encode()).hexdigest()[:12] if machine else ""
+        _THIS = Owner(socket.gethostname() + mark, pid, _start_time(pid))
     return _THIS
 
 

@@ -78,6 +78,7 @@ from ._owner import (
     give_back_dropped,
     owner_alive,
     running_here,
+    shown_host,
     store_clock,
     this_process,
 )
@@ -1060,7 +1061,7 @@ class RunStore(SteeringRows, DecisionRequests):
         runs it here); None when no live process does."""
         here = owner[1] == me.pid and owner[0] == me.host
         if self._alive(owner) and (not here or running_here(run_id)):
-            return "this kernel" if here else f"process {owner[1]} on {owner[0]}"
+            return "this kernel" if here else f"process {owner[1]} on {shown_host(owner[0])}"
         return None
 
     def _owned_elsewhere(self, run_id: str, owner: Sequence[Any], me: Any) -> str | None:
@@ -1108,7 +1109,7 @@ class RunStore(SteeringRows, DecisionRequests):
             status, *owner, next_above = rows[0]
             here = owner[1] == me.pid and owner[0] == me.host
             if status in ACTIVE and not here and self._alive(owner):
-                return above, f"process {owner[1]} on {owner[0]}"
+                return above, f"process {owner[1]} on {shown_host(owner[0])}"
             above = next_above
         return None
 
@@ -1175,7 +1176,9 @@ class RunStore(SteeringRows, DecisionRequests):
         """A run this process runs is no longer its own: another process resumed it."""
         self._disown(run_id)
         rows = self._q("SELECT owner_host, owner_pid FROM runs WHERE run_id = ?", (run_id,))
-        where = f"process {rows[0][1]} on {rows[0][0]}" if rows and rows[0][1] else "elsewhere"
+        where = "elsewhere"
+        if rows and rows[0][1]:
+            where = f"process {rows[0][1]} on {shown_host(rows[0][0])}"
         return RunTakenOverError(
             f"Run {run_id!r} was resumed by {where}, which judged this process gone (asleep, "
             "or its clock far off); it goes on there, and stopped here before doing more."
