@@ -74,3 +74,24 @@ def test_a_wrong_password_is_said_to_be_corrected_without_showing_it(monkeypatch
     said = _refused(f"postgresql://bob:{SECRET}@127.0.0.1:5432/teamdb")
     assert 'password authentication failed for user "bob"' in said, said
     assert "Correct the user name or password in the address" in said, said
+
+
+def test_a_project_s_schema_that_is_not_there_is_said_to_be_created(postgres_server):
+    """Projects sharing one database each in its own schema (the address's search_path): a
+    schema not created yet (or mistyped) said only "no schema has been selected to create in"."""
+    from postgres_server import fresh_database
+
+    location, _ = fresh_database(postgres_server)
+    with pytest.raises(RunStoreError) as caught:
+        RunStore(location + "?options=-csearch_path%3Dproject_b")
+    said = str(caught.value)
+    assert "no schema has been selected to create in" in said, said
+    assert "CREATE SCHEMA" in said and "search_path" in said, said
+    with psycopg.connect(location, autocommit=True) as db:
+        db.execute("CREATE SCHEMA project_a")
+        db.execute("CREATE SCHEMA project_b")
+    a = RunStore(location + "?options=-csearch_path%3Dproject_a")
+    b = RunStore(location + "?options=-csearch_path%3Dproject_b")
+    assert a.runs() == [] and b.runs() == []
+    a.close()
+    b.close()

@@ -79,6 +79,9 @@ IDLE_CHECK_SECONDS = 10.0
 #: The watcher looks at the store at least this often (seconds) even when no announcement came
 #: (a listening connection a firewall dropped without a word hears nothing).
 LOOK_ANYWAY_SECONDS = 5.0
+#: SQLSTATE of "no schema has been selected to create in" (no schema of the search_path is
+#: there: one project's schema of a database that several share, mistyped or not created).
+_NO_SCHEMA = "3F000"
 #: SQLSTATE of "lock not available" (``lock_timeout`` passed).
 _LOCK_NOT_AVAILABLE = "55P03"
 #: Seconds a store whose server was reached waits for it to take connections again (a restart
@@ -357,6 +360,12 @@ class PostgresBackend:
                 "that program has finished writing, or end its transaction."
             )
         told = self._told(error)
+        if getattr(error, "sqlstate", None) == _NO_SCHEMA:
+            return RunStoreError(
+                f"The run store {self.location} failed: {told.rstrip('.')}: the schemas its "
+                "search_path names (options=-csearch_path=NAME in the address) are not in the "
+                "database. Create the schema (CREATE SCHEMA NAME) or correct its name."
+            )
         return RunStoreError(f"The run store {self.location} failed: {told}".rstrip(".") + ".")
 
     def _not_allowed(self, error: BaseException, sql: str) -> RunStoreError:
