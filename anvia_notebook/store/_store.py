@@ -1396,12 +1396,14 @@ class RunStore(SteeringRows, DecisionRequests):
                 [(run_id, seq, text) for seq, text in rows],
             )
 
-    @_again_if_cut_off
     def save_events(self, run_id: str, items: Iterable[tuple[int, str]]) -> None:
         """Insert or replace ``(seq, event JSON)`` rows of the run's event log."""
-        rows = list(items)
-        if not rows:
-            return
+        rows = list(items)  # (taken once: the write may be made twice)
+        if rows:
+            self._save_events(run_id, rows)
+
+    @_again_if_cut_off
+    def _save_events(self, run_id: str, rows: list[tuple[int, str]]) -> None:
         with self._backend.transaction():
             self._insert_events(run_id, rows)
 
