@@ -207,3 +207,18 @@ async def whole_run(model: CompletionModel, prompt: str) -> dict[str, Any]:
         "messages": [m.model_dump(mode="json") for m in final.messages],
         "turns": [turn.response.model_dump(mode="json") for turn in request.trace.turns],
     }
+
+
+def anthropic_start(input_tokens: int) -> dict[str, Any]:
+    """Anthropic's ``message_start`` event of an answer, reporting ``input_tokens``."""
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+    }
+    return {"type": "message_start", "message": message}

@@ -17,23 +17,11 @@ from anvia_notebook.messages import Usage
 from anvia_notebook.models.anthropic import AnthropicModel
 from anvia_notebook.models.base import ModelError
 
-from provider_replay import Recorded, Server
+from provider_replay import Recorded, Server, anthropic_start
 
 http: Any = getattr(anthropic_base_client, "httpx2", None) or httpx
 recorded = Recorded(http)
-START = {
-    "type": "message_start",
-    "message": {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-6",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": 25, "output_tokens": 1},
-    },
-}
+START = anthropic_start(25)
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 
 

@@ -17,7 +17,7 @@ from anvia_notebook.messages import Usage
 from anvia_notebook.models.anthropic import PAUSED_TURN_CONTINUATIONS, AnthropicModel
 from anvia_notebook.models.base import Finish, UsageUpdate
 
-from provider_replay import Recorded, Server, ask, events_of
+from provider_replay import Recorded, Server, anthropic_start, ask, events_of
 
 http: Any = getattr(anthropic_base_client, "httpx2", None) or httpx
 recorded = Recorded(http)
@@ -47,18 +47,7 @@ def stream(*events: dict[str, Any]) -> Any:
     return recorded.events(*events)
 
 
-def start(input_tokens: int) -> dict[str, Any]:
-    message = {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "model": "claude-sonnet-4-6",
-        "content": [],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
-    }
-    return {"type": "message_start", "message": message}
+start = anthropic_start
 
 
 def block(index: int, content_block: dict[str, Any], *deltas: dict[str, Any]) -> list[Any]:

@@ -51,25 +51,19 @@ async def test_an_owner_whose_run_another_machine_resumed_stops_and_the_tool_run
     assert f"Run '{pending.run_id}' was resumed by process {os.getpid()} on another-machine" in err
 
 
-@pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
-@pytest.mark.parametrize("ahead", [120.0, -120.0])
-async def test_a_machine_whose_clock_differs_does_not_take_a_live_run(
-    store_location, tmp_path, monkeypatch, ahead
-):
-    """Machines sharing a PostgreSQL store judge heartbeats by the server's clock: one whose
-    clock runs two minutes ahead of the owner's (or the owner's behind) sees a live owner, not
-    a gone one (before: the run was taken from its live owner, which then stopped)."""
+async def another_machine_leaves_the_live_run(store_location, tmp_path, monkeypatch, pretend):
+    """A run of another process waits for its approval; ``pretend`` makes this process look
+    like another machine: it sees the run waiting, cannot resume it, and its approval is carried
+    out by the owner (the tool runs once)."""
     from anvia_notebook import RunOwnedError
 
     monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
     child = start_python("import store_agents; store_agents.run('approval')", child_environ())
     try:
         [pending] = wait_until(lambda: RunStore(store_location).pending(), child, "the approval")
-        real_time = time.time
-        monkeypatch.setattr(time, "time", lambda: real_time() + ahead)
-        monkeypatch.setattr(socket, "gethostname", lambda: "another-machine")
+        pretend()
         monkeypatch.setattr(_owner, "_THIS", None)
-        store = RunStore(store_location)  # (opened on this machine, with its clock)
+        store = RunStore(store_location)  # (opened on "this machine")
         [summary] = store.runs()
         assert summary.status == "waiting"
         with pytest.raises(RunOwnedError):
@@ -81,6 +75,23 @@ async def test_a_machine_whose_clock_differs_does_not_take_a_live_run(
     assert child.returncode == 0, err
     assert "output: Result:" in out
     assert effects() == ["started a1 5", "done a1 5"]
+
+
+@pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("ahead", [120.0, -120.0])
+async def test_a_machine_whose_clock_differs_does_not_take_a_live_run(
+    store_location, tmp_path, monkeypatch, ahead
+):
+    """Machines sharing a PostgreSQL store judge heartbeats by the server's clock: one whose
+    clock runs two minutes ahead of the owner's (or the owner's behind) sees a live owner, not
+    a gone one (before: the run was taken from its live owner, which then stopped)."""
+
+    def pretend():
+        real_time = time.time
+        monkeypatch.setattr(time, "time", lambda: real_time() + ahead)
+        monkeypatch.setattr(socket, "gethostname", lambda: "another-machine")
+
+    await another_machine_leaves_the_live_run(store_location, tmp_path, monkeypatch, pretend)
 
 
 @pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
@@ -91,28 +102,12 @@ async def test_a_machine_with_the_same_host_name_does_not_take_a_live_run(
     team store (default names such as "MacBook-Pro", "jupyter", containers on the host's
     network): the other machine judged the owner by its process id, not alive there, and took
     the live run from it; with the same process id it took the run for its own."""
-    from anvia_notebook import RunOwnedError
 
-    monkeypatch.setenv("ANVIA_TEST_EFFECTS", str(tmp_path / "effects.txt"))
-    child = start_python("import store_agents; store_agents.run('approval')", child_environ())
-    try:
-        [pending] = wait_until(lambda: RunStore(store_location).pending(), child, "the approval")
-        # Another machine: the same host name, its own processes (none of this one's ids runs)
+    def pretend():  # the same host name, its own processes (none of this one's ids runs)
         monkeypatch.setattr(_owner, "_machine", lambda: "another machine", raising=False)
         monkeypatch.setattr(_owner, "_pid_alive", lambda pid: False)
-        monkeypatch.setattr(_owner, "_THIS", None)
-        store = RunStore(store_location)
-        [summary] = store.runs()
-        assert summary.status == "waiting"
-        with pytest.raises(RunOwnedError):
-            store_agents.agent("approval").resume(pending.run_id).start()
-        store.approve(pending.run_id, pending.id)
-        out, err = await asyncio.to_thread(child.communicate, timeout=60)
-    finally:
-        kill(child)
-    assert child.returncode == 0, err
-    assert "output: Result:" in out
-    assert effects() == ["started a1 5", "done a1 5"]
+
+    await another_machine_leaves_the_live_run(store_location, tmp_path, monkeypatch, pretend)
 
 
 @pytest.mark.parametrize("store_location", ["postgresql"], indirect=True)
