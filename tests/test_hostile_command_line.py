@@ -160,6 +160,9 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
         def sub_runs(self, run_id):
             return []
 
+        def top_run(self, run_id):
+            return None
+
     monkeypatch.setattr(cli, "_refused_edits", lambda store, run_id: [])
     args = cli._parser().parse_args(
         ["--store", "postgresql://op:s3cret@db.example/runs", "show", "run_1"]
@@ -169,6 +172,7 @@ def test_show_does_not_print_a_postgresql_password_back(monkeypatch, capsys):
     assert "s3cret" not in out and "***" not in out
     assert "--store postgresql://op@db.example/runs approve run_1 approval_1" in out
     assert "set PGPASSWORD to its login password first" in out
+    assert "agent.resume('run_1', store='postgresql://op@db.example/runs')" in out
 
 
 async def test_output_a_terminal_cannot_encode_or_a_full_disk_ends_without_a_traceback(
