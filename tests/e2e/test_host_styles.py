@@ -110,6 +110,7 @@ def snapshot() -> dict[str, Any]:
             "questionId": q["id"],
             "answer": q["choices"][0]["value"],
             "choice": q["choices"][0]["value"],
+            "label": q["choices"][0]["label"],
         }
         for q in answered["question"]["questions"]
     ]
