@@ -505,7 +505,10 @@ def _paused_content(blocks: list[Any]) -> list[Any]:
 
 
 def _block_param(block: Any) -> dict[str, Any]:
-    """A streamed content block as it is sent back: the fields the server gave."""
+    """A streamed content block as it is sent back: the fields the server gave (an older SDK
+    leaves a part it does not know, a citation of web search, as the server's dict)."""
+    if isinstance(block, dict):
+        return dict(block)
     dump = getattr(block, "model_dump", None)
     if dump is not None:
         dumped = dump(mode="json", exclude_unset=True)
