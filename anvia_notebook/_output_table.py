@@ -213,7 +213,7 @@ def markdown_table(data: Any, keyed: bool = False) -> str | None:
         rows = rows_of(data)
     if not rows:
         return None
-    columns: list[str] = []
+    columns: list[Any] = []
     for row in rows:
         for key in row:
             if key not in columns:
@@ -222,7 +222,9 @@ def markdown_table(data: Any, keyed: bool = False) -> str | None:
         return None
     shown_columns = columns[:MAX_TABLE_COLUMNS]
     lines = [
-        "| " + " | ".join(_cell(name) for name in shown_columns) + " |",
+        "| "
+        + " | ".join("" if name is _KEY_COLUMN else _cell(name) for name in shown_columns)
+        + " |",
         "| " + " | ".join("---" for _ in shown_columns) + " |",
     ]
     for row in rows[:MAX_TABLE_ROWS]:
@@ -238,11 +240,12 @@ def markdown_table(data: Any, keyed: bool = False) -> str | None:
     )
 
 
-#: The column of a keyed table's keys (as pandas shows an index without a name).
-_KEY_COLUMN = ""
+#: The column of a keyed table's keys, headed by nothing (as pandas shows an index without a
+#: name); not a text, so a record's own field named ``""`` keeps its column.
+_KEY_COLUMN = object()
 
 
-def _keyed_rows(data: Any) -> list[dict[str, Any]] | None:
+def _keyed_rows(data: Any) -> list[dict[Any, Any]] | None:
     """A row per key of a mapping of records, its key first; None when ``data`` is not one."""
     if not isinstance(data, Mapping) or not data:
         return None

@@ -84,6 +84,26 @@ async def test_any_model_refusing_its_temperature_is_asked_at_its_own():
     assert asked == [0, None, None]
 
 
+async def test_a_server_checking_requests_by_schema_refusing_it_is_asked_at_its_own():
+    """An OpenAI-compatible server that checks requests with a schema answers 422 for a value
+    it does not take: every case's score was that error."""
+    asked = []
+
+    def judge_model(request):
+        asked.append(request.temperature)
+        if request.temperature == 0:
+            raise ModelError(
+                "OpenAI API error 422: body.temperature: Input should be greater than 0.",
+                status_code=422,
+            )
+        return VERDICT
+
+    judge = evals.llm_judge(FunctionModel(judge_model), "Is it right?")
+    report = await evals.evaluate(agent(), CASES, [judge], show=False)
+    assert [case.scores for case in report.cases] == [{"llm_judge": 1.0}] * 2
+    assert asked == [0, None, None]
+
+
 async def test_another_bad_request_still_marks_the_score_at_once(monkeypatch):
     server = Server(openai_http.error_response(400, "openai_error_400.json"))
     judge = evals.llm_judge(openai_judge(server, monkeypatch), "Is it right?")

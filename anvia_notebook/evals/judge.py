@@ -105,8 +105,9 @@ def _takes_temperature(model: Any) -> bool:
 def _refuses_temperature(error: ModelError) -> bool:
     """Whether the provider refused the request for its temperature (OpenAI's reasoning models:
     "Unsupported value: 'temperature' does not support 0 with this model"; Claude with extended
-    thinking: "temperature may only be set to 1 when thinking is enabled")."""
-    return error.status_code == 400 and "temperature" in str(error).lower()
+    thinking: "temperature may only be set to 1 when thinking is enabled"; servers that check
+    requests with a schema answer 422, "temperature: Input should be greater than 0")."""
+    return error.status_code in (400, 422) and "temperature" in str(error).lower()
 
 
 def _prompt(rubric: str, case: Case, output: str) -> str:

@@ -85,3 +85,12 @@ async def test_no_models_by_key_are_shown_as_the_empty_value_not_a_broken_table(
     assert "row" not in text and "|  |" not in text
     assert "{}" in text
     assert "<table" not in html
+
+
+async def test_a_record_field_named_empty_keeps_its_column_beside_the_keys() -> None:
+    """A record's own field named ``""`` took the place of the keys' column: each row lost its
+    key (``| 1 | 2 |`` under a table of two columns), while ``to_pandas()`` kept it."""
+    text, _, _ = await shown(dict[str, dict[str, int]], {"a": {"": 1, "x": 2}, "b": {"": 3}})
+    assert text.startswith("**Result** (2 rows)")
+    assert "|  |  | x |" in text
+    assert "| a | 1 | 2 |" in text and "| b | 3 |  |" in text
