@@ -249,7 +249,7 @@ def _keyed_rows(data: Any) -> list[dict[Any, Any]] | None:
     """A row per key of a mapping of records, its key first; None when ``data`` is not one."""
     if not isinstance(data, Mapping) or not data:
         return None
-    rows = []
+    rows: list[dict[Any, Any]] = []
     for key, value in data.items():
         record = _record(value)
         if record is None:
