@@ -13,6 +13,7 @@ from typing import Any
 import anthropic
 import httpx
 import openai
+import pytest
 from anthropic import _base_client as anthropic_base_client
 from openai import _base_client as openai_base_client
 
@@ -65,37 +66,22 @@ async def test_a_reasoning_model_that_refuses_temperature_zero_is_asked_at_its_o
     assert "temperature" not in server.body(1) and "temperature" not in server.body(2)
 
 
-async def test_any_model_refusing_its_temperature_is_asked_at_its_own():
+REFUSALS = [
+    # Claude with extended thinking
+    (400, "Anthropic API error 400: `temperature` may only be set to 1 when thinking is enabled."),
+    # an OpenAI-compatible server that checks requests with a schema (it was every case's score)
+    (422, "OpenAI API error 422: body.temperature: Input should be greater than 0."),
+]
+
+
+@pytest.mark.parametrize(("status", "message"), REFUSALS)
+async def test_any_model_refusing_its_temperature_is_asked_at_its_own(status, message):
     asked = []
 
     def judge_model(request):
         asked.append(request.temperature)
         if request.temperature is not None:
-            raise ModelError(
-                "Anthropic API error 400: `temperature` may only be set to 1 when thinking is "
-                "enabled.",
-                status_code=400,
-            )
-        return VERDICT
-
-    judge = evals.llm_judge(FunctionModel(judge_model), "Is it right?")
-    report = await evals.evaluate(agent(), CASES, [judge], show=False)
-    assert [case.scores for case in report.cases] == [{"llm_judge": 1.0}] * 2
-    assert asked == [0, None, None]
-
-
-async def test_a_server_checking_requests_by_schema_refusing_it_is_asked_at_its_own():
-    """An OpenAI-compatible server that checks requests with a schema answers 422 for a value
-    it does not take: every case's score was that error."""
-    asked = []
-
-    def judge_model(request):
-        asked.append(request.temperature)
-        if request.temperature == 0:
-            raise ModelError(
-                "OpenAI API error 422: body.temperature: Input should be greater than 0.",
-                status_code=422,
-            )
+            raise ModelError(message, status_code=status)
         return VERDICT
 
     judge = evals.llm_judge(FunctionModel(judge_model), "Is it right?")
