@@ -66,7 +66,7 @@ from .models.base import (
     ToolCallDelta,
 )
 from .output_types import check_output_tools
-from .retry import RetryContext
+from .retry import CALL_RETRIES, RetryContext
 from .run_info import RunInfo
 from .run_state import PromptResponse
 
@@ -528,6 +528,8 @@ async def _complete(
         emit_text = run.emit_text
         text_delta, text = TextDelta, str  # locals: read once per delta
         try:
+            # (a request the model sends itself within the call is retried as this one is)
+            policy = CALL_RETRIES.set((retries, turn))
             try:
                 async for event in run.request.agent.model.stream(request):
                     # The per-delta path: a text delta (a plain string, the cheapest kind, or a
@@ -586,6 +588,8 @@ async def _complete(
                 # The model's own code (its client awaited something another piece of code
                 # cancelled): the call failed, the run was not stopped.
                 raise ModelError(MODEL_CANCELLED, retryable=False) from cancelled
+            finally:
+                CALL_RETRIES.reset(policy)
         except asyncio.CancelledError:
             for kind, rest in halves.rest().items():  # (kept, as U+FFFD, with what came)
                 add(TextDelta(delta=rest) if kind == "text_delta" else ReasoningDelta(delta=rest))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import errno
 import math
 import random
@@ -190,3 +191,28 @@ class CompletionRetries:
         if asked is not None and asked > self.max_retry_after:
             return False
         return is_transient_error(context.error)
+
+
+#: Package-internal: the retry policy of the model call the run loop is making, and the call's
+#: turn, set while the model streams (None outside a run, whose model calls are made once). A
+#: model that sends a request of its own within the call (Anthropic continuing a paused answer)
+#: retries it under the same policy with :func:`retry_within_call`.
+CALL_RETRIES: contextvars.ContextVar[tuple[CompletionRetries, int] | None] = contextvars.ContextVar(
+    "anvia_call_retries", default=None
+)
+
+
+async def retry_within_call(error: BaseException, attempt: int) -> bool:
+    """Whether a request a model sends within one model call, after its first (Anthropic's
+    continuation of a paused answer), is tried again: it failed with ``error`` on its
+    ``attempt``-th try (1, 2, ...) before streaming anything. It is, as the run loop tries the
+    call's first request: the same policy, as many attempts, the same waits (True once the
+    wait is over). Outside a run, never (nothing retries a model called directly)."""
+    given = CALL_RETRIES.get()
+    if given is None:
+        return False
+    retries, turn = given
+    if not retries.allows(RetryContext(error, attempt, retries.max_attempts, turn)):
+        return False
+    await asyncio.sleep(retries.delay(attempt, error))
+    return True

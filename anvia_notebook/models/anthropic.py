@@ -11,6 +11,8 @@ An answer the API paused (``pause_turn``: a long turn of server tools, such as w
 continued as Anthropic documents it: the request is sent again with the answer so far as the
 last assistant message, up to :data:`PAUSED_TURN_CONTINUATIONS` times, and the parts stream as
 one answer (their usage added up). One still paused after that ends with ``"pause_turn"``.
+A continuation that fails before it streams anything (429, 529, a lost connection) is tried
+again in a run as the run tries the first request: under the run's completion retries.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..messages import Message, Usage
+from ..retry import retry_within_call
 from ._errors import ended_early, refuse_json_answer
 from ._json_schema import closed_objects, finite_numbers_only, open_objects
 from ._media import images_to_send
@@ -219,33 +222,51 @@ class AnthropicModel(CompletionModel):
         parts: list[_EventAssembler] = []
         paused: list[Any] = []  # (the answer's content so far, when the API paused it)
         while True:
-            assembler = _EventAssembler()
-            parts.append(assembler)
             sent = [*messages, {"role": "assistant", "content": paused}] if paused else messages
-            with provider_errors("Anthropic", anthropic):
+            attempt = 0
+            while True:
+                attempt += 1
+                assembler = _EventAssembler()
+                told = False  # (an event of this request was passed on)
                 try:
-                    client = await self._loop_clients.on_this_loop(self.client)
-                    stream = await client.messages.create(
-                        model=self.model,
-                        max_tokens=max_tokens,
-                        messages=sent,
-                        stream=True,
-                        **options,
-                    )
-                except TypeError as exc:
-                    # The SDK found no key, token or credentials anywhere before sending anything.
-                    if "authentication method" not in str(exc):
+                    with provider_errors("Anthropic", anthropic):
+                        try:
+                            client = await self._loop_clients.on_this_loop(self.client)
+                            stream = await client.messages.create(
+                                model=self.model,
+                                max_tokens=max_tokens,
+                                messages=sent,
+                                stream=True,
+                                **options,
+                            )
+                        except TypeError as exc:
+                            # The SDK found no key, token or credentials anywhere before
+                            # sending anything.
+                            if "authentication method" not in str(exc):
+                                raise
+                            raise ModelError(
+                                _NO_CREDENTIALS, status_code=None, retryable=False
+                            ) from exc
+                        await refuse_json_answer("Anthropic", stream)
+                        event = None
+                        with whole_answer_kept(anthropic, partial(getattr, assembler, "whole")):
+                            async with stream:
+                                async for event in stream:
+                                    for completion_event in assembler.feed(event):
+                                        told = True
+                                        yield completion_event
+                    if not assembler.finished:  # (cut short: a tool call in it may be too)
+                        raise ended_early("Anthropic", "message_stop", event is not None)
+                except Exception as error:
+                    # A continuation that failed before it streamed anything is tried again
+                    # under the run's retries, as the run tries a first request that failed so
+                    # (which this model leaves to the run); the parts before it are whole and
+                    # kept. One that had begun streaming is not, nor is a first request.
+                    if not paused or told or not await retry_within_call(error, attempt):
                         raise
-                    raise ModelError(_NO_CREDENTIALS, status_code=None, retryable=False) from exc
-                await refuse_json_answer("Anthropic", stream)
-                event = None
-                with whole_answer_kept(anthropic, partial(getattr, assembler, "whole")):
-                    async with stream:
-                        async for event in stream:
-                            for completion_event in assembler.feed(event):
-                                yield completion_event
-            if not assembler.finished:  # (cut short: a tool call in it may be too)
-                raise ended_early("Anthropic", "message_stop", event is not None)
+                    continue
+                break
+            parts.append(assembler)
             if not assembler.paused or len(parts) > PAUSED_TURN_CONTINUATIONS:
                 break
             # Paused (a long turn of server tools): sent back as the last assistant message,
