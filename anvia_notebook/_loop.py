@@ -14,7 +14,6 @@ from ._util import (
     StreamedHalves,
     cancelled_from_outside,
     error_with_notes,
-    maybe_await,
     valid_text,
 )
 from .decisions import cut_reason
@@ -53,7 +52,9 @@ from .hooks import (
     RunStartEvent,
     TurnEndHookEvent,
     TurnStartHookEvent,
+    call_hook,
     call_hooks,
+    log_failed_hook,
 )
 from .messages import Message, ToolResultPart
 from .models.base import (
@@ -84,9 +85,11 @@ MODEL_CANCELLED = (
 )
 
 
-async def _lifecycle(run: AgentRun, name: str, event: Any) -> None:
-    """Call one lifecycle callback on every hook of the run; ``run.cancel(...)`` ends the run."""
-    await call_hooks(run.request.active_hooks, name, event)
+async def _lifecycle(run: AgentRun, name: str, event: Any, turn: int | None = None) -> None:
+    """Call one lifecycle callback on every hook of the run; ``run.cancel(...)`` ends the run.
+    (``turn``: the turn of a model call's event, which does not say it; a failing callback's
+    error names it.)"""
+    await call_hooks(run.request.active_hooks, name, event, turn=turn)
 
 
 def _logged_results(run: AgentRun) -> set[tuple[int, str]]:
@@ -244,6 +247,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 run,
                 "on_completion_call",
                 CompletionCallEvent(turn_prompt, turn_history, completion_request, RUN_CONTROL),
+                turn,
             )
             run.emit(GenerationStartEvent(turn=turn, model=model_name))
             response = await _complete(run, completion_request, turn, turn_prompt)
@@ -253,6 +257,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
                 run,
                 "on_completion_response",
                 CompletionResponseEvent(turn_prompt, response, RUN_CONTROL),
+                turn,
             )
             state.messages.append(response.to_message())
             state.answered_turn = turn
@@ -492,10 +497,10 @@ async def _run_error_hooks(run: AgentRun, error: BaseException) -> str | None:
     reason: str | None = None
     for hook in run.request.active_hooks:
         try:
-            action = await maybe_await(hook.on_run_error(event))
+            action = await call_hook(hook, "on_run_error", event)
         # A failing error hook must not mask the run's error (nor leave the run's task).
         except (Exception, SystemExit, KeyboardInterrupt):
-            logger.exception("on_run_error hook failed")
+            log_failed_hook(hook, "on_run_error", event)
             continue
         if reason is None and isinstance(action, HookAction) and action.type == "cancel":
             reason = action.reason
@@ -628,6 +633,7 @@ async def _complete(
                 "on_completion_error",
                 CompletionErrorEvent(prompt, error, RUN_CONTROL),
                 guarded=True,
+                turn=turn,
             )
             raise
 

@@ -65,6 +65,7 @@ from .hooks import (
     ToolCallHookEvent,
     ToolErrorEvent,
     ToolResultHookEvent,
+    call_hook,
     call_hooks,
 )
 from .human import (
@@ -509,7 +510,7 @@ class ToolExecutor:
             tool=TOOL_CALL_CONTROL,
         )
         for hook in self.hooks:
-            value = await maybe_await(hook.on_tool_call(event))
+            value = await call_hook(hook, "on_tool_call", event)
             if isinstance(value, HookAction):  # run.cancel(...) ends the run, as in Anvia
                 if value.type == "cancel":
                     return ToolCallDecision("cancel", reason=value.reason)

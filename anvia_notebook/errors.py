@@ -212,6 +212,9 @@ class RunExitedError(AnviaError):
             f"SystemExit: {exit.code}: code the run called tried to end the Python process; "
             "the run ended instead."
         )
+        notes = getattr(exit, "__notes__", None)  # (where it was raised: a hook's name, say)
+        if isinstance(notes, list) and notes:
+            self.__notes__ = list(notes)
 
 
 class OutputValidationError(AnviaError):

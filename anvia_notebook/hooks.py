@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._util import maybe_await
+from ._util import add_note, maybe_await, quoted
 from .errors import PromptCancelledError
 from .messages import Message, Usage
 from .models.base import CompletionRequest, CompletionResponse
@@ -284,11 +285,11 @@ class ComposedHook(Hook):
     async def _each(self, name: str, event: Any) -> HookAction | None:
         for hook in self.hooks:
             try:
-                action = await maybe_await(getattr(hook, name)(event))
+                action = await call_hook(hook, name, event)
             except Exception as error:
                 if name not in _GUARDED or isinstance(error, PromptCancelledError):
                     raise
-                logger.exception("%s hook %r failed", name, hook)
+                log_failed_hook(hook, name, event)
                 continue
             if isinstance(action, HookAction) and action.type == "cancel":
                 return action
@@ -296,7 +297,7 @@ class ComposedHook(Hook):
 
     async def on_tool_call(self, event: ToolCallHookEvent) -> Any:
         for hook in self.hooks:
-            value = await maybe_await(hook.on_tool_call(event))
+            value = await call_hook(hook, "on_tool_call", event)
             if value is None or (isinstance(value, ToolCallDecision) and value.type == "run"):
                 continue
             return value  # the first decision other than run() wins, as in Anvia
@@ -372,26 +373,100 @@ def dropped_tool_call_hooks(current: Sequence[Hook], replacement: Sequence[Hook]
 
 
 async def call_hooks(
-    hooks: Sequence[Hook], name: str, event: Any, *, guarded: bool = False
+    hooks: Sequence[Hook], name: str, event: Any, *, guarded: bool = False, turn: int | None = None
 ) -> list[BaseException]:
     """Call callback ``name`` of every hook, in order (sync or async).
 
     A callback that returns ``run.cancel(reason)`` ends the run: ``PromptCancelledError``.
     With ``guarded=True`` a callback that raises is logged and the others still run (used where
     the run already has its own outcome: a model error, a tool's result); the errors are
-    returned so the caller can report them.
+    returned so the caller can report them. ``turn``: the turn, for an event that does not
+    say it (a model call's), named with a failing callback (see :func:`call_hook`).
     """
     failures: list[BaseException] = []
-    for hook in hooks:
-        try:
-            action = await maybe_await(getattr(hook, name)(event))
-        except (Exception, SystemExit) as error:  # (an exit is a failing callback too)
-            if not guarded or isinstance(error, PromptCancelledError):
-                raise
-            logger.exception("%s hook %r failed", name, hook)
-            failures.append(error)
-            continue
-        if isinstance(action, (HookAction, ToolCallDecision)) and action.type == "cancel":
-            # (``tool.cancel(...)`` ends the run as ``run.cancel(...)`` does, as in Anvia)
-            raise PromptCancelledError(action.reason or "Cancelled by a hook.")
+    token = _CALLED_AT_TURN.set(turn) if turn is not None else None
+    try:
+        for hook in hooks:
+            try:
+                action = await call_hook(hook, name, event)
+            except (Exception, SystemExit) as error:  # (an exit is a failing callback too)
+                if not guarded or isinstance(error, PromptCancelledError):
+                    raise
+                log_failed_hook(hook, name, event)
+                failures.append(error)
+                continue
+            if isinstance(action, (HookAction, ToolCallDecision)) and action.type == "cancel":
+                # (``tool.cancel(...)`` ends the run as ``run.cancel(...)`` does, as in Anvia)
+                raise PromptCancelledError(action.reason or "Cancelled by a hook.")
+    finally:
+        if token is not None:
+            _CALLED_AT_TURN.reset(token)
     return failures
+
+
+#: The turn of the hook callbacks being called, for an event that does not say it (a model
+#: call's): set by :func:`call_hooks`, read for the parts of a composed hook too.
+_CALLED_AT_TURN: ContextVar[int | None] = ContextVar("anvia_hook_turn", default=None)
+
+
+async def call_hook(hook: Hook, name: str, event: Any) -> Any:
+    """Callback ``name`` of ``hook`` with ``event`` (sync or async), and what it returned.
+
+    What it raises goes on as it is (the run fails with it, as in Anvia), with a note naming
+    the callback and the tool call or turn it was called for: the run's error, its traceback
+    and the transcript say which hook failed where, not only ``KeyError: 'x'``. (The parts of
+    :func:`compose_hooks` are named by the composed hook itself.)
+    """
+    callback = getattr(hook, name)
+    try:
+        return await maybe_await(callback(event))
+    except (Exception, SystemExit) as error:
+        if not isinstance(hook, ComposedHook) and not isinstance(error, PromptCancelledError):
+            note = hook_note(name, callback, event)
+            if note not in (getattr(error, "__notes__", None) or ()):  # (raised again)
+                add_note(error, note)
+        raise
+
+
+def hook_note(name: str, callback: Any, event: Any) -> str:
+    """The note a failing hook callback's error gets: ``(raised by the on_tool_call hook
+    check_refund, for the call 'c1' of the tool 'refund')``."""
+    return f"(raised by the {name} hook {_callable_name(callback)}{_called_for(event)})"
+
+
+def log_failed_hook(hook: Hook, name: str, event: Any) -> None:
+    """A callback that failed where the run already has its outcome (see ``guarded``): logged
+    with its traceback, naming the callback and what it was called for; the run goes on."""
+    callback = getattr(hook, name, None)
+    logger.exception(
+        "%s hook %s failed%s; the run goes on",
+        name,
+        _callable_name(callback),
+        _called_for(event),
+    )
+
+
+def _callable_name(callback: Any) -> str:
+    """A hook callback as a person finds it in their code: ``check_refund``,
+    ``AuditHook.on_tool_result``, ``<lambda>``."""
+    target = getattr(callback, "func", callback)  # (a functools.partial: its function)
+    name = getattr(target, "__qualname__", None)
+    if not isinstance(name, str):
+        name = getattr(type(target), "__qualname__", None) or repr(target)
+    return name
+
+
+def _called_for(event: Any) -> str:
+    """What the callback was called for: the tool call (its tool and id), else the turn (the
+    event's, else the one :func:`call_hooks` was given)."""
+    tool_name = getattr(event, "tool_name", None)
+    if isinstance(tool_name, str):
+        call_id = getattr(event, "tool_call_id", None)
+        if call_id:
+            return f", for the call {quoted(call_id)} of the tool {quoted(tool_name)}"
+        args = getattr(event, "args", None)
+        return f", for a call of the tool {quoted(tool_name)} with the arguments {quoted(args)}"
+    turn = getattr(event, "turn", None)
+    if turn is None:
+        turn = _CALLED_AT_TURN.get()
+    return f", at turn {turn}" if isinstance(turn, int) else ""
