@@ -304,7 +304,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             steering.deliver(turn + 1)
         # (the prompt of the last model call, as in Anvia: the tool message before its calls)
         last_prompt = turn_prompt if turn_prompt is not None else state.messages[-1]
-        raise MaxTurnsError(max_turns, list(state.messages), last_prompt, state.usage)
+        raise MaxTurnsError(max_turns, _with_unread(run), last_prompt, state.usage)
     except (asyncio.CancelledError, PromptCancelledError, KeyboardInterrupt) as error:
         # (a KeyboardInterrupt must not leave the run's task either: it stops the run)
         steering.end()
@@ -351,6 +351,18 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         if failure is not caught:
             raise failure from caught
         raise
+
+
+def _with_unread(run: AgentRun) -> list[Message]:
+    """The run's messages, then the messages steered into it that no model call read (the turn
+    limit left none to): as Anvia's ``MaxTurnsError``, whose run puts them into the conversation
+    after the last round. Continuing with ``agent.prompt(error.messages)`` gives them to the
+    model. The run's own messages stay without them, and its end says them "not delivered"
+    (it closes to steering first: what the run store holds for it is among them too)."""
+    run.steering.end()
+    with run.lock:
+        unread = [item.message for item in run.state.steering]
+    return [*run.state.messages, *unread]
 
 
 async def _succeed(run: AgentRun, result: str | Accepted) -> PromptResponse:
@@ -493,7 +505,9 @@ def _ended_cancelled(run: AgentRun, cancelled: PromptCancelledError) -> PromptCa
 async def _run_error_hooks(run: AgentRun, error: BaseException) -> str | None:
     """Call every hook's ``on_run_error``; the reason of the first that returned
     ``run.cancel(reason)`` (the run then ends cancelled instead of failed, as in Anvia)."""
-    event = RunErrorEvent(error, run.state.usage, list(run.state.messages), RUN_CONTROL)
+    # (the messages of a MaxTurnsError, as Anvia's hook gets them: with the unread steered)
+    messages = error.messages if isinstance(error, MaxTurnsError) else run.state.messages
+    event = RunErrorEvent(error, run.state.usage, list(messages), RUN_CONTROL)
     reason: str | None = None
     for hook in run.request.active_hooks:
         try:

@@ -105,7 +105,9 @@ class MaxTurnsError(AnviaError):
     """The model still asked for tools after ``max_turns + 2`` model calls (Anvia's count).
 
     ``messages`` is the conversation so far, ``prompt`` the last turn's prompt, ``usage`` the
-    usage of every turn.
+    usage of every turn. Messages steered into the run that no model call read (the limit left
+    none) come last in ``messages``, as in Anvia: ``agent.prompt(error.messages)`` goes on with
+    them as its prompt. (The run's transcript says them "not delivered".)
     """
 
     def __init__(

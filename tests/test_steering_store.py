@@ -279,10 +279,14 @@ async def test_every_message_a_run_ended_before_reading_is_said_at_its_end(
         if ending == "stop":
             run.cancel("Stop")
         release.set()
-        with pytest.raises((PromptCancelledError, ModelError, MaxTurnsError)):
+        with pytest.raises((PromptCancelledError, ModelError, MaxTurnsError)) as raised:
             await run.wait()
     finally:
         other.close()
+    if isinstance(raised.value, MaxTurnsError):  # (last in its messages, as in Anvia)
+        texts = [m.content for m in raised.value.messages]
+        assert texts[-2:] == ["in this process", "through the store"]
+        assert [m.content for m in run.state.messages] == texts[:-2]
     sent = [m.content for request in model.requests for m in request.messages]
     assert "in this process" not in sent and "through the store" not in sent
     entries = session.state()["entries"]
