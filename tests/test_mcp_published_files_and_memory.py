@@ -316,11 +316,13 @@ def test_the_model_builds_and_reads_a_knowledge_graph(memory, tmp_path):
 def test_read_media_file_shows_images_and_names_what_it_cannot_show(folder, files):
     (folder / "dot.png").write_bytes(PNG)
     (folder / "clip.wav").write_bytes(b"RIFF\x04\x00\x00\x00WAVE")
+    (folder / "data.bin").write_bytes(bytes(range(256)))
     model = QueueModel(
         [
             calls(
                 ("read_media_file", {"path": str(folder / "dot.png")}, "c1"),
                 ("read_media_file", {"path": str(folder / "clip.wav")}, "c2"),
+                ("read_media_file", {"path": str(folder / "data.bin")}, "c3"),
             ),
             "done",
         ]
@@ -335,11 +337,14 @@ def test_read_media_file_shows_images_and_names_what_it_cannot_show(folder, file
     assert parts == [
         [{"type": "image", "media_type": "image/png", "data": base64.b64encode(PNG).decode()}],
         [{"type": "audio", "media_type": "audio/wav", "data": "UklGRgQAAABXQVZF"}],
+        [],
     ]
     assert [r.content for r in _results(model)] == [
         "[image image/png, 70 bytes, shown to the user]",
         "[audio audio/wav, 12 bytes, not shown: only PNG, JPEG, GIF and WebP images are shown "
         "to the user]",
+        f"MCP resource ({(folder / 'data.bin').as_uri()}; application/octet-stream; binary, "
+        "256 bytes)",  # (was 258 bytes: the base64 padding counted as data)
     ]
 
 

@@ -33,7 +33,7 @@ class MediaPart:
     @property
     def size(self) -> int:
         """Its size in bytes (decoded)."""
-        return len(self.data) * 3 // 4 - (len(self.data) - len(self.data.rstrip("=")))
+        return _decoded_size(self.data)
 
     def placeholder(self) -> str:
         """What the model reads of it: whether the person sees it (the transcript shows only
@@ -50,6 +50,11 @@ class McpResult:
     text: str
     is_error: bool = False
     media: tuple[MediaPart, ...] = field(default=())
+
+
+def _decoded_size(data: str) -> int:
+    """The size in bytes of base64 ``data`` once decoded (its ``=`` padding is no data)."""
+    return len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
 
 
 def _size_text(size: int) -> str:
@@ -132,6 +137,6 @@ def _resource_text(resource: Any) -> str:
         media_type = resource.mime_type or "text/plain"
         return f"MCP resource ({resource.uri}; {media_type}; text)\n{resource.text}"
     media_type = resource.mime_type or "application/octet-stream"
-    size = len(getattr(resource, "blob", "")) * 3 // 4
+    size = _decoded_size(getattr(resource, "blob", ""))
     # Binary data is not sent to the model as base64 text.
     return f"MCP resource ({resource.uri}; {media_type}; binary, {_size_text(size)})"
