@@ -48,11 +48,12 @@ MEMORY = PACKAGES / "server-memory" / "dist" / "index.js"
 OPENAI = Recorded(getattr(openai_base_client, "httpx2", None) or httpx)
 ANTHROPIC = Recorded(getattr(anthropic_base_client, "httpx2", None) or httpx)
 
-#: A 1x1 PNG.
+#: A 1x1 PNG, and the start of a JPEG file (enough for its signature).
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
     "1f15c4890000000d49444154789c6360f8cf000000030101007e1ff5d60000000049454e44ae426082"
 )
+JPEG = bytes.fromhex("ffd8ffe000104a46494600010100000100010000ffd9")
 
 
 def _script(path: Path) -> str:
@@ -346,6 +347,101 @@ def test_read_media_file_shows_images_and_names_what_it_cannot_show(folder, file
         f"MCP resource ({(folder / 'data.bin').as_uri()}; application/octet-stream; binary, "
         "256 bytes)",  # (was 258 bytes: the base64 padding counted as data)
     ]
+
+
+def _anthropic_calls(*calls: tuple[str, str, dict[str, Any]]) -> Any:
+    """Claude's streamed answer calling ``calls`` (id, name, input), each input sent in two
+    pieces of JSON."""
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        }
+    ]
+    for index, (id, name, arguments) in enumerate(calls):
+        text = json.dumps(arguments)
+        events += [
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}},
+            },
+            *(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                }
+                for piece in (text[:7], text[7:])
+            ),
+            {"type": "content_block_stop", "index": index},
+        ]
+    events += [
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+            "usage": {"output_tokens": 20},
+        },
+        {"type": "message_stop"},
+    ]
+    return ANTHROPIC.events(*events)
+
+
+def test_a_jpeg_named_png_reaches_claude_as_the_jpeg_it_is(monkeypatch, folder, files):
+    """The filesystem server names an image's type from its file's extension; Claude refuses
+    an image whose bytes are not of the type it is sent as ("Image does not match the provided
+    media type"), so the run failed, and so did every later request of the conversation."""
+    (folder / "photo.png").write_bytes(JPEG)
+    (folder / "dot.png").write_bytes(PNG)
+    server = Server(
+        _anthropic_calls(
+            ("toolu_1", "read_media_file", {"path": str(folder / "photo.png")}),
+            ("toolu_2", "read_media_file", {"path": str(folder / "dot.png")}),
+        ),
+        ANTHROPIC.sse("anthropic_text.sse"),
+    )
+    ANTHROPIC.route(monkeypatch, anthropic, "AsyncAnthropic", server)
+    model = AnthropicModel("claude-sonnet-4-6", api_key="sk-ant-test")
+    assert AgentBuilder("a", model).mcp([files]).build().prompt("look").send_sync().output
+
+    sent = [
+        (block["content"][0]["text"], block["content"][1]["source"]["media_type"])
+        for block in server.body(1)["messages"][-1]["content"]
+    ]
+    assert sent == [
+        ("[image image/jpeg, 22 bytes, shown to the user]", "image/jpeg"),
+        ("[image image/png, 70 bytes, shown to the user]", "image/png"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "declared", "sent_as"),
+    [
+        (JPEG, "image/png", "image/jpeg"),
+        (PNG, "image/jpeg", "image/png"),
+        (b"GIF89a\x01\x00\x01\x00\x00\x00\x00;", "image/png", "image/gif"),
+        (b"RIFF\x1a\x00\x00\x00WEBPVP8L\x0d\x00\x00\x00", "image/png", "image/webp"),
+        (b"not an image at all", "image/png", "image/png"),  # (the bytes say nothing)
+        (JPEG, "image/svg+xml", "image/svg+xml"),  # (not a type providers are sent)
+    ],
+    ids=["jpeg", "png", "gif", "webp", "unknown-bytes", "svg"],
+)
+def test_an_images_bytes_name_its_type_among_those_providers_take(data, declared, sent_as):
+    from anvia_notebook.mcp._content import map_result
+
+    encoded = base64.b64encode(data).decode()
+    result = map_result({"content": [{"type": "image", "mimeType": declared, "data": encoded}]})
+    [part] = result.media
+    assert (part.media_type, part.data) == (sent_as, encoded)
 
 
 # The providers' requests

@@ -5,7 +5,8 @@ there is no content; embedded resources become their URI, media type and text; `
 an error result whose text the model reads. Beyond Anvia (which refuses them): resource links
 become their URI, and images (and audio) never reach the model as base64 text: the text holds a
 short placeholder, and the image itself is kept apart, for the transcript and for the providers
-that take images with a tool result (see ``ToolResultMedia``).
+that take images with a tool result (see ``ToolResultMedia``), under the type its bytes say
+when that is another of the types providers take than the server declared.
 """
 
 from __future__ import annotations
@@ -55,6 +56,32 @@ class McpResult:
 def _decoded_size(data: str) -> int:
     """The size in bytes of base64 ``data`` once decoded (its ``=`` padding is no data)."""
     return len(data) * 3 // 4 - (len(data) - len(data.rstrip("=")))
+
+
+#: How each image type providers take begins (its signature), to tell one from another.
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def _image_type(declared: str, data: str) -> str:
+    """The media type of an image providers take, from its bytes when they say another one of
+    those types than the server declared: servers go by a file's extension (the filesystem
+    server's ``read_media_file`` calls a JPEG saved as ``photo.png`` image/png), and Anthropic
+    refuses an image whose bytes do not match its media type, failing the run's every later
+    request. Data that is none of them keeps the declared type."""
+    if declared not in SENT_IMAGE_TYPES:
+        return declared
+    head = base64.b64decode(data[:16])  # (12 bytes: every signature, and WebP's RIFF....WEBP)
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    for signature, media_type in _SIGNATURES:
+        if head.startswith(signature):
+            return media_type
+    return declared
 
 
 def _size_text(size: int) -> str:
@@ -108,11 +135,11 @@ def map_result(result: Any) -> McpResult:
         if isinstance(block, types.TextContent):
             texts.append(block.text)
         elif isinstance(block, (types.ImageContent, types.AudioContent)):
-            part = MediaPart(
-                type=block.type,
-                media_type=_media_type(block.mime_type),
-                data=_base64(block.data, block.type),
-            )
+            data = _base64(block.data, block.type)
+            media_type = _media_type(block.mime_type)
+            if block.type == "image":
+                media_type = _image_type(media_type, data)
+            part = MediaPart(type=block.type, media_type=media_type, data=data)
             media.append(part)
             placeholders.add(len(texts))
             texts.append(part.placeholder())
