@@ -67,7 +67,7 @@ from .models.base import (
     ToolCallDelta,
 )
 from .output_types import check_output_tools
-from .retry import CALL_RETRIES, RetryContext
+from .retry import CALL_RETRIES, CallRetries, RetryContext
 from .run_info import RunInfo
 from .run_state import PromptResponse
 
@@ -548,7 +548,8 @@ async def _complete(
         text_delta, text = TextDelta, str  # locals: read once per delta
         try:
             # (a request the model sends itself within the call is retried as this one is)
-            policy = CALL_RETRIES.set((retries, turn))
+            under_way = CallRetries(retries, turn)
+            policy = CALL_RETRIES.set(under_way)
             try:
                 async for event in run.request.agent.model.stream(request):
                     # The per-delta path: a text delta (a plain string, the cheapest kind, or a
@@ -608,6 +609,7 @@ async def _complete(
                 # cancelled): the call failed, the run was not stopped.
                 raise ModelError(MODEL_CANCELLED, retryable=False) from cancelled
             finally:
+                under_way.ended = True
                 CALL_RETRIES.reset(policy)
         except asyncio.CancelledError:
             for kind, rest in halves.rest().items():  # (kept, as U+FFFD, with what came)

@@ -384,7 +384,7 @@ async def call_hooks(
     say it (a model call's), named with a failing callback (see :func:`call_hook`).
     """
     failures: list[BaseException] = []
-    token = _CALLED_AT_TURN.set(turn) if turn is not None else None
+    token = HOOK_TURN.set(turn)
     try:
         for hook in hooks:
             try:
@@ -399,14 +399,14 @@ async def call_hooks(
                 # (``tool.cancel(...)`` ends the run as ``run.cancel(...)`` does, as in Anvia)
                 raise PromptCancelledError(action.reason or "Cancelled by a hook.")
     finally:
-        if token is not None:
-            _CALLED_AT_TURN.reset(token)
+        HOOK_TURN.reset(token)
     return failures
 
 
-#: The turn of the hook callbacks being called, for an event that does not say it (a model
-#: call's): set by :func:`call_hooks`, read for the parts of a composed hook too.
-_CALLED_AT_TURN: ContextVar[int | None] = ContextVar("anvia_hook_turn", default=None)
+#: Package-internal: the turn of the hook callbacks being called, for an event that does not
+#: say it (a model call's): set by :func:`call_hooks` (None for a run's, and in each run's own
+#: task: a run started by a hook has none of its starter's), read for a composed hook's parts.
+HOOK_TURN: ContextVar[int | None] = ContextVar("anvia_hook_turn", default=None)
 
 
 async def call_hook(hook: Hook, name: str, event: Any) -> Any:
@@ -421,7 +421,13 @@ async def call_hook(hook: Hook, name: str, event: Any) -> Any:
     try:
         return await maybe_await(callback(event))
     except (Exception, SystemExit) as error:
-        if not isinstance(hook, ComposedHook) and not isinstance(error, PromptCancelledError):
+        if (
+            not isinstance(hook, ComposedHook)
+            and not isinstance(error, PromptCancelledError)
+            # (the event's own error raised again, as a hook that logs it does: the hook is not
+            # where it came from)
+            and error is not getattr(event, "error", None)
+        ):
             note = hook_note(name, callback, event)
             if note not in (getattr(error, "__notes__", None) or ()):  # (raised again)
                 add_note(error, note)
@@ -468,5 +474,5 @@ def _called_for(event: Any) -> str:
         return f", for a call of the tool {quoted(tool_name)} with the arguments {quoted(args)}"
     turn = getattr(event, "turn", None)
     if turn is None:
-        turn = _CALLED_AT_TURN.get()
+        turn = HOOK_TURN.get()
     return f", at turn {turn}" if isinstance(turn, int) else ""

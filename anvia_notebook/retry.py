@@ -193,11 +193,22 @@ class CompletionRetries:
         return is_transient_error(context.error)
 
 
-#: Package-internal: the retry policy of the model call the run loop is making, and the call's
-#: turn, set while the model streams (None outside a run, whose model calls are made once). A
-#: model that sends a request of its own within the call (Anthropic continuing a paused answer)
-#: retries it under the same policy with :func:`retry_within_call`.
-CALL_RETRIES: contextvars.ContextVar[tuple[CompletionRetries, int] | None] = contextvars.ContextVar(
+@dataclass
+class CallRetries:
+    """Package-internal: the retry policy of the model call the run loop is making, and the
+    call's turn, while the call is under way (``ended`` once it is: a task that code started
+    during the call, and that outlives it, does not retry under it)."""
+
+    retries: CompletionRetries
+    turn: int
+    ended: bool = False
+
+
+#: The :class:`CallRetries` of the model call under way, set while the model streams (None
+#: outside a run, whose model calls are made once, and in each run's own task). A model that
+#: sends a request of its own within the call (Anthropic continuing a paused answer) retries it
+#: under the same policy with :func:`retry_within_call`.
+CALL_RETRIES: contextvars.ContextVar[CallRetries | None] = contextvars.ContextVar(
     "anvia_call_retries", default=None
 )
 
@@ -209,10 +220,10 @@ async def retry_within_call(error: BaseException, attempt: int) -> bool:
     call's first request: the same policy, as many attempts, the same waits (True once the
     wait is over). Outside a run, never (nothing retries a model called directly)."""
     given = CALL_RETRIES.get()
-    if given is None:
+    if given is None or given.ended:
         return False
-    retries, turn = given
-    if not retries.allows(RetryContext(error, attempt, retries.max_attempts, turn)):
+    retries = given.retries
+    if not retries.allows(RetryContext(error, attempt, retries.max_attempts, given.turn)):
         return False
     await asyncio.sleep(retries.delay(attempt, error))
     return True

@@ -29,9 +29,11 @@ from ._util import valid_text
 from .decisions import Resolution, cut_reason
 from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverError
 from .events import RunEvent, text_delta_event
+from .hooks import HOOK_TURN
 from .human import through_the_store_only, warn_store_gone
 from .interactions import Interactions
 from .records import DecidedBy
+from .retry import CALL_RETRIES
 from .run_state import PromptResponse, RunState, RunStatus
 from .trace import Trace
 
@@ -1023,6 +1025,10 @@ class _Outcome:
 async def _outcome_of(run: AgentRun) -> _Outcome:
     """The run's task: the run loop, its error caught as the outcome."""
     run._began = True
+    # (the run's own task: a hook's turn or a model call's retries of the code that started it
+    # are not this run's)
+    HOOK_TURN.set(None)
+    CALL_RETRIES.set(None)
     try:
         return _Outcome(await run_loop(run), None)
     except Exception as error:

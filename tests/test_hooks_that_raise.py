@@ -183,3 +183,40 @@ async def test_error_hooks_that_fail_are_named_in_the_log_and_the_model_s_error_
         "on_completion_error hook check_refund failed, at turn 1; the run goes on",
         "on_run_error hook check_refund failed; the run goes on",
     ]
+
+
+async def test_a_hook_raising_the_run_s_own_error_again_does_not_take_it_as_its_own() -> None:
+    """A hook that logs the error and raises it on (``raise event.error``) noted the model's
+    own error "raised by the on_run_error hook passthrough", in the transcript and the store."""
+
+    def failing_model(request: Any) -> str:
+        raise ModelError("the model failed", retryable=False)
+
+    def passthrough(event: Any) -> None:
+        raise event.error
+
+    from anvia_notebook.models import FunctionModel
+
+    for name in ("on_run_error", "on_completion_error"):
+        hook = create_hook(**{name: passthrough})
+        agent = AgentBuilder("a", FunctionModel(failing_model)).hook(hook).build()
+        error, state, _ = await _failed(agent, ModelError)
+        assert not getattr(error, "__notes__", None), name
+        assert state.error == "the model failed"
+
+
+async def test_a_run_started_by_a_hook_is_not_said_to_be_at_its_starter_s_turn() -> None:
+    """A run a model call's hook starts (a judge, a sub-agent) had its own run-level callbacks
+    noted "at turn 2": the turn of the run whose hook started it."""
+    inner = AgentBuilder("judge", QueueModel(["ok"])).hook(create_hook(on_run_start=check_refund))
+    notes: list[Any] = []
+
+    async def judge(event: Any) -> None:
+        with pytest.raises(KeyError) as raised:
+            await inner.build().prompt("judge this").store(None).send()
+        notes.append(raised.value.__notes__)
+
+    model = QueueModel([call("add", {"x": 1, "y": 2}, id="c1"), "3"])
+    agent = _agent(create_hook(on_completion_response=judge), model)
+    await agent.prompt("go").store(None).send()
+    assert notes == [["(raised by the on_run_start hook check_refund)"]] * 2

@@ -7,6 +7,7 @@ one after the continuation began to stream (as for a first request)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -259,3 +260,31 @@ async def test_a_first_request_is_still_tried_by_the_run_alone(
 
     assert len(server.requests) == 2
     assert request.trace.turns[0].attempts == 2
+
+
+async def test_a_task_started_during_a_model_call_does_not_retry_under_it_once_it_ended():
+    """A task a subscriber starts while the model streams keeps the call's context: once the
+    call (and the run) had ended, a model called in it still retried a continuation under that
+    run's policy and turn (a direct call is tried once)."""
+    from anvia_notebook.models import QueueModel
+    from anvia_notebook.retry import retry_within_call
+
+    answers: list[bool] = []
+    tasks: list[asyncio.Task] = []
+    agent = AgentBuilder("a", QueueModel(["hello there"])).build()
+    request = agent.prompt("go").store(None)
+    run = request.with_completion_retries(max_attempts=7, initial_delay=0).create_run()
+
+    async def later() -> None:
+        await run.wait()
+        answers.append(await retry_within_call(ModelError("Overloaded", status_code=529), 1))
+
+    def on_event(event):
+        if event.type == "text_delta" and not tasks:
+            tasks.append(asyncio.get_running_loop().create_task(later()))
+
+    run.subscribe(on_event)
+    run.start()
+    await run.wait()
+    await tasks[0]
+    assert answers == [False]
