@@ -16,6 +16,7 @@ import contextlib
 import importlib
 import logging
 import re
+import socket
 import threading
 import time
 import weakref
@@ -89,6 +90,25 @@ _LOCK_NOT_AVAILABLE = "55P03"
 RECONNECT_SECONDS = 10.0
 #: SQLSTATE of "the database system is starting up" (or shutting down).
 _CANNOT_CONNECT_NOW = "57P03"
+#: The longest one statement of the store may run (seconds): the server's ``statement_timeout``
+#: for the store's connections, unless the address or the server sets one (``options=-c
+#: statement_timeout=...`` in the address, ``ALTER ROLE ... SET``, postgresql.conf).
+STATEMENT_SECONDS = 30.0
+#: How much longer than the statement may run the store waits for the server to answer at all
+#: (seconds): then it closes the connection, and the statement fails with a ``RunStoreError``.
+#: A server that hangs (stopped, overloaded, its machine gone from the network) held the store's
+#: call for ever: a run's write, and the kernel's event loop with it (the Stop button too).
+ANSWER_GRACE_SECONDS = 5.0
+#: A transaction of the store left open this long (seconds) is ended by the server (its
+#: ``idle_in_transaction_session_timeout``, unless the address or the server sets one): a
+#: process frozen in the middle of a write (stopped, a laptop's lid closed) held the store's
+#: writer lock, and every other process's writes failed meanwhile.
+IDLE_IN_TRANSACTION_SECONDS = 30.0
+#: TCP keepalives and ``tcp_user_timeout`` for the store's connections, unless the address sets
+#: them: a connection whose server's machine left the network (a connection nobody answers)
+#: fails within about a minute instead of never (the listening connection, an idle one).
+KEEPALIVES = {"keepalives": 1, "keepalives_idle": 30, "keepalives_interval": 10}
+KEEPALIVES_COUNT = 3
 
 
 #: How libpq says a server is not taking connections now (it gives no SQLSTATE for them):
@@ -139,8 +159,9 @@ def _how_to_connect(error: BaseException) -> str:
         return " Correct the host name in the address."
     if "timeout expired" in lower or "timed out" in lower:
         return (
-            " Check the host and port in the address and that no firewall stops the "
-            "connection (?connect_timeout=N in the address waits longer)."
+            " Check the host and port in the address, that no firewall stops the "
+            "connection, and that the server answers (a server that is stopped or overloaded "
+            "takes no connection); ?connect_timeout=N in the address waits longer."
         )
     if _not_taking_connections(error):
         return (
@@ -181,6 +202,81 @@ def _secrets(url: str) -> list[str]:
     return sorted({text for text in found if len(text) >= 3}, key=len, reverse=True)
 
 
+class _Watched:
+    """A statement waiting for the server's answer (see :class:`_Deadlines`)."""
+
+    def __init__(self, connection: Any, deadline: float) -> None:
+        self.socket = int(connection.pgconn.socket)
+        self.deadline = deadline
+        self.cut = False
+
+
+class _Deadlines:
+    """Closes the connection under a statement the server has not answered in time (its socket
+    shut down: the statement's thread, waiting in the driver, then fails at once). The driver
+    has no time limit of its own: a server that stopped answering, a TCP connection whose
+    packets nobody answers, held the thread for ever. One thread for the process, started when
+    first needed (again in a forked copy of the process)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._watched: list[_Watched] = []
+        self._running = False
+        self._wakes_at: float | None = None  # (when the thread looks next: None, when notified)
+        reset_in_forked_copies(self)
+
+    def after_fork(self) -> None:
+        """In a forked copy of the process: no thread yet (the lock may have been held by a
+        thread not copied)."""
+        self._changed = threading.Condition()
+        self._watched = []
+        self._running = False
+        self._wakes_at = None
+
+    @contextlib.contextmanager
+    def watch(self, connection: Any, seconds: float) -> Iterator[_Watched]:
+        watched = _Watched(connection, time.monotonic() + seconds)
+        with self._changed:
+            if not self._running:
+                self._running = True
+                name = "anvia-store-deadlines"
+                threading.Thread(target=self._run, name=name, daemon=True).start()
+            # (a deadline after the one the thread waits for need not wake it)
+            if self._wakes_at is None or watched.deadline < self._wakes_at:
+                self._changed.notify()
+            self._watched.append(watched)
+        try:
+            yield watched
+        finally:
+            with self._changed:
+                self._watched.remove(watched)
+
+    def _run(self) -> None:
+        changed = self._changed
+        with changed:
+            while changed is self._changed:
+                now = time.monotonic()
+                for late in [w for w in self._watched if not w.cut and w.deadline <= now]:
+                    late.cut = True
+                    _shut(late.socket)
+                pending = [w.deadline for w in self._watched if not w.cut]
+                self._wakes_at = min(pending) if pending else None
+                changed.wait(self._wakes_at - now if self._wakes_at is not None else None)
+
+
+def _shut(fileno: int) -> None:
+    """Shut down the socket ``fileno`` (a connection's, still in use: not closed here)."""
+    with contextlib.suppress(OSError, ValueError):
+        cut = socket.socket(fileno=fileno)
+        try:
+            cut.shutdown(socket.SHUT_RDWR)
+        finally:
+            cut.detach()
+
+
+_DEADLINES = _Deadlines()
+
+
 class _Held:
     """A thread's connection: given back to the backend when the thread ends (its
     ``threading.local`` goes), for the next thread, instead of staying open unused. It does not
@@ -202,6 +298,24 @@ class _Held:
             backend._give_back(self.connection)
 
 
+class _Timed:
+    """A transaction whose BEGIN and COMMIT (or ROLLBACK) wait for the server's answer at most
+    as long as a statement (see :meth:`PostgresBackend._answered`)."""
+
+    def __init__(self, transaction: Any, connection: Any, backend: PostgresBackend) -> None:
+        self.transaction = transaction
+        self.connection = connection
+        self.backend = backend
+
+    def __enter__(self) -> Any:
+        with self.backend._answered(self.connection, sql="BEGIN"):
+            return self.transaction.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> bool:
+        with self.backend._answered(self.connection, sql="COMMIT"):
+            return bool(self.transaction.__exit__(*exc_info))
+
+
 def _close_all(connections: list[Any]) -> None:
     """Close a backend's connections (when it is closed, or let go)."""
     for connection in list(connections):
@@ -218,6 +332,9 @@ class PostgresBackend:
     kind = "postgresql"
     placeholder = "%s"
     busy_timeout = 5.0
+    #: How long the store waits for the server to answer a statement (seconds; None: for ever),
+    #: from the ``statement_timeout`` its first connection found (see :meth:`_set_timeouts`).
+    answer_seconds: float | None = None
 
     def __init__(self, url: str) -> None:
         self._psycopg = _psycopg()
@@ -238,6 +355,11 @@ class PostgresBackend:
         self._looked = 0.0  # when the watcher was last told to look (monotonic)
         self._listen_again_at = 0.0  # a listening connection that could not open waits (monotonic)
         self._secrets = _secrets(url)
+        #: The connection parameters the address gives (an address libpq cannot read: none,
+        #: and connecting says what is wrong with it).
+        self._given: set[str] = set()
+        with contextlib.suppress(Exception):
+            self._given = set(self._psycopg.conninfo.conninfo_to_dict(url))
         #: A connection was made once: the server is there (see :meth:`_connect`).
         self._reached = False
         self.commits = 0
@@ -279,12 +401,20 @@ class PostgresBackend:
         options: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in self.url:
             options["connect_timeout"] = CONNECT_TIMEOUT
+        network = {
+            **KEEPALIVES,
+            "keepalives_count": KEEPALIVES_COUNT,
+            "tcp_user_timeout": int((STATEMENT_SECONDS + ANSWER_GRACE_SECONDS) * 1000),
+        }
+        # (the address's own settings are kept: a keyword argument would replace them)
+        options.update({k: v for k, v in network.items() if k not in self._given})
         deadline = time.monotonic() + RECONNECT_SECONDS
         pause = 0.05
         while True:
             try:
                 connection = self._psycopg.connect(self.url, **options)
-                connection.execute(f"SET lock_timeout = '{int(self.busy_timeout * 1000)}ms'")
+                with self._answered(connection, STATEMENT_SECONDS + ANSWER_GRACE_SECONDS):
+                    self._set_timeouts(connection)
                 break
             except self._psycopg.Error as error:
                 left = deadline - time.monotonic()
@@ -305,6 +435,67 @@ class PostgresBackend:
             self._all[:] = [c for c in self._all if not c.closed]
             self._all.append(connection)
         return connection
+
+    def _set_timeouts(self, connection: Any) -> None:
+        """Wait at most :attr:`busy_timeout` for a lock; and, unless the address or the server
+        sets them, at most :data:`STATEMENT_SECONDS` for a statement and
+        :data:`IDLE_IN_TRANSACTION_SECONDS` for a transaction left open. The store then waits
+        for the server's answer as long as a statement may run, and a little longer."""
+        connection.execute(f"SET lock_timeout = '{int(self.busy_timeout * 1000)}ms'")
+        ours = {
+            "statement_timeout": STATEMENT_SECONDS,
+            "idle_in_transaction_session_timeout": IDLE_IN_TRANSACTION_SECONDS,
+        }
+        rows = connection.execute(
+            "SELECT name, setting, source FROM pg_catalog.pg_settings WHERE name = ANY(%s)",
+            (list(ours),),
+        ).fetchall()
+        settings = {str(name): (int(setting), str(source)) for name, setting, source in rows}
+        for name, seconds in ours.items():
+            if settings.get(name, (0, "default"))[1] == "default":
+                connection.execute(f"SET {name} = '{int(seconds * 1000)}ms'")
+                settings[name] = (int(seconds * 1000), "session")
+        statement = settings.get("statement_timeout", (0, ""))[0]
+        # (a statement_timeout of 0 set on purpose: statements may run for ever, and are waited
+        # for as long)
+        self.answer_seconds = statement / 1000 + ANSWER_GRACE_SECONDS if statement else None
+
+    @contextlib.contextmanager
+    def _answered(
+        self, connection: Any, seconds: float | None = None, sql: str = "SELECT"
+    ) -> Iterator[None]:
+        """Statements on ``connection`` answered within ``seconds`` (by default
+        :attr:`answer_seconds`): else the connection is closed under them, and they fail with a
+        :class:`RunStoreError` saying that the server did not answer."""
+        seconds = self.answer_seconds if seconds is None else seconds
+        if seconds is None or connection.closed:
+            yield
+            return
+        with _DEADLINES.watch(connection, seconds) as watched:
+            try:
+                yield
+            except self._psycopg.Error as error:
+                if not watched.cut:
+                    raise
+                error_seen: BaseException | None = error
+            else:
+                error_seen = None
+        if watched.cut:  # (or answered just as it was cut: the connection is closed anyway)
+            with contextlib.suppress(Exception):
+                connection.close()
+            if error_seen is not None:
+                raise self._no_answer(seconds, sql) from error_seen
+
+    def _no_answer(self, seconds: float, sql: str) -> RunStoreError:
+        """The server did not answer ``sql`` in time (see :meth:`_answered`)."""
+        read = sql.lstrip().upper().startswith(("SELECT", "BEGIN"))
+        return RunStoreError(
+            f"The run store {self.location} did not answer within {seconds:g} s, so its "
+            "connection was closed: the PostgreSQL server may be stopped, overloaded or "
+            "unreachable. Check that the server runs and answers (psql with the same address) "
+            "and the network to it."
+            + ("" if read else " What was being written may or may not be stored.")
+        )
 
     def _idle_connection(self) -> Any:
         """A connection a thread that ended gave back, if one still works."""
@@ -329,8 +520,9 @@ class PostgresBackend:
 
     def _works(self, connection: Any) -> bool:
         try:
-            connection.execute("SELECT 1")
-        except self._psycopg.Error:
+            with self._answered(connection):
+                connection.execute("SELECT 1")
+        except (self._psycopg.Error, RunStoreError):
             return False
         return True
 
@@ -443,9 +635,10 @@ class PostgresBackend:
             connection = self._connection()
             alone = self._alone(connection)
             try:
-                cursor = connection.execute(sql, tuple(map(_put, params)))
-                self._local.rowcount = cursor.rowcount
-                rows = cursor.fetchall() if cursor.description is not None else []
+                with self._answered(connection, sql=sql):
+                    cursor = connection.execute(sql, tuple(map(_put, params)))
+                    self._local.rowcount = cursor.rowcount
+                    rows = cursor.fetchall() if cursor.description is not None else []
             except self._psycopg.Error as error:
                 if not again and self._ended_by_server(error, connection, alone):
                     continue
@@ -462,7 +655,8 @@ class PostgresBackend:
         has run: when the server ended the connection just after it, the announcement is lost
         (watchers look every :data:`LOOK_ANYWAY_SECONDS` anyway), the write is not undone."""
         try:
-            connection.execute(f"NOTIFY {CHANNEL}")
+            with self._answered(connection, sql="NOTIFY"):
+                connection.execute(f"NOTIFY {CHANNEL}")
         except self._psycopg.Error as error:
             if not self._ended_by_server(error, connection, alone):
                 raise self.error(error, "NOTIFY") from error
@@ -473,7 +667,7 @@ class PostgresBackend:
             connection = self._connection()
             alone = self._alone(connection)
             try:
-                with connection.cursor() as cursor:
+                with self._answered(connection, sql=sql), connection.cursor() as cursor:
                     cursor.executemany(sql, [tuple(map(_put, row)) for row in rows])
             except self._psycopg.Error as error:
                 if not again and self._ended_by_server(error, connection, alone):
@@ -506,8 +700,9 @@ class PostgresBackend:
             alone = self._alone(connection)
             try:
                 with contextlib.ExitStack() as attempt:
-                    attempt.enter_context(connection.transaction())
-                    connection.execute("SELECT pg_advisory_xact_lock(7426001)")
+                    attempt.enter_context(_Timed(connection.transaction(), connection, self))
+                    with self._answered(connection):
+                        connection.execute("SELECT pg_advisory_xact_lock(7426001)")
                     return attempt.pop_all()
             except self._psycopg.Error as error:
                 if again or not self._ended_by_server(error, connection, alone):
@@ -560,7 +755,8 @@ class PostgresBackend:
         did not look at all: a waiting run never heard a decision)."""
         try:
             self._listener = self._connect()
-            self._listener.execute(f"LISTEN {CHANNEL}")
+            with self._answered(self._listener):
+                self._listener.execute(f"LISTEN {CHANNEL}")
         except (self._psycopg.Error, RunStoreError) as error:
             listener, self._listener = self._listener, None
             if listener is not None:
