@@ -213,3 +213,34 @@ def test_timeouts_and_keepalives_are_set_unless_the_address_or_server_sets_them(
     assert settings["keepalives"] == "1" and settings["keepalives_count"] == "3"
     with RunStore(location + "?options=-c%20statement_timeout%3D4s") as store:
         assert _settings(store)["answer_seconds"] == "9.0"  # (4 s, and 5 s more)
+
+
+def test_an_older_libpq_is_not_given_tcp_user_timeout(postgres_server, monkeypatch):
+    """libpq before 12 has no tcp_user_timeout: given it, it refused every connection."""
+    location, _ = fresh_database(postgres_server)
+    given: list[dict[str, object]] = []
+
+    class OlderPq:
+        def version(self) -> int:
+            return 110022
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(psycopg.pq, name)
+
+    class Driver:
+        pq = OlderPq()
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(psycopg, name)
+
+        def connect(self, *args: object, **options: object) -> object:
+            given.append(options)
+            return psycopg.connect(*args, **options)
+
+    with RunStore(location) as store:
+        backend = store._backend
+        monkeypatch.setattr(backend, "_psycopg", Driver())
+        backend._local.held.connection.close()  # (connected again, by the older driver)
+        assert store.runs() == []
+    [options] = given
+    assert "tcp_user_timeout" not in options and options["keepalives"] == 1, options

@@ -401,11 +401,9 @@ class PostgresBackend:
         options: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in self.url:
             options["connect_timeout"] = CONNECT_TIMEOUT
-        network = {
-            **KEEPALIVES,
-            "keepalives_count": KEEPALIVES_COUNT,
-            "tcp_user_timeout": int((STATEMENT_SECONDS + ANSWER_GRACE_SECONDS) * 1000),
-        }
+        network: dict[str, int] = {**KEEPALIVES, "keepalives_count": KEEPALIVES_COUNT}
+        if self._psycopg.pq.version() >= 120000:  # (an older libpq refuses the option)
+            network["tcp_user_timeout"] = int((STATEMENT_SECONDS + ANSWER_GRACE_SECONDS) * 1000)
         # (the address's own settings are kept: a keyword argument would replace them)
         options.update({k: v for k, v in network.items() if k not in self._given})
         deadline = time.monotonic() + RECONNECT_SECONDS
@@ -452,7 +450,7 @@ class PostgresBackend:
         ).fetchall()
         settings = {str(name): (int(setting), str(source)) for name, setting, source in rows}
         for name, seconds in ours.items():
-            if settings.get(name, (0, "default"))[1] == "default":
+            if name in settings and settings[name][1] == "default":  # (9.5 and older: no idle_)
                 connection.execute(f"SET {name} = '{int(seconds * 1000)}ms'")
                 settings[name] = (int(seconds * 1000), "session")
         statement = settings.get("statement_timeout", (0, ""))[0]
