@@ -24,6 +24,7 @@ from pydantic_core import to_json
 
 from ._util import error_text
 from ._version import __version__
+from .errors import McpToolError
 
 if TYPE_CHECKING:
     from ._tracing import TraceRecorder
@@ -359,7 +360,10 @@ class RunSpans:
         span = self._tools.get(id(entry))
         if span is not None:
             _record_exception(span, error)
-            self._tool_errors[id(entry)] = type(error).__name__
+            # (an MCP server's error answer: "tool_error", or its JSON-RPC error code, as the
+            # MCP semantic conventions name it)
+            named = error.error_type if isinstance(error, McpToolError) else None
+            self._tool_errors[id(entry)] = named or type(error).__name__
 
     @_guarded
     def interaction(

@@ -353,7 +353,17 @@ class McpPrivateNetworkError(McpError, ValueError):
 
 
 class McpToolError(McpError):
-    """An MCP tool reported an error (``isError``); its text is the call's error result."""
+    """An MCP tool reported an error (``isError``); its text is the call's error result.
+
+    ``error_type`` says how the call failed, as OpenTelemetry's ``error.type`` names it on the
+    call's ``execute_tool`` span: ``"tool_error"`` when the server answered with a result
+    marked ``isError``, the JSON-RPC error code (``"-32602"``) when it answered the call with
+    an error, None otherwise (the span then names this class).
+    """
+
+    def __init__(self, message: str, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
 
 
 class McpTimeoutError(McpError, TimeoutError):

@@ -135,7 +135,8 @@ class McpTool(Tool):
             # The server answered the call with a JSON-RPC error (its session goes on).
             raise McpToolError(
                 f"MCP server {self.server_name!r} answered the call of {self.name} with error "
-                f"{error.code}: {error.message}"
+                f"{error.code}: {error.message}",
+                error_type=str(error.code),
             ) from None
         mapped: McpResult = map_result(result)
         from .._tool_exec import TOOL_CALL_PARTS
@@ -146,5 +147,5 @@ class McpTool(Tool):
                 {"type": m.type, "media_type": m.media_type, "data": m.data} for m in mapped.media
             )
         if mapped.is_error:
-            raise McpToolError(mapped.text)
+            raise McpToolError(mapped.text, error_type="tool_error")
         return mapped.text
