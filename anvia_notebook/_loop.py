@@ -471,10 +471,13 @@ def _tell_unlogged_calls(run: AgentRun, calls: list[ToolCall], turn: int) -> Non
 
 
 def _end_tool_round(run: AgentRun, results: list[ToolResultPart]) -> None:
-    """The turn's tool message is in the history: the calls' progress is no longer needed."""
+    """The turn's tool message is in the history: the calls' progress is no longer needed.
+    Stored at once, with the round's events: a process that ends during the next model call
+    leaves the results (a resumed run neither runs the calls again nor says they were cut
+    off) and the transcript of the round."""
     run.state.messages.append(Message.tool(results))
     run.state.calls.clear()
-    run.persist()
+    run.persist(durable=True, logged=True)
 
 
 def _close_interactions(run: AgentRun, reason: str) -> None:

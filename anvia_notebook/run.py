@@ -690,13 +690,15 @@ class AgentRun:
             with contextlib.suppress(RuntimeError):  # the loop is closing
                 self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.checkpoint)
 
-    def persist(self, *, durable: bool = False) -> None:
+    def persist(self, *, durable: bool = False, logged: bool = False) -> None:
         """The run's state changed. ``durable``: write it to the store before returning, as
         before a tool executes; otherwise within a second, in one write.
 
         A durable write holds what a resumed run needs so that nothing runs twice (the state
         and the conversation); the event log and the trace follow within a second, or at once
-        when the run now waits for a person or a write is due anyway."""
+        when the run now waits for a person or a write is due anyway. ``logged`` (with
+        ``durable``): they come in the same write, as at the end of a tool round (its results
+        are then stored, and the transcript of a resumed run shows the round)."""
         if self.store is None:
             if durable and self._taken_over is not None:
                 raise self._taken_over  # (no tool runs in a run another process took up)
@@ -704,7 +706,11 @@ class AgentRun:
         self._state_dirty = True
         if not durable:
             self._schedule_checkpoint()
-        elif self._waits_for_person() or (_clock() - self._last_flush >= STORE_FLUSH_INTERVAL):
+        elif (
+            logged
+            or self._waits_for_person()
+            or (_clock() - self._last_flush >= STORE_FLUSH_INTERVAL)
+        ):
             self.checkpoint()
         else:
             self._save_state()

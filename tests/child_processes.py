@@ -25,7 +25,12 @@ def child_environ(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 #: What the test agents read from the environment to block or hurry (cleared for each test).
-TEST_SWITCHES = ("ANVIA_TEST_BLOCK_TOOL", "ANVIA_TEST_FAST", "ANVIA_TEST_BLOCK_CHECK")
+TEST_SWITCHES = (
+    "ANVIA_TEST_BLOCK_TOOL",
+    "ANVIA_TEST_FAST",
+    "ANVIA_TEST_BLOCK_CHECK",
+    "ANVIA_TEST_BLOCK_MODEL",
+)
 
 
 def agents_environ(tmp_path: Path, monkeypatch: Any) -> dict[str, str]:

@@ -115,6 +115,18 @@ async def _slow_stream(request):
     await asyncio.sleep(3600)
 
 
+async def _answer_announced(request):
+    """``_script``, its call to the model after the tool round announced in the effects file;
+    with ``ANVIA_TEST_BLOCK_MODEL=1`` that call never answers (the child is killed while it
+    waits, as for a slow provider)."""
+    if request.messages[-1].role == "tool":
+        with effects_file().open("a") as out:
+            out.write("model asked again\n")
+        if os.environ.get("ANVIA_TEST_BLOCK_MODEL") == "1":
+            await asyncio.sleep(3600)
+    return _script(request)
+
+
 def _steerable_script(request):
     """Call transfer once; after that, answer with the result and every message steered in
     (the user messages after the first)."""
@@ -127,6 +139,9 @@ def _steerable_script(request):
 def agent(kind: str, *, idempotent: bool = False):
     if kind == "stream":
         return AgentBuilder("streamer", FunctionModel(_slow_stream)).build()
+    if kind == "slow_answer":  # the plain transfer, then a model call that may hang
+        tool = transfer_tool(idempotent=idempotent, approval=False)
+        return AgentBuilder("banker", FunctionModel(_answer_announced)).tools([tool]).build()
     if kind == "steerable":
         return (
             AgentBuilder("banker", FunctionModel(_steerable_script))

@@ -180,6 +180,33 @@ async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_locat
     assert "sent" in response.output
 
 
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain", "idempotent"])
+async def test_a_tool_round_that_ended_before_the_kill_is_kept_on_resume(
+    env, store_location, idempotent
+):
+    """Killed while the model call after a tool round waits (well within the second the
+    store's next write may take): the round's results were stored as it ended. The resumed
+    run neither runs the call again nor says it was cut off, sends its result to the model
+    once, and its transcript shows the round once."""
+    child = start_child(env, "slow_answer", ANVIA_TEST_BLOCK_MODEL="1")
+    wait_until(lambda: "model asked again" in effects(), child, "the next model call")
+    kill(child)
+    assert effects() == ["started a1 5", "done a1 5", "model asked again"]
+    store = RunStore(store_location)
+    run_id = only_run(store).run_id
+    agent = store_agents.agent("slow_answer", idempotent=idempotent)
+    response = await asyncio.wait_for(agent.resume(run_id, store).send(), 10)
+    assert effects() == ["started a1 5", "done a1 5", "model asked again", "model asked again"]
+    [tool_message] = [m for m in response.messages if m.role == "tool"]
+    [result] = tool_message.tool_results
+    assert not result.is_error and '"sent"' in result.content
+    assert response.output == f"Result: {result.content}"
+    logged = [
+        (e.type, e.turn) for e in store.events(run_id) if e.type in ("tool_call", "tool_result")
+    ]
+    assert logged == [("tool_call", 1), ("tool_result", 1)]
+
+
 async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_location):
     child = start_child(env, "stream", prompt="talk")
     store = RunStore(store_location)

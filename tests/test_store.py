@@ -250,10 +250,13 @@ async def test_each_call_is_stored_before_it_runs_and_the_log_and_trace_are_not_
 
     assert response.output == "done"
     assert found == [(f"c{i}", "started", f"c{i}") for i in range(3)]
-    # The event log and the trace are written with the run's end (or once a second), not again
-    # with each call's start record.
-    assert [w for w in store.writes if w[2]] == [store.writes[-1]]
-    assert [w for w in store.writes if w[1]] == [store.writes[-1]]
+    # The event log and the trace are written with each tool round's end and the run's end (or
+    # once a second), not again with each call's start record: the write before a call holds
+    # the state alone.
+    logged = [w for w in store.writes if w[1]]
+    assert len(logged) == 4 and logged[-1] == store.writes[-1]
+    assert [w for w in store.writes if w[2]] == logged
+    assert all(w == (True, 0, 0) for w in store.writes if not w[1])
     run = request._run
     assert [e.type for e in reader.events(response.run_id)] == [e.type for e in run.events]
     assert reader.trace(response.run_id).model_dump() == run.trace.model_dump()

@@ -61,9 +61,11 @@ async def test_the_write_before_each_tool_call_is_one_statement_on_the_runs_row(
             for s in statements[before + 1 : after]
             if not s.lstrip().upper().startswith(("SELECT", "PRAGMA"))
         ]
-        # No BEGIN and COMMIT, no row of another table: one UPDATE of the run's own row.
-        assert len(writes) == 1, writes
-        assert writes[0].startswith("UPDATE runs SET status"), writes
+        # The round's end (its results and events, one transaction), then the write before
+        # the call: no BEGIN and COMMIT, no row of another table, one UPDATE of the run's row.
+        assert commits_of(writes) == 2, writes
+        assert writes[-2].upper() == "COMMIT", writes
+        assert writes[-1].startswith("UPDATE runs SET status"), writes
 
 
 def commits_of(statements: list[str]) -> int:
@@ -82,10 +84,11 @@ def commits_of(statements: list[str]) -> int:
 
 
 @pytest.mark.parametrize("turns", [1, 3])
-async def test_a_turn_with_an_approved_call_commits_four_times(store_path, no_timed_writes, turns):
+async def test_a_turn_with_an_approved_call_commits_five_times(store_path, no_timed_writes, turns):
     """The state saved as the approval opens, the approval opened, its decision, the call
-    marked started: nothing more (an approval nobody sent a decision for writes nothing
-    when it is opened again). ``benchmarks/store_commits_bench.py`` prints the figures."""
+    marked started, the round's end: nothing more (an approval nobody sent a decision for
+    writes nothing when it is opened again). ``benchmarks/store_commits_bench.py`` prints the
+    figures."""
 
     async def commits_of_a_run(turns: int) -> int:
         store = RunStore(store_path)
@@ -107,7 +110,7 @@ async def test_a_turn_with_an_approved_call_commits_four_times(store_path, no_ti
         return commits_of(statements)
 
     base = await commits_of_a_run(0)  # the run's creation and its end
-    assert (await commits_of_a_run(turns)) - base == 4 * turns
+    assert (await commits_of_a_run(turns)) - base == 5 * turns
 
 
 async def test_the_event_log_is_one_row_per_write(store_location, no_timed_writes):
@@ -118,7 +121,8 @@ async def test_the_event_log_is_one_row_per_write(store_location, no_timed_write
     response = await asyncio.wait_for(request.send(), 10)
     store = RunStore(store_location)
     rows = store._q("SELECT COUNT(*) FROM events WHERE run_id = ?", (response.run_id,))
-    assert rows[0][0] == 1  # written once, at the run's end: one row, not one per event
+    # Written at each tool round's end and at the run's end: one row each, not one per event.
+    assert rows[0][0] == 4
     logged = request._run.events
     assert len(logged) > 10
     stored = store.events(response.run_id)
