@@ -151,6 +151,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         stopped=run.cancelled_as,
         interactions=run.interactions,
         persist=lambda durable: run.persist(durable=durable),
+        persist_opening=lambda opening: run.persist(durable=True, opening=opening),
         resuming=run.resumed,
         trace=run.tracer,
         logged_results=_logged_results(run) if run.resumed else (),

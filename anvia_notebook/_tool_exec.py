@@ -76,7 +76,7 @@ from .human import (
     through_the_store_only,
     warn_store_gone,
 )
-from .interactions import Interactions, OpenInteraction
+from .interactions import Interactions, Opening, OpenInteraction
 from .messages import ToolResultMedia, ToolResultPart
 from .models.base import ToolCall
 from .question_types import Question, QuestionInput, question_args_schema
@@ -221,6 +221,7 @@ class ToolExecutor:
         stopped: Callable[[], Resolution],
         interactions: Interactions | None = None,
         persist: Callable[[bool], None] | None = None,
+        persist_opening: Callable[[Sequence[Opening]], None] | None = None,
         resuming: bool = False,
         trace: TraceRecorder | None = None,
         logged_results: Collection[tuple[int, str]] = (),
@@ -239,6 +240,10 @@ class ToolExecutor:
         self.stopped = stopped
         self.interactions = interactions or Interactions(run_info.run_id, state=state)
         self.persist = persist or (lambda durable: None)
+        #: The durable write of the run's state with the interactions it opens, in one
+        #: transaction (see :meth:`Interactions.open`'s ``save``); None: the state is written,
+        #: then each interaction on its own.
+        self.persist_opening = persist_opening
         #: True while the first turn of a resumed run re-runs its interrupted tool calls.
         self.resuming = resuming
         #: Tool call ids whose result the stored event log of a resumed run already holds.
@@ -804,7 +809,9 @@ class ToolExecutor:
             return record, told
         self.state.hold(record)
         self.trace.interaction(record)
-        self.persist(True)  # the conversation that asked is stored before the interaction
+        # The conversation that asked is stored with the interaction (one write), or before it.
+        if self.persist_opening is None:
+            self.persist(True)
         timeout = self._human_timeout(record.kind)
         interaction = self.interactions.open(
             record,
@@ -812,6 +819,7 @@ class ToolExecutor:
             args_schema=getattr(request, "args_schema", None),
             timeout=timeout,
             timeout_reason=_timed_out_text(record, timeout),
+            save=self.persist_opening,
         )
         self.emit(interaction_event(record, decided=False))
         if interaction.record.pending:

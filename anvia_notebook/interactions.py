@@ -18,7 +18,7 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Awaitable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +43,9 @@ __all__ = [
 ]
 
 Record = ApprovalRecord | QuestionRecord
+#: An interaction the run opens, stored with the run's state in one write (package-internal):
+#: its record and the JSON Schema of edited arguments (``RunStore.save_run``'s ``opening``).
+Opening = tuple[Record, dict[str, Any] | None]
 logger = logging.getLogger("anvia_notebook")
 
 
@@ -139,6 +142,7 @@ class Interactions:
         args_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         timeout_reason: str = "",
+        save: Callable[[Sequence[Opening]], None] | None = None,
     ) -> OpenInteraction:
         """Register a pending interaction (call on the run's loop); persisted when stored.
 
@@ -147,6 +151,12 @@ class Interactions:
         ``timeout`` (seconds) arms the record's time limit (``expires_at``): then it is decided
         ``timed_out`` with ``timeout_reason``. On resume the same record is opened again: a
         decision written to the store meanwhile decides it at once.
+
+        ``save``: the run's write of its state (the conversation that asked), first, before
+        the interaction is registered; given the ``(record, args_schema)`` to store in the
+        same transaction (``RunStore.save_run``'s ``opening``) while this has a store, and
+        nothing when it has none. Its failure is the run's (it leaves the store, these with
+        it); what it raises propagates. Without it, the record is written on its own.
         """
         loop = asyncio.get_running_loop()
         # (its clock; none when reopened without a limit: an earlier run's would refuse every
@@ -156,6 +166,11 @@ class Interactions:
         )
         if args_schema is None and input_model is not None:
             args_schema = _model_schema(input_model)
+        saved = False
+        if save is not None:
+            opening = [(record, args_schema)] if self.store is not None else []
+            save(opening)
+            saved = bool(opening)  # (and written, while the store was not left meanwhile)
         interaction = OpenInteraction(
             record.id, self.state, loop.create_future(), input_model, args_schema
         )
@@ -164,7 +179,9 @@ class Interactions:
             self._items[record.id] = interaction
         if self.store is not None:
             with self._storing():
-                stored = self.store.open_interaction(record, args_schema=args_schema)
+                stored = self.store.record(record.id) if saved else None
+                if stored is None:  # (not written with the run's state: on its own)
+                    stored = self.store.open_interaction(record, args_schema=args_schema)
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))
                     return interaction

@@ -7,7 +7,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pydantic_core import SchemaSerializer, to_json
@@ -31,7 +31,7 @@ from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverErr
 from .events import RunEvent, text_delta_event
 from .hooks import HOOK_TURN
 from .human import through_the_store_only, warn_store_gone
-from .interactions import Interactions
+from .interactions import Interactions, Opening
 from .records import DecidedBy
 from .retry import CALL_RETRIES
 from .run_state import PromptResponse, RunState, RunStatus
@@ -690,7 +690,9 @@ class AgentRun:
             with contextlib.suppress(RuntimeError):  # the loop is closing
                 self._flush_timer = self._loop.call_later(STORE_FLUSH_INTERVAL, self.checkpoint)
 
-    def persist(self, *, durable: bool = False, logged: bool = False) -> None:
+    def persist(
+        self, *, durable: bool = False, logged: bool = False, opening: Sequence[Opening] = ()
+    ) -> None:
         """The run's state changed. ``durable``: write it to the store before returning, as
         before a tool executes; otherwise within a second, in one write.
 
@@ -698,7 +700,9 @@ class AgentRun:
         and the conversation); the event log and the trace follow within a second, or at once
         when the run now waits for a person or a write is due anyway. ``logged`` (with
         ``durable``): they come in the same write, as at the end of a tool round (its results
-        are then stored, and the transcript of a resumed run shows the round)."""
+        are then stored, and the transcript of a resumed run shows the round). ``opening``
+        (with ``durable``): the interactions the run opens now, written in that same
+        transaction (see :meth:`Interactions.open`)."""
         if self.store is None:
             if durable and self._taken_over is not None:
                 raise self._taken_over  # (no tool runs in a run another process took up)
@@ -706,6 +710,8 @@ class AgentRun:
         self._state_dirty = True
         if not durable:
             self._schedule_checkpoint()
+        elif opening:
+            self.checkpoint(opening)
         elif (
             logged
             or self._waits_for_person()
@@ -738,8 +744,9 @@ class AgentRun:
         except Exception as error:
             self.store_failed(error)
 
-    def checkpoint(self) -> None:
-        """Write the changed state, the events and the trace not yet stored, all or nothing."""
+    def checkpoint(self, opening: Sequence[Opening] = ()) -> None:
+        """Write the changed state, the events and the trace not yet stored, and the
+        interactions ``opening`` (see :meth:`persist`), all or nothing."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
@@ -789,10 +796,14 @@ class AgentRun:
             else:
                 rows = []
             trace_rows = self.tracer.take_rows(known) if self.tracer.dirty else []
-        if state is None and not rows and not trace_rows and not parts:
+        if state is None and not rows and not trace_rows and not parts and not opening:
             return
         try:
-            if parts:
+            if opening:  # (interactions opened: stored with the state, or not at all)
+                store.save_run(
+                    self.run_id, state, rows, messages_from, trace_rows, parts, opening=opening
+                )
+            elif parts:
                 store.save_run(self.run_id, state, rows, messages_from, trace_rows, parts=parts)
             else:  # (the usual call, as a store that extends save_run expects it)
                 store.save_run(self.run_id, state, rows, messages_from, trace_rows)

@@ -557,6 +557,14 @@ async def test_a_resumed_run_traces_an_approval_given_before_the_crash_as_decide
 
 
 class FailsOnInteractions(RunStore):
+    """Every write of an interaction's row fails: the one of the run's write that opens it (the
+    state that asked, in the same transaction, is not written either) or one on its own."""
+
+    def _q(self, sql, params=()):
+        if sql.lstrip().startswith("INSERT INTO interactions"):
+            raise OSError("disk I/O error")
+        return super()._q(sql, params)
+
     def open_interaction(self, record, **options):
         raise OSError("disk I/O error")
 

@@ -84,11 +84,11 @@ def commits_of(statements: list[str]) -> int:
 
 
 @pytest.mark.parametrize("turns", [1, 3])
-async def test_a_turn_with_an_approved_call_commits_five_times(store_path, no_timed_writes, turns):
-    """The state saved as the approval opens, the approval opened, its decision, the call
-    marked started, the round's end: nothing more (an approval nobody sent a decision for
-    writes nothing when it is opened again). ``benchmarks/store_commits_bench.py`` prints the
-    figures."""
+async def test_a_turn_with_an_approved_call_commits_four_times(store_path, no_timed_writes, turns):
+    """The approval opened with the state that asked for it (one transaction), its decision,
+    the call marked started, the round's end: nothing more (an approval nobody sent a decision
+    for writes nothing when it is opened again). ``benchmarks/store_commits_bench.py`` prints
+    the figures."""
 
     async def commits_of_a_run(turns: int) -> int:
         store = RunStore(store_path)
@@ -110,7 +110,68 @@ async def test_a_turn_with_an_approved_call_commits_five_times(store_path, no_ti
         return commits_of(statements)
 
     base = await commits_of_a_run(0)  # the run's creation and its end
-    assert (await commits_of_a_run(turns)) - base == 5 * turns
+    assert (await commits_of_a_run(turns)) - base == 4 * turns
+
+
+def approved_adder():
+    protected = an.create_tool(
+        name="add",
+        description="Add.",
+        input=AddInput,
+        execute=lambda args, ctx: args.x + args.y,
+        approval=an.ToolApproval(),
+    )
+    model = QueueModel([call("add", {"x": 1, "y": 1}, id="c1"), ModelResponse(text="done")])
+    return AgentBuilder("adder", model).tool(protected).approvals(lambda r: True).build()
+
+
+async def test_an_approval_is_stored_in_the_write_of_the_state_that_asked_for_it(
+    store_location, no_timed_writes
+):
+    """The state that asked and the approval's row are committed together: before that write
+    a reader sees neither, after it both (a kill between the two cannot leave one alone)."""
+    reader = RunStore(store_location)
+    seen = []
+
+    class Watched(RunStore):
+        def save_run(self, run_id, state, *args, **kwargs):
+            opening = kwargs.get("opening", ())
+            ids = [record.id for record, _ in opening]
+            before = [(reader.record(i), i in reader.get(run_id).approvals) for i in ids]
+            super().save_run(run_id, state, *args, **kwargs)
+            after = [(reader.record(i).status, reader.get(run_id).approvals[i].status) for i in ids]
+            if ids:
+                seen.append((before, after))
+
+    store = Watched(store_location)
+    response = await asyncio.wait_for(approved_adder().prompt("add").store(store).send(), 10)
+    assert response.output == "done"
+    assert seen == [([(None, False)], [("pending", "pending")])]
+    [record] = reader.interactions(response.run_id)
+    assert record.status == "approved"
+
+
+async def test_a_failing_write_of_an_approval_stores_neither_it_nor_the_state_that_asked(
+    store_location, no_timed_writes
+):
+    """The approval's row cannot be written: the state that asked is not written either (one
+    transaction), and the run goes on in memory, warned once."""
+
+    class FailsToOpen(RunStore):
+        def _q(self, sql, params=()):
+            if sql.lstrip().startswith("INSERT INTO interactions"):
+                raise OSError("disk I/O error")
+            return super()._q(sql, params)
+
+    request = approved_adder().prompt("add").store(FailsToOpen(store_location))
+    with pytest.warns(RuntimeWarning, match="disk I/O error"):
+        response = await asyncio.wait_for(request.send(), 10)
+    assert response.output == "done"
+    reader = RunStore(store_location)
+    assert reader.interactions(response.run_id) == []
+    stored = reader.get(response.run_id)
+    assert stored.approvals == {} and stored.status != "success"
+    assert [m.role for m in stored.messages] == ["user"]  # (not the call that asked)
 
 
 async def test_the_event_log_is_one_row_per_write(store_location, no_timed_writes):

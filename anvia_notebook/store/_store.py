@@ -1201,16 +1201,22 @@ class RunStore(SteeringRows, DecisionRequests):
     ) -> Record | None:
         """Record a new pending approval or question, or reopen one on resume (a decision
         written meanwhile is kept). Returns the record as stored."""
-        schema = json.dumps(args_schema) if args_schema is not None else None
         with self._backend.transaction():
-            self._q(
-                "INSERT INTO interactions (status, record, updated_at, id, run_id, kind, "
-                "args_schema) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
-                "record = excluded.record, updated_at = excluded.updated_at, "
-                "args_schema = excluded.args_schema WHERE interactions.status = 'pending'",
-                (*_columns(record), record.kind, schema),
-            )
+            self._open_row(record, args_schema)
             return self.record(record.id)
+
+    def _open_row(self, record: Record, args_schema: dict[str, Any] | None) -> None:
+        """Insert a pending record's row, or write it again while it is pending (a decision
+        stored meanwhile is kept), with the JSON Schema of edited arguments (in a transaction).
+        """
+        schema = json.dumps(args_schema) if args_schema is not None else None
+        self._q(
+            "INSERT INTO interactions (status, record, updated_at, id, run_id, kind, "
+            "args_schema) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+            "record = excluded.record, updated_at = excluded.updated_at, "
+            "args_schema = excluded.args_schema WHERE interactions.status = 'pending'",
+            (*_columns(record), record.kind, schema),
+        )
 
     def save_interaction(self, record: Record) -> None:
         """Write a record as it is (the owning run correcting what it recorded)."""
@@ -1225,12 +1231,16 @@ class RunStore(SteeringRows, DecisionRequests):
         messages_from: int = 0,
         trace_rows: Sequence[tuple[str, int, str]] = (),
         parts: Sequence[tuple[int, int, str]] = (),
+        opening: Sequence[tuple[Record, dict[str, Any] | None]] = (),
     ) -> None:
         """Write the run's state (when given: its messages from index ``messages_from`` on,
         the earlier ones are stored already), ``(seq, JSON)`` rows of its event log (one event,
         or a JSON array of consecutive events from ``seq`` on) and the changed ``(kind, index,
         JSON)`` rows of its trace, all or nothing. ``parts``: ``(seq, offset, text)``, text
-        streamed into the stored event at ``seq`` from character ``offset`` on.
+        streamed into the stored event at ``seq`` from character ``offset`` on. ``opening``:
+        ``(record, args_schema)``, interactions the run opens, written in the same transaction
+        as :meth:`open_interaction` writes one (so the conversation that asked and what it asked
+        are stored together or not at all).
 
         The state alone, of a run this process created or claimed and that has not ended, is
         one ``UPDATE`` of the run's row, its new messages kept in the row until the next full
@@ -1242,6 +1252,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 not events
                 and not trace_rows
                 and not parts
+                and not opening
                 and state.status in ACTIVE
                 and recent.size <= RECENT_LIMIT
             ):
@@ -1295,6 +1306,8 @@ class RunStore(SteeringRows, DecisionRequests):
                         messages_from,
                         [m.model_dump_json() for m in state.messages[messages_from:]],
                     )
+            for record, args_schema in opening:
+                self._open_row(record, args_schema)
             self._insert_events(run_id, events)
             if parts:
                 self._backend.executemany(
