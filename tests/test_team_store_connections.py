@@ -131,6 +131,44 @@ async def test_a_run_whose_connection_the_server_ended_inside_a_write_goes_on_be
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
 
 
+async def test_a_connection_the_server_ended_while_an_approval_opened_stores_both_again(
+    team_store,
+):
+    """The server ended the run's connection inside the write that stores the state that asked
+    for an approval with the approval's row (one transaction): nothing of it was committed, and
+    the whole write is made again on a new connection (the state and the row both), so the
+    approval is decided through the store."""
+    location, server, _ = team_store
+    store = store_module.get_store()
+    assert store is not None
+    backend = store._backend
+    real_execute = backend.execute
+    ended: list[str] = []
+
+    def execute(sql: str, params: Any = ()) -> Any:
+        connection = backend._connection()
+        opening = sql.lstrip().startswith("INSERT INTO interactions")
+        if not ended and opening and not backend._alone(connection):
+            ended.append(sql)
+            with psycopg.connect(server, autocommit=True) as db:  # (waits until it is gone)
+                db.execute("SELECT pg_terminate_backend(%s, 30000)", (connection.info.backend_pid,))
+        return real_execute(sql, params)
+
+    backend.execute = execute  # type: ignore[method-assign]
+    try:
+        run = store_agents.agent("approval").prompt("send 5 to a1").start()
+        [waiting] = await pending_of(run)
+    finally:
+        del backend.execute
+    assert ended
+    assert run.store is store
+    reader = RunStore(location)
+    assert reader.record(waiting.id).status == "pending"
+    assert reader.get(run.run_id).approvals[waiting.id].status == "pending"
+    await approved_from_the_command_line(location, run, waiting)
+    assert store_agents.effects() == ["started a1 5", "done a1 5"]
+
+
 def test_a_statement_on_a_connection_the_server_ended_runs_on_a_new_one(team_store):
     """An operator's first command after a server restart failed ("terminating connection
     due to administrator command") and the next one worked: it works the first time."""
