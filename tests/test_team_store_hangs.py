@@ -110,6 +110,33 @@ def test_a_read_from_a_server_that_stopped_answering_fails_in_time_then_works_ag
     store.close()
 
 
+def test_a_store_closed_while_a_read_waits_leaves_other_sockets_alone(own_server, short_waits):
+    """``RunStore.close()`` (a ``with`` block's end) while another thread waited for a server
+    that stopped answering closed that thread's connection under it: the number of its socket
+    went to the next socket the process opened (a model's HTTP connection, say), which the
+    store then shut down at the read's deadline. The waiting read fails at once instead."""
+    import socket
+
+    location, _ = fresh_database(own_server)
+    store = RunStore(location)
+    with ThreadPoolExecutor(1) as reader:
+        assert reader.submit(store.runs).result(60) == []
+        with _stopped(own_server) as going_on:
+            reading = reader.submit(_outcome, store.runs)
+            while not _postgres._DEADLINES._watched:  # (the read is under way)
+                time.sleep(0.01)
+            store.close()
+            mine, theirs = socket.socketpair()  # (it got the number of the read's socket)
+            with mine, theirs:
+                error = reading.result(STOPPED_FOR + 30)
+                assert not _postgres._DEADLINES._watched  # (nothing to shut down any more)
+                theirs.sendall(b"still here")
+                assert mine.recv(10) == b"still here"
+            assert going_on.is_alive()
+    assert isinstance(error, RunStoreError), error
+    assert str(error) == f"The run store {location} was closed.", error
+
+
 def _outcome(call):
     try:
         return call()

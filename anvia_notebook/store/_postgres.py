@@ -209,6 +209,7 @@ class _Watched:
         self.socket = int(connection.pgconn.socket)
         self.deadline = deadline
         self.cut = False
+        self.closed = False  # (its connection closed by another thread: never shut again)
 
 
 class _Deadlines:
@@ -250,6 +251,23 @@ class _Deadlines:
         finally:
             with self._changed:
                 self._watched.remove(watched)
+
+    def close(self, connection: Any) -> None:
+        """Close ``connection``, which another thread may be waiting on. Then its socket is
+        only shut down, under the watcher's lock (the waiting thread fails now, and closes the
+        connection itself, see ``_answered``): closed here, the number of its socket went back
+        to the system while still watched, and the next socket opened got it (shut down by the
+        watcher at the deadline, and waited on by that thread instead of its own)."""
+        with self._changed:
+            with contextlib.suppress(Exception):
+                fileno = int(connection.pgconn.socket)
+                waiting = [w for w in self._watched if w.socket == fileno]
+                if waiting:
+                    for w in waiting:
+                        w.cut = w.closed = True
+                    _shut(fileno)
+                    return
+            connection.close()
 
     def _run(self) -> None:
         changed = self._changed
@@ -320,7 +338,7 @@ def _close_all(connections: list[Any]) -> None:
     """Close a backend's connections (when it is closed, or let go)."""
     for connection in list(connections):
         try:  # noqa: SIM105 (also at interpreter exit, when contextlib may be gone)
-            connection.close()
+            _DEADLINES.close(connection)  # (one another thread waits on: see there)
         except Exception:
             pass
     connections.clear()
@@ -481,6 +499,8 @@ class PostgresBackend:
         if watched.cut:  # (or answered just as it was cut: the connection is closed anyway)
             with contextlib.suppress(Exception):
                 connection.close()
+            if error_seen is not None and watched.closed:
+                raise RunStoreError(f"The run store {self.location} was closed.") from error_seen
             if error_seen is not None:
                 raise self._no_answer(seconds, sql) from error_seen
 
@@ -778,5 +798,5 @@ class PostgresBackend:
             self._listener = None
         for connection in connections:
             with contextlib.suppress(Exception):
-                connection.close()
+                _DEADLINES.close(connection)
         self._local = threading.local()
