@@ -330,7 +330,8 @@ class _Timed:
             return self.transaction.__enter__()
 
     def __exit__(self, *exc_info: Any) -> bool:
-        with self.backend._answered(self.connection, sql="COMMIT"):
+        ending = "ROLLBACK" if exc_info[0] is not None else "COMMIT"
+        with self.backend._answered(self.connection, sql=ending):
             return bool(self.transaction.__exit__(*exc_info))
 
 
@@ -506,7 +507,8 @@ class PostgresBackend:
 
     def _no_answer(self, seconds: float, sql: str) -> RunStoreError:
         """The server did not answer ``sql`` in time (see :meth:`_answered`)."""
-        read = sql.lstrip().upper().startswith(("SELECT", "BEGIN"))
+        # (nothing is written by these: a transaction rolled back is not stored)
+        read = sql.lstrip().upper().startswith(("SELECT", "BEGIN", "ROLLBACK"))
         return RunStoreError(
             f"The run store {self.location} did not answer within {seconds:g} s, so its "
             "connection was closed: the PostgreSQL server may be stopped, overloaded or "
