@@ -488,4 +488,7 @@ class TypedOutput:
             return  # already added
         state.messages.append(message)
         state.calls.clear()
-        self.run.persist()
+        if interrupted:
+            self.run.persist()
+        else:  # (as the run loop's tool round: its results and events stored at once)
+            self.run.persist(durable=True, logged=True)

@@ -142,7 +142,7 @@ class Interactions:
         args_schema: dict[str, Any] | None = None,
         timeout: float | None = None,
         timeout_reason: str = "",
-        save: Callable[[Sequence[Opening]], None] | None = None,
+        save: Callable[[Sequence[Opening]], Sequence[Record | None] | None] | None = None,
     ) -> OpenInteraction:
         """Register a pending interaction (call on the run's loop); persisted when stored.
 
@@ -155,8 +155,9 @@ class Interactions:
         ``save``: the run's write of its state (the conversation that asked), first, before
         the interaction is registered; given the ``(record, args_schema)`` to store in the
         same transaction (``RunStore.save_run``'s ``opening``) while this has a store, and
-        nothing when it has none. Its failure is the run's (it leaves the store, these with
-        it); what it raises propagates. Without it, the record is written on its own.
+        nothing when it has none; it returns the records as stored, or None when it did not
+        write them (then the record is written on its own, as without ``save``). Its failure
+        is the run's (it leaves the store, these with it); what it raises propagates.
         """
         loop = asyncio.get_running_loop()
         # (its clock; none when reopened without a limit: an earlier run's would refuse every
@@ -166,11 +167,10 @@ class Interactions:
         )
         if args_schema is None and input_model is not None:
             args_schema = _model_schema(input_model)
-        saved = False
+        written: Sequence[Record | None] | None = None
         if save is not None:
             opening = [(record, args_schema)] if self.store is not None else []
-            save(opening)
-            saved = bool(opening)  # (and written, while the store was not left meanwhile)
+            written = save(opening)
         interaction = OpenInteraction(
             record.id, self.state, loop.create_future(), input_model, args_schema
         )
@@ -179,8 +179,9 @@ class Interactions:
             self._items[record.id] = interaction
         if self.store is not None:
             with self._storing():
-                stored = self.store.record(record.id) if saved else None
-                if stored is None:  # (not written with the run's state: on its own)
+                if written:  # (stored with the run's state, as the store has it now)
+                    stored = written[0]
+                else:  # (not written with the run's state: on its own)
                     stored = self.store.open_interaction(record, args_schema=args_schema)
                 if stored is not None and stored.status != "pending":
                     self._settle(interaction, stored, Resolution.of_record(stored))

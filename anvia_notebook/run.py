@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import inspect
 import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 from pydantic_core import SchemaSerializer, to_json
 
@@ -31,7 +33,7 @@ from .errors import DEFAULT_CANCEL_REASON, PromptCancelledError, RunTakenOverErr
 from .events import RunEvent, text_delta_event
 from .hooks import HOOK_TURN
 from .human import through_the_store_only, warn_store_gone
-from .interactions import Interactions, Opening
+from .interactions import Interactions, Opening, Record
 from .records import DecidedBy
 from .retry import CALL_RETRIES
 from .run_state import PromptResponse, RunState, RunStatus
@@ -63,6 +65,17 @@ _FAST = 0.01 / _DELTAS_PER_CLOCK
 _clock = time.monotonic
 #: Events that end a run: what the store holds is brought up to date at once.
 _RUN_ENDS = frozenset(("final", "cancelled", "error"))
+
+
+@functools.cache
+def _takes_opening(store_type: Any) -> bool:
+    """Whether ``save_run`` of a run store type takes ``opening`` (a subclass's written before
+    it did may not: the interactions are then written on their own, as they were)."""
+    try:
+        parameters = inspect.signature(store_type.save_run).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "opening" or p.kind is p.VAR_KEYWORD for p in parameters)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -692,7 +705,7 @@ class AgentRun:
 
     def persist(
         self, *, durable: bool = False, logged: bool = False, opening: Sequence[Opening] = ()
-    ) -> None:
+    ) -> list[Record | None] | None:
         """The run's state changed. ``durable``: write it to the store before returning, as
         before a tool executes; otherwise within a second, in one write.
 
@@ -702,16 +715,18 @@ class AgentRun:
         ``durable``): they come in the same write, as at the end of a tool round (its results
         are then stored, and the transcript of a resumed run shows the round). ``opening``
         (with ``durable``): the interactions the run opens now, written in that same
-        transaction (see :meth:`Interactions.open`)."""
+        transaction (see :meth:`Interactions.open`); their records as stored are returned
+        (None: they were not written, see :meth:`checkpoint`)."""
+        opened: list[Record | None] | None = None
         if self.store is None:
             if durable and self._taken_over is not None:
                 raise self._taken_over  # (no tool runs in a run another process took up)
-            return
+            return opened
         self._state_dirty = True
         if not durable:
             self._schedule_checkpoint()
         elif opening:
-            self.checkpoint(opening)
+            opened = self.checkpoint(opening)
         elif (
             logged
             or self._waits_for_person()
@@ -723,6 +738,7 @@ class AgentRun:
             self._schedule_checkpoint()
         if self._taken_over is not None:
             raise self._taken_over
+        return opened
 
     def _waits_for_person(self) -> bool:
         """The state has an interaction pending (it is put there just before it opens)."""
@@ -744,16 +760,21 @@ class AgentRun:
         except Exception as error:
             self.store_failed(error)
 
-    def checkpoint(self, opening: Sequence[Opening] = ()) -> None:
+    def checkpoint(self, opening: Sequence[Opening] = ()) -> list[Record | None] | None:
         """Write the changed state, the events and the trace not yet stored, and the
-        interactions ``opening`` (see :meth:`persist`), all or nothing."""
+        interactions ``opening`` (see :meth:`persist`), all or nothing; their records as
+        stored. None when they were not written: the write failed (the run left its store), or
+        the store's ``save_run`` (a subclass's) takes no ``opening`` (then the caller writes
+        them on their own, after this write)."""
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
         self._last_flush = _clock()
         store = self.store
         if store is None:
-            return
+            return None
+        if opening and not _takes_opening(cast(Any, type(store))):
+            opening = ()
         with self._lock:
             self._join_parts()
             start = self._saved_upto
@@ -797,18 +818,21 @@ class AgentRun:
                 rows = []
             trace_rows = self.tracer.take_rows(known) if self.tracer.dirty else []
         if state is None and not rows and not trace_rows and not parts and not opening:
-            return
+            return None
         try:
             if opening:  # (interactions opened: stored with the state, or not at all)
-                store.save_run(
+                opened = store.save_run(
                     self.run_id, state, rows, messages_from, trace_rows, parts, opening=opening
                 )
-            elif parts:
+                # (a subclass's save_run that returns nothing: read them again on their own)
+                return opened if isinstance(opened, list) else None
+            if parts:
                 store.save_run(self.run_id, state, rows, messages_from, trace_rows, parts=parts)
             else:  # (the usual call, as a store that extends save_run expects it)
                 store.save_run(self.run_id, state, rows, messages_from, trace_rows)
         except Exception as error:
             self.store_failed(error)
+        return None
 
     def record_output(self, tool_call_id: str | None, text: str) -> None:
         """Text a tool printed or displayed while it ran (as a notebook view captured it): kept

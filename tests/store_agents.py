@@ -127,6 +127,24 @@ async def _answer_announced(request):
     return _script(request)
 
 
+class Count(BaseModel):
+    n: int
+
+
+async def _typed_answer_announced(request):
+    """Call transfer beside a final_result the output type refuses; then, announced as in
+    ``_answer_announced`` (and hanging the same way), give a valid one."""
+    if not any(message.role == "tool" for message in request.messages):
+        transfer = ToolCall(id="t1", name="transfer", arguments={"account": "a1", "amount": 5})
+        wrong = ToolCall(id="f1", name="final_result", arguments={"n": "not a number"})
+        return ModelResponse(tool_calls=[transfer, wrong])
+    with effects_file().open("a") as out:
+        out.write("model asked again\n")
+    if os.environ.get("ANVIA_TEST_BLOCK_MODEL") == "1":
+        await asyncio.sleep(3600)
+    return ModelResponse(tool_calls=[ToolCall(id="f2", name="final_result", arguments={"n": 3})])
+
+
 def _steerable_script(request):
     """Call transfer once; after that, answer with the result and every message steered in
     (the user messages after the first)."""
@@ -142,6 +160,10 @@ def agent(kind: str, *, idempotent: bool = False):
     if kind == "slow_answer":  # the plain transfer, then a model call that may hang
         tool = transfer_tool(idempotent=idempotent, approval=False)
         return AgentBuilder("banker", FunctionModel(_answer_announced)).tools([tool]).build()
+    if kind == "typed_slow_answer":  # the same, beside a typed result the model gets wrong
+        tool = transfer_tool(idempotent=idempotent, approval=False)
+        model = FunctionModel(_typed_answer_announced)
+        return AgentBuilder("banker", model).tools([tool]).output_type(Count).build()
     if kind == "steerable":
         return (
             AgentBuilder("banker", FunctionModel(_steerable_script))

@@ -207,6 +207,29 @@ async def test_a_tool_round_that_ended_before_the_kill_is_kept_on_resume(
     assert logged == [("tool_call", 1), ("tool_result", 1)]
 
 
+@pytest.mark.parametrize("idempotent", [False, True], ids=["plain", "idempotent"])
+async def test_a_typed_result_s_tool_round_that_ended_before_the_kill_is_kept_on_resume(
+    env, store_location, idempotent
+):
+    """The same for a round of a typed result the model got wrong, beside a tool: its end was
+    stored only within the second, so the resumed run said the finished transfer was cut off
+    (or made it again)."""
+    child = start_child(env, "typed_slow_answer", ANVIA_TEST_BLOCK_MODEL="1")
+    wait_until(lambda: "model asked again" in effects(), child, "the next model call")
+    kill(child)
+    assert effects() == ["started a1 5", "done a1 5", "model asked again"]
+    store = RunStore(store_location)
+    run_id = only_run(store).run_id
+    agent = store_agents.agent("typed_slow_answer", idempotent=idempotent)
+    response = await asyncio.wait_for(agent.resume(run_id, store).send(), 10)
+    assert effects() == ["started a1 5", "done a1 5", "model asked again", "model asked again"]
+    assert response.data.n == 3
+    [tool_message, _] = [m for m in response.messages if m.role == "tool"]
+    transfer, refused = tool_message.tool_results
+    assert not transfer.is_error and '"sent"' in transfer.content
+    assert refused.is_error
+
+
 async def test_a_model_call_cut_off_mid_stream_is_made_again(env, store_location):
     child = start_child(env, "stream", prompt="talk")
     store = RunStore(store_location)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
+import warnings
 
 import pytest
 
 import anvia_notebook as an
-from anvia_notebook import AgentBuilder, RunStore
+from anvia_notebook import AgentBuilder, DecisionRefusedError, RunStore
 from anvia_notebook.events import TextDeltaEvent, TurnStartEvent
 from anvia_notebook.models import FunctionModel, ModelResponse, QueueModel, TextDelta, ToolCall
 from anvia_notebook.store import _store
@@ -172,6 +173,53 @@ async def test_a_failing_write_of_an_approval_stores_neither_it_nor_the_state_th
     stored = reader.get(response.run_id)
     assert stored.approvals == {} and stored.status != "success"
     assert [m.role for m in stored.messages] == ["user"]  # (not the call that asked)
+
+
+async def test_a_failing_read_of_the_approval_as_stored_leaves_no_row_the_run_does_not_watch(
+    store_location, no_timed_writes
+):
+    """The approval's row read back after it was committed failed: the row stayed pending with
+    no process watching it, and a decision written to it (accepted) was never acted on. It is
+    read in the same transaction now: nothing is stored, and the store refuses a decision."""
+
+    class ReadFails(RunStore):
+        def record(self, item_id):
+            raise OSError("disk I/O error")
+
+    store = ReadFails(store_location)
+    request = approved_adder().prompt("add").store(store)
+    with pytest.warns(RuntimeWarning, match="disk I/O error"):
+        response = await asyncio.wait_for(request.send(), 10)
+    assert response.output == "done"
+    reader = RunStore(store_location)
+    assert reader.interactions(response.run_id) == []
+    with pytest.raises(DecisionRefusedError, match="Unknown approval"):
+        reader.approve(response.run_id, "c1")
+
+
+async def test_a_store_whose_save_run_takes_no_opening_still_stores_the_approval(
+    store_location, no_timed_writes
+):
+    """A store class that extends ``save_run`` as it was (without ``opening``) lost every run
+    that asked for an approval: "save_run() got an unexpected keyword argument", the run
+    leaving its store. Its state and the approval are written one after the other, as before."""
+
+    class Counting(RunStore):
+        writes = 0
+
+        def save_run(self, run_id, state, events, messages_from=0, trace_rows=()):
+            Counting.writes += 1
+            super().save_run(run_id, state, events, messages_from, trace_rows)
+
+    store = Counting(store_location)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        response = await asyncio.wait_for(approved_adder().prompt("add").store(store).send(), 10)
+    assert response.output == "done" and Counting.writes
+    reader = RunStore(store_location)
+    assert reader.get(response.run_id).status == "success"
+    [record] = reader.interactions(response.run_id)
+    assert record.status == "approved" and record.decided_by == "handler"
 
 
 async def test_the_event_log_is_one_row_per_write(store_location, no_timed_writes):

@@ -1232,7 +1232,7 @@ class RunStore(SteeringRows, DecisionRequests):
         trace_rows: Sequence[tuple[str, int, str]] = (),
         parts: Sequence[tuple[int, int, str]] = (),
         opening: Sequence[tuple[Record, dict[str, Any] | None]] = (),
-    ) -> None:
+    ) -> list[Record | None]:
         """Write the run's state (when given: its messages from index ``messages_from`` on,
         the earlier ones are stored already), ``(seq, JSON)`` rows of its event log (one event,
         or a JSON array of consecutive events from ``seq`` on) and the changed ``(kind, index,
@@ -1240,7 +1240,8 @@ class RunStore(SteeringRows, DecisionRequests):
         streamed into the stored event at ``seq`` from character ``offset`` on. ``opening``:
         ``(record, args_schema)``, interactions the run opens, written in the same transaction
         as :meth:`open_interaction` writes one (so the conversation that asked and what it asked
-        are stored together or not at all).
+        are stored together or not at all). Returns their records as stored, read in the same
+        transaction.
 
         The state alone, of a run this process created or claimed and that has not ended, is
         one ``UPDATE`` of the run's row, its new messages kept in the row until the next full
@@ -1272,7 +1273,7 @@ class RunStore(SteeringRows, DecisionRequests):
                 )
                 if not self._backend.rowcount:
                     raise self._taken_over(run_id)
-                return
+                return []
         with self._backend.transaction():
             if run_id in self._recent:  # (a run this process runs: still its own?)
                 me = this_process()
@@ -1308,6 +1309,9 @@ class RunStore(SteeringRows, DecisionRequests):
                     )
             for record, args_schema in opening:
                 self._open_row(record, args_schema)
+            # (as stored: a decision written meanwhile, on resume, is kept; read in the write,
+            # so a failing read cannot leave a row the run does not watch)
+            opened = [self.record(record.id) for record, _ in opening]
             self._insert_events(run_id, events)
             if parts:
                 self._backend.executemany(
@@ -1330,6 +1334,7 @@ class RunStore(SteeringRows, DecisionRequests):
             recent.moved()
         if state is not None and state.status not in ACTIVE:
             self._disown(run_id)
+        return opened
 
     def _close_left_open(
         self, run_id: str, state: RunState, undecided: Resolution | None = None
