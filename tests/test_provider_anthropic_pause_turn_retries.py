@@ -12,9 +12,17 @@ from collections.abc import Callable
 from typing import Any
 
 import anthropic
-import httpx
 import pytest
-from anthropic import _base_client as anthropic_base_client
+from test_provider_anthropic_pause_turn import (  # (the same streams' pieces)
+    RESULT,
+    SEARCH,
+    block,
+    end,
+    http,
+    recorded,
+    stream,
+    text,
+)
 
 from anvia_notebook import AgentBuilder
 from anvia_notebook.messages import Usage
@@ -22,18 +30,8 @@ from anvia_notebook.models.anthropic import AnthropicModel
 from anvia_notebook.models.base import ModelError
 from anvia_notebook.retry import RetryContext
 
-from provider_replay import Recorded, Server, anthropic_start, ask, events_of
+from provider_replay import Server, anthropic_start, ask, events_of
 
-http: Any = getattr(anthropic_base_client, "httpx2", None) or httpx
-recorded = Recorded(http)
-SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 5}
-RESULT = {
-    "type": "web_search_result",
-    "url": "https://weather.example/paris",
-    "title": "Paris weather",
-    "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5",
-    "page_age": "2 hours ago",
-}
 OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
 #: The whole answer: the paused part, then its continuation.
 ANSWER = "Let me search. Sunny and 21 degrees."
@@ -42,33 +40,6 @@ ANSWER = "Let me search. Sunny and 21 degrees."
 @pytest.fixture
 def serve(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Server]:
     return recorded.serving(monkeypatch, anthropic, "AsyncAnthropic")
-
-
-def stream(*events: dict[str, Any]) -> Any:
-    return recorded.events(*events)
-
-
-def block(index: int, content_block: dict[str, Any], *deltas: dict[str, Any]) -> list[Any]:
-    return [
-        {"type": "content_block_start", "index": index, "content_block": content_block},
-        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
-        {"type": "content_block_stop", "index": index},
-    ]
-
-
-def end(reason: str, output_tokens: int) -> list[dict[str, Any]]:
-    return [
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": reason, "stop_sequence": None},
-            "usage": {"output_tokens": output_tokens},
-        },
-        {"type": "message_stop"},
-    ]
-
-
-def text(value: str) -> dict[str, Any]:
-    return {"type": "text_delta", "text": value}
 
 
 def paused_search() -> Any:

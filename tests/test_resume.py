@@ -180,23 +180,33 @@ async def test_an_idempotent_tool_interrupted_midway_runs_again(env, store_locat
     assert "sent" in response.output
 
 
+async def resumed_after_a_kill_in_the_next_model_call(env, store, kind, idempotent):
+    """A child runs ``kind``'s agent through a tool round and is killed (SIGKILL) while the
+    model call after it waits (well within the second the store's next write may take); the
+    run is resumed here: its response and id. The transfer ran once, the model is asked again
+    once."""
+    child = start_child(env, kind, ANVIA_TEST_BLOCK_MODEL="1")
+    wait_until(lambda: "model asked again" in effects(), child, "the next model call")
+    kill(child)
+    assert effects() == ["started a1 5", "done a1 5", "model asked again"]
+    run_id = only_run(store).run_id
+    agent = store_agents.agent(kind, idempotent=idempotent)
+    response = await asyncio.wait_for(agent.resume(run_id, store).send(), 10)
+    assert effects() == ["started a1 5", "done a1 5", "model asked again", "model asked again"]
+    return response, run_id
+
+
 @pytest.mark.parametrize("idempotent", [False, True], ids=["plain", "idempotent"])
 async def test_a_tool_round_that_ended_before_the_kill_is_kept_on_resume(
     env, store_location, idempotent
 ):
-    """Killed while the model call after a tool round waits (well within the second the
-    store's next write may take): the round's results were stored as it ended. The resumed
-    run neither runs the call again nor says it was cut off, sends its result to the model
-    once, and its transcript shows the round once."""
-    child = start_child(env, "slow_answer", ANVIA_TEST_BLOCK_MODEL="1")
-    wait_until(lambda: "model asked again" in effects(), child, "the next model call")
-    kill(child)
-    assert effects() == ["started a1 5", "done a1 5", "model asked again"]
+    """The round's results were stored as it ended: the resumed run neither runs the call
+    again nor says it was cut off, sends its result to the model once, and its transcript
+    shows the round once."""
     store = RunStore(store_location)
-    run_id = only_run(store).run_id
-    agent = store_agents.agent("slow_answer", idempotent=idempotent)
-    response = await asyncio.wait_for(agent.resume(run_id, store).send(), 10)
-    assert effects() == ["started a1 5", "done a1 5", "model asked again", "model asked again"]
+    response, run_id = await resumed_after_a_kill_in_the_next_model_call(
+        env, store, "slow_answer", idempotent
+    )
     [tool_message] = [m for m in response.messages if m.role == "tool"]
     [result] = tool_message.tool_results
     assert not result.is_error and '"sent"' in result.content
@@ -214,15 +224,9 @@ async def test_a_typed_result_s_tool_round_that_ended_before_the_kill_is_kept_on
     """The same for a round of a typed result the model got wrong, beside a tool: its end was
     stored only within the second, so the resumed run said the finished transfer was cut off
     (or made it again)."""
-    child = start_child(env, "typed_slow_answer", ANVIA_TEST_BLOCK_MODEL="1")
-    wait_until(lambda: "model asked again" in effects(), child, "the next model call")
-    kill(child)
-    assert effects() == ["started a1 5", "done a1 5", "model asked again"]
-    store = RunStore(store_location)
-    run_id = only_run(store).run_id
-    agent = store_agents.agent("typed_slow_answer", idempotent=idempotent)
-    response = await asyncio.wait_for(agent.resume(run_id, store).send(), 10)
-    assert effects() == ["started a1 5", "done a1 5", "model asked again", "model asked again"]
+    response, _ = await resumed_after_a_kill_in_the_next_model_call(
+        env, RunStore(store_location), "typed_slow_answer", idempotent
+    )
     assert response.data.n == 3
     [tool_message, _] = [m for m in response.messages if m.role == "tool"]
     transfer, refused = tool_message.tool_results

@@ -95,16 +95,7 @@ async def test_a_turn_with_an_approved_call_commits_four_times(store_path, no_ti
         store = RunStore(store_path)
         statements: list[str] = []
         store._backend._connection().set_trace_callback(statements.append)
-        protected = an.create_tool(
-            name="add",
-            description="Add.",
-            input=AddInput,
-            execute=lambda args, ctx: args.x + args.y,
-            approval=an.ToolApproval(),
-        )
-        steps = [call("add", {"x": i, "y": 1}, id=f"c{i}") for i in range(turns)]
-        model = QueueModel([*steps, ModelResponse(text="done")])
-        agent = AgentBuilder("adder", model).tool(protected).approvals(lambda r: True).build()
+        agent = approved_adder(turns)
         response = await asyncio.wait_for(agent.prompt("count").store(store).send(), 10)
         assert response.output == "done"
         store.close()
@@ -114,7 +105,8 @@ async def test_a_turn_with_an_approved_call_commits_four_times(store_path, no_ti
     assert (await commits_of_a_run(turns)) - base == 4 * turns
 
 
-def approved_adder():
+def approved_adder(turns: int = 1):
+    """An agent that adds ``turns`` times with a tool needing approval, each approved."""
     protected = an.create_tool(
         name="add",
         description="Add.",
@@ -122,7 +114,8 @@ def approved_adder():
         execute=lambda args, ctx: args.x + args.y,
         approval=an.ToolApproval(),
     )
-    model = QueueModel([call("add", {"x": 1, "y": 1}, id="c1"), ModelResponse(text="done")])
+    steps = [call("add", {"x": i, "y": 1}, id=f"c{i + 1}") for i in range(turns)]
+    model = QueueModel([*steps, ModelResponse(text="done")])
     return AgentBuilder("adder", model).tool(protected).approvals(lambda r: True).build()
 
 

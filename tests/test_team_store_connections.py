@@ -9,10 +9,12 @@ driver's messages."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -92,6 +94,30 @@ async def test_a_run_whose_connections_the_server_ended_goes_on_being_stored(tea
     assert store_agents.effects() == ["started a1 5", "done a1 5"]
 
 
+@contextlib.contextmanager
+def ended_inside_a_write(
+    backend: Any, server: str, at: Callable[[str], bool] = lambda sql: True
+) -> Iterator[list[str]]:
+    """The server ends ``backend``'s connection inside a write's transaction, once, just before
+    the first statement ``at`` picks is sent (it then fails): the statement, in the list."""
+    real_execute = backend.execute
+    ended: list[str] = []
+
+    def execute(sql: str, params: Any = ()) -> Any:
+        connection = backend._connection()
+        if not ended and at(sql) and not backend._alone(connection):
+            ended.append(sql)
+            with psycopg.connect(server, autocommit=True) as db:  # (waits until it is gone)
+                db.execute("SELECT pg_terminate_backend(%s, 30000)", (connection.info.backend_pid,))
+        return real_execute(sql, params)
+
+    backend.execute = execute
+    try:
+        yield ended
+    finally:
+        del backend.execute
+
+
 async def test_a_run_whose_connection_the_server_ended_inside_a_write_goes_on_being_stored(
     team_store,
 ):
@@ -105,24 +131,9 @@ async def test_a_run_whose_connection_the_server_ended_inside_a_write_goes_on_be
     [waiting] = await pending_of(run)
     store = store_module.get_store()
     assert store is not None
-    backend = store._backend
-    real_execute = backend.execute
-    ended: list[str] = []
-
-    def execute(sql: str, params: Any = ()) -> Any:
-        connection = backend._connection()
-        if not ended and not backend._alone(connection):  # (inside the write's transaction)
-            ended.append(sql)
-            with psycopg.connect(server, autocommit=True) as db:  # (waits until it is gone)
-                db.execute("SELECT pg_terminate_backend(%s, 30000)", (connection.info.backend_pid,))
-        return real_execute(sql, params)
-
-    backend.execute = execute  # type: ignore[method-assign]
-    try:
+    with ended_inside_a_write(store._backend, server) as ended:
         run.persist()  # (the state changed: written with the run's next checkpoint)
         run.checkpoint()
-    finally:
-        del backend.execute
     assert ended
     assert run.store is store
     await approved_from_the_command_line(location, run, waiting)
@@ -141,25 +152,10 @@ async def test_a_connection_the_server_ended_while_an_approval_opened_stores_bot
     location, server, _ = team_store
     store = store_module.get_store()
     assert store is not None
-    backend = store._backend
-    real_execute = backend.execute
-    ended: list[str] = []
-
-    def execute(sql: str, params: Any = ()) -> Any:
-        connection = backend._connection()
-        opening = sql.lstrip().startswith("INSERT INTO interactions")
-        if not ended and opening and not backend._alone(connection):
-            ended.append(sql)
-            with psycopg.connect(server, autocommit=True) as db:  # (waits until it is gone)
-                db.execute("SELECT pg_terminate_backend(%s, 30000)", (connection.info.backend_pid,))
-        return real_execute(sql, params)
-
-    backend.execute = execute  # type: ignore[method-assign]
-    try:
+    opening = lambda sql: sql.lstrip().startswith("INSERT INTO interactions")  # noqa: E731
+    with ended_inside_a_write(store._backend, server, opening) as ended:
         run = store_agents.agent("approval").prompt("send 5 to a1").start()
         [waiting] = await pending_of(run)
-    finally:
-        del backend.execute
     assert ended
     assert run.store is store
     reader = RunStore(location)
