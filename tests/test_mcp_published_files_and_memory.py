@@ -257,7 +257,10 @@ def test_invalid_arguments_are_our_schema_message_before_approval_and_the_server
 
     results = _results(model)
     assert all(result.is_error for result in results)
-    assert [result.content for result in results] == [
+    contents = [result.content for result in results]
+    # (an empty list "is too short" in the words of older jsonschema releases)
+    contents[1] = contents[1].replace("[] is too short.", "[] should be non-empty.")
+    assert contents == [
         "Invalid arguments for tool edit_file: edits.0: 'newText' is a required property. "
         "Call the tool again with corrected arguments.",
         "Invalid arguments for tool read_multiple_files: paths: [] should be non-empty. "
