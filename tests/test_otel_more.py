@@ -213,6 +213,13 @@ async def test_a_resumed_run_is_a_new_invoke_agent_span_with_the_call_decided_af
     assert tool.events[-1].attributes["anvia.approval.status"] == "approved"
     assert chat.attributes["anvia.turn"] == 2
     assert chat.attributes["gen_ai.usage.input_tokens"] == 50
+    # The root reports this lifetime's model calls (the first lifetime's root reported its
+    # own): summed over a run's roots, no call is counted twice.
+    assert first[-1].attributes["gen_ai.usage.input_tokens"] == 30
+    assert (
+        root.attributes["gen_ai.usage.input_tokens"],
+        root.attributes["gen_ai.usage.output_tokens"],
+    ) == (50, 4)
     restarted.close()
 
 
