@@ -334,7 +334,9 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             if isinstance(cancel_reason, str):
                 cancel_reason = cut_reason(cancel_reason)
             state.cancel_reason = cancel_reason
-            cancelled = PromptCancelledError(cancel_reason, list(state.messages))
+            # (at the turn limit, its messages: the unread steered ones last, as in Anvia)
+            messages = failure.messages if isinstance(failure, MaxTurnsError) else state.messages
+            cancelled = PromptCancelledError(cancel_reason, list(messages))
             raise _ended_cancelled(run, cancelled) from caught
         state.error = error_with_notes(failure) or type(failure).__name__
         _close_interactions(run, f"The run failed: {state.error}")

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from anvia_notebook import AgentBuilder, MaxTurnsError, create_hook
+from anvia_notebook import AgentBuilder, MaxTurnsError, PromptCancelledError, create_hook
 from anvia_notebook.models import QueueModel
 
 from helpers import call, make_add_tool
@@ -101,3 +101,29 @@ async def test_going_on_with_the_error_s_messages_gives_the_model_the_steered_me
     response = await again.prompt(raised.value.messages).store(None).send()
     assert response.output == "10"
     assert follow.requests[0].messages[-1].content == "now answer"
+
+
+async def test_a_hook_that_cancels_at_the_turn_limit_keeps_the_steered_message() -> None:
+    """An ``on_run_error`` hook that answers the limit with ``run.cancel(reason)``: the run
+    ends cancelled, and the error's ``messages`` are the limit's, the unread message last (as
+    in Anvia, where it is in the conversation by then), so going on with them gives it to the
+    model. Before, they left it out."""
+    model = QueueModel([call("add", {"x": 1, "y": 2}, "c1"), call("add", {"x": 3, "y": 4}, "c2")])
+    run: Any = None
+
+    def on_tool_result(event: Any) -> None:
+        if event.tool_call_id == "c2":
+            assert run.steer("also split it by region") is True
+
+    def on_run_error(event: Any) -> Any:
+        return event.run.cancel("limit reached: stopping here")
+
+    hook = create_hook(on_tool_result=on_tool_result, on_run_error=on_run_error)
+    agent = AgentBuilder("a", model).tool(make_add_tool()).hook(hook).build()
+    run = agent.prompt("hi").max_turns(0).store(None).create_run()
+    run.start()
+    with pytest.raises(PromptCancelledError) as raised:
+        await run.wait()
+    assert raised.value.reason == "limit reached: stopping here"
+    assert roles_and_texts(raised.value.messages)[-1] == ("user", "also split it by region")
+    assert run.state.messages == raised.value.messages[:-1]
