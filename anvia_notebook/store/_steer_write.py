@@ -64,7 +64,7 @@ def write_steering(
             ended = status if status not in ACTIVE else "ending"
             raise RunEndedError(
                 f"Run {run_id!r} has already ended ({ended}); a message can no longer be "
-                "sent to it. Start a new run with its history to go on."
+                f"sent to it. {_how_to_go_on(backend, sql, run_id)}"
             )
         seq = backend.execute(
             sql("SELECT COALESCE(MAX(seq), 0) FROM steering WHERE run_id = ?"), (run_id,)
@@ -83,6 +83,23 @@ def write_steering(
             ),
         )
     return item_id, str(status) if alive else "interrupted"
+
+
+def _how_to_go_on(backend: Any, sql: Callable[[str], str], run_id: str) -> str:
+    """What the refusal of a message to the ended run ``run_id`` advises: a sub-agent's run
+    whose top-level run still takes messages is reached through that run (a new run of the
+    sub-agent would not be the run the person works with)."""
+    top = top_run(backend, sql, run_id)
+    if top is not None:
+        rows = backend.execute(
+            sql("SELECT status, steering_closed FROM runs WHERE run_id = ?"), (top[0],)
+        )
+        if rows and rows[0][0] in ACTIVE and not rows[0][1]:
+            return (
+                f"It was a sub-agent's run inside run {top[0]!r} (agent {top[1]!r}), which "
+                f"goes on: send the message to that run instead (steer {top[0]})."
+            )
+    return "Start a new run with its history to go on."
 
 
 def top_run(backend: Any, sql: Callable[[str], str], run_id: str) -> tuple[str, str] | None:
