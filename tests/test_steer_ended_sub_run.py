@@ -28,7 +28,9 @@ async def test_a_finished_sub_run_s_refusal_names_the_running_top_level_run(
     lead = (
         AgentBuilder(
             "lead",
-            QueueModel([call("ask", {"prompt": "go"}), call("hold", {"x": 1, "y": 2}), "lead done"]),
+            QueueModel(
+                [call("ask", {"prompt": "go"}), call("hold", {"x": 1, "y": 2}), "lead done"]
+            ),
         )
         .tools([child.as_tool(name="ask"), hold])
         .build()
