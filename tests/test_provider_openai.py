@@ -14,6 +14,7 @@ import openai
 import pytest
 from openai import _base_client as openai_base_client
 
+from anvia_notebook import AgentBuilder
 from anvia_notebook.messages import Message, MessageToolCall, ToolResultPart, Usage
 from anvia_notebook.models.base import (
     CompletionRequest,
@@ -25,6 +26,7 @@ from anvia_notebook.models.base import (
     UsageUpdate,
 )
 from anvia_notebook.models.openai import OpenAIModel
+from anvia_notebook.retry import is_transient_error
 
 from provider_replay import (
     FIXTURES,
@@ -458,6 +460,37 @@ async def test_an_error_inside_the_stream_is_a_model_error(serve: Callable[..., 
     assert seen == ["Hello"]
     assert caught.value.status_code == 500
     assert isinstance(caught.value.__cause__, openai.APIError)
+
+
+async def test_a_gateway_s_in_stream_error_with_a_text_code_is_retried(
+    serve: Callable[..., Server],
+) -> None:
+    """OpenRouter sends an error that happens while it generates as a chunk with an ``error``
+    whose ``code`` is a text ("server_error") and no ``type``, after a 200: the error had no
+    status, so it was never retried, even before any text came. Its code says what it is."""
+    chunk = {
+        "id": "gen-1",
+        "object": "chat.completion.chunk",
+        "error": {"code": "server_error", "message": "Provider disconnected unexpectedly"},
+        "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
+    }
+    failed = http.Response(
+        200,
+        headers={"content-type": "text/event-stream"},
+        content=f"data: {json.dumps(chunk)}\n\n",
+    )
+    server = serve(failed, sse("openai_text.sse"))
+    model = OpenAIModel("openai/gpt-4o-mini", api_key="sk-test")
+    with pytest.raises(ModelError, match="Provider disconnected unexpectedly") as caught:
+        await events_of(model, ask())
+    assert caught.value.status_code == 500
+    assert is_transient_error(caught.value)
+
+    agent = AgentBuilder("a", model).build()
+    server.responses[:0] = [failed]
+    response = await agent.prompt("hi").with_completion_retries(initial_delay=0).send()
+    assert response.output.startswith("Hello")
+    assert len(server.requests) == 3
 
 
 async def test_azure_and_a_limit_given_as_an_option_name_the_token_limit_field() -> None:

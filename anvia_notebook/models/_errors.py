@@ -45,7 +45,8 @@ MAX_ERROR_TEXT = 500
 _TITLE = re.compile(r"<title[^>]{0,200}>([^<]{1,300})</title>", re.IGNORECASE)
 
 #: The HTTP status each documented error ``type`` stands for (Anthropic's error types, which its
-#: streams also send as ``event: error``, and OpenAI's ``server_error``).
+#: streams also send as ``event: error``, and OpenAI's ``server_error``, which OpenRouter's
+#: in-stream errors give as their ``code``).
 _STATUS_OF_ERROR_TYPE: dict[str, int] = {
     "invalid_request_error": 400,
     "authentication_error": 401,
@@ -127,10 +128,12 @@ def api_error(provider: str, exc: BaseException) -> ModelError:
     status = getattr(exc, "status_code", None)
     if not isinstance(status, int) or status < 400:
         error_type = error.get("type") if error else None
+        code = error.get("code") if error else None
+        if not isinstance(error_type, str) and isinstance(code, str):
+            error_type = code  # (OpenRouter's in-stream errors: a code such as "server_error")
         status = _STATUS_OF_ERROR_TYPE.get(error_type) if isinstance(error_type, str) else None
-        code = error.get("code") if error else None  # (vLLM's: the status it would have sent)
         if status is None and type(code) is int and 400 <= code <= 599:
-            status = code
+            status = code  # (vLLM's: the status it would have sent)
     message = error.get("message") if error else None
     if isinstance(message, str) and message.strip():
         message = _bounded(message)
