@@ -235,6 +235,19 @@ def test_invalid_arguments_are_checked_against_the_servers_schema():
     assert "Invalid arguments for tool read_note" in result.content and "key" in result.content
 
 
+def test_every_invalid_argument_is_named_at_once():
+    """As a Python tool's refusal names each argument that is wrong (pydantic's errors), so
+    does an MCP tool's: the model fixes them in one call, not one call each."""
+    model = QueueModel([call("write_note", {"key": 5, "text": ["v"]}), "done"])
+    _run(AgentBuilder("a", model).mcp([TOOLBOX]).build())
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error
+    assert result.content == (
+        "Invalid arguments for tool write_note: key: 5 is not of type 'string'; "
+        "text: ['v'] is not of type 'string'. Call the tool again with corrected arguments."
+    )
+
+
 def test_name_clash_with_an_agent_tool_is_an_error_before_any_model_call():
     model = QueueModel(["never asked"])
     agent = (

@@ -102,11 +102,11 @@ class McpTool(Tool):
                 f"Invalid arguments for tool {self.name}: expected a JSON object. Call the "
                 "tool again with a JSON object."
             )
-        problems = schema_problems(self.input_schema, data, limit=1)
+        problems = schema_problems(self.input_schema, data)
         if problems:
             raise ToolArgumentsError(
-                f"Invalid arguments for tool {self.name}: {problems[0]}. Call the tool again "
-                "with corrected arguments."
+                f"Invalid arguments for tool {self.name}: {'; '.join(problems)}. Call the tool "
+                "again with corrected arguments."
             )
         return McpArguments.model_validate(data)
 
