@@ -210,17 +210,26 @@ def _print_runs(store: RunStore, args: argparse.Namespace) -> None:
         )
 
 
-def _say_decided(state: RunState) -> None:
+def _say_decided(store: RunStore, state: RunState) -> None:
     """The decisions an interrupted run holds for calls that have not started (made before its
     process ended, or since then from the command line, a handle or the store): what its
-    resume does with each (else a decision made from the terminal left no trace in ``show``)."""
+    resume does with each (else a decision made from the terminal left no trace in ``show``).
+    Not the decision of an earlier turn's call that ended, whose id the model gave a call of
+    the last turn again: the resume does not use it (that call is asked afresh)."""
+    from .events import ToolResultEvent
+
     last = state.messages[-1] if state.messages else None
     if last is None or last.role != "assistant":
         return
     waiting = {call.id for call in last.tool_calls} - set(state.calls)
     records: list[Any] = [*state.approvals.values(), *state.questions.values()]
+    records = [r for r in records if r.tool_call_id in waiting and r.status in _DECIDED_NOTES]
+    if not records:
+        return
+    events = store.events(state.run_id)
+    ended = {e.internal_call_id for e in events if isinstance(e, ToolResultEvent)}
     for record in records:
-        if record.tool_call_id not in waiting or record.status not in _DECIDED_NOTES:
+        if record.internal_call_id in ended:
             continue
         via = f" (from the {record.decided_via})" if record.decided_via else ""
         what = f"{record.tool_name} {_readable(record.args)}" if record.kind == "approval" else ""
@@ -323,7 +332,7 @@ def _print_run(store: RunStore, args: argparse.Namespace) -> None:
                     "Check what it did first."
                 )
     if status == "interrupted":
-        _say_decided(state)
+        _say_decided(store, state)
     for item in queued:
         text = " ".join((item.message.content or "").split())
         if ended:
