@@ -796,11 +796,11 @@ class Studio:
         store = self._store()
         if store is None:
             return False
-        logs: list[tuple[str, str, list[Any], list[Any]]] = []
+        logs: list[tuple[str, str, list[Any], list[Any], list[Message]]] = []
         try:
             runs = store.runs(session_id=stored.session_id, limit=10_000)
             if skip is not None and any(r.run_id == skip for r in runs):
-                logs.append(("", "", [], []))  # (a run the caller shows: the session has runs)
+                logs.append(("", "", [], [], []))  # (a run the caller shows: it has runs)
             for summary in reversed(runs):  # oldest first
                 if summary.agent_id != stored.agent_id or summary.run_id == skip:
                     continue
@@ -814,11 +814,14 @@ class Studio:
                     else summary.prompt
                 )
                 calls = store.trace(summary.run_id, messages=state.messages).tool_calls
-                logs.append((summary.run_id, prompt, store.events(summary.run_id), calls))
+                # Messages steered in that the run ended before reading: said after its end,
+                # as the live view said them.
+                unread = [item.message for item in state.steering]
+                logs.append((summary.run_id, prompt, store.events(summary.run_id), calls, unread))
         except Exception as error:
             self._store_failed(store, error)
             return False
-        for run_id, prompt, events, calls in logs:
+        for run_id, prompt, events, calls, unread in logs:
             if not run_id:
                 continue
             transcript.begin_run(run_id, stored.agent_id, prompt)
@@ -829,6 +832,8 @@ class Studio:
                     transcript.tool_output(run_id, call.id, f"trace:{call.id}", call.output)
             if not events or events[-1].type not in _ENDS:
                 transcript.apply(CancelledEvent(run_id=run_id, reason="it did not finish"))
+            elif unread:
+                transcript.undelivered(unread)
         return bool(logs)
 
 
