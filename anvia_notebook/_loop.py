@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -554,7 +555,9 @@ async def _complete(
         text_delta, text = TextDelta, str  # locals: read once per delta
         try:
             # (a request the model sends itself within the call is retried as this one is)
-            under_way = CallRetries(retries, turn)
+            under_way = CallRetries(
+                retries, turn, retried=functools.partial(tracer.retried, entry, token)
+            )
             policy = CALL_RETRIES.set(under_way)
             try:
                 async for event in run.request.agent.model.stream(request):

@@ -265,6 +265,18 @@ class RunSpans:
         return "[" + ",".join(parts) + "]"
 
     @_guarded
+    def chat_retried(
+        self, entry: TurnTrace, started: tuple[Any, Any], error: BaseException
+    ) -> None:
+        """A request within the call failed and is tried again (see ``TraceRecorder.retried``):
+        a ``retry`` event on the call's span, which counts the attempt."""
+        span = started[0]
+        span.set_attribute("anvia.attempt", entry.attempts)
+        span.add_event(
+            "retry", {"error.type": type(error).__name__, "anvia.attempt": entry.attempts}
+        )
+
+    @_guarded
     def chat_ended(
         self,
         entry: TurnTrace,

@@ -279,6 +279,14 @@ class TraceRecorder:
             return self.spans.chat_started(entry)
         return None
 
+    def retried(self, entry: TurnTrace, token: Any, error: BaseException) -> None:
+        """A request the model sent within the call (a continuation of a paused answer)
+        failed and is tried again: one more attempt of the call."""
+        entry.attempts += 1
+        self._dirty_turns.add(entry.index)
+        if self.spans is not None and token is not None:
+            self.spans.chat_retried(entry, token, error)
+
     def first_token(self, entry: TurnTrace) -> None:
         if entry.first_token_ms is None:
             started = self._turn_t0.get(entry.index, self._clock0)

@@ -202,6 +202,9 @@ class CallRetries:
     retries: CompletionRetries
     turn: int
     ended: bool = False
+    #: Told of each request within the call that failed and is tried again (the trace counts
+    #: it among the call's attempts).
+    retried: Callable[[BaseException], None] | None = None
 
 
 #: The :class:`CallRetries` of the model call under way, set while the model streams (None
@@ -225,5 +228,7 @@ async def retry_within_call(error: BaseException, attempt: int) -> bool:
     retries = given.retries
     if not retries.allows(RetryContext(error, attempt, retries.max_attempts, given.turn)):
         return False
+    if given.retried is not None:
+        given.retried(error)
     await asyncio.sleep(retries.delay(attempt, error))
     return True

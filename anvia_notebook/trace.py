@@ -168,7 +168,8 @@ class TurnTrace(BaseModel):
     duration_ms: float | None = None
     #: Why the call failed or ended early (None when it succeeded).
     error: str | None = None
-    #: How many times the call was made (more than 1 after retried failures).
+    #: How many times the call was made (more than 1 after retried failures, a retried
+    #: continuation of a paused answer included).
     attempts: int = 1
 
 

@@ -151,6 +151,29 @@ async def test_a_continuation_has_as_many_attempts_as_the_first_request(
     assert [(c.attempt, c.max_attempts, c.turn) for c in asked] == [(1, 3, 1), (2, 3, 1)]
 
 
+async def test_a_retried_continuation_is_an_attempt_of_the_call_in_the_trace(
+    serve: Callable[..., Server], spans: Any
+) -> None:
+    """Inspect and the spans said the call was made once, though a continuation failed and
+    was sent again: the trace counts it among the call's attempts, and the call's span has a
+    ``retry`` event for it (the span itself succeeded)."""
+    serve(paused_search(), overloaded_at_start(), overloaded_at_start(), continued())
+    request = request_of(max_attempts=3)
+
+    _, final = await run(request)
+
+    assert final.output == ANSWER
+    [turn] = request.trace.turns
+    assert turn.attempts == 3 and turn.error is None
+    [chat] = [span for span in spans.get_finished_spans() if span.name.startswith("chat ")]
+    assert chat.attributes["anvia.attempt"] == 3
+    retries = [dict(event.attributes) for event in chat.events if event.name == "retry"]
+    assert retries == [
+        {"error.type": "ModelError", "anvia.attempt": 2},
+        {"error.type": "ModelError", "anvia.attempt": 3},
+    ]
+
+
 async def test_a_continuation_failing_at_every_attempt_ends_the_run(
     serve: Callable[..., Server],
 ) -> None:
