@@ -481,3 +481,61 @@ async def approved_from_the_command_line(location: str, run: Any, waiting: Any) 
     assert approve.returncode == 0, said
     response = await asyncio.wait_for(run.wait(), 30)
     assert response.output.startswith("Result:")
+
+
+def _gone(server: str, pids: set[int]) -> None:
+    """Wait until the server has ended the processes ``pids`` (its own timeouts end them)."""
+    with psycopg.connect(server, autocommit=True) as db:
+        for _ in range(600):
+            rows = db.execute("SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s)", (list(pids),))
+            if not rows.fetchall():
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"the server did not end {pids}")
+
+
+def test_a_statement_after_the_server_s_idle_session_timeout_runs_on_a_new_one(team_store):
+    """A server whose administrator sets ``idle_session_timeout`` (managed PostgreSQL often
+    does) ends a connection left unused that long: the first command after a pause (``runs()``
+    in a notebook after lunch) failed with "terminating connection due to idle-session
+    timeout"; it runs on a new connection."""
+    location, server, database = team_store
+    with psycopg.connect(server, autocommit=True) as db:
+        db.execute(f'ALTER DATABASE "{database}" SET idle_session_timeout = 200')
+    store = RunStore(location)
+    assert store.runs() == []
+    connection = store._backend._connection()
+    _gone(server, {connection.info.backend_pid})
+    assert store.runs() == []
+    store.close()
+
+
+def test_a_write_held_open_past_the_server_s_idle_transaction_limit_is_made_again(team_store):
+    """The process froze inside a write's transaction (a laptop asleep, a debugger) longer
+    than the server's ``idle_in_transaction_session_timeout``: the server ended the connection
+    and rolled the transaction back; the write failed ("terminating connection due to
+    idle-in-transaction timeout"). Nothing of it was committed: it is made again, whole."""
+    location, server, database = team_store
+    with psycopg.connect(server, autocommit=True) as db:
+        db.execute(f'ALTER DATABASE "{database}" SET idle_in_transaction_session_timeout = 200')
+    store = RunStore(location)
+    backend = store._backend
+    real_execute = backend.execute
+    froze: list[str] = []
+
+    def execute(sql: str, params: Any = ()) -> Any:
+        connection = backend._connection()
+        if not froze and not backend._alone(connection):
+            froze.append(sql)  # (the transaction has begun: the process freezes in it)
+            _gone(server, {connection.info.backend_pid})
+        return real_execute(sql, params)
+
+    backend.execute = execute
+    try:
+        response = store_agents.agent("plain").prompt("send 5 to a1").store(store).send_sync()
+    finally:
+        del backend.execute
+    assert froze
+    [stored] = RunStore(location).runs()
+    assert stored.status == "success" and stored.run_id == response.run_id
+    store.close()
