@@ -112,8 +112,8 @@ class Metric:
     def judge(self, value: Any) -> Score:
         """Turn what the function returned into a :class:`Score`."""
         if isinstance(value, Score):
-            if value.value is None and value.error is not None:
-                return value  # (an error's score)
+            if value.error is not None:  # (an error's score: no value, and not a pass)
+                return Score(None, False, value.reason, value.error)
             if value.value is None:
                 return Score(
                     None, False, value.reason, "The metric returned a Score without a value."
