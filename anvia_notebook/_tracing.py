@@ -352,8 +352,13 @@ class TraceRecorder:
         entry = self._calls.get(call.id)
         if entry is not None and entry.turn == turn:
             if entry.status is None and started:  # a resumed run takes the call up again
-                entry.started_at = self._wall(now)
-                self._call_t0[id(entry)] = now
+                if entry.started_at is None:
+                    entry.started_at = self._wall(now)
+                    self._call_t0[id(entry)] = now
+                else:  # it began in the earlier process (its approval was asked then): its
+                    # time runs from then, the time between included, as the run's does
+                    waited = (self._wall(now) - entry.started_at).total_seconds()
+                    self._call_t0[id(entry)] = now - max(waited, 0.0)
                 self._mark(entry)
                 if self.spans is not None:
                     self.spans.tool_started(entry)
