@@ -31,7 +31,9 @@ from .errors import (
 from .events import ApprovalRecord, QuestionRecord, utc_now
 from .messages import Message
 from .trace import (
+    INTERRUPTED,
     OUTPUT_LIMIT,
+    STOPPED,
     TRACEBACK_LIMIT,
     ToolCallStatus,
     ToolCallTrace,
@@ -207,7 +209,7 @@ class TraceRecorder:
         for turn in self.trace.turns:
             if turn.duration_ms is None:
                 turn.error = turn.error or (
-                    "Interrupted: the kernel stopped during this model call; the resumed run "
+                    f"{INTERRUPTED}the kernel stopped during this model call; the resumed run "
                     "made it again."
                 )
                 self._dirty_turns.add(turn.index)
@@ -316,7 +318,7 @@ class TraceRecorder:
     def model_call_stopped(
         self, entry: TurnTrace, reason: str, partial: CompletionResponse, token: Any
     ) -> None:
-        entry.error = f"Stopped: {reason}"
+        entry.error = f"{STOPPED}{reason}"
         self._finish_turn(entry, partial)
         if self.spans is not None and token is not None:
             self.spans.chat_ended(entry, token, None, stopped=reason)

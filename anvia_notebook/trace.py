@@ -444,9 +444,21 @@ ROW_TYPES = {
 }
 
 
+#: How the error of a model call that Stop ended begins (the run was stopped; the call did
+#: not fail), and of one a stopped kernel cut off (a resumed run made it again).
+STOPPED = "Stopped: "
+INTERRUPTED = "Interrupted: "
+
+
 def _model_row(turn: TurnTrace) -> dict[str, Any]:
     if turn.error is not None:
-        status = "error"
+        # (as a tool call's row says it: only a call that failed is an error)
+        if turn.error.startswith(STOPPED):
+            status = "cancelled"
+        elif turn.error.startswith(INTERRUPTED):
+            status = "interrupted"
+        else:
+            status = "error"
     elif turn.duration_ms is None:
         status = "running"
     else:
