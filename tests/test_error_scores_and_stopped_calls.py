@@ -1,4 +1,4 @@
-"""Evals and traces probed as a data scientist would: numbers a report or trace gives must be
+"""Evals and traces as a data scientist reads them: the numbers a report or a trace gives must be
 the ones its parts add up to, and a score that says it is an error must count as one."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def agent(answer: str = "7"):
-    return AgentBuilder("evals-probe", FunctionModel(lambda request: answer)).build()
+    return AgentBuilder("grader-demo", FunctionModel(lambda request: answer)).build()
 
 
 def test_a_score_that_carries_an_error_fails_its_case_and_has_no_value(store_path):
