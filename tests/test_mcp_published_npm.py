@@ -317,3 +317,43 @@ def test_a_restarted_http_server_that_refuses_the_old_session_with_400_gets_a_ne
     assert told == ["Echo: one", "Echo: two", "Echo: three"]
     assert agent.get_tool("echo").connection.opened == 2
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "Session" in r.msg]
+
+
+async def test_an_http_server_that_dies_during_a_call_went_away_it_did_not_answer():
+    """Over streamable HTTP, the MCP SDK tells of a call whose response stream broke (the
+    server died mid-call) with a JSON-RPC error it makes up itself (-32000, "SSE stream ended
+    and reconnection attempts were exhausted"): the model was told that the server "answered
+    the call ... with error -32000", and the broken session was kept, so the next call failed
+    on it too. Over stdio and SSE the same death is said as the server having gone away."""
+    from mcp_helpers import _free_port
+
+    script = _everything_script()
+    port = _free_port()
+    server = mcp.http(
+        "everything-http-dies", f"http://127.0.0.1:{port}/mcp", allow_private_network=True
+    )
+    model = QueueModel(
+        [call("trigger-long-running-operation", {"duration": 60, "steps": 60}), "done"]
+    )
+    agent = AgentBuilder("a", model).mcp([server]).build()
+    process = _start_everything_over_http(script, port)
+    try:
+        run = agent.prompt("go").start()
+        async for event in run.stream():
+            if event.type == "tool_call":
+                break
+        await asyncio.sleep(2.5)  # (the call is under way: its progress events have ids)
+        process.kill()
+        process.wait(timeout=10)
+        assert (await asyncio.wait_for(run.wait(), 60)).output == "done"
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        await mcp.close_all()
+    told = tool_results(model.requests[1])[0]
+    assert told.is_error
+    assert told.content == (
+        "ToolCallError: MCP server 'everything-http-dies' went away during the call of "
+        "trigger-long-running-operation (the next call connects again)."
+    )
+    assert agent.get_tool("trigger-long-running-operation").connection.session is None

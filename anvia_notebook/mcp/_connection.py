@@ -79,6 +79,13 @@ def _flatten(error: BaseException) -> BaseException:
 
 #: The message of the MCP SDK's error for a connection that closed under a request.
 _SDK_CLOSED = "Connection closed"
+#: How the SDK's streamable HTTP client tells of a request whose response stream broke (the
+#: server went away mid-call), with the same code: its words, not the server's.
+_SDK_STREAM_LOST = re.compile(
+    r"SSE stream ended without a response|SSE stream ended and reconnection attempts were "
+    r"exhausted|SSE stream failed: .*",
+    re.DOTALL,
+)
 
 
 def _is_closed(error: BaseException) -> bool:
@@ -90,10 +97,9 @@ def _is_closed(error: BaseException) -> bool:
         # The SDK's own word that the transport closed. A server may answer a call with the
         # same code (-32000 is in JSON-RPC's range for servers' errors), with its own message:
         # that is the server's error, and its session goes on.
-        return error.code == CONNECTION_CLOSED and (error.message, error.data) == (
-            _SDK_CLOSED,
-            None,
-        )
+        if error.code != CONNECTION_CLOSED or error.data is not None:
+            return False
+        return error.message == _SDK_CLOSED or bool(_SDK_STREAM_LOST.fullmatch(error.message))
     import anyio
 
     return isinstance(
