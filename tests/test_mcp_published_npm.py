@@ -357,3 +357,56 @@ async def test_an_http_server_that_dies_during_a_call_went_away_it_did_not_answe
         "trigger-long-running-operation (the next call connects again)."
     )
     assert agent.get_tool("trigger-long-running-operation").connection.session is None
+
+
+async def test_an_http_server_that_dies_while_its_question_waits_fills_no_cell_with_tracebacks(
+    caplog,
+):
+    """The server asked the person to open a page and died before the answer: the SDK then
+    failed to send the answer (or the call's cancellation) and logged "Error in post_writer"
+    with the traceback of an exception group around the refused connection, in the notebook
+    cell (the filter that makes such records one INFO line did not look inside groups). The
+    question is closed with its call, as withdrawn."""
+    from mcp_helpers import _free_port
+
+    caplog.set_level(logging.DEBUG, logger="mcp.client")
+    script = _everything_script()
+    port = _free_port()
+    server = mcp.http(
+        "everything-http-asks", f"http://127.0.0.1:{port}/mcp", allow_private_network=True
+    )
+    asked = asyncio.Event()
+
+    async def ask(request):
+        asked.set()
+        await asyncio.sleep(3600)
+
+    model = QueueModel(
+        [call("trigger-url-elicitation", {"url": "https://example.com/sign-in"}), "done"]
+    )
+    agent = (
+        AgentBuilder("a", model)
+        .mcp([server])
+        .approvals(lambda request: True)
+        .human_input(CallbackHumanInput(ask=ask))
+        .build()
+    )
+    process = _start_everything_over_http(script, port)
+    try:
+        run = agent.prompt("go").start()
+        await asyncio.wait_for(asked.wait(), 60)
+        process.kill()
+        process.wait(timeout=10)
+        response = await asyncio.wait_for(run.wait(), 60)
+        await mcp.close_all()
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        await mcp.close_all()
+    [traced] = response.trace.tool_calls
+    assert "went away during the call of trigger-url-elicitation" in traced.result
+    assert (traced.question.status, traced.question.decided_by) == ("cancelled", "runtime")
+    assert "withdrew this request" in traced.question.decision_reason
+    logged = [r for r in caplog.records if r.name.startswith("mcp.client")]
+    shown = [r for r in logged if r.levelno >= logging.WARNING or (r.exc_info and r.levelno > 10)]
+    assert not shown, [r.getMessage() for r in logged]

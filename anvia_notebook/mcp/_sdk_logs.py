@@ -84,6 +84,7 @@ class _DroppedConnection(logging.Filter):
         error = record.exc_info[1]
         if not _connection_error(error):
             return True
+        error = _first(error)
         record.msg = "An MCP server's connection ended (%s: %s)"
         record.args = (type(error).__name__, str(error)[:MAX_SHOWN])
         record.exc_info = None
@@ -93,10 +94,20 @@ class _DroppedConnection(logging.Filter):
 
 
 def _connection_error(error: BaseException | None) -> bool:
+    inner = getattr(error, "exceptions", None)  # an exception group (anyio's task groups)
+    if isinstance(inner, (list, tuple)) and inner:
+        return all(isinstance(e, BaseException) and _connection_error(e) for e in inner)
     if isinstance(error, OSError):
         return True
     module = type(error).__module__ if error is not None else ""
     return module.split(".", 1)[0].startswith(_CONNECTION_MODULES)
+
+
+def _first(error: BaseException) -> BaseException:
+    """The first error inside (nested) exception groups, or ``error``."""
+    while isinstance(getattr(error, "exceptions", None), (list, tuple)) and error.exceptions:  # type: ignore[attr-defined]
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    return error
 
 
 class _EndNotTaken(logging.Filter):
