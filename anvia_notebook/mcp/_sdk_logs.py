@@ -82,7 +82,7 @@ class _DroppedConnection(logging.Filter):
         if record.msg not in HTTP_MESSAGES or not record.exc_info:
             return True
         error = record.exc_info[1]
-        if not _connection_error(error):
+        if error is None or not _connection_error(error):
             return True
         error = _first(error)
         record.msg = "An MCP server's connection ended (%s: %s)"
