@@ -164,8 +164,18 @@ class CompletionRetries:
                 "should_retry must be a function of the retry context (returning True to retry), "
                 f"not {self.should_retry!r}"
             )
-        if not isinstance(self.max_attempts, int) or self.max_attempts < 1:
+        if (
+            not isinstance(self.max_attempts, int)
+            or isinstance(self.max_attempts, bool)
+            or self.max_attempts < 1
+        ):
             raise ValueError("max_attempts must be a positive integer")
+        # As in Anvia, a delay must be a finite number: a NaN (or an infinite wait) would make
+        # the first retry sleep forever.
+        for name in ("initial_delay", "max_delay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
         if self.initial_delay < 0 or self.max_delay < 0 or not self.max_retry_after >= 0:
             raise ValueError("retry delays must not be negative")
         if self.max_delay < self.initial_delay:
