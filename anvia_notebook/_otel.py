@@ -120,13 +120,8 @@ class RunSpans:
         }
         if session_id:  # a conversation of several runs (a Studio session, a chat)
             attributes["gen_ai.conversation.id"] = session_id
-        #: The tokens of the model calls an earlier lifetime of a resumed run made (its own
-        #: root span reported them): this root reports what its chat spans add up to.
-        self._tokens_before = (0, 0)
         if resumed:
             attributes["anvia.resumed"] = True
-            summary = trace.summary()
-            self._tokens_before = (summary["input_tokens"], summary["output_tokens"])
         self.root = self.tracer.start_span(
             f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
@@ -169,11 +164,10 @@ class RunSpans:
             return
         try:
             summary = self.recorder.trace.summary()
-            input_before, output_before = self._tokens_before
             root.set_attributes(
                 {
-                    "gen_ai.usage.input_tokens": summary["input_tokens"] - input_before,
-                    "gen_ai.usage.output_tokens": summary["output_tokens"] - output_before,
+                    "gen_ai.usage.input_tokens": summary["input_tokens"],
+                    "gen_ai.usage.output_tokens": summary["output_tokens"],
                     "anvia.run.status": status,
                 }
             )
