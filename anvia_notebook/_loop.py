@@ -620,12 +620,16 @@ async def _complete(
             finally:
                 under_way.ended = True
                 CALL_RETRIES.reset(policy)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, KeyboardInterrupt) as stopped:
+            # (a KeyboardInterrupt raised in the model's stream stops the run as Stop does)
             for kind, rest in halves.rest().items():  # (kept, as U+FFFD, with what came)
                 add(TextDelta(delta=rest) if kind == "text_delta" else ReasoningDelta(delta=rest))
             partial = accumulator.response()
             run.state.usage = run.state.usage + partial.usage  # (tokens it had already cost)
-            reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON
+            if isinstance(stopped, KeyboardInterrupt):
+                reason = INTERRUPTED_REASON
+            else:
+                reason = run.state.cancel_reason or DEFAULT_CANCEL_REASON
             tracer.model_call_stopped(entry, reason, partial, token)
             if partial.text or partial.reasoning:
                 run.state.messages.append(

@@ -238,7 +238,7 @@ async def retry_within_call(error: BaseException, attempt: int) -> bool:
     retries = given.retries
     if not retries.allows(RetryContext(error, attempt, retries.max_attempts, given.turn)):
         return False
-    if given.retried is not None:
-        given.retried(error)
     await asyncio.sleep(retries.delay(attempt, error))
+    if given.retried is not None:  # (after the wait: a Stop during it sends nothing again)
+        given.retried(error)
     return True

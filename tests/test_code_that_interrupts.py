@@ -127,3 +127,24 @@ async def test_an_error_hook_that_interrupts_does_not_mask_the_runs_error(store_
     with pytest.raises(RuntimeError, match="the provider is down"):
         await agent.prompt("go").send()
     await asyncio.sleep(0)
+
+
+async def test_a_model_that_interrupts_mid_answer_ends_its_call_as_stopped(spans) -> None:
+    """An interrupt raised in the model's stream after some text: the call stayed "running" in
+    the trace (no duration, its table row "running") and its chat span never ended; it is
+    stopped as by Stop, the text kept."""
+
+    async def answers_then_interrupts(request):
+        yield "Half an ans"
+        raise KeyboardInterrupt
+
+    request = AgentBuilder("a", FunctionModel(answers_then_interrupts)).build().prompt("go")
+    run = request.store(None).start()
+    with pytest.raises(PromptCancelledError) as raised:
+        await run.wait()
+    assert raised.value.messages[-1].content == "Half an ans"
+    [turn] = run.trace.turns
+    assert turn.error == f"Stopped: {raised.value.reason}" and turn.duration_ms is not None
+    assert run.trace.rows()[0]["status"] == "cancelled"
+    [chat] = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    assert [event.name for event in chat.events] == ["cancelled"]

@@ -24,7 +24,7 @@ from test_provider_anthropic_pause_turn import (  # (the same streams' pieces)
     text,
 )
 
-from anvia_notebook import AgentBuilder
+from anvia_notebook import AgentBuilder, PromptCancelledError
 from anvia_notebook.messages import Usage
 from anvia_notebook.models.anthropic import AnthropicModel
 from anvia_notebook.models.base import ModelError
@@ -172,6 +172,31 @@ async def test_a_retried_continuation_is_an_attempt_of_the_call_in_the_trace(
         {"error.type": "ModelError", "anvia.attempt": 2},
         {"error.type": "ModelError", "anvia.attempt": 3},
     ]
+
+
+async def test_a_stop_while_a_continuation_waits_to_be_sent_again_counts_no_attempt(
+    serve: Callable[..., Server], spans: Any
+) -> None:
+    """Stop during the wait before a failed continuation is sent again: nothing more was sent,
+    so the call was made once (the attempt was counted before the wait)."""
+    serve(paused_search(), overloaded_at_start(), continued())
+    waiting = asyncio.Event()
+
+    def should_retry(context: RetryContext) -> bool:
+        waiting.set()  # (the wait begins as this returns)
+        return True
+
+    request = request_of(initial_delay=60, max_delay=60, should_retry=should_retry)
+    run = request.start()
+    await asyncio.wait_for(waiting.wait(), 10)
+    run.cancel("enough")
+    with pytest.raises(PromptCancelledError):
+        await run.wait()
+    [turn] = request.trace.turns
+    assert turn.attempts == 1 and turn.error == "Stopped: enough"
+    [chat] = [span for span in spans.get_finished_spans() if span.name.startswith("chat ")]
+    assert "anvia.attempt" not in chat.attributes
+    assert [event.name for event in chat.events] == ["cancelled"]
 
 
 async def test_a_continuation_failing_at_every_attempt_ends_the_run(
