@@ -220,8 +220,20 @@ def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> li
     except (Unresolvable, RecursionError):  # a $ref to nowhere or to itself: as above
         return []
     return [
-        f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
+        _shortened(f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}")
         if e.absolute_path
-        else e.message
+        else _shortened(e.message)
         for e in errors[:limit]
     ]
+
+
+#: The longest a problem is said (jsonschema's messages quote the whole value they refuse).
+MAX_PROBLEM = 300
+
+
+def _shortened(problem: str) -> str:
+    """``problem`` with its middle left out when it is longer than :data:`MAX_PROBLEM`."""
+    if len(problem) <= MAX_PROBLEM:
+        return problem
+    kept = (MAX_PROBLEM - 3) // 2  # (each end: the path and the rule it breaks stay)
+    return f"{problem[:kept]} … {problem[-kept:]}"

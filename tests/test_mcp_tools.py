@@ -406,3 +406,14 @@ def test_the_schema_checker_is_loaded_when_the_server_connects_not_at_the_first_
         timeout=120,
     )
     assert done.stdout.strip() == "True", done.stderr
+
+
+def test_a_huge_invalid_argument_is_named_without_being_repeated_whole():
+    """A schema problem quotes the value it refuses: a 20,000-character text given for a
+    number was repeated whole to the model, once per such argument."""
+    model = QueueModel([call("write_note", {"key": 5, "text": ["v" * 20_000]}), "done"])
+    _run(AgentBuilder("a", model).mcp([TOOLBOX]).build())
+    result = tool_results(model.requests[1])[0]
+    assert result.is_error and len(result.content) < 1_000
+    assert "key: 5 is not of type 'string'; text: ['vvv" in result.content
+    assert "vvv'] is not of type 'string'. Call the tool again" in result.content

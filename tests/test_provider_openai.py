@@ -462,8 +462,9 @@ async def test_an_error_inside_the_stream_is_a_model_error(serve: Callable[..., 
     assert isinstance(caught.value.__cause__, openai.APIError)
 
 
+@pytest.mark.parametrize(("code", "status"), [("server_error", 500), ("502", 502)])
 async def test_a_gateway_s_in_stream_error_with_a_text_code_is_retried(
-    serve: Callable[..., Server],
+    serve: Callable[..., Server], code: str, status: int
 ) -> None:
     """OpenRouter sends an error that happens while it generates as a chunk with an ``error``
     whose ``code`` is a text ("server_error") and no ``type``, after a 200: the error had no
@@ -471,7 +472,7 @@ async def test_a_gateway_s_in_stream_error_with_a_text_code_is_retried(
     chunk = {
         "id": "gen-1",
         "object": "chat.completion.chunk",
-        "error": {"code": "server_error", "message": "Provider disconnected unexpectedly"},
+        "error": {"code": code, "message": "Provider disconnected unexpectedly"},
         "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
     }
     failed = http.Response(
@@ -483,7 +484,7 @@ async def test_a_gateway_s_in_stream_error_with_a_text_code_is_retried(
     model = OpenAIModel("openai/gpt-4o-mini", api_key="sk-test")
     with pytest.raises(ModelError, match="Provider disconnected unexpectedly") as caught:
         await events_of(model, ask())
-    assert caught.value.status_code == 500
+    assert caught.value.status_code == status
     assert is_transient_error(caught.value)
 
     agent = AgentBuilder("a", model).build()

@@ -495,10 +495,10 @@ def _gone(server: str, pids: set[int]) -> None:
 
 
 def test_a_statement_after_the_server_s_idle_session_timeout_runs_on_a_new_one(team_store):
-    """A server whose administrator sets ``idle_session_timeout`` (managed PostgreSQL often
-    does) ends a connection left unused that long: the first command after a pause (``runs()``
-    in a notebook after lunch) failed with "terminating connection due to idle-session
-    timeout"; it runs on a new connection."""
+    """A server whose administrator sets a short ``idle_session_timeout`` ends a connection
+    left unused that long: the first command after a pause shorter than the store's own check
+    of an idle connection (10 s; a longer pause was caught by it) failed with "terminating
+    connection due to idle-session timeout"; it runs on a new connection."""
     location, server, database = team_store
     with psycopg.connect(server, autocommit=True) as db:
         db.execute(f'ALTER DATABASE "{database}" SET idle_session_timeout = 200')

@@ -132,6 +132,8 @@ def api_error(provider: str, exc: BaseException) -> ModelError:
         if not isinstance(error_type, str) and isinstance(code, str):
             error_type = code  # (OpenRouter's in-stream errors: a code such as "server_error")
         status = _STATUS_OF_ERROR_TYPE.get(error_type) if isinstance(error_type, str) else None
+        if isinstance(code, str) and code.isascii() and code.isdigit():
+            code = int(code)  # (a gateway's status as a text, "502")
         if status is None and type(code) is int and 400 <= code <= 599:
             status = code  # (vLLM's: the status it would have sent)
     message = error.get("message") if error else None

@@ -173,9 +173,10 @@ def _how_to_connect(error: BaseException) -> str:
 
 #: The server ended the connection (a restart or shutdown, an admin's pg_terminate_backend,
 #: another backend's crash, the server's idle_session_timeout on a connection kept open
-#: between statements, its idle_in_transaction_session_timeout on a process frozen inside a
-#: write): a statement met with this never ran (or was rolled back).
-_ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P05", "25P03"})
+#: between statements, its idle_in_transaction_session_timeout or (PostgreSQL 17)
+#: transaction_timeout on a process frozen inside a write): a statement met with this never
+#: ran (or was rolled back).
+_ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P05", "25P03", "25P04"})
 
 
 def _ended(error: BaseException) -> bool:
