@@ -325,9 +325,12 @@ async def run_loop(run: AgentRun) -> PromptResponse:
             state.cancel_reason = hook_reason
             cancelled = PromptCancelledError(hook_reason, list(state.messages))
         raise _ended_cancelled(run, cancelled) from None
-    except (Exception, SystemExit) as caught:
+    except GeneratorExit:
+        raise  # (the run's coroutine closed, never run to its end: nothing may be awaited)
+    except BaseException as caught:
         # A SystemExit must not leave the run's task: asyncio would let it through the event
-        # loop, and a kernel would end.
+        # loop, and a kernel would end. (A library's own BaseException ends the run in error
+        # too: it is recorded, then raised.)
         failure = RunExitedError(caught) if isinstance(caught, SystemExit) else caught
         steering.end()
         cancel_reason = await _run_error_hooks(run, failure)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["StopIterationRaised", "SyncJob", "SyncToolExecutor"]
+__all__ = ["GeneratorExitRaised", "StopIterationRaised", "SyncJob", "SyncToolExecutor"]
 
 _names = itertools.count(1)
 
@@ -29,6 +29,12 @@ class StopIterationRaised(RuntimeError):
     """The function raised ``StopIteration`` (a ``next()`` that found nothing left), which is
     its ``__cause__``: asyncio refuses to put a ``StopIteration`` in a future, so unwrapped the
     call waiting for it never ended."""
+
+
+class GeneratorExitRaised(RuntimeError):
+    """The function raised ``GeneratorExit``, which is its ``__cause__``: unwrapped, the future
+    would throw it into the coroutine awaiting it, which Python takes for closing that
+    coroutine (its ``RuntimeError: coroutine ignored GeneratorExit`` was the run's error)."""
 
 
 class SyncJob:
@@ -144,6 +150,8 @@ class SyncToolExecutor:
                 result = job.fn()
             except StopIteration as stop:
                 raise StopIterationRaised(str(stop)) from stop
+            except GeneratorExit as exit:
+                raise GeneratorExitRaised(str(exit)) from exit
         except BaseException as error:  # handed to the caller, as ThreadPoolExecutor does
             job.future.set_exception(error)
         else:

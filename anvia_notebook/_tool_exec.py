@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from pydantic import BaseModel
 
-from ._sync_pool import StopIterationRaised
+from ._sync_pool import GeneratorExitRaised, StopIterationRaised
 from ._tracing import TraceRecorder
 from ._util import (
     cancelled_from_outside,
@@ -171,10 +171,13 @@ ENDED_RUNNING_RESULT = STOPPED_RUNNING + (
 )
 
 
-def _raised_by_the_tool(error: Exception) -> Exception:
+def _raised_by_the_tool(error: Exception) -> BaseException:
     """What a tool raised: a ``StopIteration`` comes wrapped in a ``RuntimeError`` (Python's
-    own for a coroutine, the worker thread's for a sync tool), which would hide its message."""
+    own for a coroutine, the worker thread's for a sync tool), which would hide its message; a
+    sync tool's ``GeneratorExit`` in the worker thread's."""
     cause = error.__cause__
+    if isinstance(error, GeneratorExitRaised) and isinstance(cause, GeneratorExit):
+        return cause
     if isinstance(cause, StopIteration) and (
         isinstance(error, StopIterationRaised)
         or (type(error) is RuntimeError and str(error).endswith("raised StopIteration"))
@@ -955,9 +958,9 @@ class ToolExecutor:
             self._landed[call.id] = (self._cut_text(call, sync=True), True, raw_args)
             raise
         except Exception as error:
-            error = _raised_by_the_tool(error)
-            result = f"ToolCallError: {error_text(error) or type(error).__name__}"
-            return await self._tool_error(call, internal_id, raw_args, error, result), True
+            raised = _raised_by_the_tool(error)
+            result = f"ToolCallError: {error_text(raised) or type(raised).__name__}"
+            return await self._tool_error(call, internal_id, raw_args, raised, result), True
         except SystemExit as error:
             # (``exit()`` in code the model wrote, a command-line parser's error): the call
             # failed; neither the process nor the kernel ends.
@@ -973,6 +976,11 @@ class ToolExecutor:
                 raise  # Stop, cancel() or a hook
             # The tool itself raised it (it awaited something that was cancelled): it failed.
             result = f"ToolCallError: {error_text(error) or 'the tool was cancelled'}"
+            return await self._tool_error(call, internal_id, raw_args, error, result), True
+        except BaseException as error:
+            # (a GeneratorExit, a library's own BaseException: the call failed, as for any
+            # exception; let through, it left the run's task with no end recorded)
+            result = f"ToolCallError: {error_text(error) or type(error).__name__}"
             return await self._tool_error(call, internal_id, raw_args, error, result), True
         finally:
             self.trace.deactivate(active)

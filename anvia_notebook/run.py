@@ -1050,7 +1050,7 @@ class _Outcome:
 
     __slots__ = ("_error", "_response", "_traceback")
 
-    def __init__(self, response: PromptResponse | None, error: Exception | None) -> None:
+    def __init__(self, response: PromptResponse | None, error: BaseException | None) -> None:
         self._response = response
         self._error = error
         # (raised again from where it was first raised, each time: no frames pile up)
@@ -1072,7 +1072,9 @@ async def _outcome_of(run: AgentRun) -> _Outcome:
     CALL_RETRIES.set(None)
     try:
         return _Outcome(await run_loop(run), None)
-    except Exception as error:
+    except (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as error:  # (a library's own BaseException: the run's error too)
         return _Outcome(None, error)
 
 
