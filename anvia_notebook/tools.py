@@ -137,6 +137,8 @@ class Tool:
                 value = await value
             if inspect.isasyncgen(value):  # (an async generator: what it yields, as a list)
                 value = [item async for item in value]
+            elif inspect.isgenerator(value):  # (returned by an async execute: read here)
+                value = list(value)
         except SyncToolNotStarted:
             if waiting_for_a_thread:
                 raise
@@ -320,11 +322,18 @@ class SyncToolNotStarted(asyncio.CancelledError):
     """A sync tool's call was cancelled while it waited for a worker thread: it never ran."""
 
 
+def _drained(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``; a generator it returns (a generator function's body runs only when
+    it is read) read to its end here, on the worker thread, as a list of what it yielded."""
+    value = function(*args)
+    return list(value) if inspect.isgenerator(value) else value
+
+
 async def _call_sync(function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` on a sync tool worker (with this context), as described in
     :meth:`Tool.call`."""
     context = contextvars.copy_context()
-    job = SYNC_TOOL_EXECUTOR.submit(functools.partial(context.run, function, *args))
+    job = SYNC_TOOL_EXECUTOR.submit(functools.partial(context.run, _drained, function, *args))
     waiter = asyncio.wrap_future(job.future)
     waiter.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "unretrieved"
     try:
