@@ -66,6 +66,7 @@ from .models.base import (
     TextDelta,
     ToolCall,
     ToolCallDelta,
+    ToolDefinition,
 )
 from .output_types import check_output_tools
 from .retry import CALL_RETRIES, CallRetries, RetryContext
@@ -165,9 +166,7 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         if spec is not None
         else None
     )
-    tools = [tool.definition() for tool in agent.tools.values()]
-    if typed is not None:
-        tools = typed.tools(tools)
+    tools: list[ToolDefinition] = []
     model_name = str(getattr(agent.model, "name", type(agent.model).__name__))
     max_turns = request.max_turn_count
     run.tracer.run_started(agent_id=agent.id, resumed=run.resumed, session_id=state.session_id)
@@ -176,6 +175,10 @@ async def run_loop(run: AgentRun) -> PromptResponse:
         steering.start()
         if run.stopped_before_start:
             raise asyncio.CancelledError
+        # (made here: a tool's input without a JSON Schema fails the run as any error does)
+        tools = [tool.definition() for tool in agent.tools.values()]
+        if typed is not None:
+            tools = typed.tools(tools)
         if agent.mcp_servers:  # connected on the first run; a name clash fails here
             from .mcp._registry import attach_mcp_tools
 

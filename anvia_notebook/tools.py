@@ -18,7 +18,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from ._sync_pool import SyncToolExecutor
-from ._util import MAX_ARGUMENT_DEPTH, normalize_result, not_a_json_number, too_deep
+from ._util import MAX_ARGUMENT_DEPTH, add_note, normalize_result, not_a_json_number, too_deep
 from .approvals import ToolApproval
 from .errors import ToolArgumentsError
 from .models.base import ToolDefinition
@@ -99,10 +99,18 @@ class Tool:
     def definition(self) -> ToolDefinition:
         """What the model sees: name, description and the input model's JSON schema."""
         if self._definition is None:
+            try:
+                parameters = self.input.model_json_schema()
+            except Exception as error:  # (a field JSON Schema cannot describe: say whose)
+                add_note(
+                    error,
+                    f"(the JSON Schema of the input model {self.input.__name__} of the tool "
+                    f"{self.name!r}, which the model reads: give its fields types JSON can "
+                    "describe)",
+                )
+                raise
             self._definition = ToolDefinition(
-                name=self.name,
-                description=self.description,
-                parameters=self.input.model_json_schema(),
+                name=self.name, description=self.description, parameters=parameters
             )
         return self._definition
 
