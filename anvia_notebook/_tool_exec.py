@@ -375,7 +375,8 @@ class ToolExecutor:
             # (a lone surrogate, as a file name read with surrogateescape has: U+FFFD instead,
             # or neither the store nor the page could keep the result)
             result = valid_text(await self._after_result(call, internal_id, effective_args, result))
-        except PromptCancelledError:  # a hook ended the run after the result was known
+        except (PromptCancelledError, asyncio.CancelledError):
+            # A hook ended the run, or Stop came while it ran, after the result was known.
             self._landed[call.id] = (valid_text(result), is_error, effective_args)
             self._report_landed(call, turn, internal_id)
             raise
@@ -1025,7 +1026,7 @@ class ToolExecutor:
         )
         try:  # the call has failed already: a failing hook is logged, the result stays
             await call_hooks(self.hooks, "on_tool_error", event, guarded=True)
-        except PromptCancelledError:
+        except (PromptCancelledError, asyncio.CancelledError):  # (a hook's cancel, or Stop)
             self._landed[call.id] = (result, True, raw_args)
             raise
         return result
