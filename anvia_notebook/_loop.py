@@ -642,6 +642,11 @@ async def _complete(
                     Message.assistant(partial.text, reasoning=partial.reasoning or None)
                 )
             raise
+        except SystemExit as exited:  # (the run fails with it: the call failed, not retried)
+            run.state.usage = run.state.usage + accumulator.response().usage
+            failed = RunExitedError(exited)
+            tracer.model_call_failed(entry, failed, accumulator.response(), token)
+            raise
         except Exception as error:
             # What the failed call reported it cost counts in the run's usage (as in Anvia),
             # once, whether or not it is tried again.

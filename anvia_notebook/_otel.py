@@ -122,6 +122,11 @@ class RunSpans:
             attributes["gen_ai.conversation.id"] = session_id
         if resumed:
             attributes["anvia.resumed"] = True
+            # (the part of the total made before the resume: the earlier process's root, if
+            # it ended at all, as when another process took the run over, counted it)
+            before = trace.summary()
+            attributes["anvia.resumed.input_tokens"] = before["input_tokens"]
+            attributes["anvia.resumed.output_tokens"] = before["output_tokens"]
         self.root = self.tracer.start_span(
             f"invoke_agent {name}", kind=SpanKind.INTERNAL, attributes=attributes
         )
@@ -260,15 +265,17 @@ class RunSpans:
 
     @_guarded
     def chat_retried(
-        self, entry: TurnTrace, started: tuple[Any, Any], error: BaseException
+        self, entry: TurnTrace, started: tuple[Any, Any], error: BaseException, sent: bool
     ) -> None:
-        """A request within the call failed and is tried again (see ``TraceRecorder.retried``):
-        a ``retry`` event on the call's span, which counts the attempt."""
+        """A request within the call failed and is to be tried again (see
+        ``TraceRecorder.retried``): a ``retry`` event on the call's span, with the attempt it
+        is to be; once it is sent, the span's ``anvia.attempt`` counts it."""
         span = started[0]
-        span.set_attribute("anvia.attempt", entry.attempts)
-        span.add_event(
-            "retry", {"error.type": type(error).__name__, "anvia.attempt": entry.attempts}
-        )
+        if sent:
+            span.set_attribute("anvia.attempt", entry.attempts)
+        else:
+            attempt = entry.attempts + 1
+            span.add_event("retry", {"error.type": type(error).__name__, "anvia.attempt": attempt})
 
     @_guarded
     def chat_ended(

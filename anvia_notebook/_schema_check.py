@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["schema_problems"]
+__all__ = ["schema_problems", "shortened"]
 
 
 def _jsonschema() -> Any:
@@ -220,9 +220,9 @@ def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> li
     except (Unresolvable, RecursionError):  # a $ref to nowhere or to itself: as above
         return []
     return [
-        _shortened(f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}")
+        shortened(f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}")
         if e.absolute_path
-        else _shortened(e.message)
+        else shortened(e.message)
         for e in errors[:limit]
     ]
 
@@ -231,7 +231,7 @@ def schema_problems(schema: Mapping[str, Any], value: Any, limit: int = 5) -> li
 MAX_PROBLEM = 300
 
 
-def _shortened(problem: str) -> str:
+def shortened(problem: str) -> str:
     """``problem`` with its middle left out when it is longer than :data:`MAX_PROBLEM`."""
     if len(problem) <= MAX_PROBLEM:
         return problem

@@ -281,13 +281,15 @@ class TraceRecorder:
             return self.spans.chat_started(entry)
         return None
 
-    def retried(self, entry: TurnTrace, token: Any, error: BaseException) -> None:
+    def retried(self, entry: TurnTrace, token: Any, error: BaseException, sent: bool) -> None:
         """A request the model sent within the call (a continuation of a paused answer)
-        failed and is tried again: one more attempt of the call."""
-        entry.attempts += 1
-        self._dirty_turns.add(entry.index)
+        failed and is to be tried again (a ``retry`` event on the call's span, before the
+        wait), then is sent again (``sent``, after it): one more attempt of the call."""
+        if sent:
+            entry.attempts += 1
+            self._dirty_turns.add(entry.index)
         if self.spans is not None and token is not None:
-            self.spans.chat_retried(entry, token, error)
+            self.spans.chat_retried(entry, token, error, sent)
 
     def first_token(self, entry: TurnTrace) -> None:
         if entry.first_token_ms is None:

@@ -176,6 +176,10 @@ class CompletionRetries:
             value = getattr(self, name)
             if isinstance(value, bool) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite number of seconds, not {value!r}")
+        if isinstance(self.max_retry_after, bool):
+            raise ValueError(
+                f"max_retry_after must be a number of seconds, not {self.max_retry_after!r}"
+            )
         if self.initial_delay < 0 or self.max_delay < 0 or not self.max_retry_after >= 0:
             raise ValueError("retry delays must not be negative")
         if self.max_delay < self.initial_delay:
@@ -185,7 +189,8 @@ class CompletionRetries:
         """The wait before attempt ``attempt + 1``: up to ``initial_delay * 2**(attempt - 1)``,
         capped at ``max_delay``; at least what the server asked for with ``error`` (at most
         ``max_retry_after``)."""
-        capped = min(self.max_delay, self.initial_delay * (2 ** (attempt - 1)))
+        # (the exponent bounded: past 2**1023 a float overflows, for a long run of attempts)
+        capped = min(self.max_delay, self.initial_delay * 2.0 ** min(attempt - 1, 1023))
         wait = float(random.random() * capped)
         asked = server_delay(error) if error is not None else None
         if asked is not None:
@@ -212,9 +217,10 @@ class CallRetries:
     retries: CompletionRetries
     turn: int
     ended: bool = False
-    #: Told of each request within the call that failed and is tried again (the trace counts
-    #: it among the call's attempts).
-    retried: Callable[[BaseException], None] | None = None
+    #: Told of each request within the call that failed and is to be tried again, before the
+    #: wait (``False``) and when it is sent again, after it (``True``): the trace counts it
+    #: among the call's attempts.
+    retried: Callable[[BaseException, bool], None] | None = None
 
 
 #: The :class:`CallRetries` of the model call under way, set while the model streams (None
@@ -238,7 +244,9 @@ async def retry_within_call(error: BaseException, attempt: int) -> bool:
     retries = given.retries
     if not retries.allows(RetryContext(error, attempt, retries.max_attempts, given.turn)):
         return False
+    if given.retried is not None:
+        given.retried(error, False)
     await asyncio.sleep(retries.delay(attempt, error))
     if given.retried is not None:  # (after the wait: a Stop during it sends nothing again)
-        given.retried(error)
+        given.retried(error, True)
     return True

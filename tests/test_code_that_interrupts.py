@@ -148,3 +148,23 @@ async def test_a_model_that_interrupts_mid_answer_ends_its_call_as_stopped(spans
     assert run.trace.rows()[0]["status"] == "cancelled"
     [chat] = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
     assert [event.name for event in chat.events] == ["cancelled"]
+
+
+async def test_a_model_that_exits_mid_answer_ends_its_call_as_failed(spans) -> None:
+    """``SystemExit`` raised in the model's stream fails the run (``RunExitedError``); its call
+    stayed "running" in the trace and its chat span never ended."""
+    from anvia_notebook import RunExitedError
+
+    async def answers_then_exits(request):
+        yield "Half an ans"
+        raise SystemExit(3)
+
+    request = AgentBuilder("a", FunctionModel(answers_then_exits)).build().prompt("go")
+    run = request.store(None).start()
+    with pytest.raises(RunExitedError):
+        await run.wait()
+    [turn] = run.trace.turns
+    assert turn.error is not None and turn.error.startswith("RunExitedError")
+    assert turn.duration_ms is not None and run.trace.rows()[0]["status"] == "error"
+    [chat] = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    assert chat.attributes["error.type"] == "RunExitedError"

@@ -826,3 +826,26 @@ async def test_a_stream_in_pieces_of_any_size_is_mended_as_it_is_whole(events, s
 
     read = [piece async for piece in _mended_type()(stream(), events)]
     assert b"".join(read) == _mend(body, events)
+
+
+@pytest.mark.parametrize(
+    ("message", "lost"),
+    [
+        ("Connection closed", True),
+        ("SSE stream ended without a response", True),
+        ("SSE stream ended and reconnection attempts were exhausted", True),
+        # A stream the SDK could not read, from a server still there: its answer was larger
+        # than the SDK reads in one event (it was told as the server going away, and a
+        # healthy session was dropped at each call).
+        ("SSE stream failed: Server-sent event exceeded the 1048576 byte limit", False),
+        ("Upstream: SSE stream ended without a response", False),
+    ],
+)
+def test_only_the_sdks_own_words_for_a_lost_connection_say_the_server_went_away(message, lost):
+    from mcp import MCPError
+    from mcp.types import CONNECTION_CLOSED
+
+    from anvia_notebook.mcp._connection import _is_closed
+
+    assert _is_closed(MCPError(CONNECTION_CLOSED, message)) is lost
+    assert _is_closed(MCPError(CONNECTION_CLOSED, message, data={"server": "said"})) is False

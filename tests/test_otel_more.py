@@ -214,14 +214,18 @@ async def test_a_resumed_run_is_a_new_invoke_agent_span_with_the_call_decided_af
     assert chat.attributes["anvia.turn"] == 2
     assert chat.attributes["gen_ai.usage.input_tokens"] == 50
     # The resumed root reports the whole run's tokens, the earlier process's model calls
-    # included: a run is resumed after its process died, whose own root span never ended (nor
-    # was exported), so this is the one root with the run's total, which its chat spans, in
-    # both lifetimes, add up to.
+    # included: a run is most often resumed after its process died, whose own root span never
+    # ended (nor was exported), so this is the one root with the run's total, which its chat
+    # spans, in both lifetimes, add up to. The earlier part is said apart: where the earlier
+    # root was exported too (here, stopped; or a run another process took over), a sum of
+    # roots subtracts it.
     tokens = (
         root.attributes["gen_ai.usage.input_tokens"],
         root.attributes["gen_ai.usage.output_tokens"],
     )
     assert tokens == (30 + 50, 5 + 4)
+    assert root.attributes["anvia.resumed.input_tokens"] == 30
+    assert root.attributes["anvia.resumed.output_tokens"] == 5
     restarted.close()
 
 

@@ -196,7 +196,8 @@ async def test_a_stop_while_a_continuation_waits_to_be_sent_again_counts_no_atte
     assert turn.attempts == 1 and turn.error == "Stopped: enough"
     [chat] = [span for span in spans.get_finished_spans() if span.name.startswith("chat ")]
     assert "anvia.attempt" not in chat.attributes
-    assert [event.name for event in chat.events] == ["cancelled"]
+    # (why it waited is said: the failure, as a retry event)
+    assert [event.name for event in chat.events] == ["retry", "cancelled"]
 
 
 async def test_a_continuation_failing_at_every_attempt_ends_the_run(

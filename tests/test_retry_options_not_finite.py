@@ -54,3 +54,15 @@ async def test_a_run_with_valid_retry_options_retries_and_ends():
     response = await asyncio.wait_for(request.send(), 30)
     assert response.output == "ready"
     assert len(model.requests) == 2
+
+
+def test_the_wait_of_a_late_attempt_is_the_cap_not_an_overflow() -> None:
+    """With many attempts (``should_retry`` saying yes each time), the 1,026th wait raised
+    ``OverflowError``: the doubling went past what a float holds."""
+    retries = CompletionRetries(max_attempts=5_000, initial_delay=0.1, max_delay=2.0)
+    assert 0 <= retries.delay(1_500) <= 2.0
+
+
+def test_max_retry_after_is_not_a_bool() -> None:
+    with pytest.raises(ValueError, match="max_retry_after"):
+        CompletionRetries(max_retry_after=True)

@@ -46,7 +46,7 @@ async def test_a_finished_sub_run_s_refusal_names_the_running_top_level_run(
         said = str(refused.value)
         assert "has already ended (success)" in said
         assert run.run_id in said and "Start a new run" not in said
-        assert f"RunStore.steer({run.run_id!r}, text)" in said
+        assert f"store.steer({run.run_id!r}, text)" in said
         assert cli(["--store", store_location, "steer", sub.run_id, "one more thing"]) == 1
         err = capsys.readouterr().err
         assert run.run_id in err and "Start a new run" not in err

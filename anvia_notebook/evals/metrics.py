@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError, to_json
 
+from .._schema_check import shortened
 from .._util import cancelled_from_outside, error_text
 from .cases import Case
 
@@ -386,7 +387,7 @@ def _schema_validator(schema: Any) -> Callable[[Any, str], None] | None:
             if errors:
                 first = errors[0]
                 where = "/".join(str(p) for p in first.path) or "the value"
-                raise ValueError(f"does not fit the schema at {where}: {first.message}")
+                raise ValueError(f"does not fit the schema at {where}: {shortened(first.message)}")
 
         return check_dict
     raise TypeError(

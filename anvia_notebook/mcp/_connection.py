@@ -79,12 +79,15 @@ def _flatten(error: BaseException) -> BaseException:
 
 #: The message of the MCP SDK's error for a connection that closed under a request.
 _SDK_CLOSED = "Connection closed"
-#: How the SDK's streamable HTTP client tells of a request whose response stream broke (the
-#: server went away mid-call), with the same code: its words, not the server's.
-_SDK_STREAM_LOST = re.compile(
-    r"SSE stream ended without a response|SSE stream ended and reconnection attempts were "
-    r"exhausted|SSE stream failed: .*",
-    re.DOTALL,
+#: How the SDK's streamable HTTP client tells of a request whose response stream ended (the
+#: server went away mid-call), with the same code: its words, not the server's. (Not its "SSE
+#: stream failed: ...": a stream it could not read, an event over its size limit, from a
+#: server still there.)
+_SDK_STREAM_LOST = frozenset(
+    {
+        "SSE stream ended without a response",
+        "SSE stream ended and reconnection attempts were exhausted",
+    }
 )
 
 
@@ -99,7 +102,7 @@ def _is_closed(error: BaseException) -> bool:
         # that is the server's error, and its session goes on.
         if error.code != CONNECTION_CLOSED or error.data is not None:
             return False
-        return error.message == _SDK_CLOSED or bool(_SDK_STREAM_LOST.fullmatch(error.message))
+        return error.message == _SDK_CLOSED or error.message in _SDK_STREAM_LOST
     import anyio
 
     return isinstance(

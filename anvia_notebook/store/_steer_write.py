@@ -97,8 +97,9 @@ def _how_to_go_on(backend: Any, sql: Callable[[str], str], run_id: str) -> str:
         if rows and rows[0][0] in ACTIVE and not rows[0][1]:
             return (
                 f"It was a sub-agent's run inside run {top[0]!r} (agent {top[1]!r}), which has "
-                f"not ended: send the message to that run instead (RunStore.steer({top[0]!r}, "
-                f"text), or python -m anvia_notebook steer {top[0]} TEXT in a terminal)."
+                f"not ended: send the message to that run instead (store.steer({top[0]!r}, "
+                f"text), or python -m anvia_notebook steer {top[0]} TEXT in a terminal, with "
+                "--store if the run's store is not the default one)."
             )
     return "Start a new run with its history to go on."
 
