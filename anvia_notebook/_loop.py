@@ -642,11 +642,8 @@ async def _complete(
                     Message.assistant(partial.text, reasoning=partial.reasoning or None)
                 )
             raise
-        except SystemExit as exited:  # (the run fails with it: the call failed, not retried)
-            run.state.usage = run.state.usage + accumulator.response().usage
-            failed = RunExitedError(exited)
-            tracer.model_call_failed(entry, failed, accumulator.response(), token)
-            raise
+        except GeneratorExit:
+            raise  # (the run's coroutine is being closed: nothing more may happen in it)
         except Exception as error:
             # What the failed call reported it cost counts in the run's usage (as in Anvia),
             # once, whether or not it is tried again.
@@ -675,6 +672,13 @@ async def _complete(
                 guarded=True,
                 turn=turn,
             )
+            raise
+        except BaseException as error:
+            # (a SystemExit, a library's own BaseException: the run fails with it, so the call
+            # failed, not to be retried)
+            run.state.usage = run.state.usage + accumulator.response().usage
+            failed = RunExitedError(error) if isinstance(error, SystemExit) else error
+            tracer.model_call_failed(entry, failed, accumulator.response(), token)
             raise
 
 

@@ -168,3 +168,23 @@ async def test_a_model_that_exits_mid_answer_ends_its_call_as_failed(spans) -> N
     assert turn.duration_ms is not None and run.trace.rows()[0]["status"] == "error"
     [chat] = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
     assert chat.attributes["error.type"] == "RunExitedError"
+
+
+class Aborted(BaseException):
+    """A library's own BaseException (not an Exception)."""
+
+
+async def test_a_model_that_raises_its_own_base_exception_ends_its_call_as_failed(spans) -> None:
+    async def answers_then_aborts(request):
+        yield "Half an ans"
+        raise Aborted("gave up")
+
+    run = AgentBuilder("a", FunctionModel(answers_then_aborts)).build().prompt("go")
+    run = run.store(None).start()
+    with pytest.raises(Aborted):
+        await run.wait()
+    assert run.state.status == "error"
+    [turn] = run.trace.turns
+    assert turn.error == "Aborted: gave up" and turn.duration_ms is not None
+    [chat] = [s for s in spans.get_finished_spans() if s.name.startswith("chat ")]
+    assert chat.attributes["error.type"] == "Aborted"
