@@ -105,28 +105,3 @@ async def test_a_call_taken_up_again_on_resume_keeps_when_it_began(
     assert after.started_at == before.started_at
     assert after.started_at <= after.approval.requested_at
     assert after.duration_ms >= 300
-
-
-async def test_a_model_call_stopped_by_stop_is_not_an_error_row():
-    """Stop ends the model call that streams: the run is ``cancelled``, its chat span has no
-    error (a ``cancelled`` event), the tool calls it cut off are ``cancelled`` rows. Its own
-    row in ``trace.to_pandas()`` said ``status="error"``, so counting failed model calls
-    (``df[df.status == "error"]``) counted every Stop."""
-    from anvia_notebook import PromptCancelledError
-    from anvia_notebook.models import TextDelta
-
-    streaming = asyncio.Event()
-
-    async def endless(request):
-        yield TextDelta(delta="thinking...")
-        streaming.set()
-        await asyncio.Event().wait()
-
-    run = AgentBuilder("a", FunctionModel(endless)).build().prompt("go").start()
-    await asyncio.wait_for(streaming.wait(), 5)
-    run.cancel("Enough")
-    with pytest.raises(PromptCancelledError):
-        await run.wait()
-    [row] = run.trace.rows()
-    assert run.trace.status == "cancelled"
-    assert (row["kind"], row["status"], row["error"]) == ("model", "cancelled", "Stopped: Enough")

@@ -5,6 +5,8 @@ approval, and its own arguments are the ones run."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,19 @@ def test_a_later_call_with_the_same_id_is_not_decided_by_the_earlier_approval_on
 
         wait_until(second_turn_stored, child, "the second turn to be stored")
         kill(child)
+        # ``show`` does not say the earlier turn's decision is used on resume (it said 'Approval
+        # ... add {"x": 1, "y": 1} was approved (from the store): the call runs when the run
+        # resumes.', of the first turn's call, which ran with the edit).
+        shown = subprocess.run(
+            [sys.executable, "-m", "anvia_notebook", "--store", location, "show", run_id],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert "interrupted" in shown.stdout
+        assert "the call runs when the run resumes" not in shown.stdout
         asked: list[Any] = []
 
         def handler(request: Any) -> bool:

@@ -391,6 +391,9 @@ async def test_a_run_stopped_while_streaming_marks_its_turn() -> None:
     [turn] = run.trace.turns
     assert turn.error == "Stopped: Enough"
     assert turn.response.text == "thinking..."
+    # (its row is cancelled, not an error: counting failed model calls counted every Stop)
+    [row] = run.trace.rows()
+    assert (row["kind"], row["status"], row["error"]) == ("model", "cancelled", "Stopped: Enough")
 
 
 def test_a_hook_that_changes_the_messages_is_traced_with_what_was_sent() -> None:
